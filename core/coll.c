@@ -1,0 +1,133 @@
+/* coll.c - the collective and point-to-point API: argument checks, then
+ * kolo_enqueue (enqueue.c). */
+#include <stdint.h>
+
+#include "core/comm.h"
+
+static const char *type_name(int t) {
+  static const char *names[koloNumTypes] = {"int8",    "uint8",   "int32",   "uint32",  "int64",
+                                            "uint64",  "float16", "float32", "float64", "bfloat16"};
+  return (t >= 0 && t < koloNumTypes) ? names[t] : "invalid";
+}
+
+/* Checks what every call shares; `blocks` = number of count-sized blocks in
+ * the larger buffer (nranks for reduce-scatter / all-gather, else 1). */
+static koloResult_t check_common(const char *fn, koloComm_t comm, size_t count,
+                                 koloDataType_t type, int with_op, koloRedOp_t op, int blocks) {
+  if (comm == NULL) return kolo_error(NULL, koloInvalidArgument, "%s: comm is NULL", fn);
+  if (comm->failed != koloSuccess)
+    return kolo_error(NULL, comm->failed, "%s: the communicator failed earlier: %s", fn, comm->err.msg);
+  if ((int)type < 0 || type >= koloNumTypes)
+    return kolo_error(&comm->err, koloInvalidArgument, "%s: datatype %d is not a koloDataType_t", fn, (int)type);
+  if (with_op && ((int)op < 0 || op >= koloNumOps))
+    return kolo_error(&comm->err, koloInvalidArgument, "%s: op %d is not a koloRedOp_t", fn, (int)op);
+  size_t esz = koloTypeSize(type);
+  if (count > SIZE_MAX / esz / (size_t)blocks || count > (size_t)INT64_MAX / esz / (size_t)blocks)
+    return kolo_error(&comm->err, koloInvalidArgument,
+                      "%s: count %zu x %d rank(s) x %zu bytes (%s) overflows", fn, count, blocks, esz,
+                      type_name(type));
+  return koloSuccess;
+}
+
+static koloResult_t check_ptr(const char *fn, koloComm_t comm, const void *p, const char *name,
+                              size_t count) {
+  if (p == NULL && count > 0)
+    return kolo_error(&comm->err, koloInvalidArgument, "%s: %s is NULL with count %zu", fn, name, count);
+  return koloSuccess;
+}
+
+static koloResult_t check_rank(const char *fn, koloComm_t comm, int r, const char *name) {
+  if (r < 0 || r >= comm->nranks)
+    return kolo_error(&comm->err, koloInvalidArgument, "%s: %s %d is outside 0..%d", fn, name, r,
+                      comm->nranks - 1);
+  return koloSuccess;
+}
+
+#define KOLO_CHECK(call)                                                     \
+  do {                                                                       \
+    koloResult_t res_ = (call);                                              \
+    if (res_ != koloSuccess) return res_;                                    \
+  } while (0)
+
+koloResult_t koloAllReduce(const void *sendbuff, void *recvbuff, size_t count,
+                           koloDataType_t datatype, koloRedOp_t op, koloComm_t comm,
+                           koloStream_t stream) {
+  (void)stream;
+  const char *fn = "koloAllReduce";
+  KOLO_CHECK(check_common(fn, comm, count, datatype, 1, op, 1));
+  KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff", count));
+  KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff", count));
+  kolo_op o = {KOLO_COLL_ALL_REDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm};
+  return kolo_enqueue(&o);
+}
+
+koloResult_t koloReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
+                               koloDataType_t datatype, koloRedOp_t op, koloComm_t comm,
+                               koloStream_t stream) {
+  (void)stream;
+  const char *fn = "koloReduceScatter";
+  KOLO_CHECK(check_common(fn, comm, recvcount, datatype, 1, op, comm ? comm->nranks : 1));
+  KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff", recvcount));
+  KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff", recvcount));
+  kolo_op o = {KOLO_COLL_REDUCE_SCATTER, sendbuff, recvbuff, recvcount, datatype, op, 0, comm};
+  return kolo_enqueue(&o);
+}
+
+koloResult_t koloAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
+                           koloDataType_t datatype, koloComm_t comm, koloStream_t stream) {
+  (void)stream;
+  const char *fn = "koloAllGather";
+  KOLO_CHECK(check_common(fn, comm, sendcount, datatype, 0, koloSum, comm ? comm->nranks : 1));
+  KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff", sendcount));
+  KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff", sendcount));
+  kolo_op o = {KOLO_COLL_ALL_GATHER, sendbuff, recvbuff, sendcount, datatype, koloSum, 0, comm};
+  return kolo_enqueue(&o);
+}
+
+koloResult_t koloBroadcast(const void *sendbuff, void *recvbuff, size_t count,
+                           koloDataType_t datatype, int root, koloComm_t comm,
+                           koloStream_t stream) {
+  (void)stream;
+  const char *fn = "koloBroadcast";
+  KOLO_CHECK(check_common(fn, comm, count, datatype, 0, koloSum, 1));
+  KOLO_CHECK(check_rank(fn, comm, root, "root"));
+  if (comm->rank == root) KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff (on the root)", count));
+  KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff", count));
+  kolo_op o = {KOLO_COLL_BROADCAST, sendbuff, recvbuff, count, datatype, koloSum, root, comm};
+  return kolo_enqueue(&o);
+}
+
+koloResult_t koloReduce(const void *sendbuff, void *recvbuff, size_t count,
+                        koloDataType_t datatype, koloRedOp_t op, int root, koloComm_t comm,
+                        koloStream_t stream) {
+  (void)stream;
+  const char *fn = "koloReduce";
+  KOLO_CHECK(check_common(fn, comm, count, datatype, 1, op, 1));
+  KOLO_CHECK(check_rank(fn, comm, root, "root"));
+  KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff", count));
+  if (comm->rank == root) KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff (on the root)", count));
+  kolo_op o = {KOLO_COLL_REDUCE, sendbuff, recvbuff, count, datatype, op, root, comm};
+  return kolo_enqueue(&o);
+}
+
+koloResult_t koloSend(const void *sendbuff, size_t count, koloDataType_t datatype, int peer,
+                      koloComm_t comm, koloStream_t stream) {
+  (void)stream;
+  const char *fn = "koloSend";
+  KOLO_CHECK(check_common(fn, comm, count, datatype, 0, koloSum, 1));
+  KOLO_CHECK(check_rank(fn, comm, peer, "peer"));
+  KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff", count));
+  kolo_op o = {KOLO_COLL_SEND, sendbuff, NULL, count, datatype, koloSum, peer, comm};
+  return kolo_enqueue(&o);
+}
+
+koloResult_t koloRecv(void *recvbuff, size_t count, koloDataType_t datatype, int peer,
+                      koloComm_t comm, koloStream_t stream) {
+  (void)stream;
+  const char *fn = "koloRecv";
+  KOLO_CHECK(check_common(fn, comm, count, datatype, 0, koloSum, 1));
+  KOLO_CHECK(check_rank(fn, comm, peer, "peer"));
+  KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff", count));
+  kolo_op o = {KOLO_COLL_RECV, NULL, recvbuff, count, datatype, koloSum, peer, comm};
+  return kolo_enqueue(&o);
+}

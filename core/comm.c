@@ -1,0 +1,413 @@
+/* comm.c - communicator lifecycle: init, split, finalize, destroy, abort. */
+#include "core/comm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "core/log.h"
+#include "ring/topology.h"
+#include "transport/transport.h"
+
+#define TAG_CONFIG 0x10u
+#define TAG_RING_PIPE 0x1000u
+
+/* What every rank must agree on, checked at init. */
+typedef struct {
+  int32_t nchannels, nslots, memory, pad;
+  uint64_t slot_bytes;
+} comm_shape;
+
+koloResult_t koloGetVersion(int *version) {
+  if (version == NULL) return kolo_error(NULL, koloInvalidArgument, "koloGetVersion: version is NULL");
+  *version = KOLO_VERSION_CODE;
+  return koloSuccess;
+}
+
+size_t koloTypeSize(koloDataType_t t) {
+  static const size_t sizes[koloNumTypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
+  return ((int)t >= 0 && t < koloNumTypes) ? sizes[t] : 0;
+}
+
+const char *koloGetLastError(koloComm_t comm) {
+  return comm ? comm->err.msg : kolo_thread_errbuf()->msg;
+}
+
+koloResult_t koloGetUniqueId(koloUniqueId *id) {
+  if (id == NULL) return kolo_error(NULL, koloInvalidArgument, "koloGetUniqueId: uniqueId is NULL");
+  kolo_uid uid;
+  int timeout = (int)kolo_param_int("KOLO_TIMEOUT_MS");
+  koloResult_t res = kolo_bootstrap_root_start(NULL, NULL, timeout, &uid, NULL);
+  if (res != koloSuccess) return res;
+  kolo_uid_encode(&uid, id);
+  return koloSuccess;
+}
+
+/* ---- configuration ------------------------------------------------------ */
+
+static int pick(int from_config, int64_t from_env) {
+  return from_config != KOLO_CONFIG_UNDEF ? from_config : (int)from_env;
+}
+
+static koloResult_t resolve_config(struct koloComm *c, const koloConfig_t *cfg) {
+  koloConfig_t def = KOLO_CONFIG_INITIALIZER;
+  if (cfg == NULL) cfg = &def;
+  if (cfg->magic != KOLO_CONFIG_MAGIC || cfg->size < offsetof(koloConfig_t, cudaDev))
+    return kolo_error(NULL, koloInvalidArgument,
+                      "config was not set up with KOLO_CONFIG_INITIALIZER (bad magic or size)");
+  const char *mem = kolo_param_str("KOLO_MEMORY");
+  int env_mem = (mem && strcmp(mem, "cuda") == 0) ? koloMemCuda : koloMemHost;
+  c->memory = pick(cfg->memory, env_mem);
+  c->blocking = pick(cfg->blocking, 1);
+  c->timeout_ms = pick(cfg->timeoutMs, kolo_param_int("KOLO_TIMEOUT_MS"));
+  int bufsize = pick(cfg->bufferSize, kolo_param_int("KOLO_BUFFSIZE"));
+  c->nslots = (uint32_t)kolo_param_int("KOLO_NSLOTS");
+  c->nchannels = pick(cfg->nChannels, kolo_param_int("KOLO_NCHANNELS"));
+  c->min_channel_bytes = (size_t)kolo_param_int("KOLO_MIN_CHANNEL_BYTES");
+  if (c->memory != koloMemHost && c->memory != koloMemCuda)
+    return kolo_error(NULL, koloInvalidArgument, "config.memory = %d is neither koloMemHost nor koloMemCuda", c->memory);
+  if (c->memory == koloMemCuda)
+    return kolo_error(NULL, koloInvalidUsage,
+                      "koloMemCuda communicators need the CUDA executor, which this build does not have yet");
+  if (c->timeout_ms < 0) return kolo_error(NULL, koloInvalidArgument, "config.timeoutMs = %d is negative", c->timeout_ms);
+  if (c->nchannels < 1 || c->nchannels > KOLO_MAX_CHANNELS)
+    return kolo_error(NULL, koloInvalidArgument, "nChannels = %d is outside 1..%d", c->nchannels, KOLO_MAX_CHANNELS);
+  if (c->nslots < 2 || c->nslots > 64)
+    return kolo_error(NULL, koloInvalidArgument, "KOLO_NSLOTS = %u is outside 2..64", c->nslots);
+  if (bufsize < (int)(c->nslots * 4096u))
+    return kolo_error(NULL, koloInvalidArgument, "bufferSize = %d is below %u (nslots x 4 KiB)", bufsize, c->nslots * 4096u);
+  /* Slots are a multiple of 4 KiB: chunks stay 64-byte aligned for every type. */
+  c->slot_bytes = ((size_t)bufsize / c->nslots) & ~(size_t)4095;
+  return koloSuccess;
+}
+
+/* ---- executor hooks ----------------------------------------------------- */
+
+static int owner_dead_peer(kolo_exec_owner *o) {
+  struct koloComm *c = (struct koloComm *)((char *)o - offsetof(struct koloComm, owner));
+  return kolo_bootstrap_dead_peer(c->bs);
+}
+
+static void comm_stop_all(struct koloComm *c, int reason, int rank) {
+  for (int ch = 0; ch < c->nchannels; ch++) {
+    if (c->ring_send[ch].ctrl) kolo_conn_stop(&c->ring_send[ch], reason, rank);
+    if (c->ring_recv[ch].ctrl) kolo_conn_stop(&c->ring_recv[ch], reason, rank);
+  }
+  size_t np = (size_t)c->nranks * (size_t)c->nchannels;
+  for (size_t i = 0; c->p2p_send && i < np; i++) {
+    if (c->p2p_send_ready[i]) kolo_conn_stop(&c->p2p_send[i], reason, rank);
+    if (c->p2p_recv_ready[i]) kolo_conn_stop(&c->p2p_recv[i], reason, rank);
+  }
+}
+
+static void owner_stop_all(kolo_exec_owner *o, int reason, int rank) {
+  struct koloComm *c = (struct koloComm *)((char *)o - offsetof(struct koloComm, owner));
+  comm_stop_all(c, reason, rank);
+}
+
+/* ---- init --------------------------------------------------------------- */
+
+static koloResult_t check_shapes(struct koloComm *c) {
+  comm_shape *all = calloc((size_t)c->nranks, sizeof *all);
+  if (all == NULL) return kolo_error(&c->err, koloSystemError, "out of memory at init");
+  comm_shape mine = {c->nchannels, (int32_t)c->nslots, c->memory, 0, c->slot_bytes};
+  all[c->rank] = mine;
+  koloResult_t res = kolo_bootstrap_allgather(c->bs, TAG_CONFIG, all, sizeof *all);
+  for (int r = 0; r < c->nranks && res == koloSuccess; r++) {
+    if (memcmp(&all[r], &mine, sizeof mine) == 0) continue;
+    res = kolo_error(&c->err, koloInvalidUsage,
+                     "rank %d has channels=%d slots=%d slot bytes=%llu memory=%d but rank %d has "
+                     "%d/%d/%llu/%d: set KOLO_NCHANNELS, KOLO_NSLOTS, KOLO_BUFFSIZE and memory "
+                     "alike on all ranks",
+                     r, all[r].nchannels, all[r].nslots, (unsigned long long)all[r].slot_bytes,
+                     all[r].memory, c->rank, mine.nchannels, mine.nslots,
+                     (unsigned long long)mine.slot_bytes, mine.memory);
+  }
+  free(all);
+  return res;
+}
+
+static koloResult_t build_ring(struct koloComm *c) {
+  uint64_t *hosts = malloc((size_t)c->nranks * sizeof *hosts);
+  if (hosts == NULL) return kolo_error(&c->err, koloSystemError, "out of memory at init");
+  for (int r = 0; r < c->nranks; r++) hosts[r] = kolo_bootstrap_peer(c->bs, r)->host_hash;
+  koloResult_t res = kolo_ring_build(c->nranks, hosts, &c->ring);
+  if (res == koloSuccess)
+    KOLO_INFO("rank %d/%d: %d host(s), ring prev %d next %d, %d channel(s), %u slots of %zu bytes",
+              c->rank, c->nranks, kolo_count_hosts(c->nranks, hosts), kolo_ring_prev(&c->ring, c->rank),
+              kolo_ring_next(&c->ring, c->rank), c->nchannels, c->nslots, c->slot_bytes);
+  free(hosts);
+  return res == koloSuccess ? res : kolo_error(&c->err, res, "out of memory building the ring");
+}
+
+static koloResult_t connect_ring(struct koloComm *c) {
+  if (c->nranks == 1) return koloSuccess;
+  kolo_conn_request reqs[2 * KOLO_MAX_CHANNELS];
+  int n = 0;
+  for (int ch = 0; ch < c->nchannels; ch++) {
+    reqs[n++] = (kolo_conn_request){&c->ring_recv[ch], kolo_ring_prev(&c->ring, c->rank), 0, ch,
+                                    TAG_RING_PIPE | (uint32_t)ch};
+    reqs[n++] = (kolo_conn_request){&c->ring_send[ch], kolo_ring_next(&c->ring, c->rank), 1, ch,
+                                    TAG_RING_PIPE | (uint32_t)ch};
+  }
+  return kolo_connect(c->bs, c->job, c->slot_bytes, c->nslots, reqs, n, &c->err);
+}
+
+static void close_pipes(struct koloComm *c) {
+  for (int ch = 0; ch < KOLO_MAX_CHANNELS; ch++) {
+    kolo_connector_close(&c->ring_send[ch]);
+    kolo_connector_close(&c->ring_recv[ch]);
+  }
+  size_t np = (size_t)c->nranks * (size_t)c->nchannels;
+  for (size_t i = 0; c->p2p_send && i < np; i++) {
+    if (c->p2p_send_ready[i]) kolo_connector_close(&c->p2p_send[i]);
+    if (c->p2p_recv_ready[i]) kolo_connector_close(&c->p2p_recv[i]);
+  }
+}
+
+static void free_comm(struct koloComm *c) {
+  close_pipes(c);
+  for (int k = 0; k < KOLO_COLL_NUM; k++) {
+    for (int r = 0; c->programs[k] && r < c->nranks; r++)
+      if (c->program_ready[k][r]) kolo_program_free(&c->programs[k][r]);
+    free(c->programs[k]);
+    free(c->program_ready[k]);
+  }
+  free(c->p2p_send);
+  free(c->p2p_recv);
+  free(c->p2p_send_ready);
+  free(c->p2p_recv_ready);
+  kolo_ring_free(&c->ring);
+  if (c->bs) kolo_bootstrap_destroy(c->bs);
+  free(c);
+}
+
+static koloResult_t alloc_tables(struct koloComm *c) {
+  size_t np = (size_t)c->nranks * (size_t)c->nchannels;
+  c->p2p_send = calloc(np, sizeof *c->p2p_send);
+  c->p2p_recv = calloc(np, sizeof *c->p2p_recv);
+  c->p2p_send_ready = calloc(np, 1);
+  c->p2p_recv_ready = calloc(np, 1);
+  int ok = c->p2p_send && c->p2p_recv && c->p2p_send_ready && c->p2p_recv_ready;
+  for (int k = 0; k < KOLO_COLL_NUM && ok; k++) {
+    c->programs[k] = calloc((size_t)c->nranks, sizeof(kolo_program));
+    c->program_ready[k] = calloc((size_t)c->nranks, 1);
+    ok = c->programs[k] && c->program_ready[k];
+  }
+  return ok ? koloSuccess : kolo_error(&c->err, koloSystemError, "out of memory at init");
+}
+
+static koloResult_t init_steps(struct koloComm *c, const kolo_uid *uid) {
+  koloResult_t res = kolo_bootstrap_init(uid, c->rank, c->nranks, c->timeout_ms, &c->err, &c->bs);
+  if (res == koloSuccess) res = check_shapes(c);
+  if (res == koloSuccess) res = build_ring(c);
+  if (res == koloSuccess) res = alloc_tables(c);
+  if (res == koloSuccess) res = connect_ring(c);
+  if (res == koloSuccess && !c->blocking) res = kolo_nb_start(c);
+  return res;
+}
+
+koloResult_t koloCommInitRankConfig(koloComm_t *comm, int nranks, koloUniqueId commId, int rank,
+                                    koloConfig_t *config) {
+  kolo_errbuf *teb = kolo_thread_errbuf();
+  if (comm == NULL) return kolo_error(teb, koloInvalidArgument, "koloCommInitRank: comm is NULL");
+  if (nranks < 1 || nranks > (1 << 20))
+    return kolo_error(teb, koloInvalidArgument, "koloCommInitRank: nranks = %d is outside 1..%d", nranks, 1 << 20);
+  if (rank < 0 || rank >= nranks)
+    return kolo_error(teb, koloInvalidArgument, "koloCommInitRank: rank %d is outside 0..%d", rank, nranks - 1);
+  kolo_uid uid;
+  koloResult_t res = kolo_uid_decode(&commId, &uid, teb);
+  if (res != koloSuccess) return res;
+  struct koloComm *c = calloc(1, sizeof *c);
+  if (c == NULL) return kolo_error(teb, koloSystemError, "koloCommInitRank: out of memory");
+  c->rank = rank;
+  c->nranks = nranks;
+  c->job = uid.job;
+  c->failed = koloSuccess;
+  res = resolve_config(c, config);
+  if (res == koloSuccess) {
+    c->owner = (kolo_exec_owner){rank, c->timeout_ms, &c->aborted, &c->err, owner_dead_peer,
+                                 owner_stop_all, koloSuccess};
+    res = init_steps(c, &uid);
+    if (res != koloSuccess) kolo_error_copy(teb, &c->err);
+  }
+  if (res != koloSuccess) {
+    free_comm(c);
+    return res;
+  }
+  *comm = c;
+  return koloSuccess;
+}
+
+koloResult_t koloCommInitRank(koloComm_t *comm, int nranks, koloUniqueId commId, int rank) {
+  return koloCommInitRankConfig(comm, nranks, commId, rank, NULL);
+}
+
+/* ---- several ranks in one process --------------------------------------- */
+
+typedef struct {
+  koloComm_t comm;
+  int nranks, rank;
+  koloUniqueId id;
+  koloConfig_t *config;
+  koloResult_t res;
+  kolo_errbuf err;
+} init_thread_arg;
+
+static void *init_thread(void *p) {
+  init_thread_arg *a = p;
+  a->res = koloCommInitRankConfig(&a->comm, a->nranks, a->id, a->rank, a->config);
+  if (a->res != koloSuccess) kolo_error_copy(&a->err, kolo_thread_errbuf());
+  return NULL;
+}
+
+koloResult_t koloCommInitAllConfig(koloComm_t *comms, int ndev, const int *devlist,
+                                   koloConfig_t *config) {
+  (void)devlist; /* host communicators: no devices */
+  if (comms == NULL) return kolo_error(NULL, koloInvalidArgument, "koloCommInitAll: comms is NULL");
+  if (ndev < 1) return kolo_error(NULL, koloInvalidArgument, "koloCommInitAll: ndev = %d is below 1", ndev);
+  koloUniqueId id;
+  koloResult_t res = koloGetUniqueId(&id);
+  if (res != koloSuccess) return res;
+  init_thread_arg *args = calloc((size_t)ndev, sizeof *args);
+  pthread_t *threads = calloc((size_t)ndev, sizeof *threads);
+  if (args == NULL || threads == NULL) {
+    free(args);
+    free(threads);
+    return kolo_error(NULL, koloSystemError, "koloCommInitAll: out of memory");
+  }
+  int started = 0;
+  for (int r = 0; r < ndev; r++) {
+    args[r] = (init_thread_arg){NULL, ndev, r, id, config, koloSuccess, {{0}}};
+    if (pthread_create(&threads[r], NULL, init_thread, &args[r]) != 0) {
+      res = kolo_error(NULL, koloSystemError, "koloCommInitAll: cannot start thread %d", r);
+      break;
+    }
+    started++;
+  }
+  for (int r = 0; r < started; r++) pthread_join(threads[r], NULL);
+  for (int r = 0; r < started && res == koloSuccess; r++) {
+    if (args[r].res == koloSuccess) continue;
+    res = args[r].res;
+    kolo_error_copy(kolo_thread_errbuf(), &args[r].err);
+  }
+  if (started < ndev && res == koloSuccess) res = koloSystemError;
+  for (int r = 0; r < started; r++) {
+    if (res == koloSuccess) comms[r] = args[r].comm;
+    else if (args[r].comm) koloCommDestroy(args[r].comm);
+  }
+  free(args);
+  free(threads);
+  return res;
+}
+
+koloResult_t koloCommInitAll(koloComm_t *comms, int ndev, const int *devlist) {
+  return koloCommInitAllConfig(comms, ndev, devlist, NULL);
+}
+
+/* ---- queries and teardown ----------------------------------------------- */
+
+koloResult_t koloCommCount(const koloComm_t comm, int *count) {
+  if (comm == NULL || count == NULL)
+    return kolo_error(NULL, koloInvalidArgument, "koloCommCount: %s is NULL", comm ? "count" : "comm");
+  *count = comm->nranks;
+  return koloSuccess;
+}
+
+koloResult_t koloCommUserRank(const koloComm_t comm, int *rank) {
+  if (comm == NULL || rank == NULL)
+    return kolo_error(NULL, koloInvalidArgument, "koloCommUserRank: %s is NULL", comm ? "rank" : "comm");
+  *rank = comm->rank;
+  return koloSuccess;
+}
+
+koloResult_t koloCommGetAsyncError(koloComm_t comm, koloResult_t *asyncError) {
+  if (comm == NULL || asyncError == NULL)
+    return kolo_error(NULL, koloInvalidArgument, "koloCommGetAsyncError: %s is NULL",
+                      comm ? "asyncError" : "comm");
+  *asyncError = comm->nbq ? kolo_nb_status(comm) : (koloResult_t)comm->failed;
+  return koloSuccess;
+}
+
+koloResult_t koloCommFinalize(koloComm_t comm) {
+  if (comm == NULL) return kolo_error(NULL, koloInvalidArgument, "koloCommFinalize: comm is NULL");
+  if (comm->nbq) kolo_nb_stop(comm); /* drains the queue */
+  comm->finalized = 1;
+  return comm->failed;
+}
+
+koloResult_t koloCommDestroy(koloComm_t comm) {
+  if (comm == NULL) return kolo_error(NULL, koloInvalidArgument, "koloCommDestroy: comm is NULL");
+  if (comm->nbq) kolo_nb_stop(comm);
+  free_comm(comm);
+  return koloSuccess;
+}
+
+koloResult_t koloCommAbort(koloComm_t comm) {
+  if (comm == NULL) return kolo_error(NULL, koloInvalidArgument, "koloCommAbort: comm is NULL");
+  atomic_store(&comm->aborted, 1);
+  comm_stop_all(comm, KOLO_STOP_ABORT, comm->rank);
+  if (comm->nbq) kolo_nb_stop(comm);
+  free_comm(comm);
+  return koloSuccess;
+}
+
+/* ---- split -------------------------------------------------------------- */
+
+#define TAG_SPLIT 0x20u
+#define TAG_SPLIT_ID 0x21u
+
+typedef struct {
+  int32_t color, key, rank;
+} split_entry;
+
+static int cmp_split(const void *a, const void *b) {
+  const split_entry *x = a, *y = b;
+  if (x->key != y->key) return x->key < y->key ? -1 : 1;
+  return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+koloResult_t koloCommSplit(koloComm_t comm, int color, int key, koloComm_t *newcomm,
+                           koloConfig_t *config) {
+  if (comm == NULL || newcomm == NULL)
+    return kolo_error(NULL, koloInvalidArgument, "koloCommSplit: %s is NULL", comm ? "newcomm" : "comm");
+  if (color < KOLO_SPLIT_NOCOLOR)
+    return kolo_error(&comm->err, koloInvalidArgument, "koloCommSplit: color %d is negative (use KOLO_SPLIT_NOCOLOR)", color);
+  split_entry *all = calloc((size_t)comm->nranks, sizeof *all);
+  if (all == NULL) return kolo_error(&comm->err, koloSystemError, "koloCommSplit: out of memory");
+  all[comm->rank] = (split_entry){color, key, comm->rank};
+  koloResult_t res = kolo_bootstrap_allgather(comm->bs, TAG_SPLIT, all, sizeof *all);
+  int n = 0, newrank = -1;
+  if (res == koloSuccess && color != KOLO_SPLIT_NOCOLOR) {
+    for (int r = 0; r < comm->nranks; r++)
+      if (all[r].color == color) all[n++] = all[r];
+    qsort(all, (size_t)n, sizeof *all, cmp_split);
+    for (int i = 0; i < n; i++)
+      if (all[i].rank == comm->rank) newrank = i;
+  }
+  koloConfig_t inherit = KOLO_CONFIG_INITIALIZER;
+  inherit.blocking = comm->blocking;
+  inherit.timeoutMs = comm->timeout_ms;
+  inherit.nChannels = comm->nchannels;
+  inherit.bufferSize = (int)(comm->slot_bytes * comm->nslots);
+  inherit.memory = comm->memory;
+  koloUniqueId id;
+  if (res == koloSuccess && newrank == 0) {
+    kolo_uid uid;
+    res = kolo_bootstrap_root_start(NULL, NULL, comm->timeout_ms, &uid, &comm->err);
+    kolo_uid_encode(&uid, &id);
+    for (int i = 1; i < n && res == koloSuccess; i++)
+      res = kolo_bootstrap_send(comm->bs, all[i].rank, TAG_SPLIT_ID, &id, sizeof id);
+  } else if (res == koloSuccess && newrank > 0) {
+    res = kolo_bootstrap_recv(comm->bs, all[0].rank, TAG_SPLIT_ID, &id, sizeof id);
+  }
+  int leader = n > 0 ? all[0].rank : -1;
+  free(all);
+  *newcomm = NULL;
+  if (res != koloSuccess || newrank < 0) return res;
+  res = koloCommInitRankConfig(newcomm, n, id, newrank, config ? config : &inherit);
+  if (res != koloSuccess)
+    kolo_error(&comm->err, res, "koloCommSplit: color %d (leader rank %d): %s", color, leader,
+               kolo_thread_errbuf()->msg);
+  return res;
+}

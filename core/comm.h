@@ -1,0 +1,82 @@
+/* comm.h - the communicator: what init builds and every call uses. */
+#ifndef KOLO_CORE_COMM_H
+#define KOLO_CORE_COMM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "core/error.h"
+#include "kernels/host_exec.h"
+#include "kolo.h"
+#include "ring/schedule.h"
+#include "transport/bootstrap.h"
+#include "transport/connector.h"
+
+#define KOLO_MAX_CHANNELS 16
+
+/* One collective or point-to-point call, as recorded by the API. */
+typedef struct kolo_op {
+  int coll;              /* kolo_coll */
+  const void *sendbuff;
+  void *recvbuff;
+  size_t count;          /* elements per block (see ring/program.h) */
+  koloDataType_t type;
+  koloRedOp_t op;
+  int arg;               /* root or peer */
+  struct koloComm *comm;
+} kolo_op;
+
+struct kolo_nb_queue; /* non-blocking progress (core/progress.c) */
+
+struct koloComm {
+  int rank, nranks;
+  int memory;      /* koloMemKind_t */
+  int blocking;
+  int timeout_ms;
+  int nchannels;
+  uint32_t nslots;
+  size_t slot_bytes;
+  size_t min_channel_bytes;
+  uint64_t job;    /* names shm segments */
+  kolo_errbuf err;
+  kolo_bootstrap *bs;
+  kolo_ring ring;
+  /* Ring pipes, per channel: to ring next / from ring prev. */
+  kolo_connector ring_send[KOLO_MAX_CHANNELS], ring_recv[KOLO_MAX_CHANNELS];
+  /* Point-to-point pipes, made on first use: [peer * nchannels + channel]. */
+  kolo_connector *p2p_send, *p2p_recv;
+  unsigned char *p2p_send_ready, *p2p_recv_ready;
+  /* Programs by collective and root/peer, built on first use. */
+  kolo_program *programs[KOLO_COLL_NUM];
+  unsigned char *program_ready[KOLO_COLL_NUM];
+  kolo_exec_owner owner;
+  _Atomic int aborted;
+  _Atomic int failed;   /* koloResult_t, sticky: once a call failed the comm is unusable */
+  int finalized;
+  struct kolo_nb_queue *nbq;
+};
+
+/* Validates arguments, then runs the op now or records it in the current
+ * group.  Returns what the API call returns. */
+koloResult_t kolo_enqueue(const kolo_op *op);
+
+/* Runs a batch of ops (a group) to completion on this thread. */
+koloResult_t kolo_run_ops(kolo_op *ops, int nops);
+
+/* Runs ops on this thread, whatever their communicators' blocking mode. */
+koloResult_t kolo_run_ops_here(kolo_op *ops, int nops);
+
+/* Makes the point-to-point pipes the ops need (all comms in the batch). */
+koloResult_t kolo_p2p_connect(struct koloComm *comm, const kolo_op *ops, int nops);
+
+/* The program of `coll` with root/peer `arg`, cached. */
+koloResult_t kolo_comm_program(struct koloComm *comm, int coll, int arg, const kolo_program **out);
+
+/* Non-blocking communicators: the progress thread and its queue. */
+koloResult_t kolo_nb_start(struct koloComm *comm);
+koloResult_t kolo_nb_submit(struct koloComm *comm, kolo_op *ops, int nops);
+/* koloInProgress while submitted ops remain, else the first failure. */
+koloResult_t kolo_nb_status(struct koloComm *comm);
+void kolo_nb_stop(struct koloComm *comm);
+
+#endif

@@ -1,0 +1,86 @@
+/* config.c - the table of KOLO_* parameters (see config.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+typedef struct {
+  const char *name;
+  const char *deflt; /* NULL: unset */
+  const char *help;
+} kolo_param;
+
+static const kolo_param params[] = {
+    {"KOLO_DEBUG", NULL, "log level: WARN, INFO or TRACE"},
+    {"KOLO_DEBUG_FILE", NULL, "log to this file instead of stderr (%h host, %p pid)"},
+    {"KOLO_MEMORY", "host", "memory kind of new communicators: host or cuda"},
+    {"KOLO_TIMEOUT_MS", "300000", "bound on any wait for a peer, in ms (0: none)"},
+    {"KOLO_BUFFSIZE", "4194304", "bytes of slots per connector (per channel and peer)"},
+    {"KOLO_NSLOTS", "8", "slots per connector"},
+    {"KOLO_NCHANNELS", "2", "channels (rings) per communicator"},
+    {"KOLO_MIN_CHANNEL_BYTES", "262144", "bytes a channel must have before another one is used"},
+    {"KOLO_SPIN", "2000", "polls of a blocked wait before yielding the CPU"},
+    {"KOLO_YIELDS", "64", "sched_yield() calls of a blocked wait before sleeping"},
+    {"KOLO_SHM_DISABLE", "0", "1: ranks on one host do not use shared memory (for tests)"},
+    {"KOLO_SOCKET_IFNAME", NULL, "network interface(s) for bootstrap (prefix, ^ excludes, = exact)"},
+    {"KOLO_SOCKET_FAMILY", NULL, "AF_INET or AF_INET6 for bootstrap addresses"},
+    {"KOLO_ROOT", NULL, "rendezvous host:port for koloCommInitFromEnv"},
+    {"KOLO_RANK", NULL, "this process's rank for koloCommInitFromEnv"},
+    {"KOLO_WORLD_SIZE", NULL, "number of ranks for koloCommInitFromEnv"},
+    {"KOLO_SECRET", NULL, "per-job secret (32 hex digits) for koloCommInitFromEnv"},
+};
+
+static const kolo_param *find_param(const char *name) {
+  for (size_t i = 0; i < sizeof params / sizeof params[0]; i++)
+    if (strcmp(params[i].name, name) == 0) return &params[i];
+  fprintf(stderr, "kolo: internal error: unknown parameter %s\n", name);
+  abort();
+}
+
+const char *kolo_param_str(const char *name) {
+  const kolo_param *p = find_param(name);
+  const char *v = getenv(name);
+  return (v && *v) ? v : p->deflt;
+}
+
+static int parse_int(const char *s, int64_t *out) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 0);
+  if (errno != 0 || end == s) return -1;
+  int64_t mult = 1;
+  switch (*end) {
+  case 'k': case 'K': mult = 1LL << 10; end++; break;
+  case 'm': case 'M': mult = 1LL << 20; end++; break;
+  case 'g': case 'G': mult = 1LL << 30; end++; break;
+  default: break;
+  }
+  if (*end != '\0') return -1;
+  if (v > INT64_MAX / mult || v < INT64_MIN / mult) return -1;
+  *out = (int64_t)v * mult;
+  return 0;
+}
+
+int64_t kolo_param_int(const char *name) {
+  const kolo_param *p = find_param(name);
+  const char *v = getenv(name);
+  int64_t out = 0;
+  if (v && *v) {
+    if (parse_int(v, &out) == 0) return out;
+    KOLO_WARN("%s=%s is not an integer; using the default %s", name, v,
+              p->deflt ? p->deflt : "0");
+  }
+  if (p->deflt == NULL || parse_int(p->deflt, &out) != 0) return 0;
+  return out;
+}
+
+void kolo_param_print(FILE *out) {
+  for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {
+    const char *v = getenv(params[i].name);
+    fprintf(out, "%-24s %-12s (default %s) %s\n", params[i].name,
+            v ? v : "-", params[i].deflt ? params[i].deflt : "-", params[i].help);
+  }
+}

@@ -1,0 +1,24 @@
+/* config.h - every KOLO_* environment variable, in one table.
+ *
+ * Components ask for a parameter by name; the table (config.c) holds its
+ * default and help text, so `kolo-perf --params` can print all of them and no
+ * getenv() is scattered through the code.  Values are read from the
+ * environment at each call (cheap; calls happen at init, not on hot paths).
+ */
+#ifndef KOLO_CORE_CONFIG_H
+#define KOLO_CORE_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* The integer value of `name` (decimal, 0x hex, or with a K/M/G suffix).
+ * An unparsable value logs a warning and yields the default.  Aborts on a
+ * name that is not in the table (a programming error). */
+int64_t kolo_param_int(const char *name);
+/* The string value, or the default (may be NULL when unset and no default).
+ * The pointer stays valid until the environment changes. */
+const char *kolo_param_str(const char *name);
+/* Prints every parameter, its current value and help. */
+void kolo_param_print(FILE *out);
+
+#endif

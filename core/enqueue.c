@@ -1,0 +1,235 @@
+/* enqueue.c - from recorded ops to executor tasks: groups, p2p pipes made
+ * on first use, channels per op, and the run itself. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/comm.h"
+#include "core/log.h"
+#include "transport/transport.h"
+
+#define TAG_P2P_PIPE 0x2000u
+
+/* ---- groups ------------------------------------------------------------- */
+
+typedef struct {
+  int depth;
+  int nops, cap;
+  kolo_op *ops;
+  koloResult_t first_error;
+} group_state;
+
+static _Thread_local group_state group;
+
+koloResult_t koloGroupStart(void) {
+  group.depth++;
+  return koloSuccess;
+}
+
+koloResult_t koloGroupEnd(void) {
+  if (group.depth == 0)
+    return kolo_error(NULL, koloInvalidUsage, "koloGroupEnd without a matching koloGroupStart");
+  if (--group.depth > 0) return koloSuccess;
+  koloResult_t res = group.first_error;
+  if (res == koloSuccess && group.nops > 0) res = kolo_run_ops(group.ops, group.nops);
+  free(group.ops);
+  group = (group_state){0, 0, 0, NULL, koloSuccess};
+  return res;
+}
+
+koloResult_t kolo_enqueue(const kolo_op *op) {
+  if (group.depth == 0) {
+    kolo_op one = *op;
+    return kolo_run_ops(&one, 1);
+  }
+  if (group.nops == group.cap) {
+    int cap = group.cap ? 2 * group.cap : 16;
+    kolo_op *ops = realloc(group.ops, (size_t)cap * sizeof *ops);
+    if (ops == NULL) {
+      group.first_error = koloSystemError;
+      return kolo_error(&op->comm->err, koloSystemError, "out of memory recording a group call");
+    }
+    group.ops = ops;
+    group.cap = cap;
+  }
+  group.ops[group.nops++] = *op;
+  return koloSuccess;
+}
+
+/* ---- programs ----------------------------------------------------------- */
+
+koloResult_t kolo_comm_program(struct koloComm *c, int coll, int arg, const kolo_program **out) {
+  int slot = (coll == KOLO_COLL_BROADCAST || coll == KOLO_COLL_REDUCE || coll == KOLO_COLL_SEND ||
+              coll == KOLO_COLL_RECV) ? arg : 0;
+  if (!c->program_ready[coll][slot]) {
+    if (kolo_schedule_build(coll, &c->ring, c->rank, arg, &c->programs[coll][slot]) != koloSuccess)
+      return kolo_error(&c->err, koloSystemError, "out of memory building a %s program",
+                        kolo_coll_name(coll));
+    c->program_ready[coll][slot] = 1;
+  }
+  *out = &c->programs[coll][slot];
+  return koloSuccess;
+}
+
+/* ---- point-to-point pipes ----------------------------------------------- */
+
+static int is_p2p(int coll) { return coll == KOLO_COLL_SEND || coll == KOLO_COLL_RECV; }
+
+koloResult_t kolo_p2p_connect(struct koloComm *c, const kolo_op *ops, int nops) {
+  int cap = 0, n = 0;
+  kolo_conn_request *reqs = NULL;
+  koloResult_t res = koloSuccess;
+  for (int i = 0; i < nops && res == koloSuccess; i++) {
+    if (ops[i].comm != c || !is_p2p(ops[i].coll)) continue;
+    int send = ops[i].coll == KOLO_COLL_SEND, peer = ops[i].arg;
+    for (int ch = 0; ch < c->nchannels; ch++) {
+      size_t k = (size_t)peer * (size_t)c->nchannels + (size_t)ch;
+      unsigned char *ready = send ? &c->p2p_send_ready[k] : &c->p2p_recv_ready[k];
+      if (*ready) continue;
+      if (n == cap) {
+        cap = cap ? 2 * cap : 16;
+        kolo_conn_request *r = realloc(reqs, (size_t)cap * sizeof *r);
+        if (r == NULL) {
+          res = kolo_error(&c->err, koloSystemError, "out of memory making point-to-point pipes");
+          break;
+        }
+        reqs = r;
+      }
+      reqs[n++] = (kolo_conn_request){send ? &c->p2p_send[k] : &c->p2p_recv[k], peer, send, ch,
+                                      TAG_P2P_PIPE | (uint32_t)ch};
+      *ready = 2; /* requested; becomes 1 once made */
+    }
+  }
+  if (res == koloSuccess && n > 0) res = kolo_connect(c->bs, c->job, c->slot_bytes, c->nslots, reqs, n, &c->err);
+  for (int i = 0; i < n; i++) {
+    int send = reqs[i].is_send;
+    size_t k = (size_t)reqs[i].peer * (size_t)c->nchannels + (size_t)reqs[i].channel;
+    (send ? c->p2p_send_ready : c->p2p_recv_ready)[k] = res == koloSuccess;
+  }
+  free(reqs);
+  return res;
+}
+
+/* ---- tasks -------------------------------------------------------------- */
+
+static int channels_for(const struct koloComm *c, const kolo_op *op) {
+  size_t bytes = op->count * koloTypeSize(op->type);
+  if (op->coll == KOLO_COLL_ALL_REDUCE) bytes /= (size_t)c->nranks;
+  size_t want = c->min_channel_bytes ? bytes / c->min_channel_bytes : (size_t)c->nchannels;
+  if (want < 1) want = 1;
+  return want < (size_t)c->nchannels ? (int)want : c->nchannels;
+}
+
+static kolo_connector *pipe_for(struct koloComm *c, int coll, int peer, int ch, int send) {
+  if (peer < 0) return NULL;
+  if (is_p2p(coll)) {
+    size_t k = (size_t)peer * (size_t)c->nchannels + (size_t)ch;
+    return send ? &c->p2p_send[k] : &c->p2p_recv[k];
+  }
+  return send ? &c->ring_send[ch] : &c->ring_recv[ch];
+}
+
+/* The last earlier task that uses connector x, or -1. */
+static int last_user(const kolo_exec_task *tasks, int n, const kolo_connector *x) {
+  if (x == NULL) return -1;
+  for (int i = n - 1; i >= 0; i--)
+    if (tasks[i].send == x || tasks[i].recv == x) return i;
+  return -1;
+}
+
+static koloResult_t add_tasks(const kolo_op *op, kolo_exec_task *tasks, int *ntasks) {
+  struct koloComm *c = op->comm;
+  const kolo_program *prog;
+  koloResult_t res = kolo_comm_program(c, op->coll, op->arg, &prog);
+  if (res != koloSuccess) return res;
+  int nch = channels_for(c, op);
+  size_t esz = koloTypeSize(op->type);
+  for (int ch = 0; ch < nch; ch++) {
+    kolo_exec_task *t = &tasks[*ntasks];
+    memset(t, 0, sizeof *t);
+    t->prog = prog;
+    t->geo = (kolo_geometry){op->count, esz, c->nranks, nch,
+                             c->slot_bytes * (c->nslots / 2) / esz,
+                             prog->layout};
+    t->in = (char *)(uintptr_t)op->sendbuff;
+    t->out = op->recvbuff;
+    t->type = op->type;
+    t->op = op->op;
+    t->div = op->op == koloAvg ? c->nranks : 1;
+    t->channel = ch;
+    t->coll = op->coll;
+    t->send = pipe_for(c, op->coll, prog->send_peer, ch, 1);
+    t->recv = pipe_for(c, op->coll, prog->recv_peer, ch, 0);
+    t->owner = &c->owner;
+    t->dep[0] = last_user(tasks, *ntasks, t->send);
+    t->dep[1] = last_user(tasks, *ntasks, t->recv);
+    kolo_exec_task_init(t);
+    (*ntasks)++;
+  }
+  return koloSuccess;
+}
+
+/* Runs ops of blocking communicators on this thread. */
+static koloResult_t run_here(kolo_op *ops, int nops) {
+  koloResult_t res = koloSuccess;
+  for (int i = 0; i < nops && res == koloSuccess; i++) {
+    int first = 1;
+    for (int j = 0; j < i && first; j++) first = ops[j].comm != ops[i].comm;
+    if (first) res = kolo_p2p_connect(ops[i].comm, ops, nops);
+  }
+  if (res != koloSuccess) return res;
+  int cap = 0;
+  for (int i = 0; i < nops; i++) cap += ops[i].comm->nchannels;
+  kolo_exec_task *tasks = malloc((size_t)cap * sizeof *tasks);
+  if (tasks == NULL) return kolo_error(&ops[0].comm->err, koloSystemError, "out of memory running a call");
+  int n = 0;
+  for (int i = 0; i < nops && res == koloSuccess; i++) {
+    ops[i].comm->owner.failed = koloSuccess;
+    res = add_tasks(&ops[i], tasks, &n);
+  }
+  if (res == koloSuccess) res = kolo_host_exec_run(tasks, n);
+  for (int i = 0; i < nops; i++)
+    if (ops[i].comm->owner.failed != koloSuccess) ops[i].comm->failed = ops[i].comm->owner.failed;
+  free(tasks);
+  return res;
+}
+
+/* Submits, per non-blocking communicator, all of its ops as one batch (a
+ * send and its matching receive must run together). */
+static koloResult_t submit_nonblocking(kolo_op *ops, int nops) {
+  koloResult_t res = koloInProgress;
+  kolo_op *mine = malloc((size_t)nops * sizeof *mine);
+  if (mine == NULL) return kolo_error(&ops[0].comm->err, koloSystemError, "out of memory queueing a call");
+  for (int i = 0; i < nops; i++) {
+    int first = 1;
+    for (int j = 0; j < i && first; j++) first = ops[j].comm != ops[i].comm;
+    if (!first) continue;
+    int n = 0;
+    for (int j = i; j < nops; j++)
+      if (ops[j].comm == ops[i].comm) mine[n++] = ops[j];
+    koloResult_t r = kolo_nb_submit(ops[i].comm, mine, n);
+    if (r != koloSuccess && r != koloInProgress && res == koloInProgress) res = r;
+  }
+  free(mine);
+  return res;
+}
+
+koloResult_t kolo_run_ops(kolo_op *ops, int nops) {
+  /* Ops of non-blocking communicators go to their progress threads, in
+   * order; the rest run here. */
+  int nhere = 0, nnb = 0;
+  kolo_op *nb = malloc((size_t)nops * sizeof *nb);
+  if (nb == NULL) return kolo_error(&ops[0].comm->err, koloSystemError, "out of memory running a call");
+  for (int i = 0; i < nops; i++) {
+    if (ops[i].comm->blocking) ops[nhere++] = ops[i];
+    else nb[nnb++] = ops[i];
+  }
+  koloResult_t res = nnb > 0 ? submit_nonblocking(nb, nnb) : koloSuccess;
+  free(nb);
+  if (nhere > 0) {
+    koloResult_t r = run_here(ops, nhere);
+    if (r != koloSuccess) res = r;
+  }
+  return res;
+}
+
+koloResult_t kolo_run_ops_here(kolo_op *ops, int nops) { return run_here(ops, nops); }

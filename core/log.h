@@ -1,0 +1,31 @@
+/* log.h - leveled logging to stderr or KOLO_DEBUG_FILE.
+ *
+ * KOLO_DEBUG=WARN|INFO|TRACE selects the level (default: none, but errors
+ * recorded with kolo_error() are still printed at WARN when KOLO_DEBUG is
+ * set).  The macros test the level before formatting anything.  Thread safe.
+ */
+#ifndef KOLO_CORE_LOG_H
+#define KOLO_CORE_LOG_H
+
+enum kolo_log_level {
+  KOLO_LOG_NONE = 0,
+  KOLO_LOG_WARN = 1,
+  KOLO_LOG_INFO = 2,
+  KOLO_LOG_TRACE = 3
+};
+
+/* Current level; reads KOLO_DEBUG once. */
+int kolo_log_level(void);
+void kolo_log_write(int level, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+#define KOLO_LOG_AT(lvl, ...)                                                \
+  do {                                                                       \
+    if (kolo_log_level() >= (lvl))                                           \
+      kolo_log_write((lvl), __FILE__, __LINE__, __VA_ARGS__);                \
+  } while (0)
+#define KOLO_WARN(...) KOLO_LOG_AT(KOLO_LOG_WARN, __VA_ARGS__)
+#define KOLO_INFO(...) KOLO_LOG_AT(KOLO_LOG_INFO, __VA_ARGS__)
+#define KOLO_TRACE(...) KOLO_LOG_AT(KOLO_LOG_TRACE, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,101 @@
+/* progress.c - the progress thread of a non-blocking communicator.
+ *
+ * Calls on a communicator with config.blocking = 0 are queued here and
+ * return koloInProgress; the thread runs them in issue order.  It sleeps on
+ * a condition variable when the queue is empty. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/comm.h"
+
+typedef struct nb_batch {
+  struct nb_batch *next;
+  int nops;
+  kolo_op ops[];
+} nb_batch;
+
+struct kolo_nb_queue {
+  pthread_t thread;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  nb_batch *head, *tail;
+  int pending; /* batches queued or running */
+  int stop;
+};
+
+static void *progress_main(void *arg) {
+  struct koloComm *c = arg;
+  struct kolo_nb_queue *q = c->nbq;
+  pthread_mutex_lock(&q->lock);
+  for (;;) {
+    while (q->head == NULL && !q->stop) pthread_cond_wait(&q->cond, &q->lock);
+    if (q->head == NULL) break;
+    nb_batch *b = q->head;
+    q->head = b->next;
+    if (q->head == NULL) q->tail = NULL;
+    pthread_mutex_unlock(&q->lock);
+    if (c->failed == koloSuccess && !atomic_load(&c->aborted)) kolo_run_ops_here(b->ops, b->nops);
+    free(b);
+    pthread_mutex_lock(&q->lock);
+    q->pending--;
+    pthread_cond_broadcast(&q->cond);
+  }
+  pthread_mutex_unlock(&q->lock);
+  return NULL;
+}
+
+koloResult_t kolo_nb_start(struct koloComm *c) {
+  struct kolo_nb_queue *q = calloc(1, sizeof *q);
+  if (q == NULL) return kolo_error(&c->err, koloSystemError, "out of memory starting the progress thread");
+  pthread_mutex_init(&q->lock, NULL);
+  pthread_cond_init(&q->cond, NULL);
+  c->nbq = q;
+  int err = pthread_create(&q->thread, NULL, progress_main, c);
+  if (err != 0) {
+    pthread_cond_destroy(&q->cond);
+    pthread_mutex_destroy(&q->lock);
+    free(q);
+    c->nbq = NULL;
+    return kolo_syserror(&c->err, err, "cannot start the progress thread of rank %d", c->rank);
+  }
+  return koloSuccess;
+}
+
+koloResult_t kolo_nb_submit(struct koloComm *c, kolo_op *ops, int nops) {
+  nb_batch *b = malloc(sizeof *b + (size_t)nops * sizeof(kolo_op));
+  if (b == NULL) return kolo_error(&c->err, koloSystemError, "out of memory queueing a call");
+  b->next = NULL;
+  b->nops = nops;
+  memcpy(b->ops, ops, (size_t)nops * sizeof(kolo_op));
+  struct kolo_nb_queue *q = c->nbq;
+  pthread_mutex_lock(&q->lock);
+  if (q->tail) q->tail->next = b;
+  else q->head = b;
+  q->tail = b;
+  q->pending++;
+  pthread_cond_broadcast(&q->cond);
+  pthread_mutex_unlock(&q->lock);
+  return koloInProgress;
+}
+
+koloResult_t kolo_nb_status(struct koloComm *c) {
+  struct kolo_nb_queue *q = c->nbq;
+  pthread_mutex_lock(&q->lock);
+  koloResult_t res = q->pending > 0 ? koloInProgress : c->failed;
+  pthread_mutex_unlock(&q->lock);
+  return res;
+}
+
+void kolo_nb_stop(struct koloComm *c) {
+  struct kolo_nb_queue *q = c->nbq;
+  if (q == NULL) return;
+  pthread_mutex_lock(&q->lock);
+  q->stop = 1;
+  pthread_cond_broadcast(&q->cond);
+  pthread_mutex_unlock(&q->lock);
+  pthread_join(q->thread, NULL);
+  pthread_cond_destroy(&q->cond);
+  pthread_mutex_destroy(&q->lock);
+  free(q);
+  c->nbq = NULL;
+}

@@ -1,0 +1,200 @@
+/*
+ * kolo.h - public API of kolo, a collectives library with its own kernels.
+ *
+ * The API is NCCL-shaped: same argument order, same in-place rules and the
+ * same enum values, with the prefix `kolo`, so that an NCCL ABI shim is a
+ * thin layer.  This header needs no CUDA header: streams are passed as
+ * koloStream_t, which is the same type as cudaStream_t.
+ *
+ * Memory kinds.  A communicator moves either host memory (koloMemHost:
+ * buffers are host pointers, the stream argument is ignored and may be NULL)
+ * or CUDA device memory (koloMemCuda: buffers are device pointers, calls are
+ * enqueued on the stream).  On a host communicator a call returns when its
+ * result is in the output buffer, unless the communicator was created with
+ * config.blocking = 0: then the call returns koloInProgress at once, runs on
+ * the communicator's progress thread in issue order, and koloCommGetAsyncError
+ * reports koloInProgress until every call issued so far has completed.
+ *
+ * Thread safety: calls on one communicator must come from one thread at a
+ * time (as in NCCL); different communicators may be used concurrently.
+ */
+#ifndef KOLO_H
+#define KOLO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KOLO_MAJOR 0
+#define KOLO_MINOR 1
+#define KOLO_PATCH 0
+#define KOLO_VERSION_CODE (KOLO_MAJOR * 10000 + KOLO_MINOR * 100 + KOLO_PATCH)
+
+/* Same layout as cudaStream_t, so callers pass their CUDA stream as is. */
+typedef struct CUstream_st *koloStream_t;
+
+typedef struct koloComm *koloComm_t;
+
+#define KOLO_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[KOLO_UNIQUE_ID_BYTES];
+} koloUniqueId;
+
+/* Result codes: values 0..7 equal NCCL's. */
+typedef enum {
+  koloSuccess = 0,
+  koloUnhandledCudaError = 1,
+  koloSystemError = 2,
+  koloInternalError = 3,
+  koloInvalidArgument = 4,
+  koloInvalidUsage = 5,
+  koloRemoteError = 6, /* a peer failed or went away */
+  koloInProgress = 7,
+  koloTimeout = 8, /* kolo extension: a bounded wait expired */
+  koloNumResults = 9
+} koloResult_t;
+
+typedef enum {
+  koloSum = 0,
+  koloProd = 1,
+  koloMax = 2,
+  koloMin = 3,
+  koloAvg = 4,
+  koloNumOps = 5
+} koloRedOp_t;
+
+typedef enum {
+  koloInt8 = 0,
+  koloChar = 0,
+  koloUint8 = 1,
+  koloInt32 = 2,
+  koloInt = 2,
+  koloUint32 = 3,
+  koloInt64 = 4,
+  koloUint64 = 5,
+  koloFloat16 = 6,
+  koloHalf = 6,
+  koloFloat32 = 7,
+  koloFloat = 7,
+  koloFloat64 = 8,
+  koloDouble = 8,
+  koloBfloat16 = 9,
+  koloNumTypes = 10
+} koloDataType_t;
+
+typedef enum {
+  koloMemHost = 0, /* buffers are host pointers */
+  koloMemCuda = 1  /* buffers are CUDA device pointers */
+} koloMemKind_t;
+
+/* Communicator configuration.  Start from KOLO_CONFIG_INITIALIZER; a field
+ * left at KOLO_CONFIG_UNDEF takes its value from the environment (KOLO_*
+ * variables) or the built-in default.  `size` versions the struct: fields
+ * are only ever appended. */
+#define KOLO_CONFIG_UNDEF (-2147483647 - 1)
+typedef struct {
+  size_t size;      /* sizeof(koloConfig_t) as the caller compiled it */
+  unsigned magic;   /* KOLO_CONFIG_MAGIC */
+  unsigned version; /* KOLO_VERSION_CODE */
+  int memory;       /* koloMemKind_t; default koloMemHost (KOLO_MEMORY) */
+  int blocking;     /* 1: calls return when done; 0: koloInProgress */
+  int timeoutMs;    /* bound on any wait for a peer; 0 = none (KOLO_TIMEOUT_MS) */
+  int bufferSize;   /* bytes per connector: slots x slot size (KOLO_BUFFSIZE) */
+  int nChannels;    /* rings run side by side (KOLO_NCHANNELS) */
+  int cudaDev;      /* device of a koloMemCuda communicator; -1 = current */
+} koloConfig_t;
+
+#define KOLO_CONFIG_MAGIC 0x6b6f6c6fu /* "kolo" */
+#define KOLO_CONFIG_INITIALIZER                                              \
+  {                                                                          \
+    sizeof(koloConfig_t), KOLO_CONFIG_MAGIC, KOLO_VERSION_CODE,              \
+        KOLO_CONFIG_UNDEF, KOLO_CONFIG_UNDEF, KOLO_CONFIG_UNDEF,             \
+        KOLO_CONFIG_UNDEF, KOLO_CONFIG_UNDEF, KOLO_CONFIG_UNDEF              \
+  }
+
+/* ---- library ---------------------------------------------------------- */
+koloResult_t koloGetVersion(int *version);
+const char *koloGetErrorString(koloResult_t result);
+/* The last error seen on `comm` in one sentence (naming the argument, rank or
+ * peer); with comm == NULL, the last error of this thread that had no
+ * communicator (e.g. a failed init).  "" when there was none. */
+const char *koloGetLastError(koloComm_t comm);
+
+/* ---- communicators ---------------------------------------------------- */
+/* Starts a rendezvous point in this process and returns its id: the root's
+ * address and a random per-job secret.  Pass it to every rank out of band. */
+koloResult_t koloGetUniqueId(koloUniqueId *uniqueId);
+koloResult_t koloCommInitRank(koloComm_t *comm, int nranks, koloUniqueId commId,
+                              int rank);
+koloResult_t koloCommInitRankConfig(koloComm_t *comm, int nranks,
+                                    koloUniqueId commId, int rank,
+                                    koloConfig_t *config);
+/* ndev ranks in this process, one thread each during init.  For host
+ * communicators devlist may be NULL; for CUDA ones it lists the device of
+ * each rank (NULL: device 0..ndev-1; the same device may repeat). */
+koloResult_t koloCommInitAll(koloComm_t *comms, int ndev, const int *devlist);
+koloResult_t koloCommInitAllConfig(koloComm_t *comms, int ndev,
+                                   const int *devlist, koloConfig_t *config);
+/* Joins a job started by a launcher.  Rank and size come from KOLO_RANK /
+ * KOLO_WORLD_SIZE, OMPI_COMM_WORLD_RANK / _SIZE, SLURM_PROCID / SLURM_NTASKS
+ * or RANK / WORLD_SIZE; the rendezvous from KOLO_ROOT=host:port or
+ * MASTER_ADDR / MASTER_PORT.  Rank 0 serves the rendezvous itself.  The
+ * per-job secret comes from KOLO_SECRET (hex), else it is derived from the job
+ * (and a warning says so). */
+koloResult_t koloCommInitFromEnv(koloComm_t *comm, koloConfig_t *config);
+/* color < 0 (KOLO_SPLIT_NOCOLOR): this rank gets *newcomm = NULL. */
+#define KOLO_SPLIT_NOCOLOR (-1)
+koloResult_t koloCommSplit(koloComm_t comm, int color, int key,
+                           koloComm_t *newcomm, koloConfig_t *config);
+koloResult_t koloCommFinalize(koloComm_t comm);
+koloResult_t koloCommDestroy(koloComm_t comm);
+koloResult_t koloCommAbort(koloComm_t comm);
+koloResult_t koloCommGetAsyncError(koloComm_t comm, koloResult_t *asyncError);
+koloResult_t koloCommCount(const koloComm_t comm, int *count);
+koloResult_t koloCommUserRank(const koloComm_t comm, int *rank);
+
+/* ---- collectives (NCCL's argument order and in-place rules) ----------- */
+/* In place when recvbuff == sendbuff. */
+koloResult_t koloAllReduce(const void *sendbuff, void *recvbuff, size_t count,
+                           koloDataType_t datatype, koloRedOp_t op,
+                           koloComm_t comm, koloStream_t stream);
+/* sendbuff holds nranks*recvcount elements; in place when
+ * recvbuff == sendbuff + rank*recvcount. */
+koloResult_t koloReduceScatter(const void *sendbuff, void *recvbuff,
+                               size_t recvcount, koloDataType_t datatype,
+                               koloRedOp_t op, koloComm_t comm,
+                               koloStream_t stream);
+/* recvbuff holds nranks*sendcount elements; in place when
+ * sendbuff == recvbuff + rank*sendcount. */
+koloResult_t koloAllGather(const void *sendbuff, void *recvbuff,
+                           size_t sendcount, koloDataType_t datatype,
+                           koloComm_t comm, koloStream_t stream);
+/* sendbuff is read on root only; in place when sendbuff == recvbuff. */
+koloResult_t koloBroadcast(const void *sendbuff, void *recvbuff, size_t count,
+                           koloDataType_t datatype, int root, koloComm_t comm,
+                           koloStream_t stream);
+/* recvbuff is written on root only. */
+koloResult_t koloReduce(const void *sendbuff, void *recvbuff, size_t count,
+                        koloDataType_t datatype, koloRedOp_t op, int root,
+                        koloComm_t comm, koloStream_t stream);
+koloResult_t koloSend(const void *sendbuff, size_t count,
+                      koloDataType_t datatype, int peer, koloComm_t comm,
+                      koloStream_t stream);
+koloResult_t koloRecv(void *recvbuff, size_t count, koloDataType_t datatype,
+                      int peer, koloComm_t comm, koloStream_t stream);
+
+/* Calls between GroupStart and GroupEnd are issued together at GroupEnd
+ * (send/recv pairs among several peers cannot deadlock).  Groups nest. */
+koloResult_t koloGroupStart(void);
+koloResult_t koloGroupEnd(void);
+
+/* Size in bytes of one element of `datatype`; 0 for an invalid type. */
+size_t koloTypeSize(koloDataType_t datatype);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KOLO_H */

@@ -1,0 +1,254 @@
+/* host_exec.c - the host executor (see host_exec.h). */
+#include "kernels/host_exec.h"
+
+#include <sched.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "core/config.h"
+#include "kernels/host_reduce.h"
+
+enum { TASK_PROGRESS, TASK_BLOCKED, TASK_DONE };
+
+/* Slices one task may move before the executor looks at the others. */
+#define KOLO_SLICES_PER_TURN 8
+/* How often a sleeping executor checks peers' liveness. */
+#define KOLO_LIVENESS_PERIOD_NS (20 * 1000 * 1000LL)
+#define KOLO_SLEEP_US 1000
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void kolo_exec_task_init(kolo_exec_task *t) {
+  t->base = 0;
+  t->rce = kolo_round_chunk(&t->geo, 0);
+  t->step = 0;
+  t->chunk_ready = 0;
+  t->slice = t->nslices = 0;
+  t->done = t->rce == 0;
+  t->blocker = NULL;
+}
+
+static char *buf_of(const kolo_exec_task *t, int buf) { return buf == KOLO_BUF_IN ? t->in : t->out; }
+
+static int blocked_of(const kolo_exec_task *t, int buf) {
+  return buf == KOLO_BUF_IN ? t->prog->in_blocked : t->prog->out_blocked;
+}
+
+/* Locates the current step's chunk; returns its element count. */
+static size_t ready_chunk(kolo_exec_task *t, const kolo_step *s) {
+  size_t n_src, n_dst;
+  kolo_chunk_range(&t->geo, t->base, t->rce, t->channel, s->src_chunk,
+                   blocked_of(t, s->src_buf), &t->src_off, &n_src);
+  kolo_chunk_range(&t->geo, t->base, t->rce, t->channel, s->dst_chunk,
+                   blocked_of(t, s->dst_buf), &t->dst_off, &n_dst);
+  t->n = n_src < n_dst ? n_src : n_dst;
+  size_t slot_elems = (t->send ? t->send->slot_bytes : t->recv ? t->recv->slot_bytes : SIZE_MAX) /
+                      t->geo.elem_size;
+  if (!kolo_step_sends(s->op) && !kolo_step_recvs(s->op)) slot_elems = t->n ? t->n : 1;
+  t->nslices = (t->n + slot_elems - 1) / slot_elems;
+  t->slice = 0;
+  t->chunk_ready = 1;
+  return t->n;
+}
+
+/* Moves one slice of the current step: both connectors are known ready. */
+static void do_slice(kolo_exec_task *t, const kolo_step *s) {
+  size_t esz = t->geo.elem_size;
+  size_t per = t->nslices == 1 ? t->n : (t->send ? t->send->slot_bytes : t->recv->slot_bytes) / esz;
+  size_t off = t->slice * per;
+  size_t n = t->n - off < per ? t->n - off : per;
+  char *src = buf_of(t, s->src_buf) + (t->src_off + off) * esz;
+  char *dst = buf_of(t, s->dst_buf) + (t->dst_off + off) * esz;
+  char *rslot = kolo_step_recvs(s->op) ? kolo_conn_slot(t->recv) : NULL;
+  char *sslot = kolo_step_sends(s->op) ? kolo_conn_slot(t->send) : NULL;
+  int div = (s->flags & KOLO_STEP_FINAL) ? t->div : 1;
+  koloDataType_t ty = t->type;
+  koloRedOp_t op = t->op;
+  switch (s->op) {
+  case KOLO_STEP_SEND: kolo_host_reduce(sslot, NULL, src, NULL, n, ty, op, 1); break;
+  case KOLO_STEP_RECV: kolo_host_reduce(dst, NULL, rslot, NULL, n, ty, op, 1); break;
+  case KOLO_STEP_COPY: kolo_host_reduce(dst, NULL, src, NULL, n, ty, op, div); break;
+  case KOLO_STEP_COPY_SEND:
+    kolo_host_reduce(sslot, dst == src ? NULL : dst, src, NULL, n, ty, op, 1);
+    break;
+  case KOLO_STEP_RECV_COPY_SEND: kolo_host_reduce(dst, sslot, rslot, NULL, n, ty, op, 1); break;
+  case KOLO_STEP_RECV_REDUCE_SEND: kolo_host_reduce(sslot, NULL, rslot, src, n, ty, op, 1); break;
+  case KOLO_STEP_RECV_REDUCE_COPY: kolo_host_reduce(dst, NULL, rslot, src, n, ty, op, div); break;
+  case KOLO_STEP_RECV_REDUCE_COPY_SEND:
+    kolo_host_reduce(dst, sslot, rslot, src, n, ty, op, div);
+    break;
+  default: break;
+  }
+  if (sslot) kolo_conn_sent(t->send);
+  if (rslot) kolo_conn_received(t->recv);
+}
+
+/* Advances a task as far as its connectors allow (a bounded number of
+ * slices).  *blocker: the connector it waits on when blocked. */
+static int task_advance(kolo_exec_task *t, kolo_connector **blocker) {
+  const kolo_program *p = t->prog;
+  int moved = 0;
+  for (int budget = KOLO_SLICES_PER_TURN; budget > 0;) {
+    if (t->step == p->nsteps) {
+      t->base += kolo_round_span(&t->geo, t->rce);
+      t->rce = kolo_round_chunk(&t->geo, t->base);
+      t->step = 0;
+      if (t->rce == 0) {
+        t->done = 1;
+        return TASK_DONE;
+      }
+    }
+    const kolo_step *s = &p->steps[t->step];
+    if (!t->chunk_ready && ready_chunk(t, s) == 0) {
+      t->step++;
+      t->chunk_ready = 0;
+      continue;
+    }
+    if (kolo_step_recvs(s->op) && !kolo_conn_can_recv(t->recv)) {
+      *blocker = t->recv;
+      return moved ? TASK_PROGRESS : TASK_BLOCKED;
+    }
+    if (kolo_step_sends(s->op) && !kolo_conn_can_send(t->send)) {
+      *blocker = t->send;
+      return moved ? TASK_PROGRESS : TASK_BLOCKED;
+    }
+    do_slice(t, s);
+    moved = 1;
+    budget--;
+    if (++t->slice == t->nslices) {
+      t->step++;
+      t->chunk_ready = 0;
+    }
+  }
+  return TASK_PROGRESS;
+}
+
+static const char *stop_reason_text(int reason) {
+  switch (reason) {
+  case KOLO_STOP_ERROR: return "a call failed there";
+  case KOLO_STOP_ABORT: return "koloCommAbort was called there";
+  case KOLO_STOP_DEAD_PEER: return "it died";
+  case KOLO_STOP_TIMEOUT: return "it timed out waiting";
+  default: return "unknown reason";
+  }
+}
+
+static void fail_owner(kolo_exec_owner *o, koloResult_t res, int reason, int rank) {
+  if (o->failed != koloSuccess) return;
+  o->failed = res;
+  if (o->stop_all) o->stop_all(o, reason, rank);
+}
+
+/* Checks why a sleeping task may never move again; fails its owner if so. */
+static void check_stalled(kolo_exec_task *t, kolo_connector *c, int64_t stall_ns,
+                          int check_liveness) {
+  kolo_exec_owner *o = t->owner;
+  const char *what = c->is_send ? "send to" : "receive from";
+  int dead = -1;
+  uint32_t word = kolo_conn_stopped(c);
+  if (o->abort_flag && atomic_load(o->abort_flag)) {
+    kolo_error(o->eb, koloRemoteError, "rank %d: communicator aborted (koloCommAbort)", o->rank);
+    fail_owner(o, koloRemoteError, KOLO_STOP_ABORT, o->rank);
+  } else if (word != 0) {
+    int reason = (int)(word >> 24), who = (int)(word & 0xffffff) - 1;
+    if (reason == KOLO_STOP_DEAD_PEER)
+      kolo_error(o->eb, koloRemoteError, "rank %d: rank %d died (seen by a peer) during %s", o->rank,
+                 who, "a collective");
+    else
+      kolo_error(o->eb, koloRemoteError, "rank %d: rank %d stopped (%s) while rank %d waited to %s rank %d",
+                 o->rank, who, stop_reason_text(reason), o->rank, what, c->peer);
+    fail_owner(o, koloRemoteError, reason, who);
+  } else if (check_liveness && o->dead_peer && (dead = o->dead_peer(o)) >= 0) {
+    kolo_error(o->eb, koloRemoteError,
+               "rank %d: rank %d died (its bootstrap connection closed) while rank %d waited to "
+               "%s rank %d on channel %d",
+               o->rank, dead, o->rank, what, c->peer, t->channel);
+    fail_owner(o, koloRemoteError, KOLO_STOP_DEAD_PEER, dead);
+  } else if (o->timeout_ms > 0 && stall_ns > (int64_t)o->timeout_ms * 1000000LL) {
+    kolo_error(o->eb, koloTimeout,
+               "rank %d waited %d ms to %s rank %d (channel %d) without progress: is rank %d "
+               "running the same collective?",
+               o->rank, o->timeout_ms, what, c->peer, t->channel, c->peer);
+    fail_owner(o, koloTimeout, KOLO_STOP_TIMEOUT, o->rank);
+  }
+}
+
+static int deps_done(const kolo_exec_task *tasks, const kolo_exec_task *t) {
+  return (t->dep[0] < 0 || tasks[t->dep[0]].done) && (t->dep[1] < 0 || tasks[t->dep[1]].done);
+}
+
+/* One pass over all tasks; returns how many moved. */
+static int run_pass(kolo_exec_task *tasks, int n, int *remaining, kolo_exec_task **blocked_task,
+                    kolo_connector **blocker) {
+  int moved = 0;
+  for (int i = 0; i < n; i++) {
+    kolo_exec_task *t = &tasks[i];
+    if (t->done) continue;
+    if (t->owner->failed != koloSuccess) {
+      t->done = 1;
+      (*remaining)--;
+      continue;
+    }
+    if (!deps_done(tasks, t)) continue;
+    kolo_connector *c = NULL;
+    int r = task_advance(t, &c);
+    if (r == TASK_DONE) (*remaining)--;
+    t->blocker = r == TASK_BLOCKED ? c : NULL;
+    if (r != TASK_BLOCKED) moved++;
+    else {
+      *blocked_task = t;
+      *blocker = c;
+    }
+  }
+  return moved;
+}
+
+koloResult_t kolo_host_exec_run(kolo_exec_task *tasks, int ntasks) {
+  int remaining = 0;
+  for (int i = 0; i < ntasks; i++) remaining += !tasks[i].done;
+  const int64_t spin_limit = kolo_param_int("KOLO_SPIN");
+  const int64_t yield_limit = spin_limit + kolo_param_int("KOLO_YIELDS");
+  int64_t idle = 0, stall_start = 0, last_liveness = 0;
+  while (remaining > 0) {
+    kolo_exec_task *bt = NULL;
+    kolo_connector *bc = NULL;
+    if (run_pass(tasks, ntasks, &remaining, &bt, &bc) > 0 || bt == NULL) {
+      idle = 0;
+      stall_start = 0;
+      continue;
+    }
+    if (++idle < spin_limit) {
+      cpu_relax();
+      continue;
+    }
+    if (idle < yield_limit) {
+      sched_yield();
+      continue;
+    }
+    int64_t now = now_ns();
+    if (stall_start == 0) stall_start = now;
+    int liveness = now - last_liveness > KOLO_LIVENESS_PERIOD_NS;
+    if (liveness) last_liveness = now;
+    for (int i = 0; i < ntasks; i++) {
+      kolo_exec_task *t = &tasks[i];
+      if (t->done || t->blocker == NULL || t->owner->failed != koloSuccess) continue;
+      check_stalled(t, t->blocker, now - stall_start, liveness);
+    }
+    if (bt->owner->failed == koloSuccess) kolo_conn_sleep(bc, KOLO_SLEEP_US);
+  }
+  koloResult_t res = koloSuccess;
+  for (int i = 0; i < ntasks && res == koloSuccess; i++) res = tasks[i].owner->failed;
+  return res;
+}

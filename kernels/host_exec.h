@@ -1,0 +1,72 @@
+/* host_exec.h - the host executor: runs step programs on host buffers.
+ *
+ * A batch holds every (operation, channel) program of one group call, from
+ * one or several communicators; one thread progresses them all, a slice at
+ * a time, round-robin, so that programs that wait on each other (a send and
+ * the matching receive in the same thread, ranks of one process driven by
+ * one thread) all move.  Programs that share a connector run one after the
+ * other in issue order, which keeps both ends of every pipe in step.
+ *
+ * A blocked pass spins, then yields, then sleeps on a connector's futex;
+ * while sleeping it checks, every few milliseconds, that no peer died, no
+ * stop word was set, the owner did not abort, and the wait did not exceed
+ * the owner's timeout.  Any failure stops every connector of that owner so
+ * peers fail fast, and the error sentence names the peer.
+ *
+ * No allocation, system call or lock on the hot path (futex sleeps only
+ * after spinning).
+ */
+#ifndef KOLO_KERNELS_HOST_EXEC_H
+#define KOLO_KERNELS_HOST_EXEC_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "kolo.h"
+#include "ring/program.h"
+#include "transport/connector.h"
+
+/* What the executor needs from the communicator that owns a task. */
+typedef struct kolo_exec_owner {
+  int rank;
+  int timeout_ms;          /* 0: no bound */
+  _Atomic int *abort_flag; /* set by koloCommAbort */
+  kolo_errbuf *eb;
+  /* The rank of a peer known to be dead, or -1 (called every few ms). */
+  int (*dead_peer)(struct kolo_exec_owner *owner);
+  /* Stops every connector of the owner (called once, on failure). */
+  void (*stop_all)(struct kolo_exec_owner *owner, int reason, int rank);
+  koloResult_t failed; /* first failure of this owner in the batch */
+} kolo_exec_owner;
+
+typedef struct kolo_exec_task {
+  /* set by the caller */
+  const kolo_program *prog;
+  kolo_geometry geo;
+  char *in, *out;
+  koloDataType_t type;
+  koloRedOp_t op;
+  int div;                  /* post-op divisor of final steps (avg), 1: none */
+  int channel;
+  int coll;                 /* for messages only */
+  kolo_connector *send, *recv;
+  kolo_exec_owner *owner;
+  int dep[2];               /* tasks (indices) that must finish first, -1 */
+  /* executor state */
+  size_t base, rce;         /* current round */
+  int step;
+  int chunk_ready;
+  size_t slice, nslices;
+  size_t src_off, dst_off, n; /* elements of the current step's chunk */
+  kolo_connector *blocker;  /* what it waited on at its last turn */
+  int done;
+} kolo_exec_task;
+
+/* Sets the executor state of a task to its start (call after filling it). */
+void kolo_exec_task_init(kolo_exec_task *t);
+
+/* Runs every task to completion or failure.  Returns the first failure;
+ * each failed owner has `failed` set and its error in its eb. */
+koloResult_t kolo_host_exec_run(kolo_exec_task *tasks, int ntasks);
+
+#endif

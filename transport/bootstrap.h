@@ -1,0 +1,110 @@
+/* bootstrap.h - TCP rendezvous and the out-of-band mesh between ranks.
+ *
+ * A job starts with a root (kolo_bootstrap_root_start): a detached thread
+ * listening on a TCP socket.  Its address and a random 16-byte secret form
+ * the unique id.  Every rank connects to the root, presents the secret and
+ * its own listening address; when all `nranks` have arrived the root sends
+ * each rank the table of all ranks and exits.  Ranks then connect to each
+ * other (rank i connects to every j < i), so each pair shares one TCP
+ * connection: the out-of-band channel for connector setup, allgathers,
+ * barriers and liveness (a process that dies closes its sockets, so its peers
+ * see EOF and can name it).
+ *
+ * Every connection starts with a hello carrying the secret; a connection
+ * that does not present it, sends garbage, or a truncated or oversized
+ * message is dropped and logged (the root and the mesh keep waiting for the
+ * real peers).  All waits are bounded by timeout_ms (0: unbounded) and
+ * errors name the rank(s) concerned.
+ *
+ * Thread safety: one kolo_bootstrap is used by one thread at a time.  The
+ * root thread is internal.
+ */
+#ifndef KOLO_TRANSPORT_BOOTSTRAP_H
+#define KOLO_TRANSPORT_BOOTSTRAP_H
+
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "core/error.h"
+#include "kolo.h"
+
+#define KOLO_SECRET_BYTES 16
+#define KOLO_UID_MAGIC 0x6b6f6c6f75696430ull /* "kolouid0" */
+
+/* What a koloUniqueId holds (fits in KOLO_UNIQUE_ID_BYTES). */
+typedef struct {
+  uint64_t magic;                     /* KOLO_UID_MAGIC */
+  uint64_t job;                       /* random job id: names shm segments */
+  uint8_t secret[KOLO_SECRET_BYTES];  /* presented on every connection */
+  struct sockaddr_storage root;       /* where the root listens */
+} kolo_uid;
+
+/* What each rank tells the others. */
+typedef struct {
+  struct sockaddr_storage addr; /* where this rank's mesh listener is */
+  uint64_t host_hash;           /* equal on ranks of one host (hostname+boot id) */
+  uint64_t proc_token;          /* equal on ranks of one process */
+  int32_t pid;
+  int32_t rank;
+} kolo_peer_info;
+
+typedef struct kolo_bootstrap kolo_bootstrap;
+
+/* Encode/decode the id.  decode fails (koloInvalidArgument) on a bad magic. */
+void kolo_uid_encode(const kolo_uid *uid, koloUniqueId *id);
+koloResult_t kolo_uid_decode(const koloUniqueId *id, kolo_uid *uid, kolo_errbuf *eb);
+
+/* Picks this host's address for bootstrap: the interface named by
+ * KOLO_SOCKET_IFNAME (NCCL syntax: prefix list, '^' excludes, '=' exact),
+ * else the first non-loopback interface that is up, else loopback. */
+koloResult_t kolo_bootstrap_pick_addr(struct sockaddr_storage *addr, kolo_errbuf *eb);
+
+/* Starts the root thread.  bind_addr: where to listen (port 0: any free
+ * port); NULL: kolo_bootstrap_pick_addr() with a free port.  secret: NULL to
+ * draw a random one (getrandom).  The root serves one job, then exits; it
+ * gives up timeout_ms after the first rank arrived (0: never), telling every
+ * rank that did arrive which ranks are missing.  Fills *uid. */
+koloResult_t kolo_bootstrap_root_start(const struct sockaddr_storage *bind_addr,
+                                       const uint8_t *secret, int timeout_ms,
+                                       kolo_uid *uid, kolo_errbuf *eb);
+
+/* Joins the job as `rank` of `nranks`: rendezvous at the root, then the full
+ * mesh.  On failure nothing is left open and eb says why (e.g. "rank 3 of 4
+ * did not join within 2000 ms", "root 10.0.0.1:4000 did not answer within
+ * 2000 ms", "root refused: nranks 4 differs from rank 0's 8"). */
+koloResult_t kolo_bootstrap_init(const kolo_uid *uid, int rank, int nranks,
+                                 int timeout_ms, kolo_errbuf *eb,
+                                 kolo_bootstrap **out);
+void kolo_bootstrap_destroy(kolo_bootstrap *bs);
+
+int kolo_bootstrap_rank(const kolo_bootstrap *bs);
+int kolo_bootstrap_nranks(const kolo_bootstrap *bs);
+const kolo_peer_info *kolo_bootstrap_peer(const kolo_bootstrap *bs, int rank);
+/* The errbuf this bootstrap reports into (the one given at init). */
+kolo_errbuf *kolo_bootstrap_errbuf(kolo_bootstrap *bs);
+/* Points error reports to another buffer (e.g. the communicator's). */
+void kolo_bootstrap_set_errbuf(kolo_bootstrap *bs, kolo_errbuf *eb);
+
+/* Tagged messages to one peer over the mesh (peer == own rank is allowed:
+ * the message is queued locally).  send does not wait for a matching recv
+ * (small messages are buffered by the kernel; large ones wait for the peer
+ * to read, bounded by timeout_ms).  recv returns the first message from
+ * `peer` with `tag`, queueing others it meets; its length must be `len`
+ * exactly, else koloRemoteError naming the peer. */
+koloResult_t kolo_bootstrap_send(kolo_bootstrap *bs, int peer, uint32_t tag,
+                                 const void *data, size_t len);
+koloResult_t kolo_bootstrap_recv(kolo_bootstrap *bs, int peer, uint32_t tag,
+                                 void *data, size_t len);
+/* all holds nranks * len bytes; this rank's part must be filled in. */
+koloResult_t kolo_bootstrap_allgather(kolo_bootstrap *bs, uint32_t tag, void *all,
+                                      size_t len);
+koloResult_t kolo_bootstrap_barrier(kolo_bootstrap *bs, uint32_t tag);
+
+/* Non-blocking liveness check: the lowest rank whose mesh connection was
+ * closed or failed, or -1 when all peers are still connected.  Cheap enough
+ * to call every few milliseconds from a waiting executor. */
+int kolo_bootstrap_dead_peer(kolo_bootstrap *bs);
+
+#endif

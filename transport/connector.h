@@ -1,0 +1,110 @@
+/* connector.h - a one-way pipe between two ranks, the same shape for every
+ * transport (DESIGN.md, "Connectors").
+ *
+ * nslots slots of slot_bytes each, a `tail` the sender bumps after filling a
+ * slot and a `head` the receiver bumps after draining one.  The sender may
+ * fill slot `step` when step - head < nslots; the receiver may drain it when
+ * tail - step > 0.  Counters are 32-bit and wrap: compare differences.
+ * Data is written before the counter with release order and read after it
+ * with acquire order, which is enough on host memory within a host
+ * (processes or threads).  A waiter that has spun long enough registers in
+ * `*_waiters` and sleeps on the counter's futex; the writer wakes it.
+ *
+ * The control block and the slots live in the receiver's memory (plain
+ * memory for ranks of one process, POSIX shared memory across processes).
+ * `abort` is written by either end when it stops for good (error, abort,
+ * dead peer) so that the other end fails fast and learns why.
+ */
+#ifndef KOLO_TRANSPORT_CONNECTOR_H
+#define KOLO_TRANSPORT_CONNECTOR_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "kolo.h"
+
+#define KOLO_CACHELINE 64
+
+/* Why an end stopped: stored in ctrl->abort as (reason << 24) | (rank + 1). */
+enum kolo_stop_reason {
+  KOLO_STOP_ERROR = 1,     /* a call failed on that rank */
+  KOLO_STOP_ABORT = 2,     /* koloCommAbort on that rank */
+  KOLO_STOP_DEAD_PEER = 3, /* that rank saw a peer die (rank = the dead one) */
+  KOLO_STOP_TIMEOUT = 4
+};
+
+typedef struct kolo_conn_ctrl {
+  _Alignas(KOLO_CACHELINE) _Atomic uint32_t tail;
+  _Atomic uint32_t tail_waiters;
+  _Alignas(KOLO_CACHELINE) _Atomic uint32_t head;
+  _Atomic uint32_t head_waiters;
+  _Alignas(KOLO_CACHELINE) _Atomic uint32_t abort;
+  _Atomic uint32_t refs; /* ends still attached (plain-memory transport) */
+} kolo_conn_ctrl;
+
+/* Bytes before the first slot: the control block, padded to 4 KiB so that
+ * slots start page aligned. */
+#define KOLO_CONN_CTRL_BYTES 4096
+
+struct kolo_transport;
+
+typedef struct kolo_connector {
+  kolo_conn_ctrl *ctrl;
+  char *slots;
+  uint32_t nslots;
+  uint32_t step; /* this end's count of slots filled (send) or drained (recv) */
+  size_t slot_bytes;
+  int peer;      /* rank at the other end */
+  int is_send;
+  int channel;
+  const struct kolo_transport *transport;
+  void *mem;       /* what this end maps or owns */
+  size_t mem_bytes;
+  char name[64];   /* shm segment name while it exists (receiver) */
+} kolo_connector;
+
+/* Futex helpers on a counter (shared mappings work across processes). */
+void kolo_futex_wait(_Atomic uint32_t *word, uint32_t seen, int timeout_us);
+void kolo_futex_wake(_Atomic uint32_t *word);
+
+/* Publish a counter value and wake sleepers. */
+static inline void kolo_conn_publish(_Atomic uint32_t *counter, _Atomic uint32_t *waiters,
+                                     uint32_t value) {
+  atomic_store_explicit(counter, value, memory_order_release);
+  atomic_thread_fence(memory_order_seq_cst);
+  if (atomic_load_explicit(waiters, memory_order_relaxed) != 0) kolo_futex_wake(counter);
+}
+
+static inline int kolo_conn_can_send(const kolo_connector *c) {
+  uint32_t head = atomic_load_explicit(&c->ctrl->head, memory_order_acquire);
+  return (uint32_t)(c->step - head) < c->nslots;
+}
+static inline int kolo_conn_can_recv(const kolo_connector *c) {
+  uint32_t tail = atomic_load_explicit(&c->ctrl->tail, memory_order_acquire);
+  return (int32_t)(tail - c->step) > 0;
+}
+static inline char *kolo_conn_slot(const kolo_connector *c) {
+  return c->slots + (size_t)(c->step % c->nslots) * c->slot_bytes;
+}
+static inline void kolo_conn_sent(kolo_connector *c) {
+  c->step++;
+  kolo_conn_publish(&c->ctrl->tail, &c->ctrl->tail_waiters, c->step);
+}
+static inline void kolo_conn_received(kolo_connector *c) {
+  c->step++;
+  kolo_conn_publish(&c->ctrl->head, &c->ctrl->head_waiters, c->step);
+}
+
+/* Sleeps until this end's blocking counter may have moved, or timeout_us. */
+void kolo_conn_sleep(kolo_connector *c, int timeout_us);
+
+/* Marks the pipe as stopped by `rank` for `reason` (first writer wins). */
+void kolo_conn_stop(kolo_connector *c, int reason, int rank);
+/* 0 when running, else the stored word; see kolo_stop_reason. */
+static inline uint32_t kolo_conn_stopped(const kolo_connector *c) {
+  return atomic_load_explicit(&c->ctrl->abort, memory_order_acquire);
+}
+
+#endif

@@ -1,0 +1,58 @@
+/* transport_local.c - pipes between ranks of one process: plain memory.
+ *
+ * The receiver allocates control block + slots and passes the pointer; both
+ * ends hold a reference and the last one to close frees the memory, so
+ * neither end has to outlive the other. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/transport.h"
+
+static int local_can_connect(const kolo_conn_setup *s) {
+  return s->self->proc_token == s->peer->proc_token;
+}
+
+static koloResult_t local_recv_create(const kolo_conn_setup *s, kolo_connector *c, char *desc) {
+  size_t bytes = KOLO_CONN_CTRL_BYTES + s->slot_bytes * s->nslots;
+  void *mem = aligned_alloc(4096, bytes);
+  if (mem == NULL)
+    return kolo_error(s->eb, koloSystemError, "cannot allocate %zu bytes for the pipe from rank %d",
+                      bytes, s->peer->rank);
+  memset(mem, 0, KOLO_CONN_CTRL_BYTES);
+  c->ctrl = mem;
+  atomic_store(&c->ctrl->refs, 2);
+  c->slots = (char *)mem + KOLO_CONN_CTRL_BYTES;
+  c->mem = mem;
+  c->mem_bytes = bytes;
+  memcpy(desc, &mem, sizeof mem);
+  return koloSuccess;
+}
+
+static koloResult_t local_send_attach(const kolo_conn_setup *s, kolo_connector *c,
+                                      const char *desc) {
+  void *mem;
+  memcpy(&mem, desc, sizeof mem);
+  c->ctrl = mem;
+  c->slots = (char *)mem + KOLO_CONN_CTRL_BYTES;
+  c->mem = mem;
+  c->mem_bytes = KOLO_CONN_CTRL_BYTES + s->slot_bytes * s->nslots;
+  return koloSuccess;
+}
+
+static void local_recv_attached(kolo_connector *c) { (void)c; }
+
+static void local_close(kolo_connector *c) {
+  if (c->mem == NULL) return;
+  if (atomic_fetch_sub(&c->ctrl->refs, 1) == 1) free(c->mem);
+  c->mem = NULL;
+  c->ctrl = NULL;
+}
+
+const kolo_transport kolo_transport_local = {
+    .name = "local",
+    .can_connect = local_can_connect,
+    .recv_create = local_recv_create,
+    .send_attach = local_send_attach,
+    .recv_attached = local_recv_attached,
+    .close = local_close,
+};

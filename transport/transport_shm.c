@@ -1,0 +1,90 @@
+/* transport_shm.c - pipes between processes of one host: POSIX shm.
+ *
+ * The receiver creates /dev/shm/kolo-<job>-<pid>-<tag>, maps it and sends the
+ * name; the sender maps it and acknowledges; the receiver then unlinks the
+ * name at once, so the segment vanishes with the last mapping even if both
+ * processes are killed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "transport/transport.h"
+
+static int shm_can_connect(const kolo_conn_setup *s) {
+  return s->self->host_hash == s->peer->host_hash && kolo_param_int("KOLO_SHM_DISABLE") == 0;
+}
+
+static koloResult_t shm_map(const kolo_conn_setup *s, kolo_connector *c, int fd, size_t bytes) {
+  void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (mem == MAP_FAILED)
+    return kolo_syserror(s->eb, errno, "mmap of %zu bytes of shm segment %s for rank %d failed",
+                         bytes, c->name, s->peer->rank);
+  c->mem = mem;
+  c->mem_bytes = bytes;
+  c->ctrl = mem;
+  c->slots = (char *)mem + KOLO_CONN_CTRL_BYTES;
+  return koloSuccess;
+}
+
+static koloResult_t shm_recv_create(const kolo_conn_setup *s, kolo_connector *c, char *desc) {
+  size_t bytes = KOLO_CONN_CTRL_BYTES + s->slot_bytes * s->nslots;
+  snprintf(c->name, sizeof c->name, "/kolo-%016llx-%d-%08x", (unsigned long long)s->job,
+           (int)getpid(), s->tag);
+  int fd = shm_open(c->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return kolo_syserror(s->eb, errno, "shm_open(%s) failed", c->name);
+  koloResult_t res = koloSuccess;
+  if (ftruncate(fd, (off_t)bytes) != 0) {
+    res = kolo_syserror(s->eb, errno, "cannot size shm segment %s to %zu bytes (is /dev/shm full?)",
+                        c->name, bytes);
+    goto unlink_name;
+  }
+  res = shm_map(s, c, fd, bytes);
+  if (res != koloSuccess) goto unlink_name;
+  close(fd);
+  memcpy(desc, c->name, sizeof c->name);
+  return koloSuccess;
+unlink_name:
+  shm_unlink(c->name);
+  c->name[0] = '\0';
+  close(fd);
+  return res;
+}
+
+static koloResult_t shm_send_attach(const kolo_conn_setup *s, kolo_connector *c,
+                                    const char *desc) {
+  memcpy(c->name, desc, sizeof c->name);
+  c->name[sizeof c->name - 1] = '\0';
+  int fd = shm_open(c->name, O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return kolo_syserror(s->eb, errno, "cannot open shm segment %s of rank %d", c->name,
+                                   s->peer->rank);
+  koloResult_t res = shm_map(s, c, fd, KOLO_CONN_CTRL_BYTES + s->slot_bytes * s->nslots);
+  close(fd);
+  c->name[0] = '\0'; /* the sender never unlinks */
+  return res;
+}
+
+static void shm_recv_attached(kolo_connector *c) {
+  if (c->name[0] != '\0') shm_unlink(c->name);
+  c->name[0] = '\0';
+}
+
+static void shm_close(kolo_connector *c) {
+  shm_recv_attached(c);
+  if (c->mem != NULL) munmap(c->mem, c->mem_bytes);
+  c->mem = NULL;
+  c->ctrl = NULL;
+}
+
+const kolo_transport kolo_transport_shm = {
+    .name = "shm",
+    .can_connect = shm_can_connect,
+    .recv_create = shm_recv_create,
+    .send_attach = shm_send_attach,
+    .recv_attached = shm_recv_attached,
+    .close = shm_close,
+};
