@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Configures and builds kolo into build/ (or $1), extra CMake args after it.
+# Keeps the compiler output in $BUILD/build.log (CUDA register/spill report).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}; shift || true
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" > /dev/null || exit 1
+mkdir -p "$BUILD"
+if ! cmake --build "$BUILD" -j"$(nproc)" > "$BUILD/build.log" 2>&1; then
+  grep -E -B2 -A8 "error" "$BUILD/build.log" | head -80
+  echo "build failed: see $BUILD/build.log"
+  exit 1
+fi
+echo "built $BUILD ($(grep -c 'ptxas info' "$BUILD/build.log" || true) ptxas report lines)"

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what kolo's build, tests and benchmarks need (Debian packages),
+# skipping what is already there.  Run as root (CI is); uses sudo otherwise.
+set -euo pipefail
+pkgs=(cmake make gcc g++ libgtest-dev iproute2 openmpi-bin libopenmpi-dev
+      libibverbs-dev rdma-core ibverbs-utils perftest)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "setup: installed ${missing[*]}"
+fi

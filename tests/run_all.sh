@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs every kolo test: what CI runs (.ci/run).
+#  1. packages (scripts/setup.sh)
+#  2. release build (+ CUDA kernels when nvcc exists; fails on any register spill)
+#  3. ctest: unit tests, end-to-end tests as threads and as processes
+#  4. the same host tests under ASan+UBSan, and the threaded ones under TSan
+#  5. the 4-rank all-reduce benchmark with its correctness check (small sizes)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+fail=0
+step() { echo; echo "=== $*"; }
+
+step "setup"
+scripts/setup.sh || exit 1
+
+step "build (release)"
+scripts/build.sh build || exit 1
+if grep -q "ptxas info" build/build.log; then
+  step "CUDA register/spill report"
+  tests/check_spills.sh build/build.log || fail=1
+else
+  echo "no CUDA kernels built (no nvcc): spill check skipped"
+fi
+
+step "ctest (release)"
+(cd build && ctest --output-on-failure -j1 --timeout 900) || fail=1
+
+if [ "${KOLO_SKIP_SANITIZERS:-0}" != 1 ]; then
+  step "build + ctest under ASan+UBSan"
+  if scripts/build.sh build-asan -DKOLO_CUDA=OFF -DKOLO_SANITIZE=address,undefined; then
+    (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+       ctest --output-on-failure -j1 --timeout 900 -E "${KOLO_ASAN_EXCLUDE:-^$}") || fail=1
+  else fail=1; fi
+  step "build + threaded tests under TSan"
+  if scripts/build.sh build-tsan -DKOLO_CUDA=OFF -DKOLO_SANITIZE=thread; then
+    (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+       ctest --output-on-failure -j1 --timeout 900 -R "${KOLO_TSAN_TESTS:-Threads|Bootstrap|Schedule|HostReduce}") || fail=1
+  else fail=1; fi
+fi
+
+step "main job, small sizes: 4-rank all-reduce with correctness check"
+build/bin/kolo-perf all_reduce -p 4 -b 8 -e 4M -f 8 -n 5 -w 2 -c 1 || fail=1
+
+echo
+if [ $fail = 0 ]; then echo "run_all: all steps passed"; else echo "run_all: FAILED"; fi
+exit $fail
