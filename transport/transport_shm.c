@@ -1,6 +1,6 @@
 /* transport_shm.c - pipes between processes of one host: POSIX shm.
  *
- * The receiver creates /dev/shm/kolo-<job>-<pid>-<tag>, maps it and sends the
+ * The receiver creates /dev/shm/kolo-<job>-<pid>-<from>-<to>-<tag>, maps it and sends the
  * name; the sender maps it and acknowledges; the receiver then unlinks the
  * name at once, so the segment vanishes with the last mapping even if both
  * processes are killed. */
@@ -33,8 +33,8 @@ static koloResult_t shm_map(const kolo_conn_setup *s, kolo_connector *c, int fd,
 
 static koloResult_t shm_recv_create(const kolo_conn_setup *s, kolo_connector *c, char *desc) {
   size_t bytes = KOLO_CONN_CTRL_BYTES + s->slot_bytes * s->nslots;
-  snprintf(c->name, sizeof c->name, "/kolo-%016llx-%d-%08x", (unsigned long long)s->job,
-           (int)getpid(), s->tag);
+  snprintf(c->name, sizeof c->name, "/kolo-%016llx-%d-%d-%d-%x", (unsigned long long)s->job,
+           (int)getpid(), s->peer->rank, s->self->rank, s->tag);
   int fd = shm_open(c->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return kolo_syserror(s->eb, errno, "shm_open(%s) failed", c->name);
   koloResult_t res = koloSuccess;

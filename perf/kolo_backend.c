@@ -1,0 +1,217 @@
+/* kolo_backend.c - the sweep's ops over a kolo communicator. */
+#include "perf/kolo_backend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef KOLO_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+void kolo_backend_report(int rank, koloComm_t comm, koloResult_t res, const char *what) {
+  const char *detail = koloGetLastError(comm);
+  char who[32] = "kolo-perf";
+  if (rank >= 0) snprintf(who, sizeof who, "rank %d", rank);
+  fprintf(stderr, "%s: %s failed: %s%s%s\n", who, what, koloGetErrorString(res), detail && *detail ? ": " : "",
+          detail ? detail : "");
+}
+
+static int check_res(kolo_backend *kb, koloResult_t res, const char *what) {
+  if (res == koloSuccess) return 0;
+  kolo_backend_report(kb->rank, kb->comm, res, what);
+  return -1;
+}
+
+#ifdef KOLO_HAVE_CUDA
+static int check_cuda(kolo_backend *kb, cudaError_t err, const char *what) {
+  if (err == cudaSuccess) return 0;
+  fprintf(stderr, "rank %d: %s failed: %s\n", kb->rank, what, cudaGetErrorString(err));
+  return -1;
+}
+#endif
+
+/* ---- the collective under test ------------------------------------------ */
+
+static koloResult_t run_sendrecv(kolo_backend *kb, const perf_call *c) {
+  koloDataType_t t = (koloDataType_t)c->type;
+  koloResult_t res = koloGroupStart();
+  if (res != koloSuccess) return res;
+  koloResult_t rs = koloSend(c->send, c->count, t, c->send_peer, kb->comm, kb->stream);
+  koloResult_t rr = koloRecv(c->recv, c->count, t, c->recv_peer, kb->comm, kb->stream);
+  res = koloGroupEnd(); /* always, to close the group */
+  return rs != koloSuccess ? rs : rr != koloSuccess ? rr : res;
+}
+
+static int kb_run(void *ctx, const perf_call *c) {
+  kolo_backend *kb = ctx;
+  koloDataType_t t = (koloDataType_t)c->type;
+  koloRedOp_t op = (koloRedOp_t)c->op;
+  koloResult_t res;
+  const char *what;
+  switch (c->coll) {
+    case PERF_ALL_REDUCE:
+      what = "koloAllReduce";
+      res = koloAllReduce(c->send, c->recv, c->count, t, op, kb->comm, kb->stream);
+      break;
+    case PERF_REDUCE_SCATTER:
+      what = "koloReduceScatter";
+      res = koloReduceScatter(c->send, c->recv, c->count, t, op, kb->comm, kb->stream);
+      break;
+    case PERF_ALL_GATHER:
+      what = "koloAllGather";
+      res = koloAllGather(c->send, c->recv, c->count, t, kb->comm, kb->stream);
+      break;
+    case PERF_BROADCAST:
+      what = "koloBroadcast";
+      res = koloBroadcast(c->send, c->recv, c->count, t, c->root, kb->comm, kb->stream);
+      break;
+    case PERF_REDUCE:
+      what = "koloReduce";
+      res = koloReduce(c->send, c->recv, c->count, t, op, c->root, kb->comm, kb->stream);
+      break;
+    default:
+      what = "koloSend/koloRecv group";
+      res = run_sendrecv(kb, c);
+      break;
+  }
+  if (res == koloSuccess) return 0;
+  char msg[128];
+  snprintf(msg, sizeof msg, "%s(count %zu, %s)", what, c->count, perf_type_name(c->type));
+  return check_res(kb, res, msg);
+}
+
+/* ---- small calls: host memory passes the caller's arrays as they are ---- */
+
+#ifdef KOLO_HAVE_CUDA
+static int kb_wait(void *ctx) {
+  kolo_backend *kb = ctx;
+  return check_cuda(kb, cudaStreamSynchronize((cudaStream_t)kb->stream), "cudaStreamSynchronize");
+}
+
+/* Device staging of at least `bytes` for the small calls. */
+static void *staging(kolo_backend *kb, size_t bytes) {
+  if (bytes <= kb->scratch_bytes) return kb->scratch;
+  if (kb->scratch) cudaFree(kb->scratch);
+  kb->scratch = NULL;
+  kb->scratch_bytes = 0;
+  if (check_cuda(kb, cudaMalloc(&kb->scratch, bytes), "cudaMalloc") != 0) return NULL;
+  kb->scratch_bytes = bytes;
+  return kb->scratch;
+}
+#endif
+
+static int kb_allreduce_double(void *ctx, double *v, int n, int max) {
+  kolo_backend *kb = ctx;
+  koloRedOp_t op = max ? koloMax : koloSum;
+  if (!kb->cuda) return check_res(kb, koloAllReduce(v, v, (size_t)n, koloFloat64, op, kb->comm, NULL), "koloAllReduce(double)");
+#ifdef KOLO_HAVE_CUDA
+  size_t bytes = (size_t)n * sizeof *v;
+  void *d = staging(kb, bytes);
+  if (d == NULL || check_cuda(kb, cudaMemcpy(d, v, bytes, cudaMemcpyHostToDevice), "cudaMemcpy") != 0 ||
+      check_res(kb, koloAllReduce(d, d, (size_t)n, koloFloat64, op, kb->comm, kb->stream), "koloAllReduce(double)") != 0 ||
+      kb_wait(kb) != 0)
+    return -1;
+  return check_cuda(kb, cudaMemcpy(v, d, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+#else
+  return -1;
+#endif
+}
+
+static int kb_allgather_bytes(void *ctx, const void *mine, void *all, size_t bytes) {
+  kolo_backend *kb = ctx;
+  if (!kb->cuda) return check_res(kb, koloAllGather(mine, all, bytes, koloUint8, kb->comm, NULL), "koloAllGather(info)");
+#ifdef KOLO_HAVE_CUDA
+  size_t total = bytes * (size_t)kb->nranks;
+  char *d = staging(kb, total);
+  char *dmine = d ? d + (size_t)kb->rank * bytes : NULL; /* in place */
+  if (d == NULL || check_cuda(kb, cudaMemcpy(dmine, mine, bytes, cudaMemcpyHostToDevice), "cudaMemcpy") != 0 ||
+      check_res(kb, koloAllGather(dmine, d, bytes, koloUint8, kb->comm, kb->stream), "koloAllGather(info)") != 0 ||
+      kb_wait(kb) != 0)
+    return -1;
+  return check_cuda(kb, cudaMemcpy(all, d, total, cudaMemcpyDeviceToHost), "cudaMemcpy");
+#else
+  return -1;
+#endif
+}
+
+/* ---- buffers ------------------------------------------------------------ */
+
+static void *kb_alloc(void *ctx, size_t bytes) {
+  kolo_backend *kb = ctx;
+  size_t b = bytes < 4096 ? 4096 : (bytes + 4095) & ~(size_t)4095;
+  void *p = NULL;
+#ifdef KOLO_HAVE_CUDA
+  if (kb->cuda) {
+    if (check_cuda(kb, cudaMalloc(&p, b), "cudaMalloc") != 0) return NULL;
+    return p;
+  }
+#endif
+  p = aligned_alloc(4096, b);
+  if (p == NULL) fprintf(stderr, "rank %d: out of memory for a %zu-byte buffer\n", kb->rank, b);
+  return p;
+}
+
+static void kb_release(void *ctx, void *p) {
+  kolo_backend *kb = ctx;
+  (void)kb;
+#ifdef KOLO_HAVE_CUDA
+  if (kb->cuda) {
+    cudaFree(p);
+    return;
+  }
+#endif
+  free(p);
+}
+
+#ifdef KOLO_HAVE_CUDA
+static int kb_copy(void *ctx, void *dst, const void *src, size_t bytes, int to_dev) {
+  kolo_backend *kb = ctx;
+  enum cudaMemcpyKind kind = to_dev ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+  return check_cuda(kb, cudaMemcpy(dst, src, bytes, kind), "cudaMemcpy");
+}
+#endif
+
+/* ---- setup -------------------------------------------------------------- */
+
+int kolo_backend_init(kolo_backend *kb, perf_backend *be, koloComm_t comm, int cuda) {
+  memset(kb, 0, sizeof *kb);
+  memset(be, 0, sizeof *be);
+  kb->comm = comm;
+  kb->cuda = cuda;
+  koloResult_t res = koloCommUserRank(comm, &kb->rank);
+  if (res == koloSuccess) res = koloCommCount(comm, &kb->nranks);
+  if (res != koloSuccess) {
+    kolo_backend_report(-1, comm, res, "koloCommUserRank/koloCommCount");
+    return -1;
+  }
+  be->ctx = kb;
+  be->rank = kb->rank;
+  be->nranks = kb->nranks;
+  be->run = kb_run;
+  be->allreduce_double = kb_allreduce_double;
+  be->allgather_bytes = kb_allgather_bytes;
+  be->alloc = kb_alloc;
+  be->release = kb_release;
+  if (!cuda) return 0;
+#ifdef KOLO_HAVE_CUDA
+  cudaStream_t s;
+  if (check_cuda(kb, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate") != 0) return -1;
+  kb->stream = (koloStream_t)s;
+  be->wait = kb_wait;
+  be->copy = kb_copy;
+  return 0;
+#else
+  fprintf(stderr, "rank %d: -m cuda: this kolo-perf was built without CUDA\n", kb->rank);
+  return -1;
+#endif
+}
+
+void kolo_backend_fini(kolo_backend *kb) {
+#ifdef KOLO_HAVE_CUDA
+  if (kb->scratch) cudaFree(kb->scratch);
+  if (kb->stream) cudaStreamDestroy((cudaStream_t)kb->stream);
+#endif
+  kb->scratch = NULL;
+  kb->stream = NULL;
+}

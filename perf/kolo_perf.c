@@ -1,0 +1,450 @@
+/* kolo_perf.c - kolo-perf: nccl-tests-style sweeps of kolo's collectives.
+ *
+ * Ranks come from one of three places:
+ *   -p PROCS  processes forked here, each with -t THREADS ranks as threads;
+ *   -t alone  THREADS ranks as threads of this process (koloCommInitAll);
+ *   a launcher's job (mpirun, srun, torchrun, or KOLO_* variables) when its
+ *             world size is above 1 and -p is not given (koloCommInitFromEnv).
+ *
+ * Forking.  The parent forks every rank group *first*, while it has a single
+ * thread, and only then calls koloGetUniqueId, which starts the rendezvous
+ * root thread here; the 128-byte id reaches each child through a pipe.  So no
+ * child inherits a copy of a running thread's state (locks held, the root's
+ * listening socket), and the parent -- which runs no rank itself -- keeps the
+ * root alive for as long as any rank may need it, reaps every child, says
+ * which one failed or was killed by which signal, forwards SIGINT / SIGTERM
+ * to them, and exits non-zero if any did.  Children die with the parent
+ * (PR_SET_PDEATHSIG).  Rank r = proc * THREADS + thread; rank 0 prints.
+ */
+#define _GNU_SOURCE /* prctl, strsignal, kill, nanosleep */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/config.h" /* kolo_param_print */
+#include "kolo.h"
+#include "perf/kolo_backend.h"
+#include "perf/perf_args.h"
+#include "perf/perf_sweep.h"
+
+#ifdef KOLO_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+/* Seconds the other processes get to end on their own after one failed. */
+#define FAIL_GRACE_S 60
+/* A child's exit status when the parent sent no id (and said why). */
+#define CHILD_NO_ID 3
+
+/* The worse of two exit codes: 2 (a call failed) > 1 (wrong results) > 0. */
+static int worse(int x, int y) { return x > y ? x : y; }
+
+static char library_name[32];
+
+static void set_library_name(void) {
+  int v = 0;
+  if (koloGetVersion(&v) != koloSuccess) v = KOLO_VERSION_CODE;
+  snprintf(library_name, sizeof library_name, "kolo %d.%d.%d", v / 10000, v / 100 % 100, v % 100);
+}
+
+/* ---- one rank ----------------------------------------------------------- */
+
+/* The CUDA device of a rank: spread over the visible devices. */
+static int pick_device(const perf_args *a, int local_rank) {
+#ifdef KOLO_HAVE_CUDA
+  int n = 0;
+  if (a->mem_cuda && cudaGetDeviceCount(&n) == cudaSuccess && n > 0) {
+    int dev = local_rank % n;
+    if (cudaSetDevice(dev) == cudaSuccess) return dev;
+  }
+#else
+  (void)a;
+  (void)local_rank;
+#endif
+  return -1;
+}
+
+static koloConfig_t comm_config(const perf_args *a, int dev) {
+  koloConfig_t c = KOLO_CONFIG_INITIALIZER;
+  c.memory = a->mem_cuda ? koloMemCuda : koloMemHost;
+  if (dev >= 0) c.cudaDev = dev;
+  return c;
+}
+
+/* Runs the sweep on an initialized communicator and tears it down: destroyed
+ * after success, aborted after a failure (so peers stop waiting). */
+static int run_rank(const perf_args *a, const perf_config *cfg, koloComm_t comm, int dev) {
+  kolo_backend kb;
+  perf_backend be;
+  char where[64];
+  int code = 2;
+  if (kolo_backend_init(&kb, &be, comm, a->mem_cuda) == 0) {
+    if (dev >= 0) snprintf(where, sizeof where, "cuda device %d", dev);
+    else snprintf(where, sizeof where, "%s memory", a->mem_cuda ? "cuda" : "host");
+    code = perf_sweep_run(a, &be, cfg, where, stdout);
+    kolo_backend_fini(&kb);
+  }
+  koloResult_t res = code == 2 ? koloCommAbort(comm) : koloCommDestroy(comm);
+  if (res != koloSuccess) {
+    kolo_backend_report(kb.rank, comm, res, code == 2 ? "koloCommAbort" : "koloCommDestroy");
+    code = 2;
+  }
+  return code;
+}
+
+typedef struct {
+  const perf_args *a;
+  const perf_config *cfg;
+  koloComm_t comm;  /* made by koloCommInitAll, or NULL: init here */
+  koloUniqueId id;
+  int rank;
+  int dev;
+  int code;
+  pthread_t thread;
+} rank_job;
+
+static void *rank_thread(void *p) {
+  rank_job *j = p;
+#ifdef KOLO_HAVE_CUDA
+  if (j->dev >= 0 && cudaSetDevice(j->dev) != cudaSuccess) {
+    fprintf(stderr, "rank %d: cudaSetDevice(%d) failed\n", j->rank, j->dev);
+    j->code = 2;
+    return NULL;
+  }
+#endif
+  if (j->comm == NULL) {
+    koloConfig_t c = comm_config(j->a, j->dev);
+    koloResult_t res = koloCommInitRankConfig(&j->comm, j->cfg->nranks, j->id, j->rank, &c);
+    if (res != koloSuccess) {
+      kolo_backend_report(j->rank, NULL, res, "koloCommInitRank");
+      j->code = 2;
+      return NULL;
+    }
+  }
+  j->code = run_rank(j->a, j->cfg, j->comm, j->dev);
+  return NULL;
+}
+
+/* Runs n rank jobs, one thread each (on this thread when n == 1). */
+static int run_jobs(rank_job *jobs, int n) {
+  if (n == 1) {
+    rank_thread(&jobs[0]);
+    return jobs[0].code;
+  }
+  int started = 0, code = 0;
+  for (; started < n; started++) {
+    int err = pthread_create(&jobs[started].thread, NULL, rank_thread, &jobs[started]);
+    if (err != 0) {
+      fprintf(stderr, "kolo-perf: cannot start the thread of rank %d: %s\n", jobs[started].rank, strerror(err));
+      code = 2; /* the ranks started will fail when this one never arrives */
+      break;
+    }
+  }
+  for (int i = 0; i < started; i++) {
+    pthread_join(jobs[i].thread, NULL);
+    code = worse(code, jobs[i].code);
+  }
+  return code;
+}
+
+static rank_job *new_jobs(const perf_args *a, const perf_config *cfg, int n) {
+  rank_job *jobs = calloc((size_t)n, sizeof *jobs);
+  if (jobs == NULL) {
+    fprintf(stderr, "kolo-perf: out of memory\n");
+    return NULL;
+  }
+  for (int i = 0; i < n; i++) {
+    jobs[i].a = a;
+    jobs[i].cfg = cfg;
+    jobs[i].dev = -1;
+  }
+  return jobs;
+}
+
+/* ---- ranks as threads of this process ----------------------------------- */
+
+static int run_local(const perf_args *a, perf_config *cfg) {
+  int n = a->threads, code;
+  koloComm_t *comms = calloc((size_t)n, sizeof *comms);
+  int *devs = calloc((size_t)n, sizeof *devs);
+  rank_job *jobs = new_jobs(a, cfg, n);
+  if (comms == NULL || devs == NULL || jobs == NULL) {
+    code = 2;
+    goto out_free;
+  }
+  for (int r = 0; r < n; r++) devs[r] = pick_device(a, r);
+  koloConfig_t c = comm_config(a, -1);
+  koloResult_t res = koloCommInitAllConfig(comms, n, a->mem_cuda ? devs : NULL, &c);
+  if (res != koloSuccess) {
+    kolo_backend_report(-1, NULL, res, "koloCommInitAll");
+    code = 2;
+    goto out_free;
+  }
+  for (int r = 0; r < n; r++) {
+    jobs[r].comm = comms[r];
+    jobs[r].rank = r;
+    jobs[r].dev = devs[r];
+  }
+  code = run_jobs(jobs, n);
+out_free:
+  free(jobs);
+  free(devs);
+  free(comms);
+  return code;
+}
+
+/* ---- a launcher's job --------------------------------------------------- */
+
+/* The launcher whose world size is above 1, or NULL. */
+static const char *launcher_size_var(int *size) {
+  static const char *const vars[] = {"KOLO_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "WORLD_SIZE"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char *v = getenv(vars[i]);
+    if (v != NULL && atoi(v) > 1) {
+      *size = atoi(v);
+      return vars[i];
+    }
+  }
+  return NULL;
+}
+
+static int local_rank_from_env(void) {
+  static const char *const vars[] = {"KOLO_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
+                                     "LOCAL_RANK"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+    if (getenv(vars[i])) return atoi(getenv(vars[i]));
+  return 0;
+}
+
+static int run_launched(const perf_args *a, perf_config *cfg) {
+  if (a->threads != 1) {
+    fprintf(stderr, "kolo-perf: -t is for -p or a single process; a launcher starts one rank per process\n");
+    return 2;
+  }
+  int dev = pick_device(a, local_rank_from_env());
+  koloConfig_t c = comm_config(a, dev);
+  koloComm_t comm;
+  koloResult_t res = koloCommInitFromEnv(&comm, &c);
+  if (res != koloSuccess) {
+    kolo_backend_report(-1, NULL, res, "koloCommInitFromEnv");
+    return 2;
+  }
+  return run_rank(a, cfg, comm, dev);
+}
+
+/* ---- forked processes --------------------------------------------------- */
+
+static int read_all(int fd, void *buf, size_t n) {
+  char *p = buf;
+  while (n > 0) {
+    ssize_t r = read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    p += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+static int write_all(int fd, const void *buf, size_t n) {
+  const char *p = buf;
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* A forked rank group: waits for the id, then runs its THREADS ranks. */
+static int run_child(const perf_args *a, const perf_config *cfg, int proc, int fd, pid_t parent) {
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) return 2;
+  koloUniqueId id;
+  int got = read_all(fd, &id, sizeof id);
+  close(fd);
+  if (got != 0) return CHILD_NO_ID; /* the parent could not make an id: it says why */
+  rank_job *jobs = new_jobs(a, cfg, a->threads);
+  if (jobs == NULL) return 2;
+  for (int t = 0; t < a->threads; t++) {
+    jobs[t].id = id;
+    jobs[t].rank = proc * a->threads + t;
+    jobs[t].dev = pick_device(a, jobs[t].rank);
+  }
+  int code = run_jobs(jobs, a->threads);
+  free(jobs);
+  return code;
+}
+
+static volatile sig_atomic_t pending_signal;
+static void on_signal(int sig) { pending_signal = sig; }
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void kill_all(const pid_t *pids, int n, int sig) {
+  for (int i = 0; i < n; i++)
+    if (pids[i] > 0 && kill(pids[i], sig) != 0 && errno != ESRCH) perror("kolo-perf: kill");
+}
+
+/* What a child's end means; reports anything but success and wrong results. */
+static int child_status(const perf_args *a, int proc, pid_t pid, int status) {
+  int first = proc * a->threads, last = first + a->threads - 1;
+  if (WIFSIGNALED(status)) {
+    fprintf(stderr, "kolo-perf: process %d (pid %d, ranks %d..%d) was killed by signal %d (%s)\n", proc,
+            (int)pid, first, last, WTERMSIG(status), strsignal(WTERMSIG(status)));
+    return 2;
+  }
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 2;
+  if (code > 1 && code != CHILD_NO_ID)
+    fprintf(stderr, "kolo-perf: process %d (pid %d, ranks %d..%d) failed (exit status %d)\n", proc, (int)pid,
+            first, last, code);
+  return code == 0 ? 0 : code == 1 ? 1 : 2;
+}
+
+/* Reaps every child.  After the first failure the others get FAIL_GRACE_S
+ * to fail too (kolo turns a dead peer into an error), then are killed. */
+static int wait_children(const perf_args *a, pid_t *pids, int n) {
+  int left = n, code = 0;
+  double deadline = 0;
+  while (left > 0) {
+    int status;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid < 0 && errno == EINTR) continue;
+    if (pid < 0) {
+      perror("kolo-perf: waitpid");
+      kill_all(pids, n, SIGKILL);
+      return 2;
+    }
+    if (pid == 0) {
+      if (pending_signal) {
+        kill_all(pids, n, pending_signal);
+        pending_signal = 0;
+      }
+      if (deadline > 0 && now_s() > deadline) {
+        fprintf(stderr, "kolo-perf: %d processes still running %d s after a failure: killing them\n", left,
+                FAIL_GRACE_S);
+        kill_all(pids, n, SIGKILL);
+        deadline = 0;
+      }
+      struct timespec ts = {0, 20 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+      continue;
+    }
+    for (int i = 0; i < n; i++) {
+      if (pids[i] != pid) continue;
+      int c = child_status(a, i, pid, status);
+      if (c == 2 && deadline == 0) deadline = now_s() + FAIL_GRACE_S;
+      code = worse(code, c);
+      pids[i] = 0;
+      left--;
+    }
+  }
+  return code;
+}
+
+/* Forks the rank groups, then starts the rendezvous and hands them its id. */
+static int run_forked(const perf_args *a, perf_config *cfg) {
+  int n = a->procs, code = 0;
+  pid_t *pids = calloc((size_t)n, sizeof *pids);
+  int *fds = calloc((size_t)n, sizeof *fds);
+  if (pids == NULL || fds == NULL) {
+    fprintf(stderr, "kolo-perf: out of memory\n");
+    free(pids);
+    free(fds);
+    return 2;
+  }
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  fflush(NULL);
+  pid_t parent = getpid();
+  int forked = 0;
+  for (; forked < n; forked++) {
+    int p[2];
+    if (pipe(p) != 0) {
+      perror("kolo-perf: pipe");
+      code = 2;
+      break;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+      perror("kolo-perf: fork");
+      close(p[0]);
+      close(p[1]);
+      code = 2;
+      break;
+    }
+    if (pid == 0) {
+      signal(SIGINT, SIG_DFL);
+      signal(SIGTERM, SIG_DFL);
+      for (int i = 0; i < forked; i++) close(fds[i]);
+      close(p[1]);
+      int c = run_child(a, cfg, forked, p[0], parent);
+      fflush(NULL);
+      exit(c);
+    }
+    close(p[0]);
+    pids[forked] = pid;
+    fds[forked] = p[1];
+  }
+  koloUniqueId id;
+  koloResult_t res = code == 0 ? koloGetUniqueId(&id) : koloSuccess;
+  if (res != koloSuccess) {
+    kolo_backend_report(-1, NULL, res, "koloGetUniqueId");
+    code = 2;
+  }
+  for (int i = 0; i < forked; i++) {
+    /* on failure the pipe closes empty: the child exits quietly */
+    if (code == 0 && write_all(fds[i], &id, sizeof id) != 0) {
+      perror("kolo-perf: writing the unique id to a child");
+      code = 2;
+    }
+    close(fds[i]);
+  }
+  code = worse(code, wait_children(a, pids, forked));
+  free(pids);
+  free(fds);
+  return code;
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+int main(int argc, char **argv) {
+  perf_args a;
+  int r = perf_args_parse(&a, argc, argv, PERF_TOOL_KOLO);
+  if (r != 0) return r > 0 ? 0 : 2;
+  if (a.print_params) {
+    kolo_param_print(stdout);
+    if (a.coll == PERF_NUM_COLLS) return 0;
+  }
+  set_library_name();
+  perf_config cfg = {"kolo-perf", library_name, "threads", a.mem_cuda ? "cuda" : "host", 0, a.procs, a.threads};
+  int world = 0;
+  const char *var = a.procs_given ? NULL : launcher_size_var(&world);
+  static char launch[64];
+  if (var != NULL) {
+    snprintf(launch, sizeof launch, "launcher: %s", var);
+    cfg.launch = launch;
+    cfg.nranks = cfg.procs = world;
+    cfg.threads = 1;
+    return run_launched(&a, &cfg);
+  }
+  cfg.nranks = a.procs * a.threads;
+  if (a.procs == 1) return run_local(&a, &cfg);
+  cfg.launch = "forked";
+  return run_forked(&a, &cfg);
+}

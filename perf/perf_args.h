@@ -1,0 +1,98 @@
+/* perf_args.h - the command line shared by kolo-perf and kolo-mpi-ref, and
+ * the size arithmetic of nccl-tests (what a row's size, counts and bus
+ * bandwidth factor are for each collective).
+ *
+ * The enums below carry the same values as kolo.h's, so kolo-perf casts them;
+ * kolo-mpi-ref does not need the library at all.
+ */
+#ifndef KOLO_PERF_ARGS_H
+#define KOLO_PERF_ARGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum {
+  PERF_ALL_REDUCE,
+  PERF_REDUCE_SCATTER,
+  PERF_ALL_GATHER,
+  PERF_BROADCAST,
+  PERF_REDUCE,
+  PERF_SENDRECV,
+  PERF_NUM_COLLS
+} perf_coll;
+
+/* Same values as koloDataType_t. */
+typedef enum {
+  PERF_INT8 = 0,
+  PERF_UINT8 = 1,
+  PERF_INT32 = 2,
+  PERF_UINT32 = 3,
+  PERF_INT64 = 4,
+  PERF_UINT64 = 5,
+  PERF_FLOAT16 = 6,
+  PERF_FLOAT32 = 7,
+  PERF_FLOAT64 = 8,
+  PERF_BFLOAT16 = 9,
+  PERF_NUM_TYPES = 10
+} perf_type;
+
+/* Same values as koloRedOp_t. */
+typedef enum { PERF_SUM, PERF_PROD, PERF_MAX, PERF_MIN, PERF_AVG, PERF_NUM_OPS } perf_op;
+
+/* Which placements a sweep runs (-a). */
+enum { PERF_PLACE_BOTH = -1, PERF_PLACE_OUT = 0, PERF_PLACE_IN = 1 };
+
+/* Which tool parses: flags only one of them has are refused by the other. */
+enum { PERF_TOOL_KOLO = 1, PERF_TOOL_MPI = 2 };
+
+typedef struct {
+  perf_coll coll;
+  size_t min_bytes, max_bytes; /* -b, -e */
+  size_t step_bytes;           /* -i: increment when step_factor == 1 */
+  size_t step_factor;          /* -f */
+  int iters, warmup;           /* -n, -w */
+  int check;                   /* -c */
+  perf_type type;              /* -d */
+  perf_op op;                  /* -o */
+  int root;                    /* -r */
+  int placement;               /* -a: PERF_PLACE_* */
+  int procs, threads;          /* -p, -t (kolo-perf) */
+  int procs_given;             /* -p was on the command line */
+  int mem_cuda;                /* -m cuda (kolo-perf) */
+  int print_params;            /* --params (kolo-perf) */
+  const char *json;            /* --json FILE, or NULL */
+} perf_args;
+
+/* Parses argv into *a.  Returns 0 to run, 1 when help was printed (exit 0),
+ * -1 on a bad command line (the message is printed). */
+int perf_args_parse(perf_args *a, int argc, char **argv, int tool);
+void perf_usage(FILE *out, const char *prog, int tool);
+/* "32M" -> 33554432 (K, M, G: powers of 1024).  Returns 0 or -1. */
+int perf_parse_size(const char *s, size_t *out);
+
+const char *perf_coll_name(perf_coll c);
+const char *perf_type_name(perf_type t); /* as nccl-tests prints it */
+const char *perf_op_name(perf_op o);
+size_t perf_type_size(perf_type t);
+int perf_coll_has_op(perf_coll c);   /* takes -o */
+int perf_coll_has_root(perf_coll c); /* takes -r */
+
+/* One row of a sweep: what is moved for a given -b..-e size on nranks. */
+typedef struct {
+  size_t bytes;      /* the size column: the whole array for RS / AG */
+  size_t elems;      /* the count column: bytes / type size */
+  size_t count;      /* the count argument of the call (RS: recvcount, AG: sendcount) */
+  size_t send_elems; /* elements in the send buffer */
+  size_t recv_elems; /* elements in the receive buffer */
+} perf_sizes;
+
+perf_sizes perf_sizes_for(perf_coll c, perf_type t, size_t size, int nranks);
+/* The busbw / algbw factor: 2(n-1)/n, (n-1)/n or 1. */
+double perf_bus_factor(perf_coll c, int nranks);
+/* The -b..-e sweep, as nccl-tests steps it: next size, 0 after the last. */
+size_t perf_next_size(const perf_args *a, size_t size);
+/* Bytes each buffer needs for the largest row, rounded up to 4 KiB. */
+size_t perf_buffer_bytes(const perf_args *a, int nranks);
+
+#endif

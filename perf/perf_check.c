@@ -1,0 +1,247 @@
+/* perf_check.c - check data: generator, conversions, expected values. */
+#include "perf/perf_check.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- float16 / bfloat16 ------------------------------------------------- */
+
+static uint32_t f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+static float f32_from_bits(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+uint16_t perf_float_to_half(float f) {
+  uint32_t x = f32_bits(f);
+  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+  uint32_t ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);  /* NaN */
+  if (ax >= 0x47800000u) return (uint16_t)(sign | 0x7c00u); /* >= 2^16: inf */
+  if (ax < 0x38800000u) {                                   /* below 2^-14: subnormal */
+    /* units of 2^-24, rounded to nearest even (exact scaling by 2^24) */
+    return (uint16_t)(sign | (uint16_t)nearbyintf(f32_from_bits(ax) * 16777216.0f));
+  }
+  uint32_t h = ((ax >> 23) - 127 + 15) << 10 | ((ax & 0x7fffffu) >> 13);
+  uint32_t rest = ax & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) h++; /* a carry may make it inf: right */
+  return (uint16_t)(sign | h);
+}
+
+float perf_half_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0) {
+    float v = (float)m / 16777216.0f;
+    return sign ? -v : v;
+  }
+  if (e == 31) return f32_from_bits(sign | 0x7f800000u | (m << 13));
+  return f32_from_bits(sign | ((e - 15 + 127) << 23) | (m << 13));
+}
+
+uint16_t perf_float_to_bf16(float f) {
+  uint32_t u = f32_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* quiet NaN */
+  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+float perf_bf16_to_float(uint16_t h) { return f32_from_bits((uint32_t)h << 16); }
+
+/* ---- element access ----------------------------------------------------- */
+
+void perf_store(perf_type t, void *buf, size_t i, double x) {
+  char *p = (char *)buf + i * perf_type_size(t);
+  /* integers: exact value, then the low bits (conversion to unsigned wraps) */
+  int64_t ix = (t <= PERF_UINT64) ? (int64_t)x : 0;
+  uint8_t u8 = (uint8_t)ix;
+  uint32_t u32 = (uint32_t)ix;
+  uint64_t u64 = (uint64_t)ix;
+  uint16_t u16;
+  float f;
+  switch (t) {
+    case PERF_INT8:
+    case PERF_UINT8: memcpy(p, &u8, 1); break;
+    case PERF_INT32:
+    case PERF_UINT32: memcpy(p, &u32, 4); break;
+    case PERF_INT64:
+    case PERF_UINT64: memcpy(p, &u64, 8); break;
+    case PERF_FLOAT16: u16 = perf_float_to_half((float)x); memcpy(p, &u16, 2); break;
+    case PERF_BFLOAT16: u16 = perf_float_to_bf16((float)x); memcpy(p, &u16, 2); break;
+    case PERF_FLOAT32: f = (float)x; memcpy(p, &f, 4); break;
+    case PERF_FLOAT64: memcpy(p, &x, 8); break;
+    default: break;
+  }
+}
+
+double perf_load(perf_type t, const void *buf, size_t i) {
+  const char *p = (const char *)buf + i * perf_type_size(t);
+  int8_t i8; uint8_t u8; int32_t i32; uint32_t u32; int64_t i64; uint64_t u64;
+  uint16_t u16; float f; double d;
+  switch (t) {
+    case PERF_INT8: memcpy(&i8, p, 1); return i8;
+    case PERF_UINT8: memcpy(&u8, p, 1); return u8;
+    case PERF_INT32: memcpy(&i32, p, 4); return i32;
+    case PERF_UINT32: memcpy(&u32, p, 4); return u32;
+    case PERF_INT64: memcpy(&i64, p, 8); return (double)i64;
+    case PERF_UINT64: memcpy(&u64, p, 8); return (double)u64;
+    case PERF_FLOAT16: memcpy(&u16, p, 2); return perf_half_to_float(u16);
+    case PERF_BFLOAT16: memcpy(&u16, p, 2); return perf_bf16_to_float(u16);
+    case PERF_FLOAT32: memcpy(&f, p, 4); return f;
+    case PERF_FLOAT64: memcpy(&d, p, 8); return d;
+    default: return 0;
+  }
+}
+
+/* ---- generator ---------------------------------------------------------- */
+
+/* Largest |sum| the type holds exactly, and the most factors of 2 a product
+ * may have and stay exact (and within the double the reference uses). */
+static const double exact_sum[PERF_NUM_TYPES] = {
+    127, 255, 2147483647.0, 4294967295.0, 4611686018427387904.0, 4611686018427387904.0,
+    2048, 16777216.0, 9007199254740992.0, 256};
+static const int prod_bits[PERF_NUM_TYPES] = {6, 7, 30, 31, 62, 62, 15, 60, 60, 60};
+
+static int is_unsigned(perf_type t) { return t == PERF_UINT8 || t == PERF_UINT32 || t == PERF_UINT64; }
+static int is_float(perf_type t) { return t >= PERF_FLOAT16; }
+
+void perf_gen_init(perf_gen *g, perf_type type, perf_op op, int nranks, uint64_t seed) {
+  g->type = type;
+  g->op = op;
+  g->nranks = nranks;
+  g->seed = seed;
+  double amp = exact_sum[type] / (nranks > 0 ? nranks : 1);
+  g->amp = amp >= 8 ? 8 : amp >= 1 ? (int)amp : 1; /* past that, integers wrap as checked */
+  g->prod_two = nranks <= prod_bits[type];
+}
+
+static uint64_t mix64(uint64_t z) { /* splitmix64's finalizer */
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+double perf_gen_value(const perf_gen *g, int rank, size_t index) {
+  uint64_t r = mix64(g->seed * 0x9e3779b97f4a7c15ull + (uint64_t)rank * 0xd1b54a32d192ed03ull +
+                     (uint64_t)index);
+  if (g->op == PERF_PROD) {
+    static const double signed_set[3] = {-1, 1, 2}, unsigned_set[2] = {1, 2};
+    if (is_unsigned(g->type)) return g->prod_two ? unsigned_set[r % 2] : 1;
+    return signed_set[r % (g->prod_two ? 3u : 2u)];
+  }
+  if (is_unsigned(g->type)) return (double)(r % (uint64_t)(g->amp + 1));
+  return (double)(int64_t)(r % (uint64_t)(2 * g->amp + 1)) - g->amp;
+}
+
+void perf_fill(const perf_gen *g, int rank, void *buf, size_t first, size_t n) {
+  for (size_t i = 0; i < n; i++) perf_store(g->type, buf, i, perf_gen_value(g, rank, first + i));
+}
+
+void perf_poison(perf_type t, void *buf, size_t n) {
+  /* NaN for every float type; 0xa5.. for integers, far outside small sums */
+  memset(buf, is_float(t) ? 0xff : 0xa5, n * perf_type_size(t));
+}
+
+/* ---- expected values ---------------------------------------------------- */
+
+static double reduce_exact(const perf_gen *g, size_t index) {
+  double acc = perf_gen_value(g, 0, index);
+  for (int r = 1; r < g->nranks; r++) {
+    double v = perf_gen_value(g, r, index);
+    switch (g->op) {
+      case PERF_PROD: acc *= v; break;
+      case PERF_MAX: acc = v > acc ? v : acc; break;
+      case PERF_MIN: acc = v < acc ? v : acc; break;
+      default: acc += v; break; /* sum, avg */
+    }
+  }
+  return acc;
+}
+
+/* got[i] equals x stored in the type, bit for bit. */
+static int same_bits(perf_type t, const void *got, size_t i, double x) {
+  unsigned char want[8];
+  size_t es = perf_type_size(t);
+  perf_store(t, want, 0, x);
+  return memcmp((const char *)got + i * es, want, es) == 0;
+}
+
+/* The average of an exact sum, as kolo computes it, checked within one ulp
+ * for floating types. */
+static int avg_ok(const perf_gen *g, const void *got, size_t i, double sum) {
+  perf_type t = g->type;
+  int n = g->nranks;
+  if (!is_float(t)) {
+    unsigned char w[8];
+    perf_store(t, w, 0, sum); /* the wrapped sum */
+    int64_t wrapped = (int64_t)perf_load(t, w, 0);
+    return same_bits(t, got, i, (double)(wrapped / n));
+  }
+  double want = t == PERF_FLOAT64 ? sum / n : (double)((float)sum / (float)n);
+  unsigned char w[8];
+  perf_store(t, w, 0, want); /* rounded to the type */
+  want = perf_load(t, w, 0);
+  static const double ulp[PERF_NUM_TYPES] = {0, 0, 0, 0, 0, 0, 0x1p-10, 0x1p-23, 0x1p-52, 0x1p-7};
+  double v = perf_load(t, got, i);
+  return fabs(v - want) <= ulp[t] * fabs(want); /* false for NaN */
+}
+
+uint64_t perf_check_reduced(const perf_gen *g, const void *got, size_t first, size_t n) {
+  uint64_t wrong = 0;
+  for (size_t i = 0; i < n; i++) {
+    double x = reduce_exact(g, first + i);
+    int ok = g->op == PERF_AVG ? avg_ok(g, got, i, x) : same_bits(g->type, got, i, x);
+    wrong += !ok;
+  }
+  return wrong;
+}
+
+uint64_t perf_check_copied(const perf_gen *g, int src, const void *got, size_t first, size_t n) {
+  uint64_t wrong = 0;
+  for (size_t i = 0; i < n; i++) wrong += !same_bits(g->type, got, i, perf_gen_value(g, src, first + i));
+  return wrong;
+}
+
+uint64_t perf_check_gathered(const perf_gen *g, const void *got, size_t per_rank) {
+  uint64_t wrong = 0;
+  size_t es = perf_type_size(g->type);
+  for (int r = 0; r < g->nranks; r++)
+    wrong += perf_check_copied(g, r, (const char *)got + (size_t)r * per_rank * es, 0, per_rank);
+  return wrong;
+}
+
+/* ---- average post-op ---------------------------------------------------- */
+
+void perf_divide(perf_type t, void *buf, size_t n, int div) {
+  if (div <= 1) return;
+  for (size_t i = 0; i < n; i++) {
+    double x = perf_load(t, buf, i), q;
+    switch (t) {
+      case PERF_INT64: {
+        int64_t v;
+        memcpy(&v, (char *)buf + i * 8, 8);
+        v /= div;
+        memcpy((char *)buf + i * 8, &v, 8);
+        continue;
+      }
+      case PERF_UINT64: {
+        uint64_t v;
+        memcpy(&v, (char *)buf + i * 8, 8);
+        v /= (uint64_t)div;
+        memcpy((char *)buf + i * 8, &v, 8);
+        continue;
+      }
+      case PERF_FLOAT64: q = x / div; break;
+      case PERF_FLOAT16:
+      case PERF_BFLOAT16:
+      case PERF_FLOAT32: q = (float)x / (float)div; break;
+      default: q = trunc(x / div); break; /* integers up to 32 bits */
+    }
+    perf_store(t, buf, i, q);
+  }
+}

@@ -1,0 +1,64 @@
+/* perf_check.h - check data for the sweeps: every rank's input is a function
+ * of (seed, rank, index), so any rank can work out what every other rank
+ * sent and check each element of its result without a copy of them.
+ *
+ * Values are small integers chosen so that the result is exact in the type:
+ * sums stay within the integers the type holds exactly (|v| <= 8, less when
+ * nranks is large: float16 2048, bfloat16 256, float 2^24, ...), products are
+ * of {-1, 1, 2} (unsigned: {1, 2}) and 2 is used only while 2^nranks stays
+ * exact, max and min are exact anyway.  So the expected value is exact and
+ * compared bit for bit -- except for avg on floating types, whose division
+ * may round differently by one ulp (kolo divides the exact sum once, in the
+ * type's precision; float16 / bfloat16 in float32 then rounded).  Integer
+ * results wrap as in kolo and NCCL, so the check holds for any nranks.
+ */
+#ifndef KOLO_PERF_CHECK_H
+#define KOLO_PERF_CHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "perf/perf_args.h"
+
+typedef struct {
+  perf_type type;
+  perf_op op;
+  int nranks;
+  uint64_t seed;
+  int amp;      /* values of sum/avg/max/min lie in [-amp, amp] ([0, amp] unsigned) */
+  int prod_two; /* products may use 2 */
+} perf_gen;
+
+void perf_gen_init(perf_gen *g, perf_type type, perf_op op, int nranks, uint64_t seed);
+/* Rank `rank`'s input element `index`: a small integer. */
+double perf_gen_value(const perf_gen *g, int rank, size_t index);
+
+/* buf[i] = the type's value of x (integers wrap; floats round to nearest). */
+void perf_store(perf_type t, void *buf, size_t i, double x);
+double perf_load(perf_type t, const void *buf, size_t i);
+
+/* buf[i] = perf_gen_value(g, rank, first + i) for i < n. */
+void perf_fill(const perf_gen *g, int rank, void *buf, size_t first, size_t n);
+/* Fills n elements with a value no check expects (NaN for floats). */
+void perf_poison(perf_type t, void *buf, size_t n);
+
+/* Elements of `got` (n of them) that differ from the expected result:
+ * reduced:  got[i] = OP over ranks of value(r, first + i)     (AR, RS, reduce)
+ * copied:   got[i] = value(src, first + i)                     (bcast, sendrecv)
+ * gathered: got[j*n/nranks + i] = value(j, i)                  (all-gather) */
+uint64_t perf_check_reduced(const perf_gen *g, const void *got, size_t first, size_t n);
+uint64_t perf_check_copied(const perf_gen *g, int src, const void *got, size_t first, size_t n);
+uint64_t perf_check_gathered(const perf_gen *g, const void *got, size_t per_rank);
+
+/* The average's post-op as kolo defines it: buf[i] /= div, integers with C's
+ * truncating division of the wrapped sum, floats in their own precision
+ * (float16 / bfloat16 in float32).  For peers that only have a sum. */
+void perf_divide(perf_type t, void *buf, size_t n, int div);
+
+/* IEEE binary16 and bfloat16 <-> float, round to nearest even. */
+uint16_t perf_float_to_half(float f);
+float perf_half_to_float(uint16_t h);
+uint16_t perf_float_to_bf16(float f);
+float perf_bf16_to_float(uint16_t h);
+
+#endif

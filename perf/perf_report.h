@@ -1,0 +1,61 @@
+/* perf_report.h - nccl-tests' table and the JSON twin of it, printed the same
+ * way by kolo-perf and kolo-mpi-ref.  Only the rank that reports (rank 0)
+ * calls these. */
+#ifndef KOLO_PERF_REPORT_H
+#define KOLO_PERF_REPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "perf/perf_args.h"
+
+/* What ran: printed in the header and written in the JSON "config". */
+typedef struct {
+  const char *tool;     /* "kolo-perf" */
+  const char *library;  /* "kolo 0.1.0", "Open MPI v4.1.4" */
+  const char *launch;   /* "forked", "threads", "mpirun", ... */
+  const char *memory;   /* "host", "cuda" */
+  int nranks, procs, threads;
+} perf_config;
+
+/* One placement of one row. */
+typedef struct {
+  int done;       /* 0: not run (-a, or in-place sendrecv) */
+  double time_us; /* per iteration, the slowest rank's */
+  double algbw, busbw;
+  uint64_t wrong; /* over all ranks */
+} perf_result;
+
+typedef struct {
+  perf_sizes sizes;
+  int root; /* -1 for collectives without one */
+  perf_result res[2]; /* [0] out-of-place, [1] in-place */
+} perf_row;
+
+typedef struct {
+  FILE *out;
+  FILE *json;
+  const perf_args *args;
+  int rows;
+  double bw_sum;
+  int bw_count;
+  uint64_t wrong;
+} perf_report;
+
+/* Opens the JSON file (if asked) and prints the header lines of the table.
+ * Returns 0, or -1 when the JSON file cannot be opened (message printed). */
+int perf_report_open(perf_report *rep, FILE *out, const perf_args *args, const perf_config *cfg);
+/* One line per rank under "# Using devices", before the table header. */
+void perf_report_rank(perf_report *rep, int rank, int group, long pid, const char *host, const char *where);
+void perf_report_table_header(perf_report *rep);
+void perf_report_row(perf_report *rep, const perf_row *row);
+/* Closing lines and the JSON's end.  Returns the total of #wrong. */
+uint64_t perf_report_close(perf_report *rep);
+
+/* After a failure: closes the JSON file as it stands (not valid JSON). */
+void perf_report_abandon(perf_report *rep);
+
+/* algbw and busbw of a result, in GB/s (1e9). */
+void perf_result_bw(perf_result *r, const perf_args *a, size_t bytes, int nranks);
+
+#endif
