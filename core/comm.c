@@ -226,8 +226,9 @@ koloResult_t koloCommInitRankConfig(koloComm_t *comm, int nranks, koloUniqueId c
   c->failed = koloSuccess;
   res = resolve_config(c, config);
   if (res == koloSuccess) {
-    c->owner = (kolo_exec_owner){rank, c->timeout_ms, &c->aborted, &c->err, owner_dead_peer,
-                                 owner_stop_all, koloSuccess};
+    c->owner = (kolo_exec_owner){rank,           c->timeout_ms,   (int)kolo_param_int("KOLO_SPIN"),
+                                 (int)kolo_param_int("KOLO_YIELDS"), &c->aborted, &c->err,
+                                 owner_dead_peer, owner_stop_all, koloSuccess};
     res = init_steps(c, &uid);
     if (res != koloSuccess) kolo_error_copy(teb, &c->err);
   }

@@ -177,9 +177,11 @@ static koloResult_t run_here(kolo_op *ops, int nops) {
     if (first) res = kolo_p2p_connect(ops[i].comm, ops, nops);
   }
   if (res != koloSuccess) return res;
+  /* Single calls (the latency path) use the stack, groups the heap. */
+  kolo_exec_task local[KOLO_MAX_CHANNELS];
   int cap = 0;
   for (int i = 0; i < nops; i++) cap += ops[i].comm->nchannels;
-  kolo_exec_task *tasks = malloc((size_t)cap * sizeof *tasks);
+  kolo_exec_task *tasks = cap <= KOLO_MAX_CHANNELS ? local : malloc((size_t)cap * sizeof *tasks);
   if (tasks == NULL) return kolo_error(&ops[0].comm->err, koloSystemError, "out of memory running a call");
   int n = 0;
   for (int i = 0; i < nops && res == koloSuccess; i++) {
@@ -189,7 +191,7 @@ static koloResult_t run_here(kolo_op *ops, int nops) {
   if (res == koloSuccess) res = kolo_host_exec_run(tasks, n);
   for (int i = 0; i < nops; i++)
     if (ops[i].comm->owner.failed != koloSuccess) ops[i].comm->failed = ops[i].comm->owner.failed;
-  free(tasks);
+  if (tasks != local) free(tasks);
   return res;
 }
 
@@ -216,6 +218,9 @@ static koloResult_t submit_nonblocking(kolo_op *ops, int nops) {
 koloResult_t kolo_run_ops(kolo_op *ops, int nops) {
   /* Ops of non-blocking communicators go to their progress threads, in
    * order; the rest run here. */
+  int all_blocking = 1;
+  for (int i = 0; i < nops && all_blocking; i++) all_blocking = ops[i].comm->blocking;
+  if (all_blocking) return run_here(ops, nops);
   int nhere = 0, nnb = 0;
   kolo_op *nb = malloc((size_t)nops * sizeof *nb);
   if (nb == NULL) return kolo_error(&ops[0].comm->err, koloSystemError, "out of memory running a call");

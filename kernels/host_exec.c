@@ -5,7 +5,6 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "core/config.h"
 #include "kernels/host_reduce.h"
 
 enum { TASK_PROGRESS, TASK_BLOCKED, TASK_DONE };
@@ -218,8 +217,9 @@ static int run_pass(kolo_exec_task *tasks, int n, int *remaining, kolo_exec_task
 koloResult_t kolo_host_exec_run(kolo_exec_task *tasks, int ntasks) {
   int remaining = 0;
   for (int i = 0; i < ntasks; i++) remaining += !tasks[i].done;
-  const int64_t spin_limit = kolo_param_int("KOLO_SPIN");
-  const int64_t yield_limit = spin_limit + kolo_param_int("KOLO_YIELDS");
+  if (ntasks == 0) return koloSuccess;
+  const int64_t spin_limit = tasks[0].owner->spin;
+  const int64_t yield_limit = spin_limit + tasks[0].owner->yields;
   int64_t idle = 0, stall_start = 0, last_liveness = 0;
   while (remaining > 0) {
     kolo_exec_task *bt = NULL;

@@ -30,6 +30,7 @@
 typedef struct kolo_exec_owner {
   int rank;
   int timeout_ms;          /* 0: no bound */
+  int spin, yields;        /* polls, then sched_yield()s, before sleeping */
   _Atomic int *abort_flag; /* set by koloCommAbort */
   kolo_errbuf *eb;
   /* The rank of a peer known to be dead, or -1 (called every few ms). */
