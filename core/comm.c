@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/config.h"
 #include "core/log.h"
@@ -197,8 +198,22 @@ static koloResult_t alloc_tables(struct koloComm *c) {
   return ok ? koloSuccess : kolo_error(&c->err, koloSystemError, "out of memory at init");
 }
 
+/* Spinning only pays while every rank of this host has a CPU: with more
+ * ranks than CPUs a spinning rank holds the CPU its peer needs, so waits
+ * yield almost at once (unless KOLO_SPIN says otherwise). */
+static void tune_waits(struct koloComm *c) {
+  int local = 0;
+  uint64_t me = kolo_bootstrap_peer(c->bs, c->rank)->host_hash;
+  for (int r = 0; r < c->nranks; r++) local += kolo_bootstrap_peer(c->bs, r)->host_hash == me;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (getenv("KOLO_SPIN") == NULL && cpus > 0 && local > cpus) c->owner.spin = 64;
+  KOLO_INFO("rank %d: %d rank(s) on this host, %ld CPU(s): waits spin %d polls, then yield %d times",
+            c->rank, local, cpus, c->owner.spin, c->owner.yields);
+}
+
 static koloResult_t init_steps(struct koloComm *c, const kolo_uid *uid) {
   koloResult_t res = kolo_bootstrap_init(uid, c->rank, c->nranks, c->timeout_ms, &c->err, &c->bs);
+  if (res == koloSuccess) tune_waits(c);
   if (res == koloSuccess) res = check_shapes(c);
   if (res == koloSuccess) res = build_ring(c);
   if (res == koloSuccess) res = alloc_tables(c);
