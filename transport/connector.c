@@ -22,8 +22,8 @@ void kolo_futex_wake(_Atomic uint32_t *word) {
 void kolo_conn_sleep(kolo_connector *c, int timeout_us) {
   _Atomic uint32_t *counter = c->is_send ? &c->ctrl->head : &c->ctrl->tail;
   _Atomic uint32_t *waiters = c->is_send ? &c->ctrl->head_waiters : &c->ctrl->tail_waiters;
-  uint32_t seen = atomic_load_explicit(counter, memory_order_acquire);
   atomic_fetch_add_explicit(waiters, 1, memory_order_seq_cst);
+  uint32_t seen = atomic_load_explicit(counter, memory_order_seq_cst);
   /* Re-check after registering: the writer checks waiters after its store,
    * so one of us sees the other (both sides use seq_cst). */
   int ready = c->is_send ? kolo_conn_can_send(c) : kolo_conn_can_recv(c);

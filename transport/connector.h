@@ -72,9 +72,11 @@ void kolo_futex_wake(_Atomic uint32_t *word);
 /* Publish a counter value and wake sleepers. */
 static inline void kolo_conn_publish(_Atomic uint32_t *counter, _Atomic uint32_t *waiters,
                                      uint32_t value) {
-  atomic_store_explicit(counter, value, memory_order_release);
-  atomic_thread_fence(memory_order_seq_cst);
-  if (atomic_load_explicit(waiters, memory_order_relaxed) != 0) kolo_futex_wake(counter);
+  /* seq_cst store then seq_cst load, against the sleeper's seq_cst
+   * increment of waiters then load of the counter: one of the two sides
+   * sees the other (no lost wake-up). */
+  atomic_store_explicit(counter, value, memory_order_seq_cst);
+  if (atomic_load_explicit(waiters, memory_order_seq_cst) != 0) kolo_futex_wake(counter);
 }
 
 static inline int kolo_conn_can_send(const kolo_connector *c) {
