@@ -1,0 +1,1538 @@
+// test_schedule.cc - the schedules (ring/) checked by running them.
+//
+// A pure-software model, written here from ring/program.h's contract and
+// independent of the host executor (kernels/host_exec.c is not called), runs
+// the step programs of all ranks and channels of a collective:
+//
+//   - a connector is a FIFO of slices per (sender, receiver, channel),
+//     unbounded or bounded to the slots a real connector has (chunk_elems =
+//     nslots/2 slots, so nslots = 2 * chunk_elems / slot_elems);
+//   - tasks (one per rank, program and channel) take turns, a few slices at a
+//     time; a step that receives waits for a slice, a step that sends into a
+//     full bounded FIFO waits; a pass in which no task moves while some are
+//     not done is a deadlock and fails the case;
+//   - where a chunk lies comes from kolo_round_chunk / kolo_round_span /
+//     kolo_chunk_range; a chunk of n elements is ceil(n / slot_elems) slices
+//     (0 elements: no slice); each slice carries (round base, chunk index,
+//     slice index, data) and the receiver checks that it refers to the chunk
+//     it expects (program.h: "both ends of a connector always refer to the
+//     same chunk at the same step");
+//   - buffers are arenas of int64 (exact sums, max) or double (avg: the FINAL
+//     flag divides by nranks); in-place calls alias the same arena; each task
+//     sees its IN and OUT through views that are bounds-checked and say
+//     whether the task may read or write them (a non-root broadcast never
+//     reads its input, a non-root reduce never writes its output, nothing
+//     writes an input);
+//   - after the run every element of every arena is compared with the
+//     reference computed directly from the inputs: outputs start poisoned and
+//     every element a rank must write is checked, every element it must not
+//     write (non-root outputs of reduce, blocks of recvbuff nobody sent to,
+//     inputs, the other blocks of an in-place reduce-scatter input) must keep
+//     its value; every FIFO ends empty with sent == received slices.
+//
+// Beside the model: the structure of every program (peers are ring
+// neighbours, steps' ops, buffers, chunk indices and FINAL flags make sense,
+// the programs do not depend on the message size, both ends of each
+// connector agree step by step), the round geometry alone, and rings from
+// host grouping (each host's ranks contiguous).
+//
+// The grids: N = 1..16 x counts {0, 1, 2, 7, 63, 64, 65, 1000, 4097} x
+// channels {1, 2, 3} x slot_elems {16, 64, 1024} x elem_size {4, 8}
+// (chunk_elems = 4 slots) in full for all-reduce; reduce-scatter,
+// all-gather, broadcast and reduce take the full product at N in {1, 2, 3,
+// 5, 8, 16} and elem_size 4 only at the other N; ring kind (identity,
+// shuffled, 2 or 3 interleaved hosts through kolo_ring_build, one shuffled
+// ring per channel), in-place, op (sum, max, avg), root and FIFO bound
+// rotate from case to case, and smaller grids take their full products.
+// About 7 s in a release build; under sanitizers see kSanitized.
+#include <gtest/gtest.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+extern "C" {
+#include "ring/program.h"
+#include "ring/schedule.h"
+#include "ring/topology.h"
+}
+
+namespace {
+
+// ---- rings -----------------------------------------------------------------
+
+// A kolo_ring that owns its arrays.
+struct Ring {
+  std::vector<int> order, pos;
+  kolo_ring r{};
+  Ring() = default;
+  explicit Ring(std::vector<int> ord) : order(std::move(ord)), pos(order.size()) {
+    for (size_t i = 0; i < order.size(); i++) pos[(size_t)order[i]] = (int)i;
+    fix();
+  }
+  Ring(const Ring &o) : order(o.order), pos(o.pos) { fix(); }
+  Ring &operator=(const Ring &o) {
+    order = o.order;
+    pos = o.pos;
+    fix();
+    return *this;
+  }
+  void fix() {
+    r.nranks = (int)order.size();
+    r.order = order.data();
+    r.pos = pos.data();
+  }
+  int next(int rank) const { return kolo_ring_next(&r, rank); }
+  int prev(int rank) const { return kolo_ring_prev(&r, rank); }
+};
+
+enum RingKind { kIdentity, kShuffled, kHosts2, kHosts3, kPerChannel, kNumRingKinds };
+const char *ring_kind_name(int k) {
+  static const char *names[] = {"identity", "shuffled", "hosts2", "hosts3", "per-channel"};
+  return names[k];
+}
+
+Ring identity_ring(int n) {
+  std::vector<int> o((size_t)n);
+  std::iota(o.begin(), o.end(), 0);
+  return Ring(o);
+}
+
+Ring shuffled_ring(int n, uint64_t seed) {
+  std::vector<int> o((size_t)n);
+  std::iota(o.begin(), o.end(), 0);
+  std::mt19937_64 rng(seed);
+  std::shuffle(o.begin(), o.end(), rng);
+  return Ring(o);
+}
+
+// Ranks on `hosts` hosts in interleaved rank order (host of r = r % hosts,
+// with arbitrary 64-bit host ids), ring from kolo_ring_build.
+Ring host_ring(int n, int hosts) {
+  std::vector<uint64_t> host_of((size_t)n);
+  for (int r = 0; r < n; r++)
+    host_of[(size_t)r] = 0x9e3779b97f4a7c15ull * (uint64_t)(r % hosts + 1);
+  kolo_ring kr;
+  if (kolo_ring_build(n, host_of.data(), &kr) != koloSuccess) abort();
+  std::vector<int> o(kr.order, kr.order + n);
+  kolo_ring_free(&kr);
+  return Ring(o);
+}
+
+// One ring per channel for a ring kind.
+std::vector<Ring> make_rings(int kind, int n, int nch, uint64_t seed) {
+  std::vector<Ring> rings;
+  for (int c = 0; c < nch; c++) {
+    switch (kind) {
+    case kIdentity: rings.push_back(identity_ring(n)); break;
+    case kShuffled: rings.push_back(shuffled_ring(n, seed)); break;
+    case kHosts2: rings.push_back(host_ring(n, 2)); break;
+    case kHosts3: rings.push_back(host_ring(n, 3)); break;
+    default: rings.push_back(shuffled_ring(n, seed * 31 + (uint64_t)c)); break;
+    }
+  }
+  return rings;
+}
+
+// A program that frees itself.
+struct Prog {
+  kolo_program p{};
+  Prog() = default;
+  Prog(const Prog &) = delete;
+  Prog &operator=(const Prog &) = delete;
+  ~Prog() { kolo_program_free(&p); }
+};
+
+std::unique_ptr<Prog> build(int coll, const Ring &ring, int rank, int arg) {
+  auto pr = std::make_unique<Prog>();
+  koloResult_t res = kolo_schedule_build(coll, &ring.r, rank, arg, &pr->p);
+  if (res != koloSuccess) {
+    ADD_FAILURE() << "kolo_schedule_build(" << kolo_coll_name(coll) << ", rank " << rank << ", arg "
+                  << arg << ") = " << res;
+    return nullptr;
+  }
+  return pr;
+}
+
+const char *op_name(int op) {
+  static const char *names[] = {
+      "send",         "recv",           "copy",           "copySend",
+      "recvCopySend", "recvReduceSend", "recvReduceCopy", "recvReduceCopySend"};
+  return op >= 0 && op < KOLO_STEP_NUM_OPS ? names[op] : "?";
+}
+
+// ---- the model ---------------------------------------------------------------
+
+enum class ROp { kSum, kMax, kAvg };
+const char *rop_name(ROp op) {
+  return op == ROp::kSum ? "sum" : op == ROp::kMax ? "max" : "avg";
+}
+
+// A task's window on an arena.
+struct View {
+  int arena = -1;
+  size_t off = 0, len = 0;
+  bool can_read = false, can_write = false;
+};
+
+struct ModelParams {
+  int nranks = 1;
+  int nchannels = 1;
+  size_t count = 0;
+  size_t elem_size = 4;
+  size_t slot_elems = 16;
+  size_t chunk_elems = 64;
+  size_t capacity = 0;  // slices per FIFO, 0: unbounded
+  ROp op = ROp::kSum;
+  int div = 1;          // post-op divisor of FINAL steps
+  int turn_slices = 3;  // slices a task may move per turn
+};
+
+template <typename T>
+class Model {
+ public:
+  explicit Model(const ModelParams &mp)
+      : mp_(mp), fifos_((size_t)mp.nranks * (size_t)mp.nranks * (size_t)mp.nchannels) {}
+
+  std::vector<std::vector<T>> arenas;
+
+  int add_arena(std::vector<T> data) {
+    arenas.push_back(std::move(data));
+    return (int)arenas.size() - 1;
+  }
+
+  // Tasks run concurrently, except that a task waits for the earlier tasks
+  // of its rank that use the same end of a connector (as the core orders
+  // programs that share a connector).
+  void add_task(int rank, int channel, const kolo_program *prog, View in, View out) {
+    Task t;
+    t.rank = rank;
+    t.channel = channel;
+    t.prog = prog;
+    t.in = in;
+    t.out = out;
+    t.geo = kolo_geometry{mp_.count,     mp_.elem_size,   mp_.nranks,
+                          mp_.nchannels, mp_.chunk_elems, (int)prog->layout};
+    t.send_fifo = prog->send_peer >= 0 ? fifo_index(rank, prog->send_peer, channel) : -1;
+    t.recv_fifo = prog->recv_peer >= 0 ? fifo_index(prog->recv_peer, rank, channel) : -1;
+    for (size_t i = tasks_.size(); i-- > 0;) {
+      const Task &o = tasks_[i];
+      if (o.rank != rank) continue;
+      if ((t.send_fifo >= 0 && o.send_fifo == t.send_fifo) ||
+          (t.recv_fifo >= 0 && o.recv_fifo == t.recv_fifo))
+        t.deps.push_back((int)i);
+    }
+    tasks_.push_back(t);
+  }
+
+  // Runs every task to its end; "" on success, else what went wrong.
+  std::string run() {
+    for (Task &t : tasks_) {
+      t.base = 0;
+      t.rce = kolo_round_chunk(&t.geo, 0);
+      t.done = t.rce == 0;
+    }
+    for (long pass = 0;; pass++) {
+      bool all_done = true, moved = false;
+      for (Task &t : tasks_) {
+        if (t.done) continue;
+        all_done = false;
+        bool ready = true;
+        for (int d : t.deps) ready = ready && tasks_[(size_t)d].done;
+        if (!ready) continue;
+        int r = advance(t);
+        if (r < 0) return err_;
+        moved = moved || r > 0;
+      }
+      if (all_done) break;
+      if (!moved) return "deadlock: " + describe_blocked();
+      if (pass > 100000000L) return "no end after 1e8 passes";
+    }
+    for (size_t i = 0; i < fifos_.size(); i++) {
+      const Fifo &f = fifos_[i];
+      if (!f.q.empty() || f.sent != f.received) {
+        std::ostringstream os;
+        os << "connector " << fifo_name((int)i) << ": " << f.sent << " slices sent, " << f.received
+           << " received, " << f.q.size() << " left over";
+        return os.str();
+      }
+    }
+    return "";
+  }
+
+  uint64_t total_slices() const {
+    uint64_t s = 0;
+    for (const Fifo &f : fifos_) s += f.sent;
+    return s;
+  }
+
+ private:
+  struct Slice {
+    size_t base;
+    int chunk;  // -1: the chunk index means nothing for this buffer
+    size_t index;
+    std::vector<T> data;
+  };
+  struct Fifo {
+    std::deque<Slice> q;
+    uint64_t sent = 0, received = 0;
+  };
+  struct Task {
+    int rank = 0, channel = 0;
+    const kolo_program *prog = nullptr;
+    View in, out;
+    kolo_geometry geo{};
+    int send_fifo = -1, recv_fifo = -1;
+    std::vector<int> deps;
+    // state
+    size_t base = 0, rce = 0;
+    int step = 0;
+    bool chunk_ready = false;
+    size_t slice = 0, nslices = 0, n = 0, src_off = 0, dst_off = 0;
+    int chunk = -1;
+    bool done = false;
+  };
+
+  ModelParams mp_;
+  std::vector<Fifo> fifos_;
+  std::vector<Task> tasks_;
+  std::string err_;
+  std::vector<T> a_, r_, v_;          // one slice: src, received, result
+  std::vector<std::vector<T>> pool_;  // slice buffers for reuse
+
+  int fifo_index(int from, int to, int ch) const {
+    return (from * mp_.nranks + to) * mp_.nchannels + ch;
+  }
+  std::string fifo_name(int i) const {
+    int ch = i % mp_.nchannels, to = i / mp_.nchannels % mp_.nranks,
+        from = i / mp_.nchannels / mp_.nranks;
+    std::ostringstream os;
+    os << from << "->" << to << " (channel " << ch << ")";
+    return os.str();
+  }
+
+  std::string where(const Task &t) const {
+    std::ostringstream os;
+    os << "rank " << t.rank << " channel " << t.channel << " round base " << t.base << " step "
+       << t.step;
+    if (t.step < t.prog->nsteps) {
+      const kolo_step &s = t.prog->steps[t.step];
+      os << " (" << op_name(s.op) << " src " << (s.src_buf ? "OUT" : "IN") << "[" << s.src_chunk
+         << "] dst " << (s.dst_buf ? "OUT" : "IN") << "[" << s.dst_chunk << "])";
+    }
+    os << " slice " << t.slice;
+    return os.str();
+  }
+
+  int fail(const Task &t, const std::string &what) {
+    err_ = where(t) + ": " + what;
+    return -1;
+  }
+
+  std::string describe_blocked() const {
+    std::ostringstream os;
+    int shown = 0;
+    for (const Task &t : tasks_) {
+      if (t.done) continue;
+      if (shown++ == 4) {
+        os << "; ...";
+        break;
+      }
+      os << (shown > 1 ? "; " : "") << where(t);
+    }
+    return os.str();
+  }
+
+  const View &view(const Task &t, int buf) const { return buf == KOLO_BUF_IN ? t.in : t.out; }
+  bool blocked(const Task &t, int buf) const {
+    return buf == KOLO_BUF_IN ? t.prog->in_blocked : t.prog->out_blocked;
+  }
+  // The chunk index as a data coordinate: meaningful for the RING layout and
+  // blocked buffers, ignored (-1) otherwise.
+  int chunk_tag(const Task &t, int buf, int chunk) const {
+    return (t.prog->layout == KOLO_LAYOUT_RING || blocked(t, buf)) ? chunk : -1;
+  }
+
+  // Locates the current step's chunk.
+  int prepare(Task &t, const kolo_step &s) {
+    bool rs = kolo_step_reads_src(s.op), wd = kolo_step_writes_dst(s.op);
+    if (!rs && !wd) return fail(t, "step neither reads nor writes a buffer");
+    size_t n_src = 0, n_dst = 0;
+    if (rs)
+      kolo_chunk_range(&t.geo, t.base, t.rce, t.channel, s.src_chunk, blocked(t, s.src_buf),
+                       &t.src_off, &n_src);
+    if (wd)
+      kolo_chunk_range(&t.geo, t.base, t.rce, t.channel, s.dst_chunk, blocked(t, s.dst_buf),
+                       &t.dst_off, &n_dst);
+    if (rs && wd && n_src != n_dst) {
+      std::ostringstream os;
+      os << "src chunk has " << n_src << " elements, dst chunk " << n_dst;
+      return fail(t, os.str());
+    }
+    t.n = rs ? n_src : n_dst;
+    bool comm = kolo_step_sends(s.op) || kolo_step_recvs(s.op);
+    t.nslices = comm ? (t.n + mp_.slot_elems - 1) / mp_.slot_elems : (t.n ? 1 : 0);
+    t.slice = 0;
+    int ts = rs ? chunk_tag(t, s.src_buf, s.src_chunk) : -1;
+    int td = wd ? chunk_tag(t, s.dst_buf, s.dst_chunk) : -1;
+    t.chunk = ts >= 0 ? ts : td;
+    t.chunk_ready = true;
+    return 0;
+  }
+
+  int read(const Task &t, int buf, size_t off, size_t n, std::vector<T> &v) {
+    const View &w = view(t, buf);
+    if (!w.can_read)
+      return fail(t, std::string("reads ") + (buf ? "OUT" : "IN") + ", which it must not");
+    if (w.arena < 0 || off + n > w.len) {
+      std::ostringstream os;
+      os << "reads [" << off << ", " << off + n << ") of " << (buf ? "OUT" : "IN") << " of "
+         << w.len << " elements";
+      return fail(t, os.str());
+    }
+    const std::vector<T> &a = arenas[(size_t)w.arena];
+    v.assign(a.begin() + (ptrdiff_t)(w.off + off), a.begin() + (ptrdiff_t)(w.off + off + n));
+    return 0;
+  }
+
+  int write(const Task &t, int buf, size_t off, const std::vector<T> &v) {
+    const View &w = view(t, buf);
+    if (!w.can_write)
+      return fail(t, std::string("writes ") + (buf ? "OUT" : "IN") + ", which it must not");
+    if (w.arena < 0 || off + v.size() > w.len) {
+      std::ostringstream os;
+      os << "writes [" << off << ", " << off + v.size() << ") of " << (buf ? "OUT" : "IN") << " of "
+         << w.len << " elements";
+      return fail(t, os.str());
+    }
+    std::copy(v.begin(), v.end(), arenas[(size_t)w.arena].begin() + (ptrdiff_t)(w.off + off));
+    return 0;
+  }
+
+  T combine(T a, T b) const { return mp_.op == ROp::kMax ? std::max(a, b) : a + b; }
+
+  // Moves up to turn_slices slices; >0 moved, 0 blocked, <0 failed.
+  int advance(Task &t) {
+    const kolo_program *p = t.prog;
+    int moved = 0;
+    std::vector<T> &a = a_, &r = r_, &v = v_;
+    for (int budget = mp_.turn_slices; budget > 0;) {
+      if (t.step == p->nsteps) {
+        size_t span = kolo_round_span(&t.geo, t.rce);
+        if (span == 0) return fail(t, "round of 0 elements");
+        t.base += span;
+        t.rce = kolo_round_chunk(&t.geo, t.base);
+        t.step = 0;
+        if (t.rce == 0) {
+          t.done = true;
+          return 1;
+        }
+      }
+      const kolo_step &s = p->steps[t.step];
+      if (s.op >= KOLO_STEP_NUM_OPS) return fail(t, "bad op");
+      if (!t.chunk_ready) {
+        if (prepare(t, s) < 0) return -1;
+        if (t.nslices == 0) {
+          t.step++;
+          t.chunk_ready = false;
+          continue;
+        }
+      }
+      bool recvs = kolo_step_recvs(s.op), sends = kolo_step_sends(s.op);
+      if (recvs && t.recv_fifo < 0) return fail(t, "receives without a recv_peer");
+      if (sends && t.send_fifo < 0) return fail(t, "sends without a send_peer");
+      if (recvs && fifos_[(size_t)t.recv_fifo].q.empty()) return moved;
+      if (sends && mp_.capacity && fifos_[(size_t)t.send_fifo].q.size() >= mp_.capacity)
+        return moved;
+      size_t per = (recvs || sends) ? mp_.slot_elems : t.n;
+      size_t off = t.slice * per;
+      size_t n = std::min(per, t.n - off);
+      if (recvs) {
+        Fifo &f = fifos_[(size_t)t.recv_fifo];
+        Slice &sl = f.q.front();
+        if (sl.base != t.base || sl.index != t.slice || sl.data.size() != n ||
+            (sl.chunk >= 0 && t.chunk >= 0 && sl.chunk != t.chunk)) {
+          std::ostringstream os;
+          os << "received slice " << sl.index << " of chunk " << sl.chunk << " (round base "
+             << sl.base << ", " << sl.data.size() << " elements), expected slice " << t.slice
+             << " of chunk " << t.chunk << " (" << n << " elements)";
+          return fail(t, os.str());
+        }
+        r.swap(sl.data);  // the old buffer goes back to the pool
+        pool_.push_back(std::move(sl.data));
+        f.q.pop_front();
+        f.received++;
+      }
+      if (kolo_step_reads_src(s.op) && read(t, s.src_buf, t.src_off + off, n, a) < 0) return -1;
+      bool fin = (s.flags & KOLO_STEP_FINAL) != 0 && mp_.div > 1;
+      switch (s.op) {
+      case KOLO_STEP_SEND: v.assign(a.begin(), a.end()); break;
+      case KOLO_STEP_RECV: v.assign(r.begin(), r.end()); break;
+      case KOLO_STEP_COPY:
+        v.assign(a.begin(), a.end());
+        if (fin)
+          for (T &x : v) x /= (T)mp_.div;
+        break;
+      case KOLO_STEP_COPY_SEND: v.assign(a.begin(), a.end()); break;
+      case KOLO_STEP_RECV_COPY_SEND: v.assign(r.begin(), r.end()); break;
+      case KOLO_STEP_RECV_REDUCE_SEND:
+      case KOLO_STEP_RECV_REDUCE_COPY:
+      case KOLO_STEP_RECV_REDUCE_COPY_SEND:
+        v.resize(n);
+        for (size_t i = 0; i < n; i++) v[i] = combine(r[i], a[i]);
+        if (fin && s.op != KOLO_STEP_RECV_REDUCE_SEND)
+          for (T &x : v) x /= (T)mp_.div;
+        break;
+      default: return fail(t, "bad op");
+      }
+      if (kolo_step_writes_dst(s.op) && write(t, s.dst_buf, t.dst_off + off, v) < 0) return -1;
+      if (sends) {
+        Fifo &f = fifos_[(size_t)t.send_fifo];
+        std::vector<T> data;
+        if (!pool_.empty()) {
+          data = std::move(pool_.back());
+          pool_.pop_back();
+        }
+        data.assign(v.begin(), v.end());
+        f.q.push_back(Slice{t.base, t.chunk, t.slice, std::move(data)});
+        f.sent++;
+      }
+      moved = 1;
+      budget--;
+      if (++t.slice == t.nslices) {
+        t.step++;
+        t.chunk_ready = false;
+      }
+    }
+    return moved;
+  }
+};
+
+// ---- collectives in the model ---------------------------------------------
+
+template <typename T>
+T poison() {
+  // Positive and large: it dominates a max and spoils a sum if it leaks in.
+  if constexpr (std::is_floating_point<T>::value)
+    return (T)1e300;
+  else
+    return (T)0x5eadbeef5eadbeefll;
+}
+
+struct Case {
+  int coll = KOLO_COLL_ALL_REDUCE;
+  int nranks = 1;
+  size_t count = 0;
+  int nchannels = 1;
+  size_t slot_elems = 16;
+  size_t elem_size = 4;
+  int ring_kind = kIdentity;
+  bool in_place = false;
+  ROp op = ROp::kSum;
+  int root = 0;
+  size_t capacity = 0;
+  int nslots = 8;  // chunk_elems = nslots / 2 slots, as the core sizes it
+  uint64_t seed = 1;
+
+  std::string str() const {
+    std::ostringstream os;
+    os << kolo_coll_name(coll) << " n=" << nranks << " count=" << count << " nch=" << nchannels
+       << " slot=" << slot_elems << " esz=" << elem_size << " ring=" << ring_kind_name(ring_kind)
+       << (in_place ? " in-place" : "") << " op=" << rop_name(op);
+    if (coll == KOLO_COLL_BROADCAST || coll == KOLO_COLL_REDUCE) os << " root=" << root;
+    os << " nslots=" << nslots << " cap=" << capacity << " seed=" << seed;
+    return os.str();
+  }
+};
+
+ModelParams params_of(const Case &c) {
+  ModelParams mp;
+  mp.nranks = c.nranks;
+  mp.nchannels = c.nchannels;
+  mp.count = c.count;
+  mp.elem_size = c.elem_size;
+  mp.slot_elems = c.slot_elems;
+  mp.chunk_elems = c.slot_elems * (size_t)(c.nslots / 2);
+  mp.capacity = c.capacity;
+  mp.op = c.op;
+  mp.div = c.op == ROp::kAvg ? c.nranks : 1;
+  mp.turn_slices = 1 + (int)(c.seed % 4);
+  return mp;
+}
+
+// splitmix64: cheap, good enough for test data.
+struct Rng {
+  uint64_t s;
+  explicit Rng(uint64_t seed) : s(seed) {}
+  uint64_t operator()() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+};
+
+// Integers in [-2^20, 2^20): sums of 16 of them are exact in int64 and in
+// double, and an average is one rounding of an exact sum.
+template <typename T>
+std::vector<T> random_values(Rng &rng, size_t n) {
+  std::vector<T> v(n);
+  for (T &x : v) x = (T)((int64_t)(rng() >> 43) - (1 << 20));
+  return v;
+}
+
+// Compares every arena with its expected contents; "" when equal.
+template <typename T>
+std::string compare(const std::vector<std::vector<T>> &got, const std::vector<std::vector<T>> &want,
+                    const std::vector<std::string> &names) {
+  std::ostringstream os;
+  size_t bad = 0;
+  for (size_t a = 0; a < want.size(); a++) {
+    if (got[a].size() != want[a].size()) return "arena " + names[a] + " changed size";
+    for (size_t i = 0; i < want[a].size(); i++) {
+      // Exact: sums of integers are exact; an average is one division of an
+      // exact sum, as in the reference.
+      if (got[a][i] == want[a][i]) continue;
+      if (bad++ < 4)
+        os << names[a] << "[" << i << "] = " << got[a][i] << ", expected " << want[a][i]
+           << (want[a][i] == poison<T>() ? " (poison: must not be written)" : "")
+           << (got[a][i] == poison<T>() ? " (poison: never written)" : "") << "; ";
+    }
+  }
+  if (bad) os << bad << " wrong elements";
+  return os.str();
+}
+
+// Runs one ring collective (all-reduce, reduce-scatter, all-gather,
+// broadcast, reduce) in the model and checks every element.
+template <typename T>
+std::string run_collective(const Case &c) {
+  const int n = c.nranks;
+  const size_t cnt = c.count;
+  Rng rng(c.seed);
+  std::vector<Ring> rings = make_rings(c.ring_kind, n, c.nchannels, c.seed);
+  std::vector<std::vector<std::unique_ptr<Prog>>> progs((size_t)c.nchannels);
+  for (int ch = 0; ch < c.nchannels; ch++)
+    for (int r = 0; r < n; r++) {
+      progs[(size_t)ch].push_back(build(c.coll, rings[(size_t)ch], r, c.root));
+      if (!progs[(size_t)ch].back()) return "build failed";
+    }
+
+  Model<T> m(params_of(c));
+  std::vector<std::string> names;
+  std::vector<int> in_arena((size_t)n), out_arena((size_t)n);
+  std::vector<View> in_view((size_t)n), out_view((size_t)n);
+  std::vector<std::vector<T>> inputs((size_t)n);  // each rank's contribution
+  const bool blocked_in = c.coll == KOLO_COLL_REDUCE_SCATTER;
+  const bool blocked_out = c.coll == KOLO_COLL_ALL_GATHER;
+  const size_t in_len = blocked_in ? cnt * (size_t)n : cnt;
+  const size_t out_len = blocked_out ? cnt * (size_t)n : cnt;
+  const bool rooted = c.coll == KOLO_COLL_BROADCAST || c.coll == KOLO_COLL_REDUCE;
+
+  for (int r = 0; r < n; r++) {
+    inputs[(size_t)r] = random_values<T>(rng, in_len);
+    bool inplace = c.in_place && (!rooted || r == c.root);
+    std::string rs = "rank" + std::to_string(r);
+    if (!inplace) {
+      in_arena[(size_t)r] = m.add_arena(inputs[(size_t)r]);
+      names.push_back(rs + ".in");
+      out_arena[(size_t)r] = m.add_arena(std::vector<T>(out_len, poison<T>()));
+      names.push_back(rs + ".out");
+      in_view[(size_t)r] = View{in_arena[(size_t)r], 0, in_len, true, false};
+      out_view[(size_t)r] = View{out_arena[(size_t)r], 0, out_len, false, true};
+    } else if (c.coll == KOLO_COLL_REDUCE_SCATTER) {
+      // out = block `rank` of the input
+      int a = m.add_arena(inputs[(size_t)r]);
+      names.push_back(rs + ".inout");
+      in_arena[(size_t)r] = out_arena[(size_t)r] = a;
+      in_view[(size_t)r] = View{a, 0, in_len, true, false};
+      out_view[(size_t)r] = View{a, (size_t)r * cnt, cnt, false, true};
+    } else if (c.coll == KOLO_COLL_ALL_GATHER) {
+      // in = block `rank` of the output
+      std::vector<T> buf(out_len, poison<T>());
+      std::copy(inputs[(size_t)r].begin(), inputs[(size_t)r].end(),
+                buf.begin() + (ptrdiff_t)((size_t)r * cnt));
+      int a = m.add_arena(buf);
+      names.push_back(rs + ".inout");
+      in_arena[(size_t)r] = out_arena[(size_t)r] = a;
+      in_view[(size_t)r] = View{a, (size_t)r * cnt, cnt, true, false};
+      out_view[(size_t)r] = View{a, 0, out_len, false, true};
+    } else {
+      int a = m.add_arena(inputs[(size_t)r]);
+      names.push_back(rs + ".inout");
+      in_arena[(size_t)r] = out_arena[(size_t)r] = a;
+      in_view[(size_t)r] = View{a, 0, in_len, true, false};
+      out_view[(size_t)r] = View{a, 0, out_len, false, true};
+    }
+    if (c.coll == KOLO_COLL_BROADCAST && r != c.root) in_view[(size_t)r].can_read = false;
+    if (c.coll == KOLO_COLL_REDUCE && r != c.root) out_view[(size_t)r].can_write = false;
+  }
+
+  // Expected contents of every arena: start from the initial state.
+  std::vector<std::vector<T>> want = m.arenas;
+  auto reduce_at = [&](size_t idx) {
+    T acc = inputs[0][idx];
+    for (int q = 1; q < n; q++) {
+      T x = inputs[(size_t)q][idx];
+      acc = c.op == ROp::kMax ? std::max(acc, x) : acc + x;
+    }
+    if (c.op == ROp::kAvg) acc /= (T)n;
+    return acc;
+  };
+  for (int r = 0; r < n; r++) {
+    std::vector<T> &out = want[(size_t)out_arena[(size_t)r]];
+    size_t ob = out_view[(size_t)r].off;
+    switch (c.coll) {
+    case KOLO_COLL_ALL_REDUCE:
+      for (size_t i = 0; i < cnt; i++) out[ob + i] = reduce_at(i);
+      break;
+    case KOLO_COLL_REDUCE_SCATTER:
+      for (size_t i = 0; i < cnt; i++) out[ob + i] = reduce_at((size_t)r * cnt + i);
+      break;
+    case KOLO_COLL_ALL_GATHER:
+      for (int q = 0; q < n; q++)
+        for (size_t i = 0; i < cnt; i++) out[ob + (size_t)q * cnt + i] = inputs[(size_t)q][i];
+      break;
+    case KOLO_COLL_BROADCAST:
+      for (size_t i = 0; i < cnt; i++) out[ob + i] = inputs[(size_t)c.root][i];
+      break;
+    case KOLO_COLL_REDUCE:
+      if (r == c.root)
+        for (size_t i = 0; i < cnt; i++) out[ob + i] = reduce_at(i);
+      break;
+    }
+  }
+
+  for (int ch = 0; ch < c.nchannels; ch++)
+    for (int r = 0; r < n; r++)
+      m.add_task(r, ch, &progs[(size_t)ch][(size_t)r]->p, in_view[(size_t)r], out_view[(size_t)r]);
+  std::string err = m.run();
+  if (!err.empty()) return err;
+  return compare(m.arenas, want, names);
+}
+
+// Point-to-point: a list of messages (from, to), issued by each rank in list
+// order as one group.  Rank r's i-th send goes from block i of its send
+// buffer, its j-th receive into block j of its receive buffer; the receive
+// buffer has one more block that nobody sends to (it must stay poisoned, as
+// must the whole buffer of a rank that receives nothing).
+template <typename T>
+std::string run_p2p(const Case &c, const std::vector<std::pair<int, int>> &msgs) {
+  const int n = c.nranks;
+  const size_t cnt = c.count;
+  Rng rng(c.seed);
+  Ring ring = identity_ring(n);  // p2p programs ignore the ring
+  Model<T> m(params_of(c));
+  std::vector<std::string> names;
+  std::vector<size_t> nsend((size_t)n, 0), nrecv((size_t)n, 0);
+  for (auto [s, d] : msgs) nsend[(size_t)s]++, nrecv[(size_t)d]++;
+  std::vector<int> sendb((size_t)n), recvb((size_t)n);
+  for (int r = 0; r < n; r++) {
+    sendb[(size_t)r] = m.add_arena(random_values<T>(rng, nsend[(size_t)r] * cnt));
+    names.push_back("rank" + std::to_string(r) + ".send");
+    recvb[(size_t)r] = m.add_arena(std::vector<T>((nrecv[(size_t)r] + 1) * cnt, poison<T>()));
+    names.push_back("rank" + std::to_string(r) + ".recv");
+  }
+  // Message i: block sblk[i] of its sender, block rblk[i] of its receiver.
+  std::vector<size_t> sblk(msgs.size()), rblk(msgs.size());
+  std::fill(nsend.begin(), nsend.end(), 0);
+  std::fill(nrecv.begin(), nrecv.end(), 0);
+  for (size_t i = 0; i < msgs.size(); i++) {
+    sblk[i] = nsend[(size_t)msgs[i].first]++;
+    rblk[i] = nrecv[(size_t)msgs[i].second]++;
+  }
+  std::vector<std::vector<T>> want = m.arenas;
+  // The k-th message from s to d is received by d's k-th receive from s
+  // (connectors are FIFOs, programs on one connector run in issue order).
+  for (size_t i = 0; i < msgs.size(); i++) {
+    const auto &src = want[(size_t)sendb[(size_t)msgs[i].first]];
+    std::copy(src.begin() + (ptrdiff_t)(sblk[i] * cnt),
+              src.begin() + (ptrdiff_t)((sblk[i] + 1) * cnt),
+              want[(size_t)recvb[(size_t)msgs[i].second]].begin() + (ptrdiff_t)(rblk[i] * cnt));
+  }
+  std::vector<std::unique_ptr<Prog>> progs;
+  for (int r = 0; r < n; r++) {
+    for (size_t i = 0; i < msgs.size(); i++) {
+      auto [s, d] = msgs[i];
+      if (s == r) {
+        progs.push_back(build(KOLO_COLL_SEND, ring, r, d));
+        if (!progs.back()) return "build failed";
+        View in{sendb[(size_t)r], sblk[i] * cnt, cnt, true, false};
+        View out{};  // a send has no receive buffer
+        for (int ch = 0; ch < c.nchannels; ch++) m.add_task(r, ch, &progs.back()->p, in, out);
+      }
+      if (d == r) {
+        progs.push_back(build(KOLO_COLL_RECV, ring, r, s));
+        if (!progs.back()) return "build failed";
+        View in{};  // a receive has no send buffer
+        View out{recvb[(size_t)r], rblk[i] * cnt, cnt, false, true};
+        for (int ch = 0; ch < c.nchannels; ch++) m.add_task(r, ch, &progs.back()->p, in, out);
+      }
+    }
+  }
+  std::string err = m.run();
+  if (!err.empty()) return err;
+  return compare(m.arenas, want, names);
+}
+
+enum P2pPattern { kShift1, kShiftBack, kAllToAll, kTwiceToNext, kScatter, kNumPatterns };
+const char *pattern_name(int p) {
+  static const char *names[] = {"shift+1", "shift-1", "all-to-all", "twice-to-next", "scatter"};
+  return names[p];
+}
+
+std::vector<std::pair<int, int>> pattern(int p, int n) {
+  std::vector<std::pair<int, int>> m;
+  switch (p) {
+  case kShift1:
+    for (int r = 0; r < n; r++) m.push_back({r, (r + 1) % n});
+    break;
+  case kShiftBack:
+    for (int r = 0; r < n; r++) m.push_back({r, (r + n - 1) % n});
+    break;
+  case kAllToAll:  // NCCL-style: step j sends to r+j, receives from r-j; self included
+    for (int j = 0; j < n; j++)
+      for (int r = 0; r < n; r++) m.push_back({r, (r + j) % n});
+    break;
+  case kTwiceToNext:  // two messages on one connector, in issue order
+    for (int k = 0; k < 2; k++)
+      for (int r = 0; r < n; r++) m.push_back({r, (r + 1) % n});
+    break;
+  case kScatter:  // only rank 0 sends: other blocks stay poisoned
+    for (int r = 1; r < n; r++) m.push_back({0, r});
+    break;
+  }
+  return m;
+}
+
+// Runs a grid of cases, stops reporting after a few failures.
+struct Grid {
+  int failures = 0;
+  long cases = 0;
+  bool go() const { return failures < 10; }
+  void check(const Case &c, const std::string &err, const char *extra = "") {
+    cases++;
+    if (err.empty()) return;
+    failures++;
+    ADD_FAILURE() << c.str() << extra << ": " << err;
+  }
+};
+
+const size_t kCounts[] = {0, 1, 2, 7, 63, 64, 65, 1000, 4097};
+
+// Under sanitizers (about 10x slower) the model grids run one case in four
+// above 7 elements; the structural and geometry tests run whole.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+bool sampled(const Case &c) {
+  return !kSanitized || c.count <= 7 || (c.seed >> 40) % 4 == 0;
+}
+const int kChannels[] = {1, 2, 3};
+const size_t kSlots[] = {16, 64, 1024};
+const size_t kElemSizes[] = {4, 8};
+
+uint64_t mix(uint64_t a, uint64_t b) {
+  uint64_t x = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull + (a << 6) + (a >> 2));
+  x ^= x >> 31;
+  x *= 0xbf58476d1ce4e5b9ull;
+  return x ^ (x >> 29);
+}
+
+// ---- structural checks -----------------------------------------------------------
+
+TEST(ScheduleRing, BuildFromHosts) {
+  for (int n = 1; n <= 16; n++) {
+    for (int hosts = 1; hosts <= std::min(n, 4); hosts++) {
+      SCOPED_TRACE("n=" + std::to_string(n) + " hosts=" + std::to_string(hosts));
+      std::vector<uint64_t> host_of((size_t)n);
+      // Interleaved rank order, arbitrary ids (not 0..hosts-1, not sorted).
+      for (int r = 0; r < n; r++) host_of[(size_t)r] = 1000003ull * (uint64_t)(hosts - r % hosts);
+      EXPECT_EQ(kolo_count_hosts(n, host_of.data()), hosts);
+      kolo_ring kr;
+      ASSERT_EQ(kolo_ring_build(n, host_of.data(), &kr), koloSuccess);
+      ASSERT_EQ(kr.nranks, n);
+      std::vector<int> seen((size_t)n, 0);
+      for (int i = 0; i < n; i++) {
+        ASSERT_GE(kr.order[i], 0);
+        ASSERT_LT(kr.order[i], n);
+        seen[(size_t)kr.order[i]]++;
+        EXPECT_EQ(kr.pos[kr.order[i]], i);
+      }
+      for (int r = 0; r < n; r++) EXPECT_EQ(seen[(size_t)r], 1) << "rank " << r;
+      // Each host's ranks contiguous, hosts in the order of their lowest
+      // rank, ranks of a host ascending: here host h = r % hosts.
+      int i = 0;
+      for (int h = 0; h < hosts; h++)
+        for (int r = h; r < n; r += hosts, i++) EXPECT_EQ(kr.order[i], r) << "position " << i;
+      // Host changes along the ring (cyclically): one per host (or none).
+      int changes = 0;
+      for (int k = 0; k < n; k++)
+        changes += host_of[(size_t)kr.order[k]] != host_of[(size_t)kr.order[(k + 1) % n]];
+      EXPECT_EQ(changes, hosts == 1 ? 0 : hosts);
+      kolo_ring_free(&kr);
+      EXPECT_EQ(kr.order, nullptr);
+    }
+  }
+  // Hosts in blocks but listed out of order: 0 0 1 1 0 2 1
+  std::vector<uint64_t> h = {7, 7, 3, 3, 7, 9, 3};
+  EXPECT_EQ(kolo_count_hosts(7, h.data()), 3);
+  kolo_ring kr;
+  ASSERT_EQ(kolo_ring_build(7, h.data(), &kr), koloSuccess);
+  std::vector<int> got(kr.order, kr.order + 7), want = {0, 1, 4, 2, 3, 6, 5};
+  EXPECT_EQ(got, want);
+  kolo_ring_free(&kr);
+}
+
+TEST(ScheduleGeometry, RoundsCoverEveryElementOnce) {
+  const size_t counts[] = {0, 1, 2, 3, 15, 16, 17, 63, 64, 65, 127, 255, 1000, 4097, 12345};
+  for (int layout : {KOLO_LAYOUT_RING, KOLO_LAYOUT_FLAT})
+    for (size_t esz : {1, 2, 4, 8})
+      for (int n : {1, 2, 3, 7, 16})
+        for (int nch : {1, 2, 3, 4})
+          for (size_t chunk_bytes : {64, 256, 4096})
+            for (size_t count : counts) {
+              const size_t align = std::max<size_t>(1, 64 / esz);
+              kolo_geometry g{count, esz, n, nch, chunk_bytes / esz, layout};
+              SCOPED_TRACE(::testing::Message()
+                           << "layout " << layout << " esz " << esz << " n " << n << " nch " << nch
+                           << " chunk " << g.chunk_elems << " count " << count);
+              const size_t parts =
+                  layout == KOLO_LAYOUT_RING ? (size_t)nch * (size_t)n : (size_t)nch;
+              const int nchunks = layout == KOLO_LAYOUT_RING ? n : 1;
+              std::vector<uint8_t> hit(count, 0);
+              size_t base = 0, rounds = 0;
+              for (size_t rce; (rce = kolo_round_chunk(&g, base)) != 0; rounds++) {
+                ASSERT_LE(rce, g.chunk_elems);
+                ASSERT_EQ(rce % align, 0u) << "chunk not a multiple of 64 bytes";
+                size_t span = kolo_round_span(&g, rce);
+                ASSERT_EQ(span, rce * parts);
+                if (rce < g.chunk_elems) {
+                  // only the last round is short, and it spreads the rest
+                  // over all parts as evenly as alignment allows
+                  size_t rem = count - base;
+                  ASSERT_GE(span, rem);
+                  ASSERT_LT(span - rem, parts * align);
+                }
+                for (int ch = 0; ch < nch; ch++)
+                  for (int k = 0; k < nchunks; k++) {
+                    size_t off, m;
+                    kolo_chunk_range(&g, base, rce, ch, k, 0, &off, &m);
+                    ASSERT_LE(m, rce);
+                    for (size_t i = off; i < off + m; i++) {
+                      ASSERT_LT(i, count);
+                      ASSERT_EQ(hit[i]++, 0) << "element " << i << " in two chunks";
+                    }
+                    if (layout == KOLO_LAYOUT_FLAT) {
+                      // blocked: same range shifted by chunk * count; the
+                      // chunk index is ignored when not blocked
+                      for (int b : {0, 1, n - 1}) {
+                        size_t boff, bm, uoff, um;
+                        kolo_chunk_range(&g, base, rce, ch, b, 1, &boff, &bm);
+                        kolo_chunk_range(&g, base, rce, ch, b, 0, &uoff, &um);
+                        ASSERT_EQ(bm, m);
+                        ASSERT_EQ(um, m);
+                        ASSERT_EQ(uoff, off);
+                        if (m) {
+                          ASSERT_EQ(boff, off + (size_t)b * count);
+                        }
+                      }
+                    }
+                  }
+                base += span;
+                ASSERT_LT(rounds, count + 1) << "rounds do not end";
+              }
+              for (size_t i = 0; i < count; i++) ASSERT_EQ(hit[i], 1) << "element " << i;
+              const size_t per_round = parts * g.chunk_elems;
+              EXPECT_EQ(rounds, (count + per_round - 1) / per_round);
+              EXPECT_EQ(kolo_round_chunk(&g, count), 0u);
+              EXPECT_EQ(kolo_round_chunk(&g, count + 7), 0u);
+            }
+}
+
+// Chunk tag of a buffer in a program (see Model::chunk_tag).
+int tag_of(const kolo_program &p, int buf, int chunk) {
+  bool meaningful =
+      p.layout == KOLO_LAYOUT_RING || (buf == KOLO_BUF_IN ? p.in_blocked : p.out_blocked);
+  return meaningful ? chunk : -1;
+}
+int step_tag(const kolo_program &p, const kolo_step &s) {
+  int t = kolo_step_reads_src(s.op) ? tag_of(p, s.src_buf, s.src_chunk) : -1;
+  if (t < 0 && kolo_step_writes_dst(s.op)) t = tag_of(p, s.dst_buf, s.dst_chunk);
+  return t;
+}
+
+// Checks one rank's program of a ring collective (n ranks, ring, root).
+void check_program(int coll, const Ring &ring, int rank, int root, const kolo_program &p) {
+  const int n = ring.r.nranks;
+  SCOPED_TRACE(::testing::Message()
+               << kolo_coll_name(coll) << " n=" << n << " rank=" << rank << " root=" << root);
+  // size: a function of n only (the builder never sees the message size)
+  int want_steps = coll == KOLO_COLL_ALL_REDUCE ? (n == 1 ? 1 : 2 * n - 1)
+                   : (coll == KOLO_COLL_REDUCE_SCATTER || coll == KOLO_COLL_ALL_GATHER) ? n
+                                                                                        : 1;
+  ASSERT_EQ(p.nsteps, want_steps);
+  ASSERT_NE(p.steps, nullptr);
+  EXPECT_EQ(p.layout, coll == KOLO_COLL_ALL_REDUCE ? KOLO_LAYOUT_RING : KOLO_LAYOUT_FLAT);
+  EXPECT_EQ(p.in_blocked, coll == KOLO_COLL_REDUCE_SCATTER ? 1 : 0);
+  EXPECT_EQ(p.out_blocked, coll == KOLO_COLL_ALL_GATHER ? 1 : 0);
+  // peers
+  int want_send = n == 1 ? -1 : ring.next(rank), want_recv = n == 1 ? -1 : ring.prev(rank);
+  if (n > 1 && coll == KOLO_COLL_BROADCAST) {
+    if (rank == root) want_recv = -1;
+    if (ring.next(rank) == root) want_send = -1;
+  }
+  if (n > 1 && coll == KOLO_COLL_REDUCE) {
+    if (rank == root) want_send = -1;
+    if (ring.prev(rank) == root) want_recv = -1;
+  }
+  EXPECT_EQ(p.send_peer, want_send);
+  EXPECT_EQ(p.recv_peer, want_recv);
+  // steps
+  int sends = 0, recvs = 0, finals = 0;
+  std::vector<int> reads((size_t)n, 0),
+      writes((size_t)n, 0);  // per chunk (blocked / ring), else [0]
+  for (int i = 0; i < p.nsteps; i++) {
+    const kolo_step &s = p.steps[i];
+    SCOPED_TRACE(::testing::Message() << "step " << i << " " << op_name(s.op));
+    ASSERT_LT(s.op, KOLO_STEP_NUM_OPS);
+    EXPECT_EQ(s.flags & ~KOLO_STEP_FINAL, 0u);
+    EXPECT_LE(s.src_buf, 1);
+    EXPECT_LE(s.dst_buf, 1);
+    sends += kolo_step_sends(s.op);
+    recvs += kolo_step_recvs(s.op);
+    if (kolo_step_sends(s.op)) {
+      EXPECT_GE(p.send_peer, 0);
+    }
+    if (kolo_step_recvs(s.op)) {
+      EXPECT_GE(p.recv_peer, 0);
+    }
+    EXPECT_TRUE(kolo_step_reads_src(s.op) || kolo_step_writes_dst(s.op));
+    if (kolo_step_reduces(s.op)) {
+      EXPECT_TRUE(kolo_step_recvs(s.op));
+      EXPECT_TRUE(kolo_step_reads_src(s.op));
+    }
+    if (kolo_step_reads_src(s.op)) {
+      EXPECT_EQ(s.src_buf, KOLO_BUF_IN) << "reads OUT (not yet written)";
+      int t = tag_of(p, s.src_buf, s.src_chunk);
+      if (t >= 0) {
+        ASSERT_LT(t, n);
+        ASSERT_GE(t, 0);
+      }
+      reads[(size_t)std::max(t, 0)]++;
+    }
+    if (kolo_step_writes_dst(s.op)) {
+      EXPECT_EQ(s.dst_buf, KOLO_BUF_OUT) << "writes IN";
+      int t = tag_of(p, s.dst_buf, s.dst_chunk);
+      if (t >= 0) {
+        ASSERT_LT(t, n);
+        ASSERT_GE(t, 0);
+      }
+      writes[(size_t)std::max(t, 0)]++;
+    }
+    if (s.flags & KOLO_STEP_FINAL) {
+      finals++;
+      EXPECT_TRUE(kolo_step_writes_dst(s.op)) << "FINAL on a step that writes nothing";
+      EXPECT_TRUE(kolo_step_reduces(s.op) || s.op == KOLO_STEP_COPY)
+          << "FINAL on a step that only copies received data";
+    }
+    if (kolo_step_reads_src(s.op) && kolo_step_writes_dst(s.op) &&
+        tag_of(p, s.src_buf, s.src_chunk) >= 0 && tag_of(p, s.dst_buf, s.dst_chunk) >= 0) {
+      EXPECT_EQ(s.src_chunk, s.dst_chunk);
+    }
+  }
+  if (p.send_peer >= 0) {
+    EXPECT_GT(sends, 0) << "a send connector nothing uses";
+  }
+  if (p.recv_peer >= 0) {
+    EXPECT_GT(recvs, 0) << "a receive connector nothing uses";
+  }
+  // What each collective reads and writes, per round.
+  const bool reducing =
+      coll == KOLO_COLL_ALL_REDUCE || coll == KOLO_COLL_REDUCE_SCATTER || coll == KOLO_COLL_REDUCE;
+  if (coll == KOLO_COLL_REDUCE && rank != root)
+    EXPECT_EQ(finals, 0);
+  else
+    EXPECT_EQ(finals, reducing ? 1 : 0);
+  for (int k = 0; k < n; k++) {
+    int want_r = 0, want_w = 0;
+    switch (coll) {
+    case KOLO_COLL_ALL_REDUCE:
+    case KOLO_COLL_REDUCE_SCATTER:  // every input chunk / block once
+      want_r = 1;
+      want_w = coll == KOLO_COLL_ALL_REDUCE ? 1 : k == 0;
+      break;
+    case KOLO_COLL_ALL_GATHER:  // every output block once
+      want_r = k == 0;
+      want_w = 1;
+      break;
+    case KOLO_COLL_BROADCAST:
+      want_r = k == 0 && rank == root;
+      want_w = k == 0;
+      break;
+    case KOLO_COLL_REDUCE:
+      want_r = k == 0;
+      want_w = k == 0 && rank == root;
+      break;
+    }
+    EXPECT_EQ(reads[(size_t)k], want_r) << "reads of chunk " << k;
+    EXPECT_EQ(writes[(size_t)k], want_w) << "writes of chunk " << k;
+  }
+  for (int i = 0; i < p.nsteps; i++) {
+    const kolo_step &s = p.steps[i];
+    if (!(s.flags & KOLO_STEP_FINAL)) continue;
+    if (coll == KOLO_COLL_ALL_REDUCE) {
+      EXPECT_EQ(s.dst_chunk, rank) << "FINAL on another chunk";
+    }
+    if (coll == KOLO_COLL_REDUCE_SCATTER) {
+      EXPECT_EQ(s.src_chunk, rank) << "FINAL on another block";
+    }
+    EXPECT_EQ(i, p.nsteps - 1 - (coll == KOLO_COLL_ALL_REDUCE && n > 1 ? n - 1 : 0))
+        << "FINAL before the last addend";
+  }
+}
+
+TEST(ScheduleStructure, ProgramsOfRingCollectives) {
+  const int colls[] = {KOLO_COLL_ALL_REDUCE, KOLO_COLL_REDUCE_SCATTER, KOLO_COLL_ALL_GATHER,
+                       KOLO_COLL_BROADCAST, KOLO_COLL_REDUCE};
+  for (int n = 1; n <= 16; n++)
+    for (int kind : {kIdentity, kShuffled, kHosts2, kHosts3, kPerChannel}) {
+      Ring ring = make_rings(kind, n, 1, 77 + (uint64_t)n)[0];
+      for (int coll : colls) {
+        int nroots = (coll == KOLO_COLL_BROADCAST || coll == KOLO_COLL_REDUCE) ? n : 1;
+        for (int root = 0; root < nroots; root++) {
+          std::vector<std::unique_ptr<Prog>> progs;
+          for (int r = 0; r < n; r++) {
+            progs.push_back(build(coll, ring, r, root));
+            ASSERT_TRUE(progs.back());
+            check_program(coll, ring, r, root, progs.back()->p);
+            // deterministic: the same program when built again
+            auto again = build(coll, ring, r, root);
+            ASSERT_TRUE(again);
+            ASSERT_EQ(again->p.nsteps, progs.back()->p.nsteps);
+            EXPECT_EQ(0, memcmp(again->p.steps, progs.back()->p.steps,
+                                sizeof(kolo_step) * (size_t)again->p.nsteps));
+          }
+          // Both ends of every connector agree step by step: the k-th send
+          // of a and the k-th receive of b (b = a's send_peer) name the same
+          // chunk, so they cut the same number of slices for any count.
+          for (int a = 0; a < n; a++) {
+            const kolo_program &pa = progs[(size_t)a]->p;
+            if (pa.send_peer < 0) continue;
+            const kolo_program &pb = progs[(size_t)pa.send_peer]->p;
+            ASSERT_EQ(pb.recv_peer, a) << "rank " << pa.send_peer << " does not receive from " << a;
+            std::vector<int> st, rt;
+            for (int i = 0; i < pa.nsteps; i++)
+              if (kolo_step_sends(pa.steps[i].op)) st.push_back(step_tag(pa, pa.steps[i]));
+            for (int i = 0; i < pb.nsteps; i++)
+              if (kolo_step_recvs(pb.steps[i].op)) rt.push_back(step_tag(pb, pb.steps[i]));
+            EXPECT_EQ(st, rt) << kolo_coll_name(coll) << " connector " << a << "->" << pa.send_peer;
+          }
+          for (int b = 0; b < n; b++)
+            if (progs[(size_t)b]->p.recv_peer >= 0) {
+              EXPECT_EQ(progs[(size_t)progs[(size_t)b]->p.recv_peer]->p.send_peer, b);
+            }
+        }
+      }
+    }
+}
+
+TEST(ScheduleStructure, PointToPointPrograms) {
+  for (int n = 1; n <= 16; n++) {
+    Ring ring = identity_ring(n);
+    for (int r = 0; r < n; r++)
+      for (int peer = 0; peer < n; peer++) {
+        auto s = build(KOLO_COLL_SEND, ring, r, peer);
+        auto v = build(KOLO_COLL_RECV, ring, r, peer);
+        ASSERT_TRUE(s && v);
+        EXPECT_EQ(s->p.send_peer, peer);
+        EXPECT_EQ(s->p.recv_peer, -1);
+        EXPECT_EQ(v->p.send_peer, -1);
+        EXPECT_EQ(v->p.recv_peer, peer);
+        ASSERT_EQ(s->p.nsteps, 1);
+        ASSERT_EQ(v->p.nsteps, 1);
+        EXPECT_EQ(s->p.steps[0].op, KOLO_STEP_SEND);
+        EXPECT_EQ(s->p.steps[0].src_buf, KOLO_BUF_IN);
+        EXPECT_EQ(v->p.steps[0].op, KOLO_STEP_RECV);
+        EXPECT_EQ(v->p.steps[0].dst_buf, KOLO_BUF_OUT);
+        EXPECT_EQ(s->p.steps[0].flags, 0);
+        EXPECT_EQ(v->p.steps[0].flags, 0);
+        for (const auto *p : {&s->p, &v->p}) {
+          EXPECT_EQ(p->layout, KOLO_LAYOUT_FLAT);
+          EXPECT_EQ(p->in_blocked, 0);
+          EXPECT_EQ(p->out_blocked, 0);
+        }
+      }
+  }
+}
+
+TEST(ScheduleStructure, NamesAndBadCollective) {
+  EXPECT_STREQ(kolo_coll_name(KOLO_COLL_ALL_REDUCE), "AllReduce");
+  EXPECT_STREQ(kolo_coll_name(KOLO_COLL_RECV), "Recv");
+  EXPECT_STREQ(kolo_coll_name(-1), "?");
+  EXPECT_STREQ(kolo_coll_name(KOLO_COLL_NUM), "?");
+  Ring ring = identity_ring(4);
+  kolo_program p{};
+  p.nsteps = 123;
+  EXPECT_EQ(kolo_schedule_build(KOLO_COLL_NUM, &ring.r, 0, 0, &p), koloInternalError);
+  EXPECT_EQ(p.nsteps, 123) << "*out touched on failure";
+}
+
+// ---- the model over the grid ---------------------------------------------------------
+
+// The model's own checks: it must catch a broken program.
+TEST(ScheduleModel, CatchesBrokenPrograms) {
+  const int n = 4;
+  Ring ring = identity_ring(n);
+  Case c;
+  c.nranks = n;
+  c.count = 1000;
+  // The FINAL flag divides (avg = 1.0); without it the sum comes out.
+  for (bool strip : {false, true}) {
+    std::vector<std::unique_ptr<Prog>> progs;
+    for (int r = 0; r < n; r++) progs.push_back(build(KOLO_COLL_ALL_REDUCE, ring, r, 0));
+    ModelParams mp = params_of(c);
+    mp.op = ROp::kAvg;
+    mp.div = n;
+    Model<double> m(mp);
+    for (int r = 0; r < n; r++) {
+      if (strip)
+        for (int i = 0; i < progs[(size_t)r]->p.nsteps; i++) progs[(size_t)r]->p.steps[i].flags = 0;
+      int in = m.add_arena(std::vector<double>(c.count, 1.0));
+      int out = m.add_arena(std::vector<double>(c.count, 0.0));
+      m.add_task(r, 0, &progs[(size_t)r]->p, View{in, 0, c.count, true, false},
+                 View{out, 0, c.count, false, true});
+    }
+    ASSERT_EQ(m.run(), "");
+    for (int r = 0; r < n; r++)
+      for (size_t i = 0; i < c.count; i++)
+        ASSERT_EQ(m.arenas[(size_t)(2 * r + 1)][i], strip ? (double)n : 1.0);
+  }
+  // Two ranks swapping step order deadlock or mismatch.
+  {
+    std::vector<std::unique_ptr<Prog>> progs;
+    for (int r = 0; r < n; r++) progs.push_back(build(KOLO_COLL_ALL_GATHER, ring, r, 0));
+    std::swap(progs[1]->p.steps[0], progs[1]->p.steps[n - 1]);  // recv first: waits forever?
+    Model<int64_t> m(params_of(c));
+    for (int r = 0; r < n; r++) {
+      int in = m.add_arena(std::vector<int64_t>(c.count, r));
+      int out = m.add_arena(std::vector<int64_t>(c.count * n, -1));
+      m.add_task(r, 0, &progs[(size_t)r]->p, View{in, 0, c.count, true, false},
+                 View{out, 0, c.count * n, false, true});
+    }
+    EXPECT_NE(m.run(), "");
+  }
+  // A cyclic wait: every rank receives first.
+  {
+    std::vector<std::unique_ptr<Prog>> progs;
+    for (int r = 0; r < n; r++) {
+      progs.push_back(build(KOLO_COLL_ALL_REDUCE, ring, r, 0));
+      std::rotate(progs[(size_t)r]->p.steps, progs[(size_t)r]->p.steps + 1,
+                  progs[(size_t)r]->p.steps + progs[(size_t)r]->p.nsteps);
+    }
+    Model<int64_t> m(params_of(c));
+    for (int r = 0; r < n; r++) {
+      int in = m.add_arena(std::vector<int64_t>(c.count, r));
+      int out = m.add_arena(std::vector<int64_t>(c.count, -1));
+      m.add_task(r, 0, &progs[(size_t)r]->p, View{in, 0, c.count, true, false},
+                 View{out, 0, c.count, false, true});
+    }
+    std::string err = m.run();
+    EXPECT_NE(err.find("deadlock"), std::string::npos) << err;
+  }
+  // Bounded slots: a chain where everyone sends a whole chunk before
+  // receiving deadlocks with fewer slots than a chunk needs.
+  {
+    std::vector<std::unique_ptr<Prog>> progs;
+    for (int r = 0; r < n; r++) progs.push_back(build(KOLO_COLL_ALL_GATHER, ring, r, 0));
+    ModelParams mp = params_of(c);
+    mp.capacity = 1;
+    mp.turn_slices = 100;
+    Model<int64_t> m(mp);
+    for (int r = 0; r < n; r++) {
+      int in = m.add_arena(std::vector<int64_t>(c.count, r));
+      int out = m.add_arena(std::vector<int64_t>(c.count * n, -1));
+      m.add_task(r, 0, &progs[(size_t)r]->p, View{in, 0, c.count, true, false},
+                 View{out, 0, c.count * n, false, true});
+    }
+    std::string err = m.run();
+    EXPECT_NE(err.find("deadlock"), std::string::npos) << err;
+  }
+}
+
+// Capacity for a case: unbounded, or the slots of a real connector (8:
+// chunk_elems = nslots/2 slots), alternating.
+size_t capacity_for(uint64_t h) {
+  return (h & 1) ? 8 : 0;
+}
+
+TEST(ScheduleModel, AllReduceFullGrid) {
+  // N = 1..16 x every count x channels x slot sizes x elem sizes, sum on
+  // int64, rings rotating through the kinds, in-place every other case.
+  Grid g;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int n = 1; n <= 16 && g.go(); n++)
+    for (size_t count : kCounts)
+      for (int nch : kChannels)
+        for (size_t slot : kSlots)
+          for (size_t esz : kElemSizes) {
+            Case c;
+            c.coll = KOLO_COLL_ALL_REDUCE;
+            c.nranks = n;
+            c.count = count;
+            c.nchannels = nch;
+            c.slot_elems = slot;
+            c.elem_size = esz;
+            c.seed = mix(mix((uint64_t)n, count), mix((uint64_t)nch * 7 + esz, slot));
+            c.ring_kind = (int)(c.seed % kNumRingKinds);
+            c.in_place = (c.seed >> 8) & 1;
+            c.capacity = capacity_for(c.seed >> 16);
+            if (sampled(c)) g.check(c, run_collective<int64_t>(c));
+          }
+  auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  printf("[          ] %ld all-reduce cases in %lld ms\n", g.cases, (long long)ms);
+}
+
+TEST(ScheduleModel, AllReduceEveryRingOpAndPlacement) {
+  // Every ring kind x in-place x op (sum, max, avg) for N = 1..16, at a few
+  // counts, one geometry per case.
+  Grid g;
+  const size_t counts[] = {1, 65, 1000, 4097};
+  for (int n = 1; n <= 16 && g.go(); n++)
+    for (size_t count : counts)
+      for (int kind = 0; kind < kNumRingKinds; kind++)
+        for (bool inplace : {false, true})
+          for (ROp op : {ROp::kSum, ROp::kMax, ROp::kAvg}) {
+            Case c;
+            c.coll = KOLO_COLL_ALL_REDUCE;
+            c.nranks = n;
+            c.count = count;
+            c.ring_kind = kind;
+            c.in_place = inplace;
+            c.op = op;
+            c.seed = mix(mix((uint64_t)n, count), mix((uint64_t)kind, (uint64_t)op * 2 + inplace));
+            c.nchannels = kChannels[c.seed % 3];
+            c.slot_elems = kSlots[(c.seed >> 4) % 3];
+            c.elem_size = kElemSizes[(c.seed >> 8) % 2];
+            c.capacity = capacity_for(c.seed >> 12);
+            if (sampled(c))
+              g.check(c, op == ROp::kAvg ? run_collective<double>(c) : run_collective<int64_t>(c));
+          }
+}
+
+// Reduce-scatter, all-gather, broadcast and reduce: N = 1..16 x every count,
+// geometry (channels, slot, elem size), ring kind, in-place, op and root
+// rotating from case to case, plus the full geometry product at a few N.
+void other_collectives(int coll) {
+  Grid g;
+  auto t0 = std::chrono::steady_clock::now();
+  const bool rooted = coll == KOLO_COLL_BROADCAST || coll == KOLO_COLL_REDUCE;
+  const bool reducing = coll != KOLO_COLL_ALL_GATHER && coll != KOLO_COLL_BROADCAST;
+  for (int n = 1; n <= 16 && g.go(); n++)
+    for (size_t count : kCounts)
+      for (int nch : kChannels)
+        for (size_t slot : kSlots) {
+          const bool full = n == 1 || n == 2 || n == 3 || n == 5 || n == 8 || n == 16;
+          for (size_t esz : kElemSizes) {
+            Case c;
+            c.coll = coll;
+            c.nranks = n;
+            c.count = count;
+            c.nchannels = nch;
+            c.slot_elems = slot;
+            c.elem_size = esz;
+            c.seed = mix(mix((uint64_t)n * 16 + (uint64_t)coll, count),
+                         mix((uint64_t)nch * 7 + esz, slot));
+            if (!full && esz == 8) continue;
+            c.ring_kind = (int)(c.seed % kNumRingKinds);
+            c.in_place = (c.seed >> 8) & 1;
+            c.capacity = capacity_for(c.seed >> 16);
+            // every root at every n, over the counts
+            c.root = rooted ? (int)((c.seed >> 20) % (uint64_t)n) : 0;
+            int opk = (int)((c.seed >> 24) % 3);
+            // copying collectives also run with avg's divisor: no FINAL
+            // step may divide data it only copies
+            c.op = opk == 0 ? ROp::kSum : opk == 1 ? ROp::kMax : ROp::kAvg;
+            if (!sampled(c)) continue;
+            std::string err =
+                c.op == ROp::kAvg ? run_collective<double>(c) : run_collective<int64_t>(c);
+            g.check(c, err);
+          }
+        }
+  // Every root at every N with the largest counts.
+  if (rooted)
+    for (int n = 1; n <= 16 && g.go(); n++)
+      for (int root = 0; root < n; root++)
+        for (size_t count : {(size_t)65, (size_t)4097}) {
+          Case c;
+          c.coll = coll;
+          c.nranks = n;
+          c.count = count;
+          c.root = root;
+          c.seed = mix(mix((uint64_t)n, (uint64_t)root), count + (uint64_t)coll);
+          c.nchannels = kChannels[c.seed % 3];
+          c.slot_elems = kSlots[(c.seed >> 4) % 3];
+          c.elem_size = kElemSizes[(c.seed >> 8) % 2];
+          c.ring_kind = (int)((c.seed >> 12) % kNumRingKinds);
+          c.in_place = (c.seed >> 16) & 1;
+          c.capacity = capacity_for(c.seed >> 20);
+          c.op = reducing && ((c.seed >> 24) & 1) ? ROp::kAvg : ROp::kSum;
+          g.check(c, c.op == ROp::kAvg ? run_collective<double>(c) : run_collective<int64_t>(c));
+        }
+  auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  printf("[          ] %ld %s cases in %lld ms\n", g.cases, kolo_coll_name(coll), (long long)ms);
+}
+
+TEST(ScheduleModel, ReduceScatterGrid) {
+  other_collectives(KOLO_COLL_REDUCE_SCATTER);
+}
+TEST(ScheduleModel, AllGatherGrid) {
+  other_collectives(KOLO_COLL_ALL_GATHER);
+}
+TEST(ScheduleModel, BroadcastGrid) {
+  other_collectives(KOLO_COLL_BROADCAST);
+}
+TEST(ScheduleModel, ReduceGrid) {
+  other_collectives(KOLO_COLL_REDUCE);
+}
+
+TEST(ScheduleModel, InPlaceAndOpsEveryCollective) {
+  // Each collective x ring kind x in-place x op at a few N and counts.
+  Grid g;
+  const int colls[] = {KOLO_COLL_REDUCE_SCATTER, KOLO_COLL_ALL_GATHER, KOLO_COLL_BROADCAST,
+                       KOLO_COLL_REDUCE};
+  for (int coll : colls)
+    for (int n : {1, 2, 3, 4, 7, 16})
+      for (size_t count : {(size_t)1, (size_t)64, (size_t)1000})
+        for (int kind = 0; kind < kNumRingKinds && g.go(); kind++)
+          for (bool inplace : {false, true})
+            for (ROp op : {ROp::kSum, ROp::kMax, ROp::kAvg}) {
+              Case c;
+              c.coll = coll;
+              c.nranks = n;
+              c.count = count;
+              c.ring_kind = kind;
+              c.in_place = inplace;
+              c.op = op;
+              c.seed = mix(mix((uint64_t)coll * 32 + (uint64_t)n, count),
+                           mix((uint64_t)kind, (uint64_t)op * 2 + inplace));
+              c.root = (int)(c.seed % (uint64_t)n);
+              c.nchannels = kChannels[(c.seed >> 4) % 3];
+              c.slot_elems = kSlots[(c.seed >> 8) % 3];
+              c.elem_size = kElemSizes[(c.seed >> 12) % 2];
+              c.capacity = capacity_for(c.seed >> 16);
+              if (sampled(c))
+                g.check(c,
+                        op == ROp::kAvg ? run_collective<double>(c) : run_collective<int64_t>(c));
+            }
+}
+
+TEST(ScheduleModel, FewestSlots) {
+  // Connectors with 2 or 4 slots (chunk = 1 or 2 slots), FIFOs bounded to
+  // them: every collective must still make progress (no deadlock) and be
+  // right.
+  Grid g;
+  const int colls[] = {KOLO_COLL_ALL_REDUCE, KOLO_COLL_REDUCE_SCATTER, KOLO_COLL_ALL_GATHER,
+                       KOLO_COLL_BROADCAST, KOLO_COLL_REDUCE};
+  for (int coll : colls)
+    for (int n : {2, 3, 5, 16})
+      for (size_t count : {(size_t)65, (size_t)1000, (size_t)4097})
+        for (int nslots : {2, 4}) {
+          Case c;
+          c.coll = coll;
+          c.nranks = n;
+          c.count = count;
+          c.nslots = nslots;
+          c.capacity = (size_t)nslots;
+          c.seed = mix(mix((uint64_t)coll * 32 + (uint64_t)n, count), (uint64_t)nslots);
+          c.root = (int)(c.seed % (uint64_t)n);
+          c.nchannels = kChannels[(c.seed >> 4) % 3];
+          c.slot_elems = 16;
+          c.elem_size = 4;
+          c.ring_kind = (int)((c.seed >> 8) % kNumRingKinds);
+          c.in_place = (c.seed >> 12) & 1;
+          if (sampled(c)) g.check(c, run_collective<int64_t>(c));
+        }
+  for (int pat = 0; pat < kNumPatterns; pat++)
+    for (int n : {1, 2, 5, 8}) {
+      Case c;
+      c.coll = KOLO_COLL_SEND;
+      c.nranks = n;
+      c.count = 1000;
+      c.nslots = 2;
+      c.capacity = 2;
+      c.nchannels = 2;
+      c.seed = mix((uint64_t)pat, (uint64_t)n);
+      g.check(c, run_p2p<int64_t>(c, pattern(pat, n)), pattern_name(pat));
+    }
+}
+
+TEST(ScheduleModel, SendRecvPatterns) {
+  Grid g;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int pat = 0; pat < kNumPatterns; pat++)
+    for (int n = 1; n <= 16 && g.go(); n++)
+      for (size_t count : kCounts)
+        for (int nch : kChannels) {
+          if (pat == kAllToAll && n > 8 && count > 1000) continue;  // n^2 messages
+          Case c;
+          c.coll = KOLO_COLL_SEND;
+          c.nranks = n;
+          c.count = count;
+          c.nchannels = nch;
+          c.seed = mix(mix((uint64_t)pat * 32 + (uint64_t)n, count), (uint64_t)nch);
+          c.slot_elems = kSlots[(c.seed >> 4) % 3];
+          c.elem_size = kElemSizes[(c.seed >> 8) % 2];
+          c.capacity = capacity_for(c.seed >> 12);
+          // avg's divisor in doubles: a copy must never divide
+          c.op = (c.seed >> 16) & 1 ? ROp::kAvg : ROp::kSum;
+          auto msgs = pattern(pat, n);
+          if (!sampled(c)) continue;
+          std::string err =
+              c.op == ROp::kAvg ? run_p2p<double>(c, msgs) : run_p2p<int64_t>(c, msgs);
+          std::string extra = std::string(" pattern=") + pattern_name(pat);
+          g.check(c, err, extra.c_str());
+        }
+  auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  printf("[          ] %ld send/recv cases in %lld ms\n", g.cases, (long long)ms);
+}
+
+// The grids allocate and free buffers of up to a few MiB thousands of times:
+// keep glibc from handing them back to the kernel each time (page faults
+// would double the run time).  No effect under sanitizers' allocators.
+#if defined(__GLIBC__)
+const bool kMallocTuned = [] {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // the largest glibc takes
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  return true;
+}();
+#endif
+
+}  // namespace
