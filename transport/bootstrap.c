@@ -1,17 +1,33 @@
-/* bootstrap.c - a rank's side of the bootstrap: rendezvous at the root,
- * the mesh, tagged messages, allgather, barrier, liveness (bootstrap.h). */
+/* bootstrap.c - a rank's side of the bootstrap: rendezvous at the root, the
+ * mesh, tagged messages, allgather, barrier, liveness (bootstrap.h).
+ *
+ * Each mesh connection (a "link") is read by one non-blocking pump that
+ * reassembles whole messages into the link's queue of messages not yet asked
+ * for.  Every wait (recv, or a send whose peer is slow to read) polls all
+ * links and pumps whichever is readable, so that ranks sending large
+ * messages to each other at the same time cannot deadlock, and
+ * kolo_bootstrap_dead_peer() never blocks on a partial message.
+ */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "core/config.h"
 #include "core/log.h"
 #include "transport/bootstrap_wire.h"
+
+/* The root gives up timeout_ms after the first rank joined; a rank waits
+ * that long after its own hello plus this, so that it hears the root's
+ * verdict (which ranks are missing) rather than timing out first. */
+#define ROOT_REPLY_GRACE_MS 1000
+#define MESH_MAX_PENDING 32
 
 typedef struct queued_msg {
   struct queued_msg *next;
@@ -20,44 +36,72 @@ typedef struct queued_msg {
   char data[];
 } queued_msg;
 
+/* The connection to one peer (for the own rank: only the queue). */
+typedef struct {
+  int fd;                  /* -1 for the own rank, or once down */
+  int down;                /* closed or failed: never used again */
+  koloResult_t down_res;   /* what calls on it return then */
+  char down_why[160];      /* "closed its connection", ... */
+  kolo_wire_header hdr;    /* header of the message being received */
+  size_t hdr_got;
+  queued_msg *rx;          /* that message, once its header is in */
+  size_t rx_got;
+  queued_msg *head, *last; /* whole messages not yet asked for */
+} mesh_link;
+
 struct kolo_bootstrap {
   int rank, nranks;
   int timeout_ms;
   kolo_uid uid;
   kolo_errbuf *eb;
   kolo_peer_info *peers;
-  int *fd;             /* mesh socket per peer; -1 for self */
-  unsigned char *dead; /* peer's connection closed or failed */
-  queued_msg **queue;  /* messages received but not yet asked for, per peer */
+  mesh_link *links;
+  struct pollfd *pfd; /* nranks, for waits */
+  int *pfd_peer;      /* which peer each pfd entry is */
 };
 
-/* ---- identity of this host and process --------------------------------- */
+/* ---- identity of this host and process ------------------------------------ */
 
 static pthread_once_t token_once = PTHREAD_ONCE_INIT;
 static uint64_t proc_token;
 
-static void draw_token(void) {
-  if (kolo_random(&proc_token, sizeof proc_token, NULL) != koloSuccess)
-    proc_token = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull; /* still unique per host */
+static uint64_t fnv(uint64_t h, const void *p, size_t len) {
+  const unsigned char *s = p;
+  for (size_t i = 0; i < len; i++) h = (h ^ s[i]) * 1099511628211ull;
+  return h;
 }
 
-static uint64_t fnv(uint64_t h, const char *s) {
-  for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
-  return h;
+static void draw_token(void) {
+  if (kolo_random(&proc_token, sizeof proc_token, NULL) == koloSuccess) return;
+  /* No getrandom: pid, time and an address still tell processes apart. */
+  int64_t now = kolo_now_ms();
+  pid_t pid = getpid();
+  void *where = &now;
+  proc_token = fnv(fnv(fnv(1469598103934665603ull, &pid, sizeof pid), &now, sizeof now), &where,
+                   sizeof where);
 }
 
 static uint64_t host_hash(void) {
   char host[256] = "", boot[64] = "";
-  gethostname(host, sizeof host - 1);
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
   FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
   if (f) {
     if (fgets(boot, sizeof boot, f) == NULL) boot[0] = '\0';
     fclose(f);
   }
-  return fnv(fnv(1469598103934665603ull, host), boot);
+  uint64_t h = fnv(1469598103934665603ull, host, strlen(host));
+  return fnv(h, boot, strlen(boot));
 }
 
-/* ---- teardown ------------------------------------------------------------ */
+/* ---- lifetime ------------------------------------------------------------- */
+
+/* "rank 3 (10.0.0.2:4711)". */
+static const char *peer_name(const kolo_bootstrap *bs, int r, char *buf, size_t len) {
+  char addr[80];
+  kolo_addr_str(&bs->peers[r].addr, addr, sizeof addr);
+  snprintf(buf, len, "rank %d (%s)", r, addr);
+  return buf;
+}
 
 static void free_queue(queued_msg *m) {
   while (m) {
@@ -69,260 +113,578 @@ static void free_queue(queued_msg *m) {
 
 void kolo_bootstrap_destroy(kolo_bootstrap *bs) {
   if (bs == NULL) return;
-  for (int r = 0; bs->fd && r < bs->nranks; r++)
-    if (bs->fd[r] >= 0) close(bs->fd[r]);
-  for (int r = 0; bs->queue && r < bs->nranks; r++) free_queue(bs->queue[r]);
-  free(bs->queue);
-  free(bs->dead);
-  free(bs->fd);
+  for (int r = 0; r < bs->nranks; r++) {
+    if (bs->links[r].fd >= 0) close(bs->links[r].fd);
+    free(bs->links[r].rx);
+    free_queue(bs->links[r].head);
+  }
+  free(bs->pfd_peer);
+  free(bs->pfd);
+  free(bs->links);
   free(bs->peers);
   free(bs);
 }
 
-/* ---- rendezvous ---------------------------------------------------------- */
-
-static koloResult_t read_root_reply(kolo_bootstrap *bs, int fd, int64_t dl, const char *root) {
-  root_reply r;
-  koloResult_t res = kolo_sock_recv(fd, &r, sizeof r, dl, bs->eb, root);
-  if (res != koloSuccess) return res;
-  if (r.magic != KOLO_WIRE_MAGIC) return kolo_error(bs->eb, koloRemoteError, "%s sent garbage", root);
-  if (r.status != 0) {
-    char msg[KOLO_ERR_LEN];
-    size_t n = r.len < sizeof msg - 1 ? r.len : sizeof msg - 1;
-    res = kolo_sock_recv(fd, msg, n, dl, bs->eb, root);
-    if (res != koloSuccess) return res;
-    msg[n] = '\0';
-    return kolo_error(bs->eb, koloRemoteError, "rank %d: %s", bs->rank, msg);
+static koloResult_t bs_alloc(const kolo_uid *uid, int rank, int nranks, int timeout_ms,
+                             kolo_errbuf *eb, kolo_bootstrap **out) {
+  kolo_bootstrap *bs = calloc(1, sizeof *bs);
+  if (bs == NULL) return kolo_error(eb, koloSystemError, "rank %d: out of memory in bootstrap", rank);
+  bs->peers = calloc((size_t)nranks, sizeof *bs->peers);
+  bs->links = calloc((size_t)nranks, sizeof *bs->links);
+  bs->pfd = calloc((size_t)nranks, sizeof *bs->pfd);
+  bs->pfd_peer = calloc((size_t)nranks, sizeof *bs->pfd_peer);
+  if (!bs->peers || !bs->links || !bs->pfd || !bs->pfd_peer) {
+    free(bs->pfd_peer);
+    free(bs->pfd);
+    free(bs->links);
+    free(bs->peers);
+    free(bs);
+    return kolo_error(eb, koloSystemError, "rank %d: out of memory in bootstrap", rank);
   }
-  if (r.len != (uint32_t)bs->nranks)
-    return kolo_error(bs->eb, koloRemoteError, "%s sent a table of %u ranks, expected %d", root, r.len, bs->nranks);
-  return kolo_sock_recv(fd, bs->peers, (size_t)bs->nranks * sizeof *bs->peers, dl, bs->eb, root);
+  bs->rank = rank;
+  bs->nranks = nranks;
+  bs->timeout_ms = timeout_ms > 0 ? timeout_ms : 0;
+  bs->uid = *uid;
+  bs->eb = eb;
+  for (int r = 0; r < nranks; r++) bs->links[r].fd = -1;
+  *out = bs;
+  return koloSuccess;
 }
 
-/* Listens for the mesh on the address this host used to reach the root. */
-static koloResult_t rendezvous(kolo_bootstrap *bs, int64_t dl, int *lfd) {
-  char root[96], name[80];
-  kolo_addr_str(&bs->uid.root, name, sizeof name);
-  snprintf(root, sizeof root, "root %s", name);
-  int fd;
-  koloResult_t res = kolo_sock_connect(&bs->uid.root, dl, &fd, bs->eb, root);
+/* ---- rendezvous at the root ------------------------------------------------- */
+
+/* Listens for the mesh where this host reached the root (or on
+ * KOLO_SOCKET_IFNAME's interface); fills the address to advertise. */
+static koloResult_t open_listener(kolo_bootstrap *bs, int root_fd, struct sockaddr_storage *addr,
+                                  int *lfd) {
+  memset(addr, 0, sizeof *addr);
+  socklen_t len = sizeof *addr;
+  if (kolo_param_str("KOLO_SOCKET_IFNAME") != NULL) {
+    koloResult_t res = kolo_bootstrap_pick_addr(addr, bs->eb);
+    if (res != koloSuccess) return res;
+  } else if (getsockname(root_fd, (struct sockaddr *)addr, &len) != 0) {
+    return kolo_syserror(bs->eb, errno, "rank %d: getsockname on the root connection failed",
+                         bs->rank);
+  }
+  kolo_addr_set_port(addr, 0);
+  return kolo_sock_listen(addr, bs->eb, lfd);
+}
+
+static koloResult_t send_rank_hello(kolo_bootstrap *bs, int fd, const struct sockaddr_storage *addr,
+                                    int64_t dl, const char *root) {
+  struct {
+    kolo_wire_header hdr;
+    kolo_rank_hello body;
+  } m;
+  memset(&m, 0, sizeof m);
+  m.hdr = (kolo_wire_header){KOLO_WIRE_MAGIC, KOLO_TAG_RANK_HELLO, sizeof m.body};
+  memcpy(m.body.secret, bs->uid.secret, sizeof m.body.secret);
+  m.body.rank = bs->rank;
+  m.body.nranks = bs->nranks;
+  pthread_once(&token_once, draw_token);
+  m.body.info = (kolo_peer_info){*addr, host_hash(), proc_token, (int32_t)getpid(), bs->rank};
+  return kolo_sock_send_all(fd, &m, sizeof m, dl, root, bs->eb);
+}
+
+/* The root's verdict on this job: a code and a sentence. */
+static koloResult_t read_refusal(kolo_bootstrap *bs, int fd, uint64_t len, int64_t dl,
+                                 const char *root) {
+  kolo_root_refusal r;
+  if (len < sizeof r.result || len > sizeof r)
+    return kolo_error(bs->eb, koloRemoteError, "%s sent a refusal of %llu bytes (garbage)", root,
+                      (unsigned long long)len);
+  koloResult_t res = kolo_sock_recv_all(fd, &r, (size_t)len, dl, root, bs->eb);
   if (res != koloSuccess) return res;
-  rank_hello h;
-  memset(&h, 0, sizeof h);
-  h.magic = KOLO_WIRE_MAGIC;
-  memcpy(h.secret, bs->uid.secret, sizeof h.secret);
-  h.rank = bs->rank;
-  h.nranks = bs->nranks;
-  socklen_t len = sizeof h.info.addr;
-  if (kolo_param_str("KOLO_SOCKET_IFNAME") != NULL) res = kolo_bootstrap_pick_addr(&h.info.addr, bs->eb);
-  else if (getsockname(fd, (struct sockaddr *)&h.info.addr, &len) != 0)
-    res = kolo_syserror(bs->eb, errno, "getsockname failed");
-  if (res == koloSuccess) {
-    ((struct sockaddr_in *)&h.info.addr)->sin_port = 0;
-    res = kolo_sock_listen(&h.info.addr, lfd, bs->eb);
-  }
-  if (res == koloSuccess) {
-    pthread_once(&token_once, draw_token);
-    h.info.host_hash = host_hash();
-    h.info.proc_token = proc_token;
-    h.info.pid = (int32_t)getpid();
-    h.info.rank = bs->rank;
-    res = kolo_sock_send(fd, &h, sizeof h, dl, bs->eb, root);
-    if (res == koloSuccess) res = read_root_reply(bs, fd, dl, root);
-    if (res != koloSuccess) close(*lfd);
-  }
+  size_t n = (size_t)len - sizeof r.result;
+  if (r.result <= koloSuccess || r.result >= koloNumResults || r.result == koloInProgress)
+    r.result = koloRemoteError;
+  return kolo_error(bs->eb, (koloResult_t)r.result, "%.*s", (int)n, r.text);
+}
+
+static koloResult_t read_table(kolo_bootstrap *bs, int fd, uint64_t len, int64_t dl,
+                               const char *root) {
+  size_t want = (size_t)bs->nranks * sizeof *bs->peers;
+  if (len != want)
+    return kolo_error(bs->eb, koloRemoteError, "%s sent a table of %llu bytes, expected %zu (%d ranks)",
+                      root, (unsigned long long)len, want, bs->nranks);
+  koloResult_t res = kolo_sock_recv_all(fd, bs->peers, want, dl, root, bs->eb);
+  for (int r = 0; res == koloSuccess && r < bs->nranks; r++)
+    if (bs->peers[r].rank != r)
+      res = kolo_error(bs->eb, koloRemoteError, "%s sent a table whose entry %d is rank %d", root, r,
+                       bs->peers[r].rank);
+  return res;
+}
+
+static koloResult_t read_root_reply(kolo_bootstrap *bs, int fd, int64_t dl, const char *root) {
+  kolo_wire_header hdr;
+  koloResult_t res = kolo_sock_recv_all(fd, &hdr, sizeof hdr, dl, root, bs->eb);
+  if (res != koloSuccess) return res;
+  if (hdr.magic == KOLO_WIRE_MAGIC && hdr.tag == KOLO_TAG_REFUSED)
+    return read_refusal(bs, fd, hdr.len, dl, root);
+  if (hdr.magic == KOLO_WIRE_MAGIC && hdr.tag == KOLO_TAG_TABLE)
+    return read_table(bs, fd, hdr.len, dl, root);
+  return kolo_error(bs->eb, koloRemoteError, "%s sent garbage (magic 0x%08x, tag 0x%08x)", root,
+                    hdr.magic, hdr.tag);
+}
+
+/* Connects to the root, opens this rank's mesh listener (*lfd), presents
+ * the hello and reads the table of all ranks. */
+static koloResult_t rendezvous(kolo_bootstrap *bs, int *lfd) {
+  char root[96], addr[80];
+  kolo_addr_str(&bs->uid.root, addr, sizeof addr);
+  snprintf(root, sizeof root, "root %s", addr);
+  int fd;
+  koloResult_t res = kolo_sock_connect(&bs->uid.root, kolo_deadline(bs->timeout_ms), bs->timeout_ms,
+                                       root, bs->eb, &fd);
+  if (res != koloSuccess) return res;
+  struct sockaddr_storage me;
+  res = open_listener(bs, fd, &me, lfd);
+  if (res != koloSuccess) goto close_root;
+  int grace = bs->timeout_ms > 0 && bs->timeout_ms < (1 << 30) ? ROOT_REPLY_GRACE_MS : 0;
+  int64_t dl = kolo_deadline(bs->timeout_ms + grace);
+  res = send_rank_hello(bs, fd, &me, dl, root);
+  if (res == koloSuccess) res = read_root_reply(bs, fd, dl, root);
+  if (res != koloSuccess) goto close_listener;
+  close(fd);
+  return koloSuccess;
+
+close_listener:
+  close(*lfd);
+  *lfd = -1;
+close_root:
   close(fd);
   return res;
 }
 
-/* ---- mesh ---------------------------------------------------------------- */
+/* ---- the mesh --------------------------------------------------------------- */
 
 static koloResult_t mesh_connect(kolo_bootstrap *bs, int peer, int64_t dl) {
-  char who[32];
-  snprintf(who, sizeof who, "rank %d", peer);
+  char who[112];
+  peer_name(bs, peer, who, sizeof who);
   int fd;
-  koloResult_t res = kolo_sock_connect(&bs->peers[peer].addr, dl, &fd, bs->eb, who);
+  koloResult_t res = kolo_sock_connect(&bs->peers[peer].addr, dl, bs->timeout_ms, who, bs->eb, &fd);
   if (res != koloSuccess) return res;
-  mesh_hello h;
-  memset(&h, 0, sizeof h);
-  h.magic = KOLO_WIRE_MAGIC;
-  memcpy(h.secret, bs->uid.secret, sizeof h.secret);
-  h.job = bs->uid.job;
-  h.rank = bs->rank;
-  res = kolo_sock_send(fd, &h, sizeof h, dl, bs->eb, who);
+  struct {
+    kolo_wire_header hdr;
+    kolo_mesh_hello body;
+  } m;
+  memset(&m, 0, sizeof m);
+  m.hdr = (kolo_wire_header){KOLO_WIRE_MAGIC, KOLO_TAG_MESH_HELLO, sizeof m.body};
+  memcpy(m.body.secret, bs->uid.secret, sizeof m.body.secret);
+  m.body.job = bs->uid.job;
+  m.body.rank = bs->rank;
+  m.body.nranks = bs->nranks;
+  res = kolo_sock_send_all(fd, &m, sizeof m, dl, who, bs->eb);
   if (res != koloSuccess) {
     close(fd);
     return res;
   }
-  bs->fd[peer] = fd;
+  bs->links[peer].fd = fd;
   return koloSuccess;
 }
 
-/* Accepts until every higher rank is connected; drops strangers. */
-static koloResult_t mesh_accept(kolo_bootstrap *bs, int lfd, int64_t dl) {
-  int missing = bs->nranks - 1 - bs->rank;
-  while (missing > 0) {
+/* Why a complete mesh hello is not from a peer we wait for, or NULL. */
+static const char *mesh_hello_fault(const kolo_bootstrap *bs, const kolo_mesh_hello *h) {
+  if (!kolo_secret_equal(h->secret, bs->uid.secret)) return "did not present the job's secret";
+  if (h->job != bs->uid.job || h->nranks != bs->nranks) return "belongs to another job";
+  if (h->rank <= bs->rank || h->rank >= bs->nranks) return "claims a rank that does not connect here";
+  if (bs->links[h->rank].fd >= 0) return "claims a rank that is already connected";
+  return NULL;
+}
+
+/* Reads a pending connection's hello; adopts it as a link when complete
+ * and valid, drops it when bad.  Returns 1 when a link was added. */
+static int mesh_serve_pending(kolo_bootstrap *bs, kolo_pending_hello *p) {
+  char why[160];
+  const char *fault = why;
+  int s = kolo_pending_step(p, KOLO_TAG_MESH_HELLO, sizeof(kolo_mesh_hello), why, sizeof why);
+  if (s == KOLO_HELLO_MORE) return 0;
+  kolo_mesh_hello h;
+  memcpy(&h, p->body, sizeof h);
+  if (s == KOLO_HELLO_DONE) fault = mesh_hello_fault(bs, &h);
+  if (fault == NULL) {
+    bs->links[h.rank].fd = p->fd;
+    p->fd = -1;
+    return 1;
+  }
+  KOLO_WARN("rank %d: dropped a mesh connection from %s that %s", bs->rank, p->from, fault);
+  close(p->fd);
+  p->fd = -1;
+  return 0;
+}
+
+/* koloTimeout naming the first rank that did not connect, and how many. */
+static koloResult_t mesh_missing(kolo_bootstrap *bs, int missing) {
+  int first = bs->rank + 1;
+  while (first < bs->nranks - 1 && bs->links[first].fd >= 0) first++;
+  char who[112], more[32] = "";
+  if (missing > 1) snprintf(more, sizeof more, " and %d more rank%s", missing - 1, missing > 2 ? "s" : "");
+  return kolo_error(bs->eb, koloTimeout, "%s%s did not connect to rank %d within %d ms",
+                    peer_name(bs, first, who, sizeof who), more, bs->rank, bs->timeout_ms);
+}
+
+typedef struct {
+  int lfd;
+  int npend;
+  kolo_pending_hello pend[MESH_MAX_PENDING];
+  struct pollfd pfd[1 + MESH_MAX_PENDING];
+} mesh_listener;
+
+/* One round of waiting for higher ranks: returns links added, or -1 with
+ * *res set. */
+static int mesh_accept_round(kolo_bootstrap *bs, mesh_listener *ml, int64_t dl, koloResult_t *res) {
+  int64_t next = dl;
+  ml->pfd[0] = (struct pollfd){ml->npend < MESH_MAX_PENDING ? ml->lfd : -1, POLLIN, 0};
+  for (int i = 0; i < ml->npend; i++) {
+    ml->pfd[1 + i] = (struct pollfd){ml->pend[i].fd, POLLIN, 0};
+    if (next == 0 || ml->pend[i].deadline < next) next = ml->pend[i].deadline;
+  }
+  if (kolo_poll(ml->pfd, 1 + (nfds_t)ml->npend, next) < 0) {
+    *res = kolo_syserror(bs->eb, errno, "rank %d: poll failed waiting for mesh connections", bs->rank);
+    return -1;
+  }
+  int added = 0, k = 0;
+  int64_t now = kolo_now_ms();
+  for (int i = 0; i < ml->npend; i++) {
+    kolo_pending_hello *p = &ml->pend[i];
+    if (ml->pfd[1 + i].revents) added += mesh_serve_pending(bs, p);
+    if (p->fd >= 0 && now >= p->deadline) {
+      KOLO_WARN("rank %d: dropped a mesh connection from %s that sent no hello within %d ms",
+                bs->rank, p->from, KOLO_HELLO_TIMEOUT_MS);
+      close(p->fd);
+      p->fd = -1;
+    }
+    if (p->fd >= 0) ml->pend[k++] = *p;
+  }
+  ml->npend = k;
+  return added;
+}
+
+static koloResult_t mesh_accept_new(kolo_bootstrap *bs, mesh_listener *ml) {
+  while (ml->npend < MESH_MAX_PENDING) {
+    struct sockaddr_storage from;
     int fd;
-    koloResult_t res = kolo_sock_accept(lfd, dl, &fd, bs->eb);
-    if (res == koloTimeout) {
-      int first = -1;
-      for (int r = bs->nranks - 1; r > bs->rank; r--)
-        if (bs->fd[r] < 0) first = r;
-      return kolo_error(bs->eb, koloTimeout, "rank %d: rank %d did not connect within %d ms", bs->rank, first,
-                        bs->timeout_ms);
-    }
-    if (res != koloSuccess) return res;
-    mesh_hello h;
-    kolo_errbuf quiet;
-    int64_t hdl = kolo_deadline(2000);
-    if (dl != 0 && hdl > dl) hdl = dl;
-    res = kolo_sock_recv(fd, &h, sizeof h, hdl, &quiet, "a mesh connection");
-    if (res != koloSuccess || h.magic != KOLO_WIRE_MAGIC || !kolo_secret_equal(h.secret, bs->uid.secret) ||
-        h.job != bs->uid.job || h.rank <= bs->rank || h.rank >= bs->nranks || bs->fd[h.rank] >= 0) {
-      KOLO_WARN("rank %d: dropped a mesh connection without a valid hello (wrong secret, job or rank)", bs->rank);
-      close(fd);
-      continue;
-    }
-    bs->fd[h.rank] = fd;
-    missing--;
+    koloResult_t res = kolo_sock_accept(ml->lfd, &from, bs->eb, &fd);
+    if (res != koloSuccess || fd < 0) return res;
+    kolo_pending_start(&ml->pend[ml->npend++], fd, &from);
   }
   return koloSuccess;
 }
 
-static koloResult_t alloc_bootstrap(const kolo_uid *uid, int rank, int nranks, int timeout_ms,
-                                    kolo_errbuf *eb, kolo_bootstrap **out) {
-  kolo_bootstrap *bs = calloc(1, sizeof *bs);
-  if (bs == NULL) return kolo_error(eb, koloSystemError, "out of memory in bootstrap");
-  bs->rank = rank;
-  bs->nranks = nranks;
-  bs->timeout_ms = timeout_ms;
-  bs->uid = *uid;
-  bs->eb = eb;
-  bs->peers = calloc((size_t)nranks, sizeof *bs->peers);
-  bs->fd = malloc((size_t)nranks * sizeof *bs->fd);
-  bs->dead = calloc((size_t)nranks, 1);
-  bs->queue = calloc((size_t)nranks, sizeof *bs->queue);
-  if (!bs->peers || !bs->fd || !bs->dead || !bs->queue) {
-    kolo_bootstrap_destroy(bs);
-    return kolo_error(eb, koloSystemError, "out of memory in bootstrap");
+/* Accepts a link from every higher rank; drops strangers. */
+static koloResult_t mesh_accept(kolo_bootstrap *bs, int lfd, int64_t dl) {
+  mesh_listener *ml = calloc(1, sizeof *ml);
+  if (ml == NULL) return kolo_error(bs->eb, koloSystemError, "rank %d: out of memory in bootstrap", bs->rank);
+  ml->lfd = lfd;
+  int missing = bs->nranks - 1 - bs->rank;
+  koloResult_t res = koloSuccess;
+  while (missing > 0 && res == koloSuccess) {
+    int added = mesh_accept_round(bs, ml, dl, &res);
+    if (added < 0) break;
+    missing -= added;
+    if (ml->pfd[0].revents) res = mesh_accept_new(bs, ml);
+    if (res == koloSuccess && missing > 0 && dl != 0 && kolo_now_ms() >= dl)
+      res = mesh_missing(bs, missing);
   }
-  for (int r = 0; r < nranks; r++) bs->fd[r] = -1;
-  *out = bs;
-  return koloSuccess;
+  for (int i = 0; i < ml->npend; i++) close(ml->pend[i].fd);
+  free(ml);
+  return res;
+}
+
+static koloResult_t mesh_build(kolo_bootstrap *bs, int lfd) {
+  int64_t dl = kolo_deadline(bs->timeout_ms);
+  for (int peer = 0; peer < bs->rank; peer++) {
+    koloResult_t res = mesh_connect(bs, peer, dl);
+    if (res != koloSuccess) return res;
+  }
+  return mesh_accept(bs, lfd, dl);
 }
 
 koloResult_t kolo_bootstrap_init(const kolo_uid *uid, int rank, int nranks, int timeout_ms,
                                  kolo_errbuf *eb, kolo_bootstrap **out) {
+  if (uid == NULL || out == NULL)
+    return kolo_error(eb, koloInvalidArgument, "kolo_bootstrap_init: uid or out is NULL");
+  if (nranks < 1 || nranks > KOLO_MAX_RANKS || rank < 0 || rank >= nranks)
+    return kolo_error(eb, koloInvalidArgument, "kolo_bootstrap_init: rank %d of %d is not in 0..%d",
+                      rank, nranks, nranks - 1);
   kolo_bootstrap *bs = NULL;
-  koloResult_t res = alloc_bootstrap(uid, rank, nranks, timeout_ms, eb, &bs);
+  koloResult_t res = bs_alloc(uid, rank, nranks, timeout_ms, eb, &bs);
   if (res != koloSuccess) return res;
-  int64_t dl = kolo_deadline(timeout_ms);
   int lfd = -1;
-  res = rendezvous(bs, dl, &lfd);
-  for (int peer = 0; peer < rank && res == koloSuccess; peer++) res = mesh_connect(bs, peer, dl);
-  if (res == koloSuccess) res = mesh_accept(bs, lfd, dl);
-  if (lfd >= 0) close(lfd);
-  if (res != koloSuccess) {
-    kolo_bootstrap_destroy(bs);
-    return res;
-  }
+  res = rendezvous(bs, &lfd);
+  if (res != koloSuccess) goto free_bootstrap;
+  res = mesh_build(bs, lfd);
+  close(lfd);
+  if (res != koloSuccess) goto free_bootstrap;
+  KOLO_INFO("rank %d of %d: bootstrap mesh complete", rank, nranks);
   *out = bs;
   return koloSuccess;
+
+free_bootstrap:
+  kolo_bootstrap_destroy(bs); /* closes the links made so far */
+  return res;
 }
 
 int kolo_bootstrap_rank(const kolo_bootstrap *bs) { return bs->rank; }
 int kolo_bootstrap_nranks(const kolo_bootstrap *bs) { return bs->nranks; }
-const kolo_peer_info *kolo_bootstrap_peer(const kolo_bootstrap *bs, int rank) { return &bs->peers[rank]; }
+const kolo_peer_info *kolo_bootstrap_peer(const kolo_bootstrap *bs, int rank) {
+  return rank >= 0 && rank < bs->nranks ? &bs->peers[rank] : NULL;
+}
 kolo_errbuf *kolo_bootstrap_errbuf(kolo_bootstrap *bs) { return bs->eb; }
 void kolo_bootstrap_set_errbuf(kolo_bootstrap *bs, kolo_errbuf *eb) { bs->eb = eb; }
 
-/* ---- messages ------------------------------------------------------------ */
+/* ---- links ---------------------------------------------------------------------- */
 
-static koloResult_t enqueue(kolo_bootstrap *bs, int peer, uint32_t tag, const void *data, size_t len) {
-  queued_msg *m = malloc(sizeof *m + len);
-  if (m == NULL) return kolo_error(bs->eb, koloSystemError, "out of memory queueing a message from rank %d", peer);
+static void link_down(mesh_link *l, koloResult_t res, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void link_down(mesh_link *l, koloResult_t res, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(l->down_why, sizeof l->down_why, fmt, ap);
+  va_end(ap);
+  l->down = 1;
+  l->down_res = res;
+  if (l->fd >= 0) close(l->fd);
+  l->fd = -1;
+  free(l->rx);
+  l->rx = NULL;
+}
+
+/* err: 0 for end of stream, else the errno of a failed recv or send. */
+static void link_lost(mesh_link *l, int err) {
+  const char *mid = l->rx || l->hdr_got ? " in the middle of a message" : "";
+  if (err == 0) link_down(l, koloRemoteError, "closed its connection%s", mid);
+  else if (err == EPIPE || err == ECONNRESET)
+    link_down(l, koloRemoteError, "closed its connection%s (%s)", mid, strerror(err));
+  else link_down(l, koloSystemError, "failed%s: %s", mid, strerror(err));
+}
+
+/* The error a call on a link that is down returns. */
+static koloResult_t link_error(kolo_bootstrap *bs, int peer) {
+  char who[112];
+  return kolo_error(bs->eb, bs->links[peer].down_res, "%s %s", peer_name(bs, peer, who, sizeof who),
+                    bs->links[peer].down_why);
+}
+
+static void link_append(mesh_link *l, queued_msg *m) {
   m->next = NULL;
+  if (l->last) l->last->next = m;
+  else l->head = m;
+  l->last = m;
+}
+
+/* The header is in: check it and make room for the payload. */
+static void link_start_msg(mesh_link *l) {
+  if (l->hdr.magic != KOLO_WIRE_MAGIC) {
+    link_down(l, koloRemoteError, "sent garbage on the bootstrap mesh (magic 0x%08x)", l->hdr.magic);
+  } else if (l->hdr.len > KOLO_MAX_MSG_BYTES) {
+    link_down(l, koloRemoteError, "sent a message of %llu bytes, more than the limit of %llu",
+              (unsigned long long)l->hdr.len, (unsigned long long)KOLO_MAX_MSG_BYTES);
+  } else if ((l->rx = malloc(sizeof *l->rx + l->hdr.len)) == NULL) {
+    link_down(l, koloSystemError, "sent a message of %llu bytes: out of memory",
+              (unsigned long long)l->hdr.len);
+  } else {
+    l->rx->tag = l->hdr.tag;
+    l->rx->len = l->hdr.len;
+    l->rx_got = 0;
+  }
+}
+
+/* Reads whatever has arrived on the link, without waiting, into whole
+ * messages on its queue; marks it down at end of stream or on bad data. */
+static void link_pump(mesh_link *l) {
+  while (!l->down) {
+    if (l->rx && l->rx_got == l->rx->len) { /* a whole message */
+      link_append(l, l->rx);
+      l->rx = NULL;
+      l->hdr_got = 0;
+      continue;
+    }
+    char *dst = l->rx ? l->rx->data + l->rx_got : (char *)&l->hdr + l->hdr_got;
+    size_t want = l->rx ? l->rx->len - l->rx_got : sizeof l->hdr - l->hdr_got;
+    int err = 0;
+    ssize_t n = kolo_sock_read_some(l->fd, dst, want, &err);
+    if (n == 0) return;
+    if (n < 0) {
+      link_lost(l, err);
+      return;
+    }
+    if (l->rx) l->rx_got += (size_t)n;
+    else if ((l->hdr_got += (size_t)n) == sizeof l->hdr) link_start_msg(l);
+  }
+}
+
+/* Pumps the links whose poll entry fired; a hang-up or error that the
+ * pump did not see as such still takes the link down. */
+static void pump_ready(kolo_bootstrap *bs, nfds_t n) {
+  for (nfds_t i = 0; i < n; i++) {
+    short ev = bs->pfd[i].revents;
+    mesh_link *l = &bs->links[bs->pfd_peer[i]];
+    if (ev == 0 || l->down) continue;
+    link_pump(l);
+    if (!l->down && (ev & (POLLHUP | POLLERR | POLLNVAL))) {
+      int err = 0;
+      socklen_t len = sizeof err;
+      if (getsockopt(l->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+      link_lost(l, err);
+    }
+  }
+}
+
+/* The links that are up, for poll(); out_peer's also waits for POLLOUT. */
+static nfds_t fill_pollfds(kolo_bootstrap *bs, int out_peer) {
+  nfds_t n = 0;
+  for (int r = 0; r < bs->nranks; r++) {
+    if (bs->links[r].fd < 0) continue;
+    bs->pfd[n] = (struct pollfd){bs->links[r].fd, (short)(POLLIN | (r == out_peer ? POLLOUT : 0)), 0};
+    bs->pfd_peer[n++] = r;
+  }
+  return n;
+}
+
+/* Waits until a link has news (or out_peer can take more), pumping what
+ * arrived.  koloTimeout at the deadline, without a sentence. */
+static koloResult_t mesh_wait(kolo_bootstrap *bs, int out_peer, int64_t dl) {
+  nfds_t n = fill_pollfds(bs, out_peer);
+  int ready = kolo_poll(bs->pfd, n, dl);
+  if (ready < 0) return kolo_syserror(bs->eb, errno, "rank %d: poll on the bootstrap mesh failed", bs->rank);
+  if (ready == 0) return koloTimeout;
+  pump_ready(bs, n);
+  return koloSuccess;
+}
+
+/* ---- messages -------------------------------------------------------------------- */
+
+static koloResult_t check_call(kolo_bootstrap *bs, const char *what, int peer, const void *data,
+                               size_t len) {
+  if (peer < 0 || peer >= bs->nranks)
+    return kolo_error(bs->eb, koloInvalidArgument, "bootstrap %s rank %d: not a rank in 0..%d", what,
+                      peer, bs->nranks - 1);
+  if (data == NULL && len > 0)
+    return kolo_error(bs->eb, koloInvalidArgument, "bootstrap %s rank %d: data is NULL", what, peer);
+  if (len > KOLO_MAX_MSG_BYTES) {
+    char who[112];
+    return kolo_error(bs->eb, koloInvalidArgument,
+                      "bootstrap %s %s: a message of %zu bytes is larger than the limit of %llu", what,
+                      peer_name(bs, peer, who, sizeof who), len, (unsigned long long)KOLO_MAX_MSG_BYTES);
+  }
+  return koloSuccess;
+}
+
+static koloResult_t send_self(kolo_bootstrap *bs, uint32_t tag, const void *data, size_t len) {
+  queued_msg *m = malloc(sizeof *m + len);
+  if (m == NULL)
+    return kolo_error(bs->eb, koloSystemError, "rank %d: out of memory queueing a %zu-byte message",
+                      bs->rank, len);
   m->tag = tag;
   m->len = len;
   if (len) memcpy(m->data, data, len);
-  queued_msg **p = &bs->queue[peer];
-  while (*p) p = &(*p)->next;
-  *p = m;
+  link_append(&bs->links[bs->rank], m);
   return koloSuccess;
 }
 
-koloResult_t kolo_bootstrap_send(kolo_bootstrap *bs, int peer, uint32_t tag, const void *data, size_t len) {
-  if (peer == bs->rank) return enqueue(bs, peer, tag, data, len);
-  if (len > KOLO_MAX_MSG_BYTES)
-    return kolo_error(bs->eb, koloInternalError, "bootstrap message of %zu bytes to rank %d is too large", len, peer);
-  char who[32];
-  snprintf(who, sizeof who, "rank %d", peer);
-  if (bs->dead[peer] || bs->fd[peer] < 0) return kolo_error(bs->eb, koloRemoteError, "rank %d is gone", peer);
-  msg_header h = {KOLO_MSG_MAGIC, tag, len};
+/* sendmsg of header + payload from byte `off` on; like send(). */
+static ssize_t send_from(int fd, const kolo_wire_header *hdr, const void *data, size_t len, size_t off) {
+  struct iovec iov[2];
+  int n = 0;
+  if (off < sizeof *hdr) iov[n++] = (struct iovec){(char *)hdr + off, sizeof *hdr - off};
+  size_t doff = off > sizeof *hdr ? off - sizeof *hdr : 0;
+  if (len > doff) iov[n++] = (struct iovec){(char *)data + doff, len - doff};
+  struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+  return sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* The peer does not read: a message cut in two spoils the stream. */
+static koloResult_t send_timed_out(kolo_bootstrap *bs, int peer, size_t len, size_t sent) {
+  if (sent > 0) {
+    link_down(&bs->links[peer], koloTimeout, "did not read a %zu-byte message within %d ms", len,
+              bs->timeout_ms);
+    return link_error(bs, peer);
+  }
+  char who[112];
+  return kolo_error(bs->eb, koloTimeout, "%s did not read a %zu-byte message within %d ms",
+                    peer_name(bs, peer, who, sizeof who), len, bs->timeout_ms);
+}
+
+koloResult_t kolo_bootstrap_send(kolo_bootstrap *bs, int peer, uint32_t tag, const void *data,
+                                 size_t len) {
+  koloResult_t res = check_call(bs, "send to", peer, data, len);
+  if (res != koloSuccess) return res;
+  if (peer == bs->rank) return send_self(bs, tag, data, len);
+  mesh_link *l = &bs->links[peer];
+  kolo_wire_header hdr = {KOLO_WIRE_MAGIC, tag, len};
   int64_t dl = kolo_deadline(bs->timeout_ms);
-  koloResult_t res = kolo_sock_send(bs->fd[peer], &h, sizeof h, dl, bs->eb, who);
-  if (res == koloSuccess && len) res = kolo_sock_send(bs->fd[peer], data, len, dl, bs->eb, who);
-  if (res == koloRemoteError) bs->dead[peer] = 1;
+  for (size_t sent = 0; sent < sizeof hdr + len;) {
+    if (l->down) return link_error(bs, peer);
+    ssize_t n = send_from(l->fd, &hdr, data, len, sent);
+    if (n > 0) {
+      sent += (size_t)n;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      KOLO_TRACE("rank %d: send to rank %d waits after %zu of %zu bytes", bs->rank, peer, sent,
+                 sizeof hdr + len);
+      res = mesh_wait(bs, peer, dl); /* reads meanwhile: no deadlock */
+      if (res == koloTimeout) return send_timed_out(bs, peer, len, sent);
+      if (res != koloSuccess) return res;
+    } else if (n < 0 && errno != EINTR) {
+      int err = errno;
+      link_pump(l); /* keep what the peer sent before it went */
+      if (!l->down) link_lost(l, err);
+    }
+  }
+  return koloSuccess;
+}
+
+/* Unlinks and returns the first queued message with `tag`, or NULL. */
+static queued_msg *queue_take(mesh_link *l, uint32_t tag) {
+  queued_msg *prev = NULL;
+  for (queued_msg *m = l->head; m; prev = m, m = m->next) {
+    if (m->tag != tag) continue;
+    if (prev) prev->next = m->next;
+    else l->head = m->next;
+    if (l->last == m) l->last = prev;
+    return m;
+  }
+  return NULL;
+}
+
+static koloResult_t deliver(kolo_bootstrap *bs, int peer, queued_msg *m, void *data, size_t len) {
+  koloResult_t res = koloSuccess;
+  if (m->len != len) {
+    char who[112];
+    res = kolo_error(bs->eb, koloRemoteError, "%s sent %zu bytes with tag 0x%x, expected %zu",
+                     peer_name(bs, peer, who, sizeof who), m->len, m->tag, len);
+  } else if (len) {
+    memcpy(data, m->data, len);
+  }
+  free(m);
   return res;
 }
 
-/* Reads one whole message from peer into its queue. */
-static koloResult_t read_one(kolo_bootstrap *bs, int peer, int64_t dl) {
-  char who[32];
-  snprintf(who, sizeof who, "rank %d", peer);
-  msg_header h;
-  koloResult_t res = kolo_sock_recv(bs->fd[peer], &h, sizeof h, dl, bs->eb, who);
-  if (res == koloSuccess && h.magic != KOLO_MSG_MAGIC)
-    res = kolo_error(bs->eb, koloRemoteError, "rank %d sent garbage on the bootstrap mesh", peer);
-  if (res == koloSuccess && h.len > KOLO_MAX_MSG_BYTES)
-    res = kolo_error(bs->eb, koloRemoteError, "rank %d sent a message of %llu bytes, more than %u", peer,
-                     (unsigned long long)h.len, KOLO_MAX_MSG_BYTES);
-  queued_msg *m = res == koloSuccess ? malloc(sizeof *m + h.len) : NULL;
-  if (res == koloSuccess && m == NULL) res = kolo_error(bs->eb, koloSystemError, "out of memory reading from rank %d", peer);
-  if (res == koloSuccess) res = kolo_sock_recv(bs->fd[peer], m->data, h.len, dl, bs->eb, who);
-  if (res != koloSuccess) {
-    free(m);
-    if (res == koloRemoteError) bs->dead[peer] = 1;
-    return res;
-  }
-  m->next = NULL;
-  m->tag = h.tag;
-  m->len = h.len;
-  queued_msg **p = &bs->queue[peer];
-  while (*p) p = &(*p)->next;
-  *p = m;
-  return koloSuccess;
-}
-
 koloResult_t kolo_bootstrap_recv(kolo_bootstrap *bs, int peer, uint32_t tag, void *data, size_t len) {
+  koloResult_t res = check_call(bs, "recv from", peer, data, len);
+  if (res != koloSuccess) return res;
+  mesh_link *l = &bs->links[peer];
   int64_t dl = kolo_deadline(bs->timeout_ms);
   for (;;) {
-    for (queued_msg **p = &bs->queue[peer]; *p; p = &(*p)->next) {
-      queued_msg *m = *p;
-      if (m->tag != tag) continue;
-      *p = m->next;
-      koloResult_t res = koloSuccess;
-      if (m->len != len)
-        res = kolo_error(bs->eb, koloRemoteError, "rank %d sent %zu bytes for tag 0x%x, expected %zu", peer, m->len,
-                         tag, len);
-      else if (len)
-        memcpy(data, m->data, len);
-      free(m);
-      return res;
-    }
+    queued_msg *m = queue_take(l, tag);
+    if (m) return deliver(bs, peer, m, data, len);
     if (peer == bs->rank)
-      return kolo_error(bs->eb, koloInternalError, "rank %d waits for a message to itself never sent (tag 0x%x)",
-                        peer, tag);
-    if (bs->dead[peer]) return kolo_error(bs->eb, koloRemoteError, "rank %d closed its connection", peer);
-    koloResult_t res = read_one(bs, peer, dl);
-    if (res == koloTimeout)
-      return kolo_error(bs->eb, koloTimeout, "rank %d: no message from rank %d within %d ms", bs->rank, peer,
-                        bs->timeout_ms);
+      return kolo_error(bs->eb, koloInvalidUsage,
+                        "rank %d waits for a message to itself with tag 0x%x that it never sent", peer, tag);
+    if (l->down) return link_error(bs, peer);
+    res = mesh_wait(bs, -1, dl);
+    if (res == koloTimeout) {
+      char who[112];
+      return kolo_error(bs->eb, koloTimeout, "no message with tag 0x%x from %s within %d ms", tag,
+                        peer_name(bs, peer, who, sizeof who), bs->timeout_ms);
+    }
     if (res != koloSuccess) return res;
   }
 }
 
 koloResult_t kolo_bootstrap_allgather(kolo_bootstrap *bs, uint32_t tag, void *all, size_t len) {
+  if (all == NULL && len > 0)
+    return kolo_error(bs->eb, koloInvalidArgument, "bootstrap allgather on rank %d: buffer is NULL", bs->rank);
   char *base = all;
   koloResult_t res = koloSuccess;
   for (int i = 1; i < bs->nranks && res == koloSuccess; i++) {
@@ -338,32 +700,16 @@ koloResult_t kolo_bootstrap_allgather(kolo_bootstrap *bs, uint32_t tag, void *al
 
 koloResult_t kolo_bootstrap_barrier(kolo_bootstrap *bs, uint32_t tag) {
   char *all = calloc((size_t)bs->nranks, 1);
-  if (all == NULL) return kolo_error(bs->eb, koloSystemError, "out of memory in a barrier");
+  if (all == NULL) return kolo_error(bs->eb, koloSystemError, "rank %d: out of memory in a barrier", bs->rank);
   koloResult_t res = kolo_bootstrap_allgather(bs, tag, all, 1);
   free(all);
   return res;
 }
 
 int kolo_bootstrap_dead_peer(kolo_bootstrap *bs) {
-  for (int r = 0; r < bs->nranks; r++) {
-    if (bs->dead[r]) return r;
-    if (r == bs->rank || bs->fd[r] < 0) continue;
-    struct pollfd p = {bs->fd[r], POLLIN, 0};
-    if (poll(&p, 1, 0) <= 0) continue;
-    char c;
-    ssize_t n = recv(bs->fd[r], &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-      bs->dead[r] = 1;
-      return r;
-    }
-    /* Data: a message for later.  Take it off the socket so the next poll
-     * can see a close behind it. */
-    kolo_errbuf quiet;
-    kolo_errbuf *saved = bs->eb;
-    bs->eb = &quiet;
-    if (read_one(bs, r, kolo_deadline(bs->timeout_ms)) == koloRemoteError) bs->dead[r] = 1;
-    bs->eb = saved;
-    if (bs->dead[r]) return r;
-  }
+  nfds_t n = fill_pollfds(bs, -1);
+  if (n > 0 && poll(bs->pfd, n, 0) > 0) pump_ready(bs, n);
+  for (int r = 0; r < bs->nranks; r++)
+    if (bs->links[r].down) return r;
   return -1;
 }

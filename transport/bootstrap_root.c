@@ -1,71 +1,68 @@
-/* bootstrap_root.c - the rendezvous root and the unique id (bootstrap.h).
+/* bootstrap_root.c - the unique id, the choice of interface and the
+ * rendezvous root (bootstrap.h).
  *
- * The root is a detached thread serving one job: it collects one hello per
- * rank, checks each (magic, secret, rank, nranks), then sends every rank the
- * table of all ranks and exits.  Connections that do not present the secret,
- * send garbage or stall are dropped and logged; the root keeps waiting for
- * the real ranks.  It gives up timeout_ms after the first rank arrived and
- * tells the ranks that came which ones are missing. */
+ * The root is a detached thread serving one job with one poll() loop over
+ * its listening socket, the connections that have not yet presented a hello
+ * and the ranks that have joined.  A hello with a wrong secret, garbage, a
+ * truncated or oversized hello, or none within KOLO_HELLO_TIMEOUT_MS is
+ * dropped and logged, and the root keeps serving.  A hello with the right
+ * secret but an inconsistent job (nranks differs, rank out of range, a rank
+ * twice) fails the job: every rank that joined is told why.  Once all
+ * nranks have joined, each gets the table of all ranks and the root exits.
+ * timeout_ms after the first rank joined the root gives up and tells the
+ * ranks that came which ones are missing; after a failure it lingers for
+ * timeout_ms (at most 10 s) to tell late ranks the same, then exits.
+ */
 #include <errno.h>
-#include <stddef.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "core/config.h"
 #include "core/log.h"
 #include "transport/bootstrap_wire.h"
 
-/* A hello must arrive this soon after its connection. */
-#define HELLO_TIMEOUT_MS 2000
+/* ---- the unique id -------------------------------------------------------- */
 
 /* The id holds the uid packed: the root address takes the size of an IPv6
  * address, not of a sockaddr_storage. */
 #define UID_ADDR_BYTES sizeof(struct sockaddr_in6)
 #define UID_HEAD_BYTES offsetof(kolo_uid, root)
+_Static_assert(UID_HEAD_BYTES + UID_ADDR_BYTES <= KOLO_UNIQUE_ID_BYTES,
+               "kolo_uid must fit in a koloUniqueId");
 
 void kolo_uid_encode(const kolo_uid *uid, koloUniqueId *id) {
-  _Static_assert(UID_HEAD_BYTES + UID_ADDR_BYTES <= KOLO_UNIQUE_ID_BYTES, "kolo_uid must fit the unique id");
   memset(id, 0, sizeof *id);
   memcpy(id->internal, uid, UID_HEAD_BYTES);
   memcpy(id->internal + UID_HEAD_BYTES, &uid->root, UID_ADDR_BYTES);
 }
 
 koloResult_t kolo_uid_decode(const koloUniqueId *id, kolo_uid *uid, kolo_errbuf *eb) {
-  memset(uid, 0, sizeof *uid);
-  memcpy(uid, id->internal, UID_HEAD_BYTES);
-  memcpy(&uid->root, id->internal + UID_HEAD_BYTES, UID_ADDR_BYTES);
-  if (uid->magic != KOLO_UID_MAGIC)
-    return kolo_error(eb, koloInvalidArgument, "the unique id is not one from koloGetUniqueId (bad magic)");
-  if (uid->root.ss_family != AF_INET && uid->root.ss_family != AF_INET6)
-    return kolo_error(eb, koloInvalidArgument, "the unique id holds no root address");
+  kolo_uid u;
+  memset(&u, 0, sizeof u);
+  memcpy(&u, id->internal, UID_HEAD_BYTES);
+  memcpy(&u.root, id->internal + UID_HEAD_BYTES, UID_ADDR_BYTES);
+  if (u.magic != KOLO_UID_MAGIC)
+    return kolo_error(eb, koloInvalidArgument,
+                      "the unique id is not one from koloGetUniqueId (bad magic)");
+  if ((u.root.ss_family != AF_INET && u.root.ss_family != AF_INET6) || kolo_addr_port(&u.root) == 0)
+    return kolo_error(eb, koloInvalidArgument, "the unique id holds no valid root address");
+  *uid = u;
   return koloSuccess;
 }
 
-koloResult_t kolo_random(void *buf, size_t len, kolo_errbuf *eb) {
-  char *p = buf;
-  while (len > 0) {
-    ssize_t n = getrandom(p, len, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return kolo_syserror(eb, errno, "getrandom failed");
-    p += n;
-    len -= (size_t)n;
-  }
-  return koloSuccess;
-}
+/* ---- interface choice ------------------------------------------------------ */
 
-/* ---- interface choice --------------------------------------------------- */
-
-/* NCCL's syntax: "eth,ib" prefixes; "^lo" excludes; "=eth0" exact. */
+/* NCCL's syntax: "eth,ib" prefixes; "^lo,docker" excludes; "=eth0" exact. */
 static int if_matches(const char *name, const char *spec) {
-  int exclude = spec[0] == '^', exact;
+  int exclude = spec[0] == '^';
   if (exclude) spec++;
-  exact = spec[0] == '=';
+  int exact = spec[0] == '=';
   if (exact) spec++;
   int hit = 0;
   char list[256];
@@ -76,215 +73,434 @@ static int if_matches(const char *name, const char *spec) {
   return exclude ? !hit : hit;
 }
 
-static int family_wanted(int family) {
+/* KOLO_SOCKET_FAMILY as AF_INET / AF_INET6, or AF_UNSPEC when unset. */
+static koloResult_t wanted_family(int *family, kolo_errbuf *eb) {
   const char *f = kolo_param_str("KOLO_SOCKET_FAMILY");
-  if (family != AF_INET && family != AF_INET6) return 0;
-  if (f == NULL) return 1;
-  return (strcmp(f, "AF_INET6") == 0) ? family == AF_INET6 : family == AF_INET;
+  if (f == NULL) *family = AF_UNSPEC;
+  else if (strcmp(f, "AF_INET") == 0) *family = AF_INET;
+  else if (strcmp(f, "AF_INET6") == 0) *family = AF_INET6;
+  else
+    return kolo_error(eb, koloInvalidArgument, "KOLO_SOCKET_FAMILY=%s is neither AF_INET nor AF_INET6",
+                      f);
+  return koloSuccess;
 }
 
-koloResult_t kolo_bootstrap_pick_addr(struct sockaddr_storage *addr, kolo_errbuf *eb) {
+/* How much we like an interface: 0 not at all; higher is better.  With a
+ * spec, only what it names; without one, NCCL's order: ordinary interfaces,
+ * then docker bridges, then loopback.  IPv4 beats IPv6 unless a family is
+ * asked for. */
+static int if_score(const struct ifaddrs *i, const char *spec, int family) {
+  if (!i->ifa_addr || !(i->ifa_flags & IFF_UP)) return 0;
+  int f = i->ifa_addr->sa_family;
+  if ((f != AF_INET && f != AF_INET6) || (family != AF_UNSPEC && f != family)) return 0;
+  if (f == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&((const struct sockaddr_in6 *)i->ifa_addr)->sin6_addr))
+    return 0; /* needs a scope id, meaningless on other hosts */
+  int v4 = f == AF_INET;
+  if (spec) return if_matches(i->ifa_name, spec) ? 10 + v4 : 0;
+  if (i->ifa_flags & IFF_LOOPBACK) return 1 + v4;
+  if (strncmp(i->ifa_name, "docker", 6) == 0) return 3 + v4;
+  return 5 + v4;
+}
+
+static koloResult_t pick_addr_of(int family, struct sockaddr_storage *addr, kolo_errbuf *eb) {
   struct ifaddrs *ifs;
   if (getifaddrs(&ifs) != 0) return kolo_syserror(eb, errno, "getifaddrs failed");
   const char *spec = kolo_param_str("KOLO_SOCKET_IFNAME");
-  struct ifaddrs *best = NULL, *loop = NULL;
+  struct ifaddrs *best = NULL;
+  int best_score = 0;
   for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
-    if (!i->ifa_addr || !(i->ifa_flags & IFF_UP) || !family_wanted(i->ifa_addr->sa_family)) continue;
-    if (i->ifa_addr->sa_family == AF_INET6) {
-      const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)i->ifa_addr;
-      if (IN6_IS_ADDR_LINKLOCAL(&v6->sin6_addr)) continue; /* needs a scope id */
-    }
-    if (spec) {
-      if (if_matches(i->ifa_name, spec) && !best) best = i;
-    } else if (i->ifa_flags & IFF_LOOPBACK) {
-      if (!loop) loop = i;
-    } else if (!best || (best->ifa_addr->sa_family == AF_INET6 && i->ifa_addr->sa_family == AF_INET)) {
-      best = i; /* prefer IPv4 when both exist */
-    }
+    int s = if_score(i, spec, family);
+    if (s > best_score) best = i, best_score = s;
   }
-  if (!best) best = spec ? NULL : loop;
   koloResult_t res = koloSuccess;
   if (best) {
     memset(addr, 0, sizeof *addr);
     memcpy(addr, best->ifa_addr, best->ifa_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
                                                                        : sizeof(struct sockaddr_in));
-    KOLO_INFO("bootstrap interface %s", best->ifa_name);
+    KOLO_INFO("bootstrap uses interface %s", best->ifa_name);
   } else {
-    res = kolo_error(eb, koloInvalidUsage, "no network interface is up that matches KOLO_SOCKET_IFNAME=%s",
+    res = kolo_error(eb, koloInvalidUsage,
+                     "no network interface is up with an %s address that matches KOLO_SOCKET_IFNAME=%s",
+                     family == AF_INET6 ? "IPv6" : family == AF_INET ? "IPv4" : "IP",
                      spec ? spec : "(unset)");
   }
   freeifaddrs(ifs);
   return res;
 }
 
-/* ---- the root thread ---------------------------------------------------- */
+koloResult_t kolo_bootstrap_pick_addr(struct sockaddr_storage *addr, kolo_errbuf *eb) {
+  int family = AF_UNSPEC;
+  koloResult_t res = wanted_family(&family, eb);
+  if (res != koloSuccess) return res;
+  return pick_addr_of(family, addr, eb);
+}
+
+/* ---- the root's state ------------------------------------------------------- */
+
+#define ROOT_MAX_PENDING 64
+/* After a failure the root still answers late ranks for timeout_ms, but
+ * no longer than this (nor longer when the job has no timeout). */
+#define ROOT_LINGER_MS 10000
 
 typedef struct {
   int lfd;
   int timeout_ms;
   uint8_t secret[KOLO_SECRET_BYTES];
-  char name[80];
-} root_args;
-
-typedef struct {
-  int nranks; /* 0 until the first valid hello */
+  char name[96];               /* "root 1.2.3.4:5", for logs */
+  int nranks;                  /* 0 until the first valid hello */
   int arrived;
-  int *fd;    /* per rank, -1 until it arrived */
+  int first_rank;              /* the rank that set nranks; -1 before */
+  int *fd;                     /* per rank: its connection, -1 until it joined */
   kolo_peer_info *table;
+  int64_t deadline;            /* give up then; 0 before the first rank (or never) */
+  koloResult_t failed;         /* koloSuccess while the job can still form */
+  char why[KOLO_ERR_LEN];      /* the failure, told to every rank */
+  int64_t linger_until;
+  int npend;
+  kolo_pending_hello pend[ROOT_MAX_PENDING];
+  struct pollfd *pfd;          /* 1 + ROOT_MAX_PENDING + nranks */
 } root_state;
 
-static void root_reply_error(int fd, const char *msg) {
-  root_reply r = {KOLO_WIRE_MAGIC, 1, (uint32_t)strlen(msg)};
-  kolo_errbuf eb;
-  int64_t dl = kolo_deadline(HELLO_TIMEOUT_MS);
-  if (kolo_sock_send(fd, &r, sizeof r, dl, &eb, "a rank") == koloSuccess)
-    kolo_sock_send(fd, msg, r.len, dl, &eb, "a rank");
+static void root_free(root_state *st) {
+  for (int i = 0; i < st->npend; i++) close(st->pend[i].fd);
+  for (int r = 0; st->fd && r < st->nranks; r++)
+    if (st->fd[r] >= 0) close(st->fd[r]);
+  close(st->lfd);
+  free(st->pfd);
+  free(st->table);
+  free(st->fd);
+  free(st);
 }
 
-/* Reads and checks one hello; takes fd (closes it unless it is kept). */
-static void root_take(root_args *a, root_state *st, int fd) {
-  rank_hello h;
+/* Sizes the tables for nranks once the first rank is known: 0 or -1. */
+static int root_alloc(root_state *st, int nranks) {
+  int *fd = malloc((size_t)nranks * sizeof *fd);
+  kolo_peer_info *table = calloc((size_t)nranks, sizeof *table);
+  struct pollfd *pfd = calloc(1 + ROOT_MAX_PENDING + (size_t)nranks, sizeof *pfd);
+  if (!fd || !table || !pfd) {
+    free(pfd);
+    free(table);
+    free(fd);
+    return -1;
+  }
+  for (int r = 0; r < nranks; r++) fd[r] = -1;
+  free(st->pfd);
+  st->fd = fd;
+  st->table = table;
+  st->pfd = pfd;
+  st->nranks = nranks;
+  return 0;
+}
+
+/* ---- telling ranks ------------------------------------------------------------ */
+
+static void root_send_refusal(const root_state *st, int fd, koloResult_t res, const char *text) {
+  struct {
+    kolo_wire_header hdr;
+    kolo_root_refusal body;
+  } m;
+  size_t n = strnlen(text, sizeof m.body.text);
+  m.hdr = (kolo_wire_header){KOLO_WIRE_MAGIC, KOLO_TAG_REFUSED, sizeof m.body.result + n};
+  m.body.result = res;
+  memcpy(m.body.text, text, n);
   kolo_errbuf eb;
-  char msg[256];
-  if (kolo_sock_recv(fd, &h, sizeof h, kolo_deadline(HELLO_TIMEOUT_MS), &eb, "a new connection") != koloSuccess) {
-    KOLO_WARN("root %s: dropped a connection: %s", a->name, eb.msg);
-    close(fd);
-    return;
+  if (kolo_sock_send_all(fd, &m, sizeof m.hdr + m.hdr.len, kolo_deadline(KOLO_HELLO_TIMEOUT_MS),
+                         "a rank", &eb) != koloSuccess)
+    KOLO_INFO("%s: could not tell a rank why the job failed: %s", st->name, eb.msg);
+}
+
+/* The job cannot form: tell every rank that joined, then linger. */
+static void root_fail(root_state *st, koloResult_t res, const char *why) {
+  int named = strncmp(why, st->name, strlen(st->name)) == 0;
+  KOLO_WARN("%s%s%s", named ? "" : st->name, named ? "" : ": ", why);
+  st->failed = res;
+  snprintf(st->why, sizeof st->why, "%s", why);
+  int linger = st->timeout_ms > 0 && st->timeout_ms < ROOT_LINGER_MS ? st->timeout_ms : ROOT_LINGER_MS;
+  st->linger_until = kolo_deadline(linger);
+  for (int r = 0; r < st->nranks; r++) {
+    if (st->fd[r] < 0) continue;
+    root_send_refusal(st, st->fd[r], res, why);
+    close(st->fd[r]);
+    st->fd[r] = -1;
   }
-  if (h.magic != KOLO_WIRE_MAGIC || !kolo_secret_equal(h.secret, a->secret)) {
-    KOLO_WARN("root %s: dropped a connection that did not present the job's secret", a->name);
-    close(fd);
-    return;
-  }
-  int bad = 0;
-  if (h.nranks < 1 || h.rank < 0 || h.rank >= h.nranks) {
-    snprintf(msg, sizeof msg, "root refused rank %d of %d: not a valid rank", h.rank, h.nranks);
-    bad = 1;
-  } else if (st->nranks != 0 && h.nranks != st->nranks) {
-    snprintf(msg, sizeof msg, "root refused rank %d: nranks %d differs from the first rank's %d", h.rank,
-             h.nranks, st->nranks);
-    bad = 1;
-  } else if (st->nranks != 0 && st->fd[h.rank] >= 0) {
-    snprintf(msg, sizeof msg, "root refused rank %d: that rank already joined", h.rank);
-    bad = 1;
-  }
-  if (bad) {
-    KOLO_WARN("root %s: %s", a->name, msg);
-    root_reply_error(fd, msg);
-    close(fd);
-    return;
-  }
-  if (st->nranks == 0) {
-    st->fd = malloc((size_t)h.nranks * sizeof *st->fd);
-    st->table = calloc((size_t)h.nranks, sizeof *st->table);
-    if (!st->fd || !st->table) {
-      free(st->fd);
-      free(st->table);
-      st->fd = NULL;
-      st->table = NULL;
-      root_reply_error(fd, "root out of memory");
-      close(fd);
-      return;
-    }
-    for (int r = 0; r < h.nranks; r++) st->fd[r] = -1;
-    st->nranks = h.nranks;
-  }
-  h.info.rank = h.rank;
-  st->table[h.rank] = h.info;
-  st->fd[h.rank] = fd;
-  st->arrived++;
+  st->arrived = 0;
 }
 
 static void root_send_table(root_state *st) {
-  root_reply r = {KOLO_WIRE_MAGIC, 0, (uint32_t)st->nranks};
-  for (int q = 0; q < st->nranks; q++) {
+  kolo_wire_header hdr = {KOLO_WIRE_MAGIC, KOLO_TAG_TABLE, (uint64_t)st->nranks * sizeof *st->table};
+  for (int r = 0; r < st->nranks; r++) {
     kolo_errbuf eb;
-    int64_t dl = kolo_deadline(HELLO_TIMEOUT_MS);
-    if (kolo_sock_send(st->fd[q], &r, sizeof r, dl, &eb, "a rank") != koloSuccess ||
-        kolo_sock_send(st->fd[q], st->table, (size_t)st->nranks * sizeof *st->table, dl, &eb, "a rank") != koloSuccess)
-      KOLO_WARN("root: could not send the table to rank %d: %s", q, eb.msg);
+    int64_t dl = kolo_deadline(KOLO_HELLO_TIMEOUT_MS);
+    if (kolo_sock_send_all(st->fd[r], &hdr, sizeof hdr, dl, "a rank", &eb) != koloSuccess ||
+        kolo_sock_send_all(st->fd[r], st->table, hdr.len, dl, "a rank", &eb) != koloSuccess)
+      KOLO_WARN("%s: could not send the table to rank %d: %s", st->name, r, eb.msg);
   }
+  KOLO_INFO("%s: all %d ranks joined", st->name, st->nranks);
 }
 
-static void root_send_missing(root_args *a, root_state *st) {
-  char msg[512];
-  int n = snprintf(msg, sizeof msg, "rank%s", st->nranks - st->arrived > 1 ? "s" : "");
-  int listed = 0;
-  for (int q = 0; q < st->nranks && n < (int)sizeof msg - 64; q++) {
-    if (st->fd[q] >= 0) continue;
-    n += snprintf(msg + n, sizeof msg - (size_t)n, "%s%d", listed++ ? ", " : " ", q);
+/* "rank 2 of 3 did not join within 2000 ms", "ranks 2, 5 of 8 ...". */
+static void root_fail_missing(root_state *st) {
+  char msg[KOLO_ERR_LEN];
+  int missing = st->nranks - st->arrived, listed = 0;
+  size_t n = (size_t)snprintf(msg, sizeof msg, "rank%s", missing > 1 ? "s" : "");
+  for (int r = 0; r < st->nranks && listed < 16; r++) {
+    if (st->fd[r] >= 0) continue;
+    n += (size_t)snprintf(msg + n, sizeof msg - n, "%s%d", listed++ ? ", " : " ", r);
   }
-  snprintf(msg + n, sizeof msg - (size_t)n, " of %d did not join within %d ms", st->nranks, a->timeout_ms);
-  KOLO_WARN("root %s: %s", a->name, msg);
-  for (int q = 0; q < st->nranks; q++)
-    if (st->fd[q] >= 0) root_reply_error(st->fd[q], msg);
+  if (missing > listed) n += (size_t)snprintf(msg + n, sizeof msg - n, " and %d more", missing - listed);
+  snprintf(msg + n, sizeof msg - n, " of %d did not join within %d ms", st->nranks, st->timeout_ms);
+  root_fail(st, koloTimeout, msg);
 }
 
-static void *root_main(void *p) {
-  root_args *a = p;
-  root_state st = {0, 0, NULL, NULL};
-  int64_t deadline = 0;
-  while (st.nranks == 0 || st.arrived < st.nranks) {
+/* ---- hellos --------------------------------------------------------------------- */
+
+/* A hello with the right secret that does not fit the job: 0, or -1 and why. */
+static int root_check_hello(const root_state *st, const kolo_rank_hello *h, char *why, size_t len) {
+  if (h->nranks < 1 || h->nranks > KOLO_MAX_RANKS) {
+    snprintf(why, len, "%s refused rank %d: nranks %d is outside 1..%d", st->name, h->rank, h->nranks,
+             KOLO_MAX_RANKS);
+  } else if (h->rank < 0 || h->rank >= h->nranks) {
+    snprintf(why, len, "%s refused rank %d: it is outside 0..%d", st->name, h->rank, h->nranks - 1);
+  } else if (st->nranks != 0 && h->nranks != st->nranks) {
+    snprintf(why, len, "%s refused rank %d: nranks %d differs from rank %d's %d", st->name, h->rank,
+             h->nranks, st->first_rank, st->nranks);
+  } else if (st->nranks != 0 && st->fd[h->rank] >= 0) {
+    snprintf(why, len, "%s refused rank %d: that rank joined twice", st->name, h->rank);
+  } else {
+    return 0;
+  }
+  return -1;
+}
+
+/* Takes over fd, whose hello is complete. */
+static void root_take(root_state *st, int fd, const kolo_rank_hello *h, const char *from) {
+  char why[KOLO_ERR_LEN];
+  if (!kolo_secret_equal(h->secret, st->secret)) {
+    KOLO_WARN("%s: dropped a connection from %s that did not present the job's secret", st->name, from);
+  } else if (st->failed) {
+    root_send_refusal(st, fd, st->failed, st->why);
+  } else if (root_check_hello(st, h, why, sizeof why) != 0) {
+    root_send_refusal(st, fd, koloInvalidUsage, why);
+    root_fail(st, koloInvalidUsage, why);
+  } else if (st->nranks == 0 && root_alloc(st, h->nranks) != 0) {
+    snprintf(why, sizeof why, "%s is out of memory for %d ranks", st->name, h->nranks);
+    root_send_refusal(st, fd, koloSystemError, why);
+    root_fail(st, koloSystemError, why);
+  } else {
+    if (st->first_rank < 0) { /* the clock starts with the first rank */
+      st->first_rank = h->rank;
+      st->deadline = kolo_deadline(st->timeout_ms);
+    }
+    st->table[h->rank] = h->info;
+    st->table[h->rank].rank = h->rank;
+    st->fd[h->rank] = fd;
+    st->arrived++;
+    KOLO_INFO("%s: rank %d of %d joined from %s", st->name, h->rank, h->nranks, from);
+    return;
+  }
+  close(fd);
+}
+
+static void root_drop_pending(root_state *st, kolo_pending_hello *p, const char *why) {
+  KOLO_WARN("%s: dropped a connection from %s: %s", st->name, p->from, why);
+  close(p->fd);
+  p->fd = -1;
+}
+
+static void root_serve_pending(root_state *st, kolo_pending_hello *p) {
+  char why[160];
+  int s = kolo_pending_step(p, KOLO_TAG_RANK_HELLO, sizeof(kolo_rank_hello), why, sizeof why);
+  if (s == KOLO_HELLO_DROP) root_drop_pending(st, p, why);
+  if (s != KOLO_HELLO_DONE) return;
+  kolo_rank_hello h;
+  memcpy(&h, p->body, sizeof h);
+  int fd = p->fd;
+  p->fd = -1;
+  root_take(st, fd, &h, p->from);
+}
+
+/* Removes the pending entries whose fd was taken or dropped. */
+static void root_compact(root_state *st) {
+  int k = 0;
+  for (int i = 0; i < st->npend; i++)
+    if (st->pend[i].fd >= 0) st->pend[k++] = st->pend[i];
+  st->npend = k;
+}
+
+static void root_accept(root_state *st) {
+  while (st->npend < ROOT_MAX_PENDING) {
+    kolo_errbuf eb;
+    struct sockaddr_storage from;
     int fd;
-    kolo_errbuf eb;
-    koloResult_t res = kolo_sock_accept(a->lfd, deadline, &fd, &eb);
-    if (res == koloTimeout) {
-      root_send_missing(a, &st);
-      break;
+    if (kolo_sock_accept(st->lfd, &from, &eb, &fd) != koloSuccess) {
+      KOLO_WARN("%s: %s", st->name, eb.msg);
+      return;
     }
-    if (res != koloSuccess) {
-      KOLO_WARN("root %s: %s", a->name, eb.msg);
-      break;
-    }
-    root_take(a, &st, fd);
-    if (st.nranks != 0 && deadline == 0) deadline = kolo_deadline(a->timeout_ms);
+    if (fd < 0) return;
+    kolo_pending_start(&st->pend[st->npend++], fd, &from);
   }
-  if (st.nranks != 0 && st.arrived == st.nranks) root_send_table(&st);
-  for (int q = 0; q < st.nranks; q++)
-    if (st.fd[q] >= 0) close(st.fd[q]);
-  free(st.fd);
-  free(st.table);
-  close(a->lfd);
-  free(a);
+}
+
+/* A rank that joined sends nothing more: readable means it left (its init
+ * failed or its process died) or broke the protocol. */
+static void root_check_joined(root_state *st, int r) {
+  char c;
+  int err = 0;
+  ssize_t n = kolo_sock_read_some(st->fd[r], &c, 1, &err);
+  if (n == 0) return;
+  if (n > 0) KOLO_WARN("%s: rank %d sent data after its hello; dropped it", st->name, r);
+  else KOLO_INFO("%s: rank %d left before all ranks joined", st->name, r);
+  close(st->fd[r]);
+  st->fd[r] = -1;
+  st->arrived--;
+}
+
+/* ---- the loop -------------------------------------------------------------------- */
+
+static int64_t earlier(int64_t a, int64_t b) { return a == 0 ? b : (b == 0 || a < b) ? a : b; }
+
+static int64_t root_next_deadline(const root_state *st) {
+  int64_t dl = st->failed ? st->linger_until : st->deadline;
+  for (int i = 0; i < st->npend; i++) dl = earlier(dl, st->pend[i].deadline);
+  return dl;
+}
+
+/* Fills st->pfd: the listener, the pending connections, the joined ranks. */
+static nfds_t root_fill_pollfds(root_state *st) {
+  nfds_t n = 0;
+  st->pfd[n++] = (struct pollfd){st->npend < ROOT_MAX_PENDING ? st->lfd : -1, POLLIN, 0};
+  for (int i = 0; i < st->npend; i++) st->pfd[n++] = (struct pollfd){st->pend[i].fd, POLLIN, 0};
+  for (int r = 0; r < st->nranks; r++)
+    if (st->fd[r] >= 0) st->pfd[n++] = (struct pollfd){st->fd[r], POLLIN, 0};
+  return n;
+}
+
+static void root_handle_events(root_state *st) {
+  int npend = st->npend;
+  nfds_t k = 1 + (nfds_t)npend;
+  for (int r = 0; r < st->nranks; r++) /* same order as root_fill_pollfds */
+    if (st->fd[r] >= 0 && st->pfd[k++].revents) root_check_joined(st, r);
+  for (int i = 0; i < npend; i++)
+    if (st->pfd[1 + i].revents && st->pend[i].fd >= 0) root_serve_pending(st, &st->pend[i]);
+  root_compact(st);
+  if (st->pfd[0].revents) root_accept(st);
+}
+
+static void root_expire(root_state *st) {
+  int64_t now = kolo_now_ms();
+  char why[80];
+  snprintf(why, sizeof why, "sent no complete hello within %d ms", KOLO_HELLO_TIMEOUT_MS);
+  for (int i = 0; i < st->npend; i++)
+    if (now >= st->pend[i].deadline) root_drop_pending(st, &st->pend[i], why);
+  root_compact(st);
+  if (!st->failed && st->deadline != 0 && now >= st->deadline && st->arrived < st->nranks)
+    root_fail_missing(st);
+}
+
+/* One round of the loop: 0 when the root is done. */
+static int root_step(root_state *st) {
+  nfds_t n = root_fill_pollfds(st);
+  if (kolo_poll(st->pfd, n, root_next_deadline(st)) < 0) {
+    char why[160];
+    snprintf(why, sizeof why, "%s: poll failed: %s", st->name, strerror(errno));
+    root_fail(st, koloSystemError, why);
+    return 0;
+  }
+  root_handle_events(st);
+  root_expire(st);
+  if (!st->failed && st->nranks != 0 && st->arrived == st->nranks) {
+    root_send_table(st);
+    return 0;
+  }
+  return !st->failed || kolo_now_ms() < st->linger_until;
+}
+
+static void *root_main(void *arg) {
+  root_state *st = arg;
+  while (root_step(st)) {
+  }
+  KOLO_INFO("%s: done", st->name);
+  root_free(st);
   return NULL;
+}
+
+/* ---- start -------------------------------------------------------------------------- */
+
+static int is_wildcard(const struct sockaddr_storage *a) {
+  if (a->ss_family == AF_INET6)
+    return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)a)->sin6_addr);
+  return ((const struct sockaddr_in *)a)->sin_addr.s_addr == htonl(INADDR_ANY);
+}
+
+/* Fills a new uid: where to listen, a job id and the secret. */
+static koloResult_t root_new_uid(const struct sockaddr_storage *bind_addr, const uint8_t *secret,
+                                 kolo_errbuf *eb, kolo_uid *u) {
+  memset(u, 0, sizeof *u);
+  u->magic = KOLO_UID_MAGIC;
+  koloResult_t res = koloSuccess;
+  if (bind_addr) u->root = *bind_addr;
+  else res = kolo_bootstrap_pick_addr(&u->root, eb);
+  if (res == koloSuccess && !bind_addr) kolo_addr_set_port(&u->root, 0);
+  if (res == koloSuccess) res = kolo_random(&u->job, sizeof u->job, eb);
+  if (res == koloSuccess && secret) memcpy(u->secret, secret, sizeof u->secret);
+  else if (res == koloSuccess) res = kolo_random(u->secret, sizeof u->secret, eb);
+  return res;
+}
+
+/* Ranks cannot connect to a wildcard: advertise this host's address. */
+static koloResult_t root_advertise(kolo_uid *u, kolo_errbuf *eb) {
+  if (!is_wildcard(&u->root)) return koloSuccess;
+  struct sockaddr_storage a;
+  koloResult_t res = pick_addr_of(u->root.ss_family, &a, eb);
+  if (res != koloSuccess) return res;
+  kolo_addr_set_port(&a, kolo_addr_port(&u->root));
+  u->root = a;
+  return koloSuccess;
+}
+
+static koloResult_t root_spawn(root_state *st, kolo_errbuf *eb) {
+  pthread_attr_t attr;
+  pthread_t tid;
+  int err = pthread_attr_init(&attr);
+  if (err == 0) err = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  if (err == 0) err = pthread_create(&tid, &attr, root_main, st);
+  pthread_attr_destroy(&attr);
+  if (err != 0) return kolo_syserror(eb, err, "cannot start the bootstrap %s thread", st->name);
+  return koloSuccess;
 }
 
 koloResult_t kolo_bootstrap_root_start(const struct sockaddr_storage *bind_addr, const uint8_t *secret,
                                        int timeout_ms, kolo_uid *uid, kolo_errbuf *eb) {
   kolo_uid u;
-  memset(&u, 0, sizeof u);
-  u.magic = KOLO_UID_MAGIC;
-  koloResult_t res = bind_addr ? koloSuccess : kolo_bootstrap_pick_addr(&u.root, eb);
-  if (bind_addr) u.root = *bind_addr;
-  if (res == koloSuccess) res = kolo_random(&u.job, sizeof u.job, eb);
-  if (res == koloSuccess && secret) memcpy(u.secret, secret, sizeof u.secret);
-  else if (res == koloSuccess) res = kolo_random(u.secret, sizeof u.secret, eb);
-  root_args *a = res == koloSuccess ? calloc(1, sizeof *a) : NULL;
-  if (res == koloSuccess && a == NULL) res = kolo_error(eb, koloSystemError, "out of memory starting the root");
+  koloResult_t res = root_new_uid(bind_addr, secret, eb, &u);
   if (res != koloSuccess) return res;
-  if (!bind_addr) ((struct sockaddr_in *)&u.root)->sin_port = 0; /* same offset for v6 */
-  res = kolo_sock_listen(&u.root, &a->lfd, eb);
-  if (res != koloSuccess) {
-    free(a);
-    return res;
+  root_state *st = calloc(1, sizeof *st);
+  if (st == NULL) return kolo_error(eb, koloSystemError, "out of memory starting the bootstrap root");
+  st->pfd = calloc(1 + ROOT_MAX_PENDING, sizeof *st->pfd);
+  if (st->pfd == NULL) {
+    res = kolo_error(eb, koloSystemError, "out of memory starting the bootstrap root");
+    goto free_state;
   }
-  a->timeout_ms = timeout_ms;
-  memcpy(a->secret, u.secret, sizeof a->secret);
-  kolo_addr_str(&u.root, a->name, sizeof a->name);
-  char name[80];
-  memcpy(name, a->name, sizeof name); /* the thread owns `a` once started */
-  pthread_attr_t attr;
-  pthread_t tid;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  int err = pthread_create(&tid, &attr, root_main, a);
-  pthread_attr_destroy(&attr);
-  if (err != 0) {
-    close(a->lfd);
-    free(a);
-    return kolo_syserror(eb, err, "cannot start the bootstrap root thread");
-  }
-  KOLO_INFO("bootstrap root listening on %s", name);
+  res = kolo_sock_listen(&u.root, eb, &st->lfd);
+  if (res != koloSuccess) goto free_state;
+  res = root_advertise(&u, eb);
+  if (res != koloSuccess) goto close_listener;
+  st->timeout_ms = timeout_ms > 0 ? timeout_ms : 0;
+  st->first_rank = -1;
+  memcpy(st->secret, u.secret, sizeof st->secret);
+  char addr[80];
+  kolo_addr_str(&u.root, addr, sizeof addr);
+  snprintf(st->name, sizeof st->name, "root %s", addr);
+  res = root_spawn(st, eb); /* from here on the thread owns st */
+  if (res != koloSuccess) goto close_listener;
+  KOLO_INFO("bootstrap root listening on %s", addr);
   *uid = u;
   return koloSuccess;
+
+close_listener:
+  close(st->lfd);
+free_state:
+  free(st->pfd);
+  free(st);
+  return res;
 }

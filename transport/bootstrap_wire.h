@@ -1,51 +1,93 @@
-/* bootstrap_wire.h - what the bootstrap sends on the wire (internal). */
+/* bootstrap_wire.h - what the bootstrap sends on the wire (internal).
+ *
+ * Every message, on root and mesh connections alike, is a header
+ * {magic, tag, len} followed by len bytes.  A connection opens with a hello:
+ * a rank_hello to the root, a mesh_hello between ranks.  Both sides run the
+ * same library build, so structs travel in host byte order.
+ */
 #ifndef KOLO_TRANSPORT_BOOTSTRAP_WIRE_H
 #define KOLO_TRANSPORT_BOOTSTRAP_WIRE_H
 
 #include "transport/bootstrap.h"
 #include "transport/socket.h"
 
-#define KOLO_WIRE_MAGIC 0x6b6f6c6f626f6f74ull /* "koloboot" */
-/* Largest mesh message: bigger lengths are garbage or an attack. */
-#define KOLO_MAX_MSG_BYTES (64u << 20)
+#define KOLO_WIRE_MAGIC 0x6b6f6c6fu /* "kolo" */
+/* Largest message: bigger lengths are garbage or an attack. */
+#define KOLO_MAX_MSG_BYTES ((uint64_t)64 << 20)
+/* Most ranks a job may have (as in koloCommInitRank). */
+#define KOLO_MAX_RANKS (1 << 20)
+/* A new connection must present its whole hello this soon. */
+#define KOLO_HELLO_TIMEOUT_MS 5000
+
+/* Tags of the bootstrap's own messages (mesh messages after the hello
+ * carry the caller's tags). */
+enum {
+  KOLO_TAG_RANK_HELLO = 0x6b000001u, /* rank -> root: rank_hello */
+  KOLO_TAG_TABLE = 0x6b000002u,      /* root -> rank: nranks kolo_peer_info */
+  KOLO_TAG_REFUSED = 0x6b000003u,    /* root -> rank: root_refusal */
+  KOLO_TAG_MESH_HELLO = 0x6b000004u  /* rank -> rank: mesh_hello */
+};
+
+typedef struct {
+  uint32_t magic; /* KOLO_WIRE_MAGIC */
+  uint32_t tag;
+  uint64_t len; /* bytes that follow */
+} kolo_wire_header;
 
 /* rank -> root, first thing on the connection */
 typedef struct {
-  uint64_t magic;
   uint8_t secret[KOLO_SECRET_BYTES];
   int32_t rank, nranks;
   kolo_peer_info info;
-} rank_hello;
+} kolo_rank_hello;
 
-/* root -> rank: status 0 + nranks peer infos, or status 1 + len bytes of text */
+/* root -> rank when the job failed: a result code, then a sentence of
+ * len - 4 bytes (not NUL-terminated). */
 typedef struct {
-  uint64_t magic;
-  uint32_t status;
-  uint32_t len;
-} root_reply;
+  int32_t result;
+  char text[KOLO_ERR_LEN];
+} kolo_root_refusal;
 
 /* rank -> rank, first thing on a mesh connection */
 typedef struct {
-  uint64_t magic;
   uint8_t secret[KOLO_SECRET_BYTES];
   uint64_t job;
-  int32_t rank, pad;
-} mesh_hello;
+  int32_t rank, nranks;
+} kolo_mesh_hello;
 
-/* header of every mesh message */
-typedef struct {
-  uint32_t magic; /* KOLO_MSG_MAGIC */
-  uint32_t tag;
-  uint64_t len;
-} msg_header;
-#define KOLO_MSG_MAGIC 0x6b6d7367u
-
+/* Constant-time comparison of two secrets: 1 when equal. */
 static inline int kolo_secret_equal(const uint8_t *a, const uint8_t *b) {
-  uint8_t diff = 0; /* constant time */
+  uint8_t diff = 0;
   for (int i = 0; i < KOLO_SECRET_BYTES; i++) diff |= (uint8_t)(a[i] ^ b[i]);
   return diff == 0;
 }
 
+/* Fills buf from getrandom(). */
 koloResult_t kolo_random(void *buf, size_t len, kolo_errbuf *eb);
+
+/* A connection that has been accepted but has not yet presented its hello.
+ * The listener (root or mesh) keeps several, so that a stranger that
+ * stalls cannot hold up the real peers. */
+#define KOLO_HELLO_MAX_BYTES \
+  (sizeof(kolo_rank_hello) > sizeof(kolo_mesh_hello) ? sizeof(kolo_rank_hello) : sizeof(kolo_mesh_hello))
+typedef struct {
+  int fd;
+  int64_t deadline; /* drop it when the hello is not complete by then */
+  size_t got;       /* bytes of hdr + body received */
+  char from[64];    /* the peer's address, for logs */
+  kolo_wire_header hdr;
+  unsigned char body[KOLO_HELLO_MAX_BYTES];
+} kolo_pending_hello;
+
+enum { KOLO_HELLO_MORE = 0, KOLO_HELLO_DONE = 1, KOLO_HELLO_DROP = -1 };
+
+/* Starts reading a hello on a freshly accepted fd (taken over). */
+void kolo_pending_start(kolo_pending_hello *p, int fd, const struct sockaddr_storage *from);
+/* Reads what has arrived.  KOLO_HELLO_DONE once the header (tag `tag`,
+ * length `body_len` exactly) and body are in; KOLO_HELLO_DROP with a
+ * sentence in why when the peer sent garbage, a wrong or oversized length,
+ * closed early (truncated) or failed.  KOLO_HELLO_MORE otherwise. */
+int kolo_pending_step(kolo_pending_hello *p, uint32_t tag, size_t body_len, char *why,
+                      size_t why_len);
 
 #endif

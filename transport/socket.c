@@ -3,14 +3,14 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+/* ---- time ---------------------------------------------------------------- */
 
 int64_t kolo_now_ms(void) {
   struct timespec ts;
@@ -20,12 +20,21 @@ int64_t kolo_now_ms(void) {
 
 int64_t kolo_deadline(int timeout_ms) { return timeout_ms > 0 ? kolo_now_ms() + timeout_ms : 0; }
 
-/* Milliseconds left for poll(): -1 without a deadline, 0 when past it. */
-static int poll_ms(int64_t deadline) {
+int kolo_poll_ms(int64_t deadline) {
   if (deadline == 0) return -1;
   int64_t left = deadline - kolo_now_ms();
-  return left <= 0 ? 0 : (left > 1000000 ? 1000000 : (int)left);
+  if (left <= 0) return 0;
+  return left > 1000000 ? 1000000 : (int)left;
 }
+
+int kolo_poll(struct pollfd *fds, nfds_t n, int64_t deadline) {
+  for (;;) {
+    int ready = poll(fds, n, kolo_poll_ms(deadline));
+    if (ready >= 0 || errno != EINTR) return ready;
+  }
+}
+
+/* ---- addresses ----------------------------------------------------------- */
 
 void kolo_addr_str(const struct sockaddr_storage *a, char *buf, size_t len) {
   char host[INET6_ADDRSTRLEN] = "?";
@@ -38,7 +47,7 @@ void kolo_addr_str(const struct sockaddr_storage *a, char *buf, size_t len) {
     inet_ntop(AF_INET6, &v6->sin6_addr, host, sizeof host);
     snprintf(buf, len, "[%s]:%u", host, ntohs(v6->sin6_port));
   } else {
-    snprintf(buf, len, "(family %d)", a->ss_family);
+    snprintf(buf, len, "(address family %d)", a->ss_family);
   }
 }
 
@@ -46,23 +55,45 @@ socklen_t kolo_addr_len(const struct sockaddr_storage *a) {
   return a->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 }
 
+int kolo_addr_port(const struct sockaddr_storage *a) {
+  if (a->ss_family == AF_INET6) return ntohs(((const struct sockaddr_in6 *)a)->sin6_port);
+  return ntohs(((const struct sockaddr_in *)a)->sin_port);
+}
+
+void kolo_addr_set_port(struct sockaddr_storage *a, int port) {
+  if (a->ss_family == AF_INET6) ((struct sockaddr_in6 *)a)->sin6_port = htons((uint16_t)port);
+  else ((struct sockaddr_in *)a)->sin_port = htons((uint16_t)port);
+}
+
+/* ---- connections --------------------------------------------------------- */
+
+static int set_nodelay(int fd) {
+  int one = 1;
+  return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+/* A non-blocking, close-on-exec TCP socket, or -1 with errno. */
 static int make_socket(int family) {
   int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (set_nodelay(fd) != 0) {
+    int err = errno;
+    close(fd);
+    errno = err;
+    return -1;
+  }
   return fd;
 }
 
-koloResult_t kolo_sock_listen(struct sockaddr_storage *addr, int *fd, kolo_errbuf *eb) {
+koloResult_t kolo_sock_listen(struct sockaddr_storage *addr, kolo_errbuf *eb, int *fd) {
   char name[80];
   kolo_addr_str(addr, name, sizeof name);
   int s = make_socket(addr->ss_family);
   if (s < 0) return kolo_syserror(eb, errno, "cannot create a socket to listen on %s", name);
   int one = 1;
-  setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   socklen_t len = kolo_addr_len(addr);
-  if (bind(s, (struct sockaddr *)addr, len) != 0 || listen(s, SOMAXCONN) != 0 ||
+  if (setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+      bind(s, (struct sockaddr *)addr, len) != 0 || listen(s, SOMAXCONN) != 0 ||
       getsockname(s, (struct sockaddr *)addr, &len) != 0) {
     int err = errno;
     close(s);
@@ -72,121 +103,156 @@ koloResult_t kolo_sock_listen(struct sockaddr_storage *addr, int *fd, kolo_errbu
   return koloSuccess;
 }
 
-/* Waits for fd to become ready for `events`; koloTimeout at the deadline. */
-static koloResult_t wait_fd(int fd, short events, int64_t deadline, kolo_errbuf *eb,
-                            const char *what, const char *who) {
-  for (;;) {
-    struct pollfd p = {fd, events, 0};
-    int n = poll(&p, 1, poll_ms(deadline));
-    if (n > 0) return koloSuccess;
-    if (n == 0) return kolo_error(eb, koloTimeout, "timed out %s %s", what, who);
-    if (errno != EINTR) return kolo_syserror(eb, errno, "poll failed %s %s", what, who);
-  }
+/* A connection to our own port (TCP simultaneous open when nobody listens
+ * on a local ephemeral port) is no connection to the listener. */
+static int connected_to_self(int fd) {
+  struct sockaddr_storage me, peer;
+  socklen_t ml = sizeof me, pl = sizeof peer;
+  if (getsockname(fd, (struct sockaddr *)&me, &ml) != 0 ||
+      getpeername(fd, (struct sockaddr *)&peer, &pl) != 0)
+    return 0;
+  return ml == pl && memcmp(&me, &peer, ml) == 0;
 }
 
-static koloResult_t try_connect(const struct sockaddr_storage *addr, int64_t deadline, int *fd,
-                                int *err) {
+/* One attempt: 0 and *fd on success, else an errno (ETIMEDOUT at the
+ * deadline). */
+static int try_connect(const struct sockaddr_storage *addr, int64_t deadline, int *fd) {
   int s = make_socket(addr->ss_family);
-  if (s < 0) {
-    *err = errno;
-    return koloSystemError;
-  }
-  if (connect(s, (const struct sockaddr *)addr, kolo_addr_len(addr)) == 0) {
-    *fd = s;
-    return koloSuccess;
-  }
-  *err = errno;
-  if (*err == EINPROGRESS) {
+  if (s < 0) return errno;
+  int err = 0;
+  if (connect(s, (const struct sockaddr *)addr, kolo_addr_len(addr)) != 0) err = errno;
+  if (err == EINPROGRESS || err == EINTR) {
     struct pollfd p = {s, POLLOUT, 0};
-    int n;
-    do n = poll(&p, 1, poll_ms(deadline));
-    while (n < 0 && errno == EINTR);
-    socklen_t l = sizeof *err;
-    if (n > 0 && getsockopt(s, SOL_SOCKET, SO_ERROR, err, &l) == 0 && *err == 0) {
-      *fd = s;
-      return koloSuccess;
-    }
-    if (n == 0) *err = ETIMEDOUT;
+    int n = kolo_poll(&p, 1, deadline);
+    socklen_t l = sizeof err;
+    if (n < 0) err = errno;
+    else if (n == 0) err = ETIMEDOUT;
+    else if (getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &l) != 0) err = errno;
   }
-  close(s);
-  return koloSystemError;
+  if (err == 0 && connected_to_self(s)) err = ECONNREFUSED;
+  if (err != 0) {
+    close(s);
+    return err;
+  }
+  *fd = s;
+  return 0;
 }
 
-koloResult_t kolo_sock_connect(const struct sockaddr_storage *addr, int64_t deadline, int *fd,
-                               kolo_errbuf *eb, const char *who) {
-  char name[80];
-  kolo_addr_str(addr, name, sizeof name);
+/* Errors that mean "nobody listens there yet": worth another try. */
+static int retryable(int err) {
+  return err == ECONNREFUSED || err == ETIMEDOUT || err == ECONNRESET || err == EAGAIN ||
+         err == EHOSTUNREACH || err == ENETUNREACH || err == EADDRNOTAVAIL || err == EINTR;
+}
+
+koloResult_t kolo_sock_connect(const struct sockaddr_storage *addr, int64_t deadline,
+                               int timeout_ms, const char *who, kolo_errbuf *eb, int *fd) {
   for (int delay_ms = 1;; delay_ms = delay_ms < 100 ? delay_ms * 2 : 100) {
-    int err = 0;
-    if (try_connect(addr, deadline, fd, &err) == koloSuccess) return koloSuccess;
-    /* Refused or unreachable: the listener may not be up yet; retry. */
-    int retry = err == ECONNREFUSED || err == ETIMEDOUT || err == ECONNRESET || err == EAGAIN;
-    if (!retry) return kolo_syserror(eb, err, "cannot connect to %s at %s", who, name);
-    if (deadline != 0 && kolo_now_ms() + delay_ms >= deadline)
-      return kolo_error(eb, koloTimeout, "%s at %s did not answer within the timeout", who, name);
-    struct timespec ts = {0, delay_ms * 1000000L};
+    int err = try_connect(addr, deadline, fd);
+    if (err == 0) return koloSuccess;
+    if (!retryable(err)) return kolo_syserror(eb, err, "cannot connect to %s", who);
+    int64_t left = deadline == 0 ? delay_ms : deadline - kolo_now_ms();
+    if (left <= 0)
+      return kolo_error(eb, koloTimeout, "%s did not answer within %d ms (last attempt: %s)", who,
+                        timeout_ms, strerror(err));
+    struct timespec ts = {0, (left < delay_ms ? left : delay_ms) * 1000000L};
     nanosleep(&ts, NULL);
   }
 }
 
-koloResult_t kolo_sock_accept(int lfd, int64_t deadline, int *fd, kolo_errbuf *eb) {
+koloResult_t kolo_sock_accept(int lfd, struct sockaddr_storage *from, kolo_errbuf *eb,
+                              int *fd) {
   for (;;) {
-    int s = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    struct sockaddr_storage peer;
+    socklen_t len = sizeof peer;
+    int s = accept4(lfd, (struct sockaddr *)&peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (s >= 0 && set_nodelay(s) != 0) {
+      int err = errno;
+      close(s);
+      return kolo_syserror(eb, err, "cannot set TCP_NODELAY on an accepted connection");
+    }
     if (s >= 0) {
-      int one = 1;
-      setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      if (from) *from = peer;
       *fd = s;
       return koloSuccess;
     }
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
-      return kolo_syserror(eb, errno, "accept failed");
-    koloResult_t res = wait_fd(lfd, POLLIN, deadline, eb, "waiting for", "connections");
-    if (res != koloSuccess) return res;
+    if (errno == EINTR || errno == ECONNABORTED) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return kolo_syserror(eb, errno, "accept failed");
+    *fd = -1;
+    return koloSuccess;
   }
 }
 
-koloResult_t kolo_sock_send(int fd, const void *buf, size_t len, int64_t deadline,
-                            kolo_errbuf *eb, const char *who) {
+/* ---- data ---------------------------------------------------------------- */
+
+ssize_t kolo_sock_read_some(int fd, void *buf, size_t len, int *err) {
+  for (;;) {
+    ssize_t n = recv(fd, buf, len, MSG_DONTWAIT);
+    if (n > 0) return n;
+    if (n == 0 && len > 0) {
+      *err = 0;
+      return -1;
+    }
+    if (n == 0) return 0;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    *err = errno;
+    return -1;
+  }
+}
+
+/* Waits until fd is ready for `events`; koloTimeout at the deadline. */
+static koloResult_t wait_fd(int fd, short events, int64_t deadline, const char *what,
+                            const char *who, kolo_errbuf *eb) {
+  struct pollfd p = {fd, events, 0};
+  int n = kolo_poll(&p, 1, deadline);
+  if (n > 0) return koloSuccess;
+  if (n == 0) return kolo_error(eb, koloTimeout, "timed out %s %s", what, who);
+  return kolo_syserror(eb, errno, "poll failed %s %s", what, who);
+}
+
+static koloResult_t peer_gone(int err, const char *who, kolo_errbuf *eb) {
+  if (err == EPIPE || err == ECONNRESET)
+    return kolo_error(eb, koloRemoteError, "%s closed its connection (%s)", who, strerror(err));
+  return kolo_syserror(eb, err, "connection to %s failed", who);
+}
+
+koloResult_t kolo_sock_send_all(int fd, const void *buf, size_t len, int64_t deadline,
+                                const char *who, kolo_errbuf *eb) {
   const char *p = buf;
   while (len > 0) {
-    ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+    ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n > 0) {
       p += n;
       len -= (size_t)n;
+    } else if (n < 0 && errno == EINTR) {
       continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      koloResult_t res = wait_fd(fd, POLLOUT, deadline, eb, "sending to", who);
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      koloResult_t res = wait_fd(fd, POLLOUT, deadline, "sending to", who, eb);
       if (res != koloSuccess) return res;
-      continue;
+    } else {
+      return peer_gone(n < 0 ? errno : EPIPE, who, eb);
     }
-    if (errno == EPIPE || errno == ECONNRESET)
-      return kolo_error(eb, koloRemoteError, "%s closed its connection", who);
-    return kolo_syserror(eb, errno, "send to %s failed", who);
   }
   return koloSuccess;
 }
 
-koloResult_t kolo_sock_recv(int fd, void *buf, size_t len, int64_t deadline, kolo_errbuf *eb,
-                            const char *who) {
+koloResult_t kolo_sock_recv_all(int fd, void *buf, size_t len, int64_t deadline,
+                                const char *who, kolo_errbuf *eb) {
   char *p = buf;
   while (len > 0) {
-    ssize_t n = recv(fd, p, len, 0);
+    int err = 0;
+    ssize_t n = kolo_sock_read_some(fd, p, len, &err);
     if (n > 0) {
       p += n;
       len -= (size_t)n;
-      continue;
-    }
-    if (n == 0) return kolo_error(eb, koloRemoteError, "%s closed its connection", who);
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      koloResult_t res = wait_fd(fd, POLLIN, deadline, eb, "waiting for", who);
+    } else if (n == 0) {
+      koloResult_t res = wait_fd(fd, POLLIN, deadline, "waiting for", who, eb);
       if (res != koloSuccess) return res;
-      continue;
+    } else if (err == 0) {
+      return kolo_error(eb, koloRemoteError, "%s closed its connection", who);
+    } else {
+      return peer_gone(err, who, eb);
     }
-    if (errno == ECONNRESET) return kolo_error(eb, koloRemoteError, "%s reset its connection", who);
-    return kolo_syserror(eb, errno, "recv from %s failed", who);
   }
   return koloSuccess;
 }

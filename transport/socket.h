@@ -1,14 +1,19 @@
 /* socket.h - small TCP helpers with deadlines, for the bootstrap.
  *
- * Sockets are non-blocking and close-on-exec; every wait goes through
- * poll() with an absolute deadline (0: none), so that no call can hang.
- * Errors are reported into an errbuf naming `who` (a rank or an address). */
+ * Sockets are non-blocking, close-on-exec and TCP_NODELAY; every wait goes
+ * through poll() with an absolute deadline in monotonic milliseconds (0: no
+ * bound), EINTR is retried, and no send raises SIGPIPE.  Errors are reported
+ * into an errbuf naming `who` (a rank or an address, e.g. "rank 3
+ * (10.0.0.2:4711)").  Thread safe: no state outside the arguments.
+ */
 #ifndef KOLO_TRANSPORT_SOCKET_H
 #define KOLO_TRANSPORT_SOCKET_H
 
+#include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "core/error.h"
 
@@ -16,22 +21,42 @@
 int64_t kolo_now_ms(void);
 /* Deadline timeout_ms from now; 0 when timeout_ms <= 0 (no bound). */
 int64_t kolo_deadline(int timeout_ms);
+/* poll()'s timeout for a deadline: -1 without one, 0 once it has passed. */
+int kolo_poll_ms(int64_t deadline);
+/* poll() that retries EINTR: the number of ready fds, 0 at the deadline,
+ * -1 with errno on failure. */
+int kolo_poll(struct pollfd *fds, nfds_t n, int64_t deadline);
 
 /* "1.2.3.4:5" or "[::1]:5". */
 void kolo_addr_str(const struct sockaddr_storage *a, char *buf, size_t len);
 socklen_t kolo_addr_len(const struct sockaddr_storage *a);
+/* The port of an AF_INET / AF_INET6 address (host order), or sets it. */
+int kolo_addr_port(const struct sockaddr_storage *a);
+void kolo_addr_set_port(struct sockaddr_storage *a, int port);
 
-/* Listens on addr (port 0: any); writes the bound address back. */
-koloResult_t kolo_sock_listen(struct sockaddr_storage *addr, int *fd, kolo_errbuf *eb);
-/* Connects to addr, retrying refused connections until the deadline. */
-koloResult_t kolo_sock_connect(const struct sockaddr_storage *addr, int64_t deadline, int *fd,
-                               kolo_errbuf *eb, const char *who);
-/* Accepts one connection; koloTimeout at the deadline. */
-koloResult_t kolo_sock_accept(int lfd, int64_t deadline, int *fd, kolo_errbuf *eb);
-/* Whole-buffer I/O.  EOF before the end: koloRemoteError naming who. */
-koloResult_t kolo_sock_send(int fd, const void *buf, size_t len, int64_t deadline,
-                            kolo_errbuf *eb, const char *who);
-koloResult_t kolo_sock_recv(int fd, void *buf, size_t len, int64_t deadline, kolo_errbuf *eb,
-                            const char *who);
+/* Listens on *addr (port 0: any free port) and writes the bound address
+ * back into *addr. */
+koloResult_t kolo_sock_listen(struct sockaddr_storage *addr, kolo_errbuf *eb, int *fd);
+/* Connects to addr, retrying while nobody listens there (refused,
+ * unreachable) until the deadline; at the deadline: koloTimeout "<who> did
+ * not answer within <timeout_ms> ms". */
+koloResult_t kolo_sock_connect(const struct sockaddr_storage *addr, int64_t deadline,
+                               int timeout_ms, const char *who, kolo_errbuf *eb, int *fd);
+/* Accepts one pending connection without waiting: *fd = -1 when there is
+ * none.  *from (may be NULL) receives the peer's address. */
+koloResult_t kolo_sock_accept(int lfd, struct sockaddr_storage *from, kolo_errbuf *eb,
+                              int *fd);
+
+/* Reads what is there, up to len bytes, without waiting: the number of
+ * bytes read (0: none ready), or -1 with *err = 0 at end of stream, else
+ * the errno. */
+ssize_t kolo_sock_read_some(int fd, void *buf, size_t len, int *err);
+
+/* Whole-buffer I/O, waiting until the deadline (koloTimeout).  End of
+ * stream or a reset connection: koloRemoteError naming who. */
+koloResult_t kolo_sock_send_all(int fd, const void *buf, size_t len, int64_t deadline,
+                                const char *who, kolo_errbuf *eb);
+koloResult_t kolo_sock_recv_all(int fd, void *buf, size_t len, int64_t deadline,
+                                const char *who, kolo_errbuf *eb);
 
 #endif

@@ -1,0 +1,720 @@
+// test_bootstrap.cc - transport/bootstrap: the unique id, the choice of
+// interface, the root's rendezvous, the mesh, tagged messages, allgather,
+// barrier and liveness, with ranks as threads of this process.
+//
+// Hostile peers are raw TCP clients speaking the wire format of
+// transport/bootstrap_wire.h (wrong secret, garbage, truncated or oversized
+// hellos, a fake rank that sends an oversized mesh message).  Every test
+// ends with a leak check: the process has as many fds as before (roots are
+// detached threads that close theirs shortly after the job is done, or
+// after lingering timeout_ms past a failure, so the check waits for them).
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern "C" {
+#include "transport/bootstrap.h"
+#include "transport/bootstrap_wire.h"
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t ms_since(Clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+}
+
+int count_fds() {
+  DIR *d = opendir("/proc/self/fd");
+  if (d == nullptr) return -1;
+  int n = 0;
+  while (readdir(d) != nullptr) n++;
+  closedir(d);
+  return n;
+}
+
+bool contains(const std::string &s, const std::string &part) {
+  return s.find(part) != std::string::npos;
+}
+
+sockaddr_storage loopback4(int port = 0) {
+  sockaddr_storage ss;
+  memset(&ss, 0, sizeof ss);
+  auto *a = reinterpret_cast<sockaddr_in *>(&ss);
+  a->sin_family = AF_INET;
+  a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a->sin_port = htons((uint16_t)port);
+  return ss;
+}
+
+bool have_ipv6_loopback() {
+  int fd = socket(AF_INET6, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_loopback;
+  bool ok = bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0;
+  close(fd);
+  return ok;
+}
+
+// Sets an environment variable for one scope.
+class EnvGuard {
+ public:
+  EnvGuard(const char *name, const char *value) : name_(name) {
+    const char *old = getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (value) setenv(name, value, 1);
+    else unsetenv(name);
+  }
+  ~EnvGuard() {
+    if (had_) setenv(name_, old_.c_str(), 1);
+    else unsetenv(name_);
+  }
+
+ private:
+  const char *name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+kolo_uid start_root(int timeout_ms, const sockaddr_storage *bind = nullptr) {
+  sockaddr_storage lo = loopback4();
+  kolo_uid uid;
+  kolo_errbuf eb{};
+  koloResult_t res = kolo_bootstrap_root_start(bind ? bind : &lo, nullptr, timeout_ms, &uid, &eb);
+  EXPECT_EQ(res, koloSuccess) << eb.msg;
+  return uid;
+}
+
+// What one rank thread saw.
+struct RankOutcome {
+  koloResult_t res = koloInternalError;
+  std::string error;
+  int64_t elapsed_ms = 0;
+};
+
+using RankBody = std::function<void(kolo_bootstrap *, int)>;
+
+// Runs `ranks` (rank numbers, each with nranks) as threads: init, body,
+// destroy.  Returns each init's outcome.
+std::vector<RankOutcome> run_ranks(const kolo_uid &uid, const std::vector<int> &ranks, int nranks,
+                                   int timeout_ms, const RankBody &body = nullptr) {
+  std::vector<RankOutcome> out(ranks.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < ranks.size(); i++) {
+    threads.emplace_back([&, i] {
+      kolo_errbuf eb{};
+      kolo_bootstrap *bs = nullptr;
+      auto t0 = Clock::now();
+      out[i].res = kolo_bootstrap_init(&uid, ranks[i], nranks, timeout_ms, &eb, &bs);
+      out[i].elapsed_ms = ms_since(t0);
+      out[i].error = eb.msg;
+      if (out[i].res != koloSuccess) {
+        EXPECT_EQ(bs, nullptr);
+        return;
+      }
+      EXPECT_EQ(kolo_bootstrap_errbuf(bs), &eb);
+      if (body) body(bs, ranks[i]);
+      kolo_bootstrap_destroy(bs);
+    });
+  }
+  for (auto &t : threads) t.join();
+  return out;
+}
+
+std::vector<int> iota(int n) {
+  std::vector<int> v(n);
+  for (int i = 0; i < n; i++) v[i] = i;
+  return v;
+}
+
+// ---- raw clients ---------------------------------------------------------
+
+int raw_connect(const sockaddr_storage &to) {
+  int fd = socket(to.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  socklen_t len = to.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  if (connect(fd, reinterpret_cast<const sockaddr *>(&to), len) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool raw_send(int fd, const void *p, size_t n) {
+  return send(fd, p, n, MSG_NOSIGNAL) == (ssize_t)n;
+}
+
+bool raw_recv(int fd, void *p, size_t n, int timeout_ms) {
+  char *c = static_cast<char *>(p);
+  while (n > 0) {
+    pollfd pf{fd, POLLIN, 0};
+    if (poll(&pf, 1, timeout_ms) <= 0) return false;
+    ssize_t got = recv(fd, c, n, 0);
+    if (got <= 0) return false;
+    c += got;
+    n -= (size_t)got;
+  }
+  return true;
+}
+
+// True when the other side closes fd within timeout_ms (reading and
+// discarding anything it sends first).
+bool closed_by_peer(int fd, int timeout_ms) {
+  auto t0 = Clock::now();
+  char buf[4096];
+  while (ms_since(t0) < timeout_ms) {
+    pollfd pf{fd, POLLIN, 0};
+    if (poll(&pf, 1, 50) <= 0) continue;
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return true;
+  }
+  return false;
+}
+
+struct RankHelloMsg {
+  kolo_wire_header hdr;
+  kolo_rank_hello body;
+};
+
+RankHelloMsg make_rank_hello(const kolo_uid &uid, int rank, int nranks) {
+  RankHelloMsg m;
+  memset(&m, 0, sizeof m);
+  m.hdr.magic = KOLO_WIRE_MAGIC;
+  m.hdr.tag = KOLO_TAG_RANK_HELLO;
+  m.hdr.len = sizeof m.body;
+  memcpy(m.body.secret, uid.secret, sizeof m.body.secret);
+  m.body.rank = rank;
+  m.body.nranks = nranks;
+  m.body.info.addr = loopback4(1);
+  m.body.info.rank = rank;
+  return m;
+}
+
+// ---- fixture: leak check ---------------------------------------------------
+
+class Bootstrap : public ::testing::Test {
+ protected:
+  void SetUp() override { fds_before_ = count_fds(); }
+  void TearDown() override {
+    // Roots exit on their own: give them time to close their sockets.
+    auto t0 = Clock::now();
+    while (count_fds() != fds_before_ && ms_since(t0) < 8000)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_EQ(count_fds(), fds_before_) << "file descriptors leaked";
+  }
+  int fds_before_ = 0;
+};
+
+// ---- the unique id -----------------------------------------------------------
+
+TEST_F(Bootstrap, UniqueIdRoundTrip) {
+  kolo_uid uid;
+  memset(&uid, 0, sizeof uid);
+  uid.magic = KOLO_UID_MAGIC;
+  uid.job = 0x1234567890abcdefull;
+  for (int i = 0; i < KOLO_SECRET_BYTES; i++) uid.secret[i] = (uint8_t)(i * 7 + 1);
+  uid.root = loopback4(4242);
+  koloUniqueId id;
+  kolo_uid_encode(&uid, &id);
+  kolo_uid back;
+  kolo_errbuf eb{};
+  ASSERT_EQ(kolo_uid_decode(&id, &back, &eb), koloSuccess) << eb.msg;
+  EXPECT_EQ(back.magic, uid.magic);
+  EXPECT_EQ(back.job, uid.job);
+  EXPECT_EQ(memcmp(back.secret, uid.secret, KOLO_SECRET_BYTES), 0);
+  EXPECT_EQ(memcmp(&back.root, &uid.root, sizeof(sockaddr_in)), 0);
+
+  id.internal[0] ^= 1;  // bad magic
+  EXPECT_EQ(kolo_uid_decode(&id, &back, &eb), koloInvalidArgument);
+  EXPECT_TRUE(contains(eb.msg, "magic")) << eb.msg;
+
+  uid.root = loopback4(0);  // no port: no root
+  kolo_uid_encode(&uid, &id);
+  EXPECT_EQ(kolo_uid_decode(&id, &back, &eb), koloInvalidArgument);
+}
+
+// ---- interface choice ----------------------------------------------------------
+
+TEST_F(Bootstrap, PickAddrDefaultAndLoopback) {
+  EnvGuard ifn("KOLO_SOCKET_IFNAME", nullptr), fam("KOLO_SOCKET_FAMILY", nullptr);
+  sockaddr_storage a;
+  kolo_errbuf eb{};
+  ASSERT_EQ(kolo_bootstrap_pick_addr(&a, &eb), koloSuccess) << eb.msg;
+  EXPECT_TRUE(a.ss_family == AF_INET || a.ss_family == AF_INET6);
+
+  for (const char *spec : {"lo", "=lo", "l", "nosuch,lo", "=eth0,lo"}) {
+    EnvGuard g("KOLO_SOCKET_IFNAME", spec);
+    ASSERT_EQ(kolo_bootstrap_pick_addr(&a, &eb), koloSuccess) << spec << ": " << eb.msg;
+    ASSERT_EQ(a.ss_family, AF_INET) << spec;  // IPv4 preferred
+    EXPECT_EQ(reinterpret_cast<sockaddr_in *>(&a)->sin_addr.s_addr, htonl(INADDR_LOOPBACK)) << spec;
+  }
+}
+
+TEST_F(Bootstrap, PickAddrExcludeExactAndErrors) {
+  EnvGuard fam("KOLO_SOCKET_FAMILY", nullptr);
+  sockaddr_storage a;
+  kolo_errbuf eb{};
+  {
+    EnvGuard g("KOLO_SOCKET_IFNAME", "=l");  // exact: "l" is not "lo"
+    koloResult_t res = kolo_bootstrap_pick_addr(&a, &eb);
+    if (res == koloSuccess) ADD_FAILURE() << "=l matched an interface";
+    else EXPECT_TRUE(contains(eb.msg, "KOLO_SOCKET_IFNAME==l")) << eb.msg;
+  }
+  {
+    EnvGuard g("KOLO_SOCKET_IFNAME", "nosuchif0");
+    EXPECT_EQ(kolo_bootstrap_pick_addr(&a, &eb), koloInvalidUsage);
+    EXPECT_TRUE(contains(eb.msg, "nosuchif0")) << eb.msg;
+  }
+  {
+    EnvGuard g("KOLO_SOCKET_IFNAME", "^lo");  // anything but loopback
+    if (kolo_bootstrap_pick_addr(&a, &eb) == koloSuccess && a.ss_family == AF_INET) {
+      EXPECT_NE(reinterpret_cast<sockaddr_in *>(&a)->sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+    }
+  }
+  {
+    EnvGuard g("KOLO_SOCKET_FAMILY", "AF_BOGUS");
+    EXPECT_EQ(kolo_bootstrap_pick_addr(&a, &eb), koloInvalidArgument);
+    EXPECT_TRUE(contains(eb.msg, "AF_BOGUS")) << eb.msg;
+  }
+  if (have_ipv6_loopback()) {
+    EnvGuard g("KOLO_SOCKET_IFNAME", "lo"), f("KOLO_SOCKET_FAMILY", "AF_INET6");
+    ASSERT_EQ(kolo_bootstrap_pick_addr(&a, &eb), koloSuccess) << eb.msg;
+    ASSERT_EQ(a.ss_family, AF_INET6);
+    EXPECT_TRUE(IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<sockaddr_in6 *>(&a)->sin6_addr));
+  }
+}
+
+// ---- the whole job, N ranks as threads ---------------------------------------------
+
+// Rank r's allgather contribution: random per run (seeds drawn once by the
+// test), cheap to recompute word by word on every rank.
+uint32_t part_value(uint32_t seed, int r, size_t i) {
+  uint64_t x = (seed + (uint64_t)r * 0x9e3779b97f4a7c15ull) ^ (i * 0xbf58476d1ce4e5b9ull);
+  x ^= x >> 31;
+  x *= 0x94d049bb133111ebull;
+  return (uint32_t)(x ^ (x >> 29));
+}
+
+uint32_t random_seed() {
+  static std::mt19937 rng(std::random_device{}());
+  return (uint32_t)rng();
+}
+
+void check_table(kolo_bootstrap *bs, int nranks) {
+  const kolo_peer_info *me = kolo_bootstrap_peer(bs, kolo_bootstrap_rank(bs));
+  ASSERT_NE(me, nullptr);
+  EXPECT_EQ(me->pid, (int32_t)getpid());
+  for (int r = 0; r < nranks; r++) {
+    const kolo_peer_info *p = kolo_bootstrap_peer(bs, r);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(p->rank, r);
+    EXPECT_EQ(p->host_hash, me->host_hash);    // one host
+    EXPECT_EQ(p->proc_token, me->proc_token);  // one process
+    EXPECT_EQ(p->addr.ss_family, AF_INET);
+  }
+  EXPECT_EQ(kolo_bootstrap_peer(bs, nranks), nullptr);
+  EXPECT_EQ(kolo_bootstrap_peer(bs, -1), nullptr);
+}
+
+void check_allgather(kolo_bootstrap *bs, int rank, int nranks, size_t words, uint32_t seed,
+                     uint32_t tag) {
+  std::vector<uint32_t> all(words * nranks, 0xdeadbeef);
+  for (size_t i = 0; i < words; i++) all[(size_t)rank * words + i] = part_value(seed, rank, i);
+  ASSERT_EQ(kolo_bootstrap_allgather(bs, tag, all.data(), words * 4), koloSuccess)
+      << kolo_bootstrap_errbuf(bs)->msg;
+  for (int r = 0; r < nranks; r++)
+    for (size_t i = 0; i < words; i++) {
+      uint32_t want = part_value(seed, r, i);
+      if (all[(size_t)r * words + i] != want) {
+        ADD_FAILURE() << "rank " << rank << ": word " << i << " of rank " << r << " is "
+                      << all[(size_t)r * words + i] << ", expected " << want;
+        return;
+      }
+    }
+}
+
+// Each rank sends tags 3, 2, 1 to every rank (itself included) and receives
+// them as 1, 2, 3: the others wait in the unexpected queue.
+void check_tagged(kolo_bootstrap *bs, int rank, int nranks) {
+  for (int peer = 0; peer < nranks; peer++)
+    for (uint32_t tag = 3; tag >= 1; tag--) {
+      uint64_t v = ((uint64_t)rank << 32) | ((uint64_t)peer << 8) | tag;
+      ASSERT_EQ(kolo_bootstrap_send(bs, peer, 100 + tag, &v, sizeof v), koloSuccess)
+          << kolo_bootstrap_errbuf(bs)->msg;
+    }
+  for (int peer = nranks - 1; peer >= 0; peer--)
+    for (uint32_t tag = 1; tag <= 3; tag++) {
+      uint64_t v = 0;
+      ASSERT_EQ(kolo_bootstrap_recv(bs, peer, 100 + tag, &v, sizeof v), koloSuccess)
+          << kolo_bootstrap_errbuf(bs)->msg;
+      EXPECT_EQ(v, ((uint64_t)peer << 32) | ((uint64_t)rank << 8) | tag);
+    }
+}
+
+class BootstrapRanks : public Bootstrap, public ::testing::WithParamInterface<int> {};
+
+TEST_P(BootstrapRanks, InitAllgatherTaggedBarrier) {
+  const int n = GetParam();
+  kolo_uid uid = start_root(10000);
+  const uint32_t seed = random_seed();
+  std::atomic<int> done{0};
+  auto out = run_ranks(uid, iota(n), n, 10000, [&](kolo_bootstrap *bs, int rank) {
+    EXPECT_EQ(kolo_bootstrap_rank(bs), rank);
+    EXPECT_EQ(kolo_bootstrap_nranks(bs), n);
+    check_table(bs, n);
+    check_allgather(bs, rank, n, 1000, seed, 1);
+    check_allgather(bs, rank, n, 1, seed + 1, 2);
+    check_tagged(bs, rank, n);
+    EXPECT_EQ(kolo_bootstrap_barrier(bs, 50), koloSuccess) << kolo_bootstrap_errbuf(bs)->msg;
+    EXPECT_EQ(kolo_bootstrap_dead_peer(bs), -1);
+    EXPECT_EQ(kolo_bootstrap_barrier(bs, 51), koloSuccess) << kolo_bootstrap_errbuf(bs)->msg;
+    done++;
+  });
+  for (int r = 0; r < n; r++) EXPECT_EQ(out[r].res, koloSuccess) << "rank " << r << ": " << out[r].error;
+  EXPECT_EQ(done.load(), n);
+}
+
+INSTANTIATE_TEST_SUITE_P(N, BootstrapRanks, ::testing::Values(1, 2, 3, 5, 8));
+
+// Every rank sends 8 MiB to every other before reading: more than socket
+// buffers hold (even autotuned on loopback), so sends must read while they
+// wait.
+TEST_F(Bootstrap, LargeAllgatherDoesNotDeadlock) {
+  kolo_uid uid = start_root(20000);
+  const uint32_t seed = random_seed();
+  auto out = run_ranks(uid, iota(3), 3, 20000, [&](kolo_bootstrap *bs, int rank) {
+    check_allgather(bs, rank, 3, (8 << 20) / 4, seed, 9);
+  });
+  for (auto &o : out) EXPECT_EQ(o.res, koloSuccess) << o.error;
+}
+
+TEST_F(Bootstrap, RootOnIPv6AndDefaultInterface) {
+  EnvGuard ifn("KOLO_SOCKET_IFNAME", nullptr), fam("KOLO_SOCKET_FAMILY", nullptr);
+  {
+    kolo_uid uid;
+    kolo_errbuf eb{};
+    ASSERT_EQ(kolo_bootstrap_root_start(nullptr, nullptr, 10000, &uid, &eb), koloSuccess) << eb.msg;
+    auto out = run_ranks(uid, iota(2), 2, 10000, [](kolo_bootstrap *bs, int) {
+      EXPECT_EQ(kolo_bootstrap_barrier(bs, 1), koloSuccess);
+    });
+    for (auto &o : out) EXPECT_EQ(o.res, koloSuccess) << o.error;
+  }
+  if (!have_ipv6_loopback()) GTEST_SKIP() << "no IPv6 loopback";
+  sockaddr_storage v6;
+  memset(&v6, 0, sizeof v6);
+  reinterpret_cast<sockaddr_in6 *>(&v6)->sin6_family = AF_INET6;
+  reinterpret_cast<sockaddr_in6 *>(&v6)->sin6_addr = in6addr_loopback;
+  kolo_uid uid = start_root(10000, &v6);
+  auto out = run_ranks(uid, iota(3), 3, 10000, [](kolo_bootstrap *bs, int rank) {
+    EXPECT_EQ(kolo_bootstrap_peer(bs, rank)->addr.ss_family, AF_INET6);
+    EXPECT_EQ(kolo_bootstrap_barrier(bs, 1), koloSuccess);
+  });
+  for (auto &o : out) EXPECT_EQ(o.res, koloSuccess) << o.error;
+}
+
+// ---- strangers at the root ------------------------------------------------------
+
+enum class Stranger { kWrongSecret, kGarbage, kTruncated, kOversized, kStall };
+
+// Connects to the root and misbehaves; returns the connection.
+int stranger_connect(const kolo_uid &uid, Stranger kind) {
+  int fd = raw_connect(uid.root);
+  EXPECT_GE(fd, 0);
+  RankHelloMsg m = make_rank_hello(uid, 0, 2);
+  switch (kind) {
+    case Stranger::kWrongSecret:
+      m.body.secret[5] ^= 0x40;
+      EXPECT_TRUE(raw_send(fd, &m, sizeof m));
+      break;
+    case Stranger::kGarbage: {
+      char junk[sizeof m];
+      for (size_t i = 0; i < sizeof junk; i++) junk[i] = (char)(i * 37 + 11);
+      EXPECT_TRUE(raw_send(fd, junk, sizeof junk));
+      break;
+    }
+    case Stranger::kTruncated:
+      EXPECT_TRUE(raw_send(fd, &m, sizeof m.hdr + 10));
+      shutdown(fd, SHUT_WR);
+      break;
+    case Stranger::kOversized:
+      m.hdr.len = 1ull << 30;
+      EXPECT_TRUE(raw_send(fd, &m, sizeof m));
+      break;
+    case Stranger::kStall:
+      break;
+  }
+  return fd;
+}
+
+class BootstrapStranger : public Bootstrap, public ::testing::WithParamInterface<Stranger> {};
+
+TEST_P(BootstrapStranger, IsDroppedAndTheJobCompletes) {
+  kolo_uid uid = start_root(10000);
+  int fd = stranger_connect(uid, GetParam());
+  if (GetParam() != Stranger::kStall) {
+    EXPECT_TRUE(closed_by_peer(fd, 2000)) << "the root kept a stranger";
+  }
+  auto out = run_ranks(uid, iota(2), 2, 10000, [](kolo_bootstrap *bs, int) {
+    EXPECT_EQ(kolo_bootstrap_barrier(bs, 1), koloSuccess) << kolo_bootstrap_errbuf(bs)->msg;
+  });
+  for (auto &o : out) EXPECT_EQ(o.res, koloSuccess) << o.error;
+  // A stall is closed when the root is done.
+  if (GetParam() == Stranger::kStall) {
+    EXPECT_TRUE(closed_by_peer(fd, 2000));
+  }
+  close(fd);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, BootstrapStranger,
+                         ::testing::Values(Stranger::kWrongSecret, Stranger::kGarbage, Stranger::kTruncated,
+                                           Stranger::kOversized, Stranger::kStall));
+
+// ---- a job that cannot form -------------------------------------------------------
+
+TEST_F(Bootstrap, MismatchedNranksFailsEveryRank) {
+  kolo_uid uid = start_root(1000);
+  RankOutcome first;
+  std::thread t([&] { first = run_ranks(uid, {0}, 2, 3000)[0]; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // rank 0 joins first
+  RankOutcome odd = run_ranks(uid, {1}, 3, 3000)[0];
+  t.join();
+  EXPECT_EQ(odd.res, koloInvalidUsage);
+  EXPECT_TRUE(contains(odd.error, "nranks 3 differs from rank 0's 2")) << odd.error;
+  EXPECT_EQ(first.res, koloInvalidUsage);
+  EXPECT_TRUE(contains(first.error, "nranks 3 differs from rank 0's 2")) << first.error;
+  EXPECT_LT(odd.elapsed_ms, 2000);
+  EXPECT_LT(first.elapsed_ms, 2000);
+}
+
+TEST_F(Bootstrap, DuplicateRankFails) {
+  kolo_uid uid = start_root(1000);
+  auto out = run_ranks(uid, {1, 1}, 3, 3000);
+  for (auto &o : out) {
+    EXPECT_EQ(o.res, koloInvalidUsage);
+    EXPECT_TRUE(contains(o.error, "rank 1")) << o.error;
+    EXPECT_TRUE(contains(o.error, "twice")) << o.error;
+    EXPECT_LT(o.elapsed_ms, 2000);
+  }
+}
+
+TEST_F(Bootstrap, RootNotThereTimesOut) {
+  // A port nobody listens on.
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_storage a = loopback4();
+  socklen_t len = sizeof(sockaddr_in);
+  ASSERT_EQ(bind(s, reinterpret_cast<sockaddr *>(&a), len), 0);
+  ASSERT_EQ(getsockname(s, reinterpret_cast<sockaddr *>(&a), &len), 0);
+  close(s);
+  int port = ntohs(reinterpret_cast<sockaddr_in *>(&a)->sin_port);
+
+  kolo_uid uid;
+  memset(&uid, 0, sizeof uid);
+  uid.magic = KOLO_UID_MAGIC;
+  uid.root = a;
+  koloUniqueId id;
+  kolo_uid_encode(&uid, &id);
+  kolo_uid decoded;
+  kolo_errbuf eb{};
+  ASSERT_EQ(kolo_uid_decode(&id, &decoded, &eb), koloSuccess) << eb.msg;
+
+  RankOutcome o = run_ranks(decoded, {0}, 2, 500)[0];
+  EXPECT_EQ(o.res, koloTimeout);
+  std::string root = "root 127.0.0.1:" + std::to_string(port);
+  EXPECT_TRUE(contains(o.error, root + " did not answer within 500 ms")) << o.error;
+  EXPECT_GE(o.elapsed_ms, 450);
+  EXPECT_LT(o.elapsed_ms, 2000);
+}
+
+TEST_F(Bootstrap, MissingRankIsNamed) {
+  kolo_uid uid = start_root(2000);
+  auto out = run_ranks(uid, {0, 1}, 3, 2000);
+  for (auto &o : out) {
+    EXPECT_EQ(o.res, koloTimeout);
+    EXPECT_TRUE(contains(o.error, "rank 2 of 3 did not join within 2000 ms")) << o.error;
+    EXPECT_GE(o.elapsed_ms, 1900);
+    EXPECT_LT(o.elapsed_ms, 4000);
+  }
+  // A latecomer hears the same from the lingering root.
+  RankOutcome late = run_ranks(uid, {2}, 3, 2000)[0];
+  EXPECT_EQ(late.res, koloTimeout);
+  EXPECT_TRUE(contains(late.error, "rank 2 of 3 did not join")) << late.error;
+}
+
+TEST_F(Bootstrap, BadArguments) {
+  kolo_uid uid;
+  memset(&uid, 0, sizeof uid);
+  kolo_errbuf eb{};
+  kolo_bootstrap *bs = reinterpret_cast<kolo_bootstrap *>(0x1);
+  EXPECT_EQ(kolo_bootstrap_init(&uid, 2, 2, 100, &eb, &bs), koloInvalidArgument);
+  EXPECT_EQ(kolo_bootstrap_init(&uid, -1, 2, 100, &eb, &bs), koloInvalidArgument);
+  EXPECT_EQ(kolo_bootstrap_init(&uid, 0, 0, 100, &eb, &bs), koloInvalidArgument);
+  EXPECT_EQ(kolo_bootstrap_init(nullptr, 0, 1, 100, &eb, &bs), koloInvalidArgument);
+  EXPECT_EQ(bs, reinterpret_cast<kolo_bootstrap *>(0x1));  // untouched on failure
+  kolo_bootstrap_destroy(nullptr);
+}
+
+// ---- messages and liveness ------------------------------------------------------------
+
+TEST_F(Bootstrap, MessageErrors) {
+  kolo_uid uid = start_root(5000);
+  std::atomic<bool> timed_out{false};
+  auto out = run_ranks(uid, iota(2), 2, 800, [&](kolo_bootstrap *bs, int rank) {
+    kolo_errbuf *eb = kolo_bootstrap_errbuf(bs);
+    int peer = 1 - rank;
+    char small[8] = {};
+    // Larger than the limit: refused before anything is sent.
+    EXPECT_EQ(kolo_bootstrap_send(bs, peer, 1, small, (64u << 20) + 1), koloInvalidArgument);
+    EXPECT_TRUE(contains(eb->msg, "rank " + std::to_string(peer) + " (")) << eb->msg;
+    EXPECT_EQ(kolo_bootstrap_send(bs, 7, 1, small, 1), koloInvalidArgument);
+    EXPECT_EQ(kolo_bootstrap_recv(bs, -1, 1, small, 1), koloInvalidArgument);
+    // Wrong length: the message is consumed, the error names the sender.
+    EXPECT_EQ(kolo_bootstrap_send(bs, peer, 2, small, 4), koloSuccess);
+    EXPECT_EQ(kolo_bootstrap_recv(bs, peer, 2, small, 8), koloRemoteError);
+    EXPECT_TRUE(contains(eb->msg, "sent 4 bytes")) << eb->msg;
+    // Zero-length messages; the own queue.
+    EXPECT_EQ(kolo_bootstrap_send(bs, peer, 5, nullptr, 0), koloSuccess);
+    EXPECT_EQ(kolo_bootstrap_recv(bs, peer, 5, nullptr, 0), koloSuccess);
+    EXPECT_EQ(kolo_bootstrap_recv(bs, rank, 4, small, 1), koloInvalidUsage);
+    // Nothing sent with this tag: a bounded wait, reported into the errbuf
+    // set last.  Rank 1 waits outside the bootstrap meanwhile.
+    if (rank == 0) {
+      kolo_errbuf mine{};
+      kolo_bootstrap_set_errbuf(bs, &mine);
+      auto t0 = Clock::now();
+      EXPECT_EQ(kolo_bootstrap_recv(bs, peer, 3, small, 1), koloTimeout);
+      EXPECT_GE(ms_since(t0), 750);
+      EXPECT_TRUE(contains(mine.msg, "no message with tag 0x3 from rank 1 (")) << mine.msg;
+      EXPECT_TRUE(contains(mine.msg, "within 800 ms")) << mine.msg;
+      kolo_bootstrap_set_errbuf(bs, eb);
+      timed_out = true;
+    }
+    while (!timed_out) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_EQ(kolo_bootstrap_barrier(bs, 6), koloSuccess) << eb->msg;
+  });
+  for (auto &o : out) EXPECT_EQ(o.res, koloSuccess) << o.error;
+}
+
+TEST_F(Bootstrap, DeadPeerAndRecvFromClosedPeer) {
+  kolo_uid uid = start_root(5000);
+  std::atomic<int> seen_dead{-2};
+  auto out = run_ranks(uid, iota(2), 2, 5000, [&](kolo_bootstrap *bs, int rank) {
+    kolo_errbuf *eb = kolo_bootstrap_errbuf(bs);
+    char c = 'x';
+    if (rank == 1) {
+      // A message the other side finds while checking liveness ...
+      ASSERT_EQ(kolo_bootstrap_send(bs, 0, 7, &c, 1), koloSuccess);
+      ASSERT_EQ(kolo_bootstrap_recv(bs, 0, 8, &c, 1), koloSuccess) << eb->msg;
+      // ... and a last one just before going away.
+      c = 'z';
+      ASSERT_EQ(kolo_bootstrap_send(bs, 0, 9, &c, 1), koloSuccess);
+      return;  // run_ranks destroys the bootstrap: the socket closes
+    }
+    auto t0 = Clock::now();
+    while (ms_since(t0) < 300) {  // data pending is not death
+      EXPECT_EQ(kolo_bootstrap_dead_peer(bs), -1);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ASSERT_EQ(kolo_bootstrap_send(bs, 1, 8, &c, 1), koloSuccess);
+    t0 = Clock::now();
+    int dead = -1;
+    while (dead < 0 && ms_since(t0) < 3000) {
+      dead = kolo_bootstrap_dead_peer(bs);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    seen_dead = dead;
+    EXPECT_EQ(kolo_bootstrap_dead_peer(bs), 1);  // remembered
+    // Messages that arrived before the close are still delivered.
+    ASSERT_EQ(kolo_bootstrap_recv(bs, 1, 7, &c, 1), koloSuccess) << eb->msg;
+    EXPECT_EQ(c, 'x');
+    ASSERT_EQ(kolo_bootstrap_recv(bs, 1, 9, &c, 1), koloSuccess) << eb->msg;
+    EXPECT_EQ(c, 'z');
+    EXPECT_EQ(kolo_bootstrap_recv(bs, 1, 10, &c, 1), koloRemoteError);
+    EXPECT_TRUE(contains(eb->msg, "rank 1 (127.0.0.1:")) << eb->msg;
+    EXPECT_TRUE(contains(eb->msg, "closed its connection")) << eb->msg;
+    EXPECT_EQ(kolo_bootstrap_send(bs, 1, 11, &c, 1), koloRemoteError);
+  });
+  for (auto &o : out) EXPECT_EQ(o.res, koloSuccess) << o.error;
+  EXPECT_EQ(seen_dead.load(), 1);
+}
+
+// A fake rank 1, speaking the wire format by hand: rank 0 drops its mesh
+// connection with a wrong secret, takes the right one, then fails a recv on
+// an oversized message naming rank 1.
+TEST_F(Bootstrap, FakeRankOnTheMesh) {
+  kolo_uid uid = start_root(5000);
+  RankOutcome real;
+  std::string recv_error;
+  koloResult_t recv_res = koloSuccess;
+  int dead = -2;
+  std::thread t([&] {
+    real = run_ranks(uid, {0}, 2, 5000, [&](kolo_bootstrap *bs, int) {
+      char buf[16];
+      recv_res = kolo_bootstrap_recv(bs, 1, 1, buf, sizeof buf);
+      recv_error = kolo_bootstrap_errbuf(bs)->msg;
+      dead = kolo_bootstrap_dead_peer(bs);
+    })[0];
+  });
+  int root = raw_connect(uid.root);
+  ASSERT_GE(root, 0);
+  RankHelloMsg hello = make_rank_hello(uid, 1, 2);
+  ASSERT_TRUE(raw_send(root, &hello, sizeof hello));
+  kolo_wire_header hdr;
+  kolo_peer_info table[2];
+  ASSERT_TRUE(raw_recv(root, &hdr, sizeof hdr, 5000));
+  ASSERT_EQ(hdr.tag, (uint32_t)KOLO_TAG_TABLE);
+  ASSERT_EQ(hdr.len, sizeof table);
+  ASSERT_TRUE(raw_recv(root, table, sizeof table, 5000));
+  close(root);
+
+  struct {
+    kolo_wire_header hdr;
+    kolo_mesh_hello body;
+  } mh;
+  memset(&mh, 0, sizeof mh);
+  mh.hdr = {KOLO_WIRE_MAGIC, KOLO_TAG_MESH_HELLO, sizeof mh.body};
+  memcpy(mh.body.secret, uid.secret, sizeof mh.body.secret);
+  mh.body.job = uid.job;
+  mh.body.rank = 1;
+  mh.body.nranks = 2;
+  auto bad = mh;
+  bad.body.secret[0] ^= 1;
+  int stranger = raw_connect(table[0].addr);
+  ASSERT_GE(stranger, 0);
+  ASSERT_TRUE(raw_send(stranger, &bad, sizeof bad));
+  EXPECT_TRUE(closed_by_peer(stranger, 2000)) << "rank 0 kept a mesh connection with a wrong secret";
+  close(stranger);
+
+  int mesh = raw_connect(table[0].addr);
+  ASSERT_GE(mesh, 0);
+  ASSERT_TRUE(raw_send(mesh, &mh, sizeof mh));
+  kolo_wire_header huge = {KOLO_WIRE_MAGIC, 1, (64ull << 20) + 1};
+  ASSERT_TRUE(raw_send(mesh, &huge, sizeof huge));
+  t.join();
+  close(mesh);
+  EXPECT_EQ(real.res, koloSuccess) << real.error;
+  EXPECT_EQ(recv_res, koloRemoteError);
+  EXPECT_TRUE(contains(recv_error, "rank 1")) << recv_error;
+  EXPECT_TRUE(contains(recv_error, "more than the limit")) << recv_error;
+  EXPECT_EQ(dead, 1);
+}
+
+}  // namespace
