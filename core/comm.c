@@ -84,9 +84,9 @@ static koloResult_t resolve_config(struct koloComm *c, const koloConfig_t *cfg) 
 
 /* ---- executor hooks ----------------------------------------------------- */
 
-static int owner_dead_peer(kolo_exec_owner *o) {
+static int owner_peer_dead(kolo_exec_owner *o, int peer) {
   struct koloComm *c = (struct koloComm *)((char *)o - offsetof(struct koloComm, owner));
-  return kolo_bootstrap_dead_peer(c->bs);
+  return kolo_bootstrap_peer_dead(c->bs, peer);
 }
 
 static void comm_stop_all(struct koloComm *c, int reason, int rank) {
@@ -243,7 +243,7 @@ koloResult_t koloCommInitRankConfig(koloComm_t *comm, int nranks, koloUniqueId c
   if (res == koloSuccess) {
     c->owner = (kolo_exec_owner){rank,           c->timeout_ms,   (int)kolo_param_int("KOLO_SPIN"),
                                  (int)kolo_param_int("KOLO_YIELDS"), &c->aborted, &c->err,
-                                 owner_dead_peer, owner_stop_all, koloSuccess};
+                                 owner_peer_dead, owner_stop_all, koloSuccess};
     res = init_steps(c, &uid);
     if (res != koloSuccess) kolo_error_copy(teb, &c->err);
   }

@@ -169,7 +169,8 @@ static void check_stalled(kolo_exec_task *t, kolo_connector *c, int64_t stall_ns
       kolo_error(o->eb, koloRemoteError, "rank %d: rank %d stopped (%s) while rank %d waited to %s rank %d",
                  o->rank, who, stop_reason_text(reason), o->rank, what, c->peer);
     fail_owner(o, koloRemoteError, reason, who);
-  } else if (check_liveness && o->dead_peer && (dead = o->dead_peer(o)) >= 0) {
+  } else if (check_liveness && o->peer_dead && o->peer_dead(o, c->peer)) {
+    dead = c->peer;
     kolo_error(o->eb, koloRemoteError,
                "rank %d: rank %d died (its bootstrap connection closed) while rank %d waited to "
                "%s rank %d on channel %d",

@@ -33,8 +33,10 @@ typedef struct kolo_exec_owner {
   int spin, yields;        /* polls, then sched_yield()s, before sleeping */
   _Atomic int *abort_flag; /* set by koloCommAbort */
   kolo_errbuf *eb;
-  /* The rank of a peer known to be dead, or -1 (called every few ms). */
-  int (*dead_peer)(struct kolo_exec_owner *owner);
+  /* 1 when `peer` is known to be dead (called every few ms).  Only the
+   * peer a wait depends on is asked: a rank that finished its part and
+   * left is no error for ranks still finishing theirs. */
+  int (*peer_dead)(struct kolo_exec_owner *owner, int peer);
   /* Stops every connector of the owner (called once, on failure). */
   void (*stop_all)(struct kolo_exec_owner *owner, int reason, int rank);
   koloResult_t failed; /* first failure of this owner in the batch */

@@ -713,3 +713,9 @@ int kolo_bootstrap_dead_peer(kolo_bootstrap *bs) {
     if (bs->links[r].down) return r;
   return -1;
 }
+
+int kolo_bootstrap_peer_dead(kolo_bootstrap *bs, int rank) {
+  if (rank < 0 || rank >= bs->nranks || rank == bs->rank) return 0;
+  kolo_bootstrap_dead_peer(bs);
+  return bs->links[rank].down != 0;
+}

@@ -106,5 +106,7 @@ koloResult_t kolo_bootstrap_barrier(kolo_bootstrap *bs, uint32_t tag);
  * closed or failed, or -1 when all peers are still connected.  Cheap enough
  * to call every few milliseconds from a waiting executor. */
 int kolo_bootstrap_dead_peer(kolo_bootstrap *bs);
+/* Same check, answering for one peer: 1 when its connection is gone. */
+int kolo_bootstrap_peer_dead(kolo_bootstrap *bs, int rank);
 
 #endif
