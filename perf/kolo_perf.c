@@ -15,9 +15,18 @@
  * which one failed or was killed by which signal, forwards SIGINT / SIGTERM
  * to them, and exits non-zero if any did.  Children die with the parent
  * (PR_SET_PDEATHSIG).  Rank r = proc * THREADS + thread; rank 0 prints.
+ *
+ * Exit gate.  No rank tears its communicator down before every rank of this
+ * machine has finished its sweep: the threads of a process meet at a barrier
+ * and, when forked, each process tells the parent "done" on a pipe and waits
+ * for its "go" on the id pipe.  A rank that is still draining the last call
+ * thus never sees a peer's connections close under it.  (A launcher's job
+ * has no such channel: there each rank destroys its communicator at once.)
  */
 #define _GNU_SOURCE /* prctl, strsignal, kill, nanosleep */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,6 +51,8 @@
 #define FAIL_GRACE_S 60
 /* A child's exit status when the parent sent no id (and said why). */
 #define CHILD_NO_ID 3
+/* Milliseconds a process waits at the exit gate for the others. */
+#define GATE_WAIT_MS 60000
 
 /* The worse of two exit codes: 2 (a call failed) > 1 (wrong results) > 0. */
 static int worse(int x, int y) { return x > y ? x : y; }
@@ -54,7 +65,7 @@ static void set_library_name(void) {
   snprintf(library_name, sizeof library_name, "kolo %d.%d.%d", v / 10000, v / 100 % 100, v % 100);
 }
 
-/* ---- one rank ----------------------------------------------------------- */
+/* ---- devices and config ------------------------------------------------ */
 
 /* The CUDA device of a rank: spread over the visible devices. */
 static int pick_device(const perf_args *a, int local_rank) {
@@ -78,9 +89,56 @@ static koloConfig_t comm_config(const perf_args *a, int dev) {
   return c;
 }
 
-/* Runs the sweep on an initialized communicator and tears it down: destroyed
- * after success, aborted after a failure (so peers stop waiting). */
-static int run_rank(const perf_args *a, const perf_config *cfg, koloComm_t comm, int dev) {
+/* ---- exit gate ---------------------------------------------------------- */
+
+typedef struct {
+  int nthreads;
+  pthread_barrier_t barrier; /* the threads of this process (nthreads > 1) */
+  int done_fd, go_fd;        /* to and from the parent when forked, else -1 */
+} exit_gate;
+
+static int gate_init(exit_gate *g, int nthreads, int done_fd, int go_fd) {
+  g->nthreads = nthreads;
+  g->done_fd = done_fd;
+  g->go_fd = go_fd;
+  int err = nthreads > 1 ? pthread_barrier_init(&g->barrier, NULL, (unsigned)nthreads) : 0;
+  if (err != 0) fprintf(stderr, "kolo-perf: pthread_barrier_init: %s\n", strerror(err));
+  return err != 0 ? -1 : 0;
+}
+
+static void gate_fini(exit_gate *g) {
+  if (g->nthreads > 1) pthread_barrier_destroy(&g->barrier);
+}
+
+/* One thread of the process tells the parent and waits for all processes. */
+static void gate_process(exit_gate *g) {
+  if (g->done_fd < 0) return;
+  char b = 'd';
+  if (write(g->done_fd, &b, 1) != 1) return; /* the parent is gone: go on */
+  struct pollfd p = {g->go_fd, POLLIN, 0};
+  int r;
+  do r = poll(&p, 1, GATE_WAIT_MS);
+  while (r < 0 && errno == EINTR);
+  if (r > 0 && read(g->go_fd, &b, 1) < 0) b = 0; /* "go", or EOF: either way on */
+}
+
+/* Every rank of this machine has finished its sweep when this returns. */
+static void gate_pass(exit_gate *g) {
+  if (g == NULL) return;
+  if (g->nthreads == 1) {
+    gate_process(g);
+    return;
+  }
+  if (pthread_barrier_wait(&g->barrier) == PTHREAD_BARRIER_SERIAL_THREAD) gate_process(g);
+  pthread_barrier_wait(&g->barrier);
+}
+
+/* ---- one rank ----------------------------------------------------------- */
+
+/* Runs the sweep on an initialized communicator, passes the exit gate and
+ * tears the communicator down: destroyed after success, aborted after a
+ * failure (so peers stop waiting). */
+static int run_rank(const perf_args *a, const perf_config *cfg, koloComm_t comm, int dev, exit_gate *gate) {
   kolo_backend kb;
   perf_backend be;
   char where[64];
@@ -91,9 +149,16 @@ static int run_rank(const perf_args *a, const perf_config *cfg, koloComm_t comm,
     code = perf_sweep_run(a, &be, cfg, where, stdout);
     kolo_backend_fini(&kb);
   }
-  koloResult_t res = code == 2 ? koloCommAbort(comm) : koloCommDestroy(comm);
+  if (code == 2) { /* at once: the others stop waiting for this rank */
+    koloResult_t res = koloCommAbort(comm);
+    if (res != koloSuccess) kolo_backend_report(kb.rank, comm, res, "koloCommAbort");
+    gate_pass(gate);
+    return code;
+  }
+  gate_pass(gate);
+  koloResult_t res = koloCommDestroy(comm);
   if (res != koloSuccess) {
-    kolo_backend_report(kb.rank, comm, res, code == 2 ? "koloCommAbort" : "koloCommDestroy");
+    kolo_backend_report(kb.rank, NULL, res, "koloCommDestroy");
     code = 2;
   }
   return code;
@@ -107,6 +172,7 @@ typedef struct {
   int rank;
   int dev;
   int code;
+  exit_gate *gate;
   pthread_t thread;
 } rank_job;
 
@@ -116,6 +182,7 @@ static void *rank_thread(void *p) {
   if (j->dev >= 0 && cudaSetDevice(j->dev) != cudaSuccess) {
     fprintf(stderr, "rank %d: cudaSetDevice(%d) failed\n", j->rank, j->dev);
     j->code = 2;
+    gate_pass(j->gate);
     return NULL;
   }
 #endif
@@ -125,10 +192,11 @@ static void *rank_thread(void *p) {
     if (res != koloSuccess) {
       kolo_backend_report(j->rank, NULL, res, "koloCommInitRank");
       j->code = 2;
+      gate_pass(j->gate);
       return NULL;
     }
   }
-  j->code = run_rank(j->a, j->cfg, j->comm, j->dev);
+  j->code = run_rank(j->a, j->cfg, j->comm, j->dev, j->gate);
   return NULL;
 }
 
@@ -138,23 +206,23 @@ static int run_jobs(rank_job *jobs, int n) {
     rank_thread(&jobs[0]);
     return jobs[0].code;
   }
-  int started = 0, code = 0;
-  for (; started < n; started++) {
-    int err = pthread_create(&jobs[started].thread, NULL, rank_thread, &jobs[started]);
-    if (err != 0) {
-      fprintf(stderr, "kolo-perf: cannot start the thread of rank %d: %s\n", jobs[started].rank, strerror(err));
-      code = 2; /* the ranks started will fail when this one never arrives */
-      break;
+  for (int i = 0; i < n; i++) {
+    int err = pthread_create(&jobs[i].thread, NULL, rank_thread, &jobs[i]);
+    if (err != 0) { /* the started ranks would wait for it: end the process */
+      fprintf(stderr, "kolo-perf: cannot start the thread of rank %d: %s\n", jobs[i].rank, strerror(err));
+      fflush(NULL);
+      _exit(2);
     }
   }
-  for (int i = 0; i < started; i++) {
+  int code = 0;
+  for (int i = 0; i < n; i++) {
     pthread_join(jobs[i].thread, NULL);
     code = worse(code, jobs[i].code);
   }
   return code;
 }
 
-static rank_job *new_jobs(const perf_args *a, const perf_config *cfg, int n) {
+static rank_job *new_jobs(const perf_args *a, const perf_config *cfg, int n, exit_gate *gate) {
   rank_job *jobs = calloc((size_t)n, sizeof *jobs);
   if (jobs == NULL) {
     fprintf(stderr, "kolo-perf: out of memory\n");
@@ -164,6 +232,7 @@ static rank_job *new_jobs(const perf_args *a, const perf_config *cfg, int n) {
     jobs[i].a = a;
     jobs[i].cfg = cfg;
     jobs[i].dev = -1;
+    jobs[i].gate = gate;
   }
   return jobs;
 }
@@ -172,9 +241,11 @@ static rank_job *new_jobs(const perf_args *a, const perf_config *cfg, int n) {
 
 static int run_local(const perf_args *a, perf_config *cfg) {
   int n = a->threads, code;
+  exit_gate gate;
+  if (gate_init(&gate, n, -1, -1) != 0) return 2;
   koloComm_t *comms = calloc((size_t)n, sizeof *comms);
   int *devs = calloc((size_t)n, sizeof *devs);
-  rank_job *jobs = new_jobs(a, cfg, n);
+  rank_job *jobs = new_jobs(a, cfg, n, &gate);
   if (comms == NULL || devs == NULL || jobs == NULL) {
     code = 2;
     goto out_free;
@@ -197,6 +268,7 @@ out_free:
   free(jobs);
   free(devs);
   free(comms);
+  gate_fini(&gate);
   return code;
 }
 
@@ -236,7 +308,7 @@ static int run_launched(const perf_args *a, perf_config *cfg) {
     kolo_backend_report(-1, NULL, res, "koloCommInitFromEnv");
     return 2;
   }
-  return run_rank(a, cfg, comm, dev);
+  return run_rank(a, cfg, comm, dev, NULL);
 }
 
 /* ---- forked processes --------------------------------------------------- */
@@ -265,14 +337,15 @@ static int write_all(int fd, const void *buf, size_t n) {
   return 0;
 }
 
-/* A forked rank group: waits for the id, then runs its THREADS ranks. */
-static int run_child(const perf_args *a, const perf_config *cfg, int proc, int fd, pid_t parent) {
+/* A forked rank group: waits for the id on fd, runs its THREADS ranks, and
+ * at the exit gate writes "done" to done_fd and waits for "go" on fd. */
+static int run_child(const perf_args *a, const perf_config *cfg, int proc, int fd, int done_fd, pid_t parent) {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) return 2;
   koloUniqueId id;
-  int got = read_all(fd, &id, sizeof id);
-  close(fd);
-  if (got != 0) return CHILD_NO_ID; /* the parent could not make an id: it says why */
-  rank_job *jobs = new_jobs(a, cfg, a->threads);
+  if (read_all(fd, &id, sizeof id) != 0) return CHILD_NO_ID; /* the parent says why */
+  exit_gate gate;
+  if (gate_init(&gate, a->threads, done_fd, fd) != 0) return 2;
+  rank_job *jobs = new_jobs(a, cfg, a->threads, &gate);
   if (jobs == NULL) return 2;
   for (int t = 0; t < a->threads; t++) {
     jobs[t].id = id;
@@ -281,6 +354,7 @@ static int run_child(const perf_args *a, const perf_config *cfg, int proc, int f
   }
   int code = run_jobs(jobs, a->threads);
   free(jobs);
+  gate_fini(&gate);
   return code;
 }
 
@@ -293,9 +367,22 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void kill_all(const pid_t *pids, int n, int sig) {
+/* A forked process, as the parent sees it. */
+typedef struct {
+  pid_t pid;   /* 0 once reaped */
+  int id_fd;   /* write end: the id, later "go" (-1 when closed) */
+  int done_fd; /* read end: "done" at the exit gate (-1 when closed) */
+  int done;    /* said done, or exited */
+} child;
+
+static void close_fd(int *fd) {
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
+}
+
+static void kill_all(const child *ch, int n, int sig) {
   for (int i = 0; i < n; i++)
-    if (pids[i] > 0 && kill(pids[i], sig) != 0 && errno != ESRCH) perror("kolo-perf: kill");
+    if (ch[i].pid > 0 && kill(ch[i].pid, sig) != 0 && errno != ESRCH) perror("kolo-perf: kill");
 }
 
 /* What a child's end means; reports anything but success and wrong results. */
@@ -313,9 +400,44 @@ static int child_status(const perf_args *a, int proc, pid_t pid, int status) {
   return code == 0 ? 0 : code == 1 ? 1 : 2;
 }
 
-/* Reaps every child.  After the first failure the others get FAIL_GRACE_S
- * to fail too (kolo turns a dead peer into an error), then are killed. */
-static int wait_children(const perf_args *a, pid_t *pids, int n) {
+/* The exit gate's parent side: notes "done" (or a closed pipe), and once
+ * every process is done, says "go" to all. */
+static void gate_serve(child *ch, int n) {
+  int all = 1;
+  for (int i = 0; i < n; i++) {
+    char b;
+    if (!ch[i].done && ch[i].done_fd >= 0) {
+      ssize_t r = read(ch[i].done_fd, &b, 1);
+      if (r == 1 || r == 0 || (errno != EAGAIN && errno != EINTR)) ch[i].done = 1;
+    }
+    all &= ch[i].done;
+  }
+  for (int i = 0; all && i < n; i++) {
+    if (ch[i].id_fd >= 0 && write(ch[i].id_fd, "g", 1) < 0 && errno != EPIPE)
+      perror("kolo-perf: exit gate");
+    close_fd(&ch[i].id_fd);
+    close_fd(&ch[i].done_fd);
+  }
+}
+
+/* Waits up to 20 ms for a "done" on any pipe (or a signal). */
+static void nap(const child *ch, int n) {
+  struct pollfd fds[64];
+  int k = 0;
+  for (int i = 0; i < n && k < 64; i++)
+    if (ch[i].done_fd >= 0 && !ch[i].done) fds[k++] = (struct pollfd){ch[i].done_fd, POLLIN, 0};
+  if (k > 0) {
+    poll(fds, (nfds_t)k, 20);
+  } else {
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* Reaps every child and serves the exit gate.  After the first failure the
+ * others get FAIL_GRACE_S to fail too (kolo turns a dead peer into an
+ * error), then are killed. */
+static int wait_children(const perf_args *a, child *ch, int n) {
   int left = n, code = 0;
   double deadline = 0;
   while (left > 0) {
@@ -324,45 +446,87 @@ static int wait_children(const perf_args *a, pid_t *pids, int n) {
     if (pid < 0 && errno == EINTR) continue;
     if (pid < 0) {
       perror("kolo-perf: waitpid");
-      kill_all(pids, n, SIGKILL);
+      kill_all(ch, n, SIGKILL);
       return 2;
     }
-    if (pid == 0) {
-      if (pending_signal) {
-        kill_all(pids, n, pending_signal);
-        pending_signal = 0;
-      }
-      if (deadline > 0 && now_s() > deadline) {
-        fprintf(stderr, "kolo-perf: %d processes still running %d s after a failure: killing them\n", left,
-                FAIL_GRACE_S);
-        kill_all(pids, n, SIGKILL);
-        deadline = 0;
-      }
-      struct timespec ts = {0, 20 * 1000 * 1000};
-      nanosleep(&ts, NULL);
-      continue;
-    }
-    for (int i = 0; i < n; i++) {
-      if (pids[i] != pid) continue;
+    for (int i = 0; pid > 0 && i < n; i++) {
+      if (ch[i].pid != pid) continue;
       int c = child_status(a, i, pid, status);
       if (c == 2 && deadline == 0) deadline = now_s() + FAIL_GRACE_S;
       code = worse(code, c);
-      pids[i] = 0;
+      ch[i].pid = 0;
+      ch[i].done = 1;
+      close_fd(&ch[i].id_fd);
+      close_fd(&ch[i].done_fd);
       left--;
     }
+    gate_serve(ch, n);
+    if (pid > 0) continue;
+    if (pending_signal) {
+      kill_all(ch, n, pending_signal);
+      pending_signal = 0;
+    }
+    if (deadline > 0 && now_s() > deadline) {
+      fprintf(stderr, "kolo-perf: %d processes still running %d s after a failure: killing them\n", left,
+              FAIL_GRACE_S);
+      kill_all(ch, n, SIGKILL);
+      deadline = 0;
+    }
+    nap(ch, n);
   }
   return code;
 }
 
+/* Forks one process: its pipes, and in the child the rank group itself. */
+static int fork_child(const perf_args *a, const perf_config *cfg, child *ch, int proc, pid_t parent) {
+  int idp[2], donep[2];
+  if (pipe(idp) != 0) {
+    perror("kolo-perf: pipe");
+    return -1;
+  }
+  if (pipe(donep) != 0) {
+    perror("kolo-perf: pipe");
+    close(idp[0]);
+    close(idp[1]);
+    return -1;
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    perror("kolo-perf: fork");
+    close(idp[0]);
+    close(idp[1]);
+    close(donep[0]);
+    close(donep[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    for (int i = 0; i < proc; i++) {
+      close_fd(&ch[i].id_fd);
+      close_fd(&ch[i].done_fd);
+    }
+    free(ch); /* the parent's table, copied */
+    close(idp[1]);
+    close(donep[0]);
+    int c = run_child(a, cfg, proc, idp[0], donep[1], parent);
+    fflush(NULL);
+    exit(c);
+  }
+  close(idp[0]);
+  close(donep[1]);
+  fcntl(donep[0], F_SETFL, O_NONBLOCK);
+  ch[proc] = (child){pid, idp[1], donep[0], 0};
+  return 0;
+}
+
 /* Forks the rank groups, then starts the rendezvous and hands them its id. */
 static int run_forked(const perf_args *a, perf_config *cfg) {
-  int n = a->procs, code = 0;
-  pid_t *pids = calloc((size_t)n, sizeof *pids);
-  int *fds = calloc((size_t)n, sizeof *fds);
-  if (pids == NULL || fds == NULL) {
+  int n = a->procs, code = 0, forked = 0;
+  child *ch = calloc((size_t)n, sizeof *ch);
+  if (ch == NULL) {
     fprintf(stderr, "kolo-perf: out of memory\n");
-    free(pids);
-    free(fds);
     return 2;
   }
   struct sigaction sa;
@@ -370,37 +534,12 @@ static int run_forked(const perf_args *a, perf_config *cfg) {
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN); /* a child gone before its "go" */
   fflush(NULL);
   pid_t parent = getpid();
-  int forked = 0;
-  for (; forked < n; forked++) {
-    int p[2];
-    if (pipe(p) != 0) {
-      perror("kolo-perf: pipe");
-      code = 2;
-      break;
-    }
-    pid_t pid = fork();
-    if (pid < 0) {
-      perror("kolo-perf: fork");
-      close(p[0]);
-      close(p[1]);
-      code = 2;
-      break;
-    }
-    if (pid == 0) {
-      signal(SIGINT, SIG_DFL);
-      signal(SIGTERM, SIG_DFL);
-      for (int i = 0; i < forked; i++) close(fds[i]);
-      close(p[1]);
-      int c = run_child(a, cfg, forked, p[0], parent);
-      fflush(NULL);
-      exit(c);
-    }
-    close(p[0]);
-    pids[forked] = pid;
-    fds[forked] = p[1];
-  }
+  for (; forked < n && code == 0; forked++)
+    if (fork_child(a, cfg, ch, forked, parent) != 0) code = 2;
+  if (code != 0) forked--;
   koloUniqueId id;
   koloResult_t res = code == 0 ? koloGetUniqueId(&id) : koloSuccess;
   if (res != koloSuccess) {
@@ -408,16 +547,13 @@ static int run_forked(const perf_args *a, perf_config *cfg) {
     code = 2;
   }
   for (int i = 0; i < forked; i++) {
-    /* on failure the pipe closes empty: the child exits quietly */
-    if (code == 0 && write_all(fds[i], &id, sizeof id) != 0) {
-      perror("kolo-perf: writing the unique id to a child");
-      code = 2;
-    }
-    close(fds[i]);
+    if (code == 0 && write_all(ch[i].id_fd, &id, sizeof id) == 0) continue;
+    if (code == 0) perror("kolo-perf: writing the unique id to a child");
+    code = 2;
+    close_fd(&ch[i].id_fd); /* closed empty: the child exits quietly */
   }
-  code = worse(code, wait_children(a, pids, forked));
-  free(pids);
-  free(fds);
+  code = worse(code, wait_children(a, ch, forked));
+  free(ch);
   return code;
 }
 

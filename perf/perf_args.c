@@ -129,12 +129,13 @@ static void set_defaults(perf_args *a) {
   a->procs = a->threads = 1;
 }
 
-/* One option; returns 0, or -1 with *bad naming the option. */
+/* One option; returns 0, -1 for a bad value, -2 for kolo-perf's options in
+ * another tool. */
 static int apply_opt(perf_args *a, int c, const char *v, int tool, int *factor_given, int *incr_given) {
   size_t sz;
   int i;
   int kolo_only = (c == 'p' || c == 't' || c == 'm' || c == OPT_PARAMS);
-  if (kolo_only && tool != PERF_TOOL_KOLO) return -1;
+  if (kolo_only && tool != PERF_TOOL_KOLO) return -2;
   switch (c) {
     case 'b': return perf_parse_size(v, &a->min_bytes);
     case 'e': return perf_parse_size(v, &a->max_bytes);
@@ -185,8 +186,13 @@ int perf_args_parse(perf_args *a, int argc, char **argv, int tool) {
       perf_usage(stderr, prog, tool);
       return -1;
     }
-    if (apply_opt(a, c, optarg, tool, &factor_given, &incr_given) != 0) {
-      fprintf(stderr, "%s: bad value '%s' for option %s\n", prog, optarg ? optarg : "", argv[optind - 1]);
+    int bad = apply_opt(a, c, optarg, tool, &factor_given, &incr_given);
+    if (bad != 0) {
+      const char *name = "?";
+      for (const struct option *o = long_opts; o->name; o++)
+        if (o->val == c) name = o->name;
+      if (bad == -2) fprintf(stderr, "%s: --%s is kolo-perf's alone\n", prog, name);
+      else fprintf(stderr, "%s: bad value '%s' for --%s\n", prog, optarg ? optarg : "", name);
       return -1;
     }
   }

@@ -3,9 +3,11 @@
 # processes, host memory, float32 sum, 8 B .. 64 MiB by factors of 4) with the
 # check of every element.  Exits non-zero if a call failed or an element was
 # wrong.  Extra arguments go to kolo-perf (e.g. -d bfloat16 -o max).
+#   BUILD=dir perf/run_main.sh     # build directory (default build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 scripts/setup.sh
-scripts/build.sh "$BUILD"
+[ -f "$BUILD/CMakeCache.txt" ] || cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+cmake --build "$BUILD" -j"$(nproc)" --target kolo-perf > /dev/null
 exec "$BUILD/bin/kolo-perf" all_reduce -p 4 -b 8 -e 64M -f 4 -n 20 -w 5 -c 1 "$@"

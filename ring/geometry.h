@@ -9,12 +9,6 @@
 
 #include "ring/program.h"
 
-#ifdef __CUDACC__
-#define KOLO_HD __host__ __device__ __forceinline__
-#else
-#define KOLO_HD static inline
-#endif
-
 #define KOLO_CHUNK_ALIGN_BYTES 64
 
 KOLO_HD size_t kolo_geo_parts(const kolo_geometry *g) {

@@ -77,28 +77,35 @@ typedef struct {
   kolo_step *steps;  /* nsteps entries, owned by the program */
 } kolo_program;
 
+/* Inline helpers compile for the host and, under nvcc, for the device. */
+#ifdef __CUDACC__
+#define KOLO_HD __host__ __device__ __forceinline__
+#else
+#define KOLO_HD static inline
+#endif
+
 /* Properties of step ops, shared by executors and the schedule checker. */
-static inline int kolo_step_recvs(int op) {
+KOLO_HD int kolo_step_recvs(int op) {
   return op == KOLO_STEP_RECV || op == KOLO_STEP_RECV_COPY_SEND ||
          op == KOLO_STEP_RECV_REDUCE_SEND || op == KOLO_STEP_RECV_REDUCE_COPY ||
          op == KOLO_STEP_RECV_REDUCE_COPY_SEND;
 }
-static inline int kolo_step_sends(int op) {
+KOLO_HD int kolo_step_sends(int op) {
   return op == KOLO_STEP_SEND || op == KOLO_STEP_COPY_SEND ||
          op == KOLO_STEP_RECV_COPY_SEND || op == KOLO_STEP_RECV_REDUCE_SEND ||
          op == KOLO_STEP_RECV_REDUCE_COPY_SEND;
 }
-static inline int kolo_step_reads_src(int op) {
+KOLO_HD int kolo_step_reads_src(int op) {
   return op == KOLO_STEP_SEND || op == KOLO_STEP_COPY || op == KOLO_STEP_COPY_SEND ||
          op == KOLO_STEP_RECV_REDUCE_SEND || op == KOLO_STEP_RECV_REDUCE_COPY ||
          op == KOLO_STEP_RECV_REDUCE_COPY_SEND;
 }
-static inline int kolo_step_writes_dst(int op) {
+KOLO_HD int kolo_step_writes_dst(int op) {
   return op == KOLO_STEP_RECV || op == KOLO_STEP_COPY || op == KOLO_STEP_COPY_SEND ||
          op == KOLO_STEP_RECV_COPY_SEND || op == KOLO_STEP_RECV_REDUCE_COPY ||
          op == KOLO_STEP_RECV_REDUCE_COPY_SEND;
 }
-static inline int kolo_step_reduces(int op) {
+KOLO_HD int kolo_step_reduces(int op) {
   return op == KOLO_STEP_RECV_REDUCE_SEND || op == KOLO_STEP_RECV_REDUCE_COPY ||
          op == KOLO_STEP_RECV_REDUCE_COPY_SEND;
 }
