@@ -66,8 +66,9 @@ koloResult_t kolo_run_ops(kolo_op *ops, int nops);
 /* Runs ops on this thread, whatever their communicators' blocking mode. */
 koloResult_t kolo_run_ops_here(kolo_op *ops, int nops);
 
-/* Makes the point-to-point pipes the ops need (all comms in the batch). */
-koloResult_t kolo_p2p_connect(struct koloComm *comm, const kolo_op *ops, int nops);
+/* Makes the point-to-point pipes the ops need, for every communicator in
+ * the batch at once. */
+koloResult_t kolo_p2p_connect(const kolo_op *ops, int nops);
 
 /* The program of `coll` with root/peer `arg`, cached. */
 koloResult_t kolo_comm_program(struct koloComm *comm, int coll, int arg, const kolo_program **out);

@@ -74,38 +74,66 @@ koloResult_t kolo_comm_program(struct koloComm *c, int coll, int arg, const kolo
 
 static int is_p2p(int coll) { return coll == KOLO_COLL_SEND || coll == KOLO_COLL_RECV; }
 
-koloResult_t kolo_p2p_connect(struct koloComm *c, const kolo_op *ops, int nops) {
-  int cap = 0, n = 0;
-  kolo_conn_request *reqs = NULL;
-  koloResult_t res = koloSuccess;
-  for (int i = 0; i < nops && res == koloSuccess; i++) {
+/* Appends to *set the requests for the pipes of comm c that ops need and
+ * that do not exist yet. */
+static koloResult_t p2p_requests(struct koloComm *c, const kolo_op *ops, int nops, kolo_conn_set *set) {
+  int cap = 0;
+  *set = (kolo_conn_set){c->bs, c->job, c->slot_bytes, c->nslots, NULL, 0, &c->err, NULL, koloSuccess};
+  for (int i = 0; i < nops; i++) {
     if (ops[i].comm != c || !is_p2p(ops[i].coll)) continue;
     int send = ops[i].coll == KOLO_COLL_SEND, peer = ops[i].arg;
     for (int ch = 0; ch < c->nchannels; ch++) {
       size_t k = (size_t)peer * (size_t)c->nchannels + (size_t)ch;
       unsigned char *ready = send ? &c->p2p_send_ready[k] : &c->p2p_recv_ready[k];
       if (*ready) continue;
-      if (n == cap) {
+      if (set->n == cap) {
         cap = cap ? 2 * cap : 16;
-        kolo_conn_request *r = realloc(reqs, (size_t)cap * sizeof *r);
-        if (r == NULL) {
-          res = kolo_error(&c->err, koloSystemError, "out of memory making point-to-point pipes");
-          break;
-        }
-        reqs = r;
+        kolo_conn_request *r = realloc(set->reqs, (size_t)cap * sizeof *r);
+        if (r == NULL) return kolo_error(&c->err, koloSystemError, "out of memory making point-to-point pipes");
+        set->reqs = r;
       }
-      reqs[n++] = (kolo_conn_request){send ? &c->p2p_send[k] : &c->p2p_recv[k], peer, send, ch,
-                                      TAG_P2P_PIPE | (uint32_t)ch};
-      *ready = 2; /* requested; becomes 1 once made */
+      set->reqs[set->n++] = (kolo_conn_request){send ? &c->p2p_send[k] : &c->p2p_recv[k], peer, send, ch,
+                                                TAG_P2P_PIPE | (uint32_t)ch};
+      *ready = 2; /* requested: not to be asked twice in this group */
     }
   }
-  if (res == koloSuccess && n > 0) res = kolo_connect(c->bs, c->job, c->slot_bytes, c->nslots, reqs, n, &c->err);
-  for (int i = 0; i < n; i++) {
-    int send = reqs[i].is_send;
-    size_t k = (size_t)reqs[i].peer * (size_t)c->nchannels + (size_t)reqs[i].channel;
-    (send ? c->p2p_send_ready : c->p2p_recv_ready)[k] = res == koloSuccess;
+  return koloSuccess;
+}
+
+static void p2p_mark(struct koloComm *c, const kolo_conn_set *set, koloResult_t res) {
+  for (int i = 0; i < set->n; i++) {
+    const kolo_conn_request *r = &set->reqs[i];
+    size_t k = (size_t)r->peer * (size_t)c->nchannels + (size_t)r->channel;
+    (r->is_send ? c->p2p_send_ready : c->p2p_recv_ready)[k] = res == koloSuccess;
   }
-  free(reqs);
+}
+
+koloResult_t kolo_p2p_connect(const kolo_op *ops, int nops) {
+  int any = 0;
+  for (int i = 0; i < nops && !any; i++) any = is_p2p(ops[i].coll);
+  if (!any) return koloSuccess;
+  kolo_conn_set *sets = calloc((size_t)nops, sizeof *sets);
+  struct koloComm **comms = calloc((size_t)nops, sizeof *comms);
+  koloResult_t res = sets && comms ? koloSuccess
+                                   : kolo_error(&ops[0].comm->err, koloSystemError, "out of memory making pipes");
+  int nsets = 0;
+  for (int i = 0; i < nops && res == koloSuccess; i++) {
+    int first = 1;
+    for (int j = 0; j < i && first; j++) first = ops[j].comm != ops[i].comm;
+    if (!first) continue;
+    comms[nsets] = ops[i].comm;
+    res = p2p_requests(ops[i].comm, ops, nops, &sets[nsets]);
+    nsets++;
+  }
+  int tried = res == koloSuccess;
+  if (tried) res = kolo_connect_sets(sets, nsets);
+  for (int k = 0; k < nsets; k++) {
+    /* a set's pipes exist iff that set connected (failed sets are closed) */
+    p2p_mark(comms[k], &sets[k], tried ? sets[k].res : koloSystemError);
+    free(sets[k].reqs);
+  }
+  free(sets);
+  free(comms);
   return res;
 }
 
@@ -170,12 +198,7 @@ static koloResult_t add_tasks(const kolo_op *op, kolo_exec_task *tasks, int *nta
 
 /* Runs ops of blocking communicators on this thread. */
 static koloResult_t run_here(kolo_op *ops, int nops) {
-  koloResult_t res = koloSuccess;
-  for (int i = 0; i < nops && res == koloSuccess; i++) {
-    int first = 1;
-    for (int j = 0; j < i && first; j++) first = ops[j].comm != ops[i].comm;
-    if (first) res = kolo_p2p_connect(ops[i].comm, ops, nops);
-  }
+  koloResult_t res = kolo_p2p_connect(ops, nops);
   if (res != koloSuccess) return res;
   /* Single calls (the latency path) use the stack, groups the heap. */
   kolo_exec_task local[KOLO_MAX_CHANNELS];

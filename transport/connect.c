@@ -89,36 +89,53 @@ static koloResult_t send_attach(kolo_bootstrap *bs, const kolo_conn_setup *s,
   return res;
 }
 
+/* One phase over one set; stops at the set's first failure. */
+static void run_phase(kolo_conn_set *set, int phase, kolo_conn_setup *s) {
+  for (int i = 0; i < set->n && set->res == koloSuccess; i++) {
+    kolo_conn_request *r = &set->reqs[i];
+    if ((phase == 1) != (r->is_send != 0)) continue; /* phases 0, 2: receivers */
+    setup_for(set->bs, set->job, set->slot_bytes, set->nslots, r, set->eb, s);
+    if (phase == 0) {
+      set->res = recv_create(set->bs, s, r);
+      set->made[i] = set->res == koloSuccess;
+    } else if (phase == 1) {
+      set->res = send_attach(set->bs, s, r);
+      set->made[i] = set->res == koloSuccess;
+    } else {
+      uint8_t ack;
+      set->res = kolo_bootstrap_recv(set->bs, r->peer, r->tag | ACK_TAG_BIT, &ack, sizeof ack);
+      r->conn->transport->recv_attached(r->conn);
+    }
+  }
+}
+
+koloResult_t kolo_connect_sets(kolo_conn_set *sets, int nsets) {
+  koloResult_t res = koloSuccess;
+  for (int k = 0; k < nsets; k++) {
+    sets[k].res = koloSuccess;
+    sets[k].made = calloc((size_t)sets[k].n + 1, sizeof *sets[k].made);
+    if (sets[k].made == NULL) sets[k].res = kolo_error(sets[k].eb, koloSystemError, "out of memory setting up pipes");
+  }
+  /* Each phase runs for every set before the next starts: sets of ranks
+   * driven by this one thread only wait for what an earlier phase sent. */
+  kolo_conn_setup s;
+  for (int phase = 0; phase < 3; phase++)
+    for (int k = 0; k < nsets; k++) run_phase(&sets[k], phase, &s);
+  for (int k = 0; k < nsets; k++) {
+    kolo_conn_set *set = &sets[k];
+    for (int i = 0; set->res != koloSuccess && set->made && i < set->n; i++)
+      if (set->made[i]) kolo_connector_close(set->reqs[i].conn);
+    if (res == koloSuccess) res = set->res;
+    free(set->made);
+    set->made = NULL;
+  }
+  return res;
+}
+
 koloResult_t kolo_connect(kolo_bootstrap *bs, uint64_t job, size_t slot_bytes, uint32_t nslots,
                           kolo_conn_request *reqs, int n, kolo_errbuf *eb) {
-  koloResult_t res = koloSuccess;
-  int *made = calloc((size_t)n + 1, sizeof *made);
-  if (made == NULL) return kolo_error(eb, koloSystemError, "out of memory setting up pipes");
-  kolo_conn_setup s;
-  for (int i = 0; i < n && res == koloSuccess; i++) {
-    if (reqs[i].is_send) continue;
-    setup_for(bs, job, slot_bytes, nslots, &reqs[i], eb, &s);
-    res = recv_create(bs, &s, &reqs[i]);
-    made[i] = res == koloSuccess;
-  }
-  for (int i = 0; i < n && res == koloSuccess; i++) {
-    if (!reqs[i].is_send) continue;
-    setup_for(bs, job, slot_bytes, nslots, &reqs[i], eb, &s);
-    res = send_attach(bs, &s, &reqs[i]);
-    made[i] = res == koloSuccess;
-  }
-  for (int i = 0; i < n && res == koloSuccess; i++) {
-    if (reqs[i].is_send) continue;
-    uint8_t ack;
-    res = kolo_bootstrap_recv(bs, reqs[i].peer, reqs[i].tag | ACK_TAG_BIT, &ack, sizeof ack);
-    reqs[i].conn->transport->recv_attached(reqs[i].conn);
-  }
-  if (res != koloSuccess) {
-    for (int i = 0; i < n; i++)
-      if (made[i]) kolo_connector_close(reqs[i].conn);
-  }
-  free(made);
-  return res;
+  kolo_conn_set set = {bs, job, slot_bytes, nslots, reqs, n, eb, NULL, koloSuccess};
+  return kolo_connect_sets(&set, 1);
 }
 
 void kolo_connector_close(kolo_connector *c) {

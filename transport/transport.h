@@ -56,4 +56,21 @@ koloResult_t kolo_connect(kolo_bootstrap *bs, uint64_t job, size_t slot_bytes,
                           kolo_errbuf *eb);
 void kolo_connector_close(kolo_connector *c);
 
+/* The pipes of one communicator, for kolo_connect_sets. */
+typedef struct {
+  kolo_bootstrap *bs;
+  uint64_t job;
+  size_t slot_bytes;
+  uint32_t nslots;
+  kolo_conn_request *reqs;
+  int n;
+  kolo_errbuf *eb;
+  int *made;        /* internal */
+  koloResult_t res; /* this set's outcome */
+} kolo_conn_set;
+
+/* Sets up the pipes of several communicators of this thread at once (one
+ * thread driving several ranks in a group). */
+koloResult_t kolo_connect_sets(kolo_conn_set *sets, int nsets);
+
 #endif
