@@ -5,6 +5,7 @@
 #include "log.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,14 +61,38 @@ static FILE *open_log_file(const char *pattern) {
   return f;
 }
 
-static void log_init(void) {
+static void log_read_settings(void) {
   log_level_value = parse_level(kolo_param_str("KOLO_DEBUG"));
   const char *file = kolo_param_str("KOLO_DEBUG_FILE");
   log_out = (file && *file) ? open_log_file(file) : stderr;
 }
 
+/* A forked child is a new process: it reads KOLO_DEBUG again (a launcher may
+ * set it per worker) and opens its own KOLO_DEBUG_FILE, so %p names the
+ * child and not the parent whose file it would otherwise append to.  The
+ * child is single-threaded here, so plain stores are enough. */
+static _Atomic int log_stale;
+static void log_mark_stale_in_child(void) {
+  pthread_mutex_init(&log_lock, NULL); /* the parent may have held it at fork */
+  log_stale = 1;
+}
+
+static void log_init(void) {
+  log_read_settings();
+  pthread_atfork(NULL, NULL, log_mark_stale_in_child);
+}
+
 int kolo_log_level(void) {
   pthread_once(&log_once, log_init);
+  if (log_stale) {
+    pthread_mutex_lock(&log_lock);
+    if (log_stale) {
+      if (log_out != NULL && log_out != stderr) fclose(log_out);
+      log_read_settings();
+      log_stale = 0;
+    }
+    pthread_mutex_unlock(&log_lock);
+  }
   return log_level_value;
 }
 

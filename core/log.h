@@ -14,7 +14,7 @@ enum kolo_log_level {
   KOLO_LOG_TRACE = 3
 };
 
-/* Current level; reads KOLO_DEBUG once. */
+/* Current level; reads KOLO_DEBUG once per process (again after fork). */
 int kolo_log_level(void);
 void kolo_log_write(int level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -71,7 +71,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t len) {
   return h;
 }
 
-static void draw_token(void) {
+static void draw_token_now(void) {
   if (kolo_random(&proc_token, sizeof proc_token, NULL) == koloSuccess) return;
   /* No getrandom: pid, time and an address still tell processes apart. */
   int64_t now = kolo_now_ms();
@@ -79,6 +79,13 @@ static void draw_token(void) {
   void *where = &now;
   proc_token = fnv(fnv(fnv(1469598103934665603ull, &pid, sizeof pid), &now, sizeof now), &where,
                    sizeof where);
+}
+
+/* A forked child is another process: it must not pass for its parent, or its
+ * ranks would pick the in-process transport and share memory that fork copied. */
+static void draw_token(void) {
+  draw_token_now();
+  pthread_atfork(NULL, NULL, draw_token_now);
 }
 
 static uint64_t host_hash(void) {

@@ -9,7 +9,11 @@
 #include "transport/transport.h"
 
 static int local_can_connect(const kolo_conn_setup *s) {
-  return s->self->proc_token == s->peer->proc_token;
+  /* The pid and host also count: a child made by a raw clone() skips the
+   * atfork handler that redraws the token, and sharing malloc'd memory with
+   * a process that only has a copy of it would corrupt data silently. */
+  return s->self->proc_token == s->peer->proc_token && s->self->pid == s->peer->pid &&
+         s->self->host_hash == s->peer->host_hash;
 }
 
 static koloResult_t local_recv_create(const kolo_conn_setup *s, kolo_connector *c, char *desc) {

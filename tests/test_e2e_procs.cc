@@ -1,0 +1,264 @@
+// test_e2e_procs.cc - end-to-end tests with ranks as processes: the test
+// process creates the unique id (koloGetUniqueId starts the rendezvous root
+// thread here), forks N children that each join with koloCommInitRank (or
+// koloCommInitFromEnv with launcher variables) and run a grid, and only
+// waits for them.  A child reports failures on stderr and through its exit
+// code; the parent asserts that all exit 0 and that /dev/shm holds no
+// kolo-* segment of theirs afterwards (kolo unlinks every segment as soon as
+// both ends have mapped it).
+//
+// Grid per N in {1,2,3,4,8}: every collective for float32 sum, int32 max,
+// bfloat16 sum and float16 avg at counts {0, 1, 7, 4095}, in and out of
+// place; count 1 MiB + 3 for every collective x those four at N <= 4 (out of
+// place, and in place for float32 sum) and for float32 sum at N = 8; a
+// 64 MiB float32 all-reduce at N = 2 and N = 4.  util/coll_run.h says what
+// is checked per call.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "util/coll_ref.h"
+#include "util/coll_run.h"
+#include "util/proc_util.h"
+
+using namespace kt;
+
+namespace {
+
+// A hang becomes an error after 60 s (children inherit the variable).
+const bool kTimeoutSet = (default_test_timeout(60000), true);
+
+constexpr size_t kLarge = (1u << 20) + 3;
+constexpr double kChildTimeoutMs = 240000;
+
+struct TypeOp {
+  koloDataType_t t;
+  koloRedOp_t op;
+};
+const TypeOp kProcTypes[] = {
+    {koloFloat32, koloSum}, {koloInt32, koloMax}, {koloBfloat16, koloSum}, {koloFloat16, koloAvg}};
+
+CollCase make_case(Coll coll, TypeOp to, int n, size_t count, bool in_place, int variant) {
+  CollCase c;
+  c.coll = coll;
+  c.type = to.t;
+  c.op = has_op(coll) ? to.op : koloSum;
+  c.nranks = n;
+  c.count = count;
+  c.in_place = in_place;
+  c.root = variant % n;
+  c.misalign = variant % 3 == 0 ? 1 + (variant / 3) % 7 : 0;
+  seed_case(&c);
+  return c;
+}
+
+std::vector<CollCase> proc_grid(int n) {
+  std::vector<CollCase> cases;
+  int v = 0;
+  for (Coll coll : kAllColls)
+    for (const TypeOp &to : kProcTypes) {
+      for (size_t count : {(size_t)0, (size_t)1, (size_t)7, (size_t)4095})
+        for (int ip = 0; ip < (has_in_place(coll) ? 2 : 1); ip++)
+          cases.push_back(make_case(coll, to, n, count, ip == 1, v++));
+      if (sanitized_build()) continue;
+      bool f32sum = to.t == koloFloat32 && to.op == koloSum;
+      if (n <= 4 || f32sum) cases.push_back(make_case(coll, to, n, kLarge, false, v++));
+      if (f32sum && has_in_place(coll)) cases.push_back(make_case(coll, to, n, kLarge, true, v++));
+    }
+  return cases;
+}
+
+// Runs the cases as `rank` on comm; prints failures; returns their number.
+int run_cases_as(koloComm_t comm, int rank, const std::vector<CollCase> &cases) {
+  int failures = 0;
+  Expected e;
+  for (const CollCase &c : cases) {
+    expected_for_rank(c, rank, &e);
+    RankBufs b;
+    prepare(c, rank, &b);
+    koloResult_t res = issue(c, rank, &b, comm);
+    std::string err = res != koloSuccess ? result_text(coll_name(c.coll), res, comm) : check(c, rank, b, e);
+    if (err.empty()) continue;
+    std::fprintf(stderr, "rank %d: %s: %s\n", rank, c.str().c_str(), err.c_str());
+    failures++;
+    if (res != koloSuccess) break;  // the communicator is unusable after a failed call
+  }
+  return failures;
+}
+
+// Child body: join as `rank` of n with koloCommInitRank and run the cases.
+int child_init_rank(int rank, int n, const koloUniqueId &id, const std::vector<CollCase> &cases) {
+  koloComm_t comm = nullptr;
+  koloResult_t res = koloCommInitRank(&comm, n, id, rank);
+  if (res != koloSuccess) {
+    std::fprintf(stderr, "rank %d: koloCommInitRank: %s: %s\n", rank, koloGetErrorString(res),
+                 koloGetLastError(nullptr));
+    return 2;
+  }
+  int failures = run_cases_as(comm, rank, cases);
+  res = koloCommDestroy(comm);
+  if (res != koloSuccess) {
+    std::fprintf(stderr, "rank %d: koloCommDestroy: %s\n", rank, koloGetErrorString(res));
+    failures++;
+  }
+  return failures ? 1 : 0;
+}
+
+std::string leaks_text(const std::vector<std::string> &leaks) {
+  std::string s;
+  for (const std::string &l : leaks) s += " " + l;
+  return s;
+}
+
+// Forks n ranks running `body`, asserts they all exit 0 and leave no
+// kolo-* segment in /dev/shm.
+void run_ranks(int n, const std::function<int(int)> &body) {
+  std::set<std::string> before = shm_entries();
+  std::vector<pid_t> pids;
+  std::vector<ChildResult> res =
+      run_children(n, body, kChildTimeoutMs, [&](const std::vector<pid_t> &p) { pids = p; });
+  EXPECT_EQ(children_failures(res), "");
+  std::vector<std::string> leaks = shm_leaks(before, shm_entries(), pids);
+  EXPECT_TRUE(leaks.empty()) << "left in /dev/shm:" << leaks_text(leaks);
+}
+
+class Procs : public ::testing::TestWithParam<int> {};
+
+TEST_P(Procs, Grid) {
+  const int n = GetParam();
+  std::vector<CollCase> cases = proc_grid(n);
+  koloUniqueId id;
+  ASSERT_EQ(koloGetUniqueId(&id), koloSuccess) << koloGetLastError(nullptr);
+  run_ranks(n, [&](int rank) { return child_init_rank(rank, n, id, cases); });
+}
+
+INSTANTIATE_TEST_SUITE_P(Procs, Procs, ::testing::Values(1, 2, 3, 4, 8),
+                         [](const ::testing::TestParamInfo<int> &p) {
+                           return std::to_string(p.param) + "procs";
+                         });
+
+class ProcsHuge : public ::testing::TestWithParam<int> {};
+
+TEST_P(ProcsHuge, AllReduce64MiBFloat32) {
+  if (sanitized_build()) GTEST_SKIP() << "64 MiB skipped in sanitizer builds (KOLO_TEST_FULL=1 runs it)";
+  const int n = GetParam();
+  std::vector<CollCase> cases = {
+      make_case(Coll::AllReduce, {koloFloat32, koloSum}, n, (64u << 20) / 4, false, 1)};
+  koloUniqueId id;
+  ASSERT_EQ(koloGetUniqueId(&id), koloSuccess) << koloGetLastError(nullptr);
+  run_ranks(n, [&](int rank) { return child_init_rank(rank, n, id, cases); });
+}
+
+INSTANTIATE_TEST_SUITE_P(Procs, ProcsHuge, ::testing::Values(2, 4),
+                         [](const ::testing::TestParamInfo<int> &p) {
+                           return std::to_string(p.param) + "procs";
+                         });
+
+// ---- forking after kolo was used in the parent ---------------------------------
+
+// A program that made (and destroyed) communicators among its threads, then
+// forks worker processes that form a job of their own: each child is a
+// separate process, so pipes between them must be shared memory, not the
+// plain pointers of ranks in one process.
+TEST(ProcsAfterThreads, ForkAfterCommunicatorsInParent) {
+  {
+    koloComm_t comms[2];
+    ASSERT_EQ(koloCommInitAll(comms, 2, nullptr), koloSuccess) << koloGetLastError(nullptr);
+    for (koloComm_t c : comms) koloCommDestroy(c);
+  }
+  const int n = 3;
+  std::vector<CollCase> cases;
+  int v = 0;
+  for (Coll coll : kAllColls) cases.push_back(make_case(coll, kProcTypes[v % 4], n, 4095, false, v)), v++;
+  ScopedEnv timeout("KOLO_TIMEOUT_MS", "5000");  // a hang fails in 5 s
+  koloUniqueId id;
+  ASSERT_EQ(koloGetUniqueId(&id), koloSuccess) << koloGetLastError(nullptr);
+  run_ranks(n, [&](int rank) { return child_init_rank(rank, n, id, cases); });
+}
+
+// ---- koloCommInitFromEnv ------------------------------------------------------
+
+// Child body: set the launcher's variables, join with koloCommInitFromEnv,
+// check rank and size, run a few collectives.
+int child_from_env(int rank, int n, const std::vector<std::pair<std::string, std::string>> &vars) {
+  clear_launcher_env();
+  for (const auto &kv : vars) setenv(kv.first.c_str(), kv.second.c_str(), 1);
+  koloComm_t comm = nullptr;
+  koloResult_t res = koloCommInitFromEnv(&comm, nullptr);
+  if (res != koloSuccess) {
+    std::fprintf(stderr, "rank %d: koloCommInitFromEnv: %s: %s\n", rank, koloGetErrorString(res),
+                 koloGetLastError(nullptr));
+    return 2;
+  }
+  int failures = 0, count = -1, me = -1;
+  if (koloCommCount(comm, &count) != koloSuccess || count != n) {
+    std::fprintf(stderr, "rank %d: koloCommCount says %d, want %d\n", rank, count, n);
+    failures++;
+  }
+  if (koloCommUserRank(comm, &me) != koloSuccess || me != rank) {
+    std::fprintf(stderr, "rank %d: koloCommUserRank says %d\n", rank, me);
+    failures++;
+  }
+  std::vector<CollCase> cases;
+  int v = 0;
+  for (Coll coll : kAllColls)
+    for (size_t count_ : {(size_t)1, (size_t)4095, (size_t)100003})
+      cases.push_back(make_case(coll, kProcTypes[v % 4], n, count_, v % 2 == 1 && has_in_place(coll), v)), v++;
+  failures += run_cases_as(comm, rank, cases);
+  koloCommDestroy(comm);
+  return failures ? 1 : 0;
+}
+
+using EnvFn = std::function<std::vector<std::pair<std::string, std::string>>(int rank, int n, int port)>;
+
+void from_env(int n, const EnvFn &env) {
+  int port = free_tcp_port();
+  ASSERT_GT(port, 0);
+  run_ranks(n, [&](int rank) { return child_from_env(rank, n, env(rank, n, port)); });
+}
+
+TEST(ProcsFromEnv, KoloVariables) {
+  from_env(3, [](int rank, int n, int port) {
+    return std::vector<std::pair<std::string, std::string>>{
+        {"KOLO_ROOT", "127.0.0.1:" + std::to_string(port)},
+        {"KOLO_RANK", std::to_string(rank)},
+        {"KOLO_WORLD_SIZE", std::to_string(n)},
+        {"KOLO_SECRET", "00112233445566778899aabbccddeeff"}};
+  });
+}
+
+TEST(ProcsFromEnv, OpenMpiVariables) {
+  from_env(4, [](int rank, int n, int port) {
+    return std::vector<std::pair<std::string, std::string>>{
+        {"KOLO_ROOT", "127.0.0.1:" + std::to_string(port)},
+        {"OMPI_COMM_WORLD_RANK", std::to_string(rank)},
+        {"OMPI_COMM_WORLD_SIZE", std::to_string(n)}};
+  });
+}
+
+TEST(ProcsFromEnv, SlurmVariables) {
+  from_env(3, [](int rank, int n, int port) {
+    return std::vector<std::pair<std::string, std::string>>{
+        {"KOLO_ROOT", "127.0.0.1:" + std::to_string(port)},
+        {"SLURM_PROCID", std::to_string(rank)},
+        {"SLURM_NTASKS", std::to_string(n)},
+        {"SLURM_JOB_ID", "4242"}};
+  });
+}
+
+TEST(ProcsFromEnv, TorchrunVariables) {
+  from_env(2, [](int rank, int n, int port) {
+    return std::vector<std::pair<std::string, std::string>>{
+        {"MASTER_ADDR", "127.0.0.1"},
+        {"MASTER_PORT", std::to_string(port)},
+        {"RANK", std::to_string(rank)},
+        {"WORLD_SIZE", std::to_string(n)}};
+  });
+}
+
+}  // namespace

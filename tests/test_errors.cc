@@ -1,0 +1,545 @@
+// test_errors.cc - bad input and failing peers.
+//
+//  - Bad arguments get koloInvalidArgument (koloInvalidUsage for a group end
+//    without a start) and a koloGetLastError sentence naming the argument; the
+//    communicator stays usable afterwards.
+//  - Bad configs and ranks out of range fail at init.
+//  - A rank killed before or during a collective, a rank that never arrives at
+//    init, a rank that never calls, and koloCommAbort on a peer: the others'
+//    calls return an error naming that rank within a bounded time (the
+//    communicators' timeout is 2 s; every test measures its time to error and
+//    asserts an upper bound), and no /dev/shm/kolo-* segment is left behind.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "util/coll_ref.h"
+#include "util/coll_run.h"
+#include "util/proc_util.h"
+#include "util/thread_world.h"
+
+using namespace kt;
+
+namespace {
+
+const bool kTimeoutSet = (default_test_timeout(60000), true);
+
+// EXPECT_CONTAINS(text, part): text (a std::string or C string) contains part.
+#define EXPECT_CONTAINS(text, part)                                                           \
+  EXPECT_NE(std::string(text).find(part), std::string::npos)                                  \
+      << "\"" << std::string(text) << "\" does not contain \"" << (part) << "\""
+
+constexpr int kTimeoutMs = 2000;
+// Upper bound on any time to error: the timeout plus 3 s of slack (2 cores,
+// loaded CI machines).
+constexpr double kBoundMs = kTimeoutMs + 3000;
+
+// KOLO_TIMEOUT_MS for the scope (the root thread started by koloGetUniqueId
+// and forked children read it).
+struct ScopedTimeoutEnv : ScopedEnv {
+  explicit ScopedTimeoutEnv(int ms) : ScopedEnv("KOLO_TIMEOUT_MS", std::to_string(ms)) {}
+};
+
+koloConfig_t timeout_config(int ms) {
+  koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
+  cfg.timeoutMs = ms;
+  return cfg;
+}
+
+// ---- ranks that fail: processes ------------------------------------------------------
+// These come first in the file (gtest runs tests in file order) so that they
+// fork from a process in which no communicator was made yet: see
+// ProcsAfterThreads.ForkAfterCommunicatorsInParent in test_e2e_procs.cc for
+// what goes wrong otherwise.
+
+// Parses "RESULT <rc> <ms> <text>" lines written by children.
+struct RankReport {
+  bool found = false;
+  int rc = -1;
+  double ms = 0;
+  std::string text;
+};
+
+RankReport parse_report(const std::string &out) {
+  RankReport r;
+  size_t at = out.find("RESULT ");
+  if (at == std::string::npos) return r;
+  size_t eol = out.find('\n', at);
+  std::string line = out.substr(at + 7, eol == std::string::npos ? std::string::npos : eol - at - 7);
+  char *end = nullptr;
+  r.rc = (int)std::strtol(line.c_str(), &end, 10);
+  r.ms = std::strtod(end, &end);
+  while (*end == ' ') end++;
+  r.text = end;
+  r.found = true;
+  return r;
+}
+
+void report(int rank, koloResult_t rc, double ms, const char *text) {
+  (void)rank;
+  std::fprintf(stderr, "RESULT %d %.1f %s\n", (int)rc, ms, text);
+}
+
+// `expect_fail` ranks must report an error naming `culprit` in time.
+void expect_failed_in_time(const std::vector<ChildResult> &res, const std::vector<int> &ranks,
+                           const char *culprit, double bound_ms) {
+  for (int r : ranks) {
+    const ChildResult &c = res[(size_t)r];
+    RankReport rep = parse_report(c.output);
+    EXPECT_TRUE(rep.found) << "rank " << r << " did not report: " << c.describe();
+    if (!rep.found) continue;
+    EXPECT_TRUE(c.exited && c.code == 0) << "rank " << r << ": " << c.describe();
+    EXPECT_TRUE(rep.rc == koloRemoteError || rep.rc == koloTimeout)
+        << "rank " << r << " returned " << koloGetErrorString((koloResult_t)rep.rc) << ": " << rep.text;
+    EXPECT_CONTAINS(rep.text, culprit) << "rank " << r;
+    EXPECT_LT(rep.ms, bound_ms) << "rank " << r << "'s time to error; its error: " << rep.text;
+    std::printf("  rank %d: %s after %.0f ms: %s\n", r, koloGetErrorString((koloResult_t)rep.rc), rep.ms,
+                rep.text.c_str());
+  }
+}
+
+// 3 processes, timeout 2 s; rank 2 is killed (SIGKILL) either just before a
+// large all-reduce that ranks 0 and 1 are in, or 50 ms into it.
+void killed_rank(bool during) {
+  ScopedTimeoutEnv env(kTimeoutMs);
+  const int n = 3;
+  const size_t count = (size_t)64 << 20;  // 256 MiB of float32: long enough to die in
+  koloUniqueId id;
+  ASSERT_EQ(koloGetUniqueId(&id), koloSuccess);
+  std::set<std::string> before = shm_entries();
+  std::vector<pid_t> pids;
+  auto res = run_children(n, [&](int rank) {
+    koloConfig_t cfg = timeout_config(kTimeoutMs);
+    koloComm_t comm;
+    koloResult_t rc = koloCommInitRankConfig(&comm, n, id, rank, &cfg);
+    if (rc != koloSuccess) {
+      std::fprintf(stderr, "init failed: %s\n", koloGetLastError(nullptr));
+      return 2;
+    }
+    float one = 1, sum = 0;  // warm-up: everyone connected
+    rc = koloAllReduce(&one, &sum, 1, koloFloat32, koloSum, comm, nullptr);
+    if (rc != koloSuccess || sum != 3) {
+      std::fprintf(stderr, "warm-up all-reduce failed: %s\n", koloGetLastError(comm));
+      return 2;
+    }
+    std::vector<float> x(count, 1.0f);
+    if (rank == 2 && !during) {
+      usleep(300 * 1000);  // let the others enter the all-reduce
+      raise(SIGKILL);
+    }
+    if (rank == 2) {
+      std::thread([] {
+        usleep(50 * 1000);
+        raise(SIGKILL);
+      }).detach();
+    }
+    double t0 = now_ms();
+    rc = koloAllReduce(x.data(), x.data(), count, koloFloat32, koloSum, comm, nullptr);
+    double ms = now_ms() - t0;
+    report(rank, rc, ms, koloGetLastError(comm));
+    // the communicator stays failed, and fails fast
+    t0 = now_ms();
+    koloResult_t again = koloAllReduce(x.data(), x.data(), 16, koloFloat32, koloSum, comm, nullptr);
+    if (rc != koloSuccess && (again == koloSuccess || now_ms() - t0 > 1000))
+      std::fprintf(stderr, "a call after the failure returned %s after %.0f ms\n", koloGetErrorString(again), now_ms() - t0);
+    koloCommDestroy(comm);
+    return 0;
+  }, 120000, [&](const std::vector<pid_t> &p) { pids = p; });
+  EXPECT_FALSE(res[2].exited) << res[2].describe();
+  EXPECT_EQ(res[2].signal, SIGKILL) << res[2].describe();
+  expect_failed_in_time(res, {0, 1}, "rank 2", kBoundMs);
+  for (int r : {0, 1})
+    EXPECT_EQ(res[r].output.find("a call after the failure"), std::string::npos) << res[r].output;
+  std::vector<std::string> leaks = shm_leaks(before, shm_entries(), pids);
+  EXPECT_TRUE(leaks.empty()) << "left in /dev/shm: " << ::testing::PrintToString(leaks);
+}
+
+TEST(FailingProcs, RankKilledBeforeCollective) { killed_rank(false); }
+TEST(FailingProcs, RankKilledDuringCollective) { killed_rank(true); }
+
+// 3 ranks expected, only ranks 0 and 1 start: their init fails in bounded
+// time naming rank 2.
+TEST(FailingProcs, RankNeverArrivesAtInit) {
+  ScopedTimeoutEnv env(kTimeoutMs);
+  koloUniqueId id;
+  ASSERT_EQ(koloGetUniqueId(&id), koloSuccess);
+  std::set<std::string> before = shm_entries();
+  std::vector<pid_t> pids;
+  auto res = run_children(2, [&](int rank) {
+    koloConfig_t cfg = timeout_config(kTimeoutMs);
+    koloComm_t comm = nullptr;
+    double t0 = now_ms();
+    koloResult_t rc = koloCommInitRankConfig(&comm, 3, id, rank, &cfg);
+    report(rank, rc, now_ms() - t0, koloGetLastError(nullptr));
+    if (rc == koloSuccess) koloCommDestroy(comm);
+    return 0;
+  }, 60000, [&](const std::vector<pid_t> &p) { pids = p; });
+  expect_failed_in_time(res, {0, 1}, "rank 2", kBoundMs);
+  std::vector<std::string> leaks = shm_leaks(before, shm_entries(), pids);
+  EXPECT_TRUE(leaks.empty()) << "left in /dev/shm: " << ::testing::PrintToString(leaks);
+}
+
+// ---- bad arguments -----------------------------------------------------------
+
+// One call with bad arguments: expected result and a word its sentence must
+// contain.
+struct BadCall {
+  const char *what;
+  std::function<koloResult_t(koloComm_t, int rank)> call;  // rank: the caller's
+  const char *must_name;
+};
+
+std::vector<BadCall> bad_calls(int nranks) {
+  static float buf[64];
+  const size_t huge = SIZE_MAX / 2;
+  const auto bad_t = (koloDataType_t)99;
+  const auto bad_op = (koloRedOp_t)99;
+  return {
+      {"AllReduce NULL sendbuff", [](koloComm_t c, int) { return koloAllReduce(nullptr, buf, 4, koloFloat32, koloSum, c, nullptr); }, "sendbuff"},
+      {"AllReduce NULL recvbuff", [](koloComm_t c, int) { return koloAllReduce(buf, nullptr, 4, koloFloat32, koloSum, c, nullptr); }, "recvbuff"},
+      {"AllReduce datatype 99", [=](koloComm_t c, int) { return koloAllReduce(buf, buf, 4, bad_t, koloSum, c, nullptr); }, "datatype"},
+      {"AllReduce op 99", [=](koloComm_t c, int) { return koloAllReduce(buf, buf, 4, koloFloat32, bad_op, c, nullptr); }, "op"},
+      {"AllReduce count SIZE_MAX/2", [=](koloComm_t c, int) { return koloAllReduce(buf, buf, huge, koloFloat32, koloSum, c, nullptr); }, "count"},
+      {"ReduceScatter NULL sendbuff", [](koloComm_t c, int) { return koloReduceScatter(nullptr, buf, 1, koloFloat32, koloSum, c, nullptr); }, "sendbuff"},
+      {"ReduceScatter NULL recvbuff", [](koloComm_t c, int) { return koloReduceScatter(buf, nullptr, 1, koloFloat32, koloSum, c, nullptr); }, "recvbuff"},
+      {"ReduceScatter datatype 99", [=](koloComm_t c, int) { return koloReduceScatter(buf, buf, 1, bad_t, koloSum, c, nullptr); }, "datatype"},
+      {"ReduceScatter op 99", [=](koloComm_t c, int) { return koloReduceScatter(buf, buf, 1, koloFloat32, bad_op, c, nullptr); }, "op"},
+      {"ReduceScatter count SIZE_MAX/2", [=](koloComm_t c, int) { return koloReduceScatter(buf, buf, huge, koloFloat32, koloSum, c, nullptr); }, "count"},
+      {"AllGather NULL sendbuff", [](koloComm_t c, int) { return koloAllGather(nullptr, buf, 1, koloFloat32, c, nullptr); }, "sendbuff"},
+      {"AllGather NULL recvbuff", [](koloComm_t c, int) { return koloAllGather(buf, nullptr, 1, koloFloat32, c, nullptr); }, "recvbuff"},
+      {"AllGather datatype 99", [=](koloComm_t c, int) { return koloAllGather(buf, buf, 1, bad_t, c, nullptr); }, "datatype"},
+      {"AllGather count SIZE_MAX/2", [=](koloComm_t c, int) { return koloAllGather(buf, buf, huge, koloFloat32, c, nullptr); }, "count"},
+      {"Broadcast NULL sendbuff on the root", [](koloComm_t c, int r) { return koloBroadcast(nullptr, buf, 4, koloFloat32, r, c, nullptr); }, "sendbuff"},
+      {"Broadcast NULL recvbuff", [](koloComm_t c, int) { return koloBroadcast(buf, nullptr, 4, koloFloat32, 0, c, nullptr); }, "recvbuff"},
+      {"Broadcast datatype 99", [=](koloComm_t c, int) { return koloBroadcast(buf, buf, 4, bad_t, 0, c, nullptr); }, "datatype"},
+      {"Broadcast root -1", [](koloComm_t c, int) { return koloBroadcast(buf, buf, 4, koloFloat32, -1, c, nullptr); }, "root"},
+      {"Broadcast root nranks", [=](koloComm_t c, int) { return koloBroadcast(buf, buf, 4, koloFloat32, nranks, c, nullptr); }, "root"},
+      {"Broadcast count SIZE_MAX/2", [=](koloComm_t c, int) { return koloBroadcast(buf, buf, huge, koloFloat32, 0, c, nullptr); }, "count"},
+      {"Reduce NULL sendbuff", [](koloComm_t c, int) { return koloReduce(nullptr, buf, 4, koloFloat32, koloSum, 0, c, nullptr); }, "sendbuff"},
+      {"Reduce NULL recvbuff on the root", [](koloComm_t c, int r) { return koloReduce(buf, nullptr, 4, koloFloat32, koloSum, r, c, nullptr); }, "recvbuff"},
+      {"Reduce datatype 99", [=](koloComm_t c, int) { return koloReduce(buf, buf, 4, bad_t, koloSum, 0, c, nullptr); }, "datatype"},
+      {"Reduce op 99", [=](koloComm_t c, int) { return koloReduce(buf, buf, 4, koloFloat32, bad_op, 0, c, nullptr); }, "op"},
+      {"Reduce root -1", [](koloComm_t c, int) { return koloReduce(buf, buf, 4, koloFloat32, koloSum, -1, c, nullptr); }, "root"},
+      {"Reduce root nranks", [=](koloComm_t c, int) { return koloReduce(buf, buf, 4, koloFloat32, koloSum, nranks, c, nullptr); }, "root"},
+      {"Reduce count SIZE_MAX/2", [=](koloComm_t c, int) { return koloReduce(buf, buf, huge, koloFloat32, koloSum, 0, c, nullptr); }, "count"},
+      {"Send NULL sendbuff", [](koloComm_t c, int) { return koloSend(nullptr, 4, koloFloat32, 0, c, nullptr); }, "sendbuff"},
+      {"Send datatype 99", [=](koloComm_t c, int) { return koloSend(buf, 4, bad_t, 0, c, nullptr); }, "datatype"},
+      {"Send peer -1", [](koloComm_t c, int) { return koloSend(buf, 4, koloFloat32, -1, c, nullptr); }, "peer"},
+      {"Send peer nranks", [=](koloComm_t c, int) { return koloSend(buf, 4, koloFloat32, nranks, c, nullptr); }, "peer"},
+      {"Send count SIZE_MAX/2", [=](koloComm_t c, int) { return koloSend(buf, huge, koloFloat32, 0, c, nullptr); }, "count"},
+      {"Recv NULL recvbuff", [](koloComm_t c, int) { return koloRecv(nullptr, 4, koloFloat32, 0, c, nullptr); }, "recvbuff"},
+      {"Recv datatype 99", [=](koloComm_t c, int) { return koloRecv(buf, 4, bad_t, 0, c, nullptr); }, "datatype"},
+      {"Recv peer -1", [](koloComm_t c, int) { return koloRecv(buf, 4, koloFloat32, -1, c, nullptr); }, "peer"},
+      {"Recv peer nranks", [=](koloComm_t c, int) { return koloRecv(buf, 4, koloFloat32, nranks, c, nullptr); }, "peer"},
+      {"Recv count SIZE_MAX/2", [=](koloComm_t c, int) { return koloRecv(buf, huge, koloFloat32, 0, c, nullptr); }, "count"},
+  };
+}
+
+// A valid all-reduce on every rank (threads) succeeds and is right.
+void expect_usable(ThreadWorld &w) {
+  CollCase c;
+  c.coll = Coll::AllReduce;
+  c.nranks = w.nranks();
+  c.count = 1001;
+  seed_case(&c);
+  Expected e;
+  expected_for(c, &e);
+  std::vector<std::string> errs((size_t)w.nranks());
+  w.pool.run([&](int r) { errs[r] = run_rank(c, r, w.comms[r], e); });
+  for (int r = 0; r < w.nranks(); r++) EXPECT_EQ(errs[r], "") << "rank " << r << " after the bad calls";
+}
+
+TEST(BadArguments, InvalidArgumentNamingTheArgument) {
+  for (int n : {1, 2}) {
+    ThreadWorld w(n, ThreadWorld::Init::kInitAll);
+    ASSERT_TRUE(w.ok()) << w.init_error;
+    for (const BadCall &b : bad_calls(n)) {
+      for (int r = 0; r < n; r++) {  // each rank alone: no peer takes part
+        double t0 = now_ms();
+        koloResult_t res = b.call(w.comms[r], r);
+        double ms = now_ms() - t0;
+        EXPECT_EQ(res, koloInvalidArgument) << b.what << " (" << n << " ranks, rank " << r << ")";
+        EXPECT_CONTAINS(koloGetLastError(w.comms[r]), b.must_name) << b.what;
+        EXPECT_LT(ms, 1000) << b.what;
+      }
+    }
+    expect_usable(w);
+  }
+}
+
+TEST(BadArguments, NullCommunicator) {
+  float buf[4] = {0};
+  struct Call {
+    const char *what;
+    koloResult_t res;
+  };
+  std::vector<Call> calls = {
+      {"koloAllReduce", koloAllReduce(buf, buf, 4, koloFloat32, koloSum, nullptr, nullptr)},
+      {"koloReduceScatter", koloReduceScatter(buf, buf, 1, koloFloat32, koloSum, nullptr, nullptr)},
+      {"koloAllGather", koloAllGather(buf, buf, 1, koloFloat32, nullptr, nullptr)},
+      {"koloBroadcast", koloBroadcast(buf, buf, 4, koloFloat32, 0, nullptr, nullptr)},
+      {"koloReduce", koloReduce(buf, buf, 4, koloFloat32, koloSum, 0, nullptr, nullptr)},
+      {"koloSend", koloSend(buf, 4, koloFloat32, 0, nullptr, nullptr)},
+      {"koloRecv", koloRecv(buf, 4, koloFloat32, 0, nullptr, nullptr)},
+  };
+  for (const Call &c : calls) {
+    EXPECT_EQ(c.res, koloInvalidArgument) << c.what;
+  }
+  // the thread's last error is the last call's
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "comm");
+  int x;
+  koloResult_t async;
+  EXPECT_EQ(koloCommCount(nullptr, &x), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "comm");
+  EXPECT_EQ(koloCommUserRank(nullptr, &x), koloInvalidArgument);
+  EXPECT_EQ(koloCommGetAsyncError(nullptr, &async), koloInvalidArgument);
+  EXPECT_EQ(koloCommDestroy(nullptr), koloInvalidArgument);
+  EXPECT_EQ(koloCommFinalize(nullptr), koloInvalidArgument);
+  EXPECT_EQ(koloCommAbort(nullptr), koloInvalidArgument);
+  EXPECT_EQ(koloGetVersion(nullptr), koloInvalidArgument);
+  EXPECT_EQ(koloGetUniqueId(nullptr), koloInvalidArgument);
+  EXPECT_EQ(koloCommInitRank(nullptr, 1, koloUniqueId{}, 0), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "comm");
+}
+
+// NCCL's rules: broadcast reads sendbuff on the root only and reduce writes
+// recvbuff on the root only, so NULL is fine elsewhere.
+TEST(BadArguments, NullWhereTheApiAllowsIt) {
+  const int n = 3;
+  ThreadWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  std::vector<std::string> errs((size_t)n);
+  w.pool.run([&](int r) {
+    std::vector<int32_t> x(100, r + 1), y(100, -1);
+    koloResult_t res = koloBroadcast(r == 1 ? x.data() : nullptr, y.data(), 100, koloInt32, 1, w.comms[r], nullptr);
+    if (res != koloSuccess) {
+      errs[r] = result_text("koloBroadcast", res, w.comms[r]);
+      return;
+    }
+    for (int v : y)
+      if (v != 2) errs[r] = "broadcast from rank 1 gave " + std::to_string(v);
+    std::vector<int32_t> z(100, -1);
+    res = koloReduce(x.data(), r == 2 ? z.data() : nullptr, 100, koloInt32, koloSum, 2, w.comms[r], nullptr);
+    if (res != koloSuccess) {
+      errs[r] = result_text("koloReduce", res, w.comms[r]);
+      return;
+    }
+    if (r == 2)
+      for (int v : z)
+        if (v != 1 + 2 + 3) errs[r] = "reduce to rank 2 gave " + std::to_string(v);
+  });
+  for (int r = 0; r < n; r++) EXPECT_EQ(errs[r], "") << "rank " << r;
+}
+
+TEST(BadArguments, GroupEndWithoutStart) {
+  double t0 = now_ms();
+  EXPECT_EQ(koloGroupEnd(), koloInvalidUsage);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "koloGroupStart");
+  // a balanced group still works afterwards, and nesting counts
+  EXPECT_EQ(koloGroupStart(), koloSuccess);
+  EXPECT_EQ(koloGroupStart(), koloSuccess);
+  EXPECT_EQ(koloGroupEnd(), koloSuccess);
+  EXPECT_EQ(koloGroupEnd(), koloSuccess);
+  EXPECT_EQ(koloGroupEnd(), koloInvalidUsage);
+  EXPECT_LT(now_ms() - t0, 1000);
+}
+
+// A bad call inside a group fails at once, and the rest of the group (and
+// the communicator) still works.
+TEST(BadArguments, BadCallInsideGroup) {
+  const int n = 2;
+  ThreadWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  std::vector<std::string> errs((size_t)n);
+  std::vector<koloResult_t> bad((size_t)n), end((size_t)n);
+  w.pool.run([&](int r) {
+    std::vector<float> x(64, 1.0f);
+    koloGroupStart();
+    bad[r] = koloAllReduce(x.data(), x.data(), 64, (koloDataType_t)99, koloSum, w.comms[r], nullptr);
+    koloResult_t ok = koloAllReduce(x.data(), x.data(), 64, koloFloat32, koloSum, w.comms[r], nullptr);
+    end[r] = koloGroupEnd();
+    if (ok != koloSuccess) errs[r] = result_text("valid call in the group", ok, w.comms[r]);
+    else if (end[r] == koloSuccess && x[0] != 2.0f) errs[r] = "valid call in the group gave " + std::to_string(x[0]);
+  });
+  for (int r = 0; r < n; r++) {
+    EXPECT_EQ(bad[r], koloInvalidArgument);
+    EXPECT_EQ(errs[r], "") << "rank " << r;
+    EXPECT_TRUE(end[r] == koloSuccess || end[r] == koloInvalidArgument) << koloGetErrorString(end[r]);
+  }
+  expect_usable(w);
+}
+
+// ---- bad init ------------------------------------------------------------------
+
+TEST(BadInit, ConfigWithBadMagicOrSize) {
+  koloComm_t comms[2] = {nullptr, nullptr};
+  koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
+  cfg.magic = 0x12345678;
+  double t0 = now_ms();
+  EXPECT_EQ(koloCommInitAllConfig(comms, 2, nullptr, &cfg), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "magic");
+  EXPECT_EQ(comms[0], nullptr);
+  EXPECT_EQ(comms[1], nullptr);
+  cfg = KOLO_CONFIG_INITIALIZER;
+  cfg.size = 4;
+  EXPECT_EQ(koloCommInitAllConfig(comms, 1, nullptr, &cfg), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "config");
+  cfg = KOLO_CONFIG_INITIALIZER;
+  cfg.magic = 0;
+  koloUniqueId id;
+  ASSERT_EQ(koloGetUniqueId(&id), koloSuccess);
+  koloComm_t c = nullptr;
+  EXPECT_EQ(koloCommInitRankConfig(&c, 1, id, 0, &cfg), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "magic");
+  EXPECT_EQ(c, nullptr);
+  // other out-of-range fields
+  cfg = KOLO_CONFIG_INITIALIZER;
+  cfg.timeoutMs = -5;
+  EXPECT_EQ(koloCommInitAllConfig(comms, 1, nullptr, &cfg), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "timeoutMs");
+  cfg = KOLO_CONFIG_INITIALIZER;
+  cfg.nChannels = 0;
+  EXPECT_EQ(koloCommInitAllConfig(comms, 1, nullptr, &cfg), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "nChannels");
+  EXPECT_LT(now_ms() - t0, kBoundMs);
+}
+
+TEST(BadInit, RankOrSizeOutOfRange) {
+  koloUniqueId id;
+  ASSERT_EQ(koloGetUniqueId(&id), koloSuccess);
+  koloComm_t c = nullptr;
+  double t0 = now_ms();
+  EXPECT_EQ(koloCommInitRank(&c, 2, id, 2), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "rank 2");
+  EXPECT_EQ(koloCommInitRank(&c, 2, id, -1), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "rank -1");
+  EXPECT_EQ(koloCommInitRank(&c, 0, id, 0), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "nranks");
+  EXPECT_EQ(c, nullptr);
+  koloComm_t comms[1];
+  EXPECT_EQ(koloCommInitAll(comms, 0, nullptr), koloInvalidArgument);
+  EXPECT_EQ(koloCommInitAll(nullptr, 2, nullptr), koloInvalidArgument);
+  koloUniqueId garbage;
+  std::memset(&garbage, 0x42, sizeof garbage);
+  EXPECT_EQ(koloCommInitRank(&c, 1, garbage, 0), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "unique id");
+  EXPECT_LT(now_ms() - t0, kBoundMs);
+}
+
+// ---- ranks that fail: threads -------------------------------------------------------
+
+// Threads: rank 1 never calls; rank 0's all-reduce times out naming rank 1.
+TEST(FailingRanks, PeerNeverCallsTimesOut) {
+  koloConfig_t cfg = timeout_config(kTimeoutMs);
+  ThreadWorld w(2, ThreadWorld::Init::kInitAll, &cfg);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  std::vector<float> x(1 << 16, 1.0f);
+  double t0 = now_ms();
+  koloResult_t rc = koloAllReduce(x.data(), x.data(), x.size(), koloFloat32, koloSum, w.comms[0], nullptr);
+  double ms = now_ms() - t0;
+  EXPECT_EQ(rc, koloTimeout) << koloGetLastError(w.comms[0]);
+  EXPECT_CONTAINS(koloGetLastError(w.comms[0]), "rank 1");
+  EXPECT_GE(ms, kTimeoutMs * 0.9);
+  EXPECT_LT(ms, kBoundMs);
+}
+
+// Threads: rank 1 waits in an all-reduce; rank 0 calls koloCommAbort: rank
+// 1's call returns an error naming rank 0 well before its timeout.  With 3
+// ranks, ranks 1 and 2 both wait.
+TEST(FailingRanks, AbortWakesWaitingPeers) {
+  for (int n : {2, 3}) {
+    const int timeout = 10000;
+    koloConfig_t cfg = timeout_config(timeout);
+    ThreadWorld w(n, ThreadWorld::Init::kInitAll, &cfg);
+    ASSERT_TRUE(w.ok()) << w.init_error;
+    std::vector<koloResult_t> rc((size_t)n, koloSuccess);
+    std::vector<std::string> text((size_t)n);
+    std::vector<double> done_at((size_t)n, 0);
+    double abort_at = 0;
+    w.pool.run([&](int r) {
+      if (r == 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        abort_at = now_ms();
+        rc[0] = koloCommAbort(w.comms[0]);
+        w.comms[0] = nullptr;  // freed by the abort
+        return;
+      }
+      std::vector<float> x(1 << 20, 1.0f);
+      rc[r] = koloAllReduce(x.data(), x.data(), x.size(), koloFloat32, koloSum, w.comms[r], nullptr);
+      done_at[r] = now_ms();
+      text[r] = koloGetLastError(w.comms[r]);
+    });
+    EXPECT_EQ(rc[0], koloSuccess);
+    for (int r = 1; r < n; r++) {
+      EXPECT_TRUE(rc[r] == koloRemoteError || rc[r] == koloTimeout) << koloGetErrorString(rc[r]);
+      EXPECT_CONTAINS(text[r], "rank 0") << n << " ranks, rank " << r;
+      double ms = done_at[r] - abort_at;
+      EXPECT_LT(ms, 3000) << n << " ranks, rank " << r << " returned " << ms << " ms after the abort: " << text[r];
+      std::printf("  %d ranks: rank %d: %s %.0f ms after the abort: %s\n", n, r, koloGetErrorString(rc[r]), ms,
+                  text[r].c_str());
+    }
+  }
+}
+
+
+// ---- logging ---------------------------------------------------------------------
+
+std::string read_text(const std::string &path) {
+  std::string s;
+  if (FILE *f = std::fopen(path.c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+    std::fclose(f);
+  }
+  return s;
+}
+
+// KOLO_DEBUG=INFO with KOLO_DEBUG_FILE (%p: one file per process): each of 2
+// processes logs its channels, slot sizes and the transport of every pipe
+// (shared memory between processes), and a rejected call's sentence.
+TEST(Logging, InfoNamesTransportsChannelsAndFailures) {
+  char dir[] = "/tmp/kolo-log-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string pattern = std::string(dir) + "/rank-%p.log";
+  koloUniqueId id;
+  ASSERT_EQ(koloGetUniqueId(&id), koloSuccess) << koloGetLastError(nullptr);
+  std::vector<pid_t> pids;
+  std::vector<ChildResult> res = run_children(2, [&](int rank) {
+    setenv("KOLO_DEBUG", "INFO", 1);
+    setenv("KOLO_DEBUG_FILE", pattern.c_str(), 1);
+    koloComm_t comm = nullptr;
+    if (koloCommInitRank(&comm, 2, id, rank) != koloSuccess) return 2;
+    float x[4] = {1, 2, 3, 4};
+    int bad = koloAllReduce(nullptr, x, 4, koloFloat32, koloSum, comm, nullptr) == koloInvalidArgument;
+    int good = koloAllReduce(x, x, 4, koloFloat32, koloSum, comm, nullptr) == koloSuccess;
+    koloCommDestroy(comm);
+    return bad && good ? 0 : 1;
+  }, 60000, [&](const std::vector<pid_t> &p) { pids = p; });
+  EXPECT_EQ(children_failures(res), "");
+  for (size_t r = 0; r < pids.size(); r++) {
+    std::string path = std::string(dir) + "/rank-" + std::to_string(pids[r]) + ".log";
+    std::string log = read_text(path);
+    int peer = 1 - (int)r;
+    EXPECT_CONTAINS(log, "channel(s)");
+    EXPECT_CONTAINS(log, "slots of");
+    EXPECT_CONTAINS(log, "pipe from rank " + std::to_string(peer));
+    EXPECT_CONTAINS(log, "over shm");
+    EXPECT_CONTAINS(log, "sendbuff");
+    if (::testing::Test::HasFailure()) std::fprintf(stderr, "%s:\n%s", path.c_str(), log.c_str());
+    unlink(path.c_str());
+  }
+  rmdir(dir);
+}
+
+}  // namespace

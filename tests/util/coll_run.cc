@@ -1,0 +1,397 @@
+// coll_run.cc - see coll_run.h.
+#include "util/coll_run.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace kt {
+
+const char *coll_name(Coll c) {
+  switch (c) {
+  case Coll::AllReduce: return "AllReduce";
+  case Coll::ReduceScatter: return "ReduceScatter";
+  case Coll::AllGather: return "AllGather";
+  case Coll::Broadcast: return "Broadcast";
+  case Coll::Reduce: return "Reduce";
+  case Coll::SendRecv: return "SendRecv";
+  }
+  return "?";
+}
+
+bool has_op(Coll c) { return c == Coll::AllReduce || c == Coll::ReduceScatter || c == Coll::Reduce; }
+bool has_in_place(Coll c) { return c != Coll::SendRecv; }
+
+static koloRedOp_t gen_op(const CollCase &c) { return has_op(c.coll) ? c.op : koloSum; }
+
+std::string CollCase::str() const {
+  std::ostringstream s;
+  s << coll_name(coll) << " " << type_name(type);
+  if (has_op(coll)) s << " " << op_name(op);
+  s << " nranks=" << nranks << " count=" << count;
+  if (coll == Coll::Broadcast || coll == Coll::Reduce) s << " root=" << root;
+  if (coll == Coll::SendRecv) s << " shift=" << root;
+  s << (in_place ? " in-place" : " out-of-place");
+  if (misalign) s << " misalign=" << misalign;
+  s << " seed=0x" << std::hex << seed;
+  return s.str();
+}
+
+void seed_case(CollCase *c) {
+  uint64_t h = base_seed();
+  h = mix64(h ^ (uint64_t)c->coll);
+  h = mix64(h ^ (uint64_t)c->type);
+  h = mix64(h ^ (uint64_t)c->op);
+  h = mix64(h ^ (uint64_t)c->nranks);
+  h = mix64(h ^ (uint64_t)c->count);
+  h = mix64(h ^ (uint64_t)c->root ^ ((uint64_t)c->in_place << 32) ^ ((uint64_t)c->misalign << 40));
+  c->seed = h;
+}
+
+// ---- guarded buffers ----------------------------------------------------------
+
+GuardedBuf::~GuardedBuf() { std::free(base_); }
+
+void GuardedBuf::alloc(size_t bytes, int offset, unsigned char poison) {
+  std::free(base_);
+  total_ = (2 * kGuard + 8 + bytes + 63) / 64 * 64;
+  base_ = static_cast<char *>(std::aligned_alloc(64, total_));
+  if (base_ == nullptr) std::abort();
+  bytes_ = bytes;
+  offset_ = offset;
+  poison_ = poison;
+  std::memset(base_, poison, total_);
+}
+
+std::string GuardedBuf::check_guards(const char *what) const {
+  if (base_ == nullptr) return "";
+  size_t start = kGuard + (size_t)offset_, end = start + bytes_;
+  for (size_t i = 0; i < total_; i++) {
+    if (i >= start && i < end) continue;
+    if ((unsigned char)base_[i] == poison_) continue;
+    std::ostringstream s;
+    if (i < start) s << what << ": byte " << (start - i) << " before the buffer was written";
+    else s << what << ": byte " << (i - end) << " after the end of the buffer was written";
+    return s.str();
+  }
+  return "";
+}
+
+long GuardedBuf::first_unpoisoned(size_t off, size_t len) const {
+  const char *p = data();
+  for (size_t i = off; i < off + len; i++)
+    if ((unsigned char)p[i] != poison_) return (long)i;
+  return -1;
+}
+
+// ---- one rank's call ----------------------------------------------------------
+
+unsigned char poison_of(const CollCase &c) {
+  unsigned char p = (unsigned char)(c.seed >> 56);
+  return p == 0 || p == 0xff ? 0xa5 : p;
+}
+
+static int offset_of(const CollCase &c, int rank, int which) {
+  return c.misalign ? (c.misalign + rank + 3 * which) % 8 : 0;
+}
+
+static void prepare_buffers(const CollCase &c, int rank, RankBufs *b);
+
+void prepare(const CollCase &c, int rank, RankBufs *b) {
+  prepare_buffers(c, rank, b);
+  const unsigned char *p = reinterpret_cast<const unsigned char *>(b->a.data());
+  b->a_before.assign(p, p + b->a.bytes());
+}
+
+static void prepare_buffers(const CollCase &c, int rank, RankBufs *b) {
+  const size_t n = (size_t)c.nranks, cnt = c.count, esz = type_size(c.type);
+  const koloRedOp_t gop = gen_op(c);
+  const unsigned char poison = poison_of(c);
+  b->send = nullptr;
+  b->recv = nullptr;
+  if (cnt == 0 && !c.in_place) {  // NULL buffers with count 0 are allowed
+    b->a.alloc(0, 0, poison);
+    b->b.alloc(0, 0, poison);
+    return;
+  }
+  if (c.in_place) {
+    size_t elems = (c.coll == Coll::ReduceScatter || c.coll == Coll::AllGather) ? n * cnt : cnt;
+    b->a.alloc(elems * esz, offset_of(c, rank, 0), poison);
+    char *buf = b->a.data();
+    switch (c.coll) {
+    case Coll::ReduceScatter:
+      fill_input(buf, n * cnt, c.seed, rank, 0, c.type, gop);
+      b->send = buf;
+      b->recv = buf + (size_t)rank * cnt * esz;
+      break;
+    case Coll::AllGather:
+      fill_input(buf + (size_t)rank * cnt * esz, cnt, c.seed, rank, 0, c.type, gop);
+      b->send = buf + (size_t)rank * cnt * esz;
+      b->recv = buf;
+      break;
+    case Coll::Broadcast:
+      if (rank == c.root) fill_input(buf, cnt, c.seed, rank, 0, c.type, gop);
+      b->send = b->recv = buf;
+      break;
+    default:  // all-reduce, reduce
+      fill_input(buf, cnt, c.seed, rank, 0, c.type, gop);
+      b->send = b->recv = buf;
+      break;
+    }
+    return;
+  }
+  size_t in_elems = c.coll == Coll::ReduceScatter ? n * cnt : cnt;
+  size_t out_elems = c.coll == Coll::AllGather ? n * cnt : cnt;
+  b->a.alloc(in_elems * esz, offset_of(c, rank, 0), poison);
+  b->b.alloc(out_elems * esz, offset_of(c, rank, 1), poison);
+  if (c.coll == Coll::Broadcast && rank != c.root)  // a decoy the call must ignore
+    fill_input(b->a.data(), in_elems, ~c.seed, rank, 0, c.type, gop);
+  else
+    fill_input(b->a.data(), in_elems, c.seed, rank, 0, c.type, gop);
+  b->send = b->a.data();
+  b->recv = b->b.data();
+}
+
+koloResult_t issue(const CollCase &c, int rank, RankBufs *b, koloComm_t comm) {
+  switch (c.coll) {
+  case Coll::AllReduce:
+    return koloAllReduce(b->send, b->recv, c.count, c.type, c.op, comm, nullptr);
+  case Coll::ReduceScatter:
+    return koloReduceScatter(b->send, b->recv, c.count, c.type, c.op, comm, nullptr);
+  case Coll::AllGather: return koloAllGather(b->send, b->recv, c.count, c.type, comm, nullptr);
+  case Coll::Broadcast:
+    return koloBroadcast(b->send, b->recv, c.count, c.type, c.root, comm, nullptr);
+  case Coll::Reduce:
+    return koloReduce(b->send, b->recv, c.count, c.type, c.op, c.root, comm, nullptr);
+  case Coll::SendRecv: {
+    int to = (rank + c.root) % c.nranks, from = (rank - c.root + c.nranks) % c.nranks;
+    koloResult_t r = koloGroupStart();
+    if (r != koloSuccess) return r;
+    koloResult_t r1 = koloSend(b->send, c.count, c.type, to, comm, nullptr);
+    koloResult_t r2 = koloRecv(b->recv, c.count, c.type, from, comm, nullptr);
+    r = koloGroupEnd();
+    if (r1 != koloSuccess) return r1;
+    if (r2 != koloSuccess) return r2;
+    return r;
+  }
+  }
+  return koloInternalError;
+}
+
+void expected_init(const CollCase &c, Expected *e) {
+  const size_t all = (size_t)c.nranks * c.count;
+  switch (c.coll) {
+  case Coll::AllReduce:
+  case Coll::Reduce: expect_init(e, c.type, reduction_is_exact(c.type, c.op), c.count); break;
+  case Coll::ReduceScatter: expect_init(e, c.type, reduction_is_exact(c.type, c.op), all); break;
+  case Coll::AllGather:
+  case Coll::SendRecv: expect_init(e, c.type, true, all); break;
+  case Coll::Broadcast: expect_init(e, c.type, true, c.count); break;
+  }
+}
+
+void expected_fill(const CollCase &c, Expected *e, size_t begin, size_t end) {
+  const koloRedOp_t gop = gen_op(c);
+  switch (c.coll) {
+  case Coll::AllReduce:
+  case Coll::Reduce:
+  case Coll::ReduceScatter: fill_reduction(e, c.seed, c.nranks, begin, end, gop); break;
+  case Coll::AllGather:
+  case Coll::SendRecv: fill_concat(e, c.seed, c.count, begin, end, gop); break;
+  case Coll::Broadcast: fill_copy(e, c.seed, c.root, begin, end, gop); break;
+  }
+}
+
+void expected_for(const CollCase &c, Expected *e) {
+  expected_init(c, e);
+  expected_fill(c, e, 0, e->n);
+}
+
+void expected_window(const CollCase &c, int rank, size_t *begin, size_t *end) {
+  const size_t cnt = c.count;
+  size_t b = 0, e = cnt;
+  switch (c.coll) {
+  case Coll::ReduceScatter: b = (size_t)rank * cnt, e = b + cnt; break;
+  case Coll::AllGather: e = (size_t)c.nranks * cnt; break;
+  case Coll::Reduce: e = rank == c.root ? cnt : 0; break;
+  case Coll::SendRecv: b = (size_t)((rank - c.root + c.nranks) % c.nranks) * cnt, e = b + cnt; break;
+  default: break;
+  }
+  *begin = b;
+  *end = e;
+}
+
+void expected_for_rank(const CollCase &c, int rank, Expected *e) {
+  size_t b, end;
+  expected_init(c, e);
+  expected_window(c, rank, &b, &end);
+  expected_fill(c, e, b, end);
+}
+
+// "" when elements [first, first + n) of buffer a are as prepare left them.
+static std::string unchanged(const char *what, const RankBufs &b, size_t first, size_t n,
+                             koloDataType_t t) {
+  const size_t esz = type_size(t);
+  const char *now = b.a.data() + first * esz;
+  const unsigned char *before = b.a_before.data() + first * esz;
+  if (std::memcmp(now, before, n * esz) == 0) return "";
+  for (size_t k = 0; k < n; k++) {
+    uint64_t got = load_bits(now, k, t), want = load_bits(before, k, t);
+    if (got == want) continue;
+    std::ostringstream s;
+    s << what << " was modified: element " << k << " is " << element_string(got, t) << ", was "
+      << element_string(want, t);
+    return s.str();
+  }
+  return "";
+}
+
+static std::string join(const std::vector<std::string> &parts) {
+  std::string out;
+  for (const std::string &p : parts) {
+    if (p.empty()) continue;
+    if (!out.empty()) out += "; ";
+    out += p;
+  }
+  return out;
+}
+
+std::string check(const CollCase &c, int rank, const RankBufs &b, const Expected &e) {
+  const size_t n = (size_t)c.nranks, cnt = c.count, esz = type_size(c.type);
+  std::vector<std::string> errs;
+  auto add = [&](const std::string &what, const std::string &err) {
+    if (!err.empty()) errs.push_back(what + ": " + err);
+  };
+  errs.push_back(b.a.check_guards(c.in_place ? "buffer" : "sendbuff"));
+  errs.push_back(b.b.check_guards("recvbuff"));
+  if (cnt == 0) return join(errs);
+  const char *a = b.a.data();
+  if (c.in_place) {
+    switch (c.coll) {
+    case Coll::AllReduce: add("result", compare(a, e, 0, cnt)); break;
+    case Coll::ReduceScatter:
+      add("result", compare(b.recv, e, (size_t)rank * cnt, cnt));
+      for (size_t blk = 0; blk < n; blk++) {
+        if (blk == (size_t)rank) continue;
+        errs.push_back(unchanged("sendbuff outside recvbuff", b, blk * cnt, cnt, c.type));
+      }
+      break;
+    case Coll::AllGather:
+    case Coll::Broadcast: add("result", compare(a, e, 0, e.n)); break;
+    case Coll::Reduce:
+      if (rank == c.root) add("result on the root", compare(a, e, 0, cnt));
+      else errs.push_back(unchanged("non-root buffer", b, 0, cnt, c.type));
+      break;
+    case Coll::SendRecv: break;
+    }
+    return join(errs);
+  }
+  // out of place: the input is const
+  size_t in_elems = c.coll == Coll::ReduceScatter ? n * cnt : cnt;
+  bool decoy = c.coll == Coll::Broadcast && rank != c.root;
+  errs.push_back(unchanged(decoy ? "non-root sendbuff" : "sendbuff", b, 0, in_elems, c.type));
+  const void *out = b.b.data();
+  switch (c.coll) {
+  case Coll::AllReduce:
+  case Coll::Broadcast: add("result", compare(out, e, 0, cnt)); break;
+  case Coll::ReduceScatter: add("result", compare(out, e, (size_t)rank * cnt, cnt)); break;
+  case Coll::AllGather: add("result", compare(out, e, 0, n * cnt)); break;
+  case Coll::Reduce:
+    if (rank == c.root) {
+      add("result on the root", compare(out, e, 0, cnt));
+    } else {
+      long i = b.b.first_unpoisoned(0, cnt * esz);
+      if (i >= 0) errs.push_back("non-root recvbuff was written (byte " + std::to_string(i) + ")");
+    }
+    break;
+  case Coll::SendRecv: {
+    size_t from = (size_t)((rank - c.root + c.nranks) % c.nranks);
+    add("received from rank " + std::to_string(from), compare(out, e, from * cnt, cnt));
+    break;
+  }
+  }
+  return join(errs);
+}
+
+std::string result_text(const char *what, koloResult_t res, koloComm_t comm) {
+  std::string s = std::string(what) + " returned " + koloGetErrorString(res);
+  const char *last = koloGetLastError(comm);
+  if (last && *last) s += std::string(": ") + last;
+  return s;
+}
+
+std::string run_rank(const CollCase &c, int rank, koloComm_t comm, const Expected &e) {
+  RankBufs b;
+  prepare(c, rank, &b);
+  koloResult_t res = issue(c, rank, &b, comm);
+  if (res != koloSuccess) return result_text(coll_name(c.coll), res, comm);
+  return check(c, rank, b, e);
+}
+
+// ---- ranks as threads -------------------------------------------------------
+
+RankPool::RankPool(int n) {
+  for (int r = 0; r < n; r++) threads_.emplace_back([this, r] { loop(r); });
+}
+
+RankPool::~RankPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  start_cv_.notify_all();
+  for (std::thread &t : threads_) t.join();
+}
+
+void RankPool::loop(int rank) {
+  uint64_t seen = 0;
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+    if (stop_) return;
+    seen = generation_;
+    const std::function<void(int)> *fn = fn_;
+    lock.unlock();
+    (*fn)(rank);
+    lock.lock();
+    if (--pending_ == 0) done_cv_.notify_all();
+  }
+}
+
+void RankPool::run(const std::function<void(int)> &fn) {
+  std::unique_lock<std::mutex> lock(mu_);
+  fn_ = &fn;
+  pending_ = (int)threads_.size();
+  generation_++;
+  start_cv_.notify_all();
+  done_cv_.wait(lock, [&] { return pending_ == 0; });
+  fn_ = nullptr;
+}
+
+// ---- misc -------------------------------------------------------------------
+
+double now_ms() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+bool sanitized_build() {
+  const char *full = std::getenv("KOLO_TEST_FULL");
+  if (full && std::strcmp(full, "1") == 0) return false;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+  return true;
+#else
+  return false;
+#endif
+#else
+  return false;
+#endif
+}
+
+void default_test_timeout(int ms) { setenv("KOLO_TIMEOUT_MS", std::to_string(ms).c_str(), 0); }
+
+}  // namespace kt

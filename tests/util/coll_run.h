@@ -1,0 +1,161 @@
+// coll_run.h - one rank's side of an end-to-end collective test: buffers
+// with guards and poison, the call with NCCL's in-place conventions, and the
+// check of everything the call wrote and everything it must not have written.
+//
+// Per case, every rank runs prepare -> issue -> check; the expected result
+// (expected_for) is the same array for every rank, each rank checking its
+// window of it, so threads share one copy and processes build their own.
+//
+// Buffers (rank r, n ranks, count c; "input" = kt::fill_input data of rank r):
+//   all-reduce      send c, recv c              in place: one buffer of c
+//   reduce-scatter  send n*c, recv c            in place: recv = send + r*c
+//   all-gather      send c, recv n*c            in place: send = recv + r*c
+//   broadcast       send c (root's input; non-roots' send holds a decoy that
+//                   must not be read or written), recv c
+//                                               in place: one buffer, root's
+//                                               holds the input, others poison
+//   reduce          send c, recv c (written on the root only: a non-root's
+//                   recv must keep its poison; in place its input)
+//   send/recv       rank r sends c elements to (r + root) % n and receives c
+//                   from (r - root) % n, in one group (root = the shift)
+// Every output starts poisoned with a byte pattern that depends on the seed;
+// every buffer sits between guard bytes (and, when misaligned, 1..7 bytes of
+// poison) that must stay untouched, and inputs that are not outputs must come
+// back unchanged (sendbuff is const).  With count 0 out-of-place calls pass
+// NULL buffers (allowed by the API).
+#ifndef KOLO_TESTS_UTIL_COLL_RUN_H
+#define KOLO_TESTS_UTIL_COLL_RUN_H
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <ostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kolo.h"
+#include "util/coll_ref.h"
+
+namespace kt {
+
+enum class Coll { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, SendRecv };
+constexpr Coll kAllColls[] = {Coll::AllReduce, Coll::ReduceScatter, Coll::AllGather,
+                              Coll::Broadcast, Coll::Reduce,        Coll::SendRecv};
+
+const char *coll_name(Coll c);
+// For gtest's parameter printing.
+inline void PrintTo(Coll c, std::ostream *os) { *os << coll_name(c); }
+bool has_op(Coll c);        // takes a reduction op
+bool has_in_place(Coll c);  // has an in-place form
+
+struct CollCase {
+  Coll coll = Coll::AllReduce;
+  koloDataType_t type = koloFloat32;
+  koloRedOp_t op = koloSum;  // ignored (sum) when !has_op(coll)
+  int nranks = 1;
+  size_t count = 0;  // the API's count: recvcount (reduce-scatter), sendcount (all-gather)
+  int root = 0;      // broadcast / reduce root; send/recv shift
+  bool in_place = false;
+  int misalign = 0;  // 0: aligned; k > 0: rank r's buffers start (k + r) % 8 and
+                     // (k + r + 3) % 8 bytes past a 64-byte boundary
+  uint64_t seed = 0;
+  std::string str() const;
+};
+
+// Sets case.seed from the base seed and the case's other fields.
+void seed_case(CollCase *c);
+
+// `bytes` bytes at byte offset `offset` (0..7) past a 64-byte boundary, with
+// guard bytes on both sides; all poisoned with `poison` on alloc.
+class GuardedBuf {
+ public:
+  static constexpr size_t kGuard = 128;
+  GuardedBuf() = default;
+  ~GuardedBuf();
+  GuardedBuf(const GuardedBuf &) = delete;
+  GuardedBuf &operator=(const GuardedBuf &) = delete;
+  void alloc(size_t bytes, int offset, unsigned char poison);
+  char *data() const { return base_ ? base_ + kGuard + offset_ : nullptr; }
+  size_t bytes() const { return bytes_; }
+  // "" when every byte outside [data, data + bytes) still holds the poison.
+  std::string check_guards(const char *what) const;
+  // Index of the first byte in [off, off + len) of the payload that is not
+  // the poison, or -1.
+  long first_unpoisoned(size_t off, size_t len) const;
+
+ private:
+  char *base_ = nullptr;
+  size_t total_ = 0, bytes_ = 0;
+  int offset_ = 0;
+  unsigned char poison_ = 0;
+};
+
+struct RankBufs {
+  GuardedBuf a, b;  // a: sendbuff (or the only buffer in place), b: recvbuff
+  const void *send = nullptr;
+  void *recv = nullptr;
+  std::vector<unsigned char> a_before;  // a's payload after prepare
+};
+
+// The poison byte of a case.
+unsigned char poison_of(const CollCase &c);
+void prepare(const CollCase &c, int rank, RankBufs *bufs);
+// The call(s) of rank on comm (send/recv: one group).  Returns what the API returned.
+koloResult_t issue(const CollCase &c, int rank, RankBufs *bufs, koloComm_t comm);
+// The expected array of a case: init sizes it, fill sets [begin, end) (so
+// that threads can share the work), expected_for does both.
+void expected_init(const CollCase &c, Expected *e);
+void expected_fill(const CollCase &c, Expected *e, size_t begin, size_t end);
+void expected_for(const CollCase &c, Expected *e);
+// The part [*begin, *end) of the expected array that `rank` checks, and
+// expected_init + expected_fill of that part only (processes: each builds
+// what it needs).
+void expected_window(const CollCase &c, int rank, size_t *begin, size_t *end);
+void expected_for_rank(const CollCase &c, int rank, Expected *e);
+std::string check(const CollCase &c, int rank, const RankBufs &bufs, const Expected &e);
+// prepare + issue + check on a blocking communicator; "" or what went wrong.
+std::string run_rank(const CollCase &c, int rank, koloComm_t comm, const Expected &e);
+
+// ---- ranks as threads -------------------------------------------------------
+
+// n persistent threads; run(fn) calls fn(rank) on thread `rank` for every
+// rank at once and returns when all have returned.
+class RankPool {
+ public:
+  explicit RankPool(int n);
+  ~RankPool();
+  RankPool(const RankPool &) = delete;
+  RankPool &operator=(const RankPool &) = delete;
+  void run(const std::function<void(int)> &fn);
+  int size() const { return (int)threads_.size(); }
+
+ private:
+  void loop(int rank);
+  std::mutex mu_;
+  std::condition_variable start_cv_, done_cv_;
+  const std::function<void(int)> *fn_ = nullptr;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+// ---- misc -------------------------------------------------------------------
+
+// Monotonic milliseconds.
+double now_ms();
+// True when built with a sanitizer (ASan / TSan): the grids skip their large
+// sizes unless KOLO_TEST_FULL=1.
+bool sanitized_build();
+// Sets KOLO_TIMEOUT_MS (unless already set) so that a hang in a test turns
+// into an error instead of ctest's timeout.
+void default_test_timeout(int ms);
+// "what failed: <result string>: <koloGetLastError(comm)>"
+std::string result_text(const char *what, koloResult_t res, koloComm_t comm);
+
+}  // namespace kt
+
+#endif

@@ -1,0 +1,191 @@
+// proc_util.cc - see proc_util.h.
+#include "util/proc_util.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+
+#include "util/coll_run.h"
+
+namespace kt {
+
+std::string ChildResult::describe() const {
+  std::string s = "child " + std::to_string(pid);
+  if (killed_by_timeout) s += " was killed after the test's timeout";
+  else if (exited) s += " exited with " + std::to_string(code);
+  else if (signal) s += " died of signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
+  if (!output.empty()) s += "; its stderr:\n" + output;
+  return s;
+}
+
+std::vector<ChildResult> run_children(int n, const std::function<int(int)> &fn, double timeout_ms,
+                                      const std::function<void(const std::vector<pid_t> &)> &on_fork) {
+  std::vector<ChildResult> res((size_t)n);
+  std::vector<int> fds((size_t)n, -1);
+  std::vector<pid_t> pids;
+  double t0 = now_ms();
+  std::fflush(nullptr);
+  for (int i = 0; i < n; i++) {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) std::abort();
+    pid_t pid = fork();
+    if (pid < 0) std::abort();
+    if (pid == 0) {
+      dup2(p[1], 2);
+      close(p[0]);
+      for (int k = 0; k < i; k++) close(fds[k]);
+      int code = 3;
+      try {
+        code = fn(i);
+      } catch (const std::exception &e) {
+        std::fprintf(stderr, "child %d: exception: %s\n", i, e.what());
+      }
+      std::fflush(nullptr);
+      _exit(code);
+    }
+    close(p[1]);
+    fcntl(p[0], F_SETFL, O_NONBLOCK);
+    fds[i] = p[0];
+    res[i].pid = pid;
+    pids.push_back(pid);
+  }
+  if (on_fork) on_fork(pids);
+  int open_fds = n, running = n;
+  std::vector<char> reaped((size_t)n, 0);
+  while (open_fds > 0 || running > 0) {
+    std::vector<pollfd> pf;
+    std::vector<int> idx;
+    for (int i = 0; i < n; i++)
+      if (fds[i] >= 0) {
+        pf.push_back({fds[i], POLLIN, 0});
+        idx.push_back(i);
+      }
+    if (!pf.empty()) poll(pf.data(), pf.size(), 20);
+    else usleep(2000);
+    for (size_t k = 0; k < pf.size(); k++) {
+      if (!(pf[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      int i = idx[k];
+      char buf[4096];
+      ssize_t got;
+      while ((got = read(fds[i], buf, sizeof buf)) > 0) res[i].output.append(buf, (size_t)got);
+      if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
+        close(fds[i]);
+        fds[i] = -1;
+        open_fds--;
+      }
+    }
+    for (int i = 0; i < n; i++) {
+      if (reaped[i]) continue;
+      int st;
+      if (waitpid(res[i].pid, &st, WNOHANG) != res[i].pid) continue;
+      reaped[i] = 1;
+      running--;
+      res[i].ms = now_ms() - t0;
+      res[i].exited = WIFEXITED(st);
+      res[i].code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+      res[i].signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+    }
+    if (now_ms() - t0 > timeout_ms) {
+      for (int i = 0; i < n; i++) {
+        if (reaped[i]) continue;
+        kill(res[i].pid, SIGKILL);
+        res[i].killed_by_timeout = true;
+      }
+      timeout_ms = 1e300;  // reap them in the next rounds
+    }
+  }
+  return res;
+}
+
+std::string children_failures(const std::vector<ChildResult> &res) {
+  std::string s;
+  for (size_t i = 0; i < res.size(); i++) {
+    const ChildResult &r = res[i];
+    if (r.exited && r.code == 0 && !r.killed_by_timeout) continue;
+    s += "\n  rank " + std::to_string(i) + ": " + r.describe();
+  }
+  return s;
+}
+
+std::set<std::string> shm_entries() {
+  std::set<std::string> out;
+  DIR *d = opendir("/dev/shm");
+  if (d == nullptr) return out;
+  while (dirent *e = readdir(d))
+    if (std::strncmp(e->d_name, "kolo-", 5) == 0) out.insert(e->d_name);
+  closedir(d);
+  return out;
+}
+
+// kolo-<job hex>-<pid>-<from>-<to>-<tag>: the pid field, or -1.
+static long pid_field(const std::string &name) {
+  size_t a = name.find('-', 5);
+  if (a == std::string::npos) return -1;
+  size_t b = name.find('-', a + 1);
+  if (b == std::string::npos) return -1;
+  return std::strtol(name.substr(a + 1, b - a - 1).c_str(), nullptr, 10);
+}
+
+std::vector<std::string> shm_leaks(const std::set<std::string> &before,
+                                   const std::set<std::string> &after,
+                                   const std::vector<pid_t> &pids) {
+  std::vector<std::string> leaks;
+  for (const std::string &name : after) {
+    if (before.count(name)) continue;
+    long pid = pid_field(name);
+    bool ours = pids.empty();
+    for (pid_t p : pids) ours |= p == pid;
+    if (ours) leaks.push_back("/dev/shm/" + name);
+  }
+  return leaks;
+}
+
+int free_tcp_port() {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  close(fd);
+  return port;
+}
+
+ScopedEnv::ScopedEnv(const char *name, const std::string &value) : name_(name) {
+  const char *old = getenv(name);
+  had_ = old != nullptr;
+  if (had_) old_ = old;
+  setenv(name, value.c_str(), 1);
+}
+
+ScopedEnv::~ScopedEnv() {
+  if (had_) setenv(name_.c_str(), old_.c_str(), 1);
+  else unsetenv(name_.c_str());
+}
+
+void clear_launcher_env() {
+  static const char *const vars[] = {"KOLO_RANK",   "KOLO_WORLD_SIZE", "KOLO_ROOT",
+                                     "KOLO_SECRET", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                                     "SLURM_PROCID", "SLURM_NTASKS",   "SLURM_JOB_ID", "RANK",
+                                     "WORLD_SIZE",  "MASTER_ADDR",     "MASTER_PORT"};
+  for (const char *v : vars) unsetenv(v);
+}
+
+}  // namespace kt

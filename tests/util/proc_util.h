@@ -1,0 +1,73 @@
+// proc_util.h - ranks as processes: forking children that report through
+// their exit code and stderr, /dev/shm leak checks, free TCP ports.
+//
+// Children are forked from the test process (after any koloGetUniqueId, whose
+// root thread stays in the parent); each runs a function and _exit()s with
+// its return value, never returning into the test framework.  Their stderr
+// goes to a pipe the parent reads, so failures show up in the test's output.
+#ifndef KOLO_TESTS_UTIL_PROC_UTIL_H
+#define KOLO_TESTS_UTIL_PROC_UTIL_H
+
+#include <sys/types.h>
+
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace kt {
+
+struct ChildResult {
+  pid_t pid = -1;
+  bool exited = false;  // WIFEXITED
+  int code = -1;        // exit code when exited
+  int signal = 0;       // terminating signal, else 0
+  bool killed_by_timeout = false;
+  double ms = 0;        // from fork to reaping
+  std::string output;   // what the child wrote to stderr
+  std::string describe() const;
+};
+
+// Forks n children; child i runs fn(i) and exits with its return value
+// (exit code 3 if it throws).  Waits for all of them; children still running
+// after timeout_ms are killed (SIGKILL) and marked killed_by_timeout.
+// `on_fork` (optional) is called in the parent with the pids once all are
+// forked.
+std::vector<ChildResult> run_children(int n, const std::function<int(int)> &fn, double timeout_ms,
+                                      const std::function<void(const std::vector<pid_t> &)> &on_fork = nullptr);
+
+// "" when every child exited with 0, else one line per child that did not.
+std::string children_failures(const std::vector<ChildResult> &res);
+
+// Names of /dev/shm entries that start with "kolo-".
+std::set<std::string> shm_entries();
+// Entries of `after` not in `before` that belong to one of `pids` (kolo names
+// its segments kolo-<job>-<pid>-...), and those of any pid if pids is empty.
+std::vector<std::string> shm_leaks(const std::set<std::string> &before,
+                                   const std::set<std::string> &after,
+                                   const std::vector<pid_t> &pids);
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+int free_tcp_port();
+
+// Sets an environment variable for the scope (forked children inherit it;
+// koloGetUniqueId's root thread reads KOLO_TIMEOUT_MS when started).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char *name, const std::string &value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv &) = delete;
+  ScopedEnv &operator=(const ScopedEnv &) = delete;
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
+// Removes the launcher variables koloCommInitFromEnv reads (KOLO_RANK, OMPI_*,
+// SLURM_*, RANK, MASTER_ADDR, ...) from this process's environment.
+void clear_launcher_env();
+
+}  // namespace kt
+
+#endif

@@ -1,0 +1,99 @@
+// thread_world.cc - see thread_world.h.
+#include "util/thread_world.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <algorithm>
+#include <thread>
+
+namespace kt {
+
+ThreadWorld::ThreadWorld(int nranks, Init how, koloConfig_t *config)
+    : comms((size_t)nranks, nullptr), pool(nranks) {
+  if (how == Init::kInitAll) {
+    init_result = config ? koloCommInitAllConfig(comms.data(), nranks, nullptr, config)
+                         : koloCommInitAll(comms.data(), nranks, nullptr);
+    if (init_result != koloSuccess) {
+      init_error = koloGetLastError(nullptr);
+      comms.assign((size_t)nranks, nullptr);
+    }
+    return;
+  }
+  koloUniqueId id;
+  init_result = koloGetUniqueId(&id);
+  if (init_result != koloSuccess) {
+    init_error = koloGetLastError(nullptr);
+    return;
+  }
+  std::vector<koloResult_t> res((size_t)nranks, koloSuccess);
+  std::vector<std::string> errs((size_t)nranks);
+  pool.run([&](int r) {
+    res[r] = config ? koloCommInitRankConfig(&comms[r], nranks, id, r, config)
+                    : koloCommInitRank(&comms[r], nranks, id, r);
+    if (res[r] != koloSuccess) {
+      comms[r] = nullptr;
+      errs[r] = koloGetLastError(nullptr);
+    }
+  });
+  for (int r = 0; r < nranks; r++) {
+    if (res[r] == koloSuccess) continue;
+    if (init_result == koloSuccess) {
+      init_result = res[r];
+      init_error = "rank " + std::to_string(r) + ": " + errs[r];
+    }
+  }
+}
+
+ThreadWorld::~ThreadWorld() {
+  for (koloComm_t c : comms)
+    if (c) koloCommDestroy(c);
+}
+
+GridReport run_grid(ThreadWorld &w, const std::vector<CollCase> &cases, size_t max_failures) {
+  GridReport rep;
+  const int n = w.nranks();
+  std::vector<std::string> errs((size_t)n);
+  std::vector<char> call_failed((size_t)n);
+  Expected e;
+  const bool verbose = std::getenv("KOLO_TEST_VERBOSE") != nullptr;
+  std::vector<double> t_call((size_t)n), t_prep((size_t)n), t_check((size_t)n);
+  for (const CollCase &c : cases) {
+    double t0 = now_ms();
+    expected_init(c, &e);
+    w.pool.run([&](int r) {  // the ranks' threads share the work
+      size_t per = (e.n + (size_t)n - 1) / (size_t)n, b = std::min(e.n, per * (size_t)r);
+      expected_fill(c, &e, b, std::min(e.n, b + per));
+    });
+    double t1 = now_ms();
+    w.pool.run([&](int r) {
+      RankBufs b;
+      double a = now_ms();
+      prepare(c, r, &b);
+      double bb = now_ms();
+      koloResult_t res = issue(c, r, &b, w.comms[r]);
+      double cc = now_ms();
+      call_failed[r] = res != koloSuccess;
+      errs[r] = res != koloSuccess ? result_text(coll_name(c.coll), res, w.comms[r]) : check(c, r, b, e);
+      t_prep[r] = bb - a;
+      t_call[r] = cc - bb;
+      t_check[r] = now_ms() - cc;
+    });
+    if (verbose)
+      std::fprintf(stderr, "%s: expected %.1f ms, rank 0: prepare %.1f call %.1f check %.1f ms, total %.1f\n",
+                   c.str().c_str(), t1 - t0, t_prep[0], t_call[0], t_check[0], now_ms() - t0);
+    rep.cases++;
+    bool bad = false;
+    for (int r = 0; r < n; r++) {
+      if (errs[r].empty()) continue;
+      bad = true;
+      if (rep.failures.size() < max_failures)
+        rep.failures.push_back(c.str() + ": rank " + std::to_string(r) + ": " + errs[r]);
+      rep.call_failed |= call_failed[r] != 0;
+    }
+    rep.failed_cases += bad;
+    if (rep.call_failed) break;
+  }
+  return rep;
+}
+
+}  // namespace kt

@@ -1,0 +1,48 @@
+// thread_world.h - n ranks as threads of this process, each with its own
+// blocking (or non-blocking) host communicator and its own thread, and a grid
+// runner on top: for each case the expected result is built once on the
+// calling thread, then every rank's thread prepares, calls and checks at the
+// same time (a blocking call returns when its result is in place).
+#ifndef KOLO_TESTS_UTIL_THREAD_WORLD_H
+#define KOLO_TESTS_UTIL_THREAD_WORLD_H
+
+#include <string>
+#include <vector>
+
+#include "kolo.h"
+#include "util/coll_run.h"
+
+namespace kt {
+
+class ThreadWorld {
+ public:
+  enum class Init { kInitAll, kInitRankThreads };
+  // config == nullptr: the defaults (and KOLO_* variables).
+  ThreadWorld(int nranks, Init how = Init::kInitAll, koloConfig_t *config = nullptr);
+  ~ThreadWorld();  // koloCommDestroy on every communicator that exists
+  ThreadWorld(const ThreadWorld &) = delete;
+  ThreadWorld &operator=(const ThreadWorld &) = delete;
+
+  int nranks() const { return (int)comms.size(); }
+  bool ok() const { return init_result == koloSuccess; }
+
+  koloResult_t init_result = koloSuccess;
+  std::string init_error;  // koloGetLastError(NULL) of a failed init
+  std::vector<koloComm_t> comms;
+  RankPool pool;
+};
+
+// Outcome of running a list of cases.
+struct GridReport {
+  int cases = 0, failed_cases = 0;
+  std::vector<std::string> failures;  // the first few, one line each
+  bool call_failed = false;           // a call returned an error: the run stopped there
+};
+
+// Runs every case on every rank (threads), stopping after the first case in
+// which a call returned an error (the communicator is unusable after that).
+GridReport run_grid(ThreadWorld &w, const std::vector<CollCase> &cases, size_t max_failures = 12);
+
+}  // namespace kt
+
+#endif
