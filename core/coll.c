@@ -52,82 +52,75 @@ static koloResult_t check_rank(const char *fn, koloComm_t comm, int r, const cha
 koloResult_t koloAllReduce(const void *sendbuff, void *recvbuff, size_t count,
                            koloDataType_t datatype, koloRedOp_t op, koloComm_t comm,
                            koloStream_t stream) {
-  (void)stream;
   const char *fn = "koloAllReduce";
   KOLO_CHECK(check_common(fn, comm, count, datatype, 1, op, 1));
   KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff", count));
   KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff", count));
-  kolo_op o = {KOLO_COLL_ALL_REDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm};
+  kolo_op o = {KOLO_COLL_ALL_REDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm, stream};
   return kolo_enqueue(&o);
 }
 
 koloResult_t koloReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
                                koloDataType_t datatype, koloRedOp_t op, koloComm_t comm,
                                koloStream_t stream) {
-  (void)stream;
   const char *fn = "koloReduceScatter";
   KOLO_CHECK(check_common(fn, comm, recvcount, datatype, 1, op, comm ? comm->nranks : 1));
   KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff", recvcount));
   KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff", recvcount));
-  kolo_op o = {KOLO_COLL_REDUCE_SCATTER, sendbuff, recvbuff, recvcount, datatype, op, 0, comm};
+  kolo_op o = {KOLO_COLL_REDUCE_SCATTER, sendbuff, recvbuff, recvcount, datatype, op, 0, comm, stream};
   return kolo_enqueue(&o);
 }
 
 koloResult_t koloAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
                            koloDataType_t datatype, koloComm_t comm, koloStream_t stream) {
-  (void)stream;
   const char *fn = "koloAllGather";
   KOLO_CHECK(check_common(fn, comm, sendcount, datatype, 0, koloSum, comm ? comm->nranks : 1));
   KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff", sendcount));
   KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff", sendcount));
-  kolo_op o = {KOLO_COLL_ALL_GATHER, sendbuff, recvbuff, sendcount, datatype, koloSum, 0, comm};
+  kolo_op o = {KOLO_COLL_ALL_GATHER, sendbuff, recvbuff, sendcount, datatype, koloSum, 0, comm, stream};
   return kolo_enqueue(&o);
 }
 
 koloResult_t koloBroadcast(const void *sendbuff, void *recvbuff, size_t count,
                            koloDataType_t datatype, int root, koloComm_t comm,
                            koloStream_t stream) {
-  (void)stream;
   const char *fn = "koloBroadcast";
   KOLO_CHECK(check_common(fn, comm, count, datatype, 0, koloSum, 1));
   KOLO_CHECK(check_rank(fn, comm, root, "root"));
   if (comm->rank == root) KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff (on the root)", count));
   KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff", count));
-  kolo_op o = {KOLO_COLL_BROADCAST, sendbuff, recvbuff, count, datatype, koloSum, root, comm};
+  kolo_op o = {KOLO_COLL_BROADCAST, sendbuff, recvbuff, count, datatype, koloSum, root, comm, stream};
   return kolo_enqueue(&o);
 }
 
 koloResult_t koloReduce(const void *sendbuff, void *recvbuff, size_t count,
                         koloDataType_t datatype, koloRedOp_t op, int root, koloComm_t comm,
                         koloStream_t stream) {
-  (void)stream;
   const char *fn = "koloReduce";
   KOLO_CHECK(check_common(fn, comm, count, datatype, 1, op, 1));
   KOLO_CHECK(check_rank(fn, comm, root, "root"));
   KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff", count));
   if (comm->rank == root) KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff (on the root)", count));
-  kolo_op o = {KOLO_COLL_REDUCE, sendbuff, recvbuff, count, datatype, op, root, comm};
+  kolo_op o = {KOLO_COLL_REDUCE, sendbuff, recvbuff, count, datatype, op, root, comm, stream};
   return kolo_enqueue(&o);
 }
 
 koloResult_t koloSend(const void *sendbuff, size_t count, koloDataType_t datatype, int peer,
                       koloComm_t comm, koloStream_t stream) {
-  (void)stream;
   const char *fn = "koloSend";
   KOLO_CHECK(check_common(fn, comm, count, datatype, 0, koloSum, 1));
   KOLO_CHECK(check_rank(fn, comm, peer, "peer"));
   KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff", count));
-  kolo_op o = {KOLO_COLL_SEND, sendbuff, NULL, count, datatype, koloSum, peer, comm};
+  kolo_op o = {KOLO_COLL_SEND, sendbuff, NULL, count, datatype, koloSum, peer, comm, stream};
   return kolo_enqueue(&o);
 }
 
 koloResult_t koloRecv(void *recvbuff, size_t count, koloDataType_t datatype, int peer,
                       koloComm_t comm, koloStream_t stream) {
-  (void)stream;
   const char *fn = "koloRecv";
   KOLO_CHECK(check_common(fn, comm, count, datatype, 0, koloSum, 1));
   KOLO_CHECK(check_rank(fn, comm, peer, "peer"));
   KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff", count));
-  kolo_op o = {KOLO_COLL_RECV, NULL, recvbuff, count, datatype, koloSum, peer, comm};
+  kolo_op o = {KOLO_COLL_RECV, NULL, recvbuff, count, datatype, koloSum, peer, comm, stream};
   return kolo_enqueue(&o);
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "core/config.h"
+#include "core/cuda_comm.h"
 #include "core/log.h"
 #include "ring/topology.h"
 #include "transport/transport.h"
@@ -13,10 +14,11 @@
 #define TAG_CONFIG 0x10u
 #define TAG_RING_PIPE 0x1000u
 
-/* What every rank must agree on, checked at init. */
+/* What every rank must agree on, checked at init (the LL settings only
+ * for CUDA communicators: they choose each call's protocol and pipes). */
 typedef struct {
-  int32_t nchannels, nslots, memory, pad;
-  uint64_t slot_bytes;
+  int32_t nchannels, nslots, memory, ll_slot_bytes;
+  uint64_t slot_bytes, ll_threshold;
 } comm_shape;
 
 koloResult_t koloGetVersion(int *version) {
@@ -65,11 +67,29 @@ static koloResult_t resolve_config(struct koloComm *c, const koloConfig_t *cfg) 
   c->nslots = (uint32_t)kolo_param_int("KOLO_NSLOTS");
   c->nchannels = pick(cfg->nChannels, kolo_param_int("KOLO_NCHANNELS"));
   c->min_channel_bytes = (size_t)kolo_param_int("KOLO_MIN_CHANNEL_BYTES");
+  int has_dev = cfg->size >= offsetof(koloConfig_t, cudaDev) + sizeof cfg->cudaDev;
+  c->cuda_dev = pick(has_dev ? cfg->cudaDev : KOLO_CONFIG_UNDEF, -1);
+  int64_t ll_threshold = kolo_param_int("KOLO_LL_THRESHOLD");
+  int64_t ll_slot = kolo_param_int("KOLO_LL_SLOT_BYTES");
   if (c->memory != koloMemHost && c->memory != koloMemCuda)
     return kolo_error(NULL, koloInvalidArgument, "config.memory = %d is neither koloMemHost nor koloMemCuda", c->memory);
+#ifndef KOLO_HAVE_CUDA
   if (c->memory == koloMemCuda)
     return kolo_error(NULL, koloInvalidUsage,
-                      "koloMemCuda communicators need the CUDA executor, which this build does not have yet");
+                      "koloMemCuda communicators need CUDA, and this build of kolo has none (it was "
+                      "configured with KOLO_CUDA=OFF or without nvcc)");
+#endif
+  if (c->memory == koloMemCuda) {
+    if (c->cuda_dev < -1)
+      return kolo_error(NULL, koloInvalidArgument, "config.cudaDev = %d is negative (-1: the current device)", c->cuda_dev);
+    if (ll_threshold < 0 || ll_threshold > ((int64_t)1 << 40))
+      return kolo_error(NULL, koloInvalidArgument, "KOLO_LL_THRESHOLD = %lld is outside 0..2^40", (long long)ll_threshold);
+    if (ll_slot < 1024 || ll_slot > (1 << 20) || ll_slot % 1024 != 0)
+      return kolo_error(NULL, koloInvalidArgument,
+                        "KOLO_LL_SLOT_BYTES = %lld is not a multiple of 1 KiB in 1 KiB..1 MiB", (long long)ll_slot);
+    c->ll_threshold = (size_t)ll_threshold;
+    c->ll_slot_bytes = (uint32_t)ll_slot;
+  }
   if (c->timeout_ms < 0) return kolo_error(NULL, koloInvalidArgument, "config.timeoutMs = %d is negative", c->timeout_ms);
   if (c->nchannels < 1 || c->nchannels > KOLO_MAX_CHANNELS)
     return kolo_error(NULL, koloInvalidArgument, "nChannels = %d is outside 1..%d", c->nchannels, KOLO_MAX_CHANNELS);
@@ -90,6 +110,10 @@ static int owner_peer_dead(kolo_exec_owner *o, int peer) {
 }
 
 static void comm_stop_all(struct koloComm *c, int reason, int rank) {
+  if (c->cuda) {
+    kolo_cuda_comm_stop_all(c, reason); /* device pipes: always "stopped by this rank" */
+    return;
+  }
   for (int ch = 0; ch < c->nchannels; ch++) {
     if (c->ring_send[ch].ctrl) kolo_conn_stop(&c->ring_send[ch], reason, rank);
     if (c->ring_recv[ch].ctrl) kolo_conn_stop(&c->ring_recv[ch], reason, rank);
@@ -111,18 +135,20 @@ static void owner_stop_all(kolo_exec_owner *o, int reason, int rank) {
 static koloResult_t check_shapes(struct koloComm *c) {
   comm_shape *all = calloc((size_t)c->nranks, sizeof *all);
   if (all == NULL) return kolo_error(&c->err, koloSystemError, "out of memory at init");
-  comm_shape mine = {c->nchannels, (int32_t)c->nslots, c->memory, 0, c->slot_bytes};
+  comm_shape mine = {c->nchannels, (int32_t)c->nslots, c->memory, (int32_t)c->ll_slot_bytes,
+                     c->slot_bytes, c->ll_threshold};
   all[c->rank] = mine;
   koloResult_t res = kolo_bootstrap_allgather(c->bs, TAG_CONFIG, all, sizeof *all);
   for (int r = 0; r < c->nranks && res == koloSuccess; r++) {
     if (memcmp(&all[r], &mine, sizeof mine) == 0) continue;
     res = kolo_error(&c->err, koloInvalidUsage,
-                     "rank %d has channels=%d slots=%d slot bytes=%llu memory=%d but rank %d has "
-                     "%d/%d/%llu/%d: set KOLO_NCHANNELS, KOLO_NSLOTS, KOLO_BUFFSIZE and memory "
-                     "alike on all ranks",
+                     "rank %d has channels=%d slots=%d slot bytes=%llu memory=%d LL=%llu/%d but "
+                     "rank %d has %d/%d/%llu/%d/%llu/%d: set KOLO_NCHANNELS, KOLO_NSLOTS, "
+                     "KOLO_BUFFSIZE, memory, KOLO_LL_THRESHOLD and KOLO_LL_SLOT_BYTES alike on all ranks",
                      r, all[r].nchannels, all[r].nslots, (unsigned long long)all[r].slot_bytes,
-                     all[r].memory, c->rank, mine.nchannels, mine.nslots,
-                     (unsigned long long)mine.slot_bytes, mine.memory);
+                     all[r].memory, (unsigned long long)all[r].ll_threshold, all[r].ll_slot_bytes,
+                     c->rank, mine.nchannels, mine.nslots, (unsigned long long)mine.slot_bytes,
+                     mine.memory, (unsigned long long)mine.ll_threshold, mine.ll_slot_bytes);
   }
   free(all);
   return res;
@@ -151,7 +177,7 @@ static koloResult_t connect_ring(struct koloComm *c) {
     reqs[n++] = (kolo_conn_request){&c->ring_send[ch], kolo_ring_next(&c->ring, c->rank), 1, ch,
                                     TAG_RING_PIPE | (uint32_t)ch};
   }
-  return kolo_connect(c->bs, c->job, c->slot_bytes, c->nslots, reqs, n, &c->err);
+  return kolo_connect(c->bs, c->job, c->slot_bytes, c->nslots, kolo_comm_conn_mem(c), reqs, n, &c->err);
 }
 
 static void close_pipes(struct koloComm *c) {
@@ -167,7 +193,10 @@ static void close_pipes(struct koloComm *c) {
 }
 
 static void free_comm(struct koloComm *c) {
+  /* Kernels may still use the pipes, counters and programs: wait first. */
+  if (c->cuda) kolo_cuda_comm_quiesce(c);
   close_pipes(c);
+  kolo_cuda_comm_free(c);
   for (int k = 0; k < KOLO_COLL_NUM; k++) {
     for (int r = 0; c->programs[k] && r < c->nranks; r++)
       if (c->program_ready[k][r]) kolo_program_free(&c->programs[k][r]);
@@ -215,10 +244,16 @@ static koloResult_t init_steps(struct koloComm *c, const kolo_uid *uid) {
   koloResult_t res = kolo_bootstrap_init(uid, c->rank, c->nranks, c->timeout_ms, &c->err, &c->bs);
   if (res == koloSuccess) tune_waits(c);
   if (res == koloSuccess) res = check_shapes(c);
+  int cuda = c->memory == koloMemCuda;
+  if (res == koloSuccess && cuda) res = kolo_cuda_comm_init(c);
   if (res == koloSuccess) res = build_ring(c);
   if (res == koloSuccess) res = alloc_tables(c);
+  if (res == koloSuccess && cuda) res = kolo_cuda_comm_programs(c);
   if (res == koloSuccess) res = connect_ring(c);
-  if (res == koloSuccess && !c->blocking) res = kolo_nb_start(c);
+  if (res == koloSuccess && cuda) kolo_cuda_comm_ring_ready(c);
+  /* CUDA calls enqueue and return whatever config.blocking says: no
+   * progress thread. */
+  if (res == koloSuccess && !c->blocking && !cuda) res = kolo_nb_start(c);
   return res;
 }
 
@@ -277,9 +312,28 @@ static void *init_thread(void *p) {
   return NULL;
 }
 
+/* The config of rank r of koloCommInitAll: the caller's, with the device
+ * from devlist (a negative entry: the caller's current device), else
+ * config.cudaDev when set, else device r (as NCCL: devices 0..ndev-1).
+ * Host communicators ignore the device. */
+static koloConfig_t *rank_config(koloConfig_t *config, const int *devlist, int r, koloConfig_t *out) {
+  koloConfig_t def = KOLO_CONFIG_INITIALIZER;
+  *out = def;
+  if (config != NULL) {
+    if (config->magic != KOLO_CONFIG_MAGIC || config->size < offsetof(koloConfig_t, cudaDev))
+      return config; /* as given: init says what is wrong with it */
+    memcpy(out, config, config->size < sizeof *out ? config->size : sizeof *out);
+    out->size = sizeof *out;
+    if (config->size < sizeof *out) out->cudaDev = KOLO_CONFIG_UNDEF;
+  }
+  int asked = out->cudaDev != KOLO_CONFIG_UNDEF && out->cudaDev >= 0;
+  if (devlist != NULL) out->cudaDev = devlist[r] >= 0 ? devlist[r] : kolo_cuda_current_device();
+  else if (!asked) out->cudaDev = r;
+  return out;
+}
+
 koloResult_t koloCommInitAllConfig(koloComm_t *comms, int ndev, const int *devlist,
                                    koloConfig_t *config) {
-  (void)devlist; /* host communicators: no devices */
   if (comms == NULL) return kolo_error(NULL, koloInvalidArgument, "koloCommInitAll: comms is NULL");
   if (ndev < 1) return kolo_error(NULL, koloInvalidArgument, "koloCommInitAll: ndev = %d is below 1", ndev);
   koloUniqueId id;
@@ -287,14 +341,17 @@ koloResult_t koloCommInitAllConfig(koloComm_t *comms, int ndev, const int *devli
   if (res != koloSuccess) return res;
   init_thread_arg *args = calloc((size_t)ndev, sizeof *args);
   pthread_t *threads = calloc((size_t)ndev, sizeof *threads);
-  if (args == NULL || threads == NULL) {
+  koloConfig_t *configs = calloc((size_t)ndev, sizeof *configs);
+  if (args == NULL || threads == NULL || configs == NULL) {
     free(args);
     free(threads);
+    free(configs);
     return kolo_error(NULL, koloSystemError, "koloCommInitAll: out of memory");
   }
   int started = 0;
   for (int r = 0; r < ndev; r++) {
-    args[r] = (init_thread_arg){NULL, ndev, r, id, config, koloSuccess, {{0}}};
+    koloConfig_t *cfg = rank_config(config, devlist, r, &configs[r]);
+    args[r] = (init_thread_arg){NULL, ndev, r, id, cfg, koloSuccess, {{0}}};
     if (pthread_create(&threads[r], NULL, init_thread, &args[r]) != 0) {
       res = kolo_error(NULL, koloSystemError, "koloCommInitAll: cannot start thread %d", r);
       break;
@@ -314,6 +371,7 @@ koloResult_t koloCommInitAllConfig(koloComm_t *comms, int ndev, const int *devli
   }
   free(args);
   free(threads);
+  free(configs);
   return res;
 }
 
@@ -341,7 +399,11 @@ koloResult_t koloCommGetAsyncError(koloComm_t comm, koloResult_t *asyncError) {
   if (comm == NULL || asyncError == NULL)
     return kolo_error(NULL, koloInvalidArgument, "koloCommGetAsyncError: %s is NULL",
                       comm ? "asyncError" : "comm");
-  *asyncError = comm->nbq ? kolo_nb_status(comm) : (koloResult_t)comm->failed;
+  /* CUDA: the kernels' status word (no stream query: koloSuccess says no
+   * failure was seen, not that the work is done). */
+  *asyncError = comm->cuda ? kolo_cuda_comm_status(comm)
+                : comm->nbq ? kolo_nb_status(comm)
+                            : (koloResult_t)comm->failed;
   return koloSuccess;
 }
 
@@ -349,7 +411,7 @@ koloResult_t koloCommFinalize(koloComm_t comm) {
   if (comm == NULL) return kolo_error(NULL, koloInvalidArgument, "koloCommFinalize: comm is NULL");
   if (comm->nbq) kolo_nb_stop(comm); /* drains the queue */
   comm->finalized = 1;
-  return comm->failed;
+  return comm->cuda ? kolo_cuda_comm_status(comm) : (koloResult_t)comm->failed;
 }
 
 koloResult_t koloCommDestroy(koloComm_t comm) {
@@ -362,6 +424,7 @@ koloResult_t koloCommDestroy(koloComm_t comm) {
 koloResult_t koloCommAbort(koloComm_t comm) {
   if (comm == NULL) return kolo_error(NULL, koloInvalidArgument, "koloCommAbort: comm is NULL");
   atomic_store(&comm->aborted, 1);
+  kolo_cuda_comm_abort(comm); /* this comm's kernels stop at their next poll */
   comm_stop_all(comm, KOLO_STOP_ABORT, comm->rank);
   if (comm->nbq) kolo_nb_stop(comm);
   free_comm(comm);
@@ -407,6 +470,7 @@ koloResult_t koloCommSplit(koloComm_t comm, int color, int key, koloComm_t *newc
   inherit.nChannels = comm->nchannels;
   inherit.bufferSize = (int)(comm->slot_bytes * comm->nslots);
   inherit.memory = comm->memory;
+  if (comm->cuda) inherit.cudaDev = comm->cuda->dev;
   koloUniqueId id;
   if (res == koloSuccess && newrank == 0) {
     kolo_uid uid;

@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 
 #include "core/error.h"
+#include "core/op.h"
 #include "kernels/host_exec.h"
 #include "kolo.h"
 #include "ring/schedule.h"
@@ -14,19 +15,8 @@
 
 #define KOLO_MAX_CHANNELS 16
 
-/* One collective or point-to-point call, as recorded by the API. */
-typedef struct kolo_op {
-  int coll;              /* kolo_coll */
-  const void *sendbuff;
-  void *recvbuff;
-  size_t count;          /* elements per block (see ring/program.h) */
-  koloDataType_t type;
-  koloRedOp_t op;
-  int arg;               /* root or peer */
-  struct koloComm *comm;
-} kolo_op;
-
-struct kolo_nb_queue; /* non-blocking progress (core/progress.c) */
+struct kolo_nb_queue;  /* non-blocking progress (core/progress.c) */
+struct kolo_cuda_comm; /* device state of koloMemCuda communicators (core/cuda_comm.c) */
 
 struct koloComm {
   int rank, nranks;
@@ -37,6 +27,9 @@ struct koloComm {
   uint32_t nslots;
   size_t slot_bytes;
   size_t min_channel_bytes;
+  int cuda_dev;          /* koloMemCuda: the device asked for (-1: current) */
+  size_t ll_threshold;   /* koloMemCuda: calls of at most this many bytes use LL (0: never) */
+  uint32_t ll_slot_bytes;/* koloMemCuda: bytes of one LL slot */
   uint64_t job;    /* names shm segments */
   kolo_errbuf err;
   kolo_bootstrap *bs;
@@ -54,20 +47,22 @@ struct koloComm {
   _Atomic int failed;   /* koloResult_t, sticky: once a call failed the comm is unusable */
   int finalized;
   struct kolo_nb_queue *nbq;
+  struct kolo_cuda_comm *cuda; /* NULL for host communicators */
 };
 
 /* Validates arguments, then runs the op now or records it in the current
  * group.  Returns what the API call returns. */
 koloResult_t kolo_enqueue(const kolo_op *op);
 
-/* Runs a batch of ops (a group) to completion on this thread. */
+/* Runs a batch of ops (a group): host ops to completion on this thread (or
+ * queued for non-blocking communicators), CUDA ops enqueued on their streams. */
 koloResult_t kolo_run_ops(kolo_op *ops, int nops);
 
 /* Runs ops on this thread, whatever their communicators' blocking mode. */
 koloResult_t kolo_run_ops_here(kolo_op *ops, int nops);
 
 /* Makes the point-to-point pipes the ops need, for every communicator in
- * the batch at once. */
+ * the batch at once (host or device pipes, after each comm's memory kind). */
 koloResult_t kolo_p2p_connect(const kolo_op *ops, int nops);
 
 /* The program of `coll` with root/peer `arg`, cached. */

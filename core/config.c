@@ -22,6 +22,8 @@ static const kolo_param params[] = {
     {"KOLO_NSLOTS", "8", "slots per connector"},
     {"KOLO_NCHANNELS", "2", "channels (rings) per communicator"},
     {"KOLO_MIN_CHANNEL_BYTES", "262144", "bytes a channel must have before another one is used"},
+    {"KOLO_LL_THRESHOLD", "65536", "CUDA: calls of at most this many bytes (count x type size) use the LL protocol (0: never)"},
+    {"KOLO_LL_SLOT_BYTES", "16384", "CUDA: bytes of one LL slot (half of it payload), a multiple of 1 KiB"},
     {"KOLO_SPIN", "2000", "polls of a blocked wait before yielding the CPU"},
     {"KOLO_YIELDS", "64", "sched_yield() calls of a blocked wait before sleeping"},
     {"KOLO_SHM_DISABLE", "0", "1: ranks on one host do not use shared memory (for tests)"},

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/comm.h"
+#include "core/cuda_comm.h"
 #include "core/log.h"
 #include "transport/transport.h"
 
@@ -58,8 +59,7 @@ koloResult_t kolo_enqueue(const kolo_op *op) {
 /* ---- programs ----------------------------------------------------------- */
 
 koloResult_t kolo_comm_program(struct koloComm *c, int coll, int arg, const kolo_program **out) {
-  int slot = (coll == KOLO_COLL_BROADCAST || coll == KOLO_COLL_REDUCE || coll == KOLO_COLL_SEND ||
-              coll == KOLO_COLL_RECV) ? arg : 0;
+  int slot = kolo_program_slot(coll, arg);
   if (!c->program_ready[coll][slot]) {
     if (kolo_schedule_build(coll, &c->ring, c->rank, arg, &c->programs[coll][slot]) != koloSuccess)
       return kolo_error(&c->err, koloSystemError, "out of memory building a %s program",
@@ -72,13 +72,14 @@ koloResult_t kolo_comm_program(struct koloComm *c, int coll, int arg, const kolo
 
 /* ---- point-to-point pipes ----------------------------------------------- */
 
-static int is_p2p(int coll) { return coll == KOLO_COLL_SEND || coll == KOLO_COLL_RECV; }
+static int is_p2p(int coll) { return kolo_coll_is_p2p(coll); }
 
 /* Appends to *set the requests for the pipes of comm c that ops need and
  * that do not exist yet. */
 static koloResult_t p2p_requests(struct koloComm *c, const kolo_op *ops, int nops, kolo_conn_set *set) {
   int cap = 0;
-  *set = (kolo_conn_set){c->bs, c->job, c->slot_bytes, c->nslots, NULL, 0, &c->err, NULL, koloSuccess};
+  *set = (kolo_conn_set){c->bs,   c->job, c->slot_bytes, c->nslots, kolo_comm_conn_mem(c),
+                         NULL,    0,      &c->err,       NULL,      koloSuccess};
   for (int i = 0; i < nops; i++) {
     if (ops[i].comm != c || !is_p2p(ops[i].coll)) continue;
     int send = ops[i].coll == KOLO_COLL_SEND, peer = ops[i].arg;
@@ -140,11 +141,7 @@ koloResult_t kolo_p2p_connect(const kolo_op *ops, int nops) {
 /* ---- tasks -------------------------------------------------------------- */
 
 static int channels_for(const struct koloComm *c, const kolo_op *op) {
-  size_t bytes = op->count * koloTypeSize(op->type);
-  if (op->coll == KOLO_COLL_ALL_REDUCE) bytes /= (size_t)c->nranks;
-  size_t want = c->min_channel_bytes ? bytes / c->min_channel_bytes : (size_t)c->nchannels;
-  if (want < 1) want = 1;
-  return want < (size_t)c->nchannels ? (int)want : c->nchannels;
+  return kolo_op_channels(op, c->nranks, c->nchannels, c->min_channel_bytes);
 }
 
 static kolo_connector *pipe_for(struct koloComm *c, int coll, int peer, int ch, int send) {
@@ -170,14 +167,11 @@ static koloResult_t add_tasks(const kolo_op *op, kolo_exec_task *tasks, int *nta
   koloResult_t res = kolo_comm_program(c, op->coll, op->arg, &prog);
   if (res != koloSuccess) return res;
   int nch = channels_for(c, op);
-  size_t esz = koloTypeSize(op->type);
   for (int ch = 0; ch < nch; ch++) {
     kolo_exec_task *t = &tasks[*ntasks];
     memset(t, 0, sizeof *t);
     t->prog = prog;
-    t->geo = (kolo_geometry){op->count, esz, c->nranks, nch,
-                             c->slot_bytes * (c->nslots / 2) / esz,
-                             prog->layout};
+    t->geo = kolo_op_geometry(op, prog, c->nranks, nch, c->slot_bytes, c->nslots);
     t->in = (char *)(uintptr_t)op->sendbuff;
     t->out = op->recvbuff;
     t->type = op->type;
@@ -238,9 +232,9 @@ static koloResult_t submit_nonblocking(kolo_op *ops, int nops) {
   return res;
 }
 
-koloResult_t kolo_run_ops(kolo_op *ops, int nops) {
-  /* Ops of non-blocking communicators go to their progress threads, in
-   * order; the rest run here. */
+/* Ops of host communicators: those of non-blocking communicators go to
+ * their progress threads, in order; the rest run here. */
+static koloResult_t run_host(kolo_op *ops, int nops) {
   int all_blocking = 1;
   for (int i = 0; i < nops && all_blocking; i++) all_blocking = ops[i].comm->blocking;
   if (all_blocking) return run_here(ops, nops);
@@ -258,6 +252,26 @@ koloResult_t kolo_run_ops(kolo_op *ops, int nops) {
     if (r != koloSuccess) res = r;
   }
   return res;
+}
+
+koloResult_t kolo_run_ops(kolo_op *ops, int nops) {
+  int ncuda = 0;
+  for (int i = 0; i < nops; i++) ncuda += ops[i].comm->cuda != NULL;
+  if (ncuda == 0) return run_host(ops, nops);
+  if (ncuda == nops) return kolo_cuda_run_ops(ops, nops);
+  /* A group mixing memory kinds: the CUDA ops are enqueued first, so that
+   * the devices progress while the host ops run here. */
+  kolo_op *host = malloc((size_t)nops * sizeof *host);
+  if (host == NULL) return kolo_error(&ops[0].comm->err, koloSystemError, "out of memory running a call");
+  int nc = 0, nh = 0;
+  for (int i = 0; i < nops; i++) {
+    if (ops[i].comm->cuda != NULL) ops[nc++] = ops[i];
+    else host[nh++] = ops[i];
+  }
+  koloResult_t res = kolo_cuda_run_ops(ops, nc);
+  koloResult_t r = run_host(host, nh);
+  free(host);
+  return res != koloSuccess ? res : r;
 }
 
 koloResult_t kolo_run_ops_here(kolo_op *ops, int nops) { return run_here(ops, nops); }

@@ -43,8 +43,28 @@ enum {
   KOLO_DEV_PEER_STOPPED = 3
 };
 
+/* Protocols (kolo_dev_batch.protocol), chosen per launch by size:
+ *
+ *  SIMPLE: slices of slot_bytes in `slots`; the sender publishes `tail`
+ *    after a fence, the receiver `head` after reading.
+ *  LL (low latency, as NCCL's LL): slices travel in `ll_slots`, made of
+ *    16-byte lines {data0, flag, data1, flag} written with one 16-byte
+ *    volatile store, so data and flag arrive together and the receiver polls
+ *    the lines themselves instead of a separate counter: one trip instead of
+ *    two.  A line carries 8 payload bytes, so a slice carries ll_slot_bytes/2
+ *    bytes.  flag = the sender's connector step of that slice + 1 (the region
+ *    starts zeroed, and step s never reuses the flag of step s - k*ll_nslots).
+ *    Both ends count LL slices in the same `step` as SIMPLE slices and the
+ *    receiver still publishes `head` (the sender's credit), so calls of
+ *    either protocol may follow each other on a connector; `tail` is not
+ *    touched by LL.  ll_nslots == nslots. */
+enum { KOLO_PROTO_SIMPLE = 0, KOLO_PROTO_LL = 1 };
+
 typedef struct {
   char *slots;
+  char *ll_slots;  /* LL region: nslots * ll_slot_bytes, receiver's memory */
+  uint32_t ll_slot_bytes;
+  uint32_t pad0;
   uint32_t *tail;  /* bumped by the sender */
   uint32_t *head;  /* bumped by the receiver */
   uint32_t *stop;  /* non-zero: the other end stopped (connector.h words) */
@@ -68,12 +88,24 @@ typedef struct {
 
 typedef struct {
   int32_t ntasks;
-  int32_t pad;
+  int32_t protocol;           /* KOLO_PROTO_* for every task of the launch */
   uint64_t timeout_ns;        /* 0: none */
   volatile uint32_t *abort;   /* mapped host memory */
   uint32_t *status;           /* mapped host memory, 3 words */
+  /* This rank (added for the host side; see KOLO_DEV_STOP_WORD): a block
+   * that stops early (abort, timeout, a stopped peer) should write
+   * KOLO_DEV_STOP_WORD(reason, rank) into the `stop` word of each of its
+   * connector ends, so that peers waiting on this rank stop too instead of
+   * waiting for their own timeout (the host only learns of the stop when
+   * someone calls koloCommGetAsyncError or the next call). */
+  int32_t rank;
+  int32_t pad1;
   kolo_dev_task tasks[KOLO_DEV_MAX_TASKS];
 } kolo_dev_batch;
+
+/* A stop word as transport/connector.h stores it: (reason << 24) | (rank +
+ * 1), reason 1 error (a stopped peer), 2 abort, 4 timeout. */
+#define KOLO_DEV_STOP_WORD(reason, rank) (((uint32_t)(reason) << 24) | (uint32_t)((rank) + 1))
 
 #ifdef __cplusplus
 extern "C" {

@@ -84,9 +84,29 @@ static int kb_run(void *ctx, const perf_call *c) {
 /* ---- small calls: host memory passes the caller's arrays as they are ---- */
 
 #ifdef KOLO_HAVE_CUDA
+static cudaStream_t stream_of(const kolo_backend *kb) { return (cudaStream_t)kb->stream; }
+
+/* After the stream drained: an error the kernels recorded (a peer that
+ * stopped, a timeout) shows in the communicator's asynchronous error. */
+static int async_error(kolo_backend *kb) {
+  koloResult_t async = koloSuccess;
+  koloResult_t res = koloCommGetAsyncError(kb->comm, &async);
+  if (res != koloSuccess) return check_res(kb, res, "koloCommGetAsyncError");
+  if (async == koloSuccess || async == koloInProgress) return 0;
+  return check_res(kb, async, "a call on the stream (koloCommGetAsyncError)");
+}
+
 static int kb_wait(void *ctx) {
   kolo_backend *kb = ctx;
-  return check_cuda(kb, cudaStreamSynchronize((cudaStream_t)kb->stream), "cudaStreamSynchronize");
+  if (check_cuda(kb, cudaStreamSynchronize(stream_of(kb)), "cudaStreamSynchronize") != 0) return -1;
+  return async_error(kb);
+}
+
+/* Host <-> device on the rank's stream, complete on return: copies on the
+ * legacy default stream would not be ordered with a non-blocking stream. */
+static int copy_sync(kolo_backend *kb, void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind) {
+  if (check_cuda(kb, cudaMemcpyAsync(dst, src, bytes, kind, stream_of(kb)), "cudaMemcpyAsync") != 0) return -1;
+  return check_cuda(kb, cudaStreamSynchronize(stream_of(kb)), "cudaStreamSynchronize");
 }
 
 /* Device staging of at least `bytes` for the small calls. */
@@ -108,11 +128,11 @@ static int kb_allreduce_double(void *ctx, double *v, int n, int max) {
 #ifdef KOLO_HAVE_CUDA
   size_t bytes = (size_t)n * sizeof *v;
   void *d = staging(kb, bytes);
-  if (d == NULL || check_cuda(kb, cudaMemcpy(d, v, bytes, cudaMemcpyHostToDevice), "cudaMemcpy") != 0 ||
+  if (d == NULL || copy_sync(kb, d, v, bytes, cudaMemcpyHostToDevice) != 0 ||
       check_res(kb, koloAllReduce(d, d, (size_t)n, koloFloat64, op, kb->comm, kb->stream), "koloAllReduce(double)") != 0 ||
       kb_wait(kb) != 0)
     return -1;
-  return check_cuda(kb, cudaMemcpy(v, d, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  return copy_sync(kb, v, d, bytes, cudaMemcpyDeviceToHost);
 #else
   return -1;
 #endif
@@ -125,11 +145,11 @@ static int kb_allgather_bytes(void *ctx, const void *mine, void *all, size_t byt
   size_t total = bytes * (size_t)kb->nranks;
   char *d = staging(kb, total);
   char *dmine = d ? d + (size_t)kb->rank * bytes : NULL; /* in place */
-  if (d == NULL || check_cuda(kb, cudaMemcpy(dmine, mine, bytes, cudaMemcpyHostToDevice), "cudaMemcpy") != 0 ||
+  if (d == NULL || copy_sync(kb, dmine, mine, bytes, cudaMemcpyHostToDevice) != 0 ||
       check_res(kb, koloAllGather(dmine, d, bytes, koloUint8, kb->comm, kb->stream), "koloAllGather(info)") != 0 ||
       kb_wait(kb) != 0)
     return -1;
-  return check_cuda(kb, cudaMemcpy(all, d, total, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  return copy_sync(kb, all, d, total, cudaMemcpyDeviceToHost);
 #else
   return -1;
 #endif
@@ -167,8 +187,95 @@ static void kb_release(void *ctx, void *p) {
 #ifdef KOLO_HAVE_CUDA
 static int kb_copy(void *ctx, void *dst, const void *src, size_t bytes, int to_dev) {
   kolo_backend *kb = ctx;
-  enum cudaMemcpyKind kind = to_dev ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
-  return check_cuda(kb, cudaMemcpy(dst, src, bytes, kind), "cudaMemcpy");
+  return copy_sync(kb, dst, src, bytes, to_dev ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
+}
+
+/* ---- timing and graphs (cuda) ------------------------------------------- */
+
+static int kb_time_start(void *ctx) {
+  kolo_backend *kb = ctx;
+  return check_cuda(kb, cudaEventRecord((cudaEvent_t)kb->ev_start, stream_of(kb)), "cudaEventRecord");
+}
+
+static int kb_time_stop(void *ctx, double *us) {
+  kolo_backend *kb = ctx;
+  cudaEvent_t start = (cudaEvent_t)kb->ev_start, stop = (cudaEvent_t)kb->ev_stop;
+  float ms = 0;
+  if (check_cuda(kb, cudaEventRecord(stop, stream_of(kb)), "cudaEventRecord") != 0 ||
+      check_cuda(kb, cudaEventSynchronize(stop), "cudaEventSynchronize") != 0 ||
+      check_cuda(kb, cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime") != 0 || async_error(kb) != 0)
+    return -1;
+  *us = (double)ms * 1e3;
+  return 0;
+}
+
+static void kb_graph_free(void *ctx) {
+  kolo_backend *kb = ctx;
+  if (kb->graph) cudaGraphExecDestroy((cudaGraphExec_t)kb->graph);
+  kb->graph = NULL;
+}
+
+static int kb_capture_begin(void *ctx) {
+  kolo_backend *kb = ctx;
+  kb_graph_free(kb);
+  /* thread-local: other ranks' threads may allocate while this one captures */
+  return check_cuda(kb, cudaStreamBeginCapture(stream_of(kb), cudaStreamCaptureModeThreadLocal),
+                    "cudaStreamBeginCapture");
+}
+
+static int kb_capture_end(void *ctx, int discard) {
+  kolo_backend *kb = ctx;
+  cudaGraph_t graph = NULL;
+  cudaGraphExec_t exec = NULL;
+  cudaError_t err = cudaStreamEndCapture(stream_of(kb), &graph);
+  if (discard) {
+    if (graph) cudaGraphDestroy(graph);
+    return 0;
+  }
+  if (check_cuda(kb, err, "cudaStreamEndCapture (a call on the stream could not be captured)") != 0) {
+    if (graph) cudaGraphDestroy(graph);
+    return -1;
+  }
+#if CUDART_VERSION >= 12000
+  err = cudaGraphInstantiate(&exec, graph, 0);
+#else
+  err = cudaGraphInstantiate(&exec, graph, NULL, NULL, 0);
+#endif
+  cudaGraphDestroy(graph);
+  if (check_cuda(kb, err, "cudaGraphInstantiate") != 0) return -1;
+  kb->graph = exec;
+  /* the upload happens here, not in the timed launch */
+  return check_cuda(kb, cudaGraphUpload(exec, stream_of(kb)), "cudaGraphUpload");
+}
+
+static int kb_graph_launch(void *ctx) {
+  kolo_backend *kb = ctx;
+  if (kb->graph == NULL) {
+    fprintf(stderr, "rank %d: no graph to launch\n", kb->rank);
+    return -1;
+  }
+  return check_cuda(kb, cudaGraphLaunch((cudaGraphExec_t)kb->graph, stream_of(kb)), "cudaGraphLaunch");
+}
+
+/* The rank's stream and events, and the ops that use them. */
+static int cuda_init(kolo_backend *kb, perf_backend *be) {
+  cudaStream_t s;
+  cudaEvent_t start, stop;
+  if (check_cuda(kb, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate") != 0) return -1;
+  kb->stream = (koloStream_t)s;
+  if (check_cuda(kb, cudaEventCreate(&start), "cudaEventCreate") != 0) return -1;
+  kb->ev_start = start;
+  if (check_cuda(kb, cudaEventCreate(&stop), "cudaEventCreate") != 0) return -1;
+  kb->ev_stop = stop;
+  be->wait = kb_wait;
+  be->copy = kb_copy;
+  be->time_start = kb_time_start;
+  be->time_stop = kb_time_stop;
+  be->capture_begin = kb_capture_begin;
+  be->capture_end = kb_capture_end;
+  be->graph_launch = kb_graph_launch;
+  be->graph_free = kb_graph_free;
+  return 0;
 }
 #endif
 
@@ -195,23 +302,24 @@ int kolo_backend_init(kolo_backend *kb, perf_backend *be, koloComm_t comm, int c
   be->release = kb_release;
   if (!cuda) return 0;
 #ifdef KOLO_HAVE_CUDA
-  cudaStream_t s;
-  if (check_cuda(kb, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate") != 0) return -1;
-  kb->stream = (koloStream_t)s;
-  be->wait = kb_wait;
-  be->copy = kb_copy;
-  return 0;
+  if (cuda_init(kb, be) == 0) return 0;
+  kolo_backend_fini(kb);
+  return -1;
 #else
-  fprintf(stderr, "rank %d: -m cuda: this kolo-perf was built without CUDA\n", kb->rank);
+  fprintf(stderr, "rank %d: --mem cuda: this kolo-perf was built without CUDA\n", kb->rank);
   return -1;
 #endif
 }
 
 void kolo_backend_fini(kolo_backend *kb) {
 #ifdef KOLO_HAVE_CUDA
+  kb_graph_free(kb);
+  if (kb->ev_stop) cudaEventDestroy((cudaEvent_t)kb->ev_stop);
+  if (kb->ev_start) cudaEventDestroy((cudaEvent_t)kb->ev_start);
   if (kb->scratch) cudaFree(kb->scratch);
   if (kb->stream) cudaStreamDestroy((cudaStream_t)kb->stream);
 #endif
+  kb->ev_start = kb->ev_stop = NULL;
   kb->scratch = NULL;
   kb->stream = NULL;
 }

@@ -14,10 +14,16 @@ typedef struct {
   koloStream_t stream; /* NULL for host memory */
   void *scratch;       /* device staging for the small calls (cuda) */
   size_t scratch_bytes;
+  void *ev_start, *ev_stop; /* cudaEvent_t: the marks around timed calls (cuda) */
+  void *graph;              /* cudaGraphExec_t of --graph, or NULL */
 } kolo_backend;
 
 /* Fills `be` for an initialized communicator.  With cuda, the calling thread
- * must have its device current.  Returns 0, or -1 with a message printed. */
+ * must have its device current: the rank gets its own non-blocking stream
+ * there (ranks sharing a device never share a stream), every call and copy
+ * goes on it, times are taken with cudaEvents on it, and --graph captures on
+ * it (thread-local capture mode: each rank is captured by its own thread).
+ * Returns 0, or -1 with a message printed. */
 int kolo_backend_init(kolo_backend *kb, perf_backend *be, koloComm_t comm, int cuda);
 /* Frees what init made; the communicator stays. */
 void kolo_backend_fini(kolo_backend *kb);

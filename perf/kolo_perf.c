@@ -22,6 +22,14 @@
  * for its "go" on the id pipe.  A rank that is still draining the last call
  * thus never sees a peer's connections close under it.  (A launcher's job
  * has no such channel: there each rank destroys its communicator at once.)
+ *
+ * CUDA (--mem cuda).  Rank r of this machine runs on device LIST[r mod n]
+ * of -g LIST (default: every visible device), with its own non-blocking
+ * stream and device buffers (kolo_backend.c).  Before anything else main
+ * asks CUDA whether there is a device at all -- from a short-lived child
+ * when ranks are forked, so that the parent makes no CUDA call before its
+ * forks -- and says "no CUDA device: <CUDA's words>" when there is none.
+ * `kolo-perf prims` (perf_prims.c) times the copy and reduce primitives.
  */
 #define _GNU_SOURCE /* prctl, strsignal, kill, nanosleep */
 #include <errno.h>
@@ -41,6 +49,8 @@
 #include "kolo.h"
 #include "perf/kolo_backend.h"
 #include "perf/perf_args.h"
+#include "perf/perf_cuda.h"
+#include "perf/perf_prims.h"
 #include "perf/perf_sweep.h"
 
 #ifdef KOLO_HAVE_CUDA
@@ -67,19 +77,68 @@ static void set_library_name(void) {
 
 /* ---- devices and config ------------------------------------------------ */
 
-/* The CUDA device of a rank: spread over the visible devices. */
+/* The CUDA device of a rank, made current on this thread: -g's list, or
+ * every visible device, taken round-robin by the rank's local index.  -1
+ * for host memory, or after a failure (reported). */
 static int pick_device(const perf_args *a, int local_rank) {
 #ifdef KOLO_HAVE_CUDA
-  int n = 0;
-  if (a->mem_cuda && cudaGetDeviceCount(&n) == cudaSuccess && n > 0) {
-    int dev = local_rank % n;
-    if (cudaSetDevice(dev) == cudaSuccess) return dev;
+  int n = 0, dev;
+  cudaError_t err = cudaSuccess;
+  if (!a->mem_cuda) return -1;
+  if (a->ngpus > 0) {
+    dev = a->gpus[local_rank % a->ngpus];
+  } else {
+    err = cudaGetDeviceCount(&n);
+    if (err == cudaSuccess && n < 1) err = cudaErrorNoDevice;
+    dev = n > 0 ? local_rank % n : 0;
   }
+  if (err == cudaSuccess) err = cudaSetDevice(dev);
+  if (err == cudaSuccess) return dev;
+  fprintf(stderr, "kolo-perf: rank %d: no device: %s\n", local_rank, cudaGetErrorString(err));
 #else
   (void)a;
   (void)local_rank;
 #endif
   return -1;
+}
+
+/* The rank's line under "# Using devices". */
+static void describe(const perf_args *a, int dev, char *where, size_t len) {
+#ifdef KOLO_HAVE_CUDA
+  if (dev >= 0) {
+    perf_cuda_describe(dev, where, len);
+    return;
+  }
+#else
+  (void)dev;
+#endif
+  snprintf(where, len, "%s memory", a->mem_cuda ? "cuda" : "host");
+}
+
+/* Is there a CUDA device (and each -g one)?  Else says why: no device, or
+ * no CUDA in this build.  fork_first: ask from a child process. */
+static int cuda_ready(const perf_args *a, int fork_first) {
+#ifdef KOLO_HAVE_CUDA
+  char why[256];
+  int n = 0;
+  if (perf_cuda_probe(fork_first, &n, why, sizeof why) != 0) {
+    fprintf(stderr, "kolo-perf: no CUDA device: %s\n", why);
+    return -1;
+  }
+  for (int i = 0; i < a->ngpus; i++) {
+    if (a->gpus[i] < n) continue;
+    fprintf(stderr, "kolo-perf: -g: there is no device %d (%d visible)\n", a->gpus[i], n);
+    return -1;
+  }
+  return 0;
+#else
+  (void)fork_first;
+  fprintf(stderr,
+          "kolo-perf: %s: this build has no CUDA (nvcc was not found when it was configured, or "
+          "KOLO_CUDA=OFF)\n",
+          a->prims ? "prims" : "--mem cuda");
+  return -1;
+#endif
 }
 
 static koloConfig_t comm_config(const perf_args *a, int dev) {
@@ -144,8 +203,7 @@ static int run_rank(const perf_args *a, const perf_config *cfg, koloComm_t comm,
   char where[64];
   int code = 2;
   if (kolo_backend_init(&kb, &be, comm, a->mem_cuda) == 0) {
-    if (dev >= 0) snprintf(where, sizeof where, "cuda device %d", dev);
-    else snprintf(where, sizeof where, "%s memory", a->mem_cuda ? "cuda" : "host");
+    describe(a, dev, where, sizeof where);
     code = perf_sweep_run(a, &be, cfg, where, stdout);
     kolo_backend_fini(&kb);
   }
@@ -178,9 +236,15 @@ typedef struct {
 
 static void *rank_thread(void *p) {
   rank_job *j = p;
+  if (j->a->mem_cuda && j->dev < 0) { /* pick_device said why */
+    j->code = 2;
+    gate_pass(j->gate);
+    return NULL;
+  }
 #ifdef KOLO_HAVE_CUDA
-  if (j->dev >= 0 && cudaSetDevice(j->dev) != cudaSuccess) {
-    fprintf(stderr, "rank %d: cudaSetDevice(%d) failed\n", j->rank, j->dev);
+  cudaError_t err = j->dev >= 0 ? cudaSetDevice(j->dev) : cudaSuccess;
+  if (err != cudaSuccess) {
+    fprintf(stderr, "rank %d: cudaSetDevice(%d) failed: %s\n", j->rank, j->dev, cudaGetErrorString(err));
     j->code = 2;
     gate_pass(j->gate);
     return NULL;
@@ -250,7 +314,13 @@ static int run_local(const perf_args *a, perf_config *cfg) {
     code = 2;
     goto out_free;
   }
-  for (int r = 0; r < n; r++) devs[r] = pick_device(a, r);
+  for (int r = 0; r < n; r++) {
+    devs[r] = pick_device(a, r);
+    if (a->mem_cuda && devs[r] < 0) {
+      code = 2;
+      goto out_free;
+    }
+  }
   koloConfig_t c = comm_config(a, -1);
   koloResult_t res = koloCommInitAllConfig(comms, n, a->mem_cuda ? devs : NULL, &c);
   if (res != koloSuccess) {
@@ -301,6 +371,7 @@ static int run_launched(const perf_args *a, perf_config *cfg) {
     return 2;
   }
   int dev = pick_device(a, local_rank_from_env());
+  if (a->mem_cuda && dev < 0) return 2; /* pick_device said why */
   koloConfig_t c = comm_config(a, dev);
   koloComm_t comm;
   koloResult_t res = koloCommInitFromEnv(&comm, &c);
@@ -559,19 +630,32 @@ static int run_forked(const perf_args *a, perf_config *cfg) {
 
 /* ---- main --------------------------------------------------------------- */
 
+/* The header's word on how times were taken; NULL for host memory. */
+static const char *timing_note(const perf_args *a) {
+  if (!a->mem_cuda) return NULL;
+  if (a->graph)
+    return "per call within a CUDA graph: the -n calls of a size captured into one graph per rank after the "
+           "warm-up, cudaEvents on the rank's stream around its launch; the slowest rank's";
+  return "per call, cudaEvents on each rank's stream around the -n calls after the warm-up (ranks start "
+         "together); the slowest rank's";
+}
+
 int main(int argc, char **argv) {
   perf_args a;
   int r = perf_args_parse(&a, argc, argv, PERF_TOOL_KOLO);
   if (r != 0) return r > 0 ? 0 : 2;
   if (a.print_params) {
     kolo_param_print(stdout);
-    if (a.coll == PERF_NUM_COLLS) return 0;
+    if (a.coll == PERF_NUM_COLLS && !a.prims) return 0;
   }
+  if (a.prims) return cuda_ready(&a, 0) == 0 ? perf_prims_run(&a) : 2;
   set_library_name();
-  perf_config cfg = {"kolo-perf", library_name, "threads", a.mem_cuda ? "cuda" : "host", 0, a.procs, a.threads};
+  perf_config cfg = {"kolo-perf", library_name, "threads", a.mem_cuda ? "cuda" : "host", 0, a.procs, a.threads,
+                     timing_note(&a)};
   int world = 0;
   const char *var = a.procs_given ? NULL : launcher_size_var(&world);
   static char launch[64];
+  if (a.mem_cuda && cuda_ready(&a, var == NULL && a.procs > 1) != 0) return 2;
   if (var != NULL) {
     snprintf(launch, sizeof launch, "launcher: %s", var);
     cfg.launch = launch;

@@ -172,7 +172,7 @@ int main(int argc, char **argv) {
   }
   char lib[128];
   library_name(lib, sizeof lib);
-  perf_config cfg = {"kolo-mpi-ref", lib, "mpirun", "host", m.nranks, m.nranks, 1};
+  perf_config cfg = {"kolo-mpi-ref", lib, "mpirun", "host", m.nranks, m.nranks, 1, NULL};
   perf_backend be;
   memset(&be, 0, sizeof be);
   be.ctx = &m;

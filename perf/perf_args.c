@@ -55,9 +55,31 @@ void perf_usage(FILE *out, const char *prog, int tool) {
             "  -p, --procs N         fork N processes here (default 1; a launcher's job is joined\n"
             "                        from its environment when -p is not given)\n"
             "  -t, --threads N       ranks per process, as threads (default 1)\n"
-            "  -m, --mem host|cuda   memory kind of the buffers (default host)\n"
+            "  -m, --mem host|cuda   memory kind of the buffers (default host); cuda: device\n"
+            "                        buffers, one non-blocking stream per rank, cudaEvent timing\n"
+            "  -g, --gpu LIST        CUDA devices, e.g. 0 or 0,1,2,3 (default: every visible one);\n"
+            "                        rank r of this machine runs on LIST[r mod length], so -t 8 -g 0\n"
+            "                        puts 8 ranks on device 0 (nccl-tests' -g counts GPUs instead)\n"
+            "      --graph           (cuda) capture the -n calls of a size into one CUDA graph per\n"
+            "                        rank after the warm-up, and time its launch: per call in a graph\n"
             "      --params          print kolo's KOLO_* parameters and exit\n");
   fprintf(out, "  -h, --help            this text\n");
+  if (tool == PERF_TOOL_KOLO)
+    fprintf(out,
+            "\n"
+            "usage: %s prims [flags]\n"
+            "  the copy and reduce primitives of the CUDA kernels beside cudaMemcpyAsync device to\n"
+            "  device, on one device, each SIZE of -b..-e: time per call, GB/s of bytes read + written\n"
+            "  (memcpy 2S, copy 2S, copy2 3S, sum 3S, sum2 4S) and the ratio to memcpy's at that size\n"
+            "  -b -e -f -i -n -w      as above;  -c 0|1 check every output byte (default 1)\n"
+            "  -d T                   element type (default: float, then bfloat16)\n"
+            "  -g DEV                 the device (default 0)\n"
+            "      --launch entry|grid|both\n"
+            "                         entry: kolo_cuda_reduce, the test entry, as it launches;\n"
+            "                         grid: the benchmark's launch over the whole GPU (default both)\n"
+            "      --blocks N         blocks of the grid launch (default 0: one full wave)\n"
+            "      --block-threads N  threads per block of the grid launch, 32..512 (default 512)\n",
+            prog);
 }
 
 /* "32M" -> 33554432: K, M, G are powers of 1024 as in nccl-tests. */
@@ -101,7 +123,7 @@ static int parse_type(const char *s) {
   return t;
 }
 
-enum { OPT_JSON = 1000, OPT_PARAMS };
+enum { OPT_JSON = 1000, OPT_PARAMS, OPT_GRAPH, OPT_LAUNCH, OPT_BLOCKS, OPT_BLOCK_THREADS, OPT_END };
 
 static const struct option long_opts[] = {
     {"minbytes", required_argument, NULL, 'b'},  {"maxbytes", required_argument, NULL, 'e'},
@@ -112,7 +134,20 @@ static const struct option long_opts[] = {
     {"inplace", required_argument, NULL, 'a'},   {"procs", required_argument, NULL, 'p'},
     {"threads", required_argument, NULL, 't'},   {"mem", required_argument, NULL, 'm'},
     {"json", required_argument, NULL, OPT_JSON}, {"params", no_argument, NULL, OPT_PARAMS},
+    {"gpus", required_argument, NULL, 'g'},      {"gpu", required_argument, NULL, 'g'},
+    {"graph", no_argument, NULL, OPT_GRAPH},     {"launch", required_argument, NULL, OPT_LAUNCH},
+    {"blocks", required_argument, NULL, OPT_BLOCKS},
+    {"block-threads", required_argument, NULL, OPT_BLOCK_THREADS},
     {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
+
+/* Options seen on the command line, by getopt's value. */
+typedef struct {
+  unsigned char opt[128 + (OPT_END - OPT_JSON)];
+} seen_opts;
+
+static unsigned char *seen_slot(seen_opts *s, int c) {
+  return &s->opt[c >= OPT_JSON ? 128 + (c - OPT_JSON) : c & 127];
+}
 
 static void set_defaults(perf_args *a) {
   memset(a, 0, sizeof *a);
@@ -127,6 +162,24 @@ static void set_defaults(perf_args *a) {
   a->op = PERF_SUM;
   a->placement = PERF_PLACE_BOTH;
   a->procs = a->threads = 1;
+  a->launch = PERF_LAUNCH_BOTH;
+  a->block_threads = 512;
+}
+
+/* "0,2,3" -> gpus; returns 0 or -1. */
+static int parse_gpus(perf_args *a, const char *v) {
+  a->ngpus = 0;
+  while (*v) {
+    char *end;
+    errno = 0;
+    long d = strtol(v, &end, 10);
+    if (end == v || errno != 0 || d < 0 || d > 1023 || a->ngpus == PERF_MAX_GPUS) return -1;
+    a->gpus[a->ngpus++] = (int)d;
+    if (*end == '\0') return 0;
+    if (*end != ',' || end[1] == '\0') return -1;
+    v = end + 1;
+  }
+  return -1;
 }
 
 /* One option; returns 0, -1 for a bad value, -2 for kolo-perf's options in
@@ -134,7 +187,7 @@ static void set_defaults(perf_args *a) {
 static int apply_opt(perf_args *a, int c, const char *v, int tool, int *factor_given, int *incr_given) {
   size_t sz;
   int i;
-  int kolo_only = (c == 'p' || c == 't' || c == 'm' || c == OPT_PARAMS);
+  int kolo_only = (c == 'p' || c == 't' || c == 'm' || c == 'g' || c >= OPT_PARAMS);
   if (kolo_only && tool != PERF_TOOL_KOLO) return -2;
   switch (c) {
     case 'b': return perf_parse_size(v, &a->min_bytes);
@@ -155,6 +208,19 @@ static int apply_opt(perf_args *a, int c, const char *v, int tool, int *factor_g
     case 'd':
       if ((i = parse_type(v)) < 0) return -1;
       a->type = (perf_type)i;
+      a->type_given = 1;
+      return 0;
+    case 'g': return parse_gpus(a, v);
+    case OPT_GRAPH: a->graph = 1; return 0;
+    case OPT_LAUNCH:
+      if (strcmp(v, "entry") == 0) a->launch = PERF_LAUNCH_ENTRY;
+      else if (strcmp(v, "grid") == 0) a->launch = PERF_LAUNCH_GRID;
+      else if (strcmp(v, "both") == 0) a->launch = PERF_LAUNCH_BOTH;
+      else return -1;
+      return 0;
+    case OPT_BLOCKS: return parse_int(v, 0, 1 << 20, &a->blocks);
+    case OPT_BLOCK_THREADS:
+      if (parse_int(v, 32, 512, &a->block_threads) != 0 || a->block_threads % 32 != 0) return -1;
       return 0;
     case 'o':
       if ((i = parse_name(v, op_names, PERF_NUM_OPS)) < 0) return -1;
@@ -170,12 +236,49 @@ static int apply_opt(perf_args *a, int c, const char *v, int tool, int *factor_g
   }
 }
 
+/* The first option of `list` (getopt values, 0-terminated) that was given. */
+static const char *first_seen(seen_opts *seen, const int *list) {
+  for (; *list; list++) {
+    if (!*seen_slot(seen, *list)) continue;
+    for (const struct option *o = long_opts; o->name; o++)
+      if (o->val == *list) return o->name;
+  }
+  return NULL;
+}
+
+/* Flags that do not go with the subcommand or the memory kind chosen. */
+static int check_combination(perf_args *a, seen_opts *seen, const char *prog) {
+  static const int not_prims[] = {'p', 't', 'o', 'r', 'a', 'm', OPT_GRAPH, OPT_JSON, 0};
+  static const int prims_only[] = {OPT_LAUNCH, OPT_BLOCKS, OPT_BLOCK_THREADS, 0};
+  const char *name;
+  if (a->prims && (name = first_seen(seen, not_prims)) != NULL) {
+    fprintf(stderr, "%s: --%s is not a flag of prims\n", prog, name);
+    return -1;
+  }
+  if (!a->prims && (name = first_seen(seen, prims_only)) != NULL) {
+    fprintf(stderr, "%s: --%s is a flag of prims alone\n", prog, name);
+    return -1;
+  }
+  if (!a->prims && !a->mem_cuda && (a->graph || a->ngpus > 0)) {
+    fprintf(stderr, "%s: --%s needs --mem cuda\n", prog, a->graph ? "graph" : "gpu");
+    return -1;
+  }
+  if (a->graph && a->warmup < 1) {
+    fprintf(stderr, "%s: --graph needs -w 1 or more: a rank's first call to a peer connects and "
+                    "allocates, which a graph capture cannot hold\n", prog);
+    return -1;
+  }
+  return 0;
+}
+
 int perf_args_parse(perf_args *a, int argc, char **argv, int tool) {
   const char *prog = argc > 0 ? argv[0] : "kolo-perf";
   int factor_given = 0, incr_given = 0, c;
+  seen_opts seen;
+  memset(&seen, 0, sizeof seen);
   set_defaults(a);
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":b:e:i:f:n:w:c:d:o:r:a:p:t:m:h", long_opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":b:e:i:f:n:w:c:d:o:r:a:p:t:m:g:h", long_opts, NULL)) != -1) {
     if (c == 'h') {
       perf_usage(stdout, prog, tool);
       return 1;
@@ -186,6 +289,7 @@ int perf_args_parse(perf_args *a, int argc, char **argv, int tool) {
       perf_usage(stderr, prog, tool);
       return -1;
     }
+    *seen_slot(&seen, c) = 1;
     int bad = apply_opt(a, c, optarg, tool, &factor_given, &incr_given);
     if (bad != 0) {
       const char *name = "?";
@@ -204,11 +308,13 @@ int perf_args_parse(perf_args *a, int argc, char **argv, int tool) {
     return -1;
   }
   int coll = parse_name(argv[optind], coll_names, PERF_NUM_COLLS);
-  if (coll < 0) {
+  a->prims = coll < 0 && tool == PERF_TOOL_KOLO && strcmp(argv[optind], "prims") == 0;
+  if (coll < 0 && !a->prims) {
     fprintf(stderr, "%s: unknown collective '%s'\n", prog, argv[optind]);
     return -1;
   }
-  a->coll = (perf_coll)coll;
+  if (!a->prims) a->coll = (perf_coll)coll;
+  if (check_combination(a, &seen, prog) != 0) return -1;
   if (a->min_bytes > a->max_bytes) {
     fprintf(stderr, "%s: -b %zu is larger than -e %zu\n", prog, a->min_bytes, a->max_bytes);
     return -1;

@@ -46,6 +46,12 @@ enum { PERF_PLACE_BOTH = -1, PERF_PLACE_OUT = 0, PERF_PLACE_IN = 1 };
 /* Which tool parses: flags only one of them has are refused by the other. */
 enum { PERF_TOOL_KOLO = 1, PERF_TOOL_MPI = 2 };
 
+/* Devices -g may list. */
+#define PERF_MAX_GPUS 64
+
+/* Which launches `kolo-perf prims` times (--launch). */
+enum { PERF_LAUNCH_ENTRY = 1, PERF_LAUNCH_GRID = 2, PERF_LAUNCH_BOTH = 3 };
+
 typedef struct {
   perf_coll coll;
   size_t min_bytes, max_bytes; /* -b, -e */
@@ -62,10 +68,21 @@ typedef struct {
   int mem_cuda;                /* -m cuda (kolo-perf) */
   int print_params;            /* --params (kolo-perf) */
   const char *json;            /* --json FILE, or NULL */
+  /* kolo-perf with CUDA */
+  int gpus[PERF_MAX_GPUS];     /* -g LIST: devices, rank r on gpus[r % ngpus] */
+  int ngpus;                   /* 0: -g not given (all visible devices) */
+  int graph;                   /* --graph: time the -n calls as one CUDA graph */
+  /* kolo-perf prims (the subcommand instead of a collective) */
+  int prims;                   /* "prims" was named: coll is PERF_NUM_COLLS */
+  int type_given;              /* -d was on the command line */
+  int launch;                  /* --launch: PERF_LAUNCH_* */
+  int blocks;                  /* --blocks: blocks of the grid launch, 0 = one full wave */
+  int block_threads;           /* --block-threads: threads per block of the grid launch */
 } perf_args;
 
 /* Parses argv into *a.  Returns 0 to run, 1 when help was printed (exit 0),
- * -1 on a bad command line (the message is printed). */
+ * -1 on a bad command line (the message is printed).  kolo-perf also takes
+ * "prims" in place of the collective (a->prims). */
 int perf_args_parse(perf_args *a, int argc, char **argv, int tool);
 void perf_usage(FILE *out, const char *prog, int tool);
 /* "32M" -> 33554432 (K, M, G: powers of 1024).  Returns 0 or -1. */

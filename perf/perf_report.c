@@ -29,6 +29,10 @@ static void json_config(FILE *f, const perf_args *a, const perf_config *c) {
   json_str(f, c->launch);
   fprintf(f, ", \"memory\": ");
   json_str(f, c->memory);
+  if (c->timing) {
+    fprintf(f, ", \"timing\": ");
+    json_str(f, c->timing);
+  }
   fprintf(f,
           ", \"nranks\": %d, \"procs\": %d, \"threads\": %d, \"type\": \"%s\", \"redop\": \"%s\", "
           "\"root\": %d, \"minbytes\": %zu, \"maxbytes\": %zu, \"stepfactor\": %zu, \"stepbytes\": %zu, "
@@ -59,6 +63,7 @@ int perf_report_open(perf_report *rep, FILE *out, const perf_args *args, const p
   else
     fprintf(out, "# minBytes %zu maxBytes %zu step: %zu(bytes) warmup iters: %d iters: %d validation: %d\n",
             args->min_bytes, args->max_bytes, args->step_bytes, args->warmup, args->iters, args->check);
+  if (cfg->timing) fprintf(out, "# time: %s\n", cfg->timing);
   fprintf(out, "#\n# Using devices\n");
   return 0;
 }
@@ -103,10 +108,12 @@ static void json_result(perf_report *rep, const perf_row *row, int in_place) {
   const perf_args *a = rep->args;
   fprintf(rep->json,
           "%s\n    {\"size\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", \"root\": %d, "
-          "\"in_place\": %s, \"time_us\": %.3f, \"algbw\": %.4f, \"busbw\": %.4f, \"wrong\": %llu}",
+          "\"in_place\": %s, \"time_us\": %.3f, \"algbw\": %.4f, \"busbw\": %.4f, \"wrong\": %llu",
           rep->rows++ ? "," : "", row->sizes.bytes, row->sizes.elems, perf_type_name(a->type),
           redop_column(a), row->root, in_place ? "true" : "false", r->time_us, r->algbw, r->busbw,
           (unsigned long long)r->wrong);
+  if (r->has_wall) fprintf(rep->json, ", \"wall_us\": %.3f", r->wall_us);
+  fprintf(rep->json, "}");
 }
 
 void perf_report_row(perf_report *rep, const perf_row *row) {

@@ -16,6 +16,7 @@ typedef struct {
   const char *launch;   /* "forked", "threads", "mpirun", ... */
   const char *memory;   /* "host", "cuda" */
   int nranks, procs, threads;
+  const char *timing;   /* how times were taken, printed in the header; NULL: say nothing (host) */
 } perf_config;
 
 /* One placement of one row. */
@@ -24,6 +25,8 @@ typedef struct {
   double time_us; /* per iteration, the slowest rank's */
   double algbw, busbw;
   uint64_t wrong; /* over all ranks */
+  int has_wall;   /* time_us is a device time and wall_us the wall clock beside it */
+  double wall_us; /* per iteration, the slowest rank's, host clock (JSON only) */
 } perf_result;
 
 typedef struct {

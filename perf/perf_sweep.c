@@ -111,10 +111,68 @@ static perf_call make_call(const sweep *s, const perf_sizes *z, const layout *l)
   return c;
 }
 
-static int run_n(sweep *s, const perf_call *c, int n) {
+/* Issues n calls (on a stream they may still be running). */
+static int issue(sweep *s, const perf_call *c, int n) {
   for (int i = 0; i < n; i++)
     if (s->be->run(s->be->ctx, c) != 0) return -1;
+  return 0;
+}
+
+/* n calls, completed when this returns. */
+static int run_n(sweep *s, const perf_call *c, int n) {
+  if (issue(s, c, n) != 0) return -1;
   return s->be->wait ? s->be->wait(s->be->ctx) : 0;
+}
+
+/* --graph: n calls captured into the backend's graph, ready to launch. */
+static int capture(sweep *s, const perf_call *c, int n) {
+  const perf_backend *be = s->be;
+  if (be->capture_begin(be->ctx) != 0) return -1;
+  int bad = issue(s, c, n);
+  if (be->capture_end(be->ctx, bad != 0) != 0) bad = -1;
+  return bad;
+}
+
+/* The call whose results are checked: with --graph, a graph of that one call. */
+static int run_once(sweep *s, const perf_call *c) {
+  const perf_backend *be = s->be;
+  if (!s->a->graph) return run_n(s, c, 1);
+  int bad = capture(s, c, 1);
+  if (bad == 0) bad = be->graph_launch(be->ctx);
+  if (bad == 0) bad = be->wait(be->ctx);
+  be->graph_free(be->ctx);
+  return bad;
+}
+
+/* This rank's time per call of -n calls, the ranks starting together: the
+ * wall clock around the calls when they block (t[0]); else the device time
+ * between marks on the stream before and after them (t[0]) and the wall
+ * clock from before the first mark to the end of the calls (t[1]).  With
+ * --graph the -n calls are captured first and launched as one graph. */
+static int time_calls(sweep *s, const perf_call *c, double t[2]) {
+  const perf_args *a = s->a;
+  const perf_backend *be = s->be;
+  double sync[1] = {0};
+  if (be->time_start == NULL) {
+    if (be->allreduce_double(be->ctx, sync, 1, 1) != 0) return -1; /* start together */
+    double t0 = now_us();
+    if (run_n(s, c, a->iters) != 0) return -1;
+    t[0] = (now_us() - t0) / a->iters;
+    return 0;
+  }
+  if (a->graph && capture(s, c, a->iters) != 0) return -1;
+  double dev_us = 0, t0 = 0;
+  int bad = be->allreduce_double(be->ctx, sync, 1, 1); /* start together */
+  if (bad == 0) {
+    t0 = now_us();
+    bad = be->time_start(be->ctx);
+  }
+  if (bad == 0) bad = a->graph ? be->graph_launch(be->ctx) : issue(s, c, a->iters);
+  if (bad == 0) bad = be->time_stop(be->ctx, &dev_us);
+  t[0] = dev_us / a->iters;
+  t[1] = (now_us() - t0) / a->iters;
+  if (a->graph) be->graph_free(be->ctx);
+  return bad;
 }
 
 static int measure(sweep *s, size_t size, int in_place, uint64_t seed, perf_result *res) {
@@ -128,17 +186,17 @@ static int measure(sweep *s, size_t size, int in_place, uint64_t seed, perf_resu
 
   prepare(s, &g, &z, &l);
   if (to_device(s, &z) != 0 || run_n(s, &c, a->warmup) != 0) return -1;
-  double t[1] = {0};
-  if (be->allreduce_double(be->ctx, t, 1, 1) != 0) return -1; /* start together */
-  double t0 = now_us();
-  if (run_n(s, &c, a->iters) != 0) return -1;
-  t[0] = (now_us() - t0) / a->iters;
-  if (be->allreduce_double(be->ctx, t, 1, 1) != 0) return -1; /* the slowest rank's */
+  double t[2] = {0, 0};
+  int nt = be->time_start ? 2 : 1; /* device and wall clock, or the wall clock */
+  if (time_calls(s, &c, t) != 0) return -1;
+  if (be->allreduce_double(be->ctx, t, nt, 1) != 0) return -1; /* the slowest rank's */
   res->time_us = t[0];
+  res->has_wall = nt == 2;
+  res->wall_us = t[1];
   res->wrong = 0;
   if (a->check) {
     prepare(s, &g, &z, &l);
-    if (to_device(s, &z) != 0 || run_n(s, &c, 1) != 0 || from_device(s, &z) != 0) return -1;
+    if (to_device(s, &z) != 0 || run_once(s, &c) != 0 || from_device(s, &z) != 0) return -1;
     double w[1] = {(double)check(s, &g, &z, &l)};
     if (be->allreduce_double(be->ctx, w, 1, 0) != 0) return -1;
     res->wrong = (uint64_t)w[0];

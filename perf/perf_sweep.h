@@ -47,6 +47,21 @@ typedef struct {
   void (*release)(void *ctx, void *p);
   /* Copies to (to_dev) or from a buffer of alloc; NULL when buffers are host memory. */
   int (*copy)(void *ctx, void *dst, const void *src, size_t bytes, int to_dev);
+
+  /* Device timing; NULL where calls block (host memory): the sweep then
+   * times with the wall clock alone.  time_start marks the start of the
+   * timed calls on the calls' stream; time_stop marks their end, waits for
+   * it and sets *us to the device time between the two marks. */
+  int (*time_start)(void *ctx);
+  int (*time_stop)(void *ctx, double *us);
+  /* CUDA graphs (--graph; NULL: none).  capture_begin starts capturing the
+   * calls that run() issues; capture_end(ctx, discard) ends the capture and,
+   * unless discard, makes the graph ready to launch; graph_launch enqueues
+   * it (without waiting); graph_free drops it (no-op without one). */
+  int (*capture_begin)(void *ctx);
+  int (*capture_end)(void *ctx, int discard);
+  int (*graph_launch)(void *ctx);
+  void (*graph_free)(void *ctx);
 } perf_backend;
 
 /* Runs the sweep `a` on this rank.  Rank 0 prints to `out` with `cfg` and the

@@ -10,35 +10,56 @@
 #include "core/log.h"
 #include "transport/transport.h"
 
-static const kolo_transport *const transports[] = {&kolo_transport_local, &kolo_transport_shm};
+/* Every transport, by the number a descriptor message names it with. */
+static const kolo_transport *const transports[] = {&kolo_transport_local, &kolo_transport_shm,
+                                                   &kolo_transport_p2p};
 #define NTRANSPORTS (int)(sizeof transports / sizeof transports[0])
 #define ACK_TAG_BIT 0x80000000u
+
+/* The candidates, in order, for each memory kind. */
+static const int host_candidates[] = {0, 1};
+static const int cuda_candidates[] = {2};
+
+static const kolo_conn_mem host_mem = {koloMemHost, -1, 0, NULL};
+
+static int is_candidate(const kolo_conn_mem *mem, uint32_t t) {
+  const int *list = mem->memory == koloMemCuda ? cuda_candidates : host_candidates;
+  int n = mem->memory == koloMemCuda ? (int)(sizeof cuda_candidates / sizeof cuda_candidates[0])
+                                     : (int)(sizeof host_candidates / sizeof host_candidates[0]);
+  for (int i = 0; i < n; i++)
+    if ((uint32_t)list[i] == t) return 1;
+  return 0;
+}
 
 typedef struct {
   uint32_t transport;
   uint32_t slot_bytes;
   uint32_t nslots;
-  uint32_t pad;
+  uint32_t ll_slot_bytes; /* device pipes: LL region per slot; host: 0 */
   char desc[KOLO_CONN_DESC_BYTES];
 } conn_msg;
 
-static void setup_for(kolo_bootstrap *bs, uint64_t job, size_t slot_bytes, uint32_t nslots,
-                      const kolo_conn_request *r, kolo_errbuf *eb, kolo_conn_setup *s) {
-  s->job = job;
-  s->self = kolo_bootstrap_peer(bs, kolo_bootstrap_rank(bs));
-  s->peer = kolo_bootstrap_peer(bs, r->peer);
-  s->slot_bytes = slot_bytes;
-  s->nslots = nslots;
+static void setup_for(const kolo_conn_set *set, const kolo_conn_request *r, kolo_conn_setup *s) {
+  s->job = set->job;
+  s->self = kolo_bootstrap_peer(set->bs, kolo_bootstrap_rank(set->bs));
+  s->peer = kolo_bootstrap_peer(set->bs, r->peer);
+  s->slot_bytes = set->slot_bytes;
+  s->nslots = set->nslots;
   s->tag = r->tag;
-  s->eb = eb;
+  s->eb = set->eb;
+  s->mem = set->mem ? set->mem : &host_mem;
+}
+
+static uint32_t ll_bytes_of(const kolo_conn_setup *s) {
+  return s->mem->memory == koloMemCuda ? s->mem->ll_slot_bytes : 0;
 }
 
 static koloResult_t recv_create(kolo_bootstrap *bs, const kolo_conn_setup *s,
                                 kolo_conn_request *r) {
   for (int t = 0; t < NTRANSPORTS; t++) {
-    if (!transports[t]->can_connect(s)) continue;
+    if (!is_candidate(s->mem, (uint32_t)t) || !transports[t]->can_connect(s)) continue;
     conn_msg msg = {.transport = (uint32_t)t, .slot_bytes = (uint32_t)s->slot_bytes,
-                    .nslots = s->nslots};
+                    .nslots = s->nslots, .ll_slot_bytes = ll_bytes_of(s)};
     kolo_connector *c = r->conn;
     memset(c, 0, sizeof *c);
     c->transport = transports[t];
@@ -55,6 +76,11 @@ static koloResult_t recv_create(kolo_bootstrap *bs, const kolo_conn_setup *s,
     if (res != koloSuccess) transports[t]->close(c);
     return res;
   }
+  if (s->mem->memory == koloMemCuda)
+    return kolo_error(s->eb, koloInvalidUsage,
+                      "no transport connects rank %d to rank %d in device memory (ranks on "
+                      "different hosts need the net transport, which is not there yet)",
+                      s->peer->rank, s->self->rank);
   return kolo_error(s->eb, koloInvalidUsage,
                     "no transport connects rank %d to rank %d (different hosts need the net "
                     "transport, or KOLO_SHM_DISABLE is set)",
@@ -67,12 +93,19 @@ static koloResult_t send_attach(kolo_bootstrap *bs, const kolo_conn_setup *s,
   koloResult_t res = kolo_bootstrap_recv(bs, r->peer, r->tag, &msg, sizeof msg);
   if (res != koloSuccess) return res;
   if (msg.transport >= (uint32_t)NTRANSPORTS || msg.slot_bytes != s->slot_bytes ||
-      msg.nslots != s->nslots)
+      msg.nslots != s->nslots || msg.ll_slot_bytes != ll_bytes_of(s))
     return kolo_error(s->eb, koloInvalidUsage,
-                      "rank %d offers a pipe of %u slots of %u bytes (transport %u), rank %d "
-                      "expects %u of %zu: are KOLO_BUFFSIZE / KOLO_NSLOTS the same on all ranks?",
-                      r->peer, msg.nslots, msg.slot_bytes, msg.transport, s->self->rank, s->nslots,
-                      s->slot_bytes);
+                      "rank %d offers a pipe of %u slots of %u bytes (LL %u, transport %u), rank %d "
+                      "expects %u of %zu (LL %u): are KOLO_BUFFSIZE / KOLO_NSLOTS / "
+                      "KOLO_LL_SLOT_BYTES the same on all ranks?",
+                      r->peer, msg.nslots, msg.slot_bytes, msg.ll_slot_bytes, msg.transport,
+                      s->self->rank, s->nslots, s->slot_bytes, ll_bytes_of(s));
+  if (!is_candidate(s->mem, msg.transport))
+    return kolo_error(s->eb, koloInvalidUsage,
+                      "rank %d offers a pipe over %s, which rank %d cannot use for %s memory: "
+                      "are both communicators of the same memory kind?",
+                      r->peer, transports[msg.transport]->name, s->self->rank,
+                      s->mem->memory == koloMemCuda ? "device" : "host");
   kolo_connector *c = r->conn;
   memset(c, 0, sizeof *c);
   c->transport = transports[msg.transport];
@@ -94,7 +127,7 @@ static void run_phase(kolo_conn_set *set, int phase, kolo_conn_setup *s) {
   for (int i = 0; i < set->n && set->res == koloSuccess; i++) {
     kolo_conn_request *r = &set->reqs[i];
     if ((phase == 1) != (r->is_send != 0)) continue; /* phases 0, 2: receivers */
-    setup_for(set->bs, set->job, set->slot_bytes, set->nslots, r, set->eb, s);
+    setup_for(set, r, s);
     if (phase == 0) {
       set->res = recv_create(set->bs, s, r);
       set->made[i] = set->res == koloSuccess;
@@ -133,8 +166,9 @@ koloResult_t kolo_connect_sets(kolo_conn_set *sets, int nsets) {
 }
 
 koloResult_t kolo_connect(kolo_bootstrap *bs, uint64_t job, size_t slot_bytes, uint32_t nslots,
-                          kolo_conn_request *reqs, int n, kolo_errbuf *eb) {
-  kolo_conn_set set = {bs, job, slot_bytes, nslots, reqs, n, eb, NULL, koloSuccess};
+                          const kolo_conn_mem *mem, kolo_conn_request *reqs, int n,
+                          kolo_errbuf *eb) {
+  kolo_conn_set set = {bs, job, slot_bytes, nslots, mem, reqs, n, eb, NULL, koloSuccess};
   return kolo_connect_sets(&set, 1);
 }
 

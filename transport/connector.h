@@ -63,7 +63,25 @@ typedef struct kolo_connector {
   void *mem;       /* what this end maps or owns */
   size_t mem_bytes;
   char name[64];   /* shm segment name while it exists (receiver) */
+  /* Device connectors (transport p2p): ctrl is NULL, `slots` and these
+   * words are in the receiver's GPU memory, used by kernels only (see
+   * kernels/cuda_exec.h); the host touches them through the CUDA API. */
+  struct {
+    uint32_t *tail, *head, *stop; /* control words (KOLO_DEV_CTRL_* offsets) */
+    char *ll_slots;               /* LL region: nslots * ll_slot_bytes */
+    uint32_t ll_slot_bytes;
+    int cuda_dev;                 /* device of this end's rank */
+    void *share;                  /* same-process pipes: the refcounted owner record */
+    int ipc_mapped;               /* mem was opened with cudaIpcOpenMemHandle */
+  } dev;
 } kolo_connector;
+
+/* Layout of a device connector's memory: control words each on its own
+ * 128-byte line (the sender polls head, the receiver tail, across NVLink or
+ * PCIe), then the SIMPLE slots, then the LL region. */
+#define KOLO_DEV_CTRL_TAIL 0
+#define KOLO_DEV_CTRL_HEAD 128
+#define KOLO_DEV_CTRL_STOP 256
 
 /* Futex helpers on a counter (shared mappings work across processes). */
 void kolo_futex_wait(_Atomic uint32_t *word, uint32_t seen, int timeout_us);

@@ -1,11 +1,14 @@
 /* transport.h - connector transports as ops tables, and connection setup.
  *
- * Transports are tried in order (local -> shm; net joins later) and the
- * first whose can_connect says yes wins; callers never switch on the
- * transport.  Setting up a pipe takes three messages over the bootstrap
- * mesh: the receiver creates the memory and sends a descriptor, the sender
- * attaches and acknowledges, the receiver then drops what let others attach
- * (e.g. unlinks the shm name, so no segment outlives a crash).
+ * Which transports may carry a pipe follows from the memory kind of the
+ * communicator, passed explicitly with every setup (kolo_conn_mem): host
+ * communicators try local -> shm (net joins later), CUDA communicators try
+ * p2p (device memory; net joins later).  Within the list the first whose
+ * can_connect says yes wins; callers never switch on the transport.
+ * Setting up a pipe takes three messages over the bootstrap mesh: the
+ * receiver creates the memory and sends a descriptor, the sender attaches
+ * and acknowledges, the receiver then drops what let others attach (e.g.
+ * unlinks the shm name, so no segment outlives a crash).
  */
 #ifndef KOLO_TRANSPORT_TRANSPORT_H
 #define KOLO_TRANSPORT_TRANSPORT_H
@@ -15,6 +18,18 @@
 
 #define KOLO_CONN_DESC_BYTES 128
 
+/* Where a communicator's pipes live.  NULL or memory == koloMemHost: host
+ * memory (local, shm).  koloMemCuda: device memory of cuda_dev (p2p), with
+ * an LL region of nslots * ll_slot_bytes beside the slots; cuda_stream is a
+ * non-blocking stream of that device for setup copies (never the legacy
+ * stream, which would wait for kernels that spin on peers). */
+typedef struct kolo_conn_mem {
+  int memory;             /* koloMemKind_t */
+  int cuda_dev;
+  uint32_t ll_slot_bytes;
+  void *cuda_stream;      /* cudaStream_t */
+} kolo_conn_mem;
+
 typedef struct kolo_conn_setup {
   uint64_t job;          /* names shm segments */
   const kolo_peer_info *self, *peer;
@@ -22,7 +37,14 @@ typedef struct kolo_conn_setup {
   uint32_t nslots;
   uint32_t tag;          /* unique per pipe within the communicator */
   kolo_errbuf *eb;
+  const kolo_conn_mem *mem; /* never NULL here (connect.c fills in host) */
 } kolo_conn_setup;
+
+/* Ranks of one process: the same process token, pid and host (a child made
+ * by a raw clone() keeps the token but not the pid). */
+static inline int kolo_same_process(const kolo_peer_info *a, const kolo_peer_info *b) {
+  return a->proc_token == b->proc_token && a->pid == b->pid && a->host_hash == b->host_hash;
+}
 
 typedef struct kolo_transport {
   const char *name;
@@ -39,6 +61,9 @@ typedef struct kolo_transport {
 
 extern const kolo_transport kolo_transport_local;
 extern const kolo_transport kolo_transport_shm;
+/* Device memory (CUDA IPC or plain pointers with peer access).  In builds
+ * without CUDA it connects nothing. */
+extern const kolo_transport kolo_transport_p2p;
 
 /* One pipe to set up: this rank is its sender (is_send) or receiver. */
 typedef struct {
@@ -49,11 +74,12 @@ typedef struct {
   uint32_t tag;
 } kolo_conn_request;
 
-/* Sets up every requested pipe with the peers doing the matching requests.
- * On failure every pipe set up so far by this call is closed. */
+/* Sets up every requested pipe with the peers doing the matching requests,
+ * in the memory `mem` says (NULL: host memory).  On failure every pipe set
+ * up so far by this call is closed. */
 koloResult_t kolo_connect(kolo_bootstrap *bs, uint64_t job, size_t slot_bytes,
-                          uint32_t nslots, kolo_conn_request *reqs, int n,
-                          kolo_errbuf *eb);
+                          uint32_t nslots, const kolo_conn_mem *mem,
+                          kolo_conn_request *reqs, int n, kolo_errbuf *eb);
 void kolo_connector_close(kolo_connector *c);
 
 /* The pipes of one communicator, for kolo_connect_sets. */
@@ -62,6 +88,7 @@ typedef struct {
   uint64_t job;
   size_t slot_bytes;
   uint32_t nslots;
+  const kolo_conn_mem *mem; /* NULL: host memory */
   kolo_conn_request *reqs;
   int n;
   kolo_errbuf *eb;

@@ -2,16 +2,51 @@
  * program, the same programs the host executor runs (kernels/host_exec.c),
  * slice by slice through its connectors (see kernels/cuda_exec.h).
  *
- * Per slice: thread 0 waits until the receive slot is full and the send
- * slot is free (acquire loads, polling the abort word and the deadline),
- * the block moves the data with kolo_cuda::reduce_block, then thread 0
- * publishes: fence (system scope) and a release store of the new count. */
+ * One kernel per (dtype, protocol): kolo_exec_kernel<T, KOLO_PROTO_*>.
+ *
+ * Slicing is the host executor's: a step's chunk of n elements is cut into
+ * slices of slot_elems elements (SIMPLE: slot_bytes / elem_size; LL:
+ * (ll_slot_bytes / 2) / elem_size), slot_elems taken from the send
+ * connector when the task has one, else from the receive connector; a step
+ * that moves nothing (COPY) is one slice of n.  Every slice of a step that
+ * sends advances the send connector's step, every slice that receives the
+ * receive connector's, on both protocols.
+ *
+ * SIMPLE, per slice: thread 0 waits until the receive slot is full (tail,
+ * ld.acquire.sys) and the send slot is free (head), the block moves the data
+ * with kolo_cuda::reduce_block, __syncthreads, then thread 0 publishes:
+ * __threadfence_system() and st.release.sys of the new tail / head.  The
+ * block barrier carries the acquire of thread 0 to the other threads' slot
+ * reads, and the other threads' slot writes to thread 0's release.
+ *
+ * LL, per slice: thread 0 waits for send credit only (head, as SIMPLE); then
+ * every thread takes lines threadIdx.x, + blockDim.x, ... of the slice, four
+ * at a time: it loads its receive lines (ld.volatile v2.u64) and its source
+ * payloads, polls each line until both flags are rstep + 1, combines, writes
+ * the destination bytes of the line (never past the chunk) and the send line
+ * {data0, flag, data1, flag} with flag sstep + 1 as one 16-byte volatile
+ * store.  No fence and no tail: data and flag travel together.  After
+ * __syncthreads (every line of the slice consumed) thread 0 returns the
+ * credit: st.release.sys of head.  Line format: kernels/cuda/ll_format.h.
+ *
+ * Stopping: a waiting thread (thread 0 for counters, every thread for its
+ * LL lines) looks every kPollSpins spins at the block's stop hint (shared),
+ * the abort word, the peer's stop word and its own stall time against
+ * timeout_ns (the deadline counts from the start of that wait, like the host
+ * executor's stall time: a long collective that keeps moving never times
+ * out).  The first to stop records why in status (system-scope CAS) and
+ * writes a stop word into the connector ends of its task, so that the peers
+ * stop too (KOLO_DEV_STOP_WORD(abort 2 / timeout 4, batch.rank), or the
+ * stopped peer's word passed on); the block leaves at the next barrier
+ * (__syncthreads_or of every thread's verdict, so every thread takes the
+ * same way out). */
 #ifndef KOLO_HAVE_CUDA
 #define KOLO_HAVE_CUDA 1
 #endif
 
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/ll_format.h"
 #include "kernels/cuda/reduce_prims.cuh"
 #include "kernels/cuda_exec.h"
 #include "kolo.h"
@@ -20,6 +55,11 @@
 namespace {
 
 using namespace kolo_cuda;
+
+/* A waiting thread checks abort / stop / deadline every kPollSpins spins. */
+constexpr unsigned kPollSpins = 256;
+/* LL lines a thread has in flight (loads issued before the first poll). */
+constexpr int kLLUnroll = 4;
 
 __device__ __forceinline__ uint32_t ld_acquire_sys(const uint32_t *p) {
   uint32_t v;
@@ -37,10 +77,94 @@ __device__ __forceinline__ uint64_t global_ns() {
   return t;
 }
 
+/* An LL line as two 64-bit halves {data0, flag}, {data1, flag}: each half is
+ * single-copy atomic, and the pair is one 16-byte access. */
+__device__ __forceinline__ void ld_line(const char *p, uint64_t &lo, uint64_t &hi) {
+  asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(lo), "=l"(hi) : "l"(p) : "memory");
+}
+
+__device__ __forceinline__ void st_line(char *p, uint64_t lo, uint64_t hi) {
+  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(lo), "l"(hi) : "memory");
+}
+
+/* ---- stopping ------------------------------------------------------------ */
+
+/* Records why the kernel stops: the first stopping thread of the launch wins. */
+__device__ __forceinline__ void record_stop(const kolo_dev_batch &b, uint32_t why, int32_t peer) {
+  if (atomicCAS_system(b.status, 0u, why) == 0u) {
+    volatile uint32_t *s = b.status;
+    s[1] = blockIdx.x;
+    s[2] = (uint32_t)peer;
+    __threadfence_system();
+  }
+}
+
+/* Tells the peers of task t that this rank stopped: `word` into the stop
+ * word of each of its connector ends (the first word written stays; plain
+ * system-scope stores, as words in host memory may not take atomics). */
+__device__ __forceinline__ void stop_ends(const kolo_dev_task &t, uint32_t word) {
+  volatile uint32_t *w[2] = {t.has_send ? t.send.stop : nullptr, t.has_recv ? t.recv.stop : nullptr};
+  for (volatile uint32_t *x : w)
+    if (x != nullptr && *x == 0) *x = word;
+  __threadfence_system();
+}
+
+/* Called by a waiting thread every kPollSpins spins on connector c of task
+ * t: true when it must give up.  The first thread of the block to give up
+ * records why in status, tells the peers (stop words: KOLO_DEV_STOP_WORD
+ * with connector.h's reasons 2 abort and 4 timeout for this rank; a peer's
+ * stop word is passed on as it is, as the host executor does) and sets the
+ * block's hint.  since: when this wait was first polled (0: not yet). */
+__device__ __forceinline__ bool must_leave(const kolo_dev_batch &b, const kolo_dev_task &t,
+                                           const kolo_dev_conn &c, uint64_t &since,
+                                           volatile int *s_stop) {
+  if (*s_stop) return true; /* another thread of the block already stopped */
+  uint32_t why = KOLO_DEV_OK, word = 0;
+  if (b.abort && *b.abort) {
+    why = KOLO_DEV_ABORTED;
+    word = KOLO_DEV_STOP_WORD(2 /* KOLO_STOP_ABORT */, b.rank);
+  } else if (c.stop && (word = *(volatile uint32_t *)c.stop) != 0) {
+    why = KOLO_DEV_PEER_STOPPED;
+  } else if (b.timeout_ns) {
+    uint64_t now = global_ns();
+    if (since == 0) since = now;
+    else if (now - since > b.timeout_ns) {
+      why = KOLO_DEV_TIMEOUT;
+      word = KOLO_DEV_STOP_WORD(4 /* KOLO_STOP_TIMEOUT */, b.rank);
+    }
+  }
+  if (why == KOLO_DEV_OK) return false;
+  record_stop(b, why, c.peer);
+  stop_ends(t, word);
+  *s_stop = 1;
+  return true;
+}
+
+/* Thread 0: waits until the receive slot is full (need_recv: tail > rstep)
+ * and the send slot is free (need_send: sstep - head < nslots); false to
+ * stop.  Counters only grow, so a condition once met stays met. */
+__device__ bool wait_ready(const kolo_dev_batch &b, const kolo_dev_task &t, bool need_recv,
+                           bool need_send, uint32_t rstep, uint32_t sstep, volatile int *s_stop) {
+  bool rok = !need_recv, sok = !need_send;
+  uint64_t since = 0;
+  for (unsigned spins = 1;; spins++) {
+    if (!rok) rok = (int32_t)(ld_acquire_sys(t.recv.tail) - rstep) > 0;
+    if (!sok) sok = (uint32_t)(sstep - ld_acquire_sys(t.send.head)) < t.send.nslots;
+    if (rok && sok) return true;
+    if (spins % kPollSpins == 0) {
+      if (must_leave(b, t, rok ? t.send : t.recv, since, s_stop)) return false;
+      __nanosleep(64);
+    }
+  }
+}
+
+/* ---- SIMPLE -------------------------------------------------------------- */
+
 /* op -> reduce_block<T, OP> (the kernel is instantiated per dtype, which
  * keeps each instantiation's registers low); b == nullptr is a copy. */
 template <typename T>
-__device__ __forceinline__ void reduce_t(int op, void *o0, void *o1, const void *a, const void *b, size_t n, int div) {
+__device__ __forceinline__ void reduce_t(int op, void *o0, void *o1, const void *a, const void *b,
+                                         size_t n, int div) {
   if (b == nullptr) return reduce_block<T, kOpCopy>(o0, o1, a, b, n, div);
   switch (op) {
   case koloProd: return reduce_block<T, kOpProd>(o0, o1, a, b, n, div);
@@ -50,87 +174,249 @@ __device__ __forceinline__ void reduce_t(int op, void *o0, void *o1, const void 
   }
 }
 
-/* Thread 0: waits until the step's connectors are ready; false to stop. */
-__device__ bool wait_ready(const kolo_dev_batch &b, const kolo_dev_task &t, int op, uint32_t rstep,
-                           uint32_t sstep, uint64_t deadline) {
-  bool need_recv = kolo_step_recvs(op), need_send = kolo_step_sends(op);
-  for (unsigned spins = 0;; spins++) {
-    bool rok = !need_recv || (int32_t)(ld_acquire_sys(t.recv.tail) - rstep) > 0;
-    bool sok = !need_send || (uint32_t)(sstep - ld_acquire_sys(t.send.head)) < t.send.nslots;
-    if (rok && sok) return true;
-    if ((spins & 255) == 255) {
-      const kolo_dev_conn &c = rok ? t.send : t.recv;
-      uint32_t why = *b.abort ? KOLO_DEV_ABORTED
-                     : *(volatile uint32_t *)c.stop ? KOLO_DEV_PEER_STOPPED
-                     : (deadline && global_ns() > deadline) ? KOLO_DEV_TIMEOUT
-                                                            : KOLO_DEV_OK;
-      if (why != KOLO_DEV_OK) {
-        if (atomicCAS(&b.status[0], 0u, why) == 0u) {
-          b.status[1] = blockIdx.x;
-          b.status[2] = (uint32_t)c.peer;
-        }
-        return false;
-      }
-      __nanosleep(64);
-    }
+/* One SIMPLE slice: rs / ss are the receive / send slots (or nullptr). */
+template <typename T>
+__device__ __forceinline__ void simple_slice(int sop, int rop, char *rs, char *ss, char *s_, char *d_,
+                                             size_t cnt, int div) {
+  switch (sop) {
+  case KOLO_STEP_SEND: reduce_t<T>(rop, ss, nullptr, s_, nullptr, cnt, 1); break;
+  case KOLO_STEP_RECV: reduce_t<T>(rop, d_, nullptr, rs, nullptr, cnt, 1); break;
+  case KOLO_STEP_COPY: reduce_t<T>(rop, d_, nullptr, s_, nullptr, cnt, div); break;
+  case KOLO_STEP_COPY_SEND: reduce_t<T>(rop, ss, d_ == s_ ? nullptr : d_, s_, nullptr, cnt, 1); break;
+  case KOLO_STEP_RECV_COPY_SEND: reduce_t<T>(rop, d_, ss, rs, nullptr, cnt, 1); break;
+  case KOLO_STEP_RECV_REDUCE_SEND: reduce_t<T>(rop, ss, nullptr, rs, s_, cnt, 1); break;
+  case KOLO_STEP_RECV_REDUCE_COPY: reduce_t<T>(rop, d_, nullptr, rs, s_, cnt, div); break;
+  case KOLO_STEP_RECV_REDUCE_COPY_SEND: reduce_t<T>(rop, d_, ss, rs, s_, cnt, div); break;
+  default: break;
   }
 }
 
+/* ---- LL ------------------------------------------------------------------ */
+
+/* 8 payload bytes: OP applied element by element (8 / sizeof(T) elements;
+ * a padded tail is computed too and never stored to a user buffer). */
+template <typename T, int OP>
+__device__ __forceinline__ uint64_t reduce_line(uint64_t a, uint64_t b, bool has_div, int d) {
+  constexpr int kN = 8 / sizeof(T);
+  T x[kN], y[kN];
+  memcpy(static_cast<void *>(x), &a, 8); /* void *: __half is a class */
+  memcpy(static_cast<void *>(y), &b, 8);
+#pragma unroll
+  for (int j = 0; j < kN; j++) x[j] = reduce_elem<T, OP>(x[j], y[j], has_div, d);
+  uint64_t r;
+  memcpy(&r, static_cast<const void *>(x), 8);
+  return r;
+}
+
+/* nb (<= 8) bytes of a user buffer at p (any alignment) as a payload. */
+__device__ __forceinline__ uint64_t load_payload(const char *p, unsigned nb) {
+  const uintptr_t a = (uintptr_t)p;
+  if (nb == 8) {
+    if ((a & 7) == 0) return *reinterpret_cast<const uint64_t *>(p);
+    if ((a & 3) == 0) {
+      const uint32_t *q = reinterpret_cast<const uint32_t *>(p);
+      return (uint64_t)q[0] | ((uint64_t)q[1] << 32);
+    }
+    if ((a & 1) == 0) {
+      const uint16_t *q = reinterpret_cast<const uint16_t *>(p);
+      return (uint64_t)q[0] | ((uint64_t)q[1] << 16) | ((uint64_t)q[2] << 32) | ((uint64_t)q[3] << 48);
+    }
+  }
+  return kolo_ll_pack_bytes(reinterpret_cast<const unsigned char *>(p), nb);
+}
+
+/* The first nb (<= 8) bytes of a payload to a user buffer at p. */
+__device__ __forceinline__ void store_payload(char *p, uint64_t v, unsigned nb) {
+  const uintptr_t a = (uintptr_t)p;
+  if (nb == 8) {
+    if ((a & 7) == 0) {
+      *reinterpret_cast<uint64_t *>(p) = v;
+      return;
+    }
+    if ((a & 3) == 0) {
+      uint32_t *q = reinterpret_cast<uint32_t *>(p);
+      q[0] = (uint32_t)v;
+      q[1] = (uint32_t)(v >> 32);
+      return;
+    }
+    if ((a & 1) == 0) {
+      uint16_t *q = reinterpret_cast<uint16_t *>(p);
+      q[0] = (uint16_t)v;
+      q[1] = (uint16_t)(v >> 16);
+      q[2] = (uint16_t)(v >> 32);
+      q[3] = (uint16_t)(v >> 48);
+      return;
+    }
+  }
+  kolo_ll_unpack_bytes(v, reinterpret_cast<unsigned char *>(p), nb);
+}
+
+/* Polls one LL line until both flags are `flag`; false to stop. */
+__device__ __forceinline__ bool ll_wait(const char *p, uint32_t flag, uint64_t &lo, uint64_t &hi,
+                                        const kolo_dev_batch &b, const kolo_dev_task &t,
+                                        volatile int *s_stop) {
+  uint64_t since = 0;
+  for (unsigned spins = 1; !kolo_ll_ready(lo, hi, flag); spins++) {
+    if (spins % kPollSpins == 0 && must_leave(b, t, t.recv, since, s_stop)) return false;
+    ld_line(p, lo, hi);
+  }
+  return true;
+}
+
+/* Where one LL slice comes from and goes to.  rl / sl: the receive / send
+ * slot's lines (nullptr: none); s / d: the source / destination bytes in
+ * the user buffers (nullptr: none); nbytes payload bytes. */
+struct LLSlice {
+  const char *rl;
+  char *sl;
+  const char *s;
+  char *d;
+  size_t nbytes;
+  uint32_t rflag, sflag;
+  int div;
+};
+
+/* The block's lines of one slice.  Value of a line: the receive line
+ * (OP'ed with the source when OP is a reduction), or the source when
+ * nothing is received; divided by div when div > 1.  Returns true to stop. */
+template <typename T, int OP>
+__device__ __forceinline__ bool ll_lines(const LLSlice &x, const kolo_dev_batch &b,
+                                         const kolo_dev_task &t, volatile int *s_stop) {
+  constexpr int U = kLLUnroll;
+  const bool has_div = x.div > 1;
+  const size_t nlines = kolo_ll_lines(x.nbytes), nt = blockDim.x;
+  for (size_t i0 = threadIdx.x; i0 < nlines; i0 += U * nt) {
+    uint64_t lo[U], hi[U], sv[U];
+#pragma unroll
+    for (int u = 0; u < U; u++) { /* receive lines first: the longest wait */
+      const size_t i = i0 + u * nt;
+      lo[u] = hi[u] = 0;
+      if (x.rl && i < nlines) ld_line(x.rl + i * KOLO_LL_LINE_BYTES, lo[u], hi[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      const size_t i = i0 + u * nt;
+      sv[u] = 0;
+      if (x.s && i < nlines)
+        sv[u] = load_payload(x.s + i * KOLO_LL_LINE_PAYLOAD, kolo_ll_line_bytes(x.nbytes, i));
+    }
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      const size_t i = i0 + u * nt;
+      if (i >= nlines) break;
+      uint64_t v = sv[u];
+      if (x.rl) {
+        if (!ll_wait(x.rl + i * KOLO_LL_LINE_BYTES, x.rflag, lo[u], hi[u], b, t, s_stop)) return true;
+        v = kolo_ll_payload(lo[u], hi[u]);
+        if (OP != kOpCopy) v = reduce_line<T, OP>(v, sv[u], has_div, x.div);
+      }
+      if (OP == kOpCopy && has_div) v = reduce_line<T, kOpCopy>(v, 0, true, x.div);
+      if (x.d) store_payload(x.d + i * KOLO_LL_LINE_PAYLOAD, v, kolo_ll_line_bytes(x.nbytes, i));
+      if (x.sl) st_line(x.sl + i * KOLO_LL_LINE_BYTES, kolo_ll_lo(v, x.sflag), kolo_ll_hi(v, x.sflag));
+    }
+  }
+  return false;
+}
+
+/* One LL slice of step op `sop` (the post-op divisor as SIMPLE applies it).
+ * Returns true to stop. */
 template <typename T>
+__device__ __forceinline__ bool ll_slice(const kolo_dev_batch &b, const kolo_dev_task &t, int sop,
+                                         char *s_, char *d_, size_t cnt, int div, uint32_t rstep,
+                                         uint32_t sstep, volatile int *s_stop) {
+  LLSlice x;
+  x.rl = kolo_step_recvs(sop)
+             ? t.recv.ll_slots + (size_t)(rstep % t.recv.nslots) * t.recv.ll_slot_bytes
+             : nullptr;
+  x.sl = kolo_step_sends(sop)
+             ? t.send.ll_slots + (size_t)(sstep % t.send.nslots) * t.send.ll_slot_bytes
+             : nullptr;
+  x.s = kolo_step_reads_src(sop) ? s_ : nullptr;
+  x.d = kolo_step_writes_dst(sop) ? d_ : nullptr;
+  if (sop == KOLO_STEP_COPY_SEND && d_ == s_) x.d = nullptr;
+  x.nbytes = cnt * t.geo.elem_size;
+  x.rflag = kolo_ll_flag(rstep);
+  x.sflag = kolo_ll_flag(sstep);
+  x.div = (sop == KOLO_STEP_COPY || sop == KOLO_STEP_RECV_REDUCE_COPY ||
+           sop == KOLO_STEP_RECV_REDUCE_COPY_SEND)
+              ? div
+              : 1;
+  if (!kolo_step_reduces(sop)) return ll_lines<T, kOpCopy>(x, b, t, s_stop);
+  switch (t.op) {
+  case koloProd: return ll_lines<T, kOpProd>(x, b, t, s_stop);
+  case koloMax: return ll_lines<T, kOpMax>(x, b, t, s_stop);
+  case koloMin: return ll_lines<T, kOpMin>(x, b, t, s_stop);
+  default: return ll_lines<T, kOpSum>(x, b, t, s_stop); /* sum, avg */
+  }
+}
+
+/* ---- the kernel ------------------------------------------------------------ */
+
+template <typename T, int PROTO>
 __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __grid_constant__ kolo_dev_batch b) {
+  constexpr bool kLL = PROTO == KOLO_PROTO_LL;
   const kolo_dev_task &t = b.tasks[blockIdx.x];
-  __shared__ int go;
+  __shared__ int s_stop; /* sticky hint: some thread of the block stopped */
+  if (threadIdx.x == 0) s_stop = 0;
+  __syncthreads();
   uint32_t rstep = t.has_recv ? *t.recv.step : 0, sstep = t.has_send ? *t.send.step : 0;
-  uint64_t deadline = b.timeout_ns ? global_ns() + b.timeout_ns : 0;
-  size_t esz = t.geo.elem_size;
-  size_t slot_elems = (t.has_send ? t.send.slot_bytes : t.has_recv ? t.recv.slot_bytes : 0) / esz;
+  const size_t esz = t.geo.elem_size;
+  const kolo_dev_conn *sizer = t.has_send ? &t.send : t.has_recv ? &t.recv : nullptr;
+  const size_t slot_elems = sizer == nullptr ? 0
+                            : kLL            ? kolo_ll_slice_elems(sizer->ll_slot_bytes, esz)
+                                             : sizer->slot_bytes / esz;
   bool ok = true;
   for (size_t base = 0, rce; ok && (rce = kolo_geo_round_chunk(&t.geo, base)) != 0;
        base += rce * kolo_geo_parts(&t.geo)) {
     for (int s = 0; ok && s < t.nsteps; s++) {
       const kolo_step st = t.steps[s];
+      const int sop = st.op;
+      const bool rv = kolo_step_recvs(sop), sd = kolo_step_sends(sop);
+      if (!rv && !sd && sop != KOLO_STEP_COPY) continue; /* not a step op */
       size_t soff, doff, ns, nd;
       kolo_geo_chunk_range(&t.geo, base, rce, t.channel, st.src_chunk,
                            st.src_buf == KOLO_BUF_IN ? t.in_blocked : t.out_blocked, &soff, &ns);
       kolo_geo_chunk_range(&t.geo, base, rce, t.channel, st.dst_chunk,
                            st.dst_buf == KOLO_BUF_IN ? t.in_blocked : t.out_blocked, &doff, &nd);
-      size_t n = ns < nd ? ns : nd;
-      bool moves = kolo_step_sends(st.op) || kolo_step_recvs(st.op);
-      size_t per = moves ? slot_elems : n;
+      const size_t n = ns < nd ? ns : nd;
       char *src = (st.src_buf == KOLO_BUF_IN ? t.in : t.out) + soff * esz;
       char *dst = (st.dst_buf == KOLO_BUF_IN ? t.in : t.out) + doff * esz;
-      int div = (st.flags & KOLO_STEP_FINAL) ? t.div : 1;
-      for (size_t off = 0; ok && off < n; off += per) {
-        size_t cnt = n - off < per ? n - off : per;
-        if (threadIdx.x == 0) go = moves ? wait_ready(b, t, st.op, rstep, sstep, deadline) : 1;
-        __syncthreads();
-        if (!go) {
+      const int div = (st.flags & KOLO_STEP_FINAL) ? t.div : 1;
+      if (sop == KOLO_STEP_COPY && dst == src && div <= 1) continue; /* nothing to do */
+      const size_t per = (rv || sd) ? slot_elems : n;
+      for (size_t off = 0; off < n; off += per) {
+        const size_t cnt = n - off < per ? n - off : per;
+        char *s_ = src + off * esz, *d_ = dst + off * esz;
+        /* thread 0 waits for the counters (LL: the send credit only) */
+        int stop = 0;
+        if (threadIdx.x == 0 && (kLL ? sd : (rv || sd)))
+          stop = !wait_ready(b, t, !kLL && rv, sd, rstep, sstep, &s_stop);
+        if (__syncthreads_or(stop)) {
           ok = false;
           break;
         }
-        char *rs = kolo_step_recvs(st.op) ? t.recv.slots + (size_t)(rstep % t.recv.nslots) * t.recv.slot_bytes : nullptr;
-        char *ss = kolo_step_sends(st.op) ? t.send.slots + (size_t)(sstep % t.send.nslots) * t.send.slot_bytes : nullptr;
-        char *s_ = src + off * esz, *d_ = dst + off * esz;
-        switch (st.op) {
-        case KOLO_STEP_SEND: reduce_t<T>(t.op, ss, nullptr, s_, nullptr, cnt, 1); break;
-        case KOLO_STEP_RECV: reduce_t<T>(t.op, d_, nullptr, rs, nullptr, cnt, 1); break;
-        case KOLO_STEP_COPY:
-          if (d_ != s_ || div > 1) reduce_t<T>(t.op, d_, nullptr, s_, nullptr, cnt, div);
-          break;
-        case KOLO_STEP_COPY_SEND: reduce_t<T>(t.op, ss, d_ == s_ ? nullptr : d_, s_, nullptr, cnt, 1); break;
-        case KOLO_STEP_RECV_COPY_SEND: reduce_t<T>(t.op, d_, ss, rs, nullptr, cnt, 1); break;
-        case KOLO_STEP_RECV_REDUCE_SEND: reduce_t<T>(t.op, ss, nullptr, rs, s_, cnt, 1); break;
-        case KOLO_STEP_RECV_REDUCE_COPY: reduce_t<T>(t.op, d_, nullptr, rs, s_, cnt, div); break;
-        case KOLO_STEP_RECV_REDUCE_COPY_SEND: reduce_t<T>(t.op, d_, ss, rs, s_, cnt, div); break;
-        default: break;
-        }
-        __syncthreads(); /* the whole slice is written before it is published */
-        if (ss) sstep++;
-        if (rs) rstep++;
-        if (threadIdx.x == 0) {
-          __threadfence_system();
-          if (ss) st_release_sys(t.send.tail, sstep);
-          if (rs) st_release_sys(t.recv.head, rstep);
+        if (kLL) {
+          stop = ll_slice<T>(b, t, sop, s_, d_, cnt, div, rstep, sstep, &s_stop);
+          /* every line of the slice is consumed before the credit returns */
+          if (__syncthreads_or(stop)) {
+            ok = false;
+            break;
+          }
+          if (rv) rstep++;
+          if (sd) sstep++;
+          if (rv && threadIdx.x == 0) st_release_sys(t.recv.head, rstep);
+        } else {
+          char *rs = rv ? t.recv.slots + (size_t)(rstep % t.recv.nslots) * t.recv.slot_bytes : nullptr;
+          char *ss = sd ? t.send.slots + (size_t)(sstep % t.send.nslots) * t.send.slot_bytes : nullptr;
+          simple_slice<T>(sop, t.op, rs, ss, s_, d_, cnt, div);
+          __syncthreads(); /* the whole slice is written (and read) before it is published */
+          if (rv) rstep++;
+          if (sd) sstep++;
+          if (threadIdx.x == 0) {
+            __threadfence_system();
+            if (sd) st_release_sys(t.send.tail, sstep);
+            if (rv) st_release_sys(t.recv.head, rstep);
+          }
         }
       }
     }
@@ -141,16 +427,67 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
   }
 }
 
+/* ---- launch -------------------------------------------------------------- */
+
+/* A connector end the kernel can slice with: nslots > 0, a slice of at least
+ * one element, and for LL a 16-byte aligned region of whole lines. */
+bool conn_ok(const kolo_dev_conn &c, int protocol, size_t esz) {
+  if (c.nslots == 0 || c.head == nullptr || c.step == nullptr) return false;
+  if (protocol == KOLO_PROTO_LL)
+    return c.ll_slots != nullptr && ((uintptr_t)c.ll_slots & 15) == 0 &&
+           c.ll_slot_bytes % KOLO_LL_LINE_BYTES == 0 && kolo_ll_slice_elems(c.ll_slot_bytes, esz) > 0;
+  return c.slots != nullptr && c.tail != nullptr && c.slot_bytes / esz > 0;
+}
+
+/* Checks what the kernel relies on: one dtype of the right size for every
+ * task, usable connectors, both connectors of a task slicing alike (the
+ * slice size comes from one of them), and no connector end used by two
+ * tasks: blocks run concurrently, so two tasks on one end would both start
+ * from the same step (the host executor orders them with dep[]; a batch
+ * must put them in separate launches). */
+bool batch_ok(const kolo_dev_batch &b, size_t esz) {
+  if (b.protocol != KOLO_PROTO_SIMPLE && b.protocol != KOLO_PROTO_LL) return false;
+  for (int i = 0; i < b.ntasks; i++) {
+    const kolo_dev_task &t = b.tasks[i];
+    if (t.type != b.tasks[0].type || t.geo.elem_size != esz || t.nsteps < 0 ||
+        (t.nsteps > 0 && t.steps == nullptr))
+      return false;
+    if (t.has_send && !conn_ok(t.send, b.protocol, esz)) return false;
+    if (t.has_recv && !conn_ok(t.recv, b.protocol, esz)) return false;
+    if (t.has_send && t.has_recv &&
+        (b.protocol == KOLO_PROTO_LL ? t.send.ll_slot_bytes != t.recv.ll_slot_bytes
+                                     : t.send.slot_bytes != t.recv.slot_bytes))
+      return false;
+    for (int j = 0; j < i; j++) {
+      const kolo_dev_task &u = b.tasks[j];
+      const uint32_t *ends_t[2] = {t.has_send ? t.send.step : nullptr, t.has_recv ? t.recv.step : nullptr};
+      const uint32_t *ends_u[2] = {u.has_send ? u.send.step : nullptr, u.has_recv ? u.recv.step : nullptr};
+      for (const uint32_t *x : ends_t)
+        for (const uint32_t *y : ends_u)
+          if (x != nullptr && x == y) return false;
+    }
+  }
+  return true;
+}
+
+template <typename T>
+cudaError_t launch(const kolo_dev_batch &b, cudaStream_t s) {
+  if (!batch_ok(b, sizeof(T))) return cudaErrorInvalidValue;
+  dim3 grid(b.ntasks), block(KOLO_DEV_THREADS);
+  if (b.protocol == KOLO_PROTO_LL) kolo_exec_kernel<T, KOLO_PROTO_LL><<<grid, block, 0, s>>>(b);
+  else kolo_exec_kernel<T, KOLO_PROTO_SIMPLE><<<grid, block, 0, s>>>(b);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 extern "C" int kolo_cuda_exec_launch(const kolo_dev_batch *batch, void *stream) {
   if (batch->ntasks <= 0) return (int)cudaSuccess;
   if (batch->ntasks > KOLO_DEV_MAX_TASKS) return (int)cudaErrorInvalidValue;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
-  dim3 grid(batch->ntasks), block(KOLO_DEV_THREADS);
   switch (batch->tasks[0].type) {
 #define KOLO_EXEC_CASE(dtype, T) \
-  case dtype: kolo_exec_kernel<T><<<grid, block, 0, s>>>(*batch); break;
+  case dtype: return (int)launch<T>(*batch, s);
     KOLO_EXEC_CASE(koloInt8, int8_t) KOLO_EXEC_CASE(koloUint8, uint8_t)
     KOLO_EXEC_CASE(koloInt32, int32_t) KOLO_EXEC_CASE(koloUint32, uint32_t)
     KOLO_EXEC_CASE(koloInt64, int64_t) KOLO_EXEC_CASE(koloUint64, uint64_t)
@@ -159,5 +496,4 @@ extern "C" int kolo_cuda_exec_launch(const kolo_dev_batch *batch, void *stream) 
 #undef KOLO_EXEC_CASE
   default: return (int)cudaErrorInvalidValue;
   }
-  return (int)cudaGetLastError();
 }

@@ -1,0 +1,399 @@
+/* cuda_comm.c - the device side of koloMemCuda communicators (see
+ * cuda_comm.h): device choice, mapped words, programs, counters, device
+ * connector ends, failure status and teardown. */
+#include "core/cuda_comm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+
+const kolo_conn_mem *kolo_comm_conn_mem(const struct koloComm *c) {
+  return c->cuda ? &c->cuda->conn_mem : NULL;
+}
+
+#ifdef KOLO_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#define TAG_CUDA_DEV 0x30u
+
+/* What every rank tells the others about its device. */
+typedef struct {
+  int32_t err;   /* cudaError_t of selecting it */
+  int32_t dev;   /* ordinal in its process (-1: none found) */
+  int32_t count; /* devices its process sees */
+  int32_t pad;
+} dev_info;
+
+int kolo_cuda_current_device(void) {
+  int dev = -1;
+  return cudaGetDevice(&dev) == cudaSuccess ? dev : -1;
+}
+
+static koloResult_t cuda_fail(struct koloComm *c, cudaError_t e, const char *what) {
+  return kolo_error(&c->err, koloUnhandledCudaError, "rank %d (CUDA device %d): %s failed: %s", c->rank,
+                    c->cuda ? c->cuda->dev : c->cuda_dev, what, cudaGetErrorString(e));
+}
+
+/* Selects this rank's device; returns the CUDA error of doing so. */
+static cudaError_t select_device(struct koloComm *c, dev_info *me) {
+  int count = 0, dev = c->cuda_dev;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e == cudaSuccess && dev < 0) e = cudaGetDevice(&dev);
+  if (e == cudaSuccess && (dev < 0 || dev >= count)) e = cudaErrorInvalidDevice;
+  if (e == cudaSuccess) e = cudaSetDevice(dev);
+  /* cudaSetDevice does not always create the context: make sure now, so
+   * that a broken device fails here, named, and not in the first call. */
+  if (e == cudaSuccess) e = cudaFree(NULL);
+  *me = (dev_info){(int32_t)e, dev, count, 0};
+  return e;
+}
+
+static koloResult_t check_devices(struct koloComm *c, const dev_info *all) {
+  for (int r = 0; r < c->nranks; r++) {
+    const dev_info *d = &all[r];
+    if (d->err == cudaSuccess) continue;
+    char devname[32];
+    if (d->dev >= 0) snprintf(devname, sizeof devname, "CUDA device %d", d->dev);
+    else snprintf(devname, sizeof devname, "a current CUDA device");
+    if (r == c->rank)
+      return kolo_error(&c->err, koloUnhandledCudaError,
+                        "rank %d cannot use %s: %s (this process sees %d CUDA device(s))", r,
+                        devname, cudaGetErrorString((cudaError_t)d->err), d->count);
+    return kolo_error(&c->err, koloRemoteError, "rank %d cannot use %s: %s (its process sees %d CUDA device(s))",
+                      r, devname, cudaGetErrorString((cudaError_t)d->err), d->count);
+  }
+  return koloSuccess;
+}
+
+static size_t ncounters(const struct koloComm *c) {
+  return 2 * (size_t)c->nchannels + 2 * (size_t)c->nranks * (size_t)c->nchannels;
+}
+
+/* The step counter of an end: ring ends first, then point-to-point ones. */
+static uint32_t *ring_counter(struct koloComm *c, int ch, int is_send) {
+  return c->cuda->counters + (is_send ? 0 : c->nchannels) + ch;
+}
+static uint32_t *p2p_counter(struct koloComm *c, size_t k, int is_send) {
+  size_t np = (size_t)c->nranks * (size_t)c->nchannels;
+  return c->cuda->counters + 2 * (size_t)c->nchannels + (is_send ? 0 : np) + k;
+}
+
+static koloResult_t make_resources(struct koloComm *c) {
+  kolo_cuda_comm *cc = c->cuda;
+  cudaStream_t st;
+  cudaError_t e = cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+  if (e != cudaSuccess) return cuda_fail(c, e, "cudaStreamCreateWithFlags");
+  cc->setup_stream = st;
+  cudaEvent_t ev;
+  e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+  if (e != cudaSuccess) return cuda_fail(c, e, "cudaEventCreateWithFlags");
+  cc->order_event = ev;
+  void *words = NULL;
+  e = cudaHostAlloc(&words, KOLO_CW_BYTES, cudaHostAllocMapped | cudaHostAllocPortable);
+  if (e != cudaSuccess) return cuda_fail(c, e, "cudaHostAlloc of the abort and status words");
+  cc->words = words;
+  memset(words, 0, KOLO_CW_BYTES);
+  void *dw = NULL;
+  e = cudaHostGetDevicePointer(&dw, words, 0);
+  if (e != cudaSuccess) return cuda_fail(c, e, "cudaHostGetDevicePointer of the abort and status words");
+  cc->dev_words = dw;
+  size_t cbytes = ncounters(c) * sizeof(uint32_t);
+  void *counters = NULL;
+  e = cudaMalloc(&counters, cbytes);
+  if (e != cudaSuccess) return cuda_fail(c, e, "cudaMalloc of the step counters");
+  cc->counters = counters;
+  e = cudaMemsetAsync(counters, 0, cbytes, st);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+  if (e != cudaSuccess) return cuda_fail(c, e, "clearing the step counters");
+  size_t np = (size_t)c->nranks * (size_t)c->nchannels;
+  cc->p2p_send = calloc(np, sizeof *cc->p2p_send);
+  cc->p2p_recv = calloc(np, sizeof *cc->p2p_recv);
+  if (cc->p2p_send == NULL || cc->p2p_recv == NULL)
+    return kolo_error(&c->err, koloSystemError, "out of memory at init");
+  cc->conn_mem = (kolo_conn_mem){koloMemCuda, cc->dev, c->ll_slot_bytes, cc->setup_stream};
+  return koloSuccess;
+}
+
+/* Ranks sharing a GPU spin on each other, so all their blocks must be
+ * resident at once: say so when the device may be too small for that. */
+static void check_residency(struct koloComm *c) {
+  int sms = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, c->cuda->dev) != cudaSuccess) return;
+  int blocks = c->cuda->ranks_on_dev * c->nchannels;
+  if (blocks > sms)
+    KOLO_WARN("rank %d: %d rank(s) of this process x %d channel(s) need %d thread blocks resident at "
+              "once on CUDA device %d, which has %d SMs: lower KOLO_NCHANNELS if kernels hang",
+              c->rank, c->cuda->ranks_on_dev, c->nchannels, blocks, c->cuda->dev, sms);
+}
+
+koloResult_t kolo_cuda_comm_init(struct koloComm *c) {
+  c->cuda = calloc(1, sizeof *c->cuda);
+  dev_info *all = calloc((size_t)c->nranks, sizeof *all);
+  if (c->cuda == NULL || all == NULL) {
+    free(all);
+    return kolo_error(&c->err, koloSystemError, "out of memory at init");
+  }
+  c->cuda->dev = -1;
+  select_device(c, &all[c->rank]);
+  /* Every rank learns about every device, so that one missing device fails
+   * all ranks at once, naming it, instead of leaving them to time out. */
+  koloResult_t res = kolo_bootstrap_allgather(c->bs, TAG_CUDA_DEV, all, sizeof *all);
+  if (res == koloSuccess) res = check_devices(c, all);
+  if (res == koloSuccess) {
+    c->cuda->dev = all[c->rank].dev;
+    const kolo_peer_info *me = kolo_bootstrap_peer(c->bs, c->rank);
+    for (int r = 0; r < c->nranks; r++)
+      c->cuda->ranks_on_dev += kolo_same_process(kolo_bootstrap_peer(c->bs, r), me) && all[r].dev == c->cuda->dev;
+  }
+  free(all);
+  if (res == koloSuccess) res = make_resources(c);
+  if (res == koloSuccess) {
+    check_residency(c);
+    KOLO_INFO("rank %d: CUDA device %d (%d rank(s) of this process on it), LL up to %zu bytes in "
+              "slots of %u bytes",
+              c->rank, c->cuda->dev, c->cuda->ranks_on_dev, c->ll_threshold, c->ll_slot_bytes);
+  }
+  return res;
+}
+
+/* ---- programs ------------------------------------------------------------ */
+
+static int slots_of(int coll, int nranks) {
+  return kolo_program_slot(coll, 1) == 1 ? nranks : 1; /* rooted and p2p: one per rank */
+}
+
+koloResult_t kolo_cuda_comm_programs(struct koloComm *c) {
+  kolo_cuda_comm *cc = c->cuda;
+  size_t total = 0;
+  for (int k = 0; k < KOLO_COLL_NUM; k++) {
+    cc->dev_steps[k] = calloc((size_t)c->nranks, sizeof *cc->dev_steps[k]);
+    if (cc->dev_steps[k] == NULL) return kolo_error(&c->err, koloSystemError, "out of memory at init");
+    for (int s = 0; s < slots_of(k, c->nranks); s++) {
+      const kolo_program *p;
+      koloResult_t res = kolo_comm_program(c, k, s, &p);
+      if (res != koloSuccess) return res;
+      total += (size_t)p->nsteps;
+    }
+  }
+  kolo_step *host = malloc(total * sizeof *host);
+  if (host == NULL) return kolo_error(&c->err, koloSystemError, "out of memory at init");
+  size_t at = 0;
+  for (int k = 0; k < KOLO_COLL_NUM; k++)
+    for (int s = 0; s < slots_of(k, c->nranks); s++) {
+      const kolo_program *p = &c->programs[k][s];
+      memcpy(host + at, p->steps, (size_t)p->nsteps * sizeof *host);
+      at += (size_t)p->nsteps;
+    }
+  void *dmem = NULL;
+  cudaError_t e = cudaMalloc(&dmem, total * sizeof *host);
+  if (e == cudaSuccess) {
+    cc->dev_steps_mem = dmem;
+    /* On the setup stream: a plain cudaMemcpy goes through the legacy
+     * stream, which waits for kernels of other communicators that may be
+     * spinning on this device. */
+    e = cudaMemcpyAsync(dmem, host, total * sizeof *host, cudaMemcpyHostToDevice,
+                        (cudaStream_t)cc->setup_stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)cc->setup_stream);
+  }
+  free(host);
+  if (e != cudaSuccess) return cuda_fail(c, e, "uploading the step programs");
+  at = 0;
+  for (int k = 0; k < KOLO_COLL_NUM; k++)
+    for (int s = 0; s < slots_of(k, c->nranks); s++) {
+      cc->dev_steps[k][s] = cc->dev_steps_mem + at;
+      at += (size_t)c->programs[k][s].nsteps;
+    }
+  KOLO_INFO("rank %d: %zu program steps (%zu bytes) on CUDA device %d", c->rank, total,
+            total * sizeof *host, cc->dev);
+  return koloSuccess;
+}
+
+/* ---- device connector ends -------------------------------------------- */
+
+static kolo_dev_conn dev_conn_of(const kolo_connector *k, uint32_t *step) {
+  kolo_dev_conn d;
+  memset(&d, 0, sizeof d);
+  d.slots = k->slots;
+  d.ll_slots = k->dev.ll_slots;
+  d.ll_slot_bytes = k->dev.ll_slot_bytes;
+  d.tail = k->dev.tail;
+  d.head = k->dev.head;
+  d.stop = k->dev.stop;
+  d.step = step;
+  d.nslots = k->nslots;
+  d.slot_bytes = (uint32_t)k->slot_bytes;
+  d.peer = k->peer;
+  return d;
+}
+
+void kolo_cuda_comm_ring_ready(struct koloComm *c) {
+  kolo_cuda_comm *cc = c->cuda;
+  for (int ch = 0; ch < c->nchannels && c->nranks > 1; ch++) {
+    cc->ring_send[ch] = dev_conn_of(&c->ring_send[ch], ring_counter(c, ch, 1));
+    cc->ring_recv[ch] = dev_conn_of(&c->ring_recv[ch], ring_counter(c, ch, 0));
+  }
+  kolo_cuda_plan_comm *pc = &cc->plan;
+  pc->rank = c->rank;
+  pc->nranks = c->nranks;
+  pc->nchannels = c->nchannels;
+  pc->nslots = c->nslots;
+  pc->slot_bytes = c->slot_bytes;
+  pc->min_channel_bytes = c->min_channel_bytes;
+  pc->ll_threshold = c->ll_threshold;
+  pc->timeout_ns = (uint64_t)c->timeout_ms * 1000000ull;
+  pc->abort = cc->dev_words + KOLO_CW_ABORT;
+  pc->status = cc->dev_words + KOLO_CW_STATUS;
+  for (int k = 0; k < KOLO_COLL_NUM; k++) {
+    pc->programs[k] = c->programs[k];
+    pc->dev_steps[k] = cc->dev_steps[k];
+  }
+  pc->ring_send = cc->ring_send;
+  pc->ring_recv = cc->ring_recv;
+  pc->p2p_send = cc->p2p_send;
+  pc->p2p_recv = cc->p2p_recv;
+}
+
+void kolo_cuda_comm_p2p_ready(struct koloComm *c, int peer, int is_send) {
+  kolo_cuda_comm *cc = c->cuda;
+  for (int ch = 0; ch < c->nchannels; ch++) {
+    size_t k = (size_t)peer * (size_t)c->nchannels + (size_t)ch;
+    kolo_dev_conn *d = is_send ? &cc->p2p_send[k] : &cc->p2p_recv[k];
+    unsigned char ready = is_send ? c->p2p_send_ready[k] : c->p2p_recv_ready[k];
+    if (d->step != NULL || ready != 1) continue;
+    *d = dev_conn_of(is_send ? &c->p2p_send[k] : &c->p2p_recv[k], p2p_counter(c, k, is_send));
+  }
+}
+
+/* ---- failure ------------------------------------------------------------- */
+
+static void stop_end(const kolo_dev_conn *d, uint32_t *src, cudaStream_t st) {
+  if (d->step == NULL || d->stop == NULL) return;
+  cudaError_t e = cudaMemcpyAsync(d->stop, src, sizeof *src, cudaMemcpyDefault, st);
+  if (e != cudaSuccess) KOLO_WARN("writing a stop word for rank %d failed: %s", d->peer, cudaGetErrorString(e));
+}
+
+void kolo_cuda_comm_stop_all(struct koloComm *c, int reason) {
+  kolo_cuda_comm *cc = c->cuda;
+  if (cc == NULL || cc->setup_stream == NULL) return;
+  cudaStream_t st = (cudaStream_t)cc->setup_stream;
+  cudaSetDevice(cc->dev);
+  /* The copies read this word when they run: it holds one value until the
+   * stream has drained. */
+  volatile uint32_t *src = &cc->words[KOLO_CW_STOP_SRC];
+  *src = KOLO_DEV_STOP_WORD(reason, c->rank);
+  for (int ch = 0; ch < c->nchannels; ch++) {
+    stop_end(&cc->ring_send[ch], (uint32_t *)src, st);
+    stop_end(&cc->ring_recv[ch], (uint32_t *)src, st);
+  }
+  size_t np = (size_t)c->nranks * (size_t)c->nchannels;
+  for (size_t k = 0; cc->p2p_send && k < np; k++) {
+    stop_end(&cc->p2p_send[k], (uint32_t *)src, st);
+    stop_end(&cc->p2p_recv[k], (uint32_t *)src, st);
+  }
+  cudaError_t e = cudaStreamSynchronize(st);
+  if (e != cudaSuccess) KOLO_WARN("rank %d: writing stop words failed: %s", c->rank, cudaGetErrorString(e));
+}
+
+void kolo_cuda_comm_abort(struct koloComm *c) {
+  if (c->cuda == NULL || c->cuda->words == NULL) return;
+  __atomic_store_n(&c->cuda->words[KOLO_CW_ABORT], 1u, __ATOMIC_SEQ_CST);
+}
+
+koloResult_t kolo_cuda_comm_status(struct koloComm *c) {
+  koloResult_t res = (koloResult_t)atomic_load(&c->failed);
+  kolo_cuda_comm *cc = c->cuda;
+  if (res != koloSuccess || cc == NULL || cc->words == NULL) return res;
+  uint32_t why = __atomic_load_n(&cc->words[KOLO_CW_STATUS], __ATOMIC_ACQUIRE);
+  if (why == KOLO_DEV_OK) return koloSuccess;
+  /* task and peer are written right after `why`: a reader racing the
+   * kernel may see them a moment late (0); the sentence stays true. */
+  uint32_t task = __atomic_load_n(&cc->words[KOLO_CW_STATUS + 1], __ATOMIC_ACQUIRE);
+  int peer = (int)__atomic_load_n(&cc->words[KOLO_CW_STATUS + 2], __ATOMIC_ACQUIRE);
+  int reason = KOLO_STOP_ERROR;
+  switch (why) {
+  case KOLO_DEV_ABORTED: res = koloRemoteError; reason = KOLO_STOP_ABORT; break;
+  case KOLO_DEV_TIMEOUT: res = koloTimeout; reason = KOLO_STOP_TIMEOUT; break;
+  case KOLO_DEV_PEER_STOPPED: res = koloRemoteError; break;
+  default: res = koloInternalError; break;
+  }
+  int expected = koloSuccess;
+  if (!atomic_compare_exchange_strong(&c->failed, &expected, (int)res)) return (koloResult_t)expected;
+  switch (why) {
+  case KOLO_DEV_ABORTED:
+    kolo_error(&c->err, res, "rank %d: a kernel of this communicator stopped: koloCommAbort was called", c->rank);
+    break;
+  case KOLO_DEV_TIMEOUT:
+    kolo_error(&c->err, res,
+               "rank %d: a kernel (block %u) waited %d ms for rank %d without progress: is rank %d "
+               "running the same calls?",
+               c->rank, task, c->timeout_ms, peer, peer);
+    break;
+  case KOLO_DEV_PEER_STOPPED:
+    kolo_error(&c->err, res,
+               "rank %d: rank %d stopped its end of a pipe (it failed, timed out or was aborted) "
+               "while a kernel of rank %d (block %u) waited for it",
+               c->rank, peer, c->rank, task);
+    break;
+  default:
+    kolo_error(&c->err, res, "rank %d: a kernel stopped with unknown status %u (a kolo bug)", c->rank, why);
+    break;
+  }
+  kolo_cuda_comm_stop_all(c, reason); /* so that the peers stop too */
+  return res;
+}
+
+/* ---- teardown ------------------------------------------------------------ */
+
+void kolo_cuda_comm_quiesce(struct koloComm *c) {
+  if (c->cuda == NULL || c->cuda->dev < 0) return;
+  cudaSetDevice(c->cuda->dev);
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess)
+    KOLO_WARN("rank %d: waiting for CUDA device %d at teardown: %s", c->rank, c->cuda->dev, cudaGetErrorString(e));
+}
+
+void kolo_cuda_comm_free(struct koloComm *c) {
+  kolo_cuda_comm *cc = c->cuda;
+  if (cc == NULL) return;
+  if (cc->dev >= 0) cudaSetDevice(cc->dev);
+  if (cc->dev_steps_mem) cudaFree(cc->dev_steps_mem);
+  if (cc->counters) cudaFree(cc->counters);
+  if (cc->words) cudaFreeHost(cc->words);
+  if (cc->order_event) cudaEventDestroy((cudaEvent_t)cc->order_event);
+  if (cc->setup_stream) cudaStreamDestroy((cudaStream_t)cc->setup_stream);
+  for (int k = 0; k < KOLO_COLL_NUM; k++) free(cc->dev_steps[k]);
+  free(cc->p2p_send);
+  free(cc->p2p_recv);
+  free(cc);
+  c->cuda = NULL;
+}
+
+#else /* no CUDA in this build: koloMemCuda is refused before any of this */
+
+int kolo_cuda_current_device(void) { return -1; }
+koloResult_t kolo_cuda_comm_init(struct koloComm *c) {
+  return kolo_error(&c->err, koloInvalidUsage, "koloMemCuda communicators need CUDA, which this build of kolo does not have");
+}
+koloResult_t kolo_cuda_comm_programs(struct koloComm *c) { return kolo_cuda_comm_init(c); }
+void kolo_cuda_comm_ring_ready(struct koloComm *c) { (void)c; }
+void kolo_cuda_comm_p2p_ready(struct koloComm *c, int peer, int is_send) {
+  (void)c;
+  (void)peer;
+  (void)is_send;
+}
+koloResult_t kolo_cuda_comm_status(struct koloComm *c) { return (koloResult_t)atomic_load(&c->failed); }
+void kolo_cuda_comm_stop_all(struct koloComm *c, int reason) {
+  (void)c;
+  (void)reason;
+}
+void kolo_cuda_comm_abort(struct koloComm *c) { (void)c; }
+void kolo_cuda_comm_quiesce(struct koloComm *c) { (void)c; }
+void kolo_cuda_comm_free(struct koloComm *c) { (void)c; }
+koloResult_t kolo_cuda_run_ops(kolo_op *ops, int nops) {
+  (void)nops;
+  return kolo_error(&ops[0].comm->err, koloInvalidUsage, "koloMemCuda communicators need CUDA, which this build of kolo does not have");
+}
+
+#endif

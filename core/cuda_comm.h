@@ -1,0 +1,96 @@
+/* cuda_comm.h - the device side of a koloMemCuda communicator.
+ *
+ * Made once at init, so that enqueueing a call allocates nothing and never
+ * synchronizes the device (calls are capturable in CUDA graphs, once their
+ * pipes exist):
+ *
+ *  - the device (config.cudaDev, or the current one), selected on the
+ *    calling thread at init and again by every later call of the comm;
+ *  - an abort word and three status words in mapped pinned host memory:
+ *    kernels poll the abort word (koloCommAbort sets it) and write why they
+ *    stopped into the status words (read by koloCommGetAsyncError);
+ *  - device copies of every step program the comm can run (each collective,
+ *    each root of broadcast and reduce, each peer of send and recv) in one
+ *    device allocation;
+ *  - one step counter in device memory per connector end (ring ends and
+ *    every possible point-to-point end), zeroed: a kernel continues each
+ *    end's count where the last kernel left it;
+ *  - a non-blocking "setup" stream for the copies of pipe setup and stop
+ *    words (never the legacy stream: it would wait for kernels spinning on
+ *    peers), and an event that orders the comm's calls across streams.
+ *
+ * Pipes of CUDA communicators are device connectors (transport p2p); the
+ * point-to-point ones are made on first use, which allocates device memory:
+ * the first send/recv with a peer must not be captured into a CUDA graph
+ * (do it once before capturing, as a warm-up; a captured first use fails
+ * with koloInvalidUsage).
+ *
+ * Builds without CUDA have none of this: koloMemCuda is refused at init. */
+#ifndef KOLO_CORE_CUDA_COMM_H
+#define KOLO_CORE_CUDA_COMM_H
+
+#include "core/comm.h"
+#include "core/cuda_plan.h"
+#include "kernels/cuda_exec.h"
+#include "transport/transport.h"
+
+/* Mapped words (uint32 indices): each group on its own 64-byte line. */
+#define KOLO_CW_ABORT 0
+#define KOLO_CW_STATUS 16    /* 3 words: why, task, peer (cuda_exec.h) */
+#define KOLO_CW_STOP_SRC 32  /* source of stop-word copies */
+#define KOLO_CW_BYTES 256
+
+typedef struct kolo_cuda_comm {
+  int dev;
+  int ranks_on_dev;        /* ranks of this process on dev, this one included */
+  void *setup_stream;      /* cudaStream_t, non-blocking */
+  void *order_event;       /* cudaEvent_t, recorded after each call's launches */
+  void *last_stream;       /* stream of the last call (valid when have_last) */
+  int have_last;
+  uint32_t *words;         /* mapped pinned host memory, KOLO_CW_* */
+  uint32_t *dev_words;     /* the same words as kernels address them */
+  kolo_step *dev_steps_mem;                   /* every program's steps */
+  const kolo_step **dev_steps[KOLO_COLL_NUM]; /* [nranks]: by program slot */
+  uint32_t *counters;      /* device memory: a step counter per end */
+  kolo_dev_conn ring_send[KOLO_MAX_CHANNELS], ring_recv[KOLO_MAX_CHANNELS];
+  kolo_dev_conn *p2p_send, *p2p_recv;         /* [peer * nchannels + ch] */
+  kolo_conn_mem conn_mem;  /* what kolo_connect needs for device pipes */
+  kolo_cuda_plan_comm plan;
+} kolo_cuda_comm;
+
+/* Init, after the shape check: selects and checks the device on every rank
+ * (a rank without a usable device fails them all, named), makes the
+ * streams, mapped words and counters. */
+koloResult_t kolo_cuda_comm_init(struct koloComm *c);
+/* Init, after the ring is built: every program, uploaded once. */
+koloResult_t kolo_cuda_comm_programs(struct koloComm *c);
+/* Init, after the ring pipes are made: their device ends, and the planner's
+ * table. */
+void kolo_cuda_comm_ring_ready(struct koloComm *c);
+/* After point-to-point pipes were made: the device ends of the channels of
+ * (peer, direction) that exist. */
+void kolo_cuda_comm_p2p_ready(struct koloComm *c, int peer, int is_send);
+/* The memory description for kolo_connect: NULL for host communicators. */
+const kolo_conn_mem *kolo_comm_conn_mem(const struct koloComm *c);
+
+/* koloSuccess, or the comm's (sticky) failure: the first call that sees the
+ * kernels' status word set turns it into an error sentence naming the rank
+ * and the peer, and stops every pipe of the comm so that peers stop too. */
+koloResult_t kolo_cuda_comm_status(struct koloComm *c);
+/* Marks every existing pipe end of the comm as stopped by this rank. */
+void kolo_cuda_comm_stop_all(struct koloComm *c, int reason);
+/* Sets the abort word: the comm's kernels stop at their next poll. */
+void kolo_cuda_comm_abort(struct koloComm *c);
+/* Waits for the device work of the comm (cudaDeviceSynchronize on its
+ * device): before anything the kernels use is freed. */
+void kolo_cuda_comm_quiesce(struct koloComm *c);
+/* Frees the device state (after the pipes were closed). */
+void kolo_cuda_comm_free(struct koloComm *c);
+
+/* The calling thread's current device, or -1. */
+int kolo_cuda_current_device(void);
+
+/* Enqueues ops of CUDA communicators on their streams (cuda_enqueue.c). */
+koloResult_t kolo_cuda_run_ops(kolo_op *ops, int nops);
+
+#endif

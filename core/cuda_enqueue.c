@@ -1,0 +1,215 @@
+/* cuda_enqueue.c - calls of CUDA communicators: checks, point-to-point
+ * pipes made on first use, then the planner's launches on the caller's
+ * stream.  Returns without synchronizing: the result is there when the
+ * stream gets past the launches; failures seen later by the kernels show
+ * in koloCommGetAsyncError (and make later calls fail at once).
+ *
+ * Streams.  Ranks that wait for each other must not share a stream: their
+ * kernels would run one after the other and the first would wait for the
+ * second forever.  So two ranks of one job may not use one stream in a
+ * group, and with several ranks of this process on one device the NULL
+ * (legacy default) stream is refused: it is one stream per device, and it
+ * also waits for every blocking stream.  Calls of one comm on different
+ * streams are ordered by the comm (the new stream waits for an event
+ * recorded after the last call), because consecutive kernels of a comm
+ * continue each other's step counters. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cuda_comm.h"
+#include "core/log.h"
+
+#ifdef KOLO_HAVE_CUDA
+#include <cuda_runtime.h>
+
+static int is_legacy(koloStream_t s) {
+  return s == NULL || (cudaStream_t)s == cudaStreamLegacy;
+}
+
+/* Index of the first op of comm c, or -1: ops of one comm share checks. */
+static int first_of(const kolo_op *ops, int i) {
+  for (int j = 0; j < i; j++)
+    if (ops[j].comm == ops[i].comm) return j;
+  return -1;
+}
+
+static koloResult_t check_comm(const kolo_op *ops, int nops, int i) {
+  struct koloComm *c = ops[i].comm;
+  koloResult_t res = kolo_cuda_comm_status(c);
+  if (res != koloSuccess) {
+    kolo_errbuf why;
+    kolo_error_copy(&why, &c->err);
+    return kolo_error(&c->err, res, "%s: the communicator failed earlier: %s",
+                      kolo_coll_name(ops[i].coll), why.msg);
+  }
+  koloStream_t s = ops[i].stream;
+  for (int j = i + 1; j < nops; j++)
+    if (ops[j].comm == c && ops[j].stream != s)
+      return kolo_error(&c->err, koloInvalidUsage,
+                        "rank %d: the calls of one communicator in a group must use one stream "
+                        "(%s and %s were given different streams)",
+                        c->rank, kolo_coll_name(ops[i].coll), kolo_coll_name(ops[j].coll));
+  if (is_legacy(s) && c->cuda->ranks_on_dev > 1)
+    return kolo_error(&c->err, koloInvalidUsage,
+                      "rank %d: %s on the NULL (legacy default) stream, but %d ranks of this process "
+                      "share CUDA device %d: their kernels wait for each other and would run one "
+                      "after the other on that one stream, a deadlock; give each rank its own "
+                      "stream (cudaStreamCreateWithFlags(..., cudaStreamNonBlocking))",
+                      c->rank, kolo_coll_name(ops[i].coll), c->cuda->ranks_on_dev, c->cuda->dev);
+  for (int j = 0; j < i; j++) {
+    const struct koloComm *d = ops[j].comm;
+    if (d != c && d->job == c->job && ops[j].stream == s && d->cuda->dev == c->cuda->dev)
+      return kolo_error(&c->err, koloInvalidUsage,
+                        "ranks %d and %d of one communicator were given the same stream on CUDA "
+                        "device %d: their kernels would wait for each other in one queue, a "
+                        "deadlock; give each rank its own stream",
+                        d->rank, c->rank, c->cuda->dev);
+  }
+  return koloSuccess;
+}
+
+static koloResult_t set_device(struct koloComm *c) {
+  cudaError_t e = cudaSetDevice(c->cuda->dev);
+  if (e == cudaSuccess) return koloSuccess;
+  return kolo_error(&c->err, koloUnhandledCudaError, "rank %d: cudaSetDevice(%d) failed: %s", c->rank,
+                    c->cuda->dev, cudaGetErrorString(e));
+}
+
+static koloResult_t capturing(struct koloComm *c, koloStream_t s, int *yes) {
+  enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  cudaError_t e = cudaStreamIsCapturing((cudaStream_t)s, &st);
+  *yes = st != cudaStreamCaptureStatusNone;
+  if (e == cudaSuccess) return koloSuccess;
+  return kolo_error(&c->err, koloUnhandledCudaError, "rank %d: cudaStreamIsCapturing failed: %s", c->rank,
+                    cudaGetErrorString(e));
+}
+
+/* A point-to-point op whose pipes do not exist yet, or NULL. */
+static const kolo_op *needs_pipe(const kolo_op *ops, int nops, const struct koloComm *c) {
+  for (int i = 0; i < nops; i++) {
+    const kolo_op *op = &ops[i];
+    if (op->comm != c || !kolo_coll_is_p2p(op->coll)) continue;
+    size_t k = (size_t)op->arg * (size_t)c->nchannels;
+    const unsigned char *ready = op->coll == KOLO_COLL_SEND ? c->p2p_send_ready : c->p2p_recv_ready;
+    for (int ch = 0; ch < c->nchannels; ch++)
+      if (ready[k + (size_t)ch] != 1) return op;
+  }
+  return NULL;
+}
+
+/* Makes the missing point-to-point pipes of every comm of the call. */
+static koloResult_t make_pipes(kolo_op *ops, int nops) {
+  int any = 0;
+  for (int i = 0; i < nops; i++) {
+    struct koloComm *c = ops[i].comm;
+    if (first_of(ops, i) >= 0) continue;
+    const kolo_op *op = needs_pipe(ops, nops, c);
+    if (op == NULL) continue;
+    any = 1;
+    int cap = 0;
+    koloResult_t res = capturing(c, ops[i].stream, &cap);
+    if (res != koloSuccess) return res;
+    if (cap)
+      return kolo_error(&c->err, koloInvalidUsage,
+                        "rank %d: the first %s with rank %d is being captured into a CUDA graph, but "
+                        "it makes the pipe, which allocates device memory: do one send/recv with "
+                        "each peer before capturing (a warm-up)",
+                        c->rank, op->coll == KOLO_COLL_SEND ? "send to" : "recv from", op->arg);
+  }
+  if (!any) return koloSuccess;
+  koloResult_t res = kolo_p2p_connect(ops, nops);
+  for (int i = 0; i < nops; i++)
+    if (kolo_coll_is_p2p(ops[i].coll))
+      kolo_cuda_comm_p2p_ready(ops[i].comm, ops[i].arg, ops[i].coll == KOLO_COLL_SEND);
+  return res;
+}
+
+/* A comm that could not launch its part leaves its peers waiting: it
+ * fails for good and tells them. */
+static koloResult_t fail_comm(struct koloComm *c, koloResult_t res) {
+  int expected = koloSuccess;
+  if (atomic_compare_exchange_strong(&c->failed, &expected, (int)res)) kolo_cuda_comm_stop_all(c, KOLO_STOP_ERROR);
+  return res;
+}
+
+/* Plans and launches the ops of one comm (all of them on `stream`). */
+static koloResult_t launch_comm(struct koloComm *c, const kolo_op *mine, int n, koloStream_t stream) {
+  kolo_cuda_comm *cc = c->cuda;
+  kolo_cuda_plan_comm *pc = &cc->plan;
+  int cap = 0;
+  koloResult_t res = set_device(c);
+  if (res == koloSuccess) res = capturing(c, stream, &cap);
+  if (res != koloSuccess) return res;
+  int nitems = kolo_cuda_plan_count(mine, n, pc);
+  if (nitems == 0) return koloSuccess;
+  /* Single calls (the latency path) plan on the stack. */
+  kolo_cuda_plan_item local[KOLO_MAX_CHANNELS];
+  kolo_cuda_plan_item *items = nitems <= KOLO_MAX_CHANNELS ? local : malloc((size_t)nitems * sizeof *items);
+  if (items == NULL) return kolo_error(&c->err, koloSystemError, "out of memory planning a call");
+  kolo_cuda_plan_items(mine, n, pc, items);
+  cudaStream_t st = (cudaStream_t)stream;
+  cudaError_t e = cudaSuccess;
+  /* Order after the comm's last call when it went to another stream (not
+   * while capturing: a graph orders its own nodes). */
+  if (!cap && cc->have_last && cc->last_stream != (void *)stream)
+    e = cudaStreamWaitEvent(st, (cudaEvent_t)cc->order_event, 0);
+  if (e != cudaSuccess)
+    res = kolo_error(&c->err, koloUnhandledCudaError, "rank %d: cudaStreamWaitEvent failed: %s", c->rank,
+                     cudaGetErrorString(e));
+  kolo_dev_batch batch;
+  int next = 0, launches = 0, r;
+  while (res == koloSuccess && (r = kolo_cuda_plan_next(mine, pc, items, nitems, &next, &batch)) != 0) {
+    if (r < 0) {
+      const kolo_op *op = &mine[items[next].op];
+      res = kolo_error(&c->err, koloInternalError,
+                       "rank %d: %s (root/peer %d) on channel %d has no program or pipe on the device (a kolo bug)",
+                       c->rank, kolo_coll_name(op->coll), op->arg, items[next].channel);
+      break;
+    }
+    int err = kolo_cuda_exec_launch(&batch, st);
+    if (err != cudaSuccess) {
+      res = kolo_error(&c->err, koloUnhandledCudaError,
+                       "rank %d: launching the executor kernel (%d task(s), %s first) on CUDA device %d "
+                       "failed: %s",
+                       c->rank, batch.ntasks, kolo_coll_name(mine[items[next - batch.ntasks].op].coll), cc->dev,
+                       cudaGetErrorString((cudaError_t)err));
+      break;
+    }
+    launches++;
+  }
+  if (res == koloSuccess && launches > 0 && !cap) {
+    e = cudaEventRecord((cudaEvent_t)cc->order_event, st);
+    if (e != cudaSuccess)
+      res = kolo_error(&c->err, koloUnhandledCudaError, "rank %d: cudaEventRecord failed: %s", c->rank,
+                       cudaGetErrorString(e));
+    cc->last_stream = (void *)stream;
+    cc->have_last = 1;
+  }
+  if (items != local) free(items);
+  return res == koloSuccess ? res : fail_comm(c, res);
+}
+
+koloResult_t kolo_cuda_run_ops(kolo_op *ops, int nops) {
+  for (int i = 0; i < nops; i++) {
+    if (first_of(ops, i) >= 0) continue;
+    koloResult_t res = check_comm(ops, nops, i);
+    if (res == koloSuccess) res = set_device(ops[i].comm);
+    if (res != koloSuccess) return res;
+  }
+  koloResult_t res = make_pipes(ops, nops);
+  if (res != koloSuccess) return res;
+  if (nops == 1) return launch_comm(ops[0].comm, ops, 1, ops[0].stream);
+  kolo_op *mine = malloc((size_t)nops * sizeof *mine);
+  if (mine == NULL) return kolo_error(&ops[0].comm->err, koloSystemError, "out of memory enqueueing a group");
+  for (int i = 0; i < nops && res == koloSuccess; i++) {
+    if (first_of(ops, i) >= 0) continue;
+    int n = 0;
+    for (int j = i; j < nops; j++)
+      if (ops[j].comm == ops[i].comm) mine[n++] = ops[j];
+    res = launch_comm(ops[i].comm, mine, n, ops[i].stream);
+  }
+  free(mine);
+  return res;
+}
+
+#endif

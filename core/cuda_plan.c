@@ -1,0 +1,166 @@
+/* cuda_plan.c - ops of one CUDA communicator into kernel launches (see
+ * cuda_plan.h for the order and the cuts, and why). */
+#include "core/cuda_plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { KEY_COLLECTIVE = 0, KEY_P2P = 1 };
+
+int kolo_cuda_plan_protocol(size_t count, koloDataType_t type, size_t ll_threshold) {
+  size_t bytes = count * koloTypeSize(type);
+  return (ll_threshold > 0 && bytes <= ll_threshold) ? KOLO_PROTO_LL : KOLO_PROTO_SIMPLE;
+}
+
+static int op_channels(const kolo_op *op, const kolo_cuda_plan_comm *pc) {
+  if (op->count == 0) return 0; /* nothing moves: no task (every rank agrees) */
+  return kolo_op_channels(op, pc->nranks, pc->nchannels, pc->min_channel_bytes);
+}
+
+int kolo_cuda_plan_count(const kolo_op *ops, int nops, const kolo_cuda_plan_comm *pc) {
+  int n = 0;
+  for (int i = 0; i < nops; i++) n += op_channels(&ops[i], pc);
+  return n;
+}
+
+static int cmp_items(const void *a, const void *b) {
+  const kolo_cuda_plan_item *x = a, *y = b;
+  for (int k = 0; k < 8; k++)
+    if (x->key[k] != y->key[k]) return x->key[k] < y->key[k] ? -1 : 1;
+  return (x->op > y->op) - (x->op < y->op);
+}
+
+void kolo_cuda_plan_items(const kolo_op *ops, int nops, const kolo_cuda_plan_comm *pc,
+                          kolo_cuda_plan_item *items) {
+  int n = 0, colls = 0;
+  for (int i = 0; i < nops; i++) {
+    const kolo_op *op = &ops[i];
+    int nch = op_channels(op, pc);
+    int32_t key[8] = {0};
+    if (kolo_coll_is_p2p(op->coll)) {
+      int send = op->coll == KOLO_COLL_SEND;
+      int j = 0; /* earlier ops of this call in the same direction with the same peer */
+      for (int k = 0; k < i; k++) j += ops[k].coll == op->coll && ops[k].arg == op->arg && ops[k].count > 0;
+      key[0] = KEY_P2P;
+      key[1] = (int32_t)op->type;
+      key[2] = kolo_cuda_plan_protocol(op->count, op->type, pc->ll_threshold);
+      key[3] = send ? pc->rank : op->arg; /* sender */
+      key[4] = send ? op->arg : pc->rank; /* receiver */
+      key[5] = j;
+      key[7] = send ? 0 : 1;
+    } else {
+      key[0] = KEY_COLLECTIVE;
+      key[1] = nch > 0 ? colls++ : colls;
+    }
+    for (int ch = 0; ch < nch; ch++) {
+      kolo_cuda_plan_item *it = &items[n++];
+      memcpy(it->key, key, sizeof key);
+      it->key[op->coll == KOLO_COLL_SEND || op->coll == KOLO_COLL_RECV ? 6 : 2] = ch;
+      it->op = i;
+      it->channel = ch;
+      it->nch = nch;
+    }
+  }
+  qsort(items, (size_t)n, sizeof *items, cmp_items);
+}
+
+/* The end a program's peer maps to on this channel, or NULL (no peer). */
+static const kolo_dev_conn *end_for(const kolo_cuda_plan_comm *pc, int coll, int peer, int ch, int send) {
+  if (peer < 0) return NULL;
+  if (kolo_coll_is_p2p(coll)) {
+    size_t k = (size_t)peer * (size_t)pc->nchannels + (size_t)ch;
+    return send ? &pc->p2p_send[k] : &pc->p2p_recv[k];
+  }
+  return send ? &pc->ring_send[ch] : &pc->ring_recv[ch];
+}
+
+/* Fills one task; -1 when a program or connector end is missing. */
+static int fill_task(const kolo_op *op, const kolo_cuda_plan_item *it, const kolo_cuda_plan_comm *pc,
+                     kolo_dev_task *t) {
+  int slot = kolo_program_slot(op->coll, op->arg);
+  if (pc->programs[op->coll] == NULL || pc->dev_steps[op->coll] == NULL) return -1;
+  const kolo_program *prog = &pc->programs[op->coll][slot];
+  const kolo_step *steps = pc->dev_steps[op->coll][slot];
+  if (steps == NULL || prog->nsteps <= 0) return -1;
+  memset(t, 0, sizeof *t);
+  t->steps = steps;
+  t->nsteps = prog->nsteps;
+  t->in_blocked = prog->in_blocked;
+  t->out_blocked = prog->out_blocked;
+  t->geo = kolo_op_geometry(op, prog, pc->nranks, it->nch, pc->slot_bytes, pc->nslots);
+  t->in = (char *)(uintptr_t)op->sendbuff;
+  t->out = (char *)op->recvbuff;
+  t->type = (int32_t)op->type;
+  t->op = (int32_t)op->op;
+  t->div = op->op == koloAvg ? pc->nranks : 1;
+  t->channel = it->channel;
+  const kolo_dev_conn *s = end_for(pc, op->coll, prog->send_peer, it->channel, 1);
+  const kolo_dev_conn *r = end_for(pc, op->coll, prog->recv_peer, it->channel, 0);
+  if ((s && (s->step == NULL || s->peer != prog->send_peer)) ||
+      (r && (r->step == NULL || r->peer != prog->recv_peer)))
+    return -1;
+  t->has_send = s != NULL;
+  t->has_recv = r != NULL;
+  if (s) t->send = *s;
+  if (r) t->recv = *r;
+  return 0;
+}
+
+static int same_key_but_dir(const kolo_cuda_plan_item *a, const kolo_cuda_plan_item *b) {
+  return memcmp(a->key, b->key, 7 * sizeof a->key[0]) == 0;
+}
+
+static int uses_end(const kolo_dev_batch *b, const uint32_t *step) {
+  if (step == NULL) return 0;
+  for (int i = 0; i < b->ntasks; i++) {
+    const kolo_dev_task *t = &b->tasks[i];
+    if ((t->has_send && t->send.step == step) || (t->has_recv && t->recv.step == step)) return 1;
+  }
+  return 0;
+}
+
+/* 1 when task t may join batch b (type, protocol, ends). */
+static int fits(const kolo_dev_batch *b, const kolo_dev_task *t, int protocol) {
+  if (b->ntasks == 0) return 1;
+  if (t->type != b->tasks[0].type || protocol != b->protocol) return 0;
+  return !uses_end(b, t->has_send ? t->send.step : NULL) && !uses_end(b, t->has_recv ? t->recv.step : NULL);
+}
+
+int kolo_cuda_plan_next(const kolo_op *ops, const kolo_cuda_plan_comm *pc,
+                        const kolo_cuda_plan_item *items, int nitems, int *next,
+                        kolo_dev_batch *batch) {
+  int i = *next;
+  if (i >= nitems) return 0;
+  batch->ntasks = 0;
+  batch->protocol = KOLO_PROTO_SIMPLE;
+  batch->timeout_ns = pc->timeout_ns;
+  batch->abort = pc->abort;
+  batch->status = pc->status;
+  batch->rank = pc->rank;
+  batch->pad1 = 0;
+  while (i < nitems) {
+    /* a send to oneself and its recv (equal keys but the direction) go
+     * together: split apart, the first launch would wait for the second */
+    int unit = (i + 1 < nitems && same_key_but_dir(&items[i], &items[i + 1])) ? 2 : 1;
+    if (batch->ntasks + unit > KOLO_DEV_MAX_TASKS) break;
+    kolo_dev_task t[2];
+    int proto = 0, ok = 1;
+    for (int u = 0; u < unit; u++) {
+      const kolo_op *op = &ops[items[i + u].op];
+      if (fill_task(op, &items[i + u], pc, &t[u]) != 0) {
+        *next = i;
+        return -1;
+      }
+      proto = kolo_cuda_plan_protocol(op->count, op->type, pc->ll_threshold);
+      if (batch->ntasks == 0 && u == 0) batch->protocol = proto;
+      ok = ok && fits(batch, &t[u], proto);
+    }
+    if (unit == 2) /* the pair itself: same type and protocol, two different ends */
+      ok = ok && t[1].type == t[0].type;
+    if (!ok && batch->ntasks > 0) break; /* (an empty batch takes any unit) */
+    for (int u = 0; u < unit; u++) batch->tasks[batch->ntasks++] = t[u];
+    i += unit;
+  }
+  *next = i;
+  return 1;
+}

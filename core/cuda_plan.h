@@ -1,0 +1,104 @@
+/* cuda_plan.h - turning the ops of one CUDA communicator into kernel
+ * launches (kolo_dev_batch, kernels/cuda_exec.h).
+ *
+ * A pure function of the ops and plain tables (no CUDA call, no CUDA
+ * header), so that tests check it on machines without a GPU with fake
+ * device pointers.  One task per (op, channel), with the op's program
+ * (device copy of its steps), the geometry the host executor would use
+ * (core/op.h), the buffers and the two connector ends.
+ *
+ * Order and launches.  Tasks are sorted by a key every rank computes alike
+ * for the two (or n) halves of each transfer:
+ *
+ *   collectives:  (0, index of the collective among the comm's ops, channel)
+ *   send / recv:  (1, dtype, protocol, sender, receiver, j, channel, dir)
+ *                 j: the j-th send from sender to receiver in the call
+ *                 (the j-th recv on the other side matches it)
+ *
+ * then cut, in that order, into consecutive launches on the one stream: a
+ * new launch starts when a task would share a connector end with a task of
+ * the current launch (the kernel reads an end's step counter when it
+ * starts, so one end belongs to one block), when its dtype differs (the
+ * kernel is instantiated per dtype, from tasks[0].type), when its protocol
+ * differs, or when KOLO_DEV_MAX_TASKS are in.  Why sorting matters: launch
+ * k + 1 starts when launch k has finished, so if rank A put a send in an
+ * earlier launch than rank B put its matching recv while B's earlier launch
+ * waits for A's later one, both would hang.  With every rank cutting one
+ * globally agreed order, the smallest unfinished key always has all of its
+ * halves in launches whose predecessors (smaller keys only) are done, so it
+ * can finish; by induction everything finishes, whatever the cuts (as long
+ * as the blocks of concurrent launches are resident together).  A send to
+ * oneself and its recv share a key: they are kept in one launch.
+ *
+ * Protocol: LL when count * elem_size <= ll_threshold (ll_threshold 0: never),
+ * else SIMPLE: a pure function of count and dtype, so the same on every rank.
+ * Ops with count 0 make no task.
+ */
+#ifndef KOLO_CORE_CUDA_PLAN_H
+#define KOLO_CORE_CUDA_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/op.h"
+#include "kernels/cuda_exec.h"
+#include "ring/program.h"
+#include "ring/schedule.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What the planner needs of a communicator: plain values and tables. */
+typedef struct kolo_cuda_plan_comm {
+  int rank, nranks, nchannels;
+  uint32_t nslots;
+  size_t slot_bytes;
+  size_t min_channel_bytes;
+  size_t ll_threshold;           /* bytes; 0: LL never */
+  uint64_t timeout_ns;           /* 0: none */
+  volatile uint32_t *abort;      /* device view of the mapped abort word */
+  uint32_t *status;              /* device view of the mapped status words */
+  /* [k][kolo_program_slot(k, arg)] for k < KOLO_COLL_NUM, nranks entries
+   * each: the host program (peers, layout, step count) and the device copy
+   * of its steps. */
+  const kolo_program *programs[KOLO_COLL_NUM];
+  const kolo_step *const *dev_steps[KOLO_COLL_NUM];
+  /* Connector ends as kernels see them; an end whose `step` is NULL does
+   * not exist (not connected). */
+  const kolo_dev_conn *ring_send, *ring_recv; /* [nchannels] */
+  const kolo_dev_conn *p2p_send, *p2p_recv;   /* [peer * nchannels + channel] */
+} kolo_cuda_plan_comm;
+
+/* One task before it is placed: which op, which channel, and its key. */
+typedef struct kolo_cuda_plan_item {
+  int op;      /* index into ops */
+  int channel;
+  int nch;     /* channels of that op */
+  int32_t key[8];
+} kolo_cuda_plan_item;
+
+/* KOLO_PROTO_LL or KOLO_PROTO_SIMPLE for a call of count elements of type. */
+int kolo_cuda_plan_protocol(size_t count, koloDataType_t type, size_t ll_threshold);
+
+/* Number of tasks the ops make (the size of the items array). */
+int kolo_cuda_plan_count(const kolo_op *ops, int nops, const kolo_cuda_plan_comm *pc);
+
+/* Fills items[0 .. kolo_cuda_plan_count()) in launch order.  All ops
+ * belong to the communicator pc describes. */
+void kolo_cuda_plan_items(const kolo_op *ops, int nops, const kolo_cuda_plan_comm *pc,
+                          kolo_cuda_plan_item *items);
+
+/* Fills *batch with the next launch, starting at items[*next], and
+ * advances *next.  Returns 1 when a batch was made, 0 when none is left, -1
+ * when a task's connector end or program is missing (a bug of the caller;
+ * *next is left where the bad task is). */
+int kolo_cuda_plan_next(const kolo_op *ops, const kolo_cuda_plan_comm *pc,
+                        const kolo_cuda_plan_item *items, int nitems, int *next,
+                        kolo_dev_batch *batch);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

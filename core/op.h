@@ -1,0 +1,70 @@
+/* op.h - one recorded call, and the per-call choices both executors share.
+ *
+ * Kept apart from comm.h (and free of C11 atomics) so that the CUDA planner
+ * and its C++ test can use it: the host executor (enqueue.c) and the CUDA
+ * planner (cuda_plan.c) take channels, program slot and geometry from here,
+ * so a collective has the same geometry whichever executor runs it. */
+#ifndef KOLO_CORE_OP_H
+#define KOLO_CORE_OP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kolo.h"
+#include "ring/program.h"
+#include "ring/schedule.h"
+
+struct koloComm;
+
+/* One collective or point-to-point call, as recorded by the API. */
+typedef struct kolo_op {
+  int coll;              /* kolo_coll */
+  const void *sendbuff;
+  void *recvbuff;
+  size_t count;          /* elements per block (see ring/program.h) */
+  koloDataType_t type;
+  koloRedOp_t op;
+  int arg;               /* root or peer */
+  struct koloComm *comm;
+  koloStream_t stream;   /* CUDA communicators: where the call is enqueued */
+} kolo_op;
+
+static inline int kolo_coll_is_p2p(int coll) {
+  return coll == KOLO_COLL_SEND || coll == KOLO_COLL_RECV;
+}
+
+/* Programs depend on the root (broadcast, reduce) or peer (send, recv) only:
+ * the index of a call's program among its collective's programs. */
+static inline int kolo_program_slot(int coll, int arg) {
+  return (coll == KOLO_COLL_BROADCAST || coll == KOLO_COLL_REDUCE || kolo_coll_is_p2p(coll)) ? arg : 0;
+}
+
+/* Channels a call uses: one per min_channel_bytes of a rank's share, at
+ * most nchannels, at least 1.  A pure function of the call's count and type
+ * (the same on every rank), so both ends of every pipe agree. */
+static inline int kolo_op_channels(const kolo_op *op, int nranks, int nchannels,
+                                   size_t min_channel_bytes) {
+  size_t bytes = op->count * koloTypeSize(op->type);
+  if (op->coll == KOLO_COLL_ALL_REDUCE) bytes /= (size_t)nranks;
+  size_t want = min_channel_bytes ? bytes / min_channel_bytes : (size_t)nchannels;
+  if (want < 1) want = 1;
+  return want < (size_t)nchannels ? (int)want : nchannels;
+}
+
+/* The round geometry of a call on nch channels: the largest chunk is half
+ * a connector's slots, so a pipe holds two chunks in flight. */
+static inline kolo_geometry kolo_op_geometry(const kolo_op *op, const kolo_program *prog,
+                                             int nranks, int nch, size_t slot_bytes,
+                                             uint32_t nslots) {
+  kolo_geometry g;
+  size_t esz = koloTypeSize(op->type);
+  g.count = op->count;
+  g.elem_size = esz;
+  g.nranks = nranks;
+  g.nchannels = nch;
+  g.chunk_elems = slot_bytes * (nslots / 2) / esz;
+  g.layout = prog->layout;
+  return g;
+}
+
+#endif

@@ -1,0 +1,836 @@
+// test_cuda_plan.cc - the CUDA planner (core/cuda_plan.c) and CUDA
+// communicator init, on machines with or without a GPU.
+//
+// The planner is a pure function of ops and per-comm tables, so it runs
+// here with fake device pointers: real programs from ring/ (one per
+// collective, root and peer, as a CUDA comm uploads them) stand beside fake
+// device copies of their steps, and fake connector ends carry unique step
+// counter addresses (the planner's notion of "the same end").  Checked:
+// task count and channels, programs and connector ends chosen, geometry
+// equal to what the host executor builds (enqueue.c: chunk = half the
+// slots), the protocol choice (LL up to KOLO_LL_THRESHOLD bytes, the same on
+// every rank), cuts between launches (shared end, dtype, protocol,
+// KOLO_DEV_MAX_TASKS, a send to oneself kept with its recv), a missing pipe
+// reported, and - by simulating launches of all ranks - that the launches
+// of random groups cannot deadlock across ranks.
+//
+// Init: without a usable GPU a koloMemCuda communicator fails cleanly with
+// a sentence naming the device; in a build without CUDA it is refused
+// naming the build.  The end-to-end CUDA tests at the bottom need a GPU and
+// skip without one.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern "C" {
+#include "core/cuda_plan.h"
+#include "kolo.h"
+#include "ring/program.h"
+#include "ring/schedule.h"
+#include "ring/topology.h"
+}
+
+#include "util/proc_util.h"
+
+#ifdef KOLO_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace {
+
+#define EXPECT_CONTAINS(text, part)                                                           \
+  EXPECT_NE(std::string(text).find(part), std::string::npos)                                  \
+      << "\"" << std::string(text) << "\" does not contain \"" << (part) << "\""
+
+// ---- a fake CUDA communicator ----------------------------------------------------------
+
+struct Shape {
+  int nranks = 4, nch = 2;
+  uint32_t nslots = 8;
+  size_t slot_bytes = 512 * 1024;
+  size_t min_channel_bytes = 256 * 1024;
+  size_t ll_threshold = 64 * 1024;
+  uint32_t ll_slot_bytes = 16 * 1024;
+};
+
+const void *fake(uintptr_t v) { return reinterpret_cast<const void *>(v); }
+
+// The tables a CUDA comm of rank `rank` hands the planner, with every
+// pipe connected (the p2p ones too) unless disconnect() says otherwise.
+struct FakeComm {
+  Shape sh;
+  int rank;
+  kolo_ring ring{};
+  std::vector<kolo_program> progs[KOLO_COLL_NUM];
+  std::vector<const kolo_step *> dsteps[KOLO_COLL_NUM];
+  std::vector<kolo_dev_conn> ring_send, ring_recv, p2p_send, p2p_recv;
+  std::vector<uint32_t> counters;  // only their addresses matter
+  uint32_t abort_word = 0, status[3] = {0, 0, 0};
+  kolo_cuda_plan_comm pc{};
+
+  FakeComm(const Shape &s, int r) : sh(s), rank(r) {
+    std::vector<uint64_t> hosts((size_t)sh.nranks, 7);
+    EXPECT_EQ(kolo_ring_build(sh.nranks, hosts.data(), &ring), koloSuccess);
+    for (int k = 0; k < KOLO_COLL_NUM; k++) {
+      int nslot = kolo_program_slot(k, 1) == 1 ? sh.nranks : 1;
+      progs[k].resize((size_t)sh.nranks);
+      dsteps[k].assign((size_t)sh.nranks, nullptr);
+      for (int a = 0; a < nslot; a++) {
+        EXPECT_EQ(kolo_schedule_build(k, &ring, rank, a, &progs[k][(size_t)a]), koloSuccess);
+        dsteps[k][(size_t)a] = static_cast<const kolo_step *>(fake(dev_steps_value(k, a)));
+      }
+    }
+    size_t np = (size_t)sh.nranks * (size_t)sh.nch;
+    counters.assign(2 * (size_t)sh.nch + 2 * np, 0);
+    for (int ch = 0; ch < sh.nch; ch++) {
+      ring_send.push_back(conn(kolo_ring_next(&ring, rank), &counters[(size_t)ch], 0x1000 + ch));
+      ring_recv.push_back(conn(kolo_ring_prev(&ring, rank), &counters[(size_t)(sh.nch + ch)], 0x2000 + ch));
+    }
+    for (size_t k = 0; k < np; k++) {
+      int peer = (int)(k / (size_t)sh.nch);
+      p2p_send.push_back(conn(peer, &counters[2 * (size_t)sh.nch + k], 0x10000 + k));
+      p2p_recv.push_back(conn(peer, &counters[2 * (size_t)sh.nch + np + k], 0x20000 + k));
+    }
+    if (sh.nranks == 1) {  // a comm of one rank has no ring pipes
+      ring_send.assign((size_t)sh.nch, kolo_dev_conn{});
+      ring_recv.assign((size_t)sh.nch, kolo_dev_conn{});
+    }
+    pc.rank = rank;
+    pc.nranks = sh.nranks;
+    pc.nchannels = sh.nch;
+    pc.nslots = sh.nslots;
+    pc.slot_bytes = sh.slot_bytes;
+    pc.min_channel_bytes = sh.min_channel_bytes;
+    pc.ll_threshold = sh.ll_threshold;
+    pc.timeout_ns = 1234567;
+    pc.abort = &abort_word;
+    pc.status = status;
+    for (int k = 0; k < KOLO_COLL_NUM; k++) {
+      pc.programs[k] = progs[k].data();
+      pc.dev_steps[k] = dsteps[k].data();
+    }
+    pc.ring_send = ring_send.data();
+    pc.ring_recv = ring_recv.data();
+    pc.p2p_send = p2p_send.data();
+    pc.p2p_recv = p2p_recv.data();
+  }
+  ~FakeComm() {
+    for (auto &v : progs)
+      for (auto &p : v)
+        if (p.steps) kolo_program_free(&p);
+    kolo_ring_free(&ring);
+  }
+  FakeComm(const FakeComm &) = delete;
+  FakeComm &operator=(const FakeComm &) = delete;
+
+  static uintptr_t dev_steps_value(int coll, int slot) {
+    return 0x7000000000ull + (uintptr_t)coll * 0x100000 + (uintptr_t)slot * 0x100;
+  }
+  kolo_dev_conn conn(int peer, uint32_t *step, uintptr_t tag) const {
+    kolo_dev_conn d{};
+    d.slots = (char *)fake(0x5000000000ull + tag * 0x1000);
+    d.ll_slots = (char *)fake(0x6000000000ull + tag * 0x1000);
+    d.ll_slot_bytes = sh.ll_slot_bytes;
+    d.tail = (uint32_t *)fake(0x4000000000ull + tag * 0x1000);
+    d.head = d.tail + 32;
+    d.stop = d.tail + 64;
+    d.step = step;
+    d.nslots = sh.nslots;
+    d.slot_bytes = (uint32_t)sh.slot_bytes;
+    d.peer = peer;
+    return d;
+  }
+  void disconnect_p2p(int peer, bool send) {
+    for (int ch = 0; ch < sh.nch; ch++) (send ? p2p_send : p2p_recv)[(size_t)(peer * sh.nch + ch)] = kolo_dev_conn{};
+  }
+};
+
+kolo_op make_op(int coll, const void *in, void *out, size_t count, koloDataType_t type, int arg = 0,
+                koloRedOp_t op = koloSum) {
+  kolo_op o{};
+  o.coll = coll;
+  o.sendbuff = in;
+  o.recvbuff = out;
+  o.count = count;
+  o.type = type;
+  o.op = op;
+  o.arg = arg;
+  o.comm = nullptr;  // the planner never looks at it
+  o.stream = nullptr;
+  return o;
+}
+
+// Plans ops on fc; fails the test on a planner error.
+std::vector<kolo_dev_batch> plan(const FakeComm &fc, const std::vector<kolo_op> &ops) {
+  int n = kolo_cuda_plan_count(ops.data(), (int)ops.size(), &fc.pc);
+  std::vector<kolo_cuda_plan_item> items((size_t)n + 1);
+  kolo_cuda_plan_items(ops.data(), (int)ops.size(), &fc.pc, items.data());
+  std::vector<kolo_dev_batch> out;
+  int next = 0, r;
+  kolo_dev_batch b;
+  while ((r = kolo_cuda_plan_next(ops.data(), &fc.pc, items.data(), n, &next, &b)) == 1) {
+    EXPECT_GT(b.ntasks, 0);
+    out.push_back(b);
+    if (out.size() > 10000) break;
+  }
+  EXPECT_EQ(r, 0) << "planner error at item " << next;
+  EXPECT_EQ(next, n);
+  return out;
+}
+
+int total_tasks(const std::vector<kolo_dev_batch> &bs) {
+  int n = 0;
+  for (auto &b : bs) n += b.ntasks;
+  return n;
+}
+
+bool same_end(const kolo_dev_conn &a, const kolo_dev_conn &b) {
+  return a.step == b.step && a.slots == b.slots && a.ll_slots == b.ll_slots && a.tail == b.tail &&
+         a.head == b.head && a.stop == b.stop && a.peer == b.peer && a.nslots == b.nslots &&
+         a.slot_bytes == b.slot_bytes && a.ll_slot_bytes == b.ll_slot_bytes;
+}
+
+// The host executor's geometry (core/enqueue.c: add_tasks), written out.
+kolo_geometry host_geometry(const Shape &sh, const kolo_op &op, int layout, int nch) {
+  size_t esz = koloTypeSize(op.type);
+  kolo_geometry g{};
+  g.count = op.count;
+  g.elem_size = esz;
+  g.nranks = sh.nranks;
+  g.nchannels = nch;
+  g.chunk_elems = sh.slot_bytes * (sh.nslots / 2) / esz;
+  g.layout = layout;
+  return g;
+}
+
+// The host executor's channel count (core/enqueue.c: channels_for), written out.
+int host_channels(const Shape &sh, const kolo_op &op) {
+  size_t bytes = op.count * koloTypeSize(op.type);
+  if (op.coll == KOLO_COLL_ALL_REDUCE) bytes /= (size_t)sh.nranks;
+  size_t want = bytes / sh.min_channel_bytes;
+  if (want < 1) want = 1;
+  return (int)std::min(want, (size_t)sh.nch);
+}
+
+void expect_geometry(const kolo_geometry &a, const kolo_geometry &b) {
+  EXPECT_EQ(a.count, b.count);
+  EXPECT_EQ(a.elem_size, b.elem_size);
+  EXPECT_EQ(a.nranks, b.nranks);
+  EXPECT_EQ(a.nchannels, b.nchannels);
+  EXPECT_EQ(a.chunk_elems, b.chunk_elems);
+  EXPECT_EQ(a.layout, b.layout);
+}
+
+// ---- single calls ----------------------------------------------------------------------
+
+TEST(CudaPlan, AllReduceIsOneLaunchWithATaskPerChannel) {
+  Shape sh;
+  FakeComm fc(sh, 1);
+  const void *in = fake(0xa0000);
+  void *out = const_cast<void *>(fake(0xb0000));
+  kolo_op op = make_op(KOLO_COLL_ALL_REDUCE, in, out, 1 << 20, koloFloat32);
+  auto bs = plan(fc, {op});
+  ASSERT_EQ(bs.size(), 1u);
+  const kolo_dev_batch &b = bs[0];
+  ASSERT_EQ(b.ntasks, 2);
+  EXPECT_EQ(b.protocol, KOLO_PROTO_SIMPLE);  // 4 MiB > 64 KiB
+  EXPECT_EQ(b.timeout_ns, 1234567u);
+  EXPECT_EQ(b.abort, &fc.abort_word);
+  EXPECT_EQ(b.status, fc.status);
+  EXPECT_EQ(b.rank, 1);
+  const kolo_program &prog = fc.progs[KOLO_COLL_ALL_REDUCE][0];
+  for (int ch = 0; ch < 2; ch++) {
+    const kolo_dev_task &t = b.tasks[ch];
+    EXPECT_EQ(t.channel, ch);
+    EXPECT_EQ((uintptr_t)t.steps, FakeComm::dev_steps_value(KOLO_COLL_ALL_REDUCE, 0));
+    EXPECT_EQ(t.nsteps, prog.nsteps);
+    EXPECT_EQ(t.in_blocked, prog.in_blocked);
+    EXPECT_EQ(t.out_blocked, prog.out_blocked);
+    expect_geometry(t.geo, host_geometry(sh, op, KOLO_LAYOUT_RING, 2));
+    EXPECT_EQ(t.in, (const char *)in);
+    EXPECT_EQ(t.out, (char *)out);
+    EXPECT_EQ(t.type, koloFloat32);
+    EXPECT_EQ(t.op, koloSum);
+    EXPECT_EQ(t.div, 1);
+    ASSERT_TRUE(t.has_send);
+    ASSERT_TRUE(t.has_recv);
+    EXPECT_TRUE(same_end(t.send, fc.ring_send[(size_t)ch]));
+    EXPECT_TRUE(same_end(t.recv, fc.ring_recv[(size_t)ch]));
+    EXPECT_EQ(t.send.peer, 2);
+    EXPECT_EQ(t.recv.peer, 0);
+  }
+}
+
+TEST(CudaPlan, ChannelsAndGeometryMatchTheHostExecutor) {
+  Shape sh;
+  sh.nch = 4;
+  FakeComm fc(sh, 0);
+  const koloDataType_t types[] = {koloInt8, koloFloat16, koloFloat32, koloFloat64};
+  const size_t counts[] = {1, 1000, 64 * 1024, 256 * 1024 + 3, 3u << 20};
+  const int colls[] = {KOLO_COLL_ALL_REDUCE, KOLO_COLL_REDUCE_SCATTER, KOLO_COLL_ALL_GATHER,
+                       KOLO_COLL_BROADCAST, KOLO_COLL_REDUCE};
+  for (int coll : colls)
+    for (koloDataType_t ty : types)
+      for (size_t count : counts) {
+        SCOPED_TRACE(std::string(kolo_coll_name(coll)) + " count " + std::to_string(count) + " type " +
+                     std::to_string(ty));
+        kolo_op op = make_op(coll, fake(0x1000), const_cast<void *>(fake(0x2000)), count, ty, 3);
+        int nch = host_channels(sh, op);
+        EXPECT_EQ(kolo_op_channels(&op, sh.nranks, sh.nch, sh.min_channel_bytes), nch);
+        auto bs = plan(fc, {op});
+        ASSERT_EQ(bs.size(), 1u);
+        ASSERT_EQ(bs[0].ntasks, nch);
+        int slot = kolo_program_slot(coll, 3);
+        const kolo_program &prog = fc.progs[coll][(size_t)slot];
+        for (int ch = 0; ch < nch; ch++) {
+          expect_geometry(bs[0].tasks[ch].geo, host_geometry(sh, op, prog.layout, nch));
+          EXPECT_EQ((uintptr_t)bs[0].tasks[ch].steps, FakeComm::dev_steps_value(coll, slot));
+          EXPECT_EQ(bs[0].tasks[ch].in_blocked, prog.in_blocked);
+          EXPECT_EQ(bs[0].tasks[ch].out_blocked, prog.out_blocked);
+        }
+      }
+}
+
+TEST(CudaPlan, AverageDividesByTheRanks) {
+  Shape sh;
+  FakeComm fc(sh, 0);
+  auto bs = plan(fc, {make_op(KOLO_COLL_ALL_REDUCE, fake(0x10), const_cast<void *>(fake(0x20)), 100,
+                              koloFloat64, 0, koloAvg)});
+  ASSERT_EQ(bs.size(), 1u);
+  EXPECT_EQ(bs[0].tasks[0].div, sh.nranks);
+  EXPECT_EQ(bs[0].tasks[0].op, koloAvg);
+}
+
+TEST(CudaPlan, RootsAndPeersPickTheirProgramsAndPipes) {
+  Shape sh;
+  sh.nranks = 5;
+  FakeComm fc(sh, 1);
+  // broadcast from root 3: its program, ring pipes as the program says
+  auto bs = plan(fc, {make_op(KOLO_COLL_BROADCAST, fake(0x10), const_cast<void *>(fake(0x20)), 10, koloInt32, 3)});
+  ASSERT_EQ(bs.size(), 1u);
+  const kolo_program &bp = fc.progs[KOLO_COLL_BROADCAST][3];
+  EXPECT_EQ((uintptr_t)bs[0].tasks[0].steps, FakeComm::dev_steps_value(KOLO_COLL_BROADCAST, 3));
+  EXPECT_EQ(bs[0].tasks[0].has_send, bp.send_peer >= 0);
+  EXPECT_EQ(bs[0].tasks[0].has_recv, bp.recv_peer >= 0);
+  if (bp.send_peer >= 0) {
+    EXPECT_TRUE(same_end(bs[0].tasks[0].send, fc.ring_send[0]));
+  }
+  if (bp.recv_peer >= 0) {
+    EXPECT_TRUE(same_end(bs[0].tasks[0].recv, fc.ring_recv[0]));
+  }
+  // send to 4 and recv from 2 on two channels: point-to-point pipes
+  const size_t big = 4 << 20;
+  bs = plan(fc, {make_op(KOLO_COLL_SEND, fake(0x10), nullptr, big, koloUint8, 4),
+                 make_op(KOLO_COLL_RECV, nullptr, const_cast<void *>(fake(0x20)), big, koloUint8, 2)});
+  ASSERT_EQ(bs.size(), 1u);
+  ASSERT_EQ(bs[0].ntasks, 4);
+  int sends = 0, recvs = 0;
+  for (int i = 0; i < 4; i++) {
+    const kolo_dev_task &t = bs[0].tasks[i];
+    EXPECT_EQ(t.geo.layout, KOLO_LAYOUT_FLAT);
+    if (t.has_send) {
+      sends++;
+      EXPECT_FALSE(t.has_recv);
+      EXPECT_EQ((uintptr_t)t.steps, FakeComm::dev_steps_value(KOLO_COLL_SEND, 4));
+      EXPECT_TRUE(same_end(t.send, fc.p2p_send[(size_t)(4 * sh.nch + t.channel)]));
+      EXPECT_EQ(t.in, (const char *)fake(0x10));
+    } else {
+      recvs++;
+      ASSERT_TRUE(t.has_recv);
+      EXPECT_EQ((uintptr_t)t.steps, FakeComm::dev_steps_value(KOLO_COLL_RECV, 2));
+      EXPECT_TRUE(same_end(t.recv, fc.p2p_recv[(size_t)(2 * sh.nch + t.channel)]));
+      EXPECT_EQ(t.out, (char *)fake(0x20));
+    }
+  }
+  EXPECT_EQ(sends, 2);
+  EXPECT_EQ(recvs, 2);
+}
+
+TEST(CudaPlan, OneRankCommHasNoPipes) {
+  Shape sh;
+  sh.nranks = 1;
+  FakeComm fc(sh, 0);
+  auto bs = plan(fc, {make_op(KOLO_COLL_ALL_REDUCE, fake(0x10), const_cast<void *>(fake(0x20)), 1000, koloFloat32)});
+  ASSERT_EQ(bs.size(), 1u);
+  EXPECT_FALSE(bs[0].tasks[0].has_send);
+  EXPECT_FALSE(bs[0].tasks[0].has_recv);
+}
+
+TEST(CudaPlan, CountZeroMakesNoTask) {
+  Shape sh;
+  FakeComm fc(sh, 0);
+  std::vector<kolo_op> ops = {make_op(KOLO_COLL_ALL_REDUCE, fake(0x10), const_cast<void *>(fake(0x20)), 0, koloFloat32),
+                              make_op(KOLO_COLL_SEND, fake(0x10), nullptr, 0, koloFloat32, 2)};
+  EXPECT_EQ(kolo_cuda_plan_count(ops.data(), 2, &fc.pc), 0);
+  EXPECT_TRUE(plan(fc, ops).empty());
+}
+
+// ---- protocol ----------------------------------------------------------------------------
+
+TEST(CudaPlan, ProtocolIsLLUpToTheThreshold) {
+  EXPECT_EQ(kolo_cuda_plan_protocol(16384, koloFloat32, 65536), KOLO_PROTO_LL);
+  EXPECT_EQ(kolo_cuda_plan_protocol(16385, koloFloat32, 65536), KOLO_PROTO_SIMPLE);
+  EXPECT_EQ(kolo_cuda_plan_protocol(65536, koloInt8, 65536), KOLO_PROTO_LL);
+  EXPECT_EQ(kolo_cuda_plan_protocol(8193, koloFloat64, 65536), KOLO_PROTO_SIMPLE);
+  EXPECT_EQ(kolo_cuda_plan_protocol(1, koloInt8, 0), KOLO_PROTO_SIMPLE);  // 0: LL off
+  Shape sh;
+  sh.ll_threshold = 4096;
+  for (size_t count : {(size_t)1, (size_t)1024, (size_t)1025, (size_t)100000}) {
+    int want = count * 4 <= 4096 ? KOLO_PROTO_LL : KOLO_PROTO_SIMPLE;
+    for (int coll : {KOLO_COLL_ALL_REDUCE, KOLO_COLL_ALL_GATHER, KOLO_COLL_REDUCE}) {
+      for (int r = 0; r < sh.nranks; r++) {  // every rank decides alike
+        FakeComm fc(sh, r);
+        auto bs = plan(fc, {make_op(coll, fake(0x10), const_cast<void *>(fake(0x20)), count, koloFloat32, 1)});
+        ASSERT_EQ(bs.size(), 1u);
+        EXPECT_EQ(bs[0].protocol, want) << kolo_coll_name(coll) << " count " << count << " rank " << r;
+      }
+    }
+  }
+}
+
+TEST(CudaPlan, ProtocolsDoNotShareALaunch) {
+  Shape sh;
+  FakeComm fc(sh, 0);
+  auto bs = plan(fc, {make_op(KOLO_COLL_SEND, fake(0x10), nullptr, 100, koloFloat32, 1),
+                      make_op(KOLO_COLL_SEND, fake(0x20), nullptr, 1 << 20, koloFloat32, 2)});
+  ASSERT_EQ(bs.size(), 2u);
+  EXPECT_NE(bs[0].protocol, bs[1].protocol);
+  for (auto &b : bs)
+    for (int i = 0; i < b.ntasks; i++)
+      EXPECT_EQ(kolo_cuda_plan_protocol(b.tasks[i].in == (const char *)fake(0x10) ? 100 : 1 << 20, koloFloat32,
+                                        sh.ll_threshold),
+                b.protocol);
+}
+
+// ---- cuts ----------------------------------------------------------------------------------
+
+TEST(CudaPlan, CollectivesOfAGroupLaunchInIssueOrder) {
+  Shape sh;
+  FakeComm fc(sh, 2);
+  std::vector<kolo_op> ops;
+  for (int i = 0; i < 3; i++)
+    ops.push_back(make_op(KOLO_COLL_ALL_REDUCE, fake(0x1000 * (i + 1)), const_cast<void *>(fake(0x1000 * (i + 1))),
+                          1 << 20, koloFloat32));
+  auto bs = plan(fc, ops);
+  ASSERT_EQ(bs.size(), 3u);  // each uses the ring ends of channels 0 and 1
+  for (int i = 0; i < 3; i++) {
+    ASSERT_EQ(bs[(size_t)i].ntasks, 2);
+    EXPECT_EQ(bs[(size_t)i].tasks[0].in, (const char *)fake(0x1000 * (i + 1)));
+  }
+  // a one-channel call, then a two-channel one: the second waits for channel 0
+  bs = plan(fc, {make_op(KOLO_COLL_ALL_REDUCE, fake(0x1000), const_cast<void *>(fake(0x1000)), 10, koloFloat32),
+                 make_op(KOLO_COLL_ALL_REDUCE, fake(0x2000), const_cast<void *>(fake(0x2000)), 1 << 20, koloFloat32)});
+  ASSERT_EQ(bs.size(), 2u);
+  EXPECT_EQ(bs[0].ntasks, 1);
+  EXPECT_EQ(bs[1].ntasks, 2);
+}
+
+TEST(CudaPlan, DtypesDoNotShareALaunch) {
+  Shape sh;
+  FakeComm fc(sh, 0);
+  auto bs = plan(fc, {make_op(KOLO_COLL_SEND, fake(0x10), nullptr, 1 << 20, koloFloat32, 1),
+                      make_op(KOLO_COLL_SEND, fake(0x20), nullptr, 1 << 20, koloInt32, 2),
+                      make_op(KOLO_COLL_SEND, fake(0x30), nullptr, 1 << 20, koloFloat32, 3)});
+  // sorted by dtype: int32 first, then both float32 sends together
+  ASSERT_EQ(bs.size(), 2u);
+  EXPECT_EQ(total_tasks(bs), 6);
+  for (auto &b : bs)
+    for (int i = 0; i < b.ntasks; i++) EXPECT_EQ(b.tasks[i].type, b.tasks[0].type);
+  EXPECT_EQ(bs[0].tasks[0].type, koloInt32);
+  EXPECT_EQ(bs[1].ntasks, 4);
+}
+
+TEST(CudaPlan, AnEndIsUsedOncePerLaunchInMatchingOrder) {
+  Shape sh;
+  FakeComm fc(sh, 0);
+  auto bs = plan(fc, {make_op(KOLO_COLL_SEND, fake(0x10), nullptr, 1 << 20, koloFloat32, 1),
+                      make_op(KOLO_COLL_SEND, fake(0x20), nullptr, 1 << 20, koloFloat32, 1)});
+  ASSERT_EQ(bs.size(), 2u);
+  EXPECT_EQ(bs[0].tasks[0].in, (const char *)fake(0x10));  // the first send matches the first recv
+  EXPECT_EQ(bs[1].tasks[0].in, (const char *)fake(0x20));
+}
+
+TEST(CudaPlan, NoMoreThanMaxTasksPerLaunch) {
+  Shape sh;
+  sh.nranks = 20;
+  sh.nch = 1;
+  FakeComm fc(sh, 5);
+  std::vector<kolo_op> ops;
+  for (int p = 0; p < sh.nranks; p++) {
+    if (p == 5) continue;
+    ops.push_back(make_op(KOLO_COLL_SEND, fake(0x1000 + p), nullptr, 1000, koloFloat32, p));
+    ops.push_back(make_op(KOLO_COLL_RECV, nullptr, const_cast<void *>(fake(0x2000 + p)), 1000, koloFloat32, p));
+  }
+  auto bs = plan(fc, ops);
+  EXPECT_EQ(total_tasks(bs), 38);
+  ASSERT_EQ(bs.size(), 3u);
+  std::set<const uint32_t *> all;
+  for (auto &b : bs) {
+    EXPECT_LE(b.ntasks, KOLO_DEV_MAX_TASKS);
+    std::set<const uint32_t *> ends;
+    for (int i = 0; i < b.ntasks; i++) {
+      const uint32_t *e = b.tasks[i].has_send ? b.tasks[i].send.step : b.tasks[i].recv.step;
+      EXPECT_TRUE(ends.insert(e).second) << "an end twice in one launch";
+      all.insert(e);
+    }
+  }
+  EXPECT_EQ(all.size(), 38u);
+}
+
+TEST(CudaPlan, SendToSelfStaysWithItsRecv) {
+  Shape sh;
+  sh.nranks = 17;
+  sh.nch = 1;
+  FakeComm fc(sh, 15);
+  std::vector<kolo_op> ops;
+  for (int p = 0; p < 15; p++)  // keys (sender p, receiver 15): before the self pair
+    ops.push_back(make_op(KOLO_COLL_RECV, nullptr, const_cast<void *>(fake(0x2000 + p)), 100, koloFloat32, p));
+  ops.push_back(make_op(KOLO_COLL_SEND, fake(0x9000), nullptr, 100, koloFloat32, 15));
+  ops.push_back(make_op(KOLO_COLL_RECV, nullptr, const_cast<void *>(fake(0x9100)), 100, koloFloat32, 15));
+  auto bs = plan(fc, ops);
+  ASSERT_EQ(bs.size(), 2u);
+  EXPECT_EQ(bs[0].ntasks, 15);  // the pair would straddle the 16-task limit: it moves on whole
+  ASSERT_EQ(bs[1].ntasks, 2);
+  EXPECT_TRUE(bs[1].tasks[0].has_send && bs[1].tasks[1].has_recv);
+}
+
+TEST(CudaPlan, MissingPipeIsReported) {
+  Shape sh;
+  FakeComm fc(sh, 0);
+  fc.disconnect_p2p(3, true);
+  std::vector<kolo_op> ops = {make_op(KOLO_COLL_SEND, fake(0x10), nullptr, 100, koloFloat32, 3)};
+  int n = kolo_cuda_plan_count(ops.data(), 1, &fc.pc);
+  std::vector<kolo_cuda_plan_item> items((size_t)n);
+  kolo_cuda_plan_items(ops.data(), 1, &fc.pc, items.data());
+  int next = 0;
+  kolo_dev_batch b;
+  EXPECT_EQ(kolo_cuda_plan_next(ops.data(), &fc.pc, items.data(), n, &next, &b), -1);
+  EXPECT_EQ(next, 0);
+}
+
+// ---- no deadlock across ranks ------------------------------------------------------------
+//
+// Launches of one rank run one after the other; a task finishes only when
+// every task of its transfer (both ends of a send/recv, all ranks of a
+// collective, on that channel) is in a running launch at once (messages
+// larger than a pipe).  A transfer is named by the buffer tag its ops
+// carry.  Returns false when no launch of any rank can finish.
+
+struct Unit {
+  uintptr_t tag;
+  int channel;
+  bool operator<(const Unit &o) const { return tag != o.tag ? tag < o.tag : channel < o.channel; }
+};
+
+bool runs_to_the_end(const std::vector<std::vector<kolo_dev_batch>> &per_rank,
+                     const std::map<uintptr_t, int> &parties) {
+  size_t nr = per_rank.size();
+  std::vector<size_t> cur(nr, 0);
+  std::vector<std::vector<bool>> done(nr);
+  auto unit_of = [](const kolo_dev_task &t) {
+    return Unit{(uintptr_t)(t.in ? (const void *)t.in : (const void *)t.out), t.channel};
+  };
+  for (;;) {
+    bool all_done = true, moved = false;
+    std::map<Unit, int> running;
+    for (size_t r = 0; r < nr; r++) {
+      if (cur[r] == per_rank[r].size()) continue;
+      all_done = false;
+      const kolo_dev_batch &b = per_rank[r][cur[r]];
+      if (done[r].empty()) done[r].assign((size_t)b.ntasks, false);
+      for (int i = 0; i < b.ntasks; i++) running[unit_of(b.tasks[i])]++;
+    }
+    if (all_done) return true;
+    for (size_t r = 0; r < nr; r++) {
+      if (cur[r] == per_rank[r].size()) continue;
+      const kolo_dev_batch &b = per_rank[r][cur[r]];
+      bool all = true;
+      for (int i = 0; i < b.ntasks; i++) {
+        Unit u = unit_of(b.tasks[i]);
+        if (!done[r][(size_t)i] && running[u] == parties.at(u.tag)) done[r][(size_t)i] = true;
+        all = all && done[r][(size_t)i];
+      }
+      if (all) {
+        cur[r]++;
+        done[r].clear();
+        moved = true;
+      }
+    }
+    // Which launches run changes only when one finishes: none did, so
+    // nothing ever will.
+    if (!moved) return false;
+  }
+}
+
+TEST(CudaPlan, SimulatorSeesADeadlock) {
+  // Two ranks that each send first and receive second, in separate
+  // launches, deadlock; with one of them receiving first they do not.
+  Shape sh;
+  sh.nranks = 2;
+  sh.nch = 1;
+  FakeComm f0(sh, 0), f1(sh, 1);
+  auto s01 = plan(f0, {make_op(KOLO_COLL_SEND, fake(0x100), nullptr, 1 << 20, koloFloat32, 1)});
+  auto r01 = plan(f1, {make_op(KOLO_COLL_RECV, nullptr, const_cast<void *>(fake(0x100)), 1 << 20, koloFloat32, 0)});
+  auto s10 = plan(f1, {make_op(KOLO_COLL_SEND, fake(0x200), nullptr, 1 << 20, koloFloat32, 0)});
+  auto r10 = plan(f0, {make_op(KOLO_COLL_RECV, nullptr, const_cast<void *>(fake(0x200)), 1 << 20, koloFloat32, 1)});
+  std::map<uintptr_t, int> parties = {{0x100, 2}, {0x200, 2}};
+  std::vector<std::vector<kolo_dev_batch>> bad = {{s01[0], r10[0]}, {s10[0], r01[0]}};
+  EXPECT_FALSE(runs_to_the_end(bad, parties));
+  std::vector<std::vector<kolo_dev_batch>> good = {{s01[0], r10[0]}, {r01[0], s10[0]}};
+  EXPECT_TRUE(runs_to_the_end(good, parties));
+}
+
+TEST(CudaPlan, RandomGroupsCannotDeadlockAcrossRanks) {
+  std::mt19937_64 rng(20240611);
+  const koloDataType_t types[] = {koloFloat32, koloInt32, koloFloat16};
+  const size_t counts[] = {100, 5000, 300000};  // LL, LL/SIMPLE by type, SIMPLE on 1 or 2 channels
+  for (int iter = 0; iter < 300; iter++) {
+    Shape sh;
+    sh.nranks = 2 + (int)(rng() % 9);
+    sh.nch = 1 + (int)(rng() % 2);
+    sh.min_channel_bytes = 256 * 1024;
+    sh.ll_threshold = (rng() % 3 == 0) ? 0 : 64 * 1024;
+    int n = sh.nranks;
+    std::vector<std::vector<kolo_op>> ops((size_t)n);
+    std::map<uintptr_t, int> parties;
+    uintptr_t tag = 0x10000;
+    // collectives: one order for all ranks
+    int ncoll = (int)(rng() % 3);
+    std::vector<kolo_op> colls;
+    for (int k = 0; k < ncoll; k++) {
+      tag += 0x100;
+      int coll = (int)(rng() % 5);
+      colls.push_back(make_op(coll, fake(tag), const_cast<void *>(fake(tag)), counts[rng() % 3], types[rng() % 3],
+                              (int)(rng() % (uint64_t)n)));
+      parties[tag] = n;
+    }
+    // transfers: each lands in its sender's and receiver's list at random places
+    int ntr = (int)(rng() % (uint64_t)(3 * n + 20));
+    for (int k = 0; k < ntr; k++) {
+      tag += 0x100;
+      int s = (int)(rng() % (uint64_t)n), r = (int)(rng() % (uint64_t)n);
+      size_t count = counts[rng() % 3];
+      koloDataType_t ty = types[rng() % 3];
+      auto insert = [&](std::vector<kolo_op> &v, const kolo_op &o) {
+        v.insert(v.begin() + (long)(rng() % (v.size() + 1)), o);
+      };
+      insert(ops[(size_t)s], make_op(KOLO_COLL_SEND, fake(tag), nullptr, count, ty, r));
+      insert(ops[(size_t)r], make_op(KOLO_COLL_RECV, nullptr, const_cast<void *>(fake(tag)), count, ty, s));
+      parties[tag] = 2;
+    }
+    // The order of sends to one peer (and recvs from one) is the order
+    // that matches them: keep each rank's relative order of same-pair ops
+    // as the transfer order.  Re-sort each list's same-(coll, peer) ops
+    // by tag so the j-th send meets the j-th recv.
+    for (auto &v : ops) {
+      std::map<std::pair<int, int>, std::vector<size_t>> slots;
+      for (size_t i = 0; i < v.size(); i++) slots[{v[i].coll, v[i].arg}].push_back(i);
+      for (auto &kv : slots) {
+        std::vector<kolo_op> same;
+        for (size_t i : kv.second) same.push_back(v[i]);
+        std::sort(same.begin(), same.end(), [](const kolo_op &a, const kolo_op &b) {
+          return (uintptr_t)(a.sendbuff ? a.sendbuff : a.recvbuff) < (uintptr_t)(b.sendbuff ? b.sendbuff : b.recvbuff);
+        });
+        for (size_t j = 0; j < kv.second.size(); j++) v[kv.second[j]] = same[j];
+      }
+    }
+    // collectives at random places, in the same order on every rank
+    for (auto &v : ops) {
+      std::vector<size_t> at;
+      for (size_t k = 0; k < colls.size(); k++) at.push_back(rng() % (v.size() + 1));
+      std::sort(at.begin(), at.end());
+      for (size_t k = colls.size(); k-- > 0;) v.insert(v.begin() + (long)at[k], colls[k]);
+    }
+    std::vector<std::vector<kolo_dev_batch>> per_rank((size_t)n);
+    for (int r = 0; r < n; r++) {
+      FakeComm fc(sh, r);
+      per_rank[(size_t)r] = plan(fc, ops[(size_t)r]);
+    }
+    ASSERT_TRUE(runs_to_the_end(per_rank, parties))
+        << "iteration " << iter << ": " << n << " ranks, " << sh.nch << " channel(s), " << ntr
+        << " transfers, " << ncoll << " collectives";
+  }
+}
+
+// ---- communicator init -------------------------------------------------------------------
+
+koloConfig_t cuda_config() {
+  koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
+  cfg.memory = koloMemCuda;
+  cfg.timeoutMs = 20000;
+  return cfg;
+}
+
+#ifdef KOLO_HAVE_CUDA
+
+int visible_devices() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+  (void)cudaGetLastError();
+  return n;
+}
+
+TEST(CudaInit, MissingDeviceFailsCleanlyNamingIt) {
+  int ndev = visible_devices();
+  koloConfig_t cfg = cuda_config();
+  // Without a GPU, device 0 is missing; with one, ask for one past the last.
+  int missing = ndev;
+  if (ndev > 0) cfg.cudaDev = missing;
+  koloComm_t comms[2] = {nullptr, nullptr};
+  int devs[2] = {missing, missing};
+  koloResult_t res = koloCommInitAllConfig(comms, 2, devs, &cfg);
+  EXPECT_NE(res, koloSuccess);
+  EXPECT_TRUE(res == koloUnhandledCudaError || res == koloRemoteError) << koloGetErrorString(res);
+  std::string msg = koloGetLastError(nullptr);
+  EXPECT_CONTAINS(msg, "CUDA device " + std::to_string(missing));
+  EXPECT_CONTAINS(msg, "rank ");
+  EXPECT_EQ(comms[0], nullptr);
+  EXPECT_EQ(comms[1], nullptr);
+}
+
+TEST(CudaInit, MemoryFromTheEnvironment) {
+  if (visible_devices() > 0) GTEST_SKIP() << "a GPU is present: this checks the no-GPU path";
+  kt::ScopedEnv env("KOLO_MEMORY", "cuda");
+  koloComm_t comm = nullptr;
+  koloResult_t res = koloCommInitAll(&comm, 1, nullptr);
+  EXPECT_NE(res, koloSuccess);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "CUDA device 0");
+  EXPECT_EQ(comm, nullptr);
+}
+
+TEST(CudaInit, BadLLSlotSizeIsRefused) {
+  kt::ScopedEnv env("KOLO_LL_SLOT_BYTES", "1000");
+  koloConfig_t cfg = cuda_config();
+  koloComm_t comm = nullptr;
+  koloResult_t res = koloCommInitAllConfig(&comm, 1, nullptr, &cfg);
+  EXPECT_EQ(res, koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "KOLO_LL_SLOT_BYTES");
+}
+
+#else
+
+TEST(CudaInit, RefusedWithoutCudaInTheBuild) {
+  koloConfig_t cfg = cuda_config();
+  koloComm_t comms[2] = {nullptr, nullptr};
+  koloResult_t res = koloCommInitAllConfig(comms, 2, nullptr, &cfg);
+  EXPECT_EQ(res, koloInvalidUsage);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "this build of kolo has none");
+  EXPECT_EQ(comms[0], nullptr);
+  kt::ScopedEnv env("KOLO_MEMORY", "cuda");
+  koloComm_t comm = nullptr;
+  EXPECT_EQ(koloCommInitAll(&comm, 1, nullptr), koloInvalidUsage);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "KOLO_CUDA=OFF");
+}
+
+#endif
+
+// ---- end to end on a GPU (skipped without one) -------------------------------------------
+
+#ifdef KOLO_HAVE_CUDA
+
+class CudaComm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (visible_devices() == 0) GTEST_SKIP() << "no CUDA device";
+  }
+};
+
+// n ranks as threads' comms on device 0, each with its own non-blocking stream.
+struct GpuWorld {
+  std::vector<koloComm_t> comms;
+  std::vector<cudaStream_t> streams;
+  koloResult_t res = koloSuccess;
+  explicit GpuWorld(int n) : comms((size_t)n, nullptr), streams((size_t)n, nullptr) {
+    koloConfig_t cfg = cuda_config();
+    std::vector<int> devs((size_t)n, 0);
+    res = koloCommInitAllConfig(comms.data(), n, devs.data(), &cfg);
+    cudaSetDevice(0);
+    for (auto &s : streams) cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  }
+  ~GpuWorld() {
+    for (auto &c : comms)
+      if (c) koloCommDestroy(c);
+    for (auto &s : streams)
+      if (s) cudaStreamDestroy(s);
+  }
+};
+
+TEST_F(CudaComm, AllReduceOfRanksSharingOneDevice) {
+  for (size_t count : {(size_t)1, (size_t)1000, (size_t)(1 << 20) + 5}) {
+    const int n = 3;
+    GpuWorld w(n);
+    ASSERT_EQ(w.res, koloSuccess) << koloGetLastError(nullptr);
+    std::vector<float *> buf((size_t)n);
+    for (int r = 0; r < n; r++) {
+      ASSERT_EQ(cudaMalloc(&buf[(size_t)r], count * sizeof(float)), cudaSuccess);
+      std::vector<float> h(count, (float)(r + 1));
+      cudaMemcpy(buf[(size_t)r], h.data(), count * sizeof(float), cudaMemcpyHostToDevice);
+    }
+    ASSERT_EQ(koloGroupStart(), koloSuccess);
+    for (int r = 0; r < n; r++)
+      EXPECT_EQ(koloAllReduce(buf[(size_t)r], buf[(size_t)r], count, koloFloat32, koloSum, w.comms[(size_t)r],
+                              (koloStream_t)w.streams[(size_t)r]),
+                koloSuccess);
+    ASSERT_EQ(koloGroupEnd(), koloSuccess) << koloGetLastError(w.comms[0]);
+    for (int r = 0; r < n; r++) ASSERT_EQ(cudaStreamSynchronize(w.streams[(size_t)r]), cudaSuccess);
+    for (int r = 0; r < n; r++) {
+      koloResult_t ae;
+      EXPECT_EQ(koloCommGetAsyncError(w.comms[(size_t)r], &ae), koloSuccess);
+      EXPECT_EQ(ae, koloSuccess) << koloGetLastError(w.comms[(size_t)r]);
+      std::vector<float> h(count);
+      cudaMemcpy(h.data(), buf[(size_t)r], count * sizeof(float), cudaMemcpyDeviceToHost);
+      for (size_t i = 0; i < count; i++) ASSERT_EQ(h[i], 6.0f) << "rank " << r << " element " << i;
+      cudaFree(buf[(size_t)r]);
+    }
+  }
+}
+
+TEST_F(CudaComm, SendRecvRingAndTheNullStreamRule) {
+  const int n = 2;
+  GpuWorld w(n);
+  ASSERT_EQ(w.res, koloSuccess) << koloGetLastError(nullptr);
+  // two ranks of this process on device 0: the NULL stream is refused
+  int *d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 4 * sizeof(int)), cudaSuccess);
+  EXPECT_EQ(koloAllReduce(d, d, 4, koloInt32, koloSum, w.comms[0], nullptr), koloInvalidUsage);
+  EXPECT_CONTAINS(koloGetLastError(w.comms[0]), "NULL (legacy default) stream");
+  cudaFree(d);
+  const size_t count = 300000;
+  std::vector<int *> in((size_t)n), out((size_t)n);
+  for (int r = 0; r < n; r++) {
+    ASSERT_EQ(cudaMalloc(&in[(size_t)r], count * sizeof(int)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&out[(size_t)r], count * sizeof(int)), cudaSuccess);
+    std::vector<int> h(count);
+    for (size_t i = 0; i < count; i++) h[i] = (int)(i * 7 + (size_t)r);
+    cudaMemcpy(in[(size_t)r], h.data(), count * sizeof(int), cudaMemcpyHostToDevice);
+  }
+  ASSERT_EQ(koloGroupStart(), koloSuccess);
+  for (int r = 0; r < n; r++) {
+    int peer = 1 - r;
+    EXPECT_EQ(koloSend(in[(size_t)r], count, koloInt32, peer, w.comms[(size_t)r], (koloStream_t)w.streams[(size_t)r]),
+              koloSuccess);
+    EXPECT_EQ(koloRecv(out[(size_t)r], count, koloInt32, peer, w.comms[(size_t)r], (koloStream_t)w.streams[(size_t)r]),
+              koloSuccess);
+  }
+  ASSERT_EQ(koloGroupEnd(), koloSuccess) << koloGetLastError(w.comms[0]);
+  for (int r = 0; r < n; r++) {
+    ASSERT_EQ(cudaStreamSynchronize(w.streams[(size_t)r]), cudaSuccess);
+    std::vector<int> h(count);
+    cudaMemcpy(h.data(), out[(size_t)r], count * sizeof(int), cudaMemcpyDeviceToHost);
+    for (size_t i = 0; i < count; i++) ASSERT_EQ(h[i], (int)(i * 7 + (size_t)(1 - r))) << "rank " << r << " element " << i;
+    cudaFree(in[(size_t)r]);
+    cudaFree(out[(size_t)r]);
+  }
+}
+
+#endif
+
+}  // namespace

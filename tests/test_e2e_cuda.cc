@@ -1,0 +1,1293 @@
+// test_e2e_cuda.cc - end-to-end tests of koloMemCuda communicators: the
+// host suites (test_e2e_threads.cc, test_e2e_procs.cc) run with device
+// buffers on one GPU, plus what only a GPU has: CUDA graph capture, and
+// kernels that spin on a peer (abort, timeout).
+//
+// Ranks as threads: koloCommInitAllConfig with devlist {0, 0, ...} (or
+// koloCommInitRank[Config] from the ranks' threads), one cudaStreamNonBlocking
+// stream per rank, calls issued either by each rank's own thread, all at once
+// ("threads"), or by one thread for every rank inside one
+// koloGroupStart / koloGroupEnd ("onethread").  A call only enqueues; the
+// test then waits for each stream (polling, with a bound), copies the device
+// buffers back and checks them with util/coll_run.h's check():
+//   CudaGrid        every collective x dtype x op x ranks {1,2,3,4,8} x
+//                   counts {0,1,7,4095} x in/out of place, both issue modes;
+//                   a third of the calls with device buffers 0..7 elements
+//                   past a 64-byte boundary (different per rank and buffer)
+//   CudaLargeGrid   count 1 MiB + 3 (test_e2e_threads.cc's sampled grid:
+//                   over the rank counts every dtype and op comes up), both modes
+//   CudaHugeGrid    64 MiB messages, float32 and bfloat16 sum, 4 ranks
+//   CudaProtocolSwitch  counts one element below, at and above the LL/SIMPLE
+//                   switch (KOLO_LL_THRESHOLD bytes, default 64 KiB), in bytes of
+//                   the count and, for reduce-scatter / all-gather, of the total
+//   CudaInitRankThreads, CudaMemoryEnv  other ways to make CUDA communicators
+//                   (koloCommInitRankConfig with cudaDev; KOLO_MEMORY=cuda with
+//                   koloCommInitAll and koloCommInitRank on the current device)
+//   CudaBatch       several calls per stream before one wait: back to back,
+//                   in one group per rank, and every rank's calls in one group
+//   CudaP2P         all-to-all of send/recv in groups (first send/recv to a
+//                   peer sets up its pipes), both issue modes
+//   CudaGraph       an all-reduce captured per rank after a warm-up call,
+//                   replayed 3 times with new inputs; then an eager call
+//   CudaAbort       koloCommAbort ends a kernel spinning on a peer that never
+//                   calls (LL- and SIMPLE-sized calls)
+//   CudaAbortPeers  peers waiting on an aborted rank stop with an error
+//   CudaTimeout     KOLO_TIMEOUT_MS / config.timeoutMs: the kernel gives up,
+//                   koloCommGetAsyncError reports koloTimeout naming the rank
+// Ranks as processes (one GPU, kernels time-sliced): the test process makes
+// the unique id, forks one child per rank and each child execs a fresh copy
+// of this binary that runs only CudaProcsChild.DISABLED_Rank (CUDA does not
+// survive fork; exec makes the child clean even when this process already
+// used CUDA):
+//   CudaProcs       test_e2e_procs.cc's subset (4 dtype/op pairs, counts
+//                   {0,1,7,4095}, 1 MiB + 3 for some) plus the protocol switch
+//   CudaProcsTimeout  a peer process that never calls: koloTimeout naming it
+//
+// Every test is a visible skip ("no CUDA device: ...") without a usable
+// device.  Large and Huge grids are skipped in sanitizer builds
+// (KOLO_TEST_FULL=1 runs them) and their names match the LargeGrid|HugeGrid
+// filters of tests/run_all.sh.  KOLO_TEST_SEED changes the inputs,
+// KOLO_TEST_VERBOSE=1 prints per-case times.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "util/coll_ref.h"
+#include "util/coll_run.h"
+#include "util/cuda_bufs.h"
+#include "util/proc_util.h"
+#include "util/thread_world.h"
+
+extern char **environ;
+
+using namespace kt;
+
+namespace {
+
+// A hang becomes an error after 60 s (the kernels' own timeout) instead of
+// ctest's timeout; forked children inherit it.
+const bool kTimeoutSet = (default_test_timeout(60000), true);
+
+constexpr size_t kLarge = (1u << 20) + 3;
+const size_t kSmallCounts[] = {0, 1, 7, 4095};
+
+// EXPECT_CONTAINS(text, part): text (a std::string or C string) contains part.
+#define EXPECT_CONTAINS(text, part)                                                           \
+  EXPECT_NE(std::string(text).find(part), std::string::npos)                                  \
+      << "\"" << std::string(text) << "\" does not contain \"" << (part) << "\""
+
+std::string report_text(const GridReport &rep) {
+  std::string s = std::to_string(rep.failed_cases) + " of " + std::to_string(rep.cases) +
+                  " cases failed" + (rep.call_failed ? " (stopped at a failed call)" : "") + ":";
+  for (const std::string &f : rep.failures) s += "\n  " + f;
+  return s;
+}
+
+#define EXPECT_GRID_OK(rep) EXPECT_EQ((rep).failed_cases, 0) << report_text(rep)
+#define ASSERT_GRID_OK(rep) ASSERT_EQ((rep).failed_cases, 0) << report_text(rep)
+
+CollCase make_case(Coll coll, koloDataType_t t, koloRedOp_t op, int n, size_t count, bool in_place,
+                   int variant) {
+  CollCase c;
+  c.coll = coll;
+  c.type = t;
+  c.op = has_op(coll) ? op : koloSum;
+  c.nranks = n;
+  c.count = count;
+  c.in_place = in_place;
+  c.root = variant % n;
+  c.misalign = variant % 3 == 0 ? 1 + (variant / 3) % 7 : 0;
+  seed_case(&c);
+  return c;
+}
+
+// ---- case lists ---------------------------------------------------------------------
+
+std::vector<CollCase> small_grid(Coll coll, int n) {
+  std::vector<CollCase> cases;
+  int variant = 0;
+  for (koloDataType_t t : kAllTypes)
+    for (koloRedOp_t op : kAllOps) {
+      if (!has_op(coll) && op != koloSum) continue;
+      for (size_t count : kSmallCounts)
+        for (int ip = 0; ip < (has_in_place(coll) ? 2 : 1); ip++)
+          cases.push_back(make_case(coll, t, op, n, count, ip == 1, variant++));
+    }
+  return cases;
+}
+
+// As test_e2e_threads.cc: per (collective, nranks) float32 sum out of place,
+// float32 with another op in place, and other dtypes; over the 4 rank counts
+// every op and every dtype comes up for the reducing collectives.
+std::vector<CollCase> large_grid(Coll coll, int n) {
+  static const int kRanks[] = {2, 3, 4, 8};
+  int slot = 0;
+  while (kRanks[slot] != n) slot++;
+  static const koloDataType_t kOthers[] = {koloInt8,  koloUint8,   koloInt32,    koloUint32, koloInt64,
+                                           koloUint64, koloFloat16, koloBfloat16, koloFloat64};
+  std::vector<CollCase> cases;
+  cases.push_back(make_case(coll, koloFloat32, koloSum, n, kLarge, false, 1));
+  if (has_in_place(coll))
+    cases.push_back(make_case(coll, koloFloat32, kAllOps[1 + slot], n, kLarge, true, 2));
+  for (int k = 0; k < 9; k += 4) {  // dtypes slot, slot + 4, slot + 8 (< 9)
+    int i = slot + k;
+    if (i >= 9 || (k > 0 && coll != Coll::AllReduce)) continue;
+    koloRedOp_t op = kAllOps[(slot + k) % 5];
+    cases.push_back(make_case(coll, kOthers[i], op, n, kLarge, i % 2 == 1, 3 + i));
+  }
+  return cases;
+}
+
+// The byte size at which calls switch from LL to SIMPLE: KOLO_LL_THRESHOLD
+// when set (for the library and this test alike), else the 64 KiB default.
+size_t ll_threshold() {
+  const char *v = std::getenv("KOLO_LL_THRESHOLD");
+  long x = v ? std::strtol(v, nullptr, 10) : 0;
+  return x > 0 ? (size_t)x : (size_t)65536;
+}
+
+// Counts one element below, at and above the switch, measured on the call's
+// count and, for reduce-scatter / all-gather, on the whole array (n *
+// count); float32 sum, bfloat16 and int8 (one element = one byte) with
+// another op, in and out of place.
+std::vector<CollCase> protocol_cases(Coll coll, int n) {
+  struct TO {
+    koloDataType_t t;
+    koloRedOp_t op;
+  };
+  static const TO kPicks[] = {{koloFloat32, koloSum}, {koloBfloat16, koloAvg}, {koloInt8, koloMax}};
+  const size_t T = ll_threshold();
+  std::vector<CollCase> cases;
+  int variant = 1;
+  for (const TO &p : kPicks) {
+    const size_t esz = type_size(p.t);
+    std::set<size_t> counts;
+    for (size_t unit : {esz, (size_t)n * esz}) {
+      if (unit != esz && coll != Coll::ReduceScatter && coll != Coll::AllGather) continue;
+      size_t at = T / unit;
+      if (at < 2) continue;
+      for (size_t c : {at - 1, at, at + 1}) counts.insert(c);
+    }
+    for (size_t count : counts)
+      for (int ip = 0; ip < (has_in_place(coll) ? 2 : 1); ip++)
+        cases.push_back(make_case(coll, p.t, p.op, n, count, ip == 1, variant++));
+  }
+  return cases;
+}
+
+// A few cases per collective: the types and ops that exercise different
+// code (integer wrap, 16-bit floats, float64), small and odd counts.
+std::vector<CollCase> sample_cases(int n, std::initializer_list<size_t> counts, int variant0 = 0) {
+  struct TO {
+    koloDataType_t t;
+    koloRedOp_t op;
+  };
+  static const TO kPicks[] = {{koloFloat32, koloSum}, {koloInt32, koloMax},   {koloBfloat16, koloSum},
+                              {koloFloat16, koloAvg}, {koloUint8, koloProd},  {koloInt64, koloMin},
+                              {koloFloat64, koloProd}};
+  std::vector<CollCase> cases;
+  int variant = variant0;
+  for (Coll coll : kAllColls)
+    for (size_t count : counts)
+      for (int ip = 0; ip < (has_in_place(coll) ? 2 : 1); ip++) {
+        const TO &p = kPicks[(size_t)variant % (sizeof kPicks / sizeof kPicks[0])];
+        cases.push_back(make_case(coll, p.t, p.op, n, count, ip == 1, variant++));
+      }
+  return cases;
+}
+
+std::string param_name(Coll coll, int n) {
+  return std::string(coll_name(coll)) + "_" + std::to_string(n) + "ranks";
+}
+
+const Issue kBothIssues[] = {Issue::kPerThread, Issue::kOneThread};
+
+using GridParam = std::tuple<Coll, int, Issue>;
+std::string grid_param_name(const ::testing::TestParamInfo<GridParam> &p) {
+  return param_name(std::get<0>(p.param), std::get<1>(p.param)) + "_" + issue_name(std::get<2>(p.param));
+}
+
+// ---- processes (declared here: the tests run first, see below) -----------------------
+
+constexpr double kChildTimeoutMs = 300000;
+
+std::vector<CollCase> cuda_proc_grid(int n);
+void run_cuda_procs(const std::string &mode, int n);
+
+}  // namespace
+
+// ===== ranks as processes ======================================================
+// (The children exec a fresh copy of this binary, so these tests work
+// whatever ran before them in this process.)
+
+class CudaProcs : public ::testing::TestWithParam<int> {};
+
+// Each of n processes joins with koloCommInitRankConfig (koloMemCuda, device
+// 0) and runs cuda_proc_grid(n) with device buffers; all must exit 0 and
+// leave no /dev/shm/kolo-* segment.
+TEST_P(CudaProcs, Grid) {
+  KT_REQUIRE_CUDA();
+  run_cuda_procs("grid", GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaProcs, CudaProcs, ::testing::Values(1, 2, 3, 4, 8),
+                         [](const ::testing::TestParamInfo<int> &p) {
+                           return std::to_string(p.param) + "procs";
+                         });
+
+// 2 processes, KOLO_TIMEOUT_MS=2000: after a warm-up all-reduce, rank 1
+// stays alive but never calls again; rank 0's next all-reduce enqueues and
+// returns, its kernel gives up after about 2 s, the stream ends without a
+// CUDA error, and koloCommGetAsyncError reports koloTimeout naming rank 1.
+TEST(CudaProcsTimeout, PeerNeverCallsKernelGivesUp) {
+  KT_REQUIRE_CUDA();
+  ScopedEnv timeout("KOLO_TIMEOUT_MS", "2000");
+  run_cuda_procs("timeout", 2);
+}
+
+// ===== ranks as threads: the grids ==============================================
+
+class CudaGrid : public ::testing::TestWithParam<GridParam> {};
+
+TEST_P(CudaGrid, SmallCounts) {
+  KT_REQUIRE_CUDA();
+  auto [coll, n, how] = GetParam();
+  CudaWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  GridReport rep = run_cuda_grid(w, small_grid(coll, n), how);
+  EXPECT_GRID_OK(rep);
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaGrid,
+                         ::testing::Combine(::testing::ValuesIn(kAllColls), ::testing::Values(1, 2, 3, 4, 8),
+                                            ::testing::ValuesIn(kBothIssues)),
+                         grid_param_name);
+
+class CudaLargeGrid : public ::testing::TestWithParam<GridParam> {};
+
+TEST_P(CudaLargeGrid, OneMiBPlus3) {
+  KT_REQUIRE_CUDA();
+  if (sanitized_build()) GTEST_SKIP() << "large counts skipped in sanitizer builds (KOLO_TEST_FULL=1 runs them)";
+  auto [coll, n, how] = GetParam();
+  CudaWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  GridReport rep = run_cuda_grid(w, large_grid(coll, n), how);
+  EXPECT_GRID_OK(rep);
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaLargeGrid,
+                         ::testing::Combine(::testing::ValuesIn(kAllColls), ::testing::Values(2, 3, 4, 8),
+                                            ::testing::ValuesIn(kBothIssues)),
+                         grid_param_name);
+
+class CudaHugeGrid : public ::testing::TestWithParam<Coll> {};
+
+TEST_P(CudaHugeGrid, SixtyFourMiB) {
+  KT_REQUIRE_CUDA();
+  if (sanitized_build()) GTEST_SKIP() << "64 MiB skipped in sanitizer builds (KOLO_TEST_FULL=1 runs it)";
+  const Coll coll = GetParam();
+  const int n = 4;
+  CudaWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  std::vector<CollCase> cases;
+  int variant = 5;
+  for (koloDataType_t t : {koloFloat32, koloBfloat16}) {
+    size_t count = (64u << 20) / type_size(t);
+    if (coll == Coll::ReduceScatter || coll == Coll::AllGather) count /= n;
+    cases.push_back(make_case(coll, t, koloSum, n, count, false, variant++));
+  }
+  GridReport rep = run_cuda_grid(w, cases, Issue::kPerThread);
+  EXPECT_GRID_OK(rep);
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaHugeGrid, ::testing::ValuesIn(kAllColls),
+                         [](const ::testing::TestParamInfo<Coll> &p) {
+                           return std::string(coll_name(p.param)) + "_4ranks";
+                         });
+
+class CudaProtocolSwitch : public ::testing::TestWithParam<std::tuple<Coll, int>> {};
+
+// Both issue modes on one set of communicators: LL and SIMPLE calls follow
+// each other on the same connectors.
+TEST_P(CudaProtocolSwitch, AroundLLThreshold) {
+  KT_REQUIRE_CUDA();
+  auto [coll, n] = GetParam();
+  CudaWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  std::vector<CollCase> cases = protocol_cases(coll, n);
+  for (Issue how : kBothIssues) {
+    GridReport rep = run_cuda_grid(w, cases, how);
+    EXPECT_GRID_OK(rep) << " (threshold " << ll_threshold() << " bytes)";
+    if (rep.call_failed) break;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    CudaThreads, CudaProtocolSwitch,
+    ::testing::Combine(::testing::ValuesIn(kAllColls), ::testing::Values(1, 2, 3, 4, 8)),
+    [](const ::testing::TestParamInfo<CudaProtocolSwitch::ParamType> &p) {
+      return param_name(std::get<0>(p.param), std::get<1>(p.param));
+    });
+
+// ===== other ways to make CUDA communicators ======================================
+
+class CudaInitRankThreads : public ::testing::TestWithParam<int> {};
+
+// koloGetUniqueId here, koloCommInitRankConfig (memory = koloMemCuda,
+// cudaDev = 0) on n threads at once; then a sample of every collective.
+TEST_P(CudaInitRankThreads, CollectivesWork) {
+  KT_REQUIRE_CUDA();
+  const int n = GetParam();
+  CudaWorld w(n, CudaWorld::Init::kInitRankThreads);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  for (int r = 0; r < n; r++) {
+    int count = -1, rank = -1;
+    EXPECT_EQ(koloCommCount(w.comms[r], &count), koloSuccess);
+    EXPECT_EQ(koloCommUserRank(w.comms[r], &rank), koloSuccess);
+    EXPECT_EQ(count, n);
+    EXPECT_EQ(rank, r);
+  }
+  GridReport rep = run_cuda_grid(w, sample_cases(n, {1, 7, 4095, 70001}), Issue::kPerThread);
+  EXPECT_GRID_OK(rep);
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaInitRankThreads, ::testing::Values(2, 3, 5),
+                         [](const ::testing::TestParamInfo<int> &p) {
+                           return std::to_string(p.param) + "ranks";
+                         });
+
+// KOLO_MEMORY=cuda makes koloCommInitAll (devlist {0,0,0}) create CUDA
+// communicators: device buffers work with them.
+TEST(CudaMemoryEnv, KoloMemoryCudaInitAll) {
+  KT_REQUIRE_CUDA();
+  ScopedEnv mem("KOLO_MEMORY", "cuda");
+  const int n = 3;
+  CudaWorld w(n, CudaWorld::Init::kInitAllPlain);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  GridReport rep = run_cuda_grid(w, sample_cases(n, {7, 70001}), Issue::kPerThread);
+  EXPECT_GRID_OK(rep);
+}
+
+// KOLO_MEMORY=cuda with koloCommInitRank (no config: the current device,
+// set with cudaSetDevice(0) on each rank's thread), and with
+// koloCommInitRankConfig where memory is left undefined and cudaDev = -1.
+TEST(CudaMemoryEnv, KoloMemoryCudaInitRankCurrentDevice) {
+  KT_REQUIRE_CUDA();
+  ScopedEnv mem("KOLO_MEMORY", "cuda");
+  const int n = 2;
+  {
+    CudaWorld w(n, CudaWorld::Init::kInitRankPlain);
+    ASSERT_TRUE(w.ok()) << w.init_error;
+    GridReport rep = run_cuda_grid(w, sample_cases(n, {4095}), Issue::kPerThread);
+    EXPECT_GRID_OK(rep);
+  }
+  {
+    koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
+    cfg.cudaDev = -1;
+    CudaWorld w(n, CudaWorld::Init::kInitRankThreads, &cfg);
+    ASSERT_TRUE(w.ok()) << w.init_error;
+    GridReport rep = run_cuda_grid(w, sample_cases(n, {4095}, 3), Issue::kOneThread);
+    EXPECT_GRID_OK(rep);
+  }
+}
+
+// ===== several calls in flight =======================================================
+
+namespace {
+
+enum class Batch {
+  kBackToBack,      // each rank's thread: the calls one after the other, no group
+  kGroupPerRank,    // each rank's thread: all its calls in one group
+  kOneThreadGroup,  // this thread: every rank's calls in one group
+};
+
+const char *batch_name(Batch b) {
+  switch (b) {
+  case Batch::kBackToBack: return "BackToBack";
+  case Batch::kGroupPerRank: return "GroupPerRank";
+  case Batch::kOneThreadGroup: return "OneThreadGroup";
+  }
+  return "?";
+}
+
+// Enqueues every case of `cases` on every rank's stream (per `how`) without
+// waiting in between, then waits once per stream and checks every result.
+std::string run_batch(CudaWorld &w, const std::vector<CollCase> &cases, Batch how) {
+  const int n = w.nranks();
+  std::string err = w.reserve(dev_sum_case_bytes(cases));
+  if (!err.empty()) return err;
+  std::vector<Expected> exp(cases.size());
+  w.pool.run([&](int r) {
+    for (size_t i = (size_t)r; i < cases.size(); i += (size_t)n) expected_for(cases[i], &exp[i]);
+  });
+  std::vector<std::vector<std::unique_ptr<DevRankBufs>>> bufs((size_t)n);
+  std::vector<std::string> errs((size_t)n);
+  std::vector<char> failed((size_t)n, 0);
+  auto issue_rank = [&](int r) {
+    koloResult_t res = koloSuccess;
+    for (size_t i = 0; i < cases.size() && res == koloSuccess; i++) {
+      res = dev_issue(cases[i], r, *bufs[r][i], w.comms[r], w.streams[r]);
+      if (res != koloSuccess) errs[r] += cases[i].str() + ": " + result_text(coll_name(cases[i].coll), res, w.comms[r]);
+    }
+    return res;
+  };
+  w.pool.run([&](int r) {
+    cudaSetDevice(w.dev);
+    w.arenas[r].reset();
+    for (const CollCase &c : cases) {
+      bufs[r].emplace_back(new DevRankBufs);
+      std::string e = dev_prepare(c, r, &w.arenas[r], w.streams[r], bufs[r].back().get());
+      if (!e.empty()) {
+        errs[r] = c.str() + ": " + e;
+        failed[r] = 1;
+        return;
+      }
+    }
+    if (how == Batch::kOneThreadGroup) return;
+    koloResult_t res = koloSuccess;
+    if (how == Batch::kGroupPerRank) res = koloGroupStart();
+    if (res == koloSuccess) res = issue_rank(r);
+    if (how == Batch::kGroupPerRank) {
+      koloResult_t end = koloGroupEnd();
+      if (end != koloSuccess) errs[r] += " " + result_text("koloGroupEnd", end, w.comms[r]);
+      if (res == koloSuccess) res = end;
+    }
+    failed[r] = res != koloSuccess;
+  });
+  if (how == Batch::kOneThreadGroup &&
+      std::none_of(failed.begin(), failed.end(), [](char f) { return f != 0; })) {
+    cudaSetDevice(w.dev);
+    koloResult_t res = koloGroupStart();
+    for (int r = 0; r < n && res == koloSuccess; r++) {
+      res = issue_rank(r);
+      failed[r] = res != koloSuccess;
+    }
+    koloResult_t end = koloGroupEnd();
+    if (end != koloSuccess) {
+      errs[0] += " " + result_text("koloGroupEnd", end, w.comms[0]);
+      failed[0] = 1;
+    }
+  }
+  w.pool.run([&](int r) {
+    cudaSetDevice(w.dev);
+    bool busy = false;
+    std::string werr = wait_stream(w.streams[r], kStreamWaitMs, nullptr, &busy);
+    if (busy) w.wedge();
+    if (!werr.empty()) errs[r] += " " + werr;
+    if (failed[r] || !werr.empty()) return;
+    std::string aerr = async_error_text(w.comms[r]);
+    if (!aerr.empty()) {
+      errs[r] = aerr;
+      return;
+    }
+    for (size_t i = 0; i < cases.size(); i++) {
+      std::string e = dev_check(cases[i], r, bufs[r][i].get(), w.streams[r], exp[i]);
+      if (!e.empty()) errs[r] += "\n    " + cases[i].str() + ": " + e;
+    }
+  });
+  std::string all;
+  for (int r = 0; r < n; r++)
+    if (!errs[r].empty()) all += "\n  rank " + std::to_string(r) + ": " + errs[r];
+  return all;
+}
+
+}  // namespace
+
+class CudaBatch : public ::testing::TestWithParam<std::tuple<Batch, int>> {};
+
+// Batches of 7 calls per rank (every collective, different dtypes, ops,
+// roots, counts, in and out of place) enqueued on each rank's stream before
+// one wait: the calls return without synchronizing, run in stream order, and
+// consecutive kernels on a connector continue where the last stopped.
+TEST_P(CudaBatch, ManyCallsThenOneWait) {
+  KT_REQUIRE_CUDA();
+  auto [how, n] = GetParam();
+  CudaWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  std::vector<CollCase> cases = sample_cases(n, {0, 7, 4095, 250001});
+  const size_t batch = 7;
+  for (size_t first = 0; first < cases.size(); first += batch) {
+    std::vector<CollCase> part(cases.begin() + (long)first,
+                               cases.begin() + (long)std::min(cases.size(), first + batch));
+    std::string errs = run_batch(w, part, how);
+    ASSERT_EQ(errs, "") << "batch starting at case " << first;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    CudaThreads, CudaBatch,
+    ::testing::Combine(::testing::Values(Batch::kBackToBack, Batch::kGroupPerRank, Batch::kOneThreadGroup),
+                       ::testing::Values(1, 2, 4)),
+    [](const ::testing::TestParamInfo<CudaBatch::ParamType> &p) {
+      return std::string(batch_name(std::get<0>(p.param))) + "_" + std::to_string(std::get<1>(p.param)) +
+             "ranks";
+    });
+
+// ===== point-to-point in groups =========================================================
+
+namespace {
+
+// Data of a message: rank `src` sends message `tag` (distinct per message).
+uint64_t msg_seed(uint64_t seed, int src, int tag) {
+  return mix64(seed ^ ((uint64_t)src << 32) ^ (uint64_t)tag);
+}
+
+// All-to-all with device buffers: rank r sends block j (tag j) of its send
+// buffer to rank j, in rotated order (r, r+1, ...), and receives block j of
+// its receive buffer from rank j (plain order), itself included, all in one
+// group (per rank thread, or every rank in one group from this thread).
+// Checks every block, the device guards, and that the send buffer is unchanged.
+std::string run_all_to_all(CudaWorld &w, koloDataType_t t, size_t count, uint64_t seed, Issue how) {
+  const int n = w.nranks();
+  const size_t esz = type_size(t), bytes = (size_t)n * count * esz;
+  const unsigned char poison = 0x5a;
+  std::string err = w.reserve(2 * dev_region_bytes(bytes));
+  if (!err.empty()) return err;
+  std::vector<std::vector<unsigned char>> in((size_t)n);
+  std::vector<DevBuf> din((size_t)n), dout((size_t)n);
+  std::vector<std::string> errs((size_t)n);
+  std::vector<char> failed((size_t)n, 0);
+  auto issue_rank = [&](int r) {
+    koloResult_t res = koloSuccess;
+    for (int k = 0; k < n && res == koloSuccess; k++) {
+      int j = (r + k) % n;
+      res = koloSend(din[r].data() + (size_t)j * count * esz, count, t, j, w.comms[r], w.streams[r]);
+    }
+    for (int j = 0; j < n && res == koloSuccess; j++)
+      res = koloRecv(dout[r].data() + (size_t)j * count * esz, count, t, j, w.comms[r], w.streams[r]);
+    if (res != koloSuccess) errs[r] = result_text("send/recv", res, w.comms[r]);
+    return res;
+  };
+  w.pool.run([&](int r) {
+    cudaSetDevice(w.dev);
+    w.arenas[r].reset();
+    in[r].resize(bytes);
+    for (int j = 0; j < n; j++)
+      fill_input(in[r].data() + (size_t)j * count * esz, count, msg_seed(seed, r, j), 0, 0, t, koloSum);
+    std::string e = dev_buf_place(&w.arenas[r], bytes, (size_t)(r % 4) * esz, &din[r]);
+    if (e.empty()) e = dev_buf_place(&w.arenas[r], bytes, (size_t)((r + 1) % 4) * esz, &dout[r]);
+    if (e.empty()) e = dev_buf_upload(din[r], in[r].data(), poison, w.streams[r]);
+    if (e.empty()) e = dev_buf_upload(dout[r], nullptr, poison, w.streams[r]);
+    if (!e.empty()) {
+      errs[r] = e;
+      failed[r] = 1;
+      return;
+    }
+    if (how != Issue::kPerThread) return;
+    koloResult_t res = koloGroupStart();
+    if (res == koloSuccess) res = issue_rank(r);
+    koloResult_t end = koloGroupEnd();
+    if (end != koloSuccess) errs[r] += " " + result_text("koloGroupEnd", end, w.comms[r]);
+    failed[r] = res != koloSuccess || end != koloSuccess;
+  });
+  if (how == Issue::kOneThread && std::none_of(failed.begin(), failed.end(), [](char f) { return f != 0; })) {
+    cudaSetDevice(w.dev);
+    koloResult_t res = koloGroupStart();
+    for (int r = 0; r < n && res == koloSuccess; r++) {
+      res = issue_rank(r);
+      failed[r] = res != koloSuccess;
+    }
+    koloResult_t end = koloGroupEnd();
+    if (end != koloSuccess) {
+      errs[0] += " " + result_text("koloGroupEnd", end, w.comms[0]);
+      failed[0] = 1;
+    }
+  }
+  w.pool.run([&](int r) {
+    cudaSetDevice(w.dev);
+    bool busy = false;
+    std::string werr = wait_stream(w.streams[r], kStreamWaitMs, nullptr, &busy);
+    if (busy) w.wedge();
+    if (!werr.empty()) errs[r] += " " + werr;
+    if (failed[r] || !werr.empty()) return;
+    std::string e = async_error_text(w.comms[r]);
+    if (!e.empty()) {
+      errs[r] = e;
+      return;
+    }
+    std::vector<unsigned char> back_in, back_out;
+    e = dev_buf_download(din[r], &back_in, w.streams[r]);
+    if (e.empty()) e = dev_buf_download(dout[r], &back_out, w.streams[r]);
+    if (e.empty()) e = cuda_text("cudaStreamSynchronize", cudaStreamSynchronize(w.streams[r]));
+    if (e.empty()) e = dev_buf_guards("send buffer", din[r], back_in, poison);
+    if (e.empty()) e = dev_buf_guards("recv buffer", dout[r], back_out, poison);
+    if (e.empty() && bytes && std::memcmp(back_in.data() + din[r].data_off, in[r].data(), bytes) != 0)
+      e = "the send buffer was modified";
+    Expected want;
+    for (int j = 0; j < n && e.empty(); j++) {
+      expect_init(&want, t, true, count);
+      fill_copy(&want, msg_seed(seed, j, r), 0, 0, count, koloSum);
+      std::string d = compare(back_out.data() + dout[r].data_off + (size_t)j * count * esz, want, 0, count);
+      if (!d.empty()) e = "block from rank " + std::to_string(j) + ": " + d;
+    }
+    errs[r] += e;
+  });
+  std::string all;
+  for (int r = 0; r < n; r++)
+    if (!errs[r].empty()) all += "\n  rank " + std::to_string(r) + ": " + errs[r];
+  return all;
+}
+
+}  // namespace
+
+class CudaP2P : public ::testing::TestWithParam<std::tuple<int, Issue>> {};
+
+TEST_P(CudaP2P, AllToAll) {
+  KT_REQUIRE_CUDA();
+  auto [n, how] = GetParam();
+  CudaWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  for (koloDataType_t t : {koloInt8, koloBfloat16, koloFloat64})
+    for (size_t count : {(size_t)0, (size_t)3, (size_t)33333, (size_t)300001}) {
+      std::string errs = run_all_to_all(w, t, count, base_seed() ^ (count * 31 + t), how);
+      ASSERT_EQ(errs, "") << type_name(t) << " count " << count;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaP2P,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 8), ::testing::ValuesIn(kBothIssues)),
+                         [](const ::testing::TestParamInfo<CudaP2P::ParamType> &p) {
+                           return std::to_string(std::get<0>(p.param)) + "ranks_" +
+                                  issue_name(std::get<1>(p.param));
+                         });
+
+// ===== CUDA graphs ===========================================================================
+
+class CudaGraph : public ::testing::TestWithParam<int> {};
+
+// Per case (an LL-sized float32 sum, a SIMPLE-sized bfloat16 sum in place,
+// a misaligned int32 max): a warm-up call (eager, checked), then each rank's
+// thread captures the same call on its stream (cudaStreamCaptureModeThreadLocal)
+// into a graph: the capture must not run it (an out-of-place output keeps its
+// poison); then 3 replays, each after new inputs and fresh poison are copied
+// into the same device buffers, each result checked; then an eager call on
+// the same communicators (step counters stayed consistent).
+TEST_P(CudaGraph, CaptureReplayAllReduce) {
+  KT_REQUIRE_CUDA();
+  const int n = GetParam();
+  CudaWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  struct Pick {
+    koloDataType_t t;
+    koloRedOp_t op;
+    size_t count;
+    bool in_place;
+    int variant;
+  };
+  const Pick picks[] = {{koloFloat32, koloSum, 4095, false, 1},
+                        {koloBfloat16, koloSum, kLarge, true, 2},
+                        {koloInt32, koloMax, 70001, false, 3}};
+  for (const Pick &p : picks) {
+    const CollCase c = make_case(Coll::AllReduce, p.t, p.op, n, p.count, p.in_place, p.variant);
+    SCOPED_TRACE(c.str());
+    GridReport warm = run_cuda_grid(w, {c}, Issue::kPerThread);
+    ASSERT_GRID_OK(warm) << " (warm-up)";
+    ASSERT_EQ(w.reserve(dev_case_bytes(c)), "");
+    std::vector<std::unique_ptr<DevRankBufs>> bufs((size_t)n);
+    std::vector<cudaGraph_t> graphs((size_t)n, nullptr);
+    std::vector<cudaGraphExec_t> execs((size_t)n, nullptr);
+    std::vector<std::string> errs((size_t)n);
+    w.pool.run([&](int r) {
+      cudaSetDevice(w.dev);
+      cudaStream_t s = w.streams[r];
+      w.arenas[r].reset();
+      bufs[r].reset(new DevRankBufs);
+      std::string e = dev_prepare(c, r, &w.arenas[r], s, bufs[r].get());
+      if (e.empty()) e = cuda_text("cudaStreamSynchronize", cudaStreamSynchronize(s));
+      if (!e.empty()) {
+        errs[r] = e;
+        return;
+      }
+      cudaError_t ce = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+      if (ce != cudaSuccess) {
+        errs[r] = cuda_text("cudaStreamBeginCapture", ce);
+        return;
+      }
+      koloResult_t res = dev_issue(c, r, *bufs[r], w.comms[r], s);
+      ce = cudaStreamEndCapture(s, &graphs[r]);
+      if (res != koloSuccess) {
+        errs[r] = result_text("koloAllReduce during capture", res, w.comms[r]);
+        return;
+      }
+      if (ce != cudaSuccess) {
+        errs[r] = cuda_text("cudaStreamEndCapture", ce) + " (the call did something a capture refuses)";
+        return;
+      }
+      ce = cudaGraphInstantiateWithFlags(&execs[r], graphs[r], 0);
+      if (ce != cudaSuccess) {
+        execs[r] = nullptr;
+        errs[r] = cuda_text("cudaGraphInstantiateWithFlags", ce);
+        return;
+      }
+      // Nothing ran: the stream is idle and an out-of-place result still poison.
+      ce = cudaStreamQuery(s);
+      if (ce != cudaSuccess) {
+        errs[r] = cuda_text("cudaStreamQuery after the capture", ce);
+        return;
+      }
+      if (!c.in_place) {
+        std::vector<unsigned char> out;
+        e = dev_buf_download(bufs[r]->b, &out, s);
+        if (e.empty()) e = cuda_text("cudaStreamSynchronize", cudaStreamSynchronize(s));
+        if (e.empty()) {
+          for (size_t i = 0; i < bufs[r]->b.bytes; i++)
+            if (out[bufs[r]->b.data_off + i] != bufs[r]->poison) {
+              e = "the capture ran the call: byte " + std::to_string(i) + " of recvbuff was written";
+              break;
+            }
+        }
+        errs[r] = e;
+      }
+    });
+    bool captured = true;
+    for (int r = 0; r < n; r++) {
+      EXPECT_EQ(errs[r], "") << "capture, rank " << r;
+      captured &= errs[r].empty();
+    }
+    if (captured) {
+      Expected e;
+      for (int k = 0; k < 3; k++) {
+        CollCase ck = c;
+        ck.seed = mix64(c.seed + 1 + (uint64_t)k);
+        expected_init(ck, &e);
+        w.pool.run([&](int r) {
+          size_t per = (e.n + (size_t)n - 1) / (size_t)n, b = std::min(e.n, per * (size_t)r);
+          expected_fill(ck, &e, b, std::min(e.n, b + per));
+        });
+        w.pool.run([&](int r) {
+          cudaSetDevice(w.dev);
+          cudaStream_t s = w.streams[r];
+          std::string err = dev_reprepare(ck, r, s, bufs[r].get());
+          if (err.empty()) err = cuda_text("cudaGraphLaunch", cudaGraphLaunch(execs[r], s));
+          bool busy = false;
+          if (err.empty()) err = wait_stream(s, kStreamWaitMs, nullptr, &busy);
+          if (busy) w.wedge();
+          if (err.empty()) err = async_error_text(w.comms[r]);
+          if (err.empty()) err = dev_check(ck, r, bufs[r].get(), s, e);
+          errs[r] = err;
+        });
+        bool ok = true;
+        for (int r = 0; r < n; r++) {
+          EXPECT_EQ(errs[r], "") << "replay " << k << ", rank " << r;
+          ok &= errs[r].empty();
+        }
+        if (!ok) break;
+      }
+    }
+    for (int r = 0; r < n; r++) {
+      if (execs[r]) cudaGraphExecDestroy(execs[r]);
+      if (graphs[r]) cudaGraphDestroy(graphs[r]);
+    }
+    if (!captured || w.wedged) return;
+    CollCase after = make_case(Coll::AllReduce, p.t, p.op, n, p.count, p.in_place, p.variant + 30);
+    GridReport rep = run_cuda_grid(w, {after}, Issue::kPerThread);
+    EXPECT_GRID_OK(rep) << " (eager call after the replays)";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaGraph, ::testing::Values(1, 2, 4),
+                         [](const ::testing::TestParamInfo<int> &p) {
+                           return std::to_string(p.param) + "ranks";
+                         });
+
+// ===== kernels that wait for a peer: abort and timeout ==========================================
+
+namespace {
+
+// Upper bound on the time from koloCommAbort (or a timeout's expiry) to the
+// end of the kernels it must stop (2 loaded cores, a busy GPU).
+constexpr double kStopBoundMs = 5000;
+
+// float32 counts of the waiting calls: 4 KiB (LL) and 256 KiB (SIMPLE),
+// for the default LL threshold of 64 KiB.
+const size_t kWaitCounts[] = {1024, 1 << 16};
+std::string wait_count_name(size_t count) {
+  return count * 4 <= ll_threshold() ? "LL" : "Simple";
+}
+
+// What issue_on left: per rank the call's buffers, result and time.
+struct Lonely {
+  std::vector<std::unique_ptr<DevRankBufs>> bufs;
+  std::vector<koloResult_t> res;
+  std::vector<double> call_ms;
+  std::vector<std::string> errs;
+  double issued_at = 0;
+};
+
+// An all-reduce of `count` float32 on every rank, checked: pipes made,
+// kernels loaded, before a test leaves a rank out.
+void warm_up(CudaWorld &w, size_t count, int variant) {
+  CollCase c = make_case(Coll::AllReduce, koloFloat32, koloSum, w.nranks(), count, false, variant);
+  GridReport rep = run_cuda_grid(w, {c}, Issue::kPerThread);
+  ASSERT_GRID_OK(rep) << " (warm-up with every rank)";
+}
+
+// Issues `c` on the ranks in `callers` only (their threads at once); the
+// calls must succeed and return within 1 s (they only enqueue).
+void issue_on(CudaWorld &w, const CollCase &c, const std::vector<int> &callers, Lonely *l) {
+  const int n = w.nranks();
+  l->bufs.resize((size_t)n);
+  l->res.assign((size_t)n, koloSuccess);
+  l->call_ms.assign((size_t)n, 0);
+  l->errs.assign((size_t)n, "");
+  ASSERT_EQ(w.reserve(dev_case_bytes(c)), "");
+  l->issued_at = now_ms();
+  w.pool.run([&](int r) {
+    if (std::find(callers.begin(), callers.end(), r) == callers.end()) return;
+    cudaSetDevice(w.dev);
+    w.arenas[r].reset();
+    l->bufs[r].reset(new DevRankBufs);
+    l->errs[r] = dev_prepare(c, r, &w.arenas[r], w.streams[r], l->bufs[r].get());
+    if (!l->errs[r].empty()) return;
+    double t0 = now_ms();
+    l->res[r] = dev_issue(c, r, *l->bufs[r], w.comms[r], w.streams[r]);
+    l->call_ms[r] = now_ms() - t0;
+  });
+  for (int r : callers) {
+    ASSERT_EQ(l->errs[r], "") << "rank " << r;
+    ASSERT_EQ(l->res[r], koloSuccess) << "rank " << r << ": " << koloGetLastError(w.comms[r]);
+    EXPECT_LT(l->call_ms[r], 1000) << "rank " << r << ": the call must enqueue and return, not wait for its peers";
+  }
+}
+
+}  // namespace
+
+class CudaAbort : public ::testing::TestWithParam<size_t> {};
+
+// 2 ranks (timeout 30 s, so only the abort can end the kernel in time):
+// after a warm-up, rank 0 calls an all-reduce (LL-sized, or SIMPLE-sized)
+// that rank 1 never joins; its kernel spins (the stream is still busy 500 ms
+// later); koloCommAbort on rank 0's communicator from this thread ends it:
+// the stream is done within 5 s of the abort call, without a CUDA error (no
+// sticky error: the device stays usable, which a fresh 2-rank CUDA world then
+// shows).  (koloCommAbort frees the communicator, so an error can only be
+// reported on the peers: CudaAbortPeers.)
+TEST_P(CudaAbort, AbortEndsSpinningKernel) {
+  KT_REQUIRE_CUDA();
+  const size_t count = GetParam();
+  koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
+  cfg.memory = koloMemCuda;
+  cfg.timeoutMs = 30000;
+  {
+    CudaWorld w(2, CudaWorld::Init::kInitAll, &cfg);
+    ASSERT_TRUE(w.ok()) << w.init_error;
+    warm_up(w, count, 1);
+    if (HasFatalFailure()) return;
+    CollCase c = make_case(Coll::AllReduce, koloFloat32, koloSum, 2, count, false, 2);
+    Lonely l;
+    issue_on(w, c, {0}, &l);
+    if (HasFatalFailure()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    cudaError_t q = cudaStreamQuery(w.streams[0]);
+    EXPECT_EQ(q, cudaErrorNotReady) << "rank 0's kernel should still wait for rank 1: " << cudaGetErrorName(q);
+    const double t0 = now_ms();
+    EXPECT_EQ(koloCommAbort(w.comms[0]), koloSuccess);
+    w.comms[0] = nullptr;  // freed by the abort
+    const double abort_ms = now_ms() - t0;
+    bool busy = false;
+    std::string werr = wait_stream(w.streams[0], 60000, nullptr, &busy);
+    const double ms = now_ms() - t0;
+    if (busy) w.wedge();
+    EXPECT_EQ(werr, "") << "rank 0's stream after the abort";
+    EXPECT_LT(ms, kStopBoundMs) << "rank 0's kernel ended " << ms << " ms after koloCommAbort";
+    std::printf("  koloCommAbort took %.0f ms; rank 0's stream was done %.0f ms after it was called\n",
+                abort_ms, ms);
+    if (busy) return;
+  }
+  CudaWorld w2(2);
+  ASSERT_TRUE(w2.ok()) << w2.init_error;
+  GridReport rep = run_cuda_grid(w2, sample_cases(2, {4095}), Issue::kPerThread);
+  EXPECT_GRID_OK(rep) << " (a new world after the abort)";
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaAbort, ::testing::ValuesIn(kWaitCounts),
+                         [](const ::testing::TestParamInfo<size_t> &p) { return wait_count_name(p.param); });
+
+class CudaAbortPeers : public ::testing::TestWithParam<std::tuple<int, size_t>> {};
+
+// n ranks (timeout 30 s): after a warm-up, ranks 1..n-1 call an all-reduce
+// that rank 0 never joins; 300 ms later (their kernels still spin)
+// koloCommAbort on rank 0's communicator: every other rank's stream is done
+// within 5 s without a CUDA error, and its koloCommGetAsyncError reports
+// koloRemoteError (or koloTimeout) with koloGetLastError naming the peer it
+// waited on: rank 0 (2 ranks), or with 3 ranks possibly the other waiting
+// rank that stopped because of rank 0 (a stop on the device does not carry
+// its origin; koloCommGetAsyncError passes it on).
+TEST_P(CudaAbortPeers, AbortWakesWaitingPeers) {
+  KT_REQUIRE_CUDA();
+  auto [n, count] = GetParam();
+  koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
+  cfg.memory = koloMemCuda;
+  cfg.timeoutMs = 30000;
+  CudaWorld w(n, CudaWorld::Init::kInitAll, &cfg);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  warm_up(w, count, 3);
+  if (HasFatalFailure()) return;
+  std::vector<int> callers;
+  for (int r = 1; r < n; r++) callers.push_back(r);
+  CollCase c = make_case(Coll::AllReduce, koloFloat32, koloSum, n, count, false, 4);
+  Lonely l;
+  issue_on(w, c, callers, &l);
+  if (HasFatalFailure()) return;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (int r : callers) {
+    cudaError_t q = cudaStreamQuery(w.streams[r]);
+    EXPECT_EQ(q, cudaErrorNotReady) << "rank " << r << "'s kernel should still wait for rank 0: " << cudaGetErrorName(q);
+  }
+  const double t0 = now_ms();
+  EXPECT_EQ(koloCommAbort(w.comms[0]), koloSuccess);
+  w.comms[0] = nullptr;  // freed by the abort
+  std::vector<std::string> werr((size_t)n), text((size_t)n);
+  std::vector<double> done_ms((size_t)n, 0);
+  std::vector<koloResult_t> async((size_t)n, koloSuccess);
+  w.pool.run([&](int r) {
+    if (r == 0) return;
+    cudaSetDevice(w.dev);
+    bool busy = false;
+    werr[r] = wait_stream(w.streams[r], 60000, nullptr, &busy);
+    done_ms[r] = now_ms() - t0;
+    if (busy) {
+      w.wedge();
+      return;
+    }
+    if (koloCommGetAsyncError(w.comms[r], &async[r]) != koloSuccess) async[r] = koloNumResults;
+    text[r] = koloGetLastError(w.comms[r]);
+  });
+  for (int r = 1; r < n; r++) {
+    EXPECT_EQ(werr[r], "") << "rank " << r << "'s stream";
+    EXPECT_LT(done_ms[r], kStopBoundMs) << "rank " << r << "'s kernel ended " << done_ms[r] << " ms after the abort";
+    EXPECT_TRUE(async[r] == koloRemoteError || async[r] == koloTimeout)
+        << "rank " << r << ": koloCommGetAsyncError reports " << koloGetErrorString(async[r]);
+    // The rank it waited on: rank 0 itself, or (n > 2, a rank not next to
+    // rank 0 in the ring) a peer that stopped because of rank 0.
+    bool names_peer = text[r].find("rank 0") != std::string::npos;
+    for (int k = 1; k < n && n > 2; k++)
+      names_peer |= k != r && text[r].find("rank " + std::to_string(k)) != std::string::npos;
+    EXPECT_TRUE(names_peer) << n << " ranks, rank " << r << ": \"" << text[r] << "\" names no peer";
+    if (n == 2) {
+      EXPECT_CONTAINS(text[r], "rank 0");
+    }
+    std::printf("  %d ranks: rank %d: %s %.0f ms after the abort: %s\n", n, r, koloGetErrorString(async[r]),
+                done_ms[r], text[r].c_str());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaAbortPeers,
+                         ::testing::Combine(::testing::Values(2, 3), ::testing::ValuesIn(kWaitCounts)),
+                         [](const ::testing::TestParamInfo<CudaAbortPeers::ParamType> &p) {
+                           return std::to_string(std::get<0>(p.param)) + "ranks_" +
+                                  wait_count_name(std::get<1>(p.param));
+                         });
+
+class CudaTimeout : public ::testing::TestWithParam<std::tuple<bool, size_t>> {};
+
+// 2 ranks with a 2 s timeout (KOLO_TIMEOUT_MS=2000, or config.timeoutMs =
+// 2000): after a warm-up, rank 0 calls an all-reduce (LL- or SIMPLE-sized)
+// that rank 1 (alive) never joins.  The call returns at once; the kernel
+// gives up after the timeout (not before 90% of it, within 5 s after it),
+// the stream ends without a CUDA error, koloCommGetAsyncError reports
+// koloTimeout and koloGetLastError names rank 1.
+TEST_P(CudaTimeout, PeerNeverCallsKernelGivesUp) {
+  KT_REQUIRE_CUDA();
+  auto [from_env, count] = GetParam();
+  const int timeout_ms = 2000;
+  std::unique_ptr<ScopedEnv> env;
+  koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
+  cfg.memory = koloMemCuda;
+  if (from_env) env.reset(new ScopedEnv("KOLO_TIMEOUT_MS", std::to_string(timeout_ms)));
+  else cfg.timeoutMs = timeout_ms;
+  CudaWorld w(2, CudaWorld::Init::kInitAll, &cfg);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  warm_up(w, count, 5);
+  if (HasFatalFailure()) return;
+  CollCase c = make_case(Coll::AllReduce, koloFloat32, koloSum, 2, count, false, 6);
+  Lonely l;
+  issue_on(w, c, {0}, &l);
+  if (HasFatalFailure()) return;
+  bool busy = false;
+  std::string werr = wait_stream(w.streams[0], 60000, nullptr, &busy);
+  const double ms = now_ms() - l.issued_at;
+  if (busy) w.wedge();
+  EXPECT_EQ(werr, "") << "rank 0's stream";
+  EXPECT_GE(ms, timeout_ms * 0.9) << "the kernel gave up before the timeout";
+  EXPECT_LT(ms, timeout_ms + kStopBoundMs) << "the kernel gave up " << ms << " ms after the call";
+  koloResult_t async = koloSuccess;
+  ASSERT_EQ(koloCommGetAsyncError(w.comms[0], &async), koloSuccess);
+  EXPECT_EQ(async, koloTimeout) << koloGetErrorString(async) << ": " << koloGetLastError(w.comms[0]);
+  EXPECT_CONTAINS(koloGetLastError(w.comms[0]), "rank 1");
+  std::printf("  rank 0's kernel stopped %.0f ms after the call: %s: %s\n", ms, koloGetErrorString(async),
+              koloGetLastError(w.comms[0]));
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaTimeout,
+                         ::testing::Combine(::testing::Bool(), ::testing::ValuesIn(kWaitCounts)),
+                         [](const ::testing::TestParamInfo<CudaTimeout::ParamType> &p) {
+                           return std::string(std::get<0>(p.param) ? "KoloTimeoutMsEnv_" : "ConfigTimeoutMs_") +
+                                  wait_count_name(std::get<1>(p.param));
+                         });
+
+// ===== ranks as processes: the parent's and the children's sides ===========================
+
+namespace {
+
+struct TypeOp {
+  koloDataType_t t;
+  koloRedOp_t op;
+};
+const TypeOp kProcTypes[] = {
+    {koloFloat32, koloSum}, {koloInt32, koloMax}, {koloBfloat16, koloSum}, {koloFloat16, koloAvg}};
+
+// test_e2e_procs.cc's grid, lighter at 1 MiB + 3 (kernels of several
+// processes on one GPU are time-sliced): every collective for the four
+// dtype/op pairs at counts {0,1,7,4095} in and out of place; at 1 MiB + 3
+// float32 sum out of place (and in place for N <= 4) and, for N <= 4, the
+// other pairs out of place; the all-reduce around the LL/SIMPLE switch.
+std::vector<CollCase> cuda_proc_grid(int n) {
+  std::vector<CollCase> cases;
+  int v = 0;
+  for (Coll coll : kAllColls)
+    for (const TypeOp &to : kProcTypes) {
+      for (size_t count : {(size_t)0, (size_t)1, (size_t)7, (size_t)4095})
+        for (int ip = 0; ip < (has_in_place(coll) ? 2 : 1); ip++)
+          cases.push_back(make_case(coll, to.t, to.op, n, count, ip == 1, v++));
+      if (sanitized_build()) continue;
+      bool f32sum = to.t == koloFloat32 && to.op == koloSum;
+      if (n <= 4 || f32sum) cases.push_back(make_case(coll, to.t, to.op, n, kLarge, false, v++));
+      if (f32sum && n <= 4 && has_in_place(coll)) cases.push_back(make_case(coll, to.t, to.op, n, kLarge, true, v++));
+    }
+  for (const CollCase &c : protocol_cases(Coll::AllReduce, n))
+    if (c.type == koloFloat32) cases.push_back(c);
+  return cases;
+}
+
+std::string to_hex(const void *p, size_t n) {
+  static const char *d = "0123456789abcdef";
+  std::string s;
+  const unsigned char *b = static_cast<const unsigned char *>(p);
+  for (size_t i = 0; i < n; i++) {
+    s += d[b[i] >> 4];
+    s += d[b[i] & 15];
+  }
+  return s;
+}
+
+bool from_hex(const std::string &s, void *p, size_t n) {
+  if (s.size() != 2 * n) return false;
+  unsigned char *b = static_cast<unsigned char *>(p);
+  for (size_t i = 0; i < n; i++) {
+    unsigned v = 0;
+    if (std::sscanf(s.c_str() + 2 * i, "%2x", &v) != 1) return false;
+    b[i] = (unsigned char)v;
+  }
+  return true;
+}
+
+std::string leaks_text(const std::vector<std::string> &leaks) {
+  std::string s;
+  for (const std::string &l : leaks) s += " " + l;
+  return s;
+}
+
+constexpr const char *kChildVar = "KOLO_TEST_CUDA_CHILD";  // "<mode> <n> <rank>"
+constexpr const char *kIdVar = "KOLO_TEST_CUDA_ID";        // the unique id in hex
+
+// Forks n children, each execs this binary running CudaProcsChild.DISABLED_Rank
+// as rank i of a job of `mode`; asserts they all exit 0 and leave no
+// kolo-* segment in /dev/shm.
+void run_cuda_procs(const std::string &mode, int n) {
+  koloUniqueId id;
+  ASSERT_EQ(koloGetUniqueId(&id), koloSuccess) << koloGetLastError(nullptr);
+  const std::string hex = to_hex(&id, sizeof id);
+  // Everything a child needs is built here: between fork and exec it only
+  // calls dup2 and execve.
+  std::vector<std::string> base;
+  for (char **e = environ; *e; e++) {
+    std::string kv = *e;
+    if (kv.compare(0, 6, "GTEST_") == 0 || kv.compare(0, 14, "KOLO_TEST_CUDA") == 0) continue;
+    base.push_back(kv);
+  }
+  std::vector<std::vector<std::string>> env_str((size_t)n, base);
+  std::vector<std::vector<char *>> envp((size_t)n);
+  for (int i = 0; i < n; i++) {
+    env_str[i].push_back(std::string(kChildVar) + "=" + mode + " " + std::to_string(n) + " " + std::to_string(i));
+    env_str[i].push_back(std::string(kIdVar) + "=" + hex);
+    for (std::string &s : env_str[i]) envp[i].push_back(&s[0]);
+    envp[i].push_back(nullptr);
+  }
+  std::string exe = "/proc/self/exe", filter = "--gtest_filter=CudaProcsChild.DISABLED_Rank",
+              disabled = "--gtest_also_run_disabled_tests", color = "--gtest_color=no";
+  std::vector<char *> argv = {&exe[0], &filter[0], &disabled[0], &color[0], nullptr};
+  std::set<std::string> before = shm_entries();
+  std::vector<pid_t> pids;
+  std::vector<ChildResult> res = run_children(
+      n,
+      [&](int i) {
+        dup2(2, 1);  // the child's gtest report goes to the pipe the parent shows on failure
+        execve(exe.c_str(), argv.data(), envp[i].data());
+        std::fprintf(stderr, "execve(%s): %s\n", exe.c_str(), std::strerror(errno));
+        return 127;
+      },
+      kChildTimeoutMs, [&](const std::vector<pid_t> &p) { pids = p; });
+  EXPECT_EQ(children_failures(res), "");
+  std::vector<std::string> leaks = shm_leaks(before, shm_entries(), pids);
+  EXPECT_TRUE(leaks.empty()) << "left in /dev/shm:" << leaks_text(leaks);
+}
+
+// ---- the child's side -----------------------------------------------------------------
+
+// Prints why and counts a failure.
+#define CHILD_FAIL(...)                         \
+  do {                                          \
+    std::fprintf(stderr, "rank %d: ", rank);    \
+    std::fprintf(stderr, __VA_ARGS__);          \
+    std::fprintf(stderr, "\n");                 \
+    failures++;                                 \
+  } while (0)
+
+// Runs one case as `rank` (one thread per process); "" or what went wrong;
+// *fatal when the communicator is unusable afterwards.
+std::string child_case(const CollCase &c, int rank, koloComm_t comm, cudaStream_t s, DevArena *arena,
+                       bool *fatal) {
+  Expected e;
+  expected_for_rank(c, rank, &e);
+  arena->reset();
+  DevRankBufs d;
+  *fatal = true;
+  std::string err = dev_prepare(c, rank, arena, s, &d);
+  if (!err.empty()) return err;
+  koloResult_t res = dev_issue(c, rank, d, comm, s);
+  if (res != koloSuccess) return result_text(coll_name(c.coll), res, comm);
+  bool busy = false;
+  err = wait_stream(s, kStreamWaitMs, nullptr, &busy);
+  if (busy) arena->freeable = false;
+  if (!err.empty()) return err;
+  err = async_error_text(comm);
+  if (!err.empty()) return err;
+  *fatal = false;
+  return dev_check(c, rank, &d, s, e);
+}
+
+int child_main(const std::string &mode, int n, int rank, const koloUniqueId &id) {
+  int failures = 0;
+  cudaError_t ce = cudaSetDevice(0);
+  if (ce != cudaSuccess) {
+    CHILD_FAIL("%s", cuda_text("cudaSetDevice(0)", ce).c_str());
+    return failures;
+  }
+  koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
+  cfg.memory = koloMemCuda;
+  cfg.cudaDev = 0;
+  koloComm_t comm = nullptr;
+  koloResult_t res = koloCommInitRankConfig(&comm, n, id, rank, &cfg);
+  if (res != koloSuccess) {
+    CHILD_FAIL("koloCommInitRankConfig: %s: %s", koloGetErrorString(res), koloGetLastError(nullptr));
+    return failures;
+  }
+  cudaStream_t s = nullptr;
+  ce = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  if (ce != cudaSuccess) {
+    CHILD_FAIL("%s", cuda_text("cudaStreamCreateWithFlags", ce).c_str());
+    koloCommDestroy(comm);
+    return failures;
+  }
+  DevArena arena;
+  bool abort_comm = false;
+  if (mode == "grid") {
+    std::vector<CollCase> cases = cuda_proc_grid(n);
+    std::string err = arena.reserve(dev_max_case_bytes(cases));
+    if (!err.empty()) CHILD_FAIL("%s", err.c_str());
+    for (size_t i = 0; i < cases.size() && err.empty(); i++) {
+      bool fatal = false;
+      std::string e = child_case(cases[i], rank, comm, s, &arena, &fatal);
+      if (!e.empty()) CHILD_FAIL("%s: %s", cases[i].str().c_str(), e.c_str());
+      if (fatal) {
+        abort_comm = !arena.freeable;
+        break;  // the communicator is unusable after a failed call
+      }
+    }
+  } else if (mode == "timeout") {
+    const char *tv = std::getenv("KOLO_TIMEOUT_MS");
+    const double timeout_ms = tv ? std::atof(tv) : 0;
+    if (timeout_ms <= 0) CHILD_FAIL("KOLO_TIMEOUT_MS is not set");
+    CollCase warm = make_case(Coll::AllReduce, koloFloat32, koloSum, n, 1 << 16, false, 1);
+    CollCase lone = make_case(Coll::AllReduce, koloFloat32, koloSum, n, 1 << 16, false, 2);
+    std::string err = arena.reserve(dev_case_bytes(warm));
+    bool fatal = false;
+    if (err.empty()) err = child_case(warm, rank, comm, s, &arena, &fatal);
+    if (!err.empty()) {
+      CHILD_FAIL("warm-up: %s", err.c_str());
+    } else if (rank != 0) {
+      // alive, but never calls again
+      std::this_thread::sleep_for(std::chrono::milliseconds((long)timeout_ms + 4000));
+    } else {
+      arena.reset();
+      DevRankBufs d;
+      err = dev_prepare(lone, rank, &arena, s, &d);
+      if (!err.empty()) CHILD_FAIL("%s", err.c_str());
+      double t0 = now_ms();
+      res = err.empty() ? dev_issue(lone, rank, d, comm, s) : koloInternalError;
+      double call_ms = now_ms() - t0;
+      if (err.empty() && res != koloSuccess)
+        CHILD_FAIL("%s", result_text("koloAllReduce", res, comm).c_str());
+      if (res == koloSuccess) {
+        if (call_ms > 1000) CHILD_FAIL("the call took %.0f ms: it must enqueue and return", call_ms);
+        bool busy = false;
+        err = wait_stream(s, 60000, nullptr, &busy);
+        double ms = now_ms() - t0;
+        if (busy) {
+          arena.freeable = false;
+          abort_comm = true;
+        }
+        if (!err.empty()) CHILD_FAIL("%s", err.c_str());
+        if (ms < 0.9 * timeout_ms) CHILD_FAIL("the kernel gave up after %.0f ms, before the timeout", ms);
+        if (ms > timeout_ms + 5000) CHILD_FAIL("the kernel gave up only after %.0f ms", ms);
+        koloResult_t async = koloSuccess;
+        koloCommGetAsyncError(comm, &async);
+        std::string text = koloGetLastError(comm);
+        if (async != koloTimeout)
+          CHILD_FAIL("koloCommGetAsyncError reports %s (want koloTimeout): %s", koloGetErrorString(async), text.c_str());
+        if (text.find("rank 1") == std::string::npos)
+          CHILD_FAIL("koloGetLastError does not name rank 1: \"%s\"", text.c_str());
+      }
+    }
+  } else {
+    CHILD_FAIL("unknown mode %s", mode.c_str());
+  }
+  if (abort_comm) koloCommAbort(comm);
+  else if ((res = koloCommDestroy(comm)) != koloSuccess && mode == "grid")
+    CHILD_FAIL("koloCommDestroy: %s", koloGetErrorString(res));
+  if (arena.freeable) cudaStreamDestroy(s);
+  arena.release();
+  return failures;
+}
+
+}  // namespace
+
+// The body of one child of the CudaProcs tests (run by exec'd copies of this
+// binary only; disabled otherwise).
+TEST(CudaProcsChild, DISABLED_Rank) {
+  const char *spec = std::getenv(kChildVar);
+  const char *hex = std::getenv(kIdVar);
+  if (spec == nullptr || hex == nullptr) GTEST_SKIP() << "helper of the CudaProcs tests: run by them only";
+  char mode[32] = {0};
+  int n = 0, rank = -1;
+  ASSERT_EQ(std::sscanf(spec, "%31s %d %d", mode, &n, &rank), 3) << spec;
+  koloUniqueId id;
+  ASSERT_TRUE(from_hex(hex, &id, sizeof id)) << "bad " << kIdVar;
+  int failures = child_main(mode, n, rank, id);
+  EXPECT_EQ(failures, 0) << "rank " << rank << " of " << n << " (" << mode << ")";
+}
