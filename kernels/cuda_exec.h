@@ -1,9 +1,7 @@
 /* cuda_exec.h - the CUDA executor's plain-struct interface.
  *
- * STATUS: the kernel (kernels/cuda/exec_kernel.cu) compiles for sm_90 with
- * no spills but is not yet wired to communicators (koloMemCuda is refused)
- * and has never run on a GPU: the p2p transport, stream enqueue and tests
- * are the rest of issue 3.
+ * STATUS: wired to koloMemCuda communicators (core/cuda_*.c) and compiled
+ * for sm_90 with no spills, but not yet run on a GPU.
  *
  * What crosses from host to device is a kolo_dev_batch passed by value as
  * the kernel's parameter (so a launch is capturable in a CUDA graph): one
@@ -19,10 +17,23 @@
  * read with ld.acquire.sys: correct for peers on the same GPU, on peer GPUs
  * and for a host proxy.
  *
- * Failure: thread 0 of a waiting block polls the abort word (mapped host
- * memory, set by koloCommAbort) and a global-timer deadline; either ends the
- * kernel and records why in `status` (mapped host memory) for the host to
- * report.  Plain C: no CUDA header needed.
+ * Failure: every waiting thread (thread 0 for counters, each thread for its
+ * own LL lines) polls, every few hundred spins, the abort word (mapped host
+ * memory, set by koloCommAbort), the stop words of its connector ends, and
+ * how long this one wait has stalled (batch.timeout_ns: a stall, not the
+ * kernel's total time).  Any of them ends the block; the first records why in
+ * `status` (mapped host memory, system-scope CAS) and the block writes a stop
+ * word into its connector ends (a peer's stop word is passed on unchanged,
+ * naming the rank where the failure started) so that the ranks waiting on it
+ * stop too.
+ *
+ * What the launcher checks (cudaErrorInvalidValue otherwise): one dtype and
+ * one protocol per launch, elem_size == sizeof(T), equal send and receive
+ * slot sizes within a task, slices of at least one element, ll_slots 16-byte
+ * aligned with ll_slot_bytes a multiple of 16, and no connector end used by
+ * two tasks of one launch.  A proxy moving LL slices must poll the lines'
+ * flags itself (LL does not bump `tail`) and write each 8-byte half of a line
+ * in one piece.  Plain C: no CUDA header needed.
  */
 #ifndef KOLO_KERNELS_CUDA_EXEC_H
 #define KOLO_KERNELS_CUDA_EXEC_H
@@ -92,19 +103,18 @@ typedef struct {
   uint64_t timeout_ns;        /* 0: none */
   volatile uint32_t *abort;   /* mapped host memory */
   uint32_t *status;           /* mapped host memory, 3 words */
-  /* This rank (added for the host side; see KOLO_DEV_STOP_WORD): a block
-   * that stops early (abort, timeout, a stopped peer) should write
+  /* This rank: a block that stops early on abort or timeout writes
    * KOLO_DEV_STOP_WORD(reason, rank) into the `stop` word of each of its
    * connector ends, so that peers waiting on this rank stop too instead of
-   * waiting for their own timeout (the host only learns of the stop when
-   * someone calls koloCommGetAsyncError or the next call). */
+   * waiting for their own timeout; a block stopped by a peer's word passes
+   * that word on unchanged. */
   int32_t rank;
   int32_t pad1;
   kolo_dev_task tasks[KOLO_DEV_MAX_TASKS];
 } kolo_dev_batch;
 
 /* A stop word as transport/connector.h stores it: (reason << 24) | (rank +
- * 1), reason 1 error (a stopped peer), 2 abort, 4 timeout. */
+ * 1): reason 2 abort, 4 timeout (connector.h's kolo_stop_reason). */
 #define KOLO_DEV_STOP_WORD(reason, rank) (((uint32_t)(reason) << 24) | (uint32_t)((rank) + 1))
 
 #ifdef __cplusplus
