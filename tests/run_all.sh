@@ -5,7 +5,9 @@
 #  3. ctest: unit tests, end-to-end tests as threads and as processes
 #  4. the host tests under ASan+UBSan and the threaded ones under TSan (both
 #     without the 1 MiB / 64 MiB grids, which the release run covers)
-#  5. the 4-rank all-reduce benchmark with its correctness check (small sizes)
+#  5. the soft-RoCE smoke test: real ibverbs in a QEMU guest (tests/rdma/);
+#     optional by default (SKIP when the VM cannot be set up), bounded in time
+#  6. the 4-rank all-reduce benchmark with its correctness check (small sizes)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -38,6 +40,16 @@ if [ "${KOLO_SKIP_SANITIZERS:-0}" != 1 ]; then
     (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
        ctest --output-on-failure -j1 --timeout 900 -R "${KOLO_TSAN_TESTS:-Threads|P2PSelf|Bootstrap}" -E "LargeGrid|HugeGrid") || fail=1
   else fail=1; fi
+fi
+
+step "soft-RoCE smoke: verbs_smoke + perftest in a QEMU guest (tests/rdma)"
+if [ "${KOLO_SKIP_RXE:-0}" = 1 ]; then
+  echo "skipped (KOLO_SKIP_RXE=1)"
+else
+  # run_smoke.sh bounds itself (KOLO_RXE_TIMEOUT, default 150 s); the outer
+  # timeout is a backstop that takes QEMU down with it (same process group).
+  KOLO_RXE_OPTIONAL=${KOLO_RXE_OPTIONAL:-1} timeout -k 10 $(( ${KOLO_RXE_TIMEOUT:-150} + 20 )) \
+    tests/rdma/run_smoke.sh || fail=1
 fi
 
 step "main job, small sizes: 4-rank all-reduce with correctness check"

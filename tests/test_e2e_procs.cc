@@ -1,9 +1,10 @@
 // test_e2e_procs.cc - end-to-end tests with ranks as processes: the test
-// process creates the unique id (koloGetUniqueId starts the rendezvous root
-// thread here), forks N children that each join with koloCommInitRank (or
-// koloCommInitFromEnv with launcher variables) and run a grid, and only
-// waits for them.  A child reports failures on stderr and through its exit
-// code; the parent asserts that all exit 0 and that /dev/shm holds no
+// process forks N children, then creates the unique id (koloGetUniqueId
+// starts the rendezvous root thread here, after the fork: see
+// run_children_with_id) and hands it to them; each child joins with
+// koloCommInitRank (or koloCommInitFromEnv with launcher variables) and runs
+// a grid.  A child reports failures on stderr and through its exit code; the
+// parent asserts that all exit 0 and that /dev/shm holds no
 // kolo-* segment of theirs afterwards (kolo unlinks every segment as soon as
 // both ends have mapped it).
 //
@@ -127,14 +128,26 @@ void run_ranks(int n, const std::function<int(int)> &body) {
   EXPECT_TRUE(leaks.empty()) << "left in /dev/shm:" << leaks_text(leaks);
 }
 
+// The same, but the children are forked before the unique id (and its root
+// thread) exists; see run_children_with_id.
+void run_ranks_with_id(int n, const std::function<int(int, const koloUniqueId &)> &body) {
+  std::set<std::string> before = shm_entries();
+  std::vector<pid_t> pids;
+  std::string id_error;
+  std::vector<ChildResult> res = run_children_with_id(
+      n, body, kChildTimeoutMs, [&](const std::vector<pid_t> &p) { pids = p; }, &id_error);
+  EXPECT_EQ(id_error, "");
+  EXPECT_EQ(children_failures(res), "");
+  std::vector<std::string> leaks = shm_leaks(before, shm_entries(), pids);
+  EXPECT_TRUE(leaks.empty()) << "left in /dev/shm:" << leaks_text(leaks);
+}
+
 class Procs : public ::testing::TestWithParam<int> {};
 
 TEST_P(Procs, Grid) {
   const int n = GetParam();
   std::vector<CollCase> cases = proc_grid(n);
-  koloUniqueId id;
-  ASSERT_EQ(koloGetUniqueId(&id), koloSuccess) << koloGetLastError(nullptr);
-  run_ranks(n, [&](int rank) { return child_init_rank(rank, n, id, cases); });
+  run_ranks_with_id(n, [&](int rank, const koloUniqueId &id) { return child_init_rank(rank, n, id, cases); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Procs, Procs, ::testing::Values(1, 2, 3, 4, 8),
@@ -149,9 +162,7 @@ TEST_P(ProcsHuge, AllReduce64MiBFloat32) {
   const int n = GetParam();
   std::vector<CollCase> cases = {
       make_case(Coll::AllReduce, {koloFloat32, koloSum}, n, (64u << 20) / 4, false, 1)};
-  koloUniqueId id;
-  ASSERT_EQ(koloGetUniqueId(&id), koloSuccess) << koloGetLastError(nullptr);
-  run_ranks(n, [&](int rank) { return child_init_rank(rank, n, id, cases); });
+  run_ranks_with_id(n, [&](int rank, const koloUniqueId &id) { return child_init_rank(rank, n, id, cases); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Procs, ProcsHuge, ::testing::Values(2, 4),
@@ -176,9 +187,7 @@ TEST(ProcsAfterThreads, ForkAfterCommunicatorsInParent) {
   int v = 0;
   for (Coll coll : kAllColls) cases.push_back(make_case(coll, kProcTypes[v % 4], n, 4095, false, v)), v++;
   ScopedEnv timeout("KOLO_TIMEOUT_MS", "5000");  // a hang fails in 5 s
-  koloUniqueId id;
-  ASSERT_EQ(koloGetUniqueId(&id), koloSuccess) << koloGetLastError(nullptr);
-  run_ranks(n, [&](int rank) { return child_init_rank(rank, n, id, cases); });
+  run_ranks_with_id(n, [&](int rank, const koloUniqueId &id) { return child_init_rank(rank, n, id, cases); });
 }
 
 // ---- koloCommInitFromEnv ------------------------------------------------------

@@ -114,11 +114,9 @@ void killed_rank(bool during) {
   ScopedTimeoutEnv env(kTimeoutMs);
   const int n = 3;
   const size_t count = (size_t)64 << 20;  // 256 MiB of float32: long enough to die in
-  koloUniqueId id;
-  ASSERT_EQ(koloGetUniqueId(&id), koloSuccess);
   std::set<std::string> before = shm_entries();
   std::vector<pid_t> pids;
-  auto res = run_children(n, [&](int rank) {
+  auto res = run_children_with_id(n, [&](int rank, const koloUniqueId &id) {
     koloConfig_t cfg = timeout_config(kTimeoutMs);
     koloComm_t comm;
     koloResult_t rc = koloCommInitRankConfig(&comm, n, id, rank, &cfg);
@@ -171,11 +169,9 @@ TEST(FailingProcs, RankKilledDuringCollective) { killed_rank(true); }
 // time naming rank 2.
 TEST(FailingProcs, RankNeverArrivesAtInit) {
   ScopedTimeoutEnv env(kTimeoutMs);
-  koloUniqueId id;
-  ASSERT_EQ(koloGetUniqueId(&id), koloSuccess);
   std::set<std::string> before = shm_entries();
   std::vector<pid_t> pids;
-  auto res = run_children(2, [&](int rank) {
+  auto res = run_children_with_id(2, [&](int rank, const koloUniqueId &id) {
     koloConfig_t cfg = timeout_config(kTimeoutMs);
     koloComm_t comm = nullptr;
     double t0 = now_ms();
@@ -512,10 +508,8 @@ TEST(Logging, InfoNamesTransportsChannelsAndFailures) {
   char dir[] = "/tmp/kolo-log-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string pattern = std::string(dir) + "/rank-%p.log";
-  koloUniqueId id;
-  ASSERT_EQ(koloGetUniqueId(&id), koloSuccess) << koloGetLastError(nullptr);
   std::vector<pid_t> pids;
-  std::vector<ChildResult> res = run_children(2, [&](int rank) {
+  std::vector<ChildResult> res = run_children_with_id(2, [&](int rank, const koloUniqueId &id) {
     setenv("KOLO_DEBUG", "INFO", 1);
     setenv("KOLO_DEBUG_FILE", pattern.c_str(), 1);
     koloComm_t comm = nullptr;

@@ -109,6 +109,53 @@ std::vector<ChildResult> run_children(int n, const std::function<int(int)> &fn, 
   return res;
 }
 
+std::vector<ChildResult> run_children_with_id(
+    int n, const std::function<int(int, const koloUniqueId &)> &fn, double timeout_ms,
+    const std::function<void(const std::vector<pid_t> &)> &on_fork, std::string *id_error) {
+  std::vector<int> rd((size_t)n, -1), wr((size_t)n, -1);
+  for (int i = 0; i < n; i++) {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) std::abort();
+    rd[(size_t)i] = p[0];
+    wr[(size_t)i] = p[1];
+  }
+  auto child = [&](int rank) {
+    for (int i = 0; i < n; i++) {
+      close(wr[(size_t)i]);
+      if (i != rank) close(rd[(size_t)i]);
+    }
+    koloUniqueId id;
+    size_t got = 0;
+    char *dst = reinterpret_cast<char *>(&id);
+    while (got < sizeof id) {
+      pollfd pf = {rd[(size_t)rank], POLLIN, 0};
+      if (poll(&pf, 1, 60000) <= 0) break;
+      ssize_t k = read(rd[(size_t)rank], dst + got, sizeof id - got);
+      if (k <= 0) break;
+      got += (size_t)k;
+    }
+    close(rd[(size_t)rank]);
+    if (got != sizeof id) {
+      std::fprintf(stderr, "rank %d: no unique id from the test process\n", rank);
+      return 4;
+    }
+    return fn(rank, id);
+  };
+  auto forked = [&](const std::vector<pid_t> &pids) {
+    for (int i = 0; i < n; i++) close(rd[(size_t)i]);
+    koloUniqueId id;
+    koloResult_t r = koloGetUniqueId(&id);
+    if (r != koloSuccess && id_error) *id_error = koloGetLastError(nullptr);
+    for (int i = 0; i < n; i++) {
+      if (r == koloSuccess && write(wr[(size_t)i], &id, sizeof id) != (ssize_t)sizeof id)
+        std::fprintf(stderr, "cannot hand the unique id to child %d\n", i);
+      close(wr[(size_t)i]);
+    }
+    if (on_fork) on_fork(pids);
+  };
+  return run_children(n, child, timeout_ms, forked);
+}
+
 std::string children_failures(const std::vector<ChildResult> &res) {
   std::string s;
   for (size_t i = 0; i < res.size(); i++) {

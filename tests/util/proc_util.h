@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "kolo.h"
+
 namespace kt {
 
 struct ChildResult {
@@ -35,6 +37,18 @@ struct ChildResult {
 // forked.
 std::vector<ChildResult> run_children(int n, const std::function<int(int)> &fn, double timeout_ms,
                                       const std::function<void(const std::vector<pid_t> &)> &on_fork = nullptr);
+
+// Like run_children, but forks the children first and only then makes the
+// unique id (koloGetUniqueId starts the rendezvous root thread here) and hands
+// it to each child through a pipe.  Forking while that thread runs can
+// deadlock a child: a fork copies locks another thread holds, and ASan's
+// allocator (unlike glibc's malloc) is not made fork-safe.  A child whose id
+// does not arrive within 60 s exits with 4; when koloGetUniqueId fails, every
+// child exits with 4 and *id_error (if given) says why.
+std::vector<ChildResult> run_children_with_id(
+    int n, const std::function<int(int, const koloUniqueId &)> &fn, double timeout_ms,
+    const std::function<void(const std::vector<pid_t> &)> &on_fork = nullptr,
+    std::string *id_error = nullptr);
 
 // "" when every child exited with 0, else one line per child that did not.
 std::string children_failures(const std::vector<ChildResult> &res);
