@@ -12,20 +12,25 @@
 
 /* Every transport, by the number a descriptor message names it with. */
 static const kolo_transport *const transports[] = {&kolo_transport_local, &kolo_transport_shm,
-                                                   &kolo_transport_p2p};
+                                                   &kolo_transport_p2p, &kolo_transport_net};
 #define NTRANSPORTS (int)(sizeof transports / sizeof transports[0])
 #define ACK_TAG_BIT 0x80000000u
 
 /* The candidates, in order, for each memory kind. */
-static const int host_candidates[] = {0, 1};
+static const int host_candidates[] = {0, 3, 1}; /* local, net, shm */
 static const int cuda_candidates[] = {2};
 
 static const kolo_conn_mem host_mem = {koloMemHost, -1, 0, NULL};
 
+static const int *candidates(const kolo_conn_mem *mem, int *n) {
+  *n = mem->memory == koloMemCuda ? (int)(sizeof cuda_candidates / sizeof cuda_candidates[0])
+                                  : (int)(sizeof host_candidates / sizeof host_candidates[0]);
+  return mem->memory == koloMemCuda ? cuda_candidates : host_candidates;
+}
+
 static int is_candidate(const kolo_conn_mem *mem, uint32_t t) {
-  const int *list = mem->memory == koloMemCuda ? cuda_candidates : host_candidates;
-  int n = mem->memory == koloMemCuda ? (int)(sizeof cuda_candidates / sizeof cuda_candidates[0])
-                                     : (int)(sizeof host_candidates / sizeof host_candidates[0]);
+  int n;
+  const int *list = candidates(mem, &n);
   for (int i = 0; i < n; i++)
     if ((uint32_t)list[i] == t) return 1;
   return 0;
@@ -56,8 +61,11 @@ static uint32_t ll_bytes_of(const kolo_conn_setup *s) {
 
 static koloResult_t recv_create(kolo_bootstrap *bs, const kolo_conn_setup *s,
                                 kolo_conn_request *r) {
-  for (int t = 0; t < NTRANSPORTS; t++) {
-    if (!is_candidate(s->mem, (uint32_t)t) || !transports[t]->can_connect(s)) continue;
+  int ncand;
+  const int *cand = candidates(s->mem, &ncand);
+  for (int i = 0; i < ncand; i++) { /* in the list's order of preference */
+    int t = cand[i];
+    if (!transports[t]->can_connect(s)) continue;
     conn_msg msg = {.transport = (uint32_t)t, .slot_bytes = (uint32_t)s->slot_bytes,
                     .nslots = s->nslots, .ll_slot_bytes = ll_bytes_of(s)};
     kolo_connector *c = r->conn;
@@ -79,11 +87,11 @@ static koloResult_t recv_create(kolo_bootstrap *bs, const kolo_conn_setup *s,
   if (s->mem->memory == koloMemCuda)
     return kolo_error(s->eb, koloInvalidUsage,
                       "no transport connects rank %d to rank %d in device memory (ranks on "
-                      "different hosts need the net transport, which is not there yet)",
+                      "different hosts need the net transport, which does not carry device memory yet)",
                       s->peer->rank, s->self->rank);
   return kolo_error(s->eb, koloInvalidUsage,
-                    "no transport connects rank %d to rank %d (different hosts need the net "
-                    "transport, or KOLO_SHM_DISABLE is set)",
+                    "no transport connects rank %d to rank %d (KOLO_SHM_DISABLE is set; "
+                    "KOLO_NET_FORCE=1 would connect them over the network)",
                     s->peer->rank, s->self->rank);
 }
 
@@ -137,6 +145,8 @@ static void run_phase(kolo_conn_set *set, int phase, kolo_conn_setup *s) {
     } else {
       uint8_t ack;
       set->res = kolo_bootstrap_recv(set->bs, r->peer, r->tag | ACK_TAG_BIT, &ack, sizeof ack);
+      if (set->res == koloSuccess && r->conn->transport->recv_accept)
+        set->res = r->conn->transport->recv_accept(s, r->conn);
       r->conn->transport->recv_attached(r->conn);
     }
   }

@@ -2,8 +2,9 @@
  *
  * Which transports may carry a pipe follows from the memory kind of the
  * communicator, passed explicitly with every setup (kolo_conn_mem): host
- * communicators try local -> shm (net joins later), CUDA communicators try
- * p2p (device memory; net joins later).  Within the list the first whose
+ * communicators try local -> net -> shm (net only connects other hosts, or
+ * other processes with KOLO_NET_FORCE=1), CUDA communicators try p2p
+ * (device memory; net for device memory comes later).  Within the list the first whose
  * can_connect says yes wins; callers never switch on the transport.
  * Setting up a pipe takes three messages over the bootstrap mesh: the
  * receiver creates the memory and sends a descriptor, the sender attaches
@@ -53,6 +54,9 @@ typedef struct kolo_transport {
   koloResult_t (*recv_create)(const kolo_conn_setup *s, kolo_connector *c, char *desc);
   /* sender: attach to the receiver's memory */
   koloResult_t (*send_attach)(const kolo_conn_setup *s, kolo_connector *c, const char *desc);
+  /* receiver, after the sender acknowledged: finish the connection (NULL:
+   * nothing to do; net accepts the sender's sockets here) */
+  koloResult_t (*recv_accept)(const kolo_conn_setup *s, kolo_connector *c);
   /* receiver, after the sender attached (or gave up): stop further attaches */
   void (*recv_attached)(kolo_connector *c);
   /* either end: release this end's share */
@@ -64,6 +68,9 @@ extern const kolo_transport kolo_transport_shm;
 /* Device memory (CUDA IPC or plain pointers with peer access).  In builds
  * without CUDA it connects nothing. */
 extern const kolo_transport kolo_transport_p2p;
+/* Other hosts (or, with KOLO_NET_FORCE=1, other processes): local slots at
+ * each end, moved by the proxy thread over the network (proxy.h). */
+extern const kolo_transport kolo_transport_net;
 
 /* One pipe to set up: this rank is its sender (is_send) or receiver. */
 typedef struct {

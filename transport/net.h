@@ -1,0 +1,89 @@
+/* net.h - network providers behind the proxy (DESIGN.md, "Connectors": net).
+ *
+ * A provider is an ops table, the way libfabric's providers or NCCL's net
+ * plugins are: it finds its devices, listens, connects and accepts, and
+ * moves buffer regions (slots) one way over a connection, with a small
+ * control channel both ways (credits, stop words).  The proxy (proxy.h) is
+ * its only user; executors never see it.  One backend today: TCP sockets
+ * (net_socket.c).  ibverbs joins later behind the same table.
+ *
+ * Connection setup: the receiver listens and writes a handle (address plus
+ * a random per-pipe token) that travels to the sender in the pipe
+ * descriptor over the bootstrap (whose connections carry the job secret);
+ * the sender connects and presents the token; accept drops connections that
+ * do not present it.
+ *
+ * Data: isend (sender) / irecv (receiver) post one region each; regions
+ * match in posting order and are the same length on both ends.  test()
+ * progresses the connection and says whether request `id` finished (the
+ * sender's buffer may be reused; the receiver's holds the bytes).  Requests
+ * finish in order and are tested in order.  Control: 8-byte messages
+ * (kind, value), either direction, delivered in order.
+ *
+ * Errors name the peer ("rank 3 (10.0.0.2:41234) closed its connection").
+ * All calls are non-blocking except listen / connect / accept, which wait
+ * until the deadline.  One connection is used by one thread at a time.
+ */
+#ifndef KOLO_TRANSPORT_NET_H
+#define KOLO_TRANSPORT_NET_H
+
+#include <poll.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "core/error.h"
+
+#define KOLO_NET_HANDLE_BYTES 64
+#define KOLO_NET_MAX_STREAMS 8
+/* Requests one connection may have in flight (>= the largest KOLO_NSLOTS). */
+#define KOLO_NET_MAX_REQS 64
+
+/* What the receiver publishes for the sender (opaque to everyone else). */
+typedef struct {
+  unsigned char bytes[KOLO_NET_HANDLE_BYTES];
+} kolo_net_handle;
+
+enum kolo_net_ctrl_kind {
+  KOLO_NET_CTRL_CREDIT = 1, /* receiver -> sender: its head (slots drained) */
+  KOLO_NET_CTRL_STOP = 2    /* either way: a connector stop word */
+};
+
+typedef struct kolo_net_provider {
+  const char *name;
+  /* Number of devices this provider can use (0: none; eb says why). */
+  koloResult_t (*devices)(int *ndev, kolo_errbuf *eb);
+  /* Listens on `local` (its port is ignored) and fills *handle. */
+  koloResult_t (*listen)(const struct sockaddr_storage *local, kolo_net_handle *handle,
+                         void **lcomm, kolo_errbuf *eb);
+  /* Sender: connects to the listener of `handle`; `who` names the peer. */
+  koloResult_t (*connect)(const kolo_net_handle *handle, int64_t deadline, int timeout_ms,
+                          const char *who, void **comm, kolo_errbuf *eb);
+  /* Receiver: accepts the sender's connection (refusing strays). */
+  koloResult_t (*accept)(void *lcomm, int64_t deadline, int timeout_ms, const char *who,
+                         void **comm, kolo_errbuf *eb);
+  void (*close_listen)(void *lcomm);
+  /* *id: the request, or *queued = 0 when too many are in flight (retry). */
+  koloResult_t (*isend)(void *comm, const void *buf, size_t len, uint32_t *id, int *queued,
+                        kolo_errbuf *eb);
+  koloResult_t (*irecv)(void *comm, void *buf, size_t len, uint32_t *id, int *queued,
+                        kolo_errbuf *eb);
+  koloResult_t (*test)(void *comm, uint32_t id, int *done, kolo_errbuf *eb);
+  /* *queued = 0 when the control queue is full (retry later). */
+  koloResult_t (*ctrl_send)(void *comm, uint32_t kind, uint32_t value, int *queued,
+                            kolo_errbuf *eb);
+  /* *got = 1 with a message, 0 when none is there. */
+  koloResult_t (*ctrl_recv)(void *comm, uint32_t *kind, uint32_t *value, int *got,
+                            kolo_errbuf *eb);
+  /* 1 while output (data or control) is still queued in user space. */
+  int (*pending)(void *comm);
+  /* The fds and events worth waking for now (at most max); the count. */
+  int (*pollfds)(void *comm, struct pollfd *pf, int max);
+  /* Stops watching the control channel (after its peer went away). */
+  void (*ctrl_forget)(void *comm);
+  void (*close)(void *comm);
+} kolo_net_provider;
+
+extern const kolo_net_provider kolo_net_socket;
+
+#endif

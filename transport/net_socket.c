@@ -1,0 +1,470 @@
+/* net_socket.c - the TCP provider (see net.h).
+ *
+ * A connection is one control socket plus KOLO_SOCKET_NSTREAMS data sockets
+ * (default 2), all non-blocking, close-on-exec and TCP_NODELAY (socket.c).
+ * Every region is cut into nstreams contiguous parts, part i travelling on
+ * stream i; a stream carries its parts in request order with no header, so
+ * a request is finished when every stream has moved its part.  The control
+ * socket carries 8-byte messages (kind, value) both ways.
+ *
+ * Each socket starts with a hello from the sender: magic, stream index,
+ * stream count and the listener's random 16-byte token.  accept() drops
+ * connections whose hello is wrong or does not arrive within a second.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "core/log.h"
+#include "transport/net.h"
+#include "transport/socket.h"
+
+#define HELLO_MAGIC 0x6b6e6574u /* "knet" */
+#define TOKEN_BYTES 16
+#define CTRL_MSG 8
+#define CTRL_OBUF 4096
+#define HELLO_WAIT_MS 1000
+
+typedef struct {
+  uint16_t family, port;
+  uint8_t addr[16];
+  uint8_t token[TOKEN_BYTES];
+  uint32_t nstreams;
+} wire_handle;
+
+typedef struct {
+  uint32_t magic, index, nstreams;
+  uint8_t token[TOKEN_BYTES];
+} hello;
+
+typedef struct {
+  int fd;
+  struct sockaddr_storage addr;
+  uint8_t token[TOKEN_BYTES];
+  int nstreams;
+} sock_listen;
+
+typedef struct {
+  char *buf;
+  size_t len;
+  size_t off[KOLO_NET_MAX_STREAMS];
+} sock_req;
+
+typedef struct {
+  int is_send;
+  int nstreams;
+  int ctrl_fd, ctrl_gone;
+  int fds[KOLO_NET_MAX_STREAMS];
+  int failed;
+  char who[96];
+  sock_req reqs[KOLO_NET_MAX_REQS];
+  uint32_t head, tail;                 /* requests in flight: [head, tail) */
+  uint32_t cur[KOLO_NET_MAX_STREAMS];  /* per stream: the request it moves */
+  int eof[KOLO_NET_MAX_STREAMS];       /* receiver: the stream ended */
+  unsigned char obuf[CTRL_OBUF];
+  size_t olen;
+  unsigned char ibuf[CTRL_MSG];
+  size_t ilen;
+} sock_comm;
+
+static int token_equal(const uint8_t *a, const uint8_t *b) {
+  unsigned diff = 0;
+  for (int i = 0; i < TOKEN_BYTES; i++) diff |= (unsigned)(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+static int nstreams_param(void) {
+  int64_t n = kolo_param_int("KOLO_SOCKET_NSTREAMS");
+  if (n < 1) n = 1;
+  if (n > KOLO_NET_MAX_STREAMS) n = KOLO_NET_MAX_STREAMS;
+  return (int)n;
+}
+
+static koloResult_t sock_devices(int *ndev, kolo_errbuf *eb) {
+  (void)eb;
+  *ndev = 1; /* the interface the bootstrap chose (KOLO_SOCKET_IFNAME) */
+  return koloSuccess;
+}
+
+static void handle_encode(const sock_listen *l, kolo_net_handle *h) {
+  wire_handle w;
+  memset(&w, 0, sizeof w);
+  w.family = (uint16_t)l->addr.ss_family;
+  w.port = (uint16_t)kolo_addr_port(&l->addr);
+  if (l->addr.ss_family == AF_INET6)
+    memcpy(w.addr, &((const struct sockaddr_in6 *)&l->addr)->sin6_addr, 16);
+  else
+    memcpy(w.addr, &((const struct sockaddr_in *)&l->addr)->sin_addr, 4);
+  memcpy(w.token, l->token, TOKEN_BYTES);
+  w.nstreams = (uint32_t)l->nstreams;
+  memset(h, 0, sizeof *h);
+  memcpy(h->bytes, &w, sizeof w);
+}
+
+static void handle_decode(const kolo_net_handle *h, struct sockaddr_storage *addr, wire_handle *w) {
+  memcpy(w, h->bytes, sizeof *w);
+  memset(addr, 0, sizeof *addr);
+  addr->ss_family = w->family;
+  if (w->family == AF_INET6)
+    memcpy(&((struct sockaddr_in6 *)addr)->sin6_addr, w->addr, 16);
+  else
+    memcpy(&((struct sockaddr_in *)addr)->sin_addr, w->addr, 4);
+  kolo_addr_set_port(addr, w->port);
+}
+
+static koloResult_t sock_listen_fn(const struct sockaddr_storage *local, kolo_net_handle *handle,
+                                   void **lcomm, kolo_errbuf *eb) {
+  sock_listen *l = calloc(1, sizeof *l);
+  if (l == NULL) return kolo_error(eb, koloSystemError, "out of memory for a network listener");
+  l->addr = *local;
+  kolo_addr_set_port(&l->addr, 0);
+  l->nstreams = nstreams_param();
+  if (getrandom(l->token, sizeof l->token, 0) != (ssize_t)sizeof l->token) {
+    koloResult_t res = kolo_syserror(eb, errno, "getrandom for a pipe token failed");
+    free(l);
+    return res;
+  }
+  koloResult_t res = kolo_sock_listen(&l->addr, eb, &l->fd);
+  if (res != koloSuccess) {
+    free(l);
+    return res;
+  }
+  handle_encode(l, handle);
+  *lcomm = l;
+  return koloSuccess;
+}
+
+static void sock_close_listen(void *lcomm) {
+  sock_listen *l = lcomm;
+  if (l == NULL) return;
+  if (l->fd >= 0) close(l->fd);
+  free(l);
+}
+
+static sock_comm *comm_new(int is_send, int nstreams, const char *who) {
+  sock_comm *c = calloc(1, sizeof *c);
+  if (c == NULL) return NULL;
+  c->is_send = is_send;
+  c->nstreams = nstreams;
+  c->ctrl_fd = -1;
+  for (int i = 0; i < KOLO_NET_MAX_STREAMS; i++) c->fds[i] = -1;
+  snprintf(c->who, sizeof c->who, "%s", who);
+  return c;
+}
+
+static void sock_close(void *comm) {
+  sock_comm *c = comm;
+  if (c == NULL) return;
+  if (c->ctrl_fd >= 0) close(c->ctrl_fd);
+  for (int i = 0; i < KOLO_NET_MAX_STREAMS; i++)
+    if (c->fds[i] >= 0) close(c->fds[i]);
+  free(c);
+}
+
+static koloResult_t sock_connect(const kolo_net_handle *handle, int64_t deadline, int timeout_ms,
+                                 const char *who, void **comm, kolo_errbuf *eb) {
+  struct sockaddr_storage addr;
+  wire_handle w;
+  handle_decode(handle, &addr, &w);
+  if (w.nstreams < 1 || w.nstreams > KOLO_NET_MAX_STREAMS)
+    return kolo_error(eb, koloRemoteError, "%s offers a network pipe of %u streams (1..%d)", who,
+                      w.nstreams, KOLO_NET_MAX_STREAMS);
+  sock_comm *c = comm_new(1, (int)w.nstreams, who);
+  if (c == NULL) return kolo_error(eb, koloSystemError, "out of memory connecting to %s", who);
+  koloResult_t res = koloSuccess;
+  for (int i = 0; i <= c->nstreams && res == koloSuccess; i++) {
+    int fd = -1;
+    res = kolo_sock_connect(&addr, deadline, timeout_ms, who, eb, &fd);
+    if (res != koloSuccess) break;
+    if (i == 0) c->ctrl_fd = fd;
+    else c->fds[i - 1] = fd;
+    hello h = {HELLO_MAGIC, (uint32_t)i, w.nstreams, {0}};
+    memcpy(h.token, w.token, TOKEN_BYTES);
+    res = kolo_sock_send_all(fd, &h, sizeof h, deadline, who, eb);
+  }
+  if (res != koloSuccess) {
+    sock_close(c);
+    return res;
+  }
+  *comm = c;
+  return koloSuccess;
+}
+
+/* Reads and checks the hello of an accepted connection; the stream index,
+ * or -1 (with the reason in *why) when it is no connection of this pipe. */
+static int read_hello(sock_listen *l, int fd, int64_t deadline, const char **why) {
+  hello h;
+  kolo_errbuf tmp;
+  int64_t soon = kolo_deadline(HELLO_WAIT_MS);
+  if (deadline != 0 && deadline < soon) soon = deadline;
+  if (kolo_sock_recv_all(fd, &h, sizeof h, soon, "a connecting peer", &tmp) != koloSuccess) {
+    *why = "it sent no complete hello";
+    return -1;
+  }
+  if (h.magic != HELLO_MAGIC) *why = "it is not a kolo connection";
+  else if (!token_equal(h.token, l->token)) *why = "it did not present this pipe's token";
+  else if (h.nstreams != (uint32_t)l->nstreams || h.index > (uint32_t)l->nstreams)
+    *why = "its stream numbers do not match";
+  else return (int)h.index;
+  return -1;
+}
+
+static koloResult_t sock_accept(void *lcomm, int64_t deadline, int timeout_ms, const char *who,
+                                void **comm, kolo_errbuf *eb) {
+  sock_listen *l = lcomm;
+  sock_comm *c = comm_new(0, l->nstreams, who);
+  if (c == NULL) return kolo_error(eb, koloSystemError, "out of memory accepting %s", who);
+  int have = 0;
+  koloResult_t res = koloSuccess;
+  while (have <= l->nstreams && res == koloSuccess) {
+    struct pollfd p = {l->fd, POLLIN, 0};
+    int n = kolo_poll(&p, 1, deadline);
+    if (n < 0) {
+      res = kolo_syserror(eb, errno, "poll on the network listener for %s failed", who);
+      break;
+    }
+    if (n == 0) {
+      res = kolo_error(eb, koloTimeout,
+                       "%s did not open its %d network connection(s) within %d ms (%d arrived)", who,
+                       l->nstreams + 1, timeout_ms, have);
+      break;
+    }
+    struct sockaddr_storage from;
+    int fd = -1;
+    res = kolo_sock_accept(l->fd, &from, eb, &fd);
+    if (res != koloSuccess || fd < 0) continue;
+    const char *why = "";
+    int idx = read_hello(l, fd, deadline, &why);
+    int *slot = idx < 0 ? NULL : idx == 0 ? &c->ctrl_fd : &c->fds[idx - 1];
+    if (slot == NULL || *slot >= 0) {
+      char a[80];
+      kolo_addr_str(&from, a, sizeof a);
+      KOLO_WARN("refused a network connection from %s while waiting for %s: %s", a, who,
+                slot ? "it repeated a stream" : why);
+      close(fd);
+      continue;
+    }
+    *slot = fd;
+    have++;
+  }
+  if (res != koloSuccess) {
+    sock_close(c);
+    return res;
+  }
+  *comm = c;
+  return koloSuccess;
+}
+
+/* ---- data ------------------------------------------------------------------ */
+
+static size_t part_lo(size_t len, int s, int n) { return len / (size_t)n * (size_t)s; }
+static size_t part_hi(size_t len, int s, int n) {
+  return s == n - 1 ? len : len / (size_t)n * (size_t)(s + 1);
+}
+
+/* A peer that closes or resets is reported without logging: the proxy
+ * decides whether that is a failure (a sender that finished and left is
+ * none).  Other errors are logged as errors. */
+static koloResult_t fail(sock_comm *c, kolo_errbuf *eb, int err, int eof) {
+  c->failed = 1;
+  if (!eof && err != EPIPE && err != ECONNRESET)
+    return kolo_syserror(eb, err, "the network connection to %s failed", c->who);
+  if (eb == NULL) eb = kolo_thread_errbuf();
+  if (eof) snprintf(eb->msg, sizeof eb->msg, "%s closed its network connection", c->who);
+  else snprintf(eb->msg, sizeof eb->msg, "%s closed its network connection (%s)", c->who, strerror(err));
+  return koloRemoteError;
+}
+
+/* Asked again after a failure (the sentence was given then): no log. */
+static koloResult_t failed_earlier(sock_comm *c, kolo_errbuf *eb) {
+  if (eb == NULL) eb = kolo_thread_errbuf();
+  snprintf(eb->msg, sizeof eb->msg, "the network connection to %s failed earlier", c->who);
+  return koloRemoteError;
+}
+
+/* The control channel failed: the data streams go on (a sender that
+ * closed may have left a reset on it while its data is still queued). */
+static koloResult_t fail_ctrl(sock_comm *c, kolo_errbuf *eb, int err, int eof) {
+  int failed = c->failed;
+  koloResult_t res = fail(c, eb, err, eof);
+  c->failed = failed;
+  c->ctrl_gone = 1;
+  c->olen = 0;
+  return res;
+}
+
+static koloResult_t progress(sock_comm *c, kolo_errbuf *eb) {
+  if (c->failed) return failed_earlier(c, eb);
+  for (int s = 0; s < c->nstreams; s++) {
+    while (c->cur[s] != c->tail && !c->eof[s]) {
+      sock_req *r = &c->reqs[c->cur[s] % KOLO_NET_MAX_REQS];
+      size_t lo = part_lo(r->len, s, c->nstreams), hi = part_hi(r->len, s, c->nstreams);
+      while (lo + r->off[s] < hi) {
+        char *p = r->buf + lo + r->off[s];
+        size_t left = hi - lo - r->off[s];
+        ssize_t k = c->is_send ? send(c->fds[s], p, left, MSG_NOSIGNAL | MSG_DONTWAIT)
+                               : recv(c->fds[s], p, left, MSG_DONTWAIT);
+        if (k > 0) {
+          r->off[s] += (size_t)k;
+          continue;
+        }
+        if (k == 0 && !c->is_send) {
+          /* The other streams may still hold data sent before the close:
+           * a request fails only when it needs this stream (test). */
+          c->eof[s] = 1;
+          goto next_stream;
+        }
+        if (k == 0) return fail(c, eb, EPIPE, 0);
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) goto next_stream;
+        return fail(c, eb, errno, 0);
+      }
+      c->cur[s]++;
+    }
+  next_stream:;
+  }
+  return koloSuccess;
+}
+
+static koloResult_t post(void *comm, const void *buf, size_t len, uint32_t *id, int *queued,
+                         kolo_errbuf *eb) {
+  sock_comm *c = comm;
+  *queued = 0;
+  if (c->failed) return failed_earlier(c, eb);
+  if (c->tail - c->head >= KOLO_NET_MAX_REQS) return koloSuccess;
+  sock_req *r = &c->reqs[c->tail % KOLO_NET_MAX_REQS];
+  r->buf = (char *)buf;
+  r->len = len;
+  memset(r->off, 0, sizeof r->off);
+  *id = c->tail++;
+  *queued = 1;
+  return progress(c, eb);
+}
+
+static koloResult_t sock_isend(void *comm, const void *buf, size_t len, uint32_t *id, int *queued,
+                               kolo_errbuf *eb) {
+  return post(comm, buf, len, id, queued, eb);
+}
+
+static koloResult_t sock_irecv(void *comm, void *buf, size_t len, uint32_t *id, int *queued,
+                               kolo_errbuf *eb) {
+  return post(comm, buf, len, id, queued, eb);
+}
+
+static koloResult_t sock_test(void *comm, uint32_t id, int *done, kolo_errbuf *eb) {
+  sock_comm *c = comm;
+  *done = 0;
+  koloResult_t res = progress(c, eb);
+  if (res != koloSuccess) return res;
+  for (int s = 0; s < c->nstreams; s++)
+    if ((int32_t)(c->cur[s] - id) <= 0) return c->eof[s] ? fail(c, eb, 0, 1) : koloSuccess;
+  *done = 1;
+  if (id == c->head) c->head++;
+  return koloSuccess;
+}
+
+/* ---- control --------------------------------------------------------------- */
+
+static koloResult_t ctrl_flush(sock_comm *c, kolo_errbuf *eb) {
+  size_t done = 0;
+  while (done < c->olen) {
+    ssize_t k = send(c->ctrl_fd, c->obuf + done, c->olen - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (k > 0) {
+      done += (size_t)k;
+      continue;
+    }
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    return fail_ctrl(c, eb, k < 0 ? errno : EPIPE, 0);
+  }
+  memmove(c->obuf, c->obuf + done, c->olen - done);
+  c->olen -= done;
+  return koloSuccess;
+}
+
+static koloResult_t sock_ctrl_send(void *comm, uint32_t kind, uint32_t value, int *queued,
+                                   kolo_errbuf *eb) {
+  sock_comm *c = comm;
+  *queued = 0;
+  if (c->ctrl_gone)
+    return kolo_error(eb, koloRemoteError, "the network connection to %s is closed", c->who);
+  if (c->olen + CTRL_MSG > sizeof c->obuf) return ctrl_flush(c, eb);
+  uint32_t m[2] = {kind, value};
+  memcpy(c->obuf + c->olen, m, CTRL_MSG);
+  c->olen += CTRL_MSG;
+  *queued = 1;
+  return ctrl_flush(c, eb);
+}
+
+static koloResult_t sock_ctrl_recv(void *comm, uint32_t *kind, uint32_t *value, int *got,
+                                   kolo_errbuf *eb) {
+  sock_comm *c = comm;
+  *got = 0;
+  if (c->ctrl_gone)
+    return kolo_error(eb, koloRemoteError, "the network connection to %s is closed", c->who);
+  koloResult_t res = ctrl_flush(c, eb);
+  if (res != koloSuccess) return res;
+  while (c->ilen < CTRL_MSG) {
+    int err = 0;
+    ssize_t k = kolo_sock_read_some(c->ctrl_fd, c->ibuf + c->ilen, CTRL_MSG - c->ilen, &err);
+    if (k == 0) return koloSuccess;
+    if (k < 0) return fail_ctrl(c, eb, err, err == 0);
+    c->ilen += (size_t)k;
+  }
+  uint32_t m[2];
+  memcpy(m, c->ibuf, CTRL_MSG);
+  c->ilen = 0;
+  *kind = m[0];
+  *value = m[1];
+  *got = 1;
+  return koloSuccess;
+}
+
+static void sock_ctrl_forget(void *comm) {
+  sock_comm *c = comm;
+  c->ctrl_gone = 1;
+  c->olen = 0;
+}
+
+static int sock_pending(void *comm) {
+  sock_comm *c = comm;
+  if (c->olen > 0 && !c->ctrl_gone) return 1;
+  if (!c->is_send || c->failed) return 0;
+  for (int s = 0; s < c->nstreams; s++)
+    if (c->cur[s] != c->tail) return 1;
+  return 0;
+}
+
+static int sock_pollfds(void *comm, struct pollfd *pf, int max) {
+  sock_comm *c = comm;
+  int n = 0;
+  if (!c->ctrl_gone && n < max)
+    pf[n++] = (struct pollfd){c->ctrl_fd, (short)(POLLIN | (c->olen ? POLLOUT : 0)), 0};
+  for (int s = 0; s < c->nstreams && n < max && !c->failed; s++)
+    if (c->cur[s] != c->tail && !c->eof[s])
+      pf[n++] = (struct pollfd){c->fds[s], c->is_send ? POLLOUT : POLLIN, 0};
+  return n;
+}
+
+const kolo_net_provider kolo_net_socket = {
+    .name = "socket",
+    .devices = sock_devices,
+    .listen = sock_listen_fn,
+    .connect = sock_connect,
+    .accept = sock_accept,
+    .close_listen = sock_close_listen,
+    .isend = sock_isend,
+    .irecv = sock_irecv,
+    .test = sock_test,
+    .ctrl_send = sock_ctrl_send,
+    .ctrl_recv = sock_ctrl_recv,
+    .pending = sock_pending,
+    .pollfds = sock_pollfds,
+    .ctrl_forget = sock_ctrl_forget,
+    .close = sock_close,
+};

@@ -1,0 +1,263 @@
+/* proxy.c - the network proxy thread (see proxy.h). */
+#include "transport/proxy.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/log.h"
+#include "transport/socket.h"
+
+#define PROXY_MAX_FDS 1024
+#define PROXY_YIELDS 64
+#define PROXY_SLEEP_MS 1
+#define PROXY_GRACE_MS 200
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;        /* pipes and their state */
+static pthread_mutex_t life_mu = PTHREAD_MUTEX_INITIALIZER;   /* thread start / stop */
+static kolo_net_pipe *pipes;
+static int npipes;
+static int running;
+static pthread_t thread;
+static _Atomic int stop_flag;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/* A child of fork() has no proxy thread and must not touch its parent's
+ * pipes: it starts from nothing. */
+static void atfork_child(void) {
+  pthread_mutex_init(&mu, NULL);
+  pthread_mutex_init(&life_mu, NULL);
+  pipes = NULL;
+  npipes = 0;
+  running = 0;
+  atomic_store(&stop_flag, 0);
+}
+
+static void register_atfork(void) { pthread_atfork(NULL, NULL, atfork_child); }
+
+static char *slot_of(const kolo_net_pipe *p, uint32_t step) {
+  return p->slots + (size_t)(step % p->nslots) * p->slot_bytes;
+}
+
+static void set_stop(kolo_net_pipe *p, uint32_t word) {
+  uint32_t expected = 0;
+  atomic_compare_exchange_strong(&p->ctrl->abort, &expected, word);
+  kolo_futex_wake(&p->ctrl->tail);
+  kolo_futex_wake(&p->ctrl->head);
+}
+
+/* The connection is gone: executors waiting on this pipe fail naming the
+ * peer (everything that arrived before was delivered already). */
+static void pipe_failed(kolo_net_pipe *p) {
+  p->failed = 1;
+  KOLO_INFO("rank %d: network pipe %s %s: %s", p->self, p->is_send ? "to" : "from", p->who, p->err.msg);
+  set_stop(p, ((uint32_t)KOLO_STOP_DEAD_PEER << 24) | (uint32_t)(p->peer + 1));
+}
+
+static koloResult_t pump_control(kolo_net_pipe *p, int *moved) {
+  const kolo_net_provider *n = p->net;
+  koloResult_t res = koloSuccess;
+  if (p->ctrl_gone) return koloSuccess;
+  if (!p->is_send) { /* credits */
+    uint32_t head = atomic_load_explicit(&p->ctrl->head, memory_order_acquire);
+    if (head != p->credit_sent) {
+      int queued = 0;
+      res = n->ctrl_send(p->comm, KOLO_NET_CTRL_CREDIT, head, &queued, &p->err);
+      if (queued) p->credit_sent = head, *moved = 1;
+    }
+  }
+  uint32_t word = atomic_load_explicit(&p->ctrl->abort, memory_order_acquire);
+  if (res == koloSuccess && word != 0 && !p->stop_sent && !p->stop_remote) {
+    int queued = 0;
+    res = n->ctrl_send(p->comm, KOLO_NET_CTRL_STOP, word, &queued, &p->err);
+    if (queued) p->stop_sent = 1, *moved = 1;
+  }
+  for (int got = 1; got && res == koloSuccess;) {
+    uint32_t kind = 0, value = 0;
+    res = n->ctrl_recv(p->comm, &kind, &value, &got, &p->err);
+    if (res != koloSuccess || !got) break;
+    *moved = 1;
+    if (kind == KOLO_NET_CTRL_CREDIT && p->is_send) {
+      kolo_conn_publish(&p->ctrl->head, &p->ctrl->head_waiters, value);
+    } else if (kind == KOLO_NET_CTRL_STOP) {
+      p->stop_remote = 1;
+      set_stop(p, value);
+    }
+  }
+  if (res != koloSuccess && !p->is_send) {
+    /* The receiver learns of a dead sender from its data streams, after
+     * every byte sent before the close: the control channel may break
+     * first (a reset), so only stop watching it. */
+    p->ctrl_gone = 1;
+    n->ctrl_forget(p->comm);
+    return koloSuccess;
+  }
+  return res;
+}
+
+/* One non-blocking turn of a pipe; 1 when something moved. */
+static int pipe_progress(kolo_net_pipe *p) {
+  if (p->failed) return 0;
+  const kolo_net_provider *n = p->net;
+  koloResult_t res = koloSuccess;
+  int moved = 0;
+  if (p->is_send) {
+    uint32_t tail = atomic_load_explicit(&p->ctrl->tail, memory_order_acquire);
+    while (res == koloSuccess && p->posted != tail) {
+      int queued = 0;
+      res = n->isend(p->comm, slot_of(p, p->posted), p->slot_bytes, &p->ids[p->posted % KOLO_NET_MAX_REQS],
+                     &queued, &p->err);
+      if (!queued) break;
+      p->posted++;
+      moved = 1;
+    }
+    while (res == koloSuccess && p->completed != p->posted) {
+      int done = 0;
+      res = n->test(p->comm, p->ids[p->completed % KOLO_NET_MAX_REQS], &done, &p->err);
+      if (!done) break;
+      p->completed++;
+      moved = 1;
+    }
+  } else {
+    uint32_t head = atomic_load_explicit(&p->ctrl->head, memory_order_acquire);
+    while (res == koloSuccess && p->posted - head < p->nslots) {
+      int queued = 0;
+      res = n->irecv(p->comm, slot_of(p, p->posted), p->slot_bytes, &p->ids[p->posted % KOLO_NET_MAX_REQS],
+                     &queued, &p->err);
+      if (!queued) break;
+      p->posted++;
+      moved = 1;
+    }
+    uint32_t before = p->completed;
+    while (res == koloSuccess && p->completed != p->posted) {
+      int done = 0;
+      res = n->test(p->comm, p->ids[p->completed % KOLO_NET_MAX_REQS], &done, &p->err);
+      if (!done) break;
+      p->completed++;
+    }
+    if (p->completed != before) {
+      kolo_conn_publish(&p->ctrl->tail, &p->ctrl->tail_waiters, p->completed);
+      moved = 1;
+    }
+  }
+  if (res == koloSuccess) res = pump_control(p, &moved);
+  if (res != koloSuccess) {
+    /* Before calling the peer dead, read what it said last: a stop word
+     * sent before it closed travels on the control channel, which may
+     * trail the data streams' end by a moment (bounded by the grace). */
+    int64_t now = kolo_now_ms();
+    if (p->grace_until == 0) p->grace_until = now + PROXY_GRACE_MS;
+    int m = 0;
+    if (!p->ctrl_gone && !p->stop_remote && pump_control(p, &m) != koloSuccess) p->ctrl_gone = 1;
+    if (p->stop_remote || p->ctrl_gone || now >= p->grace_until) {
+      pipe_failed(p);
+      return 1;
+    }
+    return 0;
+  }
+  return moved;
+}
+
+static void *proxy_main(void *arg) {
+  (void)arg;
+  struct pollfd pf[PROXY_MAX_FDS];
+  int idle = 0;
+  while (!atomic_load(&stop_flag)) {
+    int moved = 0, nfds = 0;
+    pthread_mutex_lock(&mu);
+    for (kolo_net_pipe *p = pipes; p; p = p->next) {
+      moved |= pipe_progress(p);
+      if (!p->failed && nfds < PROXY_MAX_FDS)
+        nfds += p->net->pollfds(p->comm, pf + nfds, PROXY_MAX_FDS - nfds);
+    }
+    pthread_mutex_unlock(&mu);
+    if (moved) {
+      idle = 0;
+      continue;
+    }
+    if (++idle < PROXY_YIELDS) {
+      sched_yield();
+      continue;
+    }
+    /* Sockets wake us at once; counters moved by executors within 1 ms. */
+    if (poll(pf, (nfds_t)nfds, PROXY_SLEEP_MS) < 0 && errno != EINTR) {
+      struct timespec ts = {0, PROXY_SLEEP_MS * 1000000L};
+      nanosleep(&ts, NULL);
+    }
+  }
+  return NULL;
+}
+
+koloResult_t kolo_proxy_add(kolo_net_pipe *p, kolo_errbuf *eb) {
+  pthread_once(&atfork_once, register_atfork);
+  pthread_mutex_lock(&life_mu);
+  if (!running) {
+    atomic_store(&stop_flag, 0);
+    int err = pthread_create(&thread, NULL, proxy_main, NULL);
+    if (err != 0) {
+      pthread_mutex_unlock(&life_mu);
+      return kolo_syserror(eb, err, "cannot start the network proxy thread for the pipe %s %s",
+                           p->is_send ? "to" : "from", p->who);
+    }
+    running = 1;
+  }
+  pthread_mutex_lock(&mu);
+  p->next = pipes;
+  pipes = p;
+  npipes++;
+  p->added = 1;
+  p->credit_sent = 0;
+  pthread_mutex_unlock(&mu);
+  pthread_mutex_unlock(&life_mu);
+  return koloSuccess;
+}
+
+static int flushed(kolo_net_pipe *p) {
+  if (p->failed) return 1;
+  if (p->is_send && p->completed != atomic_load_explicit(&p->ctrl->tail, memory_order_acquire)) return 0;
+  uint32_t word = atomic_load_explicit(&p->ctrl->abort, memory_order_acquire);
+  if (word != 0 && !p->stop_sent && !p->stop_remote && !p->ctrl_gone) return 0;
+  return !p->net->pending(p->comm);
+}
+
+void kolo_proxy_remove(kolo_net_pipe *p) {
+  if (!p->added) return;
+  int64_t deadline = kolo_deadline(p->flush_ms);
+  pthread_mutex_lock(&mu);
+  for (;;) {
+    pipe_progress(p);
+    if (flushed(p)) break;
+    if (deadline != 0 && kolo_now_ms() >= deadline) {
+      KOLO_WARN("rank %d: gave up after %d ms flushing the network pipe %s %s", p->self, p->flush_ms,
+                p->is_send ? "to" : "from", p->who);
+      break;
+    }
+    struct pollfd pf[KOLO_NET_MAX_STREAMS + 1];
+    int n = p->net->pollfds(p->comm, pf, KOLO_NET_MAX_STREAMS + 1);
+    pthread_mutex_unlock(&mu);
+    poll(pf, (nfds_t)n, PROXY_SLEEP_MS);
+    pthread_mutex_lock(&mu);
+  }
+  for (kolo_net_pipe **pp = &pipes; *pp; pp = &(*pp)->next)
+    if (*pp == p) {
+      *pp = p->next;
+      break;
+    }
+  npipes--;
+  p->added = 0;
+  int last = npipes == 0;
+  pthread_mutex_unlock(&mu);
+  if (!last) return;
+  pthread_mutex_lock(&life_mu);
+  pthread_mutex_lock(&mu);
+  int stop = running && npipes == 0;
+  pthread_mutex_unlock(&mu);
+  if (stop) {
+    atomic_store(&stop_flag, 1);
+    pthread_join(thread, NULL);
+    running = 0;
+  }
+  pthread_mutex_unlock(&life_mu);
+}

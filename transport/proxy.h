@@ -1,0 +1,61 @@
+/* proxy.h - the network proxy: one progress thread per process that moves
+ * the slots of net pipes (DESIGN.md, "Connectors": net).
+ *
+ * Each end of a net pipe has its own control block and slots in local
+ * memory, so executors use them exactly as local / shm pipes:
+ *   sender:   the executor fills a slot and bumps its local tail; the proxy
+ *             sees the tail move and sends the slot's bytes to the peer; a
+ *             credit (the receiver's head) coming back bumps the local head.
+ *   receiver: the proxy receives slots in order into local slots and bumps
+ *             the local tail (kolo_conn_publish, so futex sleepers wake);
+ *             when the executor bumps head the proxy sends it as a credit.
+ * Stop words cross the same way (each end forwards a local stop word once;
+ * one that arrives is stored locally, first writer wins).  A connection
+ * that fails or closes sets the local stop word KOLO_STOP_DEAD_PEER naming
+ * the peer, after everything that arrived before the close was delivered.
+ *
+ * The thread starts with the first pipe and stops with the last one; it
+ * sleeps in poll() on the pipes' sockets (with a 1 ms bound, to see counter
+ * moves) when nothing moved, after a few sched_yield()s.
+ */
+#ifndef KOLO_TRANSPORT_PROXY_H
+#define KOLO_TRANSPORT_PROXY_H
+
+#include <stdint.h>
+
+#include "transport/connector.h"
+#include "transport/net.h"
+
+typedef struct kolo_net_pipe {
+  /* set by the transport before kolo_proxy_add */
+  const kolo_net_provider *net;
+  void *comm;           /* provider connection */
+  void *lcomm;          /* receiver: listener until accepted */
+  void *mem;            /* control block + slots */
+  kolo_conn_ctrl *ctrl;
+  char *slots;
+  uint32_t nslots;
+  size_t slot_bytes;
+  int is_send, self, peer;
+  int flush_ms;         /* bound on the flush at close */
+  char who[96];         /* "rank 3 (10.0.0.2:4711)" */
+  /* proxy state (under the proxy's lock) */
+  int added;
+  uint32_t posted, completed;
+  uint32_t ids[KOLO_NET_MAX_REQS];
+  uint32_t credit_sent;
+  int stop_sent, stop_remote, failed, ctrl_gone;
+  int64_t grace_until;  /* the connection broke: when to call the peer dead */
+  kolo_errbuf err;
+  struct kolo_net_pipe *next;
+} kolo_net_pipe;
+
+/* Hands the pipe to the proxy (starting its thread if needed). */
+koloResult_t kolo_proxy_add(kolo_net_pipe *p, kolo_errbuf *eb);
+/* Flushes what the pipe still has to send (its data up to the tail, its
+ * stop word), bounded by p->flush_ms, then takes it back from the proxy
+ * (stopping the thread with the last pipe).  The proxy no longer touches
+ * the pipe when this returns. */
+void kolo_proxy_remove(kolo_net_pipe *p);
+
+#endif

@@ -1,0 +1,138 @@
+/* transport_net.c - pipes between hosts: local slots at each end, moved by
+ * the proxy over a network provider (proxy.h, net.h).
+ *
+ * Chosen for peers on another host (host_hash differs), or for every peer
+ * in another process when KOLO_NET_FORCE=1 (tests on one host).  Setup
+ * follows the other transports' three messages over the bootstrap: the
+ * receiver allocates its slots, listens on the bootstrap's interface
+ * (KOLO_SOCKET_IFNAME) and sends the provider's handle (address + a random
+ * per-pipe token) in the descriptor; the sender allocates its own slots,
+ * connects, presents the token and acknowledges; the receiver then accepts
+ * (connections without the token are refused) and closes its listener. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "transport/net.h"
+#include "transport/proxy.h"
+#include "transport/socket.h"
+#include "transport/transport.h"
+
+_Static_assert(KOLO_NET_HANDLE_BYTES <= KOLO_CONN_DESC_BYTES, "net handle must fit a descriptor");
+
+static const kolo_net_provider *provider(void) { return &kolo_net_socket; }
+
+static int net_can_connect(const kolo_conn_setup *s) {
+  if (kolo_same_process(s->self, s->peer)) return 0;
+  return s->self->host_hash != s->peer->host_hash || kolo_param_int("KOLO_NET_FORCE") != 0;
+}
+
+static int timeout_ms(void) {
+  int64_t t = kolo_param_int("KOLO_TIMEOUT_MS");
+  return t < 0 ? 0 : t > (1 << 30) ? (1 << 30) : (int)t;
+}
+
+static koloResult_t pipe_new(const kolo_conn_setup *s, kolo_connector *c, int is_send) {
+  kolo_net_pipe *p = calloc(1, sizeof *p);
+  size_t bytes = KOLO_CONN_CTRL_BYTES + s->slot_bytes * s->nslots;
+  void *mem = p ? aligned_alloc(4096, bytes) : NULL;
+  if (mem == NULL) {
+    free(p);
+    return kolo_error(s->eb, koloSystemError, "cannot allocate %zu bytes for the network pipe %s rank %d",
+                      bytes, is_send ? "to" : "from", s->peer->rank);
+  }
+  memset(mem, 0, KOLO_CONN_CTRL_BYTES);
+  p->net = provider();
+  p->mem = mem;
+  p->ctrl = mem;
+  p->slots = (char *)mem + KOLO_CONN_CTRL_BYTES;
+  p->nslots = s->nslots;
+  p->slot_bytes = s->slot_bytes;
+  p->is_send = is_send;
+  p->self = s->self->rank;
+  p->peer = s->peer->rank;
+  int t = timeout_ms();
+  p->flush_ms = t > 0 && t < 10000 ? t : 10000;
+  char addr[80];
+  kolo_addr_str(&s->peer->addr, addr, sizeof addr);
+  snprintf(p->who, sizeof p->who, "rank %d (%s)", s->peer->rank, addr);
+  c->mem = p;
+  c->mem_bytes = bytes;
+  c->ctrl = p->ctrl;
+  c->slots = p->slots;
+  return koloSuccess;
+}
+
+static koloResult_t net_recv_create(const kolo_conn_setup *s, kolo_connector *c, char *desc) {
+  koloResult_t res = pipe_new(s, c, 0);
+  if (res != koloSuccess) return res;
+  kolo_net_pipe *p = c->mem;
+  int ndev = 0;
+  res = p->net->devices(&ndev, s->eb);
+  if (res == koloSuccess && ndev < 1)
+    res = kolo_error(s->eb, koloSystemError, "the %s network provider has no device", p->net->name);
+  kolo_net_handle h;
+  /* The bootstrap's address: the interface KOLO_SOCKET_IFNAME chose. */
+  if (res == koloSuccess) res = p->net->listen(&s->self->addr, &h, &p->lcomm, s->eb);
+  if (res != koloSuccess) {
+    c->transport->close(c);
+    return res;
+  }
+  memset(desc, 0, KOLO_CONN_DESC_BYTES);
+  memcpy(desc, &h, sizeof h);
+  return koloSuccess;
+}
+
+static koloResult_t net_recv_accept(const kolo_conn_setup *s, kolo_connector *c) {
+  kolo_net_pipe *p = c->mem;
+  int t = timeout_ms();
+  koloResult_t res = p->net->accept(p->lcomm, kolo_deadline(t), t, p->who, &p->comm, s->eb);
+  p->net->close_listen(p->lcomm);
+  p->lcomm = NULL;
+  if (res == koloSuccess) res = kolo_proxy_add(p, s->eb);
+  return res;
+}
+
+static koloResult_t net_send_attach(const kolo_conn_setup *s, kolo_connector *c, const char *desc) {
+  koloResult_t res = pipe_new(s, c, 1);
+  if (res != koloSuccess) return res;
+  kolo_net_pipe *p = c->mem;
+  kolo_net_handle h;
+  memcpy(&h, desc, sizeof h);
+  int t = timeout_ms();
+  res = p->net->connect(&h, kolo_deadline(t), t, p->who, &p->comm, s->eb);
+  if (res == koloSuccess) res = kolo_proxy_add(p, s->eb);
+  if (res != koloSuccess) c->transport->close(c);
+  return res;
+}
+
+static void net_recv_attached(kolo_connector *c) {
+  kolo_net_pipe *p = c->mem;
+  if (p == NULL || p->lcomm == NULL) return;
+  p->net->close_listen(p->lcomm);
+  p->lcomm = NULL;
+}
+
+static void net_close(kolo_connector *c) {
+  kolo_net_pipe *p = c->mem;
+  if (p == NULL) return;
+  kolo_proxy_remove(p);
+  if (p->lcomm) p->net->close_listen(p->lcomm);
+  if (p->comm) p->net->close(p->comm);
+  free(p->mem);
+  free(p);
+  c->mem = NULL;
+  c->ctrl = NULL;
+  c->slots = NULL;
+}
+
+const kolo_transport kolo_transport_net = {
+    .name = "net",
+    .can_connect = net_can_connect,
+    .recv_create = net_recv_create,
+    .send_attach = net_send_attach,
+    .recv_accept = net_recv_accept,
+    .recv_attached = net_recv_attached,
+    .close = net_close,
+};
