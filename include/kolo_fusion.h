@@ -1,0 +1,163 @@
+/*
+ * kolo_fusion.h - gradient fusion for data-parallel training
+ * (DESIGN.md, "Fusion"): Horovod's tensor fusion and DDP's buckets, in C,
+ * for host and CUDA communicators.
+ *
+ * One koloFusion_t drives the gradient all-reduces of one communicator.
+ * The user declares every gradient once, in the order backward produces
+ * them, then runs steps:
+ *
+ *   koloFusionCreate(&f, comm, &cfg);
+ *   koloFusionAddTensor(f, count, koloFloat32, KOLO_FUSION_ALLOCATE, &id);
+ *   koloFusionAddTensor(f, count, koloFloat16, KOLO_FUSION_EXTERNAL, &id2);
+ *   ...
+ *   koloFusionCommit(f);                  // allocates the bucket buffers
+ *   koloFusionTensorPtr(f, id, &grad);    // backward writes here
+ *   for each step:
+ *     koloFusionStepBegin(f);
+ *     ... backward: koloFusionMarkReady(f, id, NULL, event) per gradient,
+ *                   koloFusionMarkReady(f, id2, buf, event) for external ones
+ *     koloFusionStepEnd(f, &done);        // CUDA: event the optimizer waits on
+ *     koloFusionWait(f);                  // or: block until reduced
+ *
+ * Two paths.  Tensors declared KOLO_FUSION_ALLOCATE are views into bucket
+ * buffers that kolo owns (16-byte aligned, one dtype per bucket, a bucket
+ * never exceeds bucketBytes except to hold one tensor larger than it; the
+ * first bucket is capped at firstBucketBytes so communication starts
+ * early): a bucket is all-reduced in place, with no pack and no unpack.
+ * Tensors declared KOLO_FUSION_EXTERNAL live in the caller's memory: the
+ * ones ready together, of one dtype, are packed into a fusion buffer of up
+ * to fusionBytes with one batched copy, all-reduced once and unpacked with
+ * one batched copy (one kernel each on a GPU, one pass each on a host).
+ *
+ * Scheduling.  MarkReady never blocks on communication.  A background
+ * thread per koloFusion_t negotiates with the other ranks, in lockstep
+ * rounds (at most one per cycleTimeUs while something is pending), which
+ * tensors are ready everywhere, and launches their buckets / fused buffers
+ * in an order that is identical on every rank by construction.  Each round
+ * also compares a signature of every rank's declared layout and step: on a
+ * mismatch (different tensors declared, a tensor marked twice, a rank in
+ * another step) every rank fails with koloInvalidUsage and an error naming
+ * both ranks' views, instead of hanging or summing the wrong bytes.  On a
+ * CUDA communicator the all-reduces are enqueued on the fusion's
+ * communication stream behind the event passed to MarkReady.
+ *
+ * Bucket order.  After the first step, when the order in which tensors
+ * became ready (rank 0's order, so that every rank agrees) differs from the
+ * declared one, the buckets are rebuilt once in that order: the tensors'
+ * contents move with them, and pointers from koloFusionTensorPtr must be
+ * fetched again (koloFusionLayoutVersion changes).
+ *
+ * Timeline.  With KOLO_TIMELINE=path (or config.timeline), every rank
+ * writes ready / launch / done events per tensor and bucket as Chrome trace
+ * JSON (path with "%r" replaced by the rank, or one file per rank with
+ * ".rankN" appended), for chrome://tracing or Perfetto.
+ *
+ * Threading: the koloFusion_t functions are called from one thread at a
+ * time; while a fusion has a step in flight, its communicator belongs to
+ * its background thread (issue no other calls on it until Wait returns).
+ */
+#ifndef KOLO_FUSION_H
+#define KOLO_FUSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kolo.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct koloFusion *koloFusion_t;
+/* Same layout as cudaEvent_t, so callers pass their CUDA event as is. */
+typedef struct CUevent_st *koloEvent_t;
+
+typedef enum {
+  KOLO_FUSION_ALLOCATE = 0, /* kolo owns the storage: a view into a bucket */
+  KOLO_FUSION_EXTERNAL = 1  /* the caller owns it; passed at MarkReady */
+} koloFusionStorage_t;
+
+/* Start from KOLO_FUSION_CONFIG_INITIALIZER; a field left at its UNDEF
+ * value takes the environment's (KOLO_FUSION_*) or the default. */
+#define KOLO_FUSION_UNDEF_SIZE ((size_t)-1)
+typedef struct {
+  size_t size;             /* sizeof(koloFusionConfig_t) as compiled */
+  size_t bucketBytes;      /* cap per bucket; 25 MiB (KOLO_FUSION_BUCKET_BYTES) */
+  size_t firstBucketBytes; /* cap of the first bucket; 1 MiB (KOLO_FUSION_FIRST_BUCKET_BYTES) */
+  size_t fusionBytes;      /* fusion buffer; 64 MiB (KOLO_FUSION_THRESHOLD) */
+  int cycleTimeUs;         /* negotiation period; 1000 (KOLO_FUSION_CYCLE_US) */
+  int op;                  /* koloSum or koloAvg; default koloAvg */
+  double preScale;         /* multiply every gradient first; 1.0; 0 = UNDEF */
+  int rebuildBuckets;      /* 1: rebuild from the observed order; default 1 */
+  koloStream_t stream;     /* CUDA: communication stream; NULL: kolo creates one */
+  const char *timeline;    /* Chrome trace path; NULL: KOLO_TIMELINE or none */
+} koloFusionConfig_t;
+
+#define KOLO_FUSION_CONFIG_INITIALIZER                                         \
+  {                                                                            \
+    sizeof(koloFusionConfig_t), KOLO_FUSION_UNDEF_SIZE, KOLO_FUSION_UNDEF_SIZE, \
+        KOLO_FUSION_UNDEF_SIZE, KOLO_CONFIG_UNDEF, KOLO_CONFIG_UNDEF, 0.0,     \
+        KOLO_CONFIG_UNDEF, NULL, NULL                                          \
+  }
+
+/* Counters, for tests and benchmarks (cumulative since Create). */
+typedef struct {
+  uint64_t steps;
+  uint64_t allReduces;    /* collective calls issued for gradients */
+  uint64_t packedBytes;   /* bytes copied into fusion buffers */
+  uint64_t unpackedBytes; /* bytes copied out of fusion buffers */
+  uint64_t packCalls;     /* batched pack launches / passes */
+  uint64_t unpackCalls;   /* batched unpack launches / passes */
+  uint64_t rounds;        /* negotiation rounds */
+  uint64_t rebuilds;      /* bucket rebuilds */
+} koloFusionStats_t;
+
+koloResult_t koloFusionCreate(koloFusion_t *fusion, koloComm_t comm,
+                              const koloFusionConfig_t *config);
+/* Waits for a step in flight, frees buckets and buffers, stops the thread. */
+koloResult_t koloFusionDestroy(koloFusion_t fusion);
+
+/* Declares the next gradient (backward order).  Before Commit only. */
+koloResult_t koloFusionAddTensor(koloFusion_t fusion, size_t count,
+                                 koloDataType_t datatype,
+                                 koloFusionStorage_t storage, int *tensorId);
+/* Lays out buckets, allocates them once; checks every rank declared the
+ * same tensors (error naming the first difference otherwise). */
+koloResult_t koloFusionCommit(koloFusion_t fusion);
+/* The view of an ALLOCATE tensor (host or device pointer). */
+koloResult_t koloFusionTensorPtr(koloFusion_t fusion, int tensorId, void **ptr);
+/* Changes when buckets are rebuilt: fetch TensorPtr again. */
+koloResult_t koloFusionLayoutVersion(koloFusion_t fusion, int *version);
+/* Bucket count and the bucket of a tensor (for tests and the timeline). */
+koloResult_t koloFusionBucketCount(koloFusion_t fusion, int *nbuckets);
+koloResult_t koloFusionTensorBucket(koloFusion_t fusion, int tensorId, int *bucket);
+
+koloResult_t koloFusionStepBegin(koloFusion_t fusion);
+/* The gradient is (or, on a GPU, will be once `ready` fires) complete.
+ * buf: NULL for ALLOCATE tensors, the caller's buffer for EXTERNAL ones
+ * (reduced in place; it must stay valid until Wait / the done event).
+ * ready: a CUDA event recorded on the compute stream after the gradient's
+ * producer (CUDA communicators; NULL means already complete), ignored on
+ * host.  Returns at once. */
+koloResult_t koloFusionMarkReady(koloFusion_t fusion, int tensorId, void *buf,
+                                 koloEvent_t ready);
+/* Every tensor of the step has been marked.  CUDA: *done (may be NULL) is
+ * an event, recorded on the communication stream after the last bucket,
+ * that the optimizer's stream waits on (owned by the fusion, valid until
+ * the next StepEnd).  Host: *done is set to NULL; use Wait.  Returns once
+ * every all-reduce of the step has been issued (CUDA) or handed to the
+ * background thread (host), without waiting for them to finish. */
+koloResult_t koloFusionStepEnd(koloFusion_t fusion, koloEvent_t *done);
+/* Blocks until every all-reduce of the step has finished (CUDA: on the
+ * device too); the first error of the step, naming it. */
+koloResult_t koloFusionWait(koloFusion_t fusion);
+
+koloResult_t koloFusionGetStats(koloFusion_t fusion, koloFusionStats_t *stats);
+/* The last error of this fusion, in one sentence ("" if none). */
+const char *koloFusionGetLastError(koloFusion_t fusion);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KOLO_FUSION_H */
