@@ -8,7 +8,10 @@
  * (KOLO_SOCKET_IFNAME) and sends the provider's handle (address + a random
  * per-pipe token) in the descriptor; the sender allocates its own slots,
  * connects, presents the token and acknowledges; the receiver then accepts
- * (connections without the token are refused) and closes its listener. */
+ * (connections without the token are refused) and closes its listener.
+ * The provider is kolo_net_default()'s (KOLO_NET, else ib where a device is
+ * usable, else socket); the descriptor names it, so ranks that chose
+ * differently fail with a sentence. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +24,10 @@
 
 _Static_assert(KOLO_NET_HANDLE_BYTES <= KOLO_CONN_DESC_BYTES, "net handle must fit a descriptor");
 
-static const kolo_net_provider *provider(void) { return &kolo_net_socket; }
+/* The descriptor carries the provider's name after its handle, so a sender
+ * whose KOLO_NET differs fails with a sentence instead of misreading it. */
+#define DESC_NAME_BYTES 16
+_Static_assert(KOLO_NET_HANDLE_BYTES + DESC_NAME_BYTES <= KOLO_CONN_DESC_BYTES, "provider name must fit");
 
 static int net_can_connect(const kolo_conn_setup *s) {
   if (kolo_same_process(s->self, s->peer)) return 0;
@@ -43,7 +49,12 @@ static koloResult_t pipe_new(const kolo_conn_setup *s, kolo_connector *c, int is
                       bytes, is_send ? "to" : "from", s->peer->rank);
   }
   memset(mem, 0, KOLO_CONN_CTRL_BYTES);
-  p->net = provider();
+  p->net = kolo_net_default(s->eb);
+  if (p->net == NULL) {
+    free(mem);
+    free(p);
+    return koloInvalidArgument;
+  }
   p->mem = mem;
   p->ctrl = mem;
   p->slots = (char *)mem + KOLO_CONN_CTRL_BYTES;
@@ -70,8 +81,12 @@ static koloResult_t net_recv_create(const kolo_conn_setup *s, kolo_connector *c,
   kolo_net_pipe *p = c->mem;
   int ndev = 0;
   res = p->net->devices(&ndev, s->eb);
-  if (res == koloSuccess && ndev < 1)
-    res = kolo_error(s->eb, koloSystemError, "the %s network provider has no device", p->net->name);
+  if (res == koloSuccess && ndev < 1) { /* devices() said why in eb */
+    char why[KOLO_ERR_LEN];
+    snprintf(why, sizeof why, "%s", s->eb ? s->eb->msg : kolo_thread_errbuf()->msg);
+    res = kolo_error(s->eb, koloSystemError, "the %s network provider has no usable device: %.400s",
+                     p->net->name, why);
+  }
   kolo_net_handle h;
   /* The bootstrap's address: the interface KOLO_SOCKET_IFNAME chose. */
   if (res == koloSuccess) res = p->net->listen(&s->self->addr, &h, &p->lcomm, s->eb);
@@ -81,6 +96,7 @@ static koloResult_t net_recv_create(const kolo_conn_setup *s, kolo_connector *c,
   }
   memset(desc, 0, KOLO_CONN_DESC_BYTES);
   memcpy(desc, &h, sizeof h);
+  snprintf(desc + KOLO_NET_HANDLE_BYTES, DESC_NAME_BYTES, "%s", p->net->name);
   return koloSuccess;
 }
 
@@ -100,6 +116,16 @@ static koloResult_t net_send_attach(const kolo_conn_setup *s, kolo_connector *c,
   kolo_net_pipe *p = c->mem;
   kolo_net_handle h;
   memcpy(&h, desc, sizeof h);
+  char theirs[DESC_NAME_BYTES];
+  memcpy(theirs, desc + KOLO_NET_HANDLE_BYTES, sizeof theirs);
+  theirs[sizeof theirs - 1] = '\0';
+  if (strcmp(theirs, p->net->name) != 0) {
+    res = kolo_error(s->eb, koloInvalidUsage,
+                     "%s listens with the %s network provider, this rank uses %s (set the same KOLO_NET "
+                     "on every rank)", p->who, theirs, p->net->name);
+    c->transport->close(c);
+    return res;
+  }
   int t = timeout_ms();
   res = p->net->connect(&h, kolo_deadline(t), t, p->who, &p->comm, s->eb);
   if (res == koloSuccess) res = kolo_proxy_add(p, s->eb);

@@ -1,0 +1,115 @@
+# Runs inside the soft-RoCE guest (vm.sh), in run_kolo.sh's work directory,
+# which holds kolo.env (BIN: the host's build/bin, seen through the guest's
+# read-only view of the host's /).  Lines starting with "KOLO-RXE:" are the
+# summary that run_kolo.sh prints.  Every run is bounded by timeout.
+#   1. test_net_ib: the ib provider's tests on real devices, the sender on
+#      rxe1 and the receiver on rxe0 (across the veth), plus the HCA parser
+#      and registry tests, plus IbProcs.TwoHosts (two forked ranks as two
+#      hosts, rank 0 on rxe0, rank 1 on rxe1).
+#   2. two ranks launched as two "hosts" (KOLO_HOSTID): rank 0 on
+#      rxe0 / veth0 / 10.77.0.1, rank 1 on rxe1 / veth1 / 10.77.0.2,
+#      KOLO_NET=ib: all-reduce, all-gather and send/recv, every element
+#      checked (test_net_ib's IbRank.Run); their logs must show ib
+#      connections (KOLO_DEBUG=INFO).
+#   3. the sentences for a KOLO_IB_HCA that selects nothing and a port that
+#      is down.
+#   4. with BENCH=1 (KOLO_RXE_KOLO_BENCH=1): kolo's ib point to point beside
+#      ib_write_bw / ib_write_lat on the same devices.
+# Exit status: the number of failed checks.
+[ -f ./kolo.env ] && . ./kolo.env
+BIN=${BIN:?kolo.env names no BIN}
+T1=${T1:-90} T2=${T2:-60}   # time limits of parts 1 and 2 (s)
+fail=0
+up() { cut -d' ' -f1 /proc/uptime; }
+since() { awk -v s="$1" -v e="$(up)" 'BEGIN{printf "%.1f", e-s}'; }
+say() { echo "KOLO-RXE: $*"; }
+gsum() { sed -n 's/^\[  \(PASSED\|SKIPPED\|FAILED\) *\] \([0-9]* tests\?\)[,.].*/\1 \2/p' "$1" | tr '\n' ' '; }
+
+# 1. the provider's tests on rxe1 -> rxe0
+s=$(up)
+KOLO_TEST_IB_SEND_HCA==rxe1 KOLO_TEST_IB_RECV_HCA==rxe0 \
+KOLO_TEST_IB_HCA_RANK0==rxe0 KOLO_TEST_IB_HCA_RANK1==rxe1 \
+  timeout -k 5 "$T1" "$BIN/test_net_ib" --gtest_filter='IbHca.*:NetRegistry.*:NetIb.*:IbProcs.*' \
+  > /tmp/net_ib.log 2>&1; rc=$?
+echo "----- test_net_ib (rc $rc)"; cat /tmp/net_ib.log
+if [ $rc = 0 ] && ! grep -q "SKIPPED" /tmp/net_ib.log; then
+  say "PASS test_net_ib on rxe1 -> rxe0 ($(since $s)s): $(gsum /tmp/net_ib.log)"
+else
+  say "FAIL test_net_ib on rxe1 -> rxe0 (rc $rc): $(gsum /tmp/net_ib.log)"; fail=$((fail+1))
+  grep -E "^\[  FAILED|Failure|SKIP: |error" /tmp/net_ib.log | head -n 12 | sed 's/^/KOLO-RXE:   /'
+fi
+sed -n 's/^  \([0-9].*\)/KOLO-RXE:   \1/p' /tmp/net_ib.log
+
+# 2. two hosts, one rank on each rxe device
+s=$(up)
+common="KOLO_IB_RANK=1 KOLO_NET=ib KOLO_ROOT=10.77.0.1:29517 KOLO_WORLD_SIZE=2 \
+KOLO_SECRET=0123456789abcdef0123456789abcdef KOLO_TIMEOUT_MS=60000 KOLO_DEBUG=INFO"
+env $common KOLO_RANK=0 KOLO_HOSTID=rxe-host-0 KOLO_IB_HCA==rxe0 KOLO_SOCKET_IFNAME==veth0 \
+  timeout -k 5 "$T2" "$BIN/test_net_ib" --gtest_filter=IbRank.Run > /tmp/rank0.log 2>&1 & p0=$!
+env $common KOLO_RANK=1 KOLO_HOSTID=rxe-host-1 KOLO_IB_HCA==rxe1 KOLO_SOCKET_IFNAME==veth1 \
+  timeout -k 5 "$T2" "$BIN/test_net_ib" --gtest_filter=IbRank.Run > /tmp/rank1.log 2>&1 & p1=$!
+wait $p0; r0=$?
+wait $p1; r1=$?
+for r in 0 1; do echo "----- rank $r"; grep -v " kolo INFO " /tmp/rank$r.log | tail -n 40; done
+ib0=$(grep -c "ib connection with" /tmp/rank0.log) ib1=$(grep -c "ib connection with" /tmp/rank1.log)
+grep -h "ib connection with" /tmp/rank0.log /tmp/rank1.log | head -n 4 | sed 's/^.*\(ib connection\)/KOLO-RXE:   \1/'
+if [ $r0 = 0 ] && [ $r1 = 0 ] && grep -q "cases passed" /tmp/rank0.log && grep -q "cases passed" /tmp/rank1.log &&
+   [ "$ib0" -gt 0 ] && [ "$ib1" -gt 0 ]; then
+  say "PASS 2 hosts over ib (rank 0 rxe0/10.77.0.1, rank 1 rxe1/10.77.0.2; $ib0 + $ib1 ib connections, $(since $s)s):"
+  grep -h "cases passed" /tmp/rank0.log /tmp/rank1.log | sed 's/^ */KOLO-RXE:   /'
+else
+  say "FAIL 2 hosts over ib: rank 0 rc $r0, rank 1 rc $r1, ib connections $ib0 + $ib1"; fail=$((fail+1))
+  grep -h -E "rank [01]: |Failure|error|WARN" /tmp/rank0.log /tmp/rank1.log | head -n 12 | sed 's/^/KOLO-RXE:   /'
+fi
+# 3. the sentences for the usual setup failures (NetRegistry prints why ib
+#    was not chosen): a KOLO_IB_HCA that selects nothing, a port that is down.
+why() { KOLO_IB_HCA="$1" timeout -k 2 30 "$BIN/test_net_ib" --gtest_filter=NetRegistry.* 2>&1 |
+  sed -n 's/.*automatic choice here: socket (ib: \(.*\))$/\1/p'; }
+w1=$(why =nosuch0)
+ip link set veth1 down; sleep 1
+w2=$(why =rxe1)
+ip link set veth1 up
+for w in "$w1|leaves out rxe0 port 1" "$w2|rxe1 port 1 is down, not ACTIVE"; do
+  got=${w%%|*} want=${w#*|}
+  case $got in
+    *"$want"*) say "PASS error sentence: $got";;
+    *) say "FAIL error sentence: wanted \"$want\", got \"$got\""; fail=$((fail+1));;
+  esac
+done
+
+# 4. (BENCH=1) kolo's ib provider point to point beside perftest on the same
+#    devices, rxe1 -> rxe0: ib_write_bw -s 65536 / IbBench bandwidth, and
+#    ib_write_lat -s 8 / IbBench 8-byte ping-pong (half round trip).
+if [ "${BENCH:-0}" = 1 ]; then
+  gid() { ibv_devinfo -v -d "$1" | sed -n 's/.*GID\[ *\([0-9]*\)\]:.*::ffff:.*RoCE v2.*/\1/p' | head -n 1; }
+  G0=$(gid rxe0); G1=$(gid rxe1)
+  pt() { # pt NAME CMD ARGS...: server rxe0, client rxe1; the first result row
+    n=$1; shift
+    timeout -k 2 60 "$@" -d rxe0 -x "${G0:-1}" -p 18530 > /tmp/$n.srv 2>&1 & sp=$!
+    for try in 1 2 3 4 5; do
+      sleep 1
+      timeout -k 2 60 "$@" -d rxe1 -x "${G1:-1}" -p 18530 10.77.0.1 > /tmp/$n.cli 2>&1 && break
+      grep -q "Couldn't connect" /tmp/$n.cli || break
+    done
+    wait $sp
+    awk '/#bytes/{h=1; next} h && $1 ~ /^[0-9]+$/ && NF >= 5 {print; exit}' /tmp/$n.cli
+  }
+  for i in 1 2; do
+    # odd runs spin on test(), even runs sleep in poll() on the provider's fds
+    wait_mode=spin; [ $((i % 2)) = 0 ] && wait_mode=poll
+    bw=$(pt bw ib_write_bw -s 65536 -n ${BW_N:-1000} | awk '{printf "%.2f", $4 * 1.048576}')
+    KOLO_IB_BENCH_WAIT=$wait_mode KOLO_IB_BENCH=1 KOLO_IB_BENCH_ITERS=${BW_N:-1000} KOLO_TEST_IB_SEND_HCA==rxe1 KOLO_TEST_IB_RECV_HCA==rxe0 \
+      timeout -k 2 120 "$BIN/test_net_ib" --gtest_filter=IbBench.* > /tmp/bench.log 2>&1
+    kb=$(sed -n 's/^KOLO-IB-BENCH: bw [^:]*: \([0-9.]*\) MB.*/\1/p' /tmp/bench.log)
+    kl=$(sed -n 's/^KOLO-IB-BENCH: .*lat [^:]*: \([0-9.]*\) us.*/\1/p' /tmp/bench.log)
+    lat=$(pt lat ib_write_lat -s 8 -n ${LAT_N:-1000} | awk '{print $5}')
+    say "bench $i ($wait_mode): 64 KiB rxe1->rxe0: ib_write_bw ${bw:-?} MB/s, kolo ib ${kb:-?} MB/s" \
+        "($(awk -v a="$kb" -v b="$bw" 'BEGIN{if (a > 0 && b > 0) printf "%.2fx", a / b; else print "?"}'));" \
+        "8 B latency: ib_write_lat ${lat:-?} us (typical), kolo ib ${kl:-?} us" \
+        "($(awk -v a="$kl" -v b="$lat" 'BEGIN{if (a > 0 && b > 0) printf "%.2fx", a / b; else print "?"}'))"
+    [ -n "$kb" ] || { cat /tmp/bench.log; fail=$((fail+1)); }
+  done
+fi
+
+[ $fail -le 100 ] || fail=100   # 124-126 mean other things to vm.sh
+exit $fail

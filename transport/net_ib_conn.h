@@ -1,0 +1,138 @@
+/* net_ib_conn.h - the state of one ib provider connection, shared by its
+ * setup (net_ib_setup.c: devices, QPs, the TCP handshake, teardown) and its
+ * data path (net_ib.c: requests, control messages, completions).  Private
+ * to those two files.
+ *
+ * A connection has nqps RC queue pairs on one CQ (with a completion
+ * channel, so the proxy can sleep in poll()), a TCP socket (the handshake,
+ * then only to notice that the peer went away), and registered rings:
+ * rbufs for the control messages that arrive (every posted RECV has one
+ * slot; a WRITE WITH IMMEDIATE consumes a RECV too and leaves its slot
+ * untouched) and sbufs for the control messages sent on QP 0. */
+#ifndef KOLO_TRANSPORT_NET_IB_CONN_H
+#define KOLO_TRANSPORT_NET_IB_CONN_H
+
+#include <infiniband/verbs.h>
+#include <stdint.h>
+
+#include "transport/ib_dev.h"
+#include "transport/net.h"
+
+#define IB_TOKEN_BYTES 16
+#define IB_MAX_QPS KOLO_NET_MAX_STREAMS
+#define IB_SQ_DEPTH 256 /* send work requests in flight per QP */
+#define IB_RQ_DEPTH 256 /* receives kept posted per QP */
+#define IB_OUTQ 512     /* control messages waiting for the send queue */
+#define IB_INBOX 1024   /* credits and stop words waiting for ctrl_recv */
+#define IB_STASH 16     /* completions pollfds() found after arming */
+/* Registrations kept per connection.  More than twice the requests in
+ * flight: those use at most KOLO_NET_MAX_REQS entries, all touched more
+ * recently than the least recently used one, which is never theirs. */
+#define IB_MR_CACHE (2 * KOLO_NET_MAX_REQS)
+
+/* One control message (SEND/RECV on QP 0), 32 bytes. */
+enum { IB_MSG_CREDIT = KOLO_NET_CTRL_CREDIT, IB_MSG_STOP = KOLO_NET_CTRL_STOP, IB_MSG_ADVERT = 0x100 };
+typedef struct {
+  uint32_t kind, value; /* credit / stop: the user's (kind, value) */
+  uint32_t seq, rkey;   /* advert: request number, the slot's rkey */
+  uint64_t addr, len;   /* advert: the slot */
+} ib_msg;
+
+/* TCP handshake, both ways: the sender's first (with the token), then the
+ * receiver's answer, then one byte from the sender once its QPs are ready. */
+typedef struct {
+  uint32_t magic, nqps;
+  uint8_t token[IB_TOKEN_BYTES];
+  uint32_t qpn[IB_MAX_QPS], psn[IB_MAX_QPS];
+  uint8_t gid[16];
+  uint16_t lid;
+  uint8_t link_layer, mtu;
+  char dev[64];
+} ib_hello;
+
+typedef struct {
+  char *buf;
+  size_t len;
+  uint32_t lkey;
+  uint32_t npieces; /* receiver: 0 until the first piece says */
+  uint32_t total;   /* receiver: bytes the sender sends (<= len) */
+  uint32_t posted;  /* sender: pieces posted */
+  uint32_t done;   /* pieces written (sender) or arrived (receiver) */
+  uint64_t bytes;  /* receiver: bytes arrived */
+  uint64_t raddr;  /* sender: the slot the receiver advertised */
+  uint32_t rkey;
+  int have_advert;
+} ib_req;
+
+typedef struct {
+  uint64_t addr, len;
+  uint32_t rkey, seq;
+  int valid;
+} ib_advert;
+
+typedef struct {
+  uintptr_t lo, hi;
+  struct ibv_mr *mr;
+  uint64_t used;
+} ib_mr_entry;
+
+typedef struct {
+  int is_send, nqps;
+  int ready;     /* QPs in RTS at both ends: control messages may go */
+  int failed;    /* an error was reported: every call fails */
+  int gone;      /* the peer closed its TCP socket */
+  int ctrl_gone; /* ctrl_forget: control messages are dropped */
+  int64_t gone_at, next_check;
+  char who[96];
+  int fd;
+  kolo_ib_port port;
+  struct ibv_context *ctx;
+  struct ibv_pd *pd;
+  struct ibv_comp_channel *chan;
+  struct ibv_cq *cq;
+  struct ibv_qp *qp[IB_MAX_QPS];
+  int sq_used[IB_MAX_QPS];
+  int inline_ok, armed;
+  struct ibv_wc stash[IB_STASH]; /* polled by pollfds, not handled yet */
+  int nstash;
+  ib_hello me;
+  unsigned char hin[sizeof(ib_hello)]; /* sender: the receiver's hello */
+  size_t hin_len;
+  ib_msg *rbufs, *sbufs;
+  struct ibv_mr *rmr, *smr;
+  uint32_t ctrl_posted;
+  ib_msg outq[IB_OUTQ];
+  uint32_t out_head, out_tail;
+  ib_msg inbox[IB_INBOX];
+  uint32_t in_head, in_tail;
+  ib_req reqs[KOLO_NET_MAX_REQS];
+  uint32_t head, tail, next_post;
+  ib_advert adv[KOLO_NET_MAX_REQS];
+  ib_mr_entry mrs[IB_MR_CACHE];
+  uint64_t mr_clock;
+  int mr_last; /* the entry found last: slots are posted in turn */
+} ib_comm;
+
+/* wr_id: kind in the top byte, QP below it, a number in the low 32 bits. */
+enum { IB_WR_WRITE = 1, IB_WR_CTRL = 2, IB_WR_RECV = 3 };
+static inline uint64_t ib_wrid(int kind, int qp, uint32_t n) {
+  return (uint64_t)kind << 56 | (uint64_t)qp << 48 | n;
+}
+
+/* net_ib_setup.c */
+koloResult_t kolo_ib_listen(const struct sockaddr_storage *local, kolo_net_handle *handle, void **lcomm,
+                            kolo_errbuf *eb);
+void kolo_ib_close_listen(void *lcomm);
+koloResult_t kolo_ib_connect(const kolo_net_handle *handle, int64_t deadline, int timeout_ms,
+                             const char *who, void **comm, kolo_errbuf *eb);
+koloResult_t kolo_ib_accept(void *lcomm, int64_t deadline, int timeout_ms, const char *who, void **comm,
+                            kolo_errbuf *eb);
+void kolo_ib_close(void *comm);
+/* Sender: the receiver's hello, then RTR/RTS and the ready byte, without
+ * waiting; receiver: the ready byte.  Sets c->ready; 1 when the TCP
+ * socket reached its end (the peer left). */
+koloResult_t kolo_ib_handshake_step(ib_comm *c, int *eof, kolo_errbuf *eb);
+/* (Re)posts receive i of QP q. */
+koloResult_t kolo_ib_post_recv(ib_comm *c, int q, uint32_t i, kolo_errbuf *eb);
+
+#endif

@@ -1,0 +1,415 @@
+/* net_ib_setup.c - ib provider connections: listen, connect, accept, the
+ * TCP handshake that trades QP numbers, and teardown (see net_ib_conn.h).
+ *
+ * The handle (from listen) is the TCP address of the receiver's listener,
+ * a random 16-byte token and the number of QPs (KOLO_IB_QPS_PER_CONN of the
+ * receiver).  The sender's connect opens its device, makes its QPs, posts
+ * its receives and sends its hello (token, QP numbers, PSNs, GID, LID, MTU)
+ * without waiting for an answer: in transport_net the receiver accepts only
+ * after the sender's connect returned.  accept() drops connections whose
+ * hello is not there within a second or lacks the token, makes its own QPs,
+ * brings them to RTS and answers; the sender finishes (RTR, RTS, one ready
+ * byte) in its first data call (kolo_ib_handshake_step).  The receiver
+ * sends nothing over its QPs before that byte, so no message meets a QP
+ * that is not ready.  The TCP socket then stays open: its end is how either
+ * side learns that the other went away.
+ *
+ * Teardown mirrors setup: QPs, memory regions, CQ, completion channel, PD,
+ * device, socket; it goes on past a failed step and logs it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "core/log.h"
+#include "transport/net_ib_conn.h"
+#include "transport/socket.h"
+
+#define HANDLE_MAGIC 0x6b696268u /* "kibh" */
+#define HELLO_MAGIC 0x6b696231u  /* "kib1" */
+#define HELLO_WAIT_MS 1000
+#define READY_BYTE 'R'
+
+typedef struct {
+  uint32_t magic;
+  uint16_t family, port;
+  uint8_t addr[16];
+  uint8_t token[IB_TOKEN_BYTES];
+  uint32_t nqps;
+} wire_handle;
+_Static_assert(sizeof(wire_handle) <= KOLO_NET_HANDLE_BYTES, "the ib handle must fit");
+
+typedef struct {
+  int fd;
+  struct sockaddr_storage addr;
+  uint8_t token[IB_TOKEN_BYTES];
+  int nqps;
+} ib_listener;
+
+static int token_equal(const uint8_t *a, const uint8_t *b) {
+  unsigned diff = 0;
+  for (int i = 0; i < IB_TOKEN_BYTES; i++) diff |= (unsigned)(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+static int nqps_param(void) {
+  int64_t n = kolo_param_int("KOLO_IB_QPS_PER_CONN");
+  return n < 1 ? 1 : n > IB_MAX_QPS ? IB_MAX_QPS : (int)n;
+}
+
+/* ---- listen ----------------------------------------------------------------- */
+
+koloResult_t kolo_ib_listen(const struct sockaddr_storage *local, kolo_net_handle *handle, void **lcomm,
+                            kolo_errbuf *eb) {
+  ib_listener *l = calloc(1, sizeof *l);
+  if (l == NULL) return kolo_error(eb, koloSystemError, "out of memory for an ib network listener");
+  l->addr = *local;
+  kolo_addr_set_port(&l->addr, 0);
+  l->nqps = nqps_param();
+  koloResult_t res = koloSuccess;
+  if (getrandom(l->token, sizeof l->token, 0) != (ssize_t)sizeof l->token)
+    res = kolo_syserror(eb, errno, "getrandom for a pipe token failed");
+  if (res == koloSuccess) res = kolo_sock_listen(&l->addr, eb, &l->fd);
+  if (res != koloSuccess) {
+    free(l);
+    return res;
+  }
+  wire_handle w;
+  memset(&w, 0, sizeof w);
+  w.magic = HANDLE_MAGIC;
+  w.family = (uint16_t)l->addr.ss_family;
+  w.port = (uint16_t)kolo_addr_port(&l->addr);
+  if (l->addr.ss_family == AF_INET6)
+    memcpy(w.addr, &((const struct sockaddr_in6 *)&l->addr)->sin6_addr, 16);
+  else
+    memcpy(w.addr, &((const struct sockaddr_in *)&l->addr)->sin_addr, 4);
+  memcpy(w.token, l->token, IB_TOKEN_BYTES);
+  w.nqps = (uint32_t)l->nqps;
+  memset(handle, 0, sizeof *handle);
+  memcpy(handle->bytes, &w, sizeof w);
+  *lcomm = l;
+  return koloSuccess;
+}
+
+void kolo_ib_close_listen(void *lcomm) {
+  ib_listener *l = lcomm;
+  if (l == NULL) return;
+  if (l->fd >= 0) close(l->fd);
+  free(l);
+}
+
+/* ---- verbs resources -------------------------------------------------------- */
+
+koloResult_t kolo_ib_post_recv(ib_comm *c, int q, uint32_t i, kolo_errbuf *eb) {
+  ib_msg *m = &c->rbufs[(size_t)q * IB_RQ_DEPTH + i];
+  struct ibv_sge sge = {.addr = (uintptr_t)m, .length = sizeof *m, .lkey = c->rmr->lkey};
+  struct ibv_recv_wr wr = {.wr_id = ib_wrid(IB_WR_RECV, q, i), .sg_list = &sge, .num_sge = 1}, *bad;
+  int e = ibv_post_recv(c->qp[q], &wr, &bad);
+  if (e != 0)
+    return kolo_syserror(eb, e, "ibv_post_recv(%s qpn 0x%x) for %s failed", c->port.name,
+                         c->qp[q]->qp_num, c->who);
+  return koloSuccess;
+}
+
+static koloResult_t make_qp(ib_comm *c, int q, kolo_errbuf *eb) {
+  struct ibv_qp_init_attr ia = {.send_cq = c->cq, .recv_cq = c->cq, .qp_type = IBV_QPT_RC,
+                                .cap = {.max_send_wr = IB_SQ_DEPTH, .max_recv_wr = IB_RQ_DEPTH,
+                                        .max_send_sge = 1, .max_recv_sge = 1,
+                                        .max_inline_data = sizeof(ib_msg)}};
+  c->qp[q] = ibv_create_qp(c->pd, &ia);
+  if (c->qp[q] == NULL) { /* some devices have no inline data: try without */
+    ia.cap.max_inline_data = 0;
+    c->qp[q] = ibv_create_qp(c->pd, &ia);
+  }
+  if (c->qp[q] == NULL) {
+    int err = errno;
+    char hint[200];
+    return kolo_syserror(eb, err, "ibv_create_qp(%s, RC, %d+%d work requests)%s", c->port.name,
+                         IB_SQ_DEPTH, IB_RQ_DEPTH, kolo_ib_memlock_hint(err, hint, sizeof hint));
+  }
+  if (q == 0) c->inline_ok = ia.cap.max_inline_data >= sizeof(ib_msg);
+  struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = (uint8_t)c->port.port,
+                          .pkey_index = 0, .qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
+  int e = ibv_modify_qp(c->qp[q], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+  if (e != 0)
+    return kolo_syserror(eb, e, "ibv_modify_qp(%s qpn 0x%x, RESET -> INIT) failed", c->port.name,
+                         c->qp[q]->qp_num);
+  koloResult_t res = koloSuccess;
+  for (uint32_t i = 0; i < IB_RQ_DEPTH && res == koloSuccess; i++) res = kolo_ib_post_recv(c, q, i, eb);
+  uint32_t psn = 0;
+  if (getrandom(&psn, sizeof psn, 0) != (ssize_t)sizeof psn) psn = (uint32_t)getpid() * 2654435761u;
+  c->me.qpn[q] = c->qp[q]->qp_num;
+  c->me.psn[q] = psn & 0xffffff;
+  return res;
+}
+
+/* The device, PD, channel, CQ, control rings and QPs (in INIT, receives
+ * posted) of a new connection; fills c->me. */
+static koloResult_t make_verbs(ib_comm *c, kolo_errbuf *eb) {
+  char why[KOLO_ERR_LEN];
+  int n = 0;
+  koloResult_t res = kolo_ib_ports(&c->port, 1, &n, why, sizeof why, eb);
+  if (res != koloSuccess) return res;
+  if (n == 0) return kolo_error(eb, koloSystemError, "no usable RDMA port for the connection with %s: %s", c->who, why);
+  res = kolo_ib_open(&c->port, &c->ctx, eb);
+  if (res != koloSuccess) return res;
+  char hint[200];
+  if ((c->pd = ibv_alloc_pd(c->ctx)) == NULL)
+    return kolo_syserror(eb, errno, "ibv_alloc_pd(%s) failed", c->port.name);
+  if ((c->chan = ibv_create_comp_channel(c->ctx)) == NULL)
+    return kolo_syserror(eb, errno, "ibv_create_comp_channel(%s) failed", c->port.name);
+  int fl = fcntl(c->chan->fd, F_GETFL);
+  if (fl < 0 || fcntl(c->chan->fd, F_SETFL, fl | O_NONBLOCK) != 0)
+    return kolo_syserror(eb, errno, "cannot make %s's completion channel non-blocking", c->port.name);
+  int cqe = c->nqps * (IB_SQ_DEPTH + IB_RQ_DEPTH) + 16;
+  if ((c->cq = ibv_create_cq(c->ctx, cqe, NULL, c->chan, 0)) == NULL) {
+    int err = errno;
+    return kolo_syserror(eb, err, "ibv_create_cq(%s, %d entries)%s", c->port.name, cqe,
+                         kolo_ib_memlock_hint(err, hint, sizeof hint));
+  }
+  size_t rbytes = (size_t)c->nqps * IB_RQ_DEPTH * sizeof(ib_msg), sbytes = IB_SQ_DEPTH * sizeof(ib_msg);
+  c->rbufs = aligned_alloc(4096, rbytes);
+  c->sbufs = aligned_alloc(4096, sbytes);
+  if (c->rbufs == NULL || c->sbufs == NULL)
+    return kolo_error(eb, koloSystemError, "out of memory for the control rings of %s", c->who);
+  memset(c->rbufs, 0, rbytes);
+  memset(c->sbufs, 0, sbytes);
+  res = kolo_ib_reg(c->pd, c->port.name, c->rbufs, rbytes, IBV_ACCESS_LOCAL_WRITE, &c->rmr, eb);
+  if (res == koloSuccess)
+    res = kolo_ib_reg(c->pd, c->port.name, c->sbufs, sbytes, IBV_ACCESS_LOCAL_WRITE, &c->smr, eb);
+  for (int q = 0; q < c->nqps && res == koloSuccess; q++) res = make_qp(c, q, eb);
+  if (res != koloSuccess) return res;
+  c->me.magic = HELLO_MAGIC;
+  c->me.nqps = (uint32_t)c->nqps;
+  memcpy(c->me.gid, c->port.gid.raw, 16);
+  c->me.lid = c->port.lid;
+  c->me.link_layer = c->port.link_layer;
+  c->me.mtu = (uint8_t)c->port.mtu;
+  snprintf(c->me.dev, sizeof c->me.dev, "%s", c->port.name);
+  return koloSuccess;
+}
+
+/* The ack timeout's exponent (4.096 us << t).  Long by default, as NCCL's:
+ * a peer that died is seen through the TCP socket, not through retries, and
+ * a short timeout retransmits needlessly on a loaded host (soft-RoCE under
+ * emulation acknowledges in tens of ms, and its retransmission of large
+ * writes is fragile). */
+static int ack_timeout(void) {
+  int64_t t = kolo_param_int("KOLO_IB_TIMEOUT");
+  return t < 0 ? 0 : t > 31 ? 31 : (int)t;
+}
+
+/* INIT -> RTR -> RTS towards the peer's QPs. */
+static koloResult_t qps_ready(ib_comm *c, const ib_hello *them, kolo_errbuf *eb) {
+  int timeout_exp = ack_timeout();
+  char dev[sizeof them->dev + 1];
+  memcpy(dev, them->dev, sizeof them->dev);
+  dev[sizeof them->dev] = '\0';
+  if (them->link_layer != c->port.link_layer)
+    return kolo_error(eb, koloInvalidUsage, "%s's %s is %s, this rank's %s is %s: they cannot connect", c->who,
+                      dev, them->link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand", c->port.name,
+                      c->port.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand");
+  /* enum ibv_mtu is ordered: the smaller end's MTU */
+  enum ibv_mtu mtu = them->mtu < (uint8_t)c->port.mtu ? (enum ibv_mtu)them->mtu : c->port.mtu;
+  for (int q = 0; q < c->nqps; q++) {
+    struct ibv_qp_attr a;
+    memset(&a, 0, sizeof a);
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = mtu;
+    a.dest_qp_num = them->qpn[q];
+    a.rq_psn = them->psn[q];
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 12; /* 0.64 ms */
+    a.ah_attr.port_num = (uint8_t)c->port.port;
+    a.ah_attr.dlid = them->lid;
+    if (c->port.link_layer == IBV_LINK_LAYER_ETHERNET) { /* RoCE routes by GID */
+      a.ah_attr.is_global = 1;
+      memcpy(a.ah_attr.grh.dgid.raw, them->gid, 16);
+      a.ah_attr.grh.sgid_index = (uint8_t)c->port.gid_index;
+      a.ah_attr.grh.hop_limit = 64;
+    }
+    int e = ibv_modify_qp(c->qp[q], &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                                            IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+    if (e != 0)
+      return kolo_syserror(eb, e, "ibv_modify_qp(%s qpn 0x%x, INIT -> RTR) towards %s (%s qpn 0x%x) failed",
+                           c->port.name, c->qp[q]->qp_num, c->who, dev, them->qpn[q]);
+    memset(&a, 0, sizeof a);
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = (uint8_t)timeout_exp; /* see ack_timeout() */
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;  /* forever: a peer slow to repost receives is not dead */
+    a.sq_psn = c->me.psn[q];
+    a.max_rd_atomic = 1;
+    e = ibv_modify_qp(c->qp[q], &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                        IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+    if (e != 0)
+      return kolo_syserror(eb, e, "ibv_modify_qp(%s qpn 0x%x, RTR -> RTS) towards %s failed", c->port.name,
+                           c->qp[q]->qp_num, c->who);
+  }
+  char g[64];
+  kolo_ib_gid_str((const union ibv_gid *)them->gid, g, sizeof g);
+  KOLO_INFO("ib connection with %s: %s port %d (GID index %d) <-> %s (%s), %d QP(s), MTU %d", c->who,
+            c->port.name, c->port.port, c->port.gid_index, dev, g, c->nqps,
+            128 << (int)mtu);
+  return koloSuccess;
+}
+
+/* ---- connections ------------------------------------------------------------ */
+
+static ib_comm *comm_new(int is_send, int nqps, const char *who) {
+  ib_comm *c = calloc(1, sizeof *c);
+  if (c == NULL) return NULL;
+  c->is_send = is_send;
+  c->nqps = nqps;
+  c->fd = -1;
+  snprintf(c->who, sizeof c->who, "%s", who);
+  return c;
+}
+
+static void warn_rc(int e, const char *what, const ib_comm *c) {
+  if (e != 0) KOLO_WARN("%s (%s, connection with %s) failed: %s", what, c->port.name, c->who, strerror(e));
+}
+
+void kolo_ib_close(void *comm) {
+  ib_comm *c = comm;
+  if (c == NULL) return;
+  for (int q = 0; q < IB_MAX_QPS; q++)
+    if (c->qp[q]) warn_rc(ibv_destroy_qp(c->qp[q]), "ibv_destroy_qp", c);
+  for (int i = 0; i < IB_MR_CACHE; i++)
+    if (c->mrs[i].mr) warn_rc(ibv_dereg_mr(c->mrs[i].mr), "ibv_dereg_mr", c);
+  if (c->rmr) warn_rc(ibv_dereg_mr(c->rmr), "ibv_dereg_mr", c);
+  if (c->smr) warn_rc(ibv_dereg_mr(c->smr), "ibv_dereg_mr", c);
+  if (c->cq) warn_rc(ibv_destroy_cq(c->cq), "ibv_destroy_cq", c);
+  if (c->chan) warn_rc(ibv_destroy_comp_channel(c->chan), "ibv_destroy_comp_channel", c);
+  if (c->pd) warn_rc(ibv_dealloc_pd(c->pd), "ibv_dealloc_pd", c);
+  if (c->ctx) warn_rc(ibv_close_device(c->ctx), "ibv_close_device", c);
+  if (c->fd >= 0) close(c->fd);
+  free(c->rbufs);
+  free(c->sbufs);
+  free(c);
+}
+
+koloResult_t kolo_ib_connect(const kolo_net_handle *handle, int64_t deadline, int timeout_ms,
+                             const char *who, void **comm, kolo_errbuf *eb) {
+  wire_handle w;
+  memcpy(&w, handle->bytes, sizeof w);
+  if (w.magic != HANDLE_MAGIC)
+    return kolo_error(eb, koloInvalidUsage, "%s's network handle is not an ib one (is KOLO_NET the same there?)",
+                      who);
+  if (w.nqps < 1 || w.nqps > IB_MAX_QPS)
+    return kolo_error(eb, koloRemoteError, "%s offers an ib connection of %u QPs (1..%d)", who, w.nqps,
+                      IB_MAX_QPS);
+  struct sockaddr_storage addr;
+  memset(&addr, 0, sizeof addr);
+  addr.ss_family = w.family;
+  if (w.family == AF_INET6) memcpy(&((struct sockaddr_in6 *)&addr)->sin6_addr, w.addr, 16);
+  else memcpy(&((struct sockaddr_in *)&addr)->sin_addr, w.addr, 4);
+  kolo_addr_set_port(&addr, w.port);
+  ib_comm *c = comm_new(1, (int)w.nqps, who);
+  if (c == NULL) return kolo_error(eb, koloSystemError, "out of memory connecting to %s", who);
+  koloResult_t res = make_verbs(c, eb);
+  if (res == koloSuccess) res = kolo_sock_connect(&addr, deadline, timeout_ms, who, eb, &c->fd);
+  memcpy(c->me.token, w.token, IB_TOKEN_BYTES);
+  if (res == koloSuccess) res = kolo_sock_send_all(c->fd, &c->me, sizeof c->me, deadline, who, eb);
+  if (res != koloSuccess) {
+    kolo_ib_close(c);
+    return res;
+  }
+  *comm = c;
+  return koloSuccess;
+}
+
+/* Reads and checks the hello of an accepted TCP connection; 0, or -1 with
+ * the reason in *why when it is no sender of this pipe. */
+static int read_hello(const ib_listener *l, int fd, int64_t deadline, ib_hello *h, const char **why) {
+  kolo_errbuf tmp;
+  int64_t soon = kolo_deadline(HELLO_WAIT_MS);
+  if (deadline != 0 && deadline < soon) soon = deadline;
+  if (kolo_sock_recv_all(fd, h, sizeof *h, soon, "a connecting peer", &tmp) != koloSuccess)
+    *why = "it sent no complete hello";
+  else if (h->magic != HELLO_MAGIC) *why = "it is not a kolo ib connection";
+  else if (!token_equal(h->token, l->token)) *why = "it did not present this pipe's token";
+  else if (h->nqps != (uint32_t)l->nqps) *why = "its number of QPs does not match";
+  else return 0;
+  return -1;
+}
+
+/* Waits for the sender's TCP connection with its hello, refusing strays. */
+static koloResult_t accept_sender(ib_listener *l, int64_t deadline, int timeout_ms, const char *who,
+                                  ib_hello *them, int *fd, kolo_errbuf *eb) {
+  for (;;) {
+    struct pollfd p = {l->fd, POLLIN, 0};
+    int n = kolo_poll(&p, 1, deadline);
+    if (n < 0) return kolo_syserror(eb, errno, "poll on the ib listener for %s failed", who);
+    if (n == 0)
+      return kolo_error(eb, koloTimeout, "%s did not open its ib connection within %d ms", who, timeout_ms);
+    struct sockaddr_storage from;
+    koloResult_t res = kolo_sock_accept(l->fd, &from, eb, fd);
+    if (res != koloSuccess) return res;
+    if (*fd < 0) continue;
+    const char *why = "";
+    if (read_hello(l, *fd, deadline, them, &why) == 0) return koloSuccess;
+    char a[80];
+    kolo_addr_str(&from, a, sizeof a);
+    KOLO_WARN("refused a network connection from %s while waiting for %s: %s", a, who, why);
+    close(*fd);
+    *fd = -1;
+  }
+}
+
+koloResult_t kolo_ib_accept(void *lcomm, int64_t deadline, int timeout_ms, const char *who, void **comm,
+                            kolo_errbuf *eb) {
+  ib_listener *l = lcomm;
+  ib_comm *c = comm_new(0, l->nqps, who);
+  if (c == NULL) return kolo_error(eb, koloSystemError, "out of memory accepting %s", who);
+  ib_hello them;
+  koloResult_t res = accept_sender(l, deadline, timeout_ms, who, &them, &c->fd, eb);
+  if (res == koloSuccess) res = make_verbs(c, eb);
+  if (res == koloSuccess) res = qps_ready(c, &them, eb);
+  if (res == koloSuccess) res = kolo_sock_send_all(c->fd, &c->me, sizeof c->me, deadline, who, eb);
+  if (res != koloSuccess) {
+    kolo_ib_close(c);
+    return res;
+  }
+  *comm = c;
+  return koloSuccess;
+}
+
+koloResult_t kolo_ib_handshake_step(ib_comm *c, int *eof, kolo_errbuf *eb) {
+  *eof = 0;
+  int err = 0;
+  if (!c->is_send) { /* the sender's ready byte */
+    unsigned char b = 0;
+    ssize_t k = kolo_sock_read_some(c->fd, &b, 1, &err);
+    if (k < 0 && err == 0) *eof = 1;
+    else if (k < 0) return kolo_syserror(eb, err, "reading from %s's ib setup connection failed", c->who);
+    else if (k == 1 && b != READY_BYTE)
+      return kolo_error(eb, koloRemoteError, "%s sent 0x%02x instead of its ready byte", c->who, b);
+    else if (k == 1) c->ready = 1;
+    return koloSuccess;
+  }
+  while (c->hin_len < sizeof c->hin) {
+    ssize_t k = kolo_sock_read_some(c->fd, c->hin + c->hin_len, sizeof c->hin - c->hin_len, &err);
+    if (k == 0) return koloSuccess;
+    if (k < 0 && err == 0) {
+      *eof = 1;
+      return koloSuccess;
+    }
+    if (k < 0) return kolo_syserror(eb, err, "reading from %s's ib setup connection failed", c->who);
+    c->hin_len += (size_t)k;
+  }
+  ib_hello them;
+  memcpy(&them, c->hin, sizeof them);
+  if (them.magic != HELLO_MAGIC || them.nqps != (uint32_t)c->nqps)
+    return kolo_error(eb, koloRemoteError, "%s answered the ib setup with garbage", c->who);
+  koloResult_t res = qps_ready(c, &them, eb);
+  unsigned char b = READY_BYTE;
+  if (res == koloSuccess) res = kolo_sock_send_all(c->fd, &b, 1, kolo_deadline(HELLO_WAIT_MS), c->who, eb);
+  if (res == koloSuccess) c->ready = 1;
+  return res;
+}
