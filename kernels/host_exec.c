@@ -14,6 +14,11 @@ enum { TASK_PROGRESS, TASK_BLOCKED, TASK_DONE };
 /* How often a sleeping executor checks peers' liveness. */
 #define KOLO_LIVENESS_PERIOD_NS (20 * 1000 * 1000LL)
 #define KOLO_SLEEP_US 1000
+/* A peer whose bootstrap connection closed may have finished its part and
+ * left while its last slots are still on the way (a net pipe's proxy reads
+ * them from the socket after the close): only a wait that also saw no
+ * progress for this long blames it. */
+#define KOLO_DEAD_PEER_GRACE_NS (250 * 1000 * 1000LL)
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -90,7 +95,7 @@ static void do_slice(kolo_exec_task *t, const kolo_step *s) {
     break;
   default: break;
   }
-  if (sslot) kolo_conn_sent(t->send);
+  if (sslot) kolo_conn_sent_bytes(t->send, n * esz); /* a net pipe sends only these */
   if (rslot) kolo_conn_received(t->recv);
 }
 
@@ -169,7 +174,7 @@ static void check_stalled(kolo_exec_task *t, kolo_connector *c, int64_t stall_ns
       kolo_error(o->eb, koloRemoteError, "rank %d: rank %d stopped (%s) while rank %d waited to %s rank %d",
                  o->rank, who, stop_reason_text(reason), o->rank, what, c->peer);
     fail_owner(o, koloRemoteError, reason, who);
-  } else if (check_liveness && o->peer_dead && o->peer_dead(o, c->peer)) {
+  } else if (check_liveness && stall_ns >= KOLO_DEAD_PEER_GRACE_NS && o->peer_dead && o->peer_dead(o, c->peer)) {
     dead = c->peer;
     kolo_error(o->eb, koloRemoteError,
                "rank %d: rank %d died (its bootstrap connection closed) while rank %d waited to "
@@ -186,7 +191,9 @@ static void check_stalled(kolo_exec_task *t, kolo_connector *c, int64_t stall_ns
 }
 
 static int deps_done(const kolo_exec_task *tasks, const kolo_exec_task *t) {
-  return (t->dep[0] < 0 || tasks[t->dep[0]].done) && (t->dep[1] < 0 || tasks[t->dep[1]].done);
+  for (int i = 0; i < 3; i++)
+    if (t->dep[i] >= 0 && !tasks[t->dep[i]].done) return 0;
+  return 1;
 }
 
 /* One pass over all tasks; returns how many moved. */

@@ -19,6 +19,16 @@ void kolo_futex_wake(_Atomic uint32_t *word) {
   syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
+void kolo_doorbell_ring(int fd) {
+  uint64_t one = 1;
+  ssize_t k;
+  do k = write(fd, &one, sizeof one);
+  while (k < 0 && errno == EINTR);
+  /* EAGAIN (the count at its maximum) leaves it readable: rung all the
+   * same.  Nothing else can fail on an open eventfd. */
+  (void)k;
+}
+
 void kolo_conn_sleep(kolo_connector *c, int timeout_us) {
   _Atomic uint32_t *counter = c->is_send ? &c->ctrl->head : &c->ctrl->tail;
   _Atomic uint32_t *waiters = c->is_send ? &c->ctrl->head_waiters : &c->ctrl->tail_waiters;
@@ -36,7 +46,9 @@ void kolo_conn_stop(kolo_connector *c, int reason, int rank) {
   uint32_t expected = 0;
   uint32_t word = ((uint32_t)reason << 24) | (uint32_t)(rank + 1);
   atomic_compare_exchange_strong(&c->ctrl->abort, &expected, word);
-  /* Wake whoever sleeps on either counter so it sees the stop word. */
+  /* Wake whoever sleeps on either counter so it sees the stop word (a
+   * net pipe's proxy too: it forwards the word to the peer). */
   kolo_futex_wake(&c->ctrl->tail);
   kolo_futex_wake(&c->ctrl->head);
+  kolo_conn_ring(c->ctrl);
 }

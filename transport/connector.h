@@ -35,6 +35,9 @@ enum kolo_stop_reason {
   KOLO_STOP_TIMEOUT = 4
 };
 
+/* Most slots a connector may have (KOLO_NSLOTS). */
+#define KOLO_CONN_MAX_SLOTS 64
+
 typedef struct kolo_conn_ctrl {
   _Alignas(KOLO_CACHELINE) _Atomic uint32_t tail;
   _Atomic uint32_t tail_waiters;
@@ -42,11 +45,20 @@ typedef struct kolo_conn_ctrl {
   _Atomic uint32_t head_waiters;
   _Alignas(KOLO_CACHELINE) _Atomic uint32_t abort;
   _Atomic uint32_t refs; /* ends still attached (plain-memory transport) */
+  /* Net pipes (transport/proxy.h): an eventfd + 1 while the proxy sleeps
+   * and wants a ring when a counter or the stop word moves; 0 otherwise.
+   * Only in a pipe end's own memory (net pipes), never shared. */
+  _Atomic int32_t doorbell;
+  /* Bytes the sender filled in the slot of step s, at [s % KOLO_CONN_MAX_SLOTS],
+   * written before tail moves past s: a net pipe sends only those (the
+   * last slice of a chunk, small messages).  0: the whole slot. */
+  _Alignas(KOLO_CACHELINE) uint32_t filled[KOLO_CONN_MAX_SLOTS];
 } kolo_conn_ctrl;
 
 /* Bytes before the first slot: the control block, padded to 4 KiB so that
  * slots start page aligned. */
 #define KOLO_CONN_CTRL_BYTES 4096
+_Static_assert(sizeof(kolo_conn_ctrl) <= KOLO_CONN_CTRL_BYTES, "the control block must fit its page");
 
 struct kolo_transport;
 
@@ -87,6 +99,17 @@ typedef struct kolo_connector {
 void kolo_futex_wait(_Atomic uint32_t *word, uint32_t seen, int timeout_us);
 void kolo_futex_wake(_Atomic uint32_t *word);
 
+/* Rings the doorbell eventfd (connector.c). */
+void kolo_doorbell_ring(int fd);
+/* After this end moved a counter (seq_cst store): wakes a proxy that armed
+ * the doorbell (seq_cst store, then a look at the counters): one of the two
+ * sees the other.  One ring per arming: the exchange disarms it. */
+static inline void kolo_conn_ring(kolo_conn_ctrl *ctrl) {
+  if (atomic_load_explicit(&ctrl->doorbell, memory_order_seq_cst) == 0) return;
+  int32_t fd1 = atomic_exchange_explicit(&ctrl->doorbell, 0, memory_order_seq_cst);
+  if (fd1 > 0) kolo_doorbell_ring(fd1 - 1);
+}
+
 /* Publish a counter value and wake sleepers. */
 static inline void kolo_conn_publish(_Atomic uint32_t *counter, _Atomic uint32_t *waiters,
                                      uint32_t value) {
@@ -108,13 +131,18 @@ static inline int kolo_conn_can_recv(const kolo_connector *c) {
 static inline char *kolo_conn_slot(const kolo_connector *c) {
   return c->slots + (size_t)(c->step % c->nslots) * c->slot_bytes;
 }
-static inline void kolo_conn_sent(kolo_connector *c) {
+/* The slot of this step holds `bytes` (<= slot_bytes) from its start. */
+static inline void kolo_conn_sent_bytes(kolo_connector *c, size_t bytes) {
+  c->ctrl->filled[c->step % KOLO_CONN_MAX_SLOTS] = (uint32_t)bytes;
   c->step++;
   kolo_conn_publish(&c->ctrl->tail, &c->ctrl->tail_waiters, c->step);
+  kolo_conn_ring(c->ctrl);
 }
+static inline void kolo_conn_sent(kolo_connector *c) { kolo_conn_sent_bytes(c, c->slot_bytes); }
 static inline void kolo_conn_received(kolo_connector *c) {
   c->step++;
   kolo_conn_publish(&c->ctrl->head, &c->ctrl->head_waiters, c->step);
+  kolo_conn_ring(c->ctrl);
 }
 
 /* Sleeps until this end's blocking counter may have moved, or timeout_us. */

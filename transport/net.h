@@ -4,8 +4,8 @@
  * plugins are: it finds its devices, listens, connects and accepts, and
  * moves buffer regions (slots) one way over a connection, with a small
  * control channel both ways (credits, stop words).  The proxy (proxy.h) is
- * its only user; executors never see it.  One backend today: TCP sockets
- * (net_socket.c).  ibverbs joins later behind the same table.
+ * its only user; executors never see it.  Two backends: TCP sockets
+ * (net_socket.c) and ibverbs RDMA (net_ib.c, built with libibverbs).
  *
  * Connection setup: the receiver listens and writes a handle (address plus
  * a random per-pipe token) that travels to the sender in the pipe
@@ -14,7 +14,10 @@
  * do not present it.
  *
  * Data: isend (sender) / irecv (receiver) post one region each; regions
- * match in posting order and are the same length on both ends.  test()
+ * match in posting order.  A sent region may be shorter than the receive
+ * it meets (the proxy sends only the filled part of a slot; the receiver's
+ * executor knows how much it needs): its bytes land at the start of the
+ * receive, the rest is left as it was.  Longer is an error.  test()
  * progresses the connection and says whether request `id` finished (the
  * sender's buffer may be reused; the receiver's holds the bytes).  Requests
  * finish in order and are tested in order.  Control: 8-byte messages
@@ -49,8 +52,20 @@ enum kolo_net_ctrl_kind {
   KOLO_NET_CTRL_STOP = 2    /* either way: a connector stop word */
 };
 
+/* What a provider can do beyond the table's contract (its `flags`). */
+enum {
+  /* An isend may be shorter than the irecv it meets (see Data above);
+   * without it the proxy sends whole slots. */
+  KOLO_NET_SHORT_SENDS = 1u << 0,
+  /* The fds of pollfds() become ready for every event the provider has
+   * (no completion can slip in unannounced): the proxy may sleep up to
+   * 50 ms on them; without it the proxy looks again every 1 ms. */
+  KOLO_NET_EXACT_POLL = 1u << 1
+};
+
 typedef struct kolo_net_provider {
   const char *name;
+  unsigned flags; /* KOLO_NET_* above */
   /* Number of devices this provider can use (0: none; eb says why). */
   koloResult_t (*devices)(int *ndev, kolo_errbuf *eb);
   /* Listens on `local` (its port is ignored) and fills *handle. */
@@ -85,5 +100,19 @@ typedef struct kolo_net_provider {
 } kolo_net_provider;
 
 extern const kolo_net_provider kolo_net_socket;
+#ifdef KOLO_HAVE_IBVERBS
+extern const kolo_net_provider kolo_net_ib;
+#endif
+
+/* Providers by name (net_registry.c). */
+/* "socket" or "ib" (ib only where kolo was built with libibverbs); NULL
+ * for any other name. */
+const kolo_net_provider *kolo_net_find(const char *name);
+/* The provider net pipes use: KOLO_NET=ib|socket forces one; unset, ib when
+ * its devices() finds a usable device, else socket (that probe runs once
+ * per process; the choice is logged at INFO once).  NULL with eb filled
+ * when KOLO_NET names no provider; a forced provider without a usable
+ * device fails later, in its devices() or connect, saying why. */
+const kolo_net_provider *kolo_net_default(kolo_errbuf *eb);
 
 #endif

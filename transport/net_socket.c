@@ -2,10 +2,16 @@
  *
  * A connection is one control socket plus KOLO_SOCKET_NSTREAMS data sockets
  * (default 2), all non-blocking, close-on-exec and TCP_NODELAY (socket.c).
- * Every region is cut into nstreams contiguous parts, part i travelling on
- * stream i; a stream carries its parts in request order with no header, so
- * a request is finished when every stream has moved its part.  The control
- * socket carries 8-byte messages (kind, value) both ways.
+ * A sent region may be shorter than the receive it meets (net.h), so each
+ * request starts on stream 0 with an 8-byte header: its length and its
+ * sequence number (a check that both ends are in step).  The region is then
+ * cut into k contiguous parts, part i travelling on stream i, where k is
+ * nstreams or fewer for small regions (parts of at least 64 KiB): a small
+ * message is one header and one send on one socket.  Streams carry their
+ * parts in request order; a receiving stream past 0 waits for the header
+ * of its next request to know its part.  A request is finished when every
+ * stream has moved (or skipped) its part.  The control socket carries
+ * 8-byte messages (kind, value) both ways.
  *
  * Each socket starts with a hello from the sender: magic, stream index,
  * stream count and the listener's random 16-byte token.  accept() drops
@@ -17,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "core/config.h"
@@ -29,6 +36,10 @@
 #define CTRL_MSG 8
 #define CTRL_OBUF 4096
 #define HELLO_WAIT_MS 1000
+#define HDR_BYTES 8
+#define HDR_MAGIC 0x6b6c656eu /* "klen", mixed into the sequence number */
+/* Regions below nstreams x this travel on fewer streams. */
+#define MIN_PART_BYTES ((size_t)64 << 10)
 
 typedef struct {
   uint16_t family, port;
@@ -51,7 +62,12 @@ typedef struct {
 
 typedef struct {
   char *buf;
-  size_t len;
+  size_t len;    /* sender: the region; receiver: from the header, once known */
+  size_t cap;    /* receiver: room posted */
+  int known;     /* len is known (sender: always; receiver: header read) */
+  uint32_t seq;  /* the request's number on this connection */
+  size_t hoff;   /* header bytes moved on stream 0 */
+  uint32_t hdr[2];
   size_t off[KOLO_NET_MAX_STREAMS];
 } sock_req;
 
@@ -262,6 +278,11 @@ static koloResult_t sock_accept(void *lcomm, int64_t deadline, int timeout_ms, c
 
 /* ---- data ------------------------------------------------------------------ */
 
+/* How many streams carry a region of len bytes. */
+static int parts_of(size_t len, int nstreams) {
+  size_t k = len / MIN_PART_BYTES;
+  return k < 1 ? 1 : k > (size_t)nstreams ? nstreams : (int)k;
+}
 static size_t part_lo(size_t len, int s, int n) { return len / (size_t)n * (size_t)s; }
 static size_t part_hi(size_t len, int s, int n) {
   return s == n - 1 ? len : len / (size_t)n * (size_t)(s + 1);
@@ -298,35 +319,91 @@ static koloResult_t fail_ctrl(sock_comm *c, kolo_errbuf *eb, int err, int eof) {
   return res;
 }
 
+/* One sendmsg or recvmsg on stream s: the bytes moved, 0 when it would
+ * block or the stream ended (eof set), -1 on failure (*res says why). */
+static ssize_t move(sock_comm *c, int s, struct iovec *iov, int niov, koloResult_t *res, kolo_errbuf *eb) {
+  struct msghdr m;
+  memset(&m, 0, sizeof m);
+  m.msg_iov = iov;
+  m.msg_iovlen = (size_t)niov;
+  for (;;) {
+    ssize_t k = c->is_send ? sendmsg(c->fds[s], &m, MSG_NOSIGNAL | MSG_DONTWAIT)
+                           : recvmsg(c->fds[s], &m, MSG_DONTWAIT);
+    if (k > 0) return k;
+    if (k == 0 && !c->is_send) {
+      /* The other streams may still hold data sent before the close:
+       * a request fails only when it needs this stream (test). */
+      c->eof[s] = 1;
+      return 0;
+    }
+    if (k == 0) *res = fail(c, eb, EPIPE, 0);
+    else if (errno == EINTR) continue;
+    else if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    else *res = fail(c, eb, errno, 0);
+    return -1;
+  }
+}
+
+/* Moves the header of request r on stream 0; 1 when it is complete.  The
+ * sender sends part 0 in the same call: one segment for a small message,
+ * not a lone header first (TCP_NODELAY would send it on its own). */
+static int move_header(sock_comm *c, sock_req *r, koloResult_t *res, kolo_errbuf *eb) {
+  while (r->hoff < HDR_BYTES) {
+    struct iovec iov[2] = {{(char *)r->hdr + r->hoff, HDR_BYTES - r->hoff}, {NULL, 0}};
+    int niov = 1;
+    if (c->is_send) { /* part 0 starts at the region's start; none of it moved yet */
+      iov[1] = (struct iovec){r->buf, part_hi(r->len, 0, parts_of(r->len, c->nstreams))};
+      niov = iov[1].iov_len > 0 ? 2 : 1;
+    }
+    ssize_t k = move(c, 0, iov, niov, res, eb);
+    if (k <= 0) return 0;
+    size_t h = (size_t)k < HDR_BYTES - r->hoff ? (size_t)k : HDR_BYTES - r->hoff;
+    r->hoff += h;
+    r->off[0] += (size_t)k - h;
+  }
+  if (c->is_send || r->known) return 1;
+  if ((r->hdr[1] ^ HDR_MAGIC) != r->seq) {
+    *res = kolo_error(eb, koloRemoteError, "%s is out of step on its network connection (request %u, "
+                      "header of %u)", c->who, r->seq, r->hdr[1] ^ HDR_MAGIC);
+  } else if (r->hdr[0] > r->cap) {
+    *res = kolo_error(eb, koloRemoteError, "%s sent a region of %u bytes for a receive of %zu", c->who,
+                      r->hdr[0], r->cap);
+  } else {
+    r->len = r->hdr[0];
+    r->known = 1;
+    return 1;
+  }
+  c->failed = 1;
+  return 0;
+}
+
+/* Moves what stream s can of its requests, in order. */
+static koloResult_t progress_stream(sock_comm *c, int s, kolo_errbuf *eb) {
+  koloResult_t res = koloSuccess;
+  while (c->cur[s] != c->tail) {
+    sock_req *r = &c->reqs[c->cur[s] % KOLO_NET_MAX_REQS];
+    if (s == 0 && !move_header(c, r, &res, eb)) return res;
+    if (!r->known) return koloSuccess; /* stream 0 has not read its header yet */
+    int k = parts_of(r->len, c->nstreams);
+    if (s < k) {
+      size_t lo = part_lo(r->len, s, k), hi = part_hi(r->len, s, k);
+      while (lo + r->off[s] < hi) {
+        struct iovec iov = {r->buf + lo + r->off[s], hi - lo - r->off[s]};
+        ssize_t n = move(c, s, &iov, 1, &res, eb);
+        if (n <= 0) return res;
+        r->off[s] += (size_t)n;
+      }
+    }
+    c->cur[s]++;
+  }
+  return koloSuccess;
+}
+
 static koloResult_t progress(sock_comm *c, kolo_errbuf *eb) {
   if (c->failed) return failed_earlier(c, eb);
   for (int s = 0; s < c->nstreams; s++) {
-    while (c->cur[s] != c->tail && !c->eof[s]) {
-      sock_req *r = &c->reqs[c->cur[s] % KOLO_NET_MAX_REQS];
-      size_t lo = part_lo(r->len, s, c->nstreams), hi = part_hi(r->len, s, c->nstreams);
-      while (lo + r->off[s] < hi) {
-        char *p = r->buf + lo + r->off[s];
-        size_t left = hi - lo - r->off[s];
-        ssize_t k = c->is_send ? send(c->fds[s], p, left, MSG_NOSIGNAL | MSG_DONTWAIT)
-                               : recv(c->fds[s], p, left, MSG_DONTWAIT);
-        if (k > 0) {
-          r->off[s] += (size_t)k;
-          continue;
-        }
-        if (k == 0 && !c->is_send) {
-          /* The other streams may still hold data sent before the close:
-           * a request fails only when it needs this stream (test). */
-          c->eof[s] = 1;
-          goto next_stream;
-        }
-        if (k == 0) return fail(c, eb, EPIPE, 0);
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) goto next_stream;
-        return fail(c, eb, errno, 0);
-      }
-      c->cur[s]++;
-    }
-  next_stream:;
+    koloResult_t res = progress_stream(c, s, eb);
+    if (res != koloSuccess) return res;
   }
   return koloSuccess;
 }
@@ -336,11 +413,22 @@ static koloResult_t post(void *comm, const void *buf, size_t len, uint32_t *id, 
   sock_comm *c = comm;
   *queued = 0;
   if (c->failed) return failed_earlier(c, eb);
+  if (len > UINT32_MAX)
+    return kolo_error(eb, koloInvalidArgument, "a region of %zu bytes is too large for the network "
+                      "connection to %s (4 GiB at most)", len, c->who);
   if (c->tail - c->head >= KOLO_NET_MAX_REQS) return koloSuccess;
   sock_req *r = &c->reqs[c->tail % KOLO_NET_MAX_REQS];
+  memset(r, 0, sizeof *r);
   r->buf = (char *)buf;
-  r->len = len;
-  memset(r->off, 0, sizeof r->off);
+  r->seq = c->tail;
+  if (c->is_send) {
+    r->len = len;
+    r->known = 1;
+    r->hdr[0] = (uint32_t)len;
+    r->hdr[1] = r->seq ^ HDR_MAGIC;
+  } else {
+    r->cap = len;
+  }
   *id = c->tail++;
   *queued = 1;
   return progress(c, eb);
@@ -361,8 +449,14 @@ static koloResult_t sock_test(void *comm, uint32_t id, int *done, kolo_errbuf *e
   *done = 0;
   koloResult_t res = progress(c, eb);
   if (res != koloSuccess) return res;
-  for (int s = 0; s < c->nstreams; s++)
-    if ((int32_t)(c->cur[s] - id) <= 0) return c->eof[s] ? fail(c, eb, 0, 1) : koloSuccess;
+  for (int s = 0; s < c->nstreams; s++) {
+    if ((int32_t)(c->cur[s] - id) > 0) continue;
+    /* Stream s still owes a part.  Ended, it fails the request when the
+     * request needs it: stream 0 always, others once the header said so
+     * (a part not needed would have been skipped by progress). */
+    if (c->eof[s] && (s == 0 || c->reqs[c->cur[s] % KOLO_NET_MAX_REQS].known)) return fail(c, eb, 0, 1);
+    return koloSuccess;
+  }
   *done = 1;
   if (id == c->head) c->head++;
   return koloSuccess;
@@ -453,6 +547,7 @@ static int sock_pollfds(void *comm, struct pollfd *pf, int max) {
 
 const kolo_net_provider kolo_net_socket = {
     .name = "socket",
+    .flags = KOLO_NET_SHORT_SENDS | KOLO_NET_EXACT_POLL,
     .devices = sock_devices,
     .listen = sock_listen_fn,
     .connect = sock_connect,

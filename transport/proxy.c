@@ -3,17 +3,24 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/log.h"
 #include "transport/socket.h"
 
 #define PROXY_MAX_FDS 1024
-#define PROXY_YIELDS 64
+/* Empty passes before sleeping.  Few, and no sched_yield() between them:
+ * on a busy machine each yield may hand the CPU away for a whole time
+ * slice, while a sleeper woken by its doorbell or a socket runs soon. */
+#define PROXY_IDLE_PASSES 4
 #define PROXY_SLEEP_MS 1
 #define PROXY_GRACE_MS 200
+/* The longest sleep: the doorbell and the sockets wake the proxy at once;
+ * this bound only covers what neither announces. */
+#define PROXY_IDLE_MS 50
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;        /* pipes and their state */
 static pthread_mutex_t life_mu = PTHREAD_MUTEX_INITIALIZER;   /* thread start / stop */
@@ -23,6 +30,11 @@ static int running;
 static pthread_t thread;
 static _Atomic int stop_flag;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+/* The doorbell: an eventfd the executors ring (kolo_conn_ring) when they
+ * move a counter of a pipe whose doorbell the sleeping proxy armed.  It
+ * lives as long as the thread; a pipe is disarmed as it leaves, so no
+ * executor rings it after its last pipe is gone. */
+static int bell_fd = -1;
 
 /* A child of fork() has no proxy thread and must not touch its parent's
  * pipes: it starts from nothing. */
@@ -33,6 +45,9 @@ static void atfork_child(void) {
   npipes = 0;
   running = 0;
   atomic_store(&stop_flag, 0);
+  /* The parent's eventfd, shared: the child makes its own. */
+  if (bell_fd >= 0) close(bell_fd);
+  bell_fd = -1;
 }
 
 static void register_atfork(void) { pthread_atfork(NULL, NULL, atfork_child); }
@@ -107,8 +122,11 @@ static int pipe_progress(kolo_net_pipe *p) {
     uint32_t tail = atomic_load_explicit(&p->ctrl->tail, memory_order_acquire);
     while (res == koloSuccess && p->posted != tail) {
       int queued = 0;
-      res = n->isend(p->comm, slot_of(p, p->posted), p->slot_bytes, &p->ids[p->posted % KOLO_NET_MAX_REQS],
-                     &queued, &p->err);
+      /* Only the bytes the executor filled (written before tail moved). */
+      size_t len = p->ctrl->filled[p->posted % KOLO_CONN_MAX_SLOTS];
+      if (len == 0 || len > p->slot_bytes || !(n->flags & KOLO_NET_SHORT_SENDS)) len = p->slot_bytes;
+      res = n->isend(p->comm, slot_of(p, p->posted), len, &p->ids[p->posted % KOLO_NET_MAX_REQS], &queued,
+                     &p->err);
       if (!queued) break;
       p->posted++;
       moved = 1;
@@ -160,12 +178,55 @@ static int pipe_progress(kolo_net_pipe *p) {
   return moved;
 }
 
+/* Would a turn of this pipe move something that only its counters or its
+ * stop word show (the sockets announce the rest)? */
+static int pipe_wants_turn(kolo_net_pipe *p) {
+  if (p->failed) return 0;
+  if (p->is_send && p->posted != atomic_load_explicit(&p->ctrl->tail, memory_order_seq_cst)) return 1;
+  if (!p->is_send && !p->ctrl_gone &&
+      p->credit_sent != atomic_load_explicit(&p->ctrl->head, memory_order_seq_cst))
+    return 1;
+  uint32_t word = atomic_load_explicit(&p->ctrl->abort, memory_order_seq_cst);
+  return word != 0 && !p->stop_sent && !p->stop_remote && !p->ctrl_gone;
+}
+
+/* Before sleeping: arms every pipe's doorbell, then looks at the counters
+ * once more (an executor stores its counter, then reads the doorbell: one
+ * of the two sides sees the other's store).  The poll timeout, or -1 when
+ * some pipe has work already. */
+static int arm_doorbells(void) {
+  int timeout = PROXY_IDLE_MS, busy = 0;
+  pthread_mutex_lock(&mu);
+  for (kolo_net_pipe *p = pipes; p; p = p->next)
+    atomic_store_explicit(&p->ctrl->doorbell, bell_fd + 1, memory_order_seq_cst);
+  for (kolo_net_pipe *p = pipes; p && !busy; p = p->next) {
+    busy = pipe_wants_turn(p);
+    /* A broken connection in its grace period is watched closely, and so
+     * is a provider whose fds may miss an event. */
+    if (!p->failed && (p->grace_until != 0 || !(p->net->flags & KOLO_NET_EXACT_POLL)))
+      timeout = PROXY_SLEEP_MS;
+  }
+  pthread_mutex_unlock(&mu);
+  return busy ? -1 : timeout;
+}
+
+static void disarm_doorbells(void) {
+  pthread_mutex_lock(&mu);
+  for (kolo_net_pipe *p = pipes; p; p = p->next)
+    atomic_store_explicit(&p->ctrl->doorbell, 0, memory_order_seq_cst);
+  pthread_mutex_unlock(&mu);
+  uint64_t rings;
+  if (read(bell_fd, &rings, sizeof rings) < 0 && errno != EAGAIN && errno != EINTR)
+    KOLO_WARN("the network proxy's doorbell failed: %s", strerror(errno));
+}
+
 static void *proxy_main(void *arg) {
   (void)arg;
   struct pollfd pf[PROXY_MAX_FDS];
   int idle = 0;
   while (!atomic_load(&stop_flag)) {
-    int moved = 0, nfds = 0;
+    int moved = 0, nfds = 1;
+    pf[0] = (struct pollfd){bell_fd, POLLIN, 0};
     pthread_mutex_lock(&mu);
     for (kolo_net_pipe *p = pipes; p; p = p->next) {
       moved |= pipe_progress(p);
@@ -177,15 +238,15 @@ static void *proxy_main(void *arg) {
       idle = 0;
       continue;
     }
-    if (++idle < PROXY_YIELDS) {
-      sched_yield();
-      continue;
-    }
-    /* Sockets wake us at once; counters moved by executors within 1 ms. */
-    if (poll(pf, (nfds_t)nfds, PROXY_SLEEP_MS) < 0 && errno != EINTR) {
+    if (++idle < PROXY_IDLE_PASSES) continue;
+    /* Sleep until a socket is ready or an executor rings. */
+    int timeout = arm_doorbells();
+    if (timeout >= 0 && poll(pf, (nfds_t)nfds, timeout) < 0 && errno != EINTR) {
       struct timespec ts = {0, PROXY_SLEEP_MS * 1000000L};
       nanosleep(&ts, NULL);
     }
+    disarm_doorbells();
+    idle = 0;
   }
   return NULL;
 }
@@ -193,6 +254,12 @@ static void *proxy_main(void *arg) {
 koloResult_t kolo_proxy_add(kolo_net_pipe *p, kolo_errbuf *eb) {
   pthread_once(&atfork_once, register_atfork);
   pthread_mutex_lock(&life_mu);
+  if (bell_fd < 0 && (bell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+    int err = errno;
+    pthread_mutex_unlock(&life_mu);
+    return kolo_syserror(eb, err, "cannot make the network proxy's doorbell (eventfd) for the pipe %s %s",
+                         p->is_send ? "to" : "from", p->who);
+  }
   if (!running) {
     atomic_store(&stop_flag, 0);
     int err = pthread_create(&thread, NULL, proxy_main, NULL);
@@ -210,6 +277,7 @@ koloResult_t kolo_proxy_add(kolo_net_pipe *p, kolo_errbuf *eb) {
   p->added = 1;
   p->credit_sent = 0;
   pthread_mutex_unlock(&mu);
+  kolo_doorbell_ring(bell_fd); /* a sleeping proxy polls the new pipe's sockets too */
   pthread_mutex_unlock(&life_mu);
   return koloSuccess;
 }
@@ -245,6 +313,7 @@ void kolo_proxy_remove(kolo_net_pipe *p) {
       *pp = p->next;
       break;
     }
+  atomic_store(&p->ctrl->doorbell, 0); /* no more rings for this pipe */
   npipes--;
   p->added = 0;
   int last = npipes == 0;
@@ -256,8 +325,11 @@ void kolo_proxy_remove(kolo_net_pipe *p) {
   pthread_mutex_unlock(&mu);
   if (stop) {
     atomic_store(&stop_flag, 1);
+    kolo_doorbell_ring(bell_fd); /* out of its sleep */
     pthread_join(thread, NULL);
     running = 0;
+    close(bell_fd);
+    bell_fd = -1;
   }
   pthread_mutex_unlock(&life_mu);
 }

@@ -14,9 +14,18 @@
  * that fails or closes sets the local stop word KOLO_STOP_DEAD_PEER naming
  * the peer, after everything that arrived before the close was delivered.
  *
- * The thread starts with the first pipe and stops with the last one; it
- * sleeps in poll() on the pipes' sockets (with a 1 ms bound, to see counter
- * moves) when nothing moved, after a few sched_yield()s.
+ * A sender pipe sends only the bytes the executor filled in each slot
+ * (ctrl->filled, see connector.h), so a small message costs a small send,
+ * where its provider allows (KOLO_NET_SHORT_SENDS).
+ *
+ * The thread starts with the first pipe and stops with the last one.  When
+ * nothing moved for a few sched_yield()s it sleeps in poll() on the pipes'
+ * sockets and its doorbell, an eventfd: it arms each pipe's ctrl->doorbell,
+ * and an executor that then moves a counter or stops rings it
+ * (kolo_conn_ring), so new work wakes it at once instead of at a polling
+ * period.  The sleep is bounded (50 ms; 1 ms while a broken connection is
+ * in its grace period or a provider's fds may miss an event, without
+ * KOLO_NET_EXACT_POLL) for whatever neither announces.
  */
 #ifndef KOLO_TRANSPORT_PROXY_H
 #define KOLO_TRANSPORT_PROXY_H

@@ -1,0 +1,635 @@
+/* perf_net.c - `kolo-perf net`: the command line, the setup of the two
+ * provider connections, the sweep over sizes and the table (perf_net.h). */
+#define _GNU_SOURCE /* getopt_long, prctl */
+#include "perf/perf_net.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "perf/perf_args.h" /* perf_parse_size */
+#include "perf/perf_net_xfer.h"
+#include "transport/socket.h"
+
+#define DEFAULT_PORT 18600
+#define DEFAULT_WINDOW 16
+#define DEFAULT_TIMEOUT_MS 30000
+/* Bytes each side's bandwidth pool may hold: the window shrinks for large
+ * messages (one 64 MiB message in flight is plenty to stream). */
+#define POOL_CAP_BYTES ((size_t)256 << 20)
+/* The largest message (a net slot is far smaller; the socket provider
+ * takes up to 4 GiB). */
+#define MAX_BYTES ((uint64_t)1 << 30)
+#define PLAN_MAGIC 0x6b6e7066u /* "knpf" */
+#define PLAN_VERSION 1
+
+enum { TEST_BW = 1, TEST_LAT = 2, TEST_BIDIR = 4 };
+
+/* What the client decides and the server follows. */
+typedef struct {
+  uint32_t magic, version;
+  char provider[16];
+  uint64_t min_bytes, max_bytes, step_bytes, step_factor;
+  uint64_t iters;  /* 0: chosen per size */
+  int32_t warmup;  /* -1: chosen per size */
+  int32_t window, check, tests, timeout_ms;
+  int32_t busy; /* both sides spin instead of sleeping on the provider's fds */
+} net_plan;
+
+typedef struct {
+  net_plan plan;
+  int server, port, provider_given, list;
+  const char *host; /* NULL: --server, or fork both here */
+  const char *json;
+} net_args;
+
+/* ---- command line ------------------------------------------------------------ */
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: kolo-perf net [flags] [--server | HOST[:PORT]]\n"
+          "  point-to-point bandwidth and latency over a kolo net provider, perftest-style;\n"
+          "  without --server or HOST both sides run here (the server forked, over 127.0.0.1)\n"
+          "  -P, --provider NAME   socket or ib (default: what kolo's net pipes use, KOLO_NET)\n"
+          "  -s, --size N          one message size (default 65536; K, M, G suffixes)\n"
+          "  -b, -e N              smallest, largest size of a sweep\n"
+          "  -f N / -i N           multiply (default 2) / add N bytes per step\n"
+          "  -n, --iters N         timed messages per size (default: 512 MiB worth, 8..20000, for\n"
+          "                        bandwidth; 128 MiB worth, 10..1000, round trips for latency)\n"
+          "  -w, --warmup N        untimed, fully checked messages first (default: one window; 10)\n"
+          "  -W, --window N        bandwidth: messages in flight (1..%d, default %d; fewer when a\n"
+          "                        window of them would pass 256 MiB)\n"
+          "  -c, --check 0|1       poison and check every byte of the warm-up (default 1); timed\n"
+          "                        messages are always sample-checked (first, last, one word in 4 KiB)\n"
+          "      --bw | --lat      only the bandwidth or only the latency test (default both)\n"
+          "      --bidir           bandwidth both ways at once instead (MB/s per direction): the\n"
+          "                        ceiling of a 2-rank ring, whose ranks send and receive together\n"
+          "      --busy            both sides poll the provider without sleeping (perftest's way;\n"
+          "                        default: a short spin, then poll() on its fds, as kolo's proxy)\n"
+          "  -p, --port N          setup port (default %d)\n"
+          "      --server          wait for one client, run its plan, exit\n"
+          "      --timeout MS      a peer silent this long is an error (default %d)\n"
+          "      --json FILE       also write the rows as JSON\n"
+          "      --list            print the providers of this build, one a line, and exit\n"
+          "  -h, --help            this text\n",
+          KOLO_NET_MAX_REQS, DEFAULT_WINDOW, DEFAULT_PORT, DEFAULT_TIMEOUT_MS);
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 0);
+  if (end == s || *end != '\0' || errno != 0 || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+enum { OPT_BW = 256, OPT_LAT, OPT_BIDIR, OPT_BUSY, OPT_SERVER, OPT_TIMEOUT, OPT_JSON, OPT_LIST };
+
+static int parse_opt(net_args *a, int c, const char *v) {
+  net_plan *p = &a->plan;
+  size_t sz;
+  long n;
+  switch (c) {
+    case 'P':
+      if (strlen(v) >= sizeof p->provider) return -1;
+      snprintf(p->provider, sizeof p->provider, "%s", v);
+      a->provider_given = 1;
+      return 0;
+    case 's':
+      if (perf_parse_size(v, &sz) != 0) return -1;
+      p->min_bytes = p->max_bytes = sz;
+      return 0;
+    case 'b': return perf_parse_size(v, &sz) == 0 ? (p->min_bytes = sz, 0) : -1;
+    case 'e': return perf_parse_size(v, &sz) == 0 ? (p->max_bytes = sz, 0) : -1;
+    case 'f': return perf_parse_size(v, &sz) == 0 && sz >= 1 ? (p->step_factor = sz, 0) : -1;
+    case 'i':
+      if (perf_parse_size(v, &sz) != 0 || sz < 1) return -1;
+      p->step_bytes = sz;
+      p->step_factor = 1;
+      return 0;
+    case 'n': return parse_int(v, 1, 1L << 30, &n) == 0 ? (p->iters = (uint64_t)n, 0) : -1;
+    case 'w': return parse_int(v, 0, 1L << 30, &n) == 0 ? (p->warmup = (int32_t)n, 0) : -1;
+    case 'W': return parse_int(v, 1, KOLO_NET_MAX_REQS, &n) == 0 ? (p->window = (int32_t)n, 0) : -1;
+    case 'c': return parse_int(v, 0, 1, &n) == 0 ? (p->check = (int32_t)n, 0) : -1;
+    case 'p': return parse_int(v, 1, 65535, &n) == 0 ? (a->port = (int)n, 0) : -1;
+    case OPT_TIMEOUT: return parse_int(v, 1, 1L << 30, &n) == 0 ? (p->timeout_ms = (int32_t)n, 0) : -1;
+    case OPT_BW: p->tests = TEST_BW; return 0;
+    case OPT_LAT: p->tests = TEST_LAT; return 0;
+    case OPT_BIDIR: p->tests = TEST_BIDIR; return 0;
+    case OPT_BUSY: p->busy = 1; return 0;
+    case OPT_SERVER: a->server = 1; return 0;
+    case OPT_JSON: a->json = v; return 0;
+    case OPT_LIST: a->list = 1; return 0;
+    default: return -1;
+  }
+}
+
+/* 0 to run, 1 after --help, -1 on a bad command line (said). */
+static int parse_args(net_args *a, int argc, char **argv) {
+  static const struct option opts[] = {
+      {"provider", required_argument, 0, 'P'}, {"size", required_argument, 0, 's'},
+      {"minbytes", required_argument, 0, 'b'}, {"maxbytes", required_argument, 0, 'e'},
+      {"stepfactor", required_argument, 0, 'f'}, {"stepbytes", required_argument, 0, 'i'},
+      {"iters", required_argument, 0, 'n'},    {"warmup", required_argument, 0, 'w'},
+      {"window", required_argument, 0, 'W'},   {"check", required_argument, 0, 'c'},
+      {"port", required_argument, 0, 'p'},     {"bw", no_argument, 0, OPT_BW},
+      {"lat", no_argument, 0, OPT_LAT},        {"bidir", no_argument, 0, OPT_BIDIR},
+      {"server", no_argument, 0, OPT_SERVER},  {"busy", no_argument, 0, OPT_BUSY},
+      {"timeout", required_argument, 0, OPT_TIMEOUT}, {"json", required_argument, 0, OPT_JSON},
+      {"list", no_argument, 0, OPT_LIST},      {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  memset(a, 0, sizeof *a);
+  net_plan *p = &a->plan;
+  p->magic = PLAN_MAGIC;
+  p->version = PLAN_VERSION;
+  p->min_bytes = p->max_bytes = 65536;
+  p->step_factor = 2;
+  p->warmup = -1;
+  p->window = DEFAULT_WINDOW;
+  p->check = 1;
+  p->tests = TEST_BW | TEST_LAT;
+  p->timeout_ms = DEFAULT_TIMEOUT_MS;
+  a->port = DEFAULT_PORT;
+  optind = 1;
+  int c;
+  while ((c = getopt_long(argc, argv, "P:s:b:e:f:i:n:w:W:c:p:h", opts, NULL)) != -1) {
+    if (c == 'h') {
+      usage(stdout);
+      return 1;
+    }
+    if (c == '?' || parse_opt(a, c, optarg) != 0) {
+      if (c != '?') fprintf(stderr, "kolo-perf net: bad value '%s' for -%c\n", optarg, c < 256 ? c : '-');
+      usage(stderr);
+      return -1;
+    }
+  }
+  if (optind < argc) a->host = argv[optind++];
+  if (optind < argc || (a->server && a->host) || p->min_bytes > p->max_bytes || p->max_bytes > MAX_BYTES) {
+    fprintf(stderr, "kolo-perf net: %s\n", optind < argc              ? "one server address at most"
+                                           : a->server                 ? "--server takes no address"
+                                           : p->max_bytes > MAX_BYTES ? "messages of 1 GiB at most"
+                                                                       : "-b is above -e");
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- sizes and counts (both sides compute them alike) ------------------------ */
+
+static uint64_t next_size(const net_plan *p, uint64_t s) {
+  uint64_t n = p->step_factor > 1 ? (s ? s * p->step_factor : 1) : s + p->step_bytes;
+  return n > p->max_bytes || n <= s ? 0 : n;
+}
+
+static uint64_t clamp_u64(uint64_t v, uint64_t lo, uint64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+static int window_for(const net_plan *p, uint64_t bytes) {
+  uint64_t fit = bytes ? POOL_CAP_BYTES / bytes : (uint64_t)p->window;
+  return (int)clamp_u64(fit, 1, (uint64_t)p->window);
+}
+
+static uint64_t bw_iters(const net_plan *p, uint64_t bytes) {
+  return p->iters ? p->iters : clamp_u64(((uint64_t)512 << 20) / (bytes ? bytes : 1), 8, 20000);
+}
+
+static uint64_t lat_iters(const net_plan *p, uint64_t bytes) {
+  return p->iters ? p->iters : clamp_u64(((uint64_t)128 << 20) / (bytes ? bytes : 1), 10, 1000);
+}
+
+static uint64_t warm_iters(const net_plan *p, int test, uint64_t bytes) {
+  if (p->warmup >= 0) return (uint64_t)p->warmup;
+  return test == TEST_BW ? (uint64_t)window_for(p, bytes) : 10;
+}
+
+/* ---- the rounds of one size ---------------------------------------------------- */
+
+typedef struct {
+  uint64_t bytes;
+  int window;
+  uint64_t bw_n, lat_n;
+  double mbps, lat_p50, lat_p99; /* NAN when not run */
+  uint64_t wrong;
+} net_row;
+
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* Nearest-rank percentile of sorted v. */
+static double percentile(const double *v, uint64_t n, double pct) {
+  uint64_t k = (uint64_t)ceil(pct / 100.0 * (double)n);
+  return v[k > 0 ? k - 1 : 0];
+}
+
+/* One round of the bandwidth test, uni- or bi-directional. */
+static int bw_round(const net_link *l, const net_plan *p, int server, const net_round *r, net_bufs *bufs,
+                    net_bufs *bufs2, net_round_result *res) {
+  if (p->tests & TEST_BIDIR) return net_bw_bidir(l, r, server, bufs, bufs2, res);
+  return server ? net_bw_server(l, r, bufs) : net_bw_client(l, r, bufs, res);
+}
+
+static int bw_size(const net_link *l, const net_plan *p, int server, net_row *row) {
+  net_bufs bufs, bufs2 = {NULL, 0, 0}; /* send pool (server: receive pool); --bidir: receive pool */
+  net_round r = {row->bytes, 0, row->window, p->check, 0, NULL};
+  if (net_bufs_init(&bufs, row->window, row->bytes) != 0) return -1;
+  if ((p->tests & TEST_BIDIR) && net_bufs_init(&bufs2, row->window, row->bytes) != 0) {
+    net_bufs_fini(&bufs);
+    return -1;
+  }
+  net_round_result res = {0, 0};
+  int rc = 0;
+  for (int timed = 0; timed <= 1 && rc == 0; timed++) {
+    r.iters = timed ? row->bw_n : warm_iters(p, TEST_BW, row->bytes);
+    r.full = timed ? 0 : p->check;
+    r.timed = timed;
+    if (r.iters == 0) continue;
+    rc = bw_round(l, p, server, &r, &bufs, &bufs2, &res);
+    row->wrong += res.wrong;
+    res.wrong = 0;
+  }
+  if (rc == 0 && !server) row->mbps = (double)row->bytes * (double)row->bw_n / res.seconds / 1e6;
+  net_bufs_fini(&bufs2);
+  net_bufs_fini(&bufs);
+  return rc;
+}
+
+static int lat_size(const net_link *l, const net_plan *p, int server, net_row *row) {
+  net_bufs sb, rb;
+  double *rtt = server ? NULL : calloc(row->lat_n, sizeof *rtt);
+  if ((!server && rtt == NULL) || net_bufs_init(&sb, 1, row->bytes) != 0) {
+    free(rtt);
+    return -1;
+  }
+  if (net_bufs_init(&rb, 1, row->bytes) != 0) {
+    net_bufs_fini(&sb);
+    free(rtt);
+    return -1;
+  }
+  net_round r = {row->bytes, 0, 1, p->check, 0, NULL};
+  net_round_result res = {0, 0};
+  int rc = 0;
+  for (int timed = 0; timed <= 1 && rc == 0; timed++) {
+    r.iters = timed ? row->lat_n : warm_iters(p, TEST_LAT, row->bytes);
+    r.full = timed ? 0 : p->check;
+    r.timed = timed;
+    r.rtt_us = timed ? rtt : NULL;
+    if (r.iters == 0) continue;
+    rc = server ? net_lat_server(l, &r, &sb, &rb) : net_lat_client(l, &r, &sb, &rb, &res);
+    row->wrong += res.wrong;
+    res.wrong = 0;
+  }
+  if (rc == 0 && !server) {
+    for (uint64_t i = 0; i < row->lat_n; i++) rtt[i] /= 2; /* half round trip */
+    qsort(rtt, row->lat_n, sizeof *rtt, cmp_double);
+    row->lat_p50 = percentile(rtt, row->lat_n, 50);
+    row->lat_p99 = percentile(rtt, row->lat_n, 99);
+  }
+  net_bufs_fini(&rb);
+  net_bufs_fini(&sb);
+  free(rtt);
+  return rc;
+}
+
+/* ---- the table ----------------------------------------------------------------- */
+
+static void print_header(const net_plan *p, const char *peer) {
+  printf("# kolo-perf net: provider %s, peer %s\n", p->provider, peer);
+  printf("# bandwidth: %s, MB/s = 1e6 payload bytes per second (perftest's\n"
+         "#   MB/sec is 2^20); latency: half the round trip of a ping-pong, median and 99th percentile\n",
+         p->tests & TEST_BIDIR ? "both ways at once, per direction" : "uni-directional client -> server");
+  printf("# waiting: %s\n", p->busy ? "busy polling (--busy)" : "a short spin, then poll() on the provider's fds");
+  printf("# check: %s; timed messages sample-checked\n",
+         p->check ? "warm-up poisoned and checked byte by byte" : "off for the warm-up");
+  printf("#%11s %8s %6s %11s %8s %8s %11s %11s %8s\n", "bytes", "bw_iters", "window", "MB/s", "GB/s",
+         "lat_iters", "t_p50(us)", "t_p99(us)", "#wrong");
+}
+
+static void print_row(const net_row *r) {
+  char bw[2][16] = {"-", "-"}, lat[2][16] = {"-", "-"}, n[2][24] = {"-", "-"};
+  if (!isnan(r->mbps)) {
+    snprintf(bw[0], sizeof bw[0], "%.2f", r->mbps);
+    snprintf(bw[1], sizeof bw[1], "%.3f", r->mbps / 1e3);
+    snprintf(n[0], sizeof n[0], "%llu", (unsigned long long)r->bw_n);
+  }
+  if (!isnan(r->lat_p50)) {
+    snprintf(lat[0], sizeof lat[0], "%.2f", r->lat_p50);
+    snprintf(lat[1], sizeof lat[1], "%.2f", r->lat_p99);
+    snprintf(n[1], sizeof n[1], "%llu", (unsigned long long)r->lat_n);
+  }
+  printf(" %11llu %8s %6d %11s %8s %8s %11s %11s %8llu\n", (unsigned long long)r->bytes, n[0], r->window,
+         bw[0], bw[1], n[1], lat[0], lat[1], (unsigned long long)r->wrong);
+  fflush(stdout);
+}
+
+static void json_row(FILE *f, const net_row *r, int first, int bidir) {
+  fprintf(f, "%s\n    {\"bytes\": %llu, \"window\": %d", first ? "" : ",", (unsigned long long)r->bytes,
+          r->window);
+  if (!isnan(r->mbps))
+    fprintf(f, ", \"bidir\": %s, \"bw_iters\": %llu, \"bw_MBps\": %.3f, \"bw_GBps\": %.6f",
+            bidir ? "true" : "false",
+            (unsigned long long)r->bw_n, r->mbps, r->mbps / 1e3);
+  if (!isnan(r->lat_p50))
+    fprintf(f, ", \"lat_iters\": %llu, \"lat_p50_us\": %.3f, \"lat_p99_us\": %.3f",
+            (unsigned long long)r->lat_n, r->lat_p50, r->lat_p99);
+  fprintf(f, ", \"wrong\": %llu}", (unsigned long long)r->wrong);
+}
+
+/* Runs every size; the client prints.  0, 1 (wrong bytes) or 2. */
+static int sweep(const net_link *l, const net_plan *p, int server, FILE *json) {
+  uint64_t wrong = 0;
+  int first = 1;
+  for (uint64_t s = p->min_bytes, next = 0;; s = next) {
+    net_row row = {s, window_for(p, s), bw_iters(p, s), lat_iters(p, s), NAN, NAN, NAN, 0};
+    if ((p->tests & (TEST_BW | TEST_BIDIR)) && bw_size(l, p, server, &row) != 0) return 2;
+    if ((p->tests & TEST_LAT) && lat_size(l, p, server, &row) != 0) return 2;
+    wrong += row.wrong;
+    if (!server) {
+      print_row(&row);
+      if (json) json_row(json, &row, first, (p->tests & TEST_BIDIR) != 0);
+      first = 0;
+    }
+    if ((next = next_size(p, s)) == 0) break;
+  }
+  if (!server) printf("# #wrong bytes: %llu %s\n", (unsigned long long)wrong, wrong ? "FAILED" : "OK");
+  return wrong ? 1 : 0;
+}
+
+/* ---- connections ----------------------------------------------------------------- */
+
+static void close_link(net_link *l) {
+  if (l->fwd) l->net->close(l->fwd);
+  if (l->back) l->net->close(l->back);
+  l->fwd = l->back = NULL;
+}
+
+/* The provider's two connections over the setup socket.  The handles cross
+ * first (the client's first, so neither waits on the other), then the
+ * forward connection is made (client connects, server accepts), then the
+ * backward one: each blocking call has its partner running at the same time. */
+static int connect_link(net_link *l, int server) {
+  struct sockaddr_storage local;
+  socklen_t len = sizeof local;
+  if (getsockname(l->oob, (struct sockaddr *)&local, &len) != 0) {
+    perror("kolo-perf net: getsockname");
+    return -1;
+  }
+  kolo_errbuf eb = {{0}};
+  int ndev = 0;
+  void *lcomm = NULL;
+  kolo_net_handle mine, theirs;
+  int64_t deadline = kolo_deadline(l->timeout_ms);
+  koloResult_t res = l->net->devices(&ndev, &eb);
+  if (res == koloSuccess && ndev < 1) {
+    fprintf(stderr, "kolo-perf net: the %s provider finds no device%s%s\n", l->net->name,
+            eb.msg[0] ? ": " : "", eb.msg);
+    return -1;
+  }
+  if (res == koloSuccess) res = l->net->listen(&local, &mine, &lcomm, &eb);
+  if (res != koloSuccess) {
+    fprintf(stderr, "kolo-perf net: %s provider: %s\n", l->net->name, eb.msg);
+    return -1;
+  }
+  res = server ? kolo_sock_recv_all(l->oob, &theirs, sizeof theirs, deadline, l->who, &eb)
+               : kolo_sock_send_all(l->oob, &mine, sizeof mine, deadline, l->who, &eb);
+  if (res == koloSuccess)
+    res = server ? kolo_sock_send_all(l->oob, &mine, sizeof mine, deadline, l->who, &eb)
+                 : kolo_sock_recv_all(l->oob, &theirs, sizeof theirs, deadline, l->who, &eb);
+  if (res == koloSuccess)
+    res = server ? l->net->accept(lcomm, deadline, l->timeout_ms, l->who, &l->fwd, &eb)
+                 : l->net->connect(&theirs, deadline, l->timeout_ms, l->who, &l->fwd, &eb);
+  if (res == koloSuccess)
+    res = server ? l->net->connect(&theirs, deadline, l->timeout_ms, l->who, &l->back, &eb)
+                 : l->net->accept(lcomm, deadline, l->timeout_ms, l->who, &l->back, &eb);
+  l->net->close_listen(lcomm);
+  if (res == koloSuccess) return 0;
+  fprintf(stderr, "kolo-perf net: connecting the %s provider to %s: %s\n", l->net->name, l->who, eb.msg);
+  close_link(l); /* the forward connection, when only the backward one failed */
+  return -1;
+}
+
+static const kolo_net_provider *pick_provider(net_plan *p) {
+  kolo_errbuf eb = {{0}};
+  const kolo_net_provider *n = p->provider[0] ? kolo_net_find(p->provider) : kolo_net_default(&eb);
+  if (n == NULL && p->provider[0])
+    fprintf(stderr, "kolo-perf net: no provider named '%s' in this build (socket%s)\n", p->provider,
+#ifdef KOLO_HAVE_IBVERBS
+            ", ib"
+#else
+            "; ib needs kolo built with libibverbs"
+#endif
+    );
+  else if (n == NULL)
+    fprintf(stderr, "kolo-perf net: %s\n", eb.msg);
+  if (n != NULL) snprintf(p->provider, sizeof p->provider, "%s", n->name);
+  return n;
+}
+
+/* The client's side over a connected setup socket. */
+static int run_client(const net_args *a, int oob, const char *peer) {
+  net_plan p = a->plan;
+  net_link l = {pick_provider(&p), NULL, NULL, oob, p.timeout_ms, peer, p.busy};
+  if (l.net == NULL) return 2;
+  kolo_errbuf eb = {{0}};
+  if (kolo_sock_send_all(oob, &p, sizeof p, kolo_deadline(p.timeout_ms), peer, &eb) != koloSuccess) {
+    fprintf(stderr, "kolo-perf net: sending the plan: %s\n", eb.msg);
+    return 2;
+  }
+  if (connect_link(&l, 0) != 0) return 2;
+  FILE *json = NULL;
+  if (a->json && (json = fopen(a->json, "w")) == NULL) {
+    fprintf(stderr, "kolo-perf net: cannot write %s: %s\n", a->json, strerror(errno));
+    close_link(&l);
+    return 2;
+  }
+  if (json)
+    fprintf(json, "{\n  \"tool\": \"kolo-perf net\", \"provider\": \"%s\", \"results\": [", p.provider);
+  print_header(&p, peer);
+  int code = sweep(&l, &p, 0, json);
+  if (json) {
+    fprintf(json, "\n  ]\n}\n");
+    if (fclose(json) != 0) code = 2;
+  }
+  close_link(&l);
+  return code;
+}
+
+/* The server's side: the plan first, then the client's provider. */
+static int run_server(const net_args *a, int oob, const char *peer) {
+  net_plan p;
+  kolo_errbuf eb = {{0}};
+  if (kolo_sock_recv_all(oob, &p, sizeof p, kolo_deadline(a->plan.timeout_ms), peer, &eb) != koloSuccess) {
+    fprintf(stderr, "kolo-perf net: receiving the plan from %s: %s\n", peer, eb.msg);
+    return 2;
+  }
+  if (p.magic != PLAN_MAGIC || p.version != PLAN_VERSION || p.window < 1 || p.window > KOLO_NET_MAX_REQS) {
+    fprintf(stderr, "kolo-perf net: %s sent no plan of this version\n", peer);
+    return 2;
+  }
+  p.provider[sizeof p.provider - 1] = '\0';
+  if (a->provider_given && strcmp(a->plan.provider, p.provider) != 0) {
+    fprintf(stderr, "kolo-perf net: the client runs the %s provider, this server -P %s\n", p.provider,
+            a->plan.provider);
+    return 2;
+  }
+  net_link l = {pick_provider(&p), NULL, NULL, oob, p.timeout_ms, peer, p.busy};
+  if (l.net == NULL || connect_link(&l, 1) != 0) return 2;
+  int code = sweep(&l, &p, 1, NULL);
+  close_link(&l);
+  return code == 1 ? 0 : code; /* wrong bytes are the client's to report */
+}
+
+/* ---- setup socket ------------------------------------------------------------------ */
+
+/* Waits (without bound) for one client on lfd; the connection or -1. */
+static int accept_client(int lfd, char *peer, size_t len) {
+  for (;;) {
+    struct pollfd pf = {lfd, POLLIN, 0};
+    if (kolo_poll(&pf, 1, 0) < 0) {
+      perror("kolo-perf net: poll");
+      return -1;
+    }
+    struct sockaddr_storage from;
+    kolo_errbuf eb = {{0}};
+    int fd = -1;
+    if (kolo_sock_accept(lfd, &from, &eb, &fd) != koloSuccess) {
+      fprintf(stderr, "kolo-perf net: %s\n", eb.msg);
+      return -1;
+    }
+    if (fd < 0) continue;
+    kolo_addr_str(&from, peer, len);
+    return fd;
+  }
+}
+
+static int resolve(const char *host, int port, struct sockaddr_storage *out) {
+  char name[256], service[16];
+  snprintf(name, sizeof name, "%s", host);
+  char *colon = strrchr(name, ':');
+  if (colon && strchr(name, ':') == colon) { /* HOST:PORT (one colon: no IPv6 literal) */
+    *colon = '\0';
+    port = atoi(colon + 1);
+  }
+  snprintf(service, sizeof service, "%d", port);
+  struct addrinfo hints, *ai = NULL;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_socktype = SOCK_STREAM;
+  int err = getaddrinfo(name, service, &hints, &ai);
+  if (err != 0 || ai == NULL) {
+    fprintf(stderr, "kolo-perf net: cannot resolve %s: %s\n", host, gai_strerror(err));
+    return -1;
+  }
+  memset(out, 0, sizeof *out);
+  memcpy(out, ai->ai_addr, ai->ai_addrlen);
+  freeaddrinfo(ai);
+  return 0;
+}
+
+static int client_to(const net_args *a, const struct sockaddr_storage *addr) {
+  char peer[96];
+  kolo_addr_str(addr, peer, sizeof peer);
+  kolo_errbuf eb = {{0}};
+  int fd = -1;
+  if (kolo_sock_connect(addr, kolo_deadline(a->plan.timeout_ms), a->plan.timeout_ms, peer, &eb, &fd) !=
+      koloSuccess) {
+    fprintf(stderr, "kolo-perf net: %s\n", eb.msg);
+    return 2;
+  }
+  int code = run_client(a, fd, peer);
+  close(fd);
+  return code;
+}
+
+static int listen_on(int port, const char *host, struct sockaddr_storage *addr) {
+  memset(addr, 0, sizeof *addr);
+  struct sockaddr_in *in = (struct sockaddr_in *)addr;
+  in->sin_family = AF_INET;
+  in->sin_port = htons((uint16_t)port);
+  in->sin_addr.s_addr = host ? htonl(INADDR_LOOPBACK) : htonl(INADDR_ANY);
+  kolo_errbuf eb = {{0}};
+  int fd = -1;
+  if (kolo_sock_listen(addr, &eb, &fd) != koloSuccess) {
+    fprintf(stderr, "kolo-perf net: %s\n", eb.msg);
+    return -1;
+  }
+  return fd;
+}
+
+static int serve(const net_args *a, int lfd) {
+  char peer[96];
+  int fd = accept_client(lfd, peer, sizeof peer);
+  close(lfd);
+  if (fd < 0) return 2;
+  int code = run_server(a, fd, peer);
+  close(fd);
+  return code;
+}
+
+/* Both sides here: the server forked (before any thread exists), the
+ * client in this process, over 127.0.0.1. */
+static int run_both(const net_args *a) {
+  struct sockaddr_storage addr;
+  int lfd = listen_on(0, "loopback", &addr);
+  if (lfd < 0) return 2;
+  fflush(NULL);
+  pid_t parent = getpid(), pid = fork();
+  if (pid < 0) {
+    perror("kolo-perf net: fork");
+    close(lfd);
+    return 2;
+  }
+  if (pid == 0) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(2);
+    int code = serve(a, lfd);
+    fflush(NULL);
+    _exit(code);
+  }
+  close(lfd);
+  int code = client_to(a, &addr);
+  int status = 0;
+  if (code == 2) kill(pid, SIGTERM); /* it may wait for us still */
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status) && code != 2) {
+    fprintf(stderr, "kolo-perf net: the server process was killed by signal %d\n", WTERMSIG(status));
+    code = 2;
+  } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0 && code != 2) {
+    fprintf(stderr, "kolo-perf net: the server process failed (exit status %d)\n", WEXITSTATUS(status));
+    code = 2;
+  }
+  return code;
+}
+
+int perf_net_main(int argc, char **argv) {
+  net_args a;
+  int r = parse_args(&a, argc, argv);
+  if (r != 0) return r > 0 ? 0 : 2;
+  if (a.list) { /* the names kolo_net_find knows in this build */
+    static const char *const names[] = {"socket", "ib"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+      if (kolo_net_find(names[i]) != NULL) printf("%s\n", names[i]);
+    return 0;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  if (a.server) {
+    struct sockaddr_storage addr;
+    int lfd = listen_on(a.port, NULL, &addr);
+    if (lfd < 0) return 2;
+    printf("# kolo-perf net: server waiting on port %d\n", a.port);
+    fflush(stdout);
+    return serve(&a, lfd);
+  }
+  if (a.host == NULL) return run_both(&a);
+  struct sockaddr_storage addr;
+  if (resolve(a.host, a.port, &addr) != 0) return 2;
+  return client_to(&a, &addr);
+}

@@ -1,0 +1,269 @@
+#!/usr/bin/env bash
+# kolo's network path beside the reference tools, on the same devices in one
+# run (issue 4's targets):
+#
+#   socket: two network namespaces joined by one veth pair (10.78.0.1 <->
+#   10.78.0.2), and on them, REPEATS times each:
+#     iperf3 -c (IPERF_STREAMS streams, IPERF_TIME s)         the ceiling
+#     iperf3 -c --bidir                                      both ways at once: the
+#                                                            ceiling of a 2-rank ring, whose
+#                                                            ranks each send and receive
+#     kolo-perf net -P socket --bw -s SIZE                   kolo's provider, point to point
+#     kolo-perf net -P socket --bidir -s SIZE                the same both ways at once
+#     kolo-perf net -P socket --lat -s LAT_SIZE              its half round trip
+#     kolo-perf all_reduce -b SIZE -e SIZE, 2 ranks, one in each namespace
+#   then the medians and the ratios against the targets:
+#     socket p2p bandwidth >= 0.8 x iperf3;  all-reduce busbw >= 0.8 x socket p2p bandwidth.
+#
+#   ib (RDMA=auto|1|0, default auto): the soft-RoCE guest of tests/rdma
+#   (rxe0 <-> rxe1 over a veth pair, software emulation) runs ib_write_bw
+#   -s 65536 and ib_write_lat beside kolo-perf net -P ib at the same sizes,
+#   REPEATS times (perf/run_net_rxe_guest.sh); targets: bandwidth >= 0.9 x
+#   ib_write_bw, latency <= 1.2 x ib_write_lat.  Skipped with the reason
+#   when kolo was built without libibverbs or the VM is not set up
+#   (tests/rdma/setup.sh); RDMA=1 makes a skip an error.
+#
+#   sudo perf/run_net.sh                  # needs root (namespaces); builds kolo-perf in $BUILD if missing
+#   BUILD=build-net REPEATS=5 RDMA=0 perf/run_net.sh
+#
+# Environment: BUILD (build), PERF_BIN (a kolo-perf to use instead of
+# $BUILD/bin/kolo-perf), REPEATS (3), SIZE (64M), NET_ITERS (16),
+# LAT_SIZE (8), AR_ITERS (10), AR_WARMUP (3), IPERF_TIME (5),
+# IPERF_STREAMS (1), RDMA (auto), RXE_BW_N (2000), RXE_LAT_N (1000),
+# RXE_TIMEOUT (600 s for the guest), OUT (raw results; default a temp dir),
+# plus KOLO_* variables for kolo (e.g. KOLO_SOCKET_NSTREAMS).
+# Exit status: 0 when everything ran and no byte was wrong (targets missed
+# are reported, not failed), 1 otherwise.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=${BUILD:-build}
+REPEATS=${REPEATS:-3}
+SIZE=${SIZE:-64M}
+NET_ITERS=${NET_ITERS:-16}
+LAT_SIZE=${LAT_SIZE:-8}
+AR_ITERS=${AR_ITERS:-10}
+AR_WARMUP=${AR_WARMUP:-3}
+IPERF_TIME=${IPERF_TIME:-5}
+IPERF_STREAMS=${IPERF_STREAMS:-1}
+RDMA=${RDMA:-auto}
+PERF=${PERF_BIN:-$ROOT/$BUILD/bin/kolo-perf}
+
+die() { echo "run_net: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || die "network namespaces need root (running as uid $(id -u))"
+for t in ip python3; do command -v $t >/dev/null || die "needs $t"; done
+command -v iperf3 >/dev/null || scripts/setup.sh
+command -v iperf3 >/dev/null || die "no iperf3 (scripts/setup.sh installs it)"
+if [ ! -x "$PERF" ]; then
+  [ -f "$BUILD/CMakeCache.txt" ] || cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+  cmake --build "$BUILD" -j"$(nproc)" --target kolo-perf > /dev/null || die "kolo-perf does not build"
+fi
+
+OUT=${OUT:-$(mktemp -d -t kolo-net.XXXXXX)}
+mkdir -p "$OUT"
+TAG="knp$$"
+NSA="${TAG}a" NSB="${TAG}b"
+A=10.78.0.1 B=10.78.0.2
+PIDS=()
+
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  ip netns del "$NSA" 2>/dev/null
+  ip netns del "$NSB" 2>/dev/null
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ip netns add "$NSA" && ip netns add "$NSB" || die "cannot create network namespaces"
+ip -n "$NSA" link add eth0 type veth peer name eth0 netns "$NSB" || die "cannot create a veth pair"
+ip -n "$NSA" addr add $A/24 dev eth0 && ip -n "$NSB" addr add $B/24 dev eth0 || die "cannot set addresses"
+for ns in "$NSA" "$NSB"; do
+  ip -n "$ns" link set eth0 up && ip -n "$ns" link set lo up || die "cannot bring up $ns's links"
+done
+inA() { ip netns exec "$NSA" "$@"; }
+inB() { ip netns exec "$NSB" "$@"; }
+
+# Ranks in two namespaces of one machine share its hostname and boot id:
+# tell them apart (KOLO_HOSTID where bootstrap has it), else force the net
+# transport for every peer in another process, as tests/netns/run.sh does.
+# (grep reads all: with pipefail, grep -q's early exit would fail the pipe.)
+if "$PERF" --params 2>/dev/null | grep KOLO_HOSTID > /dev/null; then
+  HOSTS=(KOLO_HOSTID=nsA KOLO_HOSTID=nsB)
+else
+  HOSTS=(KOLO_NET_FORCE=1 KOLO_NET_FORCE=1)
+fi
+SECRET=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+
+# run_bg NS LOG CMD...: a background job in namespace NS, remembered for cleanup.
+run_bg() { local ns=$1 log=$2; shift 2; ip netns exec "$ns" "$@" > "$log" 2>&1 & PIDS+=($!); }
+wait_last() { local p=${PIDS[-1]}; wait "$p"; local rc=$?; unset 'PIDS[-1]'; return $rc; }
+
+fail=0
+echo "# kolo socket path vs iperf3 on one veth pair between 2 namespaces ($(nproc) cores); raw results in $OUT"
+echo "# ${HOSTS[0]%%=*} tells the namespaces apart; SIZE=$SIZE, REPEATS=$REPEATS"
+for i in $(seq 1 "$REPEATS"); do
+  echo "# run $i/$REPEATS: iperf3 ($IPERF_STREAMS stream(s), ${IPERF_TIME}s)"
+  # Servers wait for one client: bounded, in case their client never comes.
+  run_bg "$NSB" "$OUT/iperf3-server.$i.log" timeout 120 iperf3 -s -1 -B $B -p 5201
+  for try in 1 2 3 4 5 6 7 8 9 10; do
+    sleep 0.3
+    inA iperf3 -c $B -p 5201 -t "$IPERF_TIME" -P "$IPERF_STREAMS" -J > "$OUT/iperf3.$i.json" 2>&1 && break
+    grep -q "unable to connect\|Connection refused" "$OUT/iperf3.$i.json" || break
+  done
+  wait_last || { echo "run_net: iperf3 failed, see $OUT/iperf3.$i.json"; fail=1; }
+  echo "# run $i/$REPEATS: iperf3 --bidir"
+  run_bg "$NSB" "$OUT/iperf3-bidir-server.$i.log" timeout 120 iperf3 -s -1 -B $B -p 5202
+  for try in 1 2 3 4 5 6 7 8 9 10; do
+    sleep 0.3
+    inA iperf3 -c $B -p 5202 -t "$IPERF_TIME" -P "$IPERF_STREAMS" --bidir -J > "$OUT/iperf3-bidir.$i.json" 2>&1 && break
+    grep -q "unable to connect\|Connection refused" "$OUT/iperf3-bidir.$i.json" || break
+  done
+  wait_last || { echo "run_net: iperf3 --bidir failed, see $OUT/iperf3-bidir.$i.json"; fail=1; }
+
+  echo "# run $i/$REPEATS: kolo-perf net -P socket --bw and --bidir -s $SIZE, --lat -s $LAT_SIZE"
+  for t in bw bidir lat; do
+    case $t in
+      bw) args=(--bw -s "$SIZE" -n "$NET_ITERS");;
+      bidir) args=(--bidir -s "$SIZE" -n "$NET_ITERS");;
+      lat) args=(--lat -s "$LAT_SIZE");;
+    esac
+    run_bg "$NSB" "$OUT/net-$t-server.$i.log" timeout 300 "$PERF" net --server -P socket -p 18600
+    inA "$PERF" net -P socket "${args[@]}" --json "$OUT/net-$t.$i.json" $B:18600 > "$OUT/net-$t.$i.txt" 2>&1 ||
+      { echo "run_net: kolo-perf net ($t) failed:"; cat "$OUT/net-$t.$i.txt"; fail=1; }
+    wait_last || { echo "run_net: its server failed:"; cat "$OUT/net-$t-server.$i.log"; fail=1; }
+  done
+
+  echo "# run $i/$REPEATS: kolo-perf all_reduce -b $SIZE, rank 0 in $NSA, rank 1 in $NSB"
+  for r in 0 1; do
+    ns=$NSA; [ $r = 1 ] && ns=$NSB
+    run_bg "$ns" "$OUT/ar.$i.r$r.txt" env KOLO_ROOT=$A:29500 KOLO_RANK=$r KOLO_WORLD_SIZE=2 \
+      KOLO_SECRET="$SECRET" KOLO_SOCKET_IFNAME==eth0 KOLO_NET=socket "${HOSTS[$r]}" KOLO_TIMEOUT_MS=60000 \
+      timeout 600 "$PERF" all_reduce -b "$SIZE" -e "$SIZE" -n "$AR_ITERS" -w "$AR_WARMUP" -c 1 \
+      --json "$OUT/ar.$i.r$r.json"
+  done
+  for r in 1 0; do
+    wait_last || { echo "run_net: all_reduce rank $r failed:"; cat "$OUT/ar.$i.r$r.txt"; fail=1; }
+  done
+done
+
+# ---- ib: the soft-RoCE guest -------------------------------------------------------
+rxe=skip
+rxe_why=
+if [ "$RDMA" = 0 ]; then
+  rxe_why="RDMA=0"
+elif ! "$PERF" net --list | grep -x ib > /dev/null; then
+  rxe_why="kolo was built without libibverbs (kolo-perf net --list has no ib)"
+elif ! tests/rdma/setup.sh > "$OUT/rxe-setup.log" 2>&1; then
+  rxe_why="the soft-RoCE VM cannot be set up here (see $OUT/rxe-setup.log)"
+else
+  rxe=run
+fi
+if [ $rxe = run ]; then
+  echo "# ib: booting the soft-RoCE guest (rxe0 <-> rxe1; software emulation, limit ${RXE_TIMEOUT:-600}s)"
+  WORK=$(mktemp -d /tmp/kolo-net-rxe.XXXXXX)
+  cat > "$WORK/net.env" <<ENV
+KOLO_PERF=$PERF
+REPEATS=$REPEATS
+BW_N=${RXE_BW_N:-2000}
+LAT_N=${RXE_LAT_N:-1000}
+LAT_SIZE=$LAT_SIZE
+ENV
+  chmod -R a+rX "$WORK"
+  tests/rdma/vm.sh -t "${RXE_TIMEOUT:-600}" -C "$WORK" -l "$OUT/rxe-console.log" perf/run_net_rxe_guest.sh
+  vrc=$?
+  rm -rf "$WORK"
+  tr -d '\r' < "$OUT/rxe-console.log" | sed -n 's/^KOLO-NET: //p' > "$OUT/rxe.txt"
+  if [ $vrc != 0 ]; then
+    echo "run_net: the soft-RoCE guest failed (rc $vrc); console: $OUT/rxe-console.log"
+    tr -d '\r' < "$OUT/rxe-console.log" | grep -v "^KOLO-NET: " | tail -n 20
+    fail=1
+  fi
+else
+  echo "# ib: SKIP: $rxe_why"
+  [ "$RDMA" = 1 ] && fail=1
+fi
+
+python3 - "$OUT" "$REPEATS" "$SIZE" "$LAT_SIZE" "$rxe" <<'PY' || fail=1
+import json, os, statistics, sys
+out, repeats, size, lat_size, rxe = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+def load(name):
+    runs = []
+    for i in range(1, repeats + 1):
+        try:
+            runs.append(json.load(open(f"{out}/{name}.{i}.json")))
+        except (OSError, ValueError):
+            pass
+    return runs
+def med(v):
+    return statistics.median(v) if v else float("nan")
+def verdict(ratio, target, higher=True):
+    if ratio != ratio: return "n/a"
+    return "meets" if (ratio >= target if higher else ratio <= target) else "MISSES"
+
+iperf = [r["end"]["sum_received"]["bits_per_second"] / 8e9 for r in load("iperf3") if "end" in r]
+# --bidir: the mean of the two directions' received rates (each direction's share)
+bidir = [(r["end"]["sum_received"]["bits_per_second"] + r["end"]["sum_received_bidir_reverse"]["bits_per_second"])
+         / 2 / 8e9 for r in load("iperf3-bidir") if "sum_received_bidir_reverse" in r.get("end", {})]
+nbw = [r["results"][0]["bw_GBps"] for r in load("net-bw")]
+nbidir = [r["results"][0]["bw_GBps"] for r in load("net-bidir")]
+nlat = [(r["results"][0]["lat_p50_us"], r["results"][0]["lat_p99_us"]) for r in load("net-lat")]
+wrong = sum(x["wrong"] for r in load("net-bw") + load("net-bidir") + load("net-lat") for x in r["results"])
+ar = [json.load(open(f"{out}/ar.{i}.r0.json")) for i in range(1, repeats + 1) if os.path.exists(f"{out}/ar.{i}.r0.json")]
+arbus = [x["busbw"] for r in ar for x in r["results"] if not x.get("in_place", False)]
+arbus_ip = [x["busbw"] for r in ar for x in r["results"] if x.get("in_place", False)]
+wrong += sum(x["wrong"] for r in ar for x in r["results"])
+
+fmt = lambda v: ", ".join(f"{x:.3f}" for x in v)
+print()
+print(f"# socket path, veth pair between 2 namespaces: medians of {repeats} runs (GB = 1e9 bytes)")
+print(f"#   iperf3                               {med(iperf):8.3f} GB/s   runs: {fmt(iperf)}")
+print(f"#   iperf3 --bidir, per direction        {med(bidir):8.3f} GB/s   runs: {fmt(bidir)}")
+print(f"#   kolo-perf net -P socket, {size:>4} bw     {med(nbw):8.3f} GB/s   runs: {fmt(nbw)}")
+print(f"#   kolo-perf net -P socket, {size:>4} bidir  {med(nbidir):8.3f} GB/s   runs: {fmt(nbidir)}   (per direction)")
+print(f"#   kolo-perf net -P socket, {lat_size:>4} B lat  {med([l[0] for l in nlat]):8.2f} us p50, "
+      f"{med([l[1] for l in nlat]):.2f} us p99 (half round trip)")
+print(f"#   kolo all_reduce 2 ranks, {size:>4} busbw  {med(arbus):8.3f} GB/s   runs: {fmt(arbus)}"
+      f"   (in place {med(arbus_ip):.3f})")
+r1 = med(nbw) / med(iperf) if iperf and nbw else float("nan")
+r2 = med(arbus) / med(nbw) if arbus and nbw else float("nan")
+print(f"# ratio socket p2p / iperf3          = {r1:5.2f}  (target >= 0.80: {verdict(r1, 0.8)})")
+print(f"# ratio all-reduce busbw / socket p2p = {r2:5.2f}  (target >= 0.80: {verdict(r2, 0.8)})")
+r3 = med(arbus) / med(bidir) if arbus and bidir else float("nan")
+r4 = med(arbus) / med(nbidir) if arbus and nbidir else float("nan")
+r5 = med(nbidir) / med(bidir) if nbidir and bidir else float("nan")
+# The same ratios within each run (a busy machine moves every figure of a
+# run together): the median of the per-run ratios.
+def paired(num, den):
+    return med([a / b for a, b in zip(num, den) if b > 0]) if len(num) == len(den) else float("nan")
+print(f"#   the same within each run, median: {paired(nbw, iperf):5.2f} and {paired(arbus, nbw):5.2f}")
+print(f"# for reference (a 2-rank ring moves {size} each way at once, so both-ways figures are its ceiling):")
+print(f"#   all-reduce busbw / kolo-perf net --bidir  = {r4:5.2f}   (within each run: {paired(arbus, nbidir):5.2f})")
+print(f"#   all-reduce busbw / iperf3 --bidir         = {r3:5.2f}")
+print(f"#   kolo-perf net --bidir / iperf3 --bidir    = {r5:5.2f}")
+
+if rxe == "run":
+    vals = {}
+    for line in open(f"{out}/rxe.txt"):
+        parts = line.split()
+        if len(parts) >= 2:
+            try:
+                vals.setdefault(parts[0], []).append(float(parts[1]))
+            except ValueError:
+                pass
+    g = lambda k: med(vals.get(k, []))
+    print()
+    print(f"# ib, soft-RoCE rxe1 -> rxe0 in the QEMU guest: medians of {len(vals.get('ib_write_bw_MBps', []))} runs")
+    print(f"#   ib_write_bw -s 65536                 {g('ib_write_bw_MBps'):9.2f} MB/s (1e6; perftest's 2^20 figure converted)")
+    print(f"#   kolo-perf net -P ib --bw -s 65536    {g('kolo_ib_bw_MBps'):9.2f} MB/s")
+    print(f"#   ib_write_lat -s {lat_size:<5}                {g('ib_write_lat_us'):9.2f} us typical")
+    print(f"#   kolo-perf net -P ib --lat -s {lat_size:<5}   {g('kolo_ib_lat_us'):9.2f} us median")
+    b = g('kolo_ib_bw_MBps') / g('ib_write_bw_MBps') if vals.get('ib_write_bw_MBps') else float("nan")
+    l = g('kolo_ib_lat_us') / g('ib_write_lat_us') if vals.get('ib_write_lat_us') else float("nan")
+    print(f"# ratio ib bw / ib_write_bw   = {b:5.2f}  (target >= 0.90: {verdict(b, 0.9)})")
+    print(f"# ratio ib lat / ib_write_lat = {l:5.2f}  (target <= 1.20: {verdict(l, 1.2, higher=False)})")
+    wrong += int(sum(vals.get("kolo_ib_wrong", [])))
+print(f"# #wrong bytes over all kolo runs: {wrong}")
+sys.exit(1 if wrong else 0)
+PY
+exit $fail

@@ -1,0 +1,73 @@
+# perf/run_net_rxe_guest.sh - the ib half of perf/run_net.sh, run inside the
+# soft-RoCE guest (tests/rdma/vm.sh) in a work directory holding net.env
+# (KOLO_PERF: the host-built kolo-perf; REPEATS, BW_N, LAT_N, LAT_SIZE).
+# REPEATS times, on the same devices (server rxe0 / 10.77.0.1, client rxe1):
+#   ib_write_bw -s 65536 -n BW_N       kolo-perf net -P ib --bw -s 65536 -n BW_N
+#   ib_write_lat -s LAT_SIZE -n LAT_N  kolo-perf net -P ib --lat -s LAT_SIZE -n LAT_N
+# Prints "KOLO-NET: <name> <value>" lines for run_net.sh (MB/s as 1e6 bytes:
+# perftest's MB/sec, 2^20 bytes, is converted here) and the full outputs.
+# POSIX sh (the guest runs it with /bin/sh).  Exit status: failed steps.
+[ -f ./net.env ] && . ./net.env
+REPEATS=${REPEATS:-3} BW_N=${BW_N:-2000} LAT_N=${LAT_N:-1000} LAT_SIZE=${LAT_SIZE:-8}
+fail=0
+say() { echo "KOLO-NET: $*"; }
+if [ -z "${KOLO_PERF:-}" ] || [ ! -x "$KOLO_PERF" ]; then
+  echo "run_net_rxe_guest: no kolo-perf (KOLO_PERF=${KOLO_PERF:-})"; exit 1
+fi
+if ! "$KOLO_PERF" net --list | grep -x ib > /dev/null; then
+  echo "SKIP: kolo was built without libibverbs: kolo-perf net has no ib provider"; exit 0
+fi
+# The GIDs perftest needs (-x): the RoCEv2 IPv4 ones, as kolo finds them.
+gid() { ibv_devinfo -v -d "$1" | sed -n 's/.*GID\[ *\([0-9]*\)\]:.*::ffff:.*RoCE v2.*/\1/p' | head -n 1; }
+G0=$(gid rxe0); G1=$(gid rxe1)
+[ -n "$G0" ] || G0=1; [ -n "$G1" ] || G1=1 # index 1 with the CI kernel (tests/rdma/README.md)
+
+# perftest NAME CMD ARGS...: server on rxe0, client on rxe1 (retried while
+# the server is not listening yet); the first result row into /tmp/NAME.row.
+perftest() {
+  name=$1; shift
+  timeout -k 2 120 "$@" -d rxe0 -x "$G0" -p 18515 > /tmp/$name.srv 2>&1 & sp=$!
+  for try in 1 2 3 4 5; do
+    sleep 1
+    timeout -k 2 120 "$@" -d rxe1 -x "$G1" -p 18515 10.77.0.1 > /tmp/$name.cli 2>&1; cr=$?
+    [ $cr = 0 ] || ! grep -q "Couldn't connect" /tmp/$name.cli || continue
+    break
+  done
+  wait $sp; sr=$?
+  echo "----- $* ($name): client rc $cr, server rc $sr"; cat /tmp/$name.cli
+  awk '/#bytes/{h=1; next} h && $1 ~ /^[0-9]+$/ && NF >= 5 {print; exit}' /tmp/$name.cli > /tmp/$name.row
+  [ $cr = 0 ] && [ $sr = 0 ] && [ -s /tmp/$name.row ]
+}
+
+# kolo NAME ARGS...: kolo-perf net -P ib, server on rxe0, client on rxe1.
+kolo() {
+  name=$1; shift
+  KOLO_IB_HCA==rxe0 timeout -k 2 120 "$KOLO_PERF" net -P ib --server -p 18600 > /tmp/$name.srv 2>&1 & sp=$!
+  KOLO_IB_HCA==rxe1 timeout -k 2 120 "$KOLO_PERF" net -P ib "$@" 10.77.0.1:18600 > /tmp/$name.cli 2>&1; cr=$?
+  wait $sp; sr=$?
+  echo "----- kolo-perf net -P ib $* ($name): client rc $cr, server rc $sr"; cat /tmp/$name.cli
+  [ $sr = 0 ] || { echo "(server)"; cat /tmp/$name.srv; }
+  awk '!/^#/ && NF >= 9 {print; exit}' /tmp/$name.cli > /tmp/$name.row
+  [ $cr = 0 ] && [ $sr = 0 ] && [ -s /tmp/$name.row ]
+}
+
+i=1
+while [ $i -le "$REPEATS" ]; do
+  if perftest bw.$i ib_write_bw -s 65536 -n "$BW_N"; then
+    say "ib_write_bw_MBps $(awk '{printf "%.2f", $4 * 1.048576}' /tmp/bw.$i.row)"
+  else fail=$((fail + 1)); fi
+  if kolo kbw.$i --bw -s 65536 -n "$BW_N"; then
+    say "kolo_ib_bw_MBps $(awk '{print $4}' /tmp/kbw.$i.row)"
+    say "kolo_ib_wrong $(awk '{print $9}' /tmp/kbw.$i.row)"
+  else fail=$((fail + 1)); fi
+  if perftest lat.$i ib_write_lat -s "$LAT_SIZE" -n "$LAT_N"; then
+    say "ib_write_lat_us $(awk '{print $5}' /tmp/lat.$i.row)"
+  else fail=$((fail + 1)); fi
+  if kolo klat.$i --lat -s "$LAT_SIZE" -n "$LAT_N"; then
+    say "kolo_ib_lat_us $(awk '{print $7}' /tmp/klat.$i.row)"
+    say "kolo_ib_wrong $(awk '{print $9}' /tmp/klat.$i.row)"
+  else fail=$((fail + 1)); fi
+  i=$((i + 1))
+done
+[ $fail -le 100 ] || fail=100 # 124-126 mean other things to vm.sh
+exit $fail
