@@ -13,12 +13,14 @@
 
 #define TAG_CONFIG 0x10u
 #define TAG_RING_PIPE 0x1000u
+#define TAG_HIER_PIPE 0x3000u /* | ring (0 intra, 1 inter) << 8 | channel */
 
 /* What every rank must agree on, checked at init (the LL settings only
  * for CUDA communicators: they choose each call's protocol and pipes). */
 typedef struct {
   int32_t nchannels, nslots, memory, ll_slot_bytes;
   uint64_t slot_bytes, ll_threshold;
+  int32_t algo, pad; /* KOLO_ALGO: ranks choosing differently would not meet */
 } comm_shape;
 
 koloResult_t koloGetVersion(int *version) {
@@ -70,6 +72,10 @@ static koloResult_t resolve_config(struct koloComm *c, const koloConfig_t *cfg) 
   int has_dev = cfg->size >= offsetof(koloConfig_t, cudaDev) + sizeof cfg->cudaDev;
   c->cuda_dev = pick(has_dev ? cfg->cudaDev : KOLO_CONFIG_UNDEF, -1);
   int64_t ll_threshold = kolo_param_int("KOLO_LL_THRESHOLD");
+  c->algo.forced = kolo_algo_parse(kolo_param_str("KOLO_ALGO"));
+  if (c->algo.forced < KOLO_ALGO_AUTO)
+    return kolo_error(NULL, koloInvalidArgument, "KOLO_ALGO = \"%s\" is neither ring nor hier",
+                      kolo_param_str("KOLO_ALGO"));
   int64_t ll_slot = kolo_param_int("KOLO_LL_SLOT_BYTES");
   if (c->memory != koloMemHost && c->memory != koloMemCuda)
     return kolo_error(NULL, koloInvalidArgument, "config.memory = %d is neither koloMemHost nor koloMemCuda", c->memory);
@@ -117,6 +123,10 @@ static void comm_stop_all(struct koloComm *c, int reason, int rank) {
   for (int ch = 0; ch < c->nchannels; ch++) {
     if (c->ring_send[ch].ctrl) kolo_conn_stop(&c->ring_send[ch], reason, rank);
     if (c->ring_recv[ch].ctrl) kolo_conn_stop(&c->ring_recv[ch], reason, rank);
+    for (int k = 0; k < 2; k++) {
+      if (c->hier_send[k][ch].ctrl) kolo_conn_stop(&c->hier_send[k][ch], reason, rank);
+      if (c->hier_recv[k][ch].ctrl) kolo_conn_stop(&c->hier_recv[k][ch], reason, rank);
+    }
   }
   size_t np = (size_t)c->nranks * (size_t)c->nchannels;
   for (size_t i = 0; c->p2p_send && i < np; i++) {
@@ -136,46 +146,100 @@ static koloResult_t check_shapes(struct koloComm *c) {
   comm_shape *all = calloc((size_t)c->nranks, sizeof *all);
   if (all == NULL) return kolo_error(&c->err, koloSystemError, "out of memory at init");
   comm_shape mine = {c->nchannels, (int32_t)c->nslots, c->memory, (int32_t)c->ll_slot_bytes,
-                     c->slot_bytes, c->ll_threshold};
+                     c->slot_bytes, c->ll_threshold, c->algo.forced, 0};
   all[c->rank] = mine;
   koloResult_t res = kolo_bootstrap_allgather(c->bs, TAG_CONFIG, all, sizeof *all);
   for (int r = 0; r < c->nranks && res == koloSuccess; r++) {
     if (memcmp(&all[r], &mine, sizeof mine) == 0) continue;
     res = kolo_error(&c->err, koloInvalidUsage,
-                     "rank %d has channels=%d slots=%d slot bytes=%llu memory=%d LL=%llu/%d but "
-                     "rank %d has %d/%d/%llu/%d/%llu/%d: set KOLO_NCHANNELS, KOLO_NSLOTS, "
-                     "KOLO_BUFFSIZE, memory, KOLO_LL_THRESHOLD and KOLO_LL_SLOT_BYTES alike on all ranks",
+                     "rank %d has channels=%d slots=%d slot bytes=%llu memory=%d LL=%llu/%d algo=%s but "
+                     "rank %d has %d/%d/%llu/%d/%llu/%d/%s: set KOLO_NCHANNELS, KOLO_NSLOTS, "
+                     "KOLO_BUFFSIZE, memory, KOLO_LL_THRESHOLD, KOLO_LL_SLOT_BYTES and KOLO_ALGO "
+                     "alike on all ranks",
                      r, all[r].nchannels, all[r].nslots, (unsigned long long)all[r].slot_bytes,
                      all[r].memory, (unsigned long long)all[r].ll_threshold, all[r].ll_slot_bytes,
-                     c->rank, mine.nchannels, mine.nslots, (unsigned long long)mine.slot_bytes,
-                     mine.memory, (unsigned long long)mine.ll_threshold, mine.ll_slot_bytes);
+                     kolo_algo_name(all[r].algo), c->rank, mine.nchannels, mine.nslots,
+                     (unsigned long long)mine.slot_bytes, mine.memory,
+                     (unsigned long long)mine.ll_threshold, mine.ll_slot_bytes, kolo_algo_name(mine.algo));
   }
   free(all);
   return res;
 }
 
-static koloResult_t build_ring(struct koloComm *c) {
-  uint64_t *hosts = malloc((size_t)c->nranks * sizeof *hosts);
-  if (hosts == NULL) return kolo_error(&c->err, koloSystemError, "out of memory at init");
-  for (int r = 0; r < c->nranks; r++) hosts[r] = kolo_bootstrap_peer(c->bs, r)->host_hash;
-  koloResult_t res = kolo_ring_build(c->nranks, hosts, &c->ring);
-  if (res == koloSuccess)
-    KOLO_INFO("rank %d/%d: %d host(s), ring prev %d next %d, %d channel(s), %u slots of %zu bytes",
-              c->rank, c->nranks, kolo_count_hosts(c->nranks, hosts), kolo_ring_prev(&c->ring, c->rank),
-              kolo_ring_next(&c->ring, c->rank), c->nchannels, c->nslots, c->slot_bytes);
-  free(hosts);
-  return res == koloSuccess ? res : kolo_error(&c->err, res, "out of memory building the ring");
+/* Hierarchical all-reduce on this comm: host memory (the CUDA planner runs
+ * flat rings only, for now), a topology that allows it, not forced off. */
+static koloResult_t build_hier(struct koloComm *c, const kolo_hosts *h) {
+  int possible = kolo_algo_hier_possible(&c->algo);
+  if (c->algo.forced == KOLO_ALGO_HIER && (!possible || c->memory != koloMemHost) && c->rank == 0)
+    KOLO_INFO("KOLO_ALGO=hier: all-reduce runs the flat ring, since %s",
+              c->memory != koloMemHost ? "CUDA communicators run flat rings only"
+                                       : "it needs 2 or more hosts with the same number (2 or more) of ranks");
+  if (!possible || c->memory != koloMemHost || c->algo.forced == KOLO_ALGO_RING) return koloSuccess;
+  kolo_ring intra, inter;
+  if (kolo_ring_build_intra(h, c->rank, &intra) != koloSuccess) return koloSystemError;
+  if (kolo_ring_build_inter(h, c->rank, &inter) != koloSuccess) {
+    kolo_ring_free(&intra);
+    return koloSystemError;
+  }
+  koloResult_t res = koloSuccess;
+  int built = 0;
+  while (built < KOLO_HIER_PHASES && res == koloSuccess) {
+    res = kolo_sched_all_reduce_hier(&intra, &inter, c->rank, built, &c->hier_prog[built]);
+    if (res == koloSuccess) built++;
+  }
+  while (res != koloSuccess && built > 0) kolo_program_free(&c->hier_prog[--built]);
+  kolo_ring_free(&intra);
+  kolo_ring_free(&inter);
+  c->hier_ready = res == koloSuccess;
+  return res;
+}
+
+static koloResult_t build_topology(struct koloComm *c) {
+  uint64_t *ids = malloc((size_t)c->nranks * sizeof *ids);
+  if (ids == NULL) return kolo_error(&c->err, koloSystemError, "out of memory at init");
+  for (int r = 0; r < c->nranks; r++) ids[r] = kolo_bootstrap_peer(c->bs, r)->host_hash;
+  kolo_hosts h;
+  koloResult_t res = kolo_hosts_build(c->nranks, ids, &h);
+  free(ids);
+  if (res != koloSuccess) return kolo_error(&c->err, res, "out of memory grouping ranks by host");
+  c->nhosts = h.nhosts;
+  c->algo.nranks = c->nranks;
+  c->algo.nhosts = h.nhosts;
+  c->algo.local = kolo_hosts_uniform(&h) ? h.host_size[0] : 0;
+  /* Rotating a ring moves its off-host hops: pointless on one host or with
+   * one rank per host, where every channel keeps one ring. */
+  c->nrings = h.nhosts > 1 && kolo_hosts_max_size(&h) > 1 ? c->nchannels : 1;
+  for (int ch = 0; ch < c->nrings && res == koloSuccess; ch++)
+    res = kolo_ring_build_channel(&h, ch, &c->rings[ch]);
+  if (res == koloSuccess) res = build_hier(c, &h);
+  kolo_hosts_free(&h);
+  if (res != koloSuccess) return kolo_error(&c->err, res, "out of memory building the rings");
+  for (int ch = 0; ch < c->nrings; ch++)
+    KOLO_INFO("rank %d/%d: %d host(s), channel %d ring prev %d next %d", c->rank, c->nranks,
+              c->nhosts, ch, kolo_ring_prev(&c->rings[ch], c->rank), kolo_ring_next(&c->rings[ch], c->rank));
+  KOLO_INFO("rank %d: %d channel(s) on %d ring(s), %u slots of %zu bytes, hierarchical all-reduce %s",
+            c->rank, c->nchannels, c->nrings, c->nslots, c->slot_bytes,
+            c->hier_ready ? "available" : "off");
+  return koloSuccess;
 }
 
 static koloResult_t connect_ring(struct koloComm *c) {
   if (c->nranks == 1) return koloSuccess;
-  kolo_conn_request reqs[2 * KOLO_MAX_CHANNELS];
+  kolo_conn_request reqs[6 * KOLO_MAX_CHANNELS];
   int n = 0;
   for (int ch = 0; ch < c->nchannels; ch++) {
-    reqs[n++] = (kolo_conn_request){&c->ring_recv[ch], kolo_ring_prev(&c->ring, c->rank), 0, ch,
+    const kolo_ring *ring = &c->rings[ch % c->nrings];
+    reqs[n++] = (kolo_conn_request){&c->ring_recv[ch], kolo_ring_prev(ring, c->rank), 0, ch,
                                     TAG_RING_PIPE | (uint32_t)ch};
-    reqs[n++] = (kolo_conn_request){&c->ring_send[ch], kolo_ring_next(&c->ring, c->rank), 1, ch,
+    reqs[n++] = (kolo_conn_request){&c->ring_send[ch], kolo_ring_next(ring, c->rank), 1, ch,
                                     TAG_RING_PIPE | (uint32_t)ch};
+    for (int k = 0; k < 2 && c->hier_ready; k++) {
+      /* the intra programs share their peers, as do the inter one's */
+      const kolo_program *p = &c->hier_prog[k == 0 ? KOLO_HIER_INTRA_RS : KOLO_HIER_INTER_AR];
+      uint32_t tag = TAG_HIER_PIPE | (uint32_t)k << 8 | (uint32_t)ch;
+      reqs[n++] = (kolo_conn_request){&c->hier_recv[k][ch], p->recv_peer, 0, ch, tag};
+      reqs[n++] = (kolo_conn_request){&c->hier_send[k][ch], p->send_peer, 1, ch, tag};
+    }
   }
   return kolo_connect(c->bs, c->job, c->slot_bytes, c->nslots, kolo_comm_conn_mem(c), reqs, n, &c->err);
 }
@@ -184,6 +248,10 @@ static void close_pipes(struct koloComm *c) {
   for (int ch = 0; ch < KOLO_MAX_CHANNELS; ch++) {
     kolo_connector_close(&c->ring_send[ch]);
     kolo_connector_close(&c->ring_recv[ch]);
+    for (int k = 0; k < 2; k++) {
+      kolo_connector_close(&c->hier_send[k][ch]);
+      kolo_connector_close(&c->hier_recv[k][ch]);
+    }
   }
   size_t np = (size_t)c->nranks * (size_t)c->nchannels;
   for (size_t i = 0; c->p2p_send && i < np; i++) {
@@ -192,14 +260,19 @@ static void close_pipes(struct koloComm *c) {
   }
 }
 
+/* Entries of each collective's program table: one per root/peer and ring. */
+static size_t program_slots(const struct koloComm *c) {
+  return (size_t)c->nranks * (size_t)(c->nrings > 0 ? c->nrings : 1);
+}
+
 static void free_comm(struct koloComm *c) {
   /* Kernels may still use the pipes, counters and programs: wait first. */
   if (c->cuda) kolo_cuda_comm_quiesce(c);
   close_pipes(c);
   kolo_cuda_comm_free(c);
   for (int k = 0; k < KOLO_COLL_NUM; k++) {
-    for (int r = 0; c->programs[k] && r < c->nranks; r++)
-      if (c->program_ready[k][r]) kolo_program_free(&c->programs[k][r]);
+    for (size_t i = 0; c->programs[k] && i < program_slots(c); i++)
+      if (c->program_ready[k][i]) kolo_program_free(&c->programs[k][i]);
     free(c->programs[k]);
     free(c->program_ready[k]);
   }
@@ -207,7 +280,8 @@ static void free_comm(struct koloComm *c) {
   free(c->p2p_recv);
   free(c->p2p_send_ready);
   free(c->p2p_recv_ready);
-  kolo_ring_free(&c->ring);
+  for (int ch = 0; ch < c->nrings; ch++) kolo_ring_free(&c->rings[ch]);
+  for (int k = 0; k < KOLO_HIER_PHASES && c->hier_ready; k++) kolo_program_free(&c->hier_prog[k]);
   if (c->bs) kolo_bootstrap_destroy(c->bs);
   free(c);
 }
@@ -220,8 +294,8 @@ static koloResult_t alloc_tables(struct koloComm *c) {
   c->p2p_recv_ready = calloc(np, 1);
   int ok = c->p2p_send && c->p2p_recv && c->p2p_send_ready && c->p2p_recv_ready;
   for (int k = 0; k < KOLO_COLL_NUM && ok; k++) {
-    c->programs[k] = calloc((size_t)c->nranks, sizeof(kolo_program));
-    c->program_ready[k] = calloc((size_t)c->nranks, 1);
+    c->programs[k] = calloc(program_slots(c), sizeof(kolo_program));
+    c->program_ready[k] = calloc(program_slots(c), 1);
     ok = c->programs[k] && c->program_ready[k];
   }
   return ok ? koloSuccess : kolo_error(&c->err, koloSystemError, "out of memory at init");
@@ -246,7 +320,7 @@ static koloResult_t init_steps(struct koloComm *c, const kolo_uid *uid) {
   if (res == koloSuccess) res = check_shapes(c);
   int cuda = c->memory == koloMemCuda;
   if (res == koloSuccess && cuda) res = kolo_cuda_comm_init(c);
-  if (res == koloSuccess) res = build_ring(c);
+  if (res == koloSuccess) res = build_topology(c);
   if (res == koloSuccess) res = alloc_tables(c);
   if (res == koloSuccess && cuda) res = kolo_cuda_comm_programs(c);
   if (res == koloSuccess) res = connect_ring(c);

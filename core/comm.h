@@ -9,6 +9,7 @@
 #include "core/op.h"
 #include "kernels/host_exec.h"
 #include "kolo.h"
+#include "ring/algo.h"
 #include "ring/schedule.h"
 #include "transport/bootstrap.h"
 #include "transport/connector.h"
@@ -33,13 +34,25 @@ struct koloComm {
   uint64_t job;    /* names shm segments */
   kolo_errbuf err;
   kolo_bootstrap *bs;
-  kolo_ring ring;
-  /* Ring pipes, per channel: to ring next / from ring prev. */
+  /* Flat rings: channel ch runs on rings[ch % nrings] (ring/topology.h:
+   * rotated per channel; one ring when rotating changes nothing). */
+  kolo_ring rings[KOLO_MAX_CHANNELS];
+  int nrings;
+  int nhosts;
+  /* Ring pipes, per channel: to its ring's next / from its ring's prev. */
   kolo_connector ring_send[KOLO_MAX_CHANNELS], ring_recv[KOLO_MAX_CHANNELS];
+  /* Hierarchical all-reduce (ring/all_reduce_hier.c, ring/algo.h): what
+   * the choice depends on; when hier_ready, this rank's three programs and
+   * per channel the pipes of its intra-host ring [0] and inter-host ring [1]. */
+  kolo_algo_topo algo;
+  int hier_ready;
+  kolo_program hier_prog[KOLO_HIER_PHASES];
+  kolo_connector hier_send[2][KOLO_MAX_CHANNELS], hier_recv[2][KOLO_MAX_CHANNELS];
   /* Point-to-point pipes, made on first use: [peer * nchannels + channel]. */
   kolo_connector *p2p_send, *p2p_recv;
   unsigned char *p2p_send_ready, *p2p_recv_ready;
-  /* Programs by collective and root/peer, built on first use. */
+  /* Programs by collective, root/peer and ring (kolo_program_index),
+   * built on first use. */
   kolo_program *programs[KOLO_COLL_NUM];
   unsigned char *program_ready[KOLO_COLL_NUM];
   kolo_exec_owner owner;
@@ -65,8 +78,9 @@ koloResult_t kolo_run_ops_here(kolo_op *ops, int nops);
  * the batch at once (host or device pipes, after each comm's memory kind). */
 koloResult_t kolo_p2p_connect(const kolo_op *ops, int nops);
 
-/* The program of `coll` with root/peer `arg`, cached. */
-koloResult_t kolo_comm_program(struct koloComm *comm, int coll, int arg, const kolo_program **out);
+/* The program of `coll` with root/peer `arg` on channel `ch`, cached. */
+koloResult_t kolo_comm_program(struct koloComm *comm, int coll, int arg, int ch,
+                               const kolo_program **out);
 
 /* Non-blocking communicators: the progress thread and its queue. */
 koloResult_t kolo_nb_start(struct koloComm *comm);

@@ -164,49 +164,68 @@ static int slots_of(int coll, int nranks) {
   return kolo_program_slot(coll, 1) == 1 ? nranks : 1; /* rooted and p2p: one per rank */
 }
 
+/* Calls f(c, program index, program, arg) for every program of coll: each
+ * root/peer slot on each ring (core/op.h's kolo_program_index). */
+static koloResult_t each_program(struct koloComm *c, int k,
+                                 void (*f)(struct koloComm *, int, int, const kolo_program *, void *),
+                                 void *arg) {
+  for (int s = 0; s < slots_of(k, c->nranks); s++)
+    for (int v = 0; v < c->nrings; v++) {
+      const kolo_program *p;
+      koloResult_t res = kolo_comm_program(c, k, s, v, &p);
+      if (res != koloSuccess) return res;
+      f(c, k, kolo_program_index(k, s, v, c->nrings), p, arg);
+    }
+  return koloSuccess;
+}
+
+static void count_steps(struct koloComm *c, int k, int i, const kolo_program *p, void *arg) {
+  (void)c, (void)k, (void)i;
+  *(size_t *)arg += (size_t)p->nsteps;
+}
+
+typedef struct {
+  kolo_step *host; /* staging copy, or NULL once uploaded */
+  size_t at;
+} step_cursor;
+
+/* First pass: stage the steps; second pass (host NULL): point at the device copy. */
+static void place_steps(struct koloComm *c, int k, int i, const kolo_program *p, void *arg) {
+  step_cursor *cur = arg;
+  if (cur->host) memcpy(cur->host + cur->at, p->steps, (size_t)p->nsteps * sizeof *cur->host);
+  else c->cuda->dev_steps[k][i] = c->cuda->dev_steps_mem + cur->at;
+  cur->at += (size_t)p->nsteps;
+}
+
 koloResult_t kolo_cuda_comm_programs(struct koloComm *c) {
   kolo_cuda_comm *cc = c->cuda;
-  size_t total = 0;
+  size_t total = 0, entries = (size_t)c->nranks * (size_t)c->nrings;
   for (int k = 0; k < KOLO_COLL_NUM; k++) {
-    cc->dev_steps[k] = calloc((size_t)c->nranks, sizeof *cc->dev_steps[k]);
+    cc->dev_steps[k] = calloc(entries, sizeof *cc->dev_steps[k]);
     if (cc->dev_steps[k] == NULL) return kolo_error(&c->err, koloSystemError, "out of memory at init");
-    for (int s = 0; s < slots_of(k, c->nranks); s++) {
-      const kolo_program *p;
-      koloResult_t res = kolo_comm_program(c, k, s, &p);
-      if (res != koloSuccess) return res;
-      total += (size_t)p->nsteps;
-    }
+    koloResult_t res = each_program(c, k, count_steps, &total);
+    if (res != koloSuccess) return res;
   }
-  kolo_step *host = malloc(total * sizeof *host);
-  if (host == NULL) return kolo_error(&c->err, koloSystemError, "out of memory at init");
-  size_t at = 0;
-  for (int k = 0; k < KOLO_COLL_NUM; k++)
-    for (int s = 0; s < slots_of(k, c->nranks); s++) {
-      const kolo_program *p = &c->programs[k][s];
-      memcpy(host + at, p->steps, (size_t)p->nsteps * sizeof *host);
-      at += (size_t)p->nsteps;
-    }
+  step_cursor cur = {malloc(total * sizeof *cur.host), 0};
+  if (cur.host == NULL) return kolo_error(&c->err, koloSystemError, "out of memory at init");
+  for (int k = 0; k < KOLO_COLL_NUM; k++) each_program(c, k, place_steps, &cur); /* built: no failure */
   void *dmem = NULL;
-  cudaError_t e = cudaMalloc(&dmem, total * sizeof *host);
+  cudaError_t e = cudaMalloc(&dmem, total * sizeof *cur.host);
   if (e == cudaSuccess) {
     cc->dev_steps_mem = dmem;
     /* On the setup stream: a plain cudaMemcpy goes through the legacy
      * stream, which waits for kernels of other communicators that may be
      * spinning on this device. */
-    e = cudaMemcpyAsync(dmem, host, total * sizeof *host, cudaMemcpyHostToDevice,
+    e = cudaMemcpyAsync(dmem, cur.host, total * sizeof *cur.host, cudaMemcpyHostToDevice,
                         (cudaStream_t)cc->setup_stream);
     if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)cc->setup_stream);
   }
-  free(host);
+  free(cur.host);
   if (e != cudaSuccess) return cuda_fail(c, e, "uploading the step programs");
-  at = 0;
-  for (int k = 0; k < KOLO_COLL_NUM; k++)
-    for (int s = 0; s < slots_of(k, c->nranks); s++) {
-      cc->dev_steps[k][s] = cc->dev_steps_mem + at;
-      at += (size_t)c->programs[k][s].nsteps;
-    }
+  cur = (step_cursor){NULL, 0};
+  for (int k = 0; k < KOLO_COLL_NUM; k++) each_program(c, k, place_steps, &cur);
   KOLO_INFO("rank %d: %zu program steps (%zu bytes) on CUDA device %d", c->rank, total,
-            total * sizeof *host, cc->dev);
+            total * sizeof(kolo_step), cc->dev);
   return koloSuccess;
 }
 
@@ -245,6 +264,7 @@ void kolo_cuda_comm_ring_ready(struct koloComm *c) {
   pc->timeout_ns = (uint64_t)c->timeout_ms * 1000000ull;
   pc->abort = cc->dev_words + KOLO_CW_ABORT;
   pc->status = cc->dev_words + KOLO_CW_STATUS;
+  pc->nrings = c->nrings;
   for (int k = 0; k < KOLO_COLL_NUM; k++) {
     pc->programs[k] = c->programs[k];
     pc->dev_steps[k] = cc->dev_steps[k];

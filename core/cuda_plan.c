@@ -77,7 +77,7 @@ static const kolo_dev_conn *end_for(const kolo_cuda_plan_comm *pc, int coll, int
 /* Fills one task; -1 when a program or connector end is missing. */
 static int fill_task(const kolo_op *op, const kolo_cuda_plan_item *it, const kolo_cuda_plan_comm *pc,
                      kolo_dev_task *t) {
-  int slot = kolo_program_slot(op->coll, op->arg);
+  int slot = kolo_program_index(op->coll, op->arg, it->channel, pc->nrings);
   if (pc->programs[op->coll] == NULL || pc->dev_steps[op->coll] == NULL) return -1;
   const kolo_program *prog = &pc->programs[op->coll][slot];
   const kolo_step *steps = pc->dev_steps[op->coll][slot];

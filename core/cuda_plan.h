@@ -59,9 +59,11 @@ typedef struct kolo_cuda_plan_comm {
   uint64_t timeout_ns;           /* 0: none */
   volatile uint32_t *abort;      /* device view of the mapped abort word */
   uint32_t *status;              /* device view of the mapped status words */
-  /* [k][kolo_program_slot(k, arg)] for k < KOLO_COLL_NUM, nranks entries
-   * each: the host program (peers, layout, step count) and the device copy
-   * of its steps. */
+  /* [k][kolo_program_index(k, arg, channel, nrings)] for k <
+   * KOLO_COLL_NUM, nranks * nrings entries each: the host program (peers,
+   * layout, step count) and the device copy of its steps.  Channel ch runs
+   * on ring ch % nrings (0 counts as 1). */
+  int nrings;
   const kolo_program *programs[KOLO_COLL_NUM];
   const kolo_step *const *dev_steps[KOLO_COLL_NUM];
   /* Connector ends as kernels see them; an end whose `step` is NULL does

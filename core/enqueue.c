@@ -58,10 +58,11 @@ koloResult_t kolo_enqueue(const kolo_op *op) {
 
 /* ---- programs ----------------------------------------------------------- */
 
-koloResult_t kolo_comm_program(struct koloComm *c, int coll, int arg, const kolo_program **out) {
-  int slot = kolo_program_slot(coll, arg);
+koloResult_t kolo_comm_program(struct koloComm *c, int coll, int arg, int ch, const kolo_program **out) {
+  int slot = kolo_program_index(coll, arg, ch, c->nrings);
   if (!c->program_ready[coll][slot]) {
-    if (kolo_schedule_build(coll, &c->ring, c->rank, arg, &c->programs[coll][slot]) != koloSuccess)
+    const kolo_ring *ring = &c->rings[ch % c->nrings];
+    if (kolo_schedule_build(coll, ring, c->rank, arg, &c->programs[coll][slot]) != koloSuccess)
       return kolo_error(&c->err, koloSystemError, "out of memory building a %s program",
                         kolo_coll_name(coll));
     c->program_ready[coll][slot] = 1;
@@ -161,31 +162,74 @@ static int last_user(const kolo_exec_task *tasks, int n, const kolo_connector *x
   return -1;
 }
 
-static koloResult_t add_tasks(const kolo_op *op, kolo_exec_task *tasks, int *ntasks) {
+/* The algorithm of an all-reduce (ring/algo.h): the same on every rank. */
+static int all_reduce_algo(const struct koloComm *c, const kolo_op *op) {
+  if (!c->hier_ready) return KOLO_ALGO_RING;
+  return kolo_algo_choose(&c->algo, op->count * koloTypeSize(op->type), channels_for(c, op));
+}
+
+int kolo_comm_all_reduce_algo(struct koloComm *comm, size_t count, koloDataType_t type) {
+  kolo_op op = {KOLO_COLL_ALL_REDUCE, NULL, NULL, count, type, koloSum, 0, comm, NULL};
+  return all_reduce_algo(comm, &op);
+}
+
+/* A task of op on channel ch running prog over the connectors send and
+ * recv, after the earlier tasks that use them and after task `after`. */
+static void add_task(const kolo_op *op, const kolo_program *prog, int nch, int ch,
+                     kolo_connector *send, kolo_connector *recv, int after,
+                     kolo_exec_task *tasks, int *ntasks) {
   struct koloComm *c = op->comm;
-  const kolo_program *prog;
-  koloResult_t res = kolo_comm_program(c, op->coll, op->arg, &prog);
-  if (res != koloSuccess) return res;
+  kolo_exec_task *t = &tasks[*ntasks];
+  memset(t, 0, sizeof *t);
+  t->prog = prog;
+  t->geo = kolo_op_geometry(op, prog, c->nranks, nch, c->slot_bytes, c->nslots);
+  t->in = (char *)(uintptr_t)op->sendbuff;
+  t->out = op->recvbuff;
+  t->type = op->type;
+  t->op = op->op;
+  t->div = op->op == koloAvg ? c->nranks : 1;
+  t->channel = ch;
+  t->coll = op->coll;
+  t->send = send;
+  t->recv = recv;
+  t->owner = &c->owner;
+  t->dep[0] = last_user(tasks, *ntasks, t->send);
+  t->dep[1] = last_user(tasks, *ntasks, t->recv);
+  t->dep[2] = after;
+  kolo_exec_task_init(t);
+  (*ntasks)++;
+}
+
+/* Hierarchical all-reduce: per channel, its three phases as three tasks,
+ * each after the one before (it reads what that one wrote); the intra
+ * phases share the intra pipes, so the third also waits on the first. */
+static void add_hier_tasks(const kolo_op *op, kolo_exec_task *tasks, int *ntasks) {
+  struct koloComm *c = op->comm;
   int nch = channels_for(c, op);
   for (int ch = 0; ch < nch; ch++) {
-    kolo_exec_task *t = &tasks[*ntasks];
-    memset(t, 0, sizeof *t);
-    t->prog = prog;
-    t->geo = kolo_op_geometry(op, prog, c->nranks, nch, c->slot_bytes, c->nslots);
-    t->in = (char *)(uintptr_t)op->sendbuff;
-    t->out = op->recvbuff;
-    t->type = op->type;
-    t->op = op->op;
-    t->div = op->op == koloAvg ? c->nranks : 1;
-    t->channel = ch;
-    t->coll = op->coll;
-    t->send = pipe_for(c, op->coll, prog->send_peer, ch, 1);
-    t->recv = pipe_for(c, op->coll, prog->recv_peer, ch, 0);
-    t->owner = &c->owner;
-    t->dep[0] = last_user(tasks, *ntasks, t->send);
-    t->dep[1] = last_user(tasks, *ntasks, t->recv);
-    kolo_exec_task_init(t);
-    (*ntasks)++;
+    int prev = -1;
+    for (int k = 0; k < KOLO_HIER_PHASES; k++) {
+      int pipe = k == KOLO_HIER_INTER_AR; /* 0: intra pipes, 1: inter pipes */
+      add_task(op, &c->hier_prog[k], nch, ch, &c->hier_send[pipe][ch], &c->hier_recv[pipe][ch], prev,
+               tasks, ntasks);
+      prev = *ntasks - 1;
+    }
+  }
+}
+
+static koloResult_t add_tasks(const kolo_op *op, kolo_exec_task *tasks, int *ntasks) {
+  struct koloComm *c = op->comm;
+  if (op->coll == KOLO_COLL_ALL_REDUCE && all_reduce_algo(c, op) == KOLO_ALGO_HIER) {
+    add_hier_tasks(op, tasks, ntasks);
+    return koloSuccess;
+  }
+  int nch = channels_for(c, op);
+  for (int ch = 0; ch < nch; ch++) {
+    const kolo_program *prog;
+    koloResult_t res = kolo_comm_program(c, op->coll, op->arg, ch, &prog);
+    if (res != koloSuccess) return res;
+    add_task(op, prog, nch, ch, pipe_for(c, op->coll, prog->send_peer, ch, 1),
+             pipe_for(c, op->coll, prog->recv_peer, ch, 0), -1, tasks, ntasks);
   }
   return koloSuccess;
 }
@@ -195,10 +239,11 @@ static koloResult_t run_here(kolo_op *ops, int nops) {
   koloResult_t res = kolo_p2p_connect(ops, nops);
   if (res != koloSuccess) return res;
   /* Single calls (the latency path) use the stack, groups the heap. */
-  kolo_exec_task local[KOLO_MAX_CHANNELS];
+  kolo_exec_task local[KOLO_HIER_PHASES * KOLO_MAX_CHANNELS];
   int cap = 0;
-  for (int i = 0; i < nops; i++) cap += ops[i].comm->nchannels;
-  kolo_exec_task *tasks = cap <= KOLO_MAX_CHANNELS ? local : malloc((size_t)cap * sizeof *tasks);
+  for (int i = 0; i < nops; i++)
+    cap += ops[i].comm->nchannels * (ops[i].coll == KOLO_COLL_ALL_REDUCE ? KOLO_HIER_PHASES : 1);
+  kolo_exec_task *tasks = cap <= KOLO_HIER_PHASES * KOLO_MAX_CHANNELS ? local : malloc((size_t)cap * sizeof *tasks);
   if (tasks == NULL) return kolo_error(&ops[0].comm->err, koloSystemError, "out of memory running a call");
   int n = 0;
   for (int i = 0; i < nops && res == koloSuccess; i++) {

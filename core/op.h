@@ -39,6 +39,18 @@ static inline int kolo_program_slot(int coll, int arg) {
   return (coll == KOLO_COLL_BROADCAST || coll == KOLO_COLL_REDUCE || kolo_coll_is_p2p(coll)) ? arg : 0;
 }
 
+/* Where the program of (coll, arg) for channel ch lies in a table of
+ * programs per slot and ring: channels share a ring (and its programs) with
+ * the channel nrings before them (core/comm.h). */
+static inline int kolo_program_index(int coll, int arg, int ch, int nrings) {
+  if (nrings < 1) nrings = 1;
+  return kolo_program_slot(coll, arg) * nrings + ch % nrings;
+}
+
+/* The algorithm (ring/algo.h KOLO_ALGO_*) an all-reduce of count elements
+ * of type runs on comm: for logs and tests (core/enqueue.c). */
+int kolo_comm_all_reduce_algo(struct koloComm *comm, size_t count, koloDataType_t type);
+
 /* Channels a call uses: one per min_channel_bytes of a rank's share, at
  * most nchannels, at least 1.  A pure function of the call's count and type
  * (the same on every rank), so both ends of every pipe agree. */

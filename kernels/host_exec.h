@@ -54,7 +54,10 @@ typedef struct kolo_exec_task {
   int coll;                 /* for messages only */
   kolo_connector *send, *recv;
   kolo_exec_owner *owner;
-  int dep[2];               /* tasks (indices) that must finish first, -1 */
+  /* Tasks (indices) that must finish first, -1: none.  [0], [1]: the last
+   * earlier users of send and recv; [2]: one whose output this task reads
+   * (the phases of a hierarchical all-reduce). */
+  int dep[3];
   /* executor state */
   size_t base, rce;         /* current round */
   int step;

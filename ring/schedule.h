@@ -1,5 +1,6 @@
 /* schedule.h - compiling collectives into step programs (one algorithm per
- * file: allreduce.c, reduce_scatter.c, all_gather.c, chain.c, p2p.c).
+ * file: all_reduce.c, all_reduce_hier.c, reduce_scatter.c, all_gather.c,
+ * chain.c, p2p.c; algo.h chooses between the two all-reduces).
  *
  * A schedule knows ranks and ring order, nothing about memory kinds or
  * transports.  The program for (rank, channel) depends only on the ring of
@@ -24,7 +25,9 @@ typedef enum {
 
 const char *kolo_coll_name(int coll);
 
-/* A ring: order[i] is the rank at position i; pos[r] the position of r. */
+/* A ring: order[i] is the rank at position i (nranks of them); pos[r] the
+ * position of rank r of the communicator, -1 when r is not on this ring (the
+ * intra- and inter-host rings of ring/topology.h cover some ranks only). */
 typedef struct {
   int nranks;
   int *order;
@@ -51,6 +54,16 @@ koloResult_t kolo_sched_all_gather(const kolo_ring *ring, int rank, kolo_program
 koloResult_t kolo_sched_broadcast(const kolo_ring *ring, int rank, int root, kolo_program *p);
 koloResult_t kolo_sched_reduce(const kolo_ring *ring, int rank, int root, kolo_program *p);
 koloResult_t kolo_sched_p2p(int coll, int rank, int peer, kolo_program *p);
+
+/* Hierarchical all-reduce (all_reduce_hier.c): three programs per rank, run
+ * in this order on every channel, the intra ones over the ranks of rank's
+ * host (intra ring, by local index), the inter one over the ranks of its
+ * local index (inter ring, hosts in order; every host has as many ranks).
+ * koloInvalidArgument when either ring has fewer than 2 ranks or lacks
+ * rank, koloSystemError when out of memory; *out is untouched on failure. */
+enum { KOLO_HIER_INTRA_RS = 0, KOLO_HIER_INTER_AR, KOLO_HIER_INTRA_AG, KOLO_HIER_PHASES };
+koloResult_t kolo_sched_all_reduce_hier(const kolo_ring *intra, const kolo_ring *inter, int rank,
+                                        int phase, kolo_program *out);
 
 /* Allocates p->steps for n steps and sets the header (peers -1). */
 koloResult_t kolo_program_alloc(kolo_program *p, int nsteps, int layout);

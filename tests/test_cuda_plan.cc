@@ -269,6 +269,64 @@ TEST(CudaPlan, AllReduceIsOneLaunchWithATaskPerChannel) {
   }
 }
 
+// Channels on rotated rings (core/comm.h: nrings): channel ch takes the
+// program of ring ch % nrings (kolo_program_index) and its pipe ends.
+TEST(CudaPlan, ChannelsTakeTheProgramOfTheirRing) {
+  Shape sh;
+  sh.nch = 4;
+  const int nrings = 2, rank = 1;
+  FakeComm fc(sh, rank);
+  std::vector<uint64_t> ids((size_t)sh.nranks);
+  for (int q = 0; q < sh.nranks; q++) ids[(size_t)q] = 100 + (uint64_t)(q % 2);  // 2 hosts, interleaved
+  kolo_hosts h;
+  ASSERT_EQ(kolo_hosts_build(sh.nranks, ids.data(), &h), koloSuccess);
+  kolo_ring rings[nrings];
+  for (int v = 0; v < nrings; v++) ASSERT_EQ(kolo_ring_build_channel(&h, v, &rings[v]), koloSuccess);
+  const int colls[] = {KOLO_COLL_ALL_REDUCE, KOLO_COLL_BROADCAST};
+  std::vector<kolo_program> progs[KOLO_COLL_NUM];
+  std::vector<const kolo_step *> dsteps[KOLO_COLL_NUM];
+  for (int coll : colls) {
+    progs[coll].assign((size_t)(sh.nranks * nrings), kolo_program{});
+    dsteps[coll].assign((size_t)(sh.nranks * nrings), nullptr);
+    for (int a = 0; a < (coll == KOLO_COLL_BROADCAST ? sh.nranks : 1); a++)
+      for (int v = 0; v < nrings; v++) {
+        int i = kolo_program_index(coll, a, v, nrings);
+        ASSERT_EQ(kolo_schedule_build(coll, &rings[v], rank, a, &progs[coll][(size_t)i]), koloSuccess);
+        dsteps[coll][(size_t)i] = static_cast<const kolo_step *>(fake(FakeComm::dev_steps_value(coll, i)));
+      }
+    fc.pc.programs[coll] = progs[coll].data();
+    fc.pc.dev_steps[coll] = dsteps[coll].data();
+  }
+  for (int ch = 0; ch < sh.nch; ch++) {
+    fc.ring_send[(size_t)ch].peer = kolo_ring_next(&rings[ch % nrings], rank);
+    fc.ring_recv[(size_t)ch].peer = kolo_ring_prev(&rings[ch % nrings], rank);
+  }
+  fc.pc.nrings = nrings;
+  for (int coll : colls) {
+    SCOPED_TRACE(kolo_coll_name(coll));
+    kolo_op op = make_op(coll, fake(0x1000), const_cast<void *>(fake(0x2000)), 4u << 20, koloFloat32, 2);
+    auto bs = plan(fc, {op});
+    ASSERT_EQ(bs.size(), 1u);
+    ASSERT_EQ(bs[0].ntasks, sh.nch);
+    for (int ch = 0; ch < sh.nch; ch++) {
+      const kolo_dev_task &t = bs[0].tasks[ch];
+      int i = kolo_program_index(coll, 2, ch, nrings);
+      EXPECT_EQ((uintptr_t)t.steps, FakeComm::dev_steps_value(coll, i)) << "channel " << ch;
+      EXPECT_EQ(t.nsteps, progs[coll][(size_t)i].nsteps);
+      if (progs[coll][(size_t)i].send_peer >= 0) {
+        EXPECT_EQ(t.send.peer, kolo_ring_next(&rings[ch % nrings], rank));
+      }
+    }
+  }
+  // The two rings differ here: channel 1 leaves the host from another rank.
+  EXPECT_NE(kolo_ring_next(&rings[0], rank), kolo_ring_next(&rings[1], rank));
+  for (auto &v : progs)
+    for (auto &p : v)
+      if (p.steps) kolo_program_free(&p);
+  for (auto &r : rings) kolo_ring_free(&r);
+  kolo_hosts_free(&h);
+}
+
 TEST(CudaPlan, ChannelsAndGeometryMatchTheHostExecutor) {
   Shape sh;
   sh.nch = 4;

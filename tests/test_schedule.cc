@@ -34,7 +34,13 @@
 // neighbours, steps' ops, buffers, chunk indices and FINAL flags make sense,
 // the programs do not depend on the message size, both ends of each
 // connector agree step by step), the round geometry alone, and rings from
-// host grouping (each host's ranks contiguous).
+// host grouping (each host's ranks contiguous; more in test_topology.cc).
+//
+// Hierarchical all-reduce (ScheduleHier): its three programs per rank on H
+// hosts of L ranks (H, L = 2..4, hosts in blocks or interleaved), run in the
+// model as the core runs them (per channel, each phase after the one
+// before), over every count, channels, slot size, element size, op,
+// in-place and FIFO bound, plus the fewest slots; and their structure.
 //
 // The grids: N = 1..16 x counts {0, 1, 2, 7, 63, 64, 65, 1000, 4097} x
 // channels {1, 2, 3} x slot_elems {16, 64, 1024} x elem_size {4, 8}
@@ -42,7 +48,8 @@
 // all-gather, broadcast and reduce take the full product at N in {1, 2, 3,
 // 5, 8, 16} and elem_size 4 only at the other N; ring kind (identity,
 // shuffled, 2 or 3 interleaved hosts through kolo_ring_build, one shuffled
-// ring per channel), in-place, op (sum, max, avg), root and FIFO bound
+// ring per channel, 3 uneven hosts on the core's rotated ring per channel),
+// in-place, op (sum, max, avg), root and FIFO bound
 // rotate from case to case, and smaller grids take their full products.
 // About 7 s in a release build; under sanitizers see kSanitized.
 #include <gtest/gtest.h>
@@ -99,9 +106,10 @@ struct Ring {
   int prev(int rank) const { return kolo_ring_prev(&r, rank); }
 };
 
-enum RingKind { kIdentity, kShuffled, kHosts2, kHosts3, kPerChannel, kNumRingKinds };
+enum RingKind { kIdentity, kShuffled, kHosts2, kHosts3, kPerChannel, kHostsRotated, kNumRingKinds };
 const char *ring_kind_name(int k) {
-  static const char *names[] = {"identity", "shuffled", "hosts2", "hosts3", "per-channel"};
+  static const char *names[] = {"identity", "shuffled", "hosts2", "hosts3", "per-channel",
+                                "hosts-rotated"};
   return names[k];
 }
 
@@ -132,6 +140,22 @@ Ring host_ring(int n, int hosts) {
   return Ring(o);
 }
 
+// Ranks on 3 hosts, uneven (host of r = r % 4, hosts 2 and 3 merged), ring
+// of `channel` from kolo_ring_build_channel: each host's run starts at a
+// different local index per channel, as the core builds its rings.
+Ring rotated_host_ring(int n, int channel) {
+  std::vector<uint64_t> host_of((size_t)n);
+  for (int r = 0; r < n; r++) host_of[(size_t)r] = 0x51ed27ull * (uint64_t)(r % 4 == 3 ? 2 : r % 4);
+  kolo_hosts h;
+  if (kolo_hosts_build(n, host_of.data(), &h) != koloSuccess) abort();
+  kolo_ring kr;
+  if (kolo_ring_build_channel(&h, channel, &kr) != koloSuccess) abort();
+  std::vector<int> o(kr.order, kr.order + n);
+  kolo_ring_free(&kr);
+  kolo_hosts_free(&h);
+  return Ring(o);
+}
+
 // One ring per channel for a ring kind.
 std::vector<Ring> make_rings(int kind, int n, int nch, uint64_t seed) {
   std::vector<Ring> rings;
@@ -141,6 +165,7 @@ std::vector<Ring> make_rings(int kind, int n, int nch, uint64_t seed) {
     case kShuffled: rings.push_back(shuffled_ring(n, seed)); break;
     case kHosts2: rings.push_back(host_ring(n, 2)); break;
     case kHosts3: rings.push_back(host_ring(n, 3)); break;
+    case kHostsRotated: rings.push_back(rotated_host_ring(n, c)); break;
     default: rings.push_back(shuffled_ring(n, seed * 31 + (uint64_t)c)); break;
     }
   }
@@ -217,7 +242,9 @@ class Model {
   // Tasks run concurrently, except that a task waits for the earlier tasks
   // of its rank that use the same end of a connector (as the core orders
   // programs that share a connector).
-  void add_task(int rank, int channel, const kolo_program *prog, View in, View out) {
+  // `after`: tasks (add_task's return values) whose output this one reads.
+  int add_task(int rank, int channel, const kolo_program *prog, View in, View out,
+               const std::vector<int> &after = {}) {
     Task t;
     t.rank = rank;
     t.channel = channel;
@@ -235,7 +262,9 @@ class Model {
           (t.recv_fifo >= 0 && o.recv_fifo == t.recv_fifo))
         t.deps.push_back((int)i);
     }
+    for (int a : after) t.deps.push_back(a);
     tasks_.push_back(t);
+    return (int)tasks_.size() - 1;
   }
 
   // Runs every task to its end; "" on success, else what went wrong.
@@ -1117,7 +1146,7 @@ TEST(ScheduleStructure, ProgramsOfRingCollectives) {
   const int colls[] = {KOLO_COLL_ALL_REDUCE, KOLO_COLL_REDUCE_SCATTER, KOLO_COLL_ALL_GATHER,
                        KOLO_COLL_BROADCAST, KOLO_COLL_REDUCE};
   for (int n = 1; n <= 16; n++)
-    for (int kind : {kIdentity, kShuffled, kHosts2, kHosts3, kPerChannel}) {
+    for (int kind : {kIdentity, kShuffled, kHosts2, kHosts3, kPerChannel, kHostsRotated}) {
       Ring ring = make_rings(kind, n, 1, 77 + (uint64_t)n)[0];
       for (int coll : colls) {
         int nroots = (coll == KOLO_COLL_BROADCAST || coll == KOLO_COLL_REDUCE) ? n : 1;
@@ -1522,6 +1551,222 @@ TEST(ScheduleModel, SendRecvPatterns) {
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
           .count();
   printf("[          ] %ld send/recv cases in %lld ms\n", g.cases, (long long)ms);
+}
+
+// ---- hierarchical all-reduce ----------------------------------------------------------
+//
+// H hosts of L ranks (host ids interleaved, host of r = r % H, or in blocks),
+// each rank's three programs from kolo_sched_all_reduce_hier over its intra
+// and inter rings (ring/topology.h), run in the model as the core runs them:
+// per channel three tasks, each after the one before; the intra phases share
+// their connectors (the model orders them by that too).  OUT is readable:
+// the later phases read what the earlier ones wrote there.
+
+struct HierRanks {
+  int H, L;
+  std::vector<std::vector<std::unique_ptr<Prog>>> progs;  // [rank][phase]
+  std::string err;
+  HierRanks(int H_, int L_, bool interleaved) : H(H_), L(L_) {
+    const int n = H * L;
+    std::vector<uint64_t> ids((size_t)n);
+    for (int r = 0; r < n; r++)
+      ids[(size_t)r] = 0xabcdef12345ull * (uint64_t)(1 + (interleaved ? r % H : r / L));
+    kolo_hosts h;
+    if (kolo_hosts_build(n, ids.data(), &h) != koloSuccess) abort();
+    progs.resize((size_t)n);
+    for (int r = 0; r < n && err.empty(); r++) {
+      kolo_ring intra, inter;
+      if (kolo_ring_build_intra(&h, r, &intra) != koloSuccess) abort();
+      if (kolo_ring_build_inter(&h, r, &inter) != koloSuccess) abort();
+      for (int k = 0; k < KOLO_HIER_PHASES; k++) {
+        auto pr = std::make_unique<Prog>();
+        koloResult_t res = kolo_sched_all_reduce_hier(&intra, &inter, r, k, &pr->p);
+        if (res != koloSuccess) err = "kolo_sched_all_reduce_hier failed: " + std::to_string(res);
+        progs[(size_t)r].push_back(std::move(pr));
+      }
+      kolo_ring_free(&intra);
+      kolo_ring_free(&inter);
+    }
+    kolo_hosts_free(&h);
+  }
+  const kolo_program &p(int r, int k) const { return progs[(size_t)r][(size_t)k]->p; }
+};
+
+template <typename T>
+std::string run_hier(const Case &c, int H, int L, bool interleaved) {
+  const int n = H * L;
+  const size_t cnt = c.count;
+  HierRanks hr(H, L, interleaved);
+  if (!hr.err.empty()) return hr.err;
+  Rng rng(c.seed);
+  ModelParams mp = params_of(c);
+  mp.nranks = n;
+  mp.div = c.op == ROp::kAvg ? n : 1;
+  Model<T> m(mp);
+  std::vector<std::string> names;
+  std::vector<std::vector<T>> inputs((size_t)n);
+  std::vector<View> in_view((size_t)n), out_view((size_t)n);
+  std::vector<int> out_arena((size_t)n);
+  for (int r = 0; r < n; r++) {
+    inputs[(size_t)r] = random_values<T>(rng, cnt);
+    std::string rs = "rank" + std::to_string(r);
+    if (c.in_place) {
+      int a = m.add_arena(inputs[(size_t)r]);
+      names.push_back(rs + ".inout");
+      in_view[(size_t)r] = View{a, 0, cnt, true, false};
+      out_view[(size_t)r] = View{a, 0, cnt, true, true};
+      out_arena[(size_t)r] = a;
+    } else {
+      int a = m.add_arena(inputs[(size_t)r]);
+      names.push_back(rs + ".in");
+      int b = m.add_arena(std::vector<T>(cnt, poison<T>()));
+      names.push_back(rs + ".out");
+      in_view[(size_t)r] = View{a, 0, cnt, true, false};
+      out_view[(size_t)r] = View{b, 0, cnt, true, true};
+      out_arena[(size_t)r] = b;
+    }
+  }
+  std::vector<std::vector<T>> want = m.arenas;
+  for (int r = 0; r < n; r++)
+    for (size_t i = 0; i < cnt; i++) {
+      T acc = inputs[0][i];
+      for (int q = 1; q < n; q++)
+        acc = c.op == ROp::kMax ? std::max(acc, inputs[(size_t)q][i]) : acc + inputs[(size_t)q][i];
+      if (c.op == ROp::kAvg) acc /= (T)n;
+      want[(size_t)out_arena[(size_t)r]][i] = acc;
+    }
+  for (int ch = 0; ch < c.nchannels; ch++)
+    for (int r = 0; r < n; r++) {
+      int prev = -1;
+      for (int k = 0; k < KOLO_HIER_PHASES; k++) {
+        std::vector<int> after;
+        if (prev >= 0) after.push_back(prev);
+        prev = m.add_task(r, ch, &hr.p(r, k), in_view[(size_t)r], out_view[(size_t)r], after);
+      }
+    }
+  std::string err = m.run();
+  if (!err.empty()) return err;
+  return compare(m.arenas, want, names);
+}
+
+TEST(ScheduleHier, ProgramStructure) {
+  for (int H = 2; H <= 5; H++)
+    for (int L = 2; L <= 5; L++)
+      for (bool inter : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << "H=" << H << " L=" << L << (inter ? " interleaved" : ""));
+        HierRanks hr(H, L, inter);
+        ASSERT_EQ(hr.err, "");
+        const int n = H * L;
+        for (int r = 0; r < n; r++) {
+          int finals = 0;
+          for (int k = 0; k < KOLO_HIER_PHASES; k++) {
+            const kolo_program &p = hr.p(r, k);
+            EXPECT_EQ(p.nsteps, k == KOLO_HIER_INTER_AR ? 2 * H - 1 : L * H);
+            EXPECT_EQ(p.layout, KOLO_LAYOUT_RING);
+            EXPECT_EQ(p.in_blocked + p.out_blocked, 0);
+            for (int i = 0; i < p.nsteps; i++) {
+              const kolo_step &s = p.steps[i];
+              EXPECT_EQ(s.src_chunk, s.dst_chunk);
+              EXPECT_GE(s.src_chunk, 0);
+              EXPECT_LT(s.src_chunk, n);
+              if (kolo_step_reads_src(s.op)) {
+                EXPECT_EQ(s.src_buf, k == KOLO_HIER_INTRA_RS ? KOLO_BUF_IN : KOLO_BUF_OUT);
+              }
+              if (kolo_step_writes_dst(s.op)) {
+                EXPECT_EQ(s.dst_buf, KOLO_BUF_OUT);
+              }
+              finals += (s.flags & KOLO_STEP_FINAL) != 0;
+            }
+            // Both ends of every connector agree step by step.
+            if (p.send_peer >= 0) {
+              const kolo_program &q = hr.p(p.send_peer, k);
+              EXPECT_EQ(q.recv_peer, r);
+              std::vector<int> st, rt;
+              for (int i = 0; i < p.nsteps; i++)
+                if (kolo_step_sends(p.steps[i].op)) st.push_back(step_tag(p, p.steps[i]));
+              for (int i = 0; i < q.nsteps; i++)
+                if (kolo_step_recvs(q.steps[i].op)) rt.push_back(step_tag(q, q.steps[i]));
+              EXPECT_EQ(st, rt) << "phase " << k << " connector " << r << "->" << p.send_peer;
+            }
+            // intra phases stay on the host, the inter one leaves it
+            bool same_host = inter ? (p.send_peer % H == r % H) : (p.send_peer / L == r / L);
+            EXPECT_EQ(same_host, k != KOLO_HIER_INTER_AR) << "phase " << k;
+          }
+          EXPECT_EQ(finals, 1) << "rank " << r;
+        }
+      }
+  // Too small for hierarchy: refused, *out untouched.
+  kolo_hosts h;
+  std::vector<uint64_t> ids = {1, 1, 2, 2};
+  ASSERT_EQ(kolo_hosts_build(4, ids.data(), &h), koloSuccess);
+  kolo_ring intra, inter;
+  ASSERT_EQ(kolo_ring_build_intra(&h, 0, &intra), koloSuccess);
+  ASSERT_EQ(kolo_ring_build_inter(&h, 0, &inter), koloSuccess);
+  kolo_program p{};
+  p.nsteps = 77;
+  Ring one(std::vector<int>{0});
+  EXPECT_EQ(kolo_sched_all_reduce_hier(&one.r, &inter, 0, 0, &p), koloInvalidArgument);  // L = 1
+  EXPECT_EQ(kolo_sched_all_reduce_hier(&intra, &one.r, 0, 0, &p), koloInvalidArgument);  // H = 1
+  EXPECT_EQ(kolo_sched_all_reduce_hier(&intra, &inter, 2, 0, &p), koloInvalidArgument);  // rank not in them
+  EXPECT_EQ(kolo_sched_all_reduce_hier(&intra, &inter, 0, KOLO_HIER_PHASES, &p), koloInvalidArgument);
+  EXPECT_EQ(p.nsteps, 77);
+  kolo_ring_free(&intra);
+  kolo_ring_free(&inter);
+  kolo_hosts_free(&h);
+}
+
+TEST(ScheduleHier, AllReduceGrid) {
+  // H, L = 2..4 x every count x channels x slot sizes, elem size, op,
+  // in-place, host layout and FIFO bound rotating from case to case.
+  Grid g;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int H = 2; H <= 4; H++)
+    for (int L = 2; L <= 4 && g.go(); L++)
+      for (size_t count : kCounts)
+        for (int nch : kChannels)
+          for (size_t slot : kSlots) {
+            Case c;
+            c.nranks = H * L;
+            c.count = count;
+            c.nchannels = nch;
+            c.slot_elems = slot;
+            c.seed = mix(mix((uint64_t)(H * 8 + L), count), mix((uint64_t)nch, slot));
+            c.elem_size = kElemSizes[c.seed % 2];
+            c.in_place = (c.seed >> 8) & 1;
+            c.capacity = capacity_for(c.seed >> 16);
+            int opk = (int)((c.seed >> 24) % 3);
+            c.op = opk == 0 ? ROp::kSum : opk == 1 ? ROp::kMax : ROp::kAvg;
+            bool inter = (c.seed >> 32) & 1;
+            if (!sampled(c)) continue;
+            std::string extra = " H=" + std::to_string(H) + " L=" + std::to_string(L) +
+                                (inter ? " interleaved" : " blocks");
+            g.check(c, c.op == ROp::kAvg ? run_hier<double>(c, H, L, inter) : run_hier<int64_t>(c, H, L, inter),
+                    extra.c_str());
+          }
+  auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  printf("[          ] %ld hierarchical all-reduce cases in %lld ms\n", g.cases, (long long)ms);
+}
+
+TEST(ScheduleHier, FewestSlots) {
+  // Connectors of 2 or 4 slots, FIFOs bounded to them: no deadlock.
+  Grid g;
+  for (int H : {2, 3, 5})
+    for (int L : {2, 3, 4})
+      for (size_t count : {(size_t)65, (size_t)1000, (size_t)4097})
+        for (int nslots : {2, 4}) {
+          Case c;
+          c.nranks = H * L;
+          c.count = count;
+          c.nslots = nslots;
+          c.capacity = (size_t)nslots;
+          c.seed = mix(mix((uint64_t)(H * 8 + L), count), (uint64_t)nslots);
+          c.nchannels = kChannels[(c.seed >> 4) % 3];
+          c.in_place = (c.seed >> 12) & 1;
+          std::string extra = " H=" + std::to_string(H) + " L=" + std::to_string(L);
+          if (sampled(c)) g.check(c, run_hier<int64_t>(c, H, L, (c.seed >> 20) & 1), extra.c_str());
+        }
 }
 
 // The grids allocate and free buffers of up to a few MiB thousands of times:

@@ -1,0 +1,228 @@
+// test_topology.cc - ranks grouped by host and the rings built from them
+// (ring/topology.h), and the all-reduce algorithm choice (ring/algo.h).
+//
+// Host assignments: blocks, interleaved (host of r = r % H), uneven, one
+// rank per host, and random ones, with arbitrary 64-bit ids.  Checked for
+// every channel 0..5: each ring is a permutation, each host's ranks are
+// contiguous and hosts come in the order of their lowest rank, the ring
+// crosses hosts exactly once per host, channel 0 keeps ranks ascending, and
+// channel c starts each host at local index c mod its size, so the rank
+// that sends off-host differs from channel to channel where the host has
+// ranks enough.  The intra and inter rings of the hierarchical all-reduce
+// list the right members in the right order and leave the others at -1.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "ring/algo.h"
+#include "ring/topology.h"
+}
+
+namespace {
+
+struct Hosts {
+  kolo_hosts h{};
+  explicit Hosts(const std::vector<uint64_t> &ids) {
+    EXPECT_EQ(kolo_hosts_build((int)ids.size(), ids.data(), &h), koloSuccess);
+  }
+  ~Hosts() { kolo_hosts_free(&h); }
+  Hosts(const Hosts &) = delete;
+  Hosts &operator=(const Hosts &) = delete;
+};
+
+struct RingHolder {
+  kolo_ring r{};
+  ~RingHolder() { kolo_ring_free(&r); }
+};
+
+// The reference grouping: hosts in order of their lowest rank, ranks ascending.
+std::vector<std::vector<int>> groups_of(const std::vector<uint64_t> &ids) {
+  std::vector<std::vector<int>> g;
+  std::vector<uint64_t> seen;
+  for (size_t r = 0; r < ids.size(); r++) {
+    auto it = std::find(seen.begin(), seen.end(), ids[r]);
+    if (it == seen.end()) {
+      seen.push_back(ids[r]);
+      g.push_back({});
+      it = seen.end() - 1;
+    }
+    g[(size_t)(it - seen.begin())].push_back((int)r);
+  }
+  return g;
+}
+
+std::vector<std::pair<std::string, std::vector<uint64_t>>> assignments() {
+  std::vector<std::pair<std::string, std::vector<uint64_t>>> a;
+  for (int n = 1; n <= 12; n++)
+    for (int hosts = 1; hosts <= std::min(n, 4); hosts++) {
+      std::vector<uint64_t> inter((size_t)n), block((size_t)n);
+      for (int r = 0; r < n; r++) {
+        inter[(size_t)r] = 0x9e3779b97f4a7c15ull * (uint64_t)(hosts - r % hosts);
+        block[(size_t)r] = 1000003ull * (uint64_t)(r * hosts / n + 5);
+      }
+      a.push_back({"interleaved n=" + std::to_string(n) + " H=" + std::to_string(hosts), inter});
+      a.push_back({"blocks n=" + std::to_string(n) + " H=" + std::to_string(hosts), block});
+    }
+  a.push_back({"uneven 3+1+2", {9, 9, 4, 9, 7, 7}});
+  a.push_back({"listed out of order", {7, 7, 3, 3, 7, 9, 3}});
+  a.push_back({"ids 0 and ~0", {0, ~0ull, 0, ~0ull, ~0ull}});
+  std::mt19937_64 rng(12345);
+  for (int i = 0; i < 40; i++) {
+    int n = 1 + (int)(rng() % 24), hosts = 1 + (int)(rng() % 5);
+    std::vector<uint64_t> ids((size_t)n);
+    for (auto &x : ids) x = rng() % (uint64_t)hosts * 0x100000001b3ull;
+    a.push_back({"random " + std::to_string(i), ids});
+  }
+  return a;
+}
+
+TEST(Topology, HostsGroupRanks) {
+  for (const auto &[name, ids] : assignments()) {
+    SCOPED_TRACE(name);
+    const int n = (int)ids.size();
+    Hosts H(ids);
+    auto want = groups_of(ids);
+    ASSERT_EQ(H.h.nranks, n);
+    ASSERT_EQ(H.h.nhosts, (int)want.size());
+    EXPECT_EQ(kolo_count_hosts(n, ids.data()), (int)want.size());
+    bool uniform = true;
+    int maxs = 0;
+    for (size_t hi = 0; hi < want.size(); hi++) {
+      ASSERT_EQ(H.h.host_size[hi], (int)want[hi].size());
+      uniform = uniform && want[hi].size() == want[0].size();
+      maxs = std::max(maxs, (int)want[hi].size());
+      for (size_t j = 0; j < want[hi].size(); j++) {
+        int r = want[hi][j];
+        EXPECT_EQ(kolo_hosts_rank(&H.h, (int)hi, (int)j), r);
+        EXPECT_EQ(H.h.host[r], (int)hi);
+        EXPECT_EQ(H.h.local[r], (int)j);
+      }
+    }
+    EXPECT_EQ(kolo_hosts_uniform(&H.h), uniform ? 1 : 0);
+    EXPECT_EQ(kolo_hosts_max_size(&H.h), maxs);
+  }
+}
+
+TEST(Topology, ChannelRingsAreHostContiguousAndRotate) {
+  for (const auto &[name, ids] : assignments()) {
+    const int n = (int)ids.size();
+    Hosts H(ids);
+    auto groups = groups_of(ids);
+    std::set<int> senders_seen[8];  // per host: off-host senders over channels
+    for (int ch = 0; ch < 6; ch++) {
+      SCOPED_TRACE(name + " channel " + std::to_string(ch));
+      RingHolder R;
+      ASSERT_EQ(kolo_ring_build_channel(&H.h, ch, &R.r), koloSuccess);
+      ASSERT_EQ(R.r.nranks, n);
+      // The expected order: hosts in order, each rotated to start at ch mod size.
+      std::vector<int> want;
+      for (const auto &g : groups)
+        for (size_t k = 0; k < g.size(); k++) want.push_back(g[(ch + k) % g.size()]);
+      std::vector<int> got(R.r.order, R.r.order + n);
+      EXPECT_EQ(got, want);
+      for (int i = 0; i < n; i++) EXPECT_EQ(R.r.pos[R.r.order[i]], i);
+      // one host change per host along the (cyclic) ring
+      int changes = 0;
+      for (int i = 0; i < n; i++) {
+        int a = R.r.order[i], b = R.r.order[(i + 1) % n];
+        EXPECT_EQ(kolo_ring_next(&R.r, a), b);
+        EXPECT_EQ(kolo_ring_prev(&R.r, b), a);
+        if (ids[(size_t)a] != ids[(size_t)b]) {
+          changes++;
+          if (H.h.host[a] < 8) senders_seen[H.h.host[a]].insert(a);
+        }
+      }
+      EXPECT_EQ(changes, groups.size() == 1 ? 0 : (int)groups.size());
+      if (ch == 0) {
+        RingHolder R0;
+        ASSERT_EQ(kolo_ring_build(n, ids.data(), &R0.r), koloSuccess);
+        EXPECT_EQ(std::vector<int>(R0.r.order, R0.r.order + n), got);
+      }
+    }
+    // Over 6 channels a host of s ranks sends off-host from min(s, 6) ranks.
+    for (size_t hi = 0; groups.size() > 1 && hi < groups.size() && hi < 8; hi++) {
+      EXPECT_EQ(senders_seen[hi].size(), std::min<size_t>(groups[hi].size(), 6)) << name << " host " << hi;
+    }
+  }
+}
+
+TEST(Topology, IntraAndInterRings) {
+  for (const auto &[name, ids] : assignments()) {
+    const int n = (int)ids.size();
+    Hosts H(ids);
+    auto groups = groups_of(ids);
+    for (int r = 0; r < n; r++) {
+      SCOPED_TRACE(name + " rank " + std::to_string(r));
+      RingHolder intra, inter;
+      ASSERT_EQ(kolo_ring_build_intra(&H.h, r, &intra.r), koloSuccess);
+      ASSERT_EQ(kolo_ring_build_inter(&H.h, r, &inter.r), koloSuccess);
+      const auto &mine = groups[(size_t)H.h.host[r]];
+      EXPECT_EQ(std::vector<int>(intra.r.order, intra.r.order + intra.r.nranks), mine);
+      std::vector<int> want_inter;
+      for (const auto &g : groups)
+        if ((size_t)H.h.local[r] < g.size()) want_inter.push_back(g[(size_t)H.h.local[r]]);
+      EXPECT_EQ(std::vector<int>(inter.r.order, inter.r.order + inter.r.nranks), want_inter);
+      for (int q = 0; q < n; q++) {
+        bool in_intra = std::find(mine.begin(), mine.end(), q) != mine.end();
+        bool in_inter = std::find(want_inter.begin(), want_inter.end(), q) != want_inter.end();
+        if (!in_intra) {
+          EXPECT_EQ(intra.r.pos[q], -1) << q;
+        }
+        if (!in_inter) {
+          EXPECT_EQ(inter.r.pos[q], -1) << q;
+        }
+      }
+      EXPECT_EQ(intra.r.pos[r], H.h.local[r]);
+    }
+  }
+}
+
+TEST(Topology, AlgorithmChoice) {
+  EXPECT_EQ(kolo_algo_parse(nullptr), KOLO_ALGO_AUTO);
+  EXPECT_EQ(kolo_algo_parse(""), KOLO_ALGO_AUTO);
+  EXPECT_EQ(kolo_algo_parse("ring"), KOLO_ALGO_RING);
+  EXPECT_EQ(kolo_algo_parse("hier"), KOLO_ALGO_HIER);
+  EXPECT_LT(kolo_algo_parse("tree"), KOLO_ALGO_AUTO);
+  EXPECT_STREQ(kolo_algo_name(KOLO_ALGO_HIER), "hier");
+  // Not possible: one host, one rank per host, uneven hosts.
+  for (kolo_algo_topo t : {kolo_algo_topo{8, 1, 8, KOLO_ALGO_HIER}, kolo_algo_topo{4, 4, 1, KOLO_ALGO_HIER},
+                           kolo_algo_topo{5, 2, 0, KOLO_ALGO_HIER}}) {
+    EXPECT_FALSE(kolo_algo_hier_possible(&t));
+    for (size_t bytes : {(size_t)0, (size_t)1 << 10, (size_t)1 << 30})
+      EXPECT_EQ(kolo_algo_choose(&t, bytes, 2), KOLO_ALGO_RING);
+  }
+  // Possible: forced either way, or by cost.
+  for (int H : {2, 3, 8})
+    for (int L : {2, 4, 8}) {
+      kolo_algo_topo t{H * L, H, L, KOLO_ALGO_AUTO};
+      ASSERT_TRUE(kolo_algo_hier_possible(&t));
+      for (size_t bytes : {(size_t)4, (size_t)1 << 16, (size_t)1 << 26})
+        for (int ch : {1, 2, 4}) {
+          t.forced = KOLO_ALGO_RING;
+          EXPECT_EQ(kolo_algo_choose(&t, bytes, ch), KOLO_ALGO_RING);
+          t.forced = KOLO_ALGO_HIER;
+          EXPECT_EQ(kolo_algo_choose(&t, bytes, ch), KOLO_ALGO_HIER);
+          t.forced = KOLO_ALGO_AUTO;
+          double cr = kolo_algo_cost(KOLO_ALGO_RING, &t, bytes, ch);
+          double ch_ = kolo_algo_cost(KOLO_ALGO_HIER, &t, bytes, ch);
+          EXPECT_GT(cr, 0);
+          EXPECT_GT(ch_, 0);
+          EXPECT_EQ(kolo_algo_choose(&t, bytes, ch), ch_ < cr ? KOLO_ALGO_HIER : KOLO_ALGO_RING);
+        }
+      // Many ranks across hosts: the ring's 2(n-1) network latencies lose to
+      // hier's 2(H-1) at small sizes.
+      EXPECT_EQ(kolo_algo_choose(&t, 1024, 1), KOLO_ALGO_HIER) << H << "x" << L;
+    }
+  // Costs grow with the size.
+  kolo_algo_topo t{8, 2, 4, KOLO_ALGO_AUTO};
+  for (int a : {KOLO_ALGO_RING, KOLO_ALGO_HIER})
+    EXPECT_LT(kolo_algo_cost(a, &t, 1 << 10, 2), kolo_algo_cost(a, &t, 1 << 20, 2));
+}
+
+}  // namespace
