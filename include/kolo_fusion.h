@@ -34,10 +34,18 @@
  * thread per koloFusion_t negotiates with the other ranks, in lockstep
  * rounds (at most one per cycleTimeUs while something is pending), which
  * tensors are ready everywhere, and launches their buckets / fused buffers
- * in an order that is identical on every rank by construction.  Each round
+ * in an order that is identical on every rank by construction.  A whole
+ * bucket is launched as soon as all its tensors are ready everywhere; the
+ * ready part of a partial bucket waits one cycle, then its ready runs of
+ * tensors are launched in place (the cycle flush).  Rounds run once
+ * something of the step is marked, at once when every tensor is marked or
+ * StepEnd was called.  Negotiation: host communicators use themselves (a
+ * small min all-reduce per round), CUDA ones the bootstrap's TCP mesh (no
+ * device synchronization).  Each round
  * also compares a signature of every rank's declared layout and step: on a
- * mismatch (different tensors declared, a tensor marked twice, a rank in
- * another step) every rank fails with koloInvalidUsage and an error naming
+ * mismatch (a tensor marked on one rank and never on another, a rank in
+ * another step; different declarations fail Commit, and a tensor marked
+ * twice fails MarkReady) every rank fails with koloInvalidUsage and an error naming
  * both ranks' views, instead of hanging or summing the wrong bytes.  On a
  * CUDA communicator the all-reduces are enqueued on the fusion's
  * communication stream behind the event passed to MarkReady.
@@ -46,12 +54,16 @@
  * became ready (rank 0's order, so that every rank agrees) differs from the
  * declared one, the buckets are rebuilt once in that order: the tensors'
  * contents move with them, and pointers from koloFusionTensorPtr must be
- * fetched again (koloFusionLayoutVersion changes).
+ * fetched again (koloFusionLayoutVersion changes).  The rebuild is done
+ * before Wait (host) or StepEnd (CUDA) of the first step returns.
  *
  * Timeline.  With KOLO_TIMELINE=path (or config.timeline), every rank
  * writes ready / launch / done events per tensor and bucket as Chrome trace
  * JSON (path with "%r" replaced by the rank, or one file per rank with
- * ".rankN" appended), for chrome://tracing or Perfetto.
+ * ".rankN" appended), for chrome://tracing or Perfetto: "ready" instants
+ * per tensor, "launch" / "done" (B / E) per all-reduce with tid = bucket
+ * (EXTERNAL tensors: 100000 + dtype); on CUDA "done" is when the work was
+ * enqueued.  The file is closed (valid JSON) by Destroy, also after errors.
  *
  * Threading: the koloFusion_t functions are called from one thread at a
  * time; while a fusion has a step in flight, its communicator belongs to
@@ -87,10 +99,14 @@ typedef struct {
   size_t firstBucketBytes; /* cap of the first bucket; 1 MiB (KOLO_FUSION_FIRST_BUCKET_BYTES) */
   size_t fusionBytes;      /* fusion buffer; 64 MiB (KOLO_FUSION_THRESHOLD) */
   int cycleTimeUs;         /* negotiation period; 1000 (KOLO_FUSION_CYCLE_US) */
-  int op;                  /* koloSum or koloAvg; default koloAvg */
-  double preScale;         /* multiply every gradient first; 1.0; 0 = UNDEF */
+  int op;                  /* koloSum or koloAvg (integers: the wrapped sum
+                              divided with C's truncation); default koloAvg */
+  double preScale;         /* multiply every gradient first; 1.0; 0 = UNDEF;
+                              floating dtypes only (AddTensor of an integer
+                              tensor fails when it is not 1) */
   int rebuildBuckets;      /* 1: rebuild from the observed order; default 1 */
-  koloStream_t stream;     /* CUDA: communication stream; NULL: kolo creates one */
+  koloStream_t stream;     /* CUDA: communication stream; NULL: kolo creates
+                              one (must be NULL on host communicators) */
   const char *timeline;    /* Chrome trace path; NULL: KOLO_TIMELINE or none */
 } koloFusionConfig_t;
 
@@ -115,7 +131,9 @@ typedef struct {
 
 koloResult_t koloFusionCreate(koloFusion_t *fusion, koloComm_t comm,
                               const koloFusionConfig_t *config);
-/* Waits for a step in flight, frees buckets and buffers, stops the thread. */
+/* Waits for a step in flight that was ended (a step begun and never ended
+ * is abandoned after the round in progress), frees buckets and buffers,
+ * stops the thread. */
 koloResult_t koloFusionDestroy(koloFusion_t fusion);
 
 /* Declares the next gradient (backward order).  Before Commit only. */
@@ -123,23 +141,37 @@ koloResult_t koloFusionAddTensor(koloFusion_t fusion, size_t count,
                                  koloDataType_t datatype,
                                  koloFusionStorage_t storage, int *tensorId);
 /* Lays out buckets, allocates them once; checks every rank declared the
- * same tensors (error naming the first difference otherwise). */
+ * same tensors (error naming the first difference otherwise).  Collective:
+ * every rank calls it; the configuration (caps, op, preScale,
+ * rebuildBuckets) must match too.  kolo has no memory registration API:
+ * buckets are plain allocations (host: aligned_alloc; CUDA: one cudaMalloc)
+ * made here once.  The fusion buffer holds min(fusionBytes, the EXTERNAL
+ * tensors that fit in it); an EXTERNAL tensor larger than fusionBytes is
+ * all-reduced where it is, without packing. */
 koloResult_t koloFusionCommit(koloFusion_t fusion);
 /* The view of an ALLOCATE tensor (host or device pointer). */
 koloResult_t koloFusionTensorPtr(koloFusion_t fusion, int tensorId, void **ptr);
 /* Changes when buckets are rebuilt: fetch TensorPtr again. */
 koloResult_t koloFusionLayoutVersion(koloFusion_t fusion, int *version);
-/* Bucket count and the bucket of a tensor (for tests and the timeline). */
+/* Bucket count and the bucket of a tensor (for tests and the timeline);
+ * *bucket = -1 for EXTERNAL tensors. */
 koloResult_t koloFusionBucketCount(koloFusion_t fusion, int *nbuckets);
 koloResult_t koloFusionTensorBucket(koloFusion_t fusion, int tensorId, int *bucket);
 
+/* Opens the next step.  After StepEnd without Wait it waits first (host:
+ * for the step; CUDA: until it is issued).  Once a step failed, the fusion
+ * is failed for good: StepBegin, MarkReady and StepEnd return that error
+ * (koloFusionGetLastError says it); Destroy still works. */
 koloResult_t koloFusionStepBegin(koloFusion_t fusion);
 /* The gradient is (or, on a GPU, will be once `ready` fires) complete.
  * buf: NULL for ALLOCATE tensors, the caller's buffer for EXTERNAL ones
  * (reduced in place; it must stay valid until Wait / the done event).
  * ready: a CUDA event recorded on the compute stream after the gradient's
  * producer (CUDA communicators; NULL means already complete), ignored on
- * host.  Returns at once. */
+ * host: the fusion's stream waits for it during this call
+ * (cudaStreamWaitEvent), so the caller may record the event again as soon
+ * as MarkReady returns.  Marking a tensor twice in a step is
+ * koloInvalidUsage.  Returns at once. */
 koloResult_t koloFusionMarkReady(koloFusion_t fusion, int tensorId, void *buf,
                                  koloEvent_t ready);
 /* Every tensor of the step has been marked.  CUDA: *done (may be NULL) is
@@ -147,14 +179,20 @@ koloResult_t koloFusionMarkReady(koloFusion_t fusion, int tensorId, void *buf,
  * that the optimizer's stream waits on (owned by the fusion, valid until
  * the next StepEnd).  Host: *done is set to NULL; use Wait.  Returns once
  * every all-reduce of the step has been issued (CUDA) or handed to the
- * background thread (host), without waiting for them to finish. */
+ * background thread (host), without waiting for them to finish.
+ * A tensor left unmarked: koloInvalidUsage here, naming it, and the step
+ * fails on every rank (their Wait returns koloInvalidUsage with both
+ * ranks' views).  A tensor marked on some ranks and not on others for
+ * longer than the communicator's timeout fails the step the same way. */
 koloResult_t koloFusionStepEnd(koloFusion_t fusion, koloEvent_t *done);
 /* Blocks until every all-reduce of the step has finished (CUDA: on the
  * device too); the first error of the step, naming it. */
 koloResult_t koloFusionWait(koloFusion_t fusion);
 
 koloResult_t koloFusionGetStats(koloFusion_t fusion, koloFusionStats_t *stats);
-/* The last error of this fusion, in one sentence ("" if none). */
+/* The last error of this fusion, in one sentence ("" if none); with
+ * fusion == NULL, the calling thread's last error without a fusion (e.g. a
+ * failed Create). */
 const char *koloFusionGetLastError(koloFusion_t fusion);
 
 #ifdef __cplusplus
