@@ -29,7 +29,10 @@
  * asks CUDA whether there is a device at all -- from a short-lived child
  * when ranks are forked, so that the parent makes no CUDA call before its
  * forks -- and says "no CUDA device: <CUDA's words>" when there is none.
- * `kolo-perf prims` (perf_prims.c) times the copy and reduce primitives.
+ * `kolo-perf prims` (perf_prims.c) times the copy and reduce primitives;
+ * `kolo-perf net` (perf_net.c) the net providers point to point;
+ * `kolo-perf overlap` (perf_overlap.c) a simulated training step over the
+ * fusion API, on the ranks set up here, in place of the sweep.
  */
 #define _GNU_SOURCE /* prctl, strsignal, kill, nanosleep */
 #include <errno.h>
@@ -50,6 +53,8 @@
 #include "perf/kolo_backend.h"
 #include "perf/perf_args.h"
 #include "perf/perf_cuda.h"
+#include "perf/perf_net.h"
+#include "perf/perf_overlap.h"
 #include "perf/perf_prims.h"
 #include "perf/perf_sweep.h"
 
@@ -204,7 +209,7 @@ static int run_rank(const perf_args *a, const perf_config *cfg, koloComm_t comm,
   int code = 2;
   if (kolo_backend_init(&kb, &be, comm, a->mem_cuda) == 0) {
     describe(a, dev, where, sizeof where);
-    code = perf_sweep_run(a, &be, cfg, where, stdout);
+    code = a->overlap ? perf_overlap_run(a, &kb, &be, cfg, where, stdout) : perf_sweep_run(a, &be, cfg, where, stdout);
     kolo_backend_fini(&kb);
   }
   if (code == 2) { /* at once: the others stop waiting for this rank */
@@ -641,8 +646,12 @@ static const char *timing_note(const perf_args *a) {
 }
 
 int main(int argc, char **argv) {
+  /* `kolo-perf net` has a command line of its own (perf_net.h). */
+  if (argc > 1 && strcmp(argv[1], "net") == 0) return perf_net_main(argc - 1, argv + 1);
   perf_args a;
-  int r = perf_args_parse(&a, argc, argv, PERF_TOOL_KOLO);
+  /* `kolo-perf overlap` too (perf_overlap.h), on the ranks set up below. */
+  int overlap = argc > 1 && strcmp(argv[1], "overlap") == 0;
+  int r = overlap ? perf_overlap_parse(&a, argc, argv) : perf_args_parse(&a, argc, argv, PERF_TOOL_KOLO);
   if (r != 0) return r > 0 ? 0 : 2;
   if (a.print_params) {
     kolo_param_print(stdout);

@@ -78,8 +78,19 @@ void perf_usage(FILE *out, const char *prog, int tool) {
             "                         entry: kolo_cuda_reduce, the test entry, as it launches;\n"
             "                         grid: the benchmark's launch over the whole GPU (default both)\n"
             "      --blocks N         blocks of the grid launch (default 0: one full wave)\n"
-            "      --block-threads N  threads per block of the grid launch, 32..512 (default 512)\n",
-            prog);
+            "      --block-threads N  threads per block of the grid launch, 32..512 (default 512)\n"
+            "\n"
+            "usage: %s net [flags] [--server | HOST[:PORT]]\n"
+            "  point-to-point bandwidth and latency over a kolo net provider (socket, ib),\n"
+            "  perftest-style; `%s net --help` lists its flags\n",
+            prog, prog, prog);
+  if (tool == PERF_TOOL_KOLO)
+    fprintf(out,
+            "\n"
+            "usage: %s overlap [flags]\n"
+            "  a simulated training step: real models' gradients all-reduced through the fusion\n"
+            "  API while a calibrated backward pass produces them; `%s overlap --help` lists its flags\n",
+            prog, prog);
 }
 
 /* "32M" -> 33554432: K, M, G are powers of 1024 as in nccl-tests. */

@@ -78,6 +78,8 @@ typedef struct {
   int launch;                  /* --launch: PERF_LAUNCH_* */
   int blocks;                  /* --blocks: blocks of the grid launch, 0 = one full wave */
   int block_threads;           /* --block-threads: threads per block of the grid launch */
+  /* kolo-perf overlap (perf_overlap.h): its options, NULL for the other subcommands */
+  const struct perf_overlap_opts *overlap;
 } perf_args;
 
 /* Parses argv into *a.  Returns 0 to run, 1 when help was printed (exit 0),

@@ -1,0 +1,168 @@
+/* perf_models.c - the model files' loader (see perf_models.h). */
+#define _POSIX_C_SOURCE 200809L /* strtok_r */
+#include "perf/perf_models.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef KOLO_PERF_MODELS_DIR
+#define KOLO_PERF_MODELS_DIR "perf/models"
+#endif
+
+const char *perf_models_dir(void) {
+  const char *env = getenv("KOLO_PERF_MODELS");
+  return env != NULL && *env != '\0' ? env : KOLO_PERF_MODELS_DIR;
+}
+
+void perf_model_free(perf_model *m) {
+  free(m->tensors);
+  m->tensors = NULL;
+  m->ntensors = 0;
+}
+
+/* "# key: N" -> *out; 1 when the line is that directive, -1 when it is but N is bad. */
+static int directive(const char *line, const char *key, size_t *out) {
+  size_t klen = strlen(key);
+  const char *p = line + 1;
+  while (*p == ' ' || *p == '\t') p++;
+  if (strncmp(p, key, klen) != 0 || p[klen] != ':') return 0;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(p + klen + 1, &end, 10);
+  while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r') end++;
+  if (errno != 0 || *end != '\0' || end == p + klen + 1) return -1;
+  *out = (size_t)v;
+  return 1;
+}
+
+/* One tensor line "name d0 d1 ..." into *t; 0 or -1 (with `why`). */
+static int parse_tensor(char *line, perf_tensor *t, const char **why) {
+  char *save = NULL, *tok = strtok_r(line, " \t\r\n", &save);
+  memset(t, 0, sizeof *t);
+  if (strlen(tok) >= sizeof t->name) {
+    *why = "name too long";
+    return -1;
+  }
+  strcpy(t->name, tok);
+  t->count = 1;
+  while ((tok = strtok_r(NULL, " \t\r\n", &save)) != NULL) {
+    char *end;
+    errno = 0;
+    unsigned long long d = strtoull(tok, &end, 10);
+    if (errno != 0 || *end != '\0' || tok[0] == '-' || d == 0) {
+      *why = "a dimension is not a positive integer";
+      return -1;
+    }
+    if (t->ndims == PERF_MODEL_MAX_DIMS) {
+      *why = "more than 8 dimensions";
+      return -1;
+    }
+    if (t->count > SIZE_MAX / d) {
+      *why = "too many elements";
+      return -1;
+    }
+    t->dims[t->ndims++] = (size_t)d;
+    t->count *= (size_t)d;
+  }
+  if (t->ndims == 0) {
+    *why = "no dimensions";
+    return -1;
+  }
+  return 0;
+}
+
+static int grow(perf_model *m, int *cap) {
+  if (m->ntensors < *cap) return 0;
+  int ncap = *cap ? *cap * 2 : 256;
+  perf_tensor *n = realloc(m->tensors, (size_t)ncap * sizeof *n);
+  if (n == NULL) return -1;
+  m->tensors = n;
+  *cap = ncap;
+  return 0;
+}
+
+static void set_name(perf_model *m, const char *path) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  size_t n = strlen(base);
+  if (n >= sizeof m->name) n = sizeof m->name - 1;
+  memcpy(m->name, base, n);
+  m->name[n] = '\0';
+  char *dot = strstr(m->name, ".txt");
+  if (dot != NULL && dot[4] == '\0') *dot = '\0';
+}
+
+/* Reads every line of f; 0 or -1 (message printed). */
+static int read_lines(perf_model *m, FILE *f, size_t *want_total, size_t *want_tensors) {
+  char line[1024];
+  int lineno = 0, cap = 0;
+  while (fgets(line, sizeof line, f) != NULL) {
+    lineno++;
+    const char *why = NULL;
+    if (strchr(line, '\n') == NULL && !feof(f)) why = "line too long";
+    char *p = line;
+    while (why == NULL && (*p == ' ' || *p == '\t')) p++;
+    if (why == NULL && *p == '#') {
+      int d = directive(p, "total_params", want_total);
+      if (d == 0) d = directive(p, "tensors", want_tensors);
+      if (d >= 0) continue;
+      why = "bad number in a directive";
+    }
+    if (why == NULL && (*p == '\n' || *p == '\r' || *p == '\0')) continue;
+    if (why == NULL && grow(m, &cap) != 0) why = "out of memory";
+    if (why == NULL && parse_tensor(p, &m->tensors[m->ntensors], &why) == 0) {
+      m->total += m->tensors[m->ntensors++].count;
+      continue;
+    }
+    fprintf(stderr, "kolo-perf: %s:%d: %s\n", m->path, lineno, why);
+    return -1;
+  }
+  if (ferror(f)) {
+    fprintf(stderr, "kolo-perf: %s: read error: %s\n", m->path, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+static int check_totals(const perf_model *m, size_t want_total, size_t want_tensors) {
+  if (want_total == 0 || want_tensors == 0) {
+    fprintf(stderr, "kolo-perf: %s: needs the directives '# tensors: N' and '# total_params: P'\n", m->path);
+    return -1;
+  }
+  if (m->total != want_total || (size_t)m->ntensors != want_tensors) {
+    fprintf(stderr,
+            "kolo-perf: %s: the file says %zu tensors and %zu parameters, its lines add up to %d tensors and "
+            "%zu parameters (a typo in a shape?)\n",
+            m->path, want_tensors, want_total, m->ntensors, m->total);
+    return -1;
+  }
+  return 0;
+}
+
+int perf_model_load(perf_model *m, const char *spec, const char *dir) {
+  memset(m, 0, sizeof *m);
+  size_t n = strlen(spec);
+  int is_path = strchr(spec, '/') != NULL || (n > 4 && strcmp(spec + n - 4, ".txt") == 0);
+  int len = is_path ? snprintf(m->path, sizeof m->path, "%s", spec)
+                    : snprintf(m->path, sizeof m->path, "%s/%s.txt", dir, spec);
+  if (len < 0 || (size_t)len >= sizeof m->path) {
+    fprintf(stderr, "kolo-perf: model path too long: %s\n", spec);
+    return -1;
+  }
+  set_name(m, m->path);
+  FILE *f = fopen(m->path, "r");
+  if (f == NULL) {
+    fprintf(stderr, "kolo-perf: cannot open model file %s: %s%s\n", m->path, strerror(errno),
+            is_path ? "" : " (--models DIR or KOLO_PERF_MODELS name the directory)");
+    return -1;
+  }
+  size_t want_total = 0, want_tensors = 0;
+  int rc = read_lines(m, f, &want_total, &want_tensors);
+  fclose(f);
+  if (rc == 0) rc = check_totals(m, want_total, want_tensors);
+  if (rc != 0) perf_model_free(m);
+  return rc;
+}

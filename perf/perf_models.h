@@ -1,0 +1,44 @@
+/* perf_models.h - the parameter shapes of real models (perf/models/NAME.txt),
+ * for `kolo-perf overlap`.
+ *
+ * A model file lists one tensor a line, "name dim0 [dim1 ...]", in forward
+ * order; '#' starts a comment.  Two comment lines are directives the loader
+ * checks, so that a typo in a shape fails loudly instead of skewing a figure:
+ *   # tensors: N          the number of tensor lines
+ *   # total_params: P     the sum over tensors of the product of their dims
+ * Both are required.
+ */
+#ifndef KOLO_PERF_MODELS_H
+#define KOLO_PERF_MODELS_H
+
+#include <stddef.h>
+
+#define PERF_MODEL_NAME_MAX 96
+#define PERF_MODEL_MAX_DIMS 8
+
+typedef struct {
+  char name[PERF_MODEL_NAME_MAX];
+  int ndims;
+  size_t dims[PERF_MODEL_MAX_DIMS];
+  size_t count; /* elements: the product of dims */
+} perf_tensor;
+
+typedef struct {
+  char name[64];  /* the file's base name without ".txt" */
+  char path[512]; /* where it was read from */
+  perf_tensor *tensors; /* forward order */
+  int ntensors;
+  size_t total; /* elements over all tensors, as checked against the file */
+} perf_model;
+
+/* Reads `spec`: a path (it contains '/' or ends in ".txt"), or a model name
+ * looked up as DIR/NAME.txt in `dir`.  Returns 0, or -1 with a message on
+ * stderr naming the file and line.  perf_model_free undoes it. */
+int perf_model_load(perf_model *m, const char *spec, const char *dir);
+void perf_model_free(perf_model *m);
+
+/* The directory of the model files compiled in (perf/models of the source
+ * tree), or $KOLO_PERF_MODELS when set. */
+const char *perf_models_dir(void);
+
+#endif

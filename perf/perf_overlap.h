@@ -1,0 +1,83 @@
+/* perf_overlap.h - `kolo-perf overlap`: a simulated data-parallel training
+ * step over kolo's fusion API (include/kolo_fusion.h, issue 5).
+ *
+ * Models.  The gradients are the parameters of a real model (perf/models/
+ * *.txt: ResNet-50 and BERT-base, perf_models.h), float32, declared to one
+ * koloFusion_t in backward order (the model's tensors in reverse), as
+ * allocator views (KOLO_FUSION_ALLOCATE, the default) or as the caller's
+ * buffers packed into the fusion buffer (--external).  Backward is the
+ * tensors in that order, each with its layer's compute before it: the
+ * compute time of a layer is proportional to its parameter count, scaled so
+ * that a step's compute adds up to --compute-ms (default: the measured
+ * communication-only time, where overlap matters most).  The compute is a
+ * calibrated stand-in (perf_compute.h): `spin` burns the core, `sleep`
+ * models an accelerator (the CPU idles), `cuda` is a busy kernel.
+ *
+ * Each timed round runs four steps, the ranks starting each together (a
+ * one-element all-reduce before it), and times it on every rank from there
+ * to the end of koloFusionWait; a step's time is the slowest rank's:
+ *   comm-only     every gradient marked ready at once, then StepEnd + Wait
+ *   compute-only  the layers' compute alone
+ *   no-overlap    all compute, then every gradient marked ready at once
+ *   overlap       MarkReady after each layer's compute
+ * The report gives the medians over -n rounds (after -w untimed ones), the
+ * bound max(compute-only, comm-only) and overlap / bound against issue 5's
+ * target of 1.15; the ideal step of the fusion's layout (each all-reduce
+ * starting when its bucket -- external: its tensor -- is complete and the
+ * one before it is done, at the comm-only rate: what any scheduler could
+ * reach, so overlap / ideal is the scheduler's own share of a miss); the
+ * fusion's copy counters per step (koloFusionGetStats:
+ * the allocator path packs 0 bytes, the fusion-buffer path one pack and one
+ * unpack per fused all-reduce); then one more overlap step on gradients
+ * filled with rank-dependent small integers, every element checked against
+ * the sum / average over ranks computed here (perf_check.h).
+ *
+ * --small: N tensors of B bytes (1000 x 4 KiB) reduced through the fusion
+ * (allocator views, then the fusion buffer) beside one koloAllReduce per
+ * tensor, in alternating rounds; medians and separate / fused against the
+ * target of 10.
+ *
+ * Ranks and memory as in the other subcommands (-p, -t, a launcher; -m cuda
+ * with kolo_backend's stream for the small calls).  Rank 0 prints.
+ */
+#ifndef KOLO_PERF_OVERLAP_H
+#define KOLO_PERF_OVERLAP_H
+
+#include <stdio.h>
+
+#include "perf/kolo_backend.h"
+#include "perf/perf_args.h"
+#include "perf/perf_report.h"
+
+#define PERF_OVERLAP_MAX_MODELS 8
+
+typedef struct perf_overlap_opts {
+  const char *models[PERF_OVERLAP_MAX_MODELS]; /* --model: names or paths */
+  int nmodels;
+  const char *models_dir;   /* --models DIR */
+  unsigned compute_mask;    /* bits of perf_compute_kind (--compute) */
+  double compute_ms;        /* --compute-ms; 0: the measured comm-only time */
+  int external;             /* --external: the fusion-buffer path */
+  int op;                   /* koloSum or koloAvg (--op) */
+  int small;                /* --small: the small-tensor test */
+  int small_count;          /* --small-count (1000) */
+  size_t small_bytes;       /* --small-bytes (4K) */
+  size_t bucket_bytes;      /* --bucket: fusion config, KOLO_FUSION_UNDEF_SIZE = kolo's */
+  size_t first_bucket_bytes; /* --first-bucket */
+  size_t fusion_bytes;      /* --fusion-bytes */
+  int cycle_us;             /* --cycle-us; -1: kolo's */
+} perf_overlap_opts;
+
+/* Parses `kolo-perf overlap [flags]` (argv[1] is "overlap") into *a, which
+ * then carries the options (a->overlap) for the rank code.  Returns 0 to
+ * run, 1 when help was printed, -1 on a bad command line (printed). */
+int perf_overlap_parse(perf_args *a, int argc, char **argv);
+void perf_overlap_usage(FILE *out, const char *prog);
+
+/* One rank's part (every rank calls it with its kolo backend; rank 0
+ * prints to out).  Returns 0, 1 when some gradient was wrong or a copy
+ * counter broke its rule, 2 when a call failed (printed). */
+int perf_overlap_run(const perf_args *a, kolo_backend *kb, const perf_backend *be, const perf_config *cfg,
+                     const char *where, FILE *out);
+
+#endif
