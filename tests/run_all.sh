@@ -6,7 +6,9 @@
 #  4. the host tests under ASan+UBSan and the threaded ones under TSan (both
 #     without the 1 MiB / 64 MiB grids, which the release run covers)
 #  5. the soft-RoCE smoke test: real ibverbs in a QEMU guest (tests/rdma/);
-#     optional by default (SKIP when the VM cannot be set up), bounded in time
+#     optional by default (SKIP when the VM cannot be set up), bounded in time;
+#     then kolo's own ib provider there (test_net_ib, and all-reduce,
+#     all-gather, send/recv between two "hosts" on rxe0 / rxe1)
 #  6. the 4-rank all-reduce benchmark with its correctness check (small sizes)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +45,7 @@ if [ "${KOLO_SKIP_SANITIZERS:-0}" != 1 ]; then
 fi
 
 step "soft-RoCE smoke: verbs_smoke + perftest in a QEMU guest (tests/rdma)"
+rxe_t0=$SECONDS
 if [ "${KOLO_SKIP_RXE:-0}" = 1 ]; then
   echo "skipped (KOLO_SKIP_RXE=1)"
 else
@@ -50,6 +53,20 @@ else
   # timeout is a backstop that takes QEMU down with it (same process group).
   KOLO_RXE_OPTIONAL=${KOLO_RXE_OPTIONAL:-1} timeout -k 10 $(( ${KOLO_RXE_TIMEOUT:-150} + 20 )) \
     tests/rdma/run_smoke.sh || fail=1
+fi
+
+step "soft-RoCE: kolo's ib provider (test_net_ib) and 2-host collectives over KOLO_NET=ib in the guest"
+# Both soft-RoCE steps share one budget (KOLO_RXE_STEP_BUDGET, default 240 s):
+# this one gets what the smoke test left, at least 90 s.
+rxe_left=$(( ${KOLO_RXE_STEP_BUDGET:-240} - (SECONDS - rxe_t0) ))
+if [ "${KOLO_SKIP_RXE:-0}" = 1 ]; then
+  echo "skipped (KOLO_SKIP_RXE=1)"
+elif [ $rxe_left -lt 90 ]; then
+  echo "SKIP: the smoke test used $((SECONDS - rxe_t0)) s of the ${KOLO_RXE_STEP_BUDGET:-240} s soft-RoCE budget"
+  [ "${KOLO_RXE_OPTIONAL:-1}" = 1 ] || fail=1
+else
+  KOLO_RXE_OPTIONAL=${KOLO_RXE_OPTIONAL:-1} KOLO_RXE_KOLO_TIMEOUT=$rxe_left timeout -k 10 $((rxe_left + 20)) \
+    tests/rdma/run_kolo.sh build || fail=1
 fi
 
 step "main job, small sizes: 4-rank all-reduce with correctness check"
