@@ -101,23 +101,6 @@ std::vector<CollCase> host_grid(int n) {
   return cases;
 }
 
-int run_cases_as(koloComm_t comm, int rank, const std::vector<CollCase> &cases) {
-  int failures = 0;
-  Expected e;
-  for (const CollCase &c : cases) {
-    expected_for_rank(c, rank, &e);
-    RankBufs b;
-    prepare(c, rank, &b);
-    koloResult_t res = issue(c, rank, &b, comm);
-    std::string err = res != koloSuccess ? result_text(coll_name(c.coll), res, comm) : check(c, rank, b, e);
-    if (err.empty()) continue;
-    std::fprintf(stderr, "rank %d: %s: %s\n", rank, c.str().c_str(), err.c_str());
-    failures++;
-    if (res != koloSuccess) break;  // the communicator is unusable after a failed call
-  }
-  return failures;
-}
-
 // Non-blocking: batches of calls issued without waiting (each returns
 // koloInProgress), then koloCommGetAsyncError until the batch is done, then
 // every result checked.  Grouped (blocking comm): each batch is one
@@ -211,7 +194,7 @@ int child(int rank, const koloUniqueId &id, const Layout &l, const char *algo, i
       failures++;
     }
   }
-  failures += mode == kBlocking ? run_cases_as(comm, rank, cases)
+  failures += mode == kBlocking ? run_cases(comm, rank, cases)
                                 : run_cases_batched(comm, rank, cases, mode == kGrouped);
   res = koloCommDestroy(comm);
   if (res != koloSuccess) {

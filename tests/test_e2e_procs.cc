@@ -74,24 +74,6 @@ std::vector<CollCase> proc_grid(int n) {
   return cases;
 }
 
-// Runs the cases as `rank` on comm; prints failures; returns their number.
-int run_cases_as(koloComm_t comm, int rank, const std::vector<CollCase> &cases) {
-  int failures = 0;
-  Expected e;
-  for (const CollCase &c : cases) {
-    expected_for_rank(c, rank, &e);
-    RankBufs b;
-    prepare(c, rank, &b);
-    koloResult_t res = issue(c, rank, &b, comm);
-    std::string err = res != koloSuccess ? result_text(coll_name(c.coll), res, comm) : check(c, rank, b, e);
-    if (err.empty()) continue;
-    std::fprintf(stderr, "rank %d: %s: %s\n", rank, c.str().c_str(), err.c_str());
-    failures++;
-    if (res != koloSuccess) break;  // the communicator is unusable after a failed call
-  }
-  return failures;
-}
-
 // Child body: join as `rank` of n with koloCommInitRank and run the cases.
 int child_init_rank(int rank, int n, const koloUniqueId &id, const std::vector<CollCase> &cases) {
   koloComm_t comm = nullptr;
@@ -101,7 +83,7 @@ int child_init_rank(int rank, int n, const koloUniqueId &id, const std::vector<C
                  koloGetLastError(nullptr));
     return 2;
   }
-  int failures = run_cases_as(comm, rank, cases);
+  int failures = run_cases(comm, rank, cases);
   res = koloCommDestroy(comm);
   if (res != koloSuccess) {
     std::fprintf(stderr, "rank %d: koloCommDestroy: %s\n", rank, koloGetErrorString(res));
@@ -218,7 +200,7 @@ int child_from_env(int rank, int n, const std::vector<std::pair<std::string, std
   for (Coll coll : kAllColls)
     for (size_t count_ : {(size_t)1, (size_t)4095, (size_t)100003})
       cases.push_back(make_case(coll, kProcTypes[v % 4], n, count_, v % 2 == 1 && has_in_place(coll), v)), v++;
-  failures += run_cases_as(comm, rank, cases);
+  failures += run_cases(comm, rank, cases);
   koloCommDestroy(comm);
   return failures ? 1 : 0;
 }

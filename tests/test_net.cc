@@ -104,23 +104,6 @@ std::vector<CollCase> net_grid(int n, bool large) {
   return cases;
 }
 
-int run_cases_as(koloComm_t comm, int rank, const std::vector<CollCase> &cases) {
-  int failures = 0;
-  Expected e;
-  for (const CollCase &c : cases) {
-    expected_for_rank(c, rank, &e);
-    RankBufs b;
-    prepare(c, rank, &b);
-    koloResult_t res = issue(c, rank, &b, comm);
-    std::string err = res != koloSuccess ? result_text(coll_name(c.coll), res, comm) : check(c, rank, b, e);
-    if (err.empty()) continue;
-    std::fprintf(stderr, "rank %d: %s: %s\n", rank, c.str().c_str(), err.c_str());
-    failures++;
-    if (res != koloSuccess) break;
-  }
-  return failures;
-}
-
 // Forked ranks leave with _exit, which skips LeakSanitizer's check at exit:
 // run it here (ASan builds); 1 when something leaked.
 int leak_check() {
@@ -257,7 +240,7 @@ int child_grid(int rank, int n, const koloUniqueId &id, const std::vector<CollCa
                  koloGetLastError(nullptr));
     return 2;
   }
-  int failures = run_cases_as(comm, rank, cases);
+  int failures = run_cases(comm, rank, cases);
   koloCommDestroy(comm);
   failures += leak_check();
   int fds_after = count_fds();
@@ -380,7 +363,7 @@ TEST(NetNsRank, Run) {
   ASSERT_EQ(koloCommUserRank(comm, &rank), koloSuccess);
   ASSERT_EQ(koloCommCount(comm, &n), koloSuccess);
   std::vector<CollCase> cases = net_grid(n, true);
-  int failures = run_cases_as(comm, rank, cases);
+  int failures = run_cases(comm, rank, cases);
   EXPECT_EQ(failures, 0);
   EXPECT_EQ(koloCommDestroy(comm), koloSuccess);
   if (failures == 0) std::printf("  rank %d of %d: %zu cases passed\n", rank, n, cases.size());

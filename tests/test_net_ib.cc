@@ -699,24 +699,6 @@ std::vector<CollCase> ib_cases(int n) {
   return cases;
 }
 
-int run_ib_cases(koloComm_t comm, int rank, const std::vector<CollCase> &cases) {
-  int failures = 0;
-  Expected e;
-  for (const CollCase &c : cases) {
-    expected_for_rank(c, rank, &e);
-    RankBufs b;
-    prepare(c, rank, &b);
-    koloResult_t res = issue(c, rank, &b, comm);
-    std::string err = res != koloSuccess ? std::string(koloGetErrorString(res)) + ": " + koloGetLastError(comm)
-                                         : check(c, rank, b, e);
-    if (err.empty()) continue;
-    std::fprintf(stderr, "rank %d: %s: %s\n", rank, c.str().c_str(), err.c_str());
-    failures++;
-    if (res != koloSuccess) break;
-  }
-  return failures;
-}
-
 TEST(IbProcs, TwoHosts) {
   REQUIRE_IB(net);
   (void)net;
@@ -738,7 +720,7 @@ TEST(IbProcs, TwoHosts) {
           std::fprintf(stderr, "rank %d: init: %s\n", rank, koloGetLastError(nullptr));
           return 2;
         }
-        int failures = run_ib_cases(comm, rank, cases);
+        int failures = run_cases(comm, rank, cases);
         if (koloCommDestroy(comm) != koloSuccess) failures++;
         return failures ? 1 : 0;
       },
@@ -811,7 +793,7 @@ TEST(IbRank, Run) {
   ASSERT_EQ(koloCommCount(comm, &n), koloSuccess);
   std::vector<CollCase> cases = ib_cases(n);
   double t0 = now_ms();
-  int failures = run_ib_cases(comm, rank, cases);
+  int failures = run_cases(comm, rank, cases);
   EXPECT_EQ(failures, 0);
   EXPECT_EQ(koloCommDestroy(comm), koloSuccess);
   if (failures == 0)

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 
@@ -319,6 +320,23 @@ std::string result_text(const char *what, koloResult_t res, koloComm_t comm) {
   const char *last = koloGetLastError(comm);
   if (last && *last) s += std::string(": ") + last;
   return s;
+}
+
+int run_cases(koloComm_t comm, int rank, const std::vector<CollCase> &cases) {
+  int failures = 0;
+  Expected e;
+  for (const CollCase &c : cases) {
+    expected_for_rank(c, rank, &e);
+    RankBufs b;
+    prepare(c, rank, &b);
+    koloResult_t res = issue(c, rank, &b, comm);
+    std::string err = res != koloSuccess ? result_text(coll_name(c.coll), res, comm) : check(c, rank, b, e);
+    if (err.empty()) continue;
+    std::fprintf(stderr, "rank %d: %s: %s\n", rank, c.str().c_str(), err.c_str());
+    failures++;
+    if (res != koloSuccess) break;  // the communicator is unusable after a failed call
+  }
+  return failures;
 }
 
 std::string run_rank(const CollCase &c, int rank, koloComm_t comm, const Expected &e) {

@@ -155,6 +155,10 @@ bool sanitized_build();
 void default_test_timeout(int ms);
 // "what failed: <result string>: <koloGetLastError(comm)>"
 std::string result_text(const char *what, koloResult_t res, koloComm_t comm);
+// One rank's side of a list of cases on comm, in order: prepare, issue,
+// check; prints each failure to stderr and stops at the first failed call
+// (the communicator is unusable after it).  Returns the number of failures.
+int run_cases(koloComm_t comm, int rank, const std::vector<CollCase> &cases);
 
 }  // namespace kt
 
