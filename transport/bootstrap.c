@@ -297,7 +297,7 @@ static koloResult_t mesh_connect(kolo_bootstrap *bs, int peer, int64_t dl) {
 
 /* Why a complete mesh hello is not from a peer we wait for, or NULL. */
 static const char *mesh_hello_fault(const kolo_bootstrap *bs, const kolo_mesh_hello *h) {
-  if (!kolo_secret_equal(h->secret, bs->uid.secret)) return "did not present the job's secret";
+  if (!kolo_secret_equal(h->secret, bs->uid.secret, KOLO_SECRET_BYTES)) return "did not present the job's secret";
   if (h->job != bs->uid.job || h->nranks != bs->nranks) return "belongs to another job";
   if (h->rank <= bs->rank || h->rank >= bs->nranks) return "claims a rank that does not connect here";
   if (bs->links[h->rank].fd >= 0) return "claims a rank that is already connected";

@@ -275,7 +275,7 @@ static int root_check_hello(const root_state *st, const kolo_rank_hello *h, char
 /* Takes over fd, whose hello is complete. */
 static void root_take(root_state *st, int fd, const kolo_rank_hello *h, const char *from) {
   char why[KOLO_ERR_LEN];
-  if (!kolo_secret_equal(h->secret, st->secret)) {
+  if (!kolo_secret_equal(h->secret, st->secret, KOLO_SECRET_BYTES)) {
     KOLO_WARN("%s: dropped a connection from %s that did not present the job's secret", st->name, from);
   } else if (st->failed) {
     root_send_refusal(st, fd, st->failed, st->why);

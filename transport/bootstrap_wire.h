@@ -55,13 +55,6 @@ typedef struct {
   int32_t rank, nranks;
 } kolo_mesh_hello;
 
-/* Constant-time comparison of two secrets: 1 when equal. */
-static inline int kolo_secret_equal(const uint8_t *a, const uint8_t *b) {
-  uint8_t diff = 0;
-  for (int i = 0; i < KOLO_SECRET_BYTES; i++) diff |= (uint8_t)(a[i] ^ b[i]);
-  return diff == 0;
-}
-
 /* Fills buf from getrandom(). */
 koloResult_t kolo_random(void *buf, size_t len, kolo_errbuf *eb);
 

@@ -51,12 +51,6 @@ typedef struct {
   int nqps;
 } ib_listener;
 
-static int token_equal(const uint8_t *a, const uint8_t *b) {
-  unsigned diff = 0;
-  for (int i = 0; i < IB_TOKEN_BYTES; i++) diff |= (unsigned)(a[i] ^ b[i]);
-  return diff == 0;
-}
-
 static int nqps_param(void) {
   int64_t n = kolo_param_int("KOLO_IB_QPS_PER_CONN");
   return n < 1 ? 1 : n > IB_MAX_QPS ? IB_MAX_QPS : (int)n;
@@ -82,12 +76,7 @@ koloResult_t kolo_ib_listen(const struct sockaddr_storage *local, kolo_net_handl
   wire_handle w;
   memset(&w, 0, sizeof w);
   w.magic = HANDLE_MAGIC;
-  w.family = (uint16_t)l->addr.ss_family;
-  w.port = (uint16_t)kolo_addr_port(&l->addr);
-  if (l->addr.ss_family == AF_INET6)
-    memcpy(w.addr, &((const struct sockaddr_in6 *)&l->addr)->sin6_addr, 16);
-  else
-    memcpy(w.addr, &((const struct sockaddr_in *)&l->addr)->sin_addr, 4);
+  kolo_addr_to_wire(&l->addr, &w.family, &w.port, w.addr);
   memcpy(w.token, l->token, IB_TOKEN_BYTES);
   w.nqps = (uint32_t)l->nqps;
   memset(handle, 0, sizeof *handle);
@@ -305,11 +294,7 @@ koloResult_t kolo_ib_connect(const kolo_net_handle *handle, int64_t deadline, in
     return kolo_error(eb, koloRemoteError, "%s offers an ib connection of %u QPs (1..%d)", who, w.nqps,
                       IB_MAX_QPS);
   struct sockaddr_storage addr;
-  memset(&addr, 0, sizeof addr);
-  addr.ss_family = w.family;
-  if (w.family == AF_INET6) memcpy(&((struct sockaddr_in6 *)&addr)->sin6_addr, w.addr, 16);
-  else memcpy(&((struct sockaddr_in *)&addr)->sin_addr, w.addr, 4);
-  kolo_addr_set_port(&addr, w.port);
+  kolo_addr_from_wire(w.family, w.port, w.addr, &addr);
   ib_comm *c = comm_new(1, (int)w.nqps, who);
   if (c == NULL) return kolo_error(eb, koloSystemError, "out of memory connecting to %s", who);
   koloResult_t res = make_verbs(c, eb);
@@ -333,7 +318,7 @@ static int read_hello(const ib_listener *l, int fd, int64_t deadline, ib_hello *
   if (kolo_sock_recv_all(fd, h, sizeof *h, soon, "a connecting peer", &tmp) != koloSuccess)
     *why = "it sent no complete hello";
   else if (h->magic != HELLO_MAGIC) *why = "it is not a kolo ib connection";
-  else if (!token_equal(h->token, l->token)) *why = "it did not present this pipe's token";
+  else if (!kolo_secret_equal(h->token, l->token, IB_TOKEN_BYTES)) *why = "it did not present this pipe's token";
   else if (h->nqps != (uint32_t)l->nqps) *why = "its number of QPs does not match";
   else return 0;
   return -1;

@@ -88,12 +88,6 @@ typedef struct {
   size_t ilen;
 } sock_comm;
 
-static int token_equal(const uint8_t *a, const uint8_t *b) {
-  unsigned diff = 0;
-  for (int i = 0; i < TOKEN_BYTES; i++) diff |= (unsigned)(a[i] ^ b[i]);
-  return diff == 0;
-}
-
 static int nstreams_param(void) {
   int64_t n = kolo_param_int("KOLO_SOCKET_NSTREAMS");
   if (n < 1) n = 1;
@@ -110,12 +104,7 @@ static koloResult_t sock_devices(int *ndev, kolo_errbuf *eb) {
 static void handle_encode(const sock_listen *l, kolo_net_handle *h) {
   wire_handle w;
   memset(&w, 0, sizeof w);
-  w.family = (uint16_t)l->addr.ss_family;
-  w.port = (uint16_t)kolo_addr_port(&l->addr);
-  if (l->addr.ss_family == AF_INET6)
-    memcpy(w.addr, &((const struct sockaddr_in6 *)&l->addr)->sin6_addr, 16);
-  else
-    memcpy(w.addr, &((const struct sockaddr_in *)&l->addr)->sin_addr, 4);
+  kolo_addr_to_wire(&l->addr, &w.family, &w.port, w.addr);
   memcpy(w.token, l->token, TOKEN_BYTES);
   w.nstreams = (uint32_t)l->nstreams;
   memset(h, 0, sizeof *h);
@@ -124,13 +113,7 @@ static void handle_encode(const sock_listen *l, kolo_net_handle *h) {
 
 static void handle_decode(const kolo_net_handle *h, struct sockaddr_storage *addr, wire_handle *w) {
   memcpy(w, h->bytes, sizeof *w);
-  memset(addr, 0, sizeof *addr);
-  addr->ss_family = w->family;
-  if (w->family == AF_INET6)
-    memcpy(&((struct sockaddr_in6 *)addr)->sin6_addr, w->addr, 16);
-  else
-    memcpy(&((struct sockaddr_in *)addr)->sin_addr, w->addr, 4);
-  kolo_addr_set_port(addr, w->port);
+  kolo_addr_from_wire(w->family, w->port, w->addr, addr);
 }
 
 static koloResult_t sock_listen_fn(const struct sockaddr_storage *local, kolo_net_handle *handle,
@@ -223,7 +206,7 @@ static int read_hello(sock_listen *l, int fd, int64_t deadline, const char **why
     return -1;
   }
   if (h.magic != HELLO_MAGIC) *why = "it is not a kolo connection";
-  else if (!token_equal(h.token, l->token)) *why = "it did not present this pipe's token";
+  else if (!kolo_secret_equal(h.token, l->token, TOKEN_BYTES)) *why = "it did not present this pipe's token";
   else if (h.nstreams != (uint32_t)l->nstreams || h.index > (uint32_t)l->nstreams)
     *why = "its stream numbers do not match";
   else return (int)h.index;

@@ -65,6 +65,30 @@ void kolo_addr_set_port(struct sockaddr_storage *a, int port) {
   else ((struct sockaddr_in *)a)->sin_port = htons((uint16_t)port);
 }
 
+void kolo_addr_to_wire(const struct sockaddr_storage *a, uint16_t *family, uint16_t *port,
+                       uint8_t bytes[16]) {
+  memset(bytes, 0, 16);
+  *family = (uint16_t)a->ss_family;
+  *port = (uint16_t)kolo_addr_port(a);
+  if (a->ss_family == AF_INET6) memcpy(bytes, &((const struct sockaddr_in6 *)a)->sin6_addr, 16);
+  else memcpy(bytes, &((const struct sockaddr_in *)a)->sin_addr, 4);
+}
+
+void kolo_addr_from_wire(uint16_t family, uint16_t port, const uint8_t bytes[16],
+                         struct sockaddr_storage *a) {
+  memset(a, 0, sizeof *a);
+  a->ss_family = family;
+  if (family == AF_INET6) memcpy(&((struct sockaddr_in6 *)a)->sin6_addr, bytes, 16);
+  else memcpy(&((struct sockaddr_in *)a)->sin_addr, bytes, 4);
+  kolo_addr_set_port(a, port);
+}
+
+int kolo_secret_equal(const uint8_t *a, const uint8_t *b, size_t len) {
+  unsigned diff = 0;
+  for (size_t i = 0; i < len; i++) diff |= (unsigned)(a[i] ^ b[i]);
+  return diff == 0;
+}
+
 /* ---- connections --------------------------------------------------------- */
 
 static int set_nodelay(int fd) {

@@ -33,6 +33,15 @@ socklen_t kolo_addr_len(const struct sockaddr_storage *a);
 /* The port of an AF_INET / AF_INET6 address (host order), or sets it. */
 int kolo_addr_port(const struct sockaddr_storage *a);
 void kolo_addr_set_port(struct sockaddr_storage *a, int port);
+/* An address as net handles carry it: family, port (host order) and the
+ * IPv4 (first 4 bytes) or IPv6 address bytes. */
+void kolo_addr_to_wire(const struct sockaddr_storage *a, uint16_t *family, uint16_t *port,
+                       uint8_t bytes[16]);
+void kolo_addr_from_wire(uint16_t family, uint16_t port, const uint8_t bytes[16],
+                         struct sockaddr_storage *a);
+/* 1 when two secrets (pipe tokens) are equal; no early exit, so the time
+ * taken does not tell a stray how much of a guess was right. */
+int kolo_secret_equal(const uint8_t *a, const uint8_t *b, size_t len);
 
 /* Listens on *addr (port 0: any free port) and writes the bound address
  * back into *addr. */
