@@ -3,15 +3,23 @@
  * connector ends, failure status and teardown. */
 #include "core/cuda_comm.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "core/log.h"
+#include "transport/proxy.h"
 
 const kolo_conn_mem *kolo_comm_conn_mem(const struct koloComm *c) {
   return c->cuda ? &c->cuda->conn_mem : NULL;
 }
+
+/* The kernel finds a net pipe's `filled` words from its tail word. */
+_Static_assert(offsetof(kolo_conn_ctrl, filled) - offsetof(kolo_conn_ctrl, tail) == KOLO_DEV_FILLED_FROM_TAIL,
+               "kernels/cuda_exec.h's KOLO_DEV_FILLED_FROM_TAIL must match connector.h");
+_Static_assert(KOLO_DEV_FILLED_WORDS == KOLO_CONN_MAX_SLOTS, "one filled word per slot");
 
 #ifdef KOLO_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -110,7 +118,8 @@ static koloResult_t make_resources(struct koloComm *c) {
   size_t np = (size_t)c->nranks * (size_t)c->nchannels;
   cc->p2p_send = calloc(np, sizeof *cc->p2p_send);
   cc->p2p_recv = calloc(np, sizeof *cc->p2p_recv);
-  if (cc->p2p_send == NULL || cc->p2p_recv == NULL)
+  cc->net_pipes = calloc(ncounters(c), sizeof *cc->net_pipes);
+  if (cc->p2p_send == NULL || cc->p2p_recv == NULL || cc->net_pipes == NULL)
     return kolo_error(&c->err, koloSystemError, "out of memory at init");
   cc->conn_mem = (kolo_conn_mem){koloMemCuda, cc->dev, c->ll_slot_bytes, cc->setup_stream};
   return koloSuccess;
@@ -231,9 +240,16 @@ koloResult_t kolo_cuda_comm_programs(struct koloComm *c) {
 
 /* ---- device connector ends -------------------------------------------- */
 
-static kolo_dev_conn dev_conn_of(const kolo_connector *k, uint32_t *step) {
+static kolo_dev_conn dev_conn_of(kolo_cuda_comm *cc, const kolo_connector *k, uint32_t *step) {
   kolo_dev_conn d;
   memset(&d, 0, sizeof d);
+  kolo_net_pipe *np = kolo_net_pipe_of(k);
+  if (np != NULL) { /* the launcher posts to its proxy; the kernel writes filled[] */
+    ptrdiff_t i = step - cc->counters;
+    cc->net_pipes[i] = np;
+    d.net = (int32_t)i + 1;
+    d.flags = KOLO_DEV_CONN_FILLED;
+  }
   d.slots = k->slots;
   d.ll_slots = k->dev.ll_slots;
   d.ll_slot_bytes = k->dev.ll_slot_bytes;
@@ -247,11 +263,25 @@ static kolo_dev_conn dev_conn_of(const kolo_connector *k, uint32_t *step) {
   return d;
 }
 
+/* Would some pair of ranks of the comm get a net pipe (transport_net.c's
+ * rule: another host, or another process with KOLO_NET_FORCE=1)?  A ring
+ * connects every rank, so some pair differs exactly when some rank differs
+ * from rank 0. */
+static int may_use_net(struct koloComm *c) {
+  const kolo_peer_info *first = kolo_bootstrap_peer(c->bs, 0);
+  int forced = kolo_param_int("KOLO_NET_FORCE") != 0;
+  for (int r = 1; r < c->nranks; r++) {
+    const kolo_peer_info *p = kolo_bootstrap_peer(c->bs, r);
+    if (p->host_hash != first->host_hash || (forced && !kolo_same_process(first, p))) return 1;
+  }
+  return 0;
+}
+
 void kolo_cuda_comm_ring_ready(struct koloComm *c) {
   kolo_cuda_comm *cc = c->cuda;
   for (int ch = 0; ch < c->nchannels && c->nranks > 1; ch++) {
-    cc->ring_send[ch] = dev_conn_of(&c->ring_send[ch], ring_counter(c, ch, 1));
-    cc->ring_recv[ch] = dev_conn_of(&c->ring_recv[ch], ring_counter(c, ch, 0));
+    cc->ring_send[ch] = dev_conn_of(cc, &c->ring_send[ch], ring_counter(c, ch, 1));
+    cc->ring_recv[ch] = dev_conn_of(cc, &c->ring_recv[ch], ring_counter(c, ch, 0));
   }
   kolo_cuda_plan_comm *pc = &cc->plan;
   pc->rank = c->rank;
@@ -260,7 +290,14 @@ void kolo_cuda_comm_ring_ready(struct koloComm *c) {
   pc->nslots = c->nslots;
   pc->slot_bytes = c->slot_bytes;
   pc->min_channel_bytes = c->min_channel_bytes;
-  pc->ll_threshold = c->ll_threshold;
+  /* Net pipes have no LL region.  Which pipes are net differs by rank, but
+   * the protocol of a call must be the same on both ends of every pipe:
+   * the rule looks at every rank, so every rank reaches the same answer. */
+  cc->may_use_net = may_use_net(c);
+  pc->ll_threshold = cc->may_use_net ? 0 : c->ll_threshold;
+  if (cc->may_use_net && c->ll_threshold > 0 && c->rank == 0)
+    KOLO_INFO("CUDA communicator of %d ranks on %d host(s) talks over the network: SIMPLE protocol only "
+              "(no LL, KOLO_LL_THRESHOLD ignored)", c->nranks, c->nhosts);
   pc->timeout_ns = (uint64_t)c->timeout_ms * 1000000ull;
   pc->abort = cc->dev_words + KOLO_CW_ABORT;
   pc->status = cc->dev_words + KOLO_CW_STATUS;
@@ -282,7 +319,7 @@ void kolo_cuda_comm_p2p_ready(struct koloComm *c, int peer, int is_send) {
     kolo_dev_conn *d = is_send ? &cc->p2p_send[k] : &cc->p2p_recv[k];
     unsigned char ready = is_send ? c->p2p_send_ready[k] : c->p2p_recv_ready[k];
     if (d->step != NULL || ready != 1) continue;
-    *d = dev_conn_of(is_send ? &c->p2p_send[k] : &c->p2p_recv[k], p2p_counter(c, k, is_send));
+    *d = dev_conn_of(cc, is_send ? &c->p2p_send[k] : &c->p2p_recv[k], p2p_counter(c, k, is_send));
   }
 }
 
@@ -386,6 +423,7 @@ void kolo_cuda_comm_free(struct koloComm *c) {
   for (int k = 0; k < KOLO_COLL_NUM; k++) free(cc->dev_steps[k]);
   free(cc->p2p_send);
   free(cc->p2p_recv);
+  free(cc->net_pipes);
   free(cc);
   c->cuda = NULL;
 }

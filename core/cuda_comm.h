@@ -19,8 +19,12 @@
  *    words (never the legacy stream: it would wait for kernels spinning on
  *    peers), and an event that orders the comm's calls across streams.
  *
- * Pipes of CUDA communicators are device connectors (transport p2p); the
- * point-to-point ones are made on first use, which allocates device memory:
+ * Pipes of CUDA communicators are device connectors (transport p2p) within
+ * a host and net pipes staged in pinned host memory between hosts
+ * (transport net; polled by the proxy, which the launcher tells how many
+ * slices each kernel moves; SIMPLE protocol only, so a communicator that
+ * spans hosts never uses LL, on any rank); the point-to-point ones are made
+ * on first use, which allocates device memory:
  * the first send/recv with a peer must not be captured into a CUDA graph
  * (do it once before capturing, as a warm-up; a captured first use fails
  * with koloInvalidUsage).
@@ -54,6 +58,11 @@ typedef struct kolo_cuda_comm {
   uint32_t *counters;      /* device memory: a step counter per end */
   kolo_dev_conn ring_send[KOLO_MAX_CHANNELS], ring_recv[KOLO_MAX_CHANNELS];
   kolo_dev_conn *p2p_send, *p2p_recv;         /* [peer * nchannels + ch] */
+  /* Net pipe ends (transport/proxy.h), at the index of their step counter
+   * (kolo_dev_conn.net - 1); NULL for other ends.  The launcher posts each
+   * kernel's slices to them. */
+  struct kolo_net_pipe **net_pipes;
+  int may_use_net;         /* some pair of ranks talks over the network: no LL */
   kolo_conn_mem conn_mem;  /* what kolo_connect needs for device pipes */
   kolo_cuda_plan_comm plan;
 } kolo_cuda_comm;

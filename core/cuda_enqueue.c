@@ -18,6 +18,7 @@
 
 #include "core/cuda_comm.h"
 #include "core/log.h"
+#include "transport/proxy.h"
 
 #ifdef KOLO_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -132,6 +133,24 @@ static koloResult_t fail_comm(struct koloComm *c, koloResult_t res) {
   return res;
 }
 
+/* After a launch: tells the proxy how many slices the kernel will move
+ * through each net pipe end of the batch (tasks [0, ntasks) came from
+ * items[first ...], in order). */
+static void post_net_slices(const kolo_op *mine, const kolo_cuda_plan_comm *pc, kolo_cuda_comm *cc,
+                            const kolo_cuda_plan_item *items, int first, const kolo_dev_batch *b) {
+  for (int j = 0; j < b->ntasks; j++) {
+    const kolo_dev_task *t = &b->tasks[j];
+    int snet = t->has_send ? t->send.net : 0, rnet = t->has_recv ? t->recv.net : 0;
+    if (snet == 0 && rnet == 0) continue;
+    const kolo_cuda_plan_item *it = &items[first + j];
+    uint64_t sends = 0, recvs = 0;
+    kolo_cuda_plan_slices(&mine[it->op], pc, it, t, b->protocol, &sends, &recvs);
+    /* Counters are 32-bit and wrap: so do the posts. */
+    if (snet) kolo_proxy_post(cc->net_pipes[snet - 1], (uint32_t)sends);
+    if (rnet) kolo_proxy_post(cc->net_pipes[rnet - 1], (uint32_t)recvs);
+  }
+}
+
 /* Plans and launches the ops of one comm (all of them on `stream`). */
 static koloResult_t launch_comm(struct koloComm *c, const kolo_op *mine, int n, koloStream_t stream) {
   kolo_cuda_comm *cc = c->cuda;
@@ -142,6 +161,14 @@ static koloResult_t launch_comm(struct koloComm *c, const kolo_op *mine, int n, 
   if (res != koloSuccess) return res;
   int nitems = kolo_cuda_plan_count(mine, n, pc);
   if (nitems == 0) return koloSuccess;
+  if (cap && cc->may_use_net)
+    /* The proxy learns of each kernel's slices when it is launched; a
+     * graph replays kernels without a launch to learn from. */
+    return kolo_error(&c->err, koloInvalidUsage,
+                      "rank %d: %s is being captured into a CUDA graph, but this communicator talks to "
+                      "other hosts through the network proxy, which graph replays would not drive: "
+                      "capture is supported within one host only",
+                      c->rank, kolo_coll_name(mine[0].coll));
   /* Single calls (the latency path) plan on the stack. */
   kolo_cuda_plan_item local[KOLO_MAX_CHANNELS];
   kolo_cuda_plan_item *items = nitems <= KOLO_MAX_CHANNELS ? local : malloc((size_t)nitems * sizeof *items);
@@ -158,7 +185,8 @@ static koloResult_t launch_comm(struct koloComm *c, const kolo_op *mine, int n, 
                      cudaGetErrorString(e));
   kolo_dev_batch batch;
   int next = 0, launches = 0, r;
-  while (res == koloSuccess && (r = kolo_cuda_plan_next(mine, pc, items, nitems, &next, &batch)) != 0) {
+  for (int first = 0; res == koloSuccess && (r = kolo_cuda_plan_next(mine, pc, items, nitems, &next, &batch)) != 0;
+       first = next) {
     if (r < 0) {
       const kolo_op *op = &mine[items[next].op];
       res = kolo_error(&c->err, koloInternalError,
@@ -175,6 +203,7 @@ static koloResult_t launch_comm(struct koloComm *c, const kolo_op *mine, int n, 
                        cudaGetErrorString((cudaError_t)err));
       break;
     }
+    if (cc->may_use_net) post_net_slices(mine, pc, cc, items, first, &batch);
     launches++;
   }
   if (res == koloSuccess && launches > 0 && !cap) {

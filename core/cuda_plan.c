@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cuda/ll_format.h"
+#include "ring/geometry.h"
+
 enum { KEY_COLLECTIVE = 0, KEY_P2P = 1 };
 
 int kolo_cuda_plan_protocol(size_t count, koloDataType_t type, size_t ll_threshold) {
@@ -163,4 +166,33 @@ int kolo_cuda_plan_next(const kolo_op *ops, const kolo_cuda_plan_comm *pc,
   }
   *next = i;
   return 1;
+}
+
+void kolo_cuda_plan_slices(const kolo_op *op, const kolo_cuda_plan_comm *pc, const kolo_cuda_plan_item *it,
+                           const kolo_dev_task *t, int protocol, uint64_t *sends, uint64_t *recvs) {
+  *sends = *recvs = 0;
+  const kolo_dev_conn *sizer = t->has_send ? &t->send : t->has_recv ? &t->recv : NULL;
+  if (sizer == NULL || pc->programs[op->coll] == NULL) return;
+  const kolo_program *prog = &pc->programs[op->coll][kolo_program_index(op->coll, op->arg, it->channel, pc->nrings)];
+  const kolo_geometry *g = &t->geo;
+  const size_t esz = g->elem_size;
+  const size_t slot_elems = protocol == KOLO_PROTO_LL ? kolo_ll_slice_elems(sizer->ll_slot_bytes, esz)
+                                                      : sizer->slot_bytes / esz;
+  if (slot_elems == 0) return; /* the launcher refuses such a batch */
+  for (size_t base = 0, rce; (rce = kolo_geo_round_chunk(g, base)) != 0; base += rce * kolo_geo_parts(g)) {
+    for (int s = 0; s < prog->nsteps; s++) {
+      const kolo_step *st = &prog->steps[s];
+      const int rv = kolo_step_recvs(st->op), sd = kolo_step_sends(st->op);
+      if (!rv && !sd) continue; /* moves nothing through a connector */
+      size_t soff, doff, ns, nd;
+      kolo_geo_chunk_range(g, base, rce, t->channel, st->src_chunk,
+                           st->src_buf == KOLO_BUF_IN ? t->in_blocked : t->out_blocked, &soff, &ns);
+      kolo_geo_chunk_range(g, base, rce, t->channel, st->dst_chunk,
+                           st->dst_buf == KOLO_BUF_IN ? t->in_blocked : t->out_blocked, &doff, &nd);
+      const size_t n = ns < nd ? ns : nd;
+      const uint64_t slices = (n + slot_elems - 1) / slot_elems;
+      if (sd) *sends += slices;
+      if (rv) *recvs += slices;
+    }
+  }
 }

@@ -99,6 +99,15 @@ int kolo_cuda_plan_next(const kolo_op *ops, const kolo_cuda_plan_comm *pc,
                         const kolo_cuda_plan_item *items, int nitems, int *next,
                         kolo_dev_batch *batch);
 
+/* How many slices the kernel running task `t` (made by kolo_cuda_plan_next
+ * from op `op` and item `it`, in a launch of `protocol`) moves through its
+ * send end (*sends) and its receive end (*recvs): what the launcher posts
+ * to the proxy of a net pipe (transport/proxy.h).  The kernel's own loop
+ * over rounds and steps, counted on the host from the host copy of the
+ * program. */
+void kolo_cuda_plan_slices(const kolo_op *op, const kolo_cuda_plan_comm *pc, const kolo_cuda_plan_item *it,
+                           const kolo_dev_task *t, int protocol, uint64_t *sends, uint64_t *recvs);
+
 #ifdef __cplusplus
 }
 #endif

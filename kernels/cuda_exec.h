@@ -10,7 +10,8 @@
  * knows no communicator, topology or transport.
  *
  * Connector ends on the device: slots and the two counters live in the
- * receiver's GPU memory (or mapped pinned host memory for a proxy); `step`
+ * receiver's GPU memory, or, for a net pipe, in this end's mapped pinned
+ * host memory, where the proxy moves them (SIMPLE only there); `step`
  * is this end's running count, kept in device memory between launches so
  * that consecutive kernels on one stream continue where the last stopped.
  * Counters are written with st.release.sys after a __threadfence_system(),
@@ -71,11 +72,24 @@ enum {
  *    touched by LL.  ll_nslots == nslots. */
 enum { KOLO_PROTO_SIMPLE = 0, KOLO_PROTO_LL = 1 };
 
+/* kolo_dev_conn.flags */
+enum {
+  /* A net pipe's staging memory (transport/net_devmem.h): `tail` is the
+   * tail word of a host control block (transport/connector.h) whose
+   * `filled` words lie KOLO_DEV_FILLED_FROM_TAIL bytes after it; a sender
+   * writes there how many bytes each slice filled, before publishing tail,
+   * so that the proxy sends only those.  (A flag and a fixed offset instead
+   * of a pointer keep the batch within 4 KiB of kernel parameters.) */
+  KOLO_DEV_CONN_FILLED = 1u << 0
+};
+#define KOLO_DEV_FILLED_FROM_TAIL 192
+#define KOLO_DEV_FILLED_WORDS 64 /* KOLO_CONN_MAX_SLOTS */
+
 typedef struct {
   char *slots;
   char *ll_slots;  /* LL region: nslots * ll_slot_bytes, receiver's memory */
   uint32_t ll_slot_bytes;
-  uint32_t pad0;
+  uint32_t flags;  /* KOLO_DEV_CONN_* */
   uint32_t *tail;  /* bumped by the sender */
   uint32_t *head;  /* bumped by the receiver */
   uint32_t *stop;  /* non-zero: the other end stopped (connector.h words) */
@@ -83,7 +97,10 @@ typedef struct {
   uint32_t nslots;
   uint32_t slot_bytes;
   int32_t peer;
-  int32_t pad;
+  /* Host only (kernels ignore it): a net pipe's index + 1 in its
+   * communicator's table, whose proxy the launcher posts the slices to
+   * (core/cuda_comm.h); 0: not a net pipe. */
+  int32_t net;
 } kolo_dev_conn;
 
 typedef struct {

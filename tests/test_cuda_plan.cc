@@ -11,8 +11,11 @@
 // slots), the protocol choice (LL up to KOLO_LL_THRESHOLD bytes, the same on
 // every rank), cuts between launches (shared end, dtype, protocol,
 // KOLO_DEV_MAX_TASKS, a send to oneself kept with its recv), a missing pipe
-// reported, and - by simulating launches of all ranks - that the launches
-// of random groups cannot deadlock across ranks.
+// reported, by simulating launches of all ranks - that the launches of
+// random groups cannot deadlock across ranks, and the slices a task moves
+// through each end (what the launcher posts to a net pipe's proxy) against
+// the connector steps the host executor really took running the same call
+// on a host communicator of threads.
 //
 // Init: without a usable GPU a koloMemCuda communicator fails cleanly with
 // a sentence naming the device; in a build without CUDA it is refused
@@ -24,6 +27,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -38,7 +42,9 @@ extern "C" {
 #include "ring/topology.h"
 }
 
+#include "util/comm_peek.h"
 #include "util/proc_util.h"
+#include "util/thread_world.h"
 
 #ifdef KOLO_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -355,6 +361,86 @@ TEST(CudaPlan, ChannelsAndGeometryMatchTheHostExecutor) {
           EXPECT_EQ(bs[0].tasks[ch].out_blocked, prog.out_blocked);
         }
       }
+}
+
+// kolo_cuda_plan_slices against the host executor: the same programs and
+// geometry run on a host communicator of threads, whose connectors count
+// every slice they move.  Small slots (4 KiB), so calls take many slices
+// and several rounds; counts that leave channels, chunks and slices partly
+// empty; every collective with a connector, 1 and 3 ranks.
+TEST(CudaPlan, SlicesEqualTheHostExecutorsConnectorSteps) {
+  kt::ScopedEnv buf("KOLO_BUFFSIZE", "32768");
+  kt::ScopedEnv slots("KOLO_NSLOTS", "8");
+  kt::ScopedEnv chans("KOLO_NCHANNELS", "3");
+  kt::ScopedEnv minch("KOLO_MIN_CHANNEL_BYTES", "4096");
+  for (int n : {3, 1}) {
+    kt::ThreadWorld w(n);
+    ASSERT_TRUE(w.ok()) << w.init_error;
+    Shape sh;
+    sh.nranks = n;
+    kt_comm_shape(w.comms[0], &sh.nch, &sh.nslots, &sh.slot_bytes, &sh.min_channel_bytes);
+    ASSERT_EQ(sh.slot_bytes, 4096u);
+    sh.ll_threshold = 0;  // net pipes: SIMPLE only
+    std::vector<std::unique_ptr<FakeComm>> fcs;
+    for (int r = 0; r < n; r++) fcs.emplace_back(new FakeComm(sh, r));
+    const kt::Coll colls[] = {kt::Coll::AllReduce, kt::Coll::ReduceScatter, kt::Coll::AllGather,
+                              kt::Coll::Broadcast, kt::Coll::Reduce};
+    std::mt19937 rng(4242);
+    for (kt::Coll coll : colls)
+      for (size_t count : {size_t(1), size_t(1023), size_t(4096 * 3 + 17), size_t(100000) + rng() % 50000}) {
+        kt::CollCase c;
+        c.coll = coll;
+        c.type = count % 2 ? koloFloat32 : koloFloat64;
+        c.nranks = n;
+        c.count = count;
+        c.root = n > 1 ? 2 : 0;
+        kt::seed_case(&c);
+        SCOPED_TRACE(c.str());
+        std::vector<std::vector<uint32_t>> before((size_t)n, std::vector<uint32_t>(2 * (size_t)sh.nch));
+        auto snap = [&](std::vector<std::vector<uint32_t>> &v) {
+          for (int r = 0; r < n; r++)
+            for (int ch = 0; ch < sh.nch; ch++)
+              kt_ring_steps(w.comms[(size_t)r], ch, &v[(size_t)r][2 * (size_t)ch], &v[(size_t)r][2 * (size_t)ch + 1]);
+        };
+        snap(before);
+        kt::GridReport rep = kt::run_grid(w, {c});
+        ASSERT_EQ(rep.failed_cases, 0) << (rep.failures.empty() ? "" : rep.failures[0]);
+        std::vector<std::vector<uint32_t>> after = before;
+        snap(after);
+        const int kcoll = coll == kt::Coll::AllReduce       ? KOLO_COLL_ALL_REDUCE
+                          : coll == kt::Coll::ReduceScatter ? KOLO_COLL_REDUCE_SCATTER
+                          : coll == kt::Coll::AllGather     ? KOLO_COLL_ALL_GATHER
+                          : coll == kt::Coll::Broadcast     ? KOLO_COLL_BROADCAST
+                                                            : KOLO_COLL_REDUCE;
+        for (int r = 0; r < n; r++) {
+          kolo_op op = make_op(kcoll, fake(0x1000), const_cast<void *>(fake(0x2000)), count, c.type, c.root);
+          int nitems = kolo_cuda_plan_count(&op, 1, &fcs[(size_t)r]->pc);
+          std::vector<kolo_cuda_plan_item> items((size_t)nitems + 1);
+          kolo_cuda_plan_items(&op, 1, &fcs[(size_t)r]->pc, items.data());
+          std::vector<uint64_t> want(2 * (size_t)sh.nch, 0);
+          kolo_dev_batch b;
+          for (int next = 0, first = 0; kolo_cuda_plan_next(&op, &fcs[(size_t)r]->pc, items.data(), nitems, &next, &b) == 1;
+               first = next)
+            for (int j = 0; j < b.ntasks; j++) {
+              uint64_t sends = 0, recvs = 0;
+              kolo_cuda_plan_slices(&op, &fcs[(size_t)r]->pc, &items[(size_t)(first + j)], &b.tasks[j], b.protocol,
+                                    &sends, &recvs);
+              int ch = b.tasks[j].channel;
+              EXPECT_TRUE(b.tasks[j].has_send || sends == 0);
+              EXPECT_TRUE(b.tasks[j].has_recv || recvs == 0);
+              want[2 * (size_t)ch] += sends;
+              want[2 * (size_t)ch + 1] += recvs;
+            }
+          for (int ch = 0; ch < sh.nch; ch++) {
+            EXPECT_EQ((uint32_t)want[2 * (size_t)ch], after[(size_t)r][2 * (size_t)ch] - before[(size_t)r][2 * (size_t)ch])
+                << "rank " << r << " channel " << ch << ": slices sent";
+            EXPECT_EQ((uint32_t)want[2 * (size_t)ch + 1],
+                      after[(size_t)r][2 * (size_t)ch + 1] - before[(size_t)r][2 * (size_t)ch + 1])
+                << "rank " << r << " channel " << ch << ": slices received";
+          }
+        }
+      }
+  }
 }
 
 TEST(CudaPlan, AverageDividesByTheRanks) {

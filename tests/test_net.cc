@@ -12,6 +12,13 @@
 //  - NetProcs.RankKilledDuringCollective: 3 ranks, timeout 2 s; rank 2 dies
 //    (SIGKILL) 50 ms into a large all-reduce; ranks 0 and 1 must return an
 //    error naming rank 2 within the bound.
+//  - NetPolled.KernelStylePipesWakeOnPost: the proxy's polled pipes (the
+//    net pipes of CUDA communicators, whose kernels ring no doorbell) over
+//    the socket provider, driven by tests/util/polled_pipe.c with the
+//    proxy's idle sleep raised to 20 s: only the launcher's posts can wake
+//    it, so a missed wake-up or a proxy that stops polling too early shows
+//    as a stalled counter; bytes are checked, and only the filled bytes of
+//    each slot may land.
 //  - NetNs.TwoAndThreeNamespaces: runs tests/netns/run.sh, which puts each
 //    rank in its own network namespace (veth + bridge, 10.x addresses) and
 //    runs NetNsRank.Run there; skipped with a message where namespaces
@@ -35,6 +42,7 @@
 
 #include "util/coll_ref.h"
 #include "util/coll_run.h"
+#include "util/polled_pipe.h"
 #include "util/proc_util.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -222,6 +230,25 @@ TEST(NetSocket, RoundTripControlStrayAndClose) {
   EXPECT_NE(std::string(eb.msg).find("rank 0 (test)"), std::string::npos) << eb.msg;
   net.close(rcomm);
   EXPECT_EQ(count_fds(), fds_before) << "file descriptors leaked";
+}
+
+// ---- polled pipes (CUDA communicators' net pipes) ------------------------------
+
+TEST(NetPolled, KernelStylePipesWakeOnPost) {
+  ScopedEnv idle("KOLO_PROXY_IDLE_MS", "20000");
+  for (size_t slot : {size_t(4096), size_t(65536) + 64}) {
+    kt_polled_cfg cfg{};
+    cfg.provider = "socket";
+    cfg.slot_bytes = slot;
+    cfg.nslots = 4;
+    cfg.launches = 30;
+    cfg.max_slices = 11;
+    cfg.pause_us = 15000;  // the proxy falls asleep between launches
+    cfg.stall_ms = 5000;   // far below the 20 s sleep a missed wake-up would cost
+    cfg.seed = 1234 + (unsigned)slot;
+    char err[512] = "";
+    EXPECT_EQ(kt_polled_pipe_run(&cfg, err, sizeof err), 0) << "slot " << slot << ": " << err;
+  }
 }
 
 // ---- ranks as processes over the net transport -------------------------------

@@ -18,7 +18,7 @@ static const kolo_transport *const transports[] = {&kolo_transport_local, &kolo_
 
 /* The candidates, in order, for each memory kind. */
 static const int host_candidates[] = {0, 3, 1}; /* local, net, shm */
-static const int cuda_candidates[] = {2};
+static const int cuda_candidates[] = {2, 3}; /* p2p, net */
 
 static const kolo_conn_mem host_mem = {koloMemHost, -1, 0, NULL};
 

@@ -3,11 +3,13 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "core/config.h"
 #include "core/log.h"
 #include "transport/socket.h"
 
@@ -18,9 +20,10 @@
 #define PROXY_IDLE_PASSES 4
 #define PROXY_SLEEP_MS 1
 #define PROXY_GRACE_MS 200
-/* The longest sleep: the doorbell and the sockets wake the proxy at once;
- * this bound only covers what neither announces. */
-#define PROXY_IDLE_MS 50
+/* The longest sleep (KOLO_PROXY_IDLE_MS, default 50): the doorbell and the
+ * sockets wake the proxy at once; this bound only covers what neither
+ * announces.  Tests raise it so that a missed wake-up shows as a stall. */
+static int idle_ms = 50;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;        /* pipes and their state */
 static pthread_mutex_t life_mu = PTHREAD_MUTEX_INITIALIZER;   /* thread start / stop */
@@ -178,10 +181,24 @@ static int pipe_progress(kolo_net_pipe *p) {
   return moved;
 }
 
+/* A polled pipe with posted slices outstanding: the proxy must keep looking
+ * at its counters, which nobody announces.  Not once it stopped (a kernel
+ * that stops early leaves slices it will never move) and its stop word
+ * went out or came in. */
+static int pipe_hot(kolo_net_pipe *p) {
+  if (!p->polled || p->failed) return 0;
+  uint32_t due = atomic_load_explicit(&p->due, memory_order_seq_cst);
+  int outstanding = p->is_send ? p->completed != due : (!p->ctrl_gone && p->credit_sent != due);
+  if (!outstanding) return 0;
+  uint32_t word = atomic_load_explicit(&p->ctrl->abort, memory_order_acquire);
+  return word == 0 || (!p->stop_sent && !p->stop_remote && !p->ctrl_gone);
+}
+
 /* Would a turn of this pipe move something that only its counters or its
  * stop word show (the sockets announce the rest)? */
 static int pipe_wants_turn(kolo_net_pipe *p) {
   if (p->failed) return 0;
+  if (pipe_hot(p)) return 1;
   if (p->is_send && p->posted != atomic_load_explicit(&p->ctrl->tail, memory_order_seq_cst)) return 1;
   if (!p->is_send && !p->ctrl_gone &&
       p->credit_sent != atomic_load_explicit(&p->ctrl->head, memory_order_seq_cst))
@@ -195,7 +212,7 @@ static int pipe_wants_turn(kolo_net_pipe *p) {
  * of the two sides sees the other's store).  The poll timeout, or -1 when
  * some pipe has work already. */
 static int arm_doorbells(void) {
-  int timeout = PROXY_IDLE_MS, busy = 0;
+  int timeout = idle_ms, busy = 0;
   pthread_mutex_lock(&mu);
   for (kolo_net_pipe *p = pipes; p; p = p->next)
     atomic_store_explicit(&p->ctrl->doorbell, bell_fd + 1, memory_order_seq_cst);
@@ -225,11 +242,12 @@ static void *proxy_main(void *arg) {
   struct pollfd pf[PROXY_MAX_FDS];
   int idle = 0;
   while (!atomic_load(&stop_flag)) {
-    int moved = 0, nfds = 1;
+    int moved = 0, nfds = 1, hot = 0;
     pf[0] = (struct pollfd){bell_fd, POLLIN, 0};
     pthread_mutex_lock(&mu);
     for (kolo_net_pipe *p = pipes; p; p = p->next) {
       moved |= pipe_progress(p);
+      hot |= pipe_hot(p);
       if (!p->failed && nfds < PROXY_MAX_FDS)
         nfds += p->net->pollfds(p->comm, pf + nfds, PROXY_MAX_FDS - nfds);
     }
@@ -239,6 +257,12 @@ static void *proxy_main(void *arg) {
       continue;
     }
     if (++idle < PROXY_IDLE_PASSES) continue;
+    if (hot) {
+      /* A kernel is due to move a counter that nothing will announce:
+       * keep looking, handing the CPU to others between looks. */
+      sched_yield();
+      continue;
+    }
     /* Sleep until a socket is ready or an executor rings. */
     int timeout = arm_doorbells();
     if (timeout >= 0 && poll(pf, (nfds_t)nfds, timeout) < 0 && errno != EINTR) {
@@ -261,6 +285,8 @@ koloResult_t kolo_proxy_add(kolo_net_pipe *p, kolo_errbuf *eb) {
                          p->is_send ? "to" : "from", p->who);
   }
   if (!running) {
+    int64_t ms = kolo_param_int("KOLO_PROXY_IDLE_MS");
+    idle_ms = ms < 1 ? 1 : ms > 60000 ? 60000 : (int)ms;
     atomic_store(&stop_flag, 0);
     int err = pthread_create(&thread, NULL, proxy_main, NULL);
     if (err != 0) {
@@ -332,4 +358,12 @@ void kolo_proxy_remove(kolo_net_pipe *p) {
     bell_fd = -1;
   }
   pthread_mutex_unlock(&life_mu);
+}
+
+void kolo_proxy_post(kolo_net_pipe *p, uint32_t slices) {
+  if (slices == 0) return;
+  atomic_fetch_add_explicit(&p->due, slices, memory_order_seq_cst);
+  /* A sleeping proxy armed the doorbell, then looked at `due`: one of the
+   * two sides sees the other. */
+  kolo_conn_ring(p->ctrl);
 }

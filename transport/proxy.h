@@ -26,6 +26,15 @@
  * period.  The sleep is bounded (50 ms; 1 ms while a broken connection is
  * in its grace period or a provider's fds may miss an event, without
  * KOLO_NET_EXACT_POLL) for whatever neither announces.
+ *
+ * Polled pipes (CUDA communicators: the executor is a kernel, which moves
+ * the counters in mapped host memory but cannot ring a doorbell).  Whoever
+ * launches the kernel posts how many slices it will move through the pipe
+ * (kolo_proxy_post, right after the launch); the proxy keeps polling while
+ * a polled pipe has posted slices outstanding (sender: not yet sent and
+ * completed; receiver: not yet drained and credited), and sleeps as above
+ * once none has, or once the pipe stopped.  A post rings the pipe's
+ * doorbell, so a sleeping proxy wakes for it.
  */
 #ifndef KOLO_TRANSPORT_PROXY_H
 #define KOLO_TRANSPORT_PROXY_H
@@ -47,6 +56,7 @@ typedef struct kolo_net_pipe {
   size_t slot_bytes;
   int is_send, self, peer;
   int flush_ms;         /* bound on the flush at close */
+  int polled;           /* the executor rings no doorbell: see kolo_proxy_post */
   char who[96];         /* "rank 3 (10.0.0.2:4711)" */
   /* proxy state (under the proxy's lock) */
   int added;
@@ -55,6 +65,7 @@ typedef struct kolo_net_pipe {
   uint32_t credit_sent;
   int stop_sent, stop_remote, failed, ctrl_gone;
   int64_t grace_until;  /* the connection broke: when to call the peer dead */
+  _Atomic uint32_t due; /* polled pipes: slices posted so far (a running count like tail) */
   kolo_errbuf err;
   struct kolo_net_pipe *next;
 } kolo_net_pipe;
@@ -66,5 +77,9 @@ koloResult_t kolo_proxy_add(kolo_net_pipe *p, kolo_errbuf *eb);
  * (stopping the thread with the last pipe).  The proxy no longer touches
  * the pipe when this returns. */
 void kolo_proxy_remove(kolo_net_pipe *p);
+/* A polled pipe will move `slices` more slices (posted by the thread that
+ * launched the kernel moving them): the proxy polls the pipe until they
+ * have gone through. */
+void kolo_proxy_post(kolo_net_pipe *p, uint32_t slices);
 
 #endif

@@ -4,7 +4,8 @@
  * communicator, passed explicitly with every setup (kolo_conn_mem): host
  * communicators try local -> net -> shm (net only connects other hosts, or
  * other processes with KOLO_NET_FORCE=1), CUDA communicators try p2p
- * (device memory; net for device memory comes later).  Within the list the first whose
+ * (device memory, ranks of one host) -> net (other hosts, or other
+ * processes with KOLO_NET_FORCE=1; slots staged in pinned host memory).  Within the list the first whose
  * can_connect says yes wins; callers never switch on the transport.
  * Setting up a pipe takes three messages over the bootstrap mesh: the
  * receiver creates the memory and sends a descriptor, the sender attaches
@@ -71,6 +72,9 @@ extern const kolo_transport kolo_transport_p2p;
 /* Other hosts (or, with KOLO_NET_FORCE=1, other processes): local slots at
  * each end, moved by the proxy thread over the network (proxy.h). */
 extern const kolo_transport kolo_transport_net;
+
+/* The proxy's record of a net pipe end (proxy.h), NULL for other transports. */
+struct kolo_net_pipe *kolo_net_pipe_of(const kolo_connector *c);
 
 /* One pipe to set up: this rank is its sender (is_send) or receiver. */
 typedef struct {

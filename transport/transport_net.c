@@ -11,13 +11,22 @@
  * (connections without the token are refused) and closes its listener.
  * The provider is kolo_net_default()'s (KOLO_NET, else ib where a device is
  * usable, else socket); the descriptor names it, so ranks that chose
- * differently fail with a sentence. */
+ * differently fail with a sentence.
+ *
+ * CUDA communicators (kolo_conn_mem says koloMemCuda): each end's control
+ * block and slots are staging memory, pinned and mapped into the device
+ * (net_devmem.h), so the kernel fills and drains the slots and moves the
+ * counters itself; the connector's device fields point there.  Those
+ * pipes are polled (proxy.h): the launcher posts each kernel's slices.
+ * LL is not used on them (no LL region; the planner knows, cuda_comm.c). */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/config.h"
 #include "transport/net.h"
+#include "transport/net_devmem.h"
 #include "transport/proxy.h"
 #include "transport/socket.h"
 #include "transport/transport.h"
@@ -39,23 +48,43 @@ static int timeout_ms(void) {
   return t < 0 ? 0 : t > (1 << 30) ? (1 << 30) : (int)t;
 }
 
+static int on_device(const kolo_conn_setup *s) { return s->mem->memory == koloMemCuda; }
+
+static void mem_free(kolo_net_pipe *p) {
+  if (p->polled)
+    kolo_net_devmem_free(p->mem);
+  else
+    free(p->mem);
+  p->mem = NULL;
+}
+
 static koloResult_t pipe_new(const kolo_conn_setup *s, kolo_connector *c, int is_send) {
   kolo_net_pipe *p = calloc(1, sizeof *p);
   size_t bytes = KOLO_CONN_CTRL_BYTES + s->slot_bytes * s->nslots;
-  void *mem = p ? aligned_alloc(4096, bytes) : NULL;
-  if (mem == NULL) {
+  if (p == NULL)
+    return kolo_error(s->eb, koloSystemError, "cannot allocate the network pipe %s rank %d",
+                      is_send ? "to" : "from", s->peer->rank);
+  void *mem = NULL, *dev_mem = NULL;
+  if (on_device(s)) {
+    koloResult_t res = kolo_net_devmem_alloc(bytes, s->mem->cuda_dev, &mem, &dev_mem, s->eb);
+    if (res != koloSuccess) {
+      free(p);
+      return res;
+    }
+    p->polled = 1;
+  } else if ((mem = aligned_alloc(4096, bytes)) == NULL) {
     free(p);
     return kolo_error(s->eb, koloSystemError, "cannot allocate %zu bytes for the network pipe %s rank %d",
                       bytes, is_send ? "to" : "from", s->peer->rank);
   }
   memset(mem, 0, KOLO_CONN_CTRL_BYTES);
+  p->mem = mem;
   p->net = kolo_net_default(s->eb);
   if (p->net == NULL) {
-    free(mem);
+    mem_free(p);
     free(p);
     return koloInvalidArgument;
   }
-  p->mem = mem;
   p->ctrl = mem;
   p->slots = (char *)mem + KOLO_CONN_CTRL_BYTES;
   p->nslots = s->nslots;
@@ -72,7 +101,21 @@ static koloResult_t pipe_new(const kolo_conn_setup *s, kolo_connector *c, int is
   c->mem_bytes = bytes;
   c->ctrl = p->ctrl;
   c->slots = p->slots;
+  if (dev_mem != NULL) { /* what kernels address: the same bytes */
+    char *d = dev_mem;
+    c->slots = d + KOLO_CONN_CTRL_BYTES;
+    c->dev.tail = (uint32_t *)(d + offsetof(kolo_conn_ctrl, tail));
+    c->dev.head = (uint32_t *)(d + offsetof(kolo_conn_ctrl, head));
+    c->dev.stop = (uint32_t *)(d + offsetof(kolo_conn_ctrl, abort));
+    c->dev.ll_slots = NULL;
+    c->dev.ll_slot_bytes = 0;
+    c->dev.cuda_dev = s->mem->cuda_dev;
+  }
   return koloSuccess;
+}
+
+kolo_net_pipe *kolo_net_pipe_of(const kolo_connector *c) {
+  return c != NULL && c->transport == &kolo_transport_net ? c->mem : NULL;
 }
 
 static koloResult_t net_recv_create(const kolo_conn_setup *s, kolo_connector *c, char *desc) {
@@ -146,7 +189,7 @@ static void net_close(kolo_connector *c) {
   kolo_proxy_remove(p);
   if (p->lcomm) p->net->close_listen(p->lcomm);
   if (p->comm) p->net->close(p->comm);
-  free(p->mem);
+  mem_free(p);
   free(p);
   c->mem = NULL;
   c->ctrl = NULL;

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "core/log.h"
 #include "transport/transport.h"
 
@@ -83,8 +84,11 @@ static void map_block(const kolo_conn_setup *s, kolo_connector *c, char *base, s
 }
 
 static int p2p_can_connect(const kolo_conn_setup *s) {
-  /* IPC and peer pointers work within one host only. */
-  return s->mem->memory == koloMemCuda && s->self->host_hash == s->peer->host_hash;
+  /* IPC and peer pointers work within one host only; KOLO_NET_FORCE=1
+   * sends other processes of this host through the network instead (the
+   * staged net path, testable on one machine). */
+  if (s->mem->memory != koloMemCuda || s->self->host_hash != s->peer->host_hash) return 0;
+  return kolo_same_process(s->self, s->peer) || kolo_param_int("KOLO_NET_FORCE") == 0;
 }
 
 static koloResult_t cuda_fail(const kolo_conn_setup *s, cudaError_t e, const char *what) {

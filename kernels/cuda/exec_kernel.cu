@@ -413,6 +413,10 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
           if (rv) rstep++;
           if (sd) sstep++;
           if (threadIdx.x == 0) {
+            if (sd && (t.send.flags & KOLO_DEV_CONN_FILLED)) /* for a proxy: the bytes of this slice */
+              reinterpret_cast<volatile uint32_t *>(reinterpret_cast<char *>(t.send.tail) +
+                                                    KOLO_DEV_FILLED_FROM_TAIL)[(sstep - 1) % KOLO_DEV_FILLED_WORDS] =
+                  static_cast<uint32_t>(cnt * esz);
             __threadfence_system();
             if (sd) st_release_sys(t.send.tail, sstep);
             if (rv) st_release_sys(t.recv.head, rstep);

@@ -1,0 +1,17 @@
+/* comm_peek.c - see comm_peek.h. */
+#include "util/comm_peek.h"
+
+#include "core/comm.h"
+
+void kt_ring_steps(koloComm_t comm, int ch, uint32_t *send, uint32_t *recv) {
+  *send = comm->ring_send[ch].ctrl ? comm->ring_send[ch].step : 0;
+  *recv = comm->ring_recv[ch].ctrl ? comm->ring_recv[ch].step : 0;
+}
+
+void kt_comm_shape(koloComm_t comm, int *nchannels, uint32_t *nslots, size_t *slot_bytes,
+                   size_t *min_channel_bytes) {
+  *nchannels = comm->nchannels;
+  *nslots = comm->nslots;
+  *slot_bytes = comm->slot_bytes;
+  *min_channel_bytes = comm->min_channel_bytes;
+}

@@ -1,0 +1,27 @@
+/* comm_peek.h - read-only looks inside a host communicator, for tests that
+ * compare an independent count with what the executor really did. */
+#ifndef KOLO_TESTS_UTIL_COMM_PEEK_H
+#define KOLO_TESTS_UTIL_COMM_PEEK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kolo.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The running step counts of the ring pipe ends of channel ch (slices sent
+ * and slices drained since the comm was made); 0 where no pipe exists. */
+void kt_ring_steps(koloComm_t comm, int ch, uint32_t *send, uint32_t *recv);
+/* The comm's shape: channels, slots per pipe, bytes per slot, and the bytes
+ * a channel must have before another is used. */
+void kt_comm_shape(koloComm_t comm, int *nchannels, uint32_t *nslots, size_t *slot_bytes,
+                   size_t *min_channel_bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
