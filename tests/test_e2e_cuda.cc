@@ -42,6 +42,10 @@
 //   CudaProcs       test_e2e_procs.cc's subset (4 dtype/op pairs, counts
 //                   {0,1,7,4095}, 1 MiB + 3 for some) plus the protocol switch
 //   CudaProcsTimeout  a peer process that never calls: koloTimeout naming it
+//   CudaNetProcs    the CudaProcs grid with KOLO_NET_FORCE=1 and KOLO_NET=socket:
+//                   the ranks talk through net pipes as across hosts (device
+//                   buffers staged through pinned host slots, the proxy
+//                   polling them for the kernels' posted slices, no LL)
 //
 // Every test is a visible skip ("no CUDA device: ...") without a usable
 // device.  Large and Huge grids are skipped in sanitizer builds
@@ -245,6 +249,21 @@ TEST_P(CudaProcs, Grid) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CudaProcs, CudaProcs, ::testing::Values(1, 2, 3, 4, 8),
+                         [](const ::testing::TestParamInfo<int> &p) {
+                           return std::to_string(p.param) + "procs";
+                         });
+
+// The same grid through the network path a CUDA comm takes between hosts.
+class CudaNetProcs : public ::testing::TestWithParam<int> {};
+
+TEST_P(CudaNetProcs, Grid) {
+  KT_REQUIRE_CUDA();
+  ScopedEnv force("KOLO_NET_FORCE", "1");
+  ScopedEnv net("KOLO_NET", "socket");
+  run_cuda_procs("grid", GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaNetProcs, CudaNetProcs, ::testing::Values(2, 3),
                          [](const ::testing::TestParamInfo<int> &p) {
                            return std::to_string(p.param) + "procs";
                          });

@@ -97,6 +97,13 @@ typedef struct kolo_net_provider {
   /* Stops watching the control channel (after its peer went away). */
   void (*ctrl_forget)(void *comm);
   void (*close)(void *comm);
+  /* Optional (NULL: the provider cannot): registers [buf, buf + len) of
+   * device memory, exported as the dma-buf fd (from offset), with the
+   * connection, so that later isend / irecv of regions inside it go
+   * straight from and to GPU memory (GPUDirect RDMA).  The fd may be closed
+   * after the call.  Fails, saying why, where the NIC or its driver cannot
+   * take dma-bufs; the caller then stays with staging. */
+  koloResult_t (*reg_dmabuf)(void *comm, void *buf, size_t len, int fd, uint64_t offset, kolo_errbuf *eb);
 } kolo_net_provider;
 
 extern const kolo_net_provider kolo_net_socket;

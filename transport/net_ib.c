@@ -108,6 +108,10 @@ static koloResult_t wc_failed(ib_comm *c, const struct ibv_wc *wc, kolo_errbuf *
 static koloResult_t mr_for(ib_comm *c, void *buf, size_t len, struct ibv_mr **mr, kolo_errbuf *eb) {
   uintptr_t lo = (uintptr_t)buf, hi = lo + len;
   int victim = 0;
+  if (c->dmabuf.mr && c->dmabuf.lo <= lo && hi <= c->dmabuf.hi) { /* device memory: cannot be re-registered */
+    *mr = c->dmabuf.mr;
+    return koloSuccess;
+  }
   c->mr_clock++;
   for (int k = 0; k < IB_MR_CACHE; k++) {
     int i = (c->mr_last + k) % IB_MR_CACHE;
@@ -135,6 +139,26 @@ static koloResult_t mr_for(ib_comm *c, void *buf, size_t len, struct ibv_mr **mr
   e->used = c->mr_clock;
   c->mr_last = victim;
   *mr = e->mr;
+  return koloSuccess;
+}
+
+/* GPUDirect RDMA: device memory exported as a dma-buf, registered once for
+ * the connection's life (the sender's NIC reads it, the receiver's writes
+ * it, as with host slots). */
+static koloResult_t ib_reg_dmabuf(void *comm, void *buf, size_t len, int fd, uint64_t offset, kolo_errbuf *eb) {
+  ib_comm *c = comm;
+  if (c->dmabuf.mr != NULL)
+    return kolo_error(eb, koloInternalError, "the ib connection with %s already has GPUDirect slots", c->who);
+  int access = IBV_ACCESS_LOCAL_WRITE | (c->is_send ? 0 : IBV_ACCESS_REMOTE_WRITE);
+  struct ibv_mr *mr = ibv_reg_dmabuf_mr(c->pd, offset, len, (uint64_t)(uintptr_t)buf, fd, access);
+  if (mr == NULL)
+    return kolo_syserror(eb, errno,
+                         "ibv_reg_dmabuf_mr of %zu bytes of GPU memory on %s failed (the NIC driver must "
+                         "support dma-buf, e.g. mlx5 with rdma-core 34+ and Linux 5.12+)",
+                         len, c->port.name);
+  c->dmabuf.mr = mr;
+  c->dmabuf.lo = (uintptr_t)buf;
+  c->dmabuf.hi = (uintptr_t)buf + len;
   return koloSuccess;
 }
 
@@ -528,4 +552,5 @@ const kolo_net_provider kolo_net_ib = {
     .pollfds = ib_pollfds,
     .ctrl_forget = ib_ctrl_forget,
     .close = kolo_ib_close,
+    .reg_dmabuf = ib_reg_dmabuf,
 };

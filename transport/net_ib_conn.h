@@ -109,6 +109,7 @@ typedef struct {
   uint32_t head, tail, next_post;
   ib_advert adv[KOLO_NET_MAX_REQS];
   ib_mr_entry mrs[IB_MR_CACHE];
+  ib_mr_entry dmabuf; /* GPUDirect slots (reg_dmabuf): looked up first, never evicted */
   uint64_t mr_clock;
   int mr_last; /* the entry found last: slots are posted in turn */
 } ib_comm;

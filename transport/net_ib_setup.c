@@ -271,6 +271,7 @@ void kolo_ib_close(void *comm) {
     if (c->qp[q]) warn_rc(ibv_destroy_qp(c->qp[q]), "ibv_destroy_qp", c);
   for (int i = 0; i < IB_MR_CACHE; i++)
     if (c->mrs[i].mr) warn_rc(ibv_dereg_mr(c->mrs[i].mr), "ibv_dereg_mr", c);
+  if (c->dmabuf.mr) warn_rc(ibv_dereg_mr(c->dmabuf.mr), "ibv_dereg_mr (GPUDirect slots)", c);
   if (c->rmr) warn_rc(ibv_dereg_mr(c->rmr), "ibv_dereg_mr", c);
   if (c->smr) warn_rc(ibv_dereg_mr(c->smr), "ibv_dereg_mr", c);
   if (c->cq) warn_rc(ibv_destroy_cq(c->cq), "ibv_destroy_cq", c);

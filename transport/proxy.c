@@ -11,6 +11,7 @@
 
 #include "core/config.h"
 #include "core/log.h"
+#include "transport/net_devmem.h"
 #include "transport/socket.h"
 
 #define PROXY_MAX_FDS 1024
@@ -159,6 +160,9 @@ static int pipe_progress(kolo_net_pipe *p) {
       p->completed++;
     }
     if (p->completed != before) {
+      /* GPUDirect: the NIC's writes into GPU memory before the tail the
+       * kernel reads (net_devmem.h). */
+      if (p->flush_dev1 > 0) kolo_net_devmem_flush(p->flush_dev1 - 1);
       kolo_conn_publish(&p->ctrl->tail, &p->ctrl->tail_waiters, p->completed);
       moved = 1;
     }

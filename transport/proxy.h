@@ -57,6 +57,7 @@ typedef struct kolo_net_pipe {
   int is_send, self, peer;
   int flush_ms;         /* bound on the flush at close */
   int polled;           /* the executor rings no doorbell: see kolo_proxy_post */
+  int flush_dev1;       /* device + 1 whose GPUDirect writes are flushed before tail moves (0: none) */
   char who[96];         /* "rank 3 (10.0.0.2:4711)" */
   /* proxy state (under the proxy's lock) */
   int added;

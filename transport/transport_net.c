@@ -18,13 +18,17 @@
  * (net_devmem.h), so the kernel fills and drains the slots and moves the
  * counters itself; the connector's device fields point there.  Those
  * pipes are polled (proxy.h): the launcher posts each kernel's slices.
- * LL is not used on them (no LL region; the planner knows, cuda_comm.c). */
+ * LL is not used on them (no LL region; the planner knows, cuda_comm.c).
+ * With KOLO_NET_GDR=1 the slots may live in GPU memory instead (GPUDirect
+ * RDMA, net_devmem.h), decided by each end for itself after connecting. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/config.h"
+#include "core/log.h"
 #include "transport/net.h"
 #include "transport/net_devmem.h"
 #include "transport/proxy.h"
@@ -50,43 +54,98 @@ static int timeout_ms(void) {
 
 static int on_device(const kolo_conn_setup *s) { return s->mem->memory == koloMemCuda; }
 
+/* What a net pipe end owns besides the proxy's record (kolo_net_pipe). */
+typedef struct {
+  kolo_net_pipe pipe;  /* first: c->mem points at both */
+  void *slot_mem;      /* device pipes: staged slots (pinned), NULL once GPUDirect took over */
+  void *gdr_raw;       /* device pipes with GPUDirect: the device allocation */
+  int dev;
+} net_end;
+
 static void mem_free(kolo_net_pipe *p) {
-  if (p->polled)
+  net_end *e = (net_end *)p;
+  if (p->polled) {
     kolo_net_devmem_free(p->mem);
-  else
+    kolo_net_devmem_free(e->slot_mem);
+    kolo_net_devmem_gdr_free(e->gdr_raw, e->dev);
+    e->slot_mem = e->gdr_raw = NULL;
+  } else {
     free(p->mem);
+  }
   p->mem = NULL;
 }
 
+/* KOLO_NET_GDR=1 on a device pipe: its slots move to GPU memory registered
+ * with the NIC, where the device, the driver and the provider allow;
+ * otherwise it stays staged, and says why (net_devmem.h). */
+static void try_gdr(kolo_connector *c, kolo_net_pipe *p) {
+  net_end *e = (net_end *)p;
+  if (!p->polled || kolo_param_int("KOLO_NET_GDR") == 0) return;
+  kolo_errbuf eb;
+  memset(&eb, 0, sizeof eb);
+  size_t bytes = p->slot_bytes * p->nslots;
+  void *raw = NULL, *slots = NULL;
+  int fd = -1, flush = 1;
+  if (p->net->reg_dmabuf == NULL) {
+    kolo_error(&eb, koloInvalidUsage, "the %s provider cannot register device memory", p->net->name);
+  } else if (kolo_net_devmem_gdr_alloc(bytes, e->dev, &raw, &slots, &fd, &flush, &eb) == koloSuccess) {
+    koloResult_t res = p->net->reg_dmabuf(p->comm, slots, bytes, fd, 0, &eb);
+    close(fd);
+    if (res == koloSuccess) {
+      kolo_net_devmem_free(e->slot_mem);
+      e->slot_mem = NULL;
+      e->gdr_raw = raw;
+      p->slots = slots; /* the proxy passes its addresses to the NIC, never reads it */
+      c->slots = slots;
+      p->flush_dev1 = !p->is_send && flush ? e->dev + 1 : 0;
+      KOLO_INFO("rank %d: network pipe %s %s: GPUDirect RDMA (dma-buf) on CUDA device %d%s", p->self,
+                p->is_send ? "to" : "from", p->who, e->dev, p->flush_dev1 ? ", flushing writes" : "");
+      return;
+    }
+    kolo_net_devmem_gdr_free(raw, e->dev);
+  }
+  KOLO_INFO("rank %d: network pipe %s %s stays staged in pinned host memory: %s", p->self,
+            p->is_send ? "to" : "from", p->who, eb.msg);
+}
+
 static koloResult_t pipe_new(const kolo_conn_setup *s, kolo_connector *c, int is_send) {
-  kolo_net_pipe *p = calloc(1, sizeof *p);
-  size_t bytes = KOLO_CONN_CTRL_BYTES + s->slot_bytes * s->nslots;
-  if (p == NULL)
+  net_end *e = calloc(1, sizeof *e);
+  kolo_net_pipe *p = &e->pipe;
+  size_t slots_bytes = s->slot_bytes * s->nslots, bytes = KOLO_CONN_CTRL_BYTES + slots_bytes;
+  if (e == NULL)
     return kolo_error(s->eb, koloSystemError, "cannot allocate the network pipe %s rank %d",
                       is_send ? "to" : "from", s->peer->rank);
-  void *mem = NULL, *dev_mem = NULL;
-  if (on_device(s)) {
-    koloResult_t res = kolo_net_devmem_alloc(bytes, s->mem->cuda_dev, &mem, &dev_mem, s->eb);
+  void *mem = NULL, *dev_ctrl = NULL, *dev_slots = NULL;
+  char *slots = NULL;
+  if (on_device(s)) { /* control block and slots apart: GPUDirect may replace the slots */
+    p->polled = 1;
+    e->dev = s->mem->cuda_dev;
+    koloResult_t res = kolo_net_devmem_alloc(KOLO_CONN_CTRL_BYTES, e->dev, &mem, &dev_ctrl, s->eb);
+    p->mem = mem;
+    if (res == koloSuccess) res = kolo_net_devmem_alloc(slots_bytes, e->dev, &e->slot_mem, &dev_slots, s->eb);
     if (res != koloSuccess) {
-      free(p);
+      mem_free(p);
+      free(e);
       return res;
     }
-    p->polled = 1;
+    slots = e->slot_mem;
   } else if ((mem = aligned_alloc(4096, bytes)) == NULL) {
-    free(p);
+    free(e);
     return kolo_error(s->eb, koloSystemError, "cannot allocate %zu bytes for the network pipe %s rank %d",
                       bytes, is_send ? "to" : "from", s->peer->rank);
+  } else {
+    slots = (char *)mem + KOLO_CONN_CTRL_BYTES;
   }
   memset(mem, 0, KOLO_CONN_CTRL_BYTES);
   p->mem = mem;
   p->net = kolo_net_default(s->eb);
   if (p->net == NULL) {
     mem_free(p);
-    free(p);
+    free(e);
     return koloInvalidArgument;
   }
   p->ctrl = mem;
-  p->slots = (char *)mem + KOLO_CONN_CTRL_BYTES;
+  p->slots = slots;
   p->nslots = s->nslots;
   p->slot_bytes = s->slot_bytes;
   p->is_send = is_send;
@@ -101,9 +160,9 @@ static koloResult_t pipe_new(const kolo_conn_setup *s, kolo_connector *c, int is
   c->mem_bytes = bytes;
   c->ctrl = p->ctrl;
   c->slots = p->slots;
-  if (dev_mem != NULL) { /* what kernels address: the same bytes */
-    char *d = dev_mem;
-    c->slots = d + KOLO_CONN_CTRL_BYTES;
+  if (dev_ctrl != NULL) { /* what kernels address: the same bytes */
+    char *d = dev_ctrl;
+    c->slots = dev_slots;
     c->dev.tail = (uint32_t *)(d + offsetof(kolo_conn_ctrl, tail));
     c->dev.head = (uint32_t *)(d + offsetof(kolo_conn_ctrl, head));
     c->dev.stop = (uint32_t *)(d + offsetof(kolo_conn_ctrl, abort));
@@ -149,6 +208,7 @@ static koloResult_t net_recv_accept(const kolo_conn_setup *s, kolo_connector *c)
   koloResult_t res = p->net->accept(p->lcomm, kolo_deadline(t), t, p->who, &p->comm, s->eb);
   p->net->close_listen(p->lcomm);
   p->lcomm = NULL;
+  if (res == koloSuccess) try_gdr(c, p);
   if (res == koloSuccess) res = kolo_proxy_add(p, s->eb);
   return res;
 }
@@ -171,6 +231,7 @@ static koloResult_t net_send_attach(const kolo_conn_setup *s, kolo_connector *c,
   }
   int t = timeout_ms();
   res = p->net->connect(&h, kolo_deadline(t), t, p->who, &p->comm, s->eb);
+  if (res == koloSuccess) try_gdr(c, p);
   if (res == koloSuccess) res = kolo_proxy_add(p, s->eb);
   if (res != koloSuccess) c->transport->close(c);
   return res;
@@ -188,9 +249,9 @@ static void net_close(kolo_connector *c) {
   if (p == NULL) return;
   kolo_proxy_remove(p);
   if (p->lcomm) p->net->close_listen(p->lcomm);
-  if (p->comm) p->net->close(p->comm);
+  if (p->comm) p->net->close(p->comm); /* deregisters GPUDirect slots before they are freed */
   mem_free(p);
-  free(p);
+  free(p); /* the net_end */
   c->mem = NULL;
   c->ctrl = NULL;
   c->slots = NULL;
