@@ -394,7 +394,7 @@ static int connect_link(net_link *l, int server) {
             eb.msg[0] ? ": " : "", eb.msg);
     return -1;
   }
-  if (res == koloSuccess) res = l->net->listen(&local, &mine, &lcomm, &eb);
+  if (res == koloSuccess) res = l->net->listen(&local, 0, &mine, &lcomm, &eb);
   if (res != koloSuccess) {
     fprintf(stderr, "kolo-perf net: %s provider: %s\n", l->net->name, eb.msg);
     return -1;
@@ -406,9 +406,9 @@ static int connect_link(net_link *l, int server) {
                  : kolo_sock_recv_all(l->oob, &theirs, sizeof theirs, deadline, l->who, &eb);
   if (res == koloSuccess)
     res = server ? l->net->accept(lcomm, deadline, l->timeout_ms, l->who, &l->fwd, &eb)
-                 : l->net->connect(&theirs, deadline, l->timeout_ms, l->who, &l->fwd, &eb);
+                 : l->net->connect(&theirs, 0, deadline, l->timeout_ms, l->who, &l->fwd, &eb);
   if (res == koloSuccess)
-    res = server ? l->net->connect(&theirs, deadline, l->timeout_ms, l->who, &l->back, &eb)
+    res = server ? l->net->connect(&theirs, 0, deadline, l->timeout_ms, l->who, &l->back, &eb)
                  : l->net->accept(lcomm, deadline, l->timeout_ms, l->who, &l->back, &eb);
   l->net->close_listen(lcomm);
   if (res == koloSuccess) return 0;

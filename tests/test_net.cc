@@ -160,7 +160,7 @@ TEST(NetSocket, RoundTripControlStrayAndClose) {
   Loopback lo;
   kolo_net_handle h;
   void *lcomm = nullptr, *scomm = nullptr, *rcomm = nullptr;
-  ASSERT_EQ(net.listen(&lo.local, &h, &lcomm, &eb), koloSuccess) << eb.msg;
+  ASSERT_EQ(net.listen(&lo.local, 0, &h, &lcomm, &eb), koloSuccess) << eb.msg;
 
   // A stray connection to the listener: right port, no token.
   sockaddr_storage addr{};
@@ -172,7 +172,7 @@ TEST(NetSocket, RoundTripControlStrayAndClose) {
   const char junk[40] = "GET / HTTP/1.0\r\n\r\n";
   ASSERT_EQ(kolo_sock_send_all(stray, junk, sizeof junk, kolo_deadline(2000), "listener", &eb), koloSuccess);
 
-  ASSERT_EQ(net.connect(&h, kolo_deadline(5000), 5000, "rank 1 (test)", &scomm, &eb), koloSuccess) << eb.msg;
+  ASSERT_EQ(net.connect(&h, 0, kolo_deadline(5000), 5000, "rank 1 (test)", &scomm, &eb), koloSuccess) << eb.msg;
   ASSERT_EQ(net.accept(lcomm, kolo_deadline(5000), 5000, "rank 0 (test)", &rcomm, &eb), koloSuccess) << eb.msg;
   net.close_listen(lcomm);
   close(stray);

@@ -231,11 +231,11 @@ sockaddr_storage loopback() {
   ScopedEnv qps("KOLO_IB_QPS_PER_CONN", std::to_string(nqps));
   sockaddr_storage lo = loopback();
   kolo_net_handle h;
-  if (net->listen(&lo, &h, &p->lcomm, &p->eb) != koloSuccess)
+  if (net->listen(&lo, 0, &h, &p->lcomm, &p->eb) != koloSuccess)
     return ::testing::AssertionFailure() << "listen: " << p->eb.msg;
   {
     EndHca hca("KOLO_TEST_IB_SEND_HCA");
-    if (net->connect(&h, kolo_deadline(10000), 10000, "rank 1 (test)", &p->s, &p->eb) != koloSuccess)
+    if (net->connect(&h, 0, kolo_deadline(10000), 10000, "rank 1 (test)", &p->s, &p->eb) != koloSuccess)
       return ::testing::AssertionFailure() << "connect: " << p->eb.msg;
   }
   {
@@ -412,7 +412,7 @@ TEST(NetIb, StrayConnectionRefused) {
   p.net = net;
   sockaddr_storage lo = loopback();
   kolo_net_handle h;
-  ASSERT_EQ(net->listen(&lo, &h, &p.lcomm, &p.eb), koloSuccess) << p.eb.msg;
+  ASSERT_EQ(net->listen(&lo, 0, &h, &p.lcomm, &p.eb), koloSuccess) << p.eb.msg;
   sockaddr_storage addr{};
   socklen_t alen = sizeof addr;
   int lfd = *static_cast<int *>(p.lcomm);  // the listener starts with its fd
@@ -423,7 +423,7 @@ TEST(NetIb, StrayConnectionRefused) {
   memcpy(junk.data(), "GET / HTTP/1.0\r\n\r\n", 18);
   ASSERT_EQ(kolo_sock_send_all(stray, junk.data(), junk.size(), kolo_deadline(2000), "listener", &p.eb),
             koloSuccess);
-  ASSERT_EQ(net->connect(&h, kolo_deadline(5000), 5000, "rank 1 (test)", &p.s, &p.eb), koloSuccess) << p.eb.msg;
+  ASSERT_EQ(net->connect(&h, 0, kolo_deadline(5000), 5000, "rank 1 (test)", &p.s, &p.eb), koloSuccess) << p.eb.msg;
   ASSERT_EQ(net->accept(p.lcomm, kolo_deadline(5000), 5000, "rank 0 (test)", &p.r, &p.eb), koloSuccess)
       << p.eb.msg;
   close(stray);
@@ -525,8 +525,8 @@ TEST(NetIb, HandleOfAnotherProviderRefused) {
   kolo_net_handle h;
   void *l = nullptr, *c = nullptr;
   kolo_errbuf eb{};
-  ASSERT_EQ(kolo_net_socket.listen(&lo, &h, &l, &eb), koloSuccess);
-  EXPECT_NE(net->connect(&h, kolo_deadline(2000), 2000, "rank 5 (test)", &c, &eb), koloSuccess);
+  ASSERT_EQ(kolo_net_socket.listen(&lo, 0, &h, &l, &eb), koloSuccess);
+  EXPECT_NE(net->connect(&h, 0, kolo_deadline(2000), 2000, "rank 5 (test)", &c, &eb), koloSuccess);
   EXPECT_NE(std::string(eb.msg).find("rank 5 (test)"), std::string::npos) << eb.msg;
   kolo_net_socket.close_listen(l);
 }
@@ -573,14 +573,14 @@ TEST(IbBench, PointToPoint) {
   kolo_net_handle ha, hb;
   void *la = nullptr, *lb = nullptr;
   kolo_errbuf eb{};
-  ASSERT_EQ(net->listen(&lo, &ha, &la, &eb), koloSuccess) << eb.msg;  // parent -> child
-  ASSERT_EQ(net->listen(&lo, &hb, &lb, &eb), koloSuccess) << eb.msg;  // child -> parent
+  ASSERT_EQ(net->listen(&lo, 0, &ha, &la, &eb), koloSuccess) << eb.msg;  // parent -> child
+  ASSERT_EQ(net->listen(&lo, 0, &hb, &lb, &eb), koloSuccess) << eb.msg;  // child -> parent
   auto res = run_children(1, [&](int) {
     EndHca hca("KOLO_TEST_IB_RECV_HCA");
     void *a = nullptr, *b = nullptr;
     kolo_errbuf ceb{};
     if (net->accept(la, kolo_deadline(10000), 10000, "the sender", &a, &ceb) != koloSuccess ||
-        net->connect(&hb, kolo_deadline(10000), 10000, "the sender", &b, &ceb) != koloSuccess) {
+        net->connect(&hb, 0, kolo_deadline(10000), 10000, "the sender", &b, &ceb) != koloSuccess) {
       std::fprintf(stderr, "child setup: %s\n", ceb.msg);
       return 2;
     }
@@ -620,7 +620,7 @@ TEST(IbBench, PointToPoint) {
   }, 300000, [&](const std::vector<pid_t> &) {
     EndHca hca("KOLO_TEST_IB_SEND_HCA");
     void *a = nullptr, *b = nullptr;
-    if (net->connect(&ha, kolo_deadline(10000), 10000, "the receiver", &a, &eb) != koloSuccess ||
+    if (net->connect(&ha, 0, kolo_deadline(10000), 10000, "the receiver", &a, &eb) != koloSuccess ||
         net->accept(lb, kolo_deadline(10000), 10000, "the receiver", &b, &eb) != koloSuccess) {
       ADD_FAILURE() << "setup: " << eb.msg;
       return;

@@ -68,11 +68,16 @@ typedef struct kolo_net_provider {
   unsigned flags; /* KOLO_NET_* above */
   /* Number of devices this provider can use (0: none; eb says why). */
   koloResult_t (*devices)(int *ndev, kolo_errbuf *eb);
-  /* Listens on `local` (its port is ignored) and fills *handle. */
-  koloResult_t (*listen)(const struct sockaddr_storage *local, kolo_net_handle *handle,
+  /* Listens on `local` (its port is ignored) and fills *handle.  `dev`
+   * picks this end's device among those the provider may use (modulo their
+   * number): the transport passes the pipe's channel, so that channels
+   * spread over several NICs (ib: the ports KOLO_IB_HCA allows, in order;
+   * socket: ignored, the route picks the interface). */
+  koloResult_t (*listen)(const struct sockaddr_storage *local, int dev, kolo_net_handle *handle,
                          void **lcomm, kolo_errbuf *eb);
-  /* Sender: connects to the listener of `handle`; `who` names the peer. */
-  koloResult_t (*connect)(const kolo_net_handle *handle, int64_t deadline, int timeout_ms,
+  /* Sender: connects to the listener of `handle` from its device `dev`
+   * (as listen); `who` names the peer. */
+  koloResult_t (*connect)(const kolo_net_handle *handle, int dev, int64_t deadline, int timeout_ms,
                           const char *who, void **comm, kolo_errbuf *eb);
   /* Receiver: accepts the sender's connection (refusing strays). */
   koloResult_t (*accept)(void *lcomm, int64_t deadline, int timeout_ms, const char *who,

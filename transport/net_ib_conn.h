@@ -121,10 +121,10 @@ static inline uint64_t ib_wrid(int kind, int qp, uint32_t n) {
 }
 
 /* net_ib_setup.c */
-koloResult_t kolo_ib_listen(const struct sockaddr_storage *local, kolo_net_handle *handle, void **lcomm,
+koloResult_t kolo_ib_listen(const struct sockaddr_storage *local, int dev, kolo_net_handle *handle, void **lcomm,
                             kolo_errbuf *eb);
 void kolo_ib_close_listen(void *lcomm);
-koloResult_t kolo_ib_connect(const kolo_net_handle *handle, int64_t deadline, int timeout_ms,
+koloResult_t kolo_ib_connect(const kolo_net_handle *handle, int dev, int64_t deadline, int timeout_ms,
                              const char *who, void **comm, kolo_errbuf *eb);
 koloResult_t kolo_ib_accept(void *lcomm, int64_t deadline, int timeout_ms, const char *who, void **comm,
                             kolo_errbuf *eb);

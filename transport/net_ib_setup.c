@@ -35,6 +35,9 @@
 #define HELLO_WAIT_MS 1000
 #define READY_BYTE 'R'
 
+/* Ports one process spreads its connections over. */
+#define IB_MAX_PORTS 16
+
 typedef struct {
   uint32_t magic;
   uint16_t family, port;
@@ -49,6 +52,7 @@ typedef struct {
   struct sockaddr_storage addr;
   uint8_t token[IB_TOKEN_BYTES];
   int nqps;
+  int dev; /* which usable port the accepted connection uses (listen's dev) */
 } ib_listener;
 
 static int nqps_param(void) {
@@ -58,10 +62,11 @@ static int nqps_param(void) {
 
 /* ---- listen ----------------------------------------------------------------- */
 
-koloResult_t kolo_ib_listen(const struct sockaddr_storage *local, kolo_net_handle *handle, void **lcomm,
+koloResult_t kolo_ib_listen(const struct sockaddr_storage *local, int dev, kolo_net_handle *handle, void **lcomm,
                             kolo_errbuf *eb) {
   ib_listener *l = calloc(1, sizeof *l);
   if (l == NULL) return kolo_error(eb, koloSystemError, "out of memory for an ib network listener");
+  l->dev = dev;
   l->addr = *local;
   kolo_addr_set_port(&l->addr, 0);
   l->nqps = nqps_param();
@@ -139,12 +144,17 @@ static koloResult_t make_qp(ib_comm *c, int q, kolo_errbuf *eb) {
 
 /* The device, PD, channel, CQ, control rings and QPs (in INIT, receives
  * posted) of a new connection; fills c->me. */
-static koloResult_t make_verbs(ib_comm *c, kolo_errbuf *eb) {
+/* Opens port `dev` (modulo their number) of the usable ones, in
+ * KOLO_IB_HCA's order: pipes of channel ch use port ch % nports, so the
+ * channels of a communicator spread over the NICs. */
+static koloResult_t make_verbs(ib_comm *c, int dev, kolo_errbuf *eb) {
   char why[KOLO_ERR_LEN];
   int n = 0;
-  koloResult_t res = kolo_ib_ports(&c->port, 1, &n, why, sizeof why, eb);
+  kolo_ib_port ports[IB_MAX_PORTS];
+  koloResult_t res = kolo_ib_ports(ports, IB_MAX_PORTS, &n, why, sizeof why, eb);
   if (res != koloSuccess) return res;
   if (n == 0) return kolo_error(eb, koloSystemError, "no usable RDMA port for the connection with %s: %s", c->who, why);
+  c->port = ports[(dev < 0 ? 0 : dev) % n];
   res = kolo_ib_open(&c->port, &c->ctx, eb);
   if (res != koloSuccess) return res;
   char hint[200];
@@ -284,7 +294,7 @@ void kolo_ib_close(void *comm) {
   free(c);
 }
 
-koloResult_t kolo_ib_connect(const kolo_net_handle *handle, int64_t deadline, int timeout_ms,
+koloResult_t kolo_ib_connect(const kolo_net_handle *handle, int dev, int64_t deadline, int timeout_ms,
                              const char *who, void **comm, kolo_errbuf *eb) {
   wire_handle w;
   memcpy(&w, handle->bytes, sizeof w);
@@ -298,7 +308,7 @@ koloResult_t kolo_ib_connect(const kolo_net_handle *handle, int64_t deadline, in
   kolo_addr_from_wire(w.family, w.port, w.addr, &addr);
   ib_comm *c = comm_new(1, (int)w.nqps, who);
   if (c == NULL) return kolo_error(eb, koloSystemError, "out of memory connecting to %s", who);
-  koloResult_t res = make_verbs(c, eb);
+  koloResult_t res = make_verbs(c, dev, eb);
   if (res == koloSuccess) res = kolo_sock_connect(&addr, deadline, timeout_ms, who, eb, &c->fd);
   memcpy(c->me.token, w.token, IB_TOKEN_BYTES);
   if (res == koloSuccess) res = kolo_sock_send_all(c->fd, &c->me, sizeof c->me, deadline, who, eb);
@@ -355,7 +365,7 @@ koloResult_t kolo_ib_accept(void *lcomm, int64_t deadline, int timeout_ms, const
   if (c == NULL) return kolo_error(eb, koloSystemError, "out of memory accepting %s", who);
   ib_hello them;
   koloResult_t res = accept_sender(l, deadline, timeout_ms, who, &them, &c->fd, eb);
-  if (res == koloSuccess) res = make_verbs(c, eb);
+  if (res == koloSuccess) res = make_verbs(c, l->dev, eb);
   if (res == koloSuccess) res = qps_ready(c, &them, eb);
   if (res == koloSuccess) res = kolo_sock_send_all(c->fd, &c->me, sizeof c->me, deadline, who, eb);
   if (res != koloSuccess) {

@@ -116,8 +116,9 @@ static void handle_decode(const kolo_net_handle *h, struct sockaddr_storage *add
   kolo_addr_from_wire(w->family, w->port, w->addr, addr);
 }
 
-static koloResult_t sock_listen_fn(const struct sockaddr_storage *local, kolo_net_handle *handle,
+static koloResult_t sock_listen_fn(const struct sockaddr_storage *local, int dev, kolo_net_handle *handle,
                                    void **lcomm, kolo_errbuf *eb) {
+  (void)dev; /* the bootstrap's interface (KOLO_SOCKET_IFNAME); routes pick the rest */
   sock_listen *l = calloc(1, sizeof *l);
   if (l == NULL) return kolo_error(eb, koloSystemError, "out of memory for a network listener");
   l->addr = *local;
@@ -165,8 +166,9 @@ static void sock_close(void *comm) {
   free(c);
 }
 
-static koloResult_t sock_connect(const kolo_net_handle *handle, int64_t deadline, int timeout_ms,
+static koloResult_t sock_connect(const kolo_net_handle *handle, int dev, int64_t deadline, int timeout_ms,
                                  const char *who, void **comm, kolo_errbuf *eb) {
+  (void)dev;
   struct sockaddr_storage addr;
   wire_handle w;
   handle_decode(handle, &addr, &w);

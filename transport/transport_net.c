@@ -191,7 +191,7 @@ static koloResult_t net_recv_create(const kolo_conn_setup *s, kolo_connector *c,
   }
   kolo_net_handle h;
   /* The bootstrap's address: the interface KOLO_SOCKET_IFNAME chose. */
-  if (res == koloSuccess) res = p->net->listen(&s->self->addr, &h, &p->lcomm, s->eb);
+  if (res == koloSuccess) res = p->net->listen(&s->self->addr, c->channel, &h, &p->lcomm, s->eb);
   if (res != koloSuccess) {
     c->transport->close(c);
     return res;
@@ -230,7 +230,7 @@ static koloResult_t net_send_attach(const kolo_conn_setup *s, kolo_connector *c,
     return res;
   }
   int t = timeout_ms();
-  res = p->net->connect(&h, kolo_deadline(t), t, p->who, &p->comm, s->eb);
+  res = p->net->connect(&h, c->channel, kolo_deadline(t), t, p->who, &p->comm, s->eb);
   if (res == koloSuccess) try_gdr(c, p);
   if (res == koloSuccess) res = kolo_proxy_add(p, s->eb);
   if (res != koloSuccess) c->transport->close(c);

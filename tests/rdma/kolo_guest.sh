@@ -11,6 +11,10 @@
 #      KOLO_NET=ib: all-reduce, all-gather and send/recv, every element
 #      checked (test_net_ib's IbRank.Run); their logs must show ib
 #      connections (KOLO_DEBUG=INFO).
+#   2b. the same two ranks with both devices allowed (KOLO_IB_HCA=rxe) and
+#      2 channels: channel ch's pipes use port ch % 2, so the logs must
+#      show connections on rxe0 and on rxe1 (channels spread over NICs),
+#      results element-checked as in 2.
 #   3. the sentences for a KOLO_IB_HCA that selects nothing and a port that
 #      is down.
 #   4. with BENCH=1 (KOLO_RXE_KOLO_BENCH=1): kolo's ib point to point beside
@@ -60,6 +64,23 @@ if [ $r0 = 0 ] && [ $r1 = 0 ] && grep -q "cases passed" /tmp/rank0.log && grep -
 else
   say "FAIL 2 hosts over ib: rank 0 rc $r0, rank 1 rc $r1, ib connections $ib0 + $ib1"; fail=$((fail+1))
   grep -h -E "rank [01]: |Failure|error|WARN" /tmp/rank0.log /tmp/rank1.log | head -n 12 | sed 's/^/KOLO-RXE:   /'
+fi
+# 2b. channels over both devices
+s=$(up)
+env $common KOLO_NCHANNELS=2 KOLO_RANK=0 KOLO_HOSTID=rxe-host-0 KOLO_IB_HCA=rxe KOLO_SOCKET_IFNAME==veth0 \
+  timeout -k 5 "$T2" "$BIN/test_net_ib" --gtest_filter=IbRank.Run > /tmp/nic0.log 2>&1 & p0=$!
+env $common KOLO_NCHANNELS=2 KOLO_RANK=1 KOLO_HOSTID=rxe-host-1 KOLO_IB_HCA=rxe KOLO_SOCKET_IFNAME==veth1 \
+  timeout -k 5 "$T2" "$BIN/test_net_ib" --gtest_filter=IbRank.Run > /tmp/nic1.log 2>&1 & p1=$!
+wait $p0; r0=$?
+wait $p1; r1=$?
+on0=$(grep "ib connection with" /tmp/nic0.log | grep -c ": rxe0 port") on1=$(grep "ib connection with" /tmp/nic0.log | grep -c ": rxe1 port")
+if [ $r0 = 0 ] && [ $r1 = 0 ] && grep -q "cases passed" /tmp/nic0.log && grep -q "cases passed" /tmp/nic1.log &&
+   [ "$on0" -gt 0 ] && [ "$on1" -gt 0 ]; then
+  say "PASS 2 channels over 2 devices (rank 0: $on0 connections on rxe0, $on1 on rxe1; $(since $s)s)"
+else
+  say "FAIL 2 channels over 2 devices: rank 0 rc $r0, rank 1 rc $r1, rank 0 connections on rxe0 $on0, on rxe1 $on1"
+  fail=$((fail+1))
+  grep -h -E "rank [01]: |Failure|error|WARN" /tmp/nic0.log /tmp/nic1.log | head -n 12 | sed 's/^/KOLO-RXE:   /'
 fi
 # 3. the sentences for the usual setup failures (NetRegistry prints why ib
 #    was not chosen): a KOLO_IB_HCA that selects nothing, a port that is down.

@@ -159,7 +159,7 @@ typedef struct {
 
 static void *connect_main(void *arg) {
   connect_arg *a = arg;
-  a->res = a->net->connect(&a->h, kolo_deadline(10000), 10000, "rank 1 (loopback)", &a->comm, &a->eb);
+  a->res = a->net->connect(&a->h, 0, kolo_deadline(10000), 10000, "rank 1 (loopback)", &a->comm, &a->eb);
   return NULL;
 }
 
@@ -198,7 +198,7 @@ int kt_polled_pipe_run(const kt_polled_cfg *cfg, char *err, size_t errlen) {
     snprintf(err, errlen, "out of memory");
     goto out;
   }
-  if (net->listen(&local, &ca.h, &lcomm, &eb) != koloSuccess) {
+  if (net->listen(&local, 0, &ca.h, &lcomm, &eb) != koloSuccess) {
     snprintf(err, errlen, "listen: %s", eb.msg);
     goto out;
   }
