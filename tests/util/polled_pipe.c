@@ -119,6 +119,7 @@ static void *receiver(void *arg) {
 static kolo_net_pipe *pipe_make(const kt_polled_cfg *cfg, const kolo_net_provider *net, int is_send) {
   kolo_net_pipe *p = calloc(1, sizeof *p);
   size_t bytes = KOLO_CONN_CTRL_BYTES + cfg->slot_bytes * cfg->nslots;
+  bytes = (bytes + 4095) / 4096 * 4096; /* aligned_alloc: a multiple of the alignment */
   void *mem = p ? aligned_alloc(4096, bytes) : NULL;
   if (mem == NULL) {
     free(p);
