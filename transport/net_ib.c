@@ -185,6 +185,9 @@ static koloResult_t flush_out(ib_comm *c, kolo_errbuf *eb) {
                            c->qp[0]->qp_num, c->who);
     }
     c->sq_used[0]++;
+    c->st.send_posts++;
+    c->st.ctrl_sends++;
+    c->st.ctrl_msgs++;
     c->ctrl_posted++;
     c->out_head++;
   }
@@ -257,6 +260,7 @@ static koloResult_t completion(ib_comm *c, const struct ibv_wc *wc, kolo_errbuf 
   case IB_WR_RECV: {
     ib_msg m = c->rbufs[(size_t)q * IB_RQ_DEPTH + n]; /* copied: the receive goes back at once */
     koloResult_t res = kolo_ib_post_recv(c, q, n, eb);
+    c->st.recv_posts++;
     if (res != koloSuccess) {
       c->failed = 1;
       return res;
@@ -286,6 +290,8 @@ static koloResult_t poll_cq(ib_comm *c, kolo_errbuf *eb) {
   c->nstash = 0;
   for (;;) {
     int n = ibv_poll_cq(c->cq, CQ_BATCH, wc);
+    c->st.polls++;
+    c->st.cqes += n > 0 ? (uint64_t)n : 0;
     if (n < 0) {
       c->failed = 1;
       return kolo_error(eb, koloSystemError, "ibv_poll_cq(%s) for %s failed (%d)", c->port.name, c->who, n);
@@ -333,6 +339,8 @@ static koloResult_t post_piece(ib_comm *c, uint32_t id, ib_req *r, int q, kolo_e
                          c->port.name, c->qp[q]->qp_num, hi - lo, c->who);
   }
   c->sq_used[q]++;
+  c->st.send_posts++;
+  c->st.writes++;
   r->posted++;
   return koloSuccess;
 }
@@ -426,6 +434,7 @@ static koloResult_t post(ib_comm *c, void *buf, size_t len, uint32_t *id, int *q
     outq_push(c, &m);
   }
   *id = c->tail++;
+  c->st.regions++;
   *queued = 1;
   return progress(c, eb);
 }
@@ -505,15 +514,19 @@ static int ib_pollfds(void *comm, struct pollfd *pf, int max) {
     if (ibv_get_cq_event(c->chan, &cq, &ctx) == 0) {
       ibv_ack_cq_events(cq, 1);
       c->armed = 0;
+      c->st.events++;
     }
   }
   if (!c->armed) {
     int e = ibv_req_notify_cq(c->cq, 0);
+    c->st.arms++;
     if (e == 0) c->armed = 1;
     else KOLO_WARN("ibv_req_notify_cq(%s) failed: %s (polling instead)", c->port.name, strerror(e));
   }
   if (c->armed && c->nstash == 0) { /* what came before the arming raised no event */
     int k = ibv_poll_cq(c->cq, IB_STASH, c->stash);
+    c->st.polls++;
+    c->st.cqes += k > 0 ? (uint64_t)k : 0;
     c->nstash = k > 0 ? k : 0;
   }
   if (c->armed && n < max) pf[n++] = (struct pollfd){c->chan->fd, POLLIN, 0};

@@ -76,6 +76,21 @@ typedef struct {
   uint64_t used;
 } ib_mr_entry;
 
+/* Verbs calls of one connection, logged at close (KOLO_DEBUG=INFO): what a
+ * region costs beside perftest's one write per message. */
+typedef struct {
+  uint64_t regions;    /* requests posted (isend / irecv) */
+  uint64_t writes;     /* RDMA WRITE WITH IMMEDIATE work requests */
+  uint64_t ctrl_sends; /* control SENDs posted (one or more messages each) */
+  uint64_t ctrl_msgs;  /* control messages in them */
+  uint64_t send_posts; /* ibv_post_send calls (each one enters the kernel on rxe) */
+  uint64_t recv_posts; /* receives reposted */
+  uint64_t polls;      /* ibv_poll_cq calls */
+  uint64_t cqes;       /* completions they returned */
+  uint64_t arms;       /* ibv_req_notify_cq calls */
+  uint64_t events;     /* completion channel events consumed */
+} ib_stats;
+
 typedef struct {
   int is_send, nqps;
   int ready;     /* QPs in RTS at both ends: control messages may go */
@@ -112,6 +127,7 @@ typedef struct {
   ib_mr_entry dmabuf; /* GPUDirect slots (reg_dmabuf): looked up first, never evicted */
   uint64_t mr_clock;
   int mr_last; /* the entry found last: slots are posted in turn */
+  ib_stats st;
 } ib_comm;
 
 /* wr_id: kind in the top byte, QP below it, a number in the low 32 bits. */

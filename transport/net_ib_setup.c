@@ -274,9 +274,24 @@ static void warn_rc(int e, const char *what, const ib_comm *c) {
   if (e != 0) KOLO_WARN("%s (%s, connection with %s) failed: %s", what, c->port.name, c->who, strerror(e));
 }
 
+/* What the connection's regions cost in verbs calls (see ib_stats). */
+static void log_stats(const ib_comm *c) {
+  const ib_stats *s = &c->st;
+  if (s->regions == 0) return;
+  double r = (double)s->regions;
+  KOLO_INFO("ib connection with %s (%s) closed: %llu regions %s; per region: %.2f writes, %.2f control "
+            "SENDs (%.2f messages), %.2f ibv_post_send, %.2f receives reposted, %.2f CQ polls returning "
+            "%.2f completions, %.2f CQ arms, %.2f channel events",
+            c->who, c->port.name, (unsigned long long)s->regions, c->is_send ? "sent" : "received",
+            (double)s->writes / r, (double)s->ctrl_sends / r, (double)s->ctrl_msgs / r,
+            (double)s->send_posts / r, (double)s->recv_posts / r, (double)s->polls / r,
+            (double)s->cqes / r, (double)s->arms / r, (double)s->events / r);
+}
+
 void kolo_ib_close(void *comm) {
   ib_comm *c = comm;
   if (c == NULL) return;
+  log_stats(c);
   for (int q = 0; q < IB_MAX_QPS; q++)
     if (c->qp[q]) warn_rc(ibv_destroy_qp(c->qp[q]), "ibv_destroy_qp", c);
   for (int i = 0; i < IB_MR_CACHE; i++)
