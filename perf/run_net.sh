@@ -25,11 +25,17 @@
 #
 #   sudo perf/run_net.sh                  # needs root (namespaces); builds kolo-perf in $BUILD if missing
 #   BUILD=build-net REPEATS=5 RDMA=0 perf/run_net.sh
+#   SOCKET=0 RDMA=1 REPEATS=5 perf/run_net.sh          # the ib half alone (no root needed)
+#   SOCKET=0 RDMA=1 BASE_PERF_BIN=old/bin/kolo-perf perf/run_net.sh
+#                                         # ib: an older kolo-perf too, interleaved in the same boot
 #
 # Environment: BUILD (build), PERF_BIN (a kolo-perf to use instead of
 # $BUILD/bin/kolo-perf), REPEATS (3), SIZE (64M), NET_ITERS (16),
 # LAT_SIZE (8), AR_ITERS (10), AR_WARMUP (3), IPERF_TIME (5),
-# IPERF_STREAMS (1), RDMA (auto), RXE_BW_N (2000), RXE_LAT_N (1000),
+# IPERF_STREAMS (1), SOCKET (1; 0 leaves out the socket half), RDMA (auto),
+# BASE_PERF_BIN (ib: a second kolo-perf, e.g. a build of an older commit, run
+# right after $PERF_BIN in every repeat: before/after in the same boot),
+# RXE_BW_N (2000), RXE_LAT_N (1000),
 # RXE_TIMEOUT (600 s for the guest), OUT (raw results; default a temp dir),
 # plus KOLO_* variables for kolo (e.g. KOLO_SOCKET_NSTREAMS).
 # Exit status: 0 when everything ran and no byte was wrong (targets missed
@@ -47,13 +53,20 @@ AR_WARMUP=${AR_WARMUP:-3}
 IPERF_TIME=${IPERF_TIME:-5}
 IPERF_STREAMS=${IPERF_STREAMS:-1}
 RDMA=${RDMA:-auto}
+SOCKET=${SOCKET:-1}
 PERF=${PERF_BIN:-$ROOT/$BUILD/bin/kolo-perf}
+BASE_PERF=${BASE_PERF_BIN:-}
+[ -z "$BASE_PERF" ] || BASE_PERF=$(realpath "$BASE_PERF")
 
 die() { echo "run_net: $*" >&2; exit 1; }
-[ "$(id -u)" = 0 ] || die "network namespaces need root (running as uid $(id -u))"
-for t in ip python3; do command -v $t >/dev/null || die "needs $t"; done
-command -v iperf3 >/dev/null || scripts/setup.sh
-command -v iperf3 >/dev/null || die "no iperf3 (scripts/setup.sh installs it)"
+command -v python3 >/dev/null || die "needs python3"
+if [ "$SOCKET" != 0 ]; then
+  [ "$(id -u)" = 0 ] || die "network namespaces need root (running as uid $(id -u); SOCKET=0 runs the ib half alone)"
+  command -v ip >/dev/null || die "needs ip"
+  command -v iperf3 >/dev/null || scripts/setup.sh
+  command -v iperf3 >/dev/null || die "no iperf3 (scripts/setup.sh installs it)"
+fi
+[ -z "$BASE_PERF" ] || [ -x "$BASE_PERF" ] || die "BASE_PERF_BIN=$BASE_PERF is not an executable"
 if [ ! -x "$PERF" ]; then
   [ -f "$BUILD/CMakeCache.txt" ] || cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
   cmake --build "$BUILD" -j"$(nproc)" --target kolo-perf > /dev/null || die "kolo-perf does not build"
@@ -69,12 +82,16 @@ PIDS=()
 cleanup() {
   local p
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  [ "$SOCKET" = 0 ] && return
   ip netns del "$NSA" 2>/dev/null
   ip netns del "$NSB" 2>/dev/null
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+fail=0
+# ---- socket: two network namespaces ----------------------------------------------
+if [ "$SOCKET" != 0 ]; then
 ip netns add "$NSA" && ip netns add "$NSB" || die "cannot create network namespaces"
 ip -n "$NSA" link add eth0 type veth peer name eth0 netns "$NSB" || die "cannot create a veth pair"
 ip -n "$NSA" addr add $A/24 dev eth0 && ip -n "$NSB" addr add $B/24 dev eth0 || die "cannot set addresses"
@@ -99,7 +116,6 @@ SECRET=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 run_bg() { local ns=$1 log=$2; shift 2; ip netns exec "$ns" "$@" > "$log" 2>&1 & PIDS+=($!); }
 wait_last() { local p=${PIDS[-1]}; wait "$p"; local rc=$?; unset 'PIDS[-1]'; return $rc; }
 
-fail=0
 echo "# kolo socket path vs iperf3 on one veth pair between 2 namespaces ($(nproc) cores); raw results in $OUT"
 echo "# ${HOSTS[0]%%=*} tells the namespaces apart; SIZE=$SIZE, REPEATS=$REPEATS"
 for i in $(seq 1 "$REPEATS"); do
@@ -146,6 +162,7 @@ for i in $(seq 1 "$REPEATS"); do
     wait_last || { echo "run_net: all_reduce rank $r failed:"; cat "$OUT/ar.$i.r$r.txt"; fail=1; }
   done
 done
+fi
 
 # ---- ib: the soft-RoCE guest -------------------------------------------------------
 rxe=skip
@@ -164,6 +181,7 @@ if [ $rxe = run ]; then
   WORK=$(mktemp -d /tmp/kolo-net-rxe.XXXXXX)
   cat > "$WORK/net.env" <<ENV
 KOLO_PERF=$PERF
+KOLO_PERF_BASE=$BASE_PERF
 REPEATS=$REPEATS
 BW_N=${RXE_BW_N:-2000}
 LAT_N=${RXE_LAT_N:-1000}
@@ -184,9 +202,10 @@ else
   [ "$RDMA" = 1 ] && fail=1
 fi
 
-python3 - "$OUT" "$REPEATS" "$SIZE" "$LAT_SIZE" "$rxe" <<'PY' || fail=1
+python3 - "$OUT" "$REPEATS" "$SIZE" "$LAT_SIZE" "$rxe" "$SOCKET" <<'PY' || fail=1
 import json, os, statistics, sys
 out, repeats, size, lat_size, rxe = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+socket = sys.argv[6] != "0"
 def load(name):
     runs = []
     for i in range(1, repeats + 1):
@@ -215,32 +234,33 @@ arbus_ip = [x["busbw"] for r in ar for x in r["results"] if x.get("in_place", Fa
 wrong += sum(x["wrong"] for r in ar for x in r["results"])
 
 fmt = lambda v: ", ".join(f"{x:.3f}" for x in v)
-print()
-print(f"# socket path, veth pair between 2 namespaces: medians of {repeats} runs (GB = 1e9 bytes)")
-print(f"#   iperf3                               {med(iperf):8.3f} GB/s   runs: {fmt(iperf)}")
-print(f"#   iperf3 --bidir, per direction        {med(bidir):8.3f} GB/s   runs: {fmt(bidir)}")
-print(f"#   kolo-perf net -P socket, {size:>4} bw     {med(nbw):8.3f} GB/s   runs: {fmt(nbw)}")
-print(f"#   kolo-perf net -P socket, {size:>4} bidir  {med(nbidir):8.3f} GB/s   runs: {fmt(nbidir)}   (per direction)")
-print(f"#   kolo-perf net -P socket, {lat_size:>4} B lat  {med([l[0] for l in nlat]):8.2f} us p50, "
-      f"{med([l[1] for l in nlat]):.2f} us p99 (half round trip)")
-print(f"#   kolo all_reduce 2 ranks, {size:>4} busbw  {med(arbus):8.3f} GB/s   runs: {fmt(arbus)}"
-      f"   (in place {med(arbus_ip):.3f})")
-r1 = med(nbw) / med(iperf) if iperf and nbw else float("nan")
-r2 = med(arbus) / med(nbw) if arbus and nbw else float("nan")
-print(f"# ratio socket p2p / iperf3          = {r1:5.2f}  (target >= 0.80: {verdict(r1, 0.8)})")
-print(f"# ratio all-reduce busbw / socket p2p = {r2:5.2f}  (target >= 0.80: {verdict(r2, 0.8)})")
-r3 = med(arbus) / med(bidir) if arbus and bidir else float("nan")
-r4 = med(arbus) / med(nbidir) if arbus and nbidir else float("nan")
-r5 = med(nbidir) / med(bidir) if nbidir and bidir else float("nan")
 # The same ratios within each run (a busy machine moves every figure of a
 # run together): the median of the per-run ratios.
 def paired(num, den):
-    return med([a / b for a, b in zip(num, den) if b > 0]) if len(num) == len(den) else float("nan")
-print(f"#   the same within each run, median: {paired(nbw, iperf):5.2f} and {paired(arbus, nbw):5.2f}")
-print(f"# for reference (a 2-rank ring moves {size} each way at once, so both-ways figures are its ceiling):")
-print(f"#   all-reduce busbw / kolo-perf net --bidir  = {r4:5.2f}   (within each run: {paired(arbus, nbidir):5.2f})")
-print(f"#   all-reduce busbw / iperf3 --bidir         = {r3:5.2f}")
-print(f"#   kolo-perf net --bidir / iperf3 --bidir    = {r5:5.2f}")
+    return med([a / b for a, b in zip(num, den) if b > 0]) if len(num) == len(den) and num else float("nan")
+if socket:
+    print()
+    print(f"# socket path, veth pair between 2 namespaces: medians of {repeats} runs (GB = 1e9 bytes)")
+    print(f"#   iperf3                               {med(iperf):8.3f} GB/s   runs: {fmt(iperf)}")
+    print(f"#   iperf3 --bidir, per direction        {med(bidir):8.3f} GB/s   runs: {fmt(bidir)}")
+    print(f"#   kolo-perf net -P socket, {size:>4} bw     {med(nbw):8.3f} GB/s   runs: {fmt(nbw)}")
+    print(f"#   kolo-perf net -P socket, {size:>4} bidir  {med(nbidir):8.3f} GB/s   runs: {fmt(nbidir)}   (per direction)")
+    print(f"#   kolo-perf net -P socket, {lat_size:>4} B lat  {med([l[0] for l in nlat]):8.2f} us p50, "
+          f"{med([l[1] for l in nlat]):.2f} us p99 (half round trip)")
+    print(f"#   kolo all_reduce 2 ranks, {size:>4} busbw  {med(arbus):8.3f} GB/s   runs: {fmt(arbus)}"
+          f"   (in place {med(arbus_ip):.3f})")
+    r1 = med(nbw) / med(iperf) if iperf and nbw else float("nan")
+    r2 = med(arbus) / med(nbw) if arbus and nbw else float("nan")
+    print(f"# ratio socket p2p / iperf3          = {r1:5.2f}  (target >= 0.80: {verdict(r1, 0.8)})")
+    print(f"# ratio all-reduce busbw / socket p2p = {r2:5.2f}  (target >= 0.80: {verdict(r2, 0.8)})")
+    r3 = med(arbus) / med(bidir) if arbus and bidir else float("nan")
+    r4 = med(arbus) / med(nbidir) if arbus and nbidir else float("nan")
+    r5 = med(nbidir) / med(bidir) if nbidir and bidir else float("nan")
+    print(f"#   the same within each run, median: {paired(nbw, iperf):5.2f} and {paired(arbus, nbw):5.2f}")
+    print(f"# for reference (a 2-rank ring moves {size} each way at once, so both-ways figures are its ceiling):")
+    print(f"#   all-reduce busbw / kolo-perf net --bidir  = {r4:5.2f}   (within each run: {paired(arbus, nbidir):5.2f})")
+    print(f"#   all-reduce busbw / iperf3 --bidir         = {r3:5.2f}")
+    print(f"#   kolo-perf net --bidir / iperf3 --bidir    = {r5:5.2f}")
 
 if rxe == "run":
     vals = {}
@@ -252,16 +272,29 @@ if rxe == "run":
             except ValueError:
                 pass
     g = lambda k: med(vals.get(k, []))
+    v = lambda k: vals.get(k, [])
+    f2 = lambda x: ", ".join(f"{y:.2f}" for y in x)
     print()
-    print(f"# ib, soft-RoCE rxe1 -> rxe0 in the QEMU guest: medians of {len(vals.get('ib_write_bw_MBps', []))} runs")
-    print(f"#   ib_write_bw -s 65536                 {g('ib_write_bw_MBps'):9.2f} MB/s (1e6; perftest's 2^20 figure converted)")
-    print(f"#   kolo-perf net -P ib --bw -s 65536    {g('kolo_ib_bw_MBps'):9.2f} MB/s")
-    print(f"#   ib_write_lat -s {lat_size:<5}                {g('ib_write_lat_us'):9.2f} us typical")
-    print(f"#   kolo-perf net -P ib --lat -s {lat_size:<5}   {g('kolo_ib_lat_us'):9.2f} us median")
-    b = g('kolo_ib_bw_MBps') / g('ib_write_bw_MBps') if vals.get('ib_write_bw_MBps') else float("nan")
-    l = g('kolo_ib_lat_us') / g('ib_write_lat_us') if vals.get('ib_write_lat_us') else float("nan")
-    print(f"# ratio ib bw / ib_write_bw   = {b:5.2f}  (target >= 0.90: {verdict(b, 0.9)})")
-    print(f"# ratio ib lat / ib_write_lat = {l:5.2f}  (target <= 1.20: {verdict(l, 1.2, higher=False)})")
+    print(f"# ib, soft-RoCE rxe1 -> rxe0 in the QEMU guest: medians of {len(v('ib_write_bw_MBps'))} runs")
+    print(f"#   ib_write_bw -s 65536                 {g('ib_write_bw_MBps'):9.2f} MB/s (1e6; perftest's 2^20 figure converted)   runs: {f2(v('ib_write_bw_MBps'))}")
+    print(f"#   kolo-perf net -P ib --bw -s 65536    {g('kolo_ib_bw_MBps'):9.2f} MB/s   runs: {f2(v('kolo_ib_bw_MBps'))}")
+    if v('base_ib_bw_MBps'):
+        print(f"#   the same, BASE_PERF_BIN              {g('base_ib_bw_MBps'):9.2f} MB/s   runs: {f2(v('base_ib_bw_MBps'))}")
+    print(f"#   ib_write_lat -s {lat_size:<5}                {g('ib_write_lat_us'):9.2f} us typical   runs: {f2(v('ib_write_lat_us'))}")
+    print(f"#   kolo-perf net -P ib --lat -s {lat_size:<5}   {g('kolo_ib_lat_us'):9.2f} us median   runs: {f2(v('kolo_ib_lat_us'))}")
+    if v('base_ib_lat_us'):
+        print(f"#   the same, BASE_PERF_BIN              {g('base_ib_lat_us'):9.2f} us median   runs: {f2(v('base_ib_lat_us'))}")
+    b = g('kolo_ib_bw_MBps') / g('ib_write_bw_MBps') if v('ib_write_bw_MBps') else float("nan")
+    l = g('kolo_ib_lat_us') / g('ib_write_lat_us') if v('ib_write_lat_us') else float("nan")
+    print(f"# ratio ib bw / ib_write_bw   = {b:5.2f}  (target >= 0.90: {verdict(b, 0.9)});"
+          f" within each run, median: {paired(v('kolo_ib_bw_MBps'), v('ib_write_bw_MBps')):5.2f}")
+    print(f"# ratio ib lat / ib_write_lat = {l:5.2f}  (target <= 1.20: {verdict(l, 1.2, higher=False)});"
+          f" within each run, median: {paired(v('kolo_ib_lat_us'), v('ib_write_lat_us')):5.2f}")
+    if v('base_ib_bw_MBps') or v('base_ib_lat_us'):
+        print(f"# BASE_PERF_BIN, the same ratios: bw {med(v('base_ib_bw_MBps')) / g('ib_write_bw_MBps'):5.2f}"
+              f" (within each run {paired(v('base_ib_bw_MBps'), v('ib_write_bw_MBps')):5.2f}),"
+              f" lat {med(v('base_ib_lat_us')) / g('ib_write_lat_us'):5.2f}"
+              f" (within each run {paired(v('base_ib_lat_us'), v('ib_write_lat_us')):5.2f})")
     wrong += int(sum(vals.get("kolo_ib_wrong", [])))
 print(f"# #wrong bytes over all kolo runs: {wrong}")
 sys.exit(1 if wrong else 0)

@@ -1,6 +1,8 @@
 # perf/run_net_rxe_guest.sh - the ib half of perf/run_net.sh, run inside the
 # soft-RoCE guest (tests/rdma/vm.sh) in a work directory holding net.env
-# (KOLO_PERF: the host-built kolo-perf; REPEATS, BW_N, LAT_N, LAT_SIZE).
+# (KOLO_PERF: the host-built kolo-perf; REPEATS, BW_N, LAT_N, LAT_SIZE;
+# KOLO_PERF_BASE: optionally a second kolo-perf, run beside the first in
+# every repeat, the two in turn first, so before/after share the boot).
 # REPEATS times, on the same devices (server rxe0 / 10.77.0.1, client rxe1):
 #   ib_write_bw -s 65536 -n BW_N       kolo-perf net -P ib --bw -s 65536 -n BW_N
 #   ib_write_lat -s LAT_SIZE -n LAT_N  kolo-perf net -P ib --lat -s LAT_SIZE -n LAT_N
@@ -39,16 +41,32 @@ perftest() {
   [ $cr = 0 ] && [ $sr = 0 ] && [ -s /tmp/$name.row ]
 }
 
-# kolo NAME ARGS...: kolo-perf net -P ib, server on rxe0, client on rxe1.
+# kolo NAME ARGS...: kolo-perf net -P ib, server on rxe0, client on rxe1
+# ($PERF: KOLO_PERF or KOLO_PERF_BASE).
 kolo() {
   name=$1; shift
-  KOLO_IB_HCA==rxe0 timeout -k 2 120 "$KOLO_PERF" net -P ib --server -p 18600 > /tmp/$name.srv 2>&1 & sp=$!
-  KOLO_IB_HCA==rxe1 timeout -k 2 120 "$KOLO_PERF" net -P ib "$@" 10.77.0.1:18600 > /tmp/$name.cli 2>&1; cr=$?
+  KOLO_IB_HCA==rxe0 timeout -k 2 120 "$PERF" net -P ib --server -p 18600 > /tmp/$name.srv 2>&1 & sp=$!
+  KOLO_IB_HCA==rxe1 timeout -k 2 120 "$PERF" net -P ib "$@" 10.77.0.1:18600 > /tmp/$name.cli 2>&1; cr=$?
   wait $sp; sr=$?
-  echo "----- kolo-perf net -P ib $* ($name): client rc $cr, server rc $sr"; cat /tmp/$name.cli
+  echo "----- $PERF net -P ib $* ($name): client rc $cr, server rc $sr"; cat /tmp/$name.cli
   [ $sr = 0 ] || { echo "(server)"; cat /tmp/$name.srv; }
   awk '!/^#/ && NF >= 9 {print; exit}' /tmp/$name.cli > /tmp/$name.row
   [ $cr = 0 ] && [ $sr = 0 ] && [ -s /tmp/$name.row ]
+}
+
+# kolos TEST I ARGS...: kolo-perf (prefix kolo) and, with KOLO_PERF_BASE,
+# the base one (prefix base) in turn first; TEST: bw or lat.
+kolos() {
+  t=$1 i=$2; shift 2
+  order=kolo; [ -n "${KOLO_PERF_BASE:-}" ] && { order="kolo base"; [ $((i % 2)) = 0 ] && order="base kolo"; }
+  for who in $order; do
+    PERF=$KOLO_PERF; [ $who = base ] && PERF=$KOLO_PERF_BASE
+    if kolo $who$t.$i "$@"; then
+      if [ $t = bw ]; then say "${who}_ib_bw_MBps $(awk '{print $4}' /tmp/$who$t.$i.row)"
+      else say "${who}_ib_lat_us $(awk '{print $7}' /tmp/$who$t.$i.row)"; fi
+      say "kolo_ib_wrong $(awk '{print $9}' /tmp/$who$t.$i.row)"
+    else fail=$((fail + 1)); fi
+  done
 }
 
 i=1
@@ -56,17 +74,11 @@ while [ $i -le "$REPEATS" ]; do
   if perftest bw.$i ib_write_bw -s 65536 -n "$BW_N"; then
     say "ib_write_bw_MBps $(awk '{printf "%.2f", $4 * 1.048576}' /tmp/bw.$i.row)"
   else fail=$((fail + 1)); fi
-  if kolo kbw.$i --bw -s 65536 -n "$BW_N"; then
-    say "kolo_ib_bw_MBps $(awk '{print $4}' /tmp/kbw.$i.row)"
-    say "kolo_ib_wrong $(awk '{print $9}' /tmp/kbw.$i.row)"
-  else fail=$((fail + 1)); fi
+  kolos bw $i --bw -s 65536 -n "$BW_N"
   if perftest lat.$i ib_write_lat -s "$LAT_SIZE" -n "$LAT_N"; then
     say "ib_write_lat_us $(awk '{print $5}' /tmp/lat.$i.row)"
   else fail=$((fail + 1)); fi
-  if kolo klat.$i --lat -s "$LAT_SIZE" -n "$LAT_N"; then
-    say "kolo_ib_lat_us $(awk '{print $7}' /tmp/klat.$i.row)"
-    say "kolo_ib_wrong $(awk '{print $9}' /tmp/klat.$i.row)"
-  else fail=$((fail + 1)); fi
+  kolos lat $i --lat -s "$LAT_SIZE" -n "$LAT_N"
   i=$((i + 1))
 done
 [ $fail -le 100 ] || fail=100 # 124-126 mean other things to vm.sh
