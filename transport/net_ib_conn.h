@@ -97,7 +97,8 @@ typedef struct {
   int failed;    /* an error was reported: every call fails */
   int gone;      /* the peer closed its TCP socket */
   int ctrl_gone; /* ctrl_forget: control messages are dropped */
-  int64_t gone_at, next_check;
+  int64_t gone_at, next_check; /* next_check: coarse ms (net_ib.c's check_peer) */
+  uint32_t peer_calls;         /* progress calls since the peer's socket was looked at */
   char who[96];
   int fd;
   kolo_ib_port port;
