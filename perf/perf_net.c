@@ -307,7 +307,9 @@ static void print_header(const net_plan *p, const char *peer) {
   printf("# bandwidth: %s, MB/s = 1e6 payload bytes per second (perftest's\n"
          "#   MB/sec is 2^20); latency: half the round trip of a ping-pong, median and 99th percentile\n",
          p->tests & TEST_BIDIR ? "both ways at once, per direction" : "uni-directional client -> server");
-  printf("# waiting: %s\n", p->busy ? "busy polling (--busy)" : "a short spin, then poll() on the provider's fds");
+  printf("# waiting: %s\n", p->busy ? "busy polling (--busy)"
+                            : "a short spin, then poll() on the provider's fds (ib: polling while this side "
+                              "sends, as kolo's proxy)");
   printf("# check: %s; timed messages sample-checked\n",
          p->check ? "warm-up poisoned and checked byte by byte" : "off for the warm-up");
   printf("#%11s %8s %6s %11s %8s %8s %11s %11s %8s\n", "bytes", "bw_iters", "window", "MB/s", "GB/s",

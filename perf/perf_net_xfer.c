@@ -17,7 +17,9 @@
 #define SAMPLE_STRIDE_WORDS 512 /* timed rounds: one word in every 4 KiB */
 /* Unproductive provider turns before sleeping in poll() on its fds: a
  * short spin keeps latency low, the sleep keeps a busy receiver from taking
- * the CPU its sender (or the kernel's TCP) needs on a small machine. */
+ * the CPU its sender (or the kernel's TCP) needs on a small machine.  A
+ * KOLO_NET_SPIN provider (ib) spins longer while this side sends, as the
+ * proxy does (net.h). */
 #define SPIN_TURNS 200
 #define SLEEP_MS 1
 
@@ -125,30 +127,58 @@ static int provider_failed(const net_link *l, const char *what, const kolo_errbu
   return -1;
 }
 
+/* The pacer's clock: CLOCK_MONOTONIC in ms as of the kernel's last tick.
+ * It is read every turn, and a precise clock is not free everywhere: a VM
+ * without a usable TSC (QEMU's software emulation, where the soft-RoCE
+ * figures come from) reads the HPET, ~2 us and an exit to the emulator per
+ * read, slowing this loop and the other vCPU alike. */
+static int64_t coarse_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 typedef struct {
   int idle;
-  int64_t deadline;
+  int64_t deadline; /* coarse_ms; 0: none */
+  int64_t since;    /* coarse_ms: the start, or the last turn that moved */
 } pacer;
 
-static void pacer_start(pacer *p, const net_link *l) {
+/* When this process last posted a send or saw one finish (KOLO_NET_SPIN). */
+static int64_t last_send_ms = INT64_MIN / 2;
+static void sent_now(void) { last_send_ms = coarse_ms(); }
+
+static void pacer_restart(pacer *p, const net_link *l) {
   p->idle = 0;
-  p->deadline = kolo_deadline(l->timeout_ms);
+  p->since = coarse_ms();
+  p->deadline = l->timeout_ms > 0 ? p->since + l->timeout_ms : 0;
+}
+
+static void pacer_start(pacer *p, const net_link *l) { pacer_restart(p, l); }
+
+/* KOLO_NET_SPIN: keep polling while this side sends (sends in flight, or
+ * one finished lately: an answer is due), up to KOLO_NET_SPIN_MS after the
+ * last progress. */
+static int keep_spinning(const pacer *p, const net_link *l, int64_t now, int sending) {
+  if (!(l->net->flags & KOLO_NET_SPIN)) return 0;
+  return now - p->since < KOLO_NET_SPIN_MS && (sending || now - last_send_ms < KOLO_NET_SPIN_MS);
 }
 
 /* After a turn of the loop: spins, then sleeps on the connections' fds
- * (comm2 may be NULL).  -1 (said) when nothing moved for the whole timeout. */
-static int pacer_turn2(pacer *p, const net_link *l, void *comm, void *comm2, int moved) {
+ * (comm2 may be NULL); `sending`: this side has sends in flight.  -1 (said)
+ * when nothing moved for the whole timeout. */
+static int pacer_turn2(pacer *p, const net_link *l, void *comm, void *comm2, int moved, int sending) {
   if (moved) {
-    p->idle = 0;
-    p->deadline = kolo_deadline(l->timeout_ms);
+    pacer_restart(p, l);
     return 0;
   }
-  if (p->deadline != 0 && kolo_now_ms() >= p->deadline) {
+  int64_t now = coarse_ms();
+  if (p->deadline != 0 && now >= p->deadline) {
     fprintf(stderr, "kolo-perf net: nothing moved for %d ms (%s provider, peer %s)\n", l->timeout_ms,
             l->net->name, l->who);
     return -1;
   }
-  if (++p->idle < SPIN_TURNS || l->busy) return 0;
+  if (++p->idle < SPIN_TURNS || l->busy || keep_spinning(p, l, now, sending)) return 0;
   struct pollfd pf[2 * (KOLO_NET_MAX_STREAMS + 2)];
   int n = l->net->pollfds(comm, pf, KOLO_NET_MAX_STREAMS + 2);
   if (comm2) n += l->net->pollfds(comm2, pf + n, KOLO_NET_MAX_STREAMS + 2);
@@ -160,20 +190,23 @@ static int pacer_turn2(pacer *p, const net_link *l, void *comm, void *comm2, int
   return 0;
 }
 
-static int pacer_turn(pacer *p, const net_link *l, void *comm, int moved) {
-  return pacer_turn2(p, l, comm, NULL, moved);
+static int pacer_turn(pacer *p, const net_link *l, void *comm, int moved, int sending) {
+  return pacer_turn2(p, l, comm, NULL, moved, sending);
 }
 
-/* Waits for request id of comm. */
-static int wait_req(const net_link *l, void *comm, uint32_t id, const char *what) {
+/* Waits for request id of comm (a send when is_send). */
+static int wait_req(const net_link *l, void *comm, uint32_t id, int is_send, const char *what) {
   pacer p;
   pacer_start(&p, l);
   for (;;) {
     kolo_errbuf eb = {{0}};
     int done = 0;
     if (l->net->test(comm, id, &done, &eb) != koloSuccess) return provider_failed(l, what, &eb);
-    if (done) return 0;
-    if (pacer_turn(&p, l, comm, 0) != 0) return -1;
+    if (done) {
+      if (is_send) sent_now();
+      return 0;
+    }
+    if (pacer_turn(&p, l, comm, 0, is_send) != 0) return -1;
   }
 }
 
@@ -187,8 +220,11 @@ static int post(const net_link *l, void *comm, int is_send, char *buf, size_t by
     koloResult_t res = is_send ? l->net->isend(comm, buf, bytes, id, &queued, &eb)
                                : l->net->irecv(comm, buf, bytes, id, &queued, &eb);
     if (res != koloSuccess) return provider_failed(l, is_send ? "isend" : "irecv", &eb);
-    if (queued) return 0;
-    if (pacer_turn(&p, l, comm, 0) != 0) return -1;
+    if (queued) {
+      if (is_send) sent_now();
+      return 0;
+    }
+    if (pacer_turn(&p, l, comm, 0, is_send) != 0) return -1;
   }
 }
 
@@ -251,7 +287,8 @@ int net_bw_client(const net_link *l, const net_round *r, net_bufs *send, net_rou
     if (l->net->test(l->fwd, ids[done % KOLO_NET_MAX_REQS], &fin, &eb) != koloSuccess)
       return provider_failed(l, "test", &eb);
     if (fin) done++;
-    if (pacer_turn(&p, l, l->fwd, moved || fin) != 0) return -1;
+    if (moved || fin) sent_now();
+    if (pacer_turn(&p, l, l->fwd, moved || fin, posted > done) != 0) return -1;
   }
   if (net_msg_recv(l, NET_MSG_DONE, &wrong) != 0) return -1;
   out->seconds = (now_us() - t0) * 1e-6;
@@ -285,7 +322,7 @@ int net_bw_server(const net_link *l, const net_round *r, net_bufs *recv) {
       wrong += check(buf, r->bytes, seed_of(done, r->window), done, r->full);
       done++;
     }
-    if (pacer_turn(&p, l, l->fwd, moved || fin) != 0) return -1;
+    if (pacer_turn(&p, l, l->fwd, moved || fin, 0) != 0) return -1;
   }
   return net_msg_send(l, NET_MSG_DONE, wrong);
 }
@@ -332,6 +369,7 @@ int net_bw_bidir(const net_link *l, const net_round *r, int server, net_bufs *se
     if (sd < sp && l->net->test(tx, sids[sd % KOLO_NET_MAX_REQS], &fin, &eb) != koloSuccess)
       return provider_failed(l, "test", &eb);
     if (fin) sd++, moved = 1;
+    if (moved) sent_now();
     fin = 0;
     if (rd < rp && l->net->test(rx, rids[rd % KOLO_NET_MAX_REQS], &fin, &eb) != koloSuccess)
       return provider_failed(l, "test", &eb);
@@ -340,7 +378,7 @@ int net_bw_bidir(const net_link *l, const net_round *r, int server, net_bufs *se
       rd++;
       moved = 1;
     }
-    if (pacer_turn2(&p, l, tx, rx, moved) != 0) return -1;
+    if (pacer_turn2(&p, l, tx, rx, moved, sp > sd) != 0) return -1;
   }
   /* Both say "got all" (with their wrong bytes), then read the other's. */
   if (net_msg_send(l, NET_MSG_DONE, wrong) != 0 || net_msg_recv(l, NET_MSG_DONE, &theirs) != 0) return -1;
@@ -363,7 +401,7 @@ int net_lat_client(const net_link *l, const net_round *r, net_bufs *send, net_bu
     stamp(sbuf, r->bytes, 1, i);
     double t0 = now_us();
     if (post(l, l->back, 0, rbuf, r->bytes, &rid) != 0 || post(l, l->fwd, 1, sbuf, r->bytes, &sid) != 0 ||
-        wait_req(l, l->fwd, sid, "send") != 0 || wait_req(l, l->back, rid, "receive") != 0)
+        wait_req(l, l->fwd, sid, 1, "send") != 0 || wait_req(l, l->back, rid, 0, "receive") != 0)
       return -1;
     if (r->rtt_us) r->rtt_us[i] = now_us() - t0;
     wrong += check(rbuf, r->bytes, 1, i, r->full);
@@ -383,7 +421,7 @@ int net_lat_server(const net_link *l, const net_round *r, net_bufs *send, net_bu
   if (r->iters > 0 && post(l, l->fwd, 0, rbuf, r->bytes, &rid) != 0) return -1;
   if (net_msg_send(l, NET_MSG_READY, 0) != 0) return -1;
   for (uint64_t i = 0; i < r->iters; i++) {
-    if (wait_req(l, l->fwd, rid, "receive") != 0) return -1;
+    if (wait_req(l, l->fwd, rid, 0, "receive") != 0) return -1;
     wrong += check(rbuf, r->bytes, 1, i, r->full);
     stamp(sbuf, r->bytes, 1, i);
     if (post(l, l->back, 1, sbuf, r->bytes, &sid) != 0) return -1;
@@ -393,7 +431,7 @@ int net_lat_server(const net_link *l, const net_round *r, net_bufs *send, net_bu
       if (r->full) memset(rbuf, POISON, r->bytes);
       if (post(l, l->fwd, 0, rbuf, r->bytes, &rid) != 0) return -1;
     }
-    if (wait_req(l, l->back, sid, "send") != 0) return -1;
+    if (wait_req(l, l->back, sid, 1, "send") != 0) return -1;
   }
   return net_msg_send(l, NET_MSG_DONE, wrong);
 }

@@ -60,8 +60,17 @@ enum {
   /* The fds of pollfds() become ready for every event the provider has
    * (no completion can slip in unannounced): the proxy may sleep up to
    * 50 ms on them; without it the proxy looks again every 1 ms. */
-  KOLO_NET_EXACT_POLL = 1u << 1
+  KOLO_NET_EXACT_POLL = 1u << 1,
+  /* Waking up costs more than a completion takes to come (a kernel-bypass
+   * completion queue: on soft-RoCE in a VM a sleeping vCPU wakes in ms,
+   * a half round trip takes ~50 us): while this side sends (a send is in
+   * flight, or one finished less than KOLO_NET_SPIN_MS ago: an answer is
+   * due) its user polls without sleeping, up to KOLO_NET_SPIN_MS after the
+   * last progress.  A side that only receives sleeps as before, leaving
+   * the CPU to whoever moves the bytes. */
+  KOLO_NET_SPIN = 1u << 2
 };
+#define KOLO_NET_SPIN_MS 20
 
 typedef struct kolo_net_provider {
   const char *name;

@@ -568,7 +568,7 @@ static koloResult_t ib_devices(int *ndev, kolo_errbuf *eb) {
 
 const kolo_net_provider kolo_net_ib = {
     .name = "ib",
-    .flags = KOLO_NET_SHORT_SENDS | KOLO_NET_EXACT_POLL,
+    .flags = KOLO_NET_SHORT_SENDS | KOLO_NET_EXACT_POLL | KOLO_NET_SPIN,
     .devices = ib_devices,
     .listen = kolo_ib_listen,
     .connect = kolo_ib_connect,
