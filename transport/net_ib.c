@@ -18,7 +18,17 @@
  * completion's byte_len counts its piece).  Adverts, credits and stop words
  * are SENDs on QP 0, so they arrive in order; the receive of a control
  * message is reposted at once, and RNR retries are unbounded so a peer
- * slow to repost only waits.  Every work request is signaled: a send's
+ * slow to repost only waits.  One SEND carries up to IB_CTRL_BATCH
+ * messages: all that are queued when it is posted.
+ *
+ * Adverts are held back while the sender still holds more unused ones than
+ * are waiting here (a piece of request r arriving says the sender used
+ * advert r), and go out with any other control message (the proxy's
+ * credit): a receiver that keeps several regions posted (the proxy's ring
+ * of slots) advertises them a batch per SEND, not one SEND each, and a
+ * sender never runs dry (when it has used all it holds, the rest go).  On
+ * soft-RoCE every SEND costs as much kernel work as a write, and that is
+ * what a half round trip is made of.  Every work request is signaled: a send's
  * completion frees its place in the send queue (sq_used), a write's marks
  * its piece done.
  *
@@ -174,14 +184,29 @@ static koloResult_t ib_reg_dmabuf(void *comm, void *buf, size_t len, int fd, uin
 
 static void outq_push(ib_comm *c, const ib_msg *m) { c->outq[c->out_tail++ % IB_OUTQ] = *m; }
 
-/* Posts queued control messages as SENDs on QP 0 while it has room.  A
- * message's sbufs slot is reused IB_SQ_DEPTH messages later, when its SEND
- * has completed (one QP completes in posting order). */
+/* Queues the adverts held back (see the top of this file) when the sender
+ * holds no more unused ones than wait here, or when another message goes
+ * out anyway. */
+static void queue_adverts(ib_comm *c) {
+  uint32_t waiting = c->tail - c->adv_next, held = c->adv_next - c->seen;
+  if (waiting == 0 || (held > waiting && c->out_head == c->out_tail)) return;
+  for (; c->adv_next != c->tail; c->adv_next++) {
+    ib_req *r = &c->reqs[c->adv_next % KOLO_NET_MAX_REQS];
+    ib_msg m = {.kind = IB_MSG_ADVERT, .seq = c->adv_next, .rkey = r->rkey, .addr = (uintptr_t)r->buf,
+                .len = r->len};
+    outq_push(c, &m);
+  }
+}
+
+/* Posts queued control messages as SENDs on QP 0 while it has room, up to
+ * IB_CTRL_BATCH per SEND.  A SEND's sbufs slot is reused IB_SQ_DEPTH SENDs
+ * later, when it has completed (one QP completes in posting order). */
 static koloResult_t flush_out(ib_comm *c, kolo_errbuf *eb) {
   while (c->out_head != c->out_tail && c->sq_used[0] < IB_SQ_DEPTH) {
-    ib_msg *m = &c->sbufs[c->ctrl_posted % IB_SQ_DEPTH];
-    *m = c->outq[c->out_head % IB_OUTQ];
-    struct ibv_sge sge = {.addr = (uintptr_t)m, .length = sizeof *m, .lkey = c->smr->lkey};
+    ib_msg *m = &c->sbufs[(size_t)(c->ctrl_posted % IB_SQ_DEPTH) * IB_CTRL_BATCH];
+    uint32_t k = 0;
+    for (; k < IB_CTRL_BATCH && c->out_head + k != c->out_tail; k++) m[k] = c->outq[(c->out_head + k) % IB_OUTQ];
+    struct ibv_sge sge = {.addr = (uintptr_t)m, .length = k * (uint32_t)sizeof *m, .lkey = c->smr->lkey};
     struct ibv_send_wr wr = {.wr_id = ib_wrid(IB_WR_CTRL, 0, c->ctrl_posted), .sg_list = &sge, .num_sge = 1,
                              .opcode = IBV_WR_SEND,
                              .send_flags = IBV_SEND_SIGNALED | (c->inline_ok ? IBV_SEND_INLINE : 0)},
@@ -195,9 +220,9 @@ static koloResult_t flush_out(ib_comm *c, kolo_errbuf *eb) {
     c->sq_used[0]++;
     c->st.send_posts++;
     c->st.ctrl_sends++;
-    c->st.ctrl_msgs++;
+    c->st.ctrl_msgs += k;
     c->ctrl_posted++;
-    c->out_head++;
+    c->out_head += k;
   }
   return koloSuccess;
 }
@@ -248,6 +273,7 @@ static koloResult_t got_piece(ib_comm *c, uint32_t imm, uint32_t byte_len, kolo_
   }
   r->done++;
   r->bytes += byte_len;
+  if ((int32_t)(id + 1 - c->seen) > 0) c->seen = id + 1; /* the sender used advert id */
   return koloSuccess;
 }
 
@@ -266,7 +292,10 @@ static koloResult_t completion(ib_comm *c, const struct ibv_wc *wc, kolo_errbuf 
     c->reqs[n % KOLO_NET_MAX_REQS].done++;
     return koloSuccess;
   case IB_WR_RECV: {
-    ib_msg m = c->rbufs[(size_t)q * IB_RQ_DEPTH + n]; /* copied: the receive goes back at once */
+    ib_msg m[IB_CTRL_BATCH]; /* copied: the receive goes back at once */
+    uint32_t k = wc->byte_len / (uint32_t)sizeof m[0];
+    if (wc->opcode == IBV_WC_RECV && k <= IB_CTRL_BATCH)
+      memcpy(m, &c->rbufs[((size_t)q * IB_RQ_DEPTH + n) * IB_CTRL_BATCH], k * sizeof m[0]);
     koloResult_t res = kolo_ib_post_recv(c, q, n, eb);
     c->st.recv_posts++;
     if (res != koloSuccess) {
@@ -274,7 +303,10 @@ static koloResult_t completion(ib_comm *c, const struct ibv_wc *wc, kolo_errbuf 
       return res;
     }
     if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) return got_piece(c, ntohl(wc->imm_data), wc->byte_len, eb);
-    if (wc->opcode == IBV_WC_RECV && wc->byte_len == sizeof m) return got_msg(c, &m, eb);
+    if (wc->opcode == IBV_WC_RECV && k >= 1 && k <= IB_CTRL_BATCH && wc->byte_len == k * sizeof m[0]) {
+      for (uint32_t i = 0; i < k && res == koloSuccess; i++) res = got_msg(c, &m[i], eb);
+      return res;
+    }
     c->failed = 1;
     return kolo_error(eb, koloRemoteError, "%s sent an ib message of %u bytes (opcode %d)", c->who, wc->byte_len,
                       (int)wc->opcode);
@@ -414,6 +446,7 @@ static koloResult_t progress(ib_comm *c, kolo_errbuf *eb) {
     if (eof) return peer_closed(c, eb);
   }
   if (res == koloSuccess) res = poll_cq(c, eb);
+  if (res == koloSuccess && c->ready && !c->is_send) queue_adverts(c);
   if (res == koloSuccess && c->ready) res = flush_out(c, eb);
   if (res == koloSuccess && c->ready && c->is_send) res = post_writes(c, eb);
   if (res == koloSuccess && c->ready) res = check_peer(c, eb);
@@ -446,10 +479,7 @@ static koloResult_t post(ib_comm *c, void *buf, size_t len, uint32_t *id, int *q
   r->len = len;
   r->lkey = mr->lkey;
   r->npieces = c->is_send ? npieces(len, c->nqps) : 0; /* receiver: from the first piece */
-  if (!c->is_send) {
-    ib_msg m = {.kind = IB_MSG_ADVERT, .seq = c->tail, .rkey = mr->rkey, .addr = (uintptr_t)r->buf, .len = len};
-    outq_push(c, &m);
-  }
+  if (!c->is_send) r->rkey = mr->rkey; /* advertised by queue_adverts */
   *id = c->tail++;
   c->st.regions++;
   *queued = 1;

@@ -7,8 +7,9 @@
  * channel, so the proxy can sleep in poll()), a TCP socket (the handshake,
  * then only to notice that the peer went away), and registered rings:
  * rbufs for the control messages that arrive (every posted RECV has one
- * slot; a WRITE WITH IMMEDIATE consumes a RECV too and leaves its slot
- * untouched) and sbufs for the control messages sent on QP 0. */
+ * slot of IB_CTRL_BATCH messages; a WRITE WITH IMMEDIATE consumes a RECV
+ * too and leaves its slot untouched) and sbufs for the control messages
+ * sent on QP 0. */
 #ifndef KOLO_TRANSPORT_NET_IB_CONN_H
 #define KOLO_TRANSPORT_NET_IB_CONN_H
 
@@ -30,7 +31,9 @@
  * recently than the least recently used one, which is never theirs. */
 #define IB_MR_CACHE (2 * KOLO_NET_MAX_REQS)
 
-/* One control message (SEND/RECV on QP 0), 32 bytes. */
+/* One control message, 32 bytes; a SEND on QP 0 carries 1 .. IB_CTRL_BATCH
+ * of them (each receive has room for a full batch). */
+#define IB_CTRL_BATCH 8
 enum { IB_MSG_CREDIT = KOLO_NET_CTRL_CREDIT, IB_MSG_STOP = KOLO_NET_CTRL_STOP, IB_MSG_ADVERT = 0x100 };
 typedef struct {
   uint32_t kind, value; /* credit / stop: the user's (kind, value) */
@@ -123,6 +126,9 @@ typedef struct {
   uint32_t in_head, in_tail;
   ib_req reqs[KOLO_NET_MAX_REQS];
   uint32_t head, tail, next_post;
+  /* Receiver: requests before adv_next are advertised (queued in outq);
+   * a piece of every request before seen arrived. */
+  uint32_t adv_next, seen;
   ib_advert adv[KOLO_NET_MAX_REQS];
   ib_mr_entry mrs[IB_MR_CACHE];
   ib_mr_entry dmabuf; /* GPUDirect slots (reg_dmabuf): looked up first, never evicted */

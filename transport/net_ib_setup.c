@@ -100,8 +100,8 @@ void kolo_ib_close_listen(void *lcomm) {
 /* ---- verbs resources -------------------------------------------------------- */
 
 koloResult_t kolo_ib_post_recv(ib_comm *c, int q, uint32_t i, kolo_errbuf *eb) {
-  ib_msg *m = &c->rbufs[(size_t)q * IB_RQ_DEPTH + i];
-  struct ibv_sge sge = {.addr = (uintptr_t)m, .length = sizeof *m, .lkey = c->rmr->lkey};
+  ib_msg *m = &c->rbufs[((size_t)q * IB_RQ_DEPTH + i) * IB_CTRL_BATCH];
+  struct ibv_sge sge = {.addr = (uintptr_t)m, .length = IB_CTRL_BATCH * sizeof *m, .lkey = c->rmr->lkey};
   struct ibv_recv_wr wr = {.wr_id = ib_wrid(IB_WR_RECV, q, i), .sg_list = &sge, .num_sge = 1}, *bad;
   int e = ibv_post_recv(c->qp[q], &wr, &bad);
   if (e != 0)
@@ -114,7 +114,7 @@ static koloResult_t make_qp(ib_comm *c, int q, kolo_errbuf *eb) {
   struct ibv_qp_init_attr ia = {.send_cq = c->cq, .recv_cq = c->cq, .qp_type = IBV_QPT_RC,
                                 .cap = {.max_send_wr = IB_SQ_DEPTH, .max_recv_wr = IB_RQ_DEPTH,
                                         .max_send_sge = 1, .max_recv_sge = 1,
-                                        .max_inline_data = sizeof(ib_msg)}};
+                                        .max_inline_data = IB_CTRL_BATCH * sizeof(ib_msg)}};
   c->qp[q] = ibv_create_qp(c->pd, &ia);
   if (c->qp[q] == NULL) { /* some devices have no inline data: try without */
     ia.cap.max_inline_data = 0;
@@ -126,7 +126,7 @@ static koloResult_t make_qp(ib_comm *c, int q, kolo_errbuf *eb) {
     return kolo_syserror(eb, err, "ibv_create_qp(%s, RC, %d+%d work requests)%s", c->port.name,
                          IB_SQ_DEPTH, IB_RQ_DEPTH, kolo_ib_memlock_hint(err, hint, sizeof hint));
   }
-  if (q == 0) c->inline_ok = ia.cap.max_inline_data >= sizeof(ib_msg);
+  if (q == 0) c->inline_ok = ia.cap.max_inline_data >= IB_CTRL_BATCH * sizeof(ib_msg);
   struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = (uint8_t)c->port.port,
                           .pkey_index = 0, .qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
   int e = ibv_modify_qp(c->qp[q], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
@@ -171,7 +171,8 @@ static koloResult_t make_verbs(ib_comm *c, int dev, kolo_errbuf *eb) {
     return kolo_syserror(eb, err, "ibv_create_cq(%s, %d entries)%s", c->port.name, cqe,
                          kolo_ib_memlock_hint(err, hint, sizeof hint));
   }
-  size_t rbytes = (size_t)c->nqps * IB_RQ_DEPTH * sizeof(ib_msg), sbytes = IB_SQ_DEPTH * sizeof(ib_msg);
+  size_t rbytes = (size_t)c->nqps * IB_RQ_DEPTH * IB_CTRL_BATCH * sizeof(ib_msg),
+         sbytes = (size_t)IB_SQ_DEPTH * IB_CTRL_BATCH * sizeof(ib_msg);
   c->rbufs = aligned_alloc(4096, rbytes);
   c->sbufs = aligned_alloc(4096, sbytes);
   if (c->rbufs == NULL || c->sbufs == NULL)
