@@ -263,6 +263,14 @@ static int bw_size(const net_link *l, const net_plan *p, int server, net_row *ro
   return rc;
 }
 
+/* Latency: receive buffers per side, LAT_AHEAD + 1 (receives posted ahead,
+ * perf_net_xfer.h) while they fit the pool cap, at least 2. */
+#define LAT_AHEAD 8
+static int lat_bufs(uint64_t bytes) {
+  uint64_t fit = bytes ? POOL_CAP_BYTES / bytes : LAT_AHEAD + 1;
+  return (int)clamp_u64(fit, 2, LAT_AHEAD + 1);
+}
+
 static int lat_size(const net_link *l, const net_plan *p, int server, net_row *row) {
   net_bufs sb, rb;
   double *rtt = server ? NULL : calloc(row->lat_n, sizeof *rtt);
@@ -270,12 +278,13 @@ static int lat_size(const net_link *l, const net_plan *p, int server, net_row *r
     free(rtt);
     return -1;
   }
-  if (net_bufs_init(&rb, 1, row->bytes) != 0) {
+  int nrecv = lat_bufs(row->bytes);
+  if (net_bufs_init(&rb, nrecv, row->bytes) != 0) {
     net_bufs_fini(&sb);
     free(rtt);
     return -1;
   }
-  net_round r = {row->bytes, 0, 1, p->check, 0, NULL};
+  net_round r = {row->bytes, 0, nrecv, p->check, 0, NULL};
   net_round_result res = {0, 0};
   int rc = 0;
   for (int timed = 0; timed <= 1 && rc == 0; timed++) {

@@ -389,22 +389,38 @@ int net_bw_bidir(const net_link *l, const net_round *r, int server, net_bufs *se
 
 /* ---- latency ------------------------------------------------------------------- */
 
-/* Both pools have one buffer (seed 1): iteration i's message is stamped i. */
+/* The send pool has one buffer (seed 1): iteration i's message is stamped
+ * i.  The receive pool has r->window >= 2 buffers: receive i lands in
+ * buffer i % window, and receives are kept posted window - 1 messages
+ * ahead, the next one posted right after this side's send, as the proxy
+ * keeps its ring of slots posted: the receiver's advertisement (ib) is
+ * then no step of the round trip. */
+static int lat_post_recv(const net_link *l, void *comm, const net_round *r, net_bufs *recv, uint64_t i,
+                         uint32_t *rids) {
+  if (i >= r->iters) return 0;
+  char *buf = recv->pool[i % (uint64_t)r->window];
+  if (r->full) memset(buf, POISON, r->bytes);
+  return post(l, comm, 0, buf, r->bytes, &rids[i % KOLO_NET_MAX_REQS]);
+}
+
 int net_lat_client(const net_link *l, const net_round *r, net_bufs *send, net_bufs *recv,
                    net_round_result *out) {
-  uint64_t wrong = 0;
-  char *sbuf = send->pool[0], *rbuf = recv->pool[0];
+  uint64_t wrong = 0, ahead = (uint64_t)r->window - 1;
+  uint32_t rids[KOLO_NET_MAX_REQS];
+  char *sbuf = send->pool[0];
+  for (uint64_t k = 0; k < ahead; k++)
+    if (lat_post_recv(l, l->back, r, recv, k, rids) != 0) return -1;
   if (net_msg_recv(l, NET_MSG_READY, NULL) != 0) return -1;
   for (uint64_t i = 0; i < r->iters; i++) {
-    uint32_t sid, rid;
-    if (r->full) memset(rbuf, POISON, r->bytes);
+    uint32_t sid;
     stamp(sbuf, r->bytes, 1, i);
     double t0 = now_us();
-    if (post(l, l->back, 0, rbuf, r->bytes, &rid) != 0 || post(l, l->fwd, 1, sbuf, r->bytes, &sid) != 0 ||
-        wait_req(l, l->fwd, sid, 1, "send") != 0 || wait_req(l, l->back, rid, 0, "receive") != 0)
+    if (post(l, l->fwd, 1, sbuf, r->bytes, &sid) != 0 || lat_post_recv(l, l->back, r, recv, i + ahead, rids) != 0 ||
+        wait_req(l, l->fwd, sid, 1, "send") != 0 ||
+        wait_req(l, l->back, rids[i % KOLO_NET_MAX_REQS], 0, "receive") != 0)
       return -1;
     if (r->rtt_us) r->rtt_us[i] = now_us() - t0;
-    wrong += check(rbuf, r->bytes, 1, i, r->full);
+    wrong += check(recv->pool[i % (uint64_t)r->window], r->bytes, 1, i, r->full);
   }
   uint64_t theirs = 0;
   if (net_msg_recv(l, NET_MSG_DONE, &theirs) != 0) return -1;
@@ -414,24 +430,19 @@ int net_lat_client(const net_link *l, const net_round *r, net_bufs *send, net_bu
 }
 
 int net_lat_server(const net_link *l, const net_round *r, net_bufs *send, net_bufs *recv) {
-  uint64_t wrong = 0;
-  char *sbuf = send->pool[0], *rbuf = recv->pool[0];
-  uint32_t rid, sid;
-  if (r->full) memset(rbuf, POISON, r->bytes);
-  if (r->iters > 0 && post(l, l->fwd, 0, rbuf, r->bytes, &rid) != 0) return -1;
+  uint64_t wrong = 0, ahead = (uint64_t)r->window - 1;
+  uint32_t rids[KOLO_NET_MAX_REQS], sid;
+  char *sbuf = send->pool[0];
+  for (uint64_t k = 0; k < ahead; k++)
+    if (lat_post_recv(l, l->fwd, r, recv, k, rids) != 0) return -1;
   if (net_msg_send(l, NET_MSG_READY, 0) != 0) return -1;
   for (uint64_t i = 0; i < r->iters; i++) {
-    if (wait_req(l, l->fwd, rid, 0, "receive") != 0) return -1;
-    wrong += check(rbuf, r->bytes, 1, i, r->full);
+    if (wait_req(l, l->fwd, rids[i % KOLO_NET_MAX_REQS], 0, "receive") != 0) return -1;
+    wrong += check(recv->pool[i % (uint64_t)r->window], r->bytes, 1, i, r->full);
     stamp(sbuf, r->bytes, 1, i);
-    if (post(l, l->back, 1, sbuf, r->bytes, &sid) != 0) return -1;
-    /* The next ping may arrive before this pong has left: post its
-     * receive first. */
-    if (i + 1 < r->iters) {
-      if (r->full) memset(rbuf, POISON, r->bytes);
-      if (post(l, l->fwd, 0, rbuf, r->bytes, &rid) != 0) return -1;
-    }
-    if (wait_req(l, l->back, sid, 1, "send") != 0) return -1;
+    if (post(l, l->back, 1, sbuf, r->bytes, &sid) != 0 || lat_post_recv(l, l->fwd, r, recv, i + ahead, rids) != 0 ||
+        wait_req(l, l->back, sid, 1, "send") != 0)
+      return -1;
   }
   return net_msg_send(l, NET_MSG_DONE, wrong);
 }

@@ -16,7 +16,10 @@
  *
  * Latency (ib_write_lat's shape): ping-pong, one message each way per
  * iteration (client -> server on the forward connection, back on the other);
- * the client times each round trip; half of it is the latency.
+ * the client times each round trip (from posting its send to the answer's
+ * arrival); half of it is the latency.  Each side keeps `window` - 1
+ * receives posted ahead (as the proxy keeps its ring of slots posted) and
+ * posts the next one right after its send.
  *
  * Payload check: every message carries a pattern of 64-bit words that
  * depends on its buffer (seed) and, in its first and last word, on its
@@ -46,7 +49,8 @@ typedef struct {
 typedef struct {
   size_t bytes;
   uint64_t iters;
-  int window;     /* messages in flight (bandwidth); buffers in each pool */
+  int window;     /* messages in flight (bandwidth); buffers in each pool (latency: in
+                   * the receive pool, >= 2) */
   int full;       /* poison and check every byte (untimed rounds) */
   int timed;      /* the client records times */
   double *rtt_us; /* latency, client: one round trip per iteration (iters entries) */
