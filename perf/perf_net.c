@@ -73,7 +73,8 @@ static void usage(FILE *out) {
           "      --bidir           bandwidth both ways at once instead (MB/s per direction): the\n"
           "                        ceiling of a 2-rank ring, whose ranks send and receive together\n"
           "      --busy            both sides poll the provider without sleeping (perftest's way;\n"
-          "                        default: a short spin, then poll() on its fds, as kolo's proxy)\n"
+          "                        default: a short spin, then poll() on its fds, as kolo's proxy;\n"
+          "                        ib: no sleep while this side sends, which the proxy does not do)\n"
           "  -p, --port N          setup port (default %d)\n"
           "      --server          wait for one client, run its plan, exit\n"
           "      --timeout MS      a peer silent this long is an error (default %d)\n"
@@ -317,8 +318,8 @@ static void print_header(const net_plan *p, const char *peer) {
          "#   MB/sec is 2^20); latency: half the round trip of a ping-pong, median and 99th percentile\n",
          p->tests & TEST_BIDIR ? "both ways at once, per direction" : "uni-directional client -> server");
   printf("# waiting: %s\n", p->busy ? "busy polling (--busy)"
-                            : "a short spin, then poll() on the provider's fds (ib: polling while this side "
-                              "sends, as kolo's proxy)");
+                            : "a short spin, then poll() on the provider's fds, as kolo's proxy (ib: "
+                              "polling while this side sends, which the proxy does not)");
   printf("# check: %s; timed messages sample-checked\n",
          p->check ? "warm-up poisoned and checked byte by byte" : "off for the warm-up");
   printf("#%11s %8s %6s %11s %8s %8s %11s %11s %8s\n", "bytes", "bw_iters", "window", "MB/s", "GB/s",
