@@ -63,6 +63,7 @@ static koloResult_t resolve(koloFusion_t f, const koloFusionConfig_t *cfg, const
   f->bucket_bytes = pick_size(cfg->bucketBytes, "KOLO_FUSION_BUCKET_BYTES");
   f->first_bucket_bytes = pick_size(cfg->firstBucketBytes, "KOLO_FUSION_FIRST_BUCKET_BYTES");
   f->fusion_bytes = pick_size(cfg->fusionBytes, "KOLO_FUSION_THRESHOLD");
+  f->min_buckets = cfg->minBuckets != KOLO_CONFIG_UNDEF ? cfg->minBuckets : KF_MIN_BUCKETS_DEFAULT;
   f->cycle_us = cfg->cycleTimeUs != KOLO_CONFIG_UNDEF ? cfg->cycleTimeUs : (int)kolo_param_int("KOLO_FUSION_CYCLE_US");
   f->op = cfg->op != KOLO_CONFIG_UNDEF ? cfg->op : koloAvg;
   f->prescale = cfg->preScale != 0.0 ? cfg->preScale : 1.0;
@@ -70,6 +71,7 @@ static koloResult_t resolve(koloFusion_t f, const koloFusionConfig_t *cfg, const
   const char *what = NULL;
   if (f->bucket_bytes == 0 || f->bucket_bytes > ((size_t)1 << 40)) what = "bucketBytes (KOLO_FUSION_BUCKET_BYTES) is outside 1..2^40";
   else if (f->first_bucket_bytes == 0 || f->first_bucket_bytes > ((size_t)1 << 40)) what = "firstBucketBytes (KOLO_FUSION_FIRST_BUCKET_BYTES) is outside 1..2^40";
+  else if (f->min_buckets < 1 || f->min_buckets > (1 << 20)) what = "minBuckets is outside 1..2^20";
   else if (f->fusion_bytes == 0 || f->fusion_bytes > ((size_t)1 << 40)) what = "fusionBytes (KOLO_FUSION_THRESHOLD) is outside 1..2^40";
   else if (f->cycle_us < 0 || f->cycle_us > 10000000) what = "cycleTimeUs (KOLO_FUSION_CYCLE_US) is outside 0..10^7";
   else if (f->op != koloSum && f->op != koloAvg) what = "op is neither koloSum nor koloAvg";
@@ -209,11 +211,13 @@ static size_t fusion_buffer_bytes(const koloFusion_t f) {
 }
 
 static koloResult_t commit_steps(koloFusion_t f) {
-  kf_shape shape = {f->bucket_bytes, f->first_bucket_bytes, f->fusion_bytes, f->prescale, f->op, f->rebuild};
+  kf_shape shape = {f->bucket_bytes, f->first_bucket_bytes, f->fusion_bytes, f->prescale, f->op, f->rebuild,
+                    f->min_buckets, 0};
   koloResult_t res = kf_neg_init(&f->neg, f->comm, &f->err);
   if (res == koloSuccess) res = kf_neg_check_decls(&f->neg, f->decl, f->ntensors, &shape, &f->err);
   if (res != koloSuccess) return res;
-  res = kf_layout_build(f->decl, f->ntensors, NULL, f->bucket_bytes, f->first_bucket_bytes, &f->layout);
+  f->bucket_cap = kf_layout_cap(f->decl, f->ntensors, f->bucket_bytes, f->first_bucket_bytes, f->min_buckets);
+  res = kf_layout_build(f->decl, f->ntensors, NULL, f->bucket_cap, f->first_bucket_bytes, &f->layout);
   if (res != koloSuccess) return kolo_error(&f->err, res, "koloFusionCommit: out of memory laying out buckets");
   size_t n = (size_t)f->ntensors;
   f->marked = calloc(n, 1);

@@ -28,6 +28,9 @@
  * EXTERNAL tensors, or one EXTERNAL tensor too large to pack. */
 typedef enum { KF_LAUNCH_BUCKET, KF_LAUNCH_FUSED, KF_LAUNCH_DIRECT } kf_launch_kind;
 
+/* koloFusionConfig_t.minBuckets by default (kolo_fusion.h, "Bucket size"). */
+#define KF_MIN_BUCKETS_DEFAULT 10
+
 struct koloFusion {
   koloComm_t comm;
   int rank, nranks;
@@ -35,6 +38,8 @@ struct koloFusion {
   int timeout_ms;
   /* configuration, resolved */
   size_t bucket_bytes, first_bucket_bytes, fusion_bytes;
+  int min_buckets;
+  size_t bucket_cap;      /* the cap of buckets after the first (kf_layout_cap), set at Commit */
   int cycle_us, op, rebuild;
   double prescale;
   char *timeline_path;

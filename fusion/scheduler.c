@@ -310,7 +310,7 @@ static koloResult_t rebuild(koloFusion_t f, kf_rounds *rs, int *order) {
   if (!kf_order_valid(order, rs->n))
     return kolo_error(&rs->eb, koloInternalError, "fusion on rank %d: rank 0's ready order is not a permutation", f->rank);
   kf_layout nl;
-  res = kf_layout_build(f->decl, rs->n, order, f->bucket_bytes, f->first_bucket_bytes, &nl);
+  res = kf_layout_build(f->decl, rs->n, order, f->bucket_cap, f->first_bucket_bytes, &nl);
   if (res != koloSuccess) return kolo_error(&rs->eb, res, "fusion on rank %d: out of memory rebuilding buckets", f->rank);
   if (kf_layout_equal(&nl, &f->layout)) {
     kf_layout_free(&nl);
