@@ -132,6 +132,8 @@ static void free_step_arrays(koloFusion_t f) {
   free(f->marked);
   free(f->ext_buf);
   free(f->mark_order);
+  free(f->bucket_marked);
+  f->bucket_marked = NULL;
   f->marked = NULL;
   f->ext_buf = NULL;
   f->mark_order = NULL;
@@ -223,7 +225,8 @@ static koloResult_t commit_steps(koloFusion_t f) {
   f->marked = calloc(n, 1);
   f->ext_buf = calloc(n, sizeof *f->ext_buf);
   f->mark_order = calloc(n, sizeof *f->mark_order);
-  if (!f->marked || !f->ext_buf || !f->mark_order) return kolo_error(&f->err, koloSystemError, "koloFusionCommit: out of memory");
+  f->bucket_marked = calloc(n, sizeof *f->bucket_marked); /* a rebuild never makes more buckets than tensors */
+  if (!f->marked || !f->ext_buf || !f->mark_order || !f->bucket_marked) return kolo_error(&f->err, koloSystemError, "koloFusionCommit: out of memory");
   res = kf_dev_setup(f, f->stream_cfg);
   if (res == koloSuccess && f->layout.arena_bytes > 0) res = kf_dev_alloc(f, f->layout.arena_bytes, &f->arena, &f->err);
   f->fbuf_bytes = fusion_buffer_bytes(f);
@@ -322,8 +325,10 @@ koloResult_t koloFusionStepBegin(koloFusion_t f) {
   f->step++;
   memset(f->marked, 0, (size_t)f->ntensors);
   memset(f->ext_buf, 0, (size_t)f->ntensors * sizeof *f->ext_buf);
+  memset(f->bucket_marked, 0, (size_t)f->ntensors * sizeof *f->bucket_marked);
   f->nmarked = 0;
   f->marks_since_round = 0;
+  f->completed_since_round = 0;
   f->ended = 0;
   f->issued = 0;
   f->in_step = 1;
@@ -358,9 +363,14 @@ koloResult_t koloFusionMarkReady(koloFusion_t f, int id, void *buf, koloEvent_t 
   f->mark_order[f->nmarked++] = id;
   f->marks_since_round++;
   int tid = external ? KF_TL_EXTERNAL_TID + f->decl[id].dtype : f->layout.bucket_of[id];
+  /* a bucket complete here: a round at once, not at the next cycle (with
+   * compute and comm about equal, every cycle of delay before a bucket's
+   * all-reduce adds to the step) */
+  int completed = !external && ++f->bucket_marked[tid] == f->layout.buckets[tid].n;
+  f->completed_since_round += completed;
   /* the thread sleeps until the first mark of a step, and rounds are due at
    * once when the last one comes */
-  if (f->nmarked == 1 || f->nmarked == f->ntensors) pthread_cond_broadcast(&f->cond);
+  if (f->nmarked == 1 || f->nmarked == f->ntensors || completed) pthread_cond_broadcast(&f->cond);
   pthread_mutex_unlock(&f->lock);
   kf_timeline_ready(f->tl, tid, id, f->step);
   return koloSuccess;

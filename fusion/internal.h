@@ -73,6 +73,8 @@ struct koloFusion {
   int *mark_order;        /* [ntensors] this step's marks in call order */
   int nmarked;
   int marks_since_round;
+  int *bucket_marked;     /* [ntensors >= nbuckets] marks of each bucket's tensors this step */
+  int completed_since_round; /* buckets whose last tensor was marked since the last round */
   koloResult_t failed;    /* sticky: first failure of a step */
   kolo_errbuf thread_err; /* its sentence, written by the thread */
   koloFusionStats_t stats;

@@ -2,8 +2,14 @@
  * and the launches each round decides (see kolo_fusion.h, negotiate.h).
  *
  * A round runs while a step is in flight on this rank and something is
- * marked or the step was ended: at most one per cycle, at once when every
- * tensor of the step is marked (or StepEnd was called) since the last one.
+ * marked or the step was ended: at most one per cycle, and at once when
+ * every tensor of the step is marked (or StepEnd was called), or when the
+ * last tensor of a bucket was marked here, since the last one.  (The peers
+ * complete the bucket at about the same time in backward, and their
+ * rounds then run at once too, and a rank that completed a bucket its
+ * peers have not runs its next round after an eighth of a cycle: the
+ * bucket launches about one round latency after the last rank completed it
+ * instead of up to a cycle later.)
  * Every rank runs the same rounds (a step ends in the same round
  * everywhere), so the exchanges pair up; each rank then decides the same
  * launches from the same min / max vectors, in this order:
@@ -48,6 +54,7 @@ typedef struct {
   int64_t round;
   int64_t stall_since_us;
   int stalled;
+  int peer_pending; /* the last round saw a bucket complete here and not yet everywhere */
   int ended, nmarked, first_unmarked;
   koloFusionStats_t delta;
   kolo_errbuf eb;
@@ -107,11 +114,14 @@ static void add_launch(kf_rounds *rs, kf_launch_kind kind, int bucket, int dtype
 
 static void plan_buckets(koloFusion_t f, kf_rounds *rs) {
   const kf_layout *l = &f->layout;
+  rs->peer_pending = 0;
   for (int b = 0; b < l->nbuckets; b++) {
     const kf_bucket *bk = &l->buckets[b];
     const int *m = l->members + bk->first;
-    int whole = 1;
+    int whole = 1, mine = 1;
     for (int j = 0; j < bk->n && whole; j++) whole = ready_all(rs, m[j]);
+    for (int j = 0; j < bk->n && mine; j++) mine = rs->vec[m[j]] != 0;
+    rs->peer_pending |= mine && !whole;
     int run = -1;
     for (int j = 0; j <= bk->n; j++) {
       int ok = j < bk->n && !rs->launched[m[j]] && ready_all(rs, m[j]) &&
@@ -387,6 +397,7 @@ static void snapshot(koloFusion_t f, kf_rounds *rs) {
   for (int t = 0; t < rs->n && rs->first_unmarked < 0; t++)
     if (!f->marked[t]) rs->first_unmarked = t;
   f->marks_since_round = 0;
+  f->completed_since_round = 0;
 }
 
 /* Under the lock: whether a round is due now; else *wait_until. */
@@ -395,7 +406,8 @@ static int round_due(koloFusion_t f, int64_t next_round, int64_t *wait_until) {
     *wait_until = -1;
     return 0;
   }
-  if (f->marks_since_round > 0 && (f->nmarked == f->ntensors || f->ended)) return 1;
+  if (f->marks_since_round > 0 && (f->nmarked == f->ntensors || f->ended || f->completed_since_round > 0))
+    return 1;
   if (now_us() >= next_round) return 1;
   *wait_until = next_round;
   return 0;
@@ -459,7 +471,11 @@ static void *thread_main(void *arg) {
     int64_t started = now_us();
     res = fresh ? kf_dev_step_begin(f, &rs.eb) : koloSuccess;
     if (res == koloSuccess) res = run_round(f, &rs);
-    next_round = started + f->cycle_us;
+    /* a bucket complete here but not on some peer: that peer's round comes
+     * at once when it completes it (round_due), and pairs with ours, so
+     * ours comes soon; not at once, in case two ranks each wait for the
+     * other's bucket */
+    next_round = started + (rs.peer_pending ? f->cycle_us / 8 : f->cycle_us);
     pthread_mutex_lock(&f->lock);
     publish(f, &rs);
     if (res != koloSuccess) {

@@ -32,16 +32,20 @@
  *
  * Scheduling.  MarkReady never blocks on communication.  A background
  * thread per koloFusion_t negotiates with the other ranks, in lockstep
- * rounds (at most one per cycleTimeUs while something is pending), which
- * tensors are ready everywhere, and launches their buckets / fused buffers
- * in an order that is identical on every rank by construction.  A whole
- * bucket is launched as soon as all its tensors are ready everywhere; the
- * ready part of a partial bucket waits one cycle, then its ready runs of
- * tensors are launched in place (the cycle flush).  Rounds run once
- * something of the step is marked, at once when every tensor is marked or
- * StepEnd was called.  Negotiation: host communicators use themselves (a
- * small min all-reduce per round), CUDA ones the bootstrap's TCP mesh (no
- * device synchronization).  Each round
+ * rounds (one per cycleTimeUs while something is pending, and sooner when
+ * a bucket is complete, see below), which tensors are ready everywhere,
+ * and launches their buckets / fused buffers in an order that is identical
+ * on every rank by construction.  A whole bucket is launched as soon as
+ * all its tensors are ready everywhere; the ready part of a partial bucket
+ * waits one cycle, then its ready runs of tensors are launched in place
+ * (the cycle flush).  Rounds run once something of the step is marked, at
+ * once when every tensor is marked or StepEnd was called, at once when
+ * this rank marked the last tensor of a bucket, and an eighth of a cycle
+ * after the last one while a bucket complete here is not yet complete on
+ * some other rank (so that a bucket launches about one round after its
+ * last rank completed it).  Negotiation: host communicators use themselves
+ * (a small min all-reduce per round), CUDA ones the bootstrap's TCP mesh
+ * (no device synchronization).  Each round
  * also compares a signature of every rank's declared layout and step: on a
  * mismatch (a tensor marked on one rank and never on another, a rank in
  * another step; different declarations fail Commit, and a tensor marked

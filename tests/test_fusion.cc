@@ -516,6 +516,85 @@ TEST(FusionThreads, CycleFlushesAPartialBucket) {
   for (int r = 0; r < n; r++) EXPECT_EQ(errs[(size_t)r], "") << "rank " << r;
 }
 
+// A bucket launches at once when its last tensor is marked on every rank,
+// not at the next cycle (5 s here): whole, before any cycle could have
+// passed.  Both ways a rank can get there: marking it after a round in
+// which every rank had part of it (then both ranks' marks trigger rounds),
+// and (first_late) rank 0 completing it before that round while rank 1 has
+// not (rank 0's next round comes after an eighth of a cycle, rank 1's at
+// once when it completes it).  Tensors 0 and 1 are bucket 0, 2 and 3
+// bucket 1; the sums are checked exactly.
+void prompt_launch(bool first_late) {
+  const int n = 2, nt = 4, count = 64;
+  const double cycle_s = 5.0;
+  ThreadWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  std::vector<std::string> errs(n);
+  std::atomic<int> first_round{0};
+  w.pool.run([&](int r) {
+    koloFusionConfig_t cfg = small_config(koloSum);
+    cfg.firstBucketBytes = cfg.bucketBytes = 2 * count * sizeof(int32_t);  // two tensors per bucket
+    cfg.cycleTimeUs = (int)(cycle_s * 1e6);
+    cfg.rebuildBuckets = 0;
+    std::string &err = errs[(size_t)r];
+    koloFusion_t f;
+    if (koloFusionCreate(&f, w.comms[(size_t)r], &cfg) != koloSuccess) {
+      err = std::string("create: ") + koloFusionGetLastError(nullptr);
+      return;
+    }
+    int id, nb = 0;
+    for (int t = 0; t < nt; t++) koloFusionAddTensor(f, count, koloInt32, KOLO_FUSION_ALLOCATE, &id);
+    if (koloFusionCommit(f) != koloSuccess || koloFusionBucketCount(f, &nb) != koloSuccess || nb != 2) {
+      err = std::string("commit (2 buckets): ") + koloFusionGetLastError(f);
+      koloFusionDestroy(f);
+      return;
+    }
+    std::vector<int32_t *> p(nt);
+    for (int t = 0; t < nt; t++) {
+      koloFusionTensorPtr(f, t, reinterpret_cast<void **>(&p[(size_t)t]));
+      for (int i = 0; i < count; i++) p[(size_t)t][i] = (r + 1) * (t * 1000 + i);
+    }
+    koloFusionStepBegin(f);
+    koloFusionMarkReady(f, 0, nullptr, nullptr);
+    if (first_late && r == 0) koloFusionMarkReady(f, 1, nullptr, nullptr);
+    koloFusionStats_t st{};
+    double t0 = now_ms();
+    while (st.rounds == 0 && now_ms() - t0 < 2000) {  // the first round ran (at the first mark)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      koloFusionGetStats(f, &st);
+    }
+    first_round++;
+    while (first_round.load() < n) std::this_thread::yield();
+    t0 = now_ms();
+    if (!(first_late && r == 0)) koloFusionMarkReady(f, 1, nullptr, nullptr);
+    while (st.allReduces == 0 && now_ms() - t0 < 1000 * cycle_s / 2) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      koloFusionGetStats(f, &st);
+    }
+    double waited = now_ms() - t0;
+    if (st.allReduces != 1)
+      err = "bucket 0 was not launched (whole) within " + std::to_string(waited) + " ms: " +
+            std::to_string(st.allReduces) + " all-reduces, " + std::to_string(st.rounds) + " rounds";
+    koloFusionMarkReady(f, 2, nullptr, nullptr);
+    koloFusionMarkReady(f, 3, nullptr, nullptr);
+    if (koloFusionStepEnd(f, nullptr) != koloSuccess || koloFusionWait(f) != koloSuccess)
+      err += std::string(" step: ") + koloFusionGetLastError(f);
+    for (int t = 0; t < nt && err.empty(); t++)
+      for (int i = 0; i < count; i++)
+        if (p[(size_t)t][i] != 3 * (t * 1000 + i)) {
+          err = "tensor " + std::to_string(t) + " element " + std::to_string(i) + " = " + std::to_string(p[(size_t)t][i]);
+          break;
+        }
+    koloFusionGetStats(f, &st);
+    if (err.empty() && st.allReduces != 2) err = "expected two whole buckets, got " + std::to_string(st.allReduces) + " all-reduces";
+    koloFusionDestroy(f);
+  });
+  for (int r = 0; r < n; r++) EXPECT_EQ(errs[(size_t)r], "") << "rank " << r;
+}
+
+TEST(FusionThreads, CompleteBucketLaunchesBeforeTheCycle) { prompt_launch(false); }
+TEST(FusionThreads, CompleteBucketLaunchesBeforeTheCycleWhenOneRankIsLate) { prompt_launch(true); }
+
 // ---- a tiny JSON parser for the timeline -----------------------------------------
 
 struct Json {
