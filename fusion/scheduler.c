@@ -288,6 +288,7 @@ static void track_stall(koloFusion_t f, kf_rounds *rs) {
 }
 
 static koloResult_t run_round(koloFusion_t f, kf_rounds *rs) {
+  int64_t begin = f->tl ? now_us() : 0;
   kf_sig sig = my_sig(f, rs);
   unsigned char *tail = rs->vec + rs->n;
   memcpy(tail, &sig, sizeof sig);
@@ -304,6 +305,7 @@ static koloResult_t run_round(koloFusion_t f, kf_rounds *rs) {
   rs->nlaunches = rs->ngroup = 0;
   plan_buckets(f, rs);
   plan_external(f, rs);
+  if (f->tl) kf_timeline_round(f->tl, begin, now_us(), rs->step, rs->nlaunches);
   res = run_launches(f, rs);
   track_stall(f, rs);
   rs->round++;

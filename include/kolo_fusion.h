@@ -82,7 +82,8 @@
  * JSON (path with "%r" replaced by the rank, or one file per rank with
  * ".rankN" appended), for chrome://tracing or Perfetto: "ready" instants
  * per tensor, "launch" / "done" (B / E) per all-reduce with tid = bucket
- * (EXTERNAL tensors: 100000 + dtype); on CUDA "done" is when the work was
+ * (EXTERNAL tensors: 100000 + dtype), "round" (X, with its duration) per
+ * negotiation round on tid 200000; on CUDA "done" is when the work was
  * enqueued.  The file is closed (valid JSON) by Destroy, also after errors.
  *
  * Threading: the koloFusion_t functions are called from one thread at a

@@ -691,13 +691,15 @@ TEST(FusionThreads, TimelineIsValidChromeTrace) {
     Json j(text);
     EXPECT_TRUE(j.parse()) << path << " is not valid JSON near byte " << j.i;
     EXPECT_NE(text.find("\"traceEvents\""), std::string::npos);
-    int ready = 0, launch = 0, done = 0;
+    int ready = 0, launch = 0, done = 0, rounds = 0;
     for (const std::string &n : j.names) {
       ready += n == "ready";
       launch += n == "launch";
       done += n == "done";
+      rounds += n == "round";
     }
     EXPECT_EQ(ready, 12 * 2) << path;
+    EXPECT_EQ((uint64_t)rounds, outs[(size_t)r].stats.rounds) << path << ": one \"round\" per negotiation round";
     EXPECT_GT(launch, 0) << path;
     EXPECT_EQ(launch, done) << path;
     unlink(path.c_str());
