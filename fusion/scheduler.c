@@ -55,6 +55,7 @@ typedef struct {
   int64_t stall_since_us;
   int stalled;
   int peer_pending; /* the last round saw a bucket complete here and not yet everywhere */
+  int64_t exchanged_us; /* when the last round's exchange ended: the same instant on every rank */
   int ended, nmarked, first_unmarked;
   koloFusionStats_t delta;
   kolo_errbuf eb;
@@ -295,6 +296,7 @@ static koloResult_t run_round(koloFusion_t f, kf_rounds *rs) {
   tail[sizeof sig + KF_FLAG_BAD_END] = rs->ended && rs->nmarked < rs->n;
   tail[sizeof sig + KF_FLAG_STALLED] = (unsigned char)rs->stalled;
   koloResult_t res = kf_neg_minmax(&f->neg, rs->vec, rs->veclen, rs->vmin, rs->vmax, &rs->eb);
+  rs->exchanged_us = now_us();
   rs->delta.rounds++;
   if (res != koloSuccess) return res;
   const unsigned char *mn = rs->vmin + rs->n, *mx = rs->vmax + rs->n;
@@ -470,14 +472,18 @@ static void *thread_main(void *arg) {
     if (fresh) start_step(f, &rs);
     snapshot(f, &rs);
     pthread_mutex_unlock(&f->lock);
-    int64_t started = now_us();
+    rs.exchanged_us = now_us(); /* if the round fails before its exchange */
     res = fresh ? kf_dev_step_begin(f, &rs.eb) : koloSuccess;
     if (res == koloSuccess) res = run_round(f, &rs);
-    /* a bucket complete here but not on some peer: that peer's round comes
+    /* The cycle counts from the end of the round's exchange, which every
+     * rank leaves at about the same time: counted from each rank's own
+     * start, a rank that waited in the exchange for a later peer would come
+     * to the next round that much early and wait again, round after round.
+     * A bucket complete here but not on some peer: that peer's round comes
      * at once when it completes it (round_due), and pairs with ours, so
      * ours comes soon; not at once, in case two ranks each wait for the
-     * other's bucket */
-    next_round = started + (rs.peer_pending ? f->cycle_us / 8 : f->cycle_us);
+     * other's bucket. */
+    next_round = rs.exchanged_us + (rs.peer_pending ? f->cycle_us / 8 : f->cycle_us);
     pthread_mutex_lock(&f->lock);
     publish(f, &rs);
     if (res != koloSuccess) {
