@@ -32,10 +32,11 @@
  *
  * Scheduling.  MarkReady never blocks on communication.  A background
  * thread per koloFusion_t negotiates with the other ranks, in lockstep
- * rounds (one per cycleTimeUs while something is pending, and sooner when
- * a bucket is complete, see below), which tensors are ready everywhere,
- * and launches their buckets / fused buffers in an order that is identical
- * on every rank by construction.  A whole bucket is launched as soon as
+ * rounds (one per cycleTimeUs while something is pending, counted from
+ * the end of the last round's exchange, which the ranks leave together;
+ * sooner when a bucket is complete, see below), which tensors are ready
+ * everywhere, and launches their buckets / fused buffers in an order that
+ * is identical on every rank by construction.  A whole bucket is launched as soon as
  * all its tensors are ready everywhere; the ready part of a partial bucket
  * waits one cycle, then its ready runs of tensors are launched in place
  * (the cycle flush).  Rounds run once something of the step is marked, at
