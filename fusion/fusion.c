@@ -63,6 +63,7 @@ static koloResult_t resolve(koloFusion_t f, const koloFusionConfig_t *cfg, const
   f->bucket_bytes = pick_size(cfg->bucketBytes, "KOLO_FUSION_BUCKET_BYTES");
   f->first_bucket_bytes = pick_size(cfg->firstBucketBytes, "KOLO_FUSION_FIRST_BUCKET_BYTES");
   f->fusion_bytes = pick_size(cfg->fusionBytes, "KOLO_FUSION_THRESHOLD");
+  f->min_buckets = cfg->minBuckets != KOLO_CONFIG_UNDEF ? cfg->minBuckets : KF_MIN_BUCKETS_DEFAULT;
   f->cycle_us = cfg->cycleTimeUs != KOLO_CONFIG_UNDEF ? cfg->cycleTimeUs : (int)kolo_param_int("KOLO_FUSION_CYCLE_US");
   f->op = cfg->op != KOLO_CONFIG_UNDEF ? cfg->op : koloAvg;
   f->prescale = cfg->preScale != 0.0 ? cfg->preScale : 1.0;
@@ -70,6 +71,7 @@ static koloResult_t resolve(koloFusion_t f, const koloFusionConfig_t *cfg, const
   const char *what = NULL;
   if (f->bucket_bytes == 0 || f->bucket_bytes > ((size_t)1 << 40)) what = "bucketBytes (KOLO_FUSION_BUCKET_BYTES) is outside 1..2^40";
   else if (f->first_bucket_bytes == 0 || f->first_bucket_bytes > ((size_t)1 << 40)) what = "firstBucketBytes (KOLO_FUSION_FIRST_BUCKET_BYTES) is outside 1..2^40";
+  else if (f->min_buckets < 1 || f->min_buckets > (1 << 20)) what = "minBuckets is outside 1..2^20";
   else if (f->fusion_bytes == 0 || f->fusion_bytes > ((size_t)1 << 40)) what = "fusionBytes (KOLO_FUSION_THRESHOLD) is outside 1..2^40";
   else if (f->cycle_us < 0 || f->cycle_us > 10000000) what = "cycleTimeUs (KOLO_FUSION_CYCLE_US) is outside 0..10^7";
   else if (f->op != koloSum && f->op != koloAvg) what = "op is neither koloSum nor koloAvg";
@@ -130,6 +132,8 @@ static void free_step_arrays(koloFusion_t f) {
   free(f->marked);
   free(f->ext_buf);
   free(f->mark_order);
+  free(f->bucket_marked);
+  f->bucket_marked = NULL;
   f->marked = NULL;
   f->ext_buf = NULL;
   f->mark_order = NULL;
@@ -209,17 +213,20 @@ static size_t fusion_buffer_bytes(const koloFusion_t f) {
 }
 
 static koloResult_t commit_steps(koloFusion_t f) {
-  kf_shape shape = {f->bucket_bytes, f->first_bucket_bytes, f->fusion_bytes, f->prescale, f->op, f->rebuild};
+  kf_shape shape = {f->bucket_bytes, f->first_bucket_bytes, f->fusion_bytes, f->prescale, f->op, f->rebuild,
+                    f->min_buckets, 0};
   koloResult_t res = kf_neg_init(&f->neg, f->comm, &f->err);
   if (res == koloSuccess) res = kf_neg_check_decls(&f->neg, f->decl, f->ntensors, &shape, &f->err);
   if (res != koloSuccess) return res;
-  res = kf_layout_build(f->decl, f->ntensors, NULL, f->bucket_bytes, f->first_bucket_bytes, &f->layout);
+  f->bucket_cap = kf_layout_cap(f->decl, f->ntensors, f->bucket_bytes, f->first_bucket_bytes, f->min_buckets);
+  res = kf_layout_build(f->decl, f->ntensors, NULL, f->bucket_cap, f->first_bucket_bytes, &f->layout);
   if (res != koloSuccess) return kolo_error(&f->err, res, "koloFusionCommit: out of memory laying out buckets");
   size_t n = (size_t)f->ntensors;
   f->marked = calloc(n, 1);
   f->ext_buf = calloc(n, sizeof *f->ext_buf);
   f->mark_order = calloc(n, sizeof *f->mark_order);
-  if (!f->marked || !f->ext_buf || !f->mark_order) return kolo_error(&f->err, koloSystemError, "koloFusionCommit: out of memory");
+  f->bucket_marked = calloc(n, sizeof *f->bucket_marked); /* a rebuild never makes more buckets than tensors */
+  if (!f->marked || !f->ext_buf || !f->mark_order || !f->bucket_marked) return kolo_error(&f->err, koloSystemError, "koloFusionCommit: out of memory");
   res = kf_dev_setup(f, f->stream_cfg);
   if (res == koloSuccess && f->layout.arena_bytes > 0) res = kf_dev_alloc(f, f->layout.arena_bytes, &f->arena, &f->err);
   f->fbuf_bytes = fusion_buffer_bytes(f);
@@ -318,8 +325,10 @@ koloResult_t koloFusionStepBegin(koloFusion_t f) {
   f->step++;
   memset(f->marked, 0, (size_t)f->ntensors);
   memset(f->ext_buf, 0, (size_t)f->ntensors * sizeof *f->ext_buf);
+  memset(f->bucket_marked, 0, (size_t)f->ntensors * sizeof *f->bucket_marked);
   f->nmarked = 0;
   f->marks_since_round = 0;
+  f->completed_since_round = 0;
   f->ended = 0;
   f->issued = 0;
   f->in_step = 1;
@@ -354,9 +363,14 @@ koloResult_t koloFusionMarkReady(koloFusion_t f, int id, void *buf, koloEvent_t 
   f->mark_order[f->nmarked++] = id;
   f->marks_since_round++;
   int tid = external ? KF_TL_EXTERNAL_TID + f->decl[id].dtype : f->layout.bucket_of[id];
+  /* a bucket complete here: a round at once, not at the next cycle (with
+   * compute and comm about equal, every cycle of delay before a bucket's
+   * all-reduce adds to the step) */
+  int completed = !external && ++f->bucket_marked[tid] == f->layout.buckets[tid].n;
+  f->completed_since_round += completed;
   /* the thread sleeps until the first mark of a step, and rounds are due at
    * once when the last one comes */
-  if (f->nmarked == 1 || f->nmarked == f->ntensors) pthread_cond_broadcast(&f->cond);
+  if (f->nmarked == 1 || f->nmarked == f->ntensors || completed) pthread_cond_broadcast(&f->cond);
   pthread_mutex_unlock(&f->lock);
   kf_timeline_ready(f->tl, tid, id, f->step);
   return koloSuccess;

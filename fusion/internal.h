@@ -28,6 +28,9 @@
  * EXTERNAL tensors, or one EXTERNAL tensor too large to pack. */
 typedef enum { KF_LAUNCH_BUCKET, KF_LAUNCH_FUSED, KF_LAUNCH_DIRECT } kf_launch_kind;
 
+/* koloFusionConfig_t.minBuckets by default (kolo_fusion.h, "Bucket size"). */
+#define KF_MIN_BUCKETS_DEFAULT 10
+
 struct koloFusion {
   koloComm_t comm;
   int rank, nranks;
@@ -35,6 +38,8 @@ struct koloFusion {
   int timeout_ms;
   /* configuration, resolved */
   size_t bucket_bytes, first_bucket_bytes, fusion_bytes;
+  int min_buckets;
+  size_t bucket_cap;      /* the cap of buckets after the first (kf_layout_cap), set at Commit */
   int cycle_us, op, rebuild;
   double prescale;
   char *timeline_path;
@@ -68,6 +73,8 @@ struct koloFusion {
   int *mark_order;        /* [ntensors] this step's marks in call order */
   int nmarked;
   int marks_since_round;
+  int *bucket_marked;     /* [ntensors >= nbuckets] marks of each bucket's tensors this step */
+  int completed_since_round; /* buckets whose last tensor was marked since the last round */
   koloResult_t failed;    /* sticky: first failure of a step */
   kolo_errbuf thread_err; /* its sentence, written by the thread */
   koloFusionStats_t stats;

@@ -29,6 +29,16 @@ uint64_t kf_decl_hash(const kf_decl *decl, int n) {
   return h;
 }
 
+size_t kf_layout_cap(const kf_decl *decl, int n, size_t cap, size_t first_cap, int min_buckets) {
+  if (min_buckets <= 1) return cap;
+  size_t total = 0;
+  for (int i = 0; i < n; i++)
+    if (decl[i].storage != 1 /* EXTERNAL */) total += align_up(kf_decl_bytes(&decl[i]), KF_VIEW_ALIGN);
+  size_t share = (total + (size_t)min_buckets - 1) / (size_t)min_buckets;
+  if (share < first_cap) share = first_cap;
+  return share < cap ? share : cap;
+}
+
 void kf_layout_free(kf_layout *l) {
   free(l->buckets);
   free(l->members);

@@ -54,6 +54,18 @@ typedef struct {
 /* Bytes of a tensor (count x element size). */
 size_t kf_decl_bytes(const kf_decl *d);
 
+/* The cap of the buckets after the first: `cap`, lowered so that the
+ * ALLOCATE tensors spread over at least min_buckets buckets (their bytes,
+ * each rounded up to KF_VIEW_ALIGN, divided by min_buckets, rounded up),
+ * but never below first_cap.  Why: when backward's compute and the
+ * all-reduces take about as long, the all-reduce of a bucket cannot start
+ * before its last gradient and cannot end before all later gradients are
+ * reduced, so the step lasts at least max(compute, comm) plus the share of
+ * the largest bucket in comm; capping every bucket at a share of the
+ * gradients bounds that excess (perf/perf_overlap.c's ideal).  A
+ * min_buckets of 1 or less leaves `cap` as it is. */
+size_t kf_layout_cap(const kf_decl *decl, int n, size_t cap, size_t first_cap, int min_buckets);
+
 /* Builds the layout of n tensors taken in `order` (a permutation of 0..n-1;
  * NULL: declared order).  Returns koloSuccess, koloInvalidArgument when
  * order is not a permutation or a cap is 0, koloSystemError when out of

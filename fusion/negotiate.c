@@ -129,8 +129,10 @@ static void decl_text(const kf_decl *d, char *out, size_t len) {
 }
 
 static void shape_text(const kf_shape *s, char *out, size_t len) {
-  snprintf(out, len, "bucketBytes %llu, firstBucketBytes %llu, fusionBytes %llu, op %s, preScale %g, rebuildBuckets %d",
-           (unsigned long long)s->bucket_bytes, (unsigned long long)s->first_bucket_bytes,
+  snprintf(out, len,
+           "bucketBytes %llu, firstBucketBytes %llu, minBuckets %d, fusionBytes %llu, op %s, preScale %g, "
+           "rebuildBuckets %d",
+           (unsigned long long)s->bucket_bytes, (unsigned long long)s->first_bucket_bytes, s->min_buckets,
            (unsigned long long)s->fusion_bytes, s->op == koloAvg ? "avg" : "sum", s->prescale, s->rebuild);
 }
 

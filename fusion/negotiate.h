@@ -54,6 +54,7 @@ typedef struct {
   uint64_t bucket_bytes, first_bucket_bytes, fusion_bytes;
   double prescale;
   int32_t op, rebuild;
+  int32_t min_buckets, pad; /* pad: 0 (the shapes are compared with memcmp) */
 } kf_shape;
 
 /* Checks that every rank declared the same tensors with the same shape;

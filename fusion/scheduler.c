@@ -2,8 +2,14 @@
  * and the launches each round decides (see kolo_fusion.h, negotiate.h).
  *
  * A round runs while a step is in flight on this rank and something is
- * marked or the step was ended: at most one per cycle, at once when every
- * tensor of the step is marked (or StepEnd was called) since the last one.
+ * marked or the step was ended: at most one per cycle, and at once when
+ * every tensor of the step is marked (or StepEnd was called), or when the
+ * last tensor of a bucket was marked here, since the last one.  (The peers
+ * complete the bucket at about the same time in backward, and their
+ * rounds then run at once too, and a rank that completed a bucket its
+ * peers have not runs its next round after an eighth of a cycle: the
+ * bucket launches about one round latency after the last rank completed it
+ * instead of up to a cycle later.)
  * Every rank runs the same rounds (a step ends in the same round
  * everywhere), so the exchanges pair up; each rank then decides the same
  * launches from the same min / max vectors, in this order:
@@ -48,6 +54,8 @@ typedef struct {
   int64_t round;
   int64_t stall_since_us;
   int stalled;
+  int peer_pending; /* the last round saw a bucket complete here and not yet everywhere */
+  int64_t exchanged_us; /* when the last round's exchange ended: the same instant on every rank */
   int ended, nmarked, first_unmarked;
   koloFusionStats_t delta;
   kolo_errbuf eb;
@@ -107,11 +115,14 @@ static void add_launch(kf_rounds *rs, kf_launch_kind kind, int bucket, int dtype
 
 static void plan_buckets(koloFusion_t f, kf_rounds *rs) {
   const kf_layout *l = &f->layout;
+  rs->peer_pending = 0;
   for (int b = 0; b < l->nbuckets; b++) {
     const kf_bucket *bk = &l->buckets[b];
     const int *m = l->members + bk->first;
-    int whole = 1;
+    int whole = 1, mine = 1;
     for (int j = 0; j < bk->n && whole; j++) whole = ready_all(rs, m[j]);
+    for (int j = 0; j < bk->n && mine; j++) mine = rs->vec[m[j]] != 0;
+    rs->peer_pending |= mine && !whole;
     int run = -1;
     for (int j = 0; j <= bk->n; j++) {
       int ok = j < bk->n && !rs->launched[m[j]] && ready_all(rs, m[j]) &&
@@ -278,12 +289,14 @@ static void track_stall(koloFusion_t f, kf_rounds *rs) {
 }
 
 static koloResult_t run_round(koloFusion_t f, kf_rounds *rs) {
+  int64_t begin = f->tl ? now_us() : 0;
   kf_sig sig = my_sig(f, rs);
   unsigned char *tail = rs->vec + rs->n;
   memcpy(tail, &sig, sizeof sig);
   tail[sizeof sig + KF_FLAG_BAD_END] = rs->ended && rs->nmarked < rs->n;
   tail[sizeof sig + KF_FLAG_STALLED] = (unsigned char)rs->stalled;
   koloResult_t res = kf_neg_minmax(&f->neg, rs->vec, rs->veclen, rs->vmin, rs->vmax, &rs->eb);
+  rs->exchanged_us = now_us();
   rs->delta.rounds++;
   if (res != koloSuccess) return res;
   const unsigned char *mn = rs->vmin + rs->n, *mx = rs->vmax + rs->n;
@@ -294,6 +307,7 @@ static koloResult_t run_round(koloFusion_t f, kf_rounds *rs) {
   rs->nlaunches = rs->ngroup = 0;
   plan_buckets(f, rs);
   plan_external(f, rs);
+  if (f->tl) kf_timeline_round(f->tl, begin, now_us(), rs->step, rs->nlaunches);
   res = run_launches(f, rs);
   track_stall(f, rs);
   rs->round++;
@@ -310,7 +324,7 @@ static koloResult_t rebuild(koloFusion_t f, kf_rounds *rs, int *order) {
   if (!kf_order_valid(order, rs->n))
     return kolo_error(&rs->eb, koloInternalError, "fusion on rank %d: rank 0's ready order is not a permutation", f->rank);
   kf_layout nl;
-  res = kf_layout_build(f->decl, rs->n, order, f->bucket_bytes, f->first_bucket_bytes, &nl);
+  res = kf_layout_build(f->decl, rs->n, order, f->bucket_cap, f->first_bucket_bytes, &nl);
   if (res != koloSuccess) return kolo_error(&rs->eb, res, "fusion on rank %d: out of memory rebuilding buckets", f->rank);
   if (kf_layout_equal(&nl, &f->layout)) {
     kf_layout_free(&nl);
@@ -387,6 +401,7 @@ static void snapshot(koloFusion_t f, kf_rounds *rs) {
   for (int t = 0; t < rs->n && rs->first_unmarked < 0; t++)
     if (!f->marked[t]) rs->first_unmarked = t;
   f->marks_since_round = 0;
+  f->completed_since_round = 0;
 }
 
 /* Under the lock: whether a round is due now; else *wait_until. */
@@ -395,7 +410,8 @@ static int round_due(koloFusion_t f, int64_t next_round, int64_t *wait_until) {
     *wait_until = -1;
     return 0;
   }
-  if (f->marks_since_round > 0 && (f->nmarked == f->ntensors || f->ended)) return 1;
+  if (f->marks_since_round > 0 && (f->nmarked == f->ntensors || f->ended || f->completed_since_round > 0))
+    return 1;
   if (now_us() >= next_round) return 1;
   *wait_until = next_round;
   return 0;
@@ -456,10 +472,18 @@ static void *thread_main(void *arg) {
     if (fresh) start_step(f, &rs);
     snapshot(f, &rs);
     pthread_mutex_unlock(&f->lock);
-    int64_t started = now_us();
+    rs.exchanged_us = now_us(); /* if the round fails before its exchange */
     res = fresh ? kf_dev_step_begin(f, &rs.eb) : koloSuccess;
     if (res == koloSuccess) res = run_round(f, &rs);
-    next_round = started + f->cycle_us;
+    /* The cycle counts from the end of the round's exchange, which every
+     * rank leaves at about the same time: counted from each rank's own
+     * start, a rank that waited in the exchange for a later peer would come
+     * to the next round that much early and wait again, round after round.
+     * A bucket complete here but not on some peer: that peer's round comes
+     * at once when it completes it (round_due), and pairs with ours, so
+     * ours comes soon; not at once, in case two ranks each wait for the
+     * other's bucket. */
+    next_round = rs.exchanged_us + (rs.peer_pending ? f->cycle_us / 8 : f->cycle_us);
     pthread_mutex_lock(&f->lock);
     publish(f, &rs);
     if (res != koloSuccess) {

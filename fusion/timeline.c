@@ -97,6 +97,19 @@ void kf_timeline_done(kf_timeline *tl, int tid) {
   pthread_mutex_unlock(&tl->lock);
 }
 
+void kf_timeline_round(kf_timeline *tl, int64_t begin_us, int64_t end_us, uint64_t step, int launches) {
+  if (tl == NULL) return;
+  double t0 = (double)tl->t0.tv_sec * 1e6 + (double)tl->t0.tv_nsec / 1e3;
+  pthread_mutex_lock(&tl->lock);
+  fprintf(tl->out,
+          ",\n{\"name\":\"round\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+          "\"args\":{\"step\":%llu,\"launches\":%d}}",
+          tl->rank, KF_TL_ROUND_TID, (double)begin_us - t0, (double)(end_us - begin_us), (unsigned long long)step,
+          launches);
+  tl->nevents++;
+  pthread_mutex_unlock(&tl->lock);
+}
+
 void kf_timeline_error(kf_timeline *tl, const char *sentence) {
   if (tl == NULL) return;
   pthread_mutex_lock(&tl->lock);

@@ -32,16 +32,21 @@
  *
  * Scheduling.  MarkReady never blocks on communication.  A background
  * thread per koloFusion_t negotiates with the other ranks, in lockstep
- * rounds (at most one per cycleTimeUs while something is pending), which
- * tensors are ready everywhere, and launches their buckets / fused buffers
- * in an order that is identical on every rank by construction.  A whole
- * bucket is launched as soon as all its tensors are ready everywhere; the
- * ready part of a partial bucket waits one cycle, then its ready runs of
- * tensors are launched in place (the cycle flush).  Rounds run once
- * something of the step is marked, at once when every tensor is marked or
- * StepEnd was called.  Negotiation: host communicators use themselves (a
- * small min all-reduce per round), CUDA ones the bootstrap's TCP mesh (no
- * device synchronization).  Each round
+ * rounds (one per cycleTimeUs while something is pending, counted from
+ * the end of the last round's exchange, which the ranks leave together;
+ * sooner when a bucket is complete, see below), which tensors are ready
+ * everywhere, and launches their buckets / fused buffers in an order that
+ * is identical on every rank by construction.  A whole bucket is launched as soon as
+ * all its tensors are ready everywhere; the ready part of a partial bucket
+ * waits one cycle, then its ready runs of tensors are launched in place
+ * (the cycle flush).  Rounds run once something of the step is marked, at
+ * once when every tensor is marked or StepEnd was called, at once when
+ * this rank marked the last tensor of a bucket, and an eighth of a cycle
+ * after the last one while a bucket complete here is not yet complete on
+ * some other rank (so that a bucket launches about one round after its
+ * last rank completed it).  Negotiation: host communicators use themselves
+ * (a small min all-reduce per round), CUDA ones the bootstrap's TCP mesh
+ * (no device synchronization).  Each round
  * also compares a signature of every rank's declared layout and step: on a
  * mismatch (a tensor marked on one rank and never on another, a rank in
  * another step; different declarations fail Commit, and a tensor marked
@@ -57,12 +62,29 @@
  * fetched again (koloFusionLayoutVersion changes).  The rebuild is done
  * before Wait (host) or StepEnd (CUDA) of the first step returns.
  *
+ * Bucket size.  The buckets after the first are capped at bucketBytes
+ * (25 MiB, as PyTorch DDP's bucket_cap_mb) and also at a tenth
+ * (minBuckets = 10) of the ALLOCATE gradients' bytes, but not below
+ * firstBucketBytes.  The reason: a bucket's all-reduce starts after its
+ * last gradient and the step ends after the last all-reduce, so when
+ * backward's compute and the communication take about as long, the step
+ * lasts at least max(compute, comm) plus the largest bucket's share of
+ * comm.  With DDP's caps alone a 100 MB model (ResNet-50) gets buckets of
+ * up to 25 MiB, a quarter of its gradients, and exposes up to a quarter of
+ * its communication; minBuckets = 10 bounds that at about a tenth, for one
+ * more all-reduce latency per extra bucket.  Models of
+ * more than 10 x 25 MiB of gradients are laid out as by DDP.  A single
+ * tensor larger than the cap still gets a bucket of its own, and it still
+ * bounds the step the same way when backward produces it last (BERT's word
+ * embeddings: 21% of its gradients).
+ *
  * Timeline.  With KOLO_TIMELINE=path (or config.timeline), every rank
  * writes ready / launch / done events per tensor and bucket as Chrome trace
  * JSON (path with "%r" replaced by the rank, or one file per rank with
  * ".rankN" appended), for chrome://tracing or Perfetto: "ready" instants
  * per tensor, "launch" / "done" (B / E) per all-reduce with tid = bucket
- * (EXTERNAL tensors: 100000 + dtype); on CUDA "done" is when the work was
+ * (EXTERNAL tensors: 100000 + dtype), "round" (X, with its duration) per
+ * negotiation round on tid 200000; on CUDA "done" is when the work was
  * enqueued.  The file is closed (valid JSON) by Destroy, also after errors.
  *
  * Threading: the koloFusion_t functions are called from one thread at a
@@ -108,13 +130,18 @@ typedef struct {
   koloStream_t stream;     /* CUDA: communication stream; NULL: kolo creates
                               one (must be NULL on host communicators) */
   const char *timeline;    /* Chrome trace path; NULL: KOLO_TIMELINE or none */
+  int minBuckets;          /* spread the ALLOCATE gradients over at least this
+                              many buckets: the buckets after the first are
+                              capped at min(bucketBytes, max(firstBucketBytes,
+                              their bytes / minBuckets)); default 10; 1 = DDP's
+                              layout (bucketBytes alone).  See "Bucket size". */
 } koloFusionConfig_t;
 
 #define KOLO_FUSION_CONFIG_INITIALIZER                                         \
   {                                                                            \
     sizeof(koloFusionConfig_t), KOLO_FUSION_UNDEF_SIZE, KOLO_FUSION_UNDEF_SIZE, \
         KOLO_FUSION_UNDEF_SIZE, KOLO_CONFIG_UNDEF, KOLO_CONFIG_UNDEF, 0.0,     \
-        KOLO_CONFIG_UNDEF, NULL, NULL                                          \
+        KOLO_CONFIG_UNDEF, NULL, NULL, KOLO_CONFIG_UNDEF                       \
   }
 
 /* Counters, for tests and benchmarks (cumulative since Create). */

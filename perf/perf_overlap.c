@@ -128,6 +128,7 @@ static koloFusionConfig_t fusion_config(const perf_overlap_opts *o) {
   if (o->first_bucket_bytes != KOLO_FUSION_UNDEF_SIZE) c.firstBucketBytes = o->first_bucket_bytes;
   if (o->fusion_bytes != KOLO_FUSION_UNDEF_SIZE) c.fusionBytes = o->fusion_bytes;
   if (o->cycle_us > 0) c.cycleTimeUs = o->cycle_us;
+  if (o->min_buckets > 0) c.minBuckets = o->min_buckets;
   return c;
 }
 
@@ -429,18 +430,20 @@ static void fmt_size(char *buf, size_t len, size_t v, const char *undef) {
 static void print_header(const ov_rank *ov, const perf_config *cfg) {
   const perf_overlap_opts *o = ov->o;
   FILE *f = ov->out;
-  char bucket[32], first[32], fusion[32], cycle[32];
+  char bucket[32], first[32], fusion[32], cycle[32], minb[32];
   fmt_size(bucket, sizeof bucket, o->bucket_bytes, "kolo's default");
   fmt_size(first, sizeof first, o->first_bucket_bytes, "kolo's default");
   fmt_size(fusion, sizeof fusion, o->fusion_bytes, "kolo's default");
   if (o->cycle_us > 0) snprintf(cycle, sizeof cycle, "%d us", o->cycle_us);
   else snprintf(cycle, sizeof cycle, "kolo's default");
+  if (o->min_buckets > 0) snprintf(minb, sizeof minb, "%d", o->min_buckets);
+  else snprintf(minb, sizeof minb, "kolo's default");
   fprintf(f, "# %s overlap%s: %s, %d ranks (%d processes x %d threads, %s), %s memory\n", cfg->tool,
           o->small ? " --small" : "", cfg->library, cfg->nranks, cfg->procs, cfg->threads, cfg->launch, cfg->memory);
   fprintf(f, "# warmup rounds: %d rounds: %d validation: %d op: %s float32; %ld cores online\n", ov->a->warmup,
           ov->a->iters, ov->a->check, o->op == koloAvg ? "avg" : "sum", sysconf(_SC_NPROCESSORS_ONLN));
-  fprintf(f, "# fusion config: bucket %s, first bucket %s, fusion buffer %s, cycle %s (KOLO_FUSION_* apply)\n",
-          bucket, first, fusion, cycle);
+  fprintf(f, "# fusion config: bucket %s, first bucket %s, min buckets %s, fusion buffer %s, cycle %s "
+             "(KOLO_FUSION_* apply)\n", bucket, first, minb, fusion, cycle);
 }
 
 static void print_compute_header(const ov_rank *ov, const double *rate_lo, const double *rate_hi) {
@@ -541,6 +544,26 @@ static int ideal_step(const ov_rank *ov, ov_grads *g, double compute_ms, double 
   return 0;
 }
 
+/* The largest bucket's share of the gradients (external: the largest
+ * tensor's): with compute and comm taking as long, the ideal step is about
+ * (1 + this share) x the bound, whatever the scheduler (kolo_fusion.h,
+ * "Bucket size").  -1 with a message when a call failed. */
+static double largest_share(const ov_rank *ov, ov_grads *g) {
+  double best = 0, run = 0;
+  int prev = -2;
+  for (int b = 0; b < g->n; b++) {
+    int bucket = -1;
+    if (!g->external &&
+        fusion_fail(ov, g->f, koloFusionTensorBucket(g->f, g->id[b], &bucket), "koloFusionTensorBucket") != 0)
+      return -1;
+    if (g->external || bucket != prev) run = 0; /* buckets hold runs of the backward order */
+    run += (double)g->count[b];
+    if (run > best) best = run;
+    prev = bucket;
+  }
+  return best / (double)g->total;
+}
+
 /* One compute kind: -w untimed rounds of (no-overlap, overlap), then -n
  * rounds of all four kinds; prints the row and the copy counters. */
 static int model_kind(ov_rank *ov, ov_grads *g, const perf_model *m, int k, double set_us) {
@@ -619,14 +642,17 @@ static int run_model(ov_rank *ov, const char *spec, uint64_t seed) {
   if (rc == 0) rc = grads_init(ov, &g, count, first, m.ntensors, ov->o->external);
   int nbuckets = 0;
   if (rc == 0) rc = fusion_fail(ov, g.f, koloFusionBucketCount(g.f, &nbuckets), "koloFusionBucketCount");
+  double share = rc == 0 ? largest_share(ov, &g) : -1;
+  if (share < 0) rc = -1;
   double comm_us = 0;
   if (rc == 0) rc = comm_baseline(ov, &g, &comm_us);
   double set_us = ov->o->compute_ms > 0 ? ov->o->compute_ms * 1e3 : comm_us;
   if (rc == 0 && ov->out) {
-    fprintf(ov->out, "#\n# model %s (%s): %d tensors, %zu parameters, %zu bytes of float32 gradients, %d buckets%s; "
-                     "comm-only baseline %.2f ms -> compute %.2f ms per step\n",
+    fprintf(ov->out, "#\n# model %s (%s): %d tensors, %zu parameters, %zu bytes of float32 gradients, %d buckets%s, "
+                     "largest %s %.1f%% of the gradients; comm-only baseline %.2f ms -> compute %.2f ms per step\n",
             m.name, m.path, m.ntensors, m.total, m.total * 4, nbuckets,
-            g.external ? " (external tensors: the fusion buffer)" : "", comm_us / 1e3, set_us / 1e3);
+            g.external ? " (external tensors: the fusion buffer)" : "", g.external ? "tensor" : "bucket",
+            share * 100, comm_us / 1e3, set_us / 1e3);
     print_table_header(ov->out);
     fflush(ov->out);
   }

@@ -66,6 +66,7 @@ typedef struct perf_overlap_opts {
   size_t first_bucket_bytes; /* --first-bucket */
   size_t fusion_bytes;      /* --fusion-bytes */
   int cycle_us;             /* --cycle-us; -1: kolo's */
+  int min_buckets;          /* --min-buckets; -1: kolo's */
 } perf_overlap_opts;
 
 /* Parses `kolo-perf overlap [flags]` (argv[1] is "overlap") into *a, which

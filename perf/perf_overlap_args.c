@@ -16,7 +16,7 @@ static char model_list[1024];    /* --model's copy, split in place */
 
 enum {
   O_MODEL = 1000, O_MODELS, O_COMPUTE, O_COMPUTE_MS, O_EXTERNAL, O_OP, O_SMALL, O_SMALL_COUNT,
-  O_SMALL_BYTES, O_BUCKET, O_FIRST_BUCKET, O_FUSION_BYTES, O_CYCLE_US
+  O_SMALL_BYTES, O_BUCKET, O_FIRST_BUCKET, O_FUSION_BYTES, O_CYCLE_US, O_MIN_BUCKETS
 };
 
 static const struct option long_opts[] = {
@@ -33,6 +33,7 @@ static const struct option long_opts[] = {
     {"first-bucket", required_argument, NULL, O_FIRST_BUCKET},
     {"fusion-bytes", required_argument, NULL, O_FUSION_BYTES},
     {"cycle-us", required_argument, NULL, O_CYCLE_US},
+    {"min-buckets", required_argument, NULL, O_MIN_BUCKETS},
     {"iters", required_argument, NULL, 'n'},
     {"warmup_iters", required_argument, NULL, 'w'},
     {"check", required_argument, NULL, 'c'},
@@ -65,7 +66,7 @@ void perf_overlap_usage(FILE *out, const char *prog) {
           "                        koloAllReduce per tensor\n"
           "      --small-count N   tensors of --small (default 1000)\n"
           "      --small-bytes B   bytes per tensor of --small (default 4K; a multiple of 4)\n"
-          "      --bucket B, --first-bucket B, --fusion-bytes B, --cycle-us US\n"
+          "      --bucket B, --first-bucket B, --fusion-bytes B, --cycle-us US, --min-buckets N\n"
           "                        the fusion's config (default: kolo's, or KOLO_FUSION_*)\n"
           "  -n, --iters N         timed rounds (default 20)\n"
           "  -w, --warmup_iters N  untimed rounds first (default 3)\n"
@@ -153,6 +154,7 @@ static int apply(perf_args *a, int c, const char *v) {
     case O_FIRST_BUCKET: return parse_bytes(v, &opts.first_bucket_bytes);
     case O_FUSION_BYTES: return parse_bytes(v, &opts.fusion_bytes);
     case O_CYCLE_US: return parse_int(v, 1, 10000000, &opts.cycle_us);
+    case O_MIN_BUCKETS: return parse_int(v, 1, 1 << 20, &opts.min_buckets);
     case 'n': return parse_int(v, 1, 1 << 20, &a->iters);
     case 'w': return parse_int(v, 0, 1 << 20, &a->warmup);
     case 'c': return parse_int(v, 0, 1, &a->check);
@@ -185,6 +187,7 @@ static void set_defaults(perf_args *a) {
   opts.small_bytes = 4096;
   opts.bucket_bytes = opts.first_bucket_bytes = opts.fusion_bytes = KOLO_FUSION_UNDEF_SIZE;
   opts.cycle_us = -1;
+  opts.min_buckets = -1;
 }
 
 /* The compute kinds that go with the memory kind. */

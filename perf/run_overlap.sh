@@ -15,11 +15,20 @@
 #
 #   perf/run_overlap.sh                   # builds kolo-perf in build/ first if missing
 #   BUILD=build-overlap REPEATS=5 ITERS=20 perf/run_overlap.sh
+#   # before / after on a noisy machine: runs interleaved, one at a time,
+#   # into two directories; each summary covers every run in its directory
+#   for i in 1 2 3; do
+#     BUILD=build-before OUT=/tmp/before START=$i REPEATS=1 perf/run_overlap.sh
+#     BUILD=build-after OUT=/tmp/after START=$i REPEATS=1 perf/run_overlap.sh
+#   done
 #
 # Environment: BUILD (build), REPEATS (3), ITERS (10 rounds per run), WARMUP (2),
 # MODELS (resnet50,bert-base), PROCS (2), EXTERNAL (1), NET (1), SMALL_ITERS (20),
 # TIMEOUT (900 s per run: a hang counts as a failure, exit status 124),
-# OUT (a directory for the raw output of every run; default a temporary one).
+# OUT (a directory for the raw output of every run; default a temporary one; the
+# summary covers every run found there), START (1: the number of the first run,
+# so that several invocations add runs to one OUT), MODEL_ARGS (more flags for
+# the model runs, e.g. --min-buckets 1 for DDP's bucket layout).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -32,6 +41,8 @@ EXTERNAL=${EXTERNAL:-1}
 NET=${NET:-1}
 SMALL_ITERS=${SMALL_ITERS:-20}
 TIMEOUT=${TIMEOUT:-900}
+START=${START:-1}
+MODEL_ARGS=${MODEL_ARGS:-}
 
 bin="$BUILD/bin/kolo-perf"
 if [ ! -x "$bin" ]; then
@@ -58,9 +69,11 @@ run() {
   [ "$rc" = 0 ] || echo "#   exit status $rc: $(tail -n 3 "$OUT/$name.err" | tr '\n' ' ')"
 }
 
-for i in $(seq 1 "$REPEATS"); do
-  run "alloc.$i" -- -p "$PROCS" --model "$MODELS" -n "$ITERS" -w "$WARMUP"
-  if [ "$EXTERNAL" = 1 ]; then run "ext.$i" -- -p "$PROCS" --model "$MODELS" -n "$ITERS" -w "$WARMUP" --external; fi
+for i in $(seq "$START" $((START + REPEATS - 1))); do
+  # shellcheck disable=SC2086 # MODEL_ARGS: several flags
+  run "alloc.$i" -- -p "$PROCS" --model "$MODELS" -n "$ITERS" -w "$WARMUP" $MODEL_ARGS
+  # shellcheck disable=SC2086
+  if [ "$EXTERNAL" = 1 ]; then run "ext.$i" -- -p "$PROCS" --model "$MODELS" -n "$ITERS" -w "$WARMUP" --external $MODEL_ARGS; fi
   run "small-shm.$i" -- -p "$PROCS" --small -n "$SMALL_ITERS" -w "$WARMUP"
   if [ "$NET" = 1 ]; then run "small-net.$i" KOLO_NET_FORCE=1 -- -p "$PROCS" --small -n "$SMALL_ITERS" -w "$WARMUP"; fi
 done
@@ -70,7 +83,7 @@ import glob, os, re, statistics, sys
 out, repeats = sys.argv[1], int(sys.argv[2])
 med = statistics.median
 failures = []
-models, small, ideal = {}, {}, {}
+models, small, ideal, layouts = {}, {}, {}, {}
 for path in sorted(glob.glob(f"{out}/*.txt")):
     name = os.path.basename(path)[:-4]
     kind = name.rsplit(".", 1)[0]
@@ -83,6 +96,9 @@ for path in sorted(glob.glob(f"{out}/*.txt")):
         m = re.match(r"# check (\S+): .*: (\d+) wrong", line)
         if m and m.group(2) != "0":
             failures.append(f"{name}: {m.group(2)} wrong elements in {m.group(1)}")
+        m = re.match(r"# model (\S+) .*?(\d+) buckets.*, largest (bucket|tensor) ([\d.]+)%", line)
+        if m:
+            layouts[(m.group(1), kind)] = f"{m.group(2)} buckets, largest {m.group(3)} {m.group(4)}% of the gradients"
         m = re.match(r"# ideal \((\S+), (\S+), (\S+)\): \S+ ms = (\S+) x bound .*overlap / ideal (\S+)", line)
         if m:
             ideal.setdefault(m.group(1, 2, 3), []).append((float(m.group(4)), float(m.group(5))))
@@ -114,6 +130,8 @@ for key in sorted(models):
           f"{col(4):>8.2f} {col(5):>8.2f} {ratio:>6.3f} {col(7):>6.3f} {'met' if ratio <= 1.15 else 'MISS':<6} "
           f"{med(r[3] / r[4] for r in rows):>7.2f} {med(x[0] for x in ideal.get(key, [(0, 0)])):>6.3f} "
           f"{med(x[1] for x in ideal.get(key, [(0, 0)])):>6.3f}")
+for key in sorted(layouts):
+    print(f"# layout {key[0]} {key[1]}: {layouts[key]}")
 print()
 print(f"# small tensors: separate / fused, target >= 10; medians over runs")
 print(f"# {'transport':<9} {'fusion':<9} {'tensors':>7} {'bytes':>6} {'runs':>4} {'fused(us)':>10} {'separate(us)':>12} "

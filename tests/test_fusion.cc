@@ -88,6 +88,7 @@ struct RankOut {
   koloFusionStats_t stats{};
   int version = 0;
   bool ptr_moved = false;
+  std::vector<int> bucket_of;  // koloFusionTensorBucket of every tensor after the last step
 };
 
 koloFusionConfig_t small_config(koloRedOp_t op) {
@@ -223,6 +224,8 @@ RankOut run_rank(koloComm_t comm, int rank, int nranks, const Scenario &sc) {
   }
   FCHECK(koloFusionGetStats(f, &out.stats));
   FCHECK(koloFusionLayoutVersion(f, &out.version));
+  out.bucket_of.resize((size_t)n);
+  for (int t = 0; t < n; t++) FCHECK(koloFusionTensorBucket(f, t, &out.bucket_of[(size_t)t]));
   koloResult_t r = koloFusionDestroy(f);
   f = nullptr;
   if (r != koloSuccess) out.err = std::string("koloFusionDestroy: ") + koloGetErrorString(r);
@@ -367,6 +370,94 @@ TEST(FusionThreads, NoRebuildWhenReadyInDeclaredOrder) {
   for (const RankOut &o : outs) EXPECT_EQ(o.version, 0);
 }
 
+// minBuckets (kolo_fusion.h, "Bucket size"): the buckets after the first
+// are capped at a minBuckets-th of the ALLOCATE bytes (each tensor rounded
+// up to 16 bytes), never below firstBucketBytes nor above bucketBytes.
+// Checked here from the specs and koloFusionTensorBucket alone, after the
+// rebuild too (the tensors become ready in reverse, so buckets are rebuilt).
+struct Spread {
+  int nbuckets = 0;
+  size_t largest = 0;  // bytes of the largest bucket of several tensors after the first
+};
+
+Spread spread(const Scenario &sc, const RankOut &o) {
+  Spread s;
+  std::vector<size_t> bytes;
+  std::vector<int> members;
+  for (size_t t = 0; t < sc.specs.size(); t++) {
+    int b = o.bucket_of[t];
+    if (b < 0) continue;
+    if ((size_t)b >= bytes.size()) bytes.resize((size_t)b + 1), members.resize((size_t)b + 1);
+    bytes[(size_t)b] += sc.specs[t].count * type_size(sc.specs[t].type);
+    members[(size_t)b]++;
+  }
+  s.nbuckets = (int)bytes.size();
+  for (size_t b = 1; b < bytes.size(); b++)
+    if (members[b] > 1) s.largest = std::max(s.largest, bytes[b]);
+  return s;
+}
+
+TEST(FusionThreads, MinBucketsCapsEveryBucketAtAShareOfTheGradients) {
+  Scenario sc;
+  sc.seed = base_seed() + 91;
+  sc.cfg = small_config(koloSum);
+  sc.cfg.bucketBytes = 1 << 20;  // the share decides, not bucketBytes
+  // every dtype, and many float32 tensors: their bucket is split by the share
+  sc.specs = random_specs(sc.seed, 30, all_types(), 0);
+  for (const Spec &s : random_specs(sc.seed + 1, 60, {koloFloat32}, 0)) sc.specs.push_back(s);
+  for (Spec &s : sc.specs) s.count = std::min(s.count, (size_t)512 / type_size(s.type));  // <= 512 B each
+  sc.order.resize(sc.specs.size());
+  std::iota(sc.order.rbegin(), sc.order.rend(), 0);
+  size_t total = 0;
+  for (const Spec &s : sc.specs) total += (s.count * type_size(s.type) + 15) / 16 * 16;
+  for (int m : {KOLO_CONFIG_UNDEF /* 10 */, 7, 1}) {
+    sc.cfg.minBuckets = m;
+    auto outs = run_threads(2, sc);
+    ASSERT_EQ(failures(outs), "") << "minBuckets " << m;
+    int mb = m == KOLO_CONFIG_UNDEF ? 10 : m;
+    size_t share = std::max((size_t)kFirstBucket, (total + (size_t)mb - 1) / (size_t)mb);
+    for (const RankOut &o : outs) {
+      EXPECT_EQ(o.stats.rebuilds, 1u);
+      EXPECT_EQ(o.bucket_of, outs[0].bucket_of) << "every rank has the same layout";
+      Spread s = spread(sc, o);
+      if (mb > 1) {
+        EXPECT_LE(s.largest, share) << "minBuckets " << mb << ", " << total << " bytes";
+        EXPECT_GT(s.nbuckets, 1 + koloNumTypes) << "the float32 tensors were not split";
+      } else {  // DDP's layout: the first bucket, then one per dtype (1 MiB holds each)
+        EXPECT_LE(s.nbuckets, 1 + koloNumTypes);
+        EXPECT_GT(s.largest, (total + 9) / 10) << "the test's float32 bucket is too small to show the share";
+      }
+    }
+  }
+}
+
+TEST(FusionThreads, DifferentMinBucketsFailCommitEverywhere) {
+  const int n = 2;
+  ThreadWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  std::vector<koloResult_t> res(n);
+  std::vector<std::string> msg(n);
+  w.pool.run([&](int r) {
+    koloFusion_t f;
+    koloFusionConfig_t cfg = small_config(koloSum);
+    cfg.minBuckets = r == 0 ? 4 : 5;
+    if (koloFusionCreate(&f, w.comms[(size_t)r], &cfg) != koloSuccess) {
+      msg[(size_t)r] = "create";
+      return;
+    }
+    int id;
+    koloFusionAddTensor(f, 10, koloFloat32, KOLO_FUSION_ALLOCATE, &id);
+    res[(size_t)r] = koloFusionCommit(f);
+    msg[(size_t)r] = koloFusionGetLastError(f);
+    koloFusionDestroy(f);
+  });
+  for (int r = 0; r < n; r++) {
+    EXPECT_EQ(res[(size_t)r], koloInvalidUsage) << "rank " << r;
+    EXPECT_NE(msg[(size_t)r].find("minBuckets 5"), std::string::npos) << msg[(size_t)r];
+    EXPECT_NE(msg[(size_t)r].find("minBuckets 4"), std::string::npos) << msg[(size_t)r];
+  }
+}
+
 // One tensor of a bucket comes much later: the others are flushed by the
 // cycle before it is even marked, and the step still completes.
 TEST(FusionThreads, CycleFlushesAPartialBucket) {
@@ -424,6 +515,85 @@ TEST(FusionThreads, CycleFlushesAPartialBucket) {
   });
   for (int r = 0; r < n; r++) EXPECT_EQ(errs[(size_t)r], "") << "rank " << r;
 }
+
+// A bucket launches at once when its last tensor is marked on every rank,
+// not at the next cycle (5 s here): whole, before any cycle could have
+// passed.  Both ways a rank can get there: marking it after a round in
+// which every rank had part of it (then both ranks' marks trigger rounds),
+// and (first_late) rank 0 completing it before that round while rank 1 has
+// not (rank 0's next round comes after an eighth of a cycle, rank 1's at
+// once when it completes it).  Tensors 0 and 1 are bucket 0, 2 and 3
+// bucket 1; the sums are checked exactly.
+void prompt_launch(bool first_late) {
+  const int n = 2, nt = 4, count = 64;
+  const double cycle_s = 5.0;
+  ThreadWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  std::vector<std::string> errs(n);
+  std::atomic<int> first_round{0};
+  w.pool.run([&](int r) {
+    koloFusionConfig_t cfg = small_config(koloSum);
+    cfg.firstBucketBytes = cfg.bucketBytes = 2 * count * sizeof(int32_t);  // two tensors per bucket
+    cfg.cycleTimeUs = (int)(cycle_s * 1e6);
+    cfg.rebuildBuckets = 0;
+    std::string &err = errs[(size_t)r];
+    koloFusion_t f;
+    if (koloFusionCreate(&f, w.comms[(size_t)r], &cfg) != koloSuccess) {
+      err = std::string("create: ") + koloFusionGetLastError(nullptr);
+      return;
+    }
+    int id, nb = 0;
+    for (int t = 0; t < nt; t++) koloFusionAddTensor(f, count, koloInt32, KOLO_FUSION_ALLOCATE, &id);
+    if (koloFusionCommit(f) != koloSuccess || koloFusionBucketCount(f, &nb) != koloSuccess || nb != 2) {
+      err = std::string("commit (2 buckets): ") + koloFusionGetLastError(f);
+      koloFusionDestroy(f);
+      return;
+    }
+    std::vector<int32_t *> p(nt);
+    for (int t = 0; t < nt; t++) {
+      koloFusionTensorPtr(f, t, reinterpret_cast<void **>(&p[(size_t)t]));
+      for (int i = 0; i < count; i++) p[(size_t)t][i] = (r + 1) * (t * 1000 + i);
+    }
+    koloFusionStepBegin(f);
+    koloFusionMarkReady(f, 0, nullptr, nullptr);
+    if (first_late && r == 0) koloFusionMarkReady(f, 1, nullptr, nullptr);
+    koloFusionStats_t st{};
+    double t0 = now_ms();
+    while (st.rounds == 0 && now_ms() - t0 < 2000) {  // the first round ran (at the first mark)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      koloFusionGetStats(f, &st);
+    }
+    first_round++;
+    while (first_round.load() < n) std::this_thread::yield();
+    t0 = now_ms();
+    if (!(first_late && r == 0)) koloFusionMarkReady(f, 1, nullptr, nullptr);
+    while (st.allReduces == 0 && now_ms() - t0 < 1000 * cycle_s / 2) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      koloFusionGetStats(f, &st);
+    }
+    double waited = now_ms() - t0;
+    if (st.allReduces != 1)
+      err = "bucket 0 was not launched (whole) within " + std::to_string(waited) + " ms: " +
+            std::to_string(st.allReduces) + " all-reduces, " + std::to_string(st.rounds) + " rounds";
+    koloFusionMarkReady(f, 2, nullptr, nullptr);
+    koloFusionMarkReady(f, 3, nullptr, nullptr);
+    if (koloFusionStepEnd(f, nullptr) != koloSuccess || koloFusionWait(f) != koloSuccess)
+      err += std::string(" step: ") + koloFusionGetLastError(f);
+    for (int t = 0; t < nt && err.empty(); t++)
+      for (int i = 0; i < count; i++)
+        if (p[(size_t)t][i] != 3 * (t * 1000 + i)) {
+          err = "tensor " + std::to_string(t) + " element " + std::to_string(i) + " = " + std::to_string(p[(size_t)t][i]);
+          break;
+        }
+    koloFusionGetStats(f, &st);
+    if (err.empty() && st.allReduces != 2) err = "expected two whole buckets, got " + std::to_string(st.allReduces) + " all-reduces";
+    koloFusionDestroy(f);
+  });
+  for (int r = 0; r < n; r++) EXPECT_EQ(errs[(size_t)r], "") << "rank " << r;
+}
+
+TEST(FusionThreads, CompleteBucketLaunchesBeforeTheCycle) { prompt_launch(false); }
+TEST(FusionThreads, CompleteBucketLaunchesBeforeTheCycleWhenOneRankIsLate) { prompt_launch(true); }
 
 // ---- a tiny JSON parser for the timeline -----------------------------------------
 
@@ -521,13 +691,15 @@ TEST(FusionThreads, TimelineIsValidChromeTrace) {
     Json j(text);
     EXPECT_TRUE(j.parse()) << path << " is not valid JSON near byte " << j.i;
     EXPECT_NE(text.find("\"traceEvents\""), std::string::npos);
-    int ready = 0, launch = 0, done = 0;
+    int ready = 0, launch = 0, done = 0, rounds = 0;
     for (const std::string &n : j.names) {
       ready += n == "ready";
       launch += n == "launch";
       done += n == "done";
+      rounds += n == "round";
     }
     EXPECT_EQ(ready, 12 * 2) << path;
+    EXPECT_EQ((uint64_t)rounds, outs[(size_t)r].stats.rounds) << path << ": one \"round\" per negotiation round";
     EXPECT_GT(launch, 0) << path;
     EXPECT_EQ(launch, done) << path;
     unlink(path.c_str());
@@ -674,6 +846,10 @@ TEST(FusionThreads, BadArgumentsSayWhatIsWrong) {
   koloFusionConfig_t bad = KOLO_FUSION_CONFIG_INITIALIZER;
   bad.op = koloMax;
   EXPECT_EQ(koloFusionCreate(&f, c, &bad), koloInvalidArgument);
+  bad = KOLO_FUSION_CONFIG_INITIALIZER;
+  bad.minBuckets = 0;
+  EXPECT_EQ(koloFusionCreate(&f, c, &bad), koloInvalidArgument);
+  EXPECT_NE(std::string(koloFusionGetLastError(nullptr)).find("minBuckets"), std::string::npos);
   bad = KOLO_FUSION_CONFIG_INITIALIZER;
   bad.size = 8;
   EXPECT_EQ(koloFusionCreate(&f, c, &bad), koloInvalidArgument);

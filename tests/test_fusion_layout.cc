@@ -152,6 +152,33 @@ TEST(FusionLayout, ReversedOrderIsADifferentLayout) {
   EXPECT_EQ(B.l.bucket_of[7], 0);  // the first one ready leads the first bucket
 }
 
+TEST(FusionLayout, CapIsAShareOfTheAllocatedBytesBetweenTheFirstCapAndTheCap) {
+  // 100 float32 tensors of 4000 B (a multiple of 16) and 50 EXTERNAL ones,
+  // which do not count: 400000 B to spread
+  std::vector<kf_decl> d(100, kf_decl{1000, koloFloat32, kAlloc});
+  d.insert(d.begin() + 10, 50, kf_decl{1 << 20, koloFloat32, kExt});
+  EXPECT_EQ(kf_layout_cap(d.data(), 150, 1 << 20, 1024, 1), (size_t)1 << 20) << "1: the cap as given";
+  EXPECT_EQ(kf_layout_cap(d.data(), 150, 1 << 20, 1024, 10), 40000u);
+  EXPECT_EQ(kf_layout_cap(d.data(), 150, 1 << 20, 1024, 3), 133334u) << "rounded up";
+  EXPECT_EQ(kf_layout_cap(d.data(), 150, 1 << 20, 64000, 10), 64000u) << "never below the first cap";
+  EXPECT_EQ(kf_layout_cap(d.data(), 150, 20000, 1024, 10), 20000u) << "never above the cap";
+  // each tensor counts rounded up to KF_VIEW_ALIGN: 3 x 17 B -> 3 x 32 B
+  std::vector<kf_decl> odd(3, kf_decl{17, koloUint8, kAlloc});
+  EXPECT_EQ(kf_layout_cap(odd.data(), 3, 4096, 1, 2), 48u);
+  // the layout with it: the first tensor alone (1024 B first cap), then 10
+  // tensors (40000 B) per bucket; with minBuckets 1 (DDP) one bucket after the first
+  Layout A, B;
+  size_t cap = kf_layout_cap(d.data(), 150, 1 << 20, 1024, 10);
+  ASSERT_EQ(kf_layout_build(d.data(), 150, nullptr, cap, 1024, &A.l), koloSuccess);
+  check_rules(d, nullptr, cap, 1024, A.l);
+  ASSERT_EQ(A.l.nbuckets, 11);
+  for (int b = 1; b < 10; b++) EXPECT_EQ(A.l.buckets[b].n, 10) << "bucket " << b;
+  EXPECT_EQ(A.l.buckets[10].n, 9);
+  ASSERT_EQ(kf_layout_build(d.data(), 150, nullptr, kf_layout_cap(d.data(), 150, 1 << 20, 1024, 1), 1024, &B.l),
+            koloSuccess);
+  EXPECT_EQ(B.l.nbuckets, 2);
+}
+
 TEST(FusionLayout, BadInput) {
   std::vector<kf_decl> d(3, kf_decl{1, koloFloat32, kAlloc});
   std::vector<int> dup = {0, 0, 1}, out = {0, 1, 3};
