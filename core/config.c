@@ -42,6 +42,7 @@ static const kolo_param params[] = {
     {"KOLO_IB_TIMEOUT", "18", "ib QP ack timeout: 4.096 us << this (0..31; 18 = 1.07 s), 7 retries"},
     {"KOLO_FUSION_BUCKET_BYTES", "25M", "fusion: bytes per gradient bucket (koloFusionConfig_t.bucketBytes)"},
     {"KOLO_FUSION_FIRST_BUCKET_BYTES", "1M", "fusion: bytes of the first bucket, which starts communication early"},
+    {"KOLO_FUSION_MIN_BUCKETS", "10", "fusion: buckets after the first are capped at the gradients' bytes / this (1: DDP's layout)"},
     {"KOLO_FUSION_THRESHOLD", "64M", "fusion: bytes of the buffer EXTERNAL tensors are packed into"},
     {"KOLO_FUSION_CYCLE_US", "1000", "fusion: microseconds between negotiation rounds while a step is in flight"},
     {"KOLO_TIMELINE", NULL, "fusion: write a Chrome trace of every step here (%r: the rank; else .rankN is appended)"},

@@ -63,7 +63,9 @@ static koloResult_t resolve(koloFusion_t f, const koloFusionConfig_t *cfg, const
   f->bucket_bytes = pick_size(cfg->bucketBytes, "KOLO_FUSION_BUCKET_BYTES");
   f->first_bucket_bytes = pick_size(cfg->firstBucketBytes, "KOLO_FUSION_FIRST_BUCKET_BYTES");
   f->fusion_bytes = pick_size(cfg->fusionBytes, "KOLO_FUSION_THRESHOLD");
-  f->min_buckets = cfg->minBuckets != KOLO_CONFIG_UNDEF ? cfg->minBuckets : KF_MIN_BUCKETS_DEFAULT;
+  /* 64-bit from the environment, checked below like the config's value. */
+  int64_t mb = cfg->minBuckets != KOLO_CONFIG_UNDEF ? cfg->minBuckets : kolo_param_int("KOLO_FUSION_MIN_BUCKETS");
+  f->min_buckets = mb < 0 || mb > (1 << 20) ? -1 : (int)mb;
   f->cycle_us = cfg->cycleTimeUs != KOLO_CONFIG_UNDEF ? cfg->cycleTimeUs : (int)kolo_param_int("KOLO_FUSION_CYCLE_US");
   f->op = cfg->op != KOLO_CONFIG_UNDEF ? cfg->op : koloAvg;
   f->prescale = cfg->preScale != 0.0 ? cfg->preScale : 1.0;
@@ -71,7 +73,7 @@ static koloResult_t resolve(koloFusion_t f, const koloFusionConfig_t *cfg, const
   const char *what = NULL;
   if (f->bucket_bytes == 0 || f->bucket_bytes > ((size_t)1 << 40)) what = "bucketBytes (KOLO_FUSION_BUCKET_BYTES) is outside 1..2^40";
   else if (f->first_bucket_bytes == 0 || f->first_bucket_bytes > ((size_t)1 << 40)) what = "firstBucketBytes (KOLO_FUSION_FIRST_BUCKET_BYTES) is outside 1..2^40";
-  else if (f->min_buckets < 1 || f->min_buckets > (1 << 20)) what = "minBuckets is outside 1..2^20";
+  else if (f->min_buckets < 1 || f->min_buckets > (1 << 20)) what = "minBuckets (KOLO_FUSION_MIN_BUCKETS) is outside 1..2^20";
   else if (f->fusion_bytes == 0 || f->fusion_bytes > ((size_t)1 << 40)) what = "fusionBytes (KOLO_FUSION_THRESHOLD) is outside 1..2^40";
   else if (f->cycle_us < 0 || f->cycle_us > 10000000) what = "cycleTimeUs (KOLO_FUSION_CYCLE_US) is outside 0..10^7";
   else if (f->op != koloSum && f->op != koloAvg) what = "op is neither koloSum nor koloAvg";

@@ -28,9 +28,6 @@
  * EXTERNAL tensors, or one EXTERNAL tensor too large to pack. */
 typedef enum { KF_LAUNCH_BUCKET, KF_LAUNCH_FUSED, KF_LAUNCH_DIRECT } kf_launch_kind;
 
-/* koloFusionConfig_t.minBuckets by default (kolo_fusion.h, "Bucket size"). */
-#define KF_MIN_BUCKETS_DEFAULT 10
-
 struct koloFusion {
   koloComm_t comm;
   int rank, nranks;
