@@ -850,6 +850,11 @@ TEST(FusionThreads, BadArgumentsSayWhatIsWrong) {
   bad.minBuckets = 0;
   EXPECT_EQ(koloFusionCreate(&f, c, &bad), koloInvalidArgument);
   EXPECT_NE(std::string(koloFusionGetLastError(nullptr)).find("minBuckets"), std::string::npos);
+  {  // the same bound on the environment's value (the config leaves it unset)
+    ScopedEnv env("KOLO_FUSION_MIN_BUCKETS", "0");
+    EXPECT_EQ(koloFusionCreate(&f, c, nullptr), koloInvalidArgument);
+    EXPECT_NE(std::string(koloFusionGetLastError(nullptr)).find("KOLO_FUSION_MIN_BUCKETS"), std::string::npos);
+  }
   bad = KOLO_FUSION_CONFIG_INITIALIZER;
   bad.size = 8;
   EXPECT_EQ(koloFusionCreate(&f, c, &bad), koloInvalidArgument);
