@@ -112,7 +112,7 @@ int perf_parse_size(const char *s, size_t *out) {
   return 0;
 }
 
-static int parse_int(const char *s, int lo, int hi, int *out) {
+int perf_parse_int(const char *s, int lo, int hi, int *out) {
   char *end;
   errno = 0;
   long v = strtol(s, &end, 0);
@@ -177,8 +177,7 @@ static void set_defaults(perf_args *a) {
   a->block_threads = 512;
 }
 
-/* "0,2,3" -> gpus; returns 0 or -1. */
-static int parse_gpus(perf_args *a, const char *v) {
+int perf_parse_gpus(perf_args *a, const char *v) {
   a->ngpus = 0;
   while (*v) {
     char *end;
@@ -209,19 +208,19 @@ static int apply_opt(perf_args *a, int c, const char *v, int tool, int *factor_g
       if (perf_parse_size(v, &sz) != 0 || sz < 1) return -1;
       a->step_factor = sz;
       return 0;
-    case 'n': return parse_int(v, 1, 1 << 30, &a->iters);
-    case 'w': return parse_int(v, 0, 1 << 30, &a->warmup);
-    case 'c': return parse_int(v, 0, 1, &a->check);
-    case 'a': return parse_int(v, 0, 1, &a->placement);
-    case 'r': return parse_int(v, 0, 1 << 24, &a->root);
-    case 'p': a->procs_given = 1; return parse_int(v, 1, 4096, &a->procs);
-    case 't': return parse_int(v, 1, 4096, &a->threads);
+    case 'n': return perf_parse_int(v, 1, 1 << 30, &a->iters);
+    case 'w': return perf_parse_int(v, 0, 1 << 30, &a->warmup);
+    case 'c': return perf_parse_int(v, 0, 1, &a->check);
+    case 'a': return perf_parse_int(v, 0, 1, &a->placement);
+    case 'r': return perf_parse_int(v, 0, 1 << 24, &a->root);
+    case 'p': a->procs_given = 1; return perf_parse_int(v, 1, 4096, &a->procs);
+    case 't': return perf_parse_int(v, 1, 4096, &a->threads);
     case 'd':
       if ((i = parse_type(v)) < 0) return -1;
       a->type = (perf_type)i;
       a->type_given = 1;
       return 0;
-    case 'g': return parse_gpus(a, v);
+    case 'g': return perf_parse_gpus(a, v);
     case OPT_GRAPH: a->graph = 1; return 0;
     case OPT_LAUNCH:
       if (strcmp(v, "entry") == 0) a->launch = PERF_LAUNCH_ENTRY;
@@ -229,9 +228,9 @@ static int apply_opt(perf_args *a, int c, const char *v, int tool, int *factor_g
       else if (strcmp(v, "both") == 0) a->launch = PERF_LAUNCH_BOTH;
       else return -1;
       return 0;
-    case OPT_BLOCKS: return parse_int(v, 0, 1 << 20, &a->blocks);
+    case OPT_BLOCKS: return perf_parse_int(v, 0, 1 << 20, &a->blocks);
     case OPT_BLOCK_THREADS:
-      if (parse_int(v, 32, 512, &a->block_threads) != 0 || a->block_threads % 32 != 0) return -1;
+      if (perf_parse_int(v, 32, 512, &a->block_threads) != 0 || a->block_threads % 32 != 0) return -1;
       return 0;
     case 'o':
       if ((i = parse_name(v, op_names, PERF_NUM_OPS)) < 0) return -1;

@@ -89,6 +89,10 @@ int perf_args_parse(perf_args *a, int argc, char **argv, int tool);
 void perf_usage(FILE *out, const char *prog, int tool);
 /* "32M" -> 33554432 (K, M, G: powers of 1024).  Returns 0 or -1. */
 int perf_parse_size(const char *s, size_t *out);
+/* A whole number (decimal or 0x hex) in lo..hi.  Returns 0 or -1. */
+int perf_parse_int(const char *s, int lo, int hi, int *out);
+/* "0,2,3" -> a->gpus / a->ngpus (-g).  Returns 0 or -1. */
+int perf_parse_gpus(perf_args *a, const char *v);
 
 const char *perf_coll_name(perf_coll c);
 const char *perf_type_name(perf_type t); /* as nccl-tests prints it */

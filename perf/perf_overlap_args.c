@@ -76,30 +76,6 @@ void perf_overlap_usage(FILE *out, const char *prog) {
           prog);
 }
 
-static int parse_int(const char *s, int lo, int hi, int *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 0);
-  if (end == s || *end != '\0' || errno != 0 || v < lo || v > hi) return -1;
-  *out = (int)v;
-  return 0;
-}
-
-static int parse_gpus(perf_args *a, const char *v) {
-  a->ngpus = 0;
-  while (*v) {
-    char *end;
-    errno = 0;
-    long d = strtol(v, &end, 10);
-    if (end == v || errno != 0 || d < 0 || d > 1023 || a->ngpus == PERF_MAX_GPUS) return -1;
-    a->gpus[a->ngpus++] = (int)d;
-    if (*end == '\0') return 0;
-    if (*end != ',' || end[1] == '\0') return -1;
-    v = end + 1;
-  }
-  return -1;
-}
-
 static int parse_models(const char *v) {
   if (strlen(v) >= sizeof model_list) return -1;
   strcpy(model_list, v);
@@ -148,19 +124,19 @@ static int apply(perf_args *a, int c, const char *v) {
       else return -1;
       return 0;
     case O_SMALL: opts.small = 1; return 0;
-    case O_SMALL_COUNT: return parse_int(v, 1, 1 << 20, &opts.small_count);
+    case O_SMALL_COUNT: return perf_parse_int(v, 1, 1 << 20, &opts.small_count);
     case O_SMALL_BYTES: return parse_bytes(v, &opts.small_bytes) == 0 && opts.small_bytes % 4 == 0 ? 0 : -1;
     case O_BUCKET: return parse_bytes(v, &opts.bucket_bytes);
     case O_FIRST_BUCKET: return parse_bytes(v, &opts.first_bucket_bytes);
     case O_FUSION_BYTES: return parse_bytes(v, &opts.fusion_bytes);
-    case O_CYCLE_US: return parse_int(v, 1, 10000000, &opts.cycle_us);
-    case O_MIN_BUCKETS: return parse_int(v, 1, 1 << 20, &opts.min_buckets);
-    case 'n': return parse_int(v, 1, 1 << 20, &a->iters);
-    case 'w': return parse_int(v, 0, 1 << 20, &a->warmup);
-    case 'c': return parse_int(v, 0, 1, &a->check);
-    case 'p': a->procs_given = 1; return parse_int(v, 1, 4096, &a->procs);
-    case 't': return parse_int(v, 1, 4096, &a->threads);
-    case 'g': return parse_gpus(a, v);
+    case O_CYCLE_US: return perf_parse_int(v, 1, 10000000, &opts.cycle_us);
+    case O_MIN_BUCKETS: return perf_parse_int(v, 1, 1 << 20, &opts.min_buckets);
+    case 'n': return perf_parse_int(v, 1, 1 << 20, &a->iters);
+    case 'w': return perf_parse_int(v, 0, 1 << 20, &a->warmup);
+    case 'c': return perf_parse_int(v, 0, 1, &a->check);
+    case 'p': a->procs_given = 1; return perf_parse_int(v, 1, 4096, &a->procs);
+    case 't': return perf_parse_int(v, 1, 4096, &a->threads);
+    case 'g': return perf_parse_gpus(a, v);
     case 'm':
       if (strcmp(v, "host") != 0 && strcmp(v, "cuda") != 0) return -1;
       a->mem_cuda = strcmp(v, "cuda") == 0;

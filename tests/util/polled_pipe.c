@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "transport/net.h"
@@ -30,12 +29,6 @@ typedef struct {
   char err[256];
   pthread_mutex_t err_mu;
 } run_state;
-
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void fail(run_state *st, const char *fmt, unsigned a, unsigned b) {
   pthread_mutex_lock(&st->err_mu);
@@ -58,10 +51,10 @@ static uint32_t launch_start(const run_state *st, int k) {
 /* Waits until `ready` says yes, the run failed, or stall_ms passed. */
 #define WAIT_FOR(st, cond, what, step)                                                   \
   do {                                                                                   \
-    int64_t t0_ = now_ms();                                                              \
+    int64_t t0_ = kolo_now_ms();                                                              \
     while (!(cond)) {                                                                    \
       if (atomic_load(&(st)->failed)) return NULL;                                       \
-      if (now_ms() - t0_ > (st)->cfg->stall_ms) {                                        \
+      if (kolo_now_ms() - t0_ > (st)->cfg->stall_ms) {                                        \
         fail(st, "stalled %u ms waiting for " what " of step %u (the proxy did not move)", \
              (unsigned)(st)->cfg->stall_ms, (unsigned)(step));                           \
         return NULL;                                                                     \
