@@ -104,21 +104,6 @@ std::string report_text(const GridReport &rep) {
 #define EXPECT_GRID_OK(rep) EXPECT_EQ((rep).failed_cases, 0) << report_text(rep)
 #define ASSERT_GRID_OK(rep) ASSERT_EQ((rep).failed_cases, 0) << report_text(rep)
 
-CollCase make_case(Coll coll, koloDataType_t t, koloRedOp_t op, int n, size_t count, bool in_place,
-                   int variant) {
-  CollCase c;
-  c.coll = coll;
-  c.type = t;
-  c.op = has_op(coll) ? op : koloSum;
-  c.nranks = n;
-  c.count = count;
-  c.in_place = in_place;
-  c.root = variant % n;
-  c.misalign = variant % 3 == 0 ? 1 + (variant / 3) % 7 : 0;
-  seed_case(&c);
-  return c;
-}
-
 // ---- case lists ---------------------------------------------------------------------
 
 std::vector<CollCase> small_grid(Coll coll, int n) {

@@ -74,18 +74,7 @@ std::vector<CollCase> host_grid(int n) {
   std::vector<CollCase> cases;
   int v = 0;
   auto add = [&](Coll coll, koloDataType_t t, koloRedOp_t op, size_t count, bool in_place) {
-    CollCase c;
-    c.coll = coll;
-    c.type = t;
-    c.op = has_op(coll) ? op : koloSum;
-    c.nranks = n;
-    c.count = count;
-    c.in_place = in_place;
-    c.root = v % n;
-    c.misalign = v % 3 == 0 ? 1 + (v / 3) % 7 : 0;
-    seed_case(&c);
-    cases.push_back(c);
-    v++;
+    cases.push_back(make_case(coll, t, op, n, count, in_place, v++));
   };
   for (koloRedOp_t op : kAllOps)
     for (koloDataType_t t : {koloFloat32, koloInt32})

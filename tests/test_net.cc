@@ -86,17 +86,7 @@ struct TypeOp {
 const TypeOp kNetTypes[] = {{koloFloat32, koloSum}, {koloInt32, koloMax}, {koloBfloat16, koloSum}};
 
 CollCase make_case(Coll coll, TypeOp to, int n, size_t count, bool in_place, int variant) {
-  CollCase c;
-  c.coll = coll;
-  c.type = to.t;
-  c.op = has_op(coll) ? to.op : koloSum;
-  c.nranks = n;
-  c.count = count;
-  c.in_place = in_place;
-  c.root = variant % n;
-  c.misalign = variant % 3 == 0 ? 1 + (variant / 3) % 7 : 0;
-  seed_case(&c);
-  return c;
+  return kt::make_case(coll, to.t, to.op, n, count, in_place, variant);
 }
 
 std::vector<CollCase> net_grid(int n, bool large) {

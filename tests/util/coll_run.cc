@@ -50,6 +50,21 @@ void seed_case(CollCase *c) {
   c->seed = h;
 }
 
+CollCase make_case(Coll coll, koloDataType_t t, koloRedOp_t op, int n, size_t count, bool in_place,
+                   int variant) {
+  CollCase c;
+  c.coll = coll;
+  c.type = t;
+  c.op = has_op(coll) ? op : koloSum;
+  c.nranks = n;
+  c.count = count;
+  c.in_place = in_place;
+  c.root = variant % n;
+  c.misalign = variant % 3 == 0 ? 1 + (variant / 3) % 7 : 0;
+  seed_case(&c);
+  return c;
+}
+
 // ---- guarded buffers ----------------------------------------------------------
 
 GuardedBuf::~GuardedBuf() { std::free(base_); }

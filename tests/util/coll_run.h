@@ -68,6 +68,12 @@ struct CollCase {
 // Sets case.seed from the base seed and the case's other fields.
 void seed_case(CollCase *c);
 
+// A seeded case of the end-to-end grids: op ignored (sum) where the
+// collective takes none; `variant` (the case's index in its grid) picks the
+// root / shift (variant % n) and, for every third case, a misalignment of
+// 1..7 bytes.
+CollCase make_case(Coll coll, koloDataType_t t, koloRedOp_t op, int n, size_t count, bool in_place, int variant);
+
 // `bytes` bytes at byte offset `offset` (0..7) past a 64-byte boundary, with
 // guard bytes on both sides; all poisoned with `poison` on alloc.
 class GuardedBuf {
