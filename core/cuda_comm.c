@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/config.h"
 #include "core/log.h"
 #include "transport/proxy.h"
 
@@ -263,17 +262,14 @@ static kolo_dev_conn dev_conn_of(kolo_cuda_comm *cc, const kolo_connector *k, ui
   return d;
 }
 
-/* Would some pair of ranks of the comm get a net pipe (transport_net.c's
- * rule: another host, or another process with KOLO_NET_FORCE=1)?  A ring
- * connects every rank, so some pair differs exactly when some rank differs
- * from rank 0. */
+/* Would some pair of ranks of the comm get a net pipe?  A ring connects
+ * every rank, so some pair differs exactly when some rank differs from
+ * rank 0 (kolo_net_between is one of "same process" and "same host",
+ * both equivalences). */
 static int may_use_net(struct koloComm *c) {
   const kolo_peer_info *first = kolo_bootstrap_peer(c->bs, 0);
-  int forced = kolo_param_int("KOLO_NET_FORCE") != 0;
-  for (int r = 1; r < c->nranks; r++) {
-    const kolo_peer_info *p = kolo_bootstrap_peer(c->bs, r);
-    if (p->host_hash != first->host_hash || (forced && !kolo_same_process(first, p))) return 1;
-  }
+  for (int r = 1; r < c->nranks; r++)
+    if (kolo_net_between(first, kolo_bootstrap_peer(c->bs, r))) return 1;
   return 0;
 }
 

@@ -73,6 +73,10 @@ extern const kolo_transport kolo_transport_p2p;
  * each end, moved by the proxy thread over the network (proxy.h). */
 extern const kolo_transport kolo_transport_net;
 
+/* Whether a pipe between these ranks goes over the network: another host,
+ * or another process with KOLO_NET_FORCE=1 (the one rule the net and p2p
+ * transports and the CUDA planner's protocol choice share). */
+int kolo_net_between(const kolo_peer_info *a, const kolo_peer_info *b);
 /* The proxy's record of a net pipe end (proxy.h), NULL for other transports. */
 struct kolo_net_pipe *kolo_net_pipe_of(const kolo_connector *c);
 

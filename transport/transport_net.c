@@ -42,10 +42,12 @@ _Static_assert(KOLO_NET_HANDLE_BYTES <= KOLO_CONN_DESC_BYTES, "net handle must f
 #define DESC_NAME_BYTES 16
 _Static_assert(KOLO_NET_HANDLE_BYTES + DESC_NAME_BYTES <= KOLO_CONN_DESC_BYTES, "provider name must fit");
 
-static int net_can_connect(const kolo_conn_setup *s) {
-  if (kolo_same_process(s->self, s->peer)) return 0;
-  return s->self->host_hash != s->peer->host_hash || kolo_param_int("KOLO_NET_FORCE") != 0;
+int kolo_net_between(const kolo_peer_info *a, const kolo_peer_info *b) {
+  if (kolo_same_process(a, b)) return 0;
+  return a->host_hash != b->host_hash || kolo_param_int("KOLO_NET_FORCE") != 0;
 }
+
+static int net_can_connect(const kolo_conn_setup *s) { return kolo_net_between(s->self, s->peer); }
 
 static int timeout_ms(void) {
   int64_t t = kolo_param_int("KOLO_TIMEOUT_MS");

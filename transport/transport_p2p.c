@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/config.h"
 #include "core/log.h"
 #include "transport/transport.h"
 
@@ -87,8 +86,8 @@ static int p2p_can_connect(const kolo_conn_setup *s) {
   /* IPC and peer pointers work within one host only; KOLO_NET_FORCE=1
    * sends other processes of this host through the network instead (the
    * staged net path, testable on one machine). */
-  if (s->mem->memory != koloMemCuda || s->self->host_hash != s->peer->host_hash) return 0;
-  return kolo_same_process(s->self, s->peer) || kolo_param_int("KOLO_NET_FORCE") == 0;
+  return s->mem->memory == koloMemCuda && s->self->host_hash == s->peer->host_hash &&
+         !kolo_net_between(s->self, s->peer);
 }
 
 static koloResult_t cuda_fail(const kolo_conn_setup *s, cudaError_t e, const char *what) {
