@@ -30,7 +30,8 @@
  * soft-RoCE every SEND costs as much kernel work as a write, and that is
  * what a half round trip is made of.  Every work request is signaled: a send's
  * completion frees its place in the send queue (sq_used), a write's marks
- * its piece done.
+ * its piece done.  A piece of at most the QP's max_inline bytes (from host
+ * memory) goes inline, as perftest's latency tests send: done when posted.
  *
  * The peer going away: its TCP setup socket ends.  Control messages and
  * regions that arrived before are still delivered: requests still open
@@ -100,6 +101,7 @@ static koloResult_t peer_closed(ib_comm *c, kolo_errbuf *eb) {
 static const char *wr_kind(uint64_t wr_id) {
   switch ((int)(wr_id >> 56)) {
   case IB_WR_WRITE: return "RDMA WRITE WITH IMMEDIATE";
+  case IB_WR_WRITE_INLINE: return "RDMA WRITE WITH IMMEDIATE (inline)";
   case IB_WR_CTRL: return "control SEND";
   case IB_WR_RECV: return "RECV";
   default: return "unknown work request";
@@ -291,6 +293,9 @@ static koloResult_t completion(ib_comm *c, const struct ibv_wc *wc, kolo_errbuf 
     c->sq_used[q]--;
     c->reqs[n % KOLO_NET_MAX_REQS].done++;
     return koloSuccess;
+  case IB_WR_WRITE_INLINE: /* counted written when posted */
+    c->sq_used[q]--;
+    return koloSuccess;
   case IB_WR_RECV: {
     ib_msg m[IB_CTRL_BATCH]; /* copied: the receive goes back at once */
     uint32_t k = wc->byte_len / (uint32_t)sizeof m[0];
@@ -366,9 +371,16 @@ static koloResult_t take_advert(ib_comm *c, uint32_t id, ib_req *r, int *have, k
 static koloResult_t post_piece(ib_comm *c, uint32_t id, ib_req *r, int q, kolo_errbuf *eb) {
   uint32_t i = r->posted;
   size_t lo = piece_lo(r->len, r->npieces, i), hi = piece_hi(r->len, r->npieces, i);
+  /* A small piece goes inline, as perftest's latency tests send: the NIC
+   * (on soft-RoCE, the kernel) takes its bytes from the work request
+   * instead of reading them through the registration, and the buffer is
+   * free again once posted.  Never from GPU memory (GPUDirect slots): the
+   * copy into the work request is the CPU's. */
+  int inl = hi > lo && hi - lo <= c->max_inline && !r->devmem; /* the CPU cannot read GPU memory */
   struct ibv_sge sge = {.addr = (uintptr_t)(r->buf + lo), .length = (uint32_t)(hi - lo), .lkey = r->lkey};
-  struct ibv_send_wr wr = {.wr_id = ib_wrid(IB_WR_WRITE, q, id), .sg_list = &sge, .num_sge = hi > lo,
-                           .opcode = IBV_WR_RDMA_WRITE_WITH_IMM, .send_flags = IBV_SEND_SIGNALED,
+  struct ibv_send_wr wr = {.wr_id = ib_wrid(inl ? IB_WR_WRITE_INLINE : IB_WR_WRITE, q, id), .sg_list = &sge,
+                           .num_sge = hi > lo, .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+                           .send_flags = IBV_SEND_SIGNALED | (inl ? IBV_SEND_INLINE : 0),
                            .imm_data = htonl((id % KOLO_NET_MAX_REQS) << IMM_LEN_BITS | (uint32_t)r->len),
                            .wr.rdma = {.remote_addr = r->raddr + lo, .rkey = r->rkey}},
                      *bad;
@@ -381,7 +393,9 @@ static koloResult_t post_piece(ib_comm *c, uint32_t id, ib_req *r, int q, kolo_e
   c->sq_used[q]++;
   c->st.send_posts++;
   c->st.writes++;
+  c->st.inline_writes += (uint64_t)inl;
   r->posted++;
+  r->done += (uint32_t)inl;
   return koloSuccess;
 }
 
@@ -478,6 +492,7 @@ static koloResult_t post(ib_comm *c, void *buf, size_t len, uint32_t *id, int *q
   r->buf = len > 0 ? buf : (char *)c->rbufs;
   r->len = len;
   r->lkey = mr->lkey;
+  r->devmem = c->dmabuf.mr != NULL && mr == c->dmabuf.mr;
   r->npieces = c->is_send ? npieces(len, c->nqps) : 0; /* receiver: from the first piece */
   if (!c->is_send) r->rkey = mr->rkey; /* advertised by queue_adverts */
   *id = c->tail++;

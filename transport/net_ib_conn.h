@@ -65,6 +65,7 @@ typedef struct {
   uint64_t raddr;  /* sender: the slot the receiver advertised */
   uint32_t rkey;
   int have_advert;
+  int devmem; /* in the GPUDirect registration (never sent inline) */
 } ib_req;
 
 typedef struct {
@@ -84,6 +85,7 @@ typedef struct {
 typedef struct {
   uint64_t regions;    /* requests posted (isend / irecv) */
   uint64_t writes;     /* RDMA WRITE WITH IMMEDIATE work requests */
+  uint64_t inline_writes; /* of them, inline (a piece of at most max_inline bytes) */
   uint64_t ctrl_sends; /* control SENDs posted (one or more messages each) */
   uint64_t ctrl_msgs;  /* control messages in them */
   uint64_t send_posts; /* ibv_post_send calls (each one enters the kernel on rxe) */
@@ -112,6 +114,7 @@ typedef struct {
   struct ibv_qp *qp[IB_MAX_QPS];
   int sq_used[IB_MAX_QPS];
   int inline_ok, armed;
+  uint32_t max_inline; /* bytes a work request may carry inline (the least over the QPs) */
   struct ibv_wc stash[IB_STASH]; /* polled by pollfds, not handled yet */
   int nstash;
   ib_hello me;
@@ -138,7 +141,9 @@ typedef struct {
 } ib_comm;
 
 /* wr_id: kind in the top byte, QP below it, a number in the low 32 bits. */
-enum { IB_WR_WRITE = 1, IB_WR_CTRL = 2, IB_WR_RECV = 3 };
+/* IB_WR_WRITE_INLINE: a piece small enough to go inline (its bytes copied
+ * into the work request at posting), counted written at once. */
+enum { IB_WR_WRITE = 1, IB_WR_CTRL = 2, IB_WR_RECV = 3, IB_WR_WRITE_INLINE = 4 };
 static inline uint64_t ib_wrid(int kind, int qp, uint32_t n) {
   return (uint64_t)kind << 56 | (uint64_t)qp << 48 | n;
 }

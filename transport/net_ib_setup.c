@@ -127,6 +127,7 @@ static koloResult_t make_qp(ib_comm *c, int q, kolo_errbuf *eb) {
                          IB_SQ_DEPTH, IB_RQ_DEPTH, kolo_ib_memlock_hint(err, hint, sizeof hint));
   }
   if (q == 0) c->inline_ok = ia.cap.max_inline_data >= IB_CTRL_BATCH * sizeof(ib_msg);
+  if (q == 0 || ia.cap.max_inline_data < c->max_inline) c->max_inline = ia.cap.max_inline_data;
   struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = (uint8_t)c->port.port,
                           .pkey_index = 0, .qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
   int e = ibv_modify_qp(c->qp[q], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
@@ -280,11 +281,11 @@ static void log_stats(const ib_comm *c) {
   const ib_stats *s = &c->st;
   if (s->regions == 0) return;
   double r = (double)s->regions;
-  KOLO_INFO("ib connection with %s (%s) closed: %llu regions %s; per region: %.2f writes, %.2f control "
+  KOLO_INFO("ib connection with %s (%s) closed: %llu regions %s; per region: %.2f writes (%.2f inline), %.2f control "
             "SENDs (%.2f messages), %.2f ibv_post_send, %.2f receives reposted, %.2f CQ polls returning "
             "%.2f completions, %.2f CQ arms, %.2f channel events",
             c->who, c->port.name, (unsigned long long)s->regions, c->is_send ? "sent" : "received",
-            (double)s->writes / r, (double)s->ctrl_sends / r, (double)s->ctrl_msgs / r,
+            (double)s->writes / r, (double)s->inline_writes / r, (double)s->ctrl_sends / r, (double)s->ctrl_msgs / r,
             (double)s->send_posts / r, (double)s->recv_posts / r, (double)s->polls / r,
             (double)s->cqes / r, (double)s->arms / r, (double)s->events / r);
 }
