@@ -166,15 +166,15 @@ static koloResult_t check_shapes(struct koloComm *c) {
   return res;
 }
 
-/* Hierarchical all-reduce on this comm: host memory (the CUDA planner runs
- * flat rings only, for now), a topology that allows it, not forced off. */
+/* Hierarchical all-reduce on this comm (host or CUDA memory: the host
+ * executor runs its phases as dependent tasks, the CUDA planner as
+ * consecutive launches): a topology that allows it, not forced off. */
 static koloResult_t build_hier(struct koloComm *c, const kolo_hosts *h) {
   int possible = kolo_algo_hier_possible(&c->algo);
-  if (c->algo.forced == KOLO_ALGO_HIER && (!possible || c->memory != koloMemHost) && c->rank == 0)
-    KOLO_INFO("KOLO_ALGO=hier: all-reduce runs the flat ring, since %s",
-              c->memory != koloMemHost ? "CUDA communicators run flat rings only"
-                                       : "it needs 2 or more hosts with the same number (2 or more) of ranks");
-  if (!possible || c->memory != koloMemHost || c->algo.forced == KOLO_ALGO_RING) return koloSuccess;
+  if (c->algo.forced == KOLO_ALGO_HIER && !possible && c->rank == 0)
+    KOLO_INFO("KOLO_ALGO=hier: all-reduce runs the flat ring, since it needs 2 or more hosts with the same "
+              "number (2 or more) of ranks");
+  if (!possible || c->algo.forced == KOLO_ALGO_RING) return koloSuccess;
   kolo_ring intra, inter;
   if (kolo_ring_build_intra(h, c->rank, &intra) != koloSuccess) return koloSystemError;
   if (kolo_ring_build_inter(h, c->rank, &inter) != koloSuccess) {

@@ -74,17 +74,26 @@ static koloResult_t check_devices(struct koloComm *c, const dev_info *all) {
   return koloSuccess;
 }
 
+/* Ring ends, point-to-point ends, then the hierarchical all-reduce's ends
+ * (made whether or not the comm turns out to have it: init makes the
+ * counters before the topology is known). */
 static size_t ncounters(const struct koloComm *c) {
-  return 2 * (size_t)c->nchannels + 2 * (size_t)c->nranks * (size_t)c->nchannels;
+  return 2 * (size_t)c->nchannels + 2 * (size_t)c->nranks * (size_t)c->nchannels + 4 * (size_t)c->nchannels;
 }
 
-/* The step counter of an end: ring ends first, then point-to-point ones. */
+/* The step counter of an end: ring ends first, then point-to-point ones,
+ * then the hierarchical ones (pipe 0 intra, 1 inter). */
 static uint32_t *ring_counter(struct koloComm *c, int ch, int is_send) {
   return c->cuda->counters + (is_send ? 0 : c->nchannels) + ch;
 }
 static uint32_t *p2p_counter(struct koloComm *c, size_t k, int is_send) {
   size_t np = (size_t)c->nranks * (size_t)c->nchannels;
   return c->cuda->counters + 2 * (size_t)c->nchannels + (is_send ? 0 : np) + k;
+}
+static uint32_t *hier_counter(struct koloComm *c, int pipe, int ch, int is_send) {
+  size_t np = (size_t)c->nranks * (size_t)c->nchannels;
+  size_t end = (size_t)(2 * pipe + (is_send ? 0 : 1));
+  return c->cuda->counters + 2 * (size_t)c->nchannels + 2 * np + end * (size_t)c->nchannels + (size_t)ch;
 }
 
 static koloResult_t make_resources(struct koloComm *c) {
@@ -205,6 +214,16 @@ static void place_steps(struct koloComm *c, int k, int i, const kolo_program *p,
   cur->at += (size_t)p->nsteps;
 }
 
+/* The hierarchical all-reduce's phase programs, after the others. */
+static void place_hier_steps(struct koloComm *c, step_cursor *cur) {
+  for (int k = 0; k < KOLO_HIER_PHASES && c->hier_ready; k++) {
+    const kolo_program *p = &c->hier_prog[k];
+    if (cur->host) memcpy(cur->host + cur->at, p->steps, (size_t)p->nsteps * sizeof *cur->host);
+    else c->cuda->hier_steps[k] = c->cuda->dev_steps_mem + cur->at;
+    cur->at += (size_t)p->nsteps;
+  }
+}
+
 koloResult_t kolo_cuda_comm_programs(struct koloComm *c) {
   kolo_cuda_comm *cc = c->cuda;
   size_t total = 0, entries = (size_t)c->nranks * (size_t)c->nrings;
@@ -214,9 +233,11 @@ koloResult_t kolo_cuda_comm_programs(struct koloComm *c) {
     koloResult_t res = each_program(c, k, count_steps, &total);
     if (res != koloSuccess) return res;
   }
+  for (int k = 0; k < KOLO_HIER_PHASES && c->hier_ready; k++) total += (size_t)c->hier_prog[k].nsteps;
   step_cursor cur = {malloc(total * sizeof *cur.host), 0};
   if (cur.host == NULL) return kolo_error(&c->err, koloSystemError, "out of memory at init");
   for (int k = 0; k < KOLO_COLL_NUM; k++) each_program(c, k, place_steps, &cur); /* built: no failure */
+  place_hier_steps(c, &cur);
   void *dmem = NULL;
   cudaError_t e = cudaMalloc(&dmem, total * sizeof *cur.host);
   if (e == cudaSuccess) {
@@ -232,6 +253,7 @@ koloResult_t kolo_cuda_comm_programs(struct koloComm *c) {
   if (e != cudaSuccess) return cuda_fail(c, e, "uploading the step programs");
   cur = (step_cursor){NULL, 0};
   for (int k = 0; k < KOLO_COLL_NUM; k++) each_program(c, k, place_steps, &cur);
+  place_hier_steps(c, &cur);
   KOLO_INFO("rank %d: %zu program steps (%zu bytes) on CUDA device %d", c->rank, total,
             total * sizeof(kolo_step), cc->dev);
   return koloSuccess;
@@ -278,6 +300,10 @@ void kolo_cuda_comm_ring_ready(struct koloComm *c) {
   for (int ch = 0; ch < c->nchannels && c->nranks > 1; ch++) {
     cc->ring_send[ch] = dev_conn_of(cc, &c->ring_send[ch], ring_counter(c, ch, 1));
     cc->ring_recv[ch] = dev_conn_of(cc, &c->ring_recv[ch], ring_counter(c, ch, 0));
+    for (int k = 0; k < 2 && c->hier_ready; k++) {
+      cc->hier_send[k][ch] = dev_conn_of(cc, &c->hier_send[k][ch], hier_counter(c, k, ch, 1));
+      cc->hier_recv[k][ch] = dev_conn_of(cc, &c->hier_recv[k][ch], hier_counter(c, k, ch, 0));
+    }
   }
   kolo_cuda_plan_comm *pc = &cc->plan;
   pc->rank = c->rank;
@@ -306,6 +332,13 @@ void kolo_cuda_comm_ring_ready(struct koloComm *c) {
   pc->ring_recv = cc->ring_recv;
   pc->p2p_send = cc->p2p_send;
   pc->p2p_recv = cc->p2p_recv;
+  pc->algo = &c->algo;
+  pc->hier_programs = c->hier_ready ? c->hier_prog : NULL;
+  for (int k = 0; k < KOLO_HIER_PHASES; k++) pc->hier_steps[k] = cc->hier_steps[k];
+  for (int k = 0; k < 2; k++) {
+    pc->hier_send[k] = cc->hier_send[k];
+    pc->hier_recv[k] = cc->hier_recv[k];
+  }
 }
 
 void kolo_cuda_comm_p2p_ready(struct koloComm *c, int peer, int is_send) {
@@ -339,6 +372,10 @@ void kolo_cuda_comm_stop_all(struct koloComm *c, int reason) {
   for (int ch = 0; ch < c->nchannels; ch++) {
     stop_end(&cc->ring_send[ch], (uint32_t *)src, st);
     stop_end(&cc->ring_recv[ch], (uint32_t *)src, st);
+    for (int k = 0; k < 2; k++) {
+      stop_end(&cc->hier_send[k][ch], (uint32_t *)src, st);
+      stop_end(&cc->hier_recv[k][ch], (uint32_t *)src, st);
+    }
   }
   size_t np = (size_t)c->nranks * (size_t)c->nchannels;
   for (size_t k = 0; cc->p2p_send && k < np; k++) {

@@ -10,8 +10,9 @@
  *    kernels poll the abort word (koloCommAbort sets it) and write why they
  *    stopped into the status words (read by koloCommGetAsyncError);
  *  - device copies of every step program the comm can run (each collective,
- *    each root of broadcast and reduce, each peer of send and recv) in one
- *    device allocation;
+ *    each root of broadcast and reduce, each peer of send and recv, and the
+ *    three phases of the hierarchical all-reduce where the hosts allow it)
+ *    in one device allocation;
  *  - one step counter in device memory per connector end (ring ends and
  *    every possible point-to-point end), zeroed: a kernel continues each
  *    end's count where the last kernel left it;
@@ -58,6 +59,11 @@ typedef struct kolo_cuda_comm {
   uint32_t *counters;      /* device memory: a step counter per end */
   kolo_dev_conn ring_send[KOLO_MAX_CHANNELS], ring_recv[KOLO_MAX_CHANNELS];
   kolo_dev_conn *p2p_send, *p2p_recv;         /* [peer * nchannels + ch] */
+  /* Hierarchical all-reduce (c->hier_ready): the device copies of the
+   * three phase programs' steps, and the ends of the intra (0) and inter (1)
+   * pipes (core/comm.h's hier_send / hier_recv). */
+  const kolo_step *hier_steps[KOLO_HIER_PHASES];
+  kolo_dev_conn hier_send[2][KOLO_MAX_CHANNELS], hier_recv[2][KOLO_MAX_CHANNELS];
   /* Net pipe ends (transport/proxy.h), at the index of their step counter
    * (kolo_dev_conn.net - 1); NULL for other ends.  The launcher posts each
    * kernel's slices to them. */

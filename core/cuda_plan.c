@@ -20,9 +20,20 @@ static int op_channels(const kolo_op *op, const kolo_cuda_plan_comm *pc) {
   return kolo_op_channels(op, pc->nranks, pc->nchannels, pc->min_channel_bytes);
 }
 
+int kolo_cuda_plan_is_hier(const kolo_op *op, const kolo_cuda_plan_comm *pc) {
+  if (op->coll != KOLO_COLL_ALL_REDUCE || pc->hier_programs == NULL || pc->algo == NULL || op->count == 0)
+    return 0;
+  return kolo_algo_choose(pc->algo, op->count * koloTypeSize(op->type), op_channels(op, pc)) == KOLO_ALGO_HIER;
+}
+
+/* Programs an op runs per channel: three phases, or its one program. */
+static int op_phases(const kolo_op *op, const kolo_cuda_plan_comm *pc) {
+  return kolo_cuda_plan_is_hier(op, pc) ? KOLO_HIER_PHASES : 1;
+}
+
 int kolo_cuda_plan_count(const kolo_op *ops, int nops, const kolo_cuda_plan_comm *pc) {
   int n = 0;
-  for (int i = 0; i < nops; i++) n += op_channels(&ops[i], pc);
+  for (int i = 0; i < nops; i++) n += op_channels(&ops[i], pc) * op_phases(&ops[i], pc);
   return n;
 }
 
@@ -55,21 +66,50 @@ void kolo_cuda_plan_items(const kolo_op *ops, int nops, const kolo_cuda_plan_com
       key[0] = KEY_COLLECTIVE;
       key[1] = nch > 0 ? colls++ : colls;
     }
-    for (int ch = 0; ch < nch; ch++) {
-      kolo_cuda_plan_item *it = &items[n++];
-      memcpy(it->key, key, sizeof key);
-      it->key[op->coll == KOLO_COLL_SEND || op->coll == KOLO_COLL_RECV ? 6 : 2] = ch;
-      it->op = i;
-      it->channel = ch;
-      it->nch = nch;
-    }
+    int hier = kolo_cuda_plan_is_hier(op, pc);
+    for (int ph = 0; ph < (hier ? KOLO_HIER_PHASES : 1); ph++)
+      for (int ch = 0; ch < nch; ch++) {
+        kolo_cuda_plan_item *it = &items[n++];
+        memcpy(it->key, key, sizeof key);
+        if (hier) {
+          it->key[2] = ph;
+          it->key[3] = ch;
+        } else {
+          it->key[kolo_coll_is_p2p(op->coll) ? 6 : 2] = ch;
+        }
+        it->op = i;
+        it->channel = ch;
+        it->nch = nch;
+        it->phase = hier ? ph : -1;
+      }
   }
   qsort(items, (size_t)n, sizeof *items, cmp_items);
 }
 
+/* The program of an item and the device copy of its steps (NULL when the
+ * comm has none). */
+static const kolo_program *program_for(const kolo_op *op, const kolo_cuda_plan_item *it,
+                                       const kolo_cuda_plan_comm *pc, const kolo_step **steps) {
+  *steps = NULL;
+  if (it->phase >= 0) {
+    if (pc->hier_programs == NULL || it->phase >= KOLO_HIER_PHASES) return NULL;
+    *steps = pc->hier_steps[it->phase];
+    return &pc->hier_programs[it->phase];
+  }
+  if (pc->programs[op->coll] == NULL || pc->dev_steps[op->coll] == NULL) return NULL;
+  int slot = kolo_program_index(op->coll, op->arg, it->channel, pc->nrings);
+  *steps = pc->dev_steps[op->coll][slot];
+  return &pc->programs[op->coll][slot];
+}
+
 /* The end a program's peer maps to on this channel, or NULL (no peer). */
-static const kolo_dev_conn *end_for(const kolo_cuda_plan_comm *pc, int coll, int peer, int ch, int send) {
+static const kolo_dev_conn *end_for(const kolo_cuda_plan_comm *pc, int coll, int phase, int peer, int ch,
+                                    int send) {
   if (peer < 0) return NULL;
+  if (phase >= 0) {
+    int pipe = phase == KOLO_HIER_INTER_AR; /* 0: intra-host pipes, 1: inter-host ones */
+    return send ? &pc->hier_send[pipe][ch] : &pc->hier_recv[pipe][ch];
+  }
   if (kolo_coll_is_p2p(coll)) {
     size_t k = (size_t)peer * (size_t)pc->nchannels + (size_t)ch;
     return send ? &pc->p2p_send[k] : &pc->p2p_recv[k];
@@ -80,11 +120,9 @@ static const kolo_dev_conn *end_for(const kolo_cuda_plan_comm *pc, int coll, int
 /* Fills one task; -1 when a program or connector end is missing. */
 static int fill_task(const kolo_op *op, const kolo_cuda_plan_item *it, const kolo_cuda_plan_comm *pc,
                      kolo_dev_task *t) {
-  int slot = kolo_program_index(op->coll, op->arg, it->channel, pc->nrings);
-  if (pc->programs[op->coll] == NULL || pc->dev_steps[op->coll] == NULL) return -1;
-  const kolo_program *prog = &pc->programs[op->coll][slot];
-  const kolo_step *steps = pc->dev_steps[op->coll][slot];
-  if (steps == NULL || prog->nsteps <= 0) return -1;
+  const kolo_step *steps;
+  const kolo_program *prog = program_for(op, it, pc, &steps);
+  if (prog == NULL || steps == NULL || prog->nsteps <= 0) return -1;
   memset(t, 0, sizeof *t);
   t->steps = steps;
   t->nsteps = prog->nsteps;
@@ -97,8 +135,8 @@ static int fill_task(const kolo_op *op, const kolo_cuda_plan_item *it, const kol
   t->op = (int32_t)op->op;
   t->div = op->op == koloAvg ? pc->nranks : 1;
   t->channel = it->channel;
-  const kolo_dev_conn *s = end_for(pc, op->coll, prog->send_peer, it->channel, 1);
-  const kolo_dev_conn *r = end_for(pc, op->coll, prog->recv_peer, it->channel, 0);
+  const kolo_dev_conn *s = end_for(pc, op->coll, it->phase, prog->send_peer, it->channel, 1);
+  const kolo_dev_conn *r = end_for(pc, op->coll, it->phase, prog->recv_peer, it->channel, 0);
   if ((s && (s->step == NULL || s->peer != prog->send_peer)) ||
       (r && (r->step == NULL || r->peer != prog->recv_peer)))
     return -1;
@@ -132,7 +170,7 @@ static int fits(const kolo_dev_batch *b, const kolo_dev_task *t, int protocol) {
 int kolo_cuda_plan_next(const kolo_op *ops, const kolo_cuda_plan_comm *pc,
                         const kolo_cuda_plan_item *items, int nitems, int *next,
                         kolo_dev_batch *batch) {
-  int i = *next;
+  int i = *next, start = *next;
   if (i >= nitems) return 0;
   batch->ntasks = 0;
   batch->protocol = KOLO_PROTO_SIMPLE;
@@ -146,6 +184,10 @@ int kolo_cuda_plan_next(const kolo_op *ops, const kolo_cuda_plan_comm *pc,
      * together: split apart, the first launch would wait for the second */
     int unit = (i + 1 < nitems && same_key_but_dir(&items[i], &items[i + 1])) ? 2 : 1;
     if (batch->ntasks + unit > KOLO_DEV_MAX_TASKS) break;
+    /* the next phase of a hierarchical all-reduce reads what the one before
+     * wrote: it starts a launch (the op's items are consecutive, by key) */
+    if (i > start && items[i].phase > 0 && items[i - 1].op == items[i].op && items[i - 1].phase != items[i].phase)
+      break;
     kolo_dev_task t[2];
     int proto = 0, ok = 1;
     for (int u = 0; u < unit; u++) {
@@ -172,8 +214,9 @@ void kolo_cuda_plan_slices(const kolo_op *op, const kolo_cuda_plan_comm *pc, con
                            const kolo_dev_task *t, int protocol, uint64_t *sends, uint64_t *recvs) {
   *sends = *recvs = 0;
   const kolo_dev_conn *sizer = t->has_send ? &t->send : t->has_recv ? &t->recv : NULL;
-  if (sizer == NULL || pc->programs[op->coll] == NULL) return;
-  const kolo_program *prog = &pc->programs[op->coll][kolo_program_index(op->coll, op->arg, it->channel, pc->nrings)];
+  const kolo_step *steps;
+  const kolo_program *prog = program_for(op, it, pc, &steps);
+  if (sizer == NULL || prog == NULL) return;
   const kolo_geometry *g = &t->geo;
   const size_t esz = g->elem_size;
   const size_t slot_elems = protocol == KOLO_PROTO_LL ? kolo_ll_slice_elems(sizer->ll_slot_bytes, esz)

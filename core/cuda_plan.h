@@ -11,6 +11,7 @@
  * for the two (or n) halves of each transfer:
  *
  *   collectives:  (0, index of the collective among the comm's ops, channel)
+ *   hierarchical all-reduce: (0, index, phase, channel)
  *   send / recv:  (1, dtype, protocol, sender, receiver, j, channel, dir)
  *                 j: the j-th send from sender to receiver in the call
  *                 (the j-th recv on the other side matches it)
@@ -20,7 +21,9 @@
  * the current launch (the kernel reads an end's step counter when it
  * starts, so one end belongs to one block), when its dtype differs (the
  * kernel is instantiated per dtype, from tasks[0].type), when its protocol
- * differs, or when KOLO_DEV_MAX_TASKS are in.  Why sorting matters: launch
+ * differs, when it is a later phase of the hierarchical all-reduce whose
+ * earlier phase is in (the phases run one after the other), or when
+ * KOLO_DEV_MAX_TASKS are in.  Why sorting matters: launch
  * k + 1 starts when launch k has finished, so if rank A put a send in an
  * earlier launch than rank B put its matching recv while B's earlier launch
  * waits for A's later one, both would hang.  With every rank cutting one
@@ -42,6 +45,7 @@
 
 #include "core/op.h"
 #include "kernels/cuda_exec.h"
+#include "ring/algo.h"
 #include "ring/program.h"
 #include "ring/schedule.h"
 
@@ -70,6 +74,15 @@ typedef struct kolo_cuda_plan_comm {
    * not exist (not connected). */
   const kolo_dev_conn *ring_send, *ring_recv; /* [nchannels] */
   const kolo_dev_conn *p2p_send, *p2p_recv;   /* [peer * nchannels + channel] */
+  /* Hierarchical all-reduce (ring/all_reduce_hier.c), where the comm has
+   * it (hier_programs not NULL): what the choice depends on (ring/algo.h,
+   * as the host enqueue chooses), this rank's three phase programs
+   * (KOLO_HIER_*), the device copies of their steps, and the ends of the
+   * intra-host (index 0) and inter-host (1) pipes, [nchannels] each. */
+  const kolo_algo_topo *algo;
+  const kolo_program *hier_programs;
+  const kolo_step *hier_steps[KOLO_HIER_PHASES];
+  const kolo_dev_conn *hier_send[2], *hier_recv[2];
 } kolo_cuda_plan_comm;
 
 /* One task before it is placed: which op, which channel, and its key. */
@@ -77,8 +90,15 @@ typedef struct kolo_cuda_plan_item {
   int op;      /* index into ops */
   int channel;
   int nch;     /* channels of that op */
+  int phase;   /* hierarchical all-reduce: KOLO_HIER_*; -1: the op's flat program */
   int32_t key[8];
 } kolo_cuda_plan_item;
+
+/* 1 when the all-reduce op runs hierarchically on this comm: three phases
+ * per channel, each phase in launches after the previous phase's (it reads
+ * what that one wrote), intra phases on the intra pipes, the inter phase
+ * on the inter pipes. */
+int kolo_cuda_plan_is_hier(const kolo_op *op, const kolo_cuda_plan_comm *pc);
 
 /* KOLO_PROTO_LL or KOLO_PROTO_SIMPLE for a call of count elements of type. */
 int kolo_cuda_plan_protocol(size_t count, koloDataType_t type, size_t ll_threshold);

@@ -660,6 +660,232 @@ TEST(CudaPlan, MissingPipeIsReported) {
   EXPECT_EQ(next, 0);
 }
 
+// ---- hierarchical all-reduce ----------------------------------------------------------
+//
+// A FakeComm of H hosts of L ranks (rank r on host r / L) given what a CUDA
+// comm hands the planner for the hierarchical all-reduce: the algorithm
+// topology, its three phase programs (ring/all_reduce_hier.c over the
+// host's intra ring and the inter ring of the ranks at its position),
+// fake device copies of their steps and the ends of the intra and inter
+// pipes, with step counters of their own.
+
+struct HierFake {
+  FakeComm fc;
+  kolo_algo_topo topo{};
+  kolo_program hprog[KOLO_HIER_PHASES]{};
+  std::vector<kolo_dev_conn> hsend[2], hrecv[2];
+  std::vector<uint32_t> hcounters;
+
+  HierFake(const Shape &s, int rank, int hosts, int forced) : fc(s, rank) {
+    const int L = s.nranks / hosts;
+    std::vector<uint64_t> ids((size_t)s.nranks);
+    for (int q = 0; q < s.nranks; q++) ids[(size_t)q] = 500 + (uint64_t)(q / L);
+    kolo_hosts h;
+    EXPECT_EQ(kolo_hosts_build(s.nranks, ids.data(), &h), koloSuccess);
+    kolo_ring intra{}, inter{};
+    EXPECT_EQ(kolo_ring_build_intra(&h, rank, &intra), koloSuccess);
+    EXPECT_EQ(kolo_ring_build_inter(&h, rank, &inter), koloSuccess);
+    for (int k = 0; k < KOLO_HIER_PHASES; k++) {
+      EXPECT_EQ(kolo_sched_all_reduce_hier(&intra, &inter, rank, k, &hprog[k]), koloSuccess);
+      fc.pc.hier_steps[k] = static_cast<const kolo_step *>(fake(steps_value(k)));
+    }
+    kolo_ring_free(&intra);
+    kolo_ring_free(&inter);
+    kolo_hosts_free(&h);
+    topo = kolo_algo_topo{s.nranks, hosts, L, forced};
+    hcounters.assign(4 * (size_t)s.nch, 0);
+    for (int k = 0; k < 2; k++) {
+      const kolo_program &p = hprog[k == 0 ? KOLO_HIER_INTRA_RS : KOLO_HIER_INTER_AR];
+      for (int ch = 0; ch < s.nch; ch++) {
+        hsend[k].push_back(fc.conn(p.send_peer, &hcounters[(size_t)(2 * k * s.nch + ch)], 0x30000 + 0x100 * k + ch));
+        hrecv[k].push_back(fc.conn(p.recv_peer, &hcounters[(size_t)((2 * k + 1) * s.nch + ch)], 0x40000 + 0x100 * k + ch));
+      }
+      fc.pc.hier_send[k] = hsend[k].data();
+      fc.pc.hier_recv[k] = hrecv[k].data();
+    }
+    fc.pc.algo = &topo;
+    fc.pc.hier_programs = hprog;
+  }
+  ~HierFake() {
+    for (auto &p : hprog)
+      if (p.steps) kolo_program_free(&p);
+  }
+  HierFake(const HierFake &) = delete;
+  HierFake &operator=(const HierFake &) = delete;
+  static uintptr_t steps_value(int phase) { return 0x7800000000ull + (uintptr_t)phase * 0x1000; }
+  // The phase a task runs (from its steps), or -1 for a flat program.
+  static int phase_of(const kolo_dev_task &t) {
+    for (int k = 0; k < KOLO_HIER_PHASES; k++)
+      if ((uintptr_t)t.steps == steps_value(k)) return k;
+    return -1;
+  }
+};
+
+// KOLO_ALGO=hier on 2 hosts of 2: per channel three tasks, in three
+// launches one after the other (a phase reads what the one before wrote),
+// each with its phase's program and the geometry the host executor builds
+// for it (enqueue.c: add_hier_tasks), the intra phases on the intra pipes,
+// the inter phase on the inter pipes.  Forced ring: the flat program.
+TEST(CudaPlan, HierarchicalAllReducePhasesRunInConsecutiveLaunches) {
+  Shape sh;
+  sh.nranks = 4;
+  sh.nch = 2;
+  sh.ll_threshold = 0;  // a comm across hosts: SIMPLE only
+  for (int rank = 0; rank < sh.nranks; rank++) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    HierFake hf(sh, rank, 2, KOLO_ALGO_HIER);
+    const void *in = fake(0xa0000);
+    void *out = const_cast<void *>(fake(0xb0000));
+    kolo_op op = make_op(KOLO_COLL_ALL_REDUCE, in, out, 1 << 20, koloFloat32, 0, koloAvg);
+    EXPECT_EQ(kolo_cuda_plan_is_hier(&op, &hf.fc.pc), 1);
+    auto bs = plan(hf.fc, {op});
+    ASSERT_EQ(bs.size(), (size_t)KOLO_HIER_PHASES);
+    for (int k = 0; k < KOLO_HIER_PHASES; k++) {
+      ASSERT_EQ(bs[(size_t)k].ntasks, sh.nch) << "phase " << k;
+      const kolo_program &prog = hf.hprog[k];
+      int pipe = k == KOLO_HIER_INTER_AR;
+      for (int ch = 0; ch < sh.nch; ch++) {
+        const kolo_dev_task &t = bs[(size_t)k].tasks[ch];
+        EXPECT_EQ(t.channel, ch);
+        EXPECT_EQ(HierFake::phase_of(t), k);
+        EXPECT_EQ(t.nsteps, prog.nsteps);
+        EXPECT_EQ(t.in_blocked, prog.in_blocked);
+        EXPECT_EQ(t.out_blocked, prog.out_blocked);
+        expect_geometry(t.geo, host_geometry(sh, op, prog.layout, sh.nch));
+        EXPECT_EQ(t.in, (const char *)in);
+        EXPECT_EQ(t.out, (char *)out);
+        EXPECT_EQ(t.div, sh.nranks);  // the average divides by every rank, as on the host
+        EXPECT_EQ(t.has_send, prog.send_peer >= 0);
+        EXPECT_EQ(t.has_recv, prog.recv_peer >= 0);
+        if (t.has_send) {
+          EXPECT_TRUE(same_end(t.send, hf.hsend[pipe][(size_t)ch])) << "phase " << k;
+        }
+        if (t.has_recv) {
+          EXPECT_TRUE(same_end(t.recv, hf.hrecv[pipe][(size_t)ch])) << "phase " << k;
+        }
+      }
+    }
+    // inter peers live on the other host, intra peers on this one
+    EXPECT_NE(hf.hprog[KOLO_HIER_INTER_AR].send_peer / 2, rank / 2);
+    EXPECT_EQ(hf.hprog[KOLO_HIER_INTRA_RS].send_peer / 2, rank / 2);
+  }
+  HierFake ring(sh, 0, 2, KOLO_ALGO_RING);
+  kolo_op op = make_op(KOLO_COLL_ALL_REDUCE, fake(0x1), const_cast<void *>(fake(0x2)), 1 << 20, koloFloat32);
+  EXPECT_EQ(kolo_cuda_plan_is_hier(&op, &ring.fc.pc), 0);
+  auto bs = plan(ring.fc, {op});
+  ASSERT_EQ(bs.size(), 1u);
+  EXPECT_EQ(HierFake::phase_of(bs[0].tasks[0]), -1);
+  EXPECT_TRUE(same_end(bs[0].tasks[0].send, ring.fc.ring_send[0]));
+  // The cost model's choice (KOLO_ALGO unset) is the host enqueue's.
+  for (size_t count : {(size_t)7, (size_t)100003, (size_t)(16u << 20)}) {
+    HierFake autof(sh, 1, 2, KOLO_ALGO_AUTO);
+    kolo_op o = make_op(KOLO_COLL_ALL_REDUCE, fake(0x1), const_cast<void *>(fake(0x2)), count, koloFloat32);
+    int want = kolo_algo_choose(&autof.topo, count * 4, host_channels(sh, o)) == KOLO_ALGO_HIER;
+    EXPECT_EQ(kolo_cuda_plan_is_hier(&o, &autof.fc.pc), want) << count;
+    EXPECT_EQ(total_tasks(plan(autof.fc, {o})), host_channels(sh, o) * (want ? KOLO_HIER_PHASES : 1)) << count;
+  }
+}
+
+// In a group, no launch holds two phases of one all-reduce, and every
+// phase of an all-reduce comes after the one before; other collectives
+// keep their flat programs and ring pipes.
+TEST(CudaPlan, HierarchicalPhasesInGroupsNeverShareALaunch) {
+  Shape sh;
+  sh.nranks = 6;
+  sh.nch = 3;
+  sh.min_channel_bytes = 4096;
+  sh.ll_threshold = 0;
+  HierFake hf(sh, 4, 2, KOLO_ALGO_HIER);
+  std::vector<kolo_op> ops;
+  for (int i = 0; i < 5; i++) {
+    int coll = i % 2 ? KOLO_COLL_ALL_GATHER : KOLO_COLL_ALL_REDUCE;
+    ops.push_back(make_op(coll, fake(0x100000 * (i + 1)), const_cast<void *>(fake(0x100000 * (i + 1) + 8)),
+                          i == 2 ? 1 : 50000 + 1000 * (size_t)i, koloFloat32));
+  }
+  auto bs = plan(hf.fc, ops);
+  std::map<const char *, int> last_phase;  // per all-reduce (by its input), the last phase launched
+  int hier_tasks = 0;
+  for (size_t b = 0; b < bs.size(); b++) {
+    std::map<const char *, std::set<int>> phases;
+    for (int j = 0; j < bs[b].ntasks; j++) {
+      const kolo_dev_task &t = bs[b].tasks[j];
+      int k = HierFake::phase_of(t);
+      if (k < 0) {
+        EXPECT_TRUE(same_end(t.send, hf.fc.ring_send[(size_t)t.channel])) << "launch " << b;
+        continue;
+      }
+      hier_tasks++;
+      phases[t.in].insert(k);
+    }
+    for (auto &kv : phases) {
+      EXPECT_EQ(kv.second.size(), 1u) << "launch " << b << " holds several phases of one all-reduce";
+      int k = *kv.second.begin();
+      int before = last_phase.count(kv.first) ? last_phase[kv.first] : -1;
+      EXPECT_TRUE(k == before + 1 || (k == before && k >= 0)) << "launch " << b << ": phase " << k
+                                                              << " after phase " << before;
+      last_phase[kv.first] = k;
+    }
+  }
+  int want = 0;
+  for (const kolo_op &o : ops)
+    if (o.coll == KOLO_COLL_ALL_REDUCE) want += host_channels(sh, o) * KOLO_HIER_PHASES;
+  EXPECT_EQ(hier_tasks, want);
+  for (auto &kv : last_phase) EXPECT_EQ(kv.second, KOLO_HIER_PHASES - 1);
+}
+
+// The slices of every hierarchical phase balance across ranks: what rank r
+// sends on a pipe on channel ch is what its peer receives from r on that
+// pipe and channel (the launcher posts both to the proxies of net pipes:
+// a mismatch stalls or overruns a pipe).  3 hosts of 2, 2 channels, 4 KiB
+// slots; counts that leave chunks and slices partly empty.
+TEST(CudaPlan, HierarchicalSlicesBalanceAcrossRanks) {
+  Shape sh;
+  sh.nranks = 6;
+  sh.nch = 2;
+  sh.slot_bytes = 4096;
+  sh.min_channel_bytes = 4096;
+  sh.ll_threshold = 0;
+  std::vector<std::unique_ptr<HierFake>> fs;
+  for (int r = 0; r < sh.nranks; r++) fs.emplace_back(new HierFake(sh, r, 3, KOLO_ALGO_HIER));
+  for (size_t count : {(size_t)1, (size_t)1023, (size_t)(4096 * 3 + 17), (size_t)250001}) {
+    SCOPED_TRACE("count " + std::to_string(count));
+    // [rank][phase][channel] -> slices sent / received
+    std::vector<std::vector<std::vector<uint64_t>>> sent((size_t)sh.nranks), got((size_t)sh.nranks);
+    for (int r = 0; r < sh.nranks; r++) {
+      sent[(size_t)r].assign(KOLO_HIER_PHASES, std::vector<uint64_t>((size_t)sh.nch, 0));
+      got[(size_t)r] = sent[(size_t)r];
+      kolo_op op = make_op(KOLO_COLL_ALL_REDUCE, fake(0x1000), const_cast<void *>(fake(0x2000)), count, koloFloat64);
+      const kolo_cuda_plan_comm &pc = fs[(size_t)r]->fc.pc;
+      int nitems = kolo_cuda_plan_count(&op, 1, &pc);
+      std::vector<kolo_cuda_plan_item> items((size_t)nitems + 1);
+      kolo_cuda_plan_items(&op, 1, &pc, items.data());
+      kolo_dev_batch b;
+      for (int next = 0, first = 0; kolo_cuda_plan_next(&op, &pc, items.data(), nitems, &next, &b) == 1; first = next)
+        for (int j = 0; j < b.ntasks; j++) {
+          uint64_t sends = 0, recvs = 0;
+          kolo_cuda_plan_slices(&op, &pc, &items[(size_t)(first + j)], &b.tasks[j], b.protocol, &sends, &recvs);
+          int k = HierFake::phase_of(b.tasks[j]);
+          ASSERT_GE(k, 0);
+          sent[(size_t)r][(size_t)k][(size_t)b.tasks[j].channel] += sends;
+          got[(size_t)r][(size_t)k][(size_t)b.tasks[j].channel] += recvs;
+        }
+    }
+    uint64_t inter = 0;
+    for (int r = 0; r < sh.nranks; r++)
+      for (int k = 0; k < KOLO_HIER_PHASES; k++) {
+        int peer = fs[(size_t)r]->hprog[k].send_peer;
+        if (peer < 0) continue;
+        ASSERT_EQ(fs[(size_t)peer]->hprog[k].recv_peer, r);
+        for (int ch = 0; ch < sh.nch; ch++)
+          EXPECT_EQ(sent[(size_t)r][(size_t)k][(size_t)ch], got[(size_t)peer][(size_t)k][(size_t)ch])
+              << "rank " << r << " -> " << peer << ", phase " << k << ", channel " << ch;
+        if (k == KOLO_HIER_INTER_AR)
+          for (int ch = 0; ch < sh.nch; ch++) inter += sent[(size_t)r][(size_t)k][(size_t)ch];
+      }
+    EXPECT_GT(inter, 0u) << "no slice crossed hosts";
+  }
+}
+
 // ---- no deadlock across ranks ------------------------------------------------------------
 //
 // Launches of one rank run one after the other; a task finishes only when

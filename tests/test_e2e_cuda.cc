@@ -46,6 +46,10 @@
 //                   the ranks talk through net pipes as across hosts (device
 //                   buffers staged through pinned host slots, the proxy
 //                   polling them for the kernels' posted slices, no LL)
+//   CudaHierProcs   the grid on 2 "hosts" (KOLO_HOSTID) of 2 and of 3 with
+//                   KOLO_ALGO=hier: the hierarchical all-reduce's phases as
+//                   consecutive launches, device pipes within a host, net
+//                   pipes between
 //
 // Every test is a visible skip ("no CUDA device: ...") without a usable
 // device.  Large and Huge grids are skipped in sanitizer builds
@@ -69,6 +73,11 @@
 #include <thread>
 #include <tuple>
 #include <vector>
+
+extern "C" {
+#include "core/op.h"
+#include "ring/algo.h"
+}
 
 #include "util/coll_ref.h"
 #include "util/coll_run.h"
@@ -215,7 +224,8 @@ std::string grid_param_name(const ::testing::TestParamInfo<GridParam> &p) {
 constexpr double kChildTimeoutMs = 300000;
 
 std::vector<CollCase> cuda_proc_grid(int n);
-void run_cuda_procs(const std::string &mode, int n);
+// per_host > 0: rank i gets KOLO_HOSTID=host-(i / per_host).
+void run_cuda_procs(const std::string &mode, int n, int per_host = 0);
 
 }  // namespace
 
@@ -251,6 +261,29 @@ TEST_P(CudaNetProcs, Grid) {
 INSTANTIATE_TEST_SUITE_P(CudaNetProcs, CudaNetProcs, ::testing::Values(2, 3),
                          [](const ::testing::TestParamInfo<int> &p) {
                            return std::to_string(p.param) + "procs";
+                         });
+
+// The hierarchical all-reduce on CUDA communicators: processes on "hosts"
+// (KOLO_HOSTID) of 2 or 3, KOLO_ALGO=hier: the intra-host phases run over
+// device pipes, the inter-host phase over net pipes (socket, staged), each
+// phase in its own launches; the grid as above, and each child checks that
+// its all-reduces really run hierarchically (a silent fallback to the ring
+// would pass the grid).
+class CudaHierProcs : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(CudaHierProcs, Grid) {
+  KT_REQUIRE_CUDA();
+  auto [hosts, per_host] = GetParam();
+  ScopedEnv algo("KOLO_ALGO", "hier");
+  ScopedEnv net("KOLO_NET", "socket");
+  run_cuda_procs("hier", hosts * per_host, per_host);
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaHierProcs, CudaHierProcs,
+                         ::testing::Values(std::make_tuple(2, 2), std::make_tuple(2, 3)),
+                         [](const ::testing::TestParamInfo<std::tuple<int, int>> &p) {
+                           return std::to_string(std::get<0>(p.param)) + "hostsOf" +
+                                  std::to_string(std::get<1>(p.param));
                          });
 
 // 2 processes, KOLO_TIMEOUT_MS=2000: after a warm-up all-reduce, rank 1
@@ -1112,7 +1145,7 @@ constexpr const char *kIdVar = "KOLO_TEST_CUDA_ID";        // the unique id in h
 // Forks n children, each execs this binary running CudaProcsChild.DISABLED_Rank
 // as rank i of a job of `mode`; asserts they all exit 0 and leave no
 // kolo-* segment in /dev/shm.
-void run_cuda_procs(const std::string &mode, int n) {
+void run_cuda_procs(const std::string &mode, int n, int per_host) {
   koloUniqueId id;
   ASSERT_EQ(koloGetUniqueId(&id), koloSuccess) << koloGetLastError(nullptr);
   const std::string hex = to_hex(&id, sizeof id);
@@ -1129,6 +1162,7 @@ void run_cuda_procs(const std::string &mode, int n) {
   for (int i = 0; i < n; i++) {
     env_str[i].push_back(std::string(kChildVar) + "=" + mode + " " + std::to_string(n) + " " + std::to_string(i));
     env_str[i].push_back(std::string(kIdVar) + "=" + hex);
+    if (per_host > 0) env_str[i].push_back("KOLO_HOSTID=host-" + std::to_string(i / per_host));
     for (std::string &s : env_str[i]) envp[i].push_back(&s[0]);
     envp[i].push_back(nullptr);
   }
@@ -1210,7 +1244,12 @@ int child_main(const std::string &mode, int n, int rank, const koloUniqueId &id)
   }
   DevArena arena;
   bool abort_comm = false;
-  if (mode == "grid") {
+  if (mode == "hier")
+    for (size_t count : {(size_t)7, (size_t)100003})
+      if (kolo_comm_all_reduce_algo(comm, count, koloFloat32) != KOLO_ALGO_HIER)
+        CHILD_FAIL("an all-reduce of %zu float32 runs %s, not hier", count,
+                   kolo_algo_name(kolo_comm_all_reduce_algo(comm, count, koloFloat32)));
+  if (mode == "grid" || mode == "hier") {
     std::vector<CollCase> cases = cuda_proc_grid(n);
     std::string err = arena.reserve(dev_max_case_bytes(cases));
     if (!err.empty()) CHILD_FAIL("%s", err.c_str());
@@ -1272,7 +1311,7 @@ int child_main(const std::string &mode, int n, int rank, const koloUniqueId &id)
     CHILD_FAIL("unknown mode %s", mode.c_str());
   }
   if (abort_comm) koloCommAbort(comm);
-  else if ((res = koloCommDestroy(comm)) != koloSuccess && mode == "grid")
+  else if ((res = koloCommDestroy(comm)) != koloSuccess && (mode == "grid" || mode == "hier"))
     CHILD_FAIL("koloCommDestroy: %s", koloGetErrorString(res));
   if (arena.freeable) cudaStreamDestroy(s);
   arena.release();
