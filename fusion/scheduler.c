@@ -265,10 +265,36 @@ static kf_sig my_sig(koloFusion_t f, const kf_rounds *rs) {
   return s;
 }
 
+/* The tensor a mismatch sentence names (-1: none), the same on every rank.
+ * When a rank ended its step with tensors unmarked (one more exchange says
+ * which): one of those that another rank marked, certainly missing since
+ * the rank that ended can no longer mark it; none when no rank marked any
+ * of them yet (the sentence then names the rank that ended and its first
+ * unmarked tensor).  Tensors marked on some ranks only are no evidence
+ * then: the others may merely not have reached them.  Otherwise (a stall,
+ * ranks in different steps): the first tensor marked on some ranks only. */
+static koloResult_t pick_probe(koloFusion_t f, kf_rounds *rs, int *probe) {
+  size_t n = (size_t)rs->n;
+  unsigned char *u = malloc(3 * n + 1);
+  if (u == NULL) return kolo_error(&rs->eb, koloSystemError, "fusion on rank %d: out of memory explaining a mismatch", f->rank);
+  for (size_t t = 0; t < n; t++) u[t] = (unsigned char)(rs->ended && !rs->vec[t]);
+  koloResult_t res = kf_neg_minmax(&f->neg, u, n, u + n, u + 2 * n, &rs->eb);
+  int bad_end = 0;
+  *probe = -1;
+  for (int t = 0; res == koloSuccess && t < rs->n; t++) {
+    bad_end |= u[2 * n + (size_t)t];
+    if (*probe < 0 && u[2 * n + (size_t)t] && rs->vmax[t] && !rs->launched[t]) *probe = t;
+  }
+  for (int t = 0; res == koloSuccess && !bad_end && t < rs->n && *probe < 0; t++)
+    if (rs->vmin[t] != rs->vmax[t] && !rs->launched[t]) *probe = t;
+  free(u);
+  return res;
+}
+
 static koloResult_t mismatch(koloFusion_t f, kf_rounds *rs, const kf_sig *sig) {
   int probe = -1;
-  for (int t = 0; t < rs->n && probe < 0; t++)
-    if (rs->vmin[t] != rs->vmax[t] && !rs->launched[t]) probe = t;
+  koloResult_t res = pick_probe(f, rs, &probe);
+  if (res != koloSuccess) return res;
   kf_view v = {*sig, f->rank, rs->ended, rs->nmarked, rs->first_unmarked, rs->stalled,
                probe >= 0 ? rs->vec[probe] : -1};
   return kf_neg_mismatch(&f->neg, &v, probe, f->decl, f->timeout_ms, &rs->eb);
