@@ -17,7 +17,8 @@
 #
 #   ib (RDMA=auto|1|0, default auto): the soft-RoCE guest of tests/rdma
 #   (rxe0 <-> rxe1 over a veth pair, software emulation) runs ib_write_bw
-#   -s 65536 and ib_write_lat beside kolo-perf net -P ib at the same sizes,
+#   -s 65536 and ib_write_lat (and, for reference, ib_send_lat: completions on
+#   both sides, as kolo's receiver) beside kolo-perf net -P ib at the same sizes,
 #   REPEATS times (perf/run_net_rxe_guest.sh); targets: bandwidth >= 0.9 x
 #   ib_write_bw, latency <= 1.2 x ib_write_lat.  Skipped with the reason
 #   when kolo was built without libibverbs or the VM is not set up
@@ -284,12 +285,18 @@ if rxe == "run":
     print(f"#   kolo-perf net -P ib --lat -s {lat_size:<5}   {g('kolo_ib_lat_us'):9.2f} us median   runs: {f2(v('kolo_ib_lat_us'))}")
     if v('base_ib_lat_us'):
         print(f"#   the same, BASE_PERF_BIN              {g('base_ib_lat_us'):9.2f} us median   runs: {f2(v('base_ib_lat_us'))}")
+    if v('ib_send_lat_us'):
+        print(f"#   ib_send_lat -s {lat_size:<5}                 {g('ib_send_lat_us'):9.2f} us typical   runs: {f2(v('ib_send_lat_us'))}"
+              "   (completions on both sides, as kolo)")
     b = g('kolo_ib_bw_MBps') / g('ib_write_bw_MBps') if v('ib_write_bw_MBps') else float("nan")
     l = g('kolo_ib_lat_us') / g('ib_write_lat_us') if v('ib_write_lat_us') else float("nan")
     print(f"# ratio ib bw / ib_write_bw   = {b:5.2f}  (target >= 0.90: {verdict(b, 0.9)});"
           f" within each run, median: {paired(v('kolo_ib_bw_MBps'), v('ib_write_bw_MBps')):5.2f}")
     print(f"# ratio ib lat / ib_write_lat = {l:5.2f}  (target <= 1.20: {verdict(l, 1.2, higher=False)});"
           f" within each run, median: {paired(v('kolo_ib_lat_us'), v('ib_write_lat_us')):5.2f}")
+    if v('ib_send_lat_us'):
+        print(f"#   for reference: ib_send_lat / ib_write_lat = {paired(v('ib_send_lat_us'), v('ib_write_lat_us')):5.2f},"
+              f" kolo lat / ib_send_lat = {paired(v('kolo_ib_lat_us'), v('ib_send_lat_us')):5.2f} (within each run, median)")
     if v('base_ib_bw_MBps') or v('base_ib_lat_us'):
         print(f"# BASE_PERF_BIN, the same ratios: bw {med(v('base_ib_bw_MBps')) / g('ib_write_bw_MBps'):5.2f}"
               f" (within each run {paired(v('base_ib_bw_MBps'), v('ib_write_bw_MBps')):5.2f}),"

@@ -6,6 +6,7 @@
 # REPEATS times, on the same devices (server rxe0 / 10.77.0.1, client rxe1):
 #   ib_write_bw -s 65536 -n BW_N       kolo-perf net -P ib --bw -s 65536 -n BW_N
 #   ib_write_lat -s LAT_SIZE -n LAT_N  kolo-perf net -P ib --lat -s LAT_SIZE -n LAT_N
+#   ib_send_lat -s LAT_SIZE -n LAT_N   (completion-based like kolo: a reference)
 # Prints "KOLO-NET: <name> <value>" lines for run_net.sh (MB/s as 1e6 bytes:
 # perftest's MB/sec, 2^20 bytes, is converted here) and the full outputs.
 # POSIX sh (the guest runs it with /bin/sh).  Exit status: failed steps.
@@ -79,6 +80,12 @@ while [ $i -le "$REPEATS" ]; do
     say "ib_write_lat_us $(awk '{print $5}' /tmp/lat.$i.row)"
   else fail=$((fail + 1)); fi
   kolos lat $i --lat -s "$LAT_SIZE" -n "$LAT_N"
+  # A second reference: SEND into posted receives, each side learning of
+  # the message from a completion, as kolo's receiver does (ib_write_lat
+  # polls the last byte of its buffer instead).
+  if perftest slat.$i ib_send_lat -s "$LAT_SIZE" -n "$LAT_N"; then
+    say "ib_send_lat_us $(awk '{print $5}' /tmp/slat.$i.row)"
+  else fail=$((fail + 1)); fi
   i=$((i + 1))
 done
 [ $fail -le 100 ] || fail=100 # 124-126 mean other things to vm.sh
