@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "kernels/host_reduce.h"
+#include "transport/transport.h"
 
 enum { TASK_PROGRESS, TASK_BLOCKED, TASK_DONE };
 
@@ -19,6 +20,9 @@ enum { TASK_PROGRESS, TASK_BLOCKED, TASK_DONE };
  * them from the socket after the close): only a wait that also saw no
  * progress for this long blames it. */
 #define KOLO_DEAD_PEER_GRACE_NS (250 * 1000 * 1000LL)
+/* A blocked wait on a net pipe takes a proxy turn itself every this many
+ * polls while it spins, and before each yield. */
+#define CALLER_PROGRESS_EVERY 16
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -237,6 +241,11 @@ koloResult_t kolo_host_exec_run(kolo_exec_task *tasks, int ntasks) {
       stall_start = 0;
       continue;
     }
+    /* A pipe moved by a progress thread (net): move it from here while
+     * spinning, every few polls (a turn is a system call or two). */
+    const kolo_transport *tr = bc->transport;
+    if (tr != NULL && tr->progress != NULL && (idle % CALLER_PROGRESS_EVERY == 0 || idle >= spin_limit))
+      tr->progress(bc);
     if (++idle < spin_limit) {
       cpu_relax();
       continue;

@@ -42,6 +42,7 @@
 
 #include "util/coll_ref.h"
 #include "util/coll_run.h"
+#include "util/comm_peek.h"
 #include "util/polled_pipe.h"
 #include "util/proc_util.h"
 
@@ -258,6 +259,12 @@ int child_grid(int rank, int n, const koloUniqueId &id, const std::vector<CollCa
     return 2;
   }
   int failures = run_cases(comm, rank, cases);
+  // Blocked waits on net pipes move them from the executor (transport.h:
+  // progress), not only through the proxy thread's wake-ups.
+  if (n > 1 && kt_proxy_caller_turns() == 0) {
+    std::fprintf(stderr, "rank %d: no blocked wait took a proxy turn itself\n", rank);
+    failures++;
+  }
   koloCommDestroy(comm);
   failures += leak_check();
   int fds_after = count_fds();

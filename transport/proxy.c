@@ -364,6 +364,17 @@ void kolo_proxy_remove(kolo_net_pipe *p) {
   pthread_mutex_unlock(&life_mu);
 }
 
+static _Atomic uint64_t caller_turns;
+
+void kolo_proxy_progress(void) {
+  if (pthread_mutex_trylock(&mu) != 0) return; /* the proxy is at it */
+  for (kolo_net_pipe *p = pipes; p; p = p->next) pipe_progress(p);
+  pthread_mutex_unlock(&mu);
+  atomic_fetch_add_explicit(&caller_turns, 1, memory_order_relaxed);
+}
+
+uint64_t kolo_proxy_caller_turns(void) { return atomic_load_explicit(&caller_turns, memory_order_relaxed); }
+
 void kolo_proxy_post(kolo_net_pipe *p, uint32_t slices) {
   if (slices == 0) return;
   atomic_fetch_add_explicit(&p->due, slices, memory_order_seq_cst);

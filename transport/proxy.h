@@ -27,6 +27,14 @@
  * in its grace period or a provider's fds may miss an event, without
  * KOLO_NET_EXACT_POLL) for whatever neither announces.
  *
+ * Blocked executors lend a hand: a host executor waiting on a net pipe
+ * takes the proxy's turn itself (kolo_proxy_progress, through the net
+ * transport's `progress` op) every few polls while it spins, unless the
+ * proxy thread holds it; so a small message's hop needs no thread wake-up
+ * on either side while the ranks are busy with a call (2-rank 8-byte
+ * all-reduce over loopback TCP: ~300 us -> ~110 us on a 2-core VM).  The
+ * thread still moves everything nobody waits for (a call's last sends).
+ *
  * Polled pipes (CUDA communicators: the executor is a kernel, which moves
  * the counters in mapped host memory but cannot ring a doorbell).  Whoever
  * launches the kernel posts how many slices it will move through the pipe
@@ -78,6 +86,12 @@ koloResult_t kolo_proxy_add(kolo_net_pipe *p, kolo_errbuf *eb);
  * (stopping the thread with the last pipe).  The proxy no longer touches
  * the pipe when this returns. */
 void kolo_proxy_remove(kolo_net_pipe *p);
+/* One turn over every pipe from the calling thread, unless the proxy
+ * thread (or another caller) is taking its turn now: a blocked executor's
+ * way to move its messages without waiting for the proxy to wake. */
+void kolo_proxy_progress(void);
+/* Turns kolo_proxy_progress took in this process so far (tests). */
+uint64_t kolo_proxy_caller_turns(void);
 /* A polled pipe will move `slices` more slices (posted by the thread that
  * launched the kernel moving them): the proxy polls the pipe until they
  * have gone through. */

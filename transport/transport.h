@@ -62,6 +62,12 @@ typedef struct kolo_transport {
   void (*recv_attached)(kolo_connector *c);
   /* either end: release this end's share */
   void (*close)(kolo_connector *c);
+  /* Optional (NULL: nothing to do): moves, from the calling thread, what a
+   * progress thread would move for this end (net: the proxy's turn over
+   * its pipes, when the proxy is not busy with it).  A blocked executor
+   * calls it while it spins, so a small message costs no thread hand-off
+   * on the critical path (as MPI progresses in the caller). */
+  void (*progress)(kolo_connector *c);
 } kolo_transport;
 
 extern const kolo_transport kolo_transport_local;

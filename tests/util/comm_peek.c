@@ -2,6 +2,7 @@
 #include "util/comm_peek.h"
 
 #include "core/comm.h"
+#include "transport/proxy.h"
 
 void kt_ring_steps(koloComm_t comm, int ch, uint32_t *send, uint32_t *recv) {
   *send = comm->ring_send[ch].ctrl ? comm->ring_send[ch].step : 0;
@@ -15,3 +16,5 @@ void kt_comm_shape(koloComm_t comm, int *nchannels, uint32_t *nslots, size_t *sl
   *slot_bytes = comm->slot_bytes;
   *min_channel_bytes = comm->min_channel_bytes;
 }
+
+uint64_t kt_proxy_caller_turns(void) { return kolo_proxy_caller_turns(); }

@@ -19,6 +19,9 @@ void kt_ring_steps(koloComm_t comm, int ch, uint32_t *send, uint32_t *recv);
  * a channel must have before another is used. */
 void kt_comm_shape(koloComm_t comm, int *nchannels, uint32_t *nslots, size_t *slot_bytes,
                    size_t *min_channel_bytes);
+/* Turns blocked executors of this process took over the net proxy's pipes
+ * themselves (transport/proxy.h: kolo_proxy_caller_turns). */
+uint64_t kt_proxy_caller_turns(void);
 
 #ifdef __cplusplus
 }
