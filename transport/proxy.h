@@ -32,7 +32,7 @@
  * transport's `progress` op) every few polls while it spins, unless the
  * proxy thread holds it; so a small message's hop needs no thread wake-up
  * on either side while the ranks are busy with a call (2-rank 8-byte
- * all-reduce over loopback TCP: ~300 us -> ~110 us on a 2-core VM).  The
+ * all-reduce over loopback TCP: median ~290 us -> ~130-175 us on a 2-core VM).  The
  * thread still moves everything nobody waits for (a call's last sends).
  *
  * Polled pipes (CUDA communicators: the executor is a kernel, which moves
