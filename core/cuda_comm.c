@@ -206,22 +206,22 @@ typedef struct {
   size_t at;
 } step_cursor;
 
-/* First pass: stage the steps; second pass (host NULL): point at the device copy. */
-static void place_steps(struct koloComm *c, int k, int i, const kolo_program *p, void *arg) {
-  step_cursor *cur = arg;
+/* One program's place in the device copy.  First pass: stage its steps;
+ * second pass (host NULL): point *dev at the device copy. */
+static void place_program(struct koloComm *c, step_cursor *cur, const kolo_program *p, const kolo_step **dev) {
   if (cur->host) memcpy(cur->host + cur->at, p->steps, (size_t)p->nsteps * sizeof *cur->host);
-  else c->cuda->dev_steps[k][i] = c->cuda->dev_steps_mem + cur->at;
+  else *dev = c->cuda->dev_steps_mem + cur->at;
   cur->at += (size_t)p->nsteps;
+}
+
+static void place_steps(struct koloComm *c, int k, int i, const kolo_program *p, void *arg) {
+  place_program(c, arg, p, &c->cuda->dev_steps[k][i]);
 }
 
 /* The hierarchical all-reduce's phase programs, after the others. */
 static void place_hier_steps(struct koloComm *c, step_cursor *cur) {
-  for (int k = 0; k < KOLO_HIER_PHASES && c->hier_ready; k++) {
-    const kolo_program *p = &c->hier_prog[k];
-    if (cur->host) memcpy(cur->host + cur->at, p->steps, (size_t)p->nsteps * sizeof *cur->host);
-    else c->cuda->hier_steps[k] = c->cuda->dev_steps_mem + cur->at;
-    cur->at += (size_t)p->nsteps;
-  }
+  for (int k = 0; k < KOLO_HIER_PHASES && c->hier_ready; k++)
+    place_program(c, cur, &c->hier_prog[k], &c->cuda->hier_steps[k]);
 }
 
 koloResult_t kolo_cuda_comm_programs(struct koloComm *c) {

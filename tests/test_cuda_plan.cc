@@ -192,6 +192,28 @@ std::vector<kolo_dev_batch> plan(const FakeComm &fc, const std::vector<kolo_op> 
   return out;
 }
 
+// Every task of a single op's launches, with the slices
+// kolo_cuda_plan_slices counts for its send and receive ends.
+struct TaskSlices {
+  kolo_dev_task task;
+  uint64_t sends, recvs;
+};
+
+std::vector<TaskSlices> plan_slices(const kolo_op &op, const kolo_cuda_plan_comm &pc) {
+  int nitems = kolo_cuda_plan_count(&op, 1, &pc);
+  std::vector<kolo_cuda_plan_item> items((size_t)nitems + 1);
+  kolo_cuda_plan_items(&op, 1, &pc, items.data());
+  std::vector<TaskSlices> out;
+  kolo_dev_batch b;
+  for (int next = 0, first = 0; kolo_cuda_plan_next(&op, &pc, items.data(), nitems, &next, &b) == 1; first = next)
+    for (int j = 0; j < b.ntasks; j++) {
+      TaskSlices ts{b.tasks[j], 0, 0};
+      kolo_cuda_plan_slices(&op, &pc, &items[(size_t)(first + j)], &b.tasks[j], b.protocol, &ts.sends, &ts.recvs);
+      out.push_back(ts);
+    }
+  return out;
+}
+
 int total_tasks(const std::vector<kolo_dev_batch> &bs) {
   int n = 0;
   for (auto &b : bs) n += b.ntasks;
@@ -414,23 +436,14 @@ TEST(CudaPlan, SlicesEqualTheHostExecutorsConnectorSteps) {
                                                             : KOLO_COLL_REDUCE;
         for (int r = 0; r < n; r++) {
           kolo_op op = make_op(kcoll, fake(0x1000), const_cast<void *>(fake(0x2000)), count, c.type, c.root);
-          int nitems = kolo_cuda_plan_count(&op, 1, &fcs[(size_t)r]->pc);
-          std::vector<kolo_cuda_plan_item> items((size_t)nitems + 1);
-          kolo_cuda_plan_items(&op, 1, &fcs[(size_t)r]->pc, items.data());
           std::vector<uint64_t> want(2 * (size_t)sh.nch, 0);
-          kolo_dev_batch b;
-          for (int next = 0, first = 0; kolo_cuda_plan_next(&op, &fcs[(size_t)r]->pc, items.data(), nitems, &next, &b) == 1;
-               first = next)
-            for (int j = 0; j < b.ntasks; j++) {
-              uint64_t sends = 0, recvs = 0;
-              kolo_cuda_plan_slices(&op, &fcs[(size_t)r]->pc, &items[(size_t)(first + j)], &b.tasks[j], b.protocol,
-                                    &sends, &recvs);
-              int ch = b.tasks[j].channel;
-              EXPECT_TRUE(b.tasks[j].has_send || sends == 0);
-              EXPECT_TRUE(b.tasks[j].has_recv || recvs == 0);
-              want[2 * (size_t)ch] += sends;
-              want[2 * (size_t)ch + 1] += recvs;
-            }
+          for (const TaskSlices &ts : plan_slices(op, fcs[(size_t)r]->pc)) {
+            int ch = ts.task.channel;
+            EXPECT_TRUE(ts.task.has_send || ts.sends == 0);
+            EXPECT_TRUE(ts.task.has_recv || ts.recvs == 0);
+            want[2 * (size_t)ch] += ts.sends;
+            want[2 * (size_t)ch + 1] += ts.recvs;
+          }
           for (int ch = 0; ch < sh.nch; ch++) {
             EXPECT_EQ((uint32_t)want[2 * (size_t)ch], after[(size_t)r][2 * (size_t)ch] - before[(size_t)r][2 * (size_t)ch])
                 << "rank " << r << " channel " << ch << ": slices sent";
@@ -855,20 +868,12 @@ TEST(CudaPlan, HierarchicalSlicesBalanceAcrossRanks) {
       sent[(size_t)r].assign(KOLO_HIER_PHASES, std::vector<uint64_t>((size_t)sh.nch, 0));
       got[(size_t)r] = sent[(size_t)r];
       kolo_op op = make_op(KOLO_COLL_ALL_REDUCE, fake(0x1000), const_cast<void *>(fake(0x2000)), count, koloFloat64);
-      const kolo_cuda_plan_comm &pc = fs[(size_t)r]->fc.pc;
-      int nitems = kolo_cuda_plan_count(&op, 1, &pc);
-      std::vector<kolo_cuda_plan_item> items((size_t)nitems + 1);
-      kolo_cuda_plan_items(&op, 1, &pc, items.data());
-      kolo_dev_batch b;
-      for (int next = 0, first = 0; kolo_cuda_plan_next(&op, &pc, items.data(), nitems, &next, &b) == 1; first = next)
-        for (int j = 0; j < b.ntasks; j++) {
-          uint64_t sends = 0, recvs = 0;
-          kolo_cuda_plan_slices(&op, &pc, &items[(size_t)(first + j)], &b.tasks[j], b.protocol, &sends, &recvs);
-          int k = HierFake::phase_of(b.tasks[j]);
-          ASSERT_GE(k, 0);
-          sent[(size_t)r][(size_t)k][(size_t)b.tasks[j].channel] += sends;
-          got[(size_t)r][(size_t)k][(size_t)b.tasks[j].channel] += recvs;
-        }
+      for (const TaskSlices &ts : plan_slices(op, fs[(size_t)r]->fc.pc)) {
+        int k = HierFake::phase_of(ts.task);
+        ASSERT_GE(k, 0);
+        sent[(size_t)r][(size_t)k][(size_t)ts.task.channel] += ts.sends;
+        got[(size_t)r][(size_t)k][(size_t)ts.task.channel] += ts.recvs;
+      }
     }
     uint64_t inter = 0;
     for (int r = 0; r < sh.nranks; r++)
