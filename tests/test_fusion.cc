@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -431,31 +432,46 @@ TEST(FusionThreads, MinBucketsCapsEveryBucketAtAShareOfTheGradients) {
   }
 }
 
-TEST(FusionThreads, DifferentMinBucketsFailCommitEverywhere) {
-  const int n = 2;
-  ThreadWorld w(n);
-  ASSERT_TRUE(w.ok()) << w.init_error;
+// Every rank of w makes a fusion (small_config, then `config`), declares its
+// tensors (`declare`) and commits: that must fail with koloInvalidUsage on
+// every rank, and each rank's last error must contain every one of `parts`.
+void expect_commit_fails_everywhere(ThreadWorld &w, const std::function<void(int, koloFusionConfig_t *)> &config,
+                                    const std::function<void(int, koloFusion_t)> &declare,
+                                    const std::vector<std::string> &parts) {
+  const size_t n = w.comms.size();
   std::vector<koloResult_t> res(n);
   std::vector<std::string> msg(n);
   w.pool.run([&](int r) {
     koloFusion_t f;
     koloFusionConfig_t cfg = small_config(koloSum);
-    cfg.minBuckets = r == 0 ? 4 : 5;
+    config(r, &cfg);
     if (koloFusionCreate(&f, w.comms[(size_t)r], &cfg) != koloSuccess) {
       msg[(size_t)r] = "create";
       return;
     }
-    int id;
-    koloFusionAddTensor(f, 10, koloFloat32, KOLO_FUSION_ALLOCATE, &id);
+    declare(r, f);
     res[(size_t)r] = koloFusionCommit(f);
     msg[(size_t)r] = koloFusionGetLastError(f);
     koloFusionDestroy(f);
   });
-  for (int r = 0; r < n; r++) {
-    EXPECT_EQ(res[(size_t)r], koloInvalidUsage) << "rank " << r;
-    EXPECT_NE(msg[(size_t)r].find("minBuckets 5"), std::string::npos) << msg[(size_t)r];
-    EXPECT_NE(msg[(size_t)r].find("minBuckets 4"), std::string::npos) << msg[(size_t)r];
+  for (size_t r = 0; r < n; r++) {
+    EXPECT_EQ(res[r], koloInvalidUsage) << "rank " << r;
+    for (const std::string &part : parts) EXPECT_NE(msg[r].find(part), std::string::npos) << msg[r];
   }
+}
+
+void same_config(int, koloFusionConfig_t *) {}
+
+TEST(FusionThreads, DifferentMinBucketsFailCommitEverywhere) {
+  ThreadWorld w(2);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  expect_commit_fails_everywhere(
+      w, [](int r, koloFusionConfig_t *cfg) { cfg->minBuckets = r == 0 ? 4 : 5; },
+      [](int, koloFusion_t f) {
+        int id;
+        koloFusionAddTensor(f, 10, koloFloat32, KOLO_FUSION_ALLOCATE, &id);
+      },
+      {"minBuckets 5", "minBuckets 4"});
 }
 
 // One tensor of a bucket comes much later: the others are flushed by the
@@ -710,42 +726,24 @@ TEST(FusionThreads, TimelineIsValidChromeTrace) {
 // ---- mismatches ------------------------------------------------------------------
 
 TEST(FusionThreads, DifferentDeclarationsFailCommitEverywhere) {
-  const int n = 2;
-  ThreadWorld w(n);
+  ThreadWorld w(2);
   ASSERT_TRUE(w.ok()) << w.init_error;
-  std::vector<koloResult_t> res(n);
-  std::vector<std::string> msg(n);
-  w.pool.run([&](int r) {
-    koloFusion_t f;
-    koloFusionConfig_t cfg = small_config(koloSum);
-    koloFusionCreate(&f, w.comms[(size_t)r], &cfg);
-    int id;
-    koloFusionAddTensor(f, 10, koloFloat32, KOLO_FUSION_ALLOCATE, &id);
-    koloFusionAddTensor(f, 20, r == 1 ? koloFloat16 : koloFloat32, KOLO_FUSION_ALLOCATE, &id);
-    res[(size_t)r] = koloFusionCommit(f);
-    msg[(size_t)r] = koloFusionGetLastError(f);
-    koloFusionDestroy(f);
-  });
-  for (int r = 0; r < n; r++) {
-    EXPECT_EQ(res[(size_t)r], koloInvalidUsage) << "rank " << r;
-    EXPECT_NE(msg[(size_t)r].find("rank 1 declared tensor 1 as float16"), std::string::npos) << msg[(size_t)r];
-    EXPECT_NE(msg[(size_t)r].find("rank 0 declared it as float32"), std::string::npos) << msg[(size_t)r];
-  }
+  expect_commit_fails_everywhere(
+      w, same_config,
+      [](int r, koloFusion_t f) {
+        int id;
+        koloFusionAddTensor(f, 10, koloFloat32, KOLO_FUSION_ALLOCATE, &id);
+        koloFusionAddTensor(f, 20, r == 1 ? koloFloat16 : koloFloat32, KOLO_FUSION_ALLOCATE, &id);
+      },
+      {"rank 1 declared tensor 1 as float16", "rank 0 declared it as float32"});
   // a different number of tensors
-  w.pool.run([&](int r) {
-    koloFusion_t f;
-    koloFusionConfig_t cfg = small_config(koloSum);
-    koloFusionCreate(&f, w.comms[(size_t)r], &cfg);
-    int id;
-    for (int t = 0; t < 3 + r; t++) koloFusionAddTensor(f, 10, koloFloat32, KOLO_FUSION_ALLOCATE, &id);
-    res[(size_t)r] = koloFusionCommit(f);
-    msg[(size_t)r] = koloFusionGetLastError(f);
-    koloFusionDestroy(f);
-  });
-  for (int r = 0; r < n; r++) {
-    EXPECT_EQ(res[(size_t)r], koloInvalidUsage) << "rank " << r;
-    EXPECT_NE(msg[(size_t)r].find("rank 1 declared 4 tensors but rank 0 declared 3"), std::string::npos) << msg[(size_t)r];
-  }
+  expect_commit_fails_everywhere(
+      w, same_config,
+      [](int r, koloFusion_t f) {
+        int id;
+        for (int t = 0; t < 3 + r; t++) koloFusionAddTensor(f, 10, koloFloat32, KOLO_FUSION_ALLOCATE, &id);
+      },
+      {"rank 1 declared 4 tensors but rank 0 declared 3"});
 }
 
 // Rank 0 ends its step without marking tensor 2, which rank 1 marks: every
