@@ -204,7 +204,7 @@ else
 fi
 
 python3 - "$OUT" "$REPEATS" "$SIZE" "$LAT_SIZE" "$rxe" "$SOCKET" <<'PY' || fail=1
-import json, os, statistics, sys
+import json, math, os, statistics, sys
 out, repeats, size, lat_size, rxe = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 socket = sys.argv[6] != "0"
 def load(name):
@@ -264,16 +264,29 @@ if socket:
     print(f"#   kolo-perf net --bidir / iperf3 --bidir    = {r5:5.2f}")
 
 if rxe == "run":
-    vals = {}
+    # name -> {repeat: value}.  A figure that is not a finite number (perftest
+    # prints "inf" when its clock misreads) is left out, and said.
+    vals, byrep, dropped, rep = {}, {}, [], 0
     for line in open(f"{out}/rxe.txt"):
         parts = line.split()
+        if len(parts) >= 2 and parts[0] == "repeat":
+            rep = int(parts[1]) if parts[1].isdigit() else rep + 1
+            continue
         if len(parts) >= 2:
             try:
-                vals.setdefault(parts[0], []).append(float(parts[1]))
+                x = float(parts[1])
             except ValueError:
-                pass
+                continue
+            if math.isfinite(x):
+                byrep.setdefault(parts[0], {})[rep] = x
+                vals.setdefault(parts[0], []).append(x)
+            else:
+                dropped.append(f"{parts[0]} (repeat {rep}): {parts[1]}")
     g = lambda k: med(vals.get(k, []))
     v = lambda k: vals.get(k, [])
+    def paired_rep(num, den):  # per-repeat ratios, over the repeats that have both figures
+        a, b = byrep.get(num, {}), byrep.get(den, {})
+        return med([a[r] / b[r] for r in sorted(a) if r in b and b[r] > 0])
     f2 = lambda x: ", ".join(f"{y:.2f}" for y in x)
     print()
     print(f"# ib, soft-RoCE rxe1 -> rxe0 in the QEMU guest: medians of {len(v('ib_write_bw_MBps'))} runs")
@@ -291,17 +304,19 @@ if rxe == "run":
     b = g('kolo_ib_bw_MBps') / g('ib_write_bw_MBps') if v('ib_write_bw_MBps') else float("nan")
     l = g('kolo_ib_lat_us') / g('ib_write_lat_us') if v('ib_write_lat_us') else float("nan")
     print(f"# ratio ib bw / ib_write_bw   = {b:5.2f}  (target >= 0.90: {verdict(b, 0.9)});"
-          f" within each run, median: {paired(v('kolo_ib_bw_MBps'), v('ib_write_bw_MBps')):5.2f}")
+          f" within each run, median: {paired_rep('kolo_ib_bw_MBps', 'ib_write_bw_MBps'):5.2f}")
     print(f"# ratio ib lat / ib_write_lat = {l:5.2f}  (target <= 1.20: {verdict(l, 1.2, higher=False)});"
-          f" within each run, median: {paired(v('kolo_ib_lat_us'), v('ib_write_lat_us')):5.2f}")
+          f" within each run, median: {paired_rep('kolo_ib_lat_us', 'ib_write_lat_us'):5.2f}")
     if v('ib_send_lat_us'):
-        print(f"#   for reference: ib_send_lat / ib_write_lat = {paired(v('ib_send_lat_us'), v('ib_write_lat_us')):5.2f},"
-              f" kolo lat / ib_send_lat = {paired(v('kolo_ib_lat_us'), v('ib_send_lat_us')):5.2f} (within each run, median)")
+        print(f"#   for reference: ib_send_lat / ib_write_lat = {paired_rep('ib_send_lat_us', 'ib_write_lat_us'):5.2f},"
+              f" kolo lat / ib_send_lat = {paired_rep('kolo_ib_lat_us', 'ib_send_lat_us'):5.2f} (within each run, median)")
     if v('base_ib_bw_MBps') or v('base_ib_lat_us'):
         print(f"# BASE_PERF_BIN, the same ratios: bw {med(v('base_ib_bw_MBps')) / g('ib_write_bw_MBps'):5.2f}"
-              f" (within each run {paired(v('base_ib_bw_MBps'), v('ib_write_bw_MBps')):5.2f}),"
+              f" (within each run {paired_rep('base_ib_bw_MBps', 'ib_write_bw_MBps'):5.2f}),"
               f" lat {med(v('base_ib_lat_us')) / g('ib_write_lat_us'):5.2f}"
-              f" (within each run {paired(v('base_ib_lat_us'), v('ib_write_lat_us')):5.2f})")
+              f" (within each run {paired_rep('base_ib_lat_us', 'ib_write_lat_us'):5.2f})")
+    if dropped:
+        print(f"# left out (not finite): {'; '.join(dropped)}")
     wrong += int(sum(vals.get("kolo_ib_wrong", [])))
 print(f"# #wrong bytes over all kolo runs: {wrong}")
 sys.exit(1 if wrong else 0)

@@ -72,6 +72,7 @@ kolos() {
 
 i=1
 while [ $i -le "$REPEATS" ]; do
+  say "repeat $i" # the figures below belong to repeat i (run_net.sh pairs them by it)
   if perftest bw.$i ib_write_bw -s 65536 -n "$BW_N"; then
     say "ib_write_bw_MBps $(awk '{printf "%.2f", $4 * 1.048576}' /tmp/bw.$i.row)"
   else fail=$((fail + 1)); fi
