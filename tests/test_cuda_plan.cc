@@ -43,6 +43,7 @@ extern "C" {
 }
 
 #include "util/comm_peek.h"
+#include "util/expect_text.h"
 #include "util/proc_util.h"
 #include "util/thread_world.h"
 
@@ -51,10 +52,6 @@ extern "C" {
 #endif
 
 namespace {
-
-#define EXPECT_CONTAINS(text, part)                                                           \
-  EXPECT_NE(std::string(text).find(part), std::string::npos)                                  \
-      << "\"" << std::string(text) << "\" does not contain \"" << (part) << "\""
 
 // ---- a fake CUDA communicator ----------------------------------------------------------
 

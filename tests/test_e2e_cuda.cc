@@ -80,6 +80,7 @@ extern "C" {
 }
 
 #include "util/coll_ref.h"
+#include "util/expect_text.h"
 #include "util/coll_run.h"
 #include "util/cuda_bufs.h"
 #include "util/proc_util.h"
@@ -94,61 +95,6 @@ namespace {
 // A hang becomes an error after 60 s (the kernels' own timeout) instead of
 // ctest's timeout; forked children inherit it.
 const bool kTimeoutSet = (default_test_timeout(60000), true);
-
-constexpr size_t kLarge = (1u << 20) + 3;
-const size_t kSmallCounts[] = {0, 1, 7, 4095};
-
-// EXPECT_CONTAINS(text, part): text (a std::string or C string) contains part.
-#define EXPECT_CONTAINS(text, part)                                                           \
-  EXPECT_NE(std::string(text).find(part), std::string::npos)                                  \
-      << "\"" << std::string(text) << "\" does not contain \"" << (part) << "\""
-
-std::string report_text(const GridReport &rep) {
-  std::string s = std::to_string(rep.failed_cases) + " of " + std::to_string(rep.cases) +
-                  " cases failed" + (rep.call_failed ? " (stopped at a failed call)" : "") + ":";
-  for (const std::string &f : rep.failures) s += "\n  " + f;
-  return s;
-}
-
-#define EXPECT_GRID_OK(rep) EXPECT_EQ((rep).failed_cases, 0) << report_text(rep)
-#define ASSERT_GRID_OK(rep) ASSERT_EQ((rep).failed_cases, 0) << report_text(rep)
-
-// ---- case lists ---------------------------------------------------------------------
-
-std::vector<CollCase> small_grid(Coll coll, int n) {
-  std::vector<CollCase> cases;
-  int variant = 0;
-  for (koloDataType_t t : kAllTypes)
-    for (koloRedOp_t op : kAllOps) {
-      if (!has_op(coll) && op != koloSum) continue;
-      for (size_t count : kSmallCounts)
-        for (int ip = 0; ip < (has_in_place(coll) ? 2 : 1); ip++)
-          cases.push_back(make_case(coll, t, op, n, count, ip == 1, variant++));
-    }
-  return cases;
-}
-
-// As test_e2e_threads.cc: per (collective, nranks) float32 sum out of place,
-// float32 with another op in place, and other dtypes; over the 4 rank counts
-// every op and every dtype comes up for the reducing collectives.
-std::vector<CollCase> large_grid(Coll coll, int n) {
-  static const int kRanks[] = {2, 3, 4, 8};
-  int slot = 0;
-  while (kRanks[slot] != n) slot++;
-  static const koloDataType_t kOthers[] = {koloInt8,  koloUint8,   koloInt32,    koloUint32, koloInt64,
-                                           koloUint64, koloFloat16, koloBfloat16, koloFloat64};
-  std::vector<CollCase> cases;
-  cases.push_back(make_case(coll, koloFloat32, koloSum, n, kLarge, false, 1));
-  if (has_in_place(coll))
-    cases.push_back(make_case(coll, koloFloat32, kAllOps[1 + slot], n, kLarge, true, 2));
-  for (int k = 0; k < 9; k += 4) {  // dtypes slot, slot + 4, slot + 8 (< 9)
-    int i = slot + k;
-    if (i >= 9 || (k > 0 && coll != Coll::AllReduce)) continue;
-    koloRedOp_t op = kAllOps[(slot + k) % 5];
-    cases.push_back(make_case(coll, kOthers[i], op, n, kLarge, i % 2 == 1, 3 + i));
-  }
-  return cases;
-}
 
 // The byte size at which calls switch from LL to SIMPLE: KOLO_LL_THRESHOLD
 // when set (for the library and this test alike), else the 64 KiB default.
@@ -726,7 +672,7 @@ TEST_P(CudaGraph, CaptureReplayAllReduce) {
     int variant;
   };
   const Pick picks[] = {{koloFloat32, koloSum, 4095, false, 1},
-                        {koloBfloat16, koloSum, kLarge, true, 2},
+                        {koloBfloat16, koloSum, kLargeCount, true, 2},
                         {koloInt32, koloMax, 70001, false, 3}};
   for (const Pick &p : picks) {
     const CollCase c = make_case(Coll::AllReduce, p.t, p.op, n, p.count, p.in_place, p.variant);
@@ -1103,8 +1049,8 @@ std::vector<CollCase> cuda_proc_grid(int n) {
           cases.push_back(make_case(coll, to.t, to.op, n, count, ip == 1, v++));
       if (sanitized_build()) continue;
       bool f32sum = to.t == koloFloat32 && to.op == koloSum;
-      if (n <= 4 || f32sum) cases.push_back(make_case(coll, to.t, to.op, n, kLarge, false, v++));
-      if (f32sum && n <= 4 && has_in_place(coll)) cases.push_back(make_case(coll, to.t, to.op, n, kLarge, true, v++));
+      if (n <= 4 || f32sum) cases.push_back(make_case(coll, to.t, to.op, n, kLargeCount, false, v++));
+      if (f32sum && n <= 4 && has_in_place(coll)) cases.push_back(make_case(coll, to.t, to.op, n, kLargeCount, true, v++));
     }
   for (const CollCase &c : protocol_cases(Coll::AllReduce, n))
     if (c.type == koloFloat32) cases.push_back(c);

@@ -39,53 +39,6 @@ namespace {
 // A hang becomes an error after 60 s instead of ctest's timeout.
 const bool kTimeoutSet = (default_test_timeout(60000), true);
 
-constexpr size_t kLarge = (1u << 20) + 3;
-const size_t kSmallCounts[] = {0, 1, 7, 4095};
-
-std::string report_text(const GridReport &rep) {
-  std::string s = std::to_string(rep.failed_cases) + " of " + std::to_string(rep.cases) +
-                  " cases failed" + (rep.call_failed ? " (stopped at a failed call)" : "") + ":";
-  for (const std::string &f : rep.failures) s += "\n  " + f;
-  return s;
-}
-
-#define EXPECT_GRID_OK(rep) EXPECT_EQ((rep).failed_cases, 0) << report_text(rep)
-
-std::vector<CollCase> small_grid(Coll coll, int n) {
-  std::vector<CollCase> cases;
-  int variant = 0;
-  for (koloDataType_t t : kAllTypes)
-    for (koloRedOp_t op : kAllOps) {
-      if (!has_op(coll) && op != koloSum) continue;
-      for (size_t count : kSmallCounts)
-        for (int ip = 0; ip < (has_in_place(coll) ? 2 : 1); ip++)
-          cases.push_back(make_case(coll, t, op, n, count, ip == 1, variant++));
-    }
-  return cases;
-}
-
-// Per (collective, nranks): float32 sum out of place, float32 with another
-// op in place, and one other dtype; over the 4 rank counts every op and
-// every dtype comes up for the reducing collectives.
-std::vector<CollCase> large_grid(Coll coll, int n) {
-  static const int kRanks[] = {2, 3, 4, 8};
-  int slot = 0;
-  while (kRanks[slot] != n) slot++;
-  static const koloDataType_t kOthers[] = {koloInt8,  koloUint8,   koloInt32,    koloUint32, koloInt64,
-                                           koloUint64, koloFloat16, koloBfloat16, koloFloat64};
-  std::vector<CollCase> cases;
-  cases.push_back(make_case(coll, koloFloat32, koloSum, n, kLarge, false, 1));
-  if (has_in_place(coll))
-    cases.push_back(make_case(coll, koloFloat32, kAllOps[1 + slot], n, kLarge, true, 2));
-  for (int k = 0; k < 9; k += 4) {  // dtypes slot, slot + 4, slot + 8 (< 9)
-    int i = slot + k;
-    if (i >= 9 || (k > 0 && coll != Coll::AllReduce)) continue;
-    koloRedOp_t op = kAllOps[(slot + k) % 5];
-    cases.push_back(make_case(coll, kOthers[i], op, n, kLarge, i % 2 == 1, 3 + i));
-  }
-  return cases;
-}
-
 std::string param_name(Coll coll, int n) {
   return std::string(coll_name(coll)) + "_" + std::to_string(n) + "ranks";
 }

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "util/coll_ref.h"
+#include "util/expect_text.h"
 #include "util/coll_run.h"
 #include "util/proc_util.h"
 #include "util/thread_world.h"
@@ -33,11 +34,6 @@ using namespace kt;
 namespace {
 
 const bool kTimeoutSet = (default_test_timeout(60000), true);
-
-// EXPECT_CONTAINS(text, part): text (a std::string or C string) contains part.
-#define EXPECT_CONTAINS(text, part)                                                           \
-  EXPECT_NE(std::string(text).find(part), std::string::npos)                                  \
-      << "\"" << std::string(text) << "\" does not contain \"" << (part) << "\""
 
 constexpr int kTimeoutMs = 2000;
 // Upper bound on any time to error: the timeout plus 3 s of slack (2 cores,

@@ -65,6 +65,40 @@ CollCase make_case(Coll coll, koloDataType_t t, koloRedOp_t op, int n, size_t co
   return c;
 }
 
+const size_t kSmallCounts[4] = {0, 1, 7, 4095};
+
+std::vector<CollCase> small_grid(Coll coll, int n) {
+  std::vector<CollCase> cases;
+  int variant = 0;
+  for (koloDataType_t t : kAllTypes)
+    for (koloRedOp_t op : kAllOps) {
+      if (!has_op(coll) && op != koloSum) continue;
+      for (size_t count : kSmallCounts)
+        for (int ip = 0; ip < (has_in_place(coll) ? 2 : 1); ip++)
+          cases.push_back(make_case(coll, t, op, n, count, ip == 1, variant++));
+    }
+  return cases;
+}
+
+std::vector<CollCase> large_grid(Coll coll, int n) {
+  static const int kRanks[] = {2, 3, 4, 8};
+  int slot = 0;
+  while (slot < 3 && kRanks[slot] != n) slot++;
+  static const koloDataType_t kOthers[] = {koloInt8,  koloUint8,   koloInt32,    koloUint32, koloInt64,
+                                           koloUint64, koloFloat16, koloBfloat16, koloFloat64};
+  std::vector<CollCase> cases;
+  cases.push_back(make_case(coll, koloFloat32, koloSum, n, kLargeCount, false, 1));
+  if (has_in_place(coll))
+    cases.push_back(make_case(coll, koloFloat32, kAllOps[1 + slot], n, kLargeCount, true, 2));
+  for (int k = 0; k < 9; k += 4) {  // dtypes slot, slot + 4, slot + 8 (< 9)
+    int i = slot + k;
+    if (i >= 9 || (k > 0 && coll != Coll::AllReduce)) continue;
+    koloRedOp_t op = kAllOps[(slot + k) % 5];
+    cases.push_back(make_case(coll, kOthers[i], op, n, kLargeCount, i % 2 == 1, 3 + i));
+  }
+  return cases;
+}
+
 // ---- guarded buffers ----------------------------------------------------------
 
 GuardedBuf::~GuardedBuf() { std::free(base_); }

@@ -74,6 +74,19 @@ void seed_case(CollCase *c);
 // 1..7 bytes.
 CollCase make_case(Coll coll, koloDataType_t t, koloRedOp_t op, int n, size_t count, bool in_place, int variant);
 
+// The end-to-end grids (test_e2e_threads, test_e2e_cuda).  Small: every
+// dtype x op (sum only where the collective takes none) x the counts of
+// kSmallCounts (0, 1, odd, one short of a page of floats) x out of / in
+// place.  Large (kLargeCount elements, a few past 2^20): per (collective,
+// n in {2, 3, 4, 8}) float32 sum out of place, float32 with another op in
+// place, and other dtypes (three for all-reduce, one for the rest); over
+// the 4 rank counts every op and every dtype comes up for the reducing
+// collectives.
+constexpr size_t kLargeCount = (1u << 20) + 3;
+extern const size_t kSmallCounts[4];
+std::vector<CollCase> small_grid(Coll coll, int n);
+std::vector<CollCase> large_grid(Coll coll, int n);
+
 // `bytes` bytes at byte offset `offset` (0..7) past a 64-byte boundary, with
 // guard bytes on both sides; all poisoned with `poison` on alloc.
 class GuardedBuf {

@@ -96,4 +96,11 @@ GridReport run_grid(ThreadWorld &w, const std::vector<CollCase> &cases, size_t m
   return rep;
 }
 
+std::string report_text(const GridReport &rep) {
+  std::string s = std::to_string(rep.failed_cases) + " of " + std::to_string(rep.cases) +
+                  " cases failed" + (rep.call_failed ? " (stopped at a failed call)" : "") + ":";
+  for (const std::string &f : rep.failures) s += "\n  " + f;
+  return s;
+}
+
 }  // namespace kt

@@ -43,6 +43,11 @@ struct GridReport {
 // which a call returned an error (the communicator is unusable after that).
 GridReport run_grid(ThreadWorld &w, const std::vector<CollCase> &cases, size_t max_failures = 12);
 
+// "k of n cases failed:" and the failures, one per line.
+std::string report_text(const GridReport &rep);
+#define EXPECT_GRID_OK(rep) EXPECT_EQ((rep).failed_cases, 0) << kt::report_text(rep)
+#define ASSERT_GRID_OK(rep) ASSERT_EQ((rep).failed_cases, 0) << kt::report_text(rep)
+
 }  // namespace kt
 
 #endif
