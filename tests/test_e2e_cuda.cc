@@ -133,27 +133,6 @@ std::vector<CollCase> protocol_cases(Coll coll, int n) {
   return cases;
 }
 
-// A few cases per collective: the types and ops that exercise different
-// code (integer wrap, 16-bit floats, float64), small and odd counts.
-std::vector<CollCase> sample_cases(int n, std::initializer_list<size_t> counts, int variant0 = 0) {
-  struct TO {
-    koloDataType_t t;
-    koloRedOp_t op;
-  };
-  static const TO kPicks[] = {{koloFloat32, koloSum}, {koloInt32, koloMax},   {koloBfloat16, koloSum},
-                              {koloFloat16, koloAvg}, {koloUint8, koloProd},  {koloInt64, koloMin},
-                              {koloFloat64, koloProd}};
-  std::vector<CollCase> cases;
-  int variant = variant0;
-  for (Coll coll : kAllColls)
-    for (size_t count : counts)
-      for (int ip = 0; ip < (has_in_place(coll) ? 2 : 1); ip++) {
-        const TO &p = kPicks[(size_t)variant % (sizeof kPicks / sizeof kPicks[0])];
-        cases.push_back(make_case(coll, p.t, p.op, n, count, ip == 1, variant++));
-      }
-  return cases;
-}
-
 std::string param_name(Coll coll, int n) {
   return std::string(coll_name(coll)) + "_" + std::to_string(n) + "ranks";
 }

@@ -109,31 +109,6 @@ INSTANTIATE_TEST_SUITE_P(Threads, HugeGrid, ::testing::ValuesIn(kAllColls),
 
 // ---- more ways to make and drive communicators ------------------------------
 
-namespace {
-
-// A few cases per collective: the types and ops that exercise different
-// code (integer wrap, 16-bit floats, float64), small and odd counts.
-std::vector<CollCase> sample_cases(int n, std::initializer_list<size_t> counts, int variant0 = 0) {
-  struct TO {
-    koloDataType_t t;
-    koloRedOp_t op;
-  };
-  static const TO kPicks[] = {{koloFloat32, koloSum}, {koloInt32, koloMax},   {koloBfloat16, koloSum},
-                              {koloFloat16, koloAvg}, {koloUint8, koloProd},  {koloInt64, koloMin},
-                              {koloFloat64, koloProd}};
-  std::vector<CollCase> cases;
-  int variant = variant0;
-  for (Coll coll : kAllColls)
-    for (size_t count : counts)
-      for (int ip = 0; ip < (has_in_place(coll) ? 2 : 1); ip++) {
-        const TO &p = kPicks[(size_t)variant % (sizeof kPicks / sizeof kPicks[0])];
-        cases.push_back(make_case(coll, p.t, p.op, n, count, ip == 1, variant++));
-      }
-  return cases;
-}
-
-}  // namespace
-
 class InitRankThreads : public ::testing::TestWithParam<int> {};
 
 // koloGetUniqueId here, koloCommInitRank on n threads at once.

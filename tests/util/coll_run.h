@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <mutex>
 #include <ostream>
 #include <string>
@@ -86,6 +87,10 @@ constexpr size_t kLargeCount = (1u << 20) + 3;
 extern const size_t kSmallCounts[4];
 std::vector<CollCase> small_grid(Coll coll, int n);
 std::vector<CollCase> large_grid(Coll coll, int n);
+// A few cases per collective, every collective: the types and ops that
+// exercise different code (integer wrap, 16-bit floats, float64) in turn,
+// at each of `counts`, in and out of place; variants from variant0.
+std::vector<CollCase> sample_cases(int n, std::initializer_list<size_t> counts, int variant0 = 0);
 
 // `bytes` bytes at byte offset `offset` (0..7) past a 64-byte boundary, with
 // guard bytes on both sides; all poisoned with `poison` on alloc.
