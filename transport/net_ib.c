@@ -376,7 +376,7 @@ static koloResult_t post_piece(ib_comm *c, uint32_t id, ib_req *r, int q, kolo_e
    * instead of reading them through the registration, and the buffer is
    * free again once posted.  Never from GPU memory (GPUDirect slots): the
    * copy into the work request is the CPU's. */
-  int inl = hi > lo && hi - lo <= c->max_inline && !r->devmem; /* the CPU cannot read GPU memory */
+  int inl = hi > lo && hi - lo <= c->max_inline && !r->devmem;
   struct ibv_sge sge = {.addr = (uintptr_t)(r->buf + lo), .length = (uint32_t)(hi - lo), .lkey = r->lkey};
   struct ibv_send_wr wr = {.wr_id = ib_wrid(inl ? IB_WR_WRITE_INLINE : IB_WR_WRITE, q, id), .sg_list = &sge,
                            .num_sge = hi > lo, .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
