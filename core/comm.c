@@ -5,9 +5,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/config.h"
+#include "common/config.h"
 #include "core/cuda_comm.h"
-#include "core/log.h"
+#include "common/log.h"
 #include "ring/topology.h"
 #include "transport/transport.h"
 

@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "core/op.h"
 #include "kernels/host_exec.h"
 #include "kolo.h"

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/log.h"
+#include "common/log.h"
 #include "transport/proxy.h"
 
 const kolo_conn_mem *kolo_comm_conn_mem(const struct koloComm *c) {

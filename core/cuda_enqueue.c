@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "core/cuda_comm.h"
-#include "core/log.h"
+#include "common/log.h"
 #include "transport/proxy.h"
 
 #ifdef KOLO_HAVE_CUDA

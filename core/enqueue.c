@@ -5,7 +5,7 @@
 
 #include "core/comm.h"
 #include "core/cuda_comm.h"
-#include "core/log.h"
+#include "common/log.h"
 #include "transport/transport.h"
 
 #define TAG_P2P_PIPE 0x2000u

@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "core/comm.h"
-#include "core/config.h"
-#include "core/log.h"
+#include "common/config.h"
+#include "common/log.h"
 
 static const char *const launchers[][3] = {
     {"kolo", "KOLO_RANK", "KOLO_WORLD_SIZE"},

@@ -6,7 +6,7 @@
 #include <time.h>
 
 #include "core/comm.h"
-#include "core/config.h"
+#include "common/config.h"
 #include "fusion/internal.h"
 
 /* ---- small helpers -------------------------------------------------------- */

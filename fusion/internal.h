@@ -17,7 +17,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "fusion/layout.h"
 #include "fusion/negotiate.h"
 #include "fusion/pack.h"

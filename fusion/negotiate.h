@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "fusion/layout.h"
 #include "kolo.h"
 

@@ -28,7 +28,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/log.h"
+#include "common/log.h"
 #include "fusion/internal.h"
 
 typedef struct {

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "kolo.h"
 
 #define KF_TL_EXTERNAL_TID 100000

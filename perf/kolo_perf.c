@@ -48,7 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/config.h" /* kolo_param_print */
+#include "common/config.h" /* kolo_param_print */
 #include "kolo.h"
 #include "perf/kolo_backend.h"
 #include "perf/perf_args.h"

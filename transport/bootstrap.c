@@ -19,8 +19,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "core/config.h"
-#include "core/log.h"
+#include "common/config.h"
+#include "common/log.h"
 #include "transport/bootstrap_wire.h"
 
 /* The root gives up timeout_ms after the first rank joined; a rank waits

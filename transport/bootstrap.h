@@ -27,7 +27,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "kolo.h"
 
 #define KOLO_SECRET_BYTES 16

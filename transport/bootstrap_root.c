@@ -23,8 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/config.h"
-#include "core/log.h"
+#include "common/config.h"
+#include "common/log.h"
 #include "transport/bootstrap_wire.h"
 
 /* ---- the unique id -------------------------------------------------------- */

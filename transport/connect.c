@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/log.h"
+#include "common/log.h"
 #include "transport/transport.h"
 
 /* Every transport, by the number a descriptor message names it with. */

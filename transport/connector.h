@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "kolo.h"
 
 #define KOLO_CACHELINE 64

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "core/config.h"
+#include "common/config.h"
 #include "transport/ib_select.h"
 
 static int is_ipv4_mapped(const union ibv_gid *g) {

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/error.h"
+#include "common/error.h"
 
 typedef struct {
   char name[64];

@@ -35,7 +35,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "core/error.h"
+#include "common/error.h"
 
 #define KOLO_NET_HANDLE_BYTES 64
 #define KOLO_NET_MAX_STREAMS 8

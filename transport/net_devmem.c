@@ -2,7 +2,7 @@
  * CUDA communicators (see net_devmem.h). */
 #include "transport/net_devmem.h"
 
-#include "core/log.h"
+#include "common/log.h"
 
 #ifdef KOLO_HAVE_CUDA
 #include <cuda.h> /* types and enum values only: the driver is reached through cudart */

@@ -27,7 +27,7 @@
 
 #include <stddef.h>
 
-#include "core/error.h"
+#include "common/error.h"
 
 /* `bytes` of pinned host memory mapped for device `dev`: *host for the
  * proxy, *dev_ptr for kernels.  The calling thread's current device is

@@ -49,7 +49,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/log.h"
+#include "common/log.h"
 #include "transport/net_ib_conn.h"
 #include "transport/socket.h"
 

@@ -25,8 +25,8 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "core/config.h"
-#include "core/log.h"
+#include "common/config.h"
+#include "common/log.h"
 #include "transport/net_ib_conn.h"
 #include "transport/socket.h"
 

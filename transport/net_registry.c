@@ -11,8 +11,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "core/config.h"
-#include "core/log.h"
+#include "common/config.h"
+#include "common/log.h"
 #include "transport/net.h"
 
 static const kolo_net_provider *const providers[] = {

@@ -26,8 +26,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "core/config.h"
-#include "core/log.h"
+#include "common/config.h"
+#include "common/log.h"
 #include "transport/net.h"
 #include "transport/socket.h"
 

@@ -9,8 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/config.h"
-#include "core/log.h"
+#include "common/config.h"
+#include "common/log.h"
 #include "transport/net_devmem.h"
 #include "transport/socket.h"
 

@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include "core/error.h"
+#include "common/error.h"
 
 /* Monotonic milliseconds. */
 int64_t kolo_now_ms(void);

@@ -27,8 +27,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/config.h"
-#include "core/log.h"
+#include "common/config.h"
+#include "common/log.h"
 #include "transport/net.h"
 #include "transport/net_devmem.h"
 #include "transport/proxy.h"

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/log.h"
+#include "common/log.h"
 #include "transport/transport.h"
 
 #ifdef KOLO_HAVE_CUDA

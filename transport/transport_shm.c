@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/config.h"
+#include "common/config.h"
 #include "transport/transport.h"
 
 static int shm_can_connect(const kolo_conn_setup *s) {

@@ -4,8 +4,8 @@
  * recorded with kolo_error() are still printed at WARN when KOLO_DEBUG is
  * set).  The macros test the level before formatting anything.  Thread safe.
  */
-#ifndef KOLO_CORE_LOG_H
-#define KOLO_CORE_LOG_H
+#ifndef KOLO_COMMON_LOG_H
+#define KOLO_COMMON_LOG_H
 
 enum kolo_log_level {
   KOLO_LOG_NONE = 0,

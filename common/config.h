@@ -5,8 +5,8 @@
  * getenv() is scattered through the code.  Values are read from the
  * environment at each call (cheap; calls happen at init, not on hot paths).
  */
-#ifndef KOLO_CORE_CONFIG_H
-#define KOLO_CORE_CONFIG_H
+#ifndef KOLO_COMMON_CONFIG_H
+#define KOLO_COMMON_CONFIG_H
 
 #include <stdint.h>
 #include <stdio.h>

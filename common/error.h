@@ -6,8 +6,8 @@
  * the calling thread's when there is no communicator yet) and is logged at
  * WARN.  Callers that only pass a result code up stay silent.
  */
-#ifndef KOLO_CORE_ERROR_H
-#define KOLO_CORE_ERROR_H
+#ifndef KOLO_COMMON_ERROR_H
+#define KOLO_COMMON_ERROR_H
 
 #include <stddef.h>
 
