@@ -61,7 +61,7 @@ typedef struct kolo_cuda_plan_comm {
   size_t min_channel_bytes;
   size_t ll_threshold;           /* bytes; 0: LL never */
   uint64_t timeout_ns;           /* 0: none */
-  volatile uint32_t *abort;      /* device view of the mapped abort word */
+  uint32_t *abort;               /* device view of the mapped abort word */
   uint32_t *status;              /* device view of the mapped status words */
   /* [k][kolo_program_index(k, arg, channel, nrings)] for k <
    * KOLO_COLL_NUM, nranks * nrings entries each: the host program (peers,

@@ -10,9 +10,9 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "kernels/cuda/device_prims.cuh"
 #include "fusion/pack.h"
 #include "kolo.h"
 
@@ -101,6 +101,6 @@ extern "C" int kf_pack_cuda(const kf_copy *d, int n, size_t max_bytes, int dtype
   size_t row = (max_bytes + kBytesPerBlock - 1) / kBytesPerBlock;
   dim3 grid((unsigned)(row < 1 ? 1 : row > kMaxRowBlocks ? kMaxRowBlocks : row),
             (unsigned)(n < 65535 ? n : 65535));
-  kf_pack_kernel<<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(d, n, dtype, scale);
-  return (int)cudaGetLastError();
+  return (int)kolo_dev::launch<kf_pack_kernel>(grid, kThreads, 0, static_cast<cudaStream_t>(stream), d, n, dtype,
+                                               scale);
 }

@@ -44,8 +44,7 @@
 #define KOLO_HAVE_CUDA 1
 #endif
 
-#include <cuda_runtime.h>
-
+#include "kernels/cuda/device_prims.cuh"
 #include "kernels/cuda/ll_format.h"
 #include "kernels/cuda/reduce_prims.cuh"
 #include "kernels/cuda_exec.h"
@@ -55,47 +54,26 @@
 namespace {
 
 using namespace kolo_cuda;
+using kolo_dev::ld_acquire;
+using kolo_dev::ld_line;
+using kolo_dev::ld_relaxed;
+using kolo_dev::st_line;
+using kolo_dev::st_relaxed;
+using kolo_dev::st_release;
 
 /* A waiting thread checks abort / stop / deadline every kPollSpins spins. */
 constexpr unsigned kPollSpins = 256;
 /* LL lines a thread has in flight (loads issued before the first poll). */
 constexpr int kLLUnroll = 4;
 
-__device__ __forceinline__ uint32_t ld_acquire_sys(const uint32_t *p) {
-  uint32_t v;
-  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-__device__ __forceinline__ void st_release_sys(uint32_t *p, uint32_t v) {
-  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
-__device__ __forceinline__ uint64_t global_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-/* An LL line as two 64-bit halves {data0, flag}, {data1, flag}: each half is
- * single-copy atomic, and the pair is one 16-byte access. */
-__device__ __forceinline__ void ld_line(const char *p, uint64_t &lo, uint64_t &hi) {
-  asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(lo), "=l"(hi) : "l"(p) : "memory");
-}
-
-__device__ __forceinline__ void st_line(char *p, uint64_t lo, uint64_t hi) {
-  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(lo), "l"(hi) : "memory");
-}
-
 /* ---- stopping ------------------------------------------------------------ */
 
 /* Records why the kernel stops: the first stopping thread of the launch wins. */
 __device__ __forceinline__ void record_stop(const kolo_dev_batch &b, uint32_t why, int32_t peer) {
-  if (atomicCAS_system(b.status, 0u, why) == 0u) {
-    volatile uint32_t *s = b.status;
-    s[1] = blockIdx.x;
-    s[2] = (uint32_t)peer;
-    __threadfence_system();
+  if (kolo_dev::cas(b.status, 0u, why) == 0u) {
+    st_relaxed(b.status + 1, blockIdx.x);
+    st_relaxed(b.status + 2, (uint32_t)peer);
+    kolo_dev::fence();
   }
 }
 
@@ -103,10 +81,10 @@ __device__ __forceinline__ void record_stop(const kolo_dev_batch &b, uint32_t wh
  * word of each of its connector ends (the first word written stays; plain
  * system-scope stores, as words in host memory may not take atomics). */
 __device__ __forceinline__ void stop_ends(const kolo_dev_task &t, uint32_t word) {
-  volatile uint32_t *w[2] = {t.has_send ? t.send.stop : nullptr, t.has_recv ? t.recv.stop : nullptr};
-  for (volatile uint32_t *x : w)
-    if (x != nullptr && *x == 0) *x = word;
-  __threadfence_system();
+  uint32_t *w[2] = {t.has_send ? t.send.stop : nullptr, t.has_recv ? t.recv.stop : nullptr};
+  for (uint32_t *x : w)
+    if (x != nullptr && ld_relaxed(x) == 0) st_relaxed(x, word);
+  kolo_dev::fence();
 }
 
 /* Called by a waiting thread every kPollSpins spins on connector c of task
@@ -116,17 +94,17 @@ __device__ __forceinline__ void stop_ends(const kolo_dev_task &t, uint32_t word)
  * stop word is passed on as it is, as the host executor does) and sets the
  * block's hint.  since: when this wait was first polled (0: not yet). */
 __device__ __forceinline__ bool must_leave(const kolo_dev_batch &b, const kolo_dev_task &t,
-                                           const kolo_dev_conn &c, uint64_t &since,
-                                           volatile int *s_stop) {
-  if (*s_stop) return true; /* another thread of the block already stopped */
+                                           const kolo_dev_conn &c, uint64_t &since, int *s_stop) {
+  if (kolo_dev::hint_get(s_stop)) return true; /* another thread of the block already stopped */
   uint32_t why = KOLO_DEV_OK, word = 0;
-  if (b.abort && *b.abort) {
+  /* The abort word is host memory: one waiting thread per warp reads it. */
+  if (b.abort && kolo_dev::warp_leader() && ld_relaxed(b.abort)) {
     why = KOLO_DEV_ABORTED;
     word = KOLO_DEV_STOP_WORD(2 /* KOLO_STOP_ABORT */, b.rank);
-  } else if (c.stop && (word = *(volatile uint32_t *)c.stop) != 0) {
+  } else if (c.stop && (word = ld_relaxed(c.stop)) != 0) {
     why = KOLO_DEV_PEER_STOPPED;
   } else if (b.timeout_ns) {
-    uint64_t now = global_ns();
+    uint64_t now = kolo_dev::global_ns();
     if (since == 0) since = now;
     else if (now - since > b.timeout_ns) {
       why = KOLO_DEV_TIMEOUT;
@@ -136,26 +114,34 @@ __device__ __forceinline__ bool must_leave(const kolo_dev_batch &b, const kolo_d
   if (why == KOLO_DEV_OK) return false;
   record_stop(b, why, c.peer);
   stop_ends(t, word);
-  *s_stop = 1;
+  kolo_dev::hint_set(s_stop, 1);
   return true;
 }
 
 /* Thread 0: waits until the receive slot is full (need_recv: tail > rstep)
  * and the send slot is free (need_send: sstep - head < nslots); false to
- * stop.  Counters only grow, so a condition once met stays met. */
+ * stop.  Counters only grow, so a condition once met stays met: the polls
+ * are relaxed (an acquire load on every poll would invalidate the SM's L1
+ * each time), and one acquire load of each counter once both are met
+ * orders the slot accesses after the peer's. */
 __device__ bool wait_ready(const kolo_dev_batch &b, const kolo_dev_task &t, bool need_recv,
-                           bool need_send, uint32_t rstep, uint32_t sstep, volatile int *s_stop) {
+                           bool need_send, uint32_t rstep, uint32_t sstep, int *s_stop) {
   bool rok = !need_recv, sok = !need_send;
   uint64_t since = 0;
   for (unsigned spins = 1;; spins++) {
-    if (!rok) rok = (int32_t)(ld_acquire_sys(t.recv.tail) - rstep) > 0;
-    if (!sok) sok = (uint32_t)(sstep - ld_acquire_sys(t.send.head)) < t.send.nslots;
-    if (rok && sok) return true;
+    if (!rok) rok = (int32_t)(ld_relaxed(t.recv.tail) - rstep) > 0;
+    if (!sok) sok = (uint32_t)(sstep - ld_relaxed(t.send.head)) < t.send.nslots;
+    if (rok && sok) break;
     if (spins % kPollSpins == 0) {
       if (must_leave(b, t, rok ? t.send : t.recv, since, s_stop)) return false;
-      __nanosleep(64);
+      kolo_dev::pause();
+    } else {
+      kolo_dev::poll();
     }
   }
+  if (need_recv) (void)ld_acquire(t.recv.tail);
+  if (need_send) (void)ld_acquire(t.send.head);
+  return true;
 }
 
 /* ---- SIMPLE -------------------------------------------------------------- */
@@ -253,11 +239,11 @@ __device__ __forceinline__ void store_payload(char *p, uint64_t v, unsigned nb) 
 
 /* Polls one LL line until both flags are `flag`; false to stop. */
 __device__ __forceinline__ bool ll_wait(const char *p, uint32_t flag, uint64_t &lo, uint64_t &hi,
-                                        const kolo_dev_batch &b, const kolo_dev_task &t,
-                                        volatile int *s_stop) {
+                                        const kolo_dev_batch &b, const kolo_dev_task &t, int *s_stop) {
   uint64_t since = 0;
   for (unsigned spins = 1; !kolo_ll_ready(lo, hi, flag); spins++) {
     if (spins % kPollSpins == 0 && must_leave(b, t, t.recv, since, s_stop)) return false;
+    kolo_dev::poll();
     ld_line(p, lo, hi);
   }
   return true;
@@ -281,7 +267,7 @@ struct LLSlice {
  * nothing is received; divided by div when div > 1.  Returns true to stop. */
 template <typename T, int OP>
 __device__ __forceinline__ bool ll_lines(const LLSlice &x, const kolo_dev_batch &b,
-                                         const kolo_dev_task &t, volatile int *s_stop) {
+                                         const kolo_dev_task &t, int *s_stop) {
   constexpr int U = kLLUnroll;
   const bool has_div = x.div > 1;
   const size_t nlines = kolo_ll_lines(x.nbytes), nt = blockDim.x;
@@ -323,7 +309,7 @@ __device__ __forceinline__ bool ll_lines(const LLSlice &x, const kolo_dev_batch 
 template <typename T>
 __device__ __forceinline__ bool ll_slice(const kolo_dev_batch &b, const kolo_dev_task &t, int sop,
                                          char *s_, char *d_, size_t cnt, int div, uint32_t rstep,
-                                         uint32_t sstep, volatile int *s_stop) {
+                                         uint32_t sstep, int *s_stop) {
   LLSlice x;
   x.rl = kolo_step_recvs(sop)
              ? t.recv.ll_slots + (size_t)(rstep % t.recv.nslots) * t.recv.ll_slot_bytes
@@ -356,9 +342,9 @@ template <typename T, int PROTO>
 __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __grid_constant__ kolo_dev_batch b) {
   constexpr bool kLL = PROTO == KOLO_PROTO_LL;
   const kolo_dev_task &t = b.tasks[blockIdx.x];
-  __shared__ int s_stop; /* sticky hint: some thread of the block stopped */
-  if (threadIdx.x == 0) s_stop = 0;
-  __syncthreads();
+  KOLO_BLOCK_SHARED int s_stop; /* sticky hint: some thread of the block stopped */
+  if (threadIdx.x == 0) kolo_dev::hint_set(&s_stop, 0);
+  kolo_dev::block_sync();
   uint32_t rstep = t.has_recv ? *t.recv.step : 0, sstep = t.has_send ? *t.send.step : 0;
   const size_t esz = t.geo.elem_size;
   const kolo_dev_conn *sizer = t.has_send ? &t.send : t.has_recv ? &t.recv : nullptr;
@@ -391,40 +377,43 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
         int stop = 0;
         if (threadIdx.x == 0 && (kLL ? sd : (rv || sd)))
           stop = !wait_ready(b, t, !kLL && rv, sd, rstep, sstep, &s_stop);
-        if (__syncthreads_or(stop)) {
+        if (kolo_dev::block_sync_or(stop)) {
           ok = false;
           break;
         }
         if (kLL) {
           stop = ll_slice<T>(b, t, sop, s_, d_, cnt, div, rstep, sstep, &s_stop);
           /* every line of the slice is consumed before the credit returns */
-          if (__syncthreads_or(stop)) {
+          if (kolo_dev::block_sync_or(stop)) {
             ok = false;
             break;
           }
           if (rv) rstep++;
           if (sd) sstep++;
-          if (rv && threadIdx.x == 0) st_release_sys(t.recv.head, rstep);
+          if (rv && threadIdx.x == 0) st_release(t.recv.head, rstep);
         } else {
           char *rs = rv ? t.recv.slots + (size_t)(rstep % t.recv.nslots) * t.recv.slot_bytes : nullptr;
           char *ss = sd ? t.send.slots + (size_t)(sstep % t.send.nslots) * t.send.slot_bytes : nullptr;
           simple_slice<T>(sop, t.op, rs, ss, s_, d_, cnt, div);
-          __syncthreads(); /* the whole slice is written (and read) before it is published */
+          kolo_dev::block_sync(); /* the whole slice is written (and read) before it is published */
           if (rv) rstep++;
           if (sd) sstep++;
           if (threadIdx.x == 0) {
             if (sd && (t.send.flags & KOLO_DEV_CONN_FILLED)) /* for a proxy: the bytes of this slice */
-              reinterpret_cast<volatile uint32_t *>(reinterpret_cast<char *>(t.send.tail) +
-                                                    KOLO_DEV_FILLED_FROM_TAIL)[(sstep - 1) % KOLO_DEV_FILLED_WORDS] =
-                  static_cast<uint32_t>(cnt * esz);
-            __threadfence_system();
-            if (sd) st_release_sys(t.send.tail, sstep);
-            if (rv) st_release_sys(t.recv.head, rstep);
+              st_relaxed(reinterpret_cast<uint32_t *>(reinterpret_cast<char *>(t.send.tail) + KOLO_DEV_FILLED_FROM_TAIL) +
+                             (sstep - 1) % KOLO_DEV_FILLED_WORDS,
+                         static_cast<uint32_t>(cnt * esz));
+            kolo_dev::fence();
+            if (sd) st_release(t.send.tail, sstep);
+            if (rv) st_release(t.recv.head, rstep);
           }
         }
       }
     }
   }
+  /* Every thread read the ends' steps at the start: a block that moved
+   * nothing has met no barrier since. */
+  kolo_dev::block_sync();
   if (threadIdx.x == 0) {
     if (t.has_send) *t.send.step = sstep;
     if (t.has_recv) *t.recv.step = rstep;
@@ -478,9 +467,8 @@ template <typename T>
 cudaError_t launch(const kolo_dev_batch &b, cudaStream_t s) {
   if (!batch_ok(b, sizeof(T))) return cudaErrorInvalidValue;
   dim3 grid(b.ntasks), block(KOLO_DEV_THREADS);
-  if (b.protocol == KOLO_PROTO_LL) kolo_exec_kernel<T, KOLO_PROTO_LL><<<grid, block, 0, s>>>(b);
-  else kolo_exec_kernel<T, KOLO_PROTO_SIMPLE><<<grid, block, 0, s>>>(b);
-  return cudaGetLastError();
+  if (b.protocol == KOLO_PROTO_LL) return kolo_dev::launch<kolo_exec_kernel<T, KOLO_PROTO_LL>>(grid, block, 0, s, b);
+  return kolo_dev::launch<kolo_exec_kernel<T, KOLO_PROTO_SIMPLE>>(grid, block, 0, s, b);
 }
 
 }  // namespace

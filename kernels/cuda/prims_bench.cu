@@ -6,8 +6,7 @@
 #define KOLO_HAVE_CUDA 1 /* this file is the CUDA build */
 #endif
 
-#include <cuda_runtime.h>
-
+#include "kernels/cuda/device_prims.cuh"
 #include "kernels/cuda/reduce_prims.cuh"
 #include "kernels/cuda_prims_bench.h"
 #include "kolo.h"
@@ -43,10 +42,10 @@ cudaError_t launch_t(void *out0, void *out1, const void *a, const void *b, size_
   size_t per = (n + (size_t)blocks - 1) / (size_t)blocks;
   per = (per + 63) / 64 * 64;
   if (b == nullptr)
-    prims_bench_kernel<T, kOpCopy><<<(unsigned)blocks, (unsigned)threads, 0, s>>>(out0, out1, a, b, n, per);
-  else
-    prims_bench_kernel<T, kOpSum><<<(unsigned)blocks, (unsigned)threads, 0, s>>>(out0, out1, a, b, n, per);
-  return cudaGetLastError();
+    return kolo_dev::launch<prims_bench_kernel<T, kOpCopy>>((unsigned)blocks, (unsigned)threads, 0, s, out0, out1, a,
+                                                            b, n, per);
+  return kolo_dev::launch<prims_bench_kernel<T, kOpSum>>((unsigned)blocks, (unsigned)threads, 0, s, out0, out1, a, b,
+                                                         n, per);
 }
 
 template <typename T>
@@ -55,10 +54,8 @@ cudaError_t grid_t(int reduce, int threads, int *blocks) {
   cudaError_t err = cudaGetDevice(&dev);
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
   if (err != cudaSuccess) return err;
-  if (reduce)
-    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, prims_bench_kernel<T, kOpSum>, threads, 0);
-  else
-    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, prims_bench_kernel<T, kOpCopy>, threads, 0);
+  if (reduce) err = kolo_dev::occupancy<prims_bench_kernel<T, kOpSum>>(&per_sm, threads, 0);
+  else err = kolo_dev::occupancy<prims_bench_kernel<T, kOpCopy>>(&per_sm, threads, 0);
   if (err != cudaSuccess) return err;
   *blocks = sms * (per_sm > 0 ? per_sm : 1);
   return cudaSuccess;
@@ -78,15 +75,16 @@ __device__ __forceinline__ unsigned nonzero_bytes(uint64_t x) {
   x |= x >> 4;
   x |= x >> 2;
   x |= x >> 1;
-  return (unsigned)__popcll(x & 0x0101010101010101ull);
+  return (unsigned)kolo_dev::popc64(x & 0x0101010101010101ull);
 }
 
 __global__ void __launch_bounds__(kCheckThreads) fill_kernel(unsigned char *buf, size_t bytes, uint64_t pattern) {
   size_t words = bytes / 8, stride = (size_t)gridDim.x * blockDim.x;
   uint64_t *w = reinterpret_cast<uint64_t *>(buf);
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < words; i += stride) w[i] = pattern;
-  if (blockIdx.x == 0 && threadIdx.x < bytes % 8) /* the tail: byte words*8 + t is byte t of pattern */
-    buf[words * 8 + threadIdx.x] = (unsigned char)(pattern >> (8 * threadIdx.x));
+  /* the tail: byte words*8 + t is byte t of pattern (any block size) */
+  for (size_t t = threadIdx.x; blockIdx.x == 0 && t < bytes % 8; t += blockDim.x)
+    buf[words * 8 + t] = (unsigned char)(pattern >> (8 * t));
 }
 
 __global__ void __launch_bounds__(kCheckThreads)
@@ -96,9 +94,9 @@ __global__ void __launch_bounds__(kCheckThreads)
   unsigned long long wrong = 0;
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < words; i += stride)
     wrong += nonzero_bytes(w[i] ^ pattern);
-  if (blockIdx.x == 0 && threadIdx.x < bytes % 8)
-    wrong += buf[words * 8 + threadIdx.x] != (unsigned char)(pattern >> (8 * threadIdx.x));
-  if (wrong) atomicAdd(count, wrong);
+  for (size_t t = threadIdx.x; blockIdx.x == 0 && t < bytes % 8; t += blockDim.x)
+    wrong += buf[words * 8 + t] != (unsigned char)(pattern >> (8 * t));
+  if (wrong) kolo_dev::add(count, wrong);
 }
 
 unsigned check_blocks(size_t bytes) {
@@ -136,15 +134,13 @@ extern "C" int kolo_prims_bench_grid(int type, int reduce, int threads, int *blo
 
 extern "C" int kolo_prims_bench_fill(void *buf, size_t bytes, uint64_t pattern, void *stream) {
   if (bytes == 0) return (int)cudaSuccess;
-  fill_kernel<<<check_blocks(bytes), kCheckThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      static_cast<unsigned char *>(buf), bytes, pattern);
-  return (int)cudaGetLastError();
+  return (int)kolo_dev::launch<fill_kernel>(check_blocks(bytes), kCheckThreads, 0, static_cast<cudaStream_t>(stream),
+                                            static_cast<unsigned char *>(buf), bytes, pattern);
 }
 
 extern "C" int kolo_prims_bench_count(const void *buf, size_t bytes, uint64_t pattern, unsigned long long *count,
                                       void *stream) {
   if (bytes == 0) return (int)cudaSuccess;
-  count_kernel<<<check_blocks(bytes), kCheckThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      static_cast<const unsigned char *>(buf), bytes, pattern, count);
-  return (int)cudaGetLastError();
+  return (int)kolo_dev::launch<count_kernel>(check_blocks(bytes), kCheckThreads, 0, static_cast<cudaStream_t>(stream),
+                                             static_cast<const unsigned char *>(buf), bytes, pattern, count);
 }

@@ -6,8 +6,7 @@
 #define KOLO_HAVE_CUDA 1 /* this file is the CUDA build */
 #endif
 
-#include <cuda_runtime.h>
-
+#include "kernels/cuda/device_prims.cuh"
 #include "kernels/cuda/reduce_prims.cuh"
 #include "kernels/cuda_reduce.h"
 #include "kolo.h"
@@ -43,9 +42,8 @@ cudaError_t launch(void *out0, void *out1, const void *a, const void *b, size_t 
   if (blocks > kMaxBlocks) blocks = kMaxBlocks;
   size_t per = (n + blocks - 1) / blocks;
   per = (per + 63) / 64 * 64;
-  kolo_cuda_reduce_kernel<T, OP><<<(unsigned)blocks, kThreads, 0, stream>>>(out0, out1, a, b, n,
-                                                                            per, div);
-  return cudaGetLastError();
+  return kolo_dev::launch<kolo_cuda_reduce_kernel<T, OP>>((unsigned)blocks, kThreads, 0, stream, out0, out1, a, b, n,
+                                                          per, div);
 }
 
 /* The instantiations: X(dtype, T); drop a line to drop its kernels. */

@@ -40,7 +40,13 @@
 
 #include <type_traits>
 
+#include "kernels/cuda/device_prims.cuh"
+
 namespace kolo_cuda {
+
+#if KOLO_DEV_HOST_BUILD
+using std::isnan;
+#endif
 
 enum RedOp { kOpSum = 0, kOpProd = 1, kOpMax = 2, kOpMin = 3, kOpCopy = 4 };
 

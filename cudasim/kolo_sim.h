@@ -1,0 +1,102 @@
+/* kolo_sim.h - what kolo's CPU model of the GPU offers beyond the CUDA
+ * runtime API it implements (docs/cuda-model.md): the calls that device code
+ * compiled for the host makes (kernels/cuda/device_prims.cuh), the kernel
+ * registry behind cudaLaunchKernel, and a few questions and settings for
+ * tests.  Plain C.
+ *
+ * The model is a test double.  It runs kolo's kernels on CPU threads with
+ * CUDA's rules for streams, events, graphs, residency and errors; nothing it
+ * measures is a GPU figure.
+ */
+#ifndef KOLO_CUDASIM_KOLO_SIM_H
+#define KOLO_CUDASIM_KOLO_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <vector_types.h> /* uint3 (CUDA's, plain C) */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the device side: what a kernel compiled for the host calls ------------
+ * A block runs on one host thread; its CUDA threads are fibers of that
+ * thread that switch only inside the calls below, so each fiber sees its own
+ * threadIdx (set at every switch) and the block's shared storage is
+ * thread-local storage of the block's host thread.  blockDim and gridDim
+ * are uint3 here (CUDA's dim3 has the same layout). */
+#ifdef __cplusplus
+#define KOLO_SIM_TLS thread_local
+#else
+#define KOLO_SIM_TLS _Thread_local
+#endif
+extern KOLO_SIM_TLS uint3 threadIdx, blockIdx, blockDim, gridDim;
+
+/* __syncthreads(): every live thread of the block arrives before any leaves;
+ * it orders the block's memory accesses (for ThreadSanitizer too). */
+void kolo_sim_block_sync(void);
+/* __syncthreads_or(pred): the same barrier; non-zero when any thread's pred
+ * was non-zero. */
+int kolo_sim_block_sync_or(int pred);
+/* The poll hook of spin loops: lets the other threads of the block run, and,
+ * once every thread of the block is polling, the other host threads. */
+void kolo_sim_poll(void);
+/* %globaltimer: nanoseconds of a monotonic clock. */
+uint64_t kolo_sim_globaltimer_ns(void);
+
+/* ---- kernels ------------------------------------------------------------
+ * A kernel is known to the model by its host function: kernels/cuda/
+ * device_prims.cuh registers each one it launches or asks about, with the
+ * name nvcc's ptxas report gives it (kernel name and template arguments,
+ * no namespace), so that residency is computed from the registers and
+ * shared memory the GPU build really uses.  pack copies the parameters of
+ * a launch (argv as cudaLaunchKernel takes it) to the heap, run calls the
+ * kernel with them on the current fiber, destroy frees the copy. */
+typedef struct {
+  const void *func;
+  const char *name;
+  void *(*pack)(void **argv);
+  void (*run)(const void *func, const void *packed);
+  void (*destroy)(void *packed);
+} kolo_sim_kernel_desc;
+
+/* Registers a kernel (idempotent; thread-safe).  Returns 0. */
+int kolo_sim_register_kernel(const kolo_sim_kernel_desc *k);
+
+/* ---- questions and settings for tests ---------------------------------- */
+
+/* The resources the model charges a block of the kernel named `name`
+ * (registers per thread, static shared memory bytes): from the build's
+ * ptxas report, overridden by kolo_sim_set_kernel_resources.  Returns 0, or
+ * -1 when the kernel is unknown (then the defaults of docs/cuda-model.md). */
+int kolo_sim_kernel_resources(const char *name, int *regs, int *smem);
+/* Overrides them for every kernel whose name starts with `prefix` (regs <
+ * 0: back to the report).  For tests of residency. */
+void kolo_sim_set_kernel_resources(const char *prefix, int regs, int smem);
+
+/* Threads the model runs per block on the host (KOLO_SIM_BLOCK_THREADS):
+ * a launch of more gets this many, blockDim reports it. */
+int kolo_sim_block_threads(void);
+void kolo_sim_set_block_threads(int n);
+
+/* Breaches of CUDA's rules the model saw that CUDA leaves undefined (for
+ * example cudaFree of memory another process still has open through IPC):
+ * each is printed to stderr as it happens; with KOLO_SIM_ON_UB=abort (the
+ * default) the process then aborts, with =count it goes on and they are
+ * counted here. */
+int kolo_sim_undefined_count(void);
+
+/* Prints every device's hardware queues, the op at each head and what it
+ * waits for, and the kernels running: what a hang is stuck on.  Also
+ * printed by the watchdog (KOLO_SIM_WATCHDOG_S=N: after N seconds without
+ * any op finishing while some are pending). */
+void kolo_sim_dump(void);
+
+/* 1: this process runs on the model (always, in a build linked to it). */
+int kolo_sim_active(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

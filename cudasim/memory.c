@@ -1,0 +1,410 @@
+/* memory.c - device memory, pinned host memory and CUDA IPC in the model.
+ *
+ * Device memory is not heap memory: each cudaMalloc is its own POSIX
+ * shared-memory object (/dev/shm/cudasim-<pid>-<n>), so that another process
+ * can map it through cudaIpcOpenMemHandle as CUDA IPC allows.  The mapping
+ * is laid out as
+ *
+ *   [header page][data pages ... | user bytes][guard page, no access]
+ *
+ * with the user's bytes (rounded up to CUDA's 256-byte alignment) at the
+ * end of the data pages, so that a kernel writing past the end of an
+ * allocation faults as it would on a GPU, and with fresh bytes poisoned
+ * (0xa5), not zero, so that a read of memory nothing wrote shows.  The
+ * header page is shared by every process that maps the object: it counts
+ * the importers, so that cudaFree of memory still open elsewhere (which CUDA
+ * leaves undefined) is caught.  Objects of processes that died are unlinked
+ * when the next process starts the model.
+ *
+ * Pinned host memory (cudaHostAlloc) is anonymous memory; its device pointer
+ * is its host pointer, as with unified addressing on a GPU.  The model
+ * requires cudaHostAllocMapped for cudaHostGetDevicePointer (stricter than
+ * unified addressing, which maps all pinned memory). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "cudasim/sim.h"
+
+#define PAGE 4096u
+#define SHM_PREFIX "cudasim-"
+#define POISON 0xa5
+#define HANDLE_MAGIC 0x4d49534bu /* "KSIM" */
+
+typedef struct {
+  uint64_t bytes;
+  int32_t owner_pid, device;
+  uint32_t importers; /* atomic: open mappings in other processes */
+} shm_header;
+
+typedef struct sim_alloc {
+  char *ptr;          /* what the user got */
+  size_t bytes;       /* what the user asked for */
+  char *map;          /* whole mapping (header .. guard) */
+  size_t map_bytes;
+  int kind, device;
+  unsigned host_flags;
+  int opens;          /* imported: cudaIpcOpenMemHandle calls not yet closed */
+  uint64_t seq;       /* device memory: the object's number */
+  int32_t owner_pid;  /* imported: the exporter */
+  shm_header *hdr;
+  struct sim_alloc *next;
+} sim_alloc;
+
+typedef struct {
+  uint32_t magic;
+  int32_t pid, device, pad;
+  uint64_t seq, bytes, offset;
+} ipc_handle;
+_Static_assert(sizeof(ipc_handle) <= sizeof(cudaIpcMemHandle_t), "IPC handle too large");
+
+static sim_alloc *allocs;
+static uint64_t next_seq;
+
+static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+static void shm_name(char *out, size_t n, int32_t pid, uint64_t seq) {
+  snprintf(out, n, "/" SHM_PREFIX "%d-%llu", (int)pid, (unsigned long long)seq);
+}
+
+/* ---- lookups ------------------------------------------------------------- */
+
+static sim_alloc *find_base(const void *p, int kind) {
+  for (sim_alloc *a = allocs; a; a = a->next)
+    if (a->ptr == p && a->kind == kind) return a;
+  return NULL;
+}
+
+static sim_alloc *find_inside(const void *p) {
+  const char *c = p;
+  for (sim_alloc *a = allocs; a; a = a->next)
+    if (c >= a->ptr && c < a->ptr + (a->bytes ? a->bytes : 1)) return a;
+  return NULL;
+}
+
+int sim_mem_kind(const void *p, int *device, size_t *room) {
+  pthread_mutex_lock(&sim_lock);
+  sim_alloc *a = find_inside(p);
+  int kind = 0;
+  if (a) {
+    kind = a->kind;
+    if (device) *device = a->device;
+    if (room) *room = a->bytes - (size_t)((const char *)p - a->ptr);
+  }
+  pthread_mutex_unlock(&sim_lock);
+  return kind;
+}
+
+static void unlink_alloc(sim_alloc *a) {
+  for (sim_alloc **pp = &allocs; *pp; pp = &(*pp)->next)
+    if (*pp == a) {
+      *pp = a->next;
+      return;
+    }
+}
+
+/* ---- mappings ------------------------------------------------------------- */
+
+/* Reserves header + data + guard, then maps fd over header + data (fd < 0:
+ * anonymous memory).  Returns the mapping or NULL. */
+static char *map_with_guard(int fd, size_t data_pages_bytes, size_t *map_bytes) {
+  size_t total = PAGE + data_pages_bytes + PAGE;
+  char *m = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) return NULL;
+  int flags = MAP_FIXED | (fd >= 0 ? MAP_SHARED : MAP_PRIVATE | MAP_ANONYMOUS);
+  if (mmap(m, PAGE + data_pages_bytes, PROT_READ | PROT_WRITE, flags, fd, 0) == MAP_FAILED) {
+    munmap(m, total);
+    return NULL;
+  }
+  *map_bytes = total;
+  return m;
+}
+
+/* The user's bytes: the last round_up(bytes, 256) bytes of the data pages. */
+static char *user_ptr(char *map, size_t data_pages_bytes, size_t bytes) {
+  return map + PAGE + data_pages_bytes - round_up(bytes, 256);
+}
+
+static cudaError_t make_device_alloc(sim_device *d, size_t bytes, sim_alloc *a) {
+  size_t data = round_up(round_up(bytes, 256), PAGE);
+  char name[64];
+  a->seq = __atomic_fetch_add(&next_seq, 1, __ATOMIC_RELAXED);
+  shm_name(name, sizeof name, getpid(), a->seq);
+  int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return cudaErrorMemoryAllocation;
+  /* Reserved now: a full /dev/shm fails the allocation, not a later store. */
+  int err = posix_fallocate(fd, 0, (off_t)(PAGE + data));
+  char *m = err == 0 ? map_with_guard(fd, data, &a->map_bytes) : NULL;
+  close(fd);
+  if (m == NULL) {
+    shm_unlink(name);
+    return cudaErrorMemoryAllocation;
+  }
+  a->map = m;
+  a->ptr = user_ptr(m, data, bytes);
+  a->bytes = bytes;
+  a->kind = SIM_MEM_DEVICE;
+  a->device = d->ordinal;
+  a->hdr = (shm_header *)m;
+  a->hdr->bytes = bytes;
+  a->hdr->owner_pid = getpid();
+  a->hdr->device = d->ordinal;
+  memset(m + PAGE, POISON, data);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMalloc(void **p, size_t bytes) {
+  if (p == NULL) return sim_ret(cudaErrorInvalidValue);
+  *p = NULL;
+  sim_device *d;
+  cudaError_t e = sim_current(&d);
+  if (e != cudaSuccess) return sim_ret(e);
+  if (sim_capture_forbids(NULL)) return sim_ret(cudaErrorStreamCaptureUnsupported);
+  if (bytes == 0) return cudaSuccess; /* CUDA hands out NULL for 0 bytes */
+  sim_alloc *a = calloc(1, sizeof *a);
+  if (a == NULL) return sim_ret(cudaErrorMemoryAllocation);
+  pthread_mutex_lock(&sim_lock);
+  e = d->mem_used + bytes > sim_cfg.mem_bytes ? cudaErrorMemoryAllocation : make_device_alloc(d, bytes, a);
+  if (e == cudaSuccess) {
+    d->mem_used += bytes;
+    a->next = allocs;
+    allocs = a;
+    *p = a->ptr;
+  }
+  pthread_mutex_unlock(&sim_lock);
+  if (e != cudaSuccess) free(a);
+  return sim_ret(e);
+}
+
+static void release_device_alloc(sim_alloc *a) {
+  uint32_t importers = __atomic_load_n(&a->hdr->importers, __ATOMIC_ACQUIRE);
+  if (importers != 0)
+    sim_undefined("cudaFree of device memory (%zu bytes at %p, device %d) that %u other process(es) still "
+                  "have open through cudaIpcOpenMemHandle; CUDA requires the importers to call "
+                  "cudaIpcCloseMemHandle first",
+                  a->bytes, (void *)a->ptr, a->device, importers);
+  char name[64];
+  shm_name(name, sizeof name, getpid(), a->seq);
+  shm_unlink(name);
+  munmap(a->map, a->map_bytes);
+}
+
+/* cudaFree waits for all work of the allocation's device: in CUDA it
+ * synchronizes, so it also waits for kernels of other streams that spin. */
+cudaError_t cudaFree(void *p) {
+  sim_device *d;
+  cudaError_t e = sim_current(&d);
+  if (e != cudaSuccess) return sim_ret(e);
+  if (p == NULL) return cudaSuccess;
+  if (sim_capture_forbids(NULL)) return sim_ret(cudaErrorStreamCaptureUnsupported);
+  pthread_mutex_lock(&sim_lock);
+  sim_alloc *a = find_base(p, SIM_MEM_DEVICE);
+  pthread_mutex_unlock(&sim_lock);
+  if (a == NULL) return sim_ret(cudaErrorInvalidValue);
+  sim_device_wait(sim_device_get(a->device));
+  pthread_mutex_lock(&sim_lock);
+  a = find_base(p, SIM_MEM_DEVICE); /* another thread may have freed it meanwhile */
+  if (a) {
+    unlink_alloc(a);
+    sim_device_get(a->device)->mem_used -= a->bytes;
+  }
+  pthread_mutex_unlock(&sim_lock);
+  if (a == NULL) return sim_ret(cudaErrorInvalidValue);
+  release_device_alloc(a);
+  free(a);
+  return cudaSuccess;
+}
+
+/* ---- pinned host memory ---------------------------------------------------- */
+
+cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned flags) {
+  if (p == NULL) return sim_ret(cudaErrorInvalidValue);
+  *p = NULL;
+  sim_device *d;
+  cudaError_t e = sim_current(&d);
+  if (e != cudaSuccess) return sim_ret(e);
+  if (flags & ~(unsigned)(cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined))
+    return sim_ret(cudaErrorInvalidValue);
+  if (sim_capture_forbids(NULL)) return sim_ret(cudaErrorStreamCaptureUnsupported);
+  if (bytes == 0) return cudaSuccess;
+  sim_alloc *a = calloc(1, sizeof *a);
+  size_t data = round_up(round_up(bytes, 256), PAGE);
+  char *m = a ? map_with_guard(-1, data, &a->map_bytes) : NULL;
+  if (m == NULL) {
+    free(a);
+    return sim_ret(cudaErrorMemoryAllocation);
+  }
+  a->map = m;
+  a->ptr = user_ptr(m, data, bytes);
+  a->bytes = bytes;
+  a->kind = SIM_MEM_HOST;
+  a->device = d->ordinal;
+  a->host_flags = flags;
+  memset(m + PAGE, POISON, data);
+  pthread_mutex_lock(&sim_lock);
+  a->next = allocs;
+  allocs = a;
+  pthread_mutex_unlock(&sim_lock);
+  *p = a->ptr;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMallocHost(void **p, size_t bytes) { return cudaHostAlloc(p, bytes, cudaHostAllocDefault); }
+
+/* Pinned memory may be in use by any device's work: wait for all of it. */
+static void wait_all_devices(void) {
+  for (int i = 0; i < sim_cfg.ndevices; i++) sim_device_wait(sim_device_get(i));
+}
+
+cudaError_t cudaFreeHost(void *p) {
+  cudaError_t e = sim_init();
+  if (e != cudaSuccess) return sim_ret(e);
+  if (p == NULL) return cudaSuccess;
+  if (sim_capture_forbids(NULL)) return sim_ret(cudaErrorStreamCaptureUnsupported);
+  wait_all_devices();
+  pthread_mutex_lock(&sim_lock);
+  sim_alloc *a = find_base(p, SIM_MEM_HOST);
+  if (a) unlink_alloc(a);
+  pthread_mutex_unlock(&sim_lock);
+  if (a == NULL) return sim_ret(cudaErrorInvalidValue);
+  munmap(a->map, a->map_bytes);
+  free(a);
+  return cudaSuccess;
+}
+
+cudaError_t cudaHostGetDevicePointer(void **dev, void *host, unsigned flags) {
+  cudaError_t e = sim_init();
+  if (e != cudaSuccess) return sim_ret(e);
+  if (dev == NULL || flags != 0) return sim_ret(cudaErrorInvalidValue);
+  pthread_mutex_lock(&sim_lock);
+  sim_alloc *a = find_inside(host);
+  int ok = a && a->kind == SIM_MEM_HOST && (a->host_flags & cudaHostAllocMapped);
+  pthread_mutex_unlock(&sim_lock);
+  if (!ok) return sim_ret(cudaErrorInvalidValue);
+  *dev = host;
+  return cudaSuccess;
+}
+
+/* ---- IPC ----------------------------------------------------------------------- */
+
+cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p) {
+  cudaError_t e = sim_init();
+  if (e != cudaSuccess) return sim_ret(e);
+  if (h == NULL) return sim_ret(cudaErrorInvalidValue);
+  pthread_mutex_lock(&sim_lock);
+  sim_alloc *a = find_inside(p);
+  ipc_handle x;
+  memset(&x, 0, sizeof x);
+  if (a && a->kind == SIM_MEM_DEVICE)
+    x = (ipc_handle){HANDLE_MAGIC, getpid(), a->device, 0, a->seq, a->bytes, (uint64_t)((char *)p - a->ptr)};
+  pthread_mutex_unlock(&sim_lock);
+  if (x.magic != HANDLE_MAGIC) return sim_ret(cudaErrorInvalidValue);
+  memset(h, 0, sizeof *h);
+  memcpy(h, &x, sizeof x);
+  return cudaSuccess;
+}
+
+static sim_alloc *find_import(const ipc_handle *x) {
+  for (sim_alloc *a = allocs; a; a = a->next)
+    if (a->kind == SIM_MEM_IMPORTED && a->owner_pid == x->pid && a->seq == x->seq) return a;
+  return NULL;
+}
+
+static cudaError_t map_import(const ipc_handle *x, sim_alloc *a) {
+  char name[64];
+  shm_name(name, sizeof name, x->pid, x->seq);
+  int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return cudaErrorInvalidValue; /* freed by its owner, or never there */
+  size_t data = round_up(round_up(x->bytes, 256), PAGE);
+  char *m = map_with_guard(fd, data, &a->map_bytes);
+  close(fd);
+  if (m == NULL) return cudaErrorMapBufferObjectFailed;
+  a->map = m;
+  a->ptr = user_ptr(m, data, x->bytes);
+  a->bytes = x->bytes;
+  a->kind = SIM_MEM_IMPORTED;
+  a->device = x->device;
+  a->seq = x->seq;
+  a->owner_pid = x->pid;
+  a->hdr = (shm_header *)m;
+  a->opens = 1;
+  __atomic_add_fetch(&a->hdr->importers, 1, __ATOMIC_ACQ_REL);
+  return cudaSuccess;
+}
+
+cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsigned flags) {
+  if (p == NULL) return sim_ret(cudaErrorInvalidValue);
+  *p = NULL;
+  sim_device *d;
+  cudaError_t e = sim_current(&d);
+  if (e != cudaSuccess) return sim_ret(e);
+  ipc_handle x;
+  memcpy(&x, &h, sizeof x);
+  if (x.magic != HANDLE_MAGIC || flags != cudaIpcMemLazyEnablePeerAccess || x.offset >= x.bytes)
+    return sim_ret(cudaErrorInvalidValue);
+  /* A process cannot open its own handles (CUDA refuses the same context). */
+  if (x.pid == getpid()) return sim_ret(cudaErrorDeviceUninitialized);
+  pthread_mutex_lock(&sim_lock);
+  sim_alloc *a = find_import(&x);
+  if (a) { /* opened before by this process: the same pointer, one more reference */
+    a->opens++;
+  } else if ((a = calloc(1, sizeof *a)) == NULL) {
+    e = cudaErrorMemoryAllocation;
+  } else if ((e = map_import(&x, a)) != cudaSuccess) {
+    free(a);
+    a = NULL;
+  } else {
+    a->next = allocs;
+    allocs = a;
+  }
+  if (a) *p = a->ptr + x.offset;
+  pthread_mutex_unlock(&sim_lock);
+  return sim_ret(e);
+}
+
+cudaError_t cudaIpcCloseMemHandle(void *p) {
+  cudaError_t e = sim_init();
+  if (e != cudaSuccess) return sim_ret(e);
+  pthread_mutex_lock(&sim_lock);
+  sim_alloc *a = find_inside(p);
+  int last = 0;
+  if (a && a->kind == SIM_MEM_IMPORTED && --a->opens == 0) {
+    unlink_alloc(a);
+    last = 1;
+  } else if (!a || a->kind != SIM_MEM_IMPORTED) {
+    e = cudaErrorInvalidValue;
+  }
+  pthread_mutex_unlock(&sim_lock);
+  if (!last) return sim_ret(e);
+  __atomic_sub_fetch(&a->hdr->importers, 1, __ATOMIC_ACQ_REL);
+  munmap(a->map, a->map_bytes);
+  free(a);
+  return cudaSuccess;
+}
+
+/* ---- objects of dead processes ---------------------------------------------------- */
+
+/* A process killed while it held device memory cannot unlink its objects; a
+ * GPU driver would free them.  Every process that starts the model removes
+ * those whose owner no longer runs. */
+void sim_memory_sweep(void) {
+  DIR *dir = opendir("/dev/shm");
+  if (dir == NULL) return;
+  struct dirent *e;
+  while ((e = readdir(dir)) != NULL) {
+    int pid = 0;
+    unsigned long long seq = 0;
+    if (sscanf(e->d_name, SHM_PREFIX "%d-%llu", &pid, &seq) != 2 || pid <= 0) continue;
+    if (kill(pid, 0) == 0 || errno != ESRCH) continue;
+    char name[300];
+    snprintf(name, sizeof name, "/%s", e->d_name);
+    shm_unlink(name);
+  }
+  closedir(dir);
+}

@@ -1,0 +1,230 @@
+/* device_prims.cuh - everything GPU-specific that kolo's kernels use, in one
+ * place, with two definitions: the GPU's (nvcc: PTX and CUDA intrinsics)
+ * and the host's (KOLO_CUDA_SIM: the kernels compiled by the host compiler
+ * and run by kolo's CPU model of the GPU, cudasim/).  Kernels include this
+ * header and use nothing device-specific beyond it (plus __global__ /
+ * __device__ qualifiers, which the host compiler reads as nothing), so one
+ * source serves both.
+ *
+ * Memory order.  Words shared with peers (counters, stop words, abort,
+ * status) are only touched through these accessors.  On the GPU they are
+ * PTX loads and stores at system scope (other GPUs, the host proxy); on
+ * the host C++ atomics with the same order: relaxed, acquire, release.  The
+ * host build's atomics are what ThreadSanitizer reasons with; the GPU's
+ * scopes (cta / gpu / sys), L1 coherence and the PTX memory model's details
+ * are not modelled (docs/cuda-model.md).
+ *
+ * Spinning.  Every spin loop calls poll() once per turn: nothing on the GPU;
+ * on the host it lets the block's other threads (fibers) and other blocks
+ * run, so a block waiting for a peer never starves the peer.
+ *
+ * Block-shared storage: KOLO_BLOCK_SHARED (CUDA's __shared__; on the host,
+ * storage of the block's host thread).
+ *
+ * Launch and occupancy: kolo_dev::launch<kernel>(grid, block, smem, stream,
+ * args...) returns the launch's own cudaError_t (cudaLaunchKernel's result,
+ * never an earlier error of the thread that cudaGetLastError would also
+ * return), and kolo_dev::occupancy<kernel>(...) asks how many blocks fit on
+ * an SM.  The kernel is a template argument so that the host build can name
+ * it to the model, which charges its blocks the registers and shared memory
+ * of the GPU build's ptxas report. */
+#ifndef KOLO_KERNELS_CUDA_DEVICE_PRIMS_CUH
+#define KOLO_KERNELS_CUDA_DEVICE_PRIMS_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#if defined(KOLO_CUDA_SIM)
+#include <cmath>
+#include <cstdlib>
+#include <new>
+
+#include "cudasim/kolo_sim.h"
+#define KOLO_DEV_HOST_BUILD 1
+/* A hint to nvcc's register allocator: nothing on the host. */
+#ifndef __launch_bounds__
+#define __launch_bounds__(...)
+#endif
+#else
+#define KOLO_DEV_HOST_BUILD 0
+#endif
+
+#define KOLO_DEVFN static __device__ __forceinline__
+
+namespace kolo_dev {
+
+#if !KOLO_DEV_HOST_BUILD /* ================= the GPU ================== */
+
+#define KOLO_BLOCK_SHARED __shared__
+
+KOLO_DEVFN uint32_t ld_acquire(const uint32_t *p) {
+  uint32_t v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+/* A poll: no ordering, and no L1 invalidation as ld.acquire has. */
+KOLO_DEVFN uint32_t ld_relaxed(const uint32_t *p) {
+  uint32_t v;
+  asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+KOLO_DEVFN void st_release(uint32_t *p, uint32_t v) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+KOLO_DEVFN void st_relaxed(uint32_t *p, uint32_t v) {
+  asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+KOLO_DEVFN uint32_t cas(uint32_t *p, uint32_t expected, uint32_t v) { return atomicCAS_system(p, expected, v); }
+KOLO_DEVFN unsigned long long add(unsigned long long *p, unsigned long long v) { return atomicAdd(p, v); }
+/* Orders this thread's earlier writes before its later ones for every
+ * observer (peers, the host). */
+KOLO_DEVFN void fence() { __threadfence_system(); }
+KOLO_DEVFN uint64_t global_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+/* An LL line as two 64-bit halves, each single-copy atomic, in one 16-byte
+ * access. */
+KOLO_DEVFN void ld_line(const char *p, uint64_t &lo, uint64_t &hi) {
+  asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(lo), "=l"(hi) : "l"(p) : "memory");
+}
+KOLO_DEVFN void st_line(char *p, uint64_t lo, uint64_t hi) {
+  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(lo), "l"(hi) : "memory");
+}
+KOLO_DEVFN void block_sync() { __syncthreads(); }
+KOLO_DEVFN int block_sync_or(int pred) { return __syncthreads_or(pred); }
+/* Backs off a waiting thread between checks. */
+KOLO_DEVFN void pause() { __nanosleep(64); }
+KOLO_DEVFN void poll() {}
+/* Whether this thread is the lowest of its warp's threads that run this
+ * line now: one thread per warp does what every waiting thread would
+ * otherwise do (read a host-mapped word across PCIe). */
+KOLO_DEVFN bool warp_leader() { return (__ffs(__activemask()) - 1) == (int)(threadIdx.x & 31); }
+KOLO_DEVFN int popc64(uint64_t x) { return __popcll(x); }
+/* A block-shared flag that threads read and write without a barrier. */
+KOLO_DEVFN int hint_get(const int *p) { return *(const volatile int *)p; }
+KOLO_DEVFN void hint_set(int *p, int v) { *(volatile int *)p = v; }
+/* The SM clock (cycles), as clock64(). */
+KOLO_DEVFN long long clock_cycles() { return clock64(); }
+
+#else /* ==================== the host: kolo's CPU model ==================== */
+
+#define KOLO_BLOCK_SHARED static thread_local
+
+KOLO_DEVFN uint32_t ld_acquire(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+KOLO_DEVFN uint32_t ld_relaxed(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+KOLO_DEVFN void st_release(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+KOLO_DEVFN void st_relaxed(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+KOLO_DEVFN uint32_t cas(uint32_t *p, uint32_t expected, uint32_t v) {
+  __atomic_compare_exchange_n(p, &expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  return expected;
+}
+KOLO_DEVFN unsigned long long add(unsigned long long *p, unsigned long long v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
+KOLO_DEVFN void fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+KOLO_DEVFN uint64_t global_ns() { return kolo_sim_globaltimer_ns(); }
+KOLO_DEVFN void ld_line(const char *p, uint64_t &lo, uint64_t &hi) {
+  const uint64_t *q = reinterpret_cast<const uint64_t *>(p);
+  lo = __atomic_load_n(q, __ATOMIC_RELAXED);
+  hi = __atomic_load_n(q + 1, __ATOMIC_RELAXED);
+}
+KOLO_DEVFN void st_line(char *p, uint64_t lo, uint64_t hi) {
+  uint64_t *q = reinterpret_cast<uint64_t *>(p);
+  __atomic_store_n(q, lo, __ATOMIC_RELAXED);
+  __atomic_store_n(q + 1, hi, __ATOMIC_RELAXED);
+}
+KOLO_DEVFN void block_sync() { kolo_sim_block_sync(); }
+KOLO_DEVFN int block_sync_or(int pred) { return kolo_sim_block_sync_or(pred); }
+KOLO_DEVFN void pause() { kolo_sim_poll(); }
+KOLO_DEVFN void poll() { kolo_sim_poll(); }
+KOLO_DEVFN bool warp_leader() { return true; } /* every host thread is its own warp */
+KOLO_DEVFN int popc64(uint64_t x) { return __builtin_popcountll(x); }
+KOLO_DEVFN int hint_get(const int *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+KOLO_DEVFN void hint_set(int *p, int v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+/* Cycles of the model's clock: cudaDevAttrClockRate (1.98 GHz) times the
+ * nanoseconds of the host's. */
+KOLO_DEVFN long long clock_cycles() { return (long long)(kolo_sim_globaltimer_ns() * 198 / 100); }
+using std::isnan;
+
+#endif
+
+/* ---- launch and occupancy (both builds) ------------------------------------ */
+
+namespace detail {
+
+template <typename F>
+struct signature;
+template <typename... P>
+struct signature<void (*)(P...)> {
+  using args = std::tuple<std::decay_t<P>...>;
+};
+
+template <typename Tuple, size_t... I>
+void **argv_of(Tuple &t, void **argv, std::index_sequence<I...>) {
+  ((argv[I] = static_cast<void *>(&std::get<I>(t))), ...);
+  return argv;
+}
+
+#if KOLO_DEV_HOST_BUILD
+template <auto K>
+const char *kernel_name() {
+  return __PRETTY_FUNCTION__; /* "... [with auto K = <the kernel>]": the model reads it */
+}
+
+template <typename Args, size_t... I>
+void *pack_args(void **argv, std::index_sequence<I...>) {
+  return new (std::nothrow) Args(*static_cast<std::tuple_element_t<I, Args> *>(argv[I])...);
+}
+
+template <auto K>
+struct host_kernel {
+  using Args = typename signature<decltype(K)>::args;
+  static constexpr size_t N = std::tuple_size<Args>::value;
+  static void *pack(void **argv) { return pack_args<Args>(argv, std::make_index_sequence<N>()); }
+  static void run(const void *, const void *packed) { std::apply(K, *static_cast<const Args *>(packed)); }
+  static void destroy(void *packed) { delete static_cast<Args *>(packed); }
+  /* Registered once, at the first launch or question. */
+  static int registered() {
+    static const int once = [] {
+      kolo_sim_kernel_desc d = {reinterpret_cast<const void *>(K), kernel_name<K>(), &pack, &run, &destroy};
+      return kolo_sim_register_kernel(&d);
+    }();
+    return once;
+  }
+};
+#endif
+
+}  // namespace detail
+
+template <auto K, typename... A>
+inline cudaError_t launch(dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A &&...a) {
+  using Args = typename detail::signature<decltype(K)>::args;
+  constexpr size_t n = std::tuple_size<Args>::value;
+  static_assert(n == sizeof...(A), "kolo_dev::launch: wrong number of kernel arguments");
+#if KOLO_DEV_HOST_BUILD
+  detail::host_kernel<K>::registered();
+#endif
+  Args args(std::forward<A>(a)...);
+  void *argv[n > 0 ? n : 1];
+  detail::argv_of(args, argv, std::make_index_sequence<n>());
+  return cudaLaunchKernel(reinterpret_cast<const void *>(K), grid, block, argv, smem, stream);
+}
+
+template <auto K>
+inline cudaError_t occupancy(int *blocks_per_sm, int threads, size_t smem) {
+#if KOLO_DEV_HOST_BUILD
+  detail::host_kernel<K>::registered();
+#endif
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, reinterpret_cast<const void *>(K), threads,
+                                                       smem);
+}
+
+}  // namespace kolo_dev
+
+#endif
