@@ -1,7 +1,28 @@
 #!/usr/bin/env bash
-# On a machine with an NVIDIA GPU of compute capability 9.0 (H100, H200):
-# builds kolo-perf for sm_90 and measures the CUDA figures.
+# The whole GPU check of kolo, one command on a machine with an NVIDIA GPU of
+# compute capability 9.0 (H100, H200), made to finish within 10 minutes:
 #
+#   build      kolo for sm_90 (RelWithDebInfo, ninja where there is one, -j of
+#              the cores): the library, kolo-perf and the CUDA test binaries.
+#              GoogleTest and libibverbs come from .gpukit/ where it is there
+#              (perf/gpu_kit.sh packs it on the dev machine: the GPU machine has
+#              neither and reaches no package registry).
+#   gpu        a probe (a small CUDA program) that device GPU is usable; with
+#              none, the check says so in one line and exits 2 after building.
+#   tests      ctest on the CUDA tests (TESTS_REGEX: test_e2e_cuda,
+#              test_cuda_reduce, test_cuda_plan, test_fusion's FusionCuda,
+#              test_ll_format), KOLO_TIMEOUT_MS short so that a hang fails.
+#   sanitizer  compute-sanitizer runs the probe; where it is missing or refuses
+#              the device (seen: "Device not supported", then error 999), one
+#              line says so and the three tools are SKIP, not failures.
+#   memcheck, racecheck, synccheck
+#              each on a small grid: a 2-rank all-reduce of 8 B .. 256 KiB (LL
+#              and SIMPLE), and test_e2e_cuda filtered to SAN_FILTER.
+#   prims, allreduce, latency, latency_graph: the benchmarks, below.
+#   summary    one screen: each step PASS / FAIL / SKIP with its time, the test
+#              counts, the benchmark figures, the total time.
+#
+# The benchmarks and the figures they give:
 #   1. kolo-perf prims -b 1M -e 1G: the copy and reduce primitives (float32,
 #      bfloat16; the test entry kolo_cuda_reduce and a full-GPU grid launch)
 #      beside cudaMemcpyAsync device to device, and their lowest ratio to the
@@ -14,14 +35,35 @@
 #      at 256 MiB, the bytes the all-reduce's kernels read and write per
 #      second (all ranks of the GPU together) against the D2D copy rate.
 #
-#   perf/run_cuda.sh                      # build in build-sm90, run everything
-#   GPU=1 OUT=/tmp/kolo-cuda perf/run_cuda.sh
+# Use:
+#   perf/gpu_kit.sh                     # on the dev machine, before the call
+#   run(command="perf/run_cuda.sh", carry=[".gpukit"])     # the device call
+#   GPU=1 OUT=/tmp/kolo-cuda perf/run_cuda.sh              # on any GPU machine
 #
-# Environment: BUILD (build-sm90), GPU (0), NRANKS (8), ITERS (20), WARMUP (5),
-# LAT_ITERS (1000), LAT_WARMUP (100), OUT (a directory for the raw output;
-# default a temporary one), STEP_TIMEOUT (900 s per run), KOLO_TIMEOUT_MS
-# (60000 here: a hung peer fails a run within a minute).  Every run is made
-# even when an earlier one failed; the script exits non-zero if any failed.
+# Time: every step runs under its budget (seconds; a step past it is killed
+# and FAILs), and all of them under TOTAL_BUDGET (570, inside the device
+# tool's 600 s per command, so that the summary is always printed): a step
+# that finds no time left FAILs as not run.  BUDGET_BUILD (240), BUDGET_GPU
+# (30), BUDGET_TESTS (210), BUDGET_SANITIZER (30, the probe), BUDGET_MEMCHECK,
+# BUDGET_RACECHECK, BUDGET_SYNCCHECK (60 each), BUDGET_PRIMS (60),
+# BUDGET_ALLREDUCE (90), BUDGET_LATENCY (30 each, plain and graph).
+#
+# Environment, besides the budgets: BUILD (build-sm90), BUILD_TYPE
+# (RelWithDebInfo), JOBS (the cores), KIT (.gpukit), GPU (0: the probe and
+# the benchmarks; the tests use device 0, choose with CUDA_VISIBLE_DEVICES),
+# NRANKS (8), ITERS (20), WARMUP (5), LAT_ITERS (1000), LAT_WARMUP (100),
+# KOLO_TIMEOUT_MS (20000: a hung peer fails a run within 20 s),
+# CUDA_DEVICE_MAX_CONNECTIONS (32: a hardware queue per stream), TESTS_REGEX,
+# TEST_JOBS (1: tests one at a time, the GPU to each), SAN_FILTER (the gtest
+# filter under the sanitizers), OUT (a folder for the log run_cuda.log, the
+# summary summary.txt, build.log, tests.xml, sanitizer.log, allreduce.json;
+# default a temporary one), ALLOW_NO_GPU (1: run every step even without a
+# usable GPU, where the CUDA tests skip and the benchmarks fail: to test this
+# script).  Every step runs even when an earlier one failed.
+#
+# Exit status: 0 every check passed (a sanitizer that is missing or refuses
+# the device is SKIP); 1 a check failed or ran out of time; 2 built, but there
+# is no usable GPU.
 #
 # ---------------------------------------------------------------------------
 # Bytes the kernels of a ring all-reduce read and write, per rank and call.
@@ -66,107 +108,571 @@
 # beside the D2D copy rate at S (2 S / time of one cudaMemcpyAsync, from 1).
 # ---------------------------------------------------------------------------
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$PWD
+
 BUILD=${BUILD:-build-sm90}
+[[ $BUILD == /* ]] || BUILD=$ROOT/$BUILD  # ctest runs inside it
+BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
+JOBS=${JOBS:-$(nproc)}
+KIT=${KIT:-$ROOT/.gpukit}
 GPU=${GPU:-0}
 NRANKS=${NRANKS:-8}
 ITERS=${ITERS:-20}
 WARMUP=${WARMUP:-5}
 LAT_ITERS=${LAT_ITERS:-1000}
 LAT_WARMUP=${LAT_WARMUP:-100}
-STEP_TIMEOUT=${STEP_TIMEOUT:-900}
-export KOLO_TIMEOUT_MS=${KOLO_TIMEOUT_MS:-60000}
+export KOLO_TIMEOUT_MS=${KOLO_TIMEOUT_MS:-20000}
+# Ranks sharing the GPU each have a stream, and kolo a setup stream: with
+# more streams than hardware queues (8 by default), a stream's work can wait
+# behind a kernel that spins for a rank whose kernel is queued behind it.
+export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32}
+ALLOW_NO_GPU=${ALLOW_NO_GPU:-0}
+TOTAL_BUDGET=${TOTAL_BUDGET:-570}
+BUDGET_BUILD=${BUDGET_BUILD:-240}
+BUDGET_GPU=${BUDGET_GPU:-30}
+BUDGET_TESTS=${BUDGET_TESTS:-210}
+BUDGET_SANITIZER=${BUDGET_SANITIZER:-30}
+BUDGET_MEMCHECK=${BUDGET_MEMCHECK:-60}
+BUDGET_RACECHECK=${BUDGET_RACECHECK:-60}
+BUDGET_SYNCCHECK=${BUDGET_SYNCCHECK:-60}
+BUDGET_PRIMS=${BUDGET_PRIMS:-60}
+BUDGET_ALLREDUCE=${BUDGET_ALLREDUCE:-90}
+BUDGET_LATENCY=${BUDGET_LATENCY:-30}
+# The CUDA tests by ctest name: every suite of test_e2e_cuda, test_cuda_plan
+# (Cuda*), test_cuda_reduce (CudaReduce, AllTypesOps/CudaReduceTest), the
+# FusionCuda suite of test_fusion, and test_ll_format (LLFormat).
+TESTS_REGEX=${TESTS_REGEX:-'^(Cuda|AllTypesOps/CudaReduceTest\.|FusionCuda\.|LLFormat\.)'}
+TEST_BINARIES=(test_e2e_cuda test_cuda_reduce test_cuda_plan test_fusion test_ll_format)
+TEST_JOBS=${TEST_JOBS:-1}
+# Small cases for the sanitizers: both protocols around the LL threshold
+# (reduce, chain, send/recv programs), a graph replay, and the grid of every
+# dtype and op at odd counts and unaligned buffers on 2 ranks.
+SAN_CASES=(
+  CudaThreads/CudaProtocolSwitch.AroundLLThreshold/AllReduce_2ranks
+  CudaThreads/CudaProtocolSwitch.AroundLLThreshold/Broadcast_3ranks
+  CudaThreads/CudaProtocolSwitch.AroundLLThreshold/SendRecv_2ranks
+  CudaThreads/CudaGraph.CaptureReplayAllReduce/2ranks
+  CudaThreads/CudaGrid.SmallCounts/AllReduce_2ranks_onethread
+)
+SAN_FILTER=${SAN_FILTER:-$(IFS=:; echo "${SAN_CASES[*]}")}
+SAN_ERROR_RC=86  # compute-sanitizer's exit status when it found errors
 OUT=${OUT:-$(mktemp -d -t kolo-cuda.XXXXXX)}
-mkdir -p "$OUT"
+WORK=$BUILD/run_cuda  # raw outputs of this run; $OUT gets at most 6 files
+P=$BUILD/bin/kolo-perf
 S=$((256 << 20))
+DEADLINE=$((SECONDS + TOTAL_BUDGET))
 
-echo "# kolo CUDA figures on $(hostname); raw output in $OUT"
-if command -v nvidia-smi > /dev/null; then
-  nvidia-smi --query-gpu=index,name,memory.total,clocks.max.sm,clocks.max.mem,driver_version --format=csv \
-    | sed 's/^/# /'
-fi
+# ---- steps: budgets, bounded commands, results ---------------------------
+ROWS=()
+declare -A ROW_STATUS ROW_SECS ROW_NOTE
+STEP='' STEP_T0=0 STEP_END=0
 
-echo "# building kolo-perf for sm_90 in $BUILD"
-if ! cmake -S . -B "$BUILD" -DKOLO_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DKOLO_TESTS=OFF \
-       -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$OUT/cmake.log" 2>&1 ||
-   ! cmake --build "$BUILD" -j"$(nproc)" --target kolo-perf > "$OUT/build.log" 2>&1; then
-  echo "run_cuda: the build failed:" >&2
-  tail -n 40 "$OUT/cmake.log" "$OUT/build.log" >&2 2> /dev/null
-  exit 2
-fi
-P="$BUILD/bin/kolo-perf"
-
-failed=()
-# run NAME ARGS...: kolo-perf ARGS, output to the terminal and $OUT/NAME.txt.
-run() {
-  local name=$1
-  shift
+# begin_step NAME BUDGET: prints the step's header and sets its end, at most
+# BUDGET seconds from now and never past the deadline.  Fails, recording the
+# step as not run, when no time is left.
+begin_step() {
+  STEP=$1 STEP_T0=$SECONDS STEP_END=$((SECONDS + $2))
+  local budget="budget $2 s"
+  if [ "$STEP_END" -gt "$DEADLINE" ]; then
+    STEP_END=$DEADLINE
+    budget="budget $((STEP_END - SECONDS)) s: what is left of the total $TOTAL_BUDGET s"
+  fi
   echo
-  echo "# ---- $name: kolo-perf $*"
-  timeout "$STEP_TIMEOUT" "$P" "$@" 2>&1 | tee "$OUT/$name.txt"
-  local rc=${PIPESTATUS[0]}
-  if [ "$rc" -ne 0 ]; then
-    echo "# ---- $name: exit status $rc" | tee -a "$OUT/$name.txt"
-    failed+=("$name ($rc)")
+  echo "==== $STEP ($budget)"
+  if [ "$STEP_END" -le "$SECONDS" ]; then
+    end_step FAIL "not run: the total budget of $TOTAL_BUDGET s was spent"
+    return 1
   fi
 }
 
-run prims prims -g "$GPU" -b 1M -e 1G -f 2 -n "$ITERS" -w "$WARMUP" -c 1
-run allreduce all_reduce --mem cuda -g "$GPU" -t "$NRANKS" -d float -o sum -b 8 -e 256M -f 2 \
-  -n "$ITERS" -w "$WARMUP" -c 1 --json "$OUT/allreduce.json"
-run latency all_reduce --mem cuda -g "$GPU" -t "$NRANKS" -d float -b 8 -e 8 \
-  -n "$LAT_ITERS" -w "$LAT_WARMUP" -c 1
-run latency_graph all_reduce --mem cuda -g "$GPU" -t "$NRANKS" -d float -b 8 -e 8 \
-  -n "$LAT_ITERS" -w "$LAT_WARMUP" -c 1 --graph
+# end_step STATUS NOTE: records the current step and prints its time.
+end_step() {
+  record "$STEP" "$1" $((SECONDS - STEP_T0)) "$2"
+  echo "==== $STEP: $1 in $((SECONDS - STEP_T0)) s${2:+: $2}"
+}
 
-# ---- figures ----------------------------------------------------------------
+# record NAME STATUS SECONDS NOTE: one row of the summary.
+record() {
+  ROWS+=("$1")
+  ROW_STATUS[$1]=$2 ROW_SECS[$1]=$3 ROW_NOTE[$1]=$4
+}
+
+# bounded CMD...: CMD, killed (with its process group) at the step's end;
+# exit status 124 when it ran out of time or none was left.
+bounded() {
+  local left=$((STEP_END - SECONDS))
+  [ "$left" -gt 0 ] || return 124
+  timeout -k 10 "$left" "$@"
+  local rc=$?
+  [ "$rc" -eq 137 ] && rc=124  # killed by -k after ignoring the TERM
+  return "$rc"
+}
+
+# timed_out RC: true when RC says the step's time ran out.
+timed_out() { [ "$1" -eq 124 ]; }
+
+# ---- build -----------------------------------------------------------------
+# The kit's GoogleTest, built and installed under $BUILD once (seconds);
+# prints the folder of its GTestConfig.cmake.
+kit_gtest() {
+  local prefix=$BUILD/gtest-kit gen=()
+  command -v ninja > /dev/null && gen=(-G Ninja)
+  if [ ! -f "$prefix/installed" ]; then
+    echo "# building the kit's GoogleTest into $prefix" >&2
+    bounded cmake -S "$KIT/googletest" -B "$prefix/build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
+      -DBUILD_GMOCK=OFF -DINSTALL_GTEST=ON -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
+      -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_INSTALL_LIBDIR=lib >> "$WORK/build.log" 2>&1 &&
+      bounded cmake --build "$prefix/build" -j "$JOBS" >> "$WORK/build.log" 2>&1 &&
+      bounded cmake --install "$prefix/build" >> "$WORK/build.log" 2>&1 || return
+    touch "$prefix/installed"
+  fi
+  echo "$prefix/lib/cmake/GTest"
+}
+
+# The kit's libibverbs, where it loads on this machine (its glibc is new
+# enough): sets IB_ARGS to point CMake at it and puts its folder on
+# LD_LIBRARY_PATH (libibverbs needs libnl at link and run time).  Otherwise
+# CMake looks for a system one, and kolo builds without the ib provider if
+# there is none.
+IB_ARGS=()
+kit_ibverbs() {
+  local lib=$KIT/ibverbs/lib
+  IB_ARGS=(-U 'KOLO_IBVERBS_*')  # forget an earlier run's choice
+  [ -e "$lib/libibverbs.so.1" ] || return 0
+  if command -v ldd > /dev/null && LD_LIBRARY_PATH=$lib ldd "$lib/libibverbs.so.1" 2>&1 | grep -q 'not found'; then
+    echo "# the kit's libibverbs does not load here: $(LD_LIBRARY_PATH=$lib ldd "$lib/libibverbs.so.1" 2>&1 |
+      grep -m 1 'not found' | sed 's/^[[:space:]]*//')"
+    return 0
+  fi
+  export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  IB_ARGS=(-DKOLO_IBVERBS_LIB="$lib/libibverbs.so" -DKOLO_IBVERBS_INCLUDE="$KIT/ibverbs/include")
+}
+
+# configure_kolo: cmake for sm_90 with the tests, GoogleTest from the kit when
+# it is there; sets BUILD_NOTE (generator, jobs, what came from where).
+BUILD_NOTE=
+configure_kolo() {
+  local args=(-DKOLO_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DKOLO_TESTS=ON -DCMAKE_BUILD_TYPE="$BUILD_TYPE")
+  local gtest_from="system GoogleTest" gtest_dir
+  # The generator of an existing build folder cannot change.
+  if [ ! -f "$BUILD/CMakeCache.txt" ] && command -v ninja > /dev/null; then args+=(-G Ninja); fi
+  if [ -d "$KIT/googletest" ]; then
+    gtest_dir=$(kit_gtest) || {
+      local rc=$?
+      echo "# the kit's GoogleTest did not build"
+      return "$rc"
+    }
+    args+=(-DGTest_DIR="$gtest_dir")
+    gtest_from="GoogleTest from $(basename "$KIT")"
+  fi
+  kit_ibverbs
+  args+=("${IB_ARGS[@]}")
+  echo "# cmake -S . -B $BUILD ${args[*]}"
+  bounded cmake -S . -B "$BUILD" "${args[@]}" >> "$WORK/build.log" 2>&1 || return
+  local ib
+  ib=$(sed -n 's/.*kolo: ibverbs net provider \(ON\|OFF\).*/\1/p' "$WORK/build.log" | tail -n 1)
+  case "$ib:${IB_ARGS[0]}" in
+    ON:-U) ib="ibverbs: system" ;;
+    ON:*) ib="ibverbs from $(basename "$KIT")" ;;
+    *) ib="no ibverbs (ib provider not built)" ;;
+  esac
+  BUILD_NOTE="$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$BUILD/CMakeCache.txt"), $JOBS jobs, $BUILD_TYPE, sm_90; $gtest_from; $ib"
+}
+
+step_build() {
+  begin_step build "$BUDGET_BUILD" || return
+  : > "$WORK/build.log"
+  local rc
+  configure_kolo
+  rc=$?
+  if [ "$rc" -eq 0 ]; then
+    echo "# cmake --build $BUILD --target kolo-perf ${TEST_BINARIES[*]}"
+    bounded cmake --build "$BUILD" -j "$JOBS" --target kolo-perf "${TEST_BINARIES[@]}" >> "$WORK/build.log" 2>&1
+    rc=$?
+  fi
+  cp "$WORK/build.log" "$OUT/build.log"
+  if [ "$rc" -eq 0 ]; then
+    end_step PASS "$BUILD_NOTE"
+    return
+  fi
+  grep -E -B2 -A8 'error|Error|not found|NOTFOUND' "$WORK/build.log" | tail -n 60
+  if timed_out "$rc"; then
+    end_step FAIL "timed out (build.log)"
+  elif [ ! -d "$KIT/googletest" ] && grep -q 'Could NOT find GTest' "$WORK/build.log"; then
+    end_step FAIL "no GoogleTest here: run perf/gpu_kit.sh on the dev machine and carry $(basename "$KIT")"
+  else
+    end_step FAIL "see build.log"
+  fi
+}
+
+# ---- gpu -------------------------------------------------------------------
+# A CUDA program that says in one line whether device $1 can run kolo: a
+# kernel writes device memory and the host reads it back, and the compute
+# capability is 9.0 or later.  Exit 0 yes, 1 no.  Built for nvcc's default
+# target (PTX included), so that it runs, and reports, on any GPU.
+write_probe() {
+  cat > "$WORK/gpu_probe.cu" << 'EOF'
+#include <cstdio>
+#include <cstdlib>
+#include <cuda_runtime.h>
+__global__ void touch(int *p) { *p = 42; }
+static int fail(const char *what, cudaError_t e) {
+  printf("%s: %s\n", what, cudaGetErrorString(e));
+  return 1;
+}
+int main(int argc, char **argv) {
+  int dev = argc > 1 ? atoi(argv[1]) : 0, n = 0, h = 0, drv = 0, rt = 0, *d = nullptr;
+  cudaDeviceProp p;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) return fail("cudaGetDeviceCount", e);
+  if (dev < 0 || dev >= n) {
+    printf("device %d asked for, %d present\n", dev, n);
+    return 1;
+  }
+  if ((e = cudaGetDeviceProperties(&p, dev)) != cudaSuccess) return fail("cudaGetDeviceProperties", e);
+  if ((e = cudaSetDevice(dev)) != cudaSuccess) return fail("cudaSetDevice", e);
+  if ((e = cudaMalloc(&d, sizeof *d)) != cudaSuccess) return fail("cudaMalloc", e);
+  touch<<<1, 1>>>(d);
+  if ((e = cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost)) != cudaSuccess) return fail("kernel, copy back", e);
+  if ((e = cudaFree(d)) != cudaSuccess) return fail("cudaFree", e);
+  cudaDriverGetVersion(&drv);
+  cudaRuntimeGetVersion(&rt);
+  printf("%s, compute capability %d.%d, %d SMs, %.1f GiB, driver %d.%d, runtime %d.%d", p.name, p.major,
+         p.minor, p.multiProcessorCount, p.totalGlobalMem / 1073741824.0, drv / 1000, drv % 1000 / 10,
+         rt / 1000, rt % 1000 / 10);
+  if (h != 42) {
+    printf(": the kernel did not write\n");
+    return 1;
+  }
+  if (p.major < 9) {
+    printf(": kolo is built for sm_90\n");
+    return 1;
+  }
+  printf("\n");
+  return 0;
+}
+EOF
+}
+
+GPU_OK=0
+step_gpu() {
+  begin_step gpu "$BUDGET_GPU" || return
+  local nvcc line rc
+  nvcc=$(sed -n 's/^CMAKE_CUDA_COMPILER:[A-Z]*=//p' "$BUILD/CMakeCache.txt" 2> /dev/null)
+  write_probe
+  if ! bounded "${nvcc:-nvcc}" -O2 -o "$WORK/gpu_probe" "$WORK/gpu_probe.cu" > "$WORK/gpu_probe.txt" 2>&1; then
+    cat "$WORK/gpu_probe.txt"
+    end_step FAIL "the probe did not compile"
+    return
+  fi
+  line=$(bounded "$WORK/gpu_probe" "$GPU" 2>&1)
+  rc=$?
+  line=$(echo "$line" | tail -n 1)
+  echo "# device $GPU: $line"
+  if [ "$rc" -eq 0 ]; then
+    GPU_OK=1
+    end_step PASS "$line"
+  else
+    echo "run_cuda: no usable GPU (device $GPU: ${line:-exit status $rc}): kolo is built; tests, sanitizers and benchmarks need one"
+    end_step SKIP "no usable GPU: ${line:-exit status $rc}"
+  fi
+}
+
+# ---- tests -----------------------------------------------------------------
+# Counts in ctest's output FILE, one line per finished test ("  3/289 Test
+# #24: NAME ....   Passed   0.02 sec"): sets T_PASSED, T_FAILED (failed,
+# timed out, crashed, not run), T_SKIPPED, T_DISABLED, T_FAILED_NAMES.
+count_tests() {
+  local results
+  results=$(grep -E '^ *[0-9]+/[0-9]+ +Test +#[0-9]+: ' "$1")
+  local passed='  Passed +[0-9.]+ sec$' skipped='[*]{3}Skipped +[0-9.]+ sec$' disabled='[*]{3}Not Run [(]Disabled[)]'
+  T_PASSED=$(grep -cE "$passed" <<< "$results")
+  T_SKIPPED=$(grep -cE "$skipped" <<< "$results")
+  T_DISABLED=$(grep -cE "$disabled" <<< "$results")
+  T_FAILED_NAMES=$(grep -vE -e "$passed" -e "$skipped" -e "$disabled" <<< "$results" |
+    sed -E 's/^ *[0-9]+\/[0-9]+ +Test +#[0-9]+: //; s/  # GetParam.*//; s/ [.]+.*$//; s/ *[*]{3}.*$//' |
+    grep -v '^$')
+  T_FAILED=$(grep -c . <<< "$T_FAILED_NAMES")
+}
+
+TESTS_FAILED_LINE=  # the summary's line under the tests row
+step_tests() {
+  begin_step tests "$BUDGET_TESTS" || return
+  local total rc note log=$WORK/ctest.txt
+  total=$(cd "$BUILD" && ctest -N -R "$TESTS_REGEX" | sed -n 's/^Total Tests: //p')
+  echo "# ctest -R '$TESTS_REGEX' -j $TEST_JOBS: ${total:-?} tests, KOLO_TIMEOUT_MS=$KOLO_TIMEOUT_MS"
+  (cd "$BUILD" && bounded ctest -R "$TESTS_REGEX" -j "$TEST_JOBS" --output-on-failure \
+    --output-junit "$WORK/tests.xml") 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  [ -f "$WORK/tests.xml" ] && cp "$WORK/tests.xml" "$OUT/tests.xml"
+  count_tests "$log"
+  local finished=$((T_PASSED + T_FAILED + T_SKIPPED + T_DISABLED))
+  note="${total:-?} CUDA tests: $T_PASSED passed, $T_FAILED failed, $T_SKIPPED skipped, $T_DISABLED disabled"
+  [ -n "$total" ] && [ "$finished" -lt "$total" ] && note+=", $((total - finished)) not reached"
+  if timed_out "$rc"; then
+    note+="; timed out after $((SECONDS - STEP_T0)) s"
+  fi
+  if [ "$T_FAILED" -gt 0 ]; then
+    TESTS_FAILED_LINE="failed: $(head -n 6 <<< "$T_FAILED_NAMES" | paste -sd, - | sed 's/,/, /g')"
+    [ "$T_FAILED" -gt 6 ] && TESTS_FAILED_LINE+=", ... ($T_FAILED; see run_cuda.log, tests.xml)"
+  fi
+  if [ "$rc" -eq 0 ] && [ "$T_FAILED" -eq 0 ] && [ "${total:-0}" -gt 0 ]; then
+    end_step PASS "$note"
+  else
+    end_step FAIL "$note"
+  fi
+}
+
+# ---- sanitizers ------------------------------------------------------------
+SANITIZER=
+find_sanitizer() {
+  local c
+  for c in "$(command -v compute-sanitizer)" /usr/local/cuda/bin/compute-sanitizer \
+    /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
+    [ -n "$c" ] && [ -x "$c" ] && { SANITIZER=$c; return 0; }
+  done
+  return 1
+}
+
+# The probe under memcheck: does compute-sanitizer run on this device at all?
+step_sanitizer() {
+  if ! find_sanitizer; then
+    echo "run_cuda: compute-sanitizer not found: memcheck, racecheck, synccheck SKIP"
+    record sanitizer SKIP 0 "compute-sanitizer not found: memcheck, racecheck, synccheck not run"
+    return 1
+  fi
+  begin_step sanitizer "$BUDGET_SANITIZER" || return
+  local rc why
+  bounded "$SANITIZER" --tool memcheck --error-exitcode "$SAN_ERROR_RC" "$WORK/gpu_probe" "$GPU" \
+    > "$WORK/san_probe.txt" 2>&1
+  rc=$?
+  {
+    echo "######## compute-sanitizer --tool memcheck gpu_probe $GPU: exit status $rc"
+    cat "$WORK/san_probe.txt"
+  } >> "$OUT/sanitizer.log"
+  if [ "$rc" -eq 0 ]; then
+    end_step PASS "compute-sanitizer $("$SANITIZER" --version 2> /dev/null | sed -n 's/^Version \([^ ]*\).*/\1/p') runs on this GPU"
+    return 0
+  fi
+  why=$(grep -m 1 -iE 'not supported|error' "$WORK/san_probe.txt" | sed 's/^=* *//')
+  timed_out "$rc" && why="the probe timed out under it"
+  echo "run_cuda: compute-sanitizer refused this GPU (${why:-exit status $rc}): memcheck, racecheck, synccheck SKIP"
+  end_step SKIP "refused this GPU (${why:-exit status $rc}): memcheck, racecheck, synccheck not run"
+  return 1
+}
+
+# sanitize TOOL LABEL CMD...: CMD under compute-sanitizer TOOL, output to
+# sanitizer.log and its findings (the "=========" lines, 30 at most) here;
+# sets SAN_RESULT to a few words on the run.  Fails when the tool found
+# errors, CMD failed, or time ran out.
+sanitize() {
+  local tool=$1 label=$2 rc errors warnings t0=$SECONDS
+  shift 2
+  echo "# $tool: $label"
+  bounded "$SANITIZER" --tool "$tool" --error-exitcode "$SAN_ERROR_RC" "$@" > "$WORK/san.txt" 2>&1
+  rc=$?
+  label+=" ($((SECONDS - t0)) s)"
+  {
+    echo "######## compute-sanitizer --tool $tool $*: exit status $rc"
+    cat "$WORK/san.txt"
+  } >> "$OUT/sanitizer.log"
+  grep '^=========' "$WORK/san.txt" | grep -v 'SUMMARY' | head -n 30
+  grep 'SUMMARY' "$WORK/san.txt"
+  # "ERROR SUMMARY: 2 errors"; racecheck: "RACECHECK SUMMARY: 3 hazards
+  # displayed (2 errors, 1 warning)" (warnings do not fail the run).
+  errors=$(sed -nE 's/.*ERROR SUMMARY: ([0-9]+) error.*/\1/p; s/.*SUMMARY: .*[(]([0-9]+) errors?,.*/\1/p' \
+    "$WORK/san.txt" | tail -n 1)
+  warnings=$(sed -nE 's/.*SUMMARY: .*, ([0-9]+) warnings?[)].*/\1/p' "$WORK/san.txt" | tail -n 1)
+  if timed_out "$rc"; then
+    SAN_RESULT="$label: timed out"
+  elif [ "$rc" -eq "$SAN_ERROR_RC" ] || [ "${errors:-0}" -gt 0 ]; then
+    SAN_RESULT="$label: ${errors:-some} errors"
+  elif [ "$rc" -ne 0 ]; then
+    SAN_RESULT="$label: failed under the tool (exit status $rc)"
+  else
+    SAN_RESULT="$label: ${errors:-0} errors${warnings:+, $warnings warnings}"
+    return 0
+  fi
+  echo "# $tool: $SAN_RESULT"
+  return 1
+}
+
+# step_sanitize TOOL BUDGET: the small grid under one tool.
+step_sanitize() {
+  local tool=$1 ok=1 notes=()
+  begin_step "$tool" "$2" || return
+  sanitize "$tool" all_reduce "$P" all_reduce --mem cuda -t 2 -g "$GPU" -b 8 -e 256K -f 8 -n 2 -w 1 -c 1 || ok=0
+  notes+=("$SAN_RESULT")
+  sanitize "$tool" tests "$BUILD/bin/test_e2e_cuda" --gtest_filter="$SAN_FILTER" || ok=0
+  notes+=("$SAN_RESULT")
+  if [ "$ok" = 1 ]; then end_step PASS "${notes[0]}; ${notes[1]}"; else end_step FAIL "${notes[0]}; ${notes[1]}"; fi
+}
+
+# ---- benchmarks ------------------------------------------------------------
+# bench NAME BUDGET ARGS...: kolo-perf ARGS, output here and in $WORK/NAME.txt.
+bench() {
+  local name=$1 budget=$2 rc
+  shift 2
+  begin_step "$name" "$budget" || return
+  echo "# kolo-perf $*"
+  bounded "$P" "$@" 2>&1 | tee "$WORK/$name.txt"
+  rc=${PIPESTATUS[0]}
+  if [ "$rc" -eq 0 ]; then
+    end_step PASS ""
+  elif timed_out "$rc"; then
+    end_step FAIL "timed out"
+  else
+    end_step FAIL "exit status $rc"
+  fi
+}
+
 # Table rows: prims "size primitive type launch blocks threads time GB/s vs_memcpy #wrong";
 # all_reduce "size count type redop root  time algbw busbw #wrong (out of place)  time algbw busbw #wrong (in place)".
 field() { # FILE SIZE COLUMN [PRIMITIVE]: a column of the row of SIZE (and primitive)
   awk -v s="$2" -v c="$3" -v p="${4:-}" '$1 == s && (p == "" || $2 == p) { print $c; exit }' "$1" 2> /dev/null
 }
 
-echo
-echo "# ==== figures (all measured above, in this run) ===="
-if [ -s "$OUT/prims.txt" ]; then
-  echo "# primitives: GB/s (bytes read + written) over the D2D cudaMemcpyAsync GB/s at the same size"
-  awk '/^# summary/ { on = 1 } on && /^#/ { print } /^# wrong output bytes/ { on = 0 }' "$OUT/prims.txt"
-  echo "# per size, grid launch (vs_memcpy):"
-  awk '$1 ~ /^[0-9]+$/ && $1 >= 67108864 && $4 == "grid" { printf "#   %11s  %6s  %9s  %s\n", $1, $2, $3, $9 }' \
-    "$OUT/prims.txt"
-fi
+# add_note ROW TEXT: appends a figure (if any) to a benchmark's summary row.
+add_note() { [ -z "$2" ] || ROW_NOTE[$1]="${ROW_NOTE[$1]:+${ROW_NOTE[$1]}; }$2"; }
 
-n=$NRANKS
-mc_gbs=$(field "$OUT/prims.txt" "$S" 8 memcpy)
-for place in "out-of-place:6" "in-place:10"; do
-  label=${place%%:*}
-  col=${place##*:}
-  t=$(field "$OUT/allreduce.txt" "$S" "$col")
-  busbw=$(field "$OUT/allreduce.txt" "$S" $((col + 2)))
-  if [ -z "$t" ]; then
-    echo "# all-reduce 256 MiB ($label): no result"
-    continue
+# The figures of the benchmarks, in detail here and in brief on their rows.
+figures() {
+  echo
+  echo "# ==== figures (all measured above, in this run) ===="
+  if [ -s "$WORK/prims.txt" ]; then
+    echo "# primitives: GB/s (bytes read + written) over the D2D cudaMemcpyAsync GB/s at the same size"
+    awk '/^# summary/ { on = 1 } on && /^#/ { print } /^# wrong output bytes/ { on = 0 }' "$WORK/prims.txt"
+    echo "# per size, grid launch (vs_memcpy):"
+    awk '$1 ~ /^[0-9]+$/ && $1 >= 67108864 && $4 == "grid" { printf "#   %11s  %6s  %9s  %s\n", $1, $2, $3, $9 }' \
+      "$WORK/prims.txt"
+    # Summary rows: "# primitive type launch vs_memcpy at target".
+    add_note prims "$(awk '/^# summary/ { on = 1; next } on && NF == 7 && $5 ~ /^[0-9.]+$/ {
+        n++; if ($7 == "missed") miss++
+        if (lo == "" || $5 < lo) { lo = $5; what = $2 " " $3 " " $4 }
+      } /^# wrong output bytes/ { on = 0 }
+      END { if (n) printf "lowest ratio to the D2D copy at >= 64 MiB: %s (%s); target 0.90 met by %d of %d", lo, what, n - miss, n }
+      ' "$WORK/prims.txt")"
   fi
-  awk -v n="$n" -v S="$S" -v t="$t" -v bb="$busbw" -v mc="${mc_gbs:-0}" -v label="$label" 'BEGIN {
-    per_rank = 2 * (3 * n - 2) / n * S          # bytes read + written per rank and call
-    rate = n * per_rank / (t * 1e-6) / 1e9      # all ranks of the GPU, GB/s
-    printf "# all-reduce %d B, %d ranks on one GPU, %s: %.1f us, busbw %s GB/s\n", S, n, label, t, bb
-    printf "#   kernels read+write %.0f B per rank (2(3n-2)/n S), %.0f B for the %d ranks: %.1f GB/s\n", per_rank, n * per_rank, n, rate
-    if (mc > 0) printf "#   D2D copy at %d B: %.1f GB/s (read+write); kernels / copy = %.3f\n", S, mc, rate / mc
-    else printf "#   D2D copy rate at %d B: not measured (prims failed)\n", S
-  }'
-done
 
-for f in latency latency_graph; do
-  t_out=$(field "$OUT/$f.txt" 8 6)
-  t_in=$(field "$OUT/$f.txt" 8 10)
-  what="plain"
-  [ "$f" = latency_graph ] && what="--graph (per call within a graph of $LAT_ITERS)"
-  echo "# 8-byte all-reduce latency, $n ranks on one GPU, $what: out-of-place ${t_out:-n/a} us, in-place ${t_in:-n/a} us"
-done
+  local n=$NRANKS mc_gbs place label col t busbw brief=()
+  mc_gbs=$(field "$WORK/prims.txt" "$S" 8 memcpy)
+  for place in "out-of-place:6" "in-place:10"; do
+    label=${place%%:*}
+    col=${place##*:}
+    t=$(field "$WORK/allreduce.txt" "$S" "$col")
+    busbw=$(field "$WORK/allreduce.txt" "$S" $((col + 2)))
+    if [ -z "$t" ]; then
+      echo "# all-reduce 256 MiB ($label): no result"
+      continue
+    fi
+    awk -v n="$n" -v S="$S" -v t="$t" -v bb="$busbw" -v mc="${mc_gbs:-0}" -v label="$label" 'BEGIN {
+      per_rank = 2 * (3 * n - 2) / n * S          # bytes read + written per rank and call
+      rate = n * per_rank / (t * 1e-6) / 1e9      # all ranks of the GPU, GB/s
+      printf "# all-reduce %d B, %d ranks on one GPU, %s: %.1f us, busbw %s GB/s\n", S, n, label, t, bb
+      printf "#   kernels read+write %.0f B per rank (2(3n-2)/n S), %.0f B for the %d ranks: %.1f GB/s\n", per_rank, n * per_rank, n, rate
+      if (mc > 0) printf "#   D2D copy at %d B: %.1f GB/s (read+write); kernels / copy = %.3f\n", S, mc, rate / mc
+      else printf "#   D2D copy rate at %d B: not measured (prims failed)\n", S
+    }'
+    brief+=("$(awk -v n="$n" -v S="$S" -v t="$t" -v bb="$busbw" -v mc="${mc_gbs:-0}" -v label="$label" 'BEGIN {
+      printf "%s busbw %s GB/s", label, bb
+      if (mc > 0) printf ", kernels/copy %.3f", n * 2 * (3 * n - 2) / n * S / (t * 1e-6) / 1e9 / mc
+    }')")
+  done
+  if [ ${#brief[@]} -gt 0 ]; then
+    brief=("$(printf '%s; ' "${brief[@]}")")
+    add_note allreduce "256 MiB, $n ranks: ${brief[0]%; }"
+  fi
 
-if [ ${#failed[@]} -gt 0 ]; then
-  echo "# FAILED: ${failed[*]}"
-  exit 1
-fi
-echo "# all runs succeeded"
+  local f t_out t_in what
+  for f in latency latency_graph; do
+    t_out=$(field "$WORK/$f.txt" 8 6)
+    t_in=$(field "$WORK/$f.txt" 8 10)
+    what="plain"
+    [ "$f" = latency_graph ] && what="--graph (per call within a graph of $LAT_ITERS)"
+    echo "# 8-byte all-reduce latency, $n ranks on one GPU, $what: out-of-place ${t_out:-n/a} us, in-place ${t_in:-n/a} us"
+    [ -n "$t_out$t_in" ] && add_note "$f" "8 B, $n ranks: ${t_out:-n/a} us out of place, ${t_in:-n/a} us in place"
+  done
+}
+
+step_benchmarks() {
+  bench prims "$BUDGET_PRIMS" prims -g "$GPU" -b 1M -e 1G -f 2 -n "$ITERS" -w "$WARMUP" -c 1
+  bench allreduce "$BUDGET_ALLREDUCE" all_reduce --mem cuda -g "$GPU" -t "$NRANKS" -d float -o sum -b 8 -e 256M \
+    -f 2 -n "$ITERS" -w "$WARMUP" -c 1 --json "$OUT/allreduce.json"
+  bench latency "$BUDGET_LATENCY" all_reduce --mem cuda -g "$GPU" -t "$NRANKS" -d float -b 8 -e 8 \
+    -n "$LAT_ITERS" -w "$LAT_WARMUP" -c 1
+  bench latency_graph "$BUDGET_LATENCY" all_reduce --mem cuda -g "$GPU" -t "$NRANKS" -d float -b 8 -e 8 \
+    -n "$LAT_ITERS" -w "$LAT_WARMUP" -c 1 --graph
+  figures
+}
+
+# ---- summary ---------------------------------------------------------------
+# Prints the summary (and writes it to $OUT/summary.txt); returns the exit
+# status of the whole check.
+summary() {
+  local row failed=() result code=0 rev
+  for row in "${ROWS[@]}"; do
+    [ "${ROW_STATUS[$row]}" = FAIL ] && failed+=("$row")
+  done
+  if [ ${#failed[@]} -gt 0 ]; then
+    result="FAIL (${failed[*]})" code=1
+  elif [ "$GPU_OK" != 1 ]; then
+    result="NO GPU: built only" code=2
+  else
+    result=PASS
+  fi
+  if rev=$(git rev-parse --short HEAD 2> /dev/null); then
+    git diff --quiet HEAD 2> /dev/null || rev+=" + changes"
+  fi
+  {
+    echo
+    echo "==================== kolo GPU check: summary ===================="
+    echo "host $HOSTNAME; kolo ${rev:-?}; KOLO_TIMEOUT_MS=$KOLO_TIMEOUT_MS"
+    printf '%-14s %-6s %6s  %s\n' step result time notes
+    for row in "${ROWS[@]}"; do
+      printf '%-14s %-6s %5ss  %s\n' "$row" "${ROW_STATUS[$row]}" "${ROW_SECS[$row]}" "${ROW_NOTE[$row]}"
+      if [ "$row" = tests ] && [ -n "$TESTS_FAILED_LINE" ]; then printf '%29s%s\n' '' "$TESTS_FAILED_LINE"; fi
+    done
+    printf '%-14s %-6s %5ss  %s\n' total "" "$SECONDS" "of a $TOTAL_BUDGET s budget"
+    echo "result: $result (exit $code); log run_cuda.log and files in $OUT"
+  } | tee "$OUT/summary.txt"
+  return "$code"
+}
+
+# ---- main ------------------------------------------------------------------
+# nvcc and compute-sanitizer live in /usr/local/cuda/bin, which a bare shell
+# on the GPU machine may not have on its PATH.
+cuda_on_path() {
+  if ! command -v nvcc > /dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+    export PATH=/usr/local/cuda/bin:$PATH
+  fi
+}
+
+main() {
+  echo "# kolo GPU check on $HOSTNAME, $(nproc) cores; output in $OUT; budget $TOTAL_BUDGET s"
+  if command -v nvidia-smi > /dev/null; then
+    nvidia-smi --query-gpu=index,name,memory.total,clocks.max.sm,clocks.max.mem,driver_version --format=csv |
+      sed 's/^/# /'
+  fi
+  cuda_on_path
+  step_build
+  if [ "${ROW_STATUS[build]}" = PASS ]; then
+    step_gpu
+  fi
+  if [ "$GPU_OK" = 1 ] || { [ "$ALLOW_NO_GPU" = 1 ] && [ "${ROW_STATUS[build]}" = PASS ]; }; then
+    [ "$GPU_OK" = 1 ] || echo "# ALLOW_NO_GPU=1: running every step without a usable GPU"
+    step_tests
+    if step_sanitizer; then
+      step_sanitize memcheck "$BUDGET_MEMCHECK"
+      step_sanitize racecheck "$BUDGET_RACECHECK"
+      step_sanitize synccheck "$BUDGET_SYNCCHECK"
+    fi
+    step_benchmarks
+  fi
+  summary
+}
+
+mkdir -p "$OUT" "$WORK"
+rm -f "$OUT/sanitizer.log"  # appended to by each sanitizer run
+main 2>&1 | tee "$OUT/run_cuda.log"
+exit "${PIPESTATUS[0]}"
