@@ -267,7 +267,10 @@ static size_t program_slots(const struct koloComm *c) {
 
 static void free_comm(struct koloComm *c) {
   /* Kernels may still use the pipes, counters and programs: wait first. */
-  if (c->cuda) kolo_cuda_comm_quiesce(c);
+  if (c->cuda) {
+    kolo_cuda_comm_quiesce(c);
+    kolo_cuda_comm_close_ipc(c);
+  }
   close_pipes(c);
   kolo_cuda_comm_free(c);
   for (int k = 0; k < KOLO_COLL_NUM; k++) {

@@ -145,6 +145,26 @@ static void check_residency(struct koloComm *c) {
               c->rank, c->cuda->ranks_on_dev, c->nchannels, blocks, c->cuda->dev, sms);
 }
 
+/* Ranks sharing a GPU each bring a stream and kolo a setup stream per
+ * communicator.  With more streams than CUDA_DEVICE_MAX_CONNECTIONS
+ * hardware queues (8 unless set), streams share queues, and a queue
+ * starts its work in order: work queued behind a kernel that waits for a
+ * peer (that stream's next call, an event record) holds back the peer's
+ * kernel or pipe setup queued after it in the same queue, until the
+ * timeout.  One rank per GPU (the usual case) is not concerned. */
+static void check_queues(struct koloComm *c) {
+  if (c->cuda->ranks_on_dev < 2) return;
+  const char *v = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  long queues = v && *v ? strtol(v, NULL, 10) : 8;
+  int streams = 2 * c->cuda->ranks_on_dev + 1; /* theirs, kolo's setup streams, the legacy one */
+  if (streams > queues)
+    KOLO_WARN("rank %d: %d ranks of this process share CUDA device %d: about %d streams on %ld hardware queues "
+              "(CUDA_DEVICE_MAX_CONNECTIONS); shared queues start work in order, so one rank's work queued "
+              "behind a kernel waiting for a peer can hold back that peer until KOLO_TIMEOUT_MS: set "
+              "CUDA_DEVICE_MAX_CONNECTIONS=32 before CUDA starts",
+              c->rank, c->cuda->ranks_on_dev, c->cuda->dev, streams, queues);
+}
+
 koloResult_t kolo_cuda_comm_init(struct koloComm *c) {
   c->cuda = calloc(1, sizeof *c->cuda);
   dev_info *all = calloc((size_t)c->nranks, sizeof *all);
@@ -168,6 +188,7 @@ koloResult_t kolo_cuda_comm_init(struct koloComm *c) {
   if (res == koloSuccess) res = make_resources(c);
   if (res == koloSuccess) {
     check_residency(c);
+    check_queues(c);
     KOLO_INFO("rank %d: CUDA device %d (%d rank(s) of this process on it), LL up to %zu bytes in "
               "slots of %u bytes",
               c->rank, c->cuda->dev, c->cuda->ranks_on_dev, c->ll_threshold, c->ll_slot_bytes);
@@ -436,14 +457,6 @@ koloResult_t kolo_cuda_comm_status(struct koloComm *c) {
 
 /* ---- teardown ------------------------------------------------------------ */
 
-void kolo_cuda_comm_quiesce(struct koloComm *c) {
-  if (c->cuda == NULL || c->cuda->dev < 0) return;
-  cudaSetDevice(c->cuda->dev);
-  cudaError_t e = cudaDeviceSynchronize();
-  if (e != cudaSuccess)
-    KOLO_WARN("rank %d: waiting for CUDA device %d at teardown: %s", c->rank, c->cuda->dev, cudaGetErrorString(e));
-}
-
 void kolo_cuda_comm_free(struct koloComm *c) {
   kolo_cuda_comm *cc = c->cuda;
   if (cc == NULL) return;
@@ -464,6 +477,26 @@ void kolo_cuda_comm_free(struct koloComm *c) {
 #else /* no CUDA in this build: koloMemCuda is refused before any of this */
 
 int kolo_cuda_current_device(void) { return -1; }
+/* Ranks sharing a GPU each bring a stream and kolo a setup stream per
+ * communicator.  With more streams than CUDA_DEVICE_MAX_CONNECTIONS
+ * hardware queues (8 unless set), streams share queues, and a queue
+ * starts its work in order: work queued behind a kernel that waits for a
+ * peer (that stream's next call, an event record) holds back the peer's
+ * kernel or pipe setup queued after it in the same queue, until the
+ * timeout.  One rank per GPU (the usual case) is not concerned. */
+static void check_queues(struct koloComm *c) {
+  if (c->cuda->ranks_on_dev < 2) return;
+  const char *v = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  long queues = v && *v ? strtol(v, NULL, 10) : 8;
+  int streams = 2 * c->cuda->ranks_on_dev + 1; /* theirs, kolo's setup streams, the legacy one */
+  if (streams > queues)
+    KOLO_WARN("rank %d: %d ranks of this process share CUDA device %d: about %d streams on %ld hardware queues "
+              "(CUDA_DEVICE_MAX_CONNECTIONS); shared queues start work in order, so one rank's work queued "
+              "behind a kernel waiting for a peer can hold back that peer until KOLO_TIMEOUT_MS: set "
+              "CUDA_DEVICE_MAX_CONNECTIONS=32 before CUDA starts",
+              c->rank, c->cuda->ranks_on_dev, c->cuda->dev, streams, queues);
+}
+
 koloResult_t kolo_cuda_comm_init(struct koloComm *c) {
   return kolo_error(&c->err, koloInvalidUsage, "koloMemCuda communicators need CUDA, which this build of kolo does not have");
 }
@@ -480,7 +513,6 @@ void kolo_cuda_comm_stop_all(struct koloComm *c, int reason) {
   (void)reason;
 }
 void kolo_cuda_comm_abort(struct koloComm *c) { (void)c; }
-void kolo_cuda_comm_quiesce(struct koloComm *c) { (void)c; }
 void kolo_cuda_comm_free(struct koloComm *c) { (void)c; }
 koloResult_t kolo_cuda_run_ops(kolo_op *ops, int nops) {
   (void)nops;

@@ -96,9 +96,13 @@ koloResult_t kolo_cuda_comm_status(struct koloComm *c);
 void kolo_cuda_comm_stop_all(struct koloComm *c, int reason);
 /* Sets the abort word: the comm's kernels stop at their next poll. */
 void kolo_cuda_comm_abort(struct koloComm *c);
-/* Waits for the device work of the comm (cudaDeviceSynchronize on its
- * device): before anything the kernels use is freed. */
+/* Teardown (cuda_teardown.c).  quiesce: waits for the comm's own work (not
+ * the device's), aborting its kernels after a stall of the timeout; before
+ * anything the kernels use is freed.  close_ipc: closes the pipe ends that
+ * cross processes in CUDA IPC's order (importers close and say so, then
+ * exporters free); the others are closed by the caller. */
 void kolo_cuda_comm_quiesce(struct koloComm *c);
+void kolo_cuda_comm_close_ipc(struct koloComm *c);
 /* Frees the device state (after the pipes were closed). */
 void kolo_cuda_comm_free(struct koloComm *c);
 

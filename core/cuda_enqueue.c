@@ -151,8 +151,10 @@ static void post_net_slices(const kolo_op *mine, const kolo_cuda_plan_comm *pc, 
   }
 }
 
-/* Plans and launches the ops of one comm (all of them on `stream`). */
-static koloResult_t launch_comm(struct koloComm *c, const kolo_op *mine, int n, koloStream_t stream) {
+/* Plans and launches the ops of one comm (all of them on `stream`); *record:
+ * whether its order event is to be recorded (record_order). */
+static koloResult_t launch_comm(struct koloComm *c, const kolo_op *mine, int n, koloStream_t stream, int *record) {
+  *record = 0;
   kolo_cuda_comm *cc = c->cuda;
   kolo_cuda_plan_comm *pc = &cc->plan;
   int cap = 0;
@@ -206,19 +208,29 @@ static koloResult_t launch_comm(struct koloComm *c, const kolo_op *mine, int n, 
     if (cc->may_use_net) post_net_slices(mine, pc, cc, items, first, &batch);
     launches++;
   }
-  if (res == koloSuccess && launches > 0 && !cap) {
-    e = cudaEventRecord((cudaEvent_t)cc->order_event, st);
-    if (e != cudaSuccess)
-      res = kolo_error(&c->err, koloUnhandledCudaError, "rank %d: cudaEventRecord failed: %s", c->rank,
-                       cudaGetErrorString(e));
-    cc->last_stream = (void *)stream;
-    cc->have_last = 1;
-  }
   if (items != local) free(items);
+  if (res == koloSuccess && launches > 0 && !cap) *record = 1;
   return res == koloSuccess ? res : fail_comm(c, res);
 }
 
+/* After every comm of the call launched: records each comm's order event.
+ * Not between the launches of a group: in a hardware queue that streams
+ * share (CUDA_DEVICE_MAX_CONNECTIONS), an event record waits for the
+ * kernel before it, and would hold back a peer rank's kernel queued after
+ * it, which that kernel waits for. */
+static koloResult_t record_order(struct koloComm *c, koloStream_t stream) {
+  kolo_cuda_comm *cc = c->cuda;
+  cudaError_t e = cudaEventRecord((cudaEvent_t)cc->order_event, (cudaStream_t)stream);
+  if (e != cudaSuccess)
+    return fail_comm(c, kolo_error(&c->err, koloUnhandledCudaError, "rank %d: cudaEventRecord failed: %s", c->rank,
+                                   cudaGetErrorString(e)));
+  cc->last_stream = (void *)stream;
+  cc->have_last = 1;
+  return koloSuccess;
+}
+
 koloResult_t kolo_cuda_run_ops(kolo_op *ops, int nops) {
+  if (nops <= 0) return koloSuccess;
   for (int i = 0; i < nops; i++) {
     if (first_of(ops, i) >= 0) continue;
     koloResult_t res = check_comm(ops, nops, i);
@@ -227,17 +239,32 @@ koloResult_t kolo_cuda_run_ops(kolo_op *ops, int nops) {
   }
   koloResult_t res = make_pipes(ops, nops);
   if (res != koloSuccess) return res;
-  if (nops == 1) return launch_comm(ops[0].comm, ops, 1, ops[0].stream);
+  int record = 0;
+  if (nops == 1) {
+    res = launch_comm(ops[0].comm, ops, 1, ops[0].stream, &record);
+    return res == koloSuccess && record ? record_order(ops[0].comm, ops[0].stream) : res;
+  }
   kolo_op *mine = malloc((size_t)nops * sizeof *mine);
-  if (mine == NULL) return kolo_error(&ops[0].comm->err, koloSystemError, "out of memory enqueueing a group");
+  char *records = calloc((size_t)nops, 1);
+  if (mine == NULL || records == NULL) {
+    free(mine);
+    free(records);
+    return kolo_error(&ops[0].comm->err, koloSystemError, "out of memory enqueueing a group");
+  }
   for (int i = 0; i < nops && res == koloSuccess; i++) {
     if (first_of(ops, i) >= 0) continue;
     int n = 0;
     for (int j = i; j < nops; j++)
       if (ops[j].comm == ops[i].comm) mine[n++] = ops[j];
-    res = launch_comm(ops[i].comm, mine, n, ops[i].stream);
+    res = launch_comm(ops[i].comm, mine, n, ops[i].stream, &record);
+    records[i] = (char)record;
+  }
+  for (int i = 0; i < nops; i++) { /* every comm that launched, even when a later one failed */
+    koloResult_t r = records[i] ? record_order(ops[i].comm, ops[i].stream) : koloSuccess;
+    if (res == koloSuccess) res = r;
   }
   free(mine);
+  free(records);
   return res;
 }
 

@@ -144,6 +144,14 @@ static int fill_task(const kolo_op *op, const kolo_cuda_plan_item *it, const kol
   t->has_recv = r != NULL;
   if (s) t->send = *s;
   if (r) t->recv = *r;
+  /* An LL slice carries half an LL slot, not a SIMPLE slot: its chunks are
+   * cut from that (half the slots' worth, as SIMPLE's).  Cut from SIMPLE's
+   * slots, a step of LL slices outnumbered the slots, and a ring then hangs:
+   * every rank waits for send credit before it receives (found on the CUDA
+   * model: reduce-scatter of 3 ranks, 64 KiB per rank). */
+  const kolo_dev_conn *e = s ? s : r;
+  if (e && kolo_cuda_plan_protocol(op->count, op->type, pc->ll_threshold) == KOLO_PROTO_LL)
+    t->geo = kolo_op_geometry(op, prog, pc->nranks, it->nch, kolo_ll_slice_bytes(e->ll_slot_bytes), pc->nslots);
   return 0;
 }
 

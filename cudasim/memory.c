@@ -37,10 +37,11 @@
 #define POISON 0xa5
 #define HANDLE_MAGIC 0x4d49534bu /* "KSIM" */
 
+#define MAX_IMPORTERS 128
 typedef struct {
   uint64_t bytes;
   int32_t owner_pid, device;
-  uint32_t importers; /* atomic: open mappings in other processes */
+  int32_t importers[MAX_IMPORTERS]; /* pids that have it open (0: free slot), CAS'd */
 } shm_header;
 
 typedef struct sim_alloc {
@@ -63,6 +64,8 @@ typedef struct {
   uint64_t seq, bytes, offset;
 } ipc_handle;
 _Static_assert(sizeof(ipc_handle) <= sizeof(cudaIpcMemHandle_t), "IPC handle too large");
+
+_Static_assert(sizeof(shm_header) <= PAGE, "the header must fit its page");
 
 static sim_alloc *allocs;
 static uint64_t next_seq;
@@ -182,8 +185,28 @@ cudaError_t cudaMalloc(void **p, size_t bytes) {
   return sim_ret(e);
 }
 
+/* Processes still alive that have the object open (a killed importer's
+ * mapping went with it). */
+static unsigned live_importers(const shm_header *h) {
+  unsigned n = 0;
+  for (int i = 0; i < MAX_IMPORTERS; i++) {
+    int32_t pid = __atomic_load_n(&h->importers[i], __ATOMIC_ACQUIRE);
+    n += pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH);
+  }
+  return n;
+}
+
+static void note_importer(shm_header *h, int32_t pid, int open) {
+  for (int i = 0; i < MAX_IMPORTERS; i++) {
+    int32_t expected = open ? 0 : pid;
+    if (__atomic_compare_exchange_n(&h->importers[i], &expected, open ? pid : 0, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE))
+      return;
+  }
+}
+
 static void release_device_alloc(sim_alloc *a) {
-  uint32_t importers = __atomic_load_n(&a->hdr->importers, __ATOMIC_ACQUIRE);
+  unsigned importers = live_importers(a->hdr);
   if (importers != 0)
     sim_undefined("cudaFree of device memory (%zu bytes at %p, device %d) that %u other process(es) still "
                   "have open through cudaIpcOpenMemHandle; CUDA requires the importers to call "
@@ -334,7 +357,7 @@ static cudaError_t map_import(const ipc_handle *x, sim_alloc *a) {
   a->owner_pid = x->pid;
   a->hdr = (shm_header *)m;
   a->opens = 1;
-  __atomic_add_fetch(&a->hdr->importers, 1, __ATOMIC_ACQ_REL);
+  note_importer(a->hdr, getpid(), 1);
   return cudaSuccess;
 }
 
@@ -382,7 +405,7 @@ cudaError_t cudaIpcCloseMemHandle(void *p) {
   }
   pthread_mutex_unlock(&sim_lock);
   if (!last) return sim_ret(e);
-  __atomic_sub_fetch(&a->hdr->importers, 1, __ATOMIC_ACQ_REL);
+  note_importer(a->hdr, getpid(), 0);
   munmap(a->map, a->map_bytes);
   free(a);
   return cudaSuccess;

@@ -36,6 +36,7 @@
 
 extern "C" {
 #include "core/cuda_plan.h"
+#include "kernels/cuda/ll_format.h"
 #include "kolo.h"
 #include "ring/program.h"
 #include "ring/schedule.h"
@@ -223,7 +224,9 @@ bool same_end(const kolo_dev_conn &a, const kolo_dev_conn &b) {
          a.slot_bytes == b.slot_bytes && a.ll_slot_bytes == b.ll_slot_bytes;
 }
 
-// The host executor's geometry (core/enqueue.c: add_tasks), written out.
+// The host executor's geometry (core/enqueue.c: add_tasks), written out;
+// for an LL call, chunks are half the slots' worth of LL slices (half an LL
+// slot each) instead of SIMPLE slots.
 kolo_geometry host_geometry(const Shape &sh, const kolo_op &op, int layout, int nch) {
   size_t esz = koloTypeSize(op.type);
   kolo_geometry g{};
@@ -231,7 +234,9 @@ kolo_geometry host_geometry(const Shape &sh, const kolo_op &op, int layout, int 
   g.elem_size = esz;
   g.nranks = sh.nranks;
   g.nchannels = nch;
-  g.chunk_elems = sh.slot_bytes * (sh.nslots / 2) / esz;
+  bool ll = kolo_cuda_plan_protocol(op.count, op.type, sh.ll_threshold) == KOLO_PROTO_LL;
+  size_t slice_bytes = ll ? sh.ll_slot_bytes / 2 : sh.slot_bytes;
+  g.chunk_elems = slice_bytes * (sh.nslots / 2) / esz;
   g.layout = layout;
   return g;
 }
@@ -380,6 +385,28 @@ TEST(CudaPlan, ChannelsAndGeometryMatchTheHostExecutor) {
           EXPECT_EQ(bs[0].tasks[ch].out_blocked, prog.out_blocked);
         }
       }
+}
+
+// A step of a ring moves at most half the slots' worth of slices in either
+// protocol: with a step of as many slices as slots, every rank of a ring
+// waits for send credit before it receives (an LL reduce-scatter of 3 ranks
+// and 64 KiB per rank hung on the CUDA model before LL chunks were cut from
+// LL slices).
+TEST(CudaPlan, AStepNeverTakesMoreThanHalfTheSlots) {
+  Shape sh;
+  FakeComm fc(sh, 1);
+  for (koloDataType_t ty : {koloInt8, koloFloat32, koloFloat64})
+    for (size_t bytes : {size_t(4096), size_t(65536), size_t(4) << 20}) {
+      size_t esz = koloTypeSize(ty);
+      kolo_op op = make_op(KOLO_COLL_REDUCE_SCATTER, fake(0x1000), const_cast<void *>(fake(0x2000)), bytes / esz, ty);
+      auto bs = plan(fc, {op});
+      ASSERT_EQ(bs.size(), 1u);
+      const kolo_dev_task &t = bs[0].tasks[0];
+      size_t slice_elems = bs[0].protocol == KOLO_PROTO_LL ? kolo_ll_slice_elems(t.send.ll_slot_bytes, esz)
+                                                          : t.send.slot_bytes / esz;
+      EXPECT_LE(t.geo.chunk_elems, slice_elems * (t.send.nslots / 2))
+          << "bytes " << bytes << " type " << ty << " protocol " << bs[0].protocol;
+    }
 }
 
 // kolo_cuda_plan_slices against the host executor: the same programs and

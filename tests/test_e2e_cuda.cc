@@ -96,6 +96,13 @@ namespace {
 // ctest's timeout; forked children inherit it.
 const bool kTimeoutSet = (default_test_timeout(60000), true);
 
+// Up to 8 ranks share the device here, each with its stream and kolo's
+// setup stream: one hardware queue per stream (CUDA_DEVICE_MAX_CONNECTIONS,
+// read when CUDA starts, so before main), else a rank's work queued behind
+// a kernel waiting for a peer holds the peer back (kolo warns at init;
+// CudaQueues tests that case).
+const bool kQueuesSet = (setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0), true);
+
 // The byte size at which calls switch from LL to SIMPLE: KOLO_LL_THRESHOLD
 // when set (for the library and this test alike), else the 64 KiB default.
 size_t ll_threshold() {

@@ -103,6 +103,19 @@ koloResult_t kolo_connect(kolo_bootstrap *bs, uint64_t job, size_t slot_bytes,
                           kolo_conn_request *reqs, int n, kolo_errbuf *eb);
 void kolo_connector_close(kolo_connector *c);
 
+/* CUDA IPC's rule (cudaIpcOpenMemHandle): the process that exported device
+ * memory may free it only after every process that opened it closed it.
+ * A device pipe between processes is memory the receiver exported and the
+ * sender imported: teardown closes imported ends, tells their receivers,
+ * and frees an exported end only once its sender said so (core's
+ * cuda_teardown.c). */
+int kolo_connector_ipc_imported(const kolo_connector *c);
+int kolo_connector_ipc_exported(const kolo_connector *c);
+/* Forgets an end without releasing its memory (an exported block whose
+ * importer never confirmed its close: leaked until the process ends rather
+ * than freed under a mapping). */
+void kolo_connector_abandon(kolo_connector *c);
+
 /* The pipes of one communicator, for kolo_connect_sets. */
 typedef struct {
   kolo_bootstrap *bs;

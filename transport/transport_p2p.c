@@ -259,6 +259,20 @@ static void p2p_close(kolo_connector *c) { (void)c; }
 
 #endif
 
+int kolo_connector_ipc_imported(const kolo_connector *c) {
+  return c->transport == &kolo_transport_p2p && c->mem != NULL && c->dev.ipc_mapped;
+}
+
+int kolo_connector_ipc_exported(const kolo_connector *c) {
+  return c->transport == &kolo_transport_p2p && c->mem != NULL && !c->is_send && c->dev.share == NULL;
+}
+
+void kolo_connector_abandon(kolo_connector *c) {
+  c->transport = NULL;
+  c->mem = NULL;
+  c->slots = NULL;
+}
+
 const kolo_transport kolo_transport_p2p = {
     .name = "p2p",
     .can_connect = p2p_can_connect,

@@ -1,0 +1,157 @@
+/* cuda_teardown.c - ending a CUDA communicator: waiting for its own work
+ * (not the whole device's), then closing its pipes with CUDA IPC's rule
+ * that a process frees memory it exported only after every process that
+ * opened it has closed it.
+ *
+ * Why not cudaDeviceSynchronize: it waits for every communicator of the
+ * device, and another one may have kernels spinning for a call this thread
+ * has yet to make: a hang.  A communicator's calls are chained (each call
+ * waits for the order event the last one recorded), so its order event
+ * done means all of them are, and its setup stream holds the rest.
+ * (cudaFree itself still waits for the whole device, as CUDA defines it:
+ * destroy a communicator when no other one on its device waits for this
+ * thread; README, "CUDA communicators".)
+ *
+ * koloCommDestroy of a CUDA communicator whose ranks share a host across
+ * processes is therefore an intra-host collective, as NCCL's is: each rank
+ * closes what it opened of its peers' memory and tells them; each frees what
+ * it exported once the opener said so (or is gone).  A peer that is alive
+ * but never says so within the timeout gets its block leaked, with a
+ * warning, instead of freed under its mapping. */
+#include <stdlib.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "core/cuda_comm.h"
+
+#ifdef KOLO_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#define TAG_IPC_CLOSED 0x40u
+
+/* ---- the communicator's own work ---------------------------------------- */
+
+static int busy(cudaError_t e) { return e == cudaErrorNotReady; }
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Whether the comm's work is still running; 0 once done or failed. */
+static int work_pending(kolo_cuda_comm *cc) {
+  int pending = (cc->order_event && busy(cudaEventQuery((cudaEvent_t)cc->order_event))) ||
+                (cc->setup_stream && busy(cudaStreamQuery((cudaStream_t)cc->setup_stream)));
+  /* Our NotReady polls must not be what the user's cudaGetLastError sees. */
+  if (cudaPeekAtLastError() == cudaErrorNotReady) (void)cudaGetLastError();
+  return pending;
+}
+
+/* Waits for the comm's own work; a stall past the timeout aborts its
+ * kernels (they stop at their next poll) and waits for that. */
+void kolo_cuda_comm_quiesce(struct koloComm *c) {
+  kolo_cuda_comm *cc = c->cuda;
+  if (cc == NULL || cc->dev < 0) return;
+  cudaSetDevice(cc->dev);
+  int64_t deadline = c->timeout_ms > 0 ? now_ms() + c->timeout_ms : -1;
+  int aborted = 0;
+  while (work_pending(cc)) {
+    if (!aborted && deadline >= 0 && now_ms() > deadline) {
+      KOLO_WARN("rank %d: the communicator's kernels did not finish within %d ms of koloCommDestroy: aborting them",
+                c->rank, c->timeout_ms);
+      kolo_cuda_comm_abort(c);
+      aborted = 1;
+    }
+    struct timespec ts = {0, 200000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* ---- pipes: CUDA IPC's order --------------------------------------------- */
+
+typedef void (*end_fn)(struct koloComm *c, kolo_connector *end, void *arg);
+
+/* Calls f on every pipe end of c that exists. */
+static void each_end(struct koloComm *c, end_fn f, void *arg) {
+  for (int ch = 0; ch < KOLO_MAX_CHANNELS; ch++) {
+    f(c, &c->ring_send[ch], arg);
+    f(c, &c->ring_recv[ch], arg);
+    for (int k = 0; k < 2; k++) {
+      f(c, &c->hier_send[k][ch], arg);
+      f(c, &c->hier_recv[k][ch], arg);
+    }
+  }
+  size_t np = (size_t)c->nranks * (size_t)c->nchannels;
+  for (size_t i = 0; c->p2p_send && i < np; i++) {
+    if (c->p2p_send_ready[i]) f(c, &c->p2p_send[i], arg);
+    if (c->p2p_recv_ready[i]) f(c, &c->p2p_recv[i], arg);
+  }
+}
+
+/* Closes an imported end and marks its peer as one to tell. */
+static void close_imported(struct koloComm *c, kolo_connector *end, void *arg) {
+  (void)c;
+  if (!kolo_connector_ipc_imported(end)) return;
+  ((unsigned char *)arg)[end->peer] = 1;
+  kolo_connector_close(end);
+}
+
+static void mark_exporting(struct koloComm *c, kolo_connector *end, void *arg) {
+  (void)c;
+  if (kolo_connector_ipc_exported(end)) ((unsigned char *)arg)[end->peer] = 1;
+}
+
+/* What to do with an exported end of one peer: 1 close, 0 abandon. */
+typedef struct {
+  int peer, close;
+} peer_verdict;
+
+static void settle_exported(struct koloComm *c, kolo_connector *end, void *arg) {
+  (void)c;
+  const peer_verdict *v = arg;
+  if (end->peer != v->peer || !kolo_connector_ipc_exported(end)) return;
+  if (v->close) kolo_connector_close(end);
+  else kolo_connector_abandon(end);
+}
+
+/* Waits for `peer` to say it closed our memory; 1 when it did or is gone. */
+static int peer_closed(struct koloComm *c, int peer) {
+  uint8_t ack = 0;
+  koloResult_t res = kolo_bootstrap_recv(c->bs, peer, TAG_IPC_CLOSED, &ack, sizeof ack);
+  if (res == koloSuccess || res != koloTimeout) return 1; /* closed, or its process is gone */
+  KOLO_WARN("rank %d: rank %d did not close its mapping of this rank's pipe memory within %d ms of "
+            "koloCommDestroy (is it destroying the communicator too?): the memory is left allocated "
+            "rather than freed under its mapping",
+            c->rank, peer, c->timeout_ms);
+  return 0;
+}
+
+void kolo_cuda_comm_close_ipc(struct koloComm *c) {
+  unsigned char *opened = calloc((size_t)c->nranks, 1), *exported = calloc((size_t)c->nranks, 1);
+  if (opened == NULL || exported == NULL) { /* cannot follow the order: keep the memory */
+    free(opened);
+    free(exported);
+    return;
+  }
+  each_end(c, close_imported, opened);
+  uint8_t ack = 1;
+  for (int r = 0; r < c->nranks; r++)
+    if (opened[r] && kolo_bootstrap_send(c->bs, r, TAG_IPC_CLOSED, &ack, sizeof ack) != koloSuccess)
+      KOLO_INFO("rank %d: could not tell rank %d that its pipe memory is closed (it is gone?)", c->rank, r);
+  each_end(c, mark_exporting, exported);
+  for (int r = 0; r < c->nranks; r++) {
+    if (!exported[r]) continue;
+    peer_verdict v = {r, peer_closed(c, r)};
+    each_end(c, settle_exported, &v);
+  }
+  free(opened);
+  free(exported);
+}
+
+#else
+
+void kolo_cuda_comm_quiesce(struct koloComm *c) { (void)c; }
+void kolo_cuda_comm_close_ipc(struct koloComm *c) { (void)c; }
+
+#endif
