@@ -99,7 +99,7 @@ typedef struct {
   sim_ctx ctx;
   char *mem;        /* mapping: guard page, then the stack */
   int state;        /* F_*, relaxed atomic */
-  int polled;       /* its last switch was a poll */
+  int polled;       /* its last switch was a poll (relaxed atomic) */
   int started;
   void *tsan;
   void *asan_fake;
@@ -108,8 +108,8 @@ typedef struct {
 typedef struct {
   sim_ctx main;
   fiber *f;
-  int n, cur;
-  int live, arrived, or_acc, or_result; /* relaxed atomics */
+  int n;
+  int cur, live, arrived, or_acc, or_result; /* relaxed atomics: fibers and the runner share them */
   unsigned gen;
   const sim_op *op;
   void *tsan_main;
@@ -149,16 +149,19 @@ static void set_thread_idx(unsigned i) {
 
 static void enter_fiber(sim_block *b, int i) {
   fiber *f = &b->f[i];
-  b->cur = i;
+  ST(b->cur, i);
   set_thread_idx((unsigned)i);
+  int first = !f->started;
+  f->started = 1; /* before TSan's switch: the runner's write, not the fiber's */
 #if SIM_TSAN
   /* The first entry is ordered after the launch, later ones after nothing. */
-  __tsan_switch_to_fiber(f->tsan, f->started ? __tsan_switch_to_fiber_no_sync : 0);
+  __tsan_switch_to_fiber(f->tsan, first ? 0 : __tsan_switch_to_fiber_no_sync);
+#else
+  (void)first;
 #endif
 #if SIM_ASAN
   __sanitizer_start_switch_fiber(&b->asan_main_fake, f->mem + GUARD_BYTES, STACK_BYTES);
 #endif
-  f->started = 1;
   ctx_switch(&b->main, &f->ctx);
 #if SIM_ASAN
   __sanitizer_finish_switch_fiber(b->asan_main_fake, NULL, NULL);
@@ -168,7 +171,7 @@ static void enter_fiber(sim_block *b, int i) {
 /* From the current fiber back to the runner; sync: order what the fiber did
  * before what the runner does next (at the fiber's end only). */
 static void leave_fiber(sim_block *b, int sync) {
-  fiber *f = &b->f[b->cur];
+  fiber *f = &b->f[LD(b->cur)];
 #if SIM_TSAN
   __tsan_switch_to_fiber(b->tsan_main, sync ? 0 : __tsan_switch_to_fiber_no_sync);
 #else
@@ -200,7 +203,7 @@ static void barrier_check(sim_block *b) {
 int kolo_sim_block_sync_or(int pred) {
   sim_block *b = cur;
   if (b == NULL) return pred; /* not in a kernel */
-  fiber *f = &b->f[b->cur];
+  fiber *f = &b->f[LD(b->cur)];
 #if SIM_TSAN
   __tsan_release(&b->sync_obj);
 #endif
@@ -208,7 +211,7 @@ int kolo_sim_block_sync_or(int pred) {
   ST(b->arrived, LD(b->arrived) + 1);
   unsigned gen = LD(b->gen);
   ST(f->state, F_BARRIER);
-  f->polled = 0;
+  ST(f->polled, 0);
   barrier_check(b);
   while (LD(b->gen) == gen) leave_fiber(b, 0);
   int r = LD(b->or_result);
@@ -226,7 +229,7 @@ void kolo_sim_poll(void) {
     sched_yield();
     return;
   }
-  b->f[b->cur].polled = 1;
+  ST(b->f[LD(b->cur)].polled, 1);
   leave_fiber(b, 0);
 }
 
@@ -241,7 +244,7 @@ static void fiber_main(void) {
 #endif
   const sim_kernel_op *k = &b->op->u.kern;
   k->kernel->desc.run(k->kernel->desc.func, k->args->packed);
-  fiber *f = &b->f[b->cur];
+  fiber *f = &b->f[LD(b->cur)];
   ST(f->state, F_DONE);
   ST(b->live, LD(b->live) - 1);
   barrier_check(b);
@@ -269,7 +272,8 @@ static void start_fiber(sim_block *b, int i) {
   fiber *f = &b->f[i];
   ctx_make(&f->ctx, f->mem + GUARD_BYTES, STACK_BYTES, fiber_main);
   ST(f->state, F_RUN);
-  f->polled = f->started = 0;
+  ST(f->polled, 0);
+  f->started = 0;
 #if SIM_TSAN
   f->tsan = __tsan_create_fiber(0);
 #endif
@@ -294,7 +298,7 @@ static void schedule(sim_block *b) {
     for (int i = 0; i < b->n; i++) {
       if (LD(b->f[i].state) != F_RUN) continue;
       enter_fiber(b, i);
-      if (!b->f[i].polled) moved = 1;
+      if (!LD(b->f[i].polled)) moved = 1;
     }
     idle_passes = moved ? 0 : idle_passes + 1;
     if (idle_passes > 0) idle(idle_passes);

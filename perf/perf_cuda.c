@@ -90,7 +90,12 @@ void perf_cuda_describe(int dev, char *buf, size_t len) {
     return;
   }
   prop.name[sizeof prop.name - 1] = '\0';
+#ifdef KOLO_CUDA_SIM
+  /* Never to be read as a GPU's figures (docs/cuda-model.md). */
+  snprintf(buf, len, "cuda device %d %s: MODEL FIGURES, CPU time, not a GPU's", dev, prop.name);
+#else
   snprintf(buf, len, "cuda device %d [0x%02x] %s", dev, (unsigned)prop.pciBusID, prop.name);
+#endif
 }
 #else
 typedef int perf_cuda_empty; /* ISO C wants something in a file */

@@ -3,18 +3,29 @@
 #  1. packages (scripts/setup.sh)
 #  2. release build (+ CUDA kernels when nvcc exists; fails on any register spill)
 #  3. ctest: unit tests, end-to-end tests as threads and as processes
-#  4. the host tests under ASan+UBSan and the threaded ones under TSan (both
+#  4. the CUDA path on kolo's CPU model of the GPU (docs/cuda-model.md):
+#     build-sim (-DKOLO_CUDA=SIM, kernel resources from step 2's ptxas
+#     report) and every CUDA test there; then build-sim-tsan: the reduce
+#     kernels and a set of the executor's end-to-end cases under TSan, with
+#     4-thread blocks
+#  5. the host tests under ASan+UBSan and the threaded ones under TSan (both
 #     without the 1 MiB / 64 MiB grids, which the release run covers)
-#  5. the soft-RoCE smoke test: real ibverbs in a QEMU guest (tests/rdma/);
+#  6. the soft-RoCE smoke test: real ibverbs in a QEMU guest (tests/rdma/);
 #     optional by default (SKIP when the VM cannot be set up), bounded in time;
 #     then kolo's own ib provider there (test_net_ib, and all-reduce,
 #     all-gather, send/recv between two "hosts" on rxe0 / rxe1)
-#  6. the 4-rank all-reduce benchmark with its correctness check (small sizes)
+#  7. the 4-rank all-reduce benchmark with its correctness check (small sizes)
+# Each step prints its time; KOLO_SKIP_CUDA_MODEL=1 skips step 4.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 fail=0
-step() { echo; echo "=== $*"; }
+step_t0=$SECONDS
+step() {
+  echo "(took $((SECONDS - step_t0)) s)"
+  step_t0=$SECONDS
+  echo; echo "=== $*"
+}
 
 step "setup"
 scripts/setup.sh || exit 1
@@ -30,6 +41,47 @@ fi
 
 step "ctest (release)"
 (cd build && ctest --output-on-failure -j1 --timeout 900) || fail=1
+
+# The CUDA tests, on the CPU model: the ranks share its 2 model devices, so
+# every rank gets its own hardware queue (CUDA_DEVICE_MAX_CONNECTIONS, set by
+# test_e2e_cuda itself too).
+CUDA_TESTS='^(Cuda|AllTypesOps/CudaReduceTest|FusionCuda)'
+# Under TSan: the reduce kernels on a few types and ops, and the executor's
+# small grids of 2 and 3 ranks in both issue modes (every collective, SIMPLE
+# and LL), abort and timeout.
+CUDA_TSAN_TESTS='CudaReduceTest.MatchesReference/(int8_max|float32_sum|bfloat16_avg|float64_copy)$|CudaGrid.SmallCounts/.*_[23]ranks|CudaAbort|CudaTimeout'
+SIM_TARGETS=(kolo kolo-perf test_e2e_cuda test_cuda_reduce test_cuda_plan test_fusion)
+sim_build() { # dir, extra cmake args...
+  local dir=$1
+  shift
+  if cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKOLO_CUDA=SIM \
+       -DKOLO_SIM_PTXAS_LOG="$ROOT/build/build.log" "$@" > /dev/null &&
+     cmake --build "$dir" -j"$(nproc)" --target "${SIM_TARGETS[@]}" > "$dir/build.log" 2>&1; then
+    return 0
+  fi
+  grep -E -B2 -A8 "error" "$dir/build.log" | head -60
+  echo "build of $dir failed: see $dir/build.log"
+  return 1
+}
+if [ "${KOLO_SKIP_CUDA_MODEL:-0}" = 1 ]; then
+  step "CUDA tests on the CPU model: skipped (KOLO_SKIP_CUDA_MODEL=1)"
+else
+  step "build (CUDA on the CPU model of the GPU: build-sim)"
+  if sim_build build-sim; then
+    step "ctest on the CUDA model: every CUDA test"
+    (cd build-sim && CUDA_DEVICE_MAX_CONNECTIONS=32 KOLO_SIM_WATCHDOG_S=60 \
+       ctest --output-on-failure -j1 --timeout 600 -R "$CUDA_TESTS") || fail=1
+  else fail=1; fi
+  if [ "${KOLO_SKIP_SANITIZERS:-0}" != 1 ]; then
+    step "build (CUDA model under TSan: build-sim-tsan)"
+    if sim_build build-sim-tsan -DKOLO_SANITIZE=thread; then
+      step "ctest on the CUDA model under TSan: kernels with 4-thread blocks"
+      (cd build-sim-tsan && KOLO_SIM_BLOCK_THREADS=4 CUDA_DEVICE_MAX_CONNECTIONS=32 \
+         TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+         ctest --output-on-failure -j1 --timeout 600 -R "$CUDA_TSAN_TESTS") || fail=1
+    else fail=1; fi
+  fi
+fi
 
 if [ "${KOLO_SKIP_SANITIZERS:-0}" != 1 ]; then
   step "build + ctest under ASan+UBSan"
@@ -72,6 +124,8 @@ fi
 step "main job, small sizes: 4-rank all-reduce with correctness check"
 build/bin/kolo-perf all_reduce -p 4 -b 8 -e 4M -f 8 -n 5 -w 2 -c 1 || fail=1
 
+echo "(took $((SECONDS - step_t0)) s)"
 echo
+echo "run_all: $SECONDS s in all"
 if [ $fail = 0 ]; then echo "run_all: all steps passed"; else echo "run_all: FAILED"; fi
 exit $fail
