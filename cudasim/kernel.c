@@ -89,14 +89,16 @@ static void resources(sim_kernel *k) {
   k->smem = p ? p->smem : 0;
   char name[512];
   normalize(k->desc.name, name, sizeof name);
-  size_t best = 0;
-  for (override *o = overrides; o; o = o->next) {
+  /* The longest matching prefix wins, the newest among equals (the list
+   * is newest first); one with regs < 0 means the report. */
+  const override *win = NULL;
+  for (const override *o = overrides; o; o = o->next) {
     size_t n = strlen(o->prefix);
-    if (o->regs >= 0 && n >= best && strncmp(name, o->prefix, n) == 0) {
-      best = n;
-      k->regs = o->regs;
-      k->smem = o->smem;
-    }
+    if ((win == NULL || n > strlen(win->prefix)) && strncmp(name, o->prefix, n) == 0) win = o;
+  }
+  if (win && win->regs >= 0) {
+    k->regs = win->regs;
+    k->smem = win->smem;
   }
 }
 
