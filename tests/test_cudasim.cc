@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -156,15 +157,16 @@ TEST(CudaSimStreams, LegacyStreamWaitsForBlockingStreamsOnly) {
   cudaStreamDestroy(nonblocking);
 }
 
-// CUDA_DEVICE_MAX_CONNECTIONS (8 here): stream k of the device on queue
-// k mod 8.  Work behind a kernel in a shared queue holds up the other
-// stream's later work (a false dependency); streams on other queues go on.
+// CUDA_DEVICE_MAX_CONNECTIONS (8 unless set): stream k of the device on
+// queue k mod that.  Work behind a kernel in a shared queue holds up the
+// other stream's later work (a false dependency); other queues go on.
 TEST(CudaSimStreams, StreamsSharingAHardwareQueueStartInOrder) {
   HostFlag f;
+  const char *env = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  const int queues = env && *env ? std::atoi(env) : 8;
   std::vector<cudaStream_t> s;
-  for (int i = 0; i < 9; i++) s.push_back(new_stream());
-  const int queues = 8;
-  cudaStream_t a = s[0], same = s[8], other = s[1];  // 9 streams in a row: s[0] and s[8] share
+  for (int i = 0; i <= queues; i++) s.push_back(new_stream());
+  cudaStream_t a = s[0], same = s[(size_t)queues], other = s[1];  // made in a row: s[0], s[queues] share
   ASSERT_CUDA((kolo_dev::launch<spin_until>(1, 32, 0, a, f.dev, f.count_dev)));
   ASSERT_TRUE(started_within(f, 1, 5000));
   cudaEvent_t e;
