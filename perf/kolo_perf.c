@@ -70,6 +70,14 @@
 #define GATE_WAIT_MS 60000
 
 /* The worse of two exit codes: 2 (a call failed) > 1 (wrong results) > 0. */
+/* The memory line of the table's header: on kolo's CPU model of the GPU
+ * (-DKOLO_CUDA=SIM) the figures are the model's, never a GPU's. */
+#ifdef KOLO_CUDA_SIM
+#define CUDA_MEMORY_NAME "cuda on kolo's CPU model of the GPU (MODEL FIGURES: CPU time, not a GPU's)"
+#else
+#define CUDA_MEMORY_NAME "cuda"
+#endif
+
 static int worse(int x, int y) { return x > y ? x : y; }
 
 static char library_name[32];
@@ -659,7 +667,7 @@ int main(int argc, char **argv) {
   }
   if (a.prims) return cuda_ready(&a, 0) == 0 ? perf_prims_run(&a) : 2;
   set_library_name();
-  perf_config cfg = {"kolo-perf", library_name, "threads", a.mem_cuda ? "cuda" : "host", 0, a.procs, a.threads,
+  perf_config cfg = {"kolo-perf", library_name, "threads", a.mem_cuda ? CUDA_MEMORY_NAME : "host", 0, a.procs, a.threads,
                      timing_note(&a)};
   int world = 0;
   const char *var = a.procs_given ? NULL : launcher_size_var(&world);

@@ -71,6 +71,9 @@ else
     step "ctest on the CUDA model: every CUDA test"
     (cd build-sim && CUDA_DEVICE_MAX_CONNECTIONS=32 KOLO_SIM_WATCHDOG_S=60 \
        ctest --output-on-failure -j1 --timeout 600 -R "$CUDA_TESTS") || fail=1
+    step "kolo-perf --mem cuda on the CUDA model: 4 ranks on one model GPU, checked (model figures)"
+    CUDA_DEVICE_MAX_CONNECTIONS=32 build-sim/bin/kolo-perf all_reduce --mem cuda -t 4 -g 0 \
+      -b 8 -e 1M -f 8 -n 2 -w 1 -c 1 || fail=1
   else fail=1; fi
   if [ "${KOLO_SKIP_SANITIZERS:-0}" != 1 ]; then
     step "build (CUDA model under TSan: build-sim-tsan)"
