@@ -6,7 +6,13 @@
  *
  * The model is a test double.  It runs kolo's kernels on CPU threads with
  * CUDA's rules for streams, events, graphs, residency and errors; nothing it
- * measures is a GPU figure.
+ * measures is a GPU figure.  Where it cannot be faithful (the full list is in
+ * docs/cuda-model.md): memory scopes and the PTX memory model (its atomics
+ * are C++'s on the host, stronger than a GPU's), L1 coherence, timing,
+ * device-side faults other than writing past an allocation, host code
+ * touching device memory, GPUDirect RDMA, the driver API, captures across
+ * streams, and the Programming Guide's implicit synchronization of
+ * allocations and memsets (only the legacy stream's and cudaFree's).
  */
 #ifndef KOLO_CUDASIM_KOLO_SIM_H
 #define KOLO_CUDASIM_KOLO_SIM_H
