@@ -19,7 +19,7 @@ static const kolo_param params[] = {
     {"KOLO_MEMORY", "host", "memory kind of new communicators: host or cuda"},
     {"KOLO_TIMEOUT_MS", "300000", "bound on any wait for a peer, in ms (0: none)"},
     {"KOLO_BUFFSIZE", "4194304", "bytes of slots per connector (per channel and peer)"},
-    {"KOLO_NSLOTS", "8", "slots per connector"},
+    {"KOLO_NSLOTS", "8", "slots per connector: a power of two in 2..64"},
     {"KOLO_NCHANNELS", "2", "channels (rings) per communicator"},
     {"KOLO_MIN_CHANNEL_BYTES", "262144", "bytes a channel must have before another one is used"},
     {"KOLO_LL_THRESHOLD", "65536", "CUDA: calls of at most this many bytes (count x type size) use the LL protocol (0: never)"},

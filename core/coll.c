@@ -15,6 +15,10 @@ static const char *type_name(int t) {
 static koloResult_t check_common(const char *fn, koloComm_t comm, size_t count,
                                  koloDataType_t type, int with_op, koloRedOp_t op, int blocks) {
   if (comm == NULL) return kolo_error(NULL, koloInvalidArgument, "%s: comm is NULL", fn);
+  if (atomic_load(&comm->finalized))
+    return kolo_error(&comm->err, koloInvalidUsage,
+                      "%s: rank %d: the communicator was finalized (koloCommFinalize): only koloCommDestroy "
+                      "may follow", fn, comm->rank);
   if (comm->failed != koloSuccess)
     return kolo_error(NULL, comm->failed, "%s: the communicator failed earlier: %s", fn, comm->err.msg);
   if ((int)type < 0 || type >= koloNumTypes)

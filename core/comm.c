@@ -99,8 +99,10 @@ static koloResult_t resolve_config(struct koloComm *c, const koloConfig_t *cfg) 
   if (c->timeout_ms < 0) return kolo_error(NULL, koloInvalidArgument, "config.timeoutMs = %d is negative", c->timeout_ms);
   if (c->nchannels < 1 || c->nchannels > KOLO_MAX_CHANNELS)
     return kolo_error(NULL, koloInvalidArgument, "nChannels = %d is outside 1..%d", c->nchannels, KOLO_MAX_CHANNELS);
-  if (c->nslots < 2 || c->nslots > 64)
-    return kolo_error(NULL, koloInvalidArgument, "KOLO_NSLOTS = %u is outside 2..64", c->nslots);
+  /* A power of two: step % nslots must go on from slot nslots - 1 to 0 when
+   * the 32-bit step counts wrap, or a slot would be reused before it drained. */
+  if (c->nslots < 2 || c->nslots > 64 || (c->nslots & (c->nslots - 1)) != 0)
+    return kolo_error(NULL, koloInvalidArgument, "KOLO_NSLOTS = %u is not a power of two in 2..64", c->nslots);
   if (bufsize < (int)(c->nslots * 4096u))
     return kolo_error(NULL, koloInvalidArgument, "bufferSize = %d is below %u (nslots x 4 KiB)", bufsize, c->nslots * 4096u);
   /* Slots are a multiple of 4 KiB: chunks stay 64-byte aligned for every type. */
@@ -268,7 +270,7 @@ static size_t program_slots(const struct koloComm *c) {
 static void free_comm(struct koloComm *c) {
   /* Kernels may still use the pipes, counters and programs: wait first. */
   if (c->cuda) {
-    kolo_cuda_comm_quiesce(c);
+    kolo_cuda_comm_quiesce(c, "koloCommDestroy");
     kolo_cuda_comm_close_ipc(c);
   }
   close_pipes(c);
@@ -484,10 +486,16 @@ koloResult_t koloCommGetAsyncError(koloComm_t comm, koloResult_t *asyncError) {
   return koloSuccess;
 }
 
+/* As NCCL's: the work issued so far completes (a non-blocking comm's queue
+ * drains, a CUDA comm's kernels end), its status is returned, and every
+ * later call but koloCommDestroy (and the queries) is refused. */
 koloResult_t koloCommFinalize(koloComm_t comm) {
   if (comm == NULL) return kolo_error(NULL, koloInvalidArgument, "koloCommFinalize: comm is NULL");
+  if (atomic_exchange(&comm->finalized, 1))
+    return kolo_error(&comm->err, koloInvalidUsage, "koloCommFinalize: rank %d: the communicator was finalized already",
+                      comm->rank);
   if (comm->nbq) kolo_nb_stop(comm); /* drains the queue */
-  comm->finalized = 1;
+  kolo_cuda_comm_quiesce(comm, "koloCommFinalize");
   return comm->cuda ? kolo_cuda_comm_status(comm) : (koloResult_t)comm->failed;
 }
 
@@ -529,6 +537,10 @@ koloResult_t koloCommSplit(koloComm_t comm, int color, int key, koloComm_t *newc
     return kolo_error(NULL, koloInvalidArgument, "koloCommSplit: %s is NULL", comm ? "newcomm" : "comm");
   if (color < KOLO_SPLIT_NOCOLOR)
     return kolo_error(&comm->err, koloInvalidArgument, "koloCommSplit: color %d is negative (use KOLO_SPLIT_NOCOLOR)", color);
+  if (atomic_load(&comm->finalized))
+    return kolo_error(&comm->err, koloInvalidUsage,
+                      "koloCommSplit: rank %d: the communicator was finalized (koloCommFinalize): only "
+                      "koloCommDestroy may follow", comm->rank);
   split_entry *all = calloc((size_t)comm->nranks, sizeof *all);
   if (all == NULL) return kolo_error(&comm->err, koloSystemError, "koloCommSplit: out of memory");
   all[comm->rank] = (split_entry){color, key, comm->rank};

@@ -58,7 +58,7 @@ struct koloComm {
   kolo_exec_owner owner;
   _Atomic int aborted;
   _Atomic int failed;   /* koloResult_t, sticky: once a call failed the comm is unusable */
-  int finalized;
+  _Atomic int finalized; /* koloCommFinalize was called: calls are refused */
   struct kolo_nb_queue *nbq;
   struct kolo_cuda_comm *cuda; /* NULL for host communicators */
 };

@@ -77,23 +77,26 @@ static koloResult_t check_devices(struct koloComm *c, const dev_info *all) {
 /* Ring ends, point-to-point ends, then the hierarchical all-reduce's ends
  * (made whether or not the comm turns out to have it: init makes the
  * counters before the topology is known). */
-static size_t ncounters(const struct koloComm *c) {
+static size_t nends(const struct koloComm *c) {
   return 2 * (size_t)c->nchannels + 2 * (size_t)c->nranks * (size_t)c->nchannels + 4 * (size_t)c->nchannels;
 }
+
+/* The step counter (and owner word) of end number i. */
+static uint32_t *end_words(struct koloComm *c, size_t i) { return c->cuda->counters + KOLO_DEV_END_WORDS * i; }
 
 /* The step counter of an end: ring ends first, then point-to-point ones,
  * then the hierarchical ones (pipe 0 intra, 1 inter). */
 static uint32_t *ring_counter(struct koloComm *c, int ch, int is_send) {
-  return c->cuda->counters + (is_send ? 0 : c->nchannels) + ch;
+  return end_words(c, (size_t)(is_send ? 0 : c->nchannels) + (size_t)ch);
 }
 static uint32_t *p2p_counter(struct koloComm *c, size_t k, int is_send) {
   size_t np = (size_t)c->nranks * (size_t)c->nchannels;
-  return c->cuda->counters + 2 * (size_t)c->nchannels + (is_send ? 0 : np) + k;
+  return end_words(c, 2 * (size_t)c->nchannels + (is_send ? 0 : np) + k);
 }
 static uint32_t *hier_counter(struct koloComm *c, int pipe, int ch, int is_send) {
   size_t np = (size_t)c->nranks * (size_t)c->nchannels;
   size_t end = (size_t)(2 * pipe + (is_send ? 0 : 1));
-  return c->cuda->counters + 2 * (size_t)c->nchannels + 2 * np + end * (size_t)c->nchannels + (size_t)ch;
+  return end_words(c, 2 * (size_t)c->nchannels + 2 * np + end * (size_t)c->nchannels + (size_t)ch);
 }
 
 static koloResult_t make_resources(struct koloComm *c) {
@@ -115,7 +118,7 @@ static koloResult_t make_resources(struct koloComm *c) {
   e = cudaHostGetDevicePointer(&dw, words, 0);
   if (e != cudaSuccess) return cuda_fail(c, e, "cudaHostGetDevicePointer of the abort and status words");
   cc->dev_words = dw;
-  size_t cbytes = ncounters(c) * sizeof(uint32_t);
+  size_t cbytes = nends(c) * KOLO_DEV_END_WORDS * sizeof(uint32_t);
   void *counters = NULL;
   e = cudaMalloc(&counters, cbytes);
   if (e != cudaSuccess) return cuda_fail(c, e, "cudaMalloc of the step counters");
@@ -126,23 +129,11 @@ static koloResult_t make_resources(struct koloComm *c) {
   size_t np = (size_t)c->nranks * (size_t)c->nchannels;
   cc->p2p_send = calloc(np, sizeof *cc->p2p_send);
   cc->p2p_recv = calloc(np, sizeof *cc->p2p_recv);
-  cc->net_pipes = calloc(ncounters(c), sizeof *cc->net_pipes);
+  cc->net_pipes = calloc(nends(c), sizeof *cc->net_pipes);
   if (cc->p2p_send == NULL || cc->p2p_recv == NULL || cc->net_pipes == NULL)
     return kolo_error(&c->err, koloSystemError, "out of memory at init");
   cc->conn_mem = (kolo_conn_mem){koloMemCuda, cc->dev, c->ll_slot_bytes, cc->setup_stream};
   return koloSuccess;
-}
-
-/* Ranks sharing a GPU spin on each other, so all their blocks must be
- * resident at once: say so when the device may be too small for that. */
-static void check_residency(struct koloComm *c) {
-  int sms = 0;
-  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, c->cuda->dev) != cudaSuccess) return;
-  int blocks = c->cuda->ranks_on_dev * c->nchannels;
-  if (blocks > sms)
-    KOLO_WARN("rank %d: %d rank(s) of this process x %d channel(s) need %d thread blocks resident at "
-              "once on CUDA device %d, which has %d SMs: lower KOLO_NCHANNELS if kernels hang",
-              c->rank, c->cuda->ranks_on_dev, c->nchannels, blocks, c->cuda->dev, sms);
 }
 
 /* Ranks sharing a GPU each bring a stream and kolo a setup stream per
@@ -185,9 +176,9 @@ koloResult_t kolo_cuda_comm_init(struct koloComm *c) {
       c->cuda->ranks_on_dev += kolo_same_process(kolo_bootstrap_peer(c->bs, r), me) && all[r].dev == c->cuda->dev;
   }
   free(all);
+  if (res == koloSuccess) res = kolo_cuda_comm_residency(c);
   if (res == koloSuccess) res = make_resources(c);
   if (res == koloSuccess) {
-    check_residency(c);
     check_queues(c);
     KOLO_INFO("rank %d: CUDA device %d (%d rank(s) of this process on it), LL up to %zu bytes in "
               "slots of %u bytes",
@@ -287,7 +278,7 @@ static kolo_dev_conn dev_conn_of(kolo_cuda_comm *cc, const kolo_connector *k, ui
   memset(&d, 0, sizeof d);
   kolo_net_pipe *np = kolo_net_pipe_of(k);
   if (np != NULL) { /* the launcher posts to its proxy; the kernel writes filled[] */
-    ptrdiff_t i = step - cc->counters;
+    ptrdiff_t i = (step - cc->counters) / KOLO_DEV_END_WORDS;
     cc->net_pipes[i] = np;
     d.net = (int32_t)i + 1;
     d.flags = KOLO_DEV_CONN_FILLED;
@@ -333,6 +324,7 @@ void kolo_cuda_comm_ring_ready(struct koloComm *c) {
   pc->nslots = c->nslots;
   pc->slot_bytes = c->slot_bytes;
   pc->min_channel_bytes = c->min_channel_bytes;
+  pc->max_tasks = cc->max_blocks;
   /* Net pipes have no LL region.  Which pipes are net differs by rank, but
    * the protocol of a call must be the same on both ends of every pipe:
    * the rule looks at every rank, so every rank reaches the same answer. */
@@ -427,6 +419,7 @@ koloResult_t kolo_cuda_comm_status(struct koloComm *c) {
   case KOLO_DEV_ABORTED: res = koloRemoteError; reason = KOLO_STOP_ABORT; break;
   case KOLO_DEV_TIMEOUT: res = koloTimeout; reason = KOLO_STOP_TIMEOUT; break;
   case KOLO_DEV_PEER_STOPPED: res = koloRemoteError; break;
+  case KOLO_DEV_CONCURRENT: res = koloInvalidUsage; break;
   default: res = koloInternalError; break;
   }
   int expected = koloSuccess;
@@ -446,6 +439,12 @@ koloResult_t kolo_cuda_comm_status(struct koloComm *c) {
                "rank %d: rank %d stopped its end of a pipe (it failed, timed out or was aborted) "
                "while a kernel of rank %d (block %u) waited for it",
                c->rank, peer, c->rank, task);
+    break;
+  case KOLO_DEV_CONCURRENT:
+    kolo_error(&c->err, res,
+               "rank %d: two kernels of this communicator ran at once on one pipe (with rank %d): a CUDA "
+               "graph of its calls replayed concurrently with other calls of it; order them on one stream",
+               c->rank, peer);
     break;
   default:
     kolo_error(&c->err, res, "rank %d: a kernel stopped with unknown status %u (a kolo bug)", c->rank, why);
@@ -477,25 +476,6 @@ void kolo_cuda_comm_free(struct koloComm *c) {
 #else /* no CUDA in this build: koloMemCuda is refused before any of this */
 
 int kolo_cuda_current_device(void) { return -1; }
-/* Ranks sharing a GPU each bring a stream and kolo a setup stream per
- * communicator.  With more streams than CUDA_DEVICE_MAX_CONNECTIONS
- * hardware queues (8 unless set), streams share queues, and a queue
- * starts its work in order: work queued behind a kernel that waits for a
- * peer (that stream's next call, an event record) holds back the peer's
- * kernel or pipe setup queued after it in the same queue, until the
- * timeout.  One rank per GPU (the usual case) is not concerned. */
-static void check_queues(struct koloComm *c) {
-  if (c->cuda->ranks_on_dev < 2) return;
-  const char *v = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-  long queues = v && *v ? strtol(v, NULL, 10) : 8;
-  int streams = 2 * c->cuda->ranks_on_dev + 1; /* theirs, kolo's setup streams, the legacy one */
-  if (streams > queues)
-    KOLO_WARN("rank %d: %d ranks of this process share CUDA device %d: about %d streams on %ld hardware queues "
-              "(CUDA_DEVICE_MAX_CONNECTIONS); shared queues start work in order, so one rank's work queued "
-              "behind a kernel waiting for a peer can hold back that peer until KOLO_TIMEOUT_MS: set "
-              "CUDA_DEVICE_MAX_CONNECTIONS=32 before CUDA starts",
-              c->rank, c->cuda->ranks_on_dev, c->cuda->dev, streams, queues);
-}
 
 koloResult_t kolo_cuda_comm_init(struct koloComm *c) {
   return kolo_error(&c->err, koloInvalidUsage, "koloMemCuda communicators need CUDA, which this build of kolo does not have");

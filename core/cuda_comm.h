@@ -15,7 +15,9 @@
  *    in one device allocation;
  *  - one step counter in device memory per connector end (ring ends and
  *    every possible point-to-point end), zeroed: a kernel continues each
- *    end's count where the last kernel left it;
+ *    end's count where the last kernel left it; beside each, the end's
+ *    owner word, which tells a kernel that another one holds the end
+ *    (kernels/cuda_exec.h, KOLO_DEV_CONCURRENT);
  *  - a non-blocking "setup" stream for the copies of pipe setup and stop
  *    words (never the legacy stream: it would wait for kernels spinning on
  *    peers), and an event that orders the comm's calls across streams.
@@ -48,6 +50,7 @@
 typedef struct kolo_cuda_comm {
   int dev;
   int ranks_on_dev;        /* ranks of this process on dev, this one included */
+  int max_blocks;          /* blocks a launch of this rank may have (cuda_residency.c) */
   void *setup_stream;      /* cudaStream_t, non-blocking */
   void *order_event;       /* cudaEvent_t, recorded after each call's launches */
   void *last_stream;       /* stream of the last call (valid when have_last) */
@@ -56,7 +59,7 @@ typedef struct kolo_cuda_comm {
   uint32_t *dev_words;     /* the same words as kernels address them */
   kolo_step *dev_steps_mem;                   /* every program's steps */
   const kolo_step **dev_steps[KOLO_COLL_NUM]; /* [nranks * nrings]: kolo_program_index */
-  uint32_t *counters;      /* device memory: a step counter per end */
+  uint32_t *counters;      /* device memory: KOLO_DEV_END_WORDS per end (count, owner) */
   kolo_dev_conn ring_send[KOLO_MAX_CHANNELS], ring_recv[KOLO_MAX_CHANNELS];
   kolo_dev_conn *p2p_send, *p2p_recv;         /* [peer * nchannels + ch] */
   /* Hierarchical all-reduce (c->hier_ready): the device copies of the
@@ -77,6 +80,11 @@ typedef struct kolo_cuda_comm {
  * (a rank without a usable device fails them all, named), makes the
  * streams, mapped words and counters. */
 koloResult_t kolo_cuda_comm_init(struct koloComm *c);
+/* Init, once the device is chosen (cuda_residency.c): the blocks each rank
+ * may have resident, the same on every rank; caps c->nchannels to them, or
+ * refuses (koloInvalidUsage) ranks that cannot be resident even with one
+ * channel. */
+koloResult_t kolo_cuda_comm_residency(struct koloComm *c);
 /* Init, after the ring is built: every program, uploaded once. */
 koloResult_t kolo_cuda_comm_programs(struct koloComm *c);
 /* Init, after the ring pipes are made: their device ends, and the planner's
@@ -97,14 +105,22 @@ void kolo_cuda_comm_stop_all(struct koloComm *c, int reason);
 /* Sets the abort word: the comm's kernels stop at their next poll. */
 void kolo_cuda_comm_abort(struct koloComm *c);
 /* Teardown (cuda_teardown.c).  quiesce: waits for the comm's own work (not
- * the device's), aborting its kernels after a stall of the timeout; before
- * anything the kernels use is freed.  close_ipc: closes the pipe ends that
- * cross processes in CUDA IPC's order (importers close and say so, then
- * exporters free); the others are closed by the caller. */
-void kolo_cuda_comm_quiesce(struct koloComm *c);
+ * the device's), failing the comm (koloTimeout) and aborting its kernels
+ * when it is not done within the timeout of the call `fn` (koloCommDestroy,
+ * koloCommFinalize); before anything the kernels use is freed.  close_ipc:
+ * closes the pipe ends that cross processes in CUDA IPC's order (importers
+ * close and say so, then exporters free); the others are closed by the
+ * caller. */
+void kolo_cuda_comm_quiesce(struct koloComm *c, const char *fn);
 void kolo_cuda_comm_close_ipc(struct koloComm *c);
 /* Frees the device state (after the pipes were closed). */
 void kolo_cuda_comm_free(struct koloComm *c);
+
+/* Waits for the work queued so far on `stream` (a cudaStream_t of kolo's),
+ * polling, for at most timeout_ms (0: no bound; cuda_wait.c).  Returns a
+ * cudaError_t: cudaSuccess, the stream's error, or cudaErrorNotReady when
+ * the time ran out first. */
+int kolo_cuda_stream_wait(void *stream, int timeout_ms);
 
 /* The calling thread's current device, or -1. */
 int kolo_cuda_current_device(void);

@@ -180,6 +180,7 @@ int kolo_cuda_plan_next(const kolo_op *ops, const kolo_cuda_plan_comm *pc,
                         kolo_dev_batch *batch) {
   int i = *next, start = *next;
   if (i >= nitems) return 0;
+  const int cap = pc->max_tasks > 0 && pc->max_tasks < KOLO_DEV_MAX_TASKS ? pc->max_tasks : KOLO_DEV_MAX_TASKS;
   batch->ntasks = 0;
   batch->protocol = KOLO_PROTO_SIMPLE;
   batch->timeout_ns = pc->timeout_ns;
@@ -191,7 +192,7 @@ int kolo_cuda_plan_next(const kolo_op *ops, const kolo_cuda_plan_comm *pc,
     /* a send to oneself and its recv (equal keys but the direction) go
      * together: split apart, the first launch would wait for the second */
     int unit = (i + 1 < nitems && same_key_but_dir(&items[i], &items[i + 1])) ? 2 : 1;
-    if (batch->ntasks + unit > KOLO_DEV_MAX_TASKS) break;
+    if (batch->ntasks > 0 && batch->ntasks + unit > cap) break; /* (a pair goes whole into an empty launch) */
     /* the next phase of a hierarchical all-reduce reads what the one before
      * wrote: it starts a launch (the op's items are consecutive, by key) */
     if (i > start && items[i].phase > 0 && items[i - 1].op == items[i].op && items[i - 1].phase != items[i].phase)

@@ -23,7 +23,8 @@
  * kernel is instantiated per dtype, from tasks[0].type), when its protocol
  * differs, when it is a later phase of the hierarchical all-reduce whose
  * earlier phase is in (the phases run one after the other), or when
- * KOLO_DEV_MAX_TASKS are in.  Why sorting matters: launch
+ * max_tasks (at most KOLO_DEV_MAX_TASKS) are in: the blocks the ranks
+ * sharing a device may each have resident at once.  Why sorting matters: launch
  * k + 1 starts when launch k has finished, so if rank A put a send in an
  * earlier launch than rank B put its matching recv while B's earlier launch
  * waits for A's later one, both would hang.  With every rank cutting one
@@ -59,6 +60,9 @@ typedef struct kolo_cuda_plan_comm {
   uint32_t nslots;
   size_t slot_bytes;
   size_t min_channel_bytes;
+  /* Tasks (blocks) a launch may have: the rank's share of its device
+   * (core/cuda_residency.c); 0 or above KOLO_DEV_MAX_TASKS: that. */
+  int max_tasks;
   size_t ll_threshold;           /* bytes; 0: LL never */
   uint64_t timeout_ns;           /* 0: none */
   uint32_t *abort;               /* device view of the mapped abort word */

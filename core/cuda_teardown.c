@@ -48,19 +48,30 @@ static int work_pending(kolo_cuda_comm *cc) {
   return pending;
 }
 
-/* Waits for the comm's own work; a stall past the timeout aborts its
- * kernels (they stop at their next poll) and waits for that. */
-void kolo_cuda_comm_quiesce(struct koloComm *c) {
+/* The comm's work outlived the timeout of `fn`: the comm fails with that
+ * (before the kernels' "aborted" status can say it) and its kernels are
+ * aborted (they stop at their next poll). */
+static void give_up(struct koloComm *c, const char *fn) {
+  int expected = koloSuccess;
+  if (atomic_compare_exchange_strong(&c->failed, &expected, (int)koloTimeout))
+    kolo_error(&c->err, koloTimeout, "rank %d: %s: the communicator's kernels did not finish within %d ms: aborted them",
+               c->rank, fn, c->timeout_ms);
+  KOLO_WARN("rank %d: the communicator's kernels did not finish within %d ms of %s: aborting them", c->rank,
+            c->timeout_ms, fn);
+  kolo_cuda_comm_abort(c);
+}
+
+/* Waits for the comm's own work; past the timeout, aborts its kernels and
+ * waits for that. */
+void kolo_cuda_comm_quiesce(struct koloComm *c, const char *fn) {
   kolo_cuda_comm *cc = c->cuda;
   if (cc == NULL || cc->dev < 0) return;
-  cudaSetDevice(cc->dev);
+  if (cudaSetDevice(cc->dev) != cudaSuccess) return; /* no context: nothing of ours runs */
   int64_t deadline = c->timeout_ms > 0 ? now_ms() + c->timeout_ms : -1;
   int aborted = 0;
   while (work_pending(cc)) {
     if (!aborted && deadline >= 0 && now_ms() > deadline) {
-      KOLO_WARN("rank %d: the communicator's kernels did not finish within %d ms of koloCommDestroy: aborting them",
-                c->rank, c->timeout_ms);
-      kolo_cuda_comm_abort(c);
+      give_up(c, fn);
       aborted = 1;
     }
     struct timespec ts = {0, 200000};
@@ -151,7 +162,10 @@ void kolo_cuda_comm_close_ipc(struct koloComm *c) {
 
 #else
 
-void kolo_cuda_comm_quiesce(struct koloComm *c) { (void)c; }
+void kolo_cuda_comm_quiesce(struct koloComm *c, const char *fn) {
+  (void)c;
+  (void)fn;
+}
 void kolo_cuda_comm_close_ipc(struct koloComm *c) { (void)c; }
 
 #endif

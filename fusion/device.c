@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "core/comm.h"
 #include "fusion/internal.h"
 
@@ -85,23 +86,62 @@ void kf_dev_teardown(koloFusion_t f) {
   f->dev = NULL;
 }
 
-koloResult_t kf_dev_alloc(koloFusion_t f, size_t bytes, void **p, kolo_errbuf *eb) {
-  if (!f->cuda) return host_alloc(bytes, p, eb, f->rank);
-  cudaError_t e = cudaMalloc(p, bytes > 0 ? bytes : 256);
-  if (e != cudaSuccess) return cuda_fail(f, eb, e, "cudaMalloc of fusion buckets");
-  e = cudaMemset(*p, 0, bytes > 0 ? bytes : 256);
-  if (e != cudaSuccess) {
-    cudaFree(*p);
-    *p = NULL;
-    return cuda_fail(f, eb, e, "cudaMemset of fusion buckets");
-  }
-  return koloSuccess;
+/* Zeroes new bucket memory on the communicator's setup stream (kolo's own,
+ * non-blocking) and waits for it, within the communicator's timeout.  Not
+ * cudaMemset: it runs on the legacy stream, after the work of every
+ * blocking stream of the device, such as a kernel of another communicator
+ * waiting for a call this thread makes later; the zeroing would then land
+ * after the gradients written into the buckets meanwhile (the fusion's and
+ * the user's streams do not wait for the legacy stream). */
+static koloResult_t zero_buckets(koloFusion_t f, void *p, size_t bytes, kolo_errbuf *eb) {
+  struct koloComm *c = f->comm;
+  cudaError_t e = cudaMemsetAsync(p, 0, bytes, (cudaStream_t)c->cuda->setup_stream);
+  if (e != cudaSuccess) return cuda_fail(f, eb, e, "cudaMemsetAsync of fusion buckets");
+  e = (cudaError_t)kolo_cuda_stream_wait(c->cuda->setup_stream, c->timeout_ms);
+  if (e == cudaErrorNotReady)
+    return kolo_error(eb, koloTimeout,
+                      "fusion on rank %d: zeroing %zu bytes of buckets on CUDA device %d did not finish within "
+                      "%d ms: the communicator's setup stream shares a hardware queue with work that waits "
+                      "(set CUDA_DEVICE_MAX_CONNECTIONS=32)",
+                      f->rank, bytes, f->dev->dev, c->timeout_ms);
+  return e == cudaSuccess ? koloSuccess : cuda_fail(f, eb, e, "zeroing fusion buckets");
 }
 
+koloResult_t kf_dev_alloc(koloFusion_t f, size_t bytes, void **p, kolo_errbuf *eb) {
+  if (!f->cuda) return host_alloc(bytes, p, eb, f->rank);
+  if (bytes == 0) bytes = 256;
+  cudaError_t e = cudaMalloc(p, bytes);
+  if (e != cudaSuccess) return cuda_fail(f, eb, e, "cudaMalloc of fusion buckets");
+  koloResult_t res = zero_buckets(f, *p, bytes, eb);
+  if (res == koloTimeout) { /* the set may still run: leave the memory to it */
+    KOLO_WARN("fusion on rank %d: %zu bytes of buckets left allocated, their zeroing still queued", f->rank, bytes);
+    *p = NULL;
+  } else if (res != koloSuccess) {
+    kf_dev_free(f, *p);
+    *p = NULL;
+  }
+  return res;
+}
+
+/* cudaFree waits for the whole device, other communicators' kernels
+ * included, and CUDA has no stream-ordered free for cudaMalloc's memory:
+ * the fusion frees only once its own work on the memory drained (the
+ * callers synchronize its stream first: a rebuild after its moves,
+ * koloFusionDestroy after the last step), which keeps the wait short
+ * unless another communicator on the device has a kernel waiting for this
+ * thread -- destroy a fusion when none does (README, "CUDA communicators").
+ * A rebuild frees while every rank's fusion thread is between negotiation
+ * rounds, so no kernel of the fusion's communicator waits then. */
 void kf_dev_free(koloFusion_t f, void *p) {
   if (p == NULL) return;
-  if (!f->cuda) free(p);
-  else cudaFree(p); /* synchronizes the device: nothing still uses p */
+  if (!f->cuda) {
+    free(p);
+    return;
+  }
+  cudaError_t e = cudaFree(p);
+  if (e != cudaSuccess)
+    KOLO_WARN("fusion on rank %d: cudaFree of buckets on CUDA device %d failed: %s", f->rank, f->dev->dev,
+              cudaGetErrorString(e));
 }
 
 koloResult_t kf_dev_copy(koloFusion_t f, const kf_copy *c, int n, int dtype, double scale, kolo_errbuf *eb) {

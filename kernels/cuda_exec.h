@@ -52,7 +52,12 @@ enum {
   KOLO_DEV_OK = 0,
   KOLO_DEV_ABORTED = 1,
   KOLO_DEV_TIMEOUT = 2,
-  KOLO_DEV_PEER_STOPPED = 3
+  KOLO_DEV_PEER_STOPPED = 3,
+  /* A block found one of its connector ends held by a block of another
+   * kernel (the end's owner word, below): two kernels of one communicator
+   * ran at once on one pipe, which happens when a CUDA graph of its calls is
+   * replayed concurrently with other calls of it. */
+  KOLO_DEV_CONCURRENT = 4
 };
 
 /* Protocols (kolo_dev_batch.protocol), chosen per launch by size:
@@ -82,6 +87,8 @@ enum {
    * of a pointer keep the batch within 4 KiB of kernel parameters.) */
   KOLO_DEV_CONN_FILLED = 1u << 0
 };
+#define KOLO_DEV_END_WORDS 2
+#define KOLO_DEV_STEP_OWNER 1
 #define KOLO_DEV_FILLED_FROM_TAIL 192
 #define KOLO_DEV_FILLED_WORDS 64 /* KOLO_CONN_MAX_SLOTS */
 
@@ -93,7 +100,11 @@ typedef struct {
   uint32_t *tail;  /* bumped by the sender */
   uint32_t *head;  /* bumped by the receiver */
   uint32_t *stop;  /* non-zero: the other end stopped (connector.h words) */
-  uint32_t *step;  /* this end's running count (device memory) */
+  /* KOLO_DEV_END_WORDS words of device memory: this end's running count,
+   * then its owner word (step[KOLO_DEV_STEP_OWNER]): 0 while no block holds
+   * the end; a block sets it to 1 when it starts (CAS) and back to 0 when it
+   * ends, after storing the count. */
+  uint32_t *step;
   uint32_t nslots;
   uint32_t slot_bytes;
   int32_t peer;
@@ -139,6 +150,10 @@ extern "C" {
 #endif
 /* Launches the batch on `stream` (a cudaStream_t); returns a cudaError_t. */
 int kolo_cuda_exec_launch(const kolo_dev_batch *batch, void *stream);
+/* *blocks: the fewest blocks of the executor kernel (over every dtype and
+ * protocol) that one SM of the current device holds at once
+ * (cudaOccupancyMaxActiveBlocksPerMultiprocessor); returns a cudaError_t. */
+int kolo_cuda_exec_blocks_per_sm(int *blocks);
 #ifdef __cplusplus
 }
 #endif

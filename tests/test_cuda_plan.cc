@@ -63,6 +63,7 @@ struct Shape {
   size_t min_channel_bytes = 256 * 1024;
   size_t ll_threshold = 64 * 1024;
   uint32_t ll_slot_bytes = 16 * 1024;
+  int max_tasks = 0;  // the block budget of a launch (0: KOLO_DEV_MAX_TASKS)
 };
 
 const void *fake(uintptr_t v) { return reinterpret_cast<const void *>(v); }
@@ -113,6 +114,7 @@ struct FakeComm {
     pc.nslots = sh.nslots;
     pc.slot_bytes = sh.slot_bytes;
     pc.min_channel_bytes = sh.min_channel_bytes;
+    pc.max_tasks = sh.max_tasks;
     pc.ll_threshold = sh.ll_threshold;
     pc.timeout_ns = 1234567;
     pc.abort = &abort_word;
@@ -666,6 +668,33 @@ TEST(CudaPlan, NoMoreThanMaxTasksPerLaunch) {
   EXPECT_EQ(all.size(), 38u);
 }
 
+// Ranks sharing a device get a block budget (core/cuda_residency.c): no
+// launch has more tasks, but a send to oneself and its recv stay together.
+TEST(CudaPlan, LaunchesKeepToTheBlockBudget) {
+  Shape sh;
+  sh.nranks = 20;
+  sh.nch = 1;
+  sh.max_tasks = 3;
+  FakeComm fc(sh, 5);
+  std::vector<kolo_op> ops;
+  for (int p = 0; p < sh.nranks; p++) {
+    if (p == 5) continue;
+    ops.push_back(make_op(KOLO_COLL_SEND, fake(0x1000 + p), nullptr, 1000, koloFloat32, p));
+    ops.push_back(make_op(KOLO_COLL_RECV, nullptr, const_cast<void *>(fake(0x2000 + p)), 1000, koloFloat32, p));
+  }
+  auto bs = plan(fc, ops);
+  EXPECT_EQ(total_tasks(bs), 38);
+  EXPECT_EQ(bs.size(), 13u);
+  for (auto &b : bs) EXPECT_LE(b.ntasks, 3);
+  fc.pc.max_tasks = 1;
+  bs = plan(fc, {make_op(KOLO_COLL_SEND, fake(0x9000), nullptr, 100, koloFloat32, 5),
+                 make_op(KOLO_COLL_RECV, nullptr, const_cast<void *>(fake(0x9100)), 100, koloFloat32, 5),
+                 make_op(KOLO_COLL_SEND, fake(0x9200), nullptr, 100, koloFloat32, 6)});
+  ASSERT_EQ(bs.size(), 2u);
+  EXPECT_EQ(bs[0].ntasks, 2);  // the pair, whole
+  EXPECT_EQ(bs[1].ntasks, 1);
+}
+
 TEST(CudaPlan, SendToSelfStaysWithItsRecv) {
   Shape sh;
   sh.nranks = 17;
@@ -997,6 +1026,8 @@ TEST(CudaPlan, RandomGroupsCannotDeadlockAcrossRanks) {
     sh.nch = 1 + (int)(rng() % 2);
     sh.min_channel_bytes = 256 * 1024;
     sh.ll_threshold = (rng() % 3 == 0) ? 0 : 64 * 1024;
+    std::mt19937_64 budget_rng((uint64_t)iter);  // apart, so that the groups stay what they were
+    sh.max_tasks = budget_rng() % 2 ? 0 : sh.nch + (int)(budget_rng() % 3);
     int n = sh.nranks;
     std::vector<std::vector<kolo_op>> ops((size_t)n);
     std::map<uintptr_t, int> parties;
@@ -1055,7 +1086,7 @@ TEST(CudaPlan, RandomGroupsCannotDeadlockAcrossRanks) {
     }
     ASSERT_TRUE(runs_to_the_end(per_rank, parties))
         << "iteration " << iter << ": " << n << " ranks, " << sh.nch << " channel(s), " << ntr
-        << " transfers, " << ncoll << " collectives";
+        << " transfers, " << ncoll << " collectives, at most " << sh.max_tasks << " tasks a launch";
   }
 }
 

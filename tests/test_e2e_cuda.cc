@@ -58,6 +58,9 @@
 // KOLO_TEST_VERBOSE=1 prints per-case times.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -80,11 +83,17 @@ extern "C" {
 }
 
 #include "util/coll_ref.h"
+#include "util/comm_peek.h"
 #include "util/expect_text.h"
 #include "util/coll_run.h"
 #include "util/cuda_bufs.h"
+#include "util/cuda_peek.h"
 #include "util/proc_util.h"
 #include "util/thread_world.h"
+
+#ifdef KOLO_CUDA_SIM
+#include "cudasim/kolo_sim.h"
+#endif
 
 extern char **environ;
 
@@ -338,6 +347,32 @@ INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaInitRankThreads, ::testing::Values(2, 
                          [](const ::testing::TestParamInfo<int> &p) {
                            return std::to_string(p.param) + "ranks";
                          });
+
+// One hardware queue for every stream (CUDA_DEVICE_MAX_CONNECTIONS=1, set
+// by ctest's CudaQueues.OneQueue entry before CUDA starts; the test skips
+// elsewhere): kolo warns at init that ranks share the device with fewer
+// queues than streams, and a group of both ranks' calls issued from one
+// thread still completes: the group's event records come after all of its
+// launches (recorded between them, the first rank's record waited in the
+// queue for its kernel, which waited for the second rank's kernel queued
+// behind the record).
+TEST(CudaQueues, OneQueueWarnsAndAGroupFromOneThreadCompletes) {
+  KT_REQUIRE_CUDA();
+  const char *q = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  const char *log = std::getenv("KOLO_DEBUG_FILE");
+  if (q == nullptr || std::string(q) != "1" || log == nullptr)
+    GTEST_SKIP() << "runs from ctest's CudaQueues.OneQueue entry (one hardware queue, a log file)";
+  std::remove(log);  // this process logs nothing before its comms' init
+  const int n = 2;
+  CudaWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  GridReport rep = run_cuda_grid(w, sample_cases(n, {7, 70001}), Issue::kOneThread);
+  EXPECT_GRID_OK(rep);
+  std::ifstream in(log);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_CONTAINS(text, "hardware queues (CUDA_DEVICE_MAX_CONNECTIONS)");
+  EXPECT_CONTAINS(text, "CUDA_DEVICE_MAX_CONNECTIONS=32");
+}
 
 // KOLO_MEMORY=cuda makes koloCommInitAll (devlist {0,0,0}) create CUDA
 // communicators: device buffers work with them.
@@ -1265,4 +1300,310 @@ TEST(CudaProcsChild, DISABLED_Rank) {
   ASSERT_TRUE(from_hex(hex, &id, sizeof id)) << "bad " << kIdVar;
   int failures = child_main(mode, n, rank, id);
   EXPECT_EQ(failures, 0) << "rank " << rank << " of " << n << " (" << mode << ")";
+}
+
+// ===== issue 13: what the CPU model of the GPU found ========================================
+//   CudaResidency     ranks of one process share a device: the channels are
+//                     capped to the blocks it holds at once (KOLO_SIM_SMS), and
+//                     what cannot be resident even with one channel is refused
+//   CudaStepWrap      LL flags across the 32-bit wrap of the step counts
+//   CudaGraphRace     a graph replayed concurrently with an eager call of the
+//                     same communicator: reported, not silent corruption
+//   CudaFinalize      koloCommFinalize completes the work in flight, then
+//                     refuses calls
+
+namespace {
+
+// Runs case c on every rank, rank `late` issuing delay_ms after the others
+// (whose kernels wait for it meanwhile), then checks every result element by
+// element; "" or what went wrong.
+std::string run_late(CudaWorld &w, const CollCase &c, int late, int delay_ms) {
+  const int n = w.nranks();
+  std::string err = w.reserve(dev_case_bytes(c));
+  if (!err.empty()) return err;
+  Expected e;
+  expected_for(c, &e);
+  std::vector<DevRankBufs> bufs((size_t)n);
+  std::vector<std::string> errs((size_t)n);
+  w.pool.run([&](int r) {
+    cudaSetDevice(w.dev);
+    w.arenas[r].reset();
+    std::string x = dev_prepare(c, r, &w.arenas[r], w.streams[r], &bufs[r]);
+    if (x.empty() && r == late) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    koloResult_t res = x.empty() ? dev_issue(c, r, bufs[r], w.comms[r], w.streams[r]) : koloInternalError;
+    if (x.empty() && res != koloSuccess) x = result_text(coll_name(c.coll), res, w.comms[r]);
+    bool busy = false;
+    if (x.empty()) x = wait_stream(w.streams[r], kStreamWaitMs, nullptr, &busy);
+    if (busy) w.wedge();
+    if (x.empty()) x = async_error_text(w.comms[r]);
+    if (x.empty()) x = dev_check(c, r, &bufs[r], w.streams[r], e);
+    errs[r] = x;
+  });
+  std::string all;
+  for (int r = 0; r < n; r++)
+    if (!errs[r].empty()) all += "\n  rank " + std::to_string(r) + ": " + errs[r];
+  return all;
+}
+
+// kt_cuda_set_steps on every rank's communicator.
+std::string set_steps(CudaWorld &w, uint32_t step) {
+  std::vector<int> res((size_t)w.nranks(), 0);
+  w.pool.run([&](int r) { res[r] = kt_cuda_set_steps(w.comms[r], step); });
+  for (int r = 0; r < w.nranks(); r++)
+    if (res[r] != 0) return "rank " + std::to_string(r) + ": " + cuda_text("setting the step counts", (cudaError_t)res[r]);
+  return "";
+}
+
+constexpr const char *kModelChildVar = "KOLO_TEST_CUDA_MODEL_CHILD";
+
+// Runs the disabled test `name` of this binary in a fresh process with the
+// extra environment `env` (NAME=value each: the model reads its settings
+// once per process); asserts that it passed.
+void run_model_child(const std::string &name, const std::vector<std::string> &env) {
+  std::vector<std::string> vars;
+  for (char **e = environ; *e; e++) {
+    std::string kv = *e;
+    bool replaced = kv.compare(0, 6, "GTEST_") == 0;
+    for (const std::string &x : env) replaced |= kv.compare(0, x.find('=') + 1, x, 0, x.find('=') + 1) == 0;
+    if (!replaced) vars.push_back(kv);
+  }
+  for (const std::string &x : env) vars.push_back(x);
+  vars.push_back(std::string(kModelChildVar) + "=1");
+  std::vector<char *> envp;
+  for (std::string &s : vars) envp.push_back(&s[0]);
+  envp.push_back(nullptr);
+  std::string exe = "/proc/self/exe", filter = "--gtest_filter=" + name, disabled = "--gtest_also_run_disabled_tests",
+              color = "--gtest_color=no";
+  std::vector<char *> argv = {&exe[0], &filter[0], &disabled[0], &color[0], nullptr};
+  std::vector<ChildResult> res = run_children(
+      1,
+      [&](int) {
+        dup2(2, 1);
+        execve(exe.c_str(), argv.data(), envp.data());
+        std::fprintf(stderr, "execve(%s): %s\n", exe.c_str(), std::strerror(errno));
+        return 127;
+      },
+      kChildTimeoutMs);
+  EXPECT_EQ(children_failures(res), "");
+}
+
+}  // namespace
+
+// ---- co-residency ------------------------------------------------------------------------
+
+// In a process of its own on a model of a device with 6 SMs whose every SM
+// holds one block of the executor kernel (kolo_sim_set_kernel_resources):
+// 7 ranks cannot all be resident even with one channel: init fails with
+// koloInvalidUsage, naming the numbers; 3 ranks asking for 4 channels get 2
+// (3 x 2 blocks fit), every rank alike, and an all-reduce over both
+// channels and an all-to-all (whose launches the planner cuts at 2 blocks)
+// are right.  (Without the cap the 3 ranks' 12 blocks do not fit: the model
+// places the first ranks' kernels, which wait for the others' until the
+// timeout.)
+TEST(CudaResidency, ChannelsCappedToWhatTheDeviceHolds) {
+  KT_REQUIRE_CUDA();
+#ifndef KOLO_CUDA_SIM
+  GTEST_SKIP() << "needs the CUDA model (KOLO_SIM_SMS chooses its SM count)";
+#endif
+  if (tsan_build()) GTEST_SKIP() << "TSan does not support fork() from a multi-threaded process";
+  run_model_child("CudaResidencyChild.DISABLED_SmallDevice",
+                  {"KOLO_SIM_SMS=6", "KOLO_TIMEOUT_MS=5000", "KOLO_MIN_CHANNEL_BYTES=4096"});
+}
+
+TEST(CudaResidencyChild, DISABLED_SmallDevice) {
+  if (std::getenv(kModelChildVar) == nullptr) GTEST_SKIP() << "helper of CudaResidency: run by it only";
+#ifdef KOLO_CUDA_SIM
+  kolo_sim_set_kernel_resources("kolo_exec_kernel", 255, 0);  // 255 x 256 registers: one block per SM
+#endif
+  koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
+  cfg.memory = koloMemCuda;
+  cfg.nChannels = 4;
+  {
+    CudaWorld w(7, CudaWorld::Init::kInitAll, &cfg);
+    EXPECT_EQ(w.init_result, koloInvalidUsage) << w.init_error;
+    EXPECT_CONTAINS(w.init_error, "7 ranks of one process share CUDA device 0, whose 6 SMs hold 6 block(s)");
+    EXPECT_CONTAINS(w.init_error, "even with one channel");
+  }
+  {
+    CudaWorld w(3, CudaWorld::Init::kInitAll, &cfg);
+    ASSERT_TRUE(w.ok()) << w.init_error;
+    for (int r = 0; r < 3; r++) {
+      int nch = 0;
+      uint32_t nslots = 0;
+      size_t slot = 0, min_ch = 0;
+      kt_comm_shape(w.comms[r], &nch, &nslots, &slot, &min_ch);
+      EXPECT_EQ(nch, 2) << "rank " << r << ": 3 ranks x 2 channels fill the 6 SMs";
+    }
+    CollCase big = make_case(Coll::AllReduce, koloFloat32, koloSum, 3, 1 << 16, false, 1);
+    GridReport rep = run_cuda_grid(w, {big}, Issue::kPerThread);
+    EXPECT_GRID_OK(rep);
+    if (rep.failed_cases) return;
+    EXPECT_EQ(run_all_to_all(w, koloFloat32, 33333, base_seed() + 7, Issue::kPerThread), "");
+  }
+}
+
+// ---- LL flags across the 32-bit wrap ------------------------------------------------------
+
+// 2 ranks, every step count started where a long job has it
+// (kt_cuda_set_steps); LL all-reduces of 4096 float32 (each rank's chunk one
+// whole LL slice), rank 1 calling 300 ms after rank 0, results checked
+// element by element:
+//  - counts at 0xffffffff on fresh pipes: rank 0's first receive is the
+//    slice of step 0xffffffff, whose flag must not be 0, what the zeroed
+//    LL region holds;
+//  - then calls of every collective at LL and SIMPLE sizes across the wrap;
+//  - 2^32 steps replayed: counts at 0x100, a full-slice call; counts at the
+//    cleaning window 0x7fffffc0, six one-line calls (which leave the rest of
+//    each slot as it was, but for the cleaning); counts at 0x100 again (what
+//    2^32 more slices would leave), a full-slice call with new data: the
+//    lines of the first call carry the same flags, and only the cleaning
+//    keeps rank 0 from taking them for rank 1's.
+TEST(CudaStepWrap, LLFlagsAcrossTheWrap) {
+  KT_REQUIRE_CUDA();
+  CudaWorld w(2);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  ASSERT_EQ(set_steps(w, 0xffffffffu), "");
+  CollCase full = make_case(Coll::AllReduce, koloFloat32, koloSum, 2, 4096, false, 1);
+  ASSERT_EQ(run_late(w, full, 1, 300), "") << " (the first slices after step 0xffffffff)";
+  ASSERT_EQ(set_steps(w, 0xfffffff0u), "");
+  GridReport rep = run_cuda_grid(w, sample_cases(2, {1, 4095, 70001}, 5), Issue::kPerThread);
+  EXPECT_GRID_OK(rep) << " (across the wrap)";
+  ASSERT_EQ(set_steps(w, 0x100u), "");
+  ASSERT_EQ(run_late(w, full, 1, 0), "") << " (first full-slice call)";
+  ASSERT_EQ(set_steps(w, 0x7fffffc0u), "");
+  std::vector<CollCase> lines;
+  for (int k = 0; k < 6; k++) lines.push_back(make_case(Coll::AllReduce, koloFloat32, koloSum, 2, 2, false, 10 + k));
+  rep = run_cuda_grid(w, lines, Issue::kPerThread);
+  ASSERT_GRID_OK(rep) << " (one-line calls in the cleaning window)";
+  ASSERT_EQ(set_steps(w, 0x100u), "");
+  CollCase again = make_case(Coll::AllReduce, koloFloat32, koloSum, 2, 4096, false, 2);
+  EXPECT_EQ(run_late(w, again, 1, 300), "") << " (the same steps 2^32 slices later)";
+}
+
+// ---- a graph replayed concurrently with an eager call ----------------------------------
+
+// 2 ranks (timeout 5 s): rank 0 captures an all-reduce into a graph on its
+// stream, then replays it there and, on a second stream, unordered, makes
+// the same call eagerly; rank 1 makes the two calls 300 ms later, one after
+// the other.  Both kernels of rank 0 hold the same pipe ends: one of them
+// must find the other there and stop them both (and rank 1's), so that the
+// streams end without waiting for the timeout and koloCommGetAsyncError
+// reports koloInvalidUsage on rank 0 with the sentence that says what
+// happened, and an error on rank 1.  (Unchecked, the two kernels of rank 0
+// would start from one step count and mix their slices.)
+TEST(CudaGraphRace, ReplayConcurrentWithEagerCallIsReported) {
+  KT_REQUIRE_CUDA();
+  koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
+  cfg.memory = koloMemCuda;
+  cfg.timeoutMs = 5000;
+  CudaWorld w(2, CudaWorld::Init::kInitAll, &cfg);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  CollCase c = make_case(Coll::AllReduce, koloFloat32, koloSum, 2, 4095, false, 1);
+  GridReport warm = run_cuda_grid(w, {c}, Issue::kPerThread);
+  ASSERT_GRID_OK(warm) << " (warm-up)";
+  ASSERT_EQ(w.reserve(2 * dev_case_bytes(c)), "");
+  cudaSetDevice(w.dev);
+  cudaStream_t a = w.streams[0], b = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), cudaSuccess);
+  w.arenas[0].reset();
+  w.arenas[1].reset();
+  DevRankBufs ga, eb, r1[2];
+  ASSERT_EQ(dev_prepare(c, 0, &w.arenas[0], a, &ga), "");
+  ASSERT_EQ(dev_prepare(c, 0, &w.arenas[0], b, &eb), "");
+  for (DevRankBufs &d : r1) ASSERT_EQ(dev_prepare(c, 1, &w.arenas[1], w.streams[1], &d), "");
+  for (cudaStream_t s : {a, b, w.streams[1]}) ASSERT_EQ(wait_stream(s, 10000), "");
+  cudaGraph_t g = nullptr;
+  cudaGraphExec_t ge = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(a, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  koloResult_t res = dev_issue(c, 0, ga, w.comms[0], a);
+  ASSERT_EQ(cudaStreamEndCapture(a, &g), cudaSuccess);
+  ASSERT_EQ(res, koloSuccess) << koloGetLastError(w.comms[0]);
+  ASSERT_EQ(cudaGraphInstantiateWithFlags(&ge, g, 0), cudaSuccess);
+  const double t0 = now_ms();
+  EXPECT_EQ(cudaGraphLaunch(ge, a), cudaSuccess);
+  EXPECT_EQ(dev_issue(c, 0, eb, w.comms[0], b), koloSuccess) << koloGetLastError(w.comms[0]);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (DevRankBufs &d : r1) EXPECT_EQ(dev_issue(c, 1, d, w.comms[1], w.streams[1]), koloSuccess);
+  bool busy[3] = {false, false, false};
+  EXPECT_EQ(wait_stream(a, 30000, nullptr, &busy[0]), "");
+  EXPECT_EQ(wait_stream(b, 30000, nullptr, &busy[1]), "");
+  EXPECT_EQ(wait_stream(w.streams[1], 30000, nullptr, &busy[2]), "");
+  const double ms = now_ms() - t0;
+  if (busy[0] || busy[1] || busy[2]) w.wedge();
+  EXPECT_LT(ms, 4000) << "the kernels ended only after " << ms << " ms (the timeout is 5000)";
+  std::string r1_async = async_error_text(w.comms[1]);
+  EXPECT_NE(r1_async, "") << "rank 1's calls met rank 0's two kernels and succeeded";
+  Expected e;
+  expected_for(c, &e);
+  for (DevRankBufs *d : {&ga, &eb})
+    if (!busy[0] && !busy[1] && r1_async.empty())
+      std::printf("  rank 0's result: %s\n", dev_check(c, 0, d, a, e).c_str());
+  koloResult_t async = koloSuccess;
+  ASSERT_EQ(koloCommGetAsyncError(w.comms[0], &async), koloSuccess);
+  EXPECT_EQ(async, koloInvalidUsage) << koloGetErrorString(async) << ": " << koloGetLastError(w.comms[0]);
+  EXPECT_CONTAINS(koloGetLastError(w.comms[0]),
+                  "two kernels of this communicator ran at once on one pipe (with rank 1): a CUDA graph of its "
+                  "calls replayed concurrently with other calls of it; order them on one stream");
+  std::printf("  rank 0's kernels ended %.0f ms after the replay: %s\n", ms, koloGetLastError(w.comms[0]));
+  std::printf("  rank 1: %s\n", r1_async.c_str());
+  cudaGraphExecDestroy(ge);
+  cudaGraphDestroy(g);
+  if (!busy[1]) cudaStreamDestroy(b);
+}
+
+// ---- koloCommFinalize ---------------------------------------------------------------------
+
+// 2 ranks (timeout 10 s): rank 0 calls a SIMPLE-sized all-reduce, rank 1
+// only 500 ms later (from another thread); koloCommFinalize on rank 0 right
+// after its call returns once the call is complete (not before rank 1
+// called, its stream done), with koloSuccess; both results are right; then
+// rank 0's calls, a second koloCommFinalize and koloCommSplit are refused
+// (koloInvalidUsage, naming koloCommFinalize); rank 1's Finalize succeeds.
+TEST(CudaFinalize, CompletesIssuedWorkThenRefusesCalls) {
+  KT_REQUIRE_CUDA();
+  koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
+  cfg.memory = koloMemCuda;
+  cfg.timeoutMs = 10000;
+  CudaWorld w(2, CudaWorld::Init::kInitAll, &cfg);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  warm_up(w, 1 << 16, 1);
+  if (HasFatalFailure()) return;
+  CollCase c = make_case(Coll::AllReduce, koloFloat32, koloSum, 2, 1 << 16, false, 2);
+  ASSERT_EQ(w.reserve(dev_case_bytes(c)), "");
+  Expected e;
+  expected_for(c, &e);
+  std::vector<DevRankBufs> bufs(2);
+  cudaSetDevice(w.dev);
+  for (int r = 0; r < 2; r++) {
+    w.arenas[r].reset();
+    ASSERT_EQ(dev_prepare(c, r, &w.arenas[r], w.streams[r], &bufs[r]), "");
+  }
+  ASSERT_EQ(dev_issue(c, 0, bufs[0], w.comms[0], w.streams[0]), koloSuccess) << koloGetLastError(w.comms[0]);
+  const double t0 = now_ms();
+  koloResult_t late = koloInternalError;
+  std::thread rank1([&] {
+    cudaSetDevice(w.dev);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    late = dev_issue(c, 1, bufs[1], w.comms[1], w.streams[1]);
+  });
+  koloResult_t fin = koloCommFinalize(w.comms[0]);
+  const double ms = now_ms() - t0;
+  const cudaError_t q = cudaStreamQuery(w.streams[0]);
+  rank1.join();
+  EXPECT_EQ(fin, koloSuccess) << koloGetLastError(w.comms[0]);
+  EXPECT_GE(ms, 400) << "koloCommFinalize returned before rank 1 called";
+  EXPECT_EQ(q, cudaSuccess) << "rank 0's stream was still busy when koloCommFinalize returned";
+  ASSERT_EQ(late, koloSuccess) << koloGetLastError(w.comms[1]);
+  bool busy = false;
+  ASSERT_EQ(wait_stream(w.streams[1], 30000, nullptr, &busy), "");
+  if (busy) w.wedge();
+  for (int r = 0; r < 2; r++) EXPECT_EQ(dev_check(c, r, &bufs[r], w.streams[r], e), "") << "rank " << r;
+  EXPECT_EQ(dev_issue(c, 0, bufs[0], w.comms[0], w.streams[0]), koloInvalidUsage);
+  EXPECT_CONTAINS(koloGetLastError(w.comms[0]), "koloCommFinalize");
+  EXPECT_EQ(koloCommFinalize(w.comms[0]), koloInvalidUsage);
+  koloComm_t sub = nullptr;
+  EXPECT_EQ(koloCommSplit(w.comms[0], 0, 0, &sub, nullptr), koloInvalidUsage);
+  EXPECT_CONTAINS(koloGetLastError(w.comms[0]), "koloCommFinalize");
+  EXPECT_EQ(koloCommFinalize(w.comms[1]), koloSuccess) << koloGetLastError(w.comms[1]);
+  std::printf("  koloCommFinalize returned %.0f ms after rank 0's call (rank 1 called at 500 ms)\n", ms);
 }

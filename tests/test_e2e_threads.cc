@@ -534,3 +534,57 @@ INSTANTIATE_TEST_SUITE_P(Threads, NonBlocking, ::testing::Values(1, 2, 4),
                          [](const ::testing::TestParamInfo<int> &p) {
                            return std::to_string(p.param) + "ranks";
                          });
+
+// ---- koloCommFinalize ------------------------------------------------------------
+
+// A blocking communicator of one rank: after koloCommFinalize (koloSuccess)
+// its calls, a second Finalize and koloCommSplit are refused with
+// koloInvalidUsage naming koloCommFinalize.  Then 2 non-blocking ranks:
+// rank 0 calls an all-reduce (koloInProgress), rank 1 only 300 ms later
+// from another thread; koloCommFinalize on rank 0 returns once the call is
+// complete, with koloSuccess (its result in place), and refuses rank 0's
+// later calls; rank 1's Finalize succeeds too.
+TEST(Finalize, CompletesIssuedCallsThenRefusesCalls) {
+  {
+    ThreadWorld w(1);
+    ASSERT_TRUE(w.ok()) << w.init_error;
+    EXPECT_EQ(koloCommFinalize(w.comms[0]), koloSuccess);
+    float x = 1;
+    EXPECT_EQ(koloAllReduce(&x, &x, 1, koloFloat32, koloSum, w.comms[0], nullptr), koloInvalidUsage);
+    EXPECT_NE(std::string(koloGetLastError(w.comms[0])).find("koloCommFinalize"), std::string::npos)
+        << koloGetLastError(w.comms[0]);
+    EXPECT_EQ(koloCommFinalize(w.comms[0]), koloInvalidUsage);
+    koloComm_t sub = nullptr;
+    EXPECT_EQ(koloCommSplit(w.comms[0], 0, 0, &sub, nullptr), koloInvalidUsage);
+    EXPECT_NE(std::string(koloGetLastError(w.comms[0])).find("koloCommFinalize"), std::string::npos)
+        << koloGetLastError(w.comms[0]);
+  }
+  koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  ThreadWorld w(2, ThreadWorld::Init::kInitAll, &cfg);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  CollCase c = make_case(Coll::AllReduce, koloFloat32, koloSum, 2, 4095, false, 1);
+  std::vector<RankBufs> bufs(2);
+  for (int r = 0; r < 2; r++) prepare(c, r, &bufs[r]);
+  ASSERT_EQ(issue(c, 0, &bufs[0], w.comms[0]), koloInProgress) << koloGetLastError(w.comms[0]);
+  const double t0 = now_ms();
+  koloResult_t late = koloInternalError;
+  std::thread rank1([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    late = issue(c, 1, &bufs[1], w.comms[1]);
+  });
+  koloResult_t fin = koloCommFinalize(w.comms[0]);
+  const double ms = now_ms() - t0;
+  rank1.join();
+  EXPECT_EQ(fin, koloSuccess) << koloGetLastError(w.comms[0]);
+  EXPECT_GE(ms, 250) << "koloCommFinalize returned before rank 1 called";
+  EXPECT_EQ(late, koloInProgress) << koloGetLastError(w.comms[1]);
+  Expected e;
+  expected_for(c, &e);
+  EXPECT_EQ(check(c, 0, bufs[0], e), "") << "rank 0 after koloCommFinalize";
+  EXPECT_EQ(issue(c, 0, &bufs[0], w.comms[0]), koloInvalidUsage);
+  EXPECT_NE(std::string(koloGetLastError(w.comms[0])).find("koloCommFinalize"), std::string::npos)
+      << koloGetLastError(w.comms[0]);
+  EXPECT_EQ(koloCommFinalize(w.comms[1]), koloSuccess) << koloGetLastError(w.comms[1]);
+  EXPECT_EQ(check(c, 1, bufs[1], e), "") << "rank 1 after koloCommFinalize";
+}

@@ -54,20 +54,6 @@ const bool kTimeoutSet = (default_test_timeout(60000), true);
 
 constexpr size_t kBucket = 4096, kFirstBucket = 1024, kFusionBuf = 8192;
 
-bool tsan_build() {
-#if defined(__SANITIZE_THREAD__)
-  return true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-  return true;
-#else
-  return false;
-#endif
-#else
-  return false;
-#endif
-}
-
 struct Spec {
   size_t count;
   koloDataType_t type;
@@ -1030,6 +1016,94 @@ TEST(FusionCuda, AllocateAndExternalOnOneDevice) {
     cudaStreamDestroy(compute);
   });
   for (koloComm_t c : comms) koloCommDestroy(c);
+  for (int r = 0; r < n; r++) EXPECT_EQ(errs[(size_t)r], "") << "rank " << r;
+#endif
+}
+
+// koloFusionCommit zeroes the buckets it allocates on kolo's own stream and
+// waits for that.  Here rank 0 first makes a call of another communicator on
+// a blocking stream (cudaStreamCreate), whose kernel waits for rank 1's
+// call, which rank 1 makes only after the fusion's first step; meanwhile the
+// legacy stream (cudaMemset's) waits for that kernel.  The step's results,
+// read back after that call (cudaMemcpy: the legacy stream), must still be
+// the sums.  (A zeroing queued on the legacy stream waits for rank 0's
+// kernel, and rank 1's call on its blocking stream waits for the zeroing:
+// a deadlock until the kernel timeout, after which the zeroing wipes the
+// step's results.)
+TEST(FusionCuda, BucketZeroingIsNotQueuedBehindOtherCommunicators) {
+#ifndef KOLO_HAVE_CUDA
+  GTEST_SKIP() << "built without CUDA";
+#else
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) GTEST_SKIP() << "no CUDA device";
+  const int n = 2;
+  koloConfig_t cc = KOLO_CONFIG_INITIALIZER;
+  cc.memory = koloMemCuda;
+  cc.timeoutMs = 20000;
+  std::vector<int> devs(n, 0);
+  std::vector<koloComm_t> fcomms(n), other(n);
+  ASSERT_EQ(koloCommInitAllConfig(fcomms.data(), n, devs.data(), &cc), koloSuccess) << koloGetLastError(nullptr);
+  ASSERT_EQ(koloCommInitAllConfig(other.data(), n, devs.data(), &cc), koloSuccess) << koloGetLastError(nullptr);
+  Scenario sc;
+  sc.seed = base_seed() + 202;
+  sc.cfg = small_config(koloSum);
+  sc.cfg.rebuildBuckets = 0;
+  for (size_t count : {300, 1000, 1, 2000, 777, 64}) sc.specs.push_back({count, koloFloat32, KOLO_FUSION_ALLOCATE, 0});
+  const int nt = (int)sc.specs.size();
+  const size_t xcount = 1024;
+  std::vector<std::string> errs(n);
+  RankPool pool(n);
+  pool.run([&](int r) {
+    std::string &err = errs[(size_t)r];
+    cudaSetDevice(0);
+    cudaStream_t compute = nullptr, blocking = nullptr;
+    cudaEvent_t ready = nullptr;
+    float *x = nullptr;
+    cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking);
+    cudaStreamCreate(&blocking);
+    cudaEventCreateWithFlags(&ready, cudaEventDisableTiming);
+    if (cudaMalloc(&x, xcount * sizeof(float)) != cudaSuccess) err = "cudaMalloc";
+    if (err.empty() && cudaMemsetAsync(x, 0, xcount * sizeof(float), blocking) != cudaSuccess) err = "cudaMemsetAsync";
+    if (err.empty() && r == 0 && koloAllReduce(x, x, xcount, koloFloat32, koloSum, other[0], blocking) != koloSuccess)
+      err = koloGetLastError(other[0]);
+    koloFusion_t f = nullptr;
+    if (err.empty() && koloFusionCreate(&f, fcomms[(size_t)r], &sc.cfg) != koloSuccess) err = koloGetLastError(nullptr);
+    int id;
+    for (const Spec &s : sc.specs)
+      if (err.empty()) koloFusionAddTensor(f, s.count, s.type, s.storage, &id);
+    if (err.empty() && koloFusionCommit(f) != koloSuccess) err = koloFusionGetLastError(f);
+    std::vector<void *> ptr((size_t)nt, nullptr);
+    if (err.empty()) koloFusionStepBegin(f);
+    for (int t = 0; t < nt && err.empty(); t++) {
+      const Spec &s = sc.specs[(size_t)t];
+      koloFusionTensorPtr(f, t, &ptr[(size_t)t]);
+      std::vector<unsigned char> host(s.count * type_size(s.type));
+      fill_input(host.data(), s.count, tensor_seed(sc, 1, t), r, 0, s.type, koloSum);
+      cudaMemcpyAsync(ptr[(size_t)t], host.data(), host.size(), cudaMemcpyHostToDevice, compute);
+      cudaStreamSynchronize(compute);
+      cudaEventRecord(ready, compute);
+      if (koloFusionMarkReady(f, t, nullptr, (koloEvent_t)ready) != koloSuccess) err = koloFusionGetLastError(f);
+    }
+    if (err.empty() && koloFusionStepEnd(f, nullptr) != koloSuccess) err = koloFusionGetLastError(f);
+    if (err.empty() && koloFusionWait(f) != koloSuccess) err = koloFusionGetLastError(f);
+    if (r == 1 && koloAllReduce(x, x, xcount, koloFloat32, koloSum, other[1], blocking) != koloSuccess)
+      err += std::string(" ") + koloGetLastError(other[1]);
+    if (cudaStreamSynchronize(blocking) != cudaSuccess) err += " the other communicator's stream failed";
+    for (int t = 0; t < nt && err.empty(); t++) {
+      const Spec &s = sc.specs[(size_t)t];
+      std::vector<unsigned char> host(s.count * type_size(s.type));
+      cudaMemcpy(host.data(), ptr[(size_t)t], host.size(), cudaMemcpyDeviceToHost);
+      err = check_tensor(sc, n, 1, t, host.data());
+      if (!err.empty()) err = "tensor " + std::to_string(t) + " after the other communicator's call: " + err;
+    }
+    if (f) koloFusionDestroy(f);
+    cudaFree(x);
+    cudaEventDestroy(ready);
+    cudaStreamDestroy(blocking);
+    cudaStreamDestroy(compute);
+  });
+  for (koloComm_t c : fcomms) koloCommDestroy(c);
+  for (koloComm_t c : other) koloCommDestroy(c);
   for (int r = 0; r < n; r++) EXPECT_EQ(errs[(size_t)r], "") << "rank " << r;
 #endif
 }

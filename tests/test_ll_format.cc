@@ -122,13 +122,14 @@ TEST(LLFormat, SliceSizesFitTheSlot) {
 TEST(LLFormat, Flags) {
   EXPECT_EQ(kolo_ll_flag(0), 1u);
   EXPECT_EQ(kolo_ll_flag(41), 42u);
-  EXPECT_EQ(kolo_ll_flag(0xffffffffu), 0u);  // wraps (see ll_format.h)
+  EXPECT_EQ(kolo_ll_flag(0xfffffffeu), 0xffffffffu);
+  EXPECT_EQ(kolo_ll_flag(0xffffffffu), 1u);  // never 0, what a zeroed line holds (see ll_format.h)
   const uint32_t nslots = 8;
-  for (uint32_t step : {0u, 1u, 7u, 8u, 1000u, 0x7fffffffu, 0xfffffff0u}) {
+  for (uint32_t step : {0u, 1u, 7u, 8u, 1000u, 0x7fffffffu, 0xfffffff0u, 0xffffffffu}) {
     uint32_t f = kolo_ll_flag(step);
     uint64_t p = 0x0123456789abcdefull;
     EXPECT_TRUE(kolo_ll_ready(kolo_ll_lo(p, f), kolo_ll_hi(p, f), f));
-    // A zeroed slot is not ready (but for step 0xffffffff).
+    // A zeroed slot is never ready.
     EXPECT_FALSE(kolo_ll_ready(0, 0, f));
     // What the slot held nslots steps before (or any earlier use) is stale.
     for (uint32_t k = 1; k <= 4; k++) {
@@ -139,6 +140,22 @@ TEST(LLFormat, Flags) {
       EXPECT_FALSE(kolo_ll_ready(kolo_ll_lo(p, old), kolo_ll_hi(p, f), f));
     }
   }
+}
+
+// The cleaning window: 64 consecutive steps (every slot of up to 64) twice
+// per 2^32 steps, so no line's flag is older than 2^31 + 64 steps.
+TEST(LLFormat, CleaningWindow) {
+  std::vector<uint32_t> clean;
+  for (uint64_t s = 0; s < (1ull << 32); s += 1u << 6)
+    if (kolo_ll_clean_step((uint32_t)s)) clean.push_back((uint32_t)s);
+  ASSERT_EQ(clean.size(), 2u);
+  EXPECT_EQ(clean[0], 0x7fffffc0u);
+  EXPECT_EQ(clean[1], 0xffffffc0u);
+  for (uint32_t s : clean)
+    for (uint32_t k = 0; k < 64; k++) EXPECT_TRUE(kolo_ll_clean_step(s + k)) << s + k;
+  EXPECT_FALSE(kolo_ll_clean_step(0x7fffffbfu));
+  EXPECT_FALSE(kolo_ll_clean_step(0x80000000u));
+  EXPECT_FALSE(kolo_ll_clean_step(0u));
 }
 
 // Whole slices: pack then unpack reproduces every byte, writes nothing past

@@ -61,6 +61,14 @@ using kolo_dev::st_line;
 using kolo_dev::st_relaxed;
 using kolo_dev::st_release;
 
+/* Code run once per block, kept out of the kernel's body on the GPU so that
+ * it does not raise the registers the body's loops are allocated. */
+#if KOLO_DEV_HOST_BUILD
+#define KOLO_OUT_OF_LINE
+#else
+#define KOLO_OUT_OF_LINE __noinline__
+#endif
+
 /* A waiting thread checks abort / stop / deadline every kPollSpins spins. */
 constexpr unsigned kPollSpins = 256;
 /* LL lines a thread has in flight (loads issued before the first poll). */
@@ -116,6 +124,39 @@ __device__ __forceinline__ bool must_leave(const kolo_dev_batch &b, const kolo_d
   stop_ends(t, word);
   kolo_dev::hint_set(s_stop, 1);
   return true;
+}
+
+/* Thread 0, at the start: claims the task's ends (each end's owner word,
+ * next to its step count).  The kernels of one communicator on one end
+ * follow each other (stream order, the comm's order event), so an end that
+ * is held means two kernels on it at once -- a CUDA graph of the comm's
+ * calls replayed on one stream while calls of it run on another, unordered
+ * -- which would start from one step count and mix their slices.  Then the
+ * block gives back what it claimed, records KOLO_DEV_CONCURRENT, stops the
+ * peers and returns false: it leaves without touching the counts. */
+__device__ KOLO_OUT_OF_LINE bool claim_ends(const kolo_dev_batch &b, const kolo_dev_task &t) {
+  uint32_t *s = t.has_send ? t.send.step + KOLO_DEV_STEP_OWNER : nullptr;
+  uint32_t *r = t.has_recv ? t.recv.step + KOLO_DEV_STEP_OWNER : nullptr;
+  const bool sok = s == nullptr || kolo_dev::cas(s, 0u, 1u) == 0u;
+  const bool rok = r == nullptr || kolo_dev::cas(r, 0u, 1u) == 0u;
+  if (sok && rok) return true;
+  if (s != nullptr && sok) st_release(s, 0u);
+  if (r != nullptr && rok) st_release(r, 0u);
+  record_stop(b, KOLO_DEV_CONCURRENT, sok ? t.recv.peer : t.send.peer);
+  stop_ends(t, KOLO_DEV_STOP_WORD(1 /* KOLO_STOP_ERROR */, b.rank));
+  return false;
+}
+
+/* Thread 0, at the end: the counts, then the ends for the next kernel. */
+__device__ KOLO_OUT_OF_LINE void release_ends(const kolo_dev_task &t, uint32_t sstep, uint32_t rstep) {
+  if (t.has_send) {
+    *t.send.step = sstep;
+    st_release(t.send.step + KOLO_DEV_STEP_OWNER, 0u);
+  }
+  if (t.has_recv) {
+    *t.recv.step = rstep;
+    st_release(t.recv.step + KOLO_DEV_STEP_OWNER, 0u);
+  }
 }
 
 /* Thread 0: waits until the receive slot is full (need_recv: tail > rstep)
@@ -304,6 +345,29 @@ __device__ __forceinline__ bool ll_lines(const LLSlice &x, const kolo_dev_batch 
   return false;
 }
 
+/* ll_lines with the slice's reduction.  Returns true to stop. */
+template <typename T>
+__device__ __forceinline__ bool ll_op_lines(const LLSlice &x, int sop, const kolo_dev_batch &b,
+                                            const kolo_dev_task &t, int *s_stop) {
+  if (!kolo_step_reduces(sop)) return ll_lines<T, kOpCopy>(x, b, t, s_stop);
+  switch (t.op) {
+  case koloProd: return ll_lines<T, kOpProd>(x, b, t, s_stop);
+  case koloMax: return ll_lines<T, kOpMax>(x, b, t, s_stop);
+  case koloMin: return ll_lines<T, kOpMin>(x, b, t, s_stop);
+  default: return ll_lines<T, kOpSum>(x, b, t, s_stop); /* sum, avg */
+  }
+}
+
+/* The sender's cleaning (ll_format.h): the lines of the send slot past this
+ * slice get the slice's flag, so that none keeps a flag 2^32 steps old that
+ * a later, longer slice would take for its own.  The slot is this sender's
+ * until the receiver returns the credit. */
+__device__ __forceinline__ void ll_clean(const LLSlice &x, uint32_t ll_slot_bytes) {
+  const size_t nlines = ll_slot_bytes / KOLO_LL_LINE_BYTES;
+  for (size_t i = kolo_ll_lines(x.nbytes) + threadIdx.x; i < nlines; i += blockDim.x)
+    st_line(x.sl + i * KOLO_LL_LINE_BYTES, kolo_ll_lo(0, x.sflag), kolo_ll_hi(0, x.sflag));
+}
+
 /* One LL slice of step op `sop` (the post-op divisor as SIMPLE applies it).
  * Returns true to stop. */
 template <typename T>
@@ -327,13 +391,22 @@ __device__ __forceinline__ bool ll_slice(const kolo_dev_batch &b, const kolo_dev
            sop == KOLO_STEP_RECV_REDUCE_COPY_SEND)
               ? div
               : 1;
-  if (!kolo_step_reduces(sop)) return ll_lines<T, kOpCopy>(x, b, t, s_stop);
-  switch (t.op) {
-  case koloProd: return ll_lines<T, kOpProd>(x, b, t, s_stop);
-  case koloMax: return ll_lines<T, kOpMax>(x, b, t, s_stop);
-  case koloMin: return ll_lines<T, kOpMin>(x, b, t, s_stop);
-  default: return ll_lines<T, kOpSum>(x, b, t, s_stop); /* sum, avg */
-  }
+  if (ll_op_lines<T>(x, sop, b, t, s_stop)) return true;
+  if (x.sl != nullptr && kolo_ll_clean_step(sstep)) ll_clean(x, t.send.ll_slot_bytes);
+  return false;
+}
+
+/* Thread 0, after a SIMPLE slice (rstep / sstep already counted it): for a
+ * proxy, the bytes the slice filled; then the new tail and head. */
+__device__ __forceinline__ void simple_publish(const kolo_dev_task &t, bool rv, bool sd, uint32_t rstep,
+                                               uint32_t sstep, uint32_t bytes) {
+  if (sd && (t.send.flags & KOLO_DEV_CONN_FILLED))
+    st_relaxed(reinterpret_cast<uint32_t *>(reinterpret_cast<char *>(t.send.tail) + KOLO_DEV_FILLED_FROM_TAIL) +
+                   (sstep - 1) % KOLO_DEV_FILLED_WORDS,
+               bytes);
+  kolo_dev::fence();
+  if (sd) st_release(t.send.tail, sstep);
+  if (rv) st_release(t.recv.head, rstep);
 }
 
 /* ---- the kernel ------------------------------------------------------------ */
@@ -343,8 +416,12 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
   constexpr bool kLL = PROTO == KOLO_PROTO_LL;
   const kolo_dev_task &t = b.tasks[blockIdx.x];
   KOLO_BLOCK_SHARED int s_stop; /* sticky hint: some thread of the block stopped */
-  if (threadIdx.x == 0) kolo_dev::hint_set(&s_stop, 0);
-  kolo_dev::block_sync();
+  int clash = 0;
+  if (threadIdx.x == 0) {
+    kolo_dev::hint_set(&s_stop, 0);
+    clash = !claim_ends(b, t);
+  }
+  if (kolo_dev::block_sync_or(clash)) return; /* another kernel holds an end: reported */
   uint32_t rstep = t.has_recv ? *t.recv.step : 0, sstep = t.has_send ? *t.send.step : 0;
   const size_t esz = t.geo.elem_size;
   const kolo_dev_conn *sizer = t.has_send ? &t.send : t.has_recv ? &t.recv : nullptr;
@@ -398,15 +475,7 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
           kolo_dev::block_sync(); /* the whole slice is written (and read) before it is published */
           if (rv) rstep++;
           if (sd) sstep++;
-          if (threadIdx.x == 0) {
-            if (sd && (t.send.flags & KOLO_DEV_CONN_FILLED)) /* for a proxy: the bytes of this slice */
-              st_relaxed(reinterpret_cast<uint32_t *>(reinterpret_cast<char *>(t.send.tail) + KOLO_DEV_FILLED_FROM_TAIL) +
-                             (sstep - 1) % KOLO_DEV_FILLED_WORDS,
-                         static_cast<uint32_t>(cnt * esz));
-            kolo_dev::fence();
-            if (sd) st_release(t.send.tail, sstep);
-            if (rv) st_release(t.recv.head, rstep);
-          }
+          if (threadIdx.x == 0) simple_publish(t, rv, sd, rstep, sstep, static_cast<uint32_t>(cnt * esz));
         }
       }
     }
@@ -414,10 +483,7 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
   /* Every thread read the ends' steps at the start: a block that moved
    * nothing has met no barrier since. */
   kolo_dev::block_sync();
-  if (threadIdx.x == 0) {
-    if (t.has_send) *t.send.step = sstep;
-    if (t.has_recv) *t.recv.step = rstep;
-  }
+  if (threadIdx.x == 0) release_ends(t, sstep, rstep);
 }
 
 /* ---- launch -------------------------------------------------------------- */
@@ -471,7 +537,33 @@ cudaError_t launch(const kolo_dev_batch &b, cudaStream_t s) {
   return kolo_dev::launch<kolo_exec_kernel<T, KOLO_PROTO_SIMPLE>>(grid, block, 0, s, b);
 }
 
+/* Lowers *worst to the blocks of kolo_exec_kernel<T, *> that one SM holds. */
+template <typename T>
+cudaError_t fewest_blocks(int *worst) {
+  int simple = 0, ll = 0;
+  cudaError_t e = kolo_dev::occupancy<kolo_exec_kernel<T, KOLO_PROTO_SIMPLE>>(&simple, KOLO_DEV_THREADS, 0);
+  if (e == cudaSuccess) e = kolo_dev::occupancy<kolo_exec_kernel<T, KOLO_PROTO_LL>>(&ll, KOLO_DEV_THREADS, 0);
+  if (e != cudaSuccess) return e;
+  if (simple < *worst) *worst = simple;
+  if (ll < *worst) *worst = ll;
+  return cudaSuccess;
+}
+
 }  // namespace
+
+/* Any launch may be of any dtype and protocol: the worst of them all. */
+extern "C" int kolo_cuda_exec_blocks_per_sm(int *blocks) {
+  int worst = 1 << 30;
+  cudaError_t e = cudaSuccess;
+#define KOLO_EXEC_FEWEST(T) \
+  if (e == cudaSuccess) e = fewest_blocks<T>(&worst);
+  KOLO_EXEC_FEWEST(int8_t) KOLO_EXEC_FEWEST(uint8_t) KOLO_EXEC_FEWEST(int32_t) KOLO_EXEC_FEWEST(uint32_t)
+  KOLO_EXEC_FEWEST(int64_t) KOLO_EXEC_FEWEST(uint64_t) KOLO_EXEC_FEWEST(__half) KOLO_EXEC_FEWEST(float)
+  KOLO_EXEC_FEWEST(double) KOLO_EXEC_FEWEST(__nv_bfloat16)
+#undef KOLO_EXEC_FEWEST
+  *blocks = e == cudaSuccess ? worst : 0;
+  return (int)e;
+}
 
 extern "C" int kolo_cuda_exec_launch(const kolo_dev_batch *batch, void *stream) {
   if (batch->ntasks <= 0) return (int)cudaSuccess;

@@ -16,14 +16,23 @@
  * is padded with zeros; a receiver writes only those bytes.
  *
  * Both flag words of every line of the slice of connector step `step` are
- * kolo_ll_flag(step) = step + 1 (32-bit, wrapping).  A line is ready when
- * both flags match: the sender writes a line as one 16-byte store, two
- * 64-bit halves {data0 | flag << 32, data1 | flag << 32}, each of which is
- * single-copy atomic, so a half whose flag matches carries its data.
+ * kolo_ll_flag(step) = step + 1 (32-bit, wrapping), except that step
+ * 0xffffffff takes flag 1, not 0.  A line is ready when both flags match:
+ * the sender writes a line as one 16-byte store, two 64-bit halves
+ * {data0 | flag << 32, data1 | flag << 32}, each of which is single-copy
+ * atomic, so a half whose flag matches carries its data.
  *
- * A zeroed region (flag 0) reads as "not ready" for every step but
- * 0xffffffff; by the time a connector reaches that step every slot has
- * been written at least once, so a zeroed line is never mistaken for data.
+ * Flags repeat every 2^32 steps, which two things could fool:
+ *  - a zeroed line (the region starts zeroed, and a slot whose slices were
+ *    all short keeps the lines past them zeroed): no step has flag 0, so it
+ *    never reads as ready (step 0xffffffff shares flag 1 with step 0, whose
+ *    slot is another one: nslots is a power of two, at least 2);
+ *  - a line of a slot that shorter slices left unwritten for 2^32 steps,
+ *    whose old flag comes round again: as NCCL does, the sender of a step
+ *    in the cleaning window (kolo_ll_clean_step: 64 consecutive steps every
+ *    2^31, so every slot of up to 64) also rewrites every line of the slot
+ *    past its slice with the current flag, so no line's flag is ever more
+ *    than 2^31 + 64 steps old.
  */
 #ifndef KOLO_KERNELS_CUDA_LL_FORMAT_H
 #define KOLO_KERNELS_CUDA_LL_FORMAT_H
@@ -61,8 +70,13 @@ KOLO_HD unsigned kolo_ll_line_bytes(size_t nbytes, size_t line) {
   return nbytes - lo < KOLO_LL_LINE_PAYLOAD ? (unsigned)(nbytes - lo) : KOLO_LL_LINE_PAYLOAD;
 }
 
-/* The flag of the slice of connector step `step`. */
-KOLO_HD uint32_t kolo_ll_flag(uint32_t step) { return step + 1u; }
+/* The flag of the slice of connector step `step`: never 0. */
+KOLO_HD uint32_t kolo_ll_flag(uint32_t step) { return step + 1u + (step == 0xffffffffu); }
+
+/* Steps whose sender also rewrites the rest of its slot (see above): those
+ * whose bits 6..30 are all set. */
+#define KOLO_LL_CLEAN_MASK 0x7fffffc0u
+KOLO_HD int kolo_ll_clean_step(uint32_t step) { return (step & KOLO_LL_CLEAN_MASK) == KOLO_LL_CLEAN_MASK; }
 
 /* The two 64-bit halves of a line carrying `payload` with `flag`:
  * lo = {data0, flag}, hi = {data1, flag} in memory (little endian). */

@@ -478,6 +478,20 @@ bool sanitized_build() {
 #endif
 }
 
+bool tsan_build() {
+#if defined(__SANITIZE_THREAD__)
+  return true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  return true;
+#else
+  return false;
+#endif
+#else
+  return false;
+#endif
+}
+
 void default_test_timeout(int ms) { setenv("KOLO_TIMEOUT_MS", std::to_string(ms).c_str(), 0); }
 
 }  // namespace kt

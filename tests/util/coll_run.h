@@ -174,6 +174,9 @@ double now_ms();
 // True when built with a sanitizer (ASan / TSan): the grids skip their large
 // sizes unless KOLO_TEST_FULL=1.
 bool sanitized_build();
+// True when built with ThreadSanitizer (which cannot follow fork() from a
+// process with threads: the tests that fork skip there).
+bool tsan_build();
 // Sets KOLO_TIMEOUT_MS (unless already set) so that a hang in a test turns
 // into an error instead of ctest's timeout.
 void default_test_timeout(int ms);
