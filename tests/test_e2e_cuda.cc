@@ -348,6 +348,59 @@ INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaInitRankThreads, ::testing::Values(2, 
                            return std::to_string(p.param) + "ranks";
                          });
 
+// Issue 13, 4.1: a launch's result is the launch's own, not an earlier
+// error of the calling thread that cudaGetLastError would also return.
+// Rank 0 makes a call its peer has not made yet, queries its stream (busy:
+// the query leaves cudaErrorNotReady as the thread's last error, as CUDA
+// does), and makes a second call: it must launch (kolo once read the launch
+// result with cudaGetLastError and failed the communicator here), and the
+// user's NotReady stays the user's to read.
+TEST(CudaLaunch, AnEarlierErrorOfTheThreadIsNotTheLaunchsOwn) {
+  KT_REQUIRE_CUDA();
+  const int n = 2;
+  const size_t count = 1024;
+  CudaWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  std::vector<float *> buf((size_t)n, nullptr);
+  for (int r = 0; r < n; r++) {
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&buf[(size_t)r]), count * sizeof(float)), cudaSuccess);
+    std::vector<float> v(count, (float)(r + 1));
+    ASSERT_EQ(cudaMemcpy(buf[(size_t)r], v.data(), count * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  std::vector<koloResult_t> second((size_t)n, koloInternalError);
+  cudaError_t query = cudaSuccess, left = cudaSuccess;
+  auto call = [&](int r) {
+    return koloAllReduce(buf[(size_t)r], buf[(size_t)r], count, koloFloat32, koloSum, w.comms[(size_t)r],
+                         w.streams[(size_t)r]);
+  };
+  w.pool.run([&](int r) {
+    if (r != 0) return;
+    cudaSetDevice(w.dev);
+    (void)cudaGetLastError();
+    if (call(0) != koloSuccess) return;
+    query = cudaStreamQuery(w.streams[0]);  // rank 1 has not called: busy
+    second[0] = call(0);
+    left = cudaGetLastError();
+  });
+  w.pool.run([&](int r) {
+    if (r == 0) return;
+    cudaSetDevice(w.dev);
+    if (call(r) == koloSuccess) second[(size_t)r] = call(r);
+  });
+  EXPECT_EQ(query, cudaErrorNotReady);
+  EXPECT_EQ(second[0], koloSuccess) << koloGetLastError(w.comms[0]);
+  EXPECT_EQ(second[1], koloSuccess) << koloGetLastError(w.comms[1]);
+  EXPECT_EQ(left, cudaErrorNotReady) << "kolo consumed the thread's own error";
+  for (int r = 0; r < n; r++) {
+    EXPECT_EQ(wait_stream(w.streams[(size_t)r], kStreamWaitMs), "");
+    EXPECT_EQ(async_error_text(w.comms[(size_t)r]), "");
+    std::vector<float> got(count, 0.0f);
+    ASSERT_EQ(cudaMemcpy(got.data(), buf[(size_t)r], count * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    for (size_t i = 0; i < count; i++) ASSERT_EQ(got[i], 6.0f) << "rank " << r << " element " << i;  // (1+2) twice
+    cudaFree(buf[(size_t)r]);
+  }
+}
+
 // One hardware queue for every stream (CUDA_DEVICE_MAX_CONNECTIONS=1, set
 // by ctest's CudaQueues.OneQueue entry before CUDA starts; the test skips
 // elsewhere): kolo warns at init that ranks share the device with fewer
