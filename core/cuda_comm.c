@@ -57,6 +57,17 @@ static cudaError_t select_device(struct koloComm *c, dev_info *me) {
   return e;
 }
 
+/* What a failed device selection means on a machine without CUDA: kolo's
+ * CUDA runtime is linked in (cudart_static) and loads the driver,
+ * libcuda.so.1, at the first CUDA call; without one it says "insufficient
+ * driver".  Host communicators never get here. */
+static const char *device_hint(cudaError_t e) {
+  if (e == cudaErrorInsufficientDriver)
+    return "; koloMemCuda needs an NVIDIA driver (libcuda.so.1) no older than kolo's CUDA runtime: none such was found";
+  if (e == cudaErrorNoDevice) return "; koloMemCuda needs a CUDA GPU, and the driver reports none";
+  return "";
+}
+
 static koloResult_t check_devices(struct koloComm *c, const dev_info *all) {
   for (int r = 0; r < c->nranks; r++) {
     const dev_info *d = &all[r];
@@ -64,12 +75,13 @@ static koloResult_t check_devices(struct koloComm *c, const dev_info *all) {
     char devname[32];
     if (d->dev >= 0) snprintf(devname, sizeof devname, "CUDA device %d", d->dev);
     else snprintf(devname, sizeof devname, "a current CUDA device");
+    cudaError_t e = (cudaError_t)d->err;
     if (r == c->rank)
       return kolo_error(&c->err, koloUnhandledCudaError,
-                        "rank %d cannot use %s: %s (this process sees %d CUDA device(s))", r,
-                        devname, cudaGetErrorString((cudaError_t)d->err), d->count);
-    return kolo_error(&c->err, koloRemoteError, "rank %d cannot use %s: %s (its process sees %d CUDA device(s))",
-                      r, devname, cudaGetErrorString((cudaError_t)d->err), d->count);
+                        "rank %d cannot use %s: %s (this process sees %d CUDA device(s))%s", r, devname,
+                        cudaGetErrorString(e), d->count, device_hint(e));
+    return kolo_error(&c->err, koloRemoteError, "rank %d cannot use %s: %s (its process sees %d CUDA device(s))%s",
+                      r, devname, cudaGetErrorString(e), d->count, device_hint(e));
   }
   return koloSuccess;
 }
