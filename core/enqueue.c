@@ -225,7 +225,7 @@ static koloResult_t add_tasks(const kolo_op *op, kolo_exec_task *tasks, int *nta
   }
   int nch = channels_for(c, op);
   for (int ch = 0; ch < nch; ch++) {
-    const kolo_program *prog;
+    const kolo_program *prog = NULL; /* set on success: gcc -O3 cannot tell once it inlines the (hidden) callee */
     koloResult_t res = kolo_comm_program(c, op->coll, op->arg, ch, &prog);
     if (res != koloSuccess) return res;
     add_task(op, prog, nch, ch, pipe_for(c, op->coll, prog->send_peer, ch, 1),

@@ -28,6 +28,14 @@
 extern "C" {
 #endif
 
+/* Every function this header declares is exported from libkolo.so and
+ * nothing else is: kolo is compiled with -fvisibility=hidden, so a new public
+ * function needs no mark but its declaration here (tests/check_exports.sh
+ * checks the exports against this header and kolo_fusion.h). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #define KOLO_MAJOR 0
 #define KOLO_MINOR 1
 #define KOLO_PATCH 0
@@ -193,6 +201,10 @@ koloResult_t koloGroupEnd(void);
 
 /* Size in bytes of one element of `datatype`; 0 for an invalid type. */
 size_t koloTypeSize(koloDataType_t datatype);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

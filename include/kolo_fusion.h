@@ -103,6 +103,11 @@
 extern "C" {
 #endif
 
+/* Exported from libkolo.so, as kolo.h's declarations are. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 typedef struct koloFusion *koloFusion_t;
 /* Same layout as cudaEvent_t, so callers pass their CUDA event as is. */
 typedef struct CUevent_st *koloEvent_t;
@@ -221,6 +226,10 @@ koloResult_t koloFusionGetStats(koloFusion_t fusion, koloFusionStats_t *stats);
  * fusion == NULL, the calling thread's last error without a fusion (e.g. a
  * failed Create). */
 const char *koloFusionGetLastError(koloFusion_t fusion);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

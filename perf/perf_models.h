@@ -37,8 +37,9 @@ typedef struct {
 int perf_model_load(perf_model *m, const char *spec, const char *dir);
 void perf_model_free(perf_model *m);
 
-/* The directory of the model files compiled in (perf/models of the source
- * tree), or $KOLO_PERF_MODELS when set. */
+/* The directory of the model files: $KOLO_PERF_MODELS when set, else
+ * PREFIX/share/kolo/models for a kolo-perf installed in PREFIX/bin, else
+ * the one compiled in (perf/models of the source tree). */
 const char *perf_models_dir(void);
 
 #endif
