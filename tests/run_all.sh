@@ -2,7 +2,9 @@
 # Sets up, builds and runs every kolo test: what CI runs (.ci/run).
 #  1. packages (scripts/setup.sh)
 #  2. release build (+ CUDA kernels when nvcc exists; fails on any register spill)
-#  3. ctest: unit tests, end-to-end tests as threads and as processes
+#  3. ctest: unit tests, end-to-end tests as threads and as processes, and
+#     libkolo.so's exports; then tests/check_install.sh: `cmake --install`
+#     into build/install-staging, examples/ built against it and run
 #  4. the CUDA path on kolo's CPU model of the GPU (docs/cuda-model.md):
 #     build-sim (-DKOLO_CUDA=SIM, kernel resources from step 2's ptxas
 #     report) and every CUDA test there; then build-sim-tsan: the reduce
@@ -41,6 +43,9 @@ fi
 
 step "ctest (release)"
 (cd build && ctest --output-on-failure -j1 --timeout 900) || fail=1
+
+step "install + examples: kolo as another project uses it (find_package, pkg-config, no CUDA runtime)"
+tests/check_install.sh build || fail=1
 
 # The CUDA tests, on the CPU model: the ranks share its 2 model devices, so
 # every rank gets its own hardware queue (CUDA_DEVICE_MAX_CONNECTIONS, set by
