@@ -43,7 +43,9 @@ typedef struct {
   char internal[KOLO_UNIQUE_ID_BYTES];
 } koloUniqueId;
 
-/* Result codes: values 0..7 equal NCCL's. */
+/* Result codes: values 0..7 equal NCCL's; 8 is NCCL's ncclNumResults and
+ * stays unused, so that no kolo code reads as NCCL's count (or a code a
+ * later NCCL may give that value); kolo's own codes start at 9. */
 typedef enum {
   koloSuccess = 0,
   koloUnhandledCudaError = 1,
@@ -53,8 +55,9 @@ typedef enum {
   koloInvalidUsage = 5,
   koloRemoteError = 6, /* a peer failed or went away */
   koloInProgress = 7,
-  koloTimeout = 8, /* kolo extension: a bounded wait expired */
-  koloNumResults = 9
+  /* 8: reserved (NCCL's ncclNumResults) */
+  koloTimeout = 9, /* kolo extension: a bounded wait expired */
+  koloNumResults = 10
 } koloResult_t;
 
 typedef enum {
