@@ -20,6 +20,8 @@
   X(koloTimeout, "timed out waiting for a peer")
 
 const char *koloGetErrorString(koloResult_t result) {
+  if ((int)result == KOLO_RESULT_RESERVED)
+    return "result code 8: reserved (NCCL's ncclNumResults), never returned by kolo";
   switch (result) {
 #define KOLO_RESULT_CASE(code, text)                                         \
   case code:                                                                 \

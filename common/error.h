@@ -15,6 +15,14 @@
 
 #define KOLO_ERR_LEN 512
 
+/* The result value kolo never returns (kolo.h): NCCL's ncclNumResults. */
+#define KOLO_RESULT_RESERVED 8
+
+/* 1 when r is a result code kolo returns (koloSuccess included). */
+static inline int kolo_result_valid(int r) {
+  return r >= koloSuccess && r < koloNumResults && r != KOLO_RESULT_RESERVED;
+}
+
 /* An error buffer.  Writers may be several threads (a comm's caller and its
  * progress thread): the first error since the last clear wins. */
 typedef struct kolo_errbuf {

@@ -18,7 +18,7 @@
 #include "config.h"
 
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
-static int log_level_value = KOLO_LOG_NONE;
+static _Atomic int log_level_value = KOLO_LOG_NONE;
 static FILE *log_out;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -81,6 +81,16 @@ static void log_init(void) {
   log_read_settings();
   pthread_atfork(NULL, NULL, log_mark_stale_in_child);
 }
+
+/* koloResetDebugInit (NCCL's ncclResetDebugInit): the next log call reads
+ * KOLO_DEBUG and KOLO_DEBUG_FILE again, as after a fork.  A line being
+ * written meanwhile still goes to the old file (under log_lock). */
+void kolo_log_reset(void) {
+  pthread_once(&log_once, log_init);
+  log_stale = 1;
+}
+
+void koloResetDebugInit(void) { kolo_log_reset(); }
 
 int kolo_log_level(void) {
   pthread_once(&log_once, log_init);

@@ -14,8 +14,11 @@ enum kolo_log_level {
   KOLO_LOG_TRACE = 3
 };
 
-/* Current level; reads KOLO_DEBUG once per process (again after fork). */
+/* Current level; reads KOLO_DEBUG once per process (again after fork, and
+ * after kolo_log_reset). */
 int kolo_log_level(void);
+/* Makes the next kolo_log_level() read KOLO_DEBUG and KOLO_DEBUG_FILE again. */
+void kolo_log_reset(void);
 void kolo_log_write(int level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

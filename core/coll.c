@@ -19,6 +19,8 @@ static koloResult_t check_common(const char *fn, koloComm_t comm, size_t count,
     return kolo_error(&comm->err, koloInvalidUsage,
                       "%s: rank %d: the communicator was finalized (koloCommFinalize): only koloCommDestroy "
                       "may follow", fn, comm->rank);
+  koloResult_t ready = kolo_comm_check_ready(comm, fn, 0);
+  if (ready != koloSuccess) return ready;
   if (comm->failed != koloSuccess)
     return kolo_error(NULL, comm->failed, "%s: the communicator failed earlier: %s", fn, comm->err.msg);
   if ((int)type < 0 || type >= koloNumTypes)

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "core/comm_init.h"
 #include "core/cuda_comm.h"
 #include "common/log.h"
 #include "ring/topology.h"
@@ -136,6 +137,8 @@ static void comm_stop_all(struct koloComm *c, int reason, int rank) {
     if (c->p2p_recv_ready[i]) kolo_conn_stop(&c->p2p_recv[i], reason, rank);
   }
 }
+
+void kolo_comm_stop(struct koloComm *c, int reason) { comm_stop_all(c, reason, c->rank); }
 
 static void owner_stop_all(kolo_exec_owner *o, int reason, int rank) {
   struct koloComm *c = (struct koloComm *)((char *)o - offsetof(struct koloComm, owner));
@@ -288,7 +291,30 @@ static void free_comm(struct koloComm *c) {
   for (int ch = 0; ch < c->nrings; ch++) kolo_ring_free(&c->rings[ch]);
   for (int k = 0; k < KOLO_HIER_PHASES && c->hier_ready; k++) kolo_program_free(&c->hier_prog[k]);
   if (c->bs) kolo_bootstrap_destroy(c->bs);
+  if (c->init_job) free(c->init_job->uids);
+  free(c->init_job);
   free(c);
+}
+
+void kolo_comm_free(struct koloComm *c) {
+  kolo_init_join(c); /* an init still running uses c */
+  kolo_reg_release_comm(c);
+  free_comm(c);
+}
+
+koloResult_t kolo_comm_check_ready(struct koloComm *c, const char *fn, int revoked_ok) {
+  if (atomic_load(&c->init_busy))
+    return kolo_error(&c->err, koloInvalidUsage,
+                      "%s: rank %d: the communicator's init is still in progress (koloCommGetAsyncError says "
+                      "koloInProgress until it is done)", fn, c->rank);
+  if (!atomic_load(&c->ready))
+    return kolo_error(NULL, (koloResult_t)c->failed, "%s: rank %d: the communicator's init failed: %s", fn,
+                      c->rank, c->err.msg);
+  if (!revoked_ok && atomic_load(&c->revoked))
+    return kolo_error(&c->err, koloInvalidUsage,
+                      "%s: rank %d: the communicator was revoked (koloCommRevoke): only koloCommDestroy, "
+                      "koloCommAbort, koloCommSplit and koloCommShrink may follow", fn, c->rank);
+  return koloSuccess;
 }
 
 static koloResult_t alloc_tables(struct koloComm *c) {
@@ -319,8 +345,9 @@ static void tune_waits(struct koloComm *c) {
             c->rank, local, cpus, c->owner.spin, c->owner.yields);
 }
 
-static koloResult_t init_steps(struct koloComm *c, const kolo_uid *uid) {
-  koloResult_t res = kolo_bootstrap_init(uid, c->rank, c->nranks, c->timeout_ms, &c->err, &c->bs);
+static koloResult_t init_steps(struct koloComm *c) {
+  const kolo_init_job *j = c->init_job;
+  koloResult_t res = kolo_bootstrap_init_multi(j->uids, j->nids, c->rank, c->nranks, c->timeout_ms, &c->err, &c->bs);
   if (res == koloSuccess) tune_waits(c);
   if (res == koloSuccess) res = check_shapes(c);
   int cuda = c->memory == koloMemCuda;
@@ -336,37 +363,81 @@ static koloResult_t init_steps(struct koloComm *c, const kolo_uid *uid) {
   return res;
 }
 
-koloResult_t koloCommInitRankConfig(koloComm_t *comm, int nranks, koloUniqueId commId, int rank,
-                                    koloConfig_t *config) {
+koloResult_t kolo_comm_connect(struct koloComm *c) {
+  koloResult_t res = init_steps(c);
+  if (res != koloSuccess) atomic_store(&c->failed, (int)res);
+  else atomic_store(&c->ready, 1);
+  return res;
+}
+
+static koloResult_t new_init_job(struct koloComm *c, const kolo_uid *uids, int nids) {
+  c->init_job = calloc(1, sizeof *c->init_job);
+  if (c->init_job != NULL) c->init_job->uids = malloc((size_t)nids * sizeof *uids);
+  if (c->init_job == NULL || c->init_job->uids == NULL)
+    return kolo_error(NULL, koloSystemError, "out of memory at init");
+  memcpy(c->init_job->uids, uids, (size_t)nids * sizeof *uids);
+  c->init_job->nids = nids;
+  return koloSuccess;
+}
+
+koloResult_t kolo_comm_create(const char *fn, int nranks, int rank, const kolo_uid *uids, int nids,
+                              koloConfig_t *config, struct koloComm **out) {
   kolo_errbuf *teb = kolo_thread_errbuf();
-  if (comm == NULL) return kolo_error(teb, koloInvalidArgument, "koloCommInitRank: comm is NULL");
   if (nranks < 1 || nranks > (1 << 20))
-    return kolo_error(teb, koloInvalidArgument, "koloCommInitRank: nranks = %d is outside 1..%d", nranks, 1 << 20);
+    return kolo_error(teb, koloInvalidArgument, "%s: nranks = %d is outside 1..%d", fn, nranks, 1 << 20);
   if (rank < 0 || rank >= nranks)
-    return kolo_error(teb, koloInvalidArgument, "koloCommInitRank: rank %d is outside 0..%d", rank, nranks - 1);
-  kolo_uid uid;
-  koloResult_t res = kolo_uid_decode(&commId, &uid, teb);
-  if (res != koloSuccess) return res;
+    return kolo_error(teb, koloInvalidArgument, "%s: rank %d is outside 0..%d", fn, rank, nranks - 1);
   struct koloComm *c = calloc(1, sizeof *c);
-  if (c == NULL) return kolo_error(teb, koloSystemError, "koloCommInitRank: out of memory");
+  if (c == NULL) return kolo_error(teb, koloSystemError, "%s: out of memory", fn);
   c->rank = rank;
   c->nranks = nranks;
-  c->job = uid.job;
+  c->job = uids[0].job; /* every rank's: the first id's */
   c->failed = koloSuccess;
-  res = resolve_config(c, config);
-  if (res == koloSuccess) {
-    c->owner = (kolo_exec_owner){rank,           c->timeout_ms,   (int)kolo_param_int("KOLO_SPIN"),
-                                 (int)kolo_param_int("KOLO_YIELDS"), &c->aborted, &c->err,
-                                 owner_peer_dead, owner_stop_all, koloSuccess};
-    res = init_steps(c, &uid);
-    if (res != koloSuccess) kolo_error_copy(teb, &c->err);
-  }
+  koloResult_t res = new_init_job(c, uids, nids);
+  if (res == koloSuccess) res = resolve_config(c, config);
   if (res != koloSuccess) {
-    free_comm(c);
+    kolo_comm_free(c);
+    return res;
+  }
+  c->owner = (kolo_exec_owner){rank,           c->timeout_ms,   (int)kolo_param_int("KOLO_SPIN"),
+                               (int)kolo_param_int("KOLO_YIELDS"), &c->aborted, &c->err,
+                               owner_peer_dead, owner_stop_all, koloSuccess};
+  *out = c;
+  return koloSuccess;
+}
+
+/* Runs c's init now, inside a group, or on a thread of its own
+ * (config.blocking = 0); sets *comm unless a blocking init failed. */
+koloResult_t kolo_comm_init_or_defer(struct koloComm *c, koloComm_t *comm) {
+  if (kolo_group_depth() > 0) return kolo_group_add_init(c, comm);
+  if (!c->blocking) {
+    koloResult_t res = kolo_init_start(c);
+    if (res != koloSuccess) {
+      kolo_comm_free(c);
+      return res;
+    }
+    *comm = c;
+    return koloInProgress;
+  }
+  koloResult_t res = kolo_comm_connect(c);
+  if (res != koloSuccess) {
+    kolo_error_copy(kolo_thread_errbuf(), &c->err);
+    kolo_comm_free(c);
     return res;
   }
   *comm = c;
   return koloSuccess;
+}
+
+koloResult_t koloCommInitRankConfig(koloComm_t *comm, int nranks, koloUniqueId commId, int rank,
+                                    koloConfig_t *config) {
+  kolo_errbuf *teb = kolo_thread_errbuf();
+  if (comm == NULL) return kolo_error(teb, koloInvalidArgument, "koloCommInitRank: comm is NULL");
+  kolo_uid uid;
+  struct koloComm *c = NULL;
+  koloResult_t res = kolo_uid_decode(&commId, &uid, teb);
+  if (res == koloSuccess) res = kolo_comm_create("koloCommInitRank", nranks, rank, &uid, 1, config, &c);
+  return res == koloSuccess ? kolo_comm_init_or_defer(c, comm) : res;
 }
 
 koloResult_t koloCommInitRank(koloComm_t *comm, int nranks, koloUniqueId commId, int rank) {
@@ -374,22 +445,6 @@ koloResult_t koloCommInitRank(koloComm_t *comm, int nranks, koloUniqueId commId,
 }
 
 /* ---- several ranks in one process --------------------------------------- */
-
-typedef struct {
-  koloComm_t comm;
-  int nranks, rank;
-  koloUniqueId id;
-  koloConfig_t *config;
-  koloResult_t res;
-  kolo_errbuf err;
-} init_thread_arg;
-
-static void *init_thread(void *p) {
-  init_thread_arg *a = p;
-  a->res = koloCommInitRankConfig(&a->comm, a->nranks, a->id, a->rank, a->config);
-  if (a->res != koloSuccess) kolo_error_copy(&a->err, kolo_thread_errbuf());
-  return NULL;
-}
 
 /* The config of rank r of koloCommInitAll: the caller's, with the device
  * from devlist (a negative entry: the caller's current device), else
@@ -411,46 +466,36 @@ static koloConfig_t *rank_config(koloConfig_t *config, const int *devlist, int r
   return out;
 }
 
+/* ndev ranks of one new job, created (not connected) into comms. */
+static koloResult_t create_all(koloComm_t *comms, int ndev, const int *devlist, koloConfig_t *config) {
+  koloUniqueId id;
+  kolo_uid uid;
+  koloResult_t res = koloGetUniqueId(&id);
+  if (res == koloSuccess) res = kolo_uid_decode(&id, &uid, NULL);
+  for (int r = 0; r < ndev && res == koloSuccess; r++) {
+    koloConfig_t one;
+    koloConfig_t *cfg = rank_config(config, devlist, r, &one);
+    res = kolo_comm_create("koloCommInitAll", ndev, r, &uid, 1, cfg, &comms[r]);
+  }
+  return res;
+}
+
+/* As before groups existed: every rank's init on a thread of its own, and
+ * the call returns when all are done (whatever config.blocking says); on
+ * a failure no communicator is left. */
 koloResult_t koloCommInitAllConfig(koloComm_t *comms, int ndev, const int *devlist,
                                    koloConfig_t *config) {
   if (comms == NULL) return kolo_error(NULL, koloInvalidArgument, "koloCommInitAll: comms is NULL");
   if (ndev < 1) return kolo_error(NULL, koloInvalidArgument, "koloCommInitAll: ndev = %d is below 1", ndev);
-  koloUniqueId id;
-  koloResult_t res = koloGetUniqueId(&id);
-  if (res != koloSuccess) return res;
-  init_thread_arg *args = calloc((size_t)ndev, sizeof *args);
-  pthread_t *threads = calloc((size_t)ndev, sizeof *threads);
-  koloConfig_t *configs = calloc((size_t)ndev, sizeof *configs);
-  if (args == NULL || threads == NULL || configs == NULL) {
-    free(args);
-    free(threads);
-    free(configs);
-    return kolo_error(NULL, koloSystemError, "koloCommInitAll: out of memory");
-  }
-  int started = 0;
+  struct koloComm **made = calloc((size_t)ndev, sizeof *made);
+  if (made == NULL) return kolo_error(NULL, koloSystemError, "koloCommInitAll: out of memory");
+  koloResult_t res = create_all(made, ndev, devlist, config);
+  if (res == koloSuccess) res = kolo_init_run_all(made, ndev);
   for (int r = 0; r < ndev; r++) {
-    koloConfig_t *cfg = rank_config(config, devlist, r, &configs[r]);
-    args[r] = (init_thread_arg){NULL, ndev, r, id, cfg, koloSuccess, {{0}}};
-    if (pthread_create(&threads[r], NULL, init_thread, &args[r]) != 0) {
-      res = kolo_error(NULL, koloSystemError, "koloCommInitAll: cannot start thread %d", r);
-      break;
-    }
-    started++;
+    if (res == koloSuccess) comms[r] = made[r];
+    else if (made[r]) kolo_comm_free(made[r]);
   }
-  for (int r = 0; r < started; r++) pthread_join(threads[r], NULL);
-  for (int r = 0; r < started && res == koloSuccess; r++) {
-    if (args[r].res == koloSuccess) continue;
-    res = args[r].res;
-    kolo_error_copy(kolo_thread_errbuf(), &args[r].err);
-  }
-  if (started < ndev && res == koloSuccess) res = koloSystemError;
-  for (int r = 0; r < started; r++) {
-    if (res == koloSuccess) comms[r] = args[r].comm;
-    else if (args[r].comm) koloCommDestroy(args[r].comm);
-  }
-  free(args);
-  free(threads);
-  free(configs);
+  free(made);
   return res;
 }
 
@@ -459,6 +504,22 @@ koloResult_t koloCommInitAll(koloComm_t *comms, int ndev, const int *devlist) {
 }
 
 /* ---- queries and teardown ----------------------------------------------- */
+
+/* NCCL has no host communicators; a host one has no device: -1, refused. */
+koloResult_t koloCommCuDevice(const koloComm_t comm, int *device) {
+  if (comm == NULL || device == NULL)
+    return kolo_error(NULL, koloInvalidArgument, "koloCommCuDevice: %s is NULL", comm ? "device" : "comm");
+  koloResult_t res = kolo_comm_check_ready(comm, "koloCommCuDevice", 1);
+  if (res != koloSuccess) return res;
+  if (comm->cuda == NULL) {
+    *device = -1;
+    return kolo_error(&comm->err, koloInvalidUsage,
+                      "koloCommCuDevice: rank %d: this is a host communicator (koloMemHost), which has no CUDA device",
+                      comm->rank);
+  }
+  *device = comm->cuda->dev;
+  return koloSuccess;
+}
 
 koloResult_t koloCommCount(const koloComm_t comm, int *count) {
   if (comm == NULL || count == NULL)
@@ -478,11 +539,15 @@ koloResult_t koloCommGetAsyncError(koloComm_t comm, koloResult_t *asyncError) {
   if (comm == NULL || asyncError == NULL)
     return kolo_error(NULL, koloInvalidArgument, "koloCommGetAsyncError: %s is NULL",
                       comm ? "asyncError" : "comm");
-  /* CUDA: the kernels' status word (no stream query: koloSuccess says no
-   * failure was seen, not that the work is done). */
-  *asyncError = comm->cuda ? kolo_cuda_comm_status(comm)
-                : comm->nbq ? kolo_nb_status(comm)
-                            : (koloResult_t)comm->failed;
+  /* Init still running: nothing else may be read yet.  Revoked: whether
+   * the stopped work has drained.  CUDA: the kernels' status word (no
+   * stream query: koloSuccess says no failure was seen, not that the work
+   * is done). */
+  *asyncError = atomic_load(&comm->init_busy) ? koloInProgress
+                : atomic_load(&comm->revoked)  ? kolo_revoke_status(comm)
+                : comm->cuda                   ? kolo_cuda_comm_status(comm)
+                : comm->nbq                    ? kolo_nb_status(comm)
+                                               : (koloResult_t)comm->failed;
   return koloSuccess;
 }
 
@@ -491,6 +556,8 @@ koloResult_t koloCommGetAsyncError(koloComm_t comm, koloResult_t *asyncError) {
  * later call but koloCommDestroy (and the queries) is refused. */
 koloResult_t koloCommFinalize(koloComm_t comm) {
   if (comm == NULL) return kolo_error(NULL, koloInvalidArgument, "koloCommFinalize: comm is NULL");
+  if (atomic_load(&comm->init_busy) || atomic_load(&comm->revoked))
+    return kolo_comm_check_ready(comm, "koloCommFinalize", 0);
   if (atomic_exchange(&comm->finalized, 1))
     return kolo_error(&comm->err, koloInvalidUsage, "koloCommFinalize: rank %d: the communicator was finalized already",
                       comm->rank);
@@ -501,18 +568,20 @@ koloResult_t koloCommFinalize(koloComm_t comm) {
 
 koloResult_t koloCommDestroy(koloComm_t comm) {
   if (comm == NULL) return kolo_error(NULL, koloInvalidArgument, "koloCommDestroy: comm is NULL");
+  kolo_init_join(comm);
   if (comm->nbq) kolo_nb_stop(comm);
-  free_comm(comm);
+  kolo_comm_free(comm);
   return koloSuccess;
 }
 
 koloResult_t koloCommAbort(koloComm_t comm) {
   if (comm == NULL) return kolo_error(NULL, koloInvalidArgument, "koloCommAbort: comm is NULL");
+  kolo_init_join(comm); /* an init cannot be cut short: its waits are bounded */
   atomic_store(&comm->aborted, 1);
   kolo_cuda_comm_abort(comm); /* this comm's kernels stop at their next poll */
   comm_stop_all(comm, KOLO_STOP_ABORT, comm->rank);
   if (comm->nbq) kolo_nb_stop(comm);
-  free_comm(comm);
+  kolo_comm_free(comm);
   return koloSuccess;
 }
 
@@ -520,6 +589,17 @@ koloResult_t koloCommAbort(koloComm_t comm) {
 
 #define TAG_SPLIT 0x20u
 #define TAG_SPLIT_ID 0x21u
+
+void kolo_comm_inherit(const struct koloComm *c, koloConfig_t *out) {
+  koloConfig_t def = KOLO_CONFIG_INITIALIZER;
+  *out = def;
+  out->blocking = c->blocking;
+  out->timeoutMs = c->timeout_ms;
+  out->nChannels = c->nchannels;
+  out->bufferSize = (int)(c->slot_bytes * c->nslots);
+  out->memory = c->memory;
+  if (c->cuda) out->cudaDev = c->cuda->dev;
+}
 
 typedef struct {
   int32_t color, key, rank;
@@ -541,6 +621,8 @@ koloResult_t koloCommSplit(koloComm_t comm, int color, int key, koloComm_t *newc
     return kolo_error(&comm->err, koloInvalidUsage,
                       "koloCommSplit: rank %d: the communicator was finalized (koloCommFinalize): only "
                       "koloCommDestroy may follow", comm->rank);
+  koloResult_t ready = kolo_comm_check_ready(comm, "koloCommSplit", 1);
+  if (ready != koloSuccess) return ready;
   split_entry *all = calloc((size_t)comm->nranks, sizeof *all);
   if (all == NULL) return kolo_error(&comm->err, koloSystemError, "koloCommSplit: out of memory");
   all[comm->rank] = (split_entry){color, key, comm->rank};
@@ -553,13 +635,8 @@ koloResult_t koloCommSplit(koloComm_t comm, int color, int key, koloComm_t *newc
     for (int i = 0; i < n; i++)
       if (all[i].rank == comm->rank) newrank = i;
   }
-  koloConfig_t inherit = KOLO_CONFIG_INITIALIZER;
-  inherit.blocking = comm->blocking;
-  inherit.timeoutMs = comm->timeout_ms;
-  inherit.nChannels = comm->nchannels;
-  inherit.bufferSize = (int)(comm->slot_bytes * comm->nslots);
-  inherit.memory = comm->memory;
-  if (comm->cuda) inherit.cudaDev = comm->cuda->dev;
+  koloConfig_t inherit;
+  kolo_comm_inherit(comm, &inherit);
   koloUniqueId id;
   if (res == koloSuccess && newrank == 0) {
     kolo_uid uid;
@@ -575,7 +652,7 @@ koloResult_t koloCommSplit(koloComm_t comm, int color, int key, koloComm_t *newc
   *newcomm = NULL;
   if (res != koloSuccess || newrank < 0) return res;
   res = koloCommInitRankConfig(newcomm, n, id, newrank, config ? config : &inherit);
-  if (res != koloSuccess)
+  if (res != koloSuccess && res != koloInProgress) /* in progress: config.blocking = 0 */
     kolo_error(&comm->err, res, "koloCommSplit: color %d (leader rank %d): %s", color, leader,
                kolo_thread_errbuf()->msg);
   return res;

@@ -61,7 +61,22 @@ struct koloComm {
   _Atomic int finalized; /* koloCommFinalize was called: calls are refused */
   struct kolo_nb_queue *nbq;
   struct kolo_cuda_comm *cuda; /* NULL for host communicators */
+  /* Init that goes on after the API call returned (inside a group, or
+   * config.blocking = 0; core/init_async.c): init_busy is 1 until it has
+   * finished, and nothing but rank and nranks may be read before. */
+  _Atomic int init_busy;
+  struct kolo_init_job *init_job; /* the ids and the thread of that init */
+  _Atomic int ready;              /* init finished and succeeded */
+  _Atomic int revoked;            /* koloCommRevoke was called (core/revoke.c) */
 };
+
+/* Stops every pipe end of c (stop words: peers waiting on it stop too). */
+void kolo_comm_stop(struct koloComm *c, int reason);
+
+/* koloSuccess when comm's init has finished and succeeded (and, unless
+ * revoked_ok, comm was not revoked); else the error of calling `fn` now,
+ * with its sentence. */
+koloResult_t kolo_comm_check_ready(struct koloComm *comm, const char *fn, int revoked_ok);
 
 /* Validates arguments, then runs the op now or records it in the current
  * group.  Returns what the API call returns. */
@@ -70,6 +85,12 @@ koloResult_t kolo_enqueue(const kolo_op *op);
 /* Runs a batch of ops (a group): host ops to completion on this thread (or
  * queued for non-blocking communicators), CUDA ops enqueued on their streams. */
 koloResult_t kolo_run_ops(kolo_op *ops, int nops);
+
+/* koloGroupSimulateEnd (simulate.c): check_info refuses a simInfo not made
+ * with KOLO_SIM_INFO_INITIALIZER; estimate fills its estimatedTime with the
+ * cost model's time of ops, issuing nothing. */
+koloResult_t kolo_sim_check_info(const koloSimInfo_t *info);
+koloResult_t kolo_sim_estimate(const kolo_op *ops, int nops, koloSimInfo_t *info);
 
 /* Runs ops on this thread, whatever their communicators' blocking mode. */
 koloResult_t kolo_run_ops_here(kolo_op *ops, int nops);

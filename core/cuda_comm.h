@@ -112,6 +112,8 @@ void kolo_cuda_comm_abort(struct koloComm *c);
  * close and say so, then exporters free); the others are closed by the
  * caller. */
 void kolo_cuda_comm_quiesce(struct koloComm *c, const char *fn);
+/* 1 while work the comm enqueued has not finished (no wait). */
+int kolo_cuda_comm_busy(struct koloComm *c);
 void kolo_cuda_comm_close_ipc(struct koloComm *c);
 /* Frees the device state (after the pipes were closed). */
 void kolo_cuda_comm_free(struct koloComm *c);

@@ -61,6 +61,12 @@ static void give_up(struct koloComm *c, const char *fn) {
   kolo_cuda_comm_abort(c);
 }
 
+/* Event and stream queries need no current device: the caller's stays. */
+int kolo_cuda_comm_busy(struct koloComm *c) {
+  kolo_cuda_comm *cc = c->cuda;
+  return cc != NULL && cc->dev >= 0 && work_pending(cc);
+}
+
 /* Waits for the comm's own work; past the timeout, aborts its kernels and
  * waits for that. */
 void kolo_cuda_comm_quiesce(struct koloComm *c, const char *fn) {
@@ -161,6 +167,11 @@ void kolo_cuda_comm_close_ipc(struct koloComm *c) {
 }
 
 #else
+
+int kolo_cuda_comm_busy(struct koloComm *c) {
+  (void)c;
+  return 0;
+}
 
 void kolo_cuda_comm_quiesce(struct koloComm *c, const char *fn) {
   (void)c;

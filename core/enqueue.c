@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/comm.h"
+#include "core/comm_init.h"
 #include "core/cuda_comm.h"
 #include "common/log.h"
 #include "transport/transport.h"
@@ -26,15 +27,35 @@ koloResult_t koloGroupStart(void) {
   return koloSuccess;
 }
 
+int kolo_group_depth(void) { return group.depth; }
+
+/* Ends the outermost group: runs its inits (init_async.c) or its calls
+ * (run), or only estimates the calls (simulate: koloGroupSimulateEnd). */
+static koloResult_t group_finish(int run, koloSimInfo_t *sim) {
+  koloResult_t res = group.first_error;
+  if (kolo_group_has_inits()) res = kolo_group_end_inits(group.nops, run);
+  else if (res == koloSuccess && !run) res = kolo_sim_estimate(group.ops, group.nops, sim);
+  else if (res == koloSuccess && group.nops > 0) res = kolo_run_ops(group.ops, group.nops);
+  free(group.ops);
+  group = (group_state){0, 0, 0, NULL, koloSuccess};
+  return res;
+}
+
 koloResult_t koloGroupEnd(void) {
   if (group.depth == 0)
     return kolo_error(NULL, koloInvalidUsage, "koloGroupEnd without a matching koloGroupStart");
   if (--group.depth > 0) return koloSuccess;
-  koloResult_t res = group.first_error;
-  if (res == koloSuccess && group.nops > 0) res = kolo_run_ops(group.ops, group.nops);
-  free(group.ops);
-  group = (group_state){0, 0, 0, NULL, koloSuccess};
-  return res;
+  return group_finish(1, NULL);
+}
+
+/* As koloGroupEnd, issuing nothing: an inner level only closes itself. */
+koloResult_t koloGroupSimulateEnd(koloSimInfo_t *simInfo) {
+  koloResult_t res = kolo_sim_check_info(simInfo);
+  if (res != koloSuccess) return res;
+  if (group.depth == 0)
+    return kolo_error(NULL, koloInvalidUsage, "koloGroupSimulateEnd without a matching koloGroupStart");
+  if (--group.depth > 0) return koloSuccess;
+  return group_finish(0, simInfo);
 }
 
 koloResult_t kolo_enqueue(const kolo_op *op) {

@@ -314,6 +314,23 @@ cudaError_t cudaHostGetDevicePointer(void **dev, void *host, unsigned flags) {
   return cudaSuccess;
 }
 
+/* CUDA 11+: a pointer into no allocation is unregistered host memory
+ * (cudaSuccess, device -2 as CUDA reports it); imported IPC memory is
+ * device memory of its device. */
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const void *ptr) {
+  cudaError_t e = sim_init();
+  if (e != cudaSuccess) return sim_ret(e);
+  if (attr == NULL) return sim_ret(cudaErrorInvalidValue);
+  int device = -1;
+  int kind = sim_mem_kind(ptr, &device, NULL);
+  memset(attr, 0, sizeof *attr);
+  attr->type = kind == SIM_MEM_HOST ? cudaMemoryTypeHost : kind ? cudaMemoryTypeDevice : cudaMemoryTypeUnregistered;
+  attr->device = kind ? device : -2;
+  attr->devicePointer = kind ? (void *)(uintptr_t)ptr : NULL;
+  attr->hostPointer = kind == SIM_MEM_DEVICE || kind == SIM_MEM_IMPORTED ? NULL : (void *)(uintptr_t)ptr;
+  return cudaSuccess;
+}
+
 /* ---- IPC ----------------------------------------------------------------------- */
 
 cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p) {

@@ -103,6 +103,8 @@ static koloResult_t init_sync(koloFusion_t f) {
 koloResult_t koloFusionCreate(koloFusion_t *fusion, koloComm_t comm, const koloFusionConfig_t *config) {
   if (fusion == NULL) return kolo_error(NULL, koloInvalidArgument, "koloFusionCreate: fusion is NULL");
   if (comm == NULL) return kolo_error(NULL, koloInvalidArgument, "koloFusionCreate: comm is NULL");
+  koloResult_t ready = kolo_comm_check_ready(comm, "koloFusionCreate", 0);
+  if (ready != koloSuccess) return ready;
   if (comm->failed != koloSuccess)
     return kolo_error(NULL, comm->failed, "koloFusionCreate: the communicator failed earlier: %s", comm->err.msg);
   koloFusion_t f = calloc(1, sizeof *f);

@@ -51,7 +51,9 @@ typedef struct {
   char internal[KOLO_UNIQUE_ID_BYTES];
 } koloUniqueId;
 
-/* Result codes: values 0..7 equal NCCL's. */
+/* Result codes: values 0..7 equal NCCL's; 8 is NCCL's ncclNumResults and
+ * stays unused, so that no kolo code reads as NCCL's count (or a code a
+ * later NCCL may give that value); kolo's own codes start at 9. */
 typedef enum {
   koloSuccess = 0,
   koloUnhandledCudaError = 1,
@@ -61,8 +63,9 @@ typedef enum {
   koloInvalidUsage = 5,
   koloRemoteError = 6, /* a peer failed or went away */
   koloInProgress = 7,
-  koloTimeout = 8, /* kolo extension: a bounded wait expired */
-  koloNumResults = 9
+  /* 8: reserved (NCCL's ncclNumResults) */
+  koloTimeout = 9, /* kolo extension: a bounded wait expired */
+  koloNumResults = 10
 } koloResult_t;
 
 typedef enum {
@@ -201,6 +204,96 @@ koloResult_t koloGroupEnd(void);
 
 /* Size in bytes of one element of `datatype`; 0 for an invalid type. */
 size_t koloTypeSize(koloDataType_t datatype);
+
+/* ---- NCCL 2.19 .. 2.28: init, fault tolerance, registration --------------
+ * (kolo's README, "NCCL 2.28 calls", says what each does in kolo.) */
+
+/* Init inside a group: koloCommInitRank[Config] calls between GroupStart and
+ * GroupEnd (from one thread, for several ranks) return at once with a handle
+ * that is usable after GroupEnd, which runs them together; a group holds
+ * either inits or other calls, not both.  With config.blocking = 0 an init
+ * returns koloInProgress at once (inside a group: GroupEnd does), and
+ * koloCommGetAsyncError(comm) says koloInProgress until it is done.  A
+ * handle whose init failed must still be destroyed. */
+
+/* nId unique ids, made by nId koloGetUniqueId calls (each starts a
+ * rendezvous root), the same ids in the same order on every rank.  Rank r
+ * meets the others at the root of commIds[r * nId / nranks]: each root
+ * receives only its block of ranks, and the roots of commIds[1..] forward
+ * theirs to the root of commIds[0], so no root is reached by every rank. */
+koloResult_t koloCommInitRankScalable(koloComm_t *newcomm, int nranks, int myrank,
+                                      int nId, koloUniqueId *commIds,
+                                      koloConfig_t *config);
+
+/* koloCommShrink flags */
+#define KOLO_SHRINK_DEFAULT 0x00 /* the parent has no operation in flight */
+#define KOLO_SHRINK_ABORT 0x01   /* end the parent's in-flight operations first */
+/* A communicator of the parent's ranks but excludeRanksList (parent ranks),
+ * ranked in the parent's order.  Called by every surviving rank with the
+ * same list; the excluded ranks may be dead.  The survivors meet over the
+ * parent's out-of-band links among themselves only, bounded by the parent's
+ * timeout.  config NULL: the parent's. */
+koloResult_t koloCommShrink(koloComm_t comm, int *excludeRanksList,
+                            int excludeRanksCount, koloComm_t *newcomm,
+                            koloConfig_t *config, int shrinkFlags);
+
+/* koloCommRevoke flags */
+#define KOLO_REVOKE_DEFAULT 0x00 /* the only value */
+/* Stops the communicator's in-flight operations (peers waiting on this rank
+ * stop too) and refuses new ones; koloCommGetAsyncError says koloInProgress
+ * until its work has drained, then koloSuccess.  Afterwards only
+ * koloCommDestroy, koloCommAbort, koloCommSplit and koloCommShrink (and the
+ * queries) are allowed; koloCommFinalize is refused. */
+koloResult_t koloCommRevoke(koloComm_t comm, int revokeFlags);
+
+/* The CUDA device of a koloMemCuda communicator.  A host communicator has
+ * none: *device = -1 and koloInvalidUsage. */
+koloResult_t koloCommCuDevice(const koloComm_t comm, int *device);
+
+/* Reads KOLO_DEBUG and KOLO_DEBUG_FILE again (NCCL deprecates its
+ * ncclResetDebugInit; kolo keeps it for programs that call it). */
+void koloResetDebugInit(void);
+
+/* Memory for registration.  Builds with CUDA where the process sees a CUDA
+ * device: device memory of the calling thread's current device, as
+ * ncclMemAlloc.  Elsewhere (no CUDA in the build, or no device visible):
+ * host memory, page-aligned and zeroed.  koloMemFree takes only what
+ * koloMemAlloc gave (NULL: nothing to do). */
+koloResult_t koloMemAlloc(void **ptr, size_t size);
+koloResult_t koloMemFree(void *ptr);
+
+/* Registers [buff, buff + size) with comm (host memory for host
+ * communicators, memory of the comm's device for CUDA ones).  kolo keeps
+ * the registrations (per communicator, released by koloCommDestroy) but
+ * does not yet use them to save a copy: calls move registered and
+ * unregistered buffers alike (README). */
+koloResult_t koloCommRegister(const koloComm_t comm, void *buff, size_t size,
+                              void **handle);
+koloResult_t koloCommDeregister(const koloComm_t comm, void *handle);
+
+/* Windows (NCCL 2.27): registrations with flags. */
+typedef struct koloWindow_vidmem *koloWindow_t;
+#define KOLO_WIN_DEFAULT 0x00
+#define KOLO_WIN_COLL_SYMMETRIC 0x01 /* buff lies in one koloMemAlloc block */
+#define KOLO_WIN_REQUIRED_ALIGNMENT 4096
+koloResult_t koloCommWindowRegister(koloComm_t comm, void *buff, size_t size,
+                                    koloWindow_t *win, int winFlags);
+koloResult_t koloCommWindowDeregister(koloComm_t comm, koloWindow_t win);
+
+/* koloGroupSimulateEnd: ends the group as koloGroupEnd would but issues
+ * none of its calls; estimatedTime is the time kolo's cost model gives
+ * them, in microseconds (per communicator its calls one after another,
+ * communicators side by side).  A model figure, not a measurement. */
+typedef struct {
+  size_t size;          /* sizeof(koloSimInfo_t) */
+  unsigned magic;       /* KOLO_SIM_INFO_MAGIC */
+  unsigned version;     /* KOLO_VERSION_CODE */
+  float estimatedTime;  /* out: microseconds */
+} koloSimInfo_t;
+#define KOLO_SIM_INFO_MAGIC 0x6b6f6c73u /* "kols" */
+#define KOLO_SIM_INFO_INITIALIZER \
+  { sizeof(koloSimInfo_t), KOLO_SIM_INFO_MAGIC, KOLO_VERSION_CODE, -1.0f }
+koloResult_t koloGroupSimulateEnd(koloSimInfo_t *simInfo);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

@@ -167,7 +167,7 @@ static void check_stalled(kolo_exec_task *t, kolo_connector *c, int64_t stall_ns
   int dead = -1;
   uint32_t word = kolo_conn_stopped(c);
   if (o->abort_flag && atomic_load(o->abort_flag)) {
-    kolo_error(o->eb, koloRemoteError, "rank %d: communicator aborted (koloCommAbort)", o->rank);
+    kolo_error(o->eb, koloRemoteError, "rank %d: communicator aborted (koloCommAbort or koloCommRevoke)", o->rank);
     fail_owner(o, koloRemoteError, KOLO_STOP_ABORT, o->rank);
   } else if (word != 0) {
     int reason = (int)(word >> 24), who = (int)(word & 0xffffff) - 1;

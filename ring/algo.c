@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "ring/schedule.h"
+
 /* Modelled links: shared memory within a host, a 25 Gb/s-class network
  * between hosts.  Only their ratios matter to the choice. */
 #define A_HOST 1e-6
@@ -39,6 +41,31 @@ double kolo_algo_cost(int algo, const kolo_algo_topo *t, size_t bytes, int chann
   int spread = t->local > 0 && channels > t->local ? t->local : channels;
   if (!multi || spread < 1) spread = 1;
   return 2 * (n - 1) * a + 2 * (n - 1) / n * S / (b * spread);
+}
+
+/* Latency and bandwidth of the ring's slowest hop, and how many of a
+ * host's ranks share the off-host traffic (kolo_algo_cost's ring). */
+static void ring_links(const kolo_algo_topo *t, int channels, double *a, double *b) {
+  int multi = t->nhosts > 1;
+  int spread = t->local > 0 && channels > t->local ? t->local : channels;
+  if (!multi || spread < 1) spread = 1;
+  *a = multi ? A_NET : A_HOST;
+  *b = (multi ? B_NET : B_HOST) * spread;
+}
+
+double kolo_coll_cost(int coll, const kolo_algo_topo *t, size_t bytes, int channels) {
+  if (t->nranks <= 1) return 0;
+  if (coll == KOLO_COLL_ALL_REDUCE)
+    return kolo_algo_cost(kolo_algo_choose(t, bytes, channels), t, bytes, channels);
+  double S = (double)bytes, n = t->nranks, a, b;
+  ring_links(t, channels, &a, &b);
+  switch (coll) {
+  case KOLO_COLL_BROADCAST:
+  case KOLO_COLL_REDUCE: return (n - 1) * a + S / b;
+  case KOLO_COLL_SEND:
+  case KOLO_COLL_RECV: return t->nhosts > 1 ? A_NET + S / B_NET : A_HOST + S / B_HOST;
+  default: return (n - 1) * a + (n - 1) * S / b; /* reduce-scatter, all-gather */
+  }
 }
 
 int kolo_algo_choose(const kolo_algo_topo *t, size_t bytes, int channels) {

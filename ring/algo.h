@@ -49,4 +49,16 @@ double kolo_algo_cost(int algo, const kolo_algo_topo *t, size_t bytes, int chann
 /* The algorithm of an all-reduce of `bytes` on `channels` channels. */
 int kolo_algo_choose(const kolo_algo_topo *t, size_t bytes, int channels);
 
+/* Modelled seconds of one call of collective `coll` (ring/schedule.h's
+ * KOLO_COLL_*; koloGroupSimulateEnd), `bytes` being the count times the
+ * type size as the API takes it (per rank for reduce-scatter and
+ * all-gather), with the links of the ring above:
+ *   all-reduce: kolo_algo_cost of kolo_algo_choose's algorithm;
+ *   reduce-scatter, all-gather: (n-1) steps of a rank's bytes each:
+ *     T = (n-1) a + (n-1) S_rank / (b min(ch, L))  (half an all-reduce of n S_rank);
+ *   broadcast, reduce: a pipelined chain: T = (n-1) a + S / (b min(ch, L));
+ *   send, recv: one hop: T = a + S / b;
+ * 0 on one rank (nothing moves between ranks). */
+double kolo_coll_cost(int coll, const kolo_algo_topo *t, size_t bytes, int channels);
+
 #endif

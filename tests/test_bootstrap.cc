@@ -25,6 +25,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 extern "C" {
@@ -115,8 +116,9 @@ using RankBody = std::function<void(kolo_bootstrap *, int)>;
 
 // Runs `ranks` (rank numbers, each with nranks) as threads: init, body,
 // destroy.  Returns each init's outcome.
-std::vector<RankOutcome> run_ranks(const kolo_uid &uid, const std::vector<int> &ranks, int nranks,
-                                   int timeout_ms, const RankBody &body = nullptr) {
+// uids: one id, or several (kolo_bootstrap_init_multi).
+std::vector<RankOutcome> run_ranks_multi(const std::vector<kolo_uid> &uids, const std::vector<int> &ranks,
+                                         int nranks, int timeout_ms, const RankBody &body = nullptr) {
   std::vector<RankOutcome> out(ranks.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < ranks.size(); i++) {
@@ -124,7 +126,9 @@ std::vector<RankOutcome> run_ranks(const kolo_uid &uid, const std::vector<int> &
       kolo_errbuf eb{};
       kolo_bootstrap *bs = nullptr;
       auto t0 = Clock::now();
-      out[i].res = kolo_bootstrap_init(&uid, ranks[i], nranks, timeout_ms, &eb, &bs);
+      out[i].res = uids.size() == 1 ? kolo_bootstrap_init(&uids[0], ranks[i], nranks, timeout_ms, &eb, &bs)
+                                    : kolo_bootstrap_init_multi(uids.data(), (int)uids.size(), ranks[i], nranks,
+                                                                timeout_ms, &eb, &bs);
       out[i].elapsed_ms = ms_since(t0);
       out[i].error = eb.msg;
       if (out[i].res != koloSuccess) {
@@ -138,6 +142,11 @@ std::vector<RankOutcome> run_ranks(const kolo_uid &uid, const std::vector<int> &
   }
   for (auto &t : threads) t.join();
   return out;
+}
+
+std::vector<RankOutcome> run_ranks(const kolo_uid &uid, const std::vector<int> &ranks, int nranks,
+                                   int timeout_ms, const RankBody &body = nullptr) {
+  return run_ranks_multi({uid}, ranks, nranks, timeout_ms, body);
 }
 
 std::vector<int> iota(int n) {
@@ -487,6 +496,99 @@ TEST_P(BootstrapStranger, IsDroppedAndTheJobCompletes) {
 INSTANTIATE_TEST_SUITE_P(Kinds, BootstrapStranger,
                          ::testing::Values(Stranger::kWrongSecret, Stranger::kGarbage, Stranger::kTruncated,
                                            Stranger::kOversized, Stranger::kStall));
+
+// ---- several roots (koloCommInitRankScalable) --------------------------------------
+
+// Blocks: rank r meets at root r * nids / nranks, contiguous and never empty.
+TEST(BootstrapRootBlocks, ContiguousAndComplete) {
+  for (int n = 1; n <= 40; n++)
+    for (int k = 1; k <= n; k++) {
+      int next = 0;
+      for (int b = 0; b < k; b++) {
+        int lo, hi;
+        kolo_root_block(b, n, k, &lo, &hi);
+        ASSERT_EQ(lo, next) << n << " ranks, " << k << " roots, block " << b;
+        ASSERT_GT(hi, lo) << n << " ranks, " << k << " roots, block " << b;
+        for (int r = lo; r < hi; r++) ASSERT_EQ(kolo_root_of(r, n, k), b) << n << " ranks, " << k << " roots, rank " << r;
+        next = hi;
+      }
+      ASSERT_EQ(next, n);
+    }
+}
+
+// 7 ranks through 3 roots, 4 through 4, 5 through 2: every rank gets the same
+// whole table and the mesh works (allgather, tagged messages, barrier).
+class BootstrapRoots : public Bootstrap, public ::testing::WithParamInterface<std::tuple<int, int>> {};
+
+TEST_P(BootstrapRoots, EveryRankGetsTheWholeTable) {
+  auto [n, nids] = GetParam();
+  std::vector<kolo_uid> uids;
+  for (int k = 0; k < nids; k++) uids.push_back(start_root(10000));
+  const uint32_t seed = random_seed();
+  auto out = run_ranks_multi(uids, iota(n), n, 10000, [&](kolo_bootstrap *bs, int rank) {
+    check_table(bs, n);
+    check_allgather(bs, rank, n, 100, seed, 1);
+    check_tagged(bs, rank, n);
+    EXPECT_EQ(kolo_bootstrap_barrier(bs, 50), koloSuccess) << kolo_bootstrap_errbuf(bs)->msg;
+  });
+  for (int r = 0; r < n; r++) EXPECT_EQ(out[r].res, koloSuccess) << "rank " << r << ": " << out[r].error;
+}
+
+INSTANTIATE_TEST_SUITE_P(N, BootstrapRoots,
+                         ::testing::Values(std::make_tuple(7, 3), std::make_tuple(4, 4), std::make_tuple(5, 2)));
+
+// A root receives only its own block: a rank hello for another block is
+// refused, naming the root that rank belongs to.
+TEST_F(Bootstrap, RootRefusesARankOfAnotherBlock) {
+  kolo_uid root0 = start_root(2000), root1 = start_root(500);
+  int fd = raw_connect(root1.root);
+  ASSERT_GE(fd, 0);
+  RankHelloMsg hello = make_rank_hello(root1, 0, 4);  // rank 0 of 4 belongs to root 0
+  hello.body.nids = 2;
+  hello.body.root_index = 1;
+  hello.body.first = root0;
+  ASSERT_TRUE(raw_send(fd, &hello, sizeof hello));
+  kolo_wire_header hdr;
+  ASSERT_TRUE(raw_recv(fd, &hdr, sizeof hdr, 5000));
+  ASSERT_EQ(hdr.tag, (uint32_t)KOLO_TAG_REFUSED);
+  std::vector<char> body(hdr.len + 1, '\0');
+  ASSERT_TRUE(raw_recv(fd, body.data(), hdr.len, 5000));
+  std::string why(body.data() + 4);
+  EXPECT_TRUE(contains(why, "rank 0: it meets at commIds[0]")) << why;
+  close(fd);
+  // root 0 still serves a job of its own
+  auto out = run_ranks(root0, {0, 1}, 2, 2000);
+  for (auto &o : out) EXPECT_EQ(o.res, koloSuccess) << o.error;
+}
+
+// 4 ranks, 2 roots, rank 3 never comes: rank 2 (root 1) hears that rank 3
+// did not join, ranks 0 and 1 (root 0) that root 1 never forwarded its
+// block; all within a bounded time.
+TEST_F(Bootstrap, MissingRankBehindAnotherRoot) {
+  std::vector<kolo_uid> uids = {start_root(1000), start_root(1000)};
+  auto out = run_ranks_multi(uids, {0, 1, 2}, 4, 1000);
+  for (int i = 0; i < 3; i++) {
+    EXPECT_EQ(out[i].res, koloTimeout) << out[i].error;
+    EXPECT_TRUE(contains(out[i].error, i < 2 ? "the root of commIds 1 did not forward its ranks" : "rank 3 of 4 did not join"))
+        << "rank " << i << ": " << out[i].error;
+    EXPECT_LT(out[i].elapsed_ms, 4000) << out[i].error;
+  }
+}
+
+// Ranks that pass different numbers of ids fail, saying so, in bounded time.
+TEST_F(Bootstrap, DifferentIdCountsFail) {
+  std::vector<kolo_uid> uids = {start_root(1000), start_root(1000)};
+  RankOutcome one, two;
+  std::thread t([&] { one = run_ranks_multi({uids[0]}, {0}, 2, 1000)[0]; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // rank 0 first
+  two = run_ranks_multi(uids, {1}, 2, 1000)[0];
+  t.join();
+  for (const RankOutcome *o : {&one, &two}) {
+    EXPECT_NE(o->res, koloSuccess);
+    EXPECT_TRUE(contains(o->error, "the root of commIds[1]: it passes 2 ids, rank 0 passed 1")) << o->error;
+    EXPECT_LT(o->elapsed_ms, 4000) << o->error;
+  }
+}
 
 // ---- a job that cannot form -------------------------------------------------------
 

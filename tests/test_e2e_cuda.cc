@@ -65,6 +65,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -1659,4 +1660,164 @@ TEST(CudaFinalize, CompletesIssuedWorkThenRefusesCalls) {
   EXPECT_CONTAINS(koloGetLastError(w.comms[0]), "koloCommFinalize");
   EXPECT_EQ(koloCommFinalize(w.comms[1]), koloSuccess) << koloGetLastError(w.comms[1]);
   std::printf("  koloCommFinalize returned %.0f ms after rank 0's call (rank 1 called at 500 ms)\n", ms);
+}
+
+// ===== NCCL 2.28 calls (issue 14) on CUDA communicators =============================
+
+// One thread makes every rank in a group, on device 1 (the current device
+// when each init is called; the inits run on other threads, whose current
+// device is 0): koloCommCuDevice says 1 on every rank, and every collective
+// is right.
+TEST(CudaGroupInit, OneThreadOnTheCurrentDevice) {
+  KT_REQUIRE_CUDA();
+  int ndev = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&ndev), cudaSuccess);
+  const int dev = ndev > 1 ? 1 : 0;
+  CudaWorld w(3, CudaWorld::Init::kGroupOneThread, nullptr, dev);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  for (int r = 0; r < 3; r++) {
+    int d = -5;
+    EXPECT_EQ(koloCommCuDevice(w.comms[r], &d), koloSuccess) << koloGetLastError(w.comms[r]);
+    EXPECT_EQ(d, dev) << "rank " << r;
+  }
+  GridReport rep = run_cuda_grid(w, sample_cases(3, {1, 4095, 70001}), Issue::kPerThread);
+  EXPECT_GRID_OK(rep);
+}
+
+namespace {
+
+// n ranks' all-reduce (float32 sum, in place when in_place) on buffers of
+// koloMemAlloc: random integer-valued inputs (exact sums), outputs poisoned
+// with NaN first, every element checked against a sum made here.
+std::string memalloc_all_reduce(CudaWorld &w, size_t count, bool in_place, uint64_t seed) {
+  const int n = w.nranks();
+  std::vector<void *> in((size_t)n, nullptr), out((size_t)n, nullptr);
+  std::vector<std::vector<float>> host((size_t)n, std::vector<float>(count));
+  std::vector<float> want(count, 0.0f), nan(count, std::nanf(""));
+  std::string err;
+  cudaSetDevice(w.dev);
+  for (int r = 0; r < n && err.empty(); r++) {
+    for (size_t i = 0; i < count; i++) host[r][i] = (float)(mix64(seed ^ ((uint64_t)r << 40) ^ i) % 2001) - 1000.0f;
+    for (size_t i = 0; i < count; i++) want[i] += host[r][i];
+    if (koloMemAlloc(&in[r], count * 4) != koloSuccess) err = koloGetLastError(nullptr);
+    else if (kt_mem_device(in[r], count * 4) != w.dev) err = "koloMemAlloc did not give memory of the current device";
+    else if (!in_place && koloMemAlloc(&out[r], count * 4) != koloSuccess) err = koloGetLastError(nullptr);
+    if (!err.empty()) break;
+    if (in_place) out[r] = in[r];
+    cudaMemcpy(in[r], host[r].data(), count * 4, cudaMemcpyHostToDevice);
+    if (!in_place) cudaMemcpy(out[r], nan.data(), count * 4, cudaMemcpyHostToDevice);
+  }
+  koloGroupStart();
+  for (int r = 0; r < n && err.empty(); r++) {
+    koloResult_t res = koloAllReduce(in[r], out[r], count, koloFloat32, koloSum, w.comms[r], w.streams[r]);
+    if (res != koloSuccess) err = result_text("koloAllReduce", res, w.comms[r]);
+  }
+  koloResult_t end = koloGroupEnd();
+  if (err.empty() && end != koloSuccess) err = result_text("koloGroupEnd", end, w.comms[0]);
+  for (int r = 0; r < n && err.empty(); r++) err = wait_stream(w.streams[r], kStreamWaitMs);
+  std::vector<float> got(count);
+  for (int r = 0; r < n && err.empty(); r++) {
+    cudaMemcpy(got.data(), out[r], count * 4, cudaMemcpyDeviceToHost);
+    for (size_t i = 0; i < count && err.empty(); i++)
+      if (!(got[i] == want[i]))
+        err = "rank " + std::to_string(r) + " element " + std::to_string(i) + ": " + std::to_string(got[i]) +
+              ", want " + std::to_string(want[i]);
+  }
+  for (int r = 0; r < n; r++) {
+    if (out[r] && out[r] != in[r] && koloMemFree(out[r]) != koloSuccess) err += koloGetLastError(nullptr);
+    if (in[r] && koloMemFree(in[r]) != koloSuccess) err += koloGetLastError(nullptr);
+  }
+  return err;
+}
+
+}  // namespace
+
+// koloMemAlloc gives device memory of the current device (as ncclMemAlloc);
+// its buffers, registered as symmetric windows, carry an all-reduce of 3
+// ranks, in and out of place, odd counts, every element checked.
+TEST(CudaMemAlloc, BuffersInACollective) {
+  KT_REQUIRE_CUDA();
+  CudaWorld w(3);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  for (size_t count : {(size_t)1, (size_t)4095, (size_t)70001})
+    for (bool in_place : {false, true})
+      EXPECT_EQ(memalloc_all_reduce(w, count, in_place, 0x5eed + count), "") << count << (in_place ? " in place" : "");
+  void *p = nullptr;
+  ASSERT_EQ(koloMemAlloc(&p, 1 << 16), koloSuccess);
+  koloWindow_t win = nullptr;
+  EXPECT_EQ(koloCommWindowRegister(w.comms[0], p, 1 << 16, &win, KOLO_WIN_COLL_SYMMETRIC), koloSuccess)
+      << koloGetLastError(w.comms[0]);
+  EXPECT_EQ(koloCommWindowDeregister(w.comms[0], win), koloSuccess);
+  EXPECT_EQ(koloMemFree(p), koloSuccess);
+}
+
+// Registration on a CUDA communicator: memory of its device is accepted,
+// host memory and memory of another device are refused, naming why; double
+// deregistration is refused; the comm still runs its calls.
+TEST(CudaRegister, DeviceBuffersOnly) {
+  KT_REQUIRE_CUDA();
+  CudaWorld w(2);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  ASSERT_EQ(w.reserve(1 << 20), "");
+  void *h = nullptr;
+  char *dbuf = w.arenas[0].take(1 << 20);
+  ASSERT_NE(dbuf, nullptr);
+  ASSERT_EQ(koloCommRegister(w.comms[0], dbuf, 1 << 20, &h), koloSuccess) << koloGetLastError(w.comms[0]);
+  std::vector<char> host(4096);
+  void *h2 = nullptr;
+  EXPECT_EQ(koloCommRegister(w.comms[0], host.data(), host.size(), &h2), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(w.comms[0]), "is not device memory");
+  int ndev = 0;
+  cudaGetDeviceCount(&ndev);
+  if (ndev > 1) {
+    void *other = nullptr;
+    cudaSetDevice(1);
+    ASSERT_EQ(cudaMalloc(&other, 4096), cudaSuccess);
+    cudaSetDevice(w.dev);
+    EXPECT_EQ(koloCommRegister(w.comms[0], other, 4096, &h2), koloInvalidArgument);
+    EXPECT_CONTAINS(koloGetLastError(w.comms[0]), "memory of CUDA device 1");
+    cudaFree(other);
+  }
+  EXPECT_EQ(koloCommDeregister(w.comms[1], h), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(w.comms[1]), "another communicator");
+  EXPECT_EQ(koloCommDeregister(w.comms[0], h), koloSuccess);
+  EXPECT_EQ(koloCommDeregister(w.comms[0], h), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(w.comms[0]), "deregistered already");
+  w.arenas[0].reset();
+  GridReport rep = run_cuda_grid(w, sample_cases(2, {4095}), Issue::kPerThread);
+  EXPECT_GRID_OK(rep);
+}
+
+// koloCommRevoke ends a kernel spinning on a peer that never calls: the
+// stream is done within the bound, koloCommGetAsyncError goes to koloSuccess
+// (the stop is the revoke's doing), calls are refused naming the revoke.
+TEST(CudaRevoke, EndsSpinningKernel) {
+  KT_REQUIRE_CUDA();
+  koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
+  cfg.memory = koloMemCuda;
+  cfg.timeoutMs = 30000;
+  CudaWorld w(2, CudaWorld::Init::kInitAll, &cfg);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  warm_up(w, 1 << 16, 1);
+  if (HasFatalFailure()) return;
+  CollCase c = make_case(Coll::AllReduce, koloFloat32, koloSum, 2, 1 << 16, false, 2);
+  Lonely l;
+  issue_on(w, c, {0}, &l);
+  if (HasFatalFailure()) return;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(cudaStreamQuery(w.streams[0]), cudaErrorNotReady) << "rank 0's kernel should wait for rank 1";
+  const double t0 = now_ms();
+  ASSERT_EQ(koloCommRevoke(w.comms[0], KOLO_REVOKE_DEFAULT), koloSuccess) << koloGetLastError(w.comms[0]);
+  bool busy = false;
+  EXPECT_EQ(wait_stream(w.streams[0], 60000, nullptr, &busy), "");
+  if (busy) w.wedge();
+  EXPECT_LT(now_ms() - t0, kStopBoundMs);
+  koloResult_t async = koloInProgress;
+  while (async == koloInProgress && now_ms() - t0 < 10000) koloCommGetAsyncError(w.comms[0], &async);
+  EXPECT_EQ(async, koloSuccess) << koloGetLastError(w.comms[0]);
+  EXPECT_EQ(dev_issue(c, 0, *l.bufs[0], w.comms[0], w.streams[0]), koloInvalidUsage);
+  EXPECT_CONTAINS(koloGetLastError(w.comms[0]), "koloCommRevoke");
+  int d = -1;
+  EXPECT_EQ(koloCommCuDevice(w.comms[0], &d), koloSuccess);  // queries stay allowed
+  EXPECT_EQ(d, w.dev);
 }

@@ -169,6 +169,9 @@ int child(int rank, const koloUniqueId &id, const Layout &l, const char *algo, i
   koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
   cfg.blocking = mode == kNonBlocking ? 0 : 1;
   koloResult_t res = koloCommInitRankConfig(&comm, n, id, rank, &cfg);
+  // config.blocking = 0: the init goes on after the call returned
+  while (res == koloInProgress && koloCommGetAsyncError(comm, &res) == koloSuccess && res == koloInProgress)
+    usleep(1000);
   if (res != koloSuccess) {
     std::fprintf(stderr, "rank %d: koloCommInitRank: %s: %s\n", rank, koloGetErrorString(res),
                  koloGetLastError(nullptr));

@@ -16,10 +16,13 @@
 // is checked per call.
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -241,5 +244,126 @@ TEST(ProcsFromEnv, TorchrunVariables) {
         {"WORLD_SIZE", std::to_string(n)}};
   });
 }
+
+// ==== NCCL 2.28 calls (issue 14): scalable init, shrink after a death ==========
+
+void run_ranks_with_ids(int n, int nids, const std::function<int(int, const std::vector<koloUniqueId> &)> &body) {
+  std::set<std::string> before = shm_entries();
+  std::vector<pid_t> pids;
+  std::string id_error;
+  std::vector<ChildResult> res = run_children_with_ids(
+      n, nids, body, kChildTimeoutMs, [&](const std::vector<pid_t> &p) { pids = p; }, &id_error);
+  EXPECT_EQ(id_error, "");
+  EXPECT_EQ(children_failures(res), "");
+  std::vector<std::string> leaks = shm_leaks(before, shm_entries(), pids);
+  EXPECT_TRUE(leaks.empty()) << "left in /dev/shm:" << leaks_text(leaks);
+}
+
+// koloCommInitRankScalable: n processes meet through nids roots (made by the
+// test process: each root gets only its block of ranks, the others forward
+// theirs to the first), then every collective, checked, and nothing left.
+class ProcsScalable : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(ProcsScalable, EveryCollective) {
+  auto [n, nids] = GetParam();
+  std::vector<CollCase> cases = sample_cases(n, {1, 4095, 100003});
+  run_ranks_with_ids(n, nids, [&](int rank, const std::vector<koloUniqueId> &ids) {
+    std::vector<koloUniqueId> mine = ids;
+    koloComm_t comm = nullptr;
+    koloResult_t res = koloCommInitRankScalable(&comm, n, rank, nids, mine.data(), nullptr);
+    if (res != koloSuccess) {
+      std::fprintf(stderr, "rank %d: koloCommInitRankScalable: %s: %s\n", rank, koloGetErrorString(res),
+                   koloGetLastError(nullptr));
+      return 2;
+    }
+    int failures = run_cases(comm, rank, cases);
+    koloCommDestroy(comm);
+    return failures ? 1 : 0;
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Procs, ProcsScalable,
+                         ::testing::Values(std::make_tuple(5, 2), std::make_tuple(7, 3), std::make_tuple(3, 3)),
+                         [](const ::testing::TestParamInfo<std::tuple<int, int>> &p) {
+                           return std::to_string(std::get<0>(p.param)) + "procs" + std::to_string(std::get<1>(p.param)) +
+                                  "ids";
+                         });
+
+// 4 processes (timeout 5 s); after a warm-up all-reduce rank 2 is killed
+// (SIGKILL).  Default mode: the survivors' next all-reduce fails naming
+// rank 2, then they shrink.  Abort mode (non-blocking parent): they issue an
+// all-reduce and shrink at once, with KOLO_SHRINK_ABORT.  Either way the
+// shrink returns within the bound, the survivors are ranks 0, 1, 2 of a new
+// communicator in the parent's order, every collective on it is right, and
+// nothing is left in /dev/shm.
+class ProcsShrink : public ::testing::TestWithParam<int> {};
+
+int shrink_child(int rank, const koloUniqueId &id, int flags, const std::vector<CollCase> &cases) {
+  const int n = 4;
+  koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
+  cfg.timeoutMs = 5000;
+  cfg.blocking = flags == KOLO_SHRINK_ABORT ? 0 : 1;
+  koloComm_t comm = nullptr;
+  koloResult_t res = koloCommInitRankConfig(&comm, n, id, rank, &cfg);
+  while (res == koloInProgress && koloCommGetAsyncError(comm, &res) == koloSuccess && res == koloInProgress)
+    usleep(1000);
+  float one = 1, sum = 0;
+  if (res == koloSuccess) res = koloAllReduce(&one, &sum, 1, koloFloat32, koloSum, comm, nullptr);
+  while (res == koloInProgress && koloCommGetAsyncError(comm, &res) == koloSuccess && res == koloInProgress)
+    usleep(1000);
+  if (res != koloSuccess || sum != 4) {
+    std::fprintf(stderr, "rank %d: warm-up: %s: %s (sum %g)\n", rank, koloGetErrorString(res), koloGetLastError(comm), sum);
+    return 2;
+  }
+  if (rank == 2) raise(SIGKILL);
+  std::vector<float> x(1 << 16, 1.0f);
+  res = koloAllReduce(x.data(), x.data(), x.size(), koloFloat32, koloSum, comm, nullptr);
+  if (flags == KOLO_SHRINK_DEFAULT && (res == koloSuccess || !strstr(koloGetLastError(comm), "rank 2"))) {
+    std::fprintf(stderr, "rank %d: the all-reduce with a dead rank 2 returned %s: %s\n", rank, koloGetErrorString(res),
+                 koloGetLastError(comm));
+    return 1;
+  }
+  int excluded = 2;
+  koloComm_t sub = nullptr;
+  double t0 = now_ms();
+  koloConfig_t sub_cfg = cfg;  // abort mode: the new communicator blocks (default: inherited)
+  sub_cfg.blocking = 1;
+  res = koloCommShrink(comm, &excluded, 1, &sub, flags == KOLO_SHRINK_ABORT ? &sub_cfg : nullptr, flags);
+  while (res == koloInProgress && koloCommGetAsyncError(sub, &res) == koloSuccess && res == koloInProgress)
+    usleep(1000);
+  double ms = now_ms() - t0;
+  int failures = 0, newrank = -1, count = -1;
+  if (res != koloSuccess || ms > 10000) {
+    std::fprintf(stderr, "rank %d: koloCommShrink: %s after %.0f ms: %s\n", rank, koloGetErrorString(res), ms,
+                 koloGetLastError(comm));
+    return 1;
+  }
+  koloCommUserRank(sub, &newrank);
+  koloCommCount(sub, &count);
+  if (newrank != (rank < 2 ? rank : rank - 1) || count != 3) {
+    std::fprintf(stderr, "rank %d: new rank %d of %d\n", rank, newrank, count);
+    failures++;
+  }
+  if (failures == 0) failures += run_cases(sub, newrank, cases);
+  koloCommDestroy(sub);
+  koloCommDestroy(comm);
+  return failures ? 1 : 0;
+}
+
+TEST_P(ProcsShrink, AfterAKilledRank) {
+  const int flags = GetParam();
+  std::vector<CollCase> cases = sample_cases(3, {1, 4095, 100003});
+  std::set<std::string> before = shm_entries();
+  std::vector<pid_t> pids;
+  auto res = run_children_with_id(4, [&](int rank, const koloUniqueId &id) { return shrink_child(rank, id, flags, cases); },
+                                  120000, [&](const std::vector<pid_t> &p) { pids = p; });
+  EXPECT_EQ(res[2].signal, SIGKILL) << res[2].describe();
+  for (int r : {0, 1, 3}) EXPECT_TRUE(res[r].exited && res[r].code == 0) << "rank " << r << ": " << res[r].describe();
+  std::vector<std::string> leaks = shm_leaks(before, shm_entries(), pids);
+  EXPECT_TRUE(leaks.empty()) << "left in /dev/shm:" << leaks_text(leaks);
+}
+
+INSTANTIATE_TEST_SUITE_P(Procs, ProcsShrink, ::testing::Values(KOLO_SHRINK_DEFAULT, KOLO_SHRINK_ABORT),
+                         [](const ::testing::TestParamInfo<int> &p) { return p.param ? "Abort" : "Default"; });
 
 }  // namespace

@@ -588,3 +588,307 @@ TEST(Finalize, CompletesIssuedCallsThenRefusesCalls) {
   EXPECT_EQ(koloCommFinalize(w.comms[1]), koloSuccess) << koloGetLastError(w.comms[1]);
   EXPECT_EQ(check(c, 1, bufs[1], e), "") << "rank 1 after koloCommFinalize";
 }
+
+// ==== NCCL 2.28 calls (issue 14): group and non-blocking init, simulated
+// groups, revoke, shrink, registration ===================================
+
+namespace {
+
+// Polls koloCommGetAsyncError until it leaves koloInProgress (60 s bound).
+koloResult_t wait_async(koloComm_t comm) {
+  koloResult_t async = koloInProgress;
+  double t0 = now_ms();
+  while (async == koloInProgress && now_ms() - t0 < 60000) {
+    if (koloCommGetAsyncError(comm, &async) != koloSuccess) return koloInternalError;
+    if (async == koloInProgress) std::this_thread::sleep_for(std::chrono::microseconds(300));
+  }
+  return async;
+}
+
+}  // namespace
+
+// One thread makes every rank: koloGroupStart, koloCommInitRank x n,
+// koloGroupEnd (each init alone would wait for the others); then every
+// collective, each rank on its own thread, checked element by element.
+class ThreadsGroupInit : public ::testing::TestWithParam<int> {};
+
+TEST_P(ThreadsGroupInit, OneThreadMakesEveryRank) {
+  const int n = GetParam();
+  double t0 = now_ms();
+  ThreadWorld w(n, ThreadWorld::Init::kGroupOneThread);
+  ASSERT_TRUE(w.ok()) << koloGetErrorString(w.init_result) << ": " << w.init_error;
+  EXPECT_LT(now_ms() - t0, 30000);
+  for (int r = 0; r < n; r++) {
+    int rank = -1, count = -1;
+    EXPECT_EQ(koloCommUserRank(w.comms[r], &rank), koloSuccess);
+    EXPECT_EQ(koloCommCount(w.comms[r], &count), koloSuccess);
+    EXPECT_EQ(rank, r);
+    EXPECT_EQ(count, n);
+  }
+  GridReport rep = run_grid(w, sample_cases(n, {0, 7, 4095, 70001}));
+  EXPECT_GRID_OK(rep);
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, ThreadsGroupInit, ::testing::Values(1, 3, 4),
+                         [](const ::testing::TestParamInfo<int> &p) { return std::to_string(p.param) + "ranks"; });
+
+// config.blocking = 0: koloCommInitRankConfig returns koloInProgress at once
+// (one thread makes 3 ranks in a row, without a group: a blocking init
+// would wait for the others forever), the async error says koloInProgress
+// until the init is done; then a non-blocking all-reduce of every rank,
+// checked.  The same through a group: koloGroupEnd returns koloInProgress.
+TEST(ThreadsNonBlockingInit, InProgressThenUsable) {
+  const int n = 3;
+  koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  for (bool grouped : {false, true}) {
+    SCOPED_TRACE(grouped ? "in a group" : "no group");
+    std::vector<koloComm_t> comms((size_t)n, nullptr);
+    koloUniqueId id;
+    ASSERT_EQ(koloGetUniqueId(&id), koloSuccess);
+    if (grouped) koloGroupStart();
+    for (int r = 0; r < n; r++) {
+      koloResult_t res = koloCommInitRankConfig(&comms[r], n, id, r, &cfg);
+      EXPECT_EQ(res, grouped ? koloSuccess : koloInProgress) << koloGetLastError(nullptr);
+      ASSERT_NE(comms[r], nullptr);
+    }
+    if (grouped) {
+      EXPECT_EQ(koloGroupEnd(), koloInProgress) << koloGetLastError(nullptr);
+    }
+    for (int r = 0; r < n; r++) ASSERT_EQ(wait_async(comms[r]), koloSuccess) << koloGetLastError(comms[r]);
+    CollCase c = make_case(Coll::AllReduce, koloFloat32, koloSum, n, 70001, false, 7);
+    std::vector<RankBufs> bufs((size_t)n);
+    for (int r = 0; r < n; r++) prepare(c, r, &bufs[r]);
+    for (int r = 0; r < n; r++) EXPECT_EQ(issue(c, r, &bufs[r], comms[r]), koloInProgress);
+    for (int r = 0; r < n; r++) EXPECT_EQ(wait_async(comms[r]), koloSuccess) << koloGetLastError(comms[r]);
+    Expected e;
+    expected_for(c, &e);
+    for (int r = 0; r < n; r++) EXPECT_EQ(check(c, r, bufs[r], e), "") << "rank " << r;
+    for (koloComm_t comm : comms) EXPECT_EQ(koloCommDestroy(comm), koloSuccess);
+  }
+}
+
+// A call on a communicator whose non-blocking init is still waiting for a
+// peer is refused (koloInvalidUsage, naming the init); once the peer comes
+// the communicator works.
+TEST(ThreadsNonBlockingInit, CallsBeforeTheInitEndsAreRefused) {
+  koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  koloUniqueId id;
+  ASSERT_EQ(koloGetUniqueId(&id), koloSuccess);
+  koloComm_t c0 = nullptr, c1 = nullptr;
+  ASSERT_EQ(koloCommInitRankConfig(&c0, 2, id, 0, &cfg), koloInProgress);
+  float x = 1;
+  EXPECT_EQ(koloAllReduce(&x, &x, 1, koloFloat32, koloSum, c0, nullptr), koloInvalidUsage);
+  EXPECT_NE(std::string(koloGetLastError(c0)).find("init is still in progress"), std::string::npos)
+      << koloGetLastError(c0);
+  koloResult_t async = koloSuccess;
+  EXPECT_EQ(koloCommGetAsyncError(c0, &async), koloSuccess);
+  EXPECT_EQ(async, koloInProgress);  // rank 1 has not come yet
+  ASSERT_EQ(koloCommInitRankConfig(&c1, 2, id, 1, &cfg), koloInProgress);
+  EXPECT_EQ(wait_async(c0), koloSuccess) << koloGetLastError(c0);
+  EXPECT_EQ(wait_async(c1), koloSuccess) << koloGetLastError(c1);
+  float a = 2, b = 5;
+  EXPECT_EQ(koloAllReduce(&a, &a, 1, koloFloat32, koloSum, c0, nullptr), koloInProgress);
+  EXPECT_EQ(koloAllReduce(&b, &b, 1, koloFloat32, koloSum, c1, nullptr), koloInProgress);
+  EXPECT_EQ(wait_async(c0), koloSuccess);
+  EXPECT_EQ(wait_async(c1), koloSuccess);
+  EXPECT_EQ(a, 7.0f);
+  EXPECT_EQ(b, 7.0f);
+  koloCommDestroy(c0);
+  koloCommDestroy(c1);
+}
+
+// ---- koloGroupSimulateEnd ------------------------------------------------------
+
+namespace {
+
+// ring/algo.h's model of one host (shared memory links): latency 1 us and
+// 20 GB/s per hop, written out here independently of ring/algo.c.
+double model_us(Coll coll, int n, double bytes) {
+  if (n <= 1) return 0;
+  const double a = 1e-6, b = 20e9;
+  double s = 0;
+  switch (coll) {
+    case Coll::AllReduce: s = 2 * (n - 1) * a + 2.0 * (n - 1) / n * bytes / b; break;
+    case Coll::ReduceScatter:
+    case Coll::AllGather: s = (n - 1) * a + (n - 1) * bytes / b; break;
+    case Coll::Broadcast:
+    case Coll::Reduce: s = (n - 1) * a + bytes / b; break;
+    case Coll::SendRecv: s = a + bytes / b; break;
+  }
+  return s * 1e6;
+}
+
+// One call of rank 0 (the others do not take part: nothing is issued).
+koloResult_t record(Coll coll, koloComm_t comm, float *x, size_t count) {
+  switch (coll) {
+    case Coll::AllReduce: return koloAllReduce(x, x, count, koloFloat32, koloSum, comm, nullptr);
+    case Coll::ReduceScatter: return koloReduceScatter(x, x, count, koloFloat32, koloSum, comm, nullptr);
+    case Coll::AllGather: return koloAllGather(x, x, count, koloFloat32, comm, nullptr);
+    case Coll::Broadcast: return koloBroadcast(x, x, count, koloFloat32, 0, comm, nullptr);
+    case Coll::Reduce: return koloReduce(x, x, count, koloFloat32, koloSum, 0, comm, nullptr);
+    case Coll::SendRecv: return koloSend(x, count, koloFloat32, 0, comm, nullptr);
+  }
+  return koloInternalError;
+}
+
+float simulate(const std::function<void()> &calls) {
+  koloSimInfo_t info = KOLO_SIM_INFO_INITIALIZER;
+  EXPECT_EQ(koloGroupStart(), koloSuccess);
+  calls();
+  EXPECT_EQ(koloGroupSimulateEnd(&info), koloSuccess) << koloGetLastError(nullptr);
+  return info.estimatedTime;
+}
+
+}  // namespace
+
+// Every collective at 1..4 ranks and sizes 0 .. 4 MiB: the estimate is the
+// cost model's time (checked against the formula above, so it grows with
+// the size and the rank count as the model says), and nothing was issued:
+// the buffer keeps its poison, and the ranks' next real call is right.
+TEST(ThreadsSimulate, EstimateIsTheCostModelsTime) {
+  for (int n : {1, 2, 3, 4}) {
+    ThreadWorld w(n);
+    ASSERT_TRUE(w.ok()) << w.init_error;
+    std::vector<float> x((size_t)n << 20, -7.5f);
+    for (Coll coll : kAllColls)
+      for (size_t count : {(size_t)0, (size_t)1, (size_t)1000, (size_t)1 << 20}) {
+        float est = simulate([&] { EXPECT_EQ(record(coll, w.comms[0], x.data(), count), koloSuccess); });
+        double want = model_us(coll, n, 4.0 * (double)count);
+        EXPECT_NEAR(est, want, 1e-5 * want + 1e-6) << coll_name(coll) << " of " << count << " floats, " << n << " ranks";
+      }
+    for (float v : x) ASSERT_EQ(v, -7.5f) << "a simulated call wrote its buffer";
+    GridReport rep = run_grid(w, {make_case(Coll::AllReduce, koloFloat32, koloSum, n, 4095, false, 1)});
+    EXPECT_GRID_OK(rep);
+  }
+}
+
+// Calls of one communicator add up (its sends and receives overlap);
+// communicators progress side by side, so a group of two takes the longer.
+TEST(ThreadsSimulate, GroupsAddPerCommunicatorAndOverlapAcross) {
+  ThreadWorld two(2), four(4);
+  ASSERT_TRUE(two.ok() && four.ok()) << two.init_error << four.init_error;
+  std::vector<float> x(1 << 20, 1.0f);
+  const double big = 4.0 * (1 << 20), small = 4.0 * 1000;
+  float est = simulate([&] {
+    koloAllReduce(x.data(), x.data(), 1 << 20, koloFloat32, koloSum, two.comms[0], nullptr);
+    koloAllReduce(x.data(), x.data(), 1000, koloFloat32, koloSum, two.comms[0], nullptr);
+  });
+  EXPECT_NEAR(est, model_us(Coll::AllReduce, 2, big) + model_us(Coll::AllReduce, 2, small), 1e-3);
+  est = simulate([&] {
+    koloAllReduce(x.data(), x.data(), 1000, koloFloat32, koloSum, two.comms[0], nullptr);
+    koloAllReduce(x.data(), x.data(), 1 << 20, koloFloat32, koloSum, four.comms[0], nullptr);
+  });
+  EXPECT_NEAR(est, model_us(Coll::AllReduce, 4, big), 1e-3);
+  est = simulate([&] {
+    koloSend(x.data(), 1000, koloFloat32, 1, two.comms[0], nullptr);
+    koloRecv(x.data(), 1 << 18, koloFloat32, 1, two.comms[0], nullptr);
+  });
+  EXPECT_NEAR(est, model_us(Coll::SendRecv, 2, 4.0 * (1 << 18)), 1e-3);
+  // a nested level only closes itself; the outer end issues the calls
+  float y[2] = {1, 2}, z[2] = {3, 4};
+  koloSimInfo_t info = KOLO_SIM_INFO_INITIALIZER;
+  koloGroupStart();
+  koloGroupStart();
+  koloAllReduce(y, y, 2, koloFloat32, koloSum, two.comms[0], nullptr);
+  koloAllReduce(z, z, 2, koloFloat32, koloSum, two.comms[1], nullptr);
+  EXPECT_EQ(koloGroupSimulateEnd(&info), koloSuccess);
+  EXPECT_EQ(info.estimatedTime, -1.0f);
+  EXPECT_EQ(koloGroupEnd(), koloSuccess) << koloGetLastError(nullptr);
+  EXPECT_EQ(y[0], 4.0f);
+  EXPECT_EQ(z[1], 6.0f);
+}
+
+// ---- koloCommRevoke and koloCommShrink -----------------------------------------
+
+// Rank 1 waits in an all-reduce that rank 0 never joins; another thread
+// revokes rank 1's communicator: the call returns an error at once (not
+// after the 20 s timeout), later calls and koloCommFinalize are refused
+// naming the revoke, the async state is koloSuccess.  Both ranks then
+// shrink the revoked communicator (nobody excluded) and the new one works.
+TEST(ThreadsRevoke, StopsTheCallThenShrinkStillWorks) {
+  koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
+  cfg.timeoutMs = 20000;
+  ThreadWorld w(2, ThreadWorld::Init::kInitAll, &cfg);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  std::vector<float> x(1 << 20, 1.0f);
+  koloResult_t in_flight = koloSuccess;
+  double done_at = 0;
+  std::thread rank1([&] {
+    in_flight = koloAllReduce(x.data(), x.data(), x.size(), koloFloat32, koloSum, w.comms[1], nullptr);
+    done_at = now_ms();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  double revoked_at = now_ms();
+  EXPECT_EQ(koloCommRevoke(w.comms[1], KOLO_REVOKE_DEFAULT), koloSuccess) << koloGetLastError(w.comms[1]);
+  rank1.join();
+  EXPECT_NE(in_flight, koloSuccess);
+  EXPECT_LT(done_at - revoked_at, 3000) << koloGetLastError(w.comms[1]);
+  EXPECT_EQ(wait_async(w.comms[1]), koloSuccess);
+  float y = 1;
+  EXPECT_EQ(koloAllReduce(&y, &y, 1, koloFloat32, koloSum, w.comms[1], nullptr), koloInvalidUsage);
+  EXPECT_NE(std::string(koloGetLastError(w.comms[1])).find("koloCommRevoke"), std::string::npos);
+  EXPECT_EQ(koloCommFinalize(w.comms[1]), koloInvalidUsage);
+  EXPECT_EQ(koloCommRevoke(w.comms[0], KOLO_REVOKE_DEFAULT), koloSuccess);
+  std::vector<koloComm_t> sub(2, nullptr);
+  std::vector<koloResult_t> res(2);
+  w.pool.run([&](int r) { res[r] = koloCommShrink(w.comms[r], nullptr, 0, &sub[r], nullptr, KOLO_SHRINK_DEFAULT); });
+  for (int r = 0; r < 2; r++) ASSERT_EQ(res[r], koloSuccess) << koloGetLastError(w.comms[r]);
+  CollCase c = make_case(Coll::AllReduce, koloInt32, koloSum, 2, 4095, true, 2);
+  Expected e;
+  expected_for(c, &e);
+  std::vector<std::string> errs(2);
+  w.pool.run([&](int r) { errs[r] = run_rank(c, r, sub[r], e); });
+  for (int r = 0; r < 2; r++) EXPECT_EQ(errs[r], "") << "rank " << r;
+  for (koloComm_t s : sub) koloCommDestroy(s);
+}
+
+// A non-blocking communicator: revoking stops its queued call; the async
+// state goes from koloInProgress to koloSuccess within a bounded time.
+TEST(ThreadsRevoke, NonBlockingDrainsThenSucceeds) {
+  koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  cfg.timeoutMs = 20000;
+  ThreadWorld w(2, ThreadWorld::Init::kInitAll, &cfg);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  std::vector<float> x(1 << 20, 1.0f);
+  ASSERT_EQ(koloAllReduce(x.data(), x.data(), x.size(), koloFloat32, koloSum, w.comms[1], nullptr), koloInProgress);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  double t0 = now_ms();
+  EXPECT_EQ(koloCommRevoke(w.comms[1], KOLO_REVOKE_DEFAULT), koloSuccess);
+  EXPECT_EQ(wait_async(w.comms[1]), koloSuccess);
+  EXPECT_LT(now_ms() - t0, 3000);
+}
+
+// 5 ranks; ranks 1 and 3 are excluded (alive, they just do not take part);
+// ranks 0, 2, 4 shrink into ranks 0, 1, 2 of a new communicator, in the
+// parent's order, and run every collective on it, checked.
+TEST(ThreadsShrink, ExcludedRanksStayOut) {
+  const int n = 5;
+  ThreadWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  int excluded[] = {3, 1};
+  std::vector<koloComm_t> sub((size_t)n, nullptr);
+  std::vector<koloResult_t> res((size_t)n, koloSuccess);
+  w.pool.run([&](int r) {
+    if (r % 2 == 0) res[r] = koloCommShrink(w.comms[r], excluded, 2, &sub[r], nullptr, KOLO_SHRINK_DEFAULT);
+  });
+  for (int r = 0; r < n; r += 2) {
+    ASSERT_EQ(res[r], koloSuccess) << "rank " << r << ": " << koloGetLastError(w.comms[r]);
+    int rank = -1, count = -1;
+    EXPECT_EQ(koloCommUserRank(sub[r], &rank), koloSuccess);
+    EXPECT_EQ(koloCommCount(sub[r], &count), koloSuccess);
+    EXPECT_EQ(rank, r / 2);
+    EXPECT_EQ(count, 3);
+  }
+  std::vector<std::string> errs((size_t)n);
+  Expected e;
+  for (const CollCase &c : sample_cases(3, {1, 4095, 100001})) {
+    expected_for(c, &e);
+    w.pool.run([&](int r) { errs[r] = r % 2 ? "" : run_rank(c, r / 2, sub[r], e); });
+    for (int r = 0; r < n; r += 2) EXPECT_EQ(errs[r], "") << c.str() << ", parent rank " << r;
+  }
+  for (koloComm_t s : sub)
+    if (s) koloCommDestroy(s);
+}

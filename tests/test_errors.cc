@@ -23,7 +23,12 @@
 #include <thread>
 #include <vector>
 
+extern "C" {
+#include "transport/bootstrap.h"  // kolo_uid: an id of a root that is not there
+}
+
 #include "util/coll_ref.h"
+#include "util/comm_peek.h"
 #include "util/expect_text.h"
 #include "util/coll_run.h"
 #include "util/proc_util.h"
@@ -484,6 +489,259 @@ TEST(FailingRanks, AbortWakesWaitingPeers) {
 }
 
 
+// ---- NCCL 2.28 calls (issue 14): bad input ------------------------------------------
+
+// Result codes: 8 is NCCL's ncclNumResults, never kolo's; kolo's codes
+// start at 9, and every one has its own string.
+static_assert(koloTimeout == 9 && koloNumResults == 10, "issue 14: koloTimeout 9, koloNumResults 10");
+TEST(ResultCodes, EightIsReservedEveryCodeNamed) {
+  EXPECT_CONTAINS(koloGetErrorString((koloResult_t)8), "reserved");
+  EXPECT_CONTAINS(koloGetErrorString(koloTimeout), "koloTimeout");
+  std::set<std::string> seen;
+  for (int r = 0; r < koloNumResults; r++) {
+    if (r == 8) continue;
+    std::string text = koloGetErrorString((koloResult_t)r);
+    EXPECT_EQ(text.find("unknown"), std::string::npos) << r;
+    EXPECT_TRUE(seen.insert(text).second) << r << ": " << text;
+  }
+  EXPECT_CONTAINS(koloGetErrorString(koloNumResults), "unknown");
+}
+
+// Registration: every bad handle gets its own sentence, and the
+// communicator's registrations are gone once it is destroyed.
+TEST(BadRegistration, HandlesOfOthersTwiceOrNone) {
+  ThreadWorld a(1), b(1);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.init_error << b.init_error;
+  koloComm_t ca = a.comms[0], cb = b.comms[0];
+  std::vector<float> buf(1024);
+  void *h = nullptr, *h2 = nullptr;
+  EXPECT_EQ(koloCommRegister(nullptr, buf.data(), 4096, &h), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "comm is NULL");
+  EXPECT_EQ(koloCommRegister(ca, nullptr, 4096, &h), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(ca), "buff is NULL");
+  EXPECT_EQ(koloCommRegister(ca, buf.data(), 4096, nullptr), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(ca), "handle is NULL");
+  ASSERT_EQ(koloCommRegister(ca, buf.data(), 4096, &h), koloSuccess) << koloGetLastError(ca);
+  ASSERT_EQ(koloCommRegister(ca, buf.data() + 16, 64, &h2), koloSuccess);  // overlapping: allowed
+  EXPECT_EQ(kt_reg_count(ca), 2);
+  EXPECT_EQ(koloCommDeregister(cb, h), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(cb), "belongs to another communicator");
+  EXPECT_EQ(koloCommDeregister(ca, h), koloSuccess);
+  EXPECT_EQ(koloCommDeregister(ca, h), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(ca), "deregistered already");
+  EXPECT_EQ(koloCommDeregister(ca, buf.data()), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(ca), "not a registration");
+  EXPECT_EQ(koloCommDeregister(ca, nullptr), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(ca), "handle is NULL");
+  koloWindow_t win = nullptr;
+  ASSERT_EQ(koloCommWindowRegister(ca, buf.data(), 4096, &win, KOLO_WIN_DEFAULT), koloSuccess);
+  EXPECT_EQ(koloCommDeregister(ca, (void *)win), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(ca), "koloCommWindowDeregister");
+  EXPECT_EQ(koloCommWindowDeregister(ca, (koloWindow_t)h2), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(ca), "koloCommDeregister");
+  EXPECT_EQ(koloCommWindowRegister(ca, buf.data(), 4096, &win, 0x4), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(ca), "winFlags");
+  EXPECT_EQ(koloCommWindowRegister(ca, buf.data(), 4096, &win, KOLO_WIN_COLL_SYMMETRIC), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(ca), "koloMemAlloc");
+  EXPECT_EQ(kt_reg_count(ca), 2);  // h2 and the window
+  // destroy releases them: h2 is then nobody's
+  koloCommDestroy(a.comms[0]);
+  a.comms[0] = nullptr;
+  EXPECT_EQ(koloCommDeregister(cb, h2), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(cb), "not a registration of any communicator");
+}
+
+// koloMemAlloc / koloMemFree: bad arguments, a stray or inner pointer, a
+// double free; a window over memory of one koloMemAlloc block is accepted
+// with KOLO_WIN_COLL_SYMMETRIC (host memory here: no GPU in this process).
+TEST(BadMemAlloc, NullZeroStrayAndTwice) {
+  void *p = nullptr;
+  EXPECT_EQ(koloMemAlloc(nullptr, 64), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "ptr is NULL");
+  EXPECT_EQ(koloMemAlloc(&p, 0), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "size is 0");
+  ASSERT_EQ(koloMemAlloc(&p, 10000), koloSuccess) << koloGetLastError(nullptr);
+  int dev = kt_mem_device(p, 10000);
+  ASSERT_GE(dev, -1);
+  EXPECT_EQ(kt_mem_device(p, 10001), -2);
+  EXPECT_EQ(koloMemFree((char *)p + 8), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "not its start");
+  int local = 0;
+  EXPECT_EQ(koloMemFree(&local), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "not returned by koloMemAlloc");
+  if (dev < 0) {  // host memory: page-aligned, zeroed, registrable as a symmetric window
+    EXPECT_EQ((uintptr_t)p % 4096, 0u);
+    for (int i = 0; i < 10000; i++) ASSERT_EQ(((unsigned char *)p)[i], 0) << i;
+    ThreadWorld w(1);
+    ASSERT_TRUE(w.ok()) << w.init_error;
+    koloWindow_t win = nullptr;
+    EXPECT_EQ(koloCommWindowRegister(w.comms[0], (char *)p + 4096, 4096, &win, KOLO_WIN_COLL_SYMMETRIC), koloSuccess)
+        << koloGetLastError(w.comms[0]);
+    EXPECT_EQ(koloCommWindowDeregister(w.comms[0], win), koloSuccess);
+  }
+  EXPECT_EQ(koloMemFree(p), koloSuccess);
+  EXPECT_EQ(koloMemFree(p), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "freed already");
+  EXPECT_EQ(koloMemFree(nullptr), koloSuccess);
+}
+
+// koloCommCuDevice on a host communicator: -1 and koloInvalidUsage (NCCL
+// has no host communicators); NULL arguments.
+TEST(BadQueries, CuDeviceOfAHostCommunicator) {
+  ThreadWorld w(1);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  int dev = 5;
+  EXPECT_EQ(koloCommCuDevice(w.comms[0], &dev), koloInvalidUsage);
+  EXPECT_EQ(dev, -1);
+  EXPECT_CONTAINS(koloGetLastError(w.comms[0]), "host communicator");
+  EXPECT_EQ(koloCommCuDevice(w.comms[0], nullptr), koloInvalidArgument);
+  EXPECT_EQ(koloCommCuDevice(nullptr, &dev), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "comm is NULL");
+}
+
+TEST(BadRevoke, FlagsAndNull) {
+  ThreadWorld w(1);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  EXPECT_EQ(koloCommRevoke(nullptr, 0), koloInvalidArgument);
+  EXPECT_EQ(koloCommRevoke(w.comms[0], 1), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(w.comms[0]), "revokeFlags");
+  float x = 2;  // not revoked by the refused call
+  EXPECT_EQ(koloAllReduce(&x, &x, 1, koloFloat32, koloSum, w.comms[0], nullptr), koloSuccess);
+}
+
+// koloCommShrink: each bad argument named; the parent stays usable.
+TEST(BadShrink, ListFlagsAndNull) {
+  ThreadWorld w(3);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  koloComm_t c = w.comms[0], out = nullptr;
+  struct Bad {
+    std::vector<int> list;
+    int count, flags;
+    const char *names;
+  };
+  std::vector<Bad> bad = {
+      {{1}, 1, 0x4, "shrinkFlags"},         {{}, 1, 0, "excludeRanksList NULL"},
+      {{1, 2, 1}, 3, 0, "excludeRanksCount"}, {{3}, 1, 0, "excludeRanksList[0] = 3"},
+      {{-1}, 1, 0, "outside 0..2"},           {{2, 2}, 2, 0, "twice"},
+      {{0}, 1, 0, "excludes itself"},         {{1}, -1, 0, "excludeRanksCount = -1"},
+  };
+  for (Bad &b : bad) {
+    int *list = b.list.empty() ? nullptr : b.list.data();
+    EXPECT_EQ(koloCommShrink(c, list, b.count, &out, nullptr, b.flags), koloInvalidArgument) << b.names;
+    EXPECT_CONTAINS(koloGetLastError(c), b.names);
+  }
+  EXPECT_EQ(koloCommShrink(nullptr, nullptr, 0, &out, nullptr, 0), koloInvalidArgument);
+  EXPECT_EQ(koloCommShrink(c, nullptr, 0, nullptr, nullptr, 0), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "newcomm is NULL");
+  expect_usable(w);
+}
+
+// koloCommInitRankScalable: the ids and their count checked before anything
+// connects.
+TEST(BadInit, ScalableIds) {
+  koloUniqueId ids[3];
+  for (koloUniqueId &id : ids) ASSERT_EQ(koloGetUniqueId(&id), koloSuccess);
+  koloComm_t c = nullptr;
+  EXPECT_EQ(koloCommInitRankScalable(&c, 4, 0, 0, ids, nullptr), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "nId = 0");
+  EXPECT_EQ(koloCommInitRankScalable(&c, 2, 0, 3, ids, nullptr), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "outside 1..nranks (2)");
+  EXPECT_EQ(koloCommInitRankScalable(&c, 4, 0, 2, nullptr, nullptr), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "commIds is NULL");
+  EXPECT_EQ(koloCommInitRankScalable(&c, 4, 4, 2, ids, nullptr), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "rank 4");
+  koloUniqueId dup[2] = {ids[0], ids[0]};
+  EXPECT_EQ(koloCommInitRankScalable(&c, 4, 0, 2, dup, nullptr), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "commIds[0] and commIds[1] are the same id");
+  koloUniqueId garbage[2] = {ids[1], {}};
+  std::memset(&garbage[1], 0x42, sizeof garbage[1]);
+  EXPECT_EQ(koloCommInitRankScalable(&c, 4, 0, 2, garbage, nullptr), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "commIds[1]");
+  EXPECT_EQ(c, nullptr);
+}
+
+// Each block of ranks really meets at its own root: with the root of
+// commIds[1] not there (an id for a port nobody listens on), rank 1 cannot
+// join, naming that root, and rank 0 hears that the root of commIds[1] never
+// forwarded its block; both within the bound.  (An init that met at
+// commIds[0] only would succeed here.)
+TEST(FailingInit, ScalableRootOfABlockIsDown) {
+  ScopedTimeoutEnv env(kTimeoutMs);
+  koloUniqueId ids[2];
+  ASSERT_EQ(koloGetUniqueId(&ids[0]), koloSuccess);
+  kolo_uid dead;
+  ASSERT_EQ(kolo_uid_decode(&ids[0], &dead, nullptr), koloSuccess);
+  int port = free_tcp_port();
+  ASSERT_GT(port, 0);
+  sockaddr_in *a = reinterpret_cast<sockaddr_in *>(&dead.root);
+  std::memset(&dead.root, 0, sizeof dead.root);
+  a->sin_family = AF_INET;
+  a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a->sin_port = htons((uint16_t)port);
+  kolo_uid_encode(&dead, &ids[1]);
+  std::vector<koloResult_t> rc(2, koloSuccess);
+  std::vector<std::string> text(2);
+  std::vector<double> ms(2, 0);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; r++)
+    ranks.emplace_back([&, r] {
+      koloConfig_t cfg = timeout_config(kTimeoutMs);
+      koloComm_t c = nullptr;
+      double t0 = now_ms();
+      rc[r] = koloCommInitRankScalable(&c, 2, r, 2, ids, &cfg);
+      ms[r] = now_ms() - t0;
+      text[r] = koloGetLastError(nullptr);
+      if (rc[r] == koloSuccess) koloCommDestroy(c);
+    });
+  for (std::thread &t : ranks) t.join();
+  EXPECT_EQ(rc[1], koloTimeout) << text[1];
+  EXPECT_CONTAINS(text[1], "root 127.0.0.1:" + std::to_string(port) + " did not answer");
+  EXPECT_EQ(rc[0], koloTimeout) << text[0];
+  EXPECT_CONTAINS(text[0], "the root of commIds 1 did not forward its ranks");
+  for (int r = 0; r < 2; r++) EXPECT_LT(ms[r], kBoundMs) << "rank " << r << ": " << text[r];
+}
+
+// Groups: init and other calls do not mix (NCCL's rule); the init's handle
+// then says why it was not run, and must still be destroyed.
+TEST(BadGroups, InitsAndCallsDoNotMix) {
+  ThreadWorld w(1);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  koloUniqueId id;
+  ASSERT_EQ(koloGetUniqueId(&id), koloSuccess);
+  koloComm_t c = nullptr;
+  float x = 1;
+  koloGroupStart();
+  EXPECT_EQ(koloCommInitRank(&c, 1, id, 0), koloSuccess);
+  EXPECT_EQ(koloAllReduce(&x, &x, 1, koloFloat32, koloSum, w.comms[0], nullptr), koloSuccess);
+  EXPECT_EQ(koloGroupEnd(), koloInvalidUsage);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "either communicator inits or other calls");
+  ASSERT_NE(c, nullptr);
+  koloResult_t async = koloSuccess;
+  EXPECT_EQ(koloCommGetAsyncError(c, &async), koloSuccess);
+  EXPECT_EQ(async, koloInvalidUsage);
+  EXPECT_EQ(koloAllReduce(&x, &x, 1, koloFloat32, koloSum, c, nullptr), koloInvalidUsage);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "init failed");
+  EXPECT_EQ(koloCommDestroy(c), koloSuccess);
+  expect_usable(w);
+}
+
+// koloGroupSimulateEnd: a simInfo not from KOLO_SIM_INFO_INITIALIZER, NULL,
+// no group; the refused call leaves the group open.
+TEST(BadGroups, SimulateEndArguments) {
+  koloSimInfo_t info = KOLO_SIM_INFO_INITIALIZER;
+  EXPECT_EQ(koloGroupSimulateEnd(&info), koloInvalidUsage);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "koloGroupStart");
+  koloGroupStart();
+  EXPECT_EQ(koloGroupSimulateEnd(nullptr), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "simInfo is NULL");
+  info.magic = 0;
+  EXPECT_EQ(koloGroupSimulateEnd(&info), koloInvalidArgument);
+  EXPECT_CONTAINS(koloGetLastError(nullptr), "KOLO_SIM_INFO_INITIALIZER");
+  info = KOLO_SIM_INFO_INITIALIZER;
+  EXPECT_EQ(koloGroupSimulateEnd(&info), koloSuccess);  // the group was still open
+  EXPECT_EQ(info.estimatedTime, 0.0f);                  // and empty
+}
+
 // ---- logging ---------------------------------------------------------------------
 
 std::string read_text(const std::string &path) {
@@ -529,6 +787,28 @@ TEST(Logging, InfoNamesTransportsChannelsAndFailures) {
     if (::testing::Test::HasFailure()) std::fprintf(stderr, "%s:\n%s", path.c_str(), log.c_str());
     unlink(path.c_str());
   }
+  rmdir(dir);
+}
+
+// koloResetDebugInit reads KOLO_DEBUG_FILE again: lines logged after it
+// go to the new file.
+TEST(Logging, ResetDebugInitRereadsTheEnvironment) {
+  char dir[] = "/tmp/kolo-reset-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/after.log";
+  {
+    ScopedEnv level("KOLO_DEBUG", "WARN");
+    ScopedEnv file("KOLO_DEBUG_FILE", path);
+    koloResetDebugInit();
+    EXPECT_EQ(koloAllReduce(nullptr, nullptr, 4, koloFloat32, koloSum, nullptr, nullptr), koloInvalidArgument);
+  }
+  koloResetDebugInit();  // back to the test's own settings
+  EXPECT_EQ(koloAllReduce(nullptr, nullptr, 4, koloFloat32, koloSum, nullptr, nullptr), koloInvalidArgument);
+  std::string log = read_text(path);
+  EXPECT_CONTAINS(log, "koloAllReduce: comm is NULL");
+  EXPECT_EQ(log.find("comm is NULL"), log.rfind("comm is NULL")) << "logged to the file after the second reset:\n"
+                                                                   << log;
+  unlink(path.c_str());
   rmdir(dir);
 }
 

@@ -52,7 +52,9 @@ typedef struct {
 struct kolo_bootstrap {
   int rank, nranks;
   int timeout_ms;
-  kolo_uid uid;
+  kolo_uid uid;      /* the job's: its id and secret name the mesh */
+  kolo_uid meet;     /* the root this rank meets at (uid, unless several) */
+  int nids, root_index;
   kolo_errbuf *eb;
   kolo_peer_info *peers;
   mesh_link *links;
@@ -157,6 +159,8 @@ static koloResult_t bs_alloc(const kolo_uid *uid, int rank, int nranks, int time
   bs->nranks = nranks;
   bs->timeout_ms = timeout_ms > 0 ? timeout_ms : 0;
   bs->uid = *uid;
+  bs->meet = *uid;
+  bs->nids = 1;
   bs->eb = eb;
   for (int r = 0; r < nranks; r++) bs->links[r].fd = -1;
   *out = bs;
@@ -190,36 +194,21 @@ static koloResult_t send_rank_hello(kolo_bootstrap *bs, int fd, const struct soc
   } m;
   memset(&m, 0, sizeof m);
   m.hdr = (kolo_wire_header){KOLO_WIRE_MAGIC, KOLO_TAG_RANK_HELLO, sizeof m.body};
-  memcpy(m.body.secret, bs->uid.secret, sizeof m.body.secret);
+  memcpy(m.body.secret, bs->meet.secret, sizeof m.body.secret);
   m.body.rank = bs->rank;
   m.body.nranks = bs->nranks;
+  m.body.nids = bs->nids;
+  m.body.root_index = bs->root_index;
+  m.body.role = KOLO_HELLO_RANK;
+  if (bs->nids > 1) m.body.first = bs->uid;
   pthread_once(&token_once, draw_token);
   m.body.info = (kolo_peer_info){*addr, host_hash(), proc_token, (int32_t)getpid(), bs->rank};
   return kolo_sock_send_all(fd, &m, sizeof m, dl, root, bs->eb);
 }
 
-/* The root's verdict on this job: a code and a sentence. */
-static koloResult_t read_refusal(kolo_bootstrap *bs, int fd, uint64_t len, int64_t dl,
-                                 const char *root) {
-  kolo_root_refusal r;
-  if (len < sizeof r.result || len > sizeof r)
-    return kolo_error(bs->eb, koloRemoteError, "%s sent a refusal of %llu bytes (garbage)", root,
-                      (unsigned long long)len);
-  koloResult_t res = kolo_sock_recv_all(fd, &r, (size_t)len, dl, root, bs->eb);
-  if (res != koloSuccess) return res;
-  size_t n = (size_t)len - sizeof r.result;
-  if (r.result <= koloSuccess || r.result >= koloNumResults || r.result == koloInProgress)
-    r.result = koloRemoteError;
-  return kolo_error(bs->eb, (koloResult_t)r.result, "%.*s", (int)n, r.text);
-}
-
-static koloResult_t read_table(kolo_bootstrap *bs, int fd, uint64_t len, int64_t dl,
-                               const char *root) {
-  size_t want = (size_t)bs->nranks * sizeof *bs->peers;
-  if (len != want)
-    return kolo_error(bs->eb, koloRemoteError, "%s sent a table of %llu bytes, expected %zu (%d ranks)",
-                      root, (unsigned long long)len, want, bs->nranks);
-  koloResult_t res = kolo_sock_recv_all(fd, bs->peers, want, dl, root, bs->eb);
+/* The table of all ranks, or the root's verdict on this job. */
+static koloResult_t read_root_reply(kolo_bootstrap *bs, int fd, int64_t dl, const char *root) {
+  koloResult_t res = kolo_root_read_reply(fd, bs->nranks, bs->peers, dl, root, bs->eb);
   for (int r = 0; res == koloSuccess && r < bs->nranks; r++)
     if (bs->peers[r].rank != r)
       res = kolo_error(bs->eb, koloRemoteError, "%s sent a table whose entry %d is rank %d", root, r,
@@ -227,33 +216,23 @@ static koloResult_t read_table(kolo_bootstrap *bs, int fd, uint64_t len, int64_t
   return res;
 }
 
-static koloResult_t read_root_reply(kolo_bootstrap *bs, int fd, int64_t dl, const char *root) {
-  kolo_wire_header hdr;
-  koloResult_t res = kolo_sock_recv_all(fd, &hdr, sizeof hdr, dl, root, bs->eb);
-  if (res != koloSuccess) return res;
-  if (hdr.magic == KOLO_WIRE_MAGIC && hdr.tag == KOLO_TAG_REFUSED)
-    return read_refusal(bs, fd, hdr.len, dl, root);
-  if (hdr.magic == KOLO_WIRE_MAGIC && hdr.tag == KOLO_TAG_TABLE)
-    return read_table(bs, fd, hdr.len, dl, root);
-  return kolo_error(bs->eb, koloRemoteError, "%s sent garbage (magic 0x%08x, tag 0x%08x)", root,
-                    hdr.magic, hdr.tag);
-}
-
 /* Connects to the root, opens this rank's mesh listener (*lfd), presents
  * the hello and reads the table of all ranks. */
 static koloResult_t rendezvous(kolo_bootstrap *bs, int *lfd) {
   char root[96], addr[80];
-  kolo_addr_str(&bs->uid.root, addr, sizeof addr);
+  kolo_addr_str(&bs->meet.root, addr, sizeof addr);
   snprintf(root, sizeof root, "root %s", addr);
   int fd;
-  koloResult_t res = kolo_sock_connect(&bs->uid.root, kolo_deadline(bs->timeout_ms), bs->timeout_ms,
+  koloResult_t res = kolo_sock_connect(&bs->meet.root, kolo_deadline(bs->timeout_ms), bs->timeout_ms,
                                        root, bs->eb, &fd);
   if (res != koloSuccess) return res;
   struct sockaddr_storage me;
   res = open_listener(bs, fd, &me, lfd);
   if (res != koloSuccess) goto close_root;
-  int grace = bs->timeout_ms > 0 && bs->timeout_ms < (1 << 30) ? ROOT_REPLY_GRACE_MS : 0;
-  int64_t dl = kolo_deadline(bs->timeout_ms + grace);
+  /* Several roots: root 0 may start its clock when this root is done. */
+  int64_t wait = bs->nids > 1 ? 2 * (int64_t)bs->timeout_ms + 2 * ROOT_REPLY_GRACE_MS
+                              : bs->timeout_ms + ROOT_REPLY_GRACE_MS;
+  int64_t dl = bs->timeout_ms > 0 ? kolo_now_ms() + wait : 0;
   res = send_rank_hello(bs, fd, &me, dl, root);
   if (res == koloSuccess) res = read_root_reply(bs, fd, dl, root);
   if (res != koloSuccess) goto close_listener;
@@ -414,14 +393,26 @@ static koloResult_t mesh_build(kolo_bootstrap *bs, int lfd) {
 
 koloResult_t kolo_bootstrap_init(const kolo_uid *uid, int rank, int nranks, int timeout_ms,
                                  kolo_errbuf *eb, kolo_bootstrap **out) {
+  return kolo_bootstrap_init_multi(uid, 1, rank, nranks, timeout_ms, eb, out);
+}
+
+koloResult_t kolo_bootstrap_init_multi(const kolo_uid *uids, int nids, int rank, int nranks, int timeout_ms,
+                                       kolo_errbuf *eb, kolo_bootstrap **out) {
+  const kolo_uid *uid = uids;
   if (uid == NULL || out == NULL)
     return kolo_error(eb, koloInvalidArgument, "kolo_bootstrap_init: uid or out is NULL");
   if (nranks < 1 || nranks > KOLO_MAX_RANKS || rank < 0 || rank >= nranks)
     return kolo_error(eb, koloInvalidArgument, "kolo_bootstrap_init: rank %d of %d is not in 0..%d",
                       rank, nranks, nranks - 1);
   kolo_bootstrap *bs = NULL;
+  if (nids < 1 || nids > nranks)
+    return kolo_error(eb, koloInvalidArgument, "kolo_bootstrap_init: %d ids for %d ranks (1..%d)", nids, nranks,
+                      nranks);
   koloResult_t res = bs_alloc(uid, rank, nranks, timeout_ms, eb, &bs);
   if (res != koloSuccess) return res;
+  bs->nids = nids;
+  bs->root_index = kolo_root_of(rank, nranks, nids);
+  bs->meet = uids[bs->root_index];
   int lfd = -1;
   res = rendezvous(bs, &lfd);
   if (res != koloSuccess) goto free_bootstrap;

@@ -77,6 +77,12 @@ koloResult_t kolo_bootstrap_root_start(const struct sockaddr_storage *bind_addr,
 koloResult_t kolo_bootstrap_init(const kolo_uid *uid, int rank, int nranks,
                                  int timeout_ms, kolo_errbuf *eb,
                                  kolo_bootstrap **out);
+/* The same through nids roots (koloCommInitRankScalable): rank r meets at
+ * the root of uids[kolo_root_of(r)] (bootstrap_wire.h), which receives only
+ * its block of ranks; the roots of uids[1..] forward their blocks to that of
+ * uids[0], whose job id and secret the mesh uses.  nids == 1: as above. */
+koloResult_t kolo_bootstrap_init_multi(const kolo_uid *uids, int nids, int rank, int nranks,
+                                       int timeout_ms, kolo_errbuf *eb, kolo_bootstrap **out);
 void kolo_bootstrap_destroy(kolo_bootstrap *bs);
 
 int kolo_bootstrap_rank(const kolo_bootstrap *bs);

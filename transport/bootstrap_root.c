@@ -9,6 +9,9 @@
  * secret but an inconsistent job (nranks differs, rank out of range, a rank
  * twice) fails the job: every rank that joined is told why.  Once all
  * nranks have joined, each gets the table of all ranks and the root exits.
+ * A job of several roots (koloCommInitRankScalable, bootstrap_forward.c):
+ * each root waits for its block of ranks only; root 0 also for the other
+ * roots, which forward their blocks and pass root 0's answer on.
  * timeout_ms after the first rank joined the root gives up and tells the
  * ranks that came which ones are missing; after a failure it lingers for
  * timeout_ms (at most 10 s) to tell late ranks the same, then exits.
@@ -148,9 +151,16 @@ typedef struct {
   uint8_t secret[KOLO_SECRET_BYTES];
   char name[96];               /* "root 1.2.3.4:5", for logs */
   int nranks;                  /* 0 until the first valid hello */
-  int arrived;
-  int first_rank;              /* the rank that set nranks; -1 before */
-  int *fd;                     /* per rank: its connection, -1 until it joined */
+  /* Several roots (bootstrap_forward.c): nids of them, this one's index,
+   * the block of ranks [lo, hi) it serves, and root 0's id; one root:
+   * nids 1, index 0, the block is every rank. */
+  int nids, index, lo, hi;
+  kolo_uid first;
+  /* Slots: one per rank, then (root 0 of several) one per other root. */
+  int nslots;
+  int arrived, expected;       /* slots joined; slots the job needs here */
+  char first_who[48];          /* who came first: "rank 2", "the root of commIds[1]"; "" before */
+  int *fd;                     /* per slot: its connection, -1 until it joined */
   kolo_peer_info *table;
   int64_t deadline;            /* give up then; 0 before the first rank (or never) */
   koloResult_t failed;         /* koloSuccess while the job can still form */
@@ -158,12 +168,12 @@ typedef struct {
   int64_t linger_until;
   int npend;
   kolo_pending_hello pend[ROOT_MAX_PENDING];
-  struct pollfd *pfd;          /* 1 + ROOT_MAX_PENDING + nranks */
+  struct pollfd *pfd;          /* 1 + ROOT_MAX_PENDING + nslots */
 } root_state;
 
 static void root_free(root_state *st) {
   for (int i = 0; i < st->npend; i++) close(st->pend[i].fd);
-  for (int r = 0; st->fd && r < st->nranks; r++)
+  for (int r = 0; st->fd && r < st->nslots; r++)
     if (st->fd[r] >= 0) close(st->fd[r]);
   close(st->lfd);
   free(st->pfd);
@@ -172,23 +182,40 @@ static void root_free(root_state *st) {
   free(st);
 }
 
-/* Sizes the tables for nranks once the first rank is known: 0 or -1. */
-static int root_alloc(root_state *st, int nranks) {
-  int *fd = malloc((size_t)nranks * sizeof *fd);
+static int hello_nids(const kolo_rank_hello *h) { return h->nids < 1 ? 1 : h->nids; }
+
+/* The slot of a rank, or of the root that forwards block k (root 0). */
+static int sub_slot(const root_state *st, int k) { return st->nranks + k - 1; }
+static int hello_slot(const root_state *st, const kolo_rank_hello *h) {
+  return h->role == KOLO_HELLO_SUBROOT ? sub_slot(st, h->root_index) : h->rank;
+}
+
+/* Sizes the job from its first hello: 0 or -1. */
+static int root_alloc(root_state *st, const kolo_rank_hello *h) {
+  int nranks = h->nranks, nids = hello_nids(h);
+  int index = h->role == KOLO_HELLO_SUBROOT ? 0 : h->root_index;
+  int nslots = nranks + (index == 0 ? nids - 1 : 0);
+  int *fd = malloc((size_t)nslots * sizeof *fd);
   kolo_peer_info *table = calloc((size_t)nranks, sizeof *table);
-  struct pollfd *pfd = calloc(1 + ROOT_MAX_PENDING + (size_t)nranks, sizeof *pfd);
+  struct pollfd *pfd = calloc(1 + ROOT_MAX_PENDING + (size_t)nslots, sizeof *pfd);
   if (!fd || !table || !pfd) {
     free(pfd);
     free(table);
     free(fd);
     return -1;
   }
-  for (int r = 0; r < nranks; r++) fd[r] = -1;
+  for (int r = 0; r < nslots; r++) fd[r] = -1;
   free(st->pfd);
   st->fd = fd;
   st->table = table;
   st->pfd = pfd;
   st->nranks = nranks;
+  st->nslots = nslots;
+  st->nids = nids;
+  st->index = index;
+  st->first = h->first;
+  kolo_root_block(index, nranks, nids, &st->lo, &st->hi);
+  st->expected = st->hi - st->lo + (nslots - nranks);
   return 0;
 }
 
@@ -217,7 +244,7 @@ static void root_fail(root_state *st, koloResult_t res, const char *why) {
   snprintf(st->why, sizeof st->why, "%s", why);
   int linger = st->timeout_ms > 0 && st->timeout_ms < ROOT_LINGER_MS ? st->timeout_ms : ROOT_LINGER_MS;
   st->linger_until = kolo_deadline(linger);
-  for (int r = 0; r < st->nranks; r++) {
+  for (int r = 0; r < st->nslots; r++) {
     if (st->fd[r] < 0) continue;
     root_send_refusal(st, st->fd[r], res, why);
     close(st->fd[r]);
@@ -226,50 +253,129 @@ static void root_fail(root_state *st, koloResult_t res, const char *why) {
   st->arrived = 0;
 }
 
+/* To every rank of this root's block and every root that forwarded one. */
 static void root_send_table(root_state *st) {
   kolo_wire_header hdr = {KOLO_WIRE_MAGIC, KOLO_TAG_TABLE, (uint64_t)st->nranks * sizeof *st->table};
-  for (int r = 0; r < st->nranks; r++) {
+  for (int r = 0; r < st->nslots; r++) {
+    if (st->fd[r] < 0) continue;
     kolo_errbuf eb;
     int64_t dl = kolo_deadline(KOLO_HELLO_TIMEOUT_MS);
     if (kolo_sock_send_all(st->fd[r], &hdr, sizeof hdr, dl, "a rank", &eb) != koloSuccess ||
         kolo_sock_send_all(st->fd[r], st->table, hdr.len, dl, "a rank", &eb) != koloSuccess)
-      KOLO_WARN("%s: could not send the table to rank %d: %s", st->name, r, eb.msg);
+      KOLO_WARN("%s: could not send the table to slot %d: %s", st->name, r, eb.msg);
   }
   KOLO_INFO("%s: all %d ranks joined", st->name, st->nranks);
 }
 
-/* "rank 2 of 3 did not join within 2000 ms", "ranks 2, 5 of 8 ...". */
+/* Root k > 0 of several, its block complete: root 0's answer, passed on. */
+static void root_forward(root_state *st) {
+  kolo_errbuf eb;
+  koloResult_t res = kolo_root_forward(&st->first, st->nranks, st->nids, st->index, st->table, st->timeout_ms, &eb);
+  if (res == koloSuccess) root_send_table(st);
+  else root_fail(st, res, eb.msg);
+}
+
+/* " 2, 5 and 3 more": the missing slots in [from, to), shown as slot - base. */
+static size_t list_missing(const root_state *st, int from, int to, int base, char *msg, size_t n, size_t cap) {
+  int missing = 0, listed = 0;
+  for (int r = from; r < to; r++) {
+    if (st->fd[r] >= 0) continue;
+    if (listed < 16) n += (size_t)snprintf(msg + n, cap - n, "%s%d", listed++ ? ", " : " ", r - base);
+    missing++;
+  }
+  if (missing > listed) n += (size_t)snprintf(msg + n, cap - n, " and %d more", missing - listed);
+  return n < cap ? n : cap - 1;
+}
+
+static int count_missing(const root_state *st, int from, int to) {
+  int missing = 0;
+  for (int r = from; r < to; r++) missing += st->fd[r] < 0;
+  return missing;
+}
+
+/* "rank 2 of 3 did not join within 2000 ms", "ranks 2, 5 of 8 ...", and
+ * with several roots "the roots of commIds 2, 3 (ranks 5..8) did not
+ * forward their ranks". */
 static void root_fail_missing(root_state *st) {
   char msg[KOLO_ERR_LEN];
-  int missing = st->nranks - st->arrived, listed = 0;
-  size_t n = (size_t)snprintf(msg, sizeof msg, "rank%s", missing > 1 ? "s" : "");
-  for (int r = 0; r < st->nranks && listed < 16; r++) {
-    if (st->fd[r] >= 0) continue;
-    n += (size_t)snprintf(msg + n, sizeof msg - n, "%s%d", listed++ ? ", " : " ", r);
+  size_t n = 0;
+  int ranks = count_missing(st, st->lo, st->hi), roots = count_missing(st, st->nranks, st->nslots);
+  if (ranks > 0) {
+    n = (size_t)snprintf(msg, sizeof msg, "rank%s", ranks > 1 ? "s" : "");
+    n = list_missing(st, st->lo, st->hi, 0, msg, n, sizeof msg);
+    n += (size_t)snprintf(msg + n, sizeof msg - n, " of %d did not join%s", st->nranks, roots ? "; " : "");
   }
-  if (missing > listed) n += (size_t)snprintf(msg + n, sizeof msg - n, " and %d more", missing - listed);
-  snprintf(msg + n, sizeof msg - n, " of %d did not join within %d ms", st->nranks, st->timeout_ms);
+  if (roots > 0) {
+    n += (size_t)snprintf(msg + n, sizeof msg - n, "the root%s of commIds", roots > 1 ? "s" : "");
+    n = list_missing(st, st->nranks, st->nslots, st->nranks - 1, msg, n, sizeof msg);
+    n += (size_t)snprintf(msg + n, sizeof msg - n, " did not forward %s ranks", roots > 1 ? "their" : "its");
+  }
+  snprintf(msg + n, sizeof msg - n, " within %d ms", st->timeout_ms);
   root_fail(st, koloTimeout, msg);
 }
 
 /* ---- hellos --------------------------------------------------------------------- */
 
+/* "rank 3", or "the root of commIds[2]" for a root that forwards. */
+static const char *hello_who(const kolo_rank_hello *h, char *buf, size_t len) {
+  if (h->role == KOLO_HELLO_SUBROOT) snprintf(buf, len, "the root of commIds[%d]", h->root_index);
+  else snprintf(buf, len, "rank %d", h->rank);
+  return buf;
+}
+
+/* What a hello of several roots gets wrong, or NULL (why: the sentence). */
+static const char *roots_fault(const root_state *st, const kolo_rank_hello *h, char *why, size_t len) {
+  int nids = hello_nids(h), sub = h->role == KOLO_HELLO_SUBROOT;
+  char who[48];
+  hello_who(h, who, sizeof who);
+  if (nids > h->nranks) {
+    snprintf(why, len, "%s refused %s: %d ids for %d ranks (nId must be 1..nranks)", st->name, who, nids, h->nranks);
+  } else if (sub && (h->root_index < 1 || h->root_index >= nids || (st->nranks != 0 && st->index != 0))) {
+    snprintf(why, len, "%s refused %s: roots forward to the root of commIds[0] only", st->name, who);
+  } else if (!sub && h->root_index != kolo_root_of(h->rank, h->nranks, nids)) {
+    snprintf(why, len, "%s refused %s: it meets at commIds[%d], not at the root of commIds[%d] of %d", st->name,
+             who, kolo_root_of(h->rank, h->nranks, nids), h->root_index, nids);
+  } else if (st->nranks != 0 && nids != st->nids) {
+    snprintf(why, len, "%s refused %s: it passes %d ids, %s passed %d (the same ids on every rank)", st->name, who,
+             nids, st->first_who, st->nids);
+  } else if (st->nranks != 0 && !sub && h->root_index != st->index) {
+    snprintf(why, len, "%s refused %s: it takes this root for commIds[%d], %s for commIds[%d] (the same ids in "
+             "the same order on every rank)", st->name, who, h->root_index, st->first_who, st->index);
+  } else if (st->nranks != 0 && nids > 1 && memcmp(&h->first, &st->first, sizeof st->first) != 0) {
+    snprintf(why, len, "%s refused %s: its commIds[0] differs from that of %s", st->name, who, st->first_who);
+  } else {
+    return NULL;
+  }
+  return why;
+}
+
 /* A hello with the right secret that does not fit the job: 0, or -1 and why. */
 static int root_check_hello(const root_state *st, const kolo_rank_hello *h, char *why, size_t len) {
+  int sub = h->role == KOLO_HELLO_SUBROOT;
   if (h->nranks < 1 || h->nranks > KOLO_MAX_RANKS) {
     snprintf(why, len, "%s refused rank %d: nranks %d is outside 1..%d", st->name, h->rank, h->nranks,
              KOLO_MAX_RANKS);
-  } else if (h->rank < 0 || h->rank >= h->nranks) {
+  } else if (!sub && (h->rank < 0 || h->rank >= h->nranks)) {
     snprintf(why, len, "%s refused rank %d: it is outside 0..%d", st->name, h->rank, h->nranks - 1);
   } else if (st->nranks != 0 && h->nranks != st->nranks) {
-    snprintf(why, len, "%s refused rank %d: nranks %d differs from rank %d's %d", st->name, h->rank,
-             h->nranks, st->first_rank, st->nranks);
-  } else if (st->nranks != 0 && st->fd[h->rank] >= 0) {
-    snprintf(why, len, "%s refused rank %d: that rank joined twice", st->name, h->rank);
+    char who[48];
+    snprintf(why, len, "%s refused %s: nranks %d differs from %s's %d", st->name, hello_who(h, who, sizeof who),
+             h->nranks, st->first_who, st->nranks);
+  } else if (roots_fault(st, h, why, len) != NULL) {
+    return -1;
+  } else if (st->nranks != 0 && st->fd[hello_slot(st, h)] >= 0) {
+    snprintf(why, len, "%s refused %s %d: it joined twice", st->name, sub ? "the root of commIds" : "rank",
+             sub ? h->root_index : h->rank);
   } else {
     return 0;
   }
   return -1;
+}
+
+/* A root that forwards its block (root 0): its block into the table. */
+static int root_take_block(root_state *st, int fd, const kolo_rank_hello *h, char *why, size_t len) {
+  if (h->role != KOLO_HELLO_SUBROOT) return 0;
+  return kolo_root_read_block(fd, h, st->table, why, len);
 }
 
 /* Takes over fd, whose hello is complete. */
@@ -282,20 +388,26 @@ static void root_take(root_state *st, int fd, const kolo_rank_hello *h, const ch
   } else if (root_check_hello(st, h, why, sizeof why) != 0) {
     root_send_refusal(st, fd, koloInvalidUsage, why);
     root_fail(st, koloInvalidUsage, why);
-  } else if (st->nranks == 0 && root_alloc(st, h->nranks) != 0) {
+  } else if (st->nranks == 0 && root_alloc(st, h) != 0) {
     snprintf(why, sizeof why, "%s is out of memory for %d ranks", st->name, h->nranks);
     root_send_refusal(st, fd, koloSystemError, why);
     root_fail(st, koloSystemError, why);
+  } else if (root_take_block(st, fd, h, why, sizeof why) != 0) {
+    root_send_refusal(st, fd, koloRemoteError, why);
+    root_fail(st, koloRemoteError, why);
   } else {
-    if (st->first_rank < 0) { /* the clock starts with the first rank */
-      st->first_rank = h->rank;
+    if (st->first_who[0] == '\0') { /* the clock starts with the first arrival */
+      hello_who(h, st->first_who, sizeof st->first_who);
       st->deadline = kolo_deadline(st->timeout_ms);
     }
-    st->table[h->rank] = h->info;
-    st->table[h->rank].rank = h->rank;
-    st->fd[h->rank] = fd;
+    if (h->role != KOLO_HELLO_SUBROOT) {
+      st->table[h->rank] = h->info;
+      st->table[h->rank].rank = h->rank;
+    }
+    st->fd[hello_slot(st, h)] = fd;
     st->arrived++;
-    KOLO_INFO("%s: rank %d of %d joined from %s", st->name, h->rank, h->nranks, from);
+    KOLO_INFO("%s: %s %d of %d joined from %s", st->name, h->role == KOLO_HELLO_SUBROOT ? "the root of block" : "rank",
+              h->role == KOLO_HELLO_SUBROOT ? h->root_index : h->rank, h->nranks, from);
     return;
   }
   close(fd);
@@ -348,8 +460,11 @@ static void root_check_joined(root_state *st, int r) {
   int err = 0;
   ssize_t n = kolo_sock_read_some(st->fd[r], &c, 1, &err);
   if (n == 0) return;
-  if (n > 0) KOLO_WARN("%s: rank %d sent data after its hello; dropped it", st->name, r);
-  else KOLO_INFO("%s: rank %d left before all ranks joined", st->name, r);
+  char who[48];
+  if (r < st->nranks) snprintf(who, sizeof who, "rank %d", r);
+  else snprintf(who, sizeof who, "the root of commIds[%d]", r - st->nranks + 1);
+  if (n > 0) KOLO_WARN("%s: %s sent data after its hello; dropped it", st->name, who);
+  else KOLO_INFO("%s: %s left before all ranks joined", st->name, who);
   close(st->fd[r]);
   st->fd[r] = -1;
   st->arrived--;
@@ -370,7 +485,7 @@ static nfds_t root_fill_pollfds(root_state *st) {
   nfds_t n = 0;
   st->pfd[n++] = (struct pollfd){st->npend < ROOT_MAX_PENDING ? st->lfd : -1, POLLIN, 0};
   for (int i = 0; i < st->npend; i++) st->pfd[n++] = (struct pollfd){st->pend[i].fd, POLLIN, 0};
-  for (int r = 0; r < st->nranks; r++)
+  for (int r = 0; r < st->nslots; r++)
     if (st->fd[r] >= 0) st->pfd[n++] = (struct pollfd){st->fd[r], POLLIN, 0};
   return n;
 }
@@ -378,7 +493,7 @@ static nfds_t root_fill_pollfds(root_state *st) {
 static void root_handle_events(root_state *st) {
   int npend = st->npend;
   nfds_t k = 1 + (nfds_t)npend;
-  for (int r = 0; r < st->nranks; r++) /* same order as root_fill_pollfds */
+  for (int r = 0; r < st->nslots; r++) /* same order as root_fill_pollfds */
     if (st->fd[r] >= 0 && st->pfd[k++].revents) root_check_joined(st, r);
   for (int i = 0; i < npend; i++)
     if (st->pfd[1 + i].revents && st->pend[i].fd >= 0) root_serve_pending(st, &st->pend[i]);
@@ -393,7 +508,7 @@ static void root_expire(root_state *st) {
   for (int i = 0; i < st->npend; i++)
     if (now >= st->pend[i].deadline) root_drop_pending(st, &st->pend[i], why);
   root_compact(st);
-  if (!st->failed && st->deadline != 0 && now >= st->deadline && st->arrived < st->nranks)
+  if (!st->failed && st->deadline != 0 && now >= st->deadline && st->arrived < st->expected)
     root_fail_missing(st);
 }
 
@@ -408,9 +523,10 @@ static int root_step(root_state *st) {
   }
   root_handle_events(st);
   root_expire(st);
-  if (!st->failed && st->nranks != 0 && st->arrived == st->nranks) {
-    root_send_table(st);
-    return 0;
+  if (!st->failed && st->nranks != 0 && st->arrived == st->expected) {
+    if (st->index > 0) root_forward(st); /* the table comes from root 0 */
+    else root_send_table(st);
+    if (!st->failed) return 0;
   }
   return !st->failed || kolo_now_ms() < st->linger_until;
 }
@@ -486,7 +602,6 @@ koloResult_t kolo_bootstrap_root_start(const struct sockaddr_storage *bind_addr,
   res = root_advertise(&u, eb);
   if (res != koloSuccess) goto close_listener;
   st->timeout_ms = timeout_ms > 0 ? timeout_ms : 0;
-  st->first_rank = -1;
   memcpy(st->secret, u.secret, sizeof st->secret);
   char addr[80];
   kolo_addr_str(&u.root, addr, sizeof addr);

@@ -22,6 +22,11 @@ void kt_comm_shape(koloComm_t comm, int *nchannels, uint32_t *nslots, size_t *sl
 /* Turns blocked executors of this process took over the net proxy's pipes
  * themselves (transport/proxy.h: kolo_proxy_caller_turns). */
 uint64_t kt_proxy_caller_turns(void);
+/* Registrations and windows of comm not deregistered (core/register.c). */
+int kt_reg_count(koloComm_t comm);
+/* The koloMemAlloc block holding [p, p + size): its CUDA device, -1 for
+ * host memory, -2 when no one block holds it (core/mem.h). */
+int kt_mem_device(const void *p, size_t size);
 
 #ifdef __cplusplus
 }

@@ -298,6 +298,31 @@ std::string async_error_text(koloComm_t comm) {
 
 // ---- ranks as threads on one GPU -------------------------------------------------
 
+// The inits return at once; koloGroupEnd runs them on threads of their own,
+// each on the device that was current when its init was called (NCCL's
+// loop: cudaSetDevice, then InitRank; here device 0 is current in between
+// and at koloGroupEnd, so that a device picked later would show).
+void CudaWorld::init_group(const koloUniqueId &id, koloConfig_t cfg) {
+  const int n = nranks();
+  koloGroupStart();
+  for (int r = 0; r < n && init_result == koloSuccess; r++) {
+    cudaSetDevice(dev);
+    init_result = koloCommInitRankConfig(&comms[r], n, id, r, &cfg);
+    cudaSetDevice(0);
+    if (init_result != koloSuccess)
+      init_error = "koloCommInitRankConfig in a group, rank " + std::to_string(r) + ": " + koloGetLastError(nullptr);
+  }
+  koloResult_t end = koloGroupEnd();
+  cudaSetDevice(dev);
+  if (init_result == koloSuccess && end != koloSuccess) {
+    init_result = end;
+    init_error = std::string("koloGroupEnd: ") + koloGetErrorString(end) + ": " + koloGetLastError(nullptr);
+  }
+  if (init_result == koloSuccess) return;
+  for (koloComm_t &c : comms)
+    if (c) koloCommDestroy(c), c = nullptr;
+}
+
 CudaWorld::CudaWorld(int nranks, Init how, const koloConfig_t *config, int device)
     : dev(device),
       comms((size_t)nranks, nullptr),
@@ -332,11 +357,15 @@ CudaWorld::CudaWorld(int nranks, Init how, const koloConfig_t *config, int devic
     }
     return;
   }
-  if (!config) cfg.cudaDev = dev;
+  if (!config && how != Init::kGroupOneThread) cfg.cudaDev = dev;
   koloUniqueId id;
   init_result = koloGetUniqueId(&id);
   if (init_result != koloSuccess) {
     init_error = std::string("koloGetUniqueId: ") + koloGetLastError(nullptr);
+    return;
+  }
+  if (how == Init::kGroupOneThread) {
+    init_group(id, cfg);
     return;
   }
   std::vector<koloResult_t> res((size_t)nranks, koloSuccess);

@@ -172,6 +172,8 @@ class CudaWorld {
     kInitRankThreads,  // koloGetUniqueId + koloCommInitRankConfig on the pool's threads
     kInitAllPlain,     // koloCommInitAll (no config: KOLO_MEMORY decides), devlist as above
     kInitRankPlain,    // koloCommInitRank on the pool's threads (no config; current device)
+    kGroupOneThread,   // this thread: cudaSetDevice(dev), then koloCommInitRankConfig for every
+                       // rank between koloGroupStart / koloGroupEnd (cudaDev: the current device)
   };
   // config == nullptr: memory = koloMemCuda (and cudaDev = dev for
   // kInitRankThreads), everything else from KOLO_*; else *config as given
@@ -199,6 +201,9 @@ class CudaWorld {
   std::vector<DevArena> arenas;
   RankPool pool;  // thread r is rank r (cudaSetDevice(dev) before each job)
   bool wedged = false;
+
+ private:
+  void init_group(const koloUniqueId &id, koloConfig_t cfg);
 };
 
 // How the ranks' calls are issued.

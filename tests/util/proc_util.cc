@@ -109,8 +109,8 @@ std::vector<ChildResult> run_children(int n, const std::function<int(int)> &fn, 
   return res;
 }
 
-std::vector<ChildResult> run_children_with_id(
-    int n, const std::function<int(int, const koloUniqueId &)> &fn, double timeout_ms,
+std::vector<ChildResult> run_children_with_ids(
+    int n, int nids, const std::function<int(int, const std::vector<koloUniqueId> &)> &fn, double timeout_ms,
     const std::function<void(const std::vector<pid_t> &)> &on_fork, std::string *id_error) {
   std::vector<int> rd((size_t)n, -1), wr((size_t)n, -1);
   for (int i = 0; i < n; i++) {
@@ -119,41 +119,51 @@ std::vector<ChildResult> run_children_with_id(
     rd[(size_t)i] = p[0];
     wr[(size_t)i] = p[1];
   }
+  const size_t bytes = (size_t)nids * sizeof(koloUniqueId);
   auto child = [&](int rank) {
     for (int i = 0; i < n; i++) {
       close(wr[(size_t)i]);
       if (i != rank) close(rd[(size_t)i]);
     }
-    koloUniqueId id;
+    std::vector<koloUniqueId> ids((size_t)nids);
     size_t got = 0;
-    char *dst = reinterpret_cast<char *>(&id);
-    while (got < sizeof id) {
+    char *dst = reinterpret_cast<char *>(ids.data());
+    while (got < bytes) {
       pollfd pf = {rd[(size_t)rank], POLLIN, 0};
       if (poll(&pf, 1, 60000) <= 0) break;
-      ssize_t k = read(rd[(size_t)rank], dst + got, sizeof id - got);
+      ssize_t k = read(rd[(size_t)rank], dst + got, bytes - got);
       if (k <= 0) break;
       got += (size_t)k;
     }
     close(rd[(size_t)rank]);
-    if (got != sizeof id) {
+    if (got != bytes) {
       std::fprintf(stderr, "rank %d: no unique id from the test process\n", rank);
       return 4;
     }
-    return fn(rank, id);
+    return fn(rank, ids);
   };
   auto forked = [&](const std::vector<pid_t> &pids) {
     for (int i = 0; i < n; i++) close(rd[(size_t)i]);
-    koloUniqueId id;
-    koloResult_t r = koloGetUniqueId(&id);
+    std::vector<koloUniqueId> ids((size_t)nids);
+    koloResult_t r = koloSuccess;
+    for (int k = 0; k < nids && r == koloSuccess; k++) r = koloGetUniqueId(&ids[(size_t)k]);
     if (r != koloSuccess && id_error) *id_error = koloGetLastError(nullptr);
     for (int i = 0; i < n; i++) {
-      if (r == koloSuccess && write(wr[(size_t)i], &id, sizeof id) != (ssize_t)sizeof id)
-        std::fprintf(stderr, "cannot hand the unique id to child %d\n", i);
+      if (r == koloSuccess && write(wr[(size_t)i], ids.data(), bytes) != (ssize_t)bytes)
+        std::fprintf(stderr, "cannot hand the unique ids to child %d\n", i);
       close(wr[(size_t)i]);
     }
     if (on_fork) on_fork(pids);
   };
   return run_children(n, child, timeout_ms, forked);
+}
+
+std::vector<ChildResult> run_children_with_id(
+    int n, const std::function<int(int, const koloUniqueId &)> &fn, double timeout_ms,
+    const std::function<void(const std::vector<pid_t> &)> &on_fork, std::string *id_error) {
+  return run_children_with_ids(
+      n, 1, [&](int rank, const std::vector<koloUniqueId> &ids) { return fn(rank, ids[0]); }, timeout_ms, on_fork,
+      id_error);
 }
 
 std::string children_failures(const std::vector<ChildResult> &res) {

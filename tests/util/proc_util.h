@@ -50,6 +50,12 @@ std::vector<ChildResult> run_children_with_id(
     const std::function<void(const std::vector<pid_t> &)> &on_fork = nullptr,
     std::string *id_error = nullptr);
 
+// The same with nids unique ids (koloCommInitRankScalable), made by nids
+// koloGetUniqueId calls here after the fork: nids rendezvous roots.
+std::vector<ChildResult> run_children_with_ids(
+    int n, int nids, const std::function<int(int, const std::vector<koloUniqueId> &)> &fn, double timeout_ms,
+    const std::function<void(const std::vector<pid_t> &)> &on_fork = nullptr, std::string *id_error = nullptr);
+
 // "" when every child exited with 0, else one line per child that did not.
 std::string children_failures(const std::vector<ChildResult> &res);
 

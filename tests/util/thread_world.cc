@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <algorithm>
+#include <chrono>
 #include <thread>
 
 namespace kt {
@@ -25,6 +26,10 @@ ThreadWorld::ThreadWorld(int nranks, Init how, koloConfig_t *config)
     init_error = koloGetLastError(nullptr);
     return;
   }
+  if (how == Init::kGroupOneThread) {
+    init_group(id, config);
+    return;
+  }
   std::vector<koloResult_t> res((size_t)nranks, koloSuccess);
   std::vector<std::string> errs((size_t)nranks);
   pool.run([&](int r) {
@@ -42,6 +47,39 @@ ThreadWorld::ThreadWorld(int nranks, Init how, koloConfig_t *config)
       init_error = "rank " + std::to_string(r) + ": " + errs[r];
     }
   }
+}
+
+// This thread makes every rank inside one group; each init returns at once
+// (koloSuccess), koloGroupEnd runs them (koloInProgress with
+// config.blocking = 0: then each comm is polled until its init is done).
+void ThreadWorld::init_group(const koloUniqueId &id, koloConfig_t *config) {
+  const int n = nranks();
+  koloGroupStart();
+  for (int r = 0; r < n && init_result == koloSuccess; r++) {
+    init_result = config ? koloCommInitRankConfig(&comms[r], n, id, r, config) : koloCommInitRank(&comms[r], n, id, r);
+    if (init_result != koloSuccess) init_error = "koloCommInitRank in a group, rank " + std::to_string(r) + ": " +
+                                                 koloGetLastError(nullptr);
+  }
+  koloResult_t end = koloGroupEnd();
+  if (init_result == koloSuccess && end != koloSuccess && end != koloInProgress) {
+    init_result = end;
+    init_error = std::string("koloGroupEnd: ") + koloGetLastError(nullptr);
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < n && init_result == koloSuccess; r++) {
+    koloResult_t async = koloInProgress;
+    while (async == koloInProgress && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60)) {
+      if (koloCommGetAsyncError(comms[r], &async) != koloSuccess) async = koloInternalError;
+      if (async == koloInProgress) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (async != koloSuccess) {
+      init_result = async;
+      init_error = "rank " + std::to_string(r) + ": " + koloGetLastError(comms[r]);
+    }
+  }
+  if (init_result == koloSuccess) return;
+  for (koloComm_t &c : comms)
+    if (c) koloCommDestroy(c), c = nullptr;  // handles of a failed group init are valid
 }
 
 ThreadWorld::~ThreadWorld() {

@@ -16,7 +16,10 @@ namespace kt {
 
 class ThreadWorld {
  public:
-  enum class Init { kInitAll, kInitRankThreads };
+  // kGroupOneThread: this thread calls koloCommInitRank[Config] for every
+  // rank between koloGroupStart and koloGroupEnd (then waits for a
+  // non-blocking config's inits).
+  enum class Init { kInitAll, kInitRankThreads, kGroupOneThread };
   // config == nullptr: the defaults (and KOLO_* variables).
   ThreadWorld(int nranks, Init how = Init::kInitAll, koloConfig_t *config = nullptr);
   ~ThreadWorld();  // koloCommDestroy on every communicator that exists
@@ -30,6 +33,9 @@ class ThreadWorld {
   std::string init_error;  // koloGetLastError(NULL) of a failed init
   std::vector<koloComm_t> comms;
   RankPool pool;
+
+ private:
+  void init_group(const koloUniqueId &id, koloConfig_t *config);
 };
 
 // Outcome of running a list of cases.
