@@ -82,15 +82,13 @@ static void log_init(void) {
   pthread_atfork(NULL, NULL, log_mark_stale_in_child);
 }
 
-/* koloResetDebugInit (NCCL's ncclResetDebugInit): the next log call reads
+/* For koloResetDebugInit (NCCL's ncclResetDebugInit): the next log call reads
  * KOLO_DEBUG and KOLO_DEBUG_FILE again, as after a fork.  A line being
  * written meanwhile still goes to the old file (under log_lock). */
 void kolo_log_reset(void) {
   pthread_once(&log_once, log_init);
   log_stale = 1;
 }
-
-void koloResetDebugInit(void) { kolo_log_reset(); }
 
 int kolo_log_level(void) {
   pthread_once(&log_once, log_init);

@@ -39,6 +39,8 @@ const char *koloGetLastError(koloComm_t comm) {
   return comm ? comm->err.msg : kolo_thread_errbuf()->msg;
 }
 
+void koloResetDebugInit(void) { kolo_log_reset(); }
+
 koloResult_t koloGetUniqueId(koloUniqueId *id) {
   if (id == NULL) return kolo_error(NULL, koloInvalidArgument, "koloGetUniqueId: uniqueId is NULL");
   kolo_uid uid;
