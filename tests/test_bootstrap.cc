@@ -576,12 +576,14 @@ TEST_F(Bootstrap, MissingRankBehindAnotherRoot) {
 }
 
 // Ranks that pass different numbers of ids fail, saying so, in bounded time.
+// The timeout is long (3 s) so that a loaded machine cannot turn the
+// mismatch, found at once, into a timeout.
 TEST_F(Bootstrap, DifferentIdCountsFail) {
-  std::vector<kolo_uid> uids = {start_root(1000), start_root(1000)};
+  std::vector<kolo_uid> uids = {start_root(3000), start_root(3000)};
   RankOutcome one, two;
-  std::thread t([&] { one = run_ranks_multi({uids[0]}, {0}, 2, 1000)[0]; });
+  std::thread t([&] { one = run_ranks_multi({uids[0]}, {0}, 2, 3000)[0]; });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // rank 0 first
-  two = run_ranks_multi(uids, {1}, 2, 1000)[0];
+  two = run_ranks_multi(uids, {1}, 2, 3000)[0];
   t.join();
   for (const RankOutcome *o : {&one, &two}) {
     EXPECT_NE(o->res, koloSuccess);

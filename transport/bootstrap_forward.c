@@ -10,6 +10,7 @@
  * root handles about nranks / nids + nids connections instead of nranks. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "transport/bootstrap_wire.h"
@@ -75,6 +76,15 @@ static koloResult_t send_block(int fd, const kolo_uid *first, int nranks, int ni
   return res;
 }
 
+/* Root 0 refuses a root after reading its hello alone, and closes: sending
+ * the block then fails (EPIPE) with the refusal, which says why, already
+ * received. */
+static int refusal_waiting(int fd) {
+  kolo_wire_header hdr;
+  ssize_t n = recv(fd, &hdr, sizeof hdr, MSG_PEEK | MSG_DONTWAIT);
+  return n == (ssize_t)sizeof hdr && hdr.magic == KOLO_WIRE_MAGIC && hdr.tag == KOLO_TAG_REFUSED;
+}
+
 koloResult_t kolo_root_forward(const kolo_uid *first, int nranks, int nids, int index,
                                kolo_peer_info *table, int timeout_ms, kolo_errbuf *eb) {
   char addr[80], who[128];
@@ -85,7 +95,7 @@ koloResult_t kolo_root_forward(const kolo_uid *first, int nranks, int nids, int 
   koloResult_t res = kolo_sock_connect(&first->root, dl, timeout_ms, who, eb, &fd);
   if (res != koloSuccess) return res;
   res = send_block(fd, first, nranks, nids, index, table, dl, who, eb);
-  if (res == koloSuccess) res = kolo_root_read_reply(fd, nranks, table, dl, who, eb);
+  if (res == koloSuccess || refusal_waiting(fd)) res = kolo_root_read_reply(fd, nranks, table, dl, who, eb);
   close(fd);
   return res;
 }
