@@ -7,6 +7,7 @@
 
 #include "common/config.h"
 #include "core/cuda_comm.h"
+#include "core/redop.h"
 #include "common/log.h"
 #include "ring/topology.h"
 #include "transport/transport.h"
@@ -30,7 +31,7 @@ koloResult_t koloGetVersion(int *version) {
 }
 
 size_t koloTypeSize(koloDataType_t t) {
-  static const size_t sizes[koloNumTypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
+  static const size_t sizes[koloNumTypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
   return ((int)t >= 0 && t < koloNumTypes) ? sizes[t] : 0;
 }
 
@@ -288,6 +289,7 @@ static void free_comm(struct koloComm *c) {
   for (int ch = 0; ch < c->nrings; ch++) kolo_ring_free(&c->rings[ch]);
   for (int k = 0; k < KOLO_HIER_PHASES && c->hier_ready; k++) kolo_program_free(&c->hier_prog[k]);
   if (c->bs) kolo_bootstrap_destroy(c->bs);
+  kolo_redop_free(c);
   free(c);
 }
 

@@ -18,6 +18,7 @@
 
 struct kolo_nb_queue;  /* non-blocking progress (core/progress.c) */
 struct kolo_cuda_comm; /* device state of koloMemCuda communicators (core/cuda_comm.c) */
+struct kolo_redop_table; /* ops made by koloRedOpCreatePreMulSum (core/redop.c) */
 
 struct koloComm {
   int rank, nranks;
@@ -61,6 +62,7 @@ struct koloComm {
   _Atomic int finalized; /* koloCommFinalize was called: calls are refused */
   struct kolo_nb_queue *nbq;
   struct kolo_cuda_comm *cuda; /* NULL for host communicators */
+  struct kolo_redop_table *redops; /* NULL until the first op is made */
 };
 
 /* Validates arguments, then runs the op now or records it in the current
