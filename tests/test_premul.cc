@@ -108,25 +108,17 @@ TEST(PreMulSumOps, BadArgumentsNamed) {
   EXPECT_CONTAINS(koloGetLastError(nullptr), "comm is NULL");
   EXPECT_EQ(koloRedOpDestroy(op, nullptr), koloInvalidArgument);
   EXPECT_CONTAINS(koloGetLastError(nullptr), "comm is NULL");
-  struct {
-    koloResult_t res;
-    const char *must_name;
-  } calls[] = {
-      {koloRedOpCreatePreMulSum(nullptr, &s, koloFloat32, koloScalarHostImmediate, c), "op is NULL"},
-      {koloRedOpCreatePreMulSum(&op, nullptr, koloFloat32, koloScalarDevice, c), "scalar is NULL"},
-      {koloRedOpCreatePreMulSum(&op, &s, (koloDataType_t)12, koloScalarHostImmediate, c), "datatype 12"},
-      {koloRedOpCreatePreMulSum(&op, &s, koloFloat32, (koloScalarResidence_t)2, c), "residence 2"},
+  // each call's sentence is checked right after it, while it is the last error
+  auto expect_named = [&](koloResult_t res, const char *must_name) {
+    EXPECT_EQ(res, koloInvalidArgument) << must_name;
+    EXPECT_CONTAINS(koloGetLastError(c), must_name);
   };
-  for (const auto &k : calls) {
-    EXPECT_EQ(k.res, koloInvalidArgument) << k.must_name;
-  }
-  // each sentence was the last error when it was made: check them one by one
-  EXPECT_EQ(koloRedOpCreatePreMulSum(&op, &s, koloFloat32, (koloScalarResidence_t)2, c), koloInvalidArgument);
-  EXPECT_CONTAINS(koloGetLastError(c), "residence 2");
-  EXPECT_EQ(koloRedOpCreatePreMulSum(&op, nullptr, koloFloat32, koloScalarDevice, c), koloInvalidArgument);
-  EXPECT_CONTAINS(koloGetLastError(c), "scalar is NULL");
-  EXPECT_EQ(koloRedOpCreatePreMulSum(&op, &s, (koloDataType_t)12, koloScalarHostImmediate, c), koloInvalidArgument);
-  EXPECT_CONTAINS(koloGetLastError(c), "datatype 12");
+  expect_named(koloRedOpCreatePreMulSum(nullptr, &s, koloFloat32, koloScalarHostImmediate, c), "op is NULL");
+  expect_named(koloRedOpCreatePreMulSum(&op, nullptr, koloFloat32, koloScalarDevice, c), "scalar is NULL");
+  expect_named(koloRedOpCreatePreMulSum(&op, &s, (koloDataType_t)12, koloScalarHostImmediate, c), "datatype 12");
+  expect_named(koloRedOpCreatePreMulSum(&op, &s, (koloDataType_t)-1, koloScalarHostImmediate, c), "datatype -1");
+  expect_named(koloRedOpCreatePreMulSum(&op, &s, koloFloat32, (koloScalarResidence_t)2, c), "residence 2");
+  expect_named(koloRedOpDestroy((koloRedOp_t)(koloNumOps + 5), c), "not made on this communicator");
   expect_usable(w);
 }
 
