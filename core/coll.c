@@ -2,13 +2,9 @@
  * kolo_enqueue (enqueue.c). */
 #include <stdint.h>
 
+#include "common/dtype.h"
 #include "core/comm.h"
-
-static const char *type_name(int t) {
-  static const char *names[koloNumTypes] = {"int8",    "uint8",   "int32",   "uint32",  "int64",
-                                            "uint64",  "float16", "float32", "float64", "bfloat16"};
-  return (t >= 0 && t < koloNumTypes) ? names[t] : "invalid";
-}
+#include "core/redop.h"
 
 /* Checks what every call shares; `blocks` = number of count-sized blocks in
  * the larger buffer (nranks for reduce-scatter / all-gather, else 1). */
@@ -25,13 +21,14 @@ static koloResult_t check_common(const char *fn, koloComm_t comm, size_t count,
     return kolo_error(NULL, comm->failed, "%s: the communicator failed earlier: %s", fn, comm->err.msg);
   if ((int)type < 0 || type >= koloNumTypes)
     return kolo_error(&comm->err, koloInvalidArgument, "%s: datatype %d is not a koloDataType_t", fn, (int)type);
-  if (with_op && ((int)op < 0 || op >= koloNumOps))
+  /* ops >= koloNumOps are checked when the call is bound to them (redop.c) */
+  if (with_op && (int)op < 0)
     return kolo_error(&comm->err, koloInvalidArgument, "%s: op %d is not a koloRedOp_t", fn, (int)op);
   size_t esz = koloTypeSize(type);
   if (count > SIZE_MAX / esz / (size_t)blocks || count > (size_t)INT64_MAX / esz / (size_t)blocks)
     return kolo_error(&comm->err, koloInvalidArgument,
                       "%s: count %zu x %d rank(s) x %zu bytes (%s) overflows", fn, count, blocks, esz,
-                      type_name(type));
+                      kolo_type_name(type));
   return koloSuccess;
 }
 
@@ -62,7 +59,8 @@ koloResult_t koloAllReduce(const void *sendbuff, void *recvbuff, size_t count,
   KOLO_CHECK(check_common(fn, comm, count, datatype, 1, op, 1));
   KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff", count));
   KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff", count));
-  kolo_op o = {KOLO_COLL_ALL_REDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm, stream};
+  kolo_op o = {KOLO_COLL_ALL_REDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm, stream, KOLO_PREMUL_NONE, 0};
+  KOLO_CHECK(kolo_redop_resolve(fn, &o));
   return kolo_enqueue(&o);
 }
 
@@ -73,7 +71,8 @@ koloResult_t koloReduceScatter(const void *sendbuff, void *recvbuff, size_t recv
   KOLO_CHECK(check_common(fn, comm, recvcount, datatype, 1, op, comm ? comm->nranks : 1));
   KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff", recvcount));
   KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff", recvcount));
-  kolo_op o = {KOLO_COLL_REDUCE_SCATTER, sendbuff, recvbuff, recvcount, datatype, op, 0, comm, stream};
+  kolo_op o = {KOLO_COLL_REDUCE_SCATTER, sendbuff, recvbuff, recvcount, datatype, op, 0, comm, stream, KOLO_PREMUL_NONE, 0};
+  KOLO_CHECK(kolo_redop_resolve(fn, &o));
   return kolo_enqueue(&o);
 }
 
@@ -83,7 +82,7 @@ koloResult_t koloAllGather(const void *sendbuff, void *recvbuff, size_t sendcoun
   KOLO_CHECK(check_common(fn, comm, sendcount, datatype, 0, koloSum, comm ? comm->nranks : 1));
   KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff", sendcount));
   KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff", sendcount));
-  kolo_op o = {KOLO_COLL_ALL_GATHER, sendbuff, recvbuff, sendcount, datatype, koloSum, 0, comm, stream};
+  kolo_op o = {KOLO_COLL_ALL_GATHER, sendbuff, recvbuff, sendcount, datatype, koloSum, 0, comm, stream, KOLO_PREMUL_NONE, 0};
   return kolo_enqueue(&o);
 }
 
@@ -95,7 +94,7 @@ koloResult_t koloBroadcast(const void *sendbuff, void *recvbuff, size_t count,
   KOLO_CHECK(check_rank(fn, comm, root, "root"));
   if (comm->rank == root) KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff (on the root)", count));
   KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff", count));
-  kolo_op o = {KOLO_COLL_BROADCAST, sendbuff, recvbuff, count, datatype, koloSum, root, comm, stream};
+  kolo_op o = {KOLO_COLL_BROADCAST, sendbuff, recvbuff, count, datatype, koloSum, root, comm, stream, KOLO_PREMUL_NONE, 0};
   return kolo_enqueue(&o);
 }
 
@@ -107,7 +106,8 @@ koloResult_t koloReduce(const void *sendbuff, void *recvbuff, size_t count,
   KOLO_CHECK(check_rank(fn, comm, root, "root"));
   KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff", count));
   if (comm->rank == root) KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff (on the root)", count));
-  kolo_op o = {KOLO_COLL_REDUCE, sendbuff, recvbuff, count, datatype, op, root, comm, stream};
+  kolo_op o = {KOLO_COLL_REDUCE, sendbuff, recvbuff, count, datatype, op, root, comm, stream, KOLO_PREMUL_NONE, 0};
+  KOLO_CHECK(kolo_redop_resolve(fn, &o));
   return kolo_enqueue(&o);
 }
 
@@ -117,7 +117,7 @@ koloResult_t koloSend(const void *sendbuff, size_t count, koloDataType_t datatyp
   KOLO_CHECK(check_common(fn, comm, count, datatype, 0, koloSum, 1));
   KOLO_CHECK(check_rank(fn, comm, peer, "peer"));
   KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff", count));
-  kolo_op o = {KOLO_COLL_SEND, sendbuff, NULL, count, datatype, koloSum, peer, comm, stream};
+  kolo_op o = {KOLO_COLL_SEND, sendbuff, NULL, count, datatype, koloSum, peer, comm, stream, KOLO_PREMUL_NONE, 0};
   return kolo_enqueue(&o);
 }
 
@@ -127,6 +127,6 @@ koloResult_t koloRecv(void *recvbuff, size_t count, koloDataType_t datatype, int
   KOLO_CHECK(check_common(fn, comm, count, datatype, 0, koloSum, 1));
   KOLO_CHECK(check_rank(fn, comm, peer, "peer"));
   KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff", count));
-  kolo_op o = {KOLO_COLL_RECV, NULL, recvbuff, count, datatype, koloSum, peer, comm, stream};
+  kolo_op o = {KOLO_COLL_RECV, NULL, recvbuff, count, datatype, koloSum, peer, comm, stream, KOLO_PREMUL_NONE, 0};
   return kolo_enqueue(&o);
 }

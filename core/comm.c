@@ -8,6 +8,7 @@
 #include "common/config.h"
 #include "core/comm_init.h"
 #include "core/cuda_comm.h"
+#include "core/redop.h"
 #include "common/log.h"
 #include "ring/topology.h"
 #include "transport/transport.h"
@@ -31,7 +32,7 @@ koloResult_t koloGetVersion(int *version) {
 }
 
 size_t koloTypeSize(koloDataType_t t) {
-  static const size_t sizes[koloNumTypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
+  static const size_t sizes[koloNumTypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
   return ((int)t >= 0 && t < koloNumTypes) ? sizes[t] : 0;
 }
 
@@ -295,6 +296,7 @@ static void free_comm(struct koloComm *c) {
   if (c->bs) kolo_bootstrap_destroy(c->bs);
   if (c->init_job) free(c->init_job->uids);
   free(c->init_job);
+  kolo_redop_free(c);
   free(c);
 }
 

@@ -18,6 +18,7 @@
 
 struct kolo_nb_queue;  /* non-blocking progress (core/progress.c) */
 struct kolo_cuda_comm; /* device state of koloMemCuda communicators (core/cuda_comm.c) */
+struct kolo_redop_table; /* ops made by koloRedOpCreatePreMulSum (core/redop.c) */
 
 struct koloComm {
   int rank, nranks;
@@ -68,6 +69,7 @@ struct koloComm {
   struct kolo_init_job *init_job; /* the ids and the thread of that init */
   _Atomic int ready;              /* init finished and succeeded */
   _Atomic int revoked;            /* koloCommRevoke was called (core/revoke.c) */
+  struct kolo_redop_table *redops; /* NULL until the first op is made */
 };
 
 /* Stops every pipe end of c (stop words: peers waiting on it stop too). */

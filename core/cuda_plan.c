@@ -132,7 +132,10 @@ static int fill_task(const kolo_op *op, const kolo_cuda_plan_item *it, const kol
   t->in = (char *)(uintptr_t)op->sendbuff;
   t->out = (char *)op->recvbuff;
   t->type = (int32_t)op->type;
-  t->op = (int32_t)op->op;
+  t->op = op->premul == KOLO_PREMUL_VALUE     ? KOLO_DEV_OP_PREMUL
+          : op->premul == KOLO_PREMUL_POINTER ? KOLO_DEV_OP_PREMUL_PTR
+                                              : (int32_t)op->op;
+  t->scalar = op->scalar;
   t->div = op->op == koloAvg ? pc->nranks : 1;
   t->channel = it->channel;
   const kolo_dev_conn *s = end_for(pc, op->coll, it->phase, prog->send_peer, it->channel, 1);

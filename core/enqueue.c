@@ -190,8 +190,20 @@ static int all_reduce_algo(const struct koloComm *c, const kolo_op *op) {
 }
 
 int kolo_comm_all_reduce_algo(struct koloComm *comm, size_t count, koloDataType_t type) {
-  kolo_op op = {KOLO_COLL_ALL_REDUCE, NULL, NULL, count, type, koloSum, 0, comm, NULL};
+  kolo_op op = {KOLO_COLL_ALL_REDUCE, NULL, NULL, count, type, koloSum, 0, comm, NULL, KOLO_PREMUL_NONE, 0};
   return all_reduce_algo(comm, &op);
+}
+
+/* A premul-sum's scalar, read now, when the call runs: at its address
+ * (koloScalarDevice: a host pointer, for a host communicator) or as bound
+ * when the call was made. */
+static void set_premul(kolo_exec_task *t, const kolo_op *op) {
+  t->premul = op->premul != KOLO_PREMUL_NONE;
+  t->scalar = op->scalar;
+  if (op->premul == KOLO_PREMUL_POINTER) {
+    t->scalar = 0;
+    memcpy(&t->scalar, (const void *)(uintptr_t)op->scalar, koloTypeSize(op->type));
+  }
 }
 
 /* A task of op on channel ch running prog over the connectors send and
@@ -209,6 +221,7 @@ static void add_task(const kolo_op *op, const kolo_program *prog, int nch, int c
   t->type = op->type;
   t->op = op->op;
   t->div = op->op == koloAvg ? c->nranks : 1;
+  set_premul(t, op);
   t->channel = ch;
   t->coll = op->coll;
   t->send = send;

@@ -16,6 +16,13 @@
 
 struct koloComm;
 
+/* kolo_op.premul: how a premul-sum's scalar reaches the executors. */
+enum {
+  KOLO_PREMUL_NONE = 0,
+  KOLO_PREMUL_VALUE = 1,  /* scalar: the bits of one element (little endian) */
+  KOLO_PREMUL_POINTER = 2 /* scalar: the address of one element, read when the call runs */
+};
+
 /* One collective or point-to-point call, as recorded by the API. */
 typedef struct kolo_op {
   int coll;              /* kolo_coll */
@@ -27,6 +34,10 @@ typedef struct kolo_op {
   int arg;               /* root or peer */
   struct koloComm *comm;
   koloStream_t stream;   /* CUDA communicators: where the call is enqueued */
+  /* A premul-sum (core/redop.h): op is koloSum and each rank's input is
+   * multiplied by the scalar before it is added (KOLO_PREMUL_*). */
+  int premul;
+  uint64_t scalar;
 } kolo_op;
 
 static inline int kolo_coll_is_p2p(int coll) {

@@ -5,17 +5,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/dtype.h"
 #include "core/comm.h"
 #include "common/config.h"
 #include "fusion/internal.h"
 
 /* ---- small helpers -------------------------------------------------------- */
 
-const char *kf_type_name(int t) {
-  static const char *names[koloNumTypes] = {"int8",    "uint8",   "int32",   "uint32",  "int64",
-                                            "uint64",  "float16", "float32", "float64", "bfloat16"};
-  return (t >= 0 && t < koloNumTypes) ? names[t] : "invalid";
-}
+const char *kf_type_name(int t) { return kolo_type_name(t); }
 
 const char *kf_storage_name(int s) {
   return s == KOLO_FUSION_ALLOCATE ? "allocate" : s == KOLO_FUSION_EXTERNAL ? "external" : "invalid";
@@ -192,7 +189,7 @@ koloResult_t koloFusionAddTensor(koloFusion_t f, size_t count, koloDataType_t da
     return kolo_error(&f->err, koloInvalidArgument, "%s: count %zu is outside 1..2^40 bytes of %s", fn, count, kf_type_name(datatype));
   if (f->prescale != 1.0 && !kf_is_float(datatype))
     return kolo_error(&f->err, koloInvalidArgument,
-                      "%s: preScale = %g applies to floating types only, and tensor %d is %s", fn, f->prescale,
+                      "%s: preScale = %g applies to float16, bfloat16, float32 and float64 tensors only, and tensor %d is %s", fn, f->prescale,
                       f->ntensors, kf_type_name(datatype));
   if (f->ntensors == (1 << 24)) return kolo_error(&f->err, koloInvalidUsage, "%s: more than 2^24 tensors", fn);
   if (f->ntensors == f->decl_cap) {

@@ -74,7 +74,10 @@ typedef enum {
   koloMax = 2,
   koloMin = 3,
   koloAvg = 4,
-  koloNumOps = 5
+  /* The number of built-in ops, and the least value of the ops that
+   * koloRedOpCreatePreMulSum makes. */
+  koloNumOps = 5,
+  koloMaxRedOp = 0x7fffffff /* the largest value an op may have */
 } koloRedOp_t;
 
 typedef enum {
@@ -93,7 +96,9 @@ typedef enum {
   koloFloat64 = 8,
   koloDouble = 8,
   koloBfloat16 = 9,
-  koloNumTypes = 10
+  koloFloat8e4m3 = 10, /* fp8: 4 exponent bits, 3 mantissa; no inf; 448 max */
+  koloFloat8e5m2 = 11, /* fp8: 5 exponent bits, 2 mantissa; 57344 max */
+  koloNumTypes = 12
 } koloDataType_t;
 
 typedef enum {
@@ -294,6 +299,42 @@ typedef struct {
 #define KOLO_SIM_INFO_INITIALIZER \
   { sizeof(koloSimInfo_t), KOLO_SIM_INFO_MAGIC, KOLO_VERSION_CODE, -1.0f }
 koloResult_t koloGroupSimulateEnd(koloSimInfo_t *simInfo);
+
+/* ---- reductions: fp8 and premul-sum ----------------------------------- *
+ * fp8 (koloFloat8e4m3, koloFloat8e5m2) reduces as NCCL does on sm_90: each
+ * operation widens its operands to float, computes, and rounds back to the
+ * nearest value, ties to even, saturating: a result beyond the largest
+ * finite value, an infinity included, becomes that value with its sign
+ * (so an e5m2 infinity that goes through a reduction comes out as +-57344);
+ * NaN stays NaN.  max and min return the other operand when one is NaN, and
+ * +0 is above -0.  avg is NCCL's: every rank's input multiplied by 1/nranks
+ * rounded to the type (e4m3: 1/3 is 0.34375), then summed.  A ring rounds
+ * each partial sum, so a sum of many ranks depends on their order. */
+
+/* Where the scalar of a premul-sum lives. */
+typedef enum {
+  /* Read when the call runs: a device pointer for koloMemCuda
+   * communicators (the kernel reads it, so a value written there between
+   * the call and the kernel's start counts; also at every replay of a CUDA
+   * graph), a host pointer for host ones (read when the executor starts the
+   * call, on the progress thread for non-blocking communicators).  It must
+   * stay valid until then. */
+  koloScalarDevice = 0,
+  /* Read by koloRedOpCreatePreMulSum before it returns. */
+  koloScalarHostImmediate = 1
+} koloScalarResidence_t;
+
+/* Makes *op: a sum in which this rank's input is first multiplied by
+ * *scalar (one element of `datatype`, the product rounded to the type;
+ * integers wrap), for calls on `comm` with `datatype` only.  Any datatype.
+ * The value of *op is >= koloNumOps and differs from the ops of other
+ * communicators; each rank makes its own (scalars may differ by rank). */
+koloResult_t koloRedOpCreatePreMulSum(koloRedOp_t *op, void *scalar, koloDataType_t datatype,
+                                      koloScalarResidence_t residence, koloComm_t comm);
+/* Frees op (made on comm).  Calls are bound to an op when they are made, so
+ * it may be destroyed as soon as the last call that uses it has returned,
+ * before that work has run. */
+koloResult_t koloRedOpDestroy(koloRedOp_t op, koloComm_t comm);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

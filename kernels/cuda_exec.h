@@ -114,6 +114,13 @@ typedef struct {
   int32_t net;
 } kolo_dev_conn;
 
+/* kolo_dev_task.op: a koloRedOp_t (koloAvg: sum, divided on FINAL steps),
+ * or a premul-sum (a sum in which every step that reads this rank's input,
+ * src in IN, multiplies it by a scalar first, rounded to the type): the
+ * scalar's bits in kolo_dev_task.scalar, or (_PTR) at that device address,
+ * read when the kernel runs. */
+enum { KOLO_DEV_OP_PREMUL = 5, KOLO_DEV_OP_PREMUL_PTR = 6 };
+
 typedef struct {
   const kolo_step *steps; /* device copy of the program's steps */
   int32_t nsteps;
@@ -123,6 +130,7 @@ typedef struct {
   int32_t type, op, div, channel;
   int32_t has_send, has_recv;
   kolo_dev_conn send, recv;
+  uint64_t scalar; /* KOLO_DEV_OP_PREMUL: the bits of one element; _PTR: its address */
 } kolo_dev_task;
 
 typedef struct {

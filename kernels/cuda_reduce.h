@@ -18,6 +18,7 @@
 #define KOLO_KERNELS_CUDA_REDUCE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef KOLO_HAVE_CUDA
 #ifdef __cplusplus
@@ -26,6 +27,11 @@ extern "C" {
 
 int kolo_cuda_reduce(void *out0, void *out1, const void *a, const void *b, size_t n, int type,
                      int op, int div, void *stream);
+/* The premul-sum (host_reduce.h's kolo_host_reduce_premul): out = a +
+ * pre(b), or pre(a) when b is NULL; scalar: the bits of one element of
+ * `type` (little endian).  Same arguments and errors otherwise. */
+int kolo_cuda_reduce_premul(void *out0, void *out1, const void *a, const void *b, size_t n, int type,
+                            uint64_t scalar, void *stream);
 
 #ifdef __cplusplus
 }

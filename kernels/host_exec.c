@@ -71,6 +71,28 @@ static size_t ready_chunk(kolo_exec_task *t, const kolo_step *s) {
   return t->n;
 }
 
+/* The operands of a step op (host_reduce.h's out0, out1, a, b) and its
+ * post-op divisor; b, when there is one, is the step's src. */
+typedef struct {
+  char *o0, *o1;
+  const char *a, *b;
+  int div;
+} step_args;
+
+static step_args args_of(int op, char *rslot, char *sslot, char *src, char *dst, int div) {
+  switch (op) {
+  case KOLO_STEP_SEND: return (step_args){sslot, NULL, src, NULL, 1};
+  case KOLO_STEP_RECV: return (step_args){dst, NULL, rslot, NULL, 1};
+  case KOLO_STEP_COPY: return (step_args){dst, NULL, src, NULL, div};
+  case KOLO_STEP_COPY_SEND: return (step_args){sslot, dst == src ? NULL : dst, src, NULL, 1};
+  case KOLO_STEP_RECV_COPY_SEND: return (step_args){dst, sslot, rslot, NULL, 1};
+  case KOLO_STEP_RECV_REDUCE_SEND: return (step_args){sslot, NULL, rslot, src, 1};
+  case KOLO_STEP_RECV_REDUCE_COPY: return (step_args){dst, NULL, rslot, src, div};
+  case KOLO_STEP_RECV_REDUCE_COPY_SEND: return (step_args){dst, sslot, rslot, src, div};
+  default: return (step_args){NULL, NULL, NULL, NULL, 1};
+  }
+}
+
 /* Moves one slice of the current step: both connectors are known ready. */
 static void do_slice(kolo_exec_task *t, const kolo_step *s) {
   size_t esz = t->geo.elem_size;
@@ -81,24 +103,13 @@ static void do_slice(kolo_exec_task *t, const kolo_step *s) {
   char *dst = buf_of(t, s->dst_buf) + (t->dst_off + off) * esz;
   char *rslot = kolo_step_recvs(s->op) ? kolo_conn_slot(t->recv) : NULL;
   char *sslot = kolo_step_sends(s->op) ? kolo_conn_slot(t->send) : NULL;
-  int div = (s->flags & KOLO_STEP_FINAL) ? t->div : 1;
-  koloDataType_t ty = t->type;
-  koloRedOp_t op = t->op;
-  switch (s->op) {
-  case KOLO_STEP_SEND: kolo_host_reduce(sslot, NULL, src, NULL, n, ty, op, 1); break;
-  case KOLO_STEP_RECV: kolo_host_reduce(dst, NULL, rslot, NULL, n, ty, op, 1); break;
-  case KOLO_STEP_COPY: kolo_host_reduce(dst, NULL, src, NULL, n, ty, op, div); break;
-  case KOLO_STEP_COPY_SEND:
-    kolo_host_reduce(sslot, dst == src ? NULL : dst, src, NULL, n, ty, op, 1);
-    break;
-  case KOLO_STEP_RECV_COPY_SEND: kolo_host_reduce(dst, sslot, rslot, NULL, n, ty, op, 1); break;
-  case KOLO_STEP_RECV_REDUCE_SEND: kolo_host_reduce(sslot, NULL, rslot, src, n, ty, op, 1); break;
-  case KOLO_STEP_RECV_REDUCE_COPY: kolo_host_reduce(dst, NULL, rslot, src, n, ty, op, div); break;
-  case KOLO_STEP_RECV_REDUCE_COPY_SEND:
-    kolo_host_reduce(dst, sslot, rslot, src, n, ty, op, div);
-    break;
-  default: break;
-  }
+  step_args x = args_of(s->op, rslot, sslot, src, dst, (s->flags & KOLO_STEP_FINAL) ? t->div : 1);
+  /* a premul-sum scales the rank's own input where a step reads it: the
+   * step's src (b, or a when the step has no b) */
+  if (t->premul && kolo_step_reads_src(s->op) && s->src_buf == KOLO_BUF_IN)
+    kolo_host_reduce_premul(x.o0, x.o1, x.a, x.b, n, t->type, &t->scalar);
+  else if (x.o0 != NULL)
+    kolo_host_reduce(x.o0, x.o1, x.a, x.b, n, t->type, t->op, x.div);
   if (sslot) kolo_conn_sent_bytes(t->send, n * esz); /* a net pipe sends only these */
   if (rslot) kolo_conn_received(t->recv);
 }

@@ -50,6 +50,12 @@ typedef struct kolo_exec_task {
   koloDataType_t type;
   koloRedOp_t op;
   int div;                  /* post-op divisor of final steps (avg), 1: none */
+  /* Premul-sum (op is koloSum): every step that reads this rank's input
+   * (src in IN) multiplies it by `scalar` (the bits of one element, little
+   * endian) first.  IN is read once per element by every reducing schedule
+   * (ring/), so each input element is scaled exactly once. */
+  int premul;
+  uint64_t scalar;
   int channel;
   int coll;                 /* for messages only */
   kolo_connector *send, *recv;

@@ -22,8 +22,9 @@
  * vectors it has.  float16 / bfloat16 have their own 8-wide AVX2 + F16C
  * loops (see below), chosen at run time.  With other compilers or targets,
  * or built with -DKOLO_NO_CLONES (how the tests reach the portable loops on
- * any CPU), every loop is built once for the target's baseline.  No loop
- * has a multiply-add, so FMA contraction cannot change a result.
+ * any CPU), every loop is built once for the target's baseline.  Only the
+ * premul-sum has a multiply followed by an add, and the product must be
+ * rounded on its own: this file is built with -ffp-contract=off.
  *
  * Semantics, shared with the CUDA primitives (kernels/cuda/reduce_prims.cuh):
  *   - integers wrap: sum and prod are computed in the unsigned type;
@@ -33,6 +34,13 @@
  *   - float16 / bfloat16 are widened to float32, combined and divided in
  *     float32, and rounded back to nearest-even once; float32 and float64
  *     combine and divide in their own precision;
+ *   - float8 (e4m3, e5m2) likewise through float32, rounded back with
+ *     saturation (fp8_convert.h); their max / min are NCCL's: a NaN operand
+ *     loses to the other, +0 is above -0.  One float32 operation rounded to
+ *     float8 gives what NCCL's float16 operation rounded to float8 gives:
+ *     checked on every pair of values (tests/test_cuda_reduce.cc);
+ *   - premul-sum: pre(x) = x * scalar rounded to the type (integers wrap),
+ *     then the sum, as NCCL's FuncPreMulSum;
  *   - post (div > 1): integers take C's division of the wrapped value
  *     (truncation toward zero).  For 32-bit types it is computed as
  *     (T)((double)x / div), for 8-bit ones as (T)((float)x / div): both
@@ -45,6 +53,8 @@
 
 #include <math.h>
 #include <string.h>
+
+#include "kernels/fp8_convert.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && __GNUC__ >= 12 && !defined(__clang__) && \
     !defined(KOLO_NO_CLONES)
@@ -154,19 +164,44 @@ uint16_t kolo_float_to_bf16(float f) { return float_to_bf16(f); }
   KOLO_ALWAYS_INLINE T prod_##name(T a, T b) { return (T)(U)((U)a * (U)b); }     \
   KOLO_ALWAYS_INLINE T max_##name(T a, T b) { return a > b ? a : b; }            \
   KOLO_ALWAYS_INLINE T min_##name(T a, T b) { return a < b ? a : b; }            \
-  KOLO_ALWAYS_INLINE T div_##name(T a, int d) { return (T)((DIV_T)a / (DIV_T)d); }
+  KOLO_ALWAYS_INLINE T div_##name(T a, int d) { return (T)((DIV_T)a / (DIV_T)d); }   \
+  KOLO_ALWAYS_INLINE T pre_##name(T a, T s) { return prod_##name(a, s); }
 
-/* Floats: V is the type values are combined and divided in; HALF is the
- * same for the 16-bit types, kept apart because their loops are built once
- * (on x86 with F16C the SIMD path below replaces them). */
-#define KOLO_ELEMS_FLOAT(name, T, V, TO_V, FROM_V)                                 \
-  KOLO_ELEM_ACCESS(name, T, V, TO_V, FROM_V)                                      \
+/* Floats: V is the type values are combined and divided in.  pre_ is the
+ * premul-sum's scaling, rounded to the type T as NCCL rounds it before the
+ * sum.  HALF: the 16-bit types, kept apart because their loops are built
+ * once (on x86 with F16C the SIMD path below replaces them).  FP8: float8,
+ * whose max and min are NCCL's (__hmax / __hmin: a NaN operand loses, +0 is
+ * above -0), not the NaN-propagating ones of the other floats. */
+#define KOLO_FLOAT_ARITH(name, V)                                                  \
   KOLO_ALWAYS_INLINE V sum_##name(V a, V b) { return a + b; }                    \
   KOLO_ALWAYS_INLINE V prod_##name(V a, V b) { return a * b; }                   \
-  KOLO_ALWAYS_INLINE V max_##name(V a, V b) { return (a > b || isnan(a)) ? a : b; } \
-  KOLO_ALWAYS_INLINE V min_##name(V a, V b) { return (a < b || isnan(a)) ? a : b; } \
   KOLO_ALWAYS_INLINE V div_##name(V a, int d) { return a / (V)d; }
-#define KOLO_ELEMS_HALF KOLO_ELEMS_FLOAT
+#define KOLO_NAN_WINS(name, V)                                                     \
+  KOLO_ALWAYS_INLINE V max_##name(V a, V b) { return (a > b || isnan(a)) ? a : b; } \
+  KOLO_ALWAYS_INLINE V min_##name(V a, V b) { return (a < b || isnan(a)) ? a : b; }
+#define KOLO_ELEMS_FLOAT(name, T, V, TO_V, FROM_V)                                 \
+  KOLO_ELEM_ACCESS(name, T, V, TO_V, FROM_V)                                      \
+  KOLO_FLOAT_ARITH(name, V)                                                       \
+  KOLO_NAN_WINS(name, V)                                                          \
+  KOLO_ALWAYS_INLINE V pre_##name(V a, V s) { return a * s; }
+#define KOLO_ELEMS_HALF(name, T, V, TO_V, FROM_V)                                  \
+  KOLO_ELEM_ACCESS(name, T, V, TO_V, FROM_V)                                      \
+  KOLO_FLOAT_ARITH(name, V)                                                       \
+  KOLO_NAN_WINS(name, V)                                                          \
+  KOLO_ALWAYS_INLINE V pre_##name(V a, V s) { return TO_V(FROM_V(a * s)); }
+#define KOLO_ELEMS_FP8(name, T, V, TO_V, FROM_V)                                   \
+  KOLO_ELEM_ACCESS(name, T, V, TO_V, FROM_V)                                      \
+  KOLO_FLOAT_ARITH(name, V)                                                       \
+  KOLO_ALWAYS_INLINE V max_##name(V a, V b) {                                     \
+    V r = (a > b || isnan(b)) ? a : b;                                            \
+    return a == b ? (signbit(a) ? b : a) : r;                                     \
+  }                                                                               \
+  KOLO_ALWAYS_INLINE V min_##name(V a, V b) {                                     \
+    V r = (a < b || isnan(b)) ? a : b;                                            \
+    return a == b ? (signbit(a) ? a : b) : r;                                     \
+  }                                                                               \
+  KOLO_ALWAYS_INLINE V pre_##name(V a, V s) { return TO_V(FROM_V(a * s)); }
 
 /* The dtypes: X(dtype, name, KIND, arguments of KOLO_ELEMS_<KIND>).  Every
  * element function, loop and table entry below comes from this list. */
@@ -180,7 +215,11 @@ uint16_t kolo_float_to_bf16(float f) { return float_to_bf16(f); }
   X(koloFloat16, f16, HALF, uint16_t, float, half_to_float, float_to_half)   \
   X(koloFloat32, f32, FLOAT, float, float, KOLO_IDENTITY, KOLO_IDENTITY)      \
   X(koloFloat64, f64, FLOAT, double, double, KOLO_IDENTITY, KOLO_IDENTITY)    \
-  X(koloBfloat16, bf16, HALF, uint16_t, float, bf16_to_float, float_to_bf16)
+  X(koloBfloat16, bf16, HALF, uint16_t, float, bf16_to_float, float_to_bf16)  \
+  X(koloFloat8e4m3, e4m3, FP8, uint8_t, float, kolo_e4m3_to_float_inline,     \
+    kolo_float_to_e4m3_inline)                                                \
+  X(koloFloat8e5m2, e5m2, FP8, uint8_t, float, kolo_e5m2_to_float_inline,     \
+    kolo_float_to_e5m2_inline)
 
 /* The combining ops; koloAvg runs as sum (its division is the post-op). */
 #define KOLO_HOST_OPS(X, ...)                                  \
@@ -197,6 +236,7 @@ KOLO_HOST_TYPES(KOLO_DEF_ELEMS)
 #define KOLO_CLONES_INT KOLO_CLONES
 #define KOLO_CLONES_FLOAT KOLO_CLONES
 #define KOLO_CLONES_HALF
+#define KOLO_CLONES_FP8 KOLO_CLONES
 
 typedef void (*kolo_reduce_fn)(char *out0, char *out1, const char *a, const char *b, size_t n,
                                int div);
@@ -236,9 +276,31 @@ typedef void (*kolo_copy_fn)(char *out0, char *out1, const char *a, size_t n, in
     else copy_div_##name##_body(o0, o1, a, n, d, 0);                                      \
   }
 
+/* The premul-sum: out = a + pre(b), or pre(a) when there is no b. */
+#define KOLO_DEF_PREMUL(name, CLONES)                                                     \
+  KOLO_ALWAYS_INLINE void premul_##name##_body(char *o0, char *o1, const char *a,         \
+                                               const char *b, size_t n, val_##name s,     \
+                                               int has_out1, int has_b) {                 \
+    for (size_t i = 0; i < n; i++) {                                                      \
+      val_##name r = has_b ? sum_##name(ld_##name(a, i), pre_##name(ld_##name(b, i), s))  \
+                           : pre_##name(ld_##name(a, i), s);                              \
+      st_##name(o0, i, r);                                                                \
+      if (has_out1) st_##name(o1, i, r);                                                  \
+    }                                                                                     \
+  }                                                                                       \
+  CLONES static void premul_##name(char *o0, char *o1, const char *a, const char *b,     \
+                                   size_t n, const char *scalar) {                        \
+    val_##name s = ld_##name(scalar, 0);                                                  \
+    if (o1 && b) premul_##name##_body(o0, o1, a, b, n, s, 1, 1);                          \
+    else if (o1) premul_##name##_body(o0, o1, a, b, n, s, 1, 0);                          \
+    else if (b) premul_##name##_body(o0, o1, a, b, n, s, 0, 1);                           \
+    else premul_##name##_body(o0, o1, a, b, n, s, 0, 0);                                  \
+  }
+
 #define KOLO_DEF_LOOPS(dtype, name, KIND, ...)                \
   KOLO_HOST_OPS(KOLO_DEF_REDUCE, name, KOLO_CLONES_##KIND)    \
-  KOLO_DEF_COPY_DIV(name, KOLO_CLONES_##KIND)
+  KOLO_DEF_COPY_DIV(name, KOLO_CLONES_##KIND)                 \
+  KOLO_DEF_PREMUL(name, KOLO_CLONES_##KIND)
 KOLO_HOST_TYPES(KOLO_DEF_LOOPS)
 
 #define KOLO_REDUCE_ENTRY(op_enum, op, name) [op_enum] = reduce_##name##_##op,
@@ -248,6 +310,11 @@ static const kolo_reduce_fn reduce_fns[koloNumTypes][koloNumOps] = {
 
 #define KOLO_COPY_ENTRY(dtype, name, ...) [dtype] = copy_div_##name,
 static const kolo_copy_fn copy_div_fns[koloNumTypes] = {KOLO_HOST_TYPES(KOLO_COPY_ENTRY)};
+
+typedef void (*kolo_premul_fn)(char *out0, char *out1, const char *a, const char *b, size_t n,
+                               const char *scalar);
+#define KOLO_PREMUL_ENTRY(dtype, name, ...) [dtype] = premul_##name,
+static const kolo_premul_fn premul_fns[koloNumTypes] = {KOLO_HOST_TYPES(KOLO_PREMUL_ENTRY)};
 
 #define KOLO_SIZE_ENTRY(dtype, name, KIND, T, ...) [dtype] = sizeof(T),
 static const size_t elem_size[koloNumTypes] = {KOLO_HOST_TYPES(KOLO_SIZE_ENTRY)};
@@ -379,4 +446,10 @@ void kolo_host_reduce(void *out0, void *out1, const void *a, const void *b, size
     kolo_reduce_fn f = pick_reduce(type, op == koloAvg ? koloSum : op);
     if (f) f(out0, out1, a, b, n, div);
   }
+}
+
+void kolo_host_reduce_premul(void *out0, void *out1, const void *a, const void *b, size_t n,
+                             koloDataType_t type, const void *scalar) {
+  if (n == 0 || (unsigned)type >= koloNumTypes) return;
+  premul_fns[type](out0, out1, a, b, n, scalar);
 }

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "perf/perf_check.h"
+
 #ifdef KOLO_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -43,42 +45,64 @@ static koloResult_t run_sendrecv(kolo_backend *kb, const perf_call *c) {
   return rs != koloSuccess ? rs : rr != koloSuccess ? rr : res;
 }
 
+/* The op of a call: c->op, or for mulsum a premul-sum made for the call
+ * with this rank's scalar (nccl-tests makes one per call too). */
+static koloResult_t call_op(kolo_backend *kb, const perf_call *c, koloRedOp_t *op) {
+  *op = (koloRedOp_t)c->op;
+  if (c->op != PERF_MULSUM || !perf_coll_has_op(c->coll)) return koloSuccess;
+  uint64_t scalar = 0;
+  perf_store(c->type, &scalar, 0, perf_premul_scalar(kb->rank));
+  return koloRedOpCreatePreMulSum(op, &scalar, (koloDataType_t)c->type, koloScalarHostImmediate, kb->comm);
+}
+
+static koloResult_t run_coll(kolo_backend *kb, const perf_call *c, koloRedOp_t op, const char **what);
+
 static int kb_run(void *ctx, const perf_call *c) {
   kolo_backend *kb = ctx;
-  koloDataType_t t = (koloDataType_t)c->type;
-  koloRedOp_t op = (koloRedOp_t)c->op;
-  koloResult_t res;
-  const char *what;
-  switch (c->coll) {
-    case PERF_ALL_REDUCE:
-      what = "koloAllReduce";
-      res = koloAllReduce(c->send, c->recv, c->count, t, op, kb->comm, kb->stream);
-      break;
-    case PERF_REDUCE_SCATTER:
-      what = "koloReduceScatter";
-      res = koloReduceScatter(c->send, c->recv, c->count, t, op, kb->comm, kb->stream);
-      break;
-    case PERF_ALL_GATHER:
-      what = "koloAllGather";
-      res = koloAllGather(c->send, c->recv, c->count, t, kb->comm, kb->stream);
-      break;
-    case PERF_BROADCAST:
-      what = "koloBroadcast";
-      res = koloBroadcast(c->send, c->recv, c->count, t, c->root, kb->comm, kb->stream);
-      break;
-    case PERF_REDUCE:
-      what = "koloReduce";
-      res = koloReduce(c->send, c->recv, c->count, t, op, c->root, kb->comm, kb->stream);
-      break;
-    default:
-      what = "koloSend/koloRecv group";
-      res = run_sendrecv(kb, c);
-      break;
+  koloRedOp_t op;
+  const char *what = "koloRedOpCreatePreMulSum";
+  koloResult_t res = call_op(kb, c, &op);
+  if (res == koloSuccess) res = run_coll(kb, c, op, &what);
+  if (op != (koloRedOp_t)c->op) {
+    koloResult_t d = koloRedOpDestroy(op, kb->comm);
+    if (res == koloSuccess && d != koloSuccess) return check_res(kb, d, "koloRedOpDestroy");
   }
   if (res == koloSuccess) return 0;
   char msg[128];
   snprintf(msg, sizeof msg, "%s(count %zu, %s)", what, c->count, perf_type_name(c->type));
   return check_res(kb, res, msg);
+}
+
+static koloResult_t run_coll(kolo_backend *kb, const perf_call *c, koloRedOp_t op, const char **what) {
+  koloDataType_t t = (koloDataType_t)c->type;
+  koloResult_t res;
+  switch (c->coll) {
+    case PERF_ALL_REDUCE:
+      *what = "koloAllReduce";
+      res = koloAllReduce(c->send, c->recv, c->count, t, op, kb->comm, kb->stream);
+      break;
+    case PERF_REDUCE_SCATTER:
+      *what = "koloReduceScatter";
+      res = koloReduceScatter(c->send, c->recv, c->count, t, op, kb->comm, kb->stream);
+      break;
+    case PERF_ALL_GATHER:
+      *what = "koloAllGather";
+      res = koloAllGather(c->send, c->recv, c->count, t, kb->comm, kb->stream);
+      break;
+    case PERF_BROADCAST:
+      *what = "koloBroadcast";
+      res = koloBroadcast(c->send, c->recv, c->count, t, c->root, kb->comm, kb->stream);
+      break;
+    case PERF_REDUCE:
+      *what = "koloReduce";
+      res = koloReduce(c->send, c->recv, c->count, t, op, c->root, kb->comm, kb->stream);
+      break;
+    default:
+      *what = "koloSend/koloRecv group";
+      res = run_sendrecv(kb, c);
+      break;
+  }
+  return res;
 }
 
 /* ---- small calls: host memory passes the caller's arrays as they are ---- */

@@ -166,6 +166,10 @@ int main(int argc, char **argv) {
     if (m.rank == 0) fprintf(stderr, "kolo-mpi-ref: MPI has no %s type\n", perf_type_name(a.type));
     r = -1;
   }
+  if (r == 0 && a.op == PERF_MULSUM && perf_coll_has_op(a.coll)) {
+    if (m.rank == 0) fprintf(stderr, "kolo-mpi-ref: MPI has no premul-sum (mulsum)\n");
+    r = -1;
+  }
   if (r != 0) {
     MPI_Finalize();
     return r > 0 ? 0 : 2;

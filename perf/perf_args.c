@@ -11,16 +11,16 @@ static const char *const coll_names[PERF_NUM_COLLS] = {
     "all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "sendrecv"};
 /* nccl-tests' spelling first; aliases after. */
 static const char *const type_names[PERF_NUM_TYPES] = {
-    "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16"};
+    "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
 static const struct {
   const char *name;
   perf_type type;
 } type_aliases[] = {{"char", PERF_INT8},       {"int", PERF_INT32},       {"uint", PERF_UINT32},
                     {"float16", PERF_FLOAT16}, {"fp16", PERF_FLOAT16},    {"float32", PERF_FLOAT32},
                     {"fp32", PERF_FLOAT32},    {"float64", PERF_FLOAT64}, {"fp64", PERF_FLOAT64},
-                    {"bf16", PERF_BFLOAT16}};
-static const char *const op_names[PERF_NUM_OPS] = {"sum", "prod", "max", "min", "avg"};
-static const size_t type_sizes[PERF_NUM_TYPES] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
+                    {"bf16", PERF_BFLOAT16},   {"float8e4m3", PERF_FLOAT8E4M3}, {"float8e5m2", PERF_FLOAT8E5M2}};
+static const char *const op_names[PERF_NUM_OPS] = {"sum", "prod", "max", "min", "avg", "mulsum"};
+static const size_t type_sizes[PERF_NUM_TYPES] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
 
 const char *perf_coll_name(perf_coll c) { return (unsigned)c < PERF_NUM_COLLS ? coll_names[c] : "?"; }
 const char *perf_type_name(perf_type t) { return (unsigned)t < PERF_NUM_TYPES ? type_names[t] : "?"; }
@@ -44,8 +44,10 @@ void perf_usage(FILE *out, const char *prog, int tool) {
           "  -w, --warmup_iters N  untimed iterations before each size (default 5)\n"
           "  -c, --check 0|1       check every element of the results (default 1)\n"
           "  -d, --datatype T      int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double\n"
-          "                        (aliases: float16 float32 float64 char int; default float)\n"
-          "  -o, --op OP           sum prod max min avg (default sum)\n"
+          "                        f8e4m3 f8e5m2 (aliases: float16 float32 float64 float8e4m3\n"
+          "                        float8e5m2 char int; default float)\n"
+          "  -o, --op OP           sum prod max min avg mulsum (default sum; mulsum: a premul-sum,\n"
+          "                        koloRedOpCreatePreMulSum, each rank its own scalar)\n"
           "  -r, --root R          root of broadcast and reduce (default 0)\n"
           "  -a, --inplace 0|1     out-of-place only (0) or in-place only (1); default both\n"
           "      --json FILE       also write the results as JSON\n",

@@ -34,11 +34,14 @@ typedef enum {
   PERF_FLOAT32 = 7,
   PERF_FLOAT64 = 8,
   PERF_BFLOAT16 = 9,
-  PERF_NUM_TYPES = 10
+  PERF_FLOAT8E4M3 = 10,
+  PERF_FLOAT8E5M2 = 11,
+  PERF_NUM_TYPES = 12
 } perf_type;
 
-/* Same values as koloRedOp_t. */
-typedef enum { PERF_SUM, PERF_PROD, PERF_MAX, PERF_MIN, PERF_AVG, PERF_NUM_OPS } perf_op;
+/* Same values as koloRedOp_t; PERF_MULSUM (nccl-tests' "mulsum") stands for
+ * a premul-sum op made for each call with koloRedOpCreatePreMulSum. */
+typedef enum { PERF_SUM, PERF_PROD, PERF_MAX, PERF_MIN, PERF_AVG, PERF_MULSUM, PERF_NUM_OPS } perf_op;
 
 /* Which placements a sweep runs (-a). */
 enum { PERF_PLACE_BOTH = -1, PERF_PLACE_OUT = 0, PERF_PLACE_IN = 1 };

@@ -53,6 +53,38 @@ uint16_t perf_float_to_bf16(float f) {
 
 float perf_bf16_to_float(uint16_t h) { return f32_from_bits((uint32_t)h << 16); }
 
+/* ---- float8 -------------------------------------------------------------
+ * e4m3: bias 7, 3 mantissa bits, no inf, largest 448 (0x7e), 0x7f NaN;
+ * e5m2: bias 15, 2 mantissa bits, IEEE-like, largest 57344 (0x7b). */
+
+static int fp8_mbits(perf_type t) { return t == PERF_FLOAT8E4M3 ? 3 : 2; }
+static int fp8_bias(perf_type t) { return t == PERF_FLOAT8E4M3 ? 7 : 15; }
+
+/* Nearest even, saturating (as kolo and the CUDA toolkit's __NV_SATFINITE). */
+uint8_t perf_float_to_fp8(perf_type t, double x) {
+  if (isnan(x)) return 0x7f;
+  uint8_t sign = signbit(x) ? 0x80 : 0, max = t == PERF_FLOAT8E4M3 ? 0x7e : 0x7b;
+  double a = fabs(x);
+  if (a == 0) return sign;
+  int mb = fp8_mbits(t), emin = 1 - fp8_bias(t), e = isinf(a) ? 1000 : ilogb(a);
+  if (e > 100) return sign | max;
+  if (e < emin) e = emin;
+  unsigned long q = (unsigned long)nearbyint(ldexp(a, mb - e)); /* significand, hidden bit included */
+  unsigned long packed = (unsigned long)(e - emin) * (1ul << mb) + q;
+  return sign | (uint8_t)(packed > max ? max : packed);
+}
+
+double perf_fp8_to_float(perf_type t, uint8_t b) {
+  int mb = fp8_mbits(t), bias = fp8_bias(t);
+  unsigned e = (b & 0x7fu) >> mb, m = b & ((1u << mb) - 1u);
+  double v;
+  if (t == PERF_FLOAT8E4M3 ? (b & 0x7f) == 0x7f : (b & 0x7f) > 0x7c) v = NAN;
+  else if (t == PERF_FLOAT8E5M2 && (b & 0x7f) == 0x7c) v = INFINITY;
+  else if (e == 0) v = ldexp((double)m, 1 - bias - mb);
+  else v = ldexp((double)(m + (1u << mb)), (int)e - bias - mb);
+  return (b & 0x80) ? -v : v;
+}
+
 /* ---- element access ----------------------------------------------------- */
 
 void perf_store(perf_type t, void *buf, size_t i, double x) {
@@ -65,6 +97,8 @@ void perf_store(perf_type t, void *buf, size_t i, double x) {
   uint16_t u16;
   float f;
   switch (t) {
+    case PERF_FLOAT8E4M3:
+    case PERF_FLOAT8E5M2: u8 = perf_float_to_fp8(t, x); memcpy(p, &u8, 1); break;
     case PERF_INT8:
     case PERF_UINT8: memcpy(p, &u8, 1); break;
     case PERF_INT32:
@@ -94,6 +128,8 @@ double perf_load(perf_type t, const void *buf, size_t i) {
     case PERF_BFLOAT16: memcpy(&u16, p, 2); return perf_bf16_to_float(u16);
     case PERF_FLOAT32: memcpy(&f, p, 4); return f;
     case PERF_FLOAT64: memcpy(&d, p, 8); return d;
+    case PERF_FLOAT8E4M3:
+    case PERF_FLOAT8E5M2: memcpy(&u8, p, 1); return perf_fp8_to_float(t, u8);
     default: return 0;
   }
 }
@@ -104,8 +140,8 @@ double perf_load(perf_type t, const void *buf, size_t i) {
  * may have and stay exact (and within the double the reference uses). */
 static const double exact_sum[PERF_NUM_TYPES] = {
     127, 255, 2147483647.0, 4294967295.0, 4611686018427387904.0, 4611686018427387904.0,
-    2048, 16777216.0, 9007199254740992.0, 256};
-static const int prod_bits[PERF_NUM_TYPES] = {6, 7, 30, 31, 62, 62, 15, 60, 60, 60};
+    2048, 16777216.0, 9007199254740992.0, 256, 16, 8};
+static const int prod_bits[PERF_NUM_TYPES] = {6, 7, 30, 31, 62, 62, 15, 60, 60, 60, 8, 15};
 
 static int is_unsigned(perf_type t) { return t == PERF_UINT8 || t == PERF_UINT32 || t == PERF_UINT64; }
 static int is_float(perf_type t) { return t >= PERF_FLOAT16; }
@@ -115,7 +151,8 @@ void perf_gen_init(perf_gen *g, perf_type type, perf_op op, int nranks, uint64_t
   g->op = op;
   g->nranks = nranks;
   g->seed = seed;
-  double amp = exact_sum[type] / (nranks > 0 ? nranks : 1);
+  /* a premul-sum's scalars are -1, 1 or 2: its addends twice as large */
+  double amp = exact_sum[type] / (nranks > 0 ? nranks : 1) / (op == PERF_MULSUM ? 2 : 1);
   g->amp = amp >= 8 ? 8 : amp >= 1 ? (int)amp : 1; /* past that, integers wrap as checked */
   g->prod_two = nranks <= prod_bits[type];
 }
@@ -138,6 +175,8 @@ double perf_gen_value(const perf_gen *g, int rank, size_t index) {
   return (double)(int64_t)(r % (uint64_t)(2 * g->amp + 1)) - g->amp;
 }
 
+double perf_premul_scalar(int rank) { return rank % 3 == 2 ? 2 : (rank & 1) ? -1 : 1; }
+
 void perf_fill(const perf_gen *g, int rank, void *buf, size_t first, size_t n) {
   for (size_t i = 0; i < n; i++) perf_store(g->type, buf, i, perf_gen_value(g, rank, first + i));
 }
@@ -149,10 +188,16 @@ void perf_poison(perf_type t, void *buf, size_t n) {
 
 /* ---- expected values ---------------------------------------------------- */
 
+/* Rank r's addend: its value, times its scalar for a premul-sum. */
+static double addend(const perf_gen *g, int r, size_t index) {
+  double v = perf_gen_value(g, r, index);
+  return g->op == PERF_MULSUM ? v * perf_premul_scalar(r) : v;
+}
+
 static double reduce_exact(const perf_gen *g, size_t index) {
-  double acc = perf_gen_value(g, 0, index);
+  double acc = addend(g, 0, index);
   for (int r = 1; r < g->nranks; r++) {
-    double v = perf_gen_value(g, r, index);
+    double v = addend(g, r, index);
     switch (g->op) {
       case PERF_PROD: acc *= v; break;
       case PERF_MAX: acc = v > acc ? v : acc; break;
@@ -169,6 +214,21 @@ static int same_bits(perf_type t, const void *got, size_t i, double x) {
   size_t es = perf_type_size(t);
   perf_store(t, want, 0, x);
   return memcmp((const char *)got + i * es, want, es) == 0;
+}
+
+/* float8's average is NCCL's: each value times 1/n rounded to the type,
+ * rounded, then summed (each partial sum rounded, in the ring's order): the
+ * exact sum of the rounded products, within the sum's rounding bound. */
+static int fp8_avg_ok(const perf_gen *g, const void *got, size_t i, size_t index) {
+  perf_type t = g->type;
+  double s = perf_fp8_to_float(t, perf_float_to_fp8(t, 1.0 / g->nranks)), want = 0, mag = 0;
+  for (int r = 0; r < g->nranks; r++) {
+    double p = perf_fp8_to_float(t, perf_float_to_fp8(t, perf_gen_value(g, r, index) * s));
+    want += p;
+    mag += fabs(p);
+  }
+  double u = ldexp(1.0, -(fp8_mbits(t) + 1)), tiny = g->nranks * ldexp(1.0, 1 - fp8_bias(t) - fp8_mbits(t));
+  return fabs(perf_load(t, got, i) - want) <= (g->nranks + 1) * u * mag + tiny; /* false for NaN */
 }
 
 /* The average of an exact sum, as kolo computes it, checked within one ulp
@@ -195,7 +255,10 @@ uint64_t perf_check_reduced(const perf_gen *g, const void *got, size_t first, si
   uint64_t wrong = 0;
   for (size_t i = 0; i < n; i++) {
     double x = reduce_exact(g, first + i);
-    int ok = g->op == PERF_AVG ? avg_ok(g, got, i, x) : same_bits(g->type, got, i, x);
+    int fp8 = g->type == PERF_FLOAT8E4M3 || g->type == PERF_FLOAT8E5M2;
+    int ok = g->op != PERF_AVG ? same_bits(g->type, got, i, x)
+             : fp8             ? fp8_avg_ok(g, got, i, first + i)
+                               : avg_ok(g, got, i, x);
     wrong += !ok;
   }
   return wrong;

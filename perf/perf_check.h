@@ -9,8 +9,11 @@
  * exact, max and min are exact anyway.  So the expected value is exact and
  * compared bit for bit -- except for avg on floating types, whose division
  * may round differently by one ulp (kolo divides the exact sum once, in the
- * type's precision; float16 / bfloat16 in float32 then rounded).  Integer
- * results wrap as in kolo and NCCL, so the check holds for any nranks.
+ * type's precision; float16 / bfloat16 in float32 then rounded), and float8
+ * avg, NCCL's premul-sum by 1/nranks, checked within its rounding bound.
+ * A premul-sum (mulsum) multiplies rank r's values by perf_premul_scalar(r)
+ * (values half as large, so that the sums stay exact).  Integer results
+ * wrap as in kolo and NCCL, so the check holds for any nranks.
  */
 #ifndef KOLO_PERF_CHECK_H
 #define KOLO_PERF_CHECK_H
@@ -54,6 +57,14 @@ uint64_t perf_check_gathered(const perf_gen *g, const void *got, size_t per_rank
  * truncating division of the wrapped sum, floats in their own precision
  * (float16 / bfloat16 in float32).  For peers that only have a sum. */
 void perf_divide(perf_type t, void *buf, size_t n, int div);
+
+/* Rank `rank`'s premul-sum scalar (PERF_MULSUM): 1, -1 or 2. */
+double perf_premul_scalar(int rank);
+
+/* float8 (PERF_FLOAT8E4M3 / E5M2) <-> double: nearest even, saturating at
+ * the largest finite value, NaN to 0x7f. */
+uint8_t perf_float_to_fp8(perf_type t, double x);
+double perf_fp8_to_float(perf_type t, uint8_t b);
 
 /* IEEE binary16 and bfloat16 <-> float, round to nearest even. */
 uint16_t perf_float_to_half(float f);

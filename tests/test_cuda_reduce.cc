@@ -2,7 +2,8 @@
 // the host reference of tests/util/reduce_ref.h.
 //
 // Through kolo_cuda_reduce (kernels/cuda_reduce.h), on device buffers: every
-// dtype x op and copies (b == NULL), sizes 0 .. 65539, operands at byte
+// dtype x op, copies (b == NULL) and the premul-sum with and without b (a
+// random scalar per case, kolo_cuda_reduce_premul), sizes 0 .. 65539, operands at byte
 // offsets 0/1/3 from a 256-byte aligned base (all 27 combinations below
 // 1000 elements) plus equal offsets 2/4/8/12 (the 16-byte vector path with
 // a scalar head), out0 separate / equal to a / equal to b, out1 present or
@@ -10,9 +11,16 @@
 // buffer and inputs that are not outputs must come back untouched.  Results
 // are compared bit for bit (any NaN matches any NaN); see reduce_ref.h.
 //
+// float8: the device's results equal the host's (kernels/host_reduce.c) bit
+// for bit on every pair of the 256 values, for every op and the premul-sum,
+// and those equal NCCL's, which computes in float16 (cuda_fp16.h's __hadd,
+// __hmul, __hmax, __hmin, rounded to float8 by cuda_fp8.h), computed here
+// with the toolkit's own conversions.
+//
 // Without a CUDA build or without a device every test is a visible skip.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -21,10 +29,16 @@
 #include "util/reduce_ref.h"
 
 #ifdef KOLO_HAVE_CUDA
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include "kernels/cuda_reduce.h"
 #endif
+
+extern "C" {
+#include "kernels/host_reduce.h"
+}
 
 using namespace kolo_ref;
 
@@ -89,21 +103,27 @@ class CudaReduceTest : public ::testing::TestWithParam<std::tuple<int, int>> {
   unsigned char *region(int r) { return static_cast<unsigned char *>(arena_) + r * kRegionStride; }
 
   // One case; "" when it passed, else what went wrong.
+  // premul: the premul-sum with a random scalar instead of op (div 1).
   std::string run_case(koloDataType_t type, koloRedOp_t op, size_t n, Offsets off, Alias alias,
-                       bool with_b, bool with_out1, int div, std::mt19937_64 &rng);
+                       bool with_b, bool with_out1, int div, std::mt19937_64 &rng, bool premul = false);
 
   void *arena_ = nullptr;
 };
 
 std::string CudaReduceTest::run_case(koloDataType_t type, koloRedOp_t op, size_t n, Offsets off,
                                      Alias alias, bool with_b, bool with_out1, int div,
-                                     std::mt19937_64 &rng) {
+                                     std::mt19937_64 &rng, bool premul) {
   size_t bytes = n * type_size(type);
   size_t offs[kNumRegions] = {off.a, off.b, off.out, off.b};
   std::vector<unsigned char> a_in(bytes + 1), b_in(bytes + 1), want(bytes + 1);
+  uint64_t scalar = 0;
   fill_random(a_in.data(), n, type, rng);
   fill_random(b_in.data(), n, type, rng);
-  reference(want.data(), a_in.data(), with_b ? b_in.data() : nullptr, n, type, op, div);
+  fill_random(&scalar, 1, type, rng);
+  if (premul)
+    reference_premul(want.data(), a_in.data(), with_b ? b_in.data() : nullptr, n, type, scalar);
+  else
+    reference(want.data(), a_in.data(), with_b ? b_in.data() : nullptr, n, type, op, div);
 
   if (cudaMemset(arena_, kPoison, kNumRegions * kRegionStride) != cudaSuccess) return "memset";
   if (cudaMemcpy(region(kA) + off.a, a_in.data(), bytes, cudaMemcpyHostToDevice) != cudaSuccess ||
@@ -112,7 +132,8 @@ std::string CudaReduceTest::run_case(koloDataType_t type, koloRedOp_t op, size_t
   void *a = region(kA) + off.a, *b = region(kB) + off.b;
   void *o0 = alias == kOut0IsA ? a : alias == kOut0IsB ? b : region(kOut0) + off.out;
   void *o1 = with_out1 ? region(kOut1) + off.b : nullptr;
-  int rc = kolo_cuda_reduce(o0, o1, a, with_b ? b : nullptr, n, type, op, div, nullptr);
+  int rc = premul ? kolo_cuda_reduce_premul(o0, o1, a, with_b ? b : nullptr, n, type, scalar, nullptr)
+                  : kolo_cuda_reduce(o0, o1, a, with_b ? b : nullptr, n, type, op, div, nullptr);
   if (rc != cudaSuccess) return std::string("launch: ") + cudaGetErrorString((cudaError_t)rc);
   cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) return std::string("kernel: ") + cudaGetErrorString(e);
@@ -151,11 +172,20 @@ std::string CudaReduceTest::run_case(koloDataType_t type, koloRedOp_t op, size_t
   return "";
 }
 
+// The op parameter: a koloRedOp_t, then these.
+enum { kCopyParam = koloNumOps, kPremulParam, kPremulCopyParam, kNumOpParams };
+
+std::string op_param_name(int op) {
+  if (op < koloNumOps) return op_name((koloRedOp_t)op);
+  return op == kCopyParam ? "copy" : op == kPremulParam ? "premulsum" : "premulcopy";
+}
+
 TEST_P(CudaReduceTest, MatchesReference) {
   koloDataType_t type = (koloDataType_t)std::get<0>(GetParam());
   int op_param = std::get<1>(GetParam());
-  bool with_b = op_param < koloNumOps; /* koloNumOps: copies */
-  koloRedOp_t op = with_b ? (koloRedOp_t)op_param : koloAvg;
+  bool with_b = op_param < koloNumOps || op_param == kPremulParam;
+  bool premul = op_param == kPremulParam || op_param == kPremulCopyParam;
+  koloRedOp_t op = op_param < koloNumOps ? (koloRedOp_t)op_param : koloAvg;
   std::mt19937_64 rng(1000003u * (unsigned)type + 7919u * (unsigned)op_param);
   int failures = 0;
   for (size_t n : kSizes)
@@ -164,10 +194,11 @@ TEST_P(CudaReduceTest, MatchesReference) {
         if (!with_b && alias == kOut0IsB) continue;
         for (bool with_out1 : {false, true})
           for (int div : {1, 3}) {
+            if (premul && div != 1) continue;
             std::string err =
-                run_case(type, op, n, off, (Alias)alias, with_b, with_out1, div, rng);
+                run_case(type, op, n, off, (Alias)alias, with_b, with_out1, div, rng, premul);
             if (err.empty()) continue;
-            ADD_FAILURE() << type_name(type) << " " << (with_b ? op_name(op) : "copy")
+            ADD_FAILURE() << type_name(type) << " " << op_param_name(op_param)
                           << " n=" << n << " offsets a/b/out=" << off.a << "/" << off.b << "/"
                           << off.out << " alias=" << alias << " out1=" << with_out1
                           << " div=" << div << ": " << err;
@@ -178,12 +209,142 @@ TEST_P(CudaReduceTest, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(AllTypesOps, CudaReduceTest,
                          ::testing::Combine(::testing::Range(0, (int)koloNumTypes),
-                                            ::testing::Range(0, (int)koloNumOps + 1)),
+                                            ::testing::Range(0, (int)kNumOpParams)),
                          [](const ::testing::TestParamInfo<CudaReduceTest::ParamType> &info) {
-                           int op = std::get<1>(info.param);
                            return std::string(type_name((koloDataType_t)std::get<0>(info.param))) +
-                                  "_" + (op < koloNumOps ? op_name((koloRedOp_t)op) : "copy");
+                                  "_" + op_param_name(std::get<1>(info.param));
                          });
+
+// ---- float8: device against host, and both against NCCL -------------------
+
+const koloDataType_t kFp8Types[] = {koloFloat8e4m3, koloFloat8e5m2};
+
+// a[i], b[i], i < 65536: every pair of patterns.
+void every_pair(std::vector<uint8_t> *a, std::vector<uint8_t> *b) {
+  a->resize(65536);
+  b->resize(65536);
+  for (uint32_t i = 0; i < 65536; i++) {
+    (*a)[i] = (uint8_t)(i & 0xff);
+    (*b)[i] = (uint8_t)(i >> 8);
+  }
+}
+
+// out = the device's kolo_cuda_reduce(a, b, op, div), or with premul its
+// kolo_cuda_reduce_premul(a, b, scalar) (b may be empty: none).
+std::string device_run(koloDataType_t t, koloRedOp_t op, int div, bool premul, uint64_t scalar,
+                       const std::vector<uint8_t> &a, const std::vector<uint8_t> &b, std::vector<uint8_t> *out) {
+  const size_t n = a.size();
+  uint8_t *d = nullptr;
+  if (cudaMalloc(&d, 3 * n) != cudaSuccess) return "cudaMalloc";
+  std::string err;
+  const uint8_t *db = b.empty() ? nullptr : d + n;
+  if (cudaMemcpy(d, a.data(), n, cudaMemcpyHostToDevice) != cudaSuccess ||
+      (db && cudaMemcpy(d + n, b.data(), n, cudaMemcpyHostToDevice) != cudaSuccess))
+    err = "upload";
+  int rc = err.empty() ? (premul ? kolo_cuda_reduce_premul(d + 2 * n, nullptr, d, db, n, t, scalar, nullptr)
+                                 : kolo_cuda_reduce(d + 2 * n, nullptr, d, db, n, t, op, div, nullptr))
+                       : 0;
+  if (err.empty() && rc != cudaSuccess) err = std::string("launch: ") + cudaGetErrorString((cudaError_t)rc);
+  out->resize(n);
+  if (err.empty() && cudaMemcpy(out->data(), d + 2 * n, n, cudaMemcpyDeviceToHost) != cudaSuccess)
+    err = "download";
+  cudaFree(d);
+  return err;
+}
+
+// "" when the two arrays are equal byte for byte, else the first difference.
+std::string first_difference(const std::vector<uint8_t> &x, const std::vector<uint8_t> &y,
+                             const std::vector<uint8_t> &a, const std::vector<uint8_t> &b,
+                             const char *xname = "device", const char *yname = "host") {
+  for (size_t i = 0; i < x.size(); i++) {
+    if (x[i] == y[i]) continue;
+    char m[128];
+    std::snprintf(m, sizeof m, "a = 0x%02x b = 0x%02x: %s 0x%02x, %s 0x%02x", a[i], b.empty() ? 0 : b[i], xname,
+                  x[i], yname, y[i]);
+    return m;
+  }
+  return "";
+}
+
+TEST(CudaFp8, DeviceEqualsHostOnEveryPair) {
+  std::string why = no_device_reason();
+  if (!why.empty()) {
+    GTEST_SKIP() << "no CUDA device: " << why;
+  }
+  std::vector<uint8_t> a, b, dev, host(65536);
+  every_pair(&a, &b);
+  for (koloDataType_t t : kFp8Types)
+    for (koloRedOp_t op : {koloSum, koloProd, koloMax, koloMin, koloAvg}) {
+      const int div = op == koloAvg ? 3 : 1;
+      ASSERT_EQ("", device_run(t, op, div, false, 0, a, b, &dev));
+      kolo_host_reduce(host.data(), nullptr, a.data(), b.data(), a.size(), t, op, div);
+      EXPECT_EQ("", first_difference(dev, host, a, b)) << type_name(t) << " " << op_name(op);
+    }
+  // the premul-sum: every value against 16 scalars (the specials and random
+  // ones), with b and without
+  std::mt19937_64 rng(11);
+  std::vector<uint8_t> x(256), y(256), none;
+  for (int i = 0; i < 256; i++) x[i] = (uint8_t)i;
+  for (koloDataType_t t : kFp8Types)
+    for (int k = 0; k < 16; k++) {
+      static const uint8_t kSpecial[8] = {0x00, 0x80, 0x7f, 0x7c, 0x7b, 0x7e, 0x01, 0x38};
+      uint64_t s = k < 8 ? kSpecial[k] : rng() & 0xff;
+      fill_random(y.data(), 256, t, rng);
+      for (const std::vector<uint8_t> *bb : {&y, &none}) {
+        ASSERT_EQ("", device_run(t, koloSum, 1, true, s, x, *bb, &dev));
+        host.assign(256, 0);
+        kolo_host_reduce_premul(host.data(), nullptr, x.data(), bb->empty() ? nullptr : bb->data(), 256, t, &s);
+        EXPECT_EQ("", first_difference(dev, host, x, *bb)) << type_name(t) << " premul scalar 0x" << std::hex << s;
+      }
+    }
+}
+
+// NCCL 2.28 on sm_90 (src/device/reduce_kernel.h): float8 sum, prod, max,
+// min and the premul-sum's product computed in float16 (__hadd, __hmul,
+// __hmax, __hmin of the operands widened to __half) and rounded back with
+// cuda_fp8.h's __NV_SATFINITE conversion.  kolo computes in float32: one
+// operation's result is the same (float16 has 11 >= 2 * 4 + 2 bits), which
+// this checks on every pair, with the toolkit's own host conversions.
+template <typename F8>
+uint8_t nccl_fp8(koloRedOp_t op, uint8_t x, uint8_t y) {
+  F8 a, b;
+  a.__x = x;
+  b.__x = y;
+  __half ha = __half(a), hb = __half(b), r;
+  switch (op) {
+  case koloSum: r = __hadd(ha, hb); break;
+  case koloProd: r = __hmul(ha, hb); break;
+  case koloMax: r = __hmax(ha, hb); break;
+  default: r = __hmin(ha, hb); break;
+  }
+  return F8(r).__x;
+}
+
+TEST(Fp8MatchesNccl, Float16PathOnEveryPair) {
+  std::vector<uint8_t> a, b, host(65536);
+  every_pair(&a, &b);
+  for (koloDataType_t t : kFp8Types)
+    for (koloRedOp_t op : {koloSum, koloProd, koloMax, koloMin}) {
+      kolo_host_reduce(host.data(), nullptr, a.data(), b.data(), a.size(), t, op, 1);
+      std::vector<uint8_t> nccl(65536);
+      for (size_t i = 0; i < 65536; i++)
+        nccl[i] = t == koloFloat8e4m3 ? nccl_fp8<__nv_fp8_e4m3>(op, a[i], b[i]) : nccl_fp8<__nv_fp8_e5m2>(op, a[i], b[i]);
+      EXPECT_EQ("", first_difference(host, nccl, a, b, "kolo", "NCCL")) << type_name(t) << " " << op_name(op);
+    }
+  // the premul-sum a + pre(b): pre is the product above, then the sum
+  for (koloDataType_t t : kFp8Types)
+    for (uint64_t s : {0x38u, 0xb9u, 0x01u, 0x7bu}) {
+      kolo_host_reduce_premul(host.data(), nullptr, a.data(), b.data(), a.size(), t, &s);
+      std::vector<uint8_t> nccl(65536);
+      for (size_t i = 0; i < 65536; i++) {
+        bool e4 = t == koloFloat8e4m3;
+        uint8_t p = e4 ? nccl_fp8<__nv_fp8_e4m3>(koloProd, b[i], (uint8_t)s) : nccl_fp8<__nv_fp8_e5m2>(koloProd, b[i], (uint8_t)s);
+        nccl[i] = e4 ? nccl_fp8<__nv_fp8_e4m3>(koloSum, a[i], p) : nccl_fp8<__nv_fp8_e5m2>(koloSum, a[i], p);
+      }
+      EXPECT_EQ("", first_difference(host, nccl, a, b, "kolo", "NCCL")) << type_name(t) << " premul scalar 0x"
+                                                                       << std::hex << s;
+    }
+}
 
 TEST(CudaReduce, RejectsBadArguments) {
   std::string why = no_device_reason();

@@ -15,9 +15,11 @@
 // fallback cannot pass for hier).  HostsConfig: a KOLO_ALGO that names no
 // algorithm, or that differs between ranks, fails init naming it.
 //
-// Cases per run: all-reduce for every op x {float32, int32} x counts {1, 7,
-// 1003, 100003} x in/out of place, plus every other collective for float32
-// sum and int32 max at 7 and 100003 elements; 3 channels, a channel per 4 KiB
+// Cases per run: all-reduce for every op (premul-sum included) x {float32,
+// int32} x counts {1, 7, 1003, 100003} x in/out of place and for every op in
+// float8e4m3 at 7 and 100003, plus every other collective for float32 sum
+// and int32 max at 7 and 100003 elements and for float8e5m2 (premul-sum
+// where it reduces) at 100003; 3 channels, a channel per 4 KiB
 // (so that several channels, each on its own rotated ring, run already at
 // moderate sizes) and 256 KiB of slots per pipe (chunks of 128 KiB: the
 // large counts take several rounds).  Inputs are random (util/coll_ref.h),
@@ -80,12 +82,15 @@ std::vector<CollCase> host_grid(int n) {
     for (koloDataType_t t : {koloFloat32, koloInt32})
       for (size_t count : {(size_t)1, (size_t)7, (size_t)1003, (size_t)100003})
         for (bool ip : {false, true}) add(Coll::AllReduce, t, op, count, ip);
+  for (koloRedOp_t op : kAllOps)
+    for (size_t count : {(size_t)7, (size_t)100003}) add(Coll::AllReduce, koloFloat8e4m3, op, count, op == koloMax);
   for (Coll coll : kAllColls) {
     if (coll == Coll::AllReduce) continue;
     for (size_t count : {(size_t)7, (size_t)100003}) {
       add(coll, koloFloat32, koloSum, count, false);
       add(coll, koloInt32, koloMax, count, has_in_place(coll));
     }
+    add(coll, koloFloat8e5m2, has_op(coll) ? kPreMulSum : koloSum, 100003, has_in_place(coll));
   }
   return cases;
 }

@@ -9,8 +9,10 @@
 // both ends have mapped it).
 //
 // Grid per N in {1,2,3,4,8}: every collective for float32 sum, int32 max,
-// bfloat16 sum and float16 avg at counts {0, 1, 7, 4095}, in and out of
-// place; count 1 MiB + 3 for every collective x those four at N <= 4 (out of
+// bfloat16 sum, float16 avg, float8e5m2 premul-sum (each rank's op made for
+// the call and destroyed as soon as it returned) and float8e4m3 avg at counts
+// {0, 1, 7, 4095}, in and out of place; count 1 MiB + 3 for every collective
+// x those six at N <= 4 (out of
 // place, and in place for float32 sum) and for float32 sum at N = 8; a
 // 64 MiB float32 all-reduce at N = 2 and N = 4.  util/coll_run.h says what
 // is checked per call.
@@ -44,8 +46,9 @@ struct TypeOp {
   koloDataType_t t;
   koloRedOp_t op;
 };
-const TypeOp kProcTypes[] = {
-    {koloFloat32, koloSum}, {koloInt32, koloMax}, {koloBfloat16, koloSum}, {koloFloat16, koloAvg}};
+const TypeOp kProcTypes[] = {{koloFloat32, koloSum},       {koloInt32, koloMax},
+                             {koloBfloat16, koloSum},      {koloFloat16, koloAvg},
+                             {koloFloat8e5m2, kPreMulSum}, {koloFloat8e4m3, koloAvg}};
 
 CollCase make_case(Coll coll, TypeOp to, int n, size_t count, bool in_place, int variant) {
   return kt::make_case(coll, to.t, to.op, n, count, in_place, variant);

@@ -3,9 +3,11 @@
 // The grid: every dtype x op, sizes 0 .. 65539, each operand at byte offset
 // 0, 1 or 3 from its malloc'd base (all 27 combinations for sizes below
 // 1000, two for the larger ones), out0 separate / equal to a / equal to b,
-// out1 present or NULL, div 1 and 3, and b == NULL (copies).  Outputs start
-// as 0xA5 bytes; the bytes around every buffer and the inputs that are not
-// outputs must come back untouched.
+// out1 present or NULL, div 1 and 3, and b == NULL (copies); the same for
+// the premul-sum (kolo_host_reduce_premul, a random scalar per case, any
+// pattern), with and without b.  Outputs start as 0xA5 bytes; the bytes
+// around every buffer and the inputs that are not outputs must come back
+// untouched.
 //
 // Tolerance: none.  Results are compared bit for bit (a NaN only has to be a
 // NaN): each reference value is the correctly rounded result of the one
@@ -14,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <cfloat>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -23,6 +26,7 @@
 #include "util/reduce_ref.h"
 
 extern "C" {
+#include "kernels/fp8_convert.h"
 #include "kernels/host_reduce.h"
 }
 
@@ -80,13 +84,20 @@ struct Case {
   Alias alias;
   bool with_b, with_out1;
   int div;
+  bool premul = false;
+  uint64_t scalar = 0;
 
   std::string str() const {
+    char sc[32];
+    std::snprintf(sc, sizeof sc, "premul scalar=0x%llx", (unsigned long long)scalar);
+    return std::string(type_name(type)) + " " + (premul ? sc : op_name(op)) + " " + layout() +
+           (premul ? "" : " div=" + std::to_string(div));
+  }
+  std::string layout() const {
     static const char *aliases[] = {"separate", "out0==a", "out0==b"};
-    return std::string(type_name(type)) + " " + op_name(op) + " n=" + std::to_string(n) +
-           " offsets a/b/out=" + std::to_string(off_a) + "/" + std::to_string(off_b) + "/" +
-           std::to_string(off_out) + " " + aliases[alias] + (with_b ? "" : " b=NULL") +
-           (with_out1 ? " out1" : " out1=NULL") + " div=" + std::to_string(div);
+    return "n=" + std::to_string(n) + " offsets a/b/out=" + std::to_string(off_a) + "/" +
+           std::to_string(off_b) + "/" + std::to_string(off_out) + " " + aliases[alias] +
+           (with_b ? "" : " b=NULL") + (with_out1 ? " out1" : " out1=NULL");
   }
 };
 
@@ -98,11 +109,17 @@ std::string run_case(const Case &c, std::mt19937_64 &rng) {
   fill_random(b.p(), c.n, c.type, rng);
   std::vector<unsigned char> a_in = a.contents(), b_in = b.contents();
   std::vector<unsigned char> want(bytes + 1);
-  reference(want.data(), a_in.data(), c.with_b ? b_in.data() : nullptr, c.n, c.type, c.op, c.div);
+  if (c.premul)
+    reference_premul(want.data(), a_in.data(), c.with_b ? b_in.data() : nullptr, c.n, c.type, c.scalar);
+  else
+    reference(want.data(), a_in.data(), c.with_b ? b_in.data() : nullptr, c.n, c.type, c.op, c.div);
 
   void *o0 = c.alias == kOut0IsA ? a.p() : c.alias == kOut0IsB ? b.p() : out0.p();
-  kolo_host_reduce(o0, c.with_out1 ? out1.p() : nullptr, a.p(), c.with_b ? b.p() : nullptr, c.n,
-                   c.type, c.op, c.div);
+  void *o1 = c.with_out1 ? out1.p() : nullptr;
+  if (c.premul)
+    kolo_host_reduce_premul(o0, o1, a.p(), c.with_b ? b.p() : nullptr, c.n, c.type, &c.scalar);
+  else
+    kolo_host_reduce(o0, o1, a.p(), c.with_b ? b.p() : nullptr, c.n, c.type, c.op, c.div);
 
   const void *b_ref = c.with_b ? b_in.data() : nullptr;
   std::string err = compare(o0, want.data(), a_in.data(), b_ref, c.n, c.type);
@@ -121,9 +138,10 @@ std::string run_case(const Case &c, std::mt19937_64 &rng) {
 }
 
 // Every variant of (type, op) over the grid; b == NULL runs when with_b is
-// false (then op does not matter and out0 == b is skipped).
-void run_grid(koloDataType_t type, koloRedOp_t op, bool with_b) {
-  std::mt19937_64 rng(1000003u * (unsigned)type + 7919u * (unsigned)op + (with_b ? 1 : 2));
+// false (then op does not matter and out0 == b is skipped).  premul: the
+// premul-sum instead of op, a random scalar per case (div 1 only).
+void run_grid(koloDataType_t type, koloRedOp_t op, bool with_b, bool premul = false) {
+  std::mt19937_64 rng(1000003u * (unsigned)type + 7919u * (unsigned)op + (with_b ? 1 : 2) + (premul ? 4 : 0));
   int failures = 0;
   for (size_t n : kSizes) {
     for (size_t oa : kOffsets)
@@ -135,7 +153,10 @@ void run_grid(koloDataType_t type, koloRedOp_t op, bool with_b) {
             if (!with_b && alias == kOut0IsB) continue;
             for (bool with_out1 : {false, true})
               for (int div : {1, 3}) {
+                if (premul && div != 1) continue;
                 Case c{type, op, n, oa, ob, oo, (Alias)alias, with_b, with_out1, div};
+                c.premul = premul;
+                if (premul) fill_random(&c.scalar, 1, type, rng);
                 std::string err = run_case(c, rng);
                 if (!err.empty()) {
                   ADD_FAILURE() << c.str() << ": " << err;
@@ -167,6 +188,19 @@ class CopyTest : public ::testing::TestWithParam<int> {};
 TEST_P(CopyTest, MatchesReference) { run_grid((koloDataType_t)GetParam(), koloAvg, false); }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, CopyTest, ::testing::Range(0, (int)koloNumTypes),
+                         [](const ::testing::TestParamInfo<int> &info) {
+                           return std::string(type_name((koloDataType_t)info.param));
+                         });
+
+// The premul-sum: with b (a + pre(b)) and without (pre(a)).
+class PremulTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(PremulTest, MatchesReference) {
+  run_grid((koloDataType_t)GetParam(), koloSum, true, true);
+  run_grid((koloDataType_t)GetParam(), koloSum, false, true);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, PremulTest, ::testing::Range(0, (int)koloNumTypes),
                          [](const ::testing::TestParamInfo<int> &info) {
                            return std::string(type_name((koloDataType_t)info.param));
                          });
@@ -383,6 +417,85 @@ TEST(Bf16Conversion, FloatToBf16RoundsToNearestEven) {
     if (std::isnan(f)) ASSERT_EQ(got, nan_to_bf16(f)) << std::hex << bits_of(f);
     else ASSERT_EQ(got, to_bf16((double)f)) << std::hexfloat << f;
   }
+}
+
+// ---- float8 conversions ---------------------------------------------------
+// Against reduce_ref.h's model (the formats from their definition): every
+// pattern to float, and the rounding probes back, with the edges spelled out.
+
+float fp8_to_float(uint8_t x, koloDataType_t t) {
+  return t == koloFloat8e4m3 ? kolo_e4m3_to_float(x) : kolo_e5m2_to_float(x);
+}
+uint8_t float_to_fp8(float f, koloDataType_t t) {
+  return t == koloFloat8e4m3 ? kolo_float_to_e4m3(f) : kolo_float_to_e5m2(f);
+}
+
+TEST(Fp8Conversion, EveryPatternToFloatAndBack) {
+  for (koloDataType_t t : {koloFloat8e4m3, koloFloat8e5m2})
+    for (uint32_t x = 0; x < 256; x++) {
+      float f = fp8_to_float((uint8_t)x, t);
+      double want = fp8_decode(x, fp8_of(t));
+      if (std::isnan(want)) {
+        ASSERT_EQ(bits_of(f), 0x7fffffffu) << type_name(t) << std::hex << " " << x;  // the toolkit's NaN
+        ASSERT_EQ(float_to_fp8(f, t), 0x7fu) << type_name(t) << std::hex << " " << x;
+      } else {
+        ASSERT_EQ((double)f, want) << type_name(t) << std::hex << " " << x;
+        ASSERT_EQ(std::signbit(f), std::signbit(want)) << type_name(t) << std::hex << " " << x;
+        // an e5m2 infinity saturates on the way back: only finite values round trip
+        uint32_t back = std::isinf(want) ? (x & 0x80u) | 0x7bu : x;
+        ASSERT_EQ(float_to_fp8(f, t), back) << type_name(t) << std::hex << " " << x;
+      }
+    }
+}
+
+TEST(Fp8Conversion, FloatToFp8RoundsToNearestEvenAndSaturates) {
+  struct {
+    float f;
+    uint8_t e4m3, e5m2;
+  } edges[] = {
+      {0.0f, 0x00, 0x00},         {-0.0f, 0x80, 0x80},       {1.0f, 0x38, 0x3c},
+      {448.0f, 0x7e, 0x5f},       {464.0f, 0x7e, 0x5f},      /* e4m3: tie between 448 and 480: even (448) */
+      {464.01f, 0x7e, 0x5f},      /* above the tie: saturates */
+      {-1e9f, 0xfe, 0xfb},        {INFINITY, 0x7e, 0x7b},    {-INFINITY, 0xfe, 0xfb},
+      {57344.0f, 0x7e, 0x7b},     {61439.0f, 0x7e, 0x7b},    {61440.0f, 0x7e, 0x7b}, /* e5m2: tie into inf */
+      {0x1p-9f, 0x01, 0x18},      {0x1p-10f, 0x00, 0x14},    /* e4m3: tie between 0 and the smallest: 0 */
+      {0x1.000002p-10f, 0x01, 0x14}, {0x3p-10f, 0x02, 0x1a}, /* e4m3: 1.5 -> 2 */
+      {0x1p-16f, 0x00, 0x01},     {0x1p-17f, 0x00, 0x00},    {0x3p-17f, 0x00, 0x02},
+      {0x1p-6f, 0x08, 0x24},      {0x1.ep-7f, 0x08, 0x24},   /* ties up into the next binade */
+      {1.0625f, 0x38, 0x3c},      {1.1875f, 0x3a, 0x3d},     /* ties to even (e4m3) */
+      {NAN, 0x7f, 0x7f},          {-NAN, 0x7f, 0x7f},
+  };
+  for (const auto &e : edges) {
+    EXPECT_EQ(kolo_float_to_e4m3(e.f), e.e4m3) << std::hexfloat << e.f;
+    EXPECT_EQ(kolo_float_to_e5m2(e.f), e.e5m2) << std::hexfloat << e.f;
+    EXPECT_EQ(fp8_round((double)e.f, kE4m3), e.e4m3) << "reference, " << std::hexfloat << e.f;
+    EXPECT_EQ(fp8_round((double)e.f, kE5m2), e.e5m2) << "reference, " << std::hexfloat << e.f;
+  }
+  for (float f : rounding_probes())
+    for (koloDataType_t t : {koloFloat8e4m3, koloFloat8e5m2})
+      ASSERT_EQ(float_to_fp8(f, t), fp8_round((double)f, fp8_of(t))) << type_name(t) << " " << std::hexfloat << f;
+}
+
+// NCCL's float8 max / min: a NaN operand loses, +0 is above -0, and an e5m2
+// infinity comes out saturated, as every reduction result does.
+TEST(HostReduceSemantics, Fp8MaxMinAreNcclsAndSaturate) {
+  // e5m2: NaN, 1.0, -0, +0, inf
+  const uint8_t nan = 0x7f, one = 0x3c, mzero = 0x80, pzero = 0x00, inf = 0x7c;
+  std::vector<uint8_t> a = {nan, one, mzero, pzero, inf, nan}, b = {one, nan, pzero, mzero, one, nan};
+  std::vector<uint8_t> mx = reduce2<uint8_t>(a, b, koloFloat8e5m2, koloMax, 1);
+  std::vector<uint8_t> mn = reduce2<uint8_t>(a, b, koloFloat8e5m2, koloMin, 1);
+  std::vector<uint8_t> want_max = {one, one, pzero, pzero, 0x7b}, want_min = {one, one, mzero, mzero, one};
+  for (size_t i = 0; i < want_max.size(); i++) {
+    EXPECT_EQ(mx[i], want_max[i]) << "max of element " << i;
+    EXPECT_EQ(mn[i], want_min[i]) << "min of element " << i;
+  }
+  EXPECT_TRUE(fp8_is_nan(mx[5], kE5m2) && fp8_is_nan(mn[5], kE5m2)) << "both NaN: NaN";
+  // a sum past the largest finite value saturates (e4m3: 448 + 448)
+  EXPECT_EQ(reduce2<uint8_t>({0x7e}, {0x7e}, koloFloat8e4m3, koloSum, 1)[0], 0x7e);
+  // a plain copy moves bytes: an e5m2 infinity stays one
+  uint8_t x = inf, out = 0;
+  kolo_host_reduce(&out, nullptr, &x, nullptr, 1, koloFloat8e5m2, koloSum, 1);
+  EXPECT_EQ(out, inf);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)

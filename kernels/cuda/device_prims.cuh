@@ -106,6 +106,10 @@ KOLO_DEVFN void poll() {}
  * otherwise do (read a host-mapped word across PCIe). */
 KOLO_DEVFN bool warp_leader() { return (__ffs(__activemask()) - 1) == (int)(threadIdx.x & 31); }
 KOLO_DEVFN int popc64(uint64_t x) { return __popcll(x); }
+/* A product rounded on its own: nvcc never fuses __fmul_rn / __dmul_rn
+ * into a multiply-add (a premul-sum rounds its product before the sum). */
+KOLO_DEVFN float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+KOLO_DEVFN double mul_rn(double a, double b) { return __dmul_rn(a, b); }
 /* A block-shared flag that threads read and write without a barrier. */
 KOLO_DEVFN int hint_get(const int *p) { return *(const volatile int *)p; }
 KOLO_DEVFN void hint_set(int *p, int v) { *(volatile int *)p = v; }
@@ -152,6 +156,9 @@ KOLO_DEVFN void pause() { kolo_sim_poll(); }
 KOLO_DEVFN void poll() { kolo_sim_poll(); }
 KOLO_DEVFN bool warp_leader() { return true; } /* every host thread is its own warp */
 KOLO_DEVFN int popc64(uint64_t x) { return __builtin_popcountll(x); }
+/* The host build is compiled with -ffp-contract=off (CMakeLists.txt). */
+KOLO_DEVFN float mul_rn(float a, float b) { return a * b; }
+KOLO_DEVFN double mul_rn(double a, double b) { return a * b; }
 KOLO_DEVFN int hint_get(const int *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 KOLO_DEVFN void hint_set(int *p, int v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 /* Cycles of the model's clock: cudaDevAttrClockRate (1.98 GHz) times the

@@ -3,6 +3,9 @@
  * slice by slice through its connectors (see kernels/cuda_exec.h).
  *
  * One kernel per (dtype, protocol): kolo_exec_kernel<T, KOLO_PROTO_*>.
+ * The op is a run-time choice per task; a premul-sum (KOLO_DEV_OP_PREMUL*)
+ * is a sum whose steps that read this rank's input scale it first (see
+ * step_div), the host executor's rule (kernels/host_exec.c).
  *
  * Slicing is the host executor's: a step's chunk of n elements is cut into
  * slices of slot_elems elements (SIMPLE: slot_bytes / elem_size; LL:
@@ -187,11 +190,44 @@ __device__ bool wait_ready(const kolo_dev_batch &b, const kolo_dev_task &t, bool
 
 /* ---- SIMPLE -------------------------------------------------------------- */
 
-/* op -> reduce_block<T, OP> (the kernel is instantiated per dtype, which
- * keeps each instantiation's registers low); b == nullptr is a copy. */
+/* The premul-sum's scalar bits: as bound to the call, or (_PTR) read now,
+ * when the kernel runs, at its device address. */
 template <typename T>
-__device__ __forceinline__ void reduce_t(int op, void *o0, void *o1, const void *a, const void *b,
-                                         size_t n, int div) {
+__device__ __forceinline__ uint64_t premul_scalar(const kolo_dev_task &t) {
+  if (t.op != KOLO_DEV_OP_PREMUL_PTR) return t.scalar;
+  uint64_t bits = 0;
+  memcpy(&bits, reinterpret_cast<const void *>(static_cast<uintptr_t>(t.scalar)), sizeof(T));
+  return bits;
+}
+
+/* A step's divisor: its post-op's (1: none), or 0 where a premul-sum's
+ * step reads this rank's input (src in IN: where the schedules of ring/ read
+ * each input element, once), which it scales.  (One variable for both: a
+ * flag of its own, live through the slice loop, cost the kernels two
+ * registers.) */
+__device__ __forceinline__ int step_div(const kolo_dev_task &t, const kolo_step &st) {
+  if (t.op >= KOLO_DEV_OP_PREMUL && kolo_step_reads_src(st.op) && st.src_buf == KOLO_BUF_IN) return 0;
+  return (st.flags & KOLO_STEP_FINAL) ? t.div : 1;
+}
+
+/* The op a step runs: KOLO_DEV_OP_PREMUL where it scales (div 0), a sum at
+ * a premul-sum's other steps, else the task's op. */
+__device__ __forceinline__ int step_rop(const kolo_dev_task &t, int div) {
+  if (div == 0) return KOLO_DEV_OP_PREMUL;
+  return t.op >= KOLO_DEV_OP_PREMUL ? (int)koloSum : t.op;
+}
+
+/* op -> reduce_block<T, OP> (the kernel is instantiated per dtype, which
+ * keeps each instantiation's registers low); b == nullptr is a copy, or,
+ * for a premul-sum, the scaling of a alone. */
+template <typename T>
+__device__ __forceinline__ void reduce_t(const kolo_dev_task &t, int op, void *o0, void *o1, const void *a,
+                                         const void *b, size_t n, int div) {
+  if (op == KOLO_DEV_OP_PREMUL) {
+    const uint64_t s = premul_scalar<T>(t);
+    if (b == nullptr) return reduce_block<T, kOpPreCopy>(o0, o1, a, b, n, 1, s);
+    return reduce_block<T, kOpPreSum>(o0, o1, a, b, n, 1, s);
+  }
   if (b == nullptr) return reduce_block<T, kOpCopy>(o0, o1, a, b, n, div);
   switch (op) {
   case koloProd: return reduce_block<T, kOpProd>(o0, o1, a, b, n, div);
@@ -201,19 +237,21 @@ __device__ __forceinline__ void reduce_t(int op, void *o0, void *o1, const void 
   }
 }
 
-/* One SIMPLE slice: rs / ss are the receive / send slots (or nullptr). */
+/* One SIMPLE slice: rs / ss are the receive / send slots (or nullptr);
+ * div: step_div's. */
 template <typename T>
-__device__ __forceinline__ void simple_slice(int sop, int rop, char *rs, char *ss, char *s_, char *d_,
-                                             size_t cnt, int div) {
+__device__ __forceinline__ void simple_slice(const kolo_dev_task &t, int sop, char *rs, char *ss, char *s_,
+                                             char *d_, size_t cnt, int div) {
+  const int rop = step_rop(t, div);
   switch (sop) {
-  case KOLO_STEP_SEND: reduce_t<T>(rop, ss, nullptr, s_, nullptr, cnt, 1); break;
-  case KOLO_STEP_RECV: reduce_t<T>(rop, d_, nullptr, rs, nullptr, cnt, 1); break;
-  case KOLO_STEP_COPY: reduce_t<T>(rop, d_, nullptr, s_, nullptr, cnt, div); break;
-  case KOLO_STEP_COPY_SEND: reduce_t<T>(rop, ss, d_ == s_ ? nullptr : d_, s_, nullptr, cnt, 1); break;
-  case KOLO_STEP_RECV_COPY_SEND: reduce_t<T>(rop, d_, ss, rs, nullptr, cnt, 1); break;
-  case KOLO_STEP_RECV_REDUCE_SEND: reduce_t<T>(rop, ss, nullptr, rs, s_, cnt, 1); break;
-  case KOLO_STEP_RECV_REDUCE_COPY: reduce_t<T>(rop, d_, nullptr, rs, s_, cnt, div); break;
-  case KOLO_STEP_RECV_REDUCE_COPY_SEND: reduce_t<T>(rop, d_, ss, rs, s_, cnt, div); break;
+  case KOLO_STEP_SEND: reduce_t<T>(t, rop, ss, nullptr, s_, nullptr, cnt, 1); break;
+  case KOLO_STEP_RECV: reduce_t<T>(t, rop, d_, nullptr, rs, nullptr, cnt, 1); break;
+  case KOLO_STEP_COPY: reduce_t<T>(t, rop, d_, nullptr, s_, nullptr, cnt, div); break;
+  case KOLO_STEP_COPY_SEND: reduce_t<T>(t, rop, ss, d_ == s_ ? nullptr : d_, s_, nullptr, cnt, 1); break;
+  case KOLO_STEP_RECV_COPY_SEND: reduce_t<T>(t, rop, d_, ss, rs, nullptr, cnt, 1); break;
+  case KOLO_STEP_RECV_REDUCE_SEND: reduce_t<T>(t, rop, ss, nullptr, rs, s_, cnt, 1); break;
+  case KOLO_STEP_RECV_REDUCE_COPY: reduce_t<T>(t, rop, d_, nullptr, rs, s_, cnt, div); break;
+  case KOLO_STEP_RECV_REDUCE_COPY_SEND: reduce_t<T>(t, rop, d_, ss, rs, s_, cnt, div); break;
   default: break;
   }
 }
@@ -223,13 +261,13 @@ __device__ __forceinline__ void simple_slice(int sop, int rop, char *rs, char *s
 /* 8 payload bytes: OP applied element by element (8 / sizeof(T) elements;
  * a padded tail is computed too and never stored to a user buffer). */
 template <typename T, int OP>
-__device__ __forceinline__ uint64_t reduce_line(uint64_t a, uint64_t b, bool has_div, int d) {
+__device__ __forceinline__ uint64_t reduce_line(uint64_t a, uint64_t b, bool has_div, int d, ValOf<T> s) {
   constexpr int kN = 8 / sizeof(T);
   T x[kN], y[kN];
   memcpy(static_cast<void *>(x), &a, 8); /* void *: __half is a class */
   memcpy(static_cast<void *>(y), &b, 8);
 #pragma unroll
-  for (int j = 0; j < kN; j++) x[j] = reduce_elem<T, OP>(x[j], y[j], has_div, d);
+  for (int j = 0; j < kN; j++) x[j] = reduce_elem<T, OP>(x[j], y[j], has_div, d, s);
   uint64_t r;
   memcpy(&r, static_cast<const void *>(x), 8);
   return r;
@@ -305,12 +343,16 @@ struct LLSlice {
 
 /* The block's lines of one slice.  Value of a line: the receive line
  * (OP'ed with the source when OP is a reduction), or the source when
- * nothing is received; divided by div when div > 1.  Returns true to stop. */
+ * nothing is received (kOpPreCopy: scaled); divided by div when div > 1.
+ * scalar: the premul-sum's.  Returns true to stop. */
 template <typename T, int OP>
 __device__ __forceinline__ bool ll_lines(const LLSlice &x, const kolo_dev_batch &b,
-                                         const kolo_dev_task &t, int *s_stop) {
-  constexpr int U = kLLUnroll;
+                                         const kolo_dev_task &t, int *s_stop, uint64_t scalar) {
+  /* the premul-sum's product and scalar: fewer lines in flight, which keeps
+   * the LL kernels' registers where they were */
+  constexpr int U = OP == kOpPreSum || OP == kOpPreCopy ? kLLUnroll / 2 : kLLUnroll;
   const bool has_div = x.div > 1;
+  const ValOf<T> s = scalar_value<T>(scalar);
   const size_t nlines = kolo_ll_lines(x.nbytes), nt = blockDim.x;
   for (size_t i0 = threadIdx.x; i0 < nlines; i0 += U * nt) {
     uint64_t lo[U], hi[U], sv[U];
@@ -335,9 +377,10 @@ __device__ __forceinline__ bool ll_lines(const LLSlice &x, const kolo_dev_batch 
       if (x.rl) {
         if (!ll_wait(x.rl + i * KOLO_LL_LINE_BYTES, x.rflag, lo[u], hi[u], b, t, s_stop)) return true;
         v = kolo_ll_payload(lo[u], hi[u]);
-        if (OP != kOpCopy) v = reduce_line<T, OP>(v, sv[u], has_div, x.div);
+        if (reads_b(OP)) v = reduce_line<T, OP>(v, sv[u], has_div, x.div, s);
       }
-      if (OP == kOpCopy && has_div) v = reduce_line<T, kOpCopy>(v, 0, true, x.div);
+      if (OP == kOpPreCopy) v = reduce_line<T, kOpPreCopy>(v, 0, false, 1, s);
+      if (OP == kOpCopy && has_div) v = reduce_line<T, kOpCopy>(v, 0, true, x.div, s);
       if (x.d) store_payload(x.d + i * KOLO_LL_LINE_PAYLOAD, v, kolo_ll_line_bytes(x.nbytes, i));
       if (x.sl) st_line(x.sl + i * KOLO_LL_LINE_BYTES, kolo_ll_lo(v, x.sflag), kolo_ll_hi(v, x.sflag));
     }
@@ -345,16 +388,22 @@ __device__ __forceinline__ bool ll_lines(const LLSlice &x, const kolo_dev_batch 
   return false;
 }
 
-/* ll_lines with the slice's reduction.  Returns true to stop. */
+/* ll_lines with the slice's reduction (pre: it scales, see step_div).
+ * Returns true to stop. */
 template <typename T>
-__device__ __forceinline__ bool ll_op_lines(const LLSlice &x, int sop, const kolo_dev_batch &b,
+__device__ __forceinline__ bool ll_op_lines(const LLSlice &x, int sop, bool pre, const kolo_dev_batch &b,
                                             const kolo_dev_task &t, int *s_stop) {
-  if (!kolo_step_reduces(sop)) return ll_lines<T, kOpCopy>(x, b, t, s_stop);
+  if (pre) {
+    const uint64_t sc = premul_scalar<T>(t);
+    if (kolo_step_reduces(sop)) return ll_lines<T, kOpPreSum>(x, b, t, s_stop, sc);
+    return ll_lines<T, kOpPreCopy>(x, b, t, s_stop, sc);
+  }
+  if (!kolo_step_reduces(sop)) return ll_lines<T, kOpCopy>(x, b, t, s_stop, 0);
   switch (t.op) {
-  case koloProd: return ll_lines<T, kOpProd>(x, b, t, s_stop);
-  case koloMax: return ll_lines<T, kOpMax>(x, b, t, s_stop);
-  case koloMin: return ll_lines<T, kOpMin>(x, b, t, s_stop);
-  default: return ll_lines<T, kOpSum>(x, b, t, s_stop); /* sum, avg */
+  case koloProd: return ll_lines<T, kOpProd>(x, b, t, s_stop, 0);
+  case koloMax: return ll_lines<T, kOpMax>(x, b, t, s_stop, 0);
+  case koloMin: return ll_lines<T, kOpMin>(x, b, t, s_stop, 0);
+  default: return ll_lines<T, kOpSum>(x, b, t, s_stop, 0); /* sum, avg, a premul-sum's other steps */
   }
 }
 
@@ -368,12 +417,13 @@ __device__ __forceinline__ void ll_clean(const LLSlice &x, uint32_t ll_slot_byte
     st_line(x.sl + i * KOLO_LL_LINE_BYTES, kolo_ll_lo(0, x.sflag), kolo_ll_hi(0, x.sflag));
 }
 
-/* One LL slice of step op `sop` (the post-op divisor as SIMPLE applies it).
- * Returns true to stop. */
+/* One LL slice of step op `sop` (div: step_div's, the post-op divisor as
+ * SIMPLE applies it).  Returns true to stop. */
 template <typename T>
-__device__ __forceinline__ bool ll_slice(const kolo_dev_batch &b, const kolo_dev_task &t, int sop,
-                                         char *s_, char *d_, size_t cnt, int div, uint32_t rstep,
-                                         uint32_t sstep, int *s_stop) {
+__device__ __forceinline__ bool ll_slice(const kolo_dev_batch &b, const kolo_dev_task &t, int sop, char *s_,
+                                         char *d_, size_t cnt, int div, uint32_t rstep, uint32_t sstep,
+                                         int *s_stop) {
+  const bool pre = div == 0;
   LLSlice x;
   x.rl = kolo_step_recvs(sop)
              ? t.recv.ll_slots + (size_t)(rstep % t.recv.nslots) * t.recv.ll_slot_bytes
@@ -389,9 +439,9 @@ __device__ __forceinline__ bool ll_slice(const kolo_dev_batch &b, const kolo_dev
   x.sflag = kolo_ll_flag(sstep);
   x.div = (sop == KOLO_STEP_COPY || sop == KOLO_STEP_RECV_REDUCE_COPY ||
            sop == KOLO_STEP_RECV_REDUCE_COPY_SEND)
-              ? div
+              ? (pre ? 1 : div)
               : 1;
-  if (ll_op_lines<T>(x, sop, b, t, s_stop)) return true;
+  if (ll_op_lines<T>(x, sop, pre, b, t, s_stop)) return true;
   if (x.sl != nullptr && kolo_ll_clean_step(sstep)) ll_clean(x, t.send.ll_slot_bytes);
   return false;
 }
@@ -444,8 +494,8 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
       const size_t n = ns < nd ? ns : nd;
       char *src = (st.src_buf == KOLO_BUF_IN ? t.in : t.out) + soff * esz;
       char *dst = (st.dst_buf == KOLO_BUF_IN ? t.in : t.out) + doff * esz;
-      const int div = (st.flags & KOLO_STEP_FINAL) ? t.div : 1;
-      if (sop == KOLO_STEP_COPY && dst == src && div <= 1) continue; /* nothing to do */
+      const int div = step_div(t, st);
+      if (sop == KOLO_STEP_COPY && dst == src && div == 1) continue; /* nothing to do */
       const size_t per = (rv || sd) ? slot_elems : n;
       for (size_t off = 0; off < n; off += per) {
         const size_t cnt = n - off < per ? n - off : per;
@@ -471,7 +521,7 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
         } else {
           char *rs = rv ? t.recv.slots + (size_t)(rstep % t.recv.nslots) * t.recv.slot_bytes : nullptr;
           char *ss = sd ? t.send.slots + (size_t)(sstep % t.send.nslots) * t.send.slot_bytes : nullptr;
-          simple_slice<T>(sop, t.op, rs, ss, s_, d_, cnt, div);
+          simple_slice<T>(t, sop, rs, ss, s_, d_, cnt, div);
           kolo_dev::block_sync(); /* the whole slice is written (and read) before it is published */
           if (rv) rstep++;
           if (sd) sstep++;
@@ -504,6 +554,9 @@ bool conn_ok(const kolo_dev_conn &c, int protocol, size_t esz) {
  * tasks: blocks run concurrently, so two tasks on one end would both start
  * from the same step (the host executor orders them with dep[]; a batch
  * must put them in separate launches). */
+/* The batch is the kernel's parameter: CUDA's classic limit is 4 KiB. */
+static_assert(sizeof(kolo_dev_batch) <= 4096, "kolo_dev_batch outgrew 4 KiB of kernel parameters");
+
 bool batch_ok(const kolo_dev_batch &b, size_t esz) {
   if (b.protocol != KOLO_PROTO_SIMPLE && b.protocol != KOLO_PROTO_LL) return false;
   for (int i = 0; i < b.ntasks; i++) {
@@ -559,7 +612,8 @@ extern "C" int kolo_cuda_exec_blocks_per_sm(int *blocks) {
   if (e == cudaSuccess) e = fewest_blocks<T>(&worst);
   KOLO_EXEC_FEWEST(int8_t) KOLO_EXEC_FEWEST(uint8_t) KOLO_EXEC_FEWEST(int32_t) KOLO_EXEC_FEWEST(uint32_t)
   KOLO_EXEC_FEWEST(int64_t) KOLO_EXEC_FEWEST(uint64_t) KOLO_EXEC_FEWEST(__half) KOLO_EXEC_FEWEST(float)
-  KOLO_EXEC_FEWEST(double) KOLO_EXEC_FEWEST(__nv_bfloat16)
+  KOLO_EXEC_FEWEST(double) KOLO_EXEC_FEWEST(__nv_bfloat16) KOLO_EXEC_FEWEST(__nv_fp8_e4m3)
+  KOLO_EXEC_FEWEST(__nv_fp8_e5m2)
 #undef KOLO_EXEC_FEWEST
   *blocks = e == cudaSuccess ? worst : 0;
   return (int)e;
@@ -577,6 +631,7 @@ extern "C" int kolo_cuda_exec_launch(const kolo_dev_batch *batch, void *stream) 
     KOLO_EXEC_CASE(koloInt64, int64_t) KOLO_EXEC_CASE(koloUint64, uint64_t)
     KOLO_EXEC_CASE(koloFloat16, __half) KOLO_EXEC_CASE(koloFloat32, float)
     KOLO_EXEC_CASE(koloFloat64, double) KOLO_EXEC_CASE(koloBfloat16, __nv_bfloat16)
+    KOLO_EXEC_CASE(koloFloat8e4m3, __nv_fp8_e4m3) KOLO_EXEC_CASE(koloFloat8e5m2, __nv_fp8_e5m2)
 #undef KOLO_EXEC_CASE
   default: return (int)cudaErrorInvalidValue;
   }

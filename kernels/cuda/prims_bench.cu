@@ -66,7 +66,8 @@ cudaError_t grid_t(int reduce, int threads, int *blocks) {
   X(koloInt8, int8_t) X(koloUint8, uint8_t) X(koloInt32, int32_t)             \
   X(koloUint32, uint32_t) X(koloInt64, int64_t) X(koloUint64, uint64_t)       \
   X(koloFloat16, __half) X(koloFloat32, float) X(koloFloat64, double)         \
-  X(koloBfloat16, __nv_bfloat16)
+  X(koloBfloat16, __nv_bfloat16) X(koloFloat8e4m3, __nv_fp8_e4m3)             \
+  X(koloFloat8e5m2, __nv_fp8_e5m2)
 
 /* ---- fill and compare --------------------------------------------------- */
 

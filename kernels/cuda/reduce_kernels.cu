@@ -23,19 +23,19 @@ constexpr int kMaxBlocks = 1024;
 template <typename T, int OP>
 __global__ void __launch_bounds__(kThreads)
     kolo_cuda_reduce_kernel(void *out0, void *out1, const void *a, const void *b, size_t n,
-                            size_t per, int div) {
+                            size_t per, int div, uint64_t scalar) {
   size_t lo = (size_t)blockIdx.x * per;
   if (lo >= n) return;
   size_t cnt = n - lo < per ? n - lo : per, off = lo * sizeof(T);
   reduce_block<T, OP>(static_cast<char *>(out0) + off,
                       out1 ? static_cast<char *>(out1) + off : nullptr,
                       static_cast<const char *>(a) + off,
-                      OP == kOpCopy ? nullptr : static_cast<const char *>(b) + off, cnt, div);
+                      reads_b(OP) ? static_cast<const char *>(b) + off : nullptr, cnt, div, scalar);
 }
 
 template <typename T, int OP>
 cudaError_t launch(void *out0, void *out1, const void *a, const void *b, size_t n, int div,
-                   cudaStream_t stream) {
+                   cudaStream_t stream, uint64_t scalar = 0) {
   /* enough blocks for four vectors per thread, at most kMaxBlocks */
   size_t per_block = (size_t)kThreads * 4 * (16 / sizeof(T));
   size_t blocks = (n + per_block - 1) / per_block;
@@ -43,7 +43,7 @@ cudaError_t launch(void *out0, void *out1, const void *a, const void *b, size_t 
   size_t per = (n + blocks - 1) / blocks;
   per = (per + 63) / 64 * 64;
   return kolo_dev::launch<kolo_cuda_reduce_kernel<T, OP>>((unsigned)blocks, kThreads, 0, stream, out0, out1, a, b, n,
-                                                          per, div);
+                                                          per, div, scalar);
 }
 
 /* The instantiations: X(dtype, T); drop a line to drop its kernels. */
@@ -51,7 +51,8 @@ cudaError_t launch(void *out0, void *out1, const void *a, const void *b, size_t 
   X(koloInt8, int8_t) X(koloUint8, uint8_t) X(koloInt32, int32_t)             \
   X(koloUint32, uint32_t) X(koloInt64, int64_t) X(koloUint64, uint64_t)       \
   X(koloFloat16, __half) X(koloFloat32, float) X(koloFloat64, double)         \
-  X(koloBfloat16, __nv_bfloat16)
+  X(koloBfloat16, __nv_bfloat16) X(koloFloat8e4m3, __nv_fp8_e4m3)             \
+  X(koloFloat8e5m2, __nv_fp8_e5m2)
 
 template <typename T>
 cudaError_t launch_op(int op, void *out0, void *out1, const void *a, const void *b, size_t n,
@@ -67,6 +68,13 @@ cudaError_t launch_op(int op, void *out0, void *out1, const void *a, const void 
   }
 }
 
+template <typename T>
+cudaError_t launch_premul(void *out0, void *out1, const void *a, const void *b, size_t n, uint64_t scalar,
+                          cudaStream_t s) {
+  if (b == nullptr) return launch<T, kOpPreCopy>(out0, out1, a, b, n, 1, s, scalar);
+  return launch<T, kOpPreSum>(out0, out1, a, b, n, 1, s, scalar);
+}
+
 }  // namespace
 
 extern "C" int kolo_cuda_reduce(void *out0, void *out1, const void *a, const void *b, size_t n,
@@ -77,6 +85,19 @@ extern "C" int kolo_cuda_reduce(void *out0, void *out1, const void *a, const voi
   switch (type) {
 #define KOLO_CUDA_CASE(dtype, T) \
   case dtype: return (int)launch_op<T>(op, out0, out1, a, b, n, div, s);
+    KOLO_CUDA_TYPES(KOLO_CUDA_CASE)
+#undef KOLO_CUDA_CASE
+  default: return (int)cudaErrorInvalidValue;
+  }
+}
+
+extern "C" int kolo_cuda_reduce_premul(void *out0, void *out1, const void *a, const void *b, size_t n,
+                                       int type, uint64_t scalar, void *stream) {
+  if (n == 0) return (int)cudaSuccess;
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  switch (type) {
+#define KOLO_CUDA_CASE(dtype, T) \
+  case dtype: return (int)launch_premul<T>(out0, out1, a, b, n, scalar, s);
     KOLO_CUDA_TYPES(KOLO_CUDA_CASE)
 #undef KOLO_CUDA_CASE
   default: return (int)cudaErrorInvalidValue;

@@ -1,14 +1,20 @@
 /* reduce_prims.cuh - device-side data primitives of the CUDA executor.
  *
- * kolo_cuda::reduce_block<T, OP>(out0, out1, a, b, n, div): one thread
- * block computes out0[i] (and out1[i] when out1 != nullptr) =
+ * kolo_cuda::reduce_block<T, OP>(out0, out1, a, b, n, div, scalar): one
+ * thread block computes out0[i] (and out1[i] when out1 != nullptr) =
  * post(a[i] OP b[i]) for i < n; OP = kOpCopy reads no b (out = post(a[i])).
+ * The premul-sum's two: kOpPreSum is a[i] + pre(b[i]) and kOpPreCopy
+ * pre(a[i]) (no b), where pre(x) = x * scalar (`scalar`: the bits of one T)
+ * rounded to T, as NCCL's FuncPreMulSum; integers wrap.
  * The semantics are host_reduce.h's, bit for bit where IEEE defines them:
  *   - integers wrap (sum and prod in the unsigned type); post divides the
  *     wrapped value with C's truncating division;
  *   - float max is (a > b || isnan(a)) ? a : b, min the same with <;
  *   - float16 / bfloat16 are widened to float32, combined and divided in
- *     float32 and rounded to nearest-even once (cvt.rn); float32 / float64
+ *     float32 and rounded to nearest-even once (cvt.rn); float8 the same,
+ *     rounded with the toolkit's __NV_SATFINITE conversion (cvt.rn.satfinite:
+ *     kernels/fp8_convert.h is its host twin), with NCCL's max / min (a NaN
+ *     operand loses, +0 above -0); float32 / float64
  *     combine and divide in their own precision (IEEE division: this file
  *     must not be built with -use_fast_math / -prec-div=false / -ftz=true);
  *   - koloAvg is kOpSum with div = nranks on the final step.
@@ -35,6 +41,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,15 +53,19 @@ namespace kolo_cuda {
 
 #if KOLO_DEV_HOST_BUILD
 using std::isnan;
+using std::signbit;
 #endif
 
-enum RedOp { kOpSum = 0, kOpProd = 1, kOpMax = 2, kOpMin = 3, kOpCopy = 4 };
+enum RedOp { kOpSum = 0, kOpProd = 1, kOpMax = 2, kOpMin = 3, kOpCopy = 4, kOpPreSum = 5, kOpPreCopy = 6 };
+
+/* Whether OP reads its second input. */
+__host__ __device__ constexpr bool reads_b(int op) { return op != kOpCopy && op != kOpPreCopy; }
 
 #define KOLO_DEV static __device__ __forceinline__
 
 /* ---- arithmetic per element type ----------------------------------------
  * V is the type values are combined in; widen / narrow convert to and from
- * the stored type T. */
+ * the stored type T; pre is the premul-sum's product, rounded to T. */
 
 template <typename T>
 struct Arith { /* the integers */
@@ -68,6 +79,7 @@ struct Arith { /* the integers */
   KOLO_DEV V max(V a, V b) { return a > b ? a : b; }
   KOLO_DEV V min(V a, V b) { return a < b ? a : b; }
   KOLO_DEV V div(V a, int d) { return (T)((W)a / (W)d); }
+  KOLO_DEV V pre(V a, V s) { return prod(a, s); }
 };
 
 template <typename F>
@@ -84,28 +96,69 @@ template <>
 struct Arith<float> : FloatArith<float> {
   KOLO_DEV float widen(float x) { return x; }
   KOLO_DEV float narrow(float v) { return v; }
+  KOLO_DEV float pre(float a, float s) { return kolo_dev::mul_rn(a, s); }
 };
 template <>
 struct Arith<double> : FloatArith<double> {
   KOLO_DEV double widen(double x) { return x; }
   KOLO_DEV double narrow(double v) { return v; }
+  KOLO_DEV double pre(double a, double s) { return kolo_dev::mul_rn(a, s); }
 };
 template <>
 struct Arith<__half> : FloatArith<float> {
   KOLO_DEV float widen(__half x) { return __half2float(x); }
   KOLO_DEV __half narrow(float v) { return __float2half_rn(v); }
+  KOLO_DEV float pre(float a, float s) { return widen(narrow(a * s)); }
 };
 template <>
 struct Arith<__nv_bfloat16> : FloatArith<float> {
   KOLO_DEV float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
   KOLO_DEV __nv_bfloat16 narrow(float v) { return __float2bfloat16_rn(v); }
+  KOLO_DEV float pre(float a, float s) { return widen(narrow(a * s)); }
 };
 
-/* One element: post(a OP b). */
+/* float8: the toolkit's conversions (float from the stored byte; to it with
+ * __NV_SATFINITE, nearest-even), and NCCL's __hmax / __hmin semantics. */
+template <typename F8>
+struct Fp8Arith : FloatArith<float> {
+  KOLO_DEV float widen(F8 x) { return static_cast<float>(x); }
+  KOLO_DEV F8 narrow(float v) { return F8(v); }
+  KOLO_DEV float pre(float a, float s) { return widen(narrow(a * s)); }
+  KOLO_DEV float max(float a, float b) {
+    float r = (a > b || isnan(b)) ? a : b;
+    return a == b ? (signbit(a) ? b : a) : r;
+  }
+  KOLO_DEV float min(float a, float b) {
+    float r = (a < b || isnan(b)) ? a : b;
+    return a == b ? (signbit(a) ? a : b) : r;
+  }
+};
+template <>
+struct Arith<__nv_fp8_e4m3> : Fp8Arith<__nv_fp8_e4m3> {};
+template <>
+struct Arith<__nv_fp8_e5m2> : Fp8Arith<__nv_fp8_e5m2> {};
+
+template <typename T>
+using ValOf = typename Arith<T>::V;
+
+/* The premul-sum's scalar as a value: `bits` holds one T (little endian). */
+template <typename T>
+KOLO_DEV ValOf<T> scalar_value(uint64_t bits) {
+  T x;
+  memcpy(static_cast<void *>(&x), &bits, sizeof(T));
+  return Arith<T>::widen(x);
+}
+
+/* One element: post(a OP b); s: the premul-sum's scalar.  A copy is the
+ * element's bytes (an e5m2 infinity moved by a broadcast stays infinite:
+ * only arithmetic saturates). */
 template <typename T, int OP>
-KOLO_DEV T reduce_elem(T a, T b, bool has_div, int d) {
+KOLO_DEV T reduce_elem(T a, T b, bool has_div, int d, ValOf<T> s) {
   using A = Arith<T>;
+  if (OP == kOpCopy && !has_div) return a;
   typename A::V x = A::widen(a);
+  if (OP == kOpPreCopy) x = A::pre(x, s);
+  if (OP == kOpPreSum) x = A::sum(x, A::pre(A::widen(b), s));
   if (OP == kOpSum) x = A::sum(x, A::widen(b));
   if (OP == kOpProd) x = A::prod(x, A::widen(b));
   if (OP == kOpMax) x = A::max(x, A::widen(b));
@@ -116,13 +169,13 @@ KOLO_DEV T reduce_elem(T a, T b, bool has_div, int d) {
 
 /* 16 bytes of elements at once. */
 template <typename T, int OP>
-KOLO_DEV uint4 reduce_pack(uint4 a, uint4 b, bool has_div, int d) {
+KOLO_DEV uint4 reduce_pack(uint4 a, uint4 b, bool has_div, int d, ValOf<T> s) {
   constexpr int kN = 16 / sizeof(T);
   T x[kN], y[kN];
   memcpy(static_cast<void *>(x), &a, 16); /* void *: __half is a class */
   memcpy(static_cast<void *>(y), &b, 16);
 #pragma unroll
-  for (int j = 0; j < kN; j++) x[j] = reduce_elem<T, OP>(x[j], y[j], has_div, d);
+  for (int j = 0; j < kN; j++) x[j] = reduce_elem<T, OP>(x[j], y[j], has_div, d, s);
   uint4 r;
   memcpy(&r, x, 16);
   return r;
@@ -145,10 +198,10 @@ KOLO_DEV void store_elem(char *p, size_t i, T v) {
 /* Elements [lo, hi), one per thread per step. */
 template <typename T, int OP, bool ALIGNED>
 KOLO_DEV void reduce_elems(char *o0, char *o1, const char *a, const char *b, size_t lo, size_t hi,
-                           bool has_div, int d) {
+                           bool has_div, int d, ValOf<T> s) {
   for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-    T y = OP == kOpCopy ? T() : load_elem<T, ALIGNED>(b, i);
-    T r = reduce_elem<T, OP>(load_elem<T, ALIGNED>(a, i), y, has_div, d);
+    T y = reads_b(OP) ? load_elem<T, ALIGNED>(b, i) : T();
+    T r = reduce_elem<T, OP>(load_elem<T, ALIGNED>(a, i), y, has_div, d, s);
     store_elem<T, ALIGNED>(o0, i, r);
     if (o1) store_elem<T, ALIGNED>(o1, i, r);
   }
@@ -157,7 +210,7 @@ KOLO_DEV void reduce_elems(char *o0, char *o1, const char *a, const char *b, siz
 /* nvec 16-byte vectors, kUnroll per thread per step (all loads first). */
 template <typename T, int OP>
 KOLO_DEV void reduce_vectors(uint4 *o0, uint4 *o1, const uint4 *a, const uint4 *b, size_t nvec,
-                             bool has_div, int d) {
+                             bool has_div, int d, ValOf<T> s) {
   constexpr int kUnroll = 4;
   const size_t nt = blockDim.x, step = kUnroll * nt;
   size_t v = 0;
@@ -166,16 +219,16 @@ KOLO_DEV void reduce_vectors(uint4 *o0, uint4 *o1, const uint4 *a, const uint4 *
 #pragma unroll
     for (int u = 0; u < kUnroll; u++) xa[u] = a[v + u * nt + threadIdx.x];
 #pragma unroll
-    for (int u = 0; u < kUnroll; u++) xb[u] = OP == kOpCopy ? uint4() : b[v + u * nt + threadIdx.x];
+    for (int u = 0; u < kUnroll; u++) xb[u] = reads_b(OP) ? b[v + u * nt + threadIdx.x] : uint4();
 #pragma unroll
     for (int u = 0; u < kUnroll; u++) {
-      uint4 r = reduce_pack<T, OP>(xa[u], xb[u], has_div, d);
+      uint4 r = reduce_pack<T, OP>(xa[u], xb[u], has_div, d, s);
       o0[v + u * nt + threadIdx.x] = r;
       if (o1) o1[v + u * nt + threadIdx.x] = r;
     }
   }
   for (size_t i = v + threadIdx.x; i < nvec; i += nt) {
-    uint4 r = reduce_pack<T, OP>(a[i], OP == kOpCopy ? uint4() : b[i], has_div, d);
+    uint4 r = reduce_pack<T, OP>(a[i], reads_b(OP) ? b[i] : uint4(), has_div, d, s);
     o0[i] = r;
     if (o1) o1[i] = r;
   }
@@ -183,32 +236,37 @@ KOLO_DEV void reduce_vectors(uint4 *o0, uint4 *o1, const uint4 *a, const uint4 *
 
 template <typename T, int OP>
 static __device__ __forceinline__ void reduce_block(void *out0, void *out1, const void *a,
-                                                    const void *b, size_t n, int div) {
+                                                    const void *b, size_t n, int div,
+                                                    uint64_t scalar = 0) {
   constexpr size_t kS = sizeof(T);
+  const ValOf<T> s = scalar_value<T>(scalar);
   char *o0 = static_cast<char *>(out0), *o1 = static_cast<char *>(out1);
   const char *pa = static_cast<const char *>(a), *pb = static_cast<const char *>(b);
   const bool has_div = div > 1;
   const uintptr_t mis = (uintptr_t)pa & 15;
-  bool vec = mis % kS == 0 && ((uintptr_t)o0 & 15) == mis &&
-             (OP == kOpCopy || ((uintptr_t)pb & 15) == mis) && (!o1 || ((uintptr_t)o1 & 15) == mis);
+  /* The premul-sum moves element by element: its vector loop raised the
+   * registers of the executor kernels that instantiate it (a kernel is
+   * charged its worst path), by 2 on the 16-bit and 8-bit ones. */
+  bool vec = OP != kOpPreSum && OP != kOpPreCopy && mis % kS == 0 && ((uintptr_t)o0 & 15) == mis &&
+             (!reads_b(OP) || ((uintptr_t)pb & 15) == mis) && (!o1 || ((uintptr_t)o1 & 15) == mis);
   if (!vec) {
     uintptr_t any = (uintptr_t)pa | (uintptr_t)o0 | (uintptr_t)o1;
-    if (OP != kOpCopy) any |= (uintptr_t)pb;
-    if (any % kS == 0) reduce_elems<T, OP, true>(o0, o1, pa, pb, 0, n, has_div, div);
-    else reduce_elems<T, OP, false>(o0, o1, pa, pb, 0, n, has_div, div);
+    if (reads_b(OP)) any |= (uintptr_t)pb;
+    if (any % kS == 0) reduce_elems<T, OP, true>(o0, o1, pa, pb, 0, n, has_div, div, s);
+    else reduce_elems<T, OP, false>(o0, o1, pa, pb, 0, n, has_div, div, s);
     return;
   }
   size_t head = ((16 - mis) & 15) / kS;
   if (head > n) head = n;
-  reduce_elems<T, OP, true>(o0, o1, pa, pb, 0, head, has_div, div);
+  reduce_elems<T, OP, true>(o0, o1, pa, pb, 0, head, has_div, div, s);
   size_t nvec = (n - head) * kS / 16, done = head + nvec * 16 / kS;
   size_t off = head * kS;
   reduce_vectors<T, OP>(reinterpret_cast<uint4 *>(o0 + off),
                         o1 ? reinterpret_cast<uint4 *>(o1 + off) : nullptr,
                         reinterpret_cast<const uint4 *>(pa + off),
-                        OP == kOpCopy ? nullptr : reinterpret_cast<const uint4 *>(pb + off), nvec,
-                        has_div, div);
-  reduce_elems<T, OP, true>(o0, o1, pa, pb, done, n, has_div, div);
+                        reads_b(OP) ? reinterpret_cast<const uint4 *>(pb + off) : nullptr, nvec,
+                        has_div, div, s);
+  reduce_elems<T, OP, true>(o0, o1, pa, pb, done, n, has_div, div, s);
 }
 
 #undef KOLO_DEV

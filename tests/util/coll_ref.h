@@ -12,7 +12,17 @@
 //   - floats, op sum/max/min/avg: +-m * 2^-(p+k) with a full p-bit significand
 //     m (p = precision of the type) and k in 0..7, i.e. values in [2^-8, 1)
 //     in magnitude, exactly representable, no subnormals, no -0 (and 1/64 of
-//     them +0); prod: values in [0.5, 1.5), exactly representable.
+//     them +0); prod: values in [0.5, 1.5), exactly representable;
+//   - float8 (4 or 3 significant bits): sum/avg/premul-sum: m * 2^E with m in
+//     {-1, 0, 1} per rank and E per element, the same on every rank (e4m3:
+//     -9..4, subnormals included; e5m2: -16..11), so that every partial sum
+//     of up to 8 ranks (and every premul product, below) is exact whatever
+//     the order: the result is compared bit for bit; prod: +-2^k, k in
+//     {-1, 0, 1} (exact products); max/min: any finite pattern, -0 included;
+//   - premul-sum (kPreMulSum: the test makes each rank's op with
+//     koloRedOpCreatePreMulSum): inputs as for sum; rank r's scalar is
+//     premul_scalar_bits(seed, r): integers any bits, float16 ... float64
+//     +-[0.5, 2) with a full significand, e4m3 +-1 or +-2, e5m2 +-2.
 //
 // References.
 //   - integers: exact wrapping uint64 arithmetic truncated to the type (sum and
@@ -20,7 +30,14 @@
 //     is the wrapped sum read as the signed / unsigned type divided by nranks
 //     with C's truncating division.  Compared bit for bit.
 //   - floats max/min, and every copy (all-gather, broadcast, send/recv):
-//     compared bit for bit (the result is one of the inputs).
+//     compared bit for bit (the result is one of the inputs; float8 max/min
+//     are NCCL's: +0 above -0).
+//   - float8 sum/prod/premul-sum: exact (see the inputs), bit for bit; avg
+//     is NCCL's, a premul-sum by 1/nranks rounded to the type: the sum of the
+//     rounded products with the sum's tolerance (u = 2^-4 e4m3, 2^-3 e5m2).
+//   - premul-sum of integers: wrapping sum of x_r * s_r, bit for bit; of
+//     float16 ... float64: the sum of the products x_r * s_r each rounded to
+//     the type, with the sum's tolerance.
 //   - floats sum/avg/prod: reference in double; tolerance per element
 //       sum:  |got - ref| <= (nranks + 1) * u * sum_i |x_i| + u * |ref| + tiny
 //       avg:  |got - ref| <= ((nranks + 1) * u * sum_i |x_i|) / nranks
@@ -50,15 +67,19 @@ namespace kt {
 
 // ---- types --------------------------------------------------------------
 
-constexpr koloDataType_t kAllTypes[] = {koloInt8,    koloUint8,   koloInt32,   koloUint32,
-                                        koloInt64,   koloUint64,  koloFloat16, koloBfloat16,
-                                        koloFloat32, koloFloat64};
-constexpr koloRedOp_t kAllOps[] = {koloSum, koloProd, koloMax, koloMin, koloAvg};
+constexpr koloDataType_t kAllTypes[] = {koloInt8,    koloUint8,   koloInt32,      koloUint32,
+                                        koloInt64,   koloUint64,  koloFloat16,    koloBfloat16,
+                                        koloFloat32, koloFloat64, koloFloat8e4m3, koloFloat8e5m2};
+// The test's stand-in for an op made by koloRedOpCreatePreMulSum: each rank
+// makes its own for the call (util/coll_run.h), with its own scalar.
+constexpr koloRedOp_t kPreMulSum = koloNumOps;
+constexpr koloRedOp_t kAllOps[] = {koloSum, koloProd, koloMax, koloMin, koloAvg, kPreMulSum};
 
 size_t type_size(koloDataType_t t);
 const char *type_name(koloDataType_t t);
 const char *op_name(koloRedOp_t op);
-bool is_float(koloDataType_t t);
+bool is_float(koloDataType_t t);  // float8 included
+bool is_fp8(koloDataType_t t);
 bool is_signed(koloDataType_t t);
 // Significand bits including the hidden one (11, 8, 24, 53); 0 for integers.
 int precision(koloDataType_t t);
@@ -73,6 +94,10 @@ uint16_t f64_to_f16(double x);
 double f16_to_f64(uint16_t h);
 uint16_t f64_to_bf16(double x);
 double bf16_to_f64(uint16_t h);
+// float8 (t: koloFloat8e4m3 or koloFloat8e5m2): nearest even, saturating at
+// the largest finite value (infinity too), NaN to 0x7f.
+uint8_t f64_to_fp8(double x, koloDataType_t t);
+double fp8_to_f64(uint8_t b, koloDataType_t t);
 
 // Element i of a buffer: raw bits (zero-extended) or, for float types, value.
 uint64_t load_bits(const void *p, size_t i, koloDataType_t t);
@@ -87,6 +112,8 @@ std::string element_string(uint64_t bits, koloDataType_t t);
 
 // Bits of input element `i` of rank `rank` (see the header comment).
 uint64_t input_bits(uint64_t seed, int rank, size_t i, koloDataType_t t, koloRedOp_t op);
+// Bits of rank's premul-sum scalar in a case (see the header comment).
+uint64_t premul_scalar_bits(uint64_t seed, int rank, koloDataType_t t);
 // dst[k] = input_bits(seed, rank, first + k) for k < n.
 void fill_input(void *dst, size_t n, uint64_t seed, int rank, size_t first, koloDataType_t t,
                 koloRedOp_t op);
@@ -108,7 +135,8 @@ struct Expected {
 
 // Sizes e for n elements of type t (exact: bits, else ref + tol).
 void expect_init(Expected *e, koloDataType_t t, bool exact, size_t n);
-// Whether a reduction's result is compared bit for bit (integers, max, min).
+// Whether a reduction's result is compared bit for bit (integers, max, min,
+// float8 but avg).
 bool reduction_is_exact(koloDataType_t t, koloRedOp_t op);
 // The fill functions set elements [begin, end) of an initialised e, so that
 // threads can share the work:

@@ -30,6 +30,8 @@ std::string CollCase::str() const {
   std::ostringstream s;
   s << coll_name(coll) << " " << type_name(type);
   if (has_op(coll)) s << " " << op_name(op);
+  if (is_premul(*this))
+    s << (premul_residence(*this) == koloScalarDevice ? " (scalar read at run time)" : " (scalar immediate)");
   s << " nranks=" << nranks << " count=" << count;
   if (coll == Coll::Broadcast || coll == Coll::Reduce) s << " root=" << root;
   if (coll == Coll::SendRecv) s << " shift=" << root;
@@ -84,16 +86,19 @@ std::vector<CollCase> large_grid(Coll coll, int n) {
   static const int kRanks[] = {2, 3, 4, 8};
   int slot = 0;
   while (slot < 3 && kRanks[slot] != n) slot++;
-  static const koloDataType_t kOthers[] = {koloInt8,  koloUint8,   koloInt32,    koloUint32, koloInt64,
-                                           koloUint64, koloFloat16, koloBfloat16, koloFloat64};
+  static const koloDataType_t kOthers[] = {koloInt8,   koloUint8,   koloInt32,    koloUint32,
+                                           koloInt64,  koloUint64,  koloFloat16,  koloBfloat16,
+                                           koloFloat64, koloFloat8e4m3, koloFloat8e5m2};
+  constexpr int kNumOthers = sizeof kOthers / sizeof kOthers[0];
+  constexpr int kNumOps = sizeof kAllOps / sizeof kAllOps[0];
   std::vector<CollCase> cases;
   cases.push_back(make_case(coll, koloFloat32, koloSum, n, kLargeCount, false, 1));
   if (has_in_place(coll))
     cases.push_back(make_case(coll, koloFloat32, kAllOps[1 + slot], n, kLargeCount, true, 2));
-  for (int k = 0; k < 9; k += 4) {  // dtypes slot, slot + 4, slot + 8 (< 9)
+  for (int k = 0; k < kNumOthers; k += 4) {  // dtypes slot, slot + 4, slot + 8 (< 11)
     int i = slot + k;
-    if (i >= 9 || (k > 0 && coll != Coll::AllReduce)) continue;
-    koloRedOp_t op = kAllOps[(slot + k) % 5];
+    if (i >= kNumOthers || (k > 0 && coll != Coll::AllReduce)) continue;
+    koloRedOp_t op = kAllOps[(slot + k) % kNumOps];
     cases.push_back(make_case(coll, kOthers[i], op, n, kLargeCount, i % 2 == 1, 3 + i));
   }
   return cases;
@@ -104,9 +109,10 @@ std::vector<CollCase> sample_cases(int n, std::initializer_list<size_t> counts, 
     koloDataType_t t;
     koloRedOp_t op;
   };
-  static const TO kPicks[] = {{koloFloat32, koloSum}, {koloInt32, koloMax},   {koloBfloat16, koloSum},
-                              {koloFloat16, koloAvg}, {koloUint8, koloProd},  {koloInt64, koloMin},
-                              {koloFloat64, koloProd}};
+  static const TO kPicks[] = {{koloFloat32, koloSum},       {koloInt32, koloMax},     {koloBfloat16, koloSum},
+                              {koloFloat16, koloAvg},       {koloUint8, koloProd},    {koloInt64, koloMin},
+                              {koloFloat64, koloProd},      {koloFloat32, kPreMulSum}, {koloFloat8e5m2, koloAvg},
+                              {koloFloat8e4m3, kPreMulSum}};
   std::vector<CollCase> cases;
   int variant = variant0;
   for (Coll coll : kAllColls)
@@ -222,7 +228,39 @@ static void prepare_buffers(const CollCase &c, int rank, RankBufs *b) {
   b->recv = b->b.data();
 }
 
+bool is_premul(const CollCase &c) { return has_op(c.coll) && c.op == kPreMulSum; }
+
+koloScalarResidence_t premul_residence(const CollCase &c) {
+  return (c.seed >> 13) & 1 ? koloScalarDevice : koloScalarHostImmediate;
+}
+
+koloResult_t make_call_op(const CollCase &c, const void *scalar, koloComm_t comm, koloRedOp_t *op) {
+  *op = c.op;
+  if (!is_premul(c)) return koloSuccess;
+  return koloRedOpCreatePreMulSum(op, const_cast<void *>(scalar), c.type, premul_residence(c), comm);
+}
+
+koloResult_t free_call_op(const CollCase &c, koloRedOp_t op, koloComm_t comm) {
+  return is_premul(c) ? koloRedOpDestroy(op, comm) : koloSuccess;
+}
+
+static koloResult_t issue_call(const CollCase &c, int rank, RankBufs *b, koloComm_t comm);
+
+// The op is destroyed as soon as the call returned: a non-blocking call
+// has not run yet, and must not need it.
 koloResult_t issue(const CollCase &c, int rank, RankBufs *b, koloComm_t comm) {
+  b->scalar = premul_scalar_bits(c.seed, rank, c.type);
+  koloRedOp_t op;
+  koloResult_t r = make_call_op(c, &b->scalar, comm, &op);
+  if (r != koloSuccess) return r;
+  CollCase call = c;
+  call.op = op;
+  r = issue_call(call, rank, b, comm);
+  koloResult_t f = free_call_op(c, op, comm);
+  return r != koloSuccess && r != koloInProgress ? r : f != koloSuccess ? f : r;
+}
+
+static koloResult_t issue_call(const CollCase &c, int rank, RankBufs *b, koloComm_t comm) {
   switch (c.coll) {
   case Coll::AllReduce:
     return koloAllReduce(b->send, b->recv, c.count, c.type, c.op, comm, nullptr);

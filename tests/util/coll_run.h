@@ -76,13 +76,13 @@ void seed_case(CollCase *c);
 CollCase make_case(Coll coll, koloDataType_t t, koloRedOp_t op, int n, size_t count, bool in_place, int variant);
 
 // The end-to-end grids (test_e2e_threads, test_e2e_cuda).  Small: every
-// dtype x op (sum only where the collective takes none) x the counts of
-// kSmallCounts (0, 1, odd, one short of a page of floats) x out of / in
-// place.  Large (kLargeCount elements, a few past 2^20): per (collective,
-// n in {2, 3, 4, 8}) float32 sum out of place, float32 with another op in
-// place, and other dtypes (three for all-reduce, one for the rest); over
-// the 4 rank counts every op and every dtype comes up for the reducing
-// collectives.
+// dtype x op (the premul-sum included; sum only where the collective takes
+// none) x the counts of kSmallCounts (0, 1, odd, one short of a page of
+// floats) x out of / in place.  Large (kLargeCount elements, a few past
+// 2^20): per (collective, n in {2, 3, 4, 8}) float32 sum out of place,
+// float32 with another op in place, and other dtypes (three for all-reduce
+// where there are, one for the rest); over the 4 rank counts every op and
+// every dtype comes up for all-reduce.
 constexpr size_t kLargeCount = (1u << 20) + 3;
 extern const size_t kSmallCounts[4];
 std::vector<CollCase> small_grid(Coll coll, int n);
@@ -122,7 +122,23 @@ struct RankBufs {
   const void *send = nullptr;
   void *recv = nullptr;
   std::vector<unsigned char> a_before;  // a's payload after prepare
+  uint64_t scalar = 0;  // a premul-sum's scalar (read from here when the call runs: koloScalarDevice)
 };
+
+// A premul-sum case's scalar residence: by the case's seed, half of them
+// koloScalarDevice (on a host communicator: a host pointer, read when the
+// call runs), half koloScalarHostImmediate.
+koloScalarResidence_t premul_residence(const CollCase &c);
+// The op of rank's call: c.op, or for kPreMulSum (in a collective that takes
+// an op) one made now on comm with rank's scalar, read at `scalar`, which
+// holds premul_scalar_bits (host or device memory after the communicator's
+// kind; for koloScalarDevice it must hold it until the call ran).
+koloResult_t make_call_op(const CollCase &c, const void *scalar, koloComm_t comm, koloRedOp_t *op);
+// After the call returned (not necessarily ran): destroys what make_call_op
+// made, as NCCL allows.  What koloRedOpDestroy returned, or koloSuccess.
+koloResult_t free_call_op(const CollCase &c, koloRedOp_t op, koloComm_t comm);
+// Whether case c calls with a premul-sum op.
+bool is_premul(const CollCase &c);
 
 // The poison byte of a case.
 unsigned char poison_of(const CollCase &c);

@@ -125,8 +125,16 @@ static size_t offset_elems(const CollCase &c, int rank, int which) {
   return c.misalign ? (size_t)((c.misalign + rank + 3 * which) % 8) : 0;
 }
 
+// Arena bytes of a premul-sum's device scalar.
+constexpr size_t kScalarBytes = 256;
+
 size_t dev_case_bytes(const CollCase &c) {
   const size_t n = (size_t)c.nranks, cnt = c.count, esz = type_size(c.type);
+  if (is_premul(c)) {
+    CollCase plain = c;
+    plain.op = koloSum;
+    return kScalarBytes + dev_case_bytes(plain);
+  }
   if (cnt == 0 && !c.in_place) return 0;
   const bool spread = c.coll == Coll::ReduceScatter || c.coll == Coll::AllGather;
   if (c.in_place) return dev_region_bytes((spread ? n * cnt : cnt) * esz);
@@ -163,10 +171,14 @@ static char *to_device(const DevRankBufs &d, const void *hp) {
   return nullptr;
 }
 
-static std::string upload(cudaStream_t s, DevRankBufs *d) {
+// Both buffers, and a premul-sum's scalar where the case has one.
+static std::string upload(const CollCase &c, int rank, cudaStream_t s, DevRankBufs *d) {
   std::string e = dev_buf_upload(d->a, d->host.a.data(), d->poison, s);
   if (e.empty()) e = dev_buf_upload(d->b, d->host.b.data(), d->poison, s);
-  return e;
+  if (!e.empty() || d->scalar == nullptr) return e;
+  d->host.scalar = premul_scalar_bits(c.seed, rank, c.type);
+  return cuda_text("cudaMemcpyAsync (scalar)",
+                   cudaMemcpyAsync(d->scalar, &d->host.scalar, type_size(c.type), cudaMemcpyHostToDevice, s));
 }
 
 // Sets send / recv from the host pointers; "" or why not.
@@ -194,9 +206,12 @@ std::string dev_prepare(const CollCase &c, int rank, DevArena *arena, cudaStream
       err = dev_buf_place(arena, d->host.b.bytes(), offset_elems(c, rank, 1) * esz, &d->b);
     if (!err.empty()) return err;
   }
+  d->scalar = nullptr;
+  if (is_premul(c) && (d->scalar = arena->take(kScalarBytes)) == nullptr)
+    return "internal: device arena too small for the scalar";
   std::string err = map_pointers(d);
   if (!err.empty()) return err;
-  return upload(stream, d);
+  return upload(c, rank, stream, d);
 }
 
 std::string dev_reprepare(const CollCase &c, int rank, cudaStream_t stream, DevRankBufs *d) {
@@ -211,11 +226,28 @@ std::string dev_reprepare(const CollCase &c, int rank, cudaStream_t stream, DevR
   std::string err = map_pointers(d);
   if (!err.empty()) return err;
   if (d->send != send || d->recv != recv) return "internal: dev_reprepare moved the buffers";
-  return upload(stream, d);
+  return upload(c, rank, stream, d);
 }
+
+static koloResult_t dev_issue_call(const CollCase &c, int rank, const DevRankBufs &d, koloComm_t comm,
+                                   cudaStream_t stream);
 
 koloResult_t dev_issue(const CollCase &c, int rank, const DevRankBufs &d, koloComm_t comm,
                        cudaStream_t stream) {
+  const uint64_t immediate = premul_scalar_bits(c.seed, rank, c.type);
+  const bool on_device = is_premul(c) && premul_residence(c) == koloScalarDevice;
+  koloRedOp_t op;
+  koloResult_t r = make_call_op(c, on_device ? static_cast<const void *>(d.scalar) : &immediate, comm, &op);
+  if (r != koloSuccess) return r;
+  CollCase call = c;
+  call.op = op;
+  r = dev_issue_call(call, rank, d, comm, stream);
+  koloResult_t f = free_call_op(c, op, comm);
+  return r != koloSuccess ? r : f;
+}
+
+static koloResult_t dev_issue_call(const CollCase &c, int rank, const DevRankBufs &d, koloComm_t comm,
+                                   cudaStream_t stream) {
   const void *send = d.send;
   void *recv = d.recv;
   switch (c.coll) {

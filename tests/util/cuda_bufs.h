@@ -128,6 +128,7 @@ struct DevRankBufs {
   const void *send = nullptr;  // device pointers of the call
   void *recv = nullptr;
   unsigned char poison = 0;
+  char *scalar = nullptr;  // a premul-sum's scalar in device memory (koloScalarDevice)
 };
 
 // Prepares case c for `rank` on the host (coll_run.h's prepare), takes its
@@ -139,7 +140,9 @@ std::string dev_prepare(const CollCase &c, int rank, DevArena *arena, cudaStream
 // e.g. a graph replay with a new seed): the device pointers do not change.
 std::string dev_reprepare(const CollCase &c, int rank, cudaStream_t stream, DevRankBufs *d);
 // The call(s) of rank on comm with the device pointers, on `stream`
-// (send/recv: one group).  What the API returned.
+// (send/recv: one group; a premul-sum case makes its op first and destroys
+// it as soon as the call returned, before the kernel ran).  What the API
+// returned.
 koloResult_t dev_issue(const CollCase &c, int rank, const DevRankBufs &d, koloComm_t comm,
                        cudaStream_t stream);
 // Copies both regions back (on `stream`, then waits for it), checks the

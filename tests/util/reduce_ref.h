@@ -21,12 +21,23 @@
  *     round to float32, round to 16 bits) with its own rounding function.
  *   - float64: the double operation itself (IEEE defines it).
  *   - max/min: (a > b || isnan(a)) ? a : b, and the same with <.
+ *   - float8 (e4m3, e5m2): decoded from the bit fields by their
+ *     definition, computed in double, rounded to float32 where the spec
+ *     rounds to float32 (the divide), then to the format by fp8_round below:
+ *     nearest-even on the format's grid, saturating at the largest finite
+ *     value (infinity too), NaN to NaN.  One rounding of the exact double
+ *     result equals the spec's float32 result rounded again, since
+ *     24 >= 2*4 + 2 (Figueroa, as above).  max/min are NCCL's: a NaN operand
+ *     loses (both NaN: NaN), +0 is above -0.
+ *   - premul-sum: pre(x) = x * s rounded to the type (integers wrap), then
+ *     the sum as above.
  */
 #ifndef KOLO_TESTS_UTIL_REDUCE_REF_H
 #define KOLO_TESTS_UTIL_REDUCE_REF_H
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <sstream>
@@ -38,7 +49,7 @@ namespace kolo_ref {
 
 inline size_t type_size(koloDataType_t t) {
   switch (t) {
-  case koloInt8: case koloUint8: return 1;
+  case koloInt8: case koloUint8: case koloFloat8e4m3: case koloFloat8e5m2: return 1;
   case koloFloat16: case koloBfloat16: return 2;
   case koloInt32: case koloUint32: case koloFloat32: return 4;
   case koloInt64: case koloUint64: case koloFloat64: return 8;
@@ -47,8 +58,8 @@ inline size_t type_size(koloDataType_t t) {
 }
 
 inline const char *type_name(koloDataType_t t) {
-  static const char *names[] = {"int8",    "uint8",   "int32",   "uint32",  "int64",
-                                "uint64",  "float16", "float32", "float64", "bfloat16"};
+  static const char *names[] = {"int8",    "uint8",   "int32",   "uint32",   "int64",      "uint64",
+                                "float16", "float32", "float64", "bfloat16", "float8e4m3", "float8e5m2"};
   return (unsigned)t < koloNumTypes ? names[t] : "?";
 }
 
@@ -57,8 +68,10 @@ inline const char *op_name(koloRedOp_t op) {
   return (unsigned)op < koloNumOps ? names[op] : "?";
 }
 
+inline bool is_fp8(koloDataType_t t) { return t == koloFloat8e4m3 || t == koloFloat8e5m2; }
+
 inline bool is_float(koloDataType_t t) {
-  return t == koloFloat16 || t == koloFloat32 || t == koloFloat64 || t == koloBfloat16;
+  return t == koloFloat16 || t == koloFloat32 || t == koloFloat64 || t == koloBfloat16 || is_fp8(t);
 }
 
 inline bool is_signed_int(koloDataType_t t) {
@@ -120,6 +133,61 @@ inline uint32_t round_to_format(double x, Format f) {
 }
 
 inline double round_float(double x) { return decode_format(round_to_format(x, kFloat), kFloat); }
+
+/* ---- float8 ---------------------------------------------------------------
+ * e4m3: bias 7, 3 mantissa bits, exponent field 15 is a normal binade except
+ * mantissa 7 (NaN); e5m2: bias 15, 2 mantissa bits, IEEE specials. */
+struct Fp8 {
+  int mbits, bias;
+  bool ieee;     /* e5m2: all-ones exponent = inf / NaN */
+  double max;    /* largest finite value */
+};
+constexpr Fp8 kE4m3{3, 7, false, 448.0}, kE5m2{2, 15, true, 57344.0};
+inline Fp8 fp8_of(koloDataType_t t) { return t == koloFloat8e4m3 ? kE4m3 : kE5m2; }
+
+inline bool fp8_is_nan(uint32_t x, Fp8 f) {
+  return f.ieee ? (x & 0x7fu) > 0x7cu : (x & 0x7fu) == 0x7fu;
+}
+
+inline double fp8_decode(uint32_t x, Fp8 f) {
+  uint32_t e = (x & 0x7fu) >> f.mbits, m = x & ((1u << f.mbits) - 1u);
+  double v;
+  if (fp8_is_nan(x, f)) v = NAN;
+  else if (f.ieee && (x & 0x7fu) == 0x7cu) v = INFINITY;
+  else if (e == 0) v = std::ldexp((double)m, 1 - f.bias - f.mbits);
+  else v = std::ldexp((double)(m + (1u << f.mbits)), (int)e - f.bias - f.mbits);
+  return (x & 0x80u) ? -v : v;
+}
+
+/* The rounded value: nearest-even on the grid of x's binade (the quantum
+ * of the subnormals below the smallest normal), then saturated. */
+inline double fp8_round_value(double x, Fp8 f) {
+  if (std::isnan(x) || x == 0) return x;
+  double a = std::fabs(x);
+  int e = std::isinf(a) ? 1000 : std::ilogb(a);
+  if (e < 1 - f.bias) e = 1 - f.bias;
+  double r = std::isinf(a) ? a : std::ldexp(std::nearbyint(std::ldexp(a, f.mbits - e)), e - f.mbits);
+  if (r > f.max) r = f.max;
+  return std::copysign(r, x);
+}
+
+/* Bits of a value of the format (NaN: 0x7f): exponent and significand
+ * read off the value, checked by decoding them again. */
+inline uint32_t fp8_encode(double v, Fp8 f) {
+  if (std::isnan(v)) return 0x7fu;
+  uint32_t sign = std::signbit(v) ? 0x80u : 0u, x;
+  double a = std::fabs(v);
+  int emin = 1 - f.bias;
+  if (std::isinf(a)) x = 0x7cu; /* e5m2 only */
+  else if (a < std::ldexp(1.0, emin)) x = (uint32_t)std::ldexp(a, f.mbits - emin);
+  else x = (uint32_t)(std::ilogb(a) + f.bias) << f.mbits | ((uint32_t)std::ldexp(a, f.mbits - std::ilogb(a)) & ((1u << f.mbits) - 1u));
+  x |= sign;
+  double back = fp8_decode(x, f);
+  if (back != v || std::signbit(back) != std::signbit(v)) std::abort(); /* not a value of the format */
+  return x;
+}
+
+inline uint32_t fp8_round(double x, Fp8 f) { return fp8_encode(fp8_round_value(x, f), f); }
 inline uint16_t to_half(double x) { return (uint16_t)round_to_format(x, kHalf); }
 inline uint16_t to_bf16(double x) { return (uint16_t)round_to_format(x, kBf16); }
 inline double from_half(uint16_t h) { return decode_format(h, kHalf); }
@@ -145,6 +213,7 @@ inline double load_float(const void *p, size_t i, koloDataType_t t) {
   case koloFloat16: return from_half((uint16_t)b);
   case koloBfloat16: return from_bf16((uint16_t)b);
   case koloFloat32: return decode_format((uint32_t)b, kFloat);
+  case koloFloat8e4m3: case koloFloat8e5m2: return fp8_decode((uint32_t)b, fp8_of(t));
   default: {
     double d;
     std::memcpy(&d, &b, sizeof d);
@@ -153,19 +222,44 @@ inline double load_float(const void *p, size_t i, koloDataType_t t) {
   }
 }
 
-inline double combine_float(double a, double b, koloRedOp_t op) {
+/* NCCL's float8 max / min (__hmax / __hmin). */
+inline double fp8_max(double a, double b) {
+  if (std::isnan(a)) return b;
+  if (std::isnan(b)) return a;
+  if (a == b) return std::signbit(a) ? b : a;
+  return a > b ? a : b;
+}
+inline double fp8_min(double a, double b) {
+  if (std::isnan(a)) return b;
+  if (std::isnan(b)) return a;
+  if (a == b) return std::signbit(a) ? a : b;
+  return a < b ? a : b;
+}
+
+inline double combine_float(double a, double b, koloRedOp_t op, koloDataType_t t) {
   switch (op) {
   case koloProd: return a * b;
-  case koloMax: return (a > b || std::isnan(a)) ? a : b;
-  case koloMin: return (a < b || std::isnan(a)) ? a : b;
+  case koloMax: return is_fp8(t) ? fp8_max(a, b) : (a > b || std::isnan(a)) ? a : b;
+  case koloMin: return is_fp8(t) ? fp8_min(a, b) : (a < b || std::isnan(a)) ? a : b;
   default: return a + b; /* sum, avg */
+  }
+}
+
+/* A double rounded to the float type t, as a value (float64: itself). */
+inline double round_to_type(double x, koloDataType_t t) {
+  switch (t) {
+  case koloFloat16: return from_half(to_half(x));
+  case koloBfloat16: return from_bf16(to_bf16(x));
+  case koloFloat32: return round_float(x);
+  case koloFloat8e4m3: case koloFloat8e5m2: return fp8_round_value(x, fp8_of(t));
+  default: return x;
   }
 }
 
 /* One float result, following the spec's steps.  b_present == false: copy. */
 inline uint64_t reference_float(double a, double b, bool b_present, koloDataType_t t,
                                 koloRedOp_t op, int div) {
-  double r = b_present ? combine_float(a, b, op) : a;
+  double r = b_present ? combine_float(a, b, op, t) : a;
   if (t == koloFloat64) {
     if (div > 1) r = r / (double)div;
     uint64_t bits;
@@ -177,7 +271,16 @@ inline uint64_t reference_float(double a, double b, bool b_present, koloDataType
   if (div > 1) r = round_float(r / (double)div);
   if (t == koloFloat16) return to_half(r);
   if (t == koloBfloat16) return to_bf16(r);
+  if (is_fp8(t)) return fp8_round(r, fp8_of(t));
   return round_to_format(r, kFloat);
+}
+
+/* The premul-sum of one element: a + pre(b), or pre(a) with no b, where
+ * pre(x) = x * s rounded to the type; floats through reference_float's
+ * rounding of the sum. */
+inline uint64_t reference_premul_float(double a, double b, bool b_present, double s, koloDataType_t t) {
+  if (!b_present) return reference_float(round_to_type(a * s, t), 0, false, t, koloSum, 1);
+  return reference_float(a, round_to_type(b * s, t), true, t, koloSum, 1);
 }
 
 inline uint64_t width_mask(koloDataType_t t) {
@@ -211,9 +314,35 @@ inline uint64_t reference_int(uint64_t a, uint64_t b, bool b_present, koloDataTy
   return r & width_mask(t);
 }
 
-/* out[i] = post(a[i] OP b[i]) for i < n (b may be NULL: copy). */
+/* Integers: a + b*s, or a*s with no b, wrapping. */
+inline uint64_t reference_premul_int(uint64_t a, uint64_t b, bool b_present, uint64_t s, koloDataType_t t) {
+  if (!b_present) return (a * s) & width_mask(t);
+  return (a + b * s) & width_mask(t);
+}
+
+/* out[i] = a[i] + pre(b[i]), or pre(a[i]) when b is NULL; scalar: the
+ * bits of one element. */
+inline void reference_premul(void *out, const void *a, const void *b, size_t n, koloDataType_t t,
+                             uint64_t scalar) {
+  for (size_t i = 0; i < n; i++) {
+    uint64_t r;
+    if (is_float(t))
+      r = reference_premul_float(load_float(a, i, t), b ? load_float(b, i, t) : 0.0, b != nullptr,
+                                 load_float(&scalar, 0, t), t);
+    else
+      r = reference_premul_int(load_bits(a, i, t), b ? load_bits(b, i, t) : 0, b != nullptr, scalar, t);
+    store_bits(out, i, t, r);
+  }
+}
+
+/* out[i] = post(a[i] OP b[i]) for i < n (b may be NULL: copy; a copy
+ * without a divisor is the bytes themselves, specials included). */
 inline void reference(void *out, const void *a, const void *b, size_t n, koloDataType_t t,
                       koloRedOp_t op, int div) {
+  if (b == nullptr && div <= 1) {
+    std::memcpy(out, a, n * type_size(t));
+    return;
+  }
   for (size_t i = 0; i < n; i++) {
     uint64_t r;
     if (is_float(t))
@@ -232,6 +361,7 @@ inline bool is_nan_bits(uint64_t v, koloDataType_t t) {
   case koloBfloat16: return (v & 0x7fffu) > 0x7f80u;
   case koloFloat32: return (v & 0x7fffffffu) > 0x7f800000u;
   case koloFloat64: return (v & ~(1ull << 63)) > 0x7ff0000000000000ull;
+  case koloFloat8e4m3: case koloFloat8e5m2: return fp8_is_nan((uint32_t)v, fp8_of(t));
   default: return false;
   }
 }
@@ -261,6 +391,7 @@ inline std::string compare(const void *got, const void *want, const void *a, con
  * values (overflow); 16-bit types also get random bit patterns. */
 inline uint64_t random_float_bits(std::mt19937_64 &rng, koloDataType_t t) {
   uint64_t r = rng(), r2 = rng();
+  if (is_fp8(t)) return r & 0xffu; /* every pattern, specials included */
   Format f = t == koloFloat16 ? kHalf : t == koloBfloat16 ? kBf16 : kFloat;
   int mbits = t == koloFloat64 ? 52 : f.p - 1, ebits = t == koloFloat64 ? 11 : f.ebits;
   int bias = (1 << (ebits - 1)) - 1;
