@@ -727,7 +727,9 @@ INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaP2P,
 class CudaGraph : public ::testing::TestWithParam<int> {};
 
 // Per case (an LL-sized float32 sum, a SIMPLE-sized bfloat16 sum in place,
-// a misaligned int32 max): a warm-up call (eager, checked), then each rank's
+// a misaligned int32 max, a float32 premul-sum whose scalar is in device
+// memory, so that each replay must read the scalar its reprepare wrote):
+// a warm-up call (eager, checked), then each rank's
 // thread captures the same call on its stream (cudaStreamCaptureModeThreadLocal)
 // into a graph: the capture must not run it (an out-of-place output keeps its
 // poison); then 3 replays, each after new inputs and fresh poison are copied
@@ -747,9 +749,13 @@ TEST_P(CudaGraph, CaptureReplayAllReduce) {
   };
   const Pick picks[] = {{koloFloat32, koloSum, 4095, false, 1},
                         {koloBfloat16, koloSum, kLargeCount, true, 2},
-                        {koloInt32, koloMax, 70001, false, 3}};
+                        {koloInt32, koloMax, 70001, false, 3},
+                        {koloFloat32, kPreMulSum, 4095, false, 4}};
   for (const Pick &p : picks) {
-    const CollCase c = make_case(Coll::AllReduce, p.t, p.op, n, p.count, p.in_place, p.variant);
+    CollCase c = make_case(Coll::AllReduce, p.t, p.op, n, p.count, p.in_place, p.variant);
+    // the residence comes from the seed: the premul pick needs koloScalarDevice
+    for (int v = p.variant + 100; is_premul(c) && premul_residence(c) != koloScalarDevice; v += 100)
+      c = make_case(Coll::AllReduce, p.t, p.op, n, p.count, p.in_place, v);
     SCOPED_TRACE(c.str());
     GridReport warm = run_cuda_grid(w, {c}, Issue::kPerThread);
     ASSERT_GRID_OK(warm) << " (warm-up)";
