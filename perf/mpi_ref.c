@@ -6,8 +6,9 @@
  * The calls: MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather,
  * MPI_Bcast, MPI_Reduce, MPI_Sendrecv (to rank+1, from rank-1),
  * MPI_Alltoall, MPI_Gather and MPI_Scatter; the in-place column passes
- * MPI_IN_PLACE (gather: as the root's sendbuf, scatter: as its recvbuf).  Where MPI's rules differ from
- * NCCL's, the call does what the NCCL-shaped one must:
+ * MPI_IN_PLACE (gather: as the root's sendbuf, scatter: as its recvbuf).
+ * Where MPI's rules differ from NCCL's, the call does what the NCCL-shaped
+ * one must:
  *   - avg is MPI_SUM, then the result divided here (as kolo divides: integers
  *     truncate, floats divide in their own precision), inside the timing;
  *   - out-of-place broadcast: the root also copies sendbuff to recvbuff;
