@@ -130,3 +130,80 @@ koloResult_t koloRecv(void *recvbuff, size_t count, koloDataType_t datatype, int
   kolo_op o = {KOLO_COLL_RECV, NULL, recvbuff, count, datatype, koloSum, peer, comm, stream, KOLO_PREMUL_NONE, 0};
   return kolo_enqueue(&o);
 }
+
+/* ---- all-to-all, gather, scatter, in-place broadcast ---------------------- */
+
+/* 1 when the byte ranges [a, a + an) and [b, b + bn) overlap (device
+ * pointers too: CUDA's addresses are unified). */
+static int overlap(const void *a, size_t an, const void *b, size_t bn) {
+  uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+  return an > 0 && bn > 0 && x < y + bn && y < x + an;
+}
+
+/* The root's one-block buffer `one` must be block `root` of its n-block
+ * buffer `all`, or not overlap it (gather, scatter). */
+static koloResult_t check_root_overlap(const char *fn, koloComm_t comm, const void *one, const char *one_name,
+                                       const void *all, const char *all_name, size_t block_bytes, int root) {
+  const char *in_place = (const char *)all + (size_t)root * block_bytes;
+  if ((const char *)one == in_place || !overlap(one, block_bytes, all, block_bytes * (size_t)comm->nranks))
+    return koloSuccess;
+  return kolo_error(&comm->err, koloInvalidArgument,
+                    "%s: rank %d (the root): %s overlaps %s but is not %s + root*count (the in-place position, "
+                    "%zu bytes in)",
+                    fn, comm->rank, one_name, all_name, all_name, (size_t)root * block_bytes);
+}
+
+koloResult_t koloAlltoAll(const void *sendbuff, void *recvbuff, size_t count, koloDataType_t datatype,
+                          koloComm_t comm, koloStream_t stream) {
+  const char *fn = "koloAlltoAll";
+  KOLO_CHECK(check_common(fn, comm, count, datatype, 0, koloSum, comm ? comm->nranks : 1));
+  KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff", count));
+  KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff", count));
+  size_t bytes = count * koloTypeSize(datatype) * (size_t)comm->nranks;
+  if (overlap(sendbuff, bytes, recvbuff, bytes))
+    return kolo_error(&comm->err, koloInvalidArgument,
+                      "%s: rank %d: sendbuff and recvbuff overlap (%zu bytes each): all-to-all has no in-place form",
+                      fn, comm->rank, bytes);
+  kolo_op o = {KOLO_COLL_ALL_TO_ALL, sendbuff, recvbuff, count, datatype, koloSum, 0, comm, stream};
+  return kolo_enqueue(&o);
+}
+
+koloResult_t koloGather(const void *sendbuff, void *recvbuff, size_t count, koloDataType_t datatype, int root,
+                        koloComm_t comm, koloStream_t stream) {
+  const char *fn = "koloGather";
+  KOLO_CHECK(check_common(fn, comm, count, datatype, 0, koloSum, comm ? comm->nranks : 1));
+  KOLO_CHECK(check_rank(fn, comm, root, "root"));
+  KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff", count));
+  if (comm->rank == root) {
+    KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff (on the root)", count));
+    KOLO_CHECK(check_root_overlap(fn, comm, sendbuff, "sendbuff", recvbuff, "recvbuff",
+                                  count * koloTypeSize(datatype), root));
+  }
+  kolo_op o = {KOLO_COLL_GATHER, sendbuff, recvbuff, count, datatype, koloSum, root, comm, stream};
+  return kolo_enqueue(&o);
+}
+
+koloResult_t koloScatter(const void *sendbuff, void *recvbuff, size_t count, koloDataType_t datatype, int root,
+                         koloComm_t comm, koloStream_t stream) {
+  const char *fn = "koloScatter";
+  KOLO_CHECK(check_common(fn, comm, count, datatype, 0, koloSum, comm ? comm->nranks : 1));
+  KOLO_CHECK(check_rank(fn, comm, root, "root"));
+  KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff", count));
+  if (comm->rank == root) {
+    KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff (on the root)", count));
+    KOLO_CHECK(check_root_overlap(fn, comm, recvbuff, "recvbuff", sendbuff, "sendbuff",
+                                  count * koloTypeSize(datatype), root));
+  }
+  kolo_op o = {KOLO_COLL_SCATTER, sendbuff, recvbuff, count, datatype, koloSum, root, comm, stream};
+  return kolo_enqueue(&o);
+}
+
+koloResult_t koloBcast(void *buff, size_t count, koloDataType_t datatype, int root, koloComm_t comm,
+                       koloStream_t stream) {
+  const char *fn = "koloBcast";
+  KOLO_CHECK(check_common(fn, comm, count, datatype, 0, koloSum, 1));
+  KOLO_CHECK(check_rank(fn, comm, root, "root"));
+  KOLO_CHECK(check_ptr(fn, comm, buff, "buff", count));
+  kolo_op o = {KOLO_COLL_BROADCAST, buff, buff, count, datatype, koloSum, root, comm, stream};
+  return kolo_enqueue(&o);
+}

@@ -101,6 +101,14 @@ koloResult_t kolo_run_ops_here(kolo_op *ops, int nops);
  * the batch at once (host or device pipes, after each comm's memory kind). */
 koloResult_t kolo_p2p_connect(const kolo_op *ops, int nops);
 
+/* The point-to-point pipes op needs (enqueue.c): calls f(c, peer, is_send,
+ * arg) for the peer of a send or recv, and for each peer and direction the
+ * programs of a multi-peer collective use (ring/program.h; a pair may come
+ * more than once).  Returns f's first failure, or a failure to build a
+ * program. */
+typedef koloResult_t (*kolo_pipe_fn)(struct koloComm *c, int peer, int is_send, void *arg);
+koloResult_t kolo_op_pipes(struct koloComm *c, const kolo_op *op, kolo_pipe_fn f, void *arg);
+
 /* The program of `coll` with root/peer `arg` on channel `ch`, cached. */
 koloResult_t kolo_comm_program(struct koloComm *comm, int coll, int arg, int ch,
                                const kolo_program **out);

@@ -280,7 +280,7 @@ koloResult_t kolo_cuda_comm_programs(struct koloComm *c) {
   place_hier_steps(c, &cur);
   KOLO_INFO("rank %d: %zu program steps (%zu bytes) on CUDA device %d", c->rank, total,
             total * sizeof(kolo_step), cc->dev);
-  return koloSuccess;
+  return kolo_cuda_peers_init(c);
 }
 
 /* ---- device connector ends -------------------------------------------- */
@@ -352,6 +352,7 @@ void kolo_cuda_comm_ring_ready(struct koloComm *c) {
   for (int k = 0; k < KOLO_COLL_NUM; k++) {
     pc->programs[k] = c->programs[k];
     pc->dev_steps[k] = cc->dev_steps[k];
+    pc->end_tables[k] = cc->end_tables[k];
   }
   pc->ring_send = cc->ring_send;
   pc->ring_recv = cc->ring_recv;
@@ -366,15 +367,21 @@ void kolo_cuda_comm_ring_ready(struct koloComm *c) {
   }
 }
 
-void kolo_cuda_comm_p2p_ready(struct koloComm *c, int peer, int is_send) {
+koloResult_t kolo_cuda_comm_p2p_ready(struct koloComm *c, int peer, int is_send) {
   kolo_cuda_comm *cc = c->cuda;
-  for (int ch = 0; ch < c->nchannels; ch++) {
+  int made = 0;
+  koloResult_t res = koloSuccess;
+  for (int ch = 0; ch < c->nchannels && res == koloSuccess; ch++) {
     size_t k = (size_t)peer * (size_t)c->nchannels + (size_t)ch;
     kolo_dev_conn *d = is_send ? &cc->p2p_send[k] : &cc->p2p_recv[k];
     unsigned char ready = is_send ? c->p2p_send_ready[k] : c->p2p_recv_ready[k];
     if (d->step != NULL || ready != 1) continue;
     *d = dev_conn_of(cc, is_send ? &c->p2p_send[k] : &c->p2p_recv[k], p2p_counter(c, k, is_send));
+    /* the device copy the end tables of multi-peer programs point to */
+    res = kolo_cuda_peers_publish(c, (is_send ? 0 : (size_t)c->nranks * (size_t)c->nchannels) + k);
+    made = 1;
   }
+  return res == koloSuccess && made ? kolo_cuda_peers_sync(c) : res;
 }
 
 /* ---- failure ------------------------------------------------------------- */
@@ -472,6 +479,7 @@ void kolo_cuda_comm_free(struct koloComm *c) {
   kolo_cuda_comm *cc = c->cuda;
   if (cc == NULL) return;
   if (cc->dev >= 0) cudaSetDevice(cc->dev);
+  kolo_cuda_peers_free(c);
   if (cc->dev_steps_mem) cudaFree(cc->dev_steps_mem);
   if (cc->counters) cudaFree(cc->counters);
   if (cc->words) cudaFreeHost(cc->words);
@@ -494,10 +502,11 @@ koloResult_t kolo_cuda_comm_init(struct koloComm *c) {
 }
 koloResult_t kolo_cuda_comm_programs(struct koloComm *c) { return kolo_cuda_comm_init(c); }
 void kolo_cuda_comm_ring_ready(struct koloComm *c) { (void)c; }
-void kolo_cuda_comm_p2p_ready(struct koloComm *c, int peer, int is_send) {
+koloResult_t kolo_cuda_comm_p2p_ready(struct koloComm *c, int peer, int is_send) {
   (void)c;
   (void)peer;
   (void)is_send;
+  return koloSuccess;
 }
 koloResult_t kolo_cuda_comm_status(struct koloComm *c) { return (koloResult_t)atomic_load(&c->failed); }
 void kolo_cuda_comm_stop_all(struct koloComm *c, int reason) {

@@ -13,6 +13,9 @@
  *    each root of broadcast and reduce, each peer of send and recv, and the
  *    three phases of the hierarchical all-reduce where the hosts allow it)
  *    in one device allocation;
+ *  - the device copies of the point-to-point ends (made as the pipes are)
+ *    and, per multi-peer program and channel, the table of its ends that
+ *    kernels index by a step's peer (cuda_peers.c);
  *  - one step counter in device memory per connector end (ring ends and
  *    every possible point-to-point end), zeroed: a kernel continues each
  *    end's count where the last kernel left it; beside each, the end's
@@ -62,6 +65,13 @@ typedef struct kolo_cuda_comm {
   uint32_t *counters;      /* device memory: KOLO_DEV_END_WORDS per end (count, owner) */
   kolo_dev_conn ring_send[KOLO_MAX_CHANNELS], ring_recv[KOLO_MAX_CHANNELS];
   kolo_dev_conn *p2p_send, *p2p_recv;         /* [peer * nchannels + ch] */
+  /* Multi-peer programs (cuda_peers.c): device memory holding copies of
+   * p2p_send ([0, np)) and p2p_recv ([np, 2 np)), np = nranks * nchannels;
+   * device memory holding every end table; per multi-peer collective, the
+   * tables by [slot * nchannels + ch] (device pointers, NULL: no peers). */
+  kolo_dev_conn *dev_p2p;
+  void *dev_end_mem;
+  kolo_dev_ends *end_tables[KOLO_COLL_NUM];
   /* Hierarchical all-reduce (c->hier_ready): the device copies of the
    * three phase programs' steps, and the ends of the intra (0) and inter (1)
    * pipes (core/comm.h's hier_send / hier_recv). */
@@ -91,8 +101,19 @@ koloResult_t kolo_cuda_comm_programs(struct koloComm *c);
  * table. */
 void kolo_cuda_comm_ring_ready(struct koloComm *c);
 /* After point-to-point pipes were made: the device ends of the channels of
- * (peer, direction) that exist. */
-void kolo_cuda_comm_p2p_ready(struct koloComm *c, int peer, int is_send);
+ * (peer, direction) that exist, and their device copies (cuda_peers.c),
+ * complete when this returns. */
+koloResult_t kolo_cuda_comm_p2p_ready(struct koloComm *c, int peer, int is_send);
+
+/* Multi-peer programs on the device (cuda_peers.c).  Init, once every
+ * program is built: the device copies of the point-to-point ends (zeroed:
+ * none exists yet) and every multi-peer program's end table, uploaded. */
+koloResult_t kolo_cuda_peers_init(struct koloComm *c);
+/* Copies point-to-point end i (send ends first, then receive ends) to its
+ * device copy on the setup stream; kolo_cuda_peers_sync waits for it. */
+koloResult_t kolo_cuda_peers_publish(struct koloComm *c, size_t i);
+koloResult_t kolo_cuda_peers_sync(struct koloComm *c);
+void kolo_cuda_peers_free(struct koloComm *c);
 /* The memory description for kolo_connect: NULL for host communicators. */
 const kolo_conn_mem *kolo_comm_conn_mem(const struct koloComm *c);
 

@@ -85,17 +85,35 @@ static koloResult_t capturing(struct koloComm *c, koloStream_t s, int *yes) {
                     cudaGetErrorString(e));
 }
 
-/* A point-to-point op whose pipes do not exist yet, or NULL. */
-static const kolo_op *needs_pipe(const kolo_op *ops, int nops, const struct koloComm *c) {
+/* A missing pipe (kolo_pipe_fn): the first one found, in *(int[2])arg. */
+static koloResult_t find_missing(struct koloComm *c, int peer, int is_send, void *arg) {
+  int *missing = arg;
+  const unsigned char *ready = is_send ? c->p2p_send_ready : c->p2p_recv_ready;
+  for (int ch = 0; ch < c->nchannels && missing[0] < 0; ch++)
+    if (ready[(size_t)peer * (size_t)c->nchannels + (size_t)ch] != 1) {
+      missing[0] = peer;
+      missing[1] = is_send;
+    }
+  return koloSuccess;
+}
+
+/* An op of c with a point-to-point pipe (of a send/recv or of a multi-peer
+ * collective's peers) that does not exist yet, or NULL; missing: the peer
+ * and direction. */
+static const kolo_op *needs_pipe(const kolo_op *ops, int nops, struct koloComm *c, int missing[2]) {
+  missing[0] = -1;
   for (int i = 0; i < nops; i++) {
-    const kolo_op *op = &ops[i];
-    if (op->comm != c || !kolo_coll_is_p2p(op->coll)) continue;
-    size_t k = (size_t)op->arg * (size_t)c->nchannels;
-    const unsigned char *ready = op->coll == KOLO_COLL_SEND ? c->p2p_send_ready : c->p2p_recv_ready;
-    for (int ch = 0; ch < c->nchannels; ch++)
-      if (ready[k + (size_t)ch] != 1) return op;
+    if (ops[i].comm != c) continue;
+    kolo_op_pipes(c, &ops[i], find_missing, missing); /* programs are built at init: no failure */
+    if (missing[0] >= 0) return &ops[i];
   }
   return NULL;
+}
+
+/* kolo_pipe_fn: the device ends of (peer, direction), where they exist. */
+static koloResult_t p2p_ready(struct koloComm *c, int peer, int is_send, void *arg) {
+  (void)arg;
+  return kolo_cuda_comm_p2p_ready(c, peer, is_send);
 }
 
 /* Makes the missing point-to-point pipes of every comm of the call. */
@@ -104,7 +122,8 @@ static koloResult_t make_pipes(kolo_op *ops, int nops) {
   for (int i = 0; i < nops; i++) {
     struct koloComm *c = ops[i].comm;
     if (first_of(ops, i) >= 0) continue;
-    const kolo_op *op = needs_pipe(ops, nops, c);
+    int missing[2];
+    const kolo_op *op = needs_pipe(ops, nops, c, missing);
     if (op == NULL) continue;
     any = 1;
     int cap = 0;
@@ -112,16 +131,17 @@ static koloResult_t make_pipes(kolo_op *ops, int nops) {
     if (res != koloSuccess) return res;
     if (cap)
       return kolo_error(&c->err, koloInvalidUsage,
-                        "rank %d: the first %s with rank %d is being captured into a CUDA graph, but "
-                        "it makes the pipe, which allocates device memory: do one send/recv with "
-                        "each peer before capturing (a warm-up)",
-                        c->rank, op->coll == KOLO_COLL_SEND ? "send to" : "recv from", op->arg);
+                        "rank %d: the first %s with rank %d (%s) is being captured into a CUDA graph, but "
+                        "it makes the pipe, which allocates device memory: do one call with each peer "
+                        "before capturing (a warm-up)",
+                        c->rank, missing[1] ? "send to" : "receive from", missing[0], kolo_coll_name(op->coll));
   }
   if (!any) return koloSuccess;
   koloResult_t res = kolo_p2p_connect(ops, nops);
-  for (int i = 0; i < nops; i++)
-    if (kolo_coll_is_p2p(ops[i].coll))
-      kolo_cuda_comm_p2p_ready(ops[i].comm, ops[i].arg, ops[i].coll == KOLO_COLL_SEND);
+  for (int i = 0; i < nops; i++) { /* every end made, even when another failed */
+    koloResult_t r = kolo_op_pipes(ops[i].comm, &ops[i], p2p_ready, NULL);
+    if (res == koloSuccess) res = r;
+  }
   return res;
 }
 
@@ -133,13 +153,35 @@ static koloResult_t fail_comm(struct koloComm *c, koloResult_t res) {
   return res;
 }
 
+/* post_net_slices for a multi-peer task: the slices of each of its ends
+ * that is a net pipe's.  koloSystemError when out of memory. */
+static koloResult_t post_peer_slices(const kolo_op *op, const kolo_cuda_plan_comm *pc, kolo_cuda_comm *cc,
+                                     const kolo_cuda_plan_item *it, const kolo_dev_task *t, int protocol) {
+  uint64_t *counts = malloc(2 * (size_t)t->npeers * sizeof *counts);
+  if (counts == NULL) return koloSystemError;
+  kolo_cuda_plan_peer_slices(op, pc, it, t, protocol, counts);
+  for (int e = 0; e < 2 * t->npeers; e++) {
+    const kolo_dev_conn *c = kolo_cuda_plan_peer_end(op, pc, it->channel, e);
+    if (c != NULL && c->net) kolo_proxy_post(cc->net_pipes[c->net - 1], (uint32_t)counts[e]);
+  }
+  free(counts);
+  return koloSuccess;
+}
+
 /* After a launch: tells the proxy how many slices the kernel will move
  * through each net pipe end of the batch (tasks [0, ntasks) came from
- * items[first ...], in order). */
-static void post_net_slices(const kolo_op *mine, const kolo_cuda_plan_comm *pc, kolo_cuda_comm *cc,
-                            const kolo_cuda_plan_item *items, int first, const kolo_dev_batch *b) {
+ * items[first ...], in order).  koloSystemError when out of memory (the
+ * kernel then waits for slices the proxy never moves: the caller fails the
+ * comm). */
+static koloResult_t post_net_slices(const kolo_op *mine, const kolo_cuda_plan_comm *pc, kolo_cuda_comm *cc,
+                                    const kolo_cuda_plan_item *items, int first, const kolo_dev_batch *b) {
   for (int j = 0; j < b->ntasks; j++) {
     const kolo_dev_task *t = &b->tasks[j];
+    if (t->npeers > 0) {
+      koloResult_t res = post_peer_slices(&mine[items[first + j].op], pc, cc, &items[first + j], t, b->protocol);
+      if (res != koloSuccess) return res;
+      continue;
+    }
     int snet = t->has_send ? t->send.net : 0, rnet = t->has_recv ? t->recv.net : 0;
     if (snet == 0 && rnet == 0) continue;
     const kolo_cuda_plan_item *it = &items[first + j];
@@ -149,6 +191,7 @@ static void post_net_slices(const kolo_op *mine, const kolo_cuda_plan_comm *pc, 
     if (snet) kolo_proxy_post(cc->net_pipes[snet - 1], (uint32_t)sends);
     if (rnet) kolo_proxy_post(cc->net_pipes[rnet - 1], (uint32_t)recvs);
   }
+  return koloSuccess;
 }
 
 /* Plans and launches the ops of one comm (all of them on `stream`); *record:
@@ -205,7 +248,11 @@ static koloResult_t launch_comm(struct koloComm *c, const kolo_op *mine, int n, 
                        cudaGetErrorString((cudaError_t)err));
       break;
     }
-    if (cc->may_use_net) post_net_slices(mine, pc, cc, items, first, &batch);
+    if (cc->may_use_net && post_net_slices(mine, pc, cc, items, first, &batch) != koloSuccess) {
+      res = kolo_error(&c->err, koloSystemError, "rank %d: out of memory telling the network proxy of a launch",
+                       c->rank);
+      break;
+    }
     launches++;
   }
   if (items != local) free(items);

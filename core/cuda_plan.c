@@ -117,11 +117,57 @@ static const kolo_dev_conn *end_for(const kolo_cuda_plan_comm *pc, int coll, int
   return send ? &pc->ring_send[ch] : &pc->ring_recv[ch];
 }
 
-/* Fills one task; -1 when a program or connector end is missing. */
+/* The host copy of point-to-point end e (2 * peer index, + 1 to receive)
+ * of multi-peer program p on channel ch; NULL when p does not use it. */
+static const kolo_dev_conn *peer_end(const kolo_cuda_plan_comm *pc, const kolo_program *p, int ch, int e) {
+  const kolo_peer *q = &p->peers[e / 2];
+  if (!(e % 2 ? q->recvs : q->sends)) return NULL;
+  size_t k = (size_t)q->rank * (size_t)pc->nchannels + (size_t)ch;
+  return e % 2 ? &pc->p2p_recv[k] : &pc->p2p_send[k];
+}
+
+const kolo_dev_conn *kolo_cuda_plan_peer_end(const kolo_op *op, const kolo_cuda_plan_comm *pc, int ch, int e) {
+  if (pc->programs[op->coll] == NULL) return NULL;
+  const kolo_program *p = &pc->programs[op->coll][kolo_program_index(op->coll, op->arg, ch, pc->nrings)];
+  return e >= 0 && e < 2 * p->npeers ? peer_end(pc, p, ch, e) : NULL;
+}
+
+/* 1 when ends a and b cut slices of one size under `protocol` (device and
+ * net pipes of one comm have equal SIMPLE slots; net pipes have no LL
+ * region, and comms with net pipes never use LL). */
+static int slice_alike(const kolo_dev_conn *a, const kolo_dev_conn *b, int protocol) {
+  return protocol == KOLO_PROTO_LL ? a->ll_slot_bytes == b->ll_slot_bytes : a->slot_bytes == b->slot_bytes;
+}
+
+/* A multi-peer task's ends: its table, after checking on the host copies
+ * that every end it uses exists, leads to its peer and slices as the first
+ * (which the kernel takes its slice size from); *first: that end.  -1 when
+ * not. */
+static int fill_peer_ends(const kolo_op *op, const kolo_cuda_plan_item *it, const kolo_cuda_plan_comm *pc,
+                          const kolo_program *prog, kolo_dev_task *t, const kolo_dev_conn **first) {
+  const int protocol = kolo_cuda_plan_protocol(op->count, op->type, pc->ll_threshold);
+  const kolo_dev_ends *tables = pc->end_tables[op->coll];
+  *first = NULL;
+  for (int e = 0; e < 2 * prog->npeers; e++) {
+    const kolo_dev_conn *c = peer_end(pc, prog, it->channel, e);
+    if (c == NULL) continue;
+    if (c->step == NULL || c->peer != prog->peers[e / 2].rank) return -1;
+    if (*first == NULL) *first = c;
+    if (!slice_alike(c, *first, protocol)) return -1;
+  }
+  if (tables == NULL || *first == NULL) return -1;
+  t->npeers = prog->npeers;
+  t->ends = tables[(size_t)kolo_program_slot(op->coll, op->arg) * (size_t)pc->nchannels + (size_t)it->channel];
+  return t->ends != NULL ? 0 : -1;
+}
+
+/* Fills one task (*prog: its program); -1 when a program or connector end
+ * is missing. */
 static int fill_task(const kolo_op *op, const kolo_cuda_plan_item *it, const kolo_cuda_plan_comm *pc,
-                     kolo_dev_task *t) {
+                     kolo_dev_task *t, const kolo_program **progp) {
   const kolo_step *steps;
   const kolo_program *prog = program_for(op, it, pc, &steps);
+  *progp = prog;
   if (prog == NULL || steps == NULL || prog->nsteps <= 0) return -1;
   memset(t, 0, sizeof *t);
   t->steps = steps;
@@ -147,12 +193,14 @@ static int fill_task(const kolo_op *op, const kolo_cuda_plan_item *it, const kol
   t->has_recv = r != NULL;
   if (s) t->send = *s;
   if (r) t->recv = *r;
+  const kolo_dev_conn *first = NULL;
+  if (prog->npeers > 0 && fill_peer_ends(op, it, pc, prog, t, &first) != 0) return -1;
   /* An LL slice carries half an LL slot, not a SIMPLE slot: its chunks are
    * cut from that (half the slots' worth, as SIMPLE's).  Cut from SIMPLE's
    * slots, a step of LL slices outnumbered the slots, and a ring then hangs:
    * every rank waits for send credit before it receives (found on the CUDA
    * model: reduce-scatter of 3 ranks, 64 KiB per rank). */
-  const kolo_dev_conn *e = s ? s : r;
+  const kolo_dev_conn *e = s ? s : r ? r : first;
   if (e && kolo_cuda_plan_protocol(op->count, op->type, pc->ll_threshold) == KOLO_PROTO_LL)
     t->geo = kolo_op_geometry(op, prog, pc->nranks, it->nch, kolo_ll_slice_bytes(e->ll_slot_bytes), pc->nslots);
   return 0;
@@ -162,20 +210,43 @@ static int same_key_but_dir(const kolo_cuda_plan_item *a, const kolo_cuda_plan_i
   return memcmp(a->key, b->key, 7 * sizeof a->key[0]) == 0;
 }
 
-static int uses_end(const kolo_dev_batch *b, const uint32_t *step) {
-  if (step == NULL) return 0;
-  for (int i = 0; i < b->ntasks; i++) {
-    const kolo_dev_task *t = &b->tasks[i];
-    if ((t->has_send && t->send.step == step) || (t->has_recv && t->recv.step == step)) return 1;
+/* 1 when single-peer task u uses end `step`. */
+static int has_end(const kolo_dev_task *u, const uint32_t *step) {
+  return step != NULL && ((u->has_send && u->send.step == step) || (u->has_recv && u->recv.step == step));
+}
+
+/* 1 when single-peer task u uses one of the ends of multi-peer task t
+ * (program p). */
+static int touches(const kolo_cuda_plan_comm *pc, const kolo_dev_task *u, const kolo_dev_task *t,
+                   const kolo_program *p) {
+  for (int e = 0; e < 2 * p->npeers; e++) {
+    const kolo_dev_conn *c = peer_end(pc, p, t->channel, e);
+    if (c != NULL && has_end(u, c->step)) return 1;
   }
   return 0;
 }
 
-/* 1 when task t may join batch b (type, protocol, ends). */
-static int fits(const kolo_dev_batch *b, const kolo_dev_task *t, int protocol) {
+/* 1 when tasks t and u (programs tp, up) may use one connector end: the
+ * same end of single-peer tasks; for a multi-peer task, any other
+ * multi-peer task of its channel, or a single-peer one with an end of its. */
+static int may_share(const kolo_cuda_plan_comm *pc, const kolo_dev_task *t, const kolo_program *tp,
+                     const kolo_dev_task *u, const kolo_program *up) {
+  if (t->npeers == 0 && u->npeers == 0)
+    return has_end(u, t->has_send ? t->send.step : NULL) || has_end(u, t->has_recv ? t->recv.step : NULL);
+  if (t->channel != u->channel) return 0; /* point-to-point ends are per channel */
+  if (t->npeers > 0 && u->npeers > 0) return 1;
+  return t->npeers > 0 ? touches(pc, u, t, tp) : touches(pc, t, u, up);
+}
+
+/* 1 when task t (program tp) may join batch b, whose tasks' programs are
+ * progs (type, protocol, ends). */
+static int fits(const kolo_cuda_plan_comm *pc, const kolo_dev_batch *b, const kolo_program *const *progs,
+                const kolo_dev_task *t, const kolo_program *tp, int protocol) {
   if (b->ntasks == 0) return 1;
   if (t->type != b->tasks[0].type || protocol != b->protocol) return 0;
-  return !uses_end(b, t->has_send ? t->send.step : NULL) && !uses_end(b, t->has_recv ? t->recv.step : NULL);
+  for (int i = 0; i < b->ntasks; i++)
+    if (may_share(pc, t, tp, &b->tasks[i], progs[i])) return 0;
+  return 1;
 }
 
 int kolo_cuda_plan_next(const kolo_op *ops, const kolo_cuda_plan_comm *pc,
@@ -191,6 +262,7 @@ int kolo_cuda_plan_next(const kolo_op *ops, const kolo_cuda_plan_comm *pc,
   batch->status = pc->status;
   batch->rank = pc->rank;
   batch->pad1 = 0;
+  const kolo_program *progs[KOLO_DEV_MAX_TASKS]; /* of the batch's tasks */
   while (i < nitems) {
     /* a send to oneself and its recv (equal keys but the direction) go
      * together: split apart, the first launch would wait for the second */
@@ -201,39 +273,42 @@ int kolo_cuda_plan_next(const kolo_op *ops, const kolo_cuda_plan_comm *pc,
     if (i > start && items[i].phase > 0 && items[i - 1].op == items[i].op && items[i - 1].phase != items[i].phase)
       break;
     kolo_dev_task t[2];
+    const kolo_program *tp[2];
     int proto = 0, ok = 1;
     for (int u = 0; u < unit; u++) {
       const kolo_op *op = &ops[items[i + u].op];
-      if (fill_task(op, &items[i + u], pc, &t[u]) != 0) {
+      if (fill_task(op, &items[i + u], pc, &t[u], &tp[u]) != 0) {
         *next = i;
         return -1;
       }
       proto = kolo_cuda_plan_protocol(op->count, op->type, pc->ll_threshold);
       if (batch->ntasks == 0 && u == 0) batch->protocol = proto;
-      ok = ok && fits(batch, &t[u], proto);
+      ok = ok && fits(pc, batch, progs, &t[u], tp[u], proto);
     }
     if (unit == 2) /* the pair itself: same type and protocol, two different ends */
       ok = ok && t[1].type == t[0].type;
     if (!ok && batch->ntasks > 0) break; /* (an empty batch takes any unit) */
-    for (int u = 0; u < unit; u++) batch->tasks[batch->ntasks++] = t[u];
+    for (int u = 0; u < unit; u++) {
+      progs[batch->ntasks] = tp[u];
+      batch->tasks[batch->ntasks++] = t[u];
+    }
     i += unit;
   }
   *next = i;
   return 1;
 }
 
-void kolo_cuda_plan_slices(const kolo_op *op, const kolo_cuda_plan_comm *pc, const kolo_cuda_plan_item *it,
-                           const kolo_dev_task *t, int protocol, uint64_t *sends, uint64_t *recvs) {
-  *sends = *recvs = 0;
-  const kolo_dev_conn *sizer = t->has_send ? &t->send : t->has_recv ? &t->recv : NULL;
-  const kolo_step *steps;
-  const kolo_program *prog = program_for(op, it, pc, &steps);
-  if (sizer == NULL || prog == NULL) return;
+/* The kernel's loop over rounds and steps, counted on the host: slices
+ * through each end into counts (single-peer: [0] send, [1] receive;
+ * multi-peer: [2 * to] and [2 * from + 1]), sliced as `sizer`. */
+static void count_slices(const kolo_program *prog, const kolo_dev_task *t, const kolo_dev_conn *sizer, int protocol,
+                         uint64_t *counts) {
   const kolo_geometry *g = &t->geo;
   const size_t esz = g->elem_size;
   const size_t slot_elems = protocol == KOLO_PROTO_LL ? kolo_ll_slice_elems(sizer->ll_slot_bytes, esz)
                                                       : sizer->slot_bytes / esz;
   if (slot_elems == 0) return; /* the launcher refuses such a batch */
+  const int multi = prog->npeers > 0;
   for (size_t base = 0, rce; (rce = kolo_geo_round_chunk(g, base)) != 0; base += rce * kolo_geo_parts(g)) {
     for (int s = 0; s < prog->nsteps; s++) {
       const kolo_step *st = &prog->steps[s];
@@ -246,8 +321,30 @@ void kolo_cuda_plan_slices(const kolo_op *op, const kolo_cuda_plan_comm *pc, con
                            st->dst_buf == KOLO_BUF_IN ? t->in_blocked : t->out_blocked, &doff, &nd);
       const size_t n = ns < nd ? ns : nd;
       const uint64_t slices = (n + slot_elems - 1) / slot_elems;
-      if (sd) *sends += slices;
-      if (rv) *recvs += slices;
+      if (sd) counts[multi ? 2 * (size_t)st->to : 0] += slices;
+      if (rv) counts[multi ? 2 * (size_t)st->from + 1 : 1] += slices;
     }
   }
+}
+
+void kolo_cuda_plan_slices(const kolo_op *op, const kolo_cuda_plan_comm *pc, const kolo_cuda_plan_item *it,
+                           const kolo_dev_task *t, int protocol, uint64_t *sends, uint64_t *recvs) {
+  uint64_t counts[2] = {0, 0};
+  const kolo_dev_conn *sizer = t->has_send ? &t->send : t->has_recv ? &t->recv : NULL;
+  const kolo_step *steps;
+  const kolo_program *prog = program_for(op, it, pc, &steps);
+  if (sizer != NULL && prog != NULL && prog->npeers == 0) count_slices(prog, t, sizer, protocol, counts);
+  *sends = counts[0];
+  *recvs = counts[1];
+}
+
+void kolo_cuda_plan_peer_slices(const kolo_op *op, const kolo_cuda_plan_comm *pc, const kolo_cuda_plan_item *it,
+                                const kolo_dev_task *t, int protocol, uint64_t *counts) {
+  const kolo_step *steps;
+  const kolo_program *prog = program_for(op, it, pc, &steps);
+  if (prog == NULL || prog->npeers == 0) return;
+  for (int e = 0; e < 2 * prog->npeers; e++) counts[e] = 0;
+  const kolo_dev_conn *sizer = NULL;
+  for (int e = 0; e < 2 * prog->npeers && sizer == NULL; e++) sizer = peer_end(pc, prog, it->channel, e);
+  if (sizer != NULL) count_slices(prog, t, sizer, protocol, counts);
 }

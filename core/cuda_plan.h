@@ -5,12 +5,15 @@
  * header), so that tests check it on machines without a GPU with fake
  * device pointers.  One task per (op, channel), with the op's program
  * (device copy of its steps), the geometry the host executor would use
- * (core/op.h), the buffers and the two connector ends.
+ * (core/op.h), the buffers and the connector ends: a single-peer program's
+ * two, or the table of a multi-peer program's ends (ring/program.h; the
+ * point-to-point pipes of its peers on that channel).
  *
  * Order and launches.  Tasks are sorted by a key every rank computes alike
  * for the two (or n) halves of each transfer:
  *
  *   collectives:  (0, index of the collective among the comm's ops, channel)
+ *                 (multi-peer ones too: every rank calls them in one order)
  *   hierarchical all-reduce: (0, index, phase, channel)
  *   send / recv:  (1, dtype, protocol, sender, receiver, j, channel, dir)
  *                 j: the j-th send from sender to receiver in the call
@@ -19,7 +22,10 @@
  * then cut, in that order, into consecutive launches on the one stream: a
  * new launch starts when a task would share a connector end with a task of
  * the current launch (the kernel reads an end's step counter when it
- * starts, so one end belongs to one block), when its dtype differs (the
+ * starts, so one end belongs to one block; a multi-peer task is kept apart
+ * from any task of its channel that might use one of its point-to-point
+ * ends: every other multi-peer task, and a single-peer task whose end goes
+ * to one of its peers in that direction), when its dtype differs (the
  * kernel is instantiated per dtype, from tasks[0].type), when its protocol
  * differs, when it is a later phase of the hierarchical all-reduce whose
  * earlier phase is in (the phases run one after the other), or when
@@ -78,6 +84,12 @@ typedef struct kolo_cuda_plan_comm {
    * not exist (not connected). */
   const kolo_dev_conn *ring_send, *ring_recv; /* [nchannels] */
   const kolo_dev_conn *p2p_send, *p2p_recv;   /* [peer * nchannels + channel] */
+  /* Multi-peer collectives (kolo_coll_is_multi_peer): [k][slot * nchannels
+   * + channel], slot = kolo_program_slot(k, root): the device table of the
+   * ends of that program on that channel (kernels/cuda_exec.h), whose
+   * entries point at the device copies of p2p_send / p2p_recv.  The
+   * planner checks the ends on the host copies above. */
+  const kolo_dev_ends *end_tables[KOLO_COLL_NUM];
   /* Hierarchical all-reduce (ring/all_reduce_hier.c), where the comm has
    * it (hier_programs not NULL): what the choice depends on (ring/algo.h,
    * as the host enqueue chooses), this rank's three phase programs
@@ -131,6 +143,14 @@ int kolo_cuda_plan_next(const kolo_op *ops, const kolo_cuda_plan_comm *pc,
  * program. */
 void kolo_cuda_plan_slices(const kolo_op *op, const kolo_cuda_plan_comm *pc, const kolo_cuda_plan_item *it,
                            const kolo_dev_task *t, int protocol, uint64_t *sends, uint64_t *recvs);
+/* The same for a multi-peer task (t->npeers > 0): counts[2 * i] slices
+ * through its send end to peer i, counts[2 * i + 1] through its receive end
+ * from it (2 * t->npeers entries, zeroed first). */
+void kolo_cuda_plan_peer_slices(const kolo_op *op, const kolo_cuda_plan_comm *pc, const kolo_cuda_plan_item *it,
+                                const kolo_dev_task *t, int protocol, uint64_t *counts);
+/* The host copy of a multi-peer task's end e (2 * peer index + 1 for the
+ * receive end), of the program of op on channel ch; NULL when unused. */
+const kolo_dev_conn *kolo_cuda_plan_peer_end(const kolo_op *op, const kolo_cuda_plan_comm *pc, int ch, int e);
 
 #ifdef __cplusplus
 }

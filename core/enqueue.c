@@ -1,5 +1,6 @@
 /* enqueue.c - from recorded ops to executor tasks: groups, p2p pipes made
- * on first use, channels per op, and the run itself. */
+ * on first use (for send/recv and for the peers of multi-peer collectives),
+ * channels per op, and the run itself. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,29 +97,58 @@ koloResult_t kolo_comm_program(struct koloComm *c, int coll, int arg, int ch, co
 
 static int is_p2p(int coll) { return kolo_coll_is_p2p(coll); }
 
+koloResult_t kolo_op_pipes(struct koloComm *c, const kolo_op *op, kolo_pipe_fn f, void *arg) {
+  if (is_p2p(op->coll)) return f(c, op->arg, op->coll == KOLO_COLL_SEND, arg);
+  if (!kolo_coll_is_multi_peer(op->coll)) return koloSuccess;
+  for (int v = 0; v < c->nrings; v++) { /* one program per ring */
+    const kolo_program *p;
+    koloResult_t res = kolo_comm_program(c, op->coll, op->arg, v, &p);
+    for (int i = 0; res == koloSuccess && i < p->npeers; i++) {
+      if (p->peers[i].sends) res = f(c, p->peers[i].rank, 1, arg);
+      if (res == koloSuccess && p->peers[i].recvs) res = f(c, p->peers[i].rank, 0, arg);
+    }
+    if (res != koloSuccess) return res;
+  }
+  return koloSuccess;
+}
+
+typedef struct {
+  kolo_conn_set *set;
+  int cap;
+} pipe_requests;
+
+/* Requests the pipes of (peer, direction) on every channel that do not
+ * exist yet (kolo_pipe_fn). */
+static koloResult_t request_pipes(struct koloComm *c, int peer, int send, void *arg) {
+  pipe_requests *pr = arg;
+  kolo_conn_set *set = pr->set;
+  for (int ch = 0; ch < c->nchannels; ch++) {
+    size_t k = (size_t)peer * (size_t)c->nchannels + (size_t)ch;
+    unsigned char *ready = send ? &c->p2p_send_ready[k] : &c->p2p_recv_ready[k];
+    if (*ready) continue;
+    if (set->n == pr->cap) {
+      pr->cap = pr->cap ? 2 * pr->cap : 16;
+      kolo_conn_request *r = realloc(set->reqs, (size_t)pr->cap * sizeof *r);
+      if (r == NULL) return kolo_error(&c->err, koloSystemError, "out of memory making point-to-point pipes");
+      set->reqs = r;
+    }
+    set->reqs[set->n++] = (kolo_conn_request){send ? &c->p2p_send[k] : &c->p2p_recv[k], peer, send, ch,
+                                              TAG_P2P_PIPE | (uint32_t)ch};
+    *ready = 2; /* requested: not to be asked twice in this group */
+  }
+  return koloSuccess;
+}
+
 /* Appends to *set the requests for the pipes of comm c that ops need and
  * that do not exist yet. */
 static koloResult_t p2p_requests(struct koloComm *c, const kolo_op *ops, int nops, kolo_conn_set *set) {
-  int cap = 0;
+  pipe_requests pr = {set, 0};
   *set = (kolo_conn_set){c->bs,   c->job, c->slot_bytes, c->nslots, kolo_comm_conn_mem(c),
                          NULL,    0,      &c->err,       NULL,      koloSuccess};
   for (int i = 0; i < nops; i++) {
-    if (ops[i].comm != c || !is_p2p(ops[i].coll)) continue;
-    int send = ops[i].coll == KOLO_COLL_SEND, peer = ops[i].arg;
-    for (int ch = 0; ch < c->nchannels; ch++) {
-      size_t k = (size_t)peer * (size_t)c->nchannels + (size_t)ch;
-      unsigned char *ready = send ? &c->p2p_send_ready[k] : &c->p2p_recv_ready[k];
-      if (*ready) continue;
-      if (set->n == cap) {
-        cap = cap ? 2 * cap : 16;
-        kolo_conn_request *r = realloc(set->reqs, (size_t)cap * sizeof *r);
-        if (r == NULL) return kolo_error(&c->err, koloSystemError, "out of memory making point-to-point pipes");
-        set->reqs = r;
-      }
-      set->reqs[set->n++] = (kolo_conn_request){send ? &c->p2p_send[k] : &c->p2p_recv[k], peer, send, ch,
-                                                TAG_P2P_PIPE | (uint32_t)ch};
-      *ready = 2; /* requested: not to be asked twice in this group */
-    }
+    if (ops[i].comm != c) continue;
+    koloResult_t res = kolo_op_pipes(c, &ops[i], request_pipes, &pr);
+    if (res != koloSuccess) return res;
   }
   return koloSuccess;
 }
@@ -133,7 +163,7 @@ static void p2p_mark(struct koloComm *c, const kolo_conn_set *set, koloResult_t 
 
 koloResult_t kolo_p2p_connect(const kolo_op *ops, int nops) {
   int any = 0;
-  for (int i = 0; i < nops && !any; i++) any = is_p2p(ops[i].coll);
+  for (int i = 0; i < nops && !any; i++) any = is_p2p(ops[i].coll) || kolo_coll_is_multi_peer(ops[i].coll);
   if (!any) return koloSuccess;
   kolo_conn_set *sets = calloc((size_t)nops, sizeof *sets);
   struct koloComm **comms = calloc((size_t)nops, sizeof *comms);
@@ -175,11 +205,19 @@ static kolo_connector *pipe_for(struct koloComm *c, int coll, int peer, int ch, 
   return send ? &c->ring_send[ch] : &c->ring_recv[ch];
 }
 
+/* 1 when task t uses connector x. */
+static int task_uses(const kolo_exec_task *t, const kolo_connector *x) {
+  if (t->send == x || t->recv == x) return 1;
+  for (int i = 0; t->ends && i < 2 * t->prog->npeers; i++)
+    if (t->ends[i] == x) return 1;
+  return 0;
+}
+
 /* The last earlier task that uses connector x, or -1. */
 static int last_user(const kolo_exec_task *tasks, int n, const kolo_connector *x) {
   if (x == NULL) return -1;
   for (int i = n - 1; i >= 0; i--)
-    if (tasks[i].send == x || tasks[i].recv == x) return i;
+    if (task_uses(&tasks[i], x)) return i;
   return -1;
 }
 
@@ -251,7 +289,41 @@ static void add_hier_tasks(const kolo_op *op, kolo_exec_task *tasks, int *ntasks
   }
 }
 
-static koloResult_t add_tasks(const kolo_op *op, kolo_exec_task *tasks, int *ntasks) {
+/* Where a batch's multi-peer tasks keep their end tables and their lists
+ * of earlier tasks (2 * (nranks - 1) entries per task at most). */
+typedef struct {
+  kolo_connector **ends;
+  int *deps;
+  size_t nends, ndeps;
+} peer_store;
+
+/* A multi-peer task: its ends are the point-to-point pipes of its peers on
+ * channel ch; it waits for the last earlier user of each. */
+static void add_peer_task(const kolo_op *op, const kolo_program *prog, int nch, int ch, kolo_exec_task *tasks,
+                          int *ntasks, peer_store *st) {
+  struct koloComm *c = op->comm;
+  add_task(op, prog, nch, ch, NULL, NULL, -1, tasks, ntasks);
+  kolo_exec_task *t = &tasks[*ntasks - 1];
+  kolo_connector **ends = st->ends + st->nends;
+  int *deps = st->deps + st->ndeps, ndeps = 0;
+  for (int i = 0; i < prog->npeers; i++) {
+    size_t k = (size_t)prog->peers[i].rank * (size_t)c->nchannels + (size_t)ch;
+    ends[2 * i] = prog->peers[i].sends ? &c->p2p_send[k] : NULL;
+    ends[2 * i + 1] = prog->peers[i].recvs ? &c->p2p_recv[k] : NULL;
+    for (int e = 2 * i; e <= 2 * i + 1; e++) {
+      int d = last_user(tasks, *ntasks - 1, ends[e]), seen = d < 0;
+      for (int j = 0; j < ndeps && !seen; j++) seen = deps[j] == d;
+      if (!seen) deps[ndeps++] = d;
+    }
+  }
+  st->nends += 2 * (size_t)prog->npeers;
+  st->ndeps += (size_t)ndeps;
+  t->ends = ends;
+  t->more_deps = deps;
+  t->nmore_deps = ndeps;
+}
+
+static koloResult_t add_tasks(const kolo_op *op, kolo_exec_task *tasks, int *ntasks, peer_store *st) {
   struct koloComm *c = op->comm;
   if (op->coll == KOLO_COLL_ALL_REDUCE && all_reduce_algo(c, op) == KOLO_ALGO_HIER) {
     add_hier_tasks(op, tasks, ntasks);
@@ -262,10 +334,29 @@ static koloResult_t add_tasks(const kolo_op *op, kolo_exec_task *tasks, int *nta
     const kolo_program *prog = NULL; /* set on success: gcc -O3 cannot tell once it inlines the (hidden) callee */
     koloResult_t res = kolo_comm_program(c, op->coll, op->arg, ch, &prog);
     if (res != koloSuccess) return res;
-    add_task(op, prog, nch, ch, pipe_for(c, op->coll, prog->send_peer, ch, 1),
-             pipe_for(c, op->coll, prog->recv_peer, ch, 0), -1, tasks, ntasks);
+    if (prog->npeers > 0) add_peer_task(op, prog, nch, ch, tasks, ntasks, st);
+    else
+      add_task(op, prog, nch, ch, pipe_for(c, op->coll, prog->send_peer, ch, 1),
+               pipe_for(c, op->coll, prog->recv_peer, ch, 0), -1, tasks, ntasks);
   }
   return koloSuccess;
+}
+
+/* Sizes *st for the multi-peer ops among ops (nothing when there are none). */
+static koloResult_t peer_store_init(peer_store *st, const kolo_op *ops, int nops) {
+  size_t cap = 0;
+  for (int i = 0; i < nops; i++)
+    if (kolo_coll_is_multi_peer(ops[i].coll))
+      cap += 2 * (size_t)ops[i].comm->nchannels * (size_t)ops[i].comm->nranks;
+  *st = (peer_store){NULL, NULL, 0, 0};
+  if (cap == 0) return koloSuccess;
+  st->ends = malloc(cap * sizeof *st->ends);
+  st->deps = malloc(cap * sizeof *st->deps);
+  if (st->ends && st->deps) return koloSuccess;
+  free(st->ends);
+  free(st->deps);
+  *st = (peer_store){NULL, NULL, 0, 0};
+  return kolo_error(&ops[0].comm->err, koloSystemError, "out of memory running a call");
 }
 
 /* Runs ops of blocking communicators on this thread. */
@@ -279,15 +370,19 @@ static koloResult_t run_here(kolo_op *ops, int nops) {
     cap += ops[i].comm->nchannels * (ops[i].coll == KOLO_COLL_ALL_REDUCE ? KOLO_HIER_PHASES : 1);
   kolo_exec_task *tasks = cap <= KOLO_HIER_PHASES * KOLO_MAX_CHANNELS ? local : malloc((size_t)cap * sizeof *tasks);
   if (tasks == NULL) return kolo_error(&ops[0].comm->err, koloSystemError, "out of memory running a call");
+  peer_store st;
+  res = peer_store_init(&st, ops, nops);
   int n = 0;
   for (int i = 0; i < nops && res == koloSuccess; i++) {
     ops[i].comm->owner.failed = koloSuccess;
-    res = add_tasks(&ops[i], tasks, &n);
+    res = add_tasks(&ops[i], tasks, &n, &st);
   }
   if (res == koloSuccess) res = kolo_host_exec_run(tasks, n);
   for (int i = 0; i < nops; i++)
     if (ops[i].comm->owner.failed != koloSuccess) ops[i].comm->failed = ops[i].comm->owner.failed;
   if (tasks != local) free(tasks);
+  free(st.ends);
+  free(st.deps);
   return res;
 }
 

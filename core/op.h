@@ -44,10 +44,14 @@ static inline int kolo_coll_is_p2p(int coll) {
   return coll == KOLO_COLL_SEND || coll == KOLO_COLL_RECV;
 }
 
-/* Programs depend on the root (broadcast, reduce) or peer (send, recv) only:
- * the index of a call's program among its collective's programs. */
+/* Programs depend on the root (broadcast, reduce, gather, scatter) or peer
+ * (send, recv) only: the index of a call's program among its collective's
+ * programs. */
 static inline int kolo_program_slot(int coll, int arg) {
-  return (coll == KOLO_COLL_BROADCAST || coll == KOLO_COLL_REDUCE || kolo_coll_is_p2p(coll)) ? arg : 0;
+  return (coll == KOLO_COLL_BROADCAST || coll == KOLO_COLL_REDUCE || coll == KOLO_COLL_GATHER ||
+          coll == KOLO_COLL_SCATTER || kolo_coll_is_p2p(coll))
+             ? arg
+             : 0;
 }
 
 /* Where the program of (coll, arg) for channel ch lies in a table of
@@ -62,9 +66,10 @@ static inline int kolo_program_index(int coll, int arg, int ch, int nrings) {
  * of type runs on comm: for logs and tests (core/enqueue.c). */
 int kolo_comm_all_reduce_algo(struct koloComm *comm, size_t count, koloDataType_t type);
 
-/* Channels a call uses: one per min_channel_bytes of a rank's share, at
- * most nchannels, at least 1.  A pure function of the call's count and type
- * (the same on every rank), so both ends of every pipe agree. */
+/* Channels a call uses: one per min_channel_bytes of a rank's share (of a
+ * block, for the collectives that move one block per peer), at most
+ * nchannels, at least 1.  A pure function of the call's count and type (the
+ * same on every rank), so both ends of every pipe agree. */
 static inline int kolo_op_channels(const kolo_op *op, int nranks, int nchannels,
                                    size_t min_channel_bytes) {
   size_t bytes = op->count * koloTypeSize(op->type);

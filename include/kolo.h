@@ -202,6 +202,30 @@ koloResult_t koloSend(const void *sendbuff, size_t count,
 koloResult_t koloRecv(void *recvbuff, size_t count, koloDataType_t datatype,
                       int peer, koloComm_t comm, koloStream_t stream);
 
+/* ---- all-to-all, gather, scatter, in-place broadcast (NCCL 2.28) ------- */
+/* sendbuff and recvbuff hold nranks*count elements each: block j of
+ * sendbuff goes to rank j, block i of recvbuff comes from rank i.  Not in
+ * place: overlapping buffers are refused (koloInvalidArgument). */
+koloResult_t koloAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
+                          koloDataType_t datatype, koloComm_t comm,
+                          koloStream_t stream);
+/* Every rank sends count elements to root, which puts rank i's at
+ * recvbuff + i*count (nranks*count elements); recvbuff is not used on the
+ * other ranks (may be NULL).  In place when sendbuff == recvbuff +
+ * root*count on the root. */
+koloResult_t koloGather(const void *sendbuff, void *recvbuff, size_t count,
+                        koloDataType_t datatype, int root, koloComm_t comm,
+                        koloStream_t stream);
+/* root sends sendbuff + i*count (count elements) to rank i's recvbuff;
+ * sendbuff is not used on the other ranks (may be NULL).  In place when
+ * recvbuff == sendbuff + root*count on the root. */
+koloResult_t koloScatter(const void *sendbuff, void *recvbuff, size_t count,
+                         koloDataType_t datatype, int root, koloComm_t comm,
+                         koloStream_t stream);
+/* NCCL's legacy in-place broadcast: koloBroadcast(buff, buff, ...). */
+koloResult_t koloBcast(void *buff, size_t count, koloDataType_t datatype,
+                       int root, koloComm_t comm, koloStream_t stream);
+
 /* Calls between GroupStart and GroupEnd are issued together at GroupEnd
  * (send/recv pairs among several peers cannot deadlock).  Groups nest. */
 koloResult_t koloGroupStart(void);

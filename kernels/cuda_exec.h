@@ -4,10 +4,15 @@
  * for sm_90 with no spills, but not yet run on a GPU.
  *
  * What crosses from host to device is a kolo_dev_batch passed by value as
- * the kernel's parameter (so a launch is capturable in a CUDA graph): one
- * task per thread block, each a step program (steps in device memory) with
- * its two buffers and its two connector ends.  Nothing else: the kernel
- * knows no communicator, topology or transport.
+ * the kernel's parameter (so a launch is capturable in a CUDA graph; CUDA
+ * allows 4 KiB of parameters): one task per thread block, each a step
+ * program (steps in device memory) with its two buffers and its connector
+ * ends: a single-peer program's two ends in the parameters, a multi-peer
+ * program's (ring/program.h) in a table in device memory, one send and one
+ * receive end per peer, which the planner points the task at (the
+ * communicator keeps one table per program and channel, and the device
+ * copies of its point-to-point ends that the tables point to).  Nothing
+ * else: the kernel knows no communicator, topology or transport.
  *
  * Connector ends on the device: slots and the two counters live in the
  * receiver's GPU memory, or, for a net pipe, in this end's mapped pinned
@@ -32,7 +37,9 @@
  * one protocol per launch, elem_size == sizeof(T), equal send and receive
  * slot sizes within a task, slices of at least one element, ll_slots 16-byte
  * aligned with ll_slot_bytes a multiple of 16, and no connector end used by
- * two tasks of one launch.  A proxy moving LL slices must poll the lines'
+ * two tasks of one launch.  The ends of a multi-peer task are in device
+ * memory, out of the launcher's sight: the planner checks them (every end
+ * exists, all slice alike, none is another task's).  A proxy moving LL slices must poll the lines'
  * flags itself (LL does not bump `tail`) and write each 8-byte half of a line
  * in one piece.  Plain C: no CUDA header needed.
  */
@@ -121,14 +128,24 @@ typedef struct {
  * read when the kernel runs. */
 enum { KOLO_DEV_OP_PREMUL = 5, KOLO_DEV_OP_PREMUL_PTR = 6 };
 
+/* A multi-peer task's ends: [2 * i] the send end to the program's peer i,
+ * [2 * i + 1] the receive end from it (NULL where the program does not use
+ * it), in device memory. */
+typedef const kolo_dev_conn *const *kolo_dev_ends;
+
 typedef struct {
   const kolo_step *steps; /* device copy of the program's steps */
   int32_t nsteps;
-  uint8_t in_blocked, out_blocked, pad[2];
+  uint8_t in_blocked, out_blocked;
+  uint8_t has_send, has_recv; /* single-peer programs: send / recv are ends */
   kolo_geometry geo;
   char *in, *out;
   int32_t type, op, div, channel;
-  int32_t has_send, has_recv;
+  /* Multi-peer programs: their peer count (0: single-peer) and ends on
+   * this task's channel; a step uses the ends of its peers (step.to,
+   * step.from).  has_send = has_recv = 0 then. */
+  int32_t npeers, pad2;
+  kolo_dev_ends ends;
   kolo_dev_conn send, recv;
   uint64_t scalar; /* KOLO_DEV_OP_PREMUL: the bits of one element; _PTR: its address */
 } kolo_dev_task;
@@ -148,6 +165,13 @@ typedef struct {
   int32_t pad1;
   kolo_dev_task tasks[KOLO_DEV_MAX_TASKS];
 } kolo_dev_batch;
+
+/* CUDA passes at most 4 KiB of kernel parameters. */
+#ifdef __cplusplus
+static_assert(sizeof(kolo_dev_batch) <= 4096, "a kolo_dev_batch must fit CUDA's 4 KiB of kernel parameters");
+#else
+_Static_assert(sizeof(kolo_dev_batch) <= 4096, "a kolo_dev_batch must fit CUDA's 4 KiB of kernel parameters");
+#endif
 
 /* A stop word as transport/connector.h stores it: (reason << 24) | (rank +
  * 1): reason 2 abort, 4 timeout (connector.h's kolo_stop_reason). */

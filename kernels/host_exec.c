@@ -54,6 +54,25 @@ static int blocked_of(const kolo_exec_task *t, int buf) {
   return buf == KOLO_BUF_IN ? t->prog->in_blocked : t->prog->out_blocked;
 }
 
+/* The connector step s sends into / receives from (NULL: it does not). */
+static kolo_connector *send_end(const kolo_exec_task *t, const kolo_step *s) {
+  if (!kolo_step_sends(s->op)) return NULL;
+  return t->ends ? t->ends[2 * (size_t)s->to] : t->send;
+}
+static kolo_connector *recv_end(const kolo_exec_task *t, const kolo_step *s) {
+  if (!kolo_step_recvs(s->op)) return NULL;
+  return t->ends ? t->ends[2 * (size_t)s->from + 1] : t->recv;
+}
+
+/* Elements of one slice: a slot of the task's pipes (single-peer: its send
+ * pipe's when it has one, as ever; multi-peer: the step's; every pipe of a
+ * communicator has the same slots). */
+static size_t slot_elems_of(const kolo_exec_task *t, const kolo_step *s) {
+  const kolo_connector *c = t->ends ? send_end(t, s) : t->send;
+  if (c == NULL) c = t->ends ? recv_end(t, s) : t->recv;
+  return (c ? c->slot_bytes : SIZE_MAX) / t->geo.elem_size;
+}
+
 /* Locates the current step's chunk; returns its element count. */
 static size_t ready_chunk(kolo_exec_task *t, const kolo_step *s) {
   size_t n_src, n_dst;
@@ -62,8 +81,7 @@ static size_t ready_chunk(kolo_exec_task *t, const kolo_step *s) {
   kolo_chunk_range(&t->geo, t->base, t->rce, t->channel, s->dst_chunk,
                    blocked_of(t, s->dst_buf), &t->dst_off, &n_dst);
   t->n = n_src < n_dst ? n_src : n_dst;
-  size_t slot_elems = (t->send ? t->send->slot_bytes : t->recv ? t->recv->slot_bytes : SIZE_MAX) /
-                      t->geo.elem_size;
+  size_t slot_elems = slot_elems_of(t, s);
   if (!kolo_step_sends(s->op) && !kolo_step_recvs(s->op)) slot_elems = t->n ? t->n : 1;
   t->nslices = (t->n + slot_elems - 1) / slot_elems;
   t->slice = 0;
@@ -93,16 +111,17 @@ static step_args args_of(int op, char *rslot, char *sslot, char *src, char *dst,
   }
 }
 
-/* Moves one slice of the current step: both connectors are known ready. */
-static void do_slice(kolo_exec_task *t, const kolo_step *s) {
+/* Moves one slice of the current step over its connectors sc and rc (NULL
+ * where it does not send / receive): both are known ready. */
+static void do_slice(kolo_exec_task *t, const kolo_step *s, kolo_connector *sc, kolo_connector *rc) {
   size_t esz = t->geo.elem_size;
-  size_t per = t->nslices == 1 ? t->n : (t->send ? t->send->slot_bytes : t->recv->slot_bytes) / esz;
+  size_t per = t->nslices == 1 ? t->n : slot_elems_of(t, s);
   size_t off = t->slice * per;
   size_t n = t->n - off < per ? t->n - off : per;
   char *src = buf_of(t, s->src_buf) + (t->src_off + off) * esz;
   char *dst = buf_of(t, s->dst_buf) + (t->dst_off + off) * esz;
-  char *rslot = kolo_step_recvs(s->op) ? kolo_conn_slot(t->recv) : NULL;
-  char *sslot = kolo_step_sends(s->op) ? kolo_conn_slot(t->send) : NULL;
+  char *rslot = rc ? kolo_conn_slot(rc) : NULL;
+  char *sslot = sc ? kolo_conn_slot(sc) : NULL;
   step_args x = args_of(s->op, rslot, sslot, src, dst, (s->flags & KOLO_STEP_FINAL) ? t->div : 1);
   /* a premul-sum scales the rank's own input where a step reads it: the
    * step's src (b, or a when the step has no b) */
@@ -110,8 +129,8 @@ static void do_slice(kolo_exec_task *t, const kolo_step *s) {
     kolo_host_reduce_premul(x.o0, x.o1, x.a, x.b, n, t->type, &t->scalar);
   else if (x.o0 != NULL)
     kolo_host_reduce(x.o0, x.o1, x.a, x.b, n, t->type, t->op, x.div);
-  if (sslot) kolo_conn_sent_bytes(t->send, n * esz); /* a net pipe sends only these */
-  if (rslot) kolo_conn_received(t->recv);
+  if (sslot) kolo_conn_sent_bytes(sc, n * esz); /* a net pipe sends only these */
+  if (rslot) kolo_conn_received(rc);
 }
 
 /* Advances a task as far as its connectors allow (a bounded number of
@@ -135,15 +154,16 @@ static int task_advance(kolo_exec_task *t, kolo_connector **blocker) {
       t->chunk_ready = 0;
       continue;
     }
-    if (kolo_step_recvs(s->op) && !kolo_conn_can_recv(t->recv)) {
-      *blocker = t->recv;
+    kolo_connector *rc = recv_end(t, s), *sc = send_end(t, s);
+    if (rc && !kolo_conn_can_recv(rc)) {
+      *blocker = rc;
       return moved ? TASK_PROGRESS : TASK_BLOCKED;
     }
-    if (kolo_step_sends(s->op) && !kolo_conn_can_send(t->send)) {
-      *blocker = t->send;
+    if (sc && !kolo_conn_can_send(sc)) {
+      *blocker = sc;
       return moved ? TASK_PROGRESS : TASK_BLOCKED;
     }
-    do_slice(t, s);
+    do_slice(t, s, sc, rc);
     moved = 1;
     budget--;
     if (++t->slice == t->nslices) {
@@ -177,6 +197,12 @@ static void check_stalled(kolo_exec_task *t, kolo_connector *c, int64_t stall_ns
   const char *what = c->is_send ? "send to" : "receive from";
   int dead = -1;
   uint32_t word = kolo_conn_stopped(c);
+  /* A stop word that came after the end it blocked on moved (a net pipe's
+   * proxy stops a receive end when its sender's connection closes, after
+   * delivering every slice sent before the close: the sender may have
+   * finished and left) is no failure yet: the next pass moves the slice,
+   * and a later wait that cannot move fails then. */
+  if (word != 0 && (c->is_send ? kolo_conn_can_send(c) : kolo_conn_can_recv(c))) return;
   if (o->abort_flag && atomic_load(o->abort_flag)) {
     kolo_error(o->eb, koloRemoteError, "rank %d: communicator aborted (koloCommAbort or koloCommRevoke)", o->rank);
     fail_owner(o, koloRemoteError, KOLO_STOP_ABORT, o->rank);
@@ -208,6 +234,8 @@ static void check_stalled(kolo_exec_task *t, kolo_connector *c, int64_t stall_ns
 static int deps_done(const kolo_exec_task *tasks, const kolo_exec_task *t) {
   for (int i = 0; i < 3; i++)
     if (t->dep[i] >= 0 && !tasks[t->dep[i]].done) return 0;
+  for (int i = 0; i < t->nmore_deps; i++)
+    if (!tasks[t->more_deps[i]].done) return 0;
   return 1;
 }
 

@@ -58,12 +58,20 @@ typedef struct kolo_exec_task {
   uint64_t scalar;
   int channel;
   int coll;                 /* for messages only */
-  kolo_connector *send, *recv;
+  kolo_connector *send, *recv; /* single-peer programs: where steps send / receive */
+  /* Multi-peer programs (prog->npeers > 0): ends[2 * i] is the send end to
+   * prog->peers[i] on this task's channel, ends[2 * i + 1] the receive end
+   * from it, NULL where the program does not use it; a step uses the ends
+   * of its peers (step.to, step.from).  NULL for single-peer programs. */
+  kolo_connector *const *ends;
   kolo_exec_owner *owner;
   /* Tasks (indices) that must finish first, -1: none.  [0], [1]: the last
    * earlier users of send and recv; [2]: one whose output this task reads
-   * (the phases of a hierarchical all-reduce). */
+   * (the phases of a hierarchical all-reduce); more_deps[0 .. nmore_deps):
+   * the last earlier users of a multi-peer task's ends. */
   int dep[3];
+  const int *more_deps;
+  int nmore_deps;
   /* executor state */
   size_t base, rce;         /* current round */
   int step;

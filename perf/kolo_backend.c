@@ -97,6 +97,18 @@ static koloResult_t run_coll(kolo_backend *kb, const perf_call *c, koloRedOp_t o
       *what = "koloReduce";
       res = koloReduce(c->send, c->recv, c->count, t, op, c->root, kb->comm, kb->stream);
       break;
+    case PERF_ALL_TO_ALL:
+      *what = "koloAlltoAll";
+      res = koloAlltoAll(c->send, c->recv, c->count, t, kb->comm, kb->stream);
+      break;
+    case PERF_GATHER:
+      *what = "koloGather";
+      res = koloGather(c->send, c->recv, c->count, t, c->root, kb->comm, kb->stream);
+      break;
+    case PERF_SCATTER:
+      *what = "koloScatter";
+      res = koloScatter(c->send, c->recv, c->count, t, c->root, kb->comm, kb->stream);
+      break;
     default:
       *what = "koloSend/koloRecv group";
       res = run_sendrecv(kb, c);

@@ -4,9 +4,11 @@
  *   mpirun -np N kolo-mpi-ref COLL [-b -e -f -i -n -w -c -d -o -r -a --json FILE]
  *
  * The calls: MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather,
- * MPI_Bcast, MPI_Reduce and MPI_Sendrecv (to rank+1, from rank-1); the
- * in-place column passes MPI_IN_PLACE.  Where MPI's rules differ from
- * NCCL's, the call does what the NCCL-shaped one must:
+ * MPI_Bcast, MPI_Reduce, MPI_Sendrecv (to rank+1, from rank-1),
+ * MPI_Alltoall, MPI_Gather and MPI_Scatter; the in-place column passes
+ * MPI_IN_PLACE (gather: as the root's sendbuf, scatter: as its recvbuf).
+ * Where MPI's rules differ from NCCL's, the call does what the NCCL-shaped
+ * one must:
  *   - avg is MPI_SUM, then the result divided here (as kolo divides: integers
  *     truncate, floats divide in their own precision), inside the timing;
  *   - out-of-place broadcast: the root also copies sendbuff to recvbuff;
@@ -94,6 +96,16 @@ static int run_call(mpi_ctx *m, const perf_call *c, int count, MPI_Datatype t, M
       if (!root_here) /* MPI_IN_PLACE is the root's alone; recvbuf is not the others' */
         return MPI_Reduce(c->send, NULL, count, t, op, c->root, m->comm);
       return MPI_Reduce(send, recv, count, t, op, c->root, m->comm);
+    case PERF_ALL_TO_ALL:
+      *what = "MPI_Alltoall";
+      return MPI_Alltoall(c->send, count, t, recv, count, t, m->comm);
+    case PERF_GATHER:
+      *what = "MPI_Gather";
+      return MPI_Gather(root_here ? send : c->send, count, t, recv, count, t, c->root, m->comm);
+    case PERF_SCATTER:
+      *what = "MPI_Scatter";
+      return MPI_Scatter(c->send, count, t, root_here && c->in_place ? MPI_IN_PLACE : recv, count, t, c->root,
+                         m->comm);
     default:
       *what = "MPI_Sendrecv";
       return MPI_Sendrecv(c->send, count, t, c->send_peer, 7, recv, count, t, c->recv_peer, 7, m->comm,

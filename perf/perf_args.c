@@ -8,7 +8,7 @@
 #include <string.h>
 
 static const char *const coll_names[PERF_NUM_COLLS] = {
-    "all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "sendrecv"};
+    "all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "sendrecv", "alltoall", "gather", "scatter"};
 /* nccl-tests' spelling first; aliases after. */
 static const char *const type_names[PERF_NUM_TYPES] = {
     "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
@@ -30,12 +30,14 @@ size_t perf_type_size(perf_type t) { return (unsigned)t < PERF_NUM_TYPES ? type_
 int perf_coll_has_op(perf_coll c) {
   return c == PERF_ALL_REDUCE || c == PERF_REDUCE_SCATTER || c == PERF_REDUCE;
 }
-int perf_coll_has_root(perf_coll c) { return c == PERF_BROADCAST || c == PERF_REDUCE; }
+int perf_coll_has_root(perf_coll c) {
+  return c == PERF_BROADCAST || c == PERF_REDUCE || c == PERF_GATHER || c == PERF_SCATTER;
+}
 
 void perf_usage(FILE *out, const char *prog, int tool) {
   fprintf(out,
           "usage: %s COLL [flags]\n"
-          "  COLL: all_reduce reduce_scatter all_gather broadcast reduce sendrecv\n"
+          "  COLL: all_reduce reduce_scatter all_gather broadcast reduce sendrecv alltoall gather scatter\n"
           "  -b, --minbytes N      smallest size (default 32M; K, M, G suffixes)\n"
           "  -e, --maxbytes N      largest size (default 32M)\n"
           "  -f, --stepfactor N    multiply the size by N each step (default 2)\n"
@@ -48,7 +50,7 @@ void perf_usage(FILE *out, const char *prog, int tool) {
           "                        float8e5m2 char int; default float)\n"
           "  -o, --op OP           sum prod max min avg mulsum (default sum; mulsum: a premul-sum,\n"
           "                        koloRedOpCreatePreMulSum, each rank its own scalar)\n"
-          "  -r, --root R          root of broadcast and reduce (default 0)\n"
+          "  -r, --root R          root of broadcast, reduce, gather and scatter (default 0)\n"
           "  -a, --inplace 0|1     out-of-place only (0) or in-place only (1); default both\n"
           "      --json FILE       also write the results as JSON\n",
           prog);
@@ -343,11 +345,14 @@ perf_sizes perf_sizes_for(perf_coll c, perf_type t, size_t size, int nranks) {
   size_t esize = perf_type_size(t), n = (size_t)nranks;
   s.elems = size / esize;
   s.count = s.send_elems = s.recv_elems = s.elems;
-  if (c == PERF_REDUCE_SCATTER || c == PERF_ALL_GATHER) {
-    s.count = s.elems / n; /* per rank, as nccl-tests rounds it */
+  if (c == PERF_REDUCE_SCATTER || c == PERF_ALL_GATHER || c == PERF_ALL_TO_ALL || c == PERF_GATHER ||
+      c == PERF_SCATTER) {
+    s.count = s.elems / n; /* per rank (per block), as nccl-tests rounds it */
     s.elems = s.count * n;
-    s.send_elems = c == PERF_REDUCE_SCATTER ? s.elems : s.count;
-    s.recv_elems = c == PERF_REDUCE_SCATTER ? s.count : s.elems;
+    int many_in = c == PERF_REDUCE_SCATTER || c == PERF_ALL_TO_ALL || c == PERF_SCATTER;
+    int many_out = c == PERF_ALL_GATHER || c == PERF_ALL_TO_ALL || c == PERF_GATHER;
+    s.send_elems = many_in ? s.elems : s.count;
+    s.recv_elems = many_out ? s.elems : s.count;
   }
   s.bytes = s.elems * esize;
   return s;
@@ -358,7 +363,10 @@ double perf_bus_factor(perf_coll c, int nranks) {
   switch (c) {
     case PERF_ALL_REDUCE: return 2.0 * (n - 1) / n;
     case PERF_REDUCE_SCATTER:
-    case PERF_ALL_GATHER: return (n - 1) / n;
+    case PERF_ALL_GATHER:
+    case PERF_ALL_TO_ALL:
+    case PERF_GATHER:
+    case PERF_SCATTER: return (n - 1) / n;
     default: return 1.0;
   }
 }

@@ -19,6 +19,9 @@ typedef enum {
   PERF_BROADCAST,
   PERF_REDUCE,
   PERF_SENDRECV,
+  PERF_ALL_TO_ALL,
+  PERF_GATHER,
+  PERF_SCATTER,
   PERF_NUM_COLLS
 } perf_coll;
 
@@ -106,9 +109,9 @@ int perf_coll_has_root(perf_coll c); /* takes -r */
 
 /* One row of a sweep: what is moved for a given -b..-e size on nranks. */
 typedef struct {
-  size_t bytes;      /* the size column: the whole array for RS / AG */
+  size_t bytes;      /* the size column: the whole array for RS / AG / all-to-all / gather / scatter */
   size_t elems;      /* the count column: bytes / type size */
-  size_t count;      /* the count argument of the call (RS: recvcount, AG: sendcount) */
+  size_t count;      /* the count argument of the call (RS: recvcount, AG: sendcount; per block) */
   size_t send_elems; /* elements in the send buffer */
   size_t recv_elems; /* elements in the receive buffer */
 } perf_sizes;

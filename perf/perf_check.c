@@ -271,10 +271,14 @@ uint64_t perf_check_copied(const perf_gen *g, int src, const void *got, size_t f
 }
 
 uint64_t perf_check_gathered(const perf_gen *g, const void *got, size_t per_rank) {
+  return perf_check_transposed(g, got, 0, per_rank);
+}
+
+uint64_t perf_check_transposed(const perf_gen *g, const void *got, int rank, size_t per_rank) {
   uint64_t wrong = 0;
   size_t es = perf_type_size(g->type);
   for (int r = 0; r < g->nranks; r++)
-    wrong += perf_check_copied(g, r, (const char *)got + (size_t)r * per_rank * es, 0, per_rank);
+    wrong += perf_check_copied(g, r, (const char *)got + (size_t)r * per_rank * es, (size_t)rank * per_rank, per_rank);
   return wrong;
 }
 

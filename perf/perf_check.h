@@ -48,10 +48,12 @@ void perf_poison(perf_type t, void *buf, size_t n);
 /* Elements of `got` (n of them) that differ from the expected result:
  * reduced:  got[i] = OP over ranks of value(r, first + i)     (AR, RS, reduce)
  * copied:   got[i] = value(src, first + i)                     (bcast, sendrecv)
- * gathered: got[j*n/nranks + i] = value(j, i)                  (all-gather) */
+ * gathered: got[j*n/nranks + i] = value(j, i)                  (all-gather, gather) */
 uint64_t perf_check_reduced(const perf_gen *g, const void *got, size_t first, size_t n);
 uint64_t perf_check_copied(const perf_gen *g, int src, const void *got, size_t first, size_t n);
 uint64_t perf_check_gathered(const perf_gen *g, const void *got, size_t per_rank);
+/* transposed: got[j*per_rank + i] = value(j, rank*per_rank + i)  (all-to-all) */
+uint64_t perf_check_transposed(const perf_gen *g, const void *got, int rank, size_t per_rank);
 
 /* The average's post-op as kolo defines it: buf[i] /= div, integers with C's
  * truncating division of the wrapped sum, floats in their own precision

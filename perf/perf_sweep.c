@@ -34,7 +34,11 @@ static layout layout_for(const sweep *s, int in_place, size_t count) {
   if (!in_place) return l;
   if (c == PERF_REDUCE_SCATTER && !s->be->rs_result_at_start)
     l.recv_off = rank * count; /* recvbuff = sendbuff + rank*recvcount */
-  if (c == PERF_ALL_GATHER) l.send_off = rank * count; /* sendbuff = recvbuff + rank*sendcount */
+  /* scatter: recvbuff = sendbuff + root*count on the root, the rule that
+   * matters; the others' sendbuff is not read */
+  if (c == PERF_SCATTER) l.recv_off = rank * count;
+  /* sendbuff = recvbuff + rank*sendcount (gather: + root*count on the root) */
+  if (c == PERF_ALL_GATHER || c == PERF_GATHER) l.send_off = rank * count;
   return l;
 }
 
@@ -53,7 +57,7 @@ static void prepare(sweep *s, const perf_gen *g, const perf_sizes *z, const layo
   perf_coll c = s->a->coll;
   char *in = (char *)(l->send_in_recv ? s->hrecv : s->hsend) + l->send_off * es;
   if (!l->send_in_recv) perf_poison(t, s->hrecv, z->recv_elems);
-  if (l->send_in_recv && c == PERF_ALL_GATHER) perf_poison(t, s->hrecv, z->recv_elems);
+  if (l->send_in_recv && (c == PERF_ALL_GATHER || c == PERF_GATHER)) perf_poison(t, s->hrecv, z->recv_elems);
   if (c == PERF_BROADCAST && s->rank != s->a->root) {
     /* only the root's data is sent; in place, the others' buffers are outputs */
     if (l->send_in_recv) perf_poison(t, in, z->send_elems);
@@ -74,6 +78,9 @@ static uint64_t check(sweep *s, const perf_gen *g, const perf_sizes *z, const la
     case PERF_BROADCAST: return perf_check_copied(g, s->a->root, out, 0, z->count);
     case PERF_REDUCE: return rank == s->a->root ? perf_check_reduced(g, out, 0, z->count) : 0;
     case PERF_SENDRECV: return perf_check_copied(g, (rank - 1 + n) % n, out, 0, z->count);
+    case PERF_ALL_TO_ALL: return perf_check_transposed(g, out, rank, z->count);
+    case PERF_GATHER: return rank == s->a->root ? perf_check_gathered(g, out, z->count) : 0;
+    case PERF_SCATTER: return perf_check_copied(g, s->a->root, out, (size_t)rank * z->count, z->count);
     default: return 0;
   }
 }
@@ -288,7 +295,8 @@ static int sweep_sizes(sweep *s, perf_report *rep) {
     row.root = perf_coll_has_root(a->coll) ? a->root : -1;
     for (int p = 0; p < 2; p++) {
       if (a->placement != PERF_PLACE_BOTH && a->placement != p) continue;
-      if (p == 1 && a->coll == PERF_SENDRECV) continue; /* a buffer both sent and received into */
+      /* a buffer both sent and received into; all-to-all has no in-place form */
+      if (p == 1 && (a->coll == PERF_SENDRECV || a->coll == PERF_ALL_TO_ALL)) continue;
       if (measure(s, size, p, seed++, &row.res[p]) != 0) return -1;
       s->wrong += row.res[p].wrong;
     }

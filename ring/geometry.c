@@ -14,6 +14,9 @@ void kolo_chunk_range(const kolo_geometry *g, size_t base, size_t rce, int ch, i
 
 void kolo_program_free(kolo_program *p) {
   free(p->steps);
+  free(p->peers);
   p->steps = NULL;
+  p->peers = NULL;
   p->nsteps = 0;
+  p->npeers = 0;
 }

@@ -1,11 +1,25 @@
 /* program.h - step programs: what a schedule produces and an executor runs.
  *
  * A collective is compiled (ring/) into one program per rank and channel: a
- * short list of steps over the channel's two connectors (receive from
- * recv_peer, send to send_peer) and the rank's two buffers (IN = sendbuff,
- * OUT = recvbuff).  Programs do not grow with the message size: the executor
- * runs the whole list once per *round*, each round covering the next part of
- * the buffers, until the buffers are exhausted.
+ * short list of steps over connectors and the rank's two buffers (IN =
+ * sendbuff, OUT = recvbuff).  Programs do not grow with the message size:
+ * the executor runs the whole list once per *round*, each round covering the
+ * next part of the buffers, until the buffers are exhausted.
+ *
+ * Peers.  A *single-peer* program (npeers == 0: the ring collectives, send,
+ * recv) talks to at most two ranks, through the channel's two connectors:
+ * every step that sends sends to send_peer, every step that receives
+ * receives from recv_peer.  A *multi-peer* program (npeers > 0: all-to-all,
+ * gather, scatter) carries its peer list: a step that sends sends to
+ * peers[step.to].rank, one that receives receives from
+ * peers[step.from].rank, and send_peer / recv_peer are -1.  Either way the
+ * executor picks, per step, the connector of that peer and direction on the
+ * task's channel (the core decides which pipes those are: ring, hierarchical
+ * or point-to-point).  Each connector keeps its own step count, so steps may
+ * move between peers in any order; what makes a program correct is that the
+ * k-th send of a to b and the k-th receive of b from a name chunks of the
+ * same size in the same round (ring/geometry.h), and that no rank waits in a
+ * cycle (tests/test_schedule.cc checks both).
  *
  * Where a step's chunk lies (element offsets) depends on the layout:
  *
@@ -66,15 +80,33 @@ typedef struct {
   uint8_t dst_buf;   /* kolo_buf_id written by ops with a dst */
   int32_t src_chunk; /* chunk index (see layouts) */
   int32_t dst_chunk;
+  /* Multi-peer programs: the peer index (into peers) a sending step sends
+   * to and a receiving step receives from; 0 and ignored in single-peer
+   * programs. */
+  uint16_t to, from;
 } kolo_step;
 
+/* One peer of a multi-peer program, with the directions its steps use
+ * (derived from the steps by kolo_program_index_peers). */
 typedef struct {
-  int32_t send_peer; /* rank this program sends to, -1: none */
-  int32_t recv_peer; /* rank this program receives from, -1: none */
+  int32_t rank;
+  uint8_t sends; /* 1: some step sends to it */
+  uint8_t recvs; /* 1: some step receives from it */
+  uint8_t pad[2];
+} kolo_peer;
+
+/* Most peers a multi-peer program may have (step.to / step.from are 16-bit). */
+#define KOLO_PROGRAM_MAX_PEERS 65535
+
+typedef struct {
+  int32_t send_peer; /* single-peer programs: rank every send goes to, -1: none */
+  int32_t recv_peer; /* single-peer programs: rank every receive comes from, -1: none */
   uint8_t layout;    /* kolo_layout */
   uint8_t in_blocked, out_blocked;
   int32_t nsteps;
   kolo_step *steps;  /* nsteps entries, owned by the program */
+  int32_t npeers;    /* 0: a single-peer program */
+  kolo_peer *peers;  /* npeers entries, owned by the program */
 } kolo_program;
 
 /* Inline helpers compile for the host and, under nvcc, for the device. */
@@ -108,6 +140,17 @@ KOLO_HD int kolo_step_writes_dst(int op) {
 KOLO_HD int kolo_step_reduces(int op) {
   return op == KOLO_STEP_RECV_REDUCE_SEND || op == KOLO_STEP_RECV_REDUCE_COPY ||
          op == KOLO_STEP_RECV_REDUCE_COPY_SEND;
+}
+
+/* The rank step s of program p sends to / receives from, -1: none (the
+ * step does not send / receive, or the program has no such peer). */
+KOLO_HD int kolo_step_send_rank(const kolo_program *p, const kolo_step *s) {
+  if (!kolo_step_sends(s->op)) return -1;
+  return p->npeers == 0 ? p->send_peer : (s->to < p->npeers ? p->peers[s->to].rank : -1);
+}
+KOLO_HD int kolo_step_recv_rank(const kolo_program *p, const kolo_step *s) {
+  if (!kolo_step_recvs(s->op)) return -1;
+  return p->npeers == 0 ? p->recv_peer : (s->from < p->npeers ? p->peers[s->from].rank : -1);
 }
 
 /* Round geometry: both ends of every connector compute the same values. */

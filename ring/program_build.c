@@ -10,7 +10,31 @@ koloResult_t kolo_program_alloc(kolo_program *p, int nsteps, int layout) {
   p->layout = (uint8_t)layout;
   p->in_blocked = p->out_blocked = 0;
   p->send_peer = p->recv_peer = -1;
+  p->npeers = 0;
+  p->peers = NULL;
   return koloSuccess;
+}
+
+koloResult_t kolo_program_alloc_peers(kolo_program *p, int n) {
+  p->peers = calloc((size_t)n, sizeof *p->peers);
+  if (p->peers == NULL) return koloSystemError;
+  p->npeers = n;
+  for (int i = 0; i < n; i++) p->peers[i].rank = -1;
+  return koloSuccess;
+}
+
+void kolo_program_set_peers(kolo_program *p, int i, int to, int from) {
+  p->steps[i].to = (uint16_t)to;
+  p->steps[i].from = (uint16_t)from;
+}
+
+void kolo_program_index_peers(kolo_program *p) {
+  for (int i = 0; i < p->npeers; i++) p->peers[i].sends = p->peers[i].recvs = 0;
+  for (int i = 0; i < p->nsteps && p->npeers > 0; i++) {
+    const kolo_step *s = &p->steps[i];
+    if (kolo_step_sends(s->op) && s->to < p->npeers) p->peers[s->to].sends = 1;
+    if (kolo_step_recvs(s->op) && s->from < p->npeers) p->peers[s->from].recvs = 1;
+  }
 }
 
 void kolo_program_set(kolo_program *p, int i, int op, int flags, int src_buf,
@@ -27,7 +51,8 @@ void kolo_program_set(kolo_program *p, int i, int op, int flags, int src_buf,
 const char *kolo_coll_name(int coll) {
   static const char *names[KOLO_COLL_NUM] = {"AllReduce", "ReduceScatter", "AllGather",
                                              "Broadcast", "Reduce",        "Send",
-                                             "Recv"};
+                                             "Recv",      "AlltoAll",      "Gather",
+                                             "Scatter"};
   return (coll >= 0 && coll < KOLO_COLL_NUM) ? names[coll] : "?";
 }
 
@@ -41,6 +66,9 @@ koloResult_t kolo_schedule_build(int coll, const kolo_ring *ring, int rank, int 
   case KOLO_COLL_REDUCE: return kolo_sched_reduce(ring, rank, arg, out);
   case KOLO_COLL_SEND:
   case KOLO_COLL_RECV: return kolo_sched_p2p(coll, rank, arg, out);
+  case KOLO_COLL_ALL_TO_ALL: return kolo_sched_all_to_all(ring->nranks, rank, out);
+  case KOLO_COLL_GATHER: return kolo_sched_gather(ring->nranks, rank, arg, out);
+  case KOLO_COLL_SCATTER: return kolo_sched_scatter(ring->nranks, rank, arg, out);
   default: return koloInternalError;
   }
 }

@@ -1,6 +1,7 @@
 /* schedule.h - compiling collectives into step programs (one algorithm per
  * file: all_reduce.c, all_reduce_hier.c, reduce_scatter.c, all_gather.c,
- * chain.c, p2p.c; algo.h chooses between the two all-reduces).
+ * chain.c, p2p.c, and the multi-peer ones all_to_all.c, gather_scatter.c;
+ * algo.h chooses between the two all-reduces).
  *
  * A schedule knows ranks and ring order, nothing about memory kinds or
  * transports.  The program for (rank, channel) depends only on the ring of
@@ -20,10 +21,19 @@ typedef enum {
   KOLO_COLL_REDUCE,
   KOLO_COLL_SEND,
   KOLO_COLL_RECV,
+  KOLO_COLL_ALL_TO_ALL, /* multi-peer programs (program.h) from here on */
+  KOLO_COLL_GATHER,
+  KOLO_COLL_SCATTER,
   KOLO_COLL_NUM
 } kolo_coll;
 
 const char *kolo_coll_name(int coll);
+
+/* 1 for the collectives whose programs are multi-peer (they run over the
+ * point-to-point pipes of their peers, ring/program.h). */
+static inline int kolo_coll_is_multi_peer(int coll) {
+  return coll == KOLO_COLL_ALL_TO_ALL || coll == KOLO_COLL_GATHER || coll == KOLO_COLL_SCATTER;
+}
 
 /* A ring: order[i] is the rank at position i (nranks of them); pos[r] the
  * position of rank r of the communicator, -1 when r is not on this ring (the
@@ -41,9 +51,10 @@ static inline int kolo_ring_prev(const kolo_ring *ring, int rank) {
   return ring->order[(ring->pos[rank] + ring->nranks - 1) % ring->nranks];
 }
 
-/* Fills *out with rank's program.  `arg` is the root (broadcast, reduce) or
- * the peer (send, recv); ignored otherwise.  koloSystemError when out of
- * memory; *out is untouched on failure. */
+/* Fills *out with rank's program.  `arg` is the root (broadcast, reduce,
+ * gather, scatter) or the peer (send, recv); ignored otherwise.  The
+ * multi-peer collectives use the ring's rank count only.  koloSystemError
+ * when out of memory; *out is untouched on failure. */
 koloResult_t kolo_schedule_build(int coll, const kolo_ring *ring, int rank, int arg,
                                  kolo_program *out);
 
@@ -54,6 +65,9 @@ koloResult_t kolo_sched_all_gather(const kolo_ring *ring, int rank, kolo_program
 koloResult_t kolo_sched_broadcast(const kolo_ring *ring, int rank, int root, kolo_program *p);
 koloResult_t kolo_sched_reduce(const kolo_ring *ring, int rank, int root, kolo_program *p);
 koloResult_t kolo_sched_p2p(int coll, int rank, int peer, kolo_program *p);
+koloResult_t kolo_sched_all_to_all(int nranks, int rank, kolo_program *p);
+koloResult_t kolo_sched_gather(int nranks, int rank, int root, kolo_program *p);
+koloResult_t kolo_sched_scatter(int nranks, int rank, int root, kolo_program *p);
 
 /* Hierarchical all-reduce (all_reduce_hier.c): three programs per rank, run
  * in this order on every channel, the intra ones over the ranks of rank's
@@ -70,5 +84,13 @@ koloResult_t kolo_program_alloc(kolo_program *p, int nsteps, int layout);
 /* Appends nothing: sets step i. */
 void kolo_program_set(kolo_program *p, int i, int op, int flags, int src_buf,
                       int src_chunk, int dst_buf, int dst_chunk);
+/* Multi-peer programs: allocates p->peers for n peers (ranks -1, no
+ * directions); koloSystemError when out of memory (the steps stay). */
+koloResult_t kolo_program_alloc_peers(kolo_program *p, int n);
+/* Sets the peer indices of step i (what it sends to, receives from). */
+void kolo_program_set_peers(kolo_program *p, int i, int to, int from);
+/* Derives each peer's sends / recvs from the steps (call once the steps are
+ * set). */
+void kolo_program_index_peers(kolo_program *p);
 
 #endif

@@ -16,7 +16,8 @@
 #     optional by default (SKIP when the VM cannot be set up), bounded in time;
 #     then kolo's own ib provider there (test_net_ib, and all-reduce,
 #     all-gather, send/recv between two "hosts" on rxe0 / rxe1)
-#  7. the 4-rank all-reduce benchmark with its correctness check (small sizes)
+#  7. the 4-rank all-reduce benchmark with its correctness check (small sizes),
+#     and 3-rank all-to-all, gather and scatter
 # Each step prints its time; KOLO_SKIP_CUDA_MODEL=1 skips step 4.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -53,8 +54,9 @@ tests/check_install.sh build || fail=1
 CUDA_TESTS='^(Cuda|AllTypesOps/CudaReduceTest|FusionCuda)'
 # Under TSan: the reduce kernels on a few types and ops, and the executor's
 # small grids of 2 and 3 ranks in both issue modes (every collective, SIMPLE
-# and LL), abort and timeout.
-CUDA_TSAN_TESTS='CudaReduceTest.MatchesReference/(int8_max|float32_sum|bfloat16_avg|float64_copy)$|CudaGrid.SmallCounts/.*_[23]ranks|CudaAbort|CudaTimeout'
+# and LL), all-to-all and gather of 3 ranks (a block moving between its
+# peers' pipes), abort and timeout.
+CUDA_TSAN_TESTS='CudaReduceTest.MatchesReference/(int8_max|float32_sum|bfloat16_avg|float64_copy)$|CudaGrid.SmallCounts/.*_[23]ranks|CudaPeerGrid.SmallCounts/(AlltoAll|Gather)_3ranks|CudaAbort|CudaTimeout'
 SIM_TARGETS=(kolo kolo-perf test_e2e_cuda test_cuda_reduce test_cuda_plan test_fusion)
 sim_build() { # dir, extra cmake args...
   local dir=$1
@@ -129,8 +131,13 @@ else
     tests/rdma/run_kolo.sh build || fail=1
 fi
 
-step "main job, small sizes: 4-rank all-reduce with correctness check"
+step "main job, small sizes, checked: 4-rank all-reduce; 3-rank all-to-all, gather, scatter"
 build/bin/kolo-perf all_reduce -p 4 -b 8 -e 4M -f 8 -n 5 -w 2 -c 1 || fail=1
+# The multi-peer collectives through kolo-perf's own check: an odd rank
+# count, a root that is not rank 0.
+for coll in alltoall gather scatter; do
+  build/bin/kolo-perf $coll -p 3 -r 1 -b 12 -e 3M -f 16 -n 3 -w 1 -c 1 || fail=1
+done
 
 echo "(took $((SECONDS - step_t0)) s)"
 echo

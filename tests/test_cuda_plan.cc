@@ -77,6 +77,7 @@ struct FakeComm {
   std::vector<kolo_program> progs[KOLO_COLL_NUM];
   std::vector<const kolo_step *> dsteps[KOLO_COLL_NUM];
   std::vector<kolo_dev_conn> ring_send, ring_recv, p2p_send, p2p_recv;
+  std::vector<kolo_dev_ends> tables[KOLO_COLL_NUM];  // multi-peer end tables, fake device pointers
   std::vector<uint32_t> counters;  // only their addresses matter
   uint32_t abort_word = 0, status[3] = {0, 0, 0};
   kolo_cuda_plan_comm pc{};
@@ -122,6 +123,10 @@ struct FakeComm {
     for (int k = 0; k < KOLO_COLL_NUM; k++) {
       pc.programs[k] = progs[k].data();
       pc.dev_steps[k] = dsteps[k].data();
+      if (!kolo_coll_is_multi_peer(k)) continue;
+      for (int a = 0; a < sh.nranks * sh.nch; a++)
+        tables[k].push_back(static_cast<kolo_dev_ends>(fake(end_table_value(k, a / sh.nch, a % sh.nch))));
+      pc.end_tables[k] = tables[k].data();
     }
     pc.ring_send = ring_send.data();
     pc.ring_recv = ring_recv.data();
@@ -139,6 +144,9 @@ struct FakeComm {
 
   static uintptr_t dev_steps_value(int coll, int slot) {
     return 0x7000000000ull + (uintptr_t)coll * 0x100000 + (uintptr_t)slot * 0x100;
+  }
+  static uintptr_t end_table_value(int coll, int slot, int ch) {
+    return 0x7c00000000ull + (uintptr_t)coll * 0x100000 + (uintptr_t)slot * 0x100 + (uintptr_t)ch * 8;
   }
   kolo_dev_conn conn(int peer, uint32_t *step, uintptr_t tag) const {
     kolo_dev_conn d{};
@@ -554,6 +562,193 @@ TEST(CudaPlan, CountZeroMakesNoTask) {
                               make_op(KOLO_COLL_SEND, fake(0x10), nullptr, 0, koloFloat32, 2)};
   EXPECT_EQ(kolo_cuda_plan_count(ops.data(), 2, &fc.pc), 0);
   EXPECT_TRUE(plan(fc, ops).empty());
+}
+
+// ---- multi-peer programs (all-to-all, gather, scatter) -----------------------------------
+
+// A multi-peer task carries its program's peer count and the end table of
+// its (collective, root, channel), no ends of its own; its geometry is the
+// host executor's.
+TEST(CudaPlan, MultiPeerTasksCarryTheirEndTables) {
+  Shape sh;
+  sh.nranks = 5;
+  FakeComm fc(sh, 1);
+  const size_t big = 4 << 20;
+  for (int coll : {KOLO_COLL_ALL_TO_ALL, KOLO_COLL_GATHER, KOLO_COLL_SCATTER})
+    for (int root : {1, 3}) {
+      SCOPED_TRACE(std::string(kolo_coll_name(coll)) + " root " + std::to_string(root));
+      kolo_op op = make_op(coll, fake(0x10), const_cast<void *>(fake(0x20)), big, koloFloat32, root);
+      auto bs = plan(fc, {op});
+      const int slot = kolo_program_slot(coll, root);
+      const kolo_program &p = fc.progs[coll][(size_t)slot];
+      ASSERT_GT(p.npeers, 0);
+      ASSERT_EQ(total_tasks(bs), sh.nch);
+      ASSERT_EQ(bs.size(), 1u) << "different channels share no end";
+      for (int i = 0; i < bs[0].ntasks; i++) {
+        const kolo_dev_task &t = bs[0].tasks[i];
+        EXPECT_EQ(t.npeers, p.npeers);
+        EXPECT_EQ((uintptr_t)t.ends, FakeComm::end_table_value(coll, slot, t.channel));
+        EXPECT_FALSE(t.has_send);
+        EXPECT_FALSE(t.has_recv);
+        EXPECT_EQ((uintptr_t)t.steps, FakeComm::dev_steps_value(coll, slot));
+        EXPECT_EQ(t.in_blocked, p.in_blocked);
+        EXPECT_EQ(t.out_blocked, p.out_blocked);
+        expect_geometry(t.geo, host_geometry(sh, op, KOLO_LAYOUT_FLAT, sh.nch));
+      }
+    }
+}
+
+// Two multi-peer tasks of one channel never share a launch (they may use
+// one end); a send/recv task shares one with a multi-peer task of its
+// channel only when none of its ends is the other's.
+TEST(CudaPlan, MultiPeerTasksKeepApartFromTasksOnTheirEnds) {
+  Shape sh;
+  sh.nranks = 4;
+  sh.nch = 1;
+  FakeComm fc(sh, 0);
+  auto a2a = make_op(KOLO_COLL_ALL_TO_ALL, fake(0x100), const_cast<void *>(fake(0x200)), 100, koloFloat32);
+  auto gather = make_op(KOLO_COLL_GATHER, fake(0x300), const_cast<void *>(fake(0x400)), 100, koloFloat32, 2);
+  // rank 0 is a leaf of the gather to 2: it sends to 2 only
+  auto bs = plan(fc, {a2a, gather});
+  ASSERT_EQ(bs.size(), 2u);
+  EXPECT_EQ(bs[0].ntasks, 1);
+  EXPECT_EQ(bs[1].ntasks, 1);
+  auto send3 = make_op(KOLO_COLL_SEND, fake(0x500), nullptr, 100, koloFloat32, 3);
+  auto recv3 = make_op(KOLO_COLL_RECV, nullptr, const_cast<void *>(fake(0x600)), 100, koloFloat32, 3);
+  auto send2 = make_op(KOLO_COLL_SEND, fake(0x700), nullptr, 100, koloFloat32, 2);
+  bs = plan(fc, {gather, send3, recv3});  // none of the leaf's ends: one launch
+  ASSERT_EQ(bs.size(), 1u);
+  EXPECT_EQ(bs[0].ntasks, 3);
+  bs = plan(fc, {gather, send2});  // the leaf's send end to 2: two launches
+  ASSERT_EQ(bs.size(), 2u);
+  bs = plan(fc, {a2a, recv3});  // the all-to-all receives from 3 too
+  ASSERT_EQ(bs.size(), 2u);
+  sh.nch = 2;
+  FakeComm f2(sh, 0);
+  auto big = make_op(KOLO_COLL_ALL_TO_ALL, fake(0x100), const_cast<void *>(fake(0x200)), 1 << 20, koloFloat32);
+  auto big2 = make_op(KOLO_COLL_SCATTER, fake(0x300), const_cast<void *>(fake(0x400)), 1 << 20, koloFloat32, 0);
+  bs = plan(f2, {big, big2});  // per channel apart: two launches of a task per channel each
+  ASSERT_EQ(bs.size(), 2u);
+  for (const kolo_dev_batch &b : bs) {
+    ASSERT_EQ(b.ntasks, 2);
+    EXPECT_NE(b.tasks[0].channel, b.tasks[1].channel);
+  }
+}
+
+// A multi-peer task whose peer has no pipe yet is the caller's bug: -1.
+TEST(CudaPlan, MissingPeerPipeIsReported) {
+  Shape sh;
+  for (bool send : {true, false}) {
+    FakeComm fc(sh, 0);
+    fc.disconnect_p2p(2, send);
+    std::vector<kolo_op> ops = {make_op(KOLO_COLL_ALL_TO_ALL, fake(0x10), const_cast<void *>(fake(0x20)), 100, koloFloat32)};
+    int n = kolo_cuda_plan_count(ops.data(), 1, &fc.pc);
+    std::vector<kolo_cuda_plan_item> items((size_t)n);
+    kolo_cuda_plan_items(ops.data(), 1, &fc.pc, items.data());
+    int next = 0;
+    kolo_dev_batch b;
+    EXPECT_EQ(kolo_cuda_plan_next(ops.data(), &fc.pc, items.data(), n, &next, &b), -1) << (send ? "send" : "recv");
+    // a gather leaf of root 1 never uses the pipes of rank 2: fine
+    ops[0] = make_op(KOLO_COLL_GATHER, fake(0x10), nullptr, 100, koloFloat32, 1);
+    EXPECT_EQ(plan(fc, ops).size(), 1u);
+  }
+}
+
+// A comm across hosts has device pipes to some peers and net pipes (no LL
+// region) to others: a multi-peer task over both plans under SIMPLE (the
+// only protocol such comms use), and ends that would slice LL differently
+// are refused under LL.
+TEST(CudaPlan, MultiPeerTaskOverDeviceAndNetPipes) {
+  Shape sh;
+  sh.ll_threshold = 0;
+  FakeComm fc(sh, 0);
+  for (int ch = 0; ch < sh.nch; ch++) {
+    fc.p2p_send[(size_t)(2 * sh.nch + ch)].ll_slot_bytes = 0;  // rank 2 is on another host
+    fc.p2p_recv[(size_t)(2 * sh.nch + ch)].ll_slot_bytes = 0;
+  }
+  auto op = make_op(KOLO_COLL_ALL_TO_ALL, fake(0x10), const_cast<void *>(fake(0x20)), 100, koloFloat32);
+  auto bs = plan(fc, {op});
+  ASSERT_EQ(bs.size(), 1u);
+  EXPECT_EQ(bs[0].protocol, KOLO_PROTO_SIMPLE);
+  fc.pc.ll_threshold = 64 * 1024;
+  std::vector<kolo_cuda_plan_item> items(1);
+  kolo_cuda_plan_items(&op, 1, &fc.pc, items.data());
+  int next = 0;
+  kolo_dev_batch b;
+  EXPECT_EQ(kolo_cuda_plan_next(&op, &fc.pc, items.data(), 1, &next, &b), -1);
+}
+
+// kolo_cuda_plan_peer_slices against the host executor: the point-to-point
+// pipe ends of every peer count the slices a multi-peer call moved through
+// them (4 KiB slots: many slices and rounds; counts that leave channels
+// and chunks partly empty).
+TEST(CudaPlan, PeerSlicesEqualTheHostExecutorsConnectorSteps) {
+  kt::ScopedEnv buf("KOLO_BUFFSIZE", "32768");
+  kt::ScopedEnv slots("KOLO_NSLOTS", "8");
+  kt::ScopedEnv chans("KOLO_NCHANNELS", "3");
+  kt::ScopedEnv minch("KOLO_MIN_CHANNEL_BYTES", "4096");
+  const int n = 3;
+  kt::ThreadWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  Shape sh;
+  sh.nranks = n;
+  kt_comm_shape(w.comms[0], &sh.nch, &sh.nslots, &sh.slot_bytes, &sh.min_channel_bytes);
+  sh.ll_threshold = 0;
+  std::vector<std::unique_ptr<FakeComm>> fcs;
+  for (int r = 0; r < n; r++) fcs.emplace_back(new FakeComm(sh, r));
+  const std::pair<kt::Coll, int> colls[] = {{kt::Coll::AlltoAll, KOLO_COLL_ALL_TO_ALL},
+                                            {kt::Coll::Gather, KOLO_COLL_GATHER},
+                                            {kt::Coll::Scatter, KOLO_COLL_SCATTER}};
+  for (auto [coll, kcoll] : colls)
+    for (size_t count : {size_t(1), size_t(4096 * 3 + 17), size_t(70001)}) {
+      kt::CollCase c = kt::make_case(coll, koloFloat32, koloSum, n, count, false, 1);
+      SCOPED_TRACE(c.str());
+      auto snap = [&](std::vector<uint32_t> &v) {  // [((r * n + peer) * nch + ch) * 2 + dir]
+        v.assign((size_t)(n * n * sh.nch * 2), 0);
+        for (int r = 0; r < n; r++)
+          for (int q = 0; q < n; q++)
+            for (int ch = 0; ch < sh.nch; ch++) {
+              size_t i = ((size_t)(r * n + q) * (size_t)sh.nch + (size_t)ch) * 2;
+              kt_p2p_steps(w.comms[(size_t)r], q, ch, &v[i], &v[i + 1]);
+            }
+      };
+      std::vector<uint32_t> before, after;
+      snap(before);
+      kt::GridReport rep = kt::run_grid(w, {c});
+      ASSERT_EQ(rep.failed_cases, 0) << (rep.failures.empty() ? "" : rep.failures[0]);
+      snap(after);
+      uint64_t moved = 0;
+      for (int r = 0; r < n; r++) {
+        std::vector<uint64_t> want((size_t)(n * sh.nch * 2), 0);
+        kolo_op op = make_op(kcoll, fake(0x1000), const_cast<void *>(fake(0x2000)), count, c.type, c.root);
+        int nitems = kolo_cuda_plan_count(&op, 1, &fcs[(size_t)r]->pc);
+        std::vector<kolo_cuda_plan_item> items((size_t)nitems + 1);
+        kolo_cuda_plan_items(&op, 1, &fcs[(size_t)r]->pc, items.data());
+        kolo_dev_batch b;
+        for (int next = 0, first = 0; kolo_cuda_plan_next(&op, &fcs[(size_t)r]->pc, items.data(), nitems, &next, &b) == 1;
+             first = next)
+          for (int j = 0; j < b.ntasks; j++) {
+            const kolo_dev_task &t = b.tasks[j];
+            std::vector<uint64_t> counts(2 * (size_t)t.npeers, 7);
+            kolo_cuda_plan_peer_slices(&op, &fcs[(size_t)r]->pc, &items[(size_t)(first + j)], &t, b.protocol, counts.data());
+            const kolo_program &p = fcs[(size_t)r]->progs[kcoll][(size_t)kolo_program_slot(kcoll, c.root)];
+            for (int e = 0; e < 2 * t.npeers; e++) {
+              int q = p.peers[e / 2].rank;
+              want[((size_t)q * (size_t)sh.nch + (size_t)t.channel) * 2 + (size_t)(e % 2)] += counts[(size_t)e];
+            }
+          }
+        for (int q = 0; q < n; q++)
+          for (int ch = 0; ch < sh.nch; ch++)
+            for (int dir = 0; dir < 2; dir++) {
+              size_t i = ((size_t)(r * n + q) * (size_t)sh.nch + (size_t)ch) * 2 + (size_t)dir;
+              uint32_t got = after[i] - before[i];
+              moved += got;
+              EXPECT_EQ((uint32_t)want[((size_t)q * (size_t)sh.nch + (size_t)ch) * 2 + (size_t)dir], got)
+                  << "rank " << r << (dir ? " from " : " to ") << q << " channel " << ch;
+            }
+      }
+      EXPECT_GT(moved, 0u);
+    }
 }
 
 // ---- protocol ----------------------------------------------------------------------------
@@ -1032,12 +1227,15 @@ TEST(CudaPlan, RandomGroupsCannotDeadlockAcrossRanks) {
     std::vector<std::vector<kolo_op>> ops((size_t)n);
     std::map<uintptr_t, int> parties;
     uintptr_t tag = 0x10000;
-    // collectives: one order for all ranks
+    // collectives: one order for all ranks; a multi-peer one in 2 of 5
+    // (from a stream of its own, so that the groups stay what they were)
     int ncoll = (int)(rng() % 3);
     std::vector<kolo_op> colls;
+    std::mt19937_64 peer_rng((uint64_t)iter * 7 + 1);
     for (int k = 0; k < ncoll; k++) {
       tag += 0x100;
       int coll = (int)(rng() % 5);
+      if (peer_rng() % 5 < 2) coll = KOLO_COLL_ALL_TO_ALL + (int)(peer_rng() % 3);
       colls.push_back(make_op(coll, fake(tag), const_cast<void *>(fake(tag)), counts[rng() % 3], types[rng() % 3],
                               (int)(rng() % (uint64_t)n)));
       parties[tag] = n;

@@ -34,13 +34,19 @@
 //   CudaAbortPeers  peers waiting on an aborted rank stop with an error
 //   CudaTimeout     KOLO_TIMEOUT_MS / config.timeoutMs: the kernel gives up,
 //                   koloCommGetAsyncError reports koloTimeout naming the rank
+//   CudaPeerGrid, CudaPeerLargeGrid, CudaPeerProtocolSwitch, CudaPeerBatch,
+//   CudaPeerGraph, CudaPeerTimeout  all-to-all, gather, scatter and bcast
+//                   (multi-peer programs): the grid (dtypes in turn), 1 MiB + 3,
+//                   LL/SIMPLE, mixed batches with send/recv, graphs, a peer
+//                   that never calls
 // Ranks as processes (one GPU, kernels time-sliced): the test process makes
 // the unique id, forks one child per rank and each child execs a fresh copy
 // of this binary that runs only CudaProcsChild.DISABLED_Rank (CUDA does not
 // survive fork; exec makes the child clean even when this process already
 // used CUDA):
 //   CudaProcs       test_e2e_procs.cc's subset (4 dtype/op pairs, counts
-//                   {0,1,7,4095}, 1 MiB + 3 for some) plus the protocol switch
+//                   {0,1,7,4095}, 1 MiB + 3 for some) plus the protocol switch,
+//                   and all-to-all, gather, scatter, bcast
 //   CudaProcsTimeout  a peer process that never calls: koloTimeout naming it
 //   CudaNetProcs    the CudaProcs grid with KOLO_NET_FORCE=1 and KOLO_NET=socket:
 //                   the ranks talk through net pipes as across hosts (device
@@ -144,7 +150,7 @@ std::vector<CollCase> protocol_cases(Coll coll, int n) {
       for (size_t c : {at - 1, at, at + 1}) counts.insert(c);
     }
     for (size_t count : counts)
-      for (int ip = 0; ip < (has_in_place(coll) ? 2 : 1); ip++)
+      for (int ip = has_out_of_place(coll) ? 0 : 1; ip <= (has_in_place(coll) ? 1 : 0); ip++)
         cases.push_back(make_case(coll, p.t, p.op, n, count, ip == 1, variant++));
   }
   return cases;
@@ -321,6 +327,66 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<CudaProtocolSwitch::ParamType> &p) {
       return param_name(std::get<0>(p.param), std::get<1>(p.param));
     });
+
+// ===== all-to-all, gather, scatter, bcast (multi-peer programs) ==================
+//
+// Their tasks reach several peers' point-to-point pipes through end tables
+// in device memory (kernels/cuda_exec.h); the planner keeps a multi-peer
+// task apart from launch-mates that could share one of its ends.
+
+class CudaPeerGrid : public ::testing::TestWithParam<GridParam> {};
+
+TEST_P(CudaPeerGrid, SmallCounts) {
+  KT_REQUIRE_CUDA();
+  auto [coll, n, how] = GetParam();
+  CudaWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  GridReport rep = run_cuda_grid(w, peer_grid(coll, n), how);
+  EXPECT_GRID_OK(rep);
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaPeerGrid,
+                         ::testing::Combine(::testing::ValuesIn(kPeerColls), ::testing::Values(1, 2, 3, 8),
+                                            ::testing::ValuesIn(kBothIssues)),
+                         grid_param_name);
+
+class CudaPeerLargeGrid : public ::testing::TestWithParam<std::tuple<Coll, int>> {};
+
+TEST_P(CudaPeerLargeGrid, OneMiBPlus3) {
+  KT_REQUIRE_CUDA();
+  if (sanitized_build()) GTEST_SKIP() << "large counts skipped in sanitizer builds (KOLO_TEST_FULL=1 runs them)";
+  auto [coll, n] = GetParam();
+  CudaWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  std::vector<CollCase> all = peer_grid(coll, n, true), big(all.end() - 2, all.end());
+  GridReport rep = run_cuda_grid(w, big, Issue::kPerThread);
+  EXPECT_GRID_OK(rep);
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaPeerLargeGrid,
+                         ::testing::Combine(::testing::Values(Coll::AlltoAll, Coll::Gather, Coll::Scatter),
+                                            ::testing::Values(3)),
+                         [](const ::testing::TestParamInfo<std::tuple<Coll, int>> &p) {
+                           return param_name(std::get<0>(p.param), std::get<1>(p.param));
+                         });
+
+// LL and SIMPLE calls around the switch follow each other on the same
+// point-to-point pipes, in both issue modes.
+TEST(CudaPeerProtocolSwitch, AroundLLThreshold) {
+  KT_REQUIRE_CUDA();
+  const int n = 3;
+  CudaWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  std::vector<CollCase> cases;
+  for (Coll coll : {Coll::AlltoAll, Coll::Gather, Coll::Scatter})
+    for (const CollCase &c : protocol_cases(coll, n))
+      if (c.type != koloInt8) cases.push_back(c);
+  for (Issue how : kBothIssues) {
+    GridReport rep = run_cuda_grid(w, cases, how);
+    EXPECT_GRID_OK(rep) << " (threshold " << ll_threshold() << " bytes)";
+    if (rep.call_failed) break;
+  }
+}
 
 // ===== other ways to make CUDA communicators ======================================
 
@@ -595,6 +661,42 @@ INSTANTIATE_TEST_SUITE_P(
              "ranks";
     });
 
+// Every multi-peer collective in one batch with send/recv shifts and ring
+// collectives (the send/recv pairs share the multi-peer collectives'
+// point-to-point pipes), in the three ways of issuing them.  Runs of calls
+// of one dtype and protocol (the first five LL, then two SIMPLE) could share
+// a launch but for their ends: the planner must keep them apart.
+class CudaPeerBatch : public ::testing::TestWithParam<std::tuple<Batch, int>> {};
+
+TEST_P(CudaPeerBatch, MixedWithSendRecvAndRings) {
+  KT_REQUIRE_CUDA();
+  auto [how, n] = GetParam();
+  CudaWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  int v = 1;
+  const koloDataType_t f32 = koloFloat32;
+  std::vector<CollCase> cases = {make_case(Coll::SendRecv, f32, koloSum, n, 3, false, v++),
+                                 make_case(Coll::AlltoAll, f32, koloSum, n, 4095, false, v++),
+                                 make_case(Coll::Gather, f32, koloSum, n, 7, true, v++),
+                                 make_case(Coll::Scatter, f32, koloSum, n, 1001, false, v++),
+                                 make_case(Coll::SendRecv, f32, koloSum, n, 5, false, v++),
+                                 make_case(Coll::AllReduce, koloInt32, koloMax, n, 7, true, v++),
+                                 make_case(Coll::AlltoAll, f32, koloSum, n, 70001, false, v++),
+                                 make_case(Coll::Gather, f32, koloSum, n, 70001, false, v++),
+                                 make_case(Coll::Bcast, koloFloat16, koloSum, n, 70001, true, v++),
+                                 make_case(Coll::AlltoAll, koloUint8, koloSum, n, 5, false, v++)};
+  EXPECT_EQ(run_batch(w, cases, how), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    CudaThreads, CudaPeerBatch,
+    ::testing::Combine(::testing::Values(Batch::kBackToBack, Batch::kGroupPerRank, Batch::kOneThreadGroup),
+                       ::testing::Values(1, 3, 4)),
+    [](const ::testing::TestParamInfo<CudaPeerBatch::ParamType> &p) {
+      return std::string(batch_name(std::get<0>(p.param))) + "_" + std::to_string(std::get<1>(p.param)) +
+             "ranks";
+    });
+
 // ===== point-to-point in groups =========================================================
 
 namespace {
@@ -725,6 +827,122 @@ INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaP2P,
 
 // ===== CUDA graphs ===========================================================================
 
+namespace {
+
+// One case captured per rank after a warm-up call (eager, checked): each
+// rank's thread captures the call on its stream (cudaStreamCaptureModeThreadLocal)
+// into a graph; the capture must not run it (an out-of-place output keeps its
+// poison); then 3 replays, each after new inputs and fresh poison are copied
+// into the same device buffers, each result checked; then `after`, an eager
+// call on the same communicators (step counters stayed consistent).
+void capture_replay(CudaWorld &w, const CollCase &c, const CollCase &after) {
+  const int n = w.nranks();
+  SCOPED_TRACE(c.str());
+  GridReport warm = run_cuda_grid(w, {c}, Issue::kPerThread);
+  ASSERT_GRID_OK(warm) << " (warm-up)";
+  ASSERT_EQ(w.reserve(dev_case_bytes(c)), "");
+  std::vector<std::unique_ptr<DevRankBufs>> bufs((size_t)n);
+  std::vector<cudaGraph_t> graphs((size_t)n, nullptr);
+  std::vector<cudaGraphExec_t> execs((size_t)n, nullptr);
+  std::vector<std::string> errs((size_t)n);
+  w.pool.run([&](int r) {
+    cudaSetDevice(w.dev);
+    cudaStream_t s = w.streams[r];
+    w.arenas[r].reset();
+    bufs[r].reset(new DevRankBufs);
+    std::string e = dev_prepare(c, r, &w.arenas[r], s, bufs[r].get());
+    if (e.empty()) e = cuda_text("cudaStreamSynchronize", cudaStreamSynchronize(s));
+    if (!e.empty()) {
+      errs[r] = e;
+      return;
+    }
+    cudaError_t ce = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+    if (ce != cudaSuccess) {
+      errs[r] = cuda_text("cudaStreamBeginCapture", ce);
+      return;
+    }
+    koloResult_t res = dev_issue(c, r, *bufs[r], w.comms[r], s);
+    ce = cudaStreamEndCapture(s, &graphs[r]);
+    if (res != koloSuccess) {
+      errs[r] = result_text((std::string(coll_name(c.coll)) + " during capture").c_str(), res, w.comms[r]);
+      return;
+    }
+    if (ce != cudaSuccess) {
+      errs[r] = cuda_text("cudaStreamEndCapture", ce) + " (the call did something a capture refuses)";
+      return;
+    }
+    ce = cudaGraphInstantiateWithFlags(&execs[r], graphs[r], 0);
+    if (ce != cudaSuccess) {
+      execs[r] = nullptr;
+      errs[r] = cuda_text("cudaGraphInstantiateWithFlags", ce);
+      return;
+    }
+    // Nothing ran: the stream is idle and an out-of-place result still poison.
+    ce = cudaStreamQuery(s);
+    if (ce != cudaSuccess) {
+      errs[r] = cuda_text("cudaStreamQuery after the capture", ce);
+      return;
+    }
+    if (!c.in_place) {
+      std::vector<unsigned char> out;
+      e = dev_buf_download(bufs[r]->b, &out, s);
+      if (e.empty()) e = cuda_text("cudaStreamSynchronize", cudaStreamSynchronize(s));
+      if (e.empty()) {
+        for (size_t i = 0; i < bufs[r]->b.bytes; i++)
+          if (out[bufs[r]->b.data_off + i] != bufs[r]->poison) {
+            e = "the capture ran the call: byte " + std::to_string(i) + " of recvbuff was written";
+            break;
+          }
+      }
+      errs[r] = e;
+    }
+  });
+  bool captured = true;
+  for (int r = 0; r < n; r++) {
+    EXPECT_EQ(errs[r], "") << "capture, rank " << r;
+    captured &= errs[r].empty();
+  }
+  if (captured) {
+    Expected e;
+    for (int k = 0; k < 3; k++) {
+      CollCase ck = c;
+      ck.seed = mix64(c.seed + 1 + (uint64_t)k);
+      expected_init(ck, &e);
+      w.pool.run([&](int r) {
+        size_t per = (e.n + (size_t)n - 1) / (size_t)n, b = std::min(e.n, per * (size_t)r);
+        expected_fill(ck, &e, b, std::min(e.n, b + per));
+      });
+      w.pool.run([&](int r) {
+        cudaSetDevice(w.dev);
+        cudaStream_t s = w.streams[r];
+        std::string err = dev_reprepare(ck, r, s, bufs[r].get());
+        if (err.empty()) err = cuda_text("cudaGraphLaunch", cudaGraphLaunch(execs[r], s));
+        bool busy = false;
+        if (err.empty()) err = wait_stream(s, kStreamWaitMs, nullptr, &busy);
+        if (busy) w.wedge();
+        if (err.empty()) err = async_error_text(w.comms[r]);
+        if (err.empty()) err = dev_check(ck, r, bufs[r].get(), s, e);
+        errs[r] = err;
+      });
+      bool ok = true;
+      for (int r = 0; r < n; r++) {
+        EXPECT_EQ(errs[r], "") << "replay " << k << ", rank " << r;
+        ok &= errs[r].empty();
+      }
+      if (!ok) break;
+    }
+  }
+  for (int r = 0; r < n; r++) {
+    if (execs[r]) cudaGraphExecDestroy(execs[r]);
+    if (graphs[r]) cudaGraphDestroy(graphs[r]);
+  }
+  if (!captured || w.wedged) return;
+  GridReport rep = run_cuda_grid(w, {after}, Issue::kPerThread);
+  EXPECT_GRID_OK(rep) << " (eager call after the replays)";
+}
+
+}  // namespace
+
 class CudaGraph : public ::testing::TestWithParam<int> {};
 
 // Per case (an LL-sized float32 sum, a SIMPLE-sized bfloat16 sum in place,
@@ -757,109 +975,8 @@ TEST_P(CudaGraph, CaptureReplayAllReduce) {
     // the residence comes from the seed: the premul pick needs koloScalarDevice
     for (int v = p.variant + 100; is_premul(c) && premul_residence(c) != koloScalarDevice; v += 100)
       c = make_case(Coll::AllReduce, p.t, p.op, n, p.count, p.in_place, v);
-    SCOPED_TRACE(c.str());
-    GridReport warm = run_cuda_grid(w, {c}, Issue::kPerThread);
-    ASSERT_GRID_OK(warm) << " (warm-up)";
-    ASSERT_EQ(w.reserve(dev_case_bytes(c)), "");
-    std::vector<std::unique_ptr<DevRankBufs>> bufs((size_t)n);
-    std::vector<cudaGraph_t> graphs((size_t)n, nullptr);
-    std::vector<cudaGraphExec_t> execs((size_t)n, nullptr);
-    std::vector<std::string> errs((size_t)n);
-    w.pool.run([&](int r) {
-      cudaSetDevice(w.dev);
-      cudaStream_t s = w.streams[r];
-      w.arenas[r].reset();
-      bufs[r].reset(new DevRankBufs);
-      std::string e = dev_prepare(c, r, &w.arenas[r], s, bufs[r].get());
-      if (e.empty()) e = cuda_text("cudaStreamSynchronize", cudaStreamSynchronize(s));
-      if (!e.empty()) {
-        errs[r] = e;
-        return;
-      }
-      cudaError_t ce = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
-      if (ce != cudaSuccess) {
-        errs[r] = cuda_text("cudaStreamBeginCapture", ce);
-        return;
-      }
-      koloResult_t res = dev_issue(c, r, *bufs[r], w.comms[r], s);
-      ce = cudaStreamEndCapture(s, &graphs[r]);
-      if (res != koloSuccess) {
-        errs[r] = result_text("koloAllReduce during capture", res, w.comms[r]);
-        return;
-      }
-      if (ce != cudaSuccess) {
-        errs[r] = cuda_text("cudaStreamEndCapture", ce) + " (the call did something a capture refuses)";
-        return;
-      }
-      ce = cudaGraphInstantiateWithFlags(&execs[r], graphs[r], 0);
-      if (ce != cudaSuccess) {
-        execs[r] = nullptr;
-        errs[r] = cuda_text("cudaGraphInstantiateWithFlags", ce);
-        return;
-      }
-      // Nothing ran: the stream is idle and an out-of-place result still poison.
-      ce = cudaStreamQuery(s);
-      if (ce != cudaSuccess) {
-        errs[r] = cuda_text("cudaStreamQuery after the capture", ce);
-        return;
-      }
-      if (!c.in_place) {
-        std::vector<unsigned char> out;
-        e = dev_buf_download(bufs[r]->b, &out, s);
-        if (e.empty()) e = cuda_text("cudaStreamSynchronize", cudaStreamSynchronize(s));
-        if (e.empty()) {
-          for (size_t i = 0; i < bufs[r]->b.bytes; i++)
-            if (out[bufs[r]->b.data_off + i] != bufs[r]->poison) {
-              e = "the capture ran the call: byte " + std::to_string(i) + " of recvbuff was written";
-              break;
-            }
-        }
-        errs[r] = e;
-      }
-    });
-    bool captured = true;
-    for (int r = 0; r < n; r++) {
-      EXPECT_EQ(errs[r], "") << "capture, rank " << r;
-      captured &= errs[r].empty();
-    }
-    if (captured) {
-      Expected e;
-      for (int k = 0; k < 3; k++) {
-        CollCase ck = c;
-        ck.seed = mix64(c.seed + 1 + (uint64_t)k);
-        expected_init(ck, &e);
-        w.pool.run([&](int r) {
-          size_t per = (e.n + (size_t)n - 1) / (size_t)n, b = std::min(e.n, per * (size_t)r);
-          expected_fill(ck, &e, b, std::min(e.n, b + per));
-        });
-        w.pool.run([&](int r) {
-          cudaSetDevice(w.dev);
-          cudaStream_t s = w.streams[r];
-          std::string err = dev_reprepare(ck, r, s, bufs[r].get());
-          if (err.empty()) err = cuda_text("cudaGraphLaunch", cudaGraphLaunch(execs[r], s));
-          bool busy = false;
-          if (err.empty()) err = wait_stream(s, kStreamWaitMs, nullptr, &busy);
-          if (busy) w.wedge();
-          if (err.empty()) err = async_error_text(w.comms[r]);
-          if (err.empty()) err = dev_check(ck, r, bufs[r].get(), s, e);
-          errs[r] = err;
-        });
-        bool ok = true;
-        for (int r = 0; r < n; r++) {
-          EXPECT_EQ(errs[r], "") << "replay " << k << ", rank " << r;
-          ok &= errs[r].empty();
-        }
-        if (!ok) break;
-      }
-    }
-    for (int r = 0; r < n; r++) {
-      if (execs[r]) cudaGraphExecDestroy(execs[r]);
-      if (graphs[r]) cudaGraphDestroy(graphs[r]);
-    }
-    if (!captured || w.wedged) return;
-    CollCase after = make_case(Coll::AllReduce, p.t, p.op, n, p.count, p.in_place, p.variant + 30);
-    GridReport rep = run_cuda_grid(w, {after}, Issue::kPerThread);
-    EXPECT_GRID_OK(rep) << " (eager call after the replays)";
+    capture_replay(w, c, make_case(Coll::AllReduce, p.t, p.op, n, p.count, p.in_place, p.variant + 30));
+    if (w.wedged) return;
   }
 }
 
@@ -867,6 +984,60 @@ INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaGraph, ::testing::Values(1, 2, 4),
                          [](const ::testing::TestParamInfo<int> &p) {
                            return std::to_string(p.param) + "ranks";
                          });
+
+// The first all-to-all makes the pipes to every peer, which allocates
+// device memory: captured, it is refused (koloInvalidUsage, naming the call
+// and the way out), and the communicator goes on (the same call, eager).
+TEST(CudaPeerGraph, CapturedFirstCallIsRefused) {
+  KT_REQUIRE_CUDA();
+  const int n = 2;
+  CudaWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  const CollCase c = make_case(Coll::AlltoAll, koloFloat32, koloSum, n, 100, false, 1);
+  ASSERT_EQ(w.reserve(dev_case_bytes(c)), "");
+  std::vector<koloResult_t> res((size_t)n, koloSuccess);
+  std::vector<std::string> errs((size_t)n), texts((size_t)n);
+  w.pool.run([&](int r) {
+    cudaSetDevice(w.dev);
+    w.arenas[r].reset();
+    DevRankBufs d;
+    errs[r] = dev_prepare(c, r, &w.arenas[r], w.streams[r], &d);
+    if (errs[r].empty()) errs[r] = cuda_text("cudaStreamSynchronize", cudaStreamSynchronize(w.streams[r]));
+    if (!errs[r].empty()) return;
+    errs[r] = cuda_text("cudaStreamBeginCapture", cudaStreamBeginCapture(w.streams[r], cudaStreamCaptureModeThreadLocal));
+    if (!errs[r].empty()) return;
+    res[r] = dev_issue(c, r, d, w.comms[r], w.streams[r]);
+    texts[r] = koloGetLastError(w.comms[r]);
+    cudaGraph_t g = nullptr;
+    errs[r] = cuda_text("cudaStreamEndCapture", cudaStreamEndCapture(w.streams[r], &g));
+    if (g) cudaGraphDestroy(g);
+  });
+  for (int r = 0; r < n; r++) {
+    EXPECT_EQ(errs[r], "") << "rank " << r;
+    EXPECT_EQ(res[r], koloInvalidUsage) << "rank " << r;
+    EXPECT_CONTAINS(texts[r], "AlltoAll");
+    EXPECT_CONTAINS(texts[r], "warm-up");
+  }
+  GridReport rep = run_cuda_grid(w, {c}, Issue::kPerThread);
+  EXPECT_GRID_OK(rep) << " (eager, after the refusal)";
+}
+
+// All-to-all (LL-sized), gather in place and scatter (SIMPLE-sized) after
+// their warm-ups made the pipes: capture_replay.
+TEST(CudaPeerGraph, CaptureReplayMultiPeer) {
+  KT_REQUIRE_CUDA();
+  const int n = 3;
+  CudaWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  const CollCase cases[] = {make_case(Coll::AlltoAll, koloFloat32, koloSum, n, 1001, false, 1),
+                            make_case(Coll::Gather, koloBfloat16, koloSum, n, 70001, true, 2),
+                            make_case(Coll::Scatter, koloInt32, koloSum, n, 70001, false, 4)};
+  for (const CollCase &c : cases) {
+    CollCase after = make_case(c.coll, c.type, koloSum, n, c.count, c.in_place, 30);
+    capture_replay(w, c, after);
+    if (w.wedged) return;
+  }
+}
 
 // ===== kernels that wait for a peer: abort and timeout ==========================================
 
@@ -1104,6 +1275,43 @@ INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaTimeout,
                                   wait_count_name(std::get<1>(p.param));
                          });
 
+// 3 ranks, 2 s timeout: after an all-to-all on every rank (the pipes
+// exist), ranks 0 and 1 call another and rank 2 does not.  The calls return
+// at once; rank 0's kernel, waiting to receive from rank 2, gives up after
+// the timeout, and koloCommGetAsyncError names rank 2; rank 1's fails too
+// (it also waits for rank 2, or is stopped by rank 0).
+TEST(CudaPeerTimeout, AllToAllNamesTheRankThatNeverCalls) {
+  KT_REQUIRE_CUDA();
+  const int n = 3, timeout_ms = 2000;
+  koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
+  cfg.memory = koloMemCuda;
+  cfg.timeoutMs = timeout_ms;
+  CudaWorld w(n, CudaWorld::Init::kInitAll, &cfg);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  CollCase c = make_case(Coll::AlltoAll, koloFloat32, koloSum, n, 1000, false, 3);
+  GridReport warm = run_cuda_grid(w, {c}, Issue::kPerThread);
+  ASSERT_GRID_OK(warm) << " (warm-up with every rank)";
+  Lonely l;
+  issue_on(w, c, {0, 1}, &l);
+  if (HasFatalFailure()) return;
+  for (int r = 0; r < 2; r++) {
+    bool busy = false;
+    std::string werr = wait_stream(w.streams[(size_t)r], 60000, nullptr, &busy);
+    const double ms = now_ms() - l.issued_at;
+    if (busy) w.wedge();
+    EXPECT_EQ(werr, "") << "rank " << r << "'s stream";
+    EXPECT_LT(ms, timeout_ms + kStopBoundMs) << "rank " << r;
+    koloResult_t async = koloSuccess;
+    ASSERT_EQ(koloCommGetAsyncError(w.comms[(size_t)r], &async), koloSuccess);
+    EXPECT_NE(async, koloSuccess) << "rank " << r;
+    if (r == 0) {
+      EXPECT_GE(ms, timeout_ms * 0.9) << "the kernel gave up before the timeout";
+      EXPECT_EQ(async, koloTimeout) << koloGetLastError(w.comms[0]);
+      EXPECT_CONTAINS(koloGetLastError(w.comms[0]), "rank 2");
+    }
+  }
+}
+
 // ===== ranks as processes: the parent's and the children's sides ===========================
 
 namespace {
@@ -1135,6 +1343,16 @@ std::vector<CollCase> cuda_proc_grid(int n) {
     }
   for (const CollCase &c : protocol_cases(Coll::AllReduce, n))
     if (c.type == koloFloat32) cases.push_back(c);
+  // all-to-all, gather, scatter, bcast: dtypes in turn, and 1 MiB + 3 (in
+  // all, for all-to-all) at n <= 4
+  for (Coll coll : kPeerColls) {
+    for (size_t count : {(size_t)0, (size_t)7, (size_t)4095})
+      for (int ip = has_out_of_place(coll) ? 0 : 1; ip <= (has_in_place(coll) ? 1 : 0); ip++, v++)
+        cases.push_back(make_case(coll, kProcTypes[v % 4].t, koloSum, n, count, ip == 1, v));
+    if (!sanitized_build() && n <= 4)
+      cases.push_back(make_case(coll, koloFloat32, koloSum, n, coll == Coll::AlltoAll ? kLargeCount / (size_t)n : kLargeCount,
+                                coll == Coll::Bcast, v++));
+  }
   return cases;
 }
 

@@ -19,7 +19,8 @@
 // int32} x counts {1, 7, 1003, 100003} x in/out of place and for every op in
 // float8e4m3 at 7 and 100003, plus every other collective for float32 sum
 // and int32 max at 7 and 100003 elements and for float8e5m2 (premul-sum
-// where it reduces) at 100003; 3 channels, a channel per 4 KiB
+// where it reduces) at 100003 (all-to-all, gather, scatter and bcast over
+// point-to-point pipes: net ones between hosts); 3 channels, a channel per 4 KiB
 // (so that several channels, each on its own rotated ring, run already at
 // moderate sizes) and 256 KiB of slots per pipe (chunks of 128 KiB: the
 // large counts take several rounds).  Inputs are random (util/coll_ref.h),
@@ -92,6 +93,11 @@ std::vector<CollCase> host_grid(int n) {
     }
     add(coll, koloFloat8e5m2, has_op(coll) ? kPreMulSum : koloSum, 100003, has_in_place(coll));
   }
+  for (Coll coll : kPeerColls)  // multi-peer programs: point-to-point pipes, net ones across hosts
+    for (size_t count : {(size_t)7, (size_t)100003}) {
+      add(coll, koloFloat32, koloSum, count, !has_out_of_place(coll));
+      add(coll, koloInt32, koloSum, count, has_in_place(coll));
+    }
   return cases;
 }
 

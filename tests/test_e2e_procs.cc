@@ -14,8 +14,10 @@
 // {0, 1, 7, 4095}, in and out of place; count 1 MiB + 3 for every collective
 // x those six at N <= 4 (out of
 // place, and in place for float32 sum) and for float32 sum at N = 8; a
-// 64 MiB float32 all-reduce at N = 2 and N = 4.  util/coll_run.h says what
-// is checked per call.
+// 64 MiB float32 all-reduce at N = 2 and N = 4; all-to-all, gather,
+// scatter and bcast at counts {0, 7, 4095} (dtypes in turn) and 1 MiB + 3
+// (all-to-all: in all) at N <= 4.  util/coll_run.h says what is checked per
+// call.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -67,6 +69,15 @@ std::vector<CollCase> proc_grid(int n) {
       if (n <= 4 || f32sum) cases.push_back(make_case(coll, to, n, kLarge, false, v++));
       if (f32sum && has_in_place(coll)) cases.push_back(make_case(coll, to, n, kLarge, true, v++));
     }
+  // all-to-all, gather, scatter, bcast: the dtypes in turn, smaller counts
+  for (Coll coll : kPeerColls) {
+    for (size_t count : {(size_t)0, (size_t)7, (size_t)4095})
+      for (int ip = has_out_of_place(coll) ? 0 : 1; ip <= (has_in_place(coll) ? 1 : 0); ip++, v++)
+        cases.push_back(make_case(coll, kProcTypes[v % 4], n, count, ip == 1, v));
+    if (!sanitized_build() && n <= 4)
+      cases.push_back(make_case(coll, kProcTypes[0], n, coll == Coll::AlltoAll ? kLarge / (size_t)n : kLarge,
+                                coll == Coll::Bcast, v++));
+  }
   return cases;
 }
 

@@ -148,38 +148,6 @@ TEST(ThreadsQueries, VersionCountUserRank) {
 
 // ---- one thread drives every rank (NCCL's single-thread group pattern) ------
 
-namespace {
-
-// Prepares every rank's buffers, issues every rank's call between one
-// koloGroupStart / koloGroupEnd on this thread, then checks every rank.
-std::string one_thread_group(ThreadWorld &w, const std::vector<CollCase> &cases) {
-  const int n = w.nranks();
-  std::string errs;
-  Expected e;
-  for (const CollCase &c : cases) {
-    std::vector<RankBufs> bufs((size_t)n);
-    for (int r = 0; r < n; r++) prepare(c, r, &bufs[r]);
-    koloResult_t res = koloGroupStart();
-    if (res != koloSuccess) return result_text("koloGroupStart", res, nullptr);
-    std::string issue_errs;
-    for (int r = 0; r < n; r++) {
-      koloResult_t rr = issue(c, r, &bufs[r], w.comms[r]);
-      if (rr != koloSuccess) issue_errs += " rank " + std::to_string(r) + ": " + result_text(coll_name(c.coll), rr, w.comms[r]);
-    }
-    res = koloGroupEnd();
-    if (res != koloSuccess || !issue_errs.empty())
-      return c.str() + ": " + result_text("koloGroupEnd", res, w.comms[0]) + issue_errs;
-    expected_for(c, &e);
-    for (int r = 0; r < n; r++) {
-      std::string err = check(c, r, bufs[r], e);
-      if (!err.empty()) errs += "\n  " + c.str() + ": rank " + std::to_string(r) + ": " + err;
-    }
-  }
-  return errs;
-}
-
-}  // namespace
-
 class OneThreadGroup : public ::testing::TestWithParam<int> {};
 
 TEST_P(OneThreadGroup, Collectives) {
@@ -189,7 +157,7 @@ TEST_P(OneThreadGroup, Collectives) {
   std::vector<CollCase> cases;
   for (const CollCase &c : sample_cases(n, {0, 5, 4095, 300001}))
     if (c.coll != Coll::SendRecv) cases.push_back(c);
-  EXPECT_EQ(one_thread_group(w, cases), "");
+  EXPECT_EQ(run_one_thread_group(w, cases), "");
 }
 
 // Send/recv between ranks driven by one thread: the point-to-point pipes are
@@ -209,7 +177,7 @@ TEST_P(OneThreadGroup, SendRecv) {
       seed_case(&c);
       cases.push_back(c);
     }
-  EXPECT_EQ(one_thread_group(w, cases), "");
+  EXPECT_EQ(run_one_thread_group(w, cases), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, OneThreadGroup, ::testing::Values(1, 2, 3, 4),

@@ -239,6 +239,31 @@ std::vector<BadCall> bad_calls(int nranks) {
       {"Recv peer -1", [](koloComm_t c, int) { return koloRecv(buf, 4, koloFloat32, -1, c, nullptr); }, "peer"},
       {"Recv peer nranks", [=](koloComm_t c, int) { return koloRecv(buf, 4, koloFloat32, nranks, c, nullptr); }, "peer"},
       {"Recv count SIZE_MAX/2", [=](koloComm_t c, int) { return koloRecv(buf, huge, koloFloat32, 0, c, nullptr); }, "count"},
+      {"AlltoAll NULL sendbuff", [](koloComm_t c, int) { return koloAlltoAll(nullptr, buf, 1, koloFloat32, c, nullptr); }, "sendbuff"},
+      {"AlltoAll NULL recvbuff", [](koloComm_t c, int) { return koloAlltoAll(buf, nullptr, 1, koloFloat32, c, nullptr); }, "recvbuff"},
+      {"AlltoAll datatype 99", [=](koloComm_t c, int) { return koloAlltoAll(buf, buf + 32, 1, bad_t, c, nullptr); }, "datatype"},
+      {"AlltoAll count SIZE_MAX/2", [=](koloComm_t c, int) { return koloAlltoAll(buf, buf + 32, huge, koloFloat32, c, nullptr); }, "count"},
+      {"AlltoAll in place", [](koloComm_t c, int) { return koloAlltoAll(buf, buf, 4, koloFloat32, c, nullptr); }, "overlap"},
+      {"AlltoAll overlapping", [](koloComm_t c, int) { return koloAlltoAll(buf, buf + 2, 4, koloFloat32, c, nullptr); }, "in-place"},
+      {"Gather NULL sendbuff", [](koloComm_t c, int) { return koloGather(nullptr, buf, 4, koloFloat32, 0, c, nullptr); }, "sendbuff"},
+      {"Gather NULL recvbuff on the root", [](koloComm_t c, int r) { return koloGather(buf, nullptr, 4, koloFloat32, r, c, nullptr); }, "recvbuff"},
+      {"Gather datatype 99", [=](koloComm_t c, int) { return koloGather(buf, buf + 32, 4, bad_t, 0, c, nullptr); }, "datatype"},
+      {"Gather root -1", [](koloComm_t c, int) { return koloGather(buf, buf + 32, 4, koloFloat32, -1, c, nullptr); }, "root"},
+      {"Gather root nranks", [=](koloComm_t c, int) { return koloGather(buf, buf + 32, 4, koloFloat32, nranks, c, nullptr); }, "root"},
+      {"Gather count SIZE_MAX/2", [=](koloComm_t c, int) { return koloGather(buf, buf + 32, huge, koloFloat32, 0, c, nullptr); }, "count"},
+      {"Gather sendbuff inside recvbuff, off its block", [](koloComm_t c, int r) { return koloGather(buf + 1, buf, 4, koloFloat32, r, c, nullptr); }, "root*count"},
+      {"Scatter NULL recvbuff", [](koloComm_t c, int) { return koloScatter(buf, nullptr, 4, koloFloat32, 0, c, nullptr); }, "recvbuff"},
+      {"Scatter NULL sendbuff on the root", [](koloComm_t c, int r) { return koloScatter(nullptr, buf, 4, koloFloat32, r, c, nullptr); }, "sendbuff"},
+      {"Scatter datatype 99", [=](koloComm_t c, int) { return koloScatter(buf, buf + 32, 4, bad_t, 0, c, nullptr); }, "datatype"},
+      {"Scatter root -1", [](koloComm_t c, int) { return koloScatter(buf, buf + 32, 4, koloFloat32, -1, c, nullptr); }, "root"},
+      {"Scatter root nranks", [=](koloComm_t c, int) { return koloScatter(buf, buf + 32, 4, koloFloat32, nranks, c, nullptr); }, "root"},
+      {"Scatter count SIZE_MAX/2", [=](koloComm_t c, int) { return koloScatter(buf, buf + 32, huge, koloFloat32, 0, c, nullptr); }, "count"},
+      {"Scatter recvbuff inside sendbuff, off its block", [](koloComm_t c, int r) { return koloScatter(buf, buf + 1, 4, koloFloat32, r, c, nullptr); }, "root*count"},
+      {"Bcast NULL buff", [](koloComm_t c, int) { return koloBcast(nullptr, 4, koloFloat32, 0, c, nullptr); }, "buff"},
+      {"Bcast datatype 99", [=](koloComm_t c, int) { return koloBcast(buf, 4, bad_t, 0, c, nullptr); }, "datatype"},
+      {"Bcast root -1", [](koloComm_t c, int) { return koloBcast(buf, 4, koloFloat32, -1, c, nullptr); }, "root"},
+      {"Bcast root nranks", [=](koloComm_t c, int) { return koloBcast(buf, 4, koloFloat32, nranks, c, nullptr); }, "root"},
+      {"Bcast count SIZE_MAX/2", [=](koloComm_t c, int) { return koloBcast(buf, huge, koloFloat32, 0, c, nullptr); }, "count"},
   };
 }
 
@@ -288,6 +313,10 @@ TEST(BadArguments, NullCommunicator) {
       {"koloReduce", koloReduce(buf, buf, 4, koloFloat32, koloSum, 0, nullptr, nullptr)},
       {"koloSend", koloSend(buf, 4, koloFloat32, 0, nullptr, nullptr)},
       {"koloRecv", koloRecv(buf, 4, koloFloat32, 0, nullptr, nullptr)},
+      {"koloAlltoAll", koloAlltoAll(buf, buf + 2, 1, koloFloat32, nullptr, nullptr)},
+      {"koloGather", koloGather(buf, buf, 1, koloFloat32, 0, nullptr, nullptr)},
+      {"koloScatter", koloScatter(buf, buf, 1, koloFloat32, 0, nullptr, nullptr)},
+      {"koloBcast", koloBcast(buf, 4, koloFloat32, 0, nullptr, nullptr)},
   };
   for (const Call &c : calls) {
     EXPECT_EQ(c.res, koloInvalidArgument) << c.what;
@@ -309,8 +338,8 @@ TEST(BadArguments, NullCommunicator) {
   EXPECT_CONTAINS(koloGetLastError(nullptr), "comm");
 }
 
-// NCCL's rules: broadcast reads sendbuff on the root only and reduce writes
-// recvbuff on the root only, so NULL is fine elsewhere.
+// NCCL's rules: broadcast and scatter read sendbuff on the root only, reduce
+// and gather write recvbuff on the root only, so NULL is fine elsewhere.
 TEST(BadArguments, NullWhereTheApiAllowsIt) {
   const int n = 3;
   ThreadWorld w(n);
@@ -334,6 +363,23 @@ TEST(BadArguments, NullWhereTheApiAllowsIt) {
     if (r == 2)
       for (int v : z)
         if (v != 1 + 2 + 3) errs[r] = "reduce to rank 2 gave " + std::to_string(v);
+    // gather writes recvbuff on the root only, scatter reads sendbuff there only
+    std::vector<int32_t> all(300, -1);
+    res = koloGather(x.data(), r == 0 ? all.data() : nullptr, 100, koloInt32, 0, w.comms[r], nullptr);
+    if (res != koloSuccess) {
+      errs[r] = result_text("koloGather", res, w.comms[r]);
+      return;
+    }
+    for (size_t i = 0; r == 0 && i < all.size(); i++)
+      if (all[i] != (int)(i / 100) + 1) errs[r] = "gather to rank 0 gave " + std::to_string(all[i]) + " at " + std::to_string(i);
+    for (size_t i = 0; i < all.size(); i++) all[i] = (int32_t)i;
+    res = koloScatter(r == 1 ? all.data() : nullptr, y.data(), 100, koloInt32, 1, w.comms[r], nullptr);
+    if (res != koloSuccess) {
+      errs[r] = result_text("koloScatter", res, w.comms[r]);
+      return;
+    }
+    for (size_t i = 0; i < y.size(); i++)
+      if (y[i] != (int32_t)(r * 100 + i)) errs[r] = "scatter from rank 1 gave " + std::to_string(y[i]);
   });
   for (int r = 0; r < n; r++) EXPECT_EQ(errs[r], "") << "rank " << r;
 }

@@ -36,6 +36,14 @@
 // connector agree step by step), the round geometry alone, and rings from
 // host grouping (each host's ranks contiguous; more in test_topology.cc).
 //
+// Multi-peer programs (all-to-all, gather, scatter): each step names its
+// peer; the model sends its slices into that peer's FIFO.  Their structure
+// (peers distinct and used, blocks read and written once, both ends of
+// every pipe agreeing), the model over N = 1..16 x counts x geometry with
+// every root, in place where NCCL has it, FIFOs bounded to the fewest
+// slots, and broken programs it must catch (receiving before sending in
+// every phase deadlocks; a wrong block or peer is wrong data).
+//
 // Hierarchical all-reduce (ScheduleHier): its three programs per rank on H
 // hosts of L ranks (H, L = 2..4, hosts in blocks or interleaved), run in the
 // model as the core runs them (per channel, each phase after the one
@@ -224,6 +232,11 @@ struct ModelParams {
   ROp op = ROp::kSum;
   int div = 1;          // post-op divisor of FINAL steps
   int turn_slices = 3;  // slices a task may move per turn
+  // The receiver checks that a slice comes from the chunk (block) it
+  // expects.  All-to-all has no common block index for the two ends (the
+  // sender's block is the receiver's rank and the other way round): there
+  // only the round, slice and size are checked (and every element after).
+  bool check_chunk_tags = true;
 };
 
 template <typename T>
@@ -241,7 +254,10 @@ class Model {
 
   // Tasks run concurrently, except that a task waits for the earlier tasks
   // of its rank that use the same end of a connector (as the core orders
-  // programs that share a connector).
+  // programs that share a connector).  A step's connector is the one to or
+  // from the rank kolo_step_send_rank / kolo_step_recv_rank name: the
+  // program's send_peer / recv_peer, or (multi-peer programs) the peer its
+  // step indexes.
   // `after`: tasks (add_task's return values) whose output this one reads.
   int add_task(int rank, int channel, const kolo_program *prog, View in, View out,
                const std::vector<int> &after = {}) {
@@ -253,13 +269,20 @@ class Model {
     t.out = out;
     t.geo = kolo_geometry{mp_.count,     mp_.elem_size,   mp_.nranks,
                           mp_.nchannels, mp_.chunk_elems, (int)prog->layout};
-    t.send_fifo = prog->send_peer >= 0 ? fifo_index(rank, prog->send_peer, channel) : -1;
-    t.recv_fifo = prog->recv_peer >= 0 ? fifo_index(prog->recv_peer, rank, channel) : -1;
+    for (int i = 0; i < prog->nsteps; i++) {
+      int to = kolo_step_send_rank(prog, &prog->steps[i]);
+      int from = kolo_step_recv_rank(prog, &prog->steps[i]);
+      if (to >= 0 && to < mp_.nranks) t.send_fifos.push_back(fifo_index(rank, to, channel));
+      if (from >= 0 && from < mp_.nranks) t.recv_fifos.push_back(fifo_index(from, rank, channel));
+    }
+    for (std::vector<int> *v : {&t.send_fifos, &t.recv_fifos}) {
+      std::sort(v->begin(), v->end());
+      v->erase(std::unique(v->begin(), v->end()), v->end());
+    }
     for (size_t i = tasks_.size(); i-- > 0;) {
       const Task &o = tasks_[i];
       if (o.rank != rank) continue;
-      if ((t.send_fifo >= 0 && o.send_fifo == t.send_fifo) ||
-          (t.recv_fifo >= 0 && o.recv_fifo == t.recv_fifo))
+      if (shares(t.send_fifos, o.send_fifos) || shares(t.recv_fifos, o.recv_fifos))
         t.deps.push_back((int)i);
     }
     for (int a : after) t.deps.push_back(a);
@@ -324,7 +347,7 @@ class Model {
     const kolo_program *prog = nullptr;
     View in, out;
     kolo_geometry geo{};
-    int send_fifo = -1, recv_fifo = -1;
+    std::vector<int> send_fifos, recv_fifos;  // every connector end it uses, sorted
     std::vector<int> deps;
     // state
     size_t base = 0, rce = 0;
@@ -345,6 +368,19 @@ class Model {
   int fifo_index(int from, int to, int ch) const {
     return (from * mp_.nranks + to) * mp_.nchannels + ch;
   }
+  static bool shares(const std::vector<int> &a, const std::vector<int> &b) {
+    for (int x : a)
+      if (std::binary_search(b.begin(), b.end(), x)) return true;
+    return false;
+  }
+  // The FIFO step s of task t sends into / receives from; -1: none, -2: a
+  // peer that is no rank.
+  int step_fifo(const Task &t, const kolo_step &s, bool send) const {
+    int peer = send ? kolo_step_send_rank(t.prog, &s) : kolo_step_recv_rank(t.prog, &s);
+    if (peer == -1) return -1;
+    if (peer < 0 || peer >= mp_.nranks) return -2;
+    return send ? fifo_index(t.rank, peer, t.channel) : fifo_index(peer, t.rank, t.channel);
+  }
   std::string fifo_name(int i) const {
     int ch = i % mp_.nchannels, to = i / mp_.nchannels % mp_.nranks,
         from = i / mp_.nchannels / mp_.nranks;
@@ -361,6 +397,11 @@ class Model {
       const kolo_step &s = t.prog->steps[t.step];
       os << " (" << op_name(s.op) << " src " << (s.src_buf ? "OUT" : "IN") << "[" << s.src_chunk
          << "] dst " << (s.dst_buf ? "OUT" : "IN") << "[" << s.dst_chunk << "])";
+    }
+    if (t.step < t.prog->nsteps && t.prog->npeers > 0) {
+      const kolo_step &s = t.prog->steps[t.step];
+      if (kolo_step_sends(s.op)) os << " to rank " << kolo_step_send_rank(t.prog, &s);
+      if (kolo_step_recvs(s.op)) os << " from rank " << kolo_step_recv_rank(t.prog, &s);
     }
     os << " slice " << t.slice;
     return os.str();
@@ -481,19 +522,20 @@ class Model {
         }
       }
       bool recvs = kolo_step_recvs(s.op), sends = kolo_step_sends(s.op);
-      if (recvs && t.recv_fifo < 0) return fail(t, "receives without a recv_peer");
-      if (sends && t.send_fifo < 0) return fail(t, "sends without a send_peer");
-      if (recvs && fifos_[(size_t)t.recv_fifo].q.empty()) return moved;
-      if (sends && mp_.capacity && fifos_[(size_t)t.send_fifo].q.size() >= mp_.capacity)
+      const int recv_fifo = step_fifo(t, s, false), send_fifo = step_fifo(t, s, true);
+      if (recvs && recv_fifo < 0) return fail(t, "receives without a peer to receive from");
+      if (sends && send_fifo < 0) return fail(t, "sends without a peer to send to");
+      if (recvs && fifos_[(size_t)recv_fifo].q.empty()) return moved;
+      if (sends && mp_.capacity && fifos_[(size_t)send_fifo].q.size() >= mp_.capacity)
         return moved;
       size_t per = (recvs || sends) ? mp_.slot_elems : t.n;
       size_t off = t.slice * per;
       size_t n = std::min(per, t.n - off);
       if (recvs) {
-        Fifo &f = fifos_[(size_t)t.recv_fifo];
+        Fifo &f = fifos_[(size_t)recv_fifo];
         Slice &sl = f.q.front();
         if (sl.base != t.base || sl.index != t.slice || sl.data.size() != n ||
-            (sl.chunk >= 0 && t.chunk >= 0 && sl.chunk != t.chunk)) {
+            (mp_.check_chunk_tags && sl.chunk >= 0 && t.chunk >= 0 && sl.chunk != t.chunk)) {
           std::ostringstream os;
           os << "received slice " << sl.index << " of chunk " << sl.chunk << " (round base "
              << sl.base << ", " << sl.data.size() << " elements), expected slice " << t.slice
@@ -529,7 +571,7 @@ class Model {
       }
       if (kolo_step_writes_dst(s.op) && write(t, s.dst_buf, t.dst_off + off, v) < 0) return -1;
       if (sends) {
-        Fifo &f = fifos_[(size_t)t.send_fifo];
+        Fifo &f = fifos_[(size_t)send_fifo];
         std::vector<T> data;
         if (!pool_.empty()) {
           data = std::move(pool_.back());
@@ -1551,6 +1593,319 @@ TEST(ScheduleModel, SendRecvPatterns) {
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
           .count();
   printf("[          ] %ld send/recv cases in %lld ms\n", g.cases, (long long)ms);
+}
+
+// ---- multi-peer collectives: all-to-all, gather, scatter --------------------------------
+//
+// Their programs name a peer per step (ring/program.h); the model sends each
+// step's slices into the FIFO of that peer.  Buffers (n ranks, count c):
+//   all-to-all  in n*c, out n*c: out[r] block j = in[j] block r (never in place:
+//               the API refuses it)
+//   gather      in c; the root's out n*c: block j = in[j]; a non-root's out is
+//               neither read nor written (poisoned, write-protected); in place
+//               the root's input is its block of out
+//   scatter     the root's in n*c; out c = in[root] block r; a non-root's in is
+//               neither read nor written; in place the root's out is its block
+//               of in
+
+// Rank r's views and the expected arenas of a multi-peer case, built in m.
+template <typename T>
+struct MultiPeerBufs {
+  std::vector<View> in, out;
+  std::vector<std::string> names;
+  std::vector<std::vector<T>> want;
+};
+
+template <typename T>
+MultiPeerBufs<T> multi_peer_bufs(const Case &c, Model<T> &m) {
+  const int n = c.nranks;
+  const size_t cnt = c.count, all = cnt * (size_t)n;
+  Rng rng(c.seed);
+  MultiPeerBufs<T> b;
+  b.in.resize((size_t)n);
+  b.out.resize((size_t)n);
+  std::vector<std::vector<T>> inputs((size_t)n);
+  std::vector<int> out_arena((size_t)n);
+  for (int r = 0; r < n; r++) {
+    const bool root = r == c.root, a2a = c.coll == KOLO_COLL_ALL_TO_ALL;
+    const size_t in_len = a2a || (c.coll == KOLO_COLL_SCATTER && root) ? all : cnt;
+    const size_t out_len = a2a || (c.coll == KOLO_COLL_GATHER && root) ? all : cnt;
+    inputs[(size_t)r] = random_values<T>(rng, in_len);
+    const std::string rs = "rank" + std::to_string(r);
+    if (c.in_place && root && c.coll == KOLO_COLL_GATHER) {
+      std::vector<T> buf(all, poison<T>());
+      std::copy(inputs[(size_t)r].begin(), inputs[(size_t)r].end(), buf.begin() + (ptrdiff_t)((size_t)r * cnt));
+      int a = m.add_arena(buf);
+      b.names.push_back(rs + ".inout");
+      out_arena[(size_t)r] = a;
+      b.in[(size_t)r] = View{a, (size_t)r * cnt, cnt, true, false};
+      b.out[(size_t)r] = View{a, 0, all, false, true};
+    } else if (c.in_place && root && c.coll == KOLO_COLL_SCATTER) {
+      int a = m.add_arena(inputs[(size_t)r]);
+      b.names.push_back(rs + ".inout");
+      out_arena[(size_t)r] = a;
+      b.in[(size_t)r] = View{a, 0, all, true, false};
+      b.out[(size_t)r] = View{a, (size_t)r * cnt, cnt, false, true};
+    } else {
+      int ia = m.add_arena(inputs[(size_t)r]);
+      b.names.push_back(rs + ".in");
+      int oa = m.add_arena(std::vector<T>(out_len, poison<T>()));
+      b.names.push_back(rs + ".out");
+      out_arena[(size_t)r] = oa;
+      b.in[(size_t)r] = View{ia, 0, in_len, c.coll != KOLO_COLL_SCATTER || root, false};
+      b.out[(size_t)r] = View{oa, 0, out_len, false, c.coll != KOLO_COLL_GATHER || root};
+    }
+  }
+  b.want = m.arenas;
+  for (int r = 0; r < n; r++) {
+    std::vector<T> &out = b.want[(size_t)out_arena[(size_t)r]];
+    const size_t ob = b.out[(size_t)r].off;
+    for (int j = 0; j < n; j++)
+      for (size_t i = 0; i < cnt; i++) {
+        if (c.coll == KOLO_COLL_ALL_TO_ALL)
+          out[ob + (size_t)j * cnt + i] = inputs[(size_t)j][(size_t)r * cnt + i];
+        else if (c.coll == KOLO_COLL_GATHER && r == c.root)
+          out[ob + (size_t)j * cnt + i] = inputs[(size_t)j][i];
+        else if (c.coll == KOLO_COLL_SCATTER && j == 0)
+          out[ob + i] = inputs[(size_t)c.root][(size_t)r * cnt + i];
+      }
+  }
+  return b;
+}
+
+// Runs one multi-peer collective in the model and checks every element.
+template <typename T>
+std::string run_multi_peer(const Case &c) {
+  const int n = c.nranks;
+  std::vector<Ring> rings = make_rings(c.ring_kind, n, c.nchannels, c.seed);
+  std::vector<std::vector<std::unique_ptr<Prog>>> progs((size_t)c.nchannels);
+  for (int ch = 0; ch < c.nchannels; ch++)
+    for (int r = 0; r < n; r++) {
+      progs[(size_t)ch].push_back(build(c.coll, rings[(size_t)ch], r, c.root));
+      if (!progs[(size_t)ch].back()) return "build failed";
+    }
+  ModelParams mp = params_of(c);
+  mp.check_chunk_tags = c.coll != KOLO_COLL_ALL_TO_ALL;
+  Model<T> m(mp);
+  MultiPeerBufs<T> b = multi_peer_bufs<T>(c, m);
+  for (int ch = 0; ch < c.nchannels; ch++)
+    for (int r = 0; r < n; r++) m.add_task(r, ch, &progs[(size_t)ch][(size_t)r]->p, b.in[(size_t)r], b.out[(size_t)r]);
+  std::string err = m.run();
+  if (!err.empty()) return err;
+  return compare(m.arenas, b.want, b.names);
+}
+
+const int kMultiPeerColls[] = {KOLO_COLL_ALL_TO_ALL, KOLO_COLL_GATHER, KOLO_COLL_SCATTER};
+
+// The structure of rank's program of a multi-peer collective.
+void check_multi_peer_program(int coll, int n, int rank, int root, const kolo_program &p) {
+  SCOPED_TRACE(::testing::Message() << kolo_coll_name(coll) << " n=" << n << " rank=" << rank << " root=" << root);
+  const bool a2a = coll == KOLO_COLL_ALL_TO_ALL, is_root = rank == root;
+  const int want_peers = n == 1 ? 0 : (a2a || is_root) ? n - 1 : 1;
+  ASSERT_EQ(p.npeers, want_peers);
+  ASSERT_EQ(p.nsteps, a2a ? 2 * n - 1 : is_root ? n : 1);
+  EXPECT_EQ(p.send_peer, -1);
+  EXPECT_EQ(p.recv_peer, -1);
+  EXPECT_EQ(p.layout, KOLO_LAYOUT_FLAT);
+  EXPECT_EQ(p.in_blocked, a2a || (coll == KOLO_COLL_SCATTER && is_root) ? 1 : 0);
+  EXPECT_EQ(p.out_blocked, a2a || (coll == KOLO_COLL_GATHER && is_root) ? 1 : 0);
+  std::vector<int> seen((size_t)n, 0), sends((size_t)p.npeers, 0), recvs((size_t)p.npeers, 0);
+  for (int i = 0; i < p.npeers; i++) {
+    const int q = p.peers[i].rank;
+    ASSERT_TRUE(q >= 0 && q < n && q != rank) << "peer " << i << " is rank " << q;
+    EXPECT_EQ(seen[(size_t)q]++, 0) << "rank " << q << " listed twice";
+    if (!a2a && !is_root) {
+      EXPECT_EQ(q, root);
+    }
+  }
+  // Per buffer block: how often it is read and written (the input of a
+  // non-root gather and the output of a non-root scatter are one block).
+  std::vector<int> reads((size_t)n, 0), writes((size_t)n, 0);
+  for (int i = 0; i < p.nsteps; i++) {
+    const kolo_step &s = p.steps[i];
+    SCOPED_TRACE(::testing::Message() << "step " << i << " " << op_name(s.op));
+    EXPECT_TRUE(s.op == KOLO_STEP_SEND || s.op == KOLO_STEP_RECV || s.op == KOLO_STEP_COPY);
+    EXPECT_EQ(s.flags, 0) << "nothing is reduced: no FINAL step";
+    if (kolo_step_sends(s.op)) {
+      ASSERT_LT(s.to, p.npeers);
+      sends[s.to]++;
+      EXPECT_EQ(s.src_chunk, p.in_blocked ? p.peers[s.to].rank : 0) << "sends another block than the peer's";
+    }
+    if (kolo_step_recvs(s.op)) {
+      ASSERT_LT(s.from, p.npeers);
+      recvs[s.from]++;
+      EXPECT_EQ(s.dst_chunk, p.out_blocked ? p.peers[s.from].rank : 0) << "receives into another block";
+    }
+    if (kolo_step_reads_src(s.op)) {
+      EXPECT_EQ(s.src_buf, KOLO_BUF_IN);
+      reads[(size_t)(p.in_blocked ? s.src_chunk : 0)]++;
+    }
+    if (kolo_step_writes_dst(s.op)) {
+      EXPECT_EQ(s.dst_buf, KOLO_BUF_OUT);
+      writes[(size_t)(p.out_blocked ? s.dst_chunk : 0)]++;
+    }
+    if (s.op == KOLO_STEP_COPY) {
+      EXPECT_EQ(s.src_chunk, p.in_blocked ? rank : s.src_chunk);
+      EXPECT_EQ(s.dst_chunk, p.out_blocked ? rank : s.dst_chunk);
+    }
+  }
+  for (int i = 0; i < p.npeers; i++) {
+    EXPECT_EQ(p.peers[i].sends, sends[(size_t)i] > 0 ? 1 : 0) << "peer " << i;
+    EXPECT_EQ(p.peers[i].recvs, recvs[(size_t)i] > 0 ? 1 : 0) << "peer " << i;
+    EXPECT_GT(sends[(size_t)i] + recvs[(size_t)i], 0) << "peer " << i << " is never used";
+    EXPECT_LE(sends[(size_t)i], 1);
+    EXPECT_LE(recvs[(size_t)i], 1);
+  }
+  // Every block of a blocked buffer once, the one block of the others once
+  // (the root's; a non-root gather writes nothing, a non-root scatter reads
+  // nothing).
+  for (int k = 0; k < n; k++) {
+    int want_r = p.in_blocked ? 1 : k == 0 && !(coll == KOLO_COLL_SCATTER && !is_root);
+    int want_w = p.out_blocked ? 1 : k == 0 && !(coll == KOLO_COLL_GATHER && !is_root);
+    EXPECT_EQ(reads[(size_t)k], want_r) << "reads of block " << k;
+    EXPECT_EQ(writes[(size_t)k], want_w) << "writes of block " << k;
+  }
+}
+
+TEST(ScheduleStructure, ProgramsOfMultiPeerCollectives) {
+  for (int n = 1; n <= 16; n++)
+    for (int coll : kMultiPeerColls)
+      for (int root = 0; root < (coll == KOLO_COLL_ALL_TO_ALL ? 1 : n); root++) {
+        Ring ring = shuffled_ring(n, 5 + (uint64_t)n);  // the programs ignore the ring order
+        std::vector<std::unique_ptr<Prog>> progs;
+        for (int r = 0; r < n; r++) {
+          progs.push_back(build(coll, ring, r, root));
+          ASSERT_TRUE(progs.back());
+          check_multi_peer_program(coll, n, r, root, progs.back()->p);
+        }
+        // Both ends of every connector agree: a's sends to b and b's
+        // receives from a are equally many and, in the FLAT layout, every
+        // chunk of a round has the same size whatever its block.
+        for (int a = 0; a < n; a++)
+          for (int b = 0; b < n; b++) {
+            int sent = 0, received = 0;
+            const kolo_program &pa = progs[(size_t)a]->p, &pb = progs[(size_t)b]->p;
+            for (int i = 0; i < pa.nsteps; i++) sent += kolo_step_send_rank(&pa, &pa.steps[i]) == b;
+            for (int i = 0; i < pb.nsteps; i++) received += kolo_step_recv_rank(&pb, &pb.steps[i]) == a;
+            EXPECT_EQ(sent, received) << kolo_coll_name(coll) << " n=" << n << " root=" << root << " pipe " << a
+                                      << "->" << b;
+            EXPECT_LE(sent, 1);
+          }
+      }
+}
+
+TEST(ScheduleModel, CatchesBrokenMultiPeerPrograms) {
+  const int n = 5;
+  Ring ring = identity_ring(n);
+  Case c;
+  c.nranks = n;
+  c.count = 1000;
+  c.coll = KOLO_COLL_ALL_TO_ALL;
+  auto run = [&](const std::function<void(std::vector<std::unique_ptr<Prog>> &)> &breakit) {
+    std::vector<std::unique_ptr<Prog>> progs;
+    for (int r = 0; r < n; r++) progs.push_back(build(KOLO_COLL_ALL_TO_ALL, ring, r, 0));
+    breakit(progs);
+    ModelParams mp = params_of(c);
+    mp.check_chunk_tags = false;
+    mp.capacity = 8;
+    Model<int64_t> m(mp);
+    MultiPeerBufs<int64_t> b = multi_peer_bufs<int64_t>(c, m);
+    for (int r = 0; r < n; r++) m.add_task(r, 0, &progs[(size_t)r]->p, b.in[(size_t)r], b.out[(size_t)r]);
+    std::string err = m.run();
+    return err.empty() ? compare(m.arenas, b.want, b.names) : err;
+  };
+  EXPECT_EQ(run([](std::vector<std::unique_ptr<Prog>> &) {}), "");
+  // Every rank receives before it sends, in every phase: a cycle of waits.
+  std::string err = run([](std::vector<std::unique_ptr<Prog>> &progs) {
+    for (auto &pr : progs)
+      for (int i = 0; i + 1 < pr->p.nsteps; i += 2) std::swap(pr->p.steps[i], pr->p.steps[i + 1]);
+  });
+  EXPECT_NE(err.find("deadlock"), std::string::npos) << err;
+  // One rank sends block 1 where block 2 belongs: wrong data at rank 2.
+  err = run([](std::vector<std::unique_ptr<Prog>> &progs) {
+    for (int i = 0; i < progs[0]->p.nsteps; i++)
+      if (progs[0]->p.steps[i].op == KOLO_STEP_SEND && progs[0]->p.steps[i].src_chunk == 2)
+        progs[0]->p.steps[i].src_chunk = 1;
+  });
+  EXPECT_NE(err.find("rank2.out"), std::string::npos) << err;
+  // One rank's step names the wrong peer: slices reach a rank that does not
+  // expect them (a mismatch, a deadlock or data left over).
+  err = run([](std::vector<std::unique_ptr<Prog>> &progs) { progs[3]->p.steps[0].to = 1; });
+  EXPECT_NE(err, "");
+}
+
+// N = 1..16 x every count x geometry, ring kind, root, in place (gather,
+// scatter) and FIFO bound rotating; the full geometry product at a few N.
+void multi_peer_collectives(int coll) {
+  Grid g;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int n = 1; n <= 16 && g.go(); n++)
+    for (size_t count : kCounts)
+      for (int nch : kChannels)
+        for (size_t slot : kSlots)
+          for (size_t esz : kElemSizes) {
+            const bool full = n == 1 || n == 2 || n == 3 || n == 5 || n == 8 || n == 16;
+            if (!full && (esz == 8 || slot == 64)) continue;
+            Case c;
+            c.coll = coll;
+            c.nranks = n;
+            c.count = count;
+            c.nchannels = nch;
+            c.slot_elems = slot;
+            c.elem_size = esz;
+            c.seed = mix(mix((uint64_t)n * 16 + (uint64_t)coll, count), mix((uint64_t)nch * 7 + esz, slot));
+            c.ring_kind = (int)(c.seed % kNumRingKinds);
+            c.in_place = coll != KOLO_COLL_ALL_TO_ALL && ((c.seed >> 8) & 1);
+            c.capacity = capacity_for(c.seed >> 16);
+            c.root = (int)((c.seed >> 20) % (uint64_t)n);
+            if (!sampled(c)) continue;
+            g.check(c, (c.seed >> 24) & 1 ? run_multi_peer<double>(c) : run_multi_peer<int64_t>(c));
+          }
+  // Every root at every N, in and out of place.
+  for (int n = 1; n <= 16 && g.go() && coll != KOLO_COLL_ALL_TO_ALL; n++)
+    for (int root = 0; root < n; root++)
+      for (bool inplace : {false, true}) {
+        Case c;
+        c.coll = coll;
+        c.nranks = n;
+        c.count = 1000;
+        c.root = root;
+        c.in_place = inplace;
+        c.seed = mix(mix((uint64_t)n, (uint64_t)root), (uint64_t)coll * 2 + inplace);
+        c.nchannels = kChannels[c.seed % 3];
+        c.slot_elems = kSlots[(c.seed >> 4) % 3];
+        c.elem_size = kElemSizes[(c.seed >> 8) % 2];
+        c.capacity = capacity_for(c.seed >> 12);
+        g.check(c, run_multi_peer<int64_t>(c));
+      }
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  printf("[          ] %ld %s cases in %lld ms\n", g.cases, kolo_coll_name(coll), (long long)ms);
+}
+
+TEST(ScheduleModel, AllToAllGrid) { multi_peer_collectives(KOLO_COLL_ALL_TO_ALL); }
+TEST(ScheduleModel, GatherGrid) { multi_peer_collectives(KOLO_COLL_GATHER); }
+TEST(ScheduleModel, ScatterGrid) { multi_peer_collectives(KOLO_COLL_SCATTER); }
+
+TEST(ScheduleModel, MultiPeerFewestSlots) {
+  // Connectors of 2 or 4 slots (a chunk is 1 or 2 of them), FIFOs bounded
+  // to them, a slice per turn and many: still no deadlock, still right.
+  Grid g;
+  for (int coll : kMultiPeerColls)
+    for (int n : {2, 3, 5, 16})
+      for (size_t count : {(size_t)65, (size_t)1000, (size_t)4097})
+        for (int nslots : {2, 4}) {
+          Case c;
+          c.coll = coll;
+          c.nranks = n;
+          c.count = count;
+          c.nslots = nslots;
+          c.capacity = (size_t)nslots;
+          c.seed = mix(mix((uint64_t)coll * 32 + (uint64_t)n, count), (uint64_t)nslots);
+          c.root = (int)(c.seed % (uint64_t)n);
+          c.nchannels = kChannels[(c.seed >> 4) % 3];
+          c.in_place = coll != KOLO_COLL_ALL_TO_ALL && ((c.seed >> 12) & 1);
+          if (sampled(c)) g.check(c, run_multi_peer<int64_t>(c));
+        }
 }
 
 // ---- hierarchical all-reduce ----------------------------------------------------------

@@ -2,6 +2,15 @@
  * program, the same programs the host executor runs (kernels/host_exec.c),
  * slice by slice through its connectors (see kernels/cuda_exec.h).
  *
+ * Connector ends: a single-peer task's two ends are in the kernel's
+ * parameters; a multi-peer task's are in its table in device memory, and a
+ * step uses the ends of its peers (step.to, step.from).  The block keeps one
+ * current send end and one current receive end with their step counts in
+ * registers; when a step moves to another peer's end, thread 0 stores the
+ * count of the end it leaves in that end's step word (the block holds every
+ * end of its task for the whole kernel) and, after a barrier, every thread
+ * loads the new end's count.
+ *
  * One kernel per (dtype, protocol): kolo_exec_kernel<T, KOLO_PROTO_*>.
  * The op is a run-time choice per task; a premul-sum (KOLO_DEV_OP_PREMUL*)
  * is a sum whose steps that read this rank's input scale it first (see
@@ -88,13 +97,23 @@ __device__ __forceinline__ void record_stop(const kolo_dev_batch &b, uint32_t wh
   }
 }
 
+/* The number of connector ends of task t (its own two, or two per peer)
+ * and end i of them (nullptr: not used). */
+__device__ __forceinline__ int nends(const kolo_dev_task &t) { return t.npeers > 0 ? 2 * t.npeers : 2; }
+__device__ __forceinline__ const kolo_dev_conn *end_at(const kolo_dev_task &t, int i) {
+  if (t.npeers > 0) return t.ends[i];
+  return i == 0 ? (t.has_send ? &t.send : nullptr) : (t.has_recv ? &t.recv : nullptr);
+}
+
 /* Tells the peers of task t that this rank stopped: `word` into the stop
  * word of each of its connector ends (the first word written stays; plain
  * system-scope stores, as words in host memory may not take atomics). */
-__device__ __forceinline__ void stop_ends(const kolo_dev_task &t, uint32_t word) {
-  uint32_t *w[2] = {t.has_send ? t.send.stop : nullptr, t.has_recv ? t.recv.stop : nullptr};
-  for (uint32_t *x : w)
+__device__ KOLO_OUT_OF_LINE void stop_ends(const kolo_dev_task &t, uint32_t word) {
+  for (int i = 0; i < nends(t); i++) {
+    const kolo_dev_conn *c = end_at(t, i);
+    uint32_t *x = c != nullptr ? c->stop : nullptr;
     if (x != nullptr && ld_relaxed(x) == 0) st_relaxed(x, word);
+  }
   kolo_dev::fence();
 }
 
@@ -138,53 +157,59 @@ __device__ __forceinline__ bool must_leave(const kolo_dev_batch &b, const kolo_d
  * block gives back what it claimed, records KOLO_DEV_CONCURRENT, stops the
  * peers and returns false: it leaves without touching the counts. */
 __device__ KOLO_OUT_OF_LINE bool claim_ends(const kolo_dev_batch &b, const kolo_dev_task &t) {
-  uint32_t *s = t.has_send ? t.send.step + KOLO_DEV_STEP_OWNER : nullptr;
-  uint32_t *r = t.has_recv ? t.recv.step + KOLO_DEV_STEP_OWNER : nullptr;
-  const bool sok = s == nullptr || kolo_dev::cas(s, 0u, 1u) == 0u;
-  const bool rok = r == nullptr || kolo_dev::cas(r, 0u, 1u) == 0u;
-  if (sok && rok) return true;
-  if (s != nullptr && sok) st_release(s, 0u);
-  if (r != nullptr && rok) st_release(r, 0u);
-  record_stop(b, KOLO_DEV_CONCURRENT, sok ? t.recv.peer : t.send.peer);
+  int i = 0;
+  for (; i < nends(t); i++) {
+    const kolo_dev_conn *c = end_at(t, i);
+    if (c != nullptr && kolo_dev::cas(c->step + KOLO_DEV_STEP_OWNER, 0u, 1u) != 0u) break;
+  }
+  if (i == nends(t)) return true;
+  const int32_t held_by = end_at(t, i)->peer;
+  while (i-- > 0) {
+    const kolo_dev_conn *c = end_at(t, i);
+    if (c != nullptr) st_release(c->step + KOLO_DEV_STEP_OWNER, 0u);
+  }
+  record_stop(b, KOLO_DEV_CONCURRENT, held_by);
   stop_ends(t, KOLO_DEV_STOP_WORD(1 /* KOLO_STOP_ERROR */, b.rank));
   return false;
 }
 
-/* Thread 0, at the end: the counts, then the ends for the next kernel. */
-__device__ KOLO_OUT_OF_LINE void release_ends(const kolo_dev_task &t, uint32_t sstep, uint32_t rstep) {
-  if (t.has_send) {
-    *t.send.step = sstep;
-    st_release(t.send.step + KOLO_DEV_STEP_OWNER, 0u);
-  }
-  if (t.has_recv) {
-    *t.recv.step = rstep;
-    st_release(t.recv.step + KOLO_DEV_STEP_OWNER, 0u);
+/* Thread 0, at the end: the counts of the current ends (a multi-peer task
+ * stored the others' when it left them), then every end for the next
+ * kernel. */
+__device__ KOLO_OUT_OF_LINE void release_ends(const kolo_dev_task &t, const kolo_dev_conn *S, const kolo_dev_conn *R,
+                                              uint32_t sstep, uint32_t rstep) {
+  if (S != nullptr) *S->step = sstep;
+  if (R != nullptr) *R->step = rstep;
+  for (int i = 0; i < nends(t); i++) {
+    const kolo_dev_conn *c = end_at(t, i);
+    if (c != nullptr) st_release(c->step + KOLO_DEV_STEP_OWNER, 0u);
   }
 }
 
-/* Thread 0: waits until the receive slot is full (need_recv: tail > rstep)
- * and the send slot is free (need_send: sstep - head < nslots); false to
- * stop.  Counters only grow, so a condition once met stays met: the polls
- * are relaxed (an acquire load on every poll would invalidate the SM's L1
- * each time), and one acquire load of each counter once both are met
- * orders the slot accesses after the peer's. */
-__device__ bool wait_ready(const kolo_dev_batch &b, const kolo_dev_task &t, bool need_recv,
-                           bool need_send, uint32_t rstep, uint32_t sstep, int *s_stop) {
+/* Thread 0: waits until the receive slot of R is full (need_recv: tail >
+ * rstep) and the send slot of S is free (need_send: sstep - head < nslots);
+ * false to stop.  Counters only grow, so a condition once met stays met:
+ * the polls are relaxed (an acquire load on every poll would invalidate the
+ * SM's L1 each time), and one acquire load of each counter once both are
+ * met orders the slot accesses after the peer's. */
+__device__ bool wait_ready(const kolo_dev_batch &b, const kolo_dev_task &t, const kolo_dev_conn *S,
+                           const kolo_dev_conn *R, bool need_recv, bool need_send, uint32_t rstep, uint32_t sstep,
+                           int *s_stop) {
   bool rok = !need_recv, sok = !need_send;
   uint64_t since = 0;
   for (unsigned spins = 1;; spins++) {
-    if (!rok) rok = (int32_t)(ld_relaxed(t.recv.tail) - rstep) > 0;
-    if (!sok) sok = (uint32_t)(sstep - ld_relaxed(t.send.head)) < t.send.nslots;
+    if (!rok) rok = (int32_t)(ld_relaxed(R->tail) - rstep) > 0;
+    if (!sok) sok = (uint32_t)(sstep - ld_relaxed(S->head)) < S->nslots;
     if (rok && sok) break;
     if (spins % kPollSpins == 0) {
-      if (must_leave(b, t, rok ? t.send : t.recv, since, s_stop)) return false;
+      if (must_leave(b, t, rok ? *S : *R, since, s_stop)) return false;
       kolo_dev::pause();
     } else {
       kolo_dev::poll();
     }
   }
-  if (need_recv) (void)ld_acquire(t.recv.tail);
-  if (need_send) (void)ld_acquire(t.send.head);
+  if (need_recv) (void)ld_acquire(R->tail);
+  if (need_send) (void)ld_acquire(S->head);
   return true;
 }
 
@@ -316,12 +341,14 @@ __device__ __forceinline__ void store_payload(char *p, uint64_t v, unsigned nb) 
   kolo_ll_unpack_bytes(v, reinterpret_cast<unsigned char *>(p), nb);
 }
 
-/* Polls one LL line until both flags are `flag`; false to stop. */
+/* Polls one LL line of receive end R until both flags are `flag`; false to
+ * stop. */
 __device__ __forceinline__ bool ll_wait(const char *p, uint32_t flag, uint64_t &lo, uint64_t &hi,
-                                        const kolo_dev_batch &b, const kolo_dev_task &t, int *s_stop) {
+                                        const kolo_dev_batch &b, const kolo_dev_task &t, const kolo_dev_conn *R,
+                                        int *s_stop) {
   uint64_t since = 0;
   for (unsigned spins = 1; !kolo_ll_ready(lo, hi, flag); spins++) {
-    if (spins % kPollSpins == 0 && must_leave(b, t, t.recv, since, s_stop)) return false;
+    if (spins % kPollSpins == 0 && must_leave(b, t, *R, since, s_stop)) return false;
     kolo_dev::poll();
     ld_line(p, lo, hi);
   }
@@ -332,6 +359,7 @@ __device__ __forceinline__ bool ll_wait(const char *p, uint32_t flag, uint64_t &
  * slot's lines (nullptr: none); s / d: the source / destination bytes in
  * the user buffers (nullptr: none); nbytes payload bytes. */
 struct LLSlice {
+  const kolo_dev_conn *R; /* the receive end (when rl) */
   const char *rl;
   char *sl;
   const char *s;
@@ -375,7 +403,7 @@ __device__ __forceinline__ bool ll_lines(const LLSlice &x, const kolo_dev_batch 
       if (i >= nlines) break;
       uint64_t v = sv[u];
       if (x.rl) {
-        if (!ll_wait(x.rl + i * KOLO_LL_LINE_BYTES, x.rflag, lo[u], hi[u], b, t, s_stop)) return true;
+        if (!ll_wait(x.rl + i * KOLO_LL_LINE_BYTES, x.rflag, lo[u], hi[u], b, t, x.R, s_stop)) return true;
         v = kolo_ll_payload(lo[u], hi[u]);
         if (reads_b(OP)) v = reduce_line<T, OP>(v, sv[u], has_div, x.div, s);
       }
@@ -417,20 +445,17 @@ __device__ __forceinline__ void ll_clean(const LLSlice &x, uint32_t ll_slot_byte
     st_line(x.sl + i * KOLO_LL_LINE_BYTES, kolo_ll_lo(0, x.sflag), kolo_ll_hi(0, x.sflag));
 }
 
-/* One LL slice of step op `sop` (div: step_div's, the post-op divisor as
- * SIMPLE applies it).  Returns true to stop. */
+/* One LL slice of step op `sop` over ends S and R (div: step_div's, the
+ * post-op divisor as SIMPLE applies it).  Returns true to stop. */
 template <typename T>
-__device__ __forceinline__ bool ll_slice(const kolo_dev_batch &b, const kolo_dev_task &t, int sop, char *s_,
-                                         char *d_, size_t cnt, int div, uint32_t rstep, uint32_t sstep,
-                                         int *s_stop) {
+__device__ __forceinline__ bool ll_slice(const kolo_dev_batch &b, const kolo_dev_task &t, const kolo_dev_conn *S,
+                                         const kolo_dev_conn *R, int sop, char *s_, char *d_, size_t cnt, int div,
+                                         uint32_t rstep, uint32_t sstep, int *s_stop) {
   const bool pre = div == 0;
   LLSlice x;
-  x.rl = kolo_step_recvs(sop)
-             ? t.recv.ll_slots + (size_t)(rstep % t.recv.nslots) * t.recv.ll_slot_bytes
-             : nullptr;
-  x.sl = kolo_step_sends(sop)
-             ? t.send.ll_slots + (size_t)(sstep % t.send.nslots) * t.send.ll_slot_bytes
-             : nullptr;
+  x.R = R;
+  x.rl = kolo_step_recvs(sop) ? R->ll_slots + (size_t)(rstep % R->nslots) * R->ll_slot_bytes : nullptr;
+  x.sl = kolo_step_sends(sop) ? S->ll_slots + (size_t)(sstep % S->nslots) * S->ll_slot_bytes : nullptr;
   x.s = kolo_step_reads_src(sop) ? s_ : nullptr;
   x.d = kolo_step_writes_dst(sop) ? d_ : nullptr;
   if (sop == KOLO_STEP_COPY_SEND && d_ == s_) x.d = nullptr;
@@ -442,21 +467,63 @@ __device__ __forceinline__ bool ll_slice(const kolo_dev_batch &b, const kolo_dev
               ? (pre ? 1 : div)
               : 1;
   if (ll_op_lines<T>(x, sop, pre, b, t, s_stop)) return true;
-  if (x.sl != nullptr && kolo_ll_clean_step(sstep)) ll_clean(x, t.send.ll_slot_bytes);
+  if (x.sl != nullptr && kolo_ll_clean_step(sstep)) ll_clean(x, S->ll_slot_bytes);
   return false;
 }
 
 /* Thread 0, after a SIMPLE slice (rstep / sstep already counted it): for a
- * proxy, the bytes the slice filled; then the new tail and head. */
-__device__ __forceinline__ void simple_publish(const kolo_dev_task &t, bool rv, bool sd, uint32_t rstep,
-                                               uint32_t sstep, uint32_t bytes) {
-  if (sd && (t.send.flags & KOLO_DEV_CONN_FILLED))
-    st_relaxed(reinterpret_cast<uint32_t *>(reinterpret_cast<char *>(t.send.tail) + KOLO_DEV_FILLED_FROM_TAIL) +
+ * proxy, the bytes the slice filled; then the new tail of S and head of R. */
+__device__ __forceinline__ void simple_publish(const kolo_dev_conn *S, const kolo_dev_conn *R, bool rv, bool sd,
+                                               uint32_t rstep, uint32_t sstep, uint32_t bytes) {
+  if (sd && (S->flags & KOLO_DEV_CONN_FILLED))
+    st_relaxed(reinterpret_cast<uint32_t *>(reinterpret_cast<char *>(S->tail) + KOLO_DEV_FILLED_FROM_TAIL) +
                    (sstep - 1) % KOLO_DEV_FILLED_WORDS,
                bytes);
   kolo_dev::fence();
-  if (sd) st_release(t.send.tail, sstep);
-  if (rv) st_release(t.recv.head, rstep);
+  if (sd) st_release(S->tail, sstep);
+  if (rv) st_release(R->head, rstep);
+}
+
+/* The ends a block works with and their counts (see the header). */
+struct Ends {
+  const kolo_dev_conn *S, *R; /* current send / receive end, nullptr: none yet */
+  uint32_t sstep, rstep;
+  int to, from;               /* multi-peer tasks: the peer index of S / R */
+};
+
+/* Multi-peer tasks: makes the ends of step st current (every thread alike:
+ * the step is the same for all). */
+__device__ __forceinline__ void take_ends(const kolo_dev_task &t, const kolo_step &st, bool sd, bool rv, Ends &e) {
+  const bool ns = sd && st.to != e.to, nr = rv && st.from != e.from;
+  if (!ns && !nr) return;
+  if (threadIdx.x == 0) {
+    if (ns && e.S != nullptr) *e.S->step = e.sstep;
+    if (nr && e.R != nullptr) *e.R->step = e.rstep;
+  }
+  kolo_dev::block_sync(); /* the stores before anyone loads (an end may come back) */
+  if (ns) {
+    e.S = t.ends[2 * st.to];
+    e.to = st.to;
+    e.sstep = *e.S->step;
+  }
+  if (nr) {
+    e.R = t.ends[2 * st.from + 1];
+    e.from = st.from;
+    e.rstep = *e.R->step;
+  }
+}
+
+/* Elements of one slice: a slot of the task's ends (a single-peer task's
+ * send end when it has one; a multi-peer task's first end: every end of a
+ * communicator slices alike); 0 when it has none. */
+template <bool kLL>
+__device__ __forceinline__ size_t slice_elems(const kolo_dev_task &t, size_t esz) {
+  const kolo_dev_conn *c = t.npeers > 0 ? (t.ends[0] != nullptr ? t.ends[0] : t.ends[1])
+                           : t.has_send  ? &t.send
+                           : t.has_recv  ? &t.recv
+                                         : nullptr;
+  if (c == nullptr) return 0;
+  return kLL ? kolo_ll_slice_elems(c->ll_slot_bytes, esz) : c->slot_bytes / esz;
 }
 
 /* ---- the kernel ------------------------------------------------------------ */
@@ -472,12 +539,11 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
     clash = !claim_ends(b, t);
   }
   if (kolo_dev::block_sync_or(clash)) return; /* another kernel holds an end: reported */
-  uint32_t rstep = t.has_recv ? *t.recv.step : 0, sstep = t.has_send ? *t.send.step : 0;
+  Ends e = {t.has_send ? &t.send : nullptr, t.has_recv ? &t.recv : nullptr, 0, 0, -1, -1};
+  if (e.S != nullptr) e.sstep = *e.S->step;
+  if (e.R != nullptr) e.rstep = *e.R->step;
   const size_t esz = t.geo.elem_size;
-  const kolo_dev_conn *sizer = t.has_send ? &t.send : t.has_recv ? &t.recv : nullptr;
-  const size_t slot_elems = sizer == nullptr ? 0
-                            : kLL            ? kolo_ll_slice_elems(sizer->ll_slot_bytes, esz)
-                                             : sizer->slot_bytes / esz;
+  const size_t slot_elems = slice_elems<kLL>(t, esz);
   bool ok = true;
   for (size_t base = 0, rce; ok && (rce = kolo_geo_round_chunk(&t.geo, base)) != 0;
        base += rce * kolo_geo_parts(&t.geo)) {
@@ -496,6 +562,7 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
       char *dst = (st.dst_buf == KOLO_BUF_IN ? t.in : t.out) + doff * esz;
       const int div = step_div(t, st);
       if (sop == KOLO_STEP_COPY && dst == src && div == 1) continue; /* nothing to do */
+      if (t.npeers > 0 && n > 0) take_ends(t, st, sd, rv, e);
       const size_t per = (rv || sd) ? slot_elems : n;
       for (size_t off = 0; off < n; off += per) {
         const size_t cnt = n - off < per ? n - off : per;
@@ -503,29 +570,29 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
         /* thread 0 waits for the counters (LL: the send credit only) */
         int stop = 0;
         if (threadIdx.x == 0 && (kLL ? sd : (rv || sd)))
-          stop = !wait_ready(b, t, !kLL && rv, sd, rstep, sstep, &s_stop);
+          stop = !wait_ready(b, t, e.S, e.R, !kLL && rv, sd, e.rstep, e.sstep, &s_stop);
         if (kolo_dev::block_sync_or(stop)) {
           ok = false;
           break;
         }
         if (kLL) {
-          stop = ll_slice<T>(b, t, sop, s_, d_, cnt, div, rstep, sstep, &s_stop);
+          stop = ll_slice<T>(b, t, e.S, e.R, sop, s_, d_, cnt, div, e.rstep, e.sstep, &s_stop);
           /* every line of the slice is consumed before the credit returns */
           if (kolo_dev::block_sync_or(stop)) {
             ok = false;
             break;
           }
-          if (rv) rstep++;
-          if (sd) sstep++;
-          if (rv && threadIdx.x == 0) st_release(t.recv.head, rstep);
+          if (rv) e.rstep++;
+          if (sd) e.sstep++;
+          if (rv && threadIdx.x == 0) st_release(e.R->head, e.rstep);
         } else {
-          char *rs = rv ? t.recv.slots + (size_t)(rstep % t.recv.nslots) * t.recv.slot_bytes : nullptr;
-          char *ss = sd ? t.send.slots + (size_t)(sstep % t.send.nslots) * t.send.slot_bytes : nullptr;
+          char *rs = rv ? e.R->slots + (size_t)(e.rstep % e.R->nslots) * e.R->slot_bytes : nullptr;
+          char *ss = sd ? e.S->slots + (size_t)(e.sstep % e.S->nslots) * e.S->slot_bytes : nullptr;
           simple_slice<T>(t, sop, rs, ss, s_, d_, cnt, div);
           kolo_dev::block_sync(); /* the whole slice is written (and read) before it is published */
-          if (rv) rstep++;
-          if (sd) sstep++;
-          if (threadIdx.x == 0) simple_publish(t, rv, sd, rstep, sstep, static_cast<uint32_t>(cnt * esz));
+          if (rv) e.rstep++;
+          if (sd) e.sstep++;
+          if (threadIdx.x == 0) simple_publish(e.S, e.R, rv, sd, e.rstep, e.sstep, static_cast<uint32_t>(cnt * esz));
         }
       }
     }
@@ -533,7 +600,7 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
   /* Every thread read the ends' steps at the start: a block that moved
    * nothing has met no barrier since. */
   kolo_dev::block_sync();
-  if (threadIdx.x == 0) release_ends(t, sstep, rstep);
+  if (threadIdx.x == 0) release_ends(t, e.S, e.R, e.sstep, e.rstep);
 }
 
 /* ---- launch -------------------------------------------------------------- */
@@ -564,6 +631,8 @@ bool batch_ok(const kolo_dev_batch &b, size_t esz) {
     if (t.type != b.tasks[0].type || t.geo.elem_size != esz || t.nsteps < 0 ||
         (t.nsteps > 0 && t.steps == nullptr))
       return false;
+    /* a multi-peer task: its own ends are in device memory (the planner's) */
+    if (t.npeers < 0 || (t.npeers > 0 && (t.ends == nullptr || t.has_send || t.has_recv))) return false;
     if (t.has_send && !conn_ok(t.send, b.protocol, esz)) return false;
     if (t.has_recv && !conn_ok(t.recv, b.protocol, esz)) return false;
     if (t.has_send && t.has_recv &&

@@ -705,4 +705,15 @@ std::string compare(const void *got, const Expected &e, size_t first, size_t n) 
   return out.str();
 }
 
+void fill_transpose(Expected *e, uint64_t seed, int nranks, size_t count, size_t begin, size_t end,
+                    koloRedOp_t op) {
+  dispatch(e->type, [&](auto tag) {
+    constexpr koloDataType_t T = decltype(tag)::value;
+    for (size_t k = begin; k < end; k++) {
+      size_t r = k / count / (size_t)nranks, j = k / count % (size_t)nranks, i = k % count;
+      store_t<T>(e->raw.data(), k, input_t<T>(seed, (int)j, r * count + i, op));
+    }
+  });
+}
+
 }  // namespace kt

@@ -149,6 +149,11 @@ void fill_concat(Expected *e, uint64_t seed, size_t count, size_t begin, size_t 
 // e[i] = rank's input element i.
 void fill_copy(Expected *e, uint64_t seed, int rank, size_t begin, size_t end, koloRedOp_t op);
 
+// e[(r * nranks + j) * count + i] = rank j's input element r * count + i:
+// what rank r's all-to-all receives from rank j, for every r.
+void fill_transpose(Expected *e, uint64_t seed, int nranks, size_t count, size_t begin, size_t end,
+                    koloRedOp_t op);
+
 // Compares got[k] with e[first + k], k < n.  "" when all match, else a
 // description of the mismatches (count, and the first few).
 std::string compare(const void *got, const Expected &e, size_t first, size_t n);

@@ -17,12 +17,20 @@ const char *coll_name(Coll c) {
   case Coll::Broadcast: return "Broadcast";
   case Coll::Reduce: return "Reduce";
   case Coll::SendRecv: return "SendRecv";
+  case Coll::AlltoAll: return "AlltoAll";
+  case Coll::Gather: return "Gather";
+  case Coll::Scatter: return "Scatter";
+  case Coll::Bcast: return "Bcast";
   }
   return "?";
 }
 
 bool has_op(Coll c) { return c == Coll::AllReduce || c == Coll::ReduceScatter || c == Coll::Reduce; }
-bool has_in_place(Coll c) { return c != Coll::SendRecv; }
+bool has_in_place(Coll c) { return c != Coll::SendRecv && c != Coll::AlltoAll; }
+bool has_out_of_place(Coll c) { return c != Coll::Bcast; }
+bool is_rooted(Coll c) {
+  return c == Coll::Broadcast || c == Coll::Reduce || c == Coll::Gather || c == Coll::Scatter || c == Coll::Bcast;
+}
 
 static koloRedOp_t gen_op(const CollCase &c) { return has_op(c.coll) ? c.op : koloSum; }
 
@@ -33,7 +41,7 @@ std::string CollCase::str() const {
   if (is_premul(*this))
     s << (premul_residence(*this) == koloScalarDevice ? " (scalar read at run time)" : " (scalar immediate)");
   s << " nranks=" << nranks << " count=" << count;
-  if (coll == Coll::Broadcast || coll == Coll::Reduce) s << " root=" << root;
+  if (is_rooted(coll)) s << " root=" << root;
   if (coll == Coll::SendRecv) s << " shift=" << root;
   s << (in_place ? " in-place" : " out-of-place");
   if (misalign) s << " misalign=" << misalign;
@@ -101,6 +109,23 @@ std::vector<CollCase> large_grid(Coll coll, int n) {
     koloRedOp_t op = kAllOps[(slot + k) % kNumOps];
     cases.push_back(make_case(coll, kOthers[i], op, n, kLargeCount, i % 2 == 1, 3 + i));
   }
+  return cases;
+}
+
+std::vector<CollCase> peer_grid(Coll coll, int n, bool large) {
+  std::vector<CollCase> cases;
+  int variant = 0;
+  int k = 0;  // every dtype at count 7, a third of them in turn at the others
+  for (size_t count : kSmallCounts)
+    for (koloDataType_t t : kAllTypes) {
+      if (count != 7 && k++ % 3 != 0) continue;
+      for (int ip = has_out_of_place(coll) ? 0 : 1; ip <= (has_in_place(coll) ? 1 : 0); ip++)
+        cases.push_back(make_case(coll, t, koloSum, n, count, ip == 1, variant++));
+    }
+  if (!large) return cases;
+  const size_t big = coll == Coll::AlltoAll ? kLargeCount / (size_t)n : kLargeCount;
+  cases.push_back(make_case(coll, koloFloat32, koloSum, n, big, coll == Coll::Bcast, variant++));
+  cases.push_back(make_case(coll, kAllTypes[(size_t)n % 10], koloSum, n, big + 1, has_in_place(coll), variant++));
   return cases;
 }
 
@@ -172,6 +197,18 @@ static int offset_of(const CollCase &c, int rank, int which) {
 }
 
 static void prepare_buffers(const CollCase &c, int rank, RankBufs *b);
+static void prepare_peer_buffers(const CollCase &c, int rank, RankBufs *b);
+
+static bool is_peer_coll(Coll c) {
+  return c == Coll::AlltoAll || c == Coll::Gather || c == Coll::Scatter || c == Coll::Bcast;
+}
+
+// A non-root's unused buffer of a gather / scatter: NULL in half the cases
+// (the API allows it), else allocated and checked untouched.  Not from the
+// seed: a graph replay reseeds a case and must find the same buffers.
+static bool unused_is_null(const CollCase &c) {
+  return mix64(c.count * 131 + (uint64_t)c.root * 7 + (uint64_t)c.misalign + ((uint64_t)c.type << 20)) & 1;
+}
 
 void prepare(const CollCase &c, int rank, RankBufs *b) {
   prepare_buffers(c, rank, b);
@@ -185,6 +222,7 @@ static void prepare_buffers(const CollCase &c, int rank, RankBufs *b) {
   const unsigned char poison = poison_of(c);
   b->send = nullptr;
   b->recv = nullptr;
+  if (is_peer_coll(c.coll)) return prepare_peer_buffers(c, rank, b);
   if (cnt == 0 && !c.in_place) {  // NULL buffers with count 0 are allowed
     b->a.alloc(0, 0, poison);
     b->b.alloc(0, 0, poison);
@@ -248,6 +286,41 @@ static koloResult_t issue_call(const CollCase &c, int rank, RankBufs *b, koloCom
 
 // The op is destroyed as soon as the call returned: a non-blocking call
 // has not run yet, and must not need it.
+// All-to-all, gather, scatter, bcast (coll_run.h).  The root's in-place
+// buffer is one allocation of n blocks; a non-root's part in an in-place
+// case is as out of place (in-place is the root's matter).
+static void prepare_peer_buffers(const CollCase &c, int rank, RankBufs *b) {
+  const size_t n = (size_t)c.nranks, cnt = c.count, esz = type_size(c.type);
+  const unsigned char poison = poison_of(c);
+  const bool root = rank == c.root;
+  if (c.coll == Coll::Bcast) {
+    b->a.alloc(cnt * esz, offset_of(c, rank, 0), poison);
+    if (root) fill_input(b->a.data(), cnt, c.seed, rank, 0, c.type, koloSum);
+    b->send = b->recv = b->a.data();
+    return;
+  }
+  if (c.in_place && root) {
+    b->a.alloc(n * cnt * esz, offset_of(c, rank, 0), poison);
+    char *buf = b->a.data();
+    if (c.coll == Coll::Gather) fill_input(buf + (size_t)rank * cnt * esz, cnt, c.seed, rank, 0, c.type, koloSum);
+    else fill_input(buf, n * cnt, c.seed, rank, 0, c.type, koloSum);
+    b->send = c.coll == Coll::Gather ? buf + (size_t)rank * cnt * esz : buf;
+    b->recv = c.coll == Coll::Gather ? buf : buf + (size_t)rank * cnt * esz;
+    return;
+  }
+  const bool a2a = c.coll == Coll::AlltoAll;
+  const size_t in_elems = a2a || (c.coll == Coll::Scatter && root) ? n * cnt : cnt;
+  const size_t out_elems = a2a || c.coll == Coll::Gather ? n * cnt : cnt;
+  const bool no_in = c.coll == Coll::Scatter && !root && unused_is_null(c);
+  const bool no_out = c.coll == Coll::Gather && !root && unused_is_null(c);
+  b->a.alloc(no_in || cnt == 0 ? 0 : in_elems * esz, offset_of(c, rank, 0), poison);
+  b->b.alloc(no_out || cnt == 0 ? 0 : out_elems * esz, offset_of(c, rank, 1), poison);
+  if (cnt == 0) return;  // NULL buffers with count 0 are allowed
+  if (!no_in) fill_input(b->a.data(), in_elems, c.coll == Coll::Scatter && !root ? ~c.seed : c.seed, rank, 0, c.type, koloSum);
+  b->send = no_in ? nullptr : b->a.data();
+  b->recv = no_out ? nullptr : b->b.data();
+}
+
 koloResult_t issue(const CollCase &c, int rank, RankBufs *b, koloComm_t comm) {
   b->scalar = premul_scalar_bits(c.seed, rank, c.type);
   koloRedOp_t op;
@@ -282,6 +355,10 @@ static koloResult_t issue_call(const CollCase &c, int rank, RankBufs *b, koloCom
     if (r2 != koloSuccess) return r2;
     return r;
   }
+  case Coll::AlltoAll: return koloAlltoAll(b->send, b->recv, c.count, c.type, comm, nullptr);
+  case Coll::Gather: return koloGather(b->send, b->recv, c.count, c.type, c.root, comm, nullptr);
+  case Coll::Scatter: return koloScatter(b->send, b->recv, c.count, c.type, c.root, comm, nullptr);
+  case Coll::Bcast: return koloBcast(b->recv, c.count, c.type, c.root, comm, nullptr);
   }
   return koloInternalError;
 }
@@ -293,8 +370,12 @@ void expected_init(const CollCase &c, Expected *e) {
   case Coll::Reduce: expect_init(e, c.type, reduction_is_exact(c.type, c.op), c.count); break;
   case Coll::ReduceScatter: expect_init(e, c.type, reduction_is_exact(c.type, c.op), all); break;
   case Coll::AllGather:
-  case Coll::SendRecv: expect_init(e, c.type, true, all); break;
-  case Coll::Broadcast: expect_init(e, c.type, true, c.count); break;
+  case Coll::SendRecv:
+  case Coll::Gather:
+  case Coll::Scatter: expect_init(e, c.type, true, all); break;
+  case Coll::Broadcast:
+  case Coll::Bcast: expect_init(e, c.type, true, c.count); break;
+  case Coll::AlltoAll: expect_init(e, c.type, true, all * (size_t)c.nranks); break;
   }
 }
 
@@ -305,8 +386,12 @@ void expected_fill(const CollCase &c, Expected *e, size_t begin, size_t end) {
   case Coll::Reduce:
   case Coll::ReduceScatter: fill_reduction(e, c.seed, c.nranks, begin, end, gop); break;
   case Coll::AllGather:
-  case Coll::SendRecv: fill_concat(e, c.seed, c.count, begin, end, gop); break;
-  case Coll::Broadcast: fill_copy(e, c.seed, c.root, begin, end, gop); break;
+  case Coll::SendRecv:
+  case Coll::Gather: fill_concat(e, c.seed, c.count, begin, end, gop); break;
+  case Coll::Broadcast:
+  case Coll::Bcast:
+  case Coll::Scatter: fill_copy(e, c.seed, c.root, begin, end, gop); break;
+  case Coll::AlltoAll: fill_transpose(e, c.seed, c.nranks, c.count, begin, end, gop); break;
   }
 }
 
@@ -323,6 +408,9 @@ void expected_window(const CollCase &c, int rank, size_t *begin, size_t *end) {
   case Coll::AllGather: e = (size_t)c.nranks * cnt; break;
   case Coll::Reduce: e = rank == c.root ? cnt : 0; break;
   case Coll::SendRecv: b = (size_t)((rank - c.root + c.nranks) % c.nranks) * cnt, e = b + cnt; break;
+  case Coll::AlltoAll: b = (size_t)rank * (size_t)c.nranks * cnt, e = b + (size_t)c.nranks * cnt; break;
+  case Coll::Gather: e = rank == c.root ? (size_t)c.nranks * cnt : 0; break;
+  case Coll::Scatter: b = (size_t)rank * cnt, e = b + cnt; break;
   default: break;
   }
   *begin = b;
@@ -364,6 +452,37 @@ static std::string join(const std::vector<std::string> &parts) {
   return out;
 }
 
+// All-to-all, gather, scatter, bcast: the result window, then what must not
+// have changed (inputs, a non-root's unused buffers, the root's in-place
+// blocks of others).
+static std::string check_peer(const CollCase &c, int rank, const RankBufs &b, const Expected &e,
+                              std::vector<std::string> errs) {
+  const size_t n = (size_t)c.nranks, cnt = c.count, esz = type_size(c.type);
+  const bool root = rank == c.root;
+  size_t wb, we;
+  expected_window(c, rank, &wb, &we);
+  auto add = [&](const std::string &what, const std::string &err) {
+    if (!err.empty()) errs.push_back(what + ": " + err);
+  };
+  if (c.coll == Coll::Bcast) {
+    add("result", compare(b.a.data(), e, 0, cnt));
+  } else if (c.in_place && root) {
+    add("result", compare(b.recv, e, wb, we - wb));
+    for (size_t blk = 0; blk < n && c.coll == Coll::Scatter; blk++)
+      if (blk != (size_t)rank) errs.push_back(unchanged("sendbuff outside recvbuff", b, blk * cnt, cnt, c.type));
+  } else {
+    if (b.send) errs.push_back(unchanged(c.coll == Coll::Scatter && !root ? "non-root sendbuff" : "sendbuff", b, 0,
+                                         b.a.bytes() / esz, c.type));
+    if (c.coll == Coll::Gather && !root) {
+      long i = b.recv ? b.b.first_unpoisoned(0, b.b.bytes()) : -1;
+      if (i >= 0) errs.push_back("non-root recvbuff was written (byte " + std::to_string(i) + ")");
+    } else {
+      add("result", compare(b.recv, e, wb, we - wb));
+    }
+  }
+  return join(errs);
+}
+
 std::string check(const CollCase &c, int rank, const RankBufs &b, const Expected &e) {
   const size_t n = (size_t)c.nranks, cnt = c.count, esz = type_size(c.type);
   std::vector<std::string> errs;
@@ -373,6 +492,7 @@ std::string check(const CollCase &c, int rank, const RankBufs &b, const Expected
   errs.push_back(b.a.check_guards(c.in_place ? "buffer" : "sendbuff"));
   errs.push_back(b.b.check_guards("recvbuff"));
   if (cnt == 0) return join(errs);
+  if (is_peer_coll(c.coll)) return check_peer(c, rank, b, e, errs);
   const char *a = b.a.data();
   if (c.in_place) {
     switch (c.coll) {
@@ -391,6 +511,10 @@ std::string check(const CollCase &c, int rank, const RankBufs &b, const Expected
       else errs.push_back(unchanged("non-root buffer", b, 0, cnt, c.type));
       break;
     case Coll::SendRecv: break;
+    case Coll::AlltoAll:  // check_peer
+    case Coll::Gather:
+    case Coll::Scatter:
+    case Coll::Bcast: break;
     }
     return join(errs);
   }
@@ -417,6 +541,10 @@ std::string check(const CollCase &c, int rank, const RankBufs &b, const Expected
     add("received from rank " + std::to_string(from), compare(out, e, from * cnt, cnt));
     break;
   }
+  case Coll::AlltoAll:  // check_peer
+  case Coll::Gather:
+  case Coll::Scatter:
+  case Coll::Bcast: break;
   }
   return join(errs);
 }

@@ -18,6 +18,13 @@
 //                   recv must keep its poison; in place its input)
 //   send/recv       rank r sends c elements to (r + root) % n and receives c
 //                   from (r - root) % n, in one group (root = the shift)
+//   all-to-all      send n*c, recv n*c (no in-place form)
+//   gather          send c, recv n*c on the root; a non-root's recv is NULL or
+//                   n*c of poison that must stay
+//                                               in place (root): send = recv + root*c
+//   scatter         send n*c on the root (a non-root's is NULL or a decoy that
+//                   must not change), recv c    in place (root): recv = send + root*c
+//   bcast           koloBcast: broadcast's in-place buffers (only in place)
 // Every output starts poisoned with a byte pattern that depends on the seed;
 // every buffer sits between guard bytes (and, when misaligned, 1..7 bytes of
 // poison) that must stay untouched, and inputs that are not outputs must come
@@ -42,15 +49,21 @@
 
 namespace kt {
 
-enum class Coll { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, SendRecv };
+enum class Coll { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, SendRecv, AlltoAll, Gather, Scatter, Bcast };
+// The collectives of the original grids, and those issue 14 added (their
+// own, smaller grids: see peer_grid).
 constexpr Coll kAllColls[] = {Coll::AllReduce, Coll::ReduceScatter, Coll::AllGather,
                               Coll::Broadcast, Coll::Reduce,        Coll::SendRecv};
+constexpr Coll kPeerColls[] = {Coll::AlltoAll, Coll::Gather, Coll::Scatter, Coll::Bcast};
 
 const char *coll_name(Coll c);
 // For gtest's parameter printing.
 inline void PrintTo(Coll c, std::ostream *os) { *os << coll_name(c); }
 bool has_op(Coll c);        // takes a reduction op
 bool has_in_place(Coll c);  // has an in-place form
+bool has_out_of_place(Coll c);  // has an out-of-place form (all but bcast)
+// Whether a collective is rooted (broadcast, reduce, gather, scatter, bcast).
+bool is_rooted(Coll c);
 
 struct CollCase {
   Coll coll = Coll::AllReduce;
@@ -91,6 +104,12 @@ std::vector<CollCase> large_grid(Coll coll, int n);
 // exercise different code (integer wrap, 16-bit floats, float64) in turn,
 // at each of `counts`, in and out of place; variants from variant0.
 std::vector<CollCase> sample_cases(int n, std::initializer_list<size_t> counts, int variant0 = 0);
+// The grid of the collectives of kPeerColls (copies: no op): dtypes in turn
+// (every dtype comes up over the counts) x counts {0, 1, 7, 4095} x in and
+// out of place where the collective has them; roots from the variant.
+// large adds count kLargeCount / n (all-to-all, whose buffers hold n
+// blocks) or kLargeCount (the rest) in float32 and another dtype.
+std::vector<CollCase> peer_grid(Coll coll, int n, bool large = false);
 
 // `bytes` bytes at byte offset `offset` (0..7) past a 64-byte boundary, with
 // guard bytes on both sides; all poisoned with `poison` on alloc.

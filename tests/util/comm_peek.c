@@ -11,6 +11,12 @@ void kt_ring_steps(koloComm_t comm, int ch, uint32_t *send, uint32_t *recv) {
   *recv = comm->ring_recv[ch].ctrl ? comm->ring_recv[ch].step : 0;
 }
 
+void kt_p2p_steps(koloComm_t comm, int peer, int ch, uint32_t *send, uint32_t *recv) {
+  size_t k = (size_t)peer * (size_t)comm->nchannels + (size_t)ch;
+  *send = comm->p2p_send_ready[k] == 1 ? comm->p2p_send[k].step : 0;
+  *recv = comm->p2p_recv_ready[k] == 1 ? comm->p2p_recv[k].step : 0;
+}
+
 void kt_comm_shape(koloComm_t comm, int *nchannels, uint32_t *nslots, size_t *slot_bytes,
                    size_t *min_channel_bytes) {
   *nchannels = comm->nchannels;

@@ -15,6 +15,9 @@ extern "C" {
 /* The running step counts of the ring pipe ends of channel ch (slices sent
  * and slices drained since the comm was made); 0 where no pipe exists. */
 void kt_ring_steps(koloComm_t comm, int ch, uint32_t *send, uint32_t *recv);
+/* The same for the point-to-point pipe ends to / from `peer` on channel ch
+ * (send/recv's, and the multi-peer collectives'). */
+void kt_p2p_steps(koloComm_t comm, int peer, int ch, uint32_t *send, uint32_t *recv);
 /* The comm's shape: channels, slots per pipe, bytes per slot, and the bytes
  * a channel must have before another is used. */
 void kt_comm_shape(koloComm_t comm, int *nchannels, uint32_t *nslots, size_t *slot_bytes,

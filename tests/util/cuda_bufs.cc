@@ -135,6 +135,8 @@ size_t dev_case_bytes(const CollCase &c) {
     plain.op = koloSum;
     return kScalarBytes + dev_case_bytes(plain);
   }
+  if (c.coll == Coll::AlltoAll || c.coll == Coll::Gather || c.coll == Coll::Scatter)
+    return 2 * dev_region_bytes(n * cnt * esz);  // at most two buffers of n blocks
   if (cnt == 0 && !c.in_place) return 0;
   const bool spread = c.coll == Coll::ReduceScatter || c.coll == Coll::AllGather;
   if (c.in_place) return dev_region_bytes((spread ? n * cnt : cnt) * esz);
@@ -191,6 +193,13 @@ static std::string map_pointers(DevRankBufs *d) {
   return "";
 }
 
+// Whether host pointer p lies in g's payload (its end included: an empty
+// buffer's pointer).
+static bool points_into(const GuardedBuf &g, const void *p) {
+  const char *h = g.data(), *q = static_cast<const char *>(p);
+  return p != nullptr && h != nullptr && q >= h && q <= h + g.bytes();
+}
+
 std::string dev_prepare(const CollCase &c, int rank, DevArena *arena, cudaStream_t stream,
                         DevRankBufs *d) {
   d->host_case = c;
@@ -200,16 +209,18 @@ std::string dev_prepare(const CollCase &c, int rank, DevArena *arena, cudaStream
   d->a = DevBuf();
   d->b = DevBuf();
   const size_t esz = type_size(c.type);
-  if (!(c.count == 0 && !c.in_place)) {
-    std::string err = dev_buf_place(arena, d->host.a.bytes(), offset_elems(c, rank, 0) * esz, &d->a);
-    if (err.empty() && !c.in_place)
-      err = dev_buf_place(arena, d->host.b.bytes(), offset_elems(c, rank, 1) * esz, &d->b);
-    if (!err.empty()) return err;
-  }
+  // a device twin for each host buffer a call pointer lies in
+  const RankBufs &h = d->host;
+  std::string err;
+  if (points_into(h.a, h.send) || points_into(h.a, h.recv))
+    err = dev_buf_place(arena, h.a.bytes(), offset_elems(c, rank, 0) * esz, &d->a);
+  if (err.empty() && (points_into(h.b, h.send) || points_into(h.b, h.recv)))
+    err = dev_buf_place(arena, h.b.bytes(), offset_elems(c, rank, 1) * esz, &d->b);
+  if (!err.empty()) return err;
   d->scalar = nullptr;
   if (is_premul(c) && (d->scalar = arena->take(kScalarBytes)) == nullptr)
     return "internal: device arena too small for the scalar";
-  std::string err = map_pointers(d);
+  err = map_pointers(d);
   if (!err.empty()) return err;
   return upload(c, rank, stream, d);
 }
@@ -268,6 +279,10 @@ static koloResult_t dev_issue_call(const CollCase &c, int rank, const DevRankBuf
     if (r2 != koloSuccess) return r2;
     return r;
   }
+  case Coll::AlltoAll: return koloAlltoAll(send, recv, c.count, c.type, comm, stream);
+  case Coll::Gather: return koloGather(send, recv, c.count, c.type, c.root, comm, stream);
+  case Coll::Scatter: return koloScatter(send, recv, c.count, c.type, c.root, comm, stream);
+  case Coll::Bcast: return koloBcast(recv, c.count, c.type, c.root, comm, stream);
   }
   return koloInternalError;
 }

@@ -134,6 +134,34 @@ GridReport run_grid(ThreadWorld &w, const std::vector<CollCase> &cases, size_t m
   return rep;
 }
 
+// Prepares every rank's buffers, issues every rank's call between one
+// koloGroupStart / koloGroupEnd on this thread, then checks every rank.
+std::string run_one_thread_group(ThreadWorld &w, const std::vector<CollCase> &cases) {
+  const int n = w.nranks();
+  std::string errs;
+  Expected e;
+  for (const CollCase &c : cases) {
+    std::vector<RankBufs> bufs((size_t)n);
+    for (int r = 0; r < n; r++) prepare(c, r, &bufs[r]);
+    koloResult_t res = koloGroupStart();
+    if (res != koloSuccess) return result_text("koloGroupStart", res, nullptr);
+    std::string issue_errs;
+    for (int r = 0; r < n; r++) {
+      koloResult_t rr = issue(c, r, &bufs[r], w.comms[r]);
+      if (rr != koloSuccess) issue_errs += " rank " + std::to_string(r) + ": " + result_text(coll_name(c.coll), rr, w.comms[r]);
+    }
+    res = koloGroupEnd();
+    if (res != koloSuccess || !issue_errs.empty())
+      return c.str() + ": " + result_text("koloGroupEnd", res, w.comms[0]) + issue_errs;
+    expected_for(c, &e);
+    for (int r = 0; r < n; r++) {
+      std::string err = check(c, r, bufs[r], e);
+      if (!err.empty()) errs += "\n  " + c.str() + ": rank " + std::to_string(r) + ": " + err;
+    }
+  }
+  return errs;
+}
+
 std::string report_text(const GridReport &rep) {
   std::string s = std::to_string(rep.failed_cases) + " of " + std::to_string(rep.cases) +
                   " cases failed" + (rep.call_failed ? " (stopped at a failed call)" : "") + ":";

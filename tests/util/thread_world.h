@@ -49,6 +49,11 @@ struct GridReport {
 // which a call returned an error (the communicator is unusable after that).
 GridReport run_grid(ThreadWorld &w, const std::vector<CollCase> &cases, size_t max_failures = 12);
 
+// Per case: prepares every rank's buffers, issues every rank's call between
+// one koloGroupStart / koloGroupEnd on this thread, then checks every rank;
+// "" or what went wrong (NCCL's one-thread-drives-all-ranks pattern).
+std::string run_one_thread_group(ThreadWorld &w, const std::vector<CollCase> &cases);
+
 // "k of n cases failed:" and the failures, one per line.
 std::string report_text(const GridReport &rep);
 #define EXPECT_GRID_OK(rep) EXPECT_EQ((rep).failed_cases, 0) << kt::report_text(rep)
