@@ -164,7 +164,7 @@ koloResult_t koloAlltoAll(const void *sendbuff, void *recvbuff, size_t count, ko
     return kolo_error(&comm->err, koloInvalidArgument,
                       "%s: rank %d: sendbuff and recvbuff overlap (%zu bytes each): all-to-all has no in-place form",
                       fn, comm->rank, bytes);
-  kolo_op o = {KOLO_COLL_ALL_TO_ALL, sendbuff, recvbuff, count, datatype, koloSum, 0, comm, stream};
+  kolo_op o = {KOLO_COLL_ALL_TO_ALL, sendbuff, recvbuff, count, datatype, koloSum, 0, comm, stream, KOLO_PREMUL_NONE, 0};
   return kolo_enqueue(&o);
 }
 
@@ -179,7 +179,7 @@ koloResult_t koloGather(const void *sendbuff, void *recvbuff, size_t count, kolo
     KOLO_CHECK(check_root_overlap(fn, comm, sendbuff, "sendbuff", recvbuff, "recvbuff",
                                   count * koloTypeSize(datatype), root));
   }
-  kolo_op o = {KOLO_COLL_GATHER, sendbuff, recvbuff, count, datatype, koloSum, root, comm, stream};
+  kolo_op o = {KOLO_COLL_GATHER, sendbuff, recvbuff, count, datatype, koloSum, root, comm, stream, KOLO_PREMUL_NONE, 0};
   return kolo_enqueue(&o);
 }
 
@@ -194,7 +194,7 @@ koloResult_t koloScatter(const void *sendbuff, void *recvbuff, size_t count, kol
     KOLO_CHECK(check_root_overlap(fn, comm, recvbuff, "recvbuff", sendbuff, "sendbuff",
                                   count * koloTypeSize(datatype), root));
   }
-  kolo_op o = {KOLO_COLL_SCATTER, sendbuff, recvbuff, count, datatype, koloSum, root, comm, stream};
+  kolo_op o = {KOLO_COLL_SCATTER, sendbuff, recvbuff, count, datatype, koloSum, root, comm, stream, KOLO_PREMUL_NONE, 0};
   return kolo_enqueue(&o);
 }
 
@@ -204,6 +204,6 @@ koloResult_t koloBcast(void *buff, size_t count, koloDataType_t datatype, int ro
   KOLO_CHECK(check_common(fn, comm, count, datatype, 0, koloSum, 1));
   KOLO_CHECK(check_rank(fn, comm, root, "root"));
   KOLO_CHECK(check_ptr(fn, comm, buff, "buff", count));
-  kolo_op o = {KOLO_COLL_BROADCAST, buff, buff, count, datatype, koloSum, root, comm, stream};
+  kolo_op o = {KOLO_COLL_BROADCAST, buff, buff, count, datatype, koloSum, root, comm, stream, KOLO_PREMUL_NONE, 0};
   return kolo_enqueue(&o);
 }

@@ -177,10 +177,10 @@ static int fill_task(const kolo_op *op, const kolo_cuda_plan_item *it, const kol
   t->geo = kolo_op_geometry(op, prog, pc->nranks, it->nch, pc->slot_bytes, pc->nslots);
   t->in = (char *)(uintptr_t)op->sendbuff;
   t->out = (char *)op->recvbuff;
-  t->type = (int32_t)op->type;
-  t->op = op->premul == KOLO_PREMUL_VALUE     ? KOLO_DEV_OP_PREMUL
-          : op->premul == KOLO_PREMUL_POINTER ? KOLO_DEV_OP_PREMUL_PTR
-                                              : (int32_t)op->op;
+  t->type = (int16_t)op->type;
+  t->op = (int16_t)(op->premul == KOLO_PREMUL_VALUE     ? KOLO_DEV_OP_PREMUL
+                    : op->premul == KOLO_PREMUL_POINTER ? KOLO_DEV_OP_PREMUL_PTR
+                                                        : (int)op->op);
   t->scalar = op->scalar;
   t->div = op->op == koloAvg ? pc->nranks : 1;
   t->channel = it->channel;

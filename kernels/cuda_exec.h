@@ -140,11 +140,14 @@ typedef struct {
   uint8_t has_send, has_recv; /* single-peer programs: send / recv are ends */
   kolo_geometry geo;
   char *in, *out;
-  int32_t type, op, div, channel;
+  /* 16 bits each (a koloDataType_t; a koloRedOp_t or KOLO_DEV_OP_*): with
+   * the premul scalar, 16 tasks of 32-bit fields outgrew 4 KiB. */
+  int16_t type, op;
+  int32_t div, channel;
   /* Multi-peer programs: their peer count (0: single-peer) and ends on
    * this task's channel; a step uses the ends of its peers (step.to,
    * step.from).  has_send = has_recv = 0 then. */
-  int32_t npeers, pad2;
+  int32_t npeers;
   kolo_dev_ends ends;
   kolo_dev_conn send, recv;
   uint64_t scalar; /* KOLO_DEV_OP_PREMUL: the bits of one element; _PTR: its address */

@@ -64,7 +64,7 @@ double kolo_coll_cost(int coll, const kolo_algo_topo *t, size_t bytes, int chann
   case KOLO_COLL_REDUCE: return (n - 1) * a + S / b;
   case KOLO_COLL_SEND:
   case KOLO_COLL_RECV: return t->nhosts > 1 ? A_NET + S / B_NET : A_HOST + S / B_HOST;
-  default: return (n - 1) * a + (n - 1) * S / b; /* reduce-scatter, all-gather */
+  default: return (n - 1) * a + (n - 1) * S / b; /* reduce-scatter, all-gather, all-to-all, gather, scatter */
   }
 }
 

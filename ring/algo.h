@@ -54,7 +54,8 @@ int kolo_algo_choose(const kolo_algo_topo *t, size_t bytes, int channels);
  * type size as the API takes it (per rank for reduce-scatter and
  * all-gather), with the links of the ring above:
  *   all-reduce: kolo_algo_cost of kolo_algo_choose's algorithm;
- *   reduce-scatter, all-gather: (n-1) steps of a rank's bytes each:
+ *   reduce-scatter, all-gather, all-to-all, gather, scatter: (n-1) steps of
+ *     a rank's (a block's) bytes each, one after another:
  *     T = (n-1) a + (n-1) S_rank / (b min(ch, L))  (half an all-reduce of n S_rank);
  *   broadcast, reduce: a pipelined chain: T = (n-1) a + S / (b min(ch, L));
  *   send, recv: one hop: T = a + S / b;

@@ -680,8 +680,12 @@ double model_us(Coll coll, int n, double bytes) {
   switch (coll) {
     case Coll::AllReduce: s = 2 * (n - 1) * a + 2.0 * (n - 1) / n * bytes / b; break;
     case Coll::ReduceScatter:
-    case Coll::AllGather: s = (n - 1) * a + (n - 1) * bytes / b; break;
+    case Coll::AllGather:
+    case Coll::AlltoAll:
+    case Coll::Gather:
+    case Coll::Scatter: s = (n - 1) * a + (n - 1) * bytes / b; break;
     case Coll::Broadcast:
+    case Coll::Bcast:
     case Coll::Reduce: s = (n - 1) * a + bytes / b; break;
     case Coll::SendRecv: s = a + bytes / b; break;
   }
@@ -689,7 +693,7 @@ double model_us(Coll coll, int n, double bytes) {
 }
 
 // One call of rank 0 (the others do not take part: nothing is issued).
-koloResult_t record(Coll coll, koloComm_t comm, float *x, size_t count) {
+koloResult_t record(Coll coll, koloComm_t comm, int n, float *x, size_t count) {
   switch (coll) {
     case Coll::AllReduce: return koloAllReduce(x, x, count, koloFloat32, koloSum, comm, nullptr);
     case Coll::ReduceScatter: return koloReduceScatter(x, x, count, koloFloat32, koloSum, comm, nullptr);
@@ -697,6 +701,10 @@ koloResult_t record(Coll coll, koloComm_t comm, float *x, size_t count) {
     case Coll::Broadcast: return koloBroadcast(x, x, count, koloFloat32, 0, comm, nullptr);
     case Coll::Reduce: return koloReduce(x, x, count, koloFloat32, koloSum, 0, comm, nullptr);
     case Coll::SendRecv: return koloSend(x, count, koloFloat32, 0, comm, nullptr);
+    case Coll::AlltoAll: return koloAlltoAll(x, x + n * count, count, koloFloat32, comm, nullptr);
+    case Coll::Gather: return koloGather(x, x + count, count, koloFloat32, 1 % n, comm, nullptr);
+    case Coll::Scatter: return koloScatter(x + count, x, count, koloFloat32, 1 % n, comm, nullptr);
+    case Coll::Bcast: return koloBcast(x, count, koloFloat32, 0, comm, nullptr);
   }
   return koloInternalError;
 }
@@ -719,10 +727,10 @@ TEST(ThreadsSimulate, EstimateIsTheCostModelsTime) {
   for (int n : {1, 2, 3, 4}) {
     ThreadWorld w(n);
     ASSERT_TRUE(w.ok()) << w.init_error;
-    std::vector<float> x((size_t)n << 20, -7.5f);
+    std::vector<float> x((size_t)2 * n << 20, -7.5f);  // all-to-all: two buffers of n blocks
     for (Coll coll : kAllColls)
       for (size_t count : {(size_t)0, (size_t)1, (size_t)1000, (size_t)1 << 20}) {
-        float est = simulate([&] { EXPECT_EQ(record(coll, w.comms[0], x.data(), count), koloSuccess); });
+        float est = simulate([&] { EXPECT_EQ(record(coll, w.comms[0], n, x.data(), count), koloSuccess); });
         double want = model_us(coll, n, 4.0 * (double)count);
         EXPECT_NEAR(est, want, 1e-5 * want + 1e-6) << coll_name(coll) << " of " << count << " floats, " << n << " ranks";
       }
