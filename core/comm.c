@@ -57,6 +57,22 @@ static int pick(int from_config, int64_t from_env) {
   return from_config != KOLO_CONFIG_UNDEF ? from_config : (int)from_env;
 }
 
+/* config.min/maxChannels and KOLO_MIN/MAX_NCHANNELS bound the channels. */
+static koloResult_t bound_channels(struct koloComm *c, const koloConfig_t *cfg) {
+  int has = cfg->size >= offsetof(koloConfig_t, maxChannels) + sizeof cfg->maxChannels;
+  int lo = pick(has ? cfg->minChannels : KOLO_CONFIG_UNDEF, kolo_param_int("KOLO_MIN_NCHANNELS"));
+  int hi = pick(has ? cfg->maxChannels : KOLO_CONFIG_UNDEF, kolo_param_int("KOLO_MAX_NCHANNELS"));
+  if (lo < 1 || hi < lo)
+    return kolo_error(NULL, koloInvalidArgument,
+                      "channel bounds %d..%d (config.minChannels / maxChannels or KOLO_MIN_NCHANNELS / "
+                      "KOLO_MAX_NCHANNELS) are not a range of 1 or more",
+                      lo, hi);
+  if (hi > KOLO_MAX_CHANNELS) hi = KOLO_MAX_CHANNELS;
+  if (c->nchannels < lo) c->nchannels = lo < hi ? lo : hi;
+  if (c->nchannels > hi) c->nchannels = hi;
+  return koloSuccess;
+}
+
 static koloResult_t resolve_config(struct koloComm *c, const koloConfig_t *cfg) {
   koloConfig_t def = KOLO_CONFIG_INITIALIZER;
   if (cfg == NULL) cfg = &def;
@@ -97,9 +113,14 @@ static koloResult_t resolve_config(struct koloComm *c, const koloConfig_t *cfg) 
       return kolo_error(NULL, koloInvalidArgument,
                         "KOLO_LL_SLOT_BYTES = %lld is not a multiple of 1 KiB in 1 KiB..1 MiB", (long long)ll_slot);
     c->ll_threshold = (size_t)ll_threshold;
+    kolo_proto_apply(c);
     c->ll_slot_bytes = (uint32_t)ll_slot;
   }
   if (c->timeout_ms < 0) return kolo_error(NULL, koloInvalidArgument, "config.timeoutMs = %d is negative", c->timeout_ms);
+  if (c->nchannels >= 1 && c->nchannels <= KOLO_MAX_CHANNELS) {
+    koloResult_t res = bound_channels(c, cfg);
+    if (res != koloSuccess) return res;
+  }
   if (c->nchannels < 1 || c->nchannels > KOLO_MAX_CHANNELS)
     return kolo_error(NULL, koloInvalidArgument, "nChannels = %d is outside 1..%d", c->nchannels, KOLO_MAX_CHANNELS);
   /* A power of two: step % nslots must go on from slot nslots - 1 to 0 when

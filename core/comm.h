@@ -99,6 +99,10 @@ koloResult_t kolo_run_ops_here(kolo_op *ops, int nops);
  * the batch at once (host or device pipes, after each comm's memory kind). */
 koloResult_t kolo_p2p_connect(const kolo_op *ops, int nops);
 
+/* KOLO_PROTO (proto_env.c): narrows a CUDA comm's protocols by moving its
+ * LL threshold; an unreadable value is said at WARN and ignored. */
+void kolo_proto_apply(struct koloComm *c);
+
 /* The program of `coll` with root/peer `arg` on channel `ch`, cached. */
 koloResult_t kolo_comm_program(struct koloComm *comm, int coll, int arg, int ch,
                                const kolo_program **out);
