@@ -51,6 +51,7 @@ static const kolo_param params[] = {
     {"KOLO_FUSION_CYCLE_US", "1000", "fusion: microseconds between negotiation rounds while a step is in flight"},
     {"KOLO_TIMELINE", NULL, "fusion: write a Chrome trace of every step here (%r: the rank; else .rankN is appended)"},
     {"KOLO_ROOT", NULL, "rendezvous host:port for koloCommInitFromEnv"},
+    {"KOLO_COMM_ID", NULL, "host:port: koloGetUniqueId returns the id of a root there, which rank 0 starts at init"},
     {"KOLO_RANK", NULL, "this process's rank for koloCommInitFromEnv"},
     {"KOLO_WORLD_SIZE", NULL, "number of ranks for koloCommInitFromEnv"},
     {"KOLO_SECRET", NULL, "per-job secret (32 hex digits) for koloCommInitFromEnv"},

@@ -8,6 +8,7 @@
 #include "common/config.h"
 #include "core/comm_init.h"
 #include "core/cuda_comm.h"
+#include "core/rendezvous.h"
 #include "common/log.h"
 #include "ring/topology.h"
 #include "transport/transport.h"
@@ -44,8 +45,12 @@ void koloResetDebugInit(void) { kolo_log_reset(); }
 koloResult_t koloGetUniqueId(koloUniqueId *id) {
   if (id == NULL) return kolo_error(NULL, koloInvalidArgument, "koloGetUniqueId: uniqueId is NULL");
   kolo_uid uid;
+  const char *at = kolo_param_str("KOLO_COMM_ID");
   int timeout = (int)kolo_param_int("KOLO_TIMEOUT_MS");
-  koloResult_t res = kolo_bootstrap_root_start(NULL, NULL, timeout, &uid, NULL);
+  /* KOLO_COMM_ID: the id of that address, the same in every process; rank 0
+   * starts the root there at init (as NCCL_COMM_ID does in NCCL). */
+  koloResult_t res = at ? kolo_rendezvous_uid("KOLO_COMM_ID", at, 0, &uid)
+                        : kolo_bootstrap_root_start(NULL, NULL, timeout, &uid, NULL);
   if (res != koloSuccess) return res;
   kolo_uid_encode(&uid, id);
   return koloSuccess;
@@ -418,6 +423,7 @@ koloResult_t kolo_comm_create(const char *fn, int nranks, int rank, const kolo_u
   c->failed = koloSuccess;
   koloResult_t res = new_init_job(c, uids, nids);
   if (res == koloSuccess) res = resolve_config(c, config);
+  if (res == koloSuccess && nids == 1) res = kolo_rendezvous_start_root(&uids[0], rank, c->timeout_ms, teb);
   if (res != koloSuccess) {
     kolo_comm_free(c);
     return res;

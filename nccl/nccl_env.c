@@ -72,6 +72,7 @@ static alias aliases[] = {
     {"KOLO_MIN_NCHANNELS", "NCCL_MIN_NCHANNELS", NULL},
     {"KOLO_MAX_NCHANNELS", "NCCL_MAX_NCHANNELS", NULL},
     {"KOLO_HOSTID", "NCCL_HOSTID", NULL},
+    {"KOLO_COMM_ID", "NCCL_COMM_ID", NULL},
 };
 #define NALIASES (sizeof aliases / sizeof aliases[0])
 
