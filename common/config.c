@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,9 @@ static const kolo_param params[] = {
     {"KOLO_BUFFSIZE", "4194304", "bytes of slots per connector (per channel and peer)"},
     {"KOLO_NSLOTS", "8", "slots per connector: a power of two in 2..64"},
     {"KOLO_NCHANNELS", "2", "channels (rings) per communicator"},
+    {"KOLO_MIN_NCHANNELS", "1", "channels per communicator at least (config.minChannels)"},
+    {"KOLO_MAX_NCHANNELS", "16", "channels per communicator at most (config.maxChannels)"},
+    {"KOLO_PROTO", NULL, "CUDA protocols allowed: LL, Simple, a list, ^ to exclude (unset: LL up to KOLO_LL_THRESHOLD)"},
     {"KOLO_MIN_CHANNEL_BYTES", "262144", "bytes a channel must have before another one is used"},
     {"KOLO_LL_THRESHOLD", "65536", "CUDA: calls of at most this many bytes (count x type size) use the LL protocol (0: never)"},
     {"KOLO_LL_SLOT_BYTES", "16384", "CUDA: bytes of one LL slot (half of it payload), a multiple of 1 KiB"},
@@ -47,6 +51,7 @@ static const kolo_param params[] = {
     {"KOLO_FUSION_CYCLE_US", "1000", "fusion: microseconds between negotiation rounds while a step is in flight"},
     {"KOLO_TIMELINE", NULL, "fusion: write a Chrome trace of every step here (%r: the rank; else .rankN is appended)"},
     {"KOLO_ROOT", NULL, "rendezvous host:port for koloCommInitFromEnv"},
+    {"KOLO_COMM_ID", NULL, "host:port: koloGetUniqueId returns the id of a root there, which rank 0 starts at init"},
     {"KOLO_RANK", NULL, "this process's rank for koloCommInitFromEnv"},
     {"KOLO_WORLD_SIZE", NULL, "number of ranks for koloCommInitFromEnv"},
     {"KOLO_SECRET", NULL, "per-job secret (32 hex digits) for koloCommInitFromEnv"},
@@ -59,10 +64,23 @@ static const kolo_param *find_param(const char *name) {
   abort();
 }
 
+static _Atomic(kolo_param_fallback) fallback;
+
+void kolo_param_set_fallback(kolo_param_fallback fn) { atomic_store(&fallback, fn); }
+
+/* The variable's value, else the fallback's, else NULL. */
+static const char *lookup(const char *name) {
+  const char *v = getenv(name);
+  if (v && *v) return v;
+  kolo_param_fallback fn = atomic_load(&fallback);
+  v = fn ? fn(name) : NULL;
+  return (v && *v) ? v : NULL;
+}
+
 const char *kolo_param_str(const char *name) {
   const kolo_param *p = find_param(name);
-  const char *v = getenv(name);
-  return (v && *v) ? v : p->deflt;
+  const char *v = lookup(name);
+  return v ? v : p->deflt;
 }
 
 static int parse_int(const char *s, int64_t *out) {
@@ -85,7 +103,7 @@ static int parse_int(const char *s, int64_t *out) {
 
 int64_t kolo_param_int(const char *name) {
   const kolo_param *p = find_param(name);
-  const char *v = getenv(name);
+  const char *v = lookup(name);
   int64_t out = 0;
   if (v && *v) {
     if (parse_int(v, &out) == 0) return out;
@@ -98,7 +116,7 @@ int64_t kolo_param_int(const char *name) {
 
 void kolo_param_print(FILE *out) {
   for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {
-    const char *v = getenv(params[i].name);
+    const char *v = lookup(params[i].name);
     fprintf(out, "%-24s %-12s (default %s) %s\n", params[i].name,
             v ? v : "-", params[i].deflt ? params[i].deflt : "-", params[i].help);
   }

@@ -20,5 +20,11 @@ int64_t kolo_param_int(const char *name);
 const char *kolo_param_str(const char *name);
 /* Prints every parameter, its current value and help. */
 void kolo_param_print(FILE *out);
+/* A second source of values, asked for a parameter whose KOLO_* variable
+ * is unset (kolo's own name always wins): the NCCL layer (nccl/) installs one
+ * that reads NCCL's names for the same settings.  It returns the value as
+ * kolo spells it, or NULL.  NULL uninstalls it. */
+typedef const char *(*kolo_param_fallback)(const char *name);
+void kolo_param_set_fallback(kolo_param_fallback fn);
 
 #endif

@@ -9,6 +9,7 @@
 #include "core/comm_init.h"
 #include "core/cuda_comm.h"
 #include "core/redop.h"
+#include "core/rendezvous.h"
 #include "common/log.h"
 #include "ring/topology.h"
 #include "transport/transport.h"
@@ -45,8 +46,12 @@ void koloResetDebugInit(void) { kolo_log_reset(); }
 koloResult_t koloGetUniqueId(koloUniqueId *id) {
   if (id == NULL) return kolo_error(NULL, koloInvalidArgument, "koloGetUniqueId: uniqueId is NULL");
   kolo_uid uid;
+  const char *at = kolo_param_str("KOLO_COMM_ID");
   int timeout = (int)kolo_param_int("KOLO_TIMEOUT_MS");
-  koloResult_t res = kolo_bootstrap_root_start(NULL, NULL, timeout, &uid, NULL);
+  /* KOLO_COMM_ID: the id of that address, the same in every process; rank 0
+   * starts the root there at init (as NCCL_COMM_ID does in NCCL). */
+  koloResult_t res = at ? kolo_rendezvous_uid("KOLO_COMM_ID", at, 0, &uid)
+                        : kolo_bootstrap_root_start(NULL, NULL, timeout, &uid, NULL);
   if (res != koloSuccess) return res;
   kolo_uid_encode(&uid, id);
   return koloSuccess;
@@ -56,6 +61,22 @@ koloResult_t koloGetUniqueId(koloUniqueId *id) {
 
 static int pick(int from_config, int64_t from_env) {
   return from_config != KOLO_CONFIG_UNDEF ? from_config : (int)from_env;
+}
+
+/* config.min/maxChannels and KOLO_MIN/MAX_NCHANNELS bound the channels. */
+static koloResult_t bound_channels(struct koloComm *c, const koloConfig_t *cfg) {
+  int has = cfg->size >= offsetof(koloConfig_t, maxChannels) + sizeof cfg->maxChannels;
+  int lo = pick(has ? cfg->minChannels : KOLO_CONFIG_UNDEF, kolo_param_int("KOLO_MIN_NCHANNELS"));
+  int hi = pick(has ? cfg->maxChannels : KOLO_CONFIG_UNDEF, kolo_param_int("KOLO_MAX_NCHANNELS"));
+  if (lo < 1 || hi < lo)
+    return kolo_error(NULL, koloInvalidArgument,
+                      "channel bounds %d..%d (config.minChannels / maxChannels or KOLO_MIN_NCHANNELS / "
+                      "KOLO_MAX_NCHANNELS) are not a range of 1 or more",
+                      lo, hi);
+  if (hi > KOLO_MAX_CHANNELS) hi = KOLO_MAX_CHANNELS;
+  if (c->nchannels < lo) c->nchannels = lo < hi ? lo : hi;
+  if (c->nchannels > hi) c->nchannels = hi;
+  return koloSuccess;
 }
 
 static koloResult_t resolve_config(struct koloComm *c, const koloConfig_t *cfg) {
@@ -98,9 +119,14 @@ static koloResult_t resolve_config(struct koloComm *c, const koloConfig_t *cfg) 
       return kolo_error(NULL, koloInvalidArgument,
                         "KOLO_LL_SLOT_BYTES = %lld is not a multiple of 1 KiB in 1 KiB..1 MiB", (long long)ll_slot);
     c->ll_threshold = (size_t)ll_threshold;
+    kolo_proto_apply(c);
     c->ll_slot_bytes = (uint32_t)ll_slot;
   }
   if (c->timeout_ms < 0) return kolo_error(NULL, koloInvalidArgument, "config.timeoutMs = %d is negative", c->timeout_ms);
+  if (c->nchannels >= 1 && c->nchannels <= KOLO_MAX_CHANNELS) {
+    koloResult_t res = bound_channels(c, cfg);
+    if (res != koloSuccess) return res;
+  }
   if (c->nchannels < 1 || c->nchannels > KOLO_MAX_CHANNELS)
     return kolo_error(NULL, koloInvalidArgument, "nChannels = %d is outside 1..%d", c->nchannels, KOLO_MAX_CHANNELS);
   /* A power of two: step % nslots must go on from slot nslots - 1 to 0 when
@@ -399,6 +425,7 @@ koloResult_t kolo_comm_create(const char *fn, int nranks, int rank, const kolo_u
   c->failed = koloSuccess;
   koloResult_t res = new_init_job(c, uids, nids);
   if (res == koloSuccess) res = resolve_config(c, config);
+  if (res == koloSuccess && nids == 1) res = kolo_rendezvous_start_root(&uids[0], rank, c->timeout_ms, teb);
   if (res != koloSuccess) {
     kolo_comm_free(c);
     return res;

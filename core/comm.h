@@ -109,6 +109,10 @@ koloResult_t kolo_p2p_connect(const kolo_op *ops, int nops);
 typedef koloResult_t (*kolo_pipe_fn)(struct koloComm *c, int peer, int is_send, void *arg);
 koloResult_t kolo_op_pipes(struct koloComm *c, const kolo_op *op, kolo_pipe_fn f, void *arg);
 
+/* KOLO_PROTO (proto_env.c): narrows a CUDA comm's protocols by moving its
+ * LL threshold; an unreadable value is said at WARN and ignored. */
+void kolo_proto_apply(struct koloComm *c);
+
 /* The program of `coll` with root/peer `arg` on channel `ch`, cached. */
 koloResult_t kolo_comm_program(struct koloComm *comm, int coll, int arg, int ch,
                                const kolo_program **out);

@@ -121,6 +121,8 @@ typedef struct {
   int bufferSize;   /* bytes per connector: slots x slot size (KOLO_BUFFSIZE) */
   int nChannels;    /* rings run side by side (KOLO_NCHANNELS) */
   int cudaDev;      /* device of a koloMemCuda communicator; -1 = current */
+  int minChannels;  /* channels at least / at most, whatever nChannels and the */
+  int maxChannels;  /* cost model say (KOLO_MIN_NCHANNELS, KOLO_MAX_NCHANNELS) */
 } koloConfig_t;
 
 #define KOLO_CONFIG_MAGIC 0x6b6f6c6fu /* "kolo" */
@@ -128,7 +130,8 @@ typedef struct {
   {                                                                          \
     sizeof(koloConfig_t), KOLO_CONFIG_MAGIC, KOLO_VERSION_CODE,              \
         KOLO_CONFIG_UNDEF, KOLO_CONFIG_UNDEF, KOLO_CONFIG_UNDEF,             \
-        KOLO_CONFIG_UNDEF, KOLO_CONFIG_UNDEF, KOLO_CONFIG_UNDEF              \
+        KOLO_CONFIG_UNDEF, KOLO_CONFIG_UNDEF, KOLO_CONFIG_UNDEF,             \
+        KOLO_CONFIG_UNDEF, KOLO_CONFIG_UNDEF                                 \
   }
 
 /* ---- library ---------------------------------------------------------- */

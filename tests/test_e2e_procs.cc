@@ -259,6 +259,53 @@ TEST(ProcsFromEnv, TorchrunVariables) {
   });
 }
 
+// ---- KOLO_COMM_ID (NCCL_COMM_ID): each process makes the id itself ---------
+
+// Child body: no id is passed between the processes; each one's
+// koloGetUniqueId reads KOLO_COMM_ID, and rank 0 starts the root at init.
+int child_comm_id(int rank, int n, int port) {
+  clear_launcher_env();
+  setenv("KOLO_COMM_ID", ("127.0.0.1:" + std::to_string(port)).c_str(), 1);
+  setenv("KOLO_SECRET", "0f1e2d3c4b5a69788796a5b4c3d2e1f0", 1);
+  koloUniqueId id;
+  koloComm_t comm = nullptr;
+  koloResult_t res = koloGetUniqueId(&id);
+  if (res == koloSuccess) res = koloCommInitRank(&comm, n, id, rank);
+  if (res != koloSuccess) {
+    std::fprintf(stderr, "rank %d: KOLO_COMM_ID init: %s: %s\n", rank, koloGetErrorString(res),
+                 koloGetLastError(nullptr));
+    return 2;
+  }
+  int count = -1, me = -1, failures = 0;
+  if (koloCommCount(comm, &count) != koloSuccess || count != n || koloCommUserRank(comm, &me) != koloSuccess ||
+      me != rank) {
+    std::fprintf(stderr, "rank %d: count %d rank %d\n", rank, count, me);
+    failures++;
+  }
+  std::vector<CollCase> cases;
+  int v = 0;
+  for (Coll coll : kAllColls) cases.push_back(make_case(coll, kProcTypes[v % 4], n, 1001, false, v)), v++;
+  failures += run_cases(comm, rank, cases);
+  koloCommDestroy(comm);
+  return failures ? 1 : 0;
+}
+
+TEST(ProcsCommId, EveryProcessComputesTheId) {
+  const int n = 3;
+  int port = free_tcp_port();
+  ASSERT_GT(port, 0);
+  run_ranks(n, [&](int rank) { return child_comm_id(rank, n, port); });
+}
+
+TEST(ProcsCommId, NotHostPortIsNamed) {
+  ScopedEnv at("KOLO_COMM_ID", "no-port-here");
+  koloUniqueId id;
+  EXPECT_EQ(koloGetUniqueId(&id), koloInvalidArgument);
+  EXPECT_NE(std::string(koloGetLastError(nullptr)).find("KOLO_COMM_ID=no-port-here is not host:port"),
+            std::string::npos)
+      << koloGetLastError(nullptr);
+}
+
 // ==== NCCL 2.28 calls (issue 14): scalable init, shrink after a death ==========
 
 void run_ranks_with_ids(int n, int nids, const std::function<int(int, const std::vector<koloUniqueId> &)> &body) {

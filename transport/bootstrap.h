@@ -32,10 +32,13 @@
 
 #define KOLO_SECRET_BYTES 16
 #define KOLO_UID_MAGIC 0x6b6f6c6f75696430ull /* "kolouid0" */
+/* An id computed from the environment (core/rendezvous.h): its root is not
+ * running yet; rank 0 starts it at init. */
+#define KOLO_UID_MAGIC_ROOT_AT_INIT 0x6b6f6c6f75696431ull /* "kolouid1" */
 
 /* What a koloUniqueId holds (fits in KOLO_UNIQUE_ID_BYTES). */
 typedef struct {
-  uint64_t magic;                     /* KOLO_UID_MAGIC */
+  uint64_t magic;                     /* KOLO_UID_MAGIC[_ROOT_AT_INIT] */
   uint64_t job;                       /* random job id: names shm segments */
   uint8_t secret[KOLO_SECRET_BYTES];  /* presented on every connection */
   struct sockaddr_storage root;       /* where the root listens */

@@ -50,7 +50,7 @@ koloResult_t kolo_uid_decode(const koloUniqueId *id, kolo_uid *uid, kolo_errbuf 
   memset(&u, 0, sizeof u);
   memcpy(&u, id->internal, UID_HEAD_BYTES);
   memcpy(&u.root, id->internal + UID_HEAD_BYTES, UID_ADDR_BYTES);
-  if (u.magic != KOLO_UID_MAGIC)
+  if (u.magic != KOLO_UID_MAGIC && u.magic != KOLO_UID_MAGIC_ROOT_AT_INIT)
     return kolo_error(eb, koloInvalidArgument,
                       "the unique id is not one from koloGetUniqueId (bad magic)");
   if ((u.root.ss_family != AF_INET && u.root.ss_family != AF_INET6) || kolo_addr_port(&u.root) == 0)

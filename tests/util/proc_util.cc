@@ -241,7 +241,7 @@ void clear_launcher_env() {
   static const char *const vars[] = {"KOLO_RANK",   "KOLO_WORLD_SIZE", "KOLO_ROOT",
                                      "KOLO_SECRET", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
                                      "SLURM_PROCID", "SLURM_NTASKS",   "SLURM_JOB_ID", "RANK",
-                                     "WORLD_SIZE",  "MASTER_ADDR",     "MASTER_PORT"};
+                                     "WORLD_SIZE",  "MASTER_ADDR",     "MASTER_PORT", "KOLO_COMM_ID"};
   for (const char *v : vars) unsetenv(v);
 }
 

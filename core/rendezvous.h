@@ -1,0 +1,21 @@
+/* rendezvous.h - ids of a rendezvous at a known address (KOLO_COMM_ID,
+ * NCCL_COMM_ID, koloCommInitFromEnv's KOLO_ROOT): every process computes the
+ * same id from its environment, and rank 0 starts the root there at init
+ * instead of koloGetUniqueId starting one at a random port. */
+#ifndef KOLO_CORE_RENDEZVOUS_H
+#define KOLO_CORE_RENDEZVOUS_H
+
+#include "transport/bootstrap.h"
+
+/* The id of a rendezvous at host:port `where` (IPv6 as [addr]:port), named
+ * `what` in errors (e.g. "KOLO_COMM_ID").  Its secret is KOLO_SECRET, else
+ * derived from the job's environment (a warning says that anyone who can
+ * read it can compute the secret); `nranks` (0: unknown) enters that
+ * derivation.  The id's magic is KOLO_UID_MAGIC_ROOT_AT_INIT. */
+koloResult_t kolo_rendezvous_uid(const char *what, const char *where, int nranks, kolo_uid *uid);
+
+/* Starts the root of a KOLO_UID_MAGIC_ROOT_AT_INIT id on rank 0 (at its
+ * address, with its secret); nothing for other ids and ranks. */
+koloResult_t kolo_rendezvous_start_root(const kolo_uid *uid, int rank, int timeout_ms, kolo_errbuf *eb);
+
+#endif

@@ -1,0 +1,119 @@
+/* nccl_env.c - NCCL's environment variables as aliases of kolo's, in a
+ * process that loaded kolo's NCCL layer (installed when the library loads).
+ *
+ * A kolo setting whose KOLO_* variable is unset takes its NCCL twin's value,
+ * translated where the two spell it differently (NCCL_NET=IB is kolo's ib,
+ * NCCL_ALGO=Ring its ring, NCCL_DEBUG=VERSION a WARN log with the version
+ * line); kolo's own name wins when both are set.  A value kolo cannot honour
+ * (NCCL_ALGO=Tree: kolo has no tree yet) is said once at WARN and kolo's own
+ * choice is used: never a failed init.  At the first init, the NCCL_*
+ * variables set that kolo does not know are listed once at INFO. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "nccl/nccl_layer.h"
+
+extern char **environ;
+
+typedef struct alias alias;
+typedef const char *(*translate_fn)(alias *a, const char *value);
+
+struct alias {
+  const char *kolo, *nccl;
+  translate_fn translate; /* NULL: the same spelling */
+  atomic_int refused;     /* a value of it was said at WARN already */
+};
+
+/* A value kolo cannot honour: said once per variable, then ignored. */
+static const char *refuse(alias *a, const char *value, const char *why) {
+  if (atomic_exchange(&a->refused, 1) == 0) KOLO_WARN("%s=%s: %s; kolo's own choice is used", a->nccl, value, why);
+  return NULL;
+}
+
+static const char *debug_level(alias *name, const char *v) {
+  if (strcasecmp(v, "VERSION") == 0 || strcasecmp(v, "WARN") == 0 || strcasecmp(v, "ABORT") == 0) return "WARN";
+  if (strcasecmp(v, "INFO") == 0) return "INFO";
+  if (strcasecmp(v, "TRACE") == 0) return "TRACE";
+  return refuse(name, v, "not a level kolo knows (VERSION, WARN, INFO or TRACE)");
+}
+
+static const char *net_name(alias *name, const char *v) {
+  if (strcasecmp(v, "IB") == 0) return "ib";
+  if (strcasecmp(v, "Socket") == 0) return "socket";
+  return refuse(name, v, "kolo's network providers are IB and Socket");
+}
+
+/* kolo's all-reduce algorithms across hosts are ring and hier; NCCL's Ring
+ * is kolo's ring; a list or exclusion that leaves Ring in changes nothing. */
+static const char *algo_name(alias *name, const char *v) {
+  if (strcasecmp(v, "Ring") == 0) return "ring";
+  if (v[0] == '^' && strcasestr(v, "ring") == NULL) return NULL;
+  return refuse(name, v, "kolo has the ring (and its hierarchical ring) only, no tree, NVLS or CollNet yet");
+}
+
+static alias aliases[] = {
+    {"KOLO_DEBUG", "NCCL_DEBUG", debug_level},
+    {"KOLO_DEBUG_FILE", "NCCL_DEBUG_FILE", NULL},
+    {"KOLO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", NULL},
+    {"KOLO_SOCKET_FAMILY", "NCCL_SOCKET_FAMILY", NULL},
+    {"KOLO_IB_HCA", "NCCL_IB_HCA", NULL},
+    {"KOLO_IB_GID_INDEX", "NCCL_IB_GID_INDEX", NULL},
+    {"KOLO_IB_TIMEOUT", "NCCL_IB_TIMEOUT", NULL},
+    {"KOLO_IB_QPS_PER_CONN", "NCCL_IB_QPS_PER_CONNECTION", NULL},
+    {"KOLO_NET", "NCCL_NET", net_name},
+    {"KOLO_ALGO", "NCCL_ALGO", algo_name},
+    {"KOLO_PROTO", "NCCL_PROTO", NULL},
+    {"KOLO_BUFFSIZE", "NCCL_BUFFSIZE", NULL},
+    {"KOLO_MIN_NCHANNELS", "NCCL_MIN_NCHANNELS", NULL},
+    {"KOLO_MAX_NCHANNELS", "NCCL_MAX_NCHANNELS", NULL},
+    {"KOLO_HOSTID", "NCCL_HOSTID", NULL},
+    {"KOLO_COMM_ID", "NCCL_COMM_ID", NULL},
+};
+#define NALIASES (sizeof aliases / sizeof aliases[0])
+
+static const char *nccl_fallback(const char *kolo_name) {
+  for (size_t i = 0; i < NALIASES; i++) {
+    if (strcmp(aliases[i].kolo, kolo_name) != 0) continue;
+    const char *v = getenv(aliases[i].nccl);
+    if (v == NULL || *v == '\0') return NULL;
+    return aliases[i].translate ? aliases[i].translate(&aliases[i], v) : v;
+  }
+  return NULL;
+}
+
+__attribute__((constructor)) static void install_aliases(void) { kolo_param_set_fallback(nccl_fallback); }
+
+static int known(const char *entry) {
+  for (size_t i = 0; i < NALIASES; i++) {
+    size_t n = strlen(aliases[i].nccl);
+    if (strncmp(entry, aliases[i].nccl, n) == 0 && entry[n] == '=') return 1;
+  }
+  return 0;
+}
+
+/* The NCCL_* variables set that no kolo setting reads, in one line. */
+static void list_unknown(void) {
+  char line[1024] = "";
+  size_t len = 0;
+  for (char **e = environ; e && *e; e++) {
+    if (strncmp(*e, "NCCL_", 5) != 0 || known(*e)) continue;
+    size_t n = strcspn(*e, "=");
+    if (len + n + 2 < sizeof line) len += (size_t)snprintf(line + len, sizeof line - len, " %.*s", (int)n, *e);
+  }
+  if (len > 0) KOLO_INFO("NCCL layer: these NCCL variables have no kolo setting and are ignored:%s", line);
+}
+
+void nccl_env_announce(void) {
+  static atomic_int once;
+  if (atomic_exchange(&once, 1)) return;
+  const char *dbg = getenv("NCCL_DEBUG");
+  if (dbg && (strcasecmp(dbg, "VERSION") == 0 || strcasecmp(dbg, "INFO") == 0 || strcasecmp(dbg, "TRACE") == 0))
+    fprintf(stderr, "NCCL version %d.%d.%d (kolo %d.%d.%d: kolo's NCCL layer, not NVIDIA's NCCL)\n", NCCL_MAJOR,
+            NCCL_MINOR, NCCL_PATCH, KOLO_MAJOR, KOLO_MINOR, KOLO_PATCH);
+  list_unknown();
+}
