@@ -3,6 +3,9 @@
  * kolo's types (whose values are NCCL's). */
 #include "nccl/nccl_layer.h"
 
+/* NCCL_SIM_INFO_INITIALIZER's magic (NCCL names it in the initializer only). */
+#define SIM_INFO_MAGIC 0x74685283u
+
 #define COLL_API(name) NCCL_LAYER_EXPORT ncclResult_t p##name
 #define T(d) ((koloDataType_t)(d))
 #define OP(o) ((koloRedOp_t)(o))
@@ -107,7 +110,7 @@ NCCL_LAYER_ALIAS(ncclGroupEnd) ncclResult_t ncclGroupEnd();
 COLL_API(ncclGroupSimulateEnd)(ncclSimInfo_t *simInfo) {
   if (simInfo == NULL)
     return nccl_result(kolo_error(NULL, koloInvalidArgument, "ncclGroupSimulateEnd: simInfo is NULL"));
-  if (simInfo->magic != NCCL_SIM_INFO_MAGIC_VALUE || simInfo->size < sizeof(ncclSimInfo_t))
+  if (simInfo->magic != SIM_INFO_MAGIC || simInfo->size < sizeof(ncclSimInfo_t))
     return nccl_result(kolo_error(NULL, koloInvalidArgument,
                                   "ncclGroupSimulateEnd: simInfo was not set up with NCCL_SIM_INFO_INITIALIZER "
                                   "(magic 0x%x, size %zu)",

@@ -19,8 +19,11 @@
 
 _Static_assert(offsetof(ncclConfig_t, blocking) == 16, "NCCL's config layout");
 _Static_assert(offsetof(ncclConfig_t, netName) == 32, "NCCL's config layout");
-_Static_assert(offsetof(ncclConfig_t, nvlinkCentricSched) == 84, "NCCL's config layout");
-_Static_assert(sizeof(ncclConfig_t) == 88, "NCCL's config size");
+_Static_assert(offsetof(ncclConfig_t, nvlinkCentricSched) == 76, "NCCL's config layout");
+_Static_assert(sizeof(ncclConfig_t) == 80, "NCCL's config size");
+
+/* NCCL_CONFIG_INITIALIZER's magic (NCCL names it in the initializer only). */
+#define CONFIG_MAGIC 0xcafebeefu
 
 /* Whether the caller's struct (of cfg->size bytes) holds `field`. */
 #define HAS(cfg, field) ((cfg)->size >= offsetof(ncclConfig_t, field) + sizeof((cfg)->field))
@@ -29,10 +32,10 @@ _Static_assert(sizeof(ncclConfig_t) == 88, "NCCL's config size");
 #define MIN_SIZE (offsetof(ncclConfig_t, blocking) + sizeof(int)) /* NCCL 2.14's struct */
 
 static koloResult_t check_header(const ncclConfig_t *in, const char *fn) {
-  if (in->magic != NCCL_CONFIG_MAGIC_VALUE)
+  if (in->magic != CONFIG_MAGIC)
     return kolo_error(NULL, koloInvalidArgument,
                       "%s: config.magic is 0x%x, not NCCL_CONFIG_INITIALIZER's 0x%x (was the config initialized?)",
-                      fn, in->magic, NCCL_CONFIG_MAGIC_VALUE);
+                      fn, in->magic, CONFIG_MAGIC);
   if (in->size < MIN_SIZE || in->version < (unsigned)NCCL_VERSION(2, 14, 0))
     return kolo_error(NULL, koloInvalidArgument,
                       "%s: config.size %zu / version %u is not an ncclConfig_t of NCCL 2.14 or later", fn, in->size,
