@@ -9,12 +9,20 @@
 // outputs poisoned first.  On the CPU model of the GPU (build-sim) every
 // test runs; in a build for a real GPU without one, the device tests skip.
 #include <cuda_runtime.h>
+#include <arpa/inet.h>
 #include <dlfcn.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -45,9 +53,11 @@ bool contains(const std::string &s, const std::string &part) { return s.find(par
 struct World {
   std::vector<ncclComm_t> comms;
   std::vector<cudaStream_t> streams;
+  std::vector<int> devs;  // rank r's device; empty: r
+  int dev(int r) const { return devs.empty() ? r : devs[r]; }
   ~World() {
     for (size_t r = 0; r < comms.size(); r++) {
-      cudaSetDevice((int)r);
+      cudaSetDevice(dev((int)r));
       if (comms[r]) ncclCommDestroy(comms[r]);
       if (streams[r]) cudaStreamDestroy(streams[r]);
     }
@@ -70,9 +80,22 @@ void make_world(World *w, int n, ncclConfig_t *config = nullptr) {
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << last();
 }
 
+// ncclCommInitAll over devlist (several ranks may share a device).
+void make_world_all(World *w, const std::vector<int> &devlist) {
+  int n = (int)devlist.size();
+  w->devs = devlist;
+  w->comms.assign(n, nullptr);
+  w->streams.assign(n, nullptr);
+  ASSERT_EQ(ncclCommInitAll(w->comms.data(), n, devlist.data()), ncclSuccess) << last();
+  for (int r = 0; r < n; r++) {
+    ASSERT_EQ(cudaSetDevice(devlist[r]), cudaSuccess);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&w->streams[r], cudaStreamNonBlocking), cudaSuccess);
+  }
+}
+
 void sync_world(const World &w) {
   for (size_t r = 0; r < w.comms.size(); r++) {
-    ASSERT_EQ(cudaSetDevice((int)r), cudaSuccess);
+    ASSERT_EQ(cudaSetDevice(w.dev((int)r)), cudaSuccess);
     ASSERT_EQ(cudaStreamSynchronize(w.streams[r]), cudaSuccess);
   }
 }
@@ -83,9 +106,13 @@ struct DevBuf {
   int dev = 0;
   char *base = nullptr;
   size_t bytes = 0, offset = 0;  // offset: an unaligned start
+  bool owned = true;             // false: a view of another's memory
   void *ptr() const { return base + offset; }
+  DevBuf() = default;
+  DevBuf(const DevBuf &o) : dev(o.dev), base(o.base), bytes(o.bytes), offset(o.offset), owned(false) {}
+  DevBuf &operator=(const DevBuf &) = delete;
   ~DevBuf() {
-    if (base) cudaSetDevice(dev), cudaFree(base);
+    if (base && owned) cudaSetDevice(dev), cudaFree(base);
   }
 };
 
@@ -158,14 +185,14 @@ struct RankOp {
   uint64_t scalar_bits = 0;
 };
 
-void make_op(const Case &c, ncclComm_t comm, int rank, RankOp *o) {
+void make_op(const Case &c, ncclComm_t comm, int rank, int dev, RankOp *o) {
   o->op = c.op;
   if (!(reduces(c.coll) && c.op == (ncclRedOp_t)ncclNumOps)) return;
   o->scalar_bits = kt::premul_scalar_bits(c.seed, rank, (koloDataType_t)c.type);
   void *scalar = &o->scalar_bits;  // little-endian: the low bytes are the scalar
   ncclScalarResidence_t where = rank % 2 ? ncclScalarDevice : ncclScalarHostImmediate;
   if (where == ncclScalarDevice) {
-    dev_alloc(&o->scalar_dev, rank, 8, 0);
+    dev_alloc(&o->scalar_dev, dev, 8, 0);
     std::vector<unsigned char> b(8);
     memcpy(b.data(), &o->scalar_bits, 8);
     to_dev(o->scalar_dev, b);
@@ -257,50 +284,103 @@ size_t in_place_offset(const Case &c, int rank) {
   return 0;
 }
 
-void run_case(World &w, const Case &c) {
-  int n = (int)w.comms.size();
-  size_t es = kt::type_size((koloDataType_t)c.type);
-  std::vector<DevBuf> send(n), recv(n);
-  std::vector<RankOp> ops(n);
-  for (int r = 0; r < n; r++) {
-    size_t ns, nr;
-    sizes(c, n, &ns, &nr);
-    size_t unaligned = (r + c.seed) % 2 ? es : 0;  // odd ranks (or seeds) start one element in
-    dev_alloc(&send[r], r, (c.in_place ? std::max(ns, nr) : ns) * es, unaligned);
-    if (!c.in_place) dev_alloc(&recv[r], r, nr * es, unaligned);
-    DevBuf at = {};  // in-place all-gather: the input is the rank's block
-    at.dev = r, at.base = send[r].base, at.offset = send[r].offset;
-    if (c.in_place && c.coll == Coll::AllGather) at.offset += in_place_offset(c, r);
-    to_dev(at, input_of(c, r, ns));
-    at.base = nullptr;  // send[r]'s
-    make_op(c, w.comms[r], r, &ops[r]);
+// One rank's part of a case: its buffers (device `dev`), its op.
+struct RankCase {
+  DevBuf send, recv;
+  RankOp op;
+  bool nccl_mem = false;  // buffers from ncclMemAlloc, registered with the comm
+  void *handles[2] = {nullptr, nullptr};
+};
+
+DevBuf view_of(const DevBuf &b, size_t extra) {
+  DevBuf v(b);  // a view: frees nothing
+  v.offset += extra;
+  return v;
+}
+
+// ncclMemAlloc'd memory registered with comm, instead of cudaMalloc's.
+void mem_alloc(DevBuf *b, ncclComm_t comm, size_t bytes, void **handle) {
+  ASSERT_EQ(cudaSetDevice(b->dev), cudaSuccess);
+  void *p = nullptr;
+  ASSERT_EQ(ncclMemAlloc(&p, bytes + 1), ncclSuccess) << last();
+  ASSERT_EQ(cudaMemset(p, 0xa5, bytes + 1), cudaSuccess);
+  ASSERT_EQ(ncclCommRegister(comm, p, bytes + 1, handle), ncclSuccess) << last(comm);
+  b->base = (char *)p, b->bytes = bytes, b->offset = 0;
+  b->owned = false;  // ncclMemFree's, in rank_check
+}
+
+void rank_prepare(const Case &c, int n, int r, int dev, ncclComm_t comm, RankCase *rc) {
+  size_t es = kt::type_size((koloDataType_t)c.type), ns, nr;
+  sizes(c, n, &ns, &nr);
+  size_t unaligned = (r + c.seed) % 2 ? es : 0;  // odd ranks (or seeds) start one element in
+  size_t send_bytes = (c.in_place ? std::max(ns, nr) : ns) * es;
+  rc->send.dev = rc->recv.dev = dev;
+  if (rc->nccl_mem) {
+    mem_alloc(&rc->send, comm, send_bytes, &rc->handles[0]);
+    if (!c.in_place) mem_alloc(&rc->recv, comm, nr * es, &rc->handles[1]);
+  } else {
+    dev_alloc(&rc->send, dev, send_bytes, unaligned);
+    if (!c.in_place) dev_alloc(&rc->recv, dev, nr * es, unaligned);
   }
-  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int r = 0; r < n; r++) {
-    ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
-    void *d = c.in_place ? (char *)send[r].ptr() : recv[r].ptr();
-    const void *s = c.in_place ? (char *)send[r].ptr() + in_place_offset(c, r) : send[r].ptr();
-    if (c.in_place && c.coll == Coll::ReduceScatter) s = send[r].ptr(), d = (char *)send[r].ptr() + in_place_offset(c, r);
-    ASSERT_EQ(issue(c, s, d, ops[r].op, r, n, w.comms[r], w.streams[r]), ncclSuccess) << describe(c) << ": " << last(w.comms[r]);
-  }
-  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << describe(c) << ": " << last();
-  sync_world(w);
-  for (int r = 0; r < n; r++) {
-    Expected e;
-    size_t first;
-    if (!expected_for(c, r, n, &e, &first)) continue;
-    size_t nr, ns;
-    sizes(c, n, &ns, &nr);
-    const DevBuf &out = c.in_place ? send[r] : recv[r];
-    DevBuf view = {};
-    view.dev = out.dev, view.base = out.base, view.offset = out.offset;
-    if (c.in_place && c.coll == Coll::ReduceScatter) view.offset += in_place_offset(c, r);
+  if (::testing::Test::HasFatalFailure()) return;
+  // in-place all-gather: the input is the rank's block
+  DevBuf at = view_of(rc->send, c.in_place && c.coll == Coll::AllGather ? in_place_offset(c, r) : 0);
+  to_dev(at, input_of(c, r, ns));
+  at.base = nullptr;  // rc->send's
+  make_op(c, comm, r, dev, &rc->op);
+}
+
+ncclResult_t rank_issue(const Case &c, RankCase &rc, int r, int n, ncclComm_t comm, cudaStream_t st) {
+  char *base = (char *)rc.send.ptr();
+  void *d = c.in_place ? base : rc.recv.ptr();
+  const void *s = c.in_place ? base + in_place_offset(c, r) : base;
+  if (c.in_place && c.coll == Coll::ReduceScatter) s = base, d = base + in_place_offset(c, r);
+  return issue(c, s, d, rc.op.op, r, n, comm, st);
+}
+
+// Checks rank r's output; then frees its op and registrations.
+void rank_check(const Case &c, RankCase &rc, int r, int n, ncclComm_t comm) {
+  Expected e;
+  size_t first, ns, nr, es = kt::type_size((koloDataType_t)c.type);
+  sizes(c, n, &ns, &nr);
+  if (expected_for(c, r, n, &e, &first)) {
+    const DevBuf &out = c.in_place ? rc.send : rc.recv;
+    DevBuf view = view_of(out, c.in_place && c.coll == Coll::ReduceScatter ? in_place_offset(c, r) : 0);
     std::vector<unsigned char> got = from_dev(view, nr * es);
     view.base = nullptr;  // not ours to free
     EXPECT_EQ(kt::compare(got.data(), e, first, nr), "") << describe(c) << ", rank " << r << " of " << n;
   }
-  for (int r = 0; r < n && reduces(c.coll) && c.op == (ncclRedOp_t)ncclNumOps; r++)
-      EXPECT_EQ(ncclRedOpDestroy(ops[r].op, w.comms[r]), ncclSuccess) << last(w.comms[r]);
+  if (reduces(c.coll) && c.op == (ncclRedOp_t)ncclNumOps) {
+    EXPECT_EQ(ncclRedOpDestroy(rc.op.op, comm), ncclSuccess) << last(comm);
+  }
+  for (int i = 0; i < 2 && rc.nccl_mem; i++) {
+    DevBuf &b = i == 0 ? rc.send : rc.recv;
+    if (rc.handles[i]) {
+      EXPECT_EQ(ncclCommDeregister(comm, rc.handles[i]), ncclSuccess) << last(comm);
+    }
+    if (b.base) {
+      EXPECT_EQ(ncclMemFree(b.base), ncclSuccess) << last();
+    }
+    b.base = nullptr;
+  }
+}
+
+void run_case(World &w, const Case &c, bool nccl_mem = false) {
+  int n = (int)w.comms.size();
+  std::vector<RankCase> rcs(n);
+  for (int r = 0; r < n; r++) {
+    rcs[r].nccl_mem = nccl_mem;
+    rank_prepare(c, n, r, w.dev(r), w.comms[r], &rcs[r]);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < n; r++) {
+    ASSERT_EQ(cudaSetDevice(w.dev(r)), cudaSuccess);
+    ASSERT_EQ(rank_issue(c, rcs[r], r, n, w.comms[r], w.streams[r]), ncclSuccess) << describe(c) << ": " << last(w.comms[r]);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << describe(c) << ": " << last();
+  sync_world(w);
+  for (int r = 0; r < n; r++) rank_check(c, rcs[r], r, n, w.comms[r]);
 }
 
 const ncclDataType_t kTypes[] = {ncclInt8,    ncclUint8,   ncclInt32,   ncclUint32, ncclInt64,      ncclUint64,
@@ -398,6 +478,174 @@ TEST(NcclLayer, EveryOtherCollective) {
   int n = device_count();
   NEED_DEVICES(2);
   run_grid(n, other_grid(kt::base_seed() + 200, n));
+}
+
+// NCCL's ncclCommInitAll with several ranks per device (the model has 2):
+// ranks 0, 1 on device 0, ranks 2, 3 on device 1.
+TEST(NcclLayer, InitAllSeveralRanksPerDevice) {
+  NEED_DEVICES(2);
+  World w;
+  make_world_all(&w, {0, 0, 1, 1});
+  if (HasFatalFailure()) return;
+  uint64_t seed = kt::base_seed() + 300;
+  for (const Case &c : {Case{Coll::AllReduce, ncclBfloat16, ncclSum, 4099, false, 0, seed},
+                        Case{Coll::AlltoAll, ncclInt32, ncclSum, 513, false, 0, seed + 1},
+                        Case{Coll::ReduceScatter, ncclFloat8e4m3, (ncclRedOp_t)ncclNumOps, 300, true, 0, seed + 2},
+                        Case{Coll::Gather, ncclFloat64, ncclSum, 77, false, 3, seed + 3}}) {
+    run_case(w, c);
+    if (HasFatalFailure()) return;
+  }
+}
+
+// Buffers from ncclMemAlloc, registered with ncclCommRegister, as users of
+// NCCL's registration pass them.
+TEST(NcclLayer, MemAllocRegisteredBuffers) {
+  int n = device_count();
+  NEED_DEVICES(2);
+  World w;
+  make_world(&w, n);
+  if (HasFatalFailure()) return;
+  uint64_t seed = kt::base_seed() + 400;
+  run_case(w, {Coll::AllReduce, ncclFloat32, ncclSum, 100003, false, 0, seed}, true);
+  run_case(w, {Coll::AllGather, ncclUint8, ncclSum, 4097, true, 0, seed + 1}, true);
+}
+
+// ---- ranks as processes: NCCL_COMM_ID, non-blocking init, shrink ----------
+
+// Until comm's non-blocking work is done; its final state.
+ncclResult_t wait_ready(ncclComm_t comm) {
+  ncclResult_t state = ncclInProgress;
+  for (int i = 0; i < 200000 && state == ncclInProgress; i++) {
+    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclInternalError;
+    if (state == ncclInProgress) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  return state;
+}
+
+// One rank's part of a case in its own process (no group).
+void run_rank(const Case &c, ncclComm_t comm, cudaStream_t st, int r, int n, int dev) {
+  RankCase rc;
+  rank_prepare(c, n, r, dev, comm, &rc);
+  if (::testing::Test::HasFatalFailure()) return;
+  ncclResult_t res = rank_issue(c, rc, r, n, comm, st);
+  ASSERT_TRUE(res == ncclSuccess || res == ncclInProgress) << describe(c) << ": " << last(comm);
+  ASSERT_EQ(wait_ready(comm), ncclSuccess) << describe(c) << ": " << last(comm);
+  ASSERT_EQ(cudaStreamSynchronize(st), cudaSuccess);
+  rank_check(c, rc, r, n, comm);
+}
+
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a = {};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = -1;
+  if (fd >= 0 && bind(fd, (sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (sockaddr *)&a, &len) == 0)
+    port = ntohs(a.sin_port);
+  if (fd >= 0) close(fd);
+  return port;
+}
+
+// The child's side (run by NcclProcs only): every process computes the same
+// id from NCCL_COMM_ID; init is non-blocking; with NCCL_TEST_SHRINK the last
+// rank dies after two calls and the others shrink it away.
+TEST(NcclProcsChild, DISABLED_Rank) {
+  const char *rs = getenv("NCCL_TEST_RANK"), *ns = getenv("NCCL_TEST_NRANKS");
+  if (rs == nullptr || ns == nullptr) GTEST_SKIP() << "run by the NcclProcs tests only";
+  int rank = atoi(rs), n = atoi(ns), ndev = device_count(), dev = ndev > 0 ? rank % ndev : 0;
+  ASSERT_GT(ndev, 0);
+  ASSERT_EQ(cudaSetDevice(dev), cudaSuccess);
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << last();
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  ncclComm_t comm = nullptr;
+  ncclResult_t res = ncclCommInitRankConfig(&comm, n, id, rank, &cfg);
+  ASSERT_TRUE(res == ncclInProgress || res == ncclSuccess) << ncclGetErrorString(res) << ": " << last();
+  ASSERT_EQ(wait_ready(comm), ncclSuccess) << last(comm);
+  cudaStream_t st;
+  ASSERT_EQ(cudaStreamCreate(&st), cudaSuccess);
+  uint64_t seed = kt::base_seed() + 500;
+  run_rank({Coll::AllReduce, ncclFloat32, (ncclRedOp_t)ncclNumOps, 70001, false, 0, seed}, comm, st, rank, n, dev);
+  run_rank({Coll::AlltoAll, ncclInt8, ncclSum, 1001, false, 0, seed + 1}, comm, st, rank, n, dev);
+  if (getenv("NCCL_TEST_SHRINK") != nullptr) {
+    if (rank == n - 1) raise(SIGKILL);
+    int gone = n - 1;
+    ncclConfig_t blocking = NCCL_CONFIG_INITIALIZER;
+    blocking.blocking = 1;
+    ncclComm_t small = nullptr;
+    ASSERT_EQ(ncclCommShrink(comm, &gone, 1, &small, &blocking, NCCL_SHRINK_DEFAULT), ncclSuccess) << last(comm);
+    int count = -1;
+    EXPECT_EQ(ncclCommCount(small, &count), ncclSuccess);
+    EXPECT_EQ(count, n - 1);
+    run_rank({Coll::AllReduce, ncclFloat64, ncclMax, 4097, true, 0, seed + 2}, small, st, rank, n - 1, dev);
+    EXPECT_EQ(ncclCommDestroy(small), ncclSuccess) << last();
+    EXPECT_EQ(ncclCommAbort(comm), ncclSuccess) << last();
+  } else {
+    EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess) << last();
+  }
+  cudaStreamDestroy(st);
+}
+
+// n processes of this binary running NcclProcsChild.DISABLED_Rank; each must
+// pass (with shrink: the last one dies by SIGKILL), within 120 s.
+void run_procs(int n, bool shrink) {
+  int port = free_port();
+  ASSERT_GT(port, 0);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; r++) {
+    std::vector<std::string> env = {"NCCL_COMM_ID=127.0.0.1:" + std::to_string(port),
+                                    "KOLO_SECRET=a1b2c3d4e5f60718293a4b5c6d7e8f90", "KOLO_TIMEOUT_MS=20000",
+                                    "NCCL_TEST_RANK=" + std::to_string(r), "NCCL_TEST_NRANKS=" + std::to_string(n)};
+    if (shrink) env.push_back("NCCL_TEST_SHRINK=1");
+    for (char **e = environ; *e; e++)
+      if (strncmp(*e, "NCCL_", 5) != 0) env.push_back(*e);
+    std::vector<char *> envp;
+    for (std::string &e : env) envp.push_back(&e[0]);
+    envp.push_back(nullptr);
+    char exe[] = "/proc/self/exe", f[] = "--gtest_filter=NcclProcsChild.DISABLED_Rank",
+         d[] = "--gtest_also_run_disabled_tests";
+    char *argv[] = {exe, f, d, nullptr};
+    pid_t pid = fork();
+    if (pid == 0) {
+      execve(exe, argv, envp.data());
+      _exit(127);
+    }
+    ASSERT_GT(pid, 0);
+    pids.push_back(pid);
+  }
+  std::vector<int> status(n, 0);
+  std::vector<bool> done(n, false);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  for (int left = n; left > 0 && std::chrono::steady_clock::now() < deadline;) {
+    for (int r = 0; r < n; r++) {
+      int st = 0;
+      if (!done[r] && waitpid(pids[r], &st, WNOHANG) == pids[r]) done[r] = true, status[r] = st, left--;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (int r = 0; r < n; r++) {
+    if (!done[r]) {
+      kill(pids[r], SIGKILL);
+      waitpid(pids[r], &status[r], 0);
+      ADD_FAILURE() << "rank " << r << " did not finish within 120 s";
+    } else if (shrink && r == n - 1) {
+      EXPECT_TRUE(WIFSIGNALED(status[r]) && WTERMSIG(status[r]) == SIGKILL) << "rank " << r << ": " << status[r];
+    } else {
+      EXPECT_TRUE(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0) << "rank " << r << ": status " << status[r];
+    }
+  }
+}
+
+TEST(NcclProcs, NcclCommIdAndNonBlockingInit) {
+  NEED_DEVICES(1);
+  run_procs(3, false);
+}
+
+TEST(NcclProcs, ShrinkAfterARankIsKilled) {
+  NEED_DEVICES(1);
+  run_procs(3, true);
 }
 
 // ---- ncclConfig_t as NCCL reads it: by size, magic and version ---------------------
