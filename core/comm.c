@@ -654,6 +654,7 @@ koloResult_t koloCommSplit(koloComm_t comm, int color, int key, koloComm_t *newc
                       "koloCommDestroy may follow", comm->rank);
   koloResult_t ready = kolo_comm_check_ready(comm, "koloCommSplit", 1);
   if (ready != koloSuccess) return ready;
+  if (kolo_group_depth() > 0) return kolo_group_add_split(comm, color, key, newcomm, config);
   split_entry *all = calloc((size_t)comm->nranks, sizeof *all);
   if (all == NULL) return kolo_error(&comm->err, koloSystemError, "koloCommSplit: out of memory");
   all[comm->rank] = (split_entry){color, key, comm->rank};

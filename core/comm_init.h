@@ -51,6 +51,14 @@ koloResult_t kolo_init_run_all(struct koloComm **comms, int n);
 
 /* Groups (enqueue.c keeps the group depth and the recorded calls). */
 int kolo_group_depth(void);
+/* ---- split_group.c: koloCommSplit inside a group ---------------------- */
+/* Records a split for the end of the group (*newcomm = NULL until then). */
+koloResult_t kolo_group_add_split(struct koloComm *parent, int color, int key, koloComm_t *newcomm,
+                                  const koloConfig_t *config);
+int kolo_group_has_splits(void);
+/* Runs the recorded splits together, one thread each, and waits (nops: the
+ * other calls of the group, which cannot go with splits). */
+koloResult_t kolo_group_end_splits(int nops);
 /* Records c's init for the end of the current group; *comm = c. */
 koloResult_t kolo_group_add_init(struct koloComm *c, koloComm_t *comm);
 /* At the outermost group end: 1 when the group recorded inits. */

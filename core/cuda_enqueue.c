@@ -267,6 +267,9 @@ static koloResult_t launch_comm(struct koloComm *c, const kolo_op *mine, int n, 
  * it, which that kernel waits for. */
 static koloResult_t record_order(struct koloComm *c, koloStream_t stream) {
   kolo_cuda_comm *cc = c->cuda;
+  /* the NULL stream is the current device's: make it the comm's */
+  koloResult_t res = set_device(c);
+  if (res != koloSuccess) return fail_comm(c, res);
   cudaError_t e = cudaEventRecord((cudaEvent_t)cc->order_event, (cudaStream_t)stream);
   if (e != cudaSuccess)
     return fail_comm(c, kolo_error(&c->err, koloUnhandledCudaError, "rank %d: cudaEventRecord failed: %s", c->rank,
@@ -276,7 +279,7 @@ static koloResult_t record_order(struct koloComm *c, koloStream_t stream) {
   return koloSuccess;
 }
 
-koloResult_t kolo_cuda_run_ops(kolo_op *ops, int nops) {
+static koloResult_t run_ops_on_devices(kolo_op *ops, int nops) {
   if (nops <= 0) return koloSuccess;
   for (int i = 0; i < nops; i++) {
     if (first_of(ops, i) >= 0) continue;
@@ -312,6 +315,17 @@ koloResult_t kolo_cuda_run_ops(kolo_op *ops, int nops) {
   }
   free(mine);
   free(records);
+  return res;
+}
+
+/* Each comm's work goes to its device; the caller's current device is
+ * restored after (as NCCL does), so that its own CUDA calls after a group
+ * of several devices' comms still go where it pointed them. */
+koloResult_t kolo_cuda_run_ops(kolo_op *ops, int nops) {
+  int saved = -1;
+  if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
+  koloResult_t res = run_ops_on_devices(ops, nops);
+  if (saved >= 0) cudaSetDevice(saved);
   return res;
 }
 

@@ -30,12 +30,18 @@ koloResult_t koloGroupStart(void) {
 
 int kolo_group_depth(void) { return group.depth; }
 
-/* Ends the outermost group: runs its inits (init_async.c) or its calls
+/* Ends the outermost group: runs its inits (init_async.c), its splits
+ * (split_group.c) or its calls
  * (run), or only estimates the calls (simulate: koloGroupSimulateEnd). */
 static koloResult_t group_finish(int run, koloSimInfo_t *sim) {
   koloResult_t res = group.first_error;
-  if (kolo_group_has_inits()) res = kolo_group_end_inits(group.nops, run);
-  else if (res == koloSuccess && !run) res = kolo_sim_estimate(group.ops, group.nops, sim);
+  int inits = kolo_group_has_inits(), splits = kolo_group_has_splits();
+  if (inits || splits) {
+    if (inits) res = kolo_group_end_inits(group.nops + splits, run);
+    /* splits with inits, with other calls or in a simulation: refused */
+    koloResult_t r = splits ? kolo_group_end_splits(run && !inits ? group.nops : 1) : koloSuccess;
+    if (res == koloSuccess) res = r;
+  } else if (res == koloSuccess && !run) res = kolo_sim_estimate(group.ops, group.nops, sim);
   else if (res == koloSuccess && group.nops > 0) res = kolo_run_ops(group.ops, group.nops);
   free(group.ops);
   group = (group_state){0, 0, 0, NULL, koloSuccess};
