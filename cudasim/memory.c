@@ -185,13 +185,29 @@ cudaError_t cudaMalloc(void **p, size_t bytes) {
   return sim_ret(e);
 }
 
+/* Whether pid runs.  A zombie (exited, not yet reaped by its parent) does
+ * not: the driver released its mappings when it exited, and kill(pid, 0)
+ * still succeeds for it. */
+static int process_runs(int pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return 0;
+  char path[64], buf[256];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return 1; /* no /proc: as kill says */
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *paren = strrchr(buf, ')'); /* "pid (comm) S ...": comm may hold spaces */
+  return !(paren && paren[1] == ' ' && paren[2] == 'Z');
+}
+
 /* Processes still alive that have the object open (a killed importer's
  * mapping went with it). */
 static unsigned live_importers(const shm_header *h) {
   unsigned n = 0;
   for (int i = 0; i < MAX_IMPORTERS; i++) {
     int32_t pid = __atomic_load_n(&h->importers[i], __ATOMIC_ACQUIRE);
-    n += pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH);
+    n += pid > 0 && process_runs(pid);
   }
   return n;
 }
@@ -441,7 +457,7 @@ void sim_memory_sweep(void) {
     int pid = 0;
     unsigned long long seq = 0;
     if (sscanf(e->d_name, SHM_PREFIX "%d-%llu", &pid, &seq) != 2 || pid <= 0) continue;
-    if (kill(pid, 0) == 0 || errno != ESRCH) continue;
+    if (process_runs(pid)) continue;
     char name[300];
     snprintf(name, sizeof name, "/%s", e->d_name);
     shm_unlink(name);

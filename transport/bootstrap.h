@@ -34,7 +34,7 @@
 #define KOLO_UID_MAGIC 0x6b6f6c6f75696430ull /* "kolouid0" */
 /* An id computed from the environment (core/rendezvous.h): its root is not
  * running yet; rank 0 starts it at init. */
-#define KOLO_UID_MAGIC_ROOT_AT_INIT 0x6b6f6c6f75696431ull /* "kolouid1" */
+#define KOLO_UID_MAGIC_ROOT_AT_INIT 0x6b6f6c6f656e7630ull /* "koloenv0" */
 
 /* What a koloUniqueId holds (fits in KOLO_UNIQUE_ID_BYTES). */
 typedef struct {
