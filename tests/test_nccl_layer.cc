@@ -402,8 +402,9 @@ std::vector<Case> allreduce_grid(uint64_t seed) {
   return cases;
 }
 
-// The other collectives: each type once per collective (ops rotating), an
-// empty call and an in-place one where NCCL has in place.
+// The other collectives: reduce-scatter and reduce with every type and op,
+// the rest with every type; roots rotating, some calls empty, every other
+// one in place where NCCL has in place.
 std::vector<Case> other_grid(uint64_t seed, int n) {
   std::vector<Case> cases;
   int v = 0;
@@ -411,11 +412,12 @@ std::vector<Case> other_grid(uint64_t seed, int n) {
     Coll coll = (Coll)ci;
     bool has_in_place = coll == Coll::ReduceScatter || coll == Coll::AllGather || coll == Coll::Broadcast ||
                         coll == Coll::Reduce;
-    for (ncclDataType_t t : kTypes) {
-      size_t count = v % 5 == 0 ? 0 : 257 + v % 3;
-      cases.push_back({coll, t, kOps[v % 6], count, has_in_place && v % 3 == 1, v % n, seed + 1000 + v});
-      v++;
-    }
+    int nops = reduces(coll) ? 6 : 1;
+    for (ncclDataType_t t : kTypes)
+      for (int o = 0; o < nops; o++, v++) {
+        size_t count = v % 7 == 0 ? 0 : 257 + v % 3;
+        cases.push_back({coll, t, kOps[o], count, has_in_place && v % 2 == 1, v % n, seed + 1000 + v});
+      }
   }
   return cases;
 }

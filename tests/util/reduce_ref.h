@@ -340,7 +340,7 @@ inline void reference_premul(void *out, const void *a, const void *b, size_t n, 
 inline void reference(void *out, const void *a, const void *b, size_t n, koloDataType_t t,
                       koloRedOp_t op, int div) {
   if (b == nullptr && div <= 1) {
-    std::memcpy(out, a, n * type_size(t));
+    if (n > 0) std::memcpy(out, a, n * type_size(t)); /* a, out may be NULL when n is 0 */
     return;
   }
   for (size_t i = 0; i < n; i++) {
