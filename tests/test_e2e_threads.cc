@@ -351,25 +351,7 @@ TEST_P(SeveralInOneGroup, EveryCollective) {
     cases.push_back(make_case(Coll::Reduce, koloFloat16, koloAvg, n, counts[(round + 1) % 3], false, v++));
     cases.push_back(make_case(Coll::SendRecv, koloUint32, koloSum, n, counts[(round + 2) % 3], false, v++));
     cases.push_back(make_case(Coll::AllReduce, koloInt32, koloProd, n, counts[(round + 2) % 3], true, v++));
-    std::vector<Expected> exp(cases.size());
-    for (size_t i = 0; i < cases.size(); i++) expected_for(cases[i], &exp[i]);
-    std::vector<std::string> errs((size_t)n);
-    w.pool.run([&](int r) {
-      std::vector<RankBufs> bufs(cases.size());
-      for (size_t i = 0; i < cases.size(); i++) prepare(cases[i], r, &bufs[i]);
-      koloResult_t res = koloGroupStart();
-      for (size_t i = 0; i < cases.size() && res == koloSuccess; i++) res = issue(cases[i], r, &bufs[i], w.comms[r]);
-      koloResult_t end = koloGroupEnd();
-      if (res == koloSuccess) res = end;
-      if (res != koloSuccess) {
-        errs[r] = result_text("group", res, w.comms[r]);
-        return;
-      }
-      for (size_t i = 0; i < cases.size(); i++) {
-        std::string e = check(cases[i], r, bufs[i], exp[i]);
-        if (!e.empty()) errs[r] += "\n    " + cases[i].str() + ": " + e;
-      }
-    });
+    std::vector<std::string> errs = run_cases_in_one_group(w, cases);
     for (int r = 0; r < n; r++) EXPECT_EQ(errs[r], "") << "round " << round << ", rank " << r;
   }
 }

@@ -169,4 +169,27 @@ std::string report_text(const GridReport &rep) {
   return s;
 }
 
+std::vector<std::string> run_cases_in_one_group(ThreadWorld &w, const std::vector<CollCase> &cases) {
+  std::vector<Expected> exp(cases.size());
+  for (size_t i = 0; i < cases.size(); i++) expected_for(cases[i], &exp[i]);
+  std::vector<std::string> errs((size_t)w.nranks());
+  w.pool.run([&](int r) {
+    std::vector<RankBufs> bufs(cases.size());
+    for (size_t i = 0; i < cases.size(); i++) prepare(cases[i], r, &bufs[i]);
+    koloResult_t res = koloGroupStart();
+    for (size_t i = 0; i < cases.size() && res == koloSuccess; i++) res = issue(cases[i], r, &bufs[i], w.comms[r]);
+    koloResult_t end = koloGroupEnd();
+    if (res == koloSuccess) res = end;
+    if (res != koloSuccess) {
+      errs[r] = result_text("group", res, w.comms[r]);
+      return;
+    }
+    for (size_t i = 0; i < cases.size(); i++) {
+      std::string e = check(cases[i], r, bufs[i], exp[i]);
+      if (!e.empty()) errs[r] += "\n    " + cases[i].str() + ": " + e;
+    }
+  });
+  return errs;
+}
+
 }  // namespace kt

@@ -54,6 +54,11 @@ GridReport run_grid(ThreadWorld &w, const std::vector<CollCase> &cases, size_t m
 // "" or what went wrong (NCCL's one-thread-drives-all-ranks pattern).
 std::string run_one_thread_group(ThreadWorld &w, const std::vector<CollCase> &cases);
 
+// Every case in one group per rank: each rank's thread prepares all the
+// cases, issues them between its own koloGroupStart / koloGroupEnd, then
+// checks them; per rank, "" or what went wrong.
+std::vector<std::string> run_cases_in_one_group(ThreadWorld &w, const std::vector<CollCase> &cases);
+
 // "k of n cases failed:" and the failures, one per line.
 std::string report_text(const GridReport &rep);
 #define EXPECT_GRID_OK(rep) EXPECT_EQ((rep).failed_cases, 0) << kt::report_text(rep)
