@@ -3,8 +3,10 @@
  * kolo's types (whose values are NCCL's). */
 #include "nccl/nccl_layer.h"
 
-/* NCCL_SIM_INFO_INITIALIZER's magic (NCCL names it in the initializer only). */
-#define SIM_INFO_MAGIC 0x74685283u
+/* The magic comes from the header's NCCL_SIM_INFO_INITIALIZER (NCCL names
+ * it nowhere else), so that each build checks against its own header's. */
+static const ncclSimInfo_t sim_info_initializer = NCCL_SIM_INFO_INITIALIZER;
+#define SIM_INFO_MAGIC (sim_info_initializer.magic)
 
 #define COLL_API(name) NCCL_LAYER_EXPORT ncclResult_t p##name
 #define T(d) ((koloDataType_t)(d))

@@ -22,8 +22,10 @@ _Static_assert(offsetof(ncclConfig_t, netName) == 32, "NCCL's config layout");
 _Static_assert(offsetof(ncclConfig_t, nvlinkCentricSched) == 76, "NCCL's config layout");
 _Static_assert(sizeof(ncclConfig_t) == 80, "NCCL's config size");
 
-/* NCCL_CONFIG_INITIALIZER's magic (NCCL names it in the initializer only). */
-#define CONFIG_MAGIC 0xcafebeefu
+/* The magic comes from the header's NCCL_CONFIG_INITIALIZER (NCCL names it
+ * nowhere else), so that each build checks against its own header's. */
+static const ncclConfig_t config_initializer = NCCL_CONFIG_INITIALIZER;
+#define CONFIG_MAGIC (config_initializer.magic)
 
 /* Whether the caller's struct (of cfg->size bytes) holds `field`. */
 #define HAS(cfg, field) ((cfg)->size >= offsetof(ncclConfig_t, field) + sizeof((cfg)->field))
