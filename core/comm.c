@@ -37,8 +37,11 @@ size_t koloTypeSize(koloDataType_t t) {
   return ((int)t >= 0 && t < koloNumTypes) ? sizes[t] : 0;
 }
 
+/* A snapshot, so that the caller reads a whole sentence even while another
+ * of the communicator's threads reports a failure. */
 const char *koloGetLastError(koloComm_t comm) {
-  return comm ? comm->err.msg : kolo_thread_errbuf()->msg;
+  static _Thread_local char last[KOLO_ERR_LEN];
+  return kolo_error_read(comm ? &comm->err : kolo_thread_errbuf(), last, sizeof last);
 }
 
 void koloResetDebugInit(void) { kolo_log_reset(); }
@@ -339,7 +342,7 @@ koloResult_t kolo_comm_check_ready(struct koloComm *c, const char *fn, int revok
                       "koloInProgress until it is done)", fn, c->rank);
   if (!atomic_load(&c->ready))
     return kolo_error(NULL, (koloResult_t)c->failed, "%s: rank %d: the communicator's init failed: %s", fn,
-                      c->rank, c->err.msg);
+                      c->rank, kolo_error_read(&c->err, (char[KOLO_ERR_LEN]){0}, KOLO_ERR_LEN));
   if (!revoked_ok && atomic_load(&c->revoked))
     return kolo_error(&c->err, koloInvalidUsage,
                       "%s: rank %d: the communicator was revoked (koloCommRevoke): only koloCommDestroy, "
@@ -419,6 +422,7 @@ koloResult_t kolo_comm_create(const char *fn, int nranks, int rank, const kolo_u
     return kolo_error(teb, koloInvalidArgument, "%s: rank %d is outside 0..%d", fn, rank, nranks - 1);
   struct koloComm *c = calloc(1, sizeof *c);
   if (c == NULL) return kolo_error(teb, koloSystemError, "%s: out of memory", fn);
+  kolo_errbuf_make_sticky(&c->err);
   c->rank = rank;
   c->nranks = nranks;
   c->job = uids[0].job; /* every rank's: the first id's */

@@ -38,10 +38,9 @@ static koloResult_t check_comm(const kolo_op *ops, int nops, int i) {
   struct koloComm *c = ops[i].comm;
   koloResult_t res = kolo_cuda_comm_status(c);
   if (res != koloSuccess) {
-    kolo_errbuf why;
-    kolo_error_copy(&why, &c->err);
-    return kolo_error(&c->err, res, "%s: the communicator failed earlier: %s",
-                      kolo_coll_name(ops[i].coll), why.msg);
+    char why[KOLO_ERR_LEN]; /* said in the thread's buffer: the comm's keeps its first failure */
+    return kolo_error(NULL, res, "%s: the communicator failed earlier: %s", kolo_coll_name(ops[i].coll),
+                      kolo_error_read(&c->err, why, sizeof why));
   }
   koloStream_t s = ops[i].stream;
   for (int j = i + 1; j < nops; j++)

@@ -11,7 +11,7 @@
 static koloResult_t decode_ids(const koloUniqueId *ids, int n, kolo_uid *out) {
   const char *fn = "koloCommInitRankScalable";
   for (int k = 0; k < n; k++) {
-    kolo_errbuf eb;
+    kolo_errbuf eb = {0};
     if (kolo_uid_decode(&ids[k], &out[k], &eb) != koloSuccess)
       return kolo_error(NULL, koloInvalidArgument, "%s: commIds[%d]: %s", fn, k, eb.msg);
     for (int j = 0; j < k; j++)

@@ -105,7 +105,7 @@ static koloResult_t follow(struct koloComm *c, int leader, shrink_msg *m) {
   koloResult_t res = kolo_bootstrap_recv(c->bs, leader, TAG_SHRINK, &got, sizeof got);
   if (res != koloSuccess)
     return kolo_error(&c->err, res, "koloCommShrink: rank %d: no new id from rank %d (the lowest survivor): %s",
-                      c->rank, leader, c->err.msg);
+                      c->rank, leader, kolo_error_read(&c->err, (char[KOLO_ERR_LEN]){0}, KOLO_ERR_LEN));
   if (got.digest != m->digest || got.nsurvivors != m->nsurvivors)
     return kolo_error(&c->err, koloInvalidUsage,
                       "koloCommShrink: rank %d: rank %d excludes another set of ranks (%d survivors, this rank has %d): "

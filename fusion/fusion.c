@@ -103,7 +103,8 @@ koloResult_t koloFusionCreate(koloFusion_t *fusion, koloComm_t comm, const koloF
   koloResult_t ready = kolo_comm_check_ready(comm, "koloFusionCreate", 0);
   if (ready != koloSuccess) return ready;
   if (comm->failed != koloSuccess)
-    return kolo_error(NULL, comm->failed, "koloFusionCreate: the communicator failed earlier: %s", comm->err.msg);
+    return kolo_error(NULL, comm->failed, "koloFusionCreate: the communicator failed earlier: %s",
+                      kolo_error_read(&comm->err, (char[KOLO_ERR_LEN]){0}, KOLO_ERR_LEN));
   koloFusion_t f = calloc(1, sizeof *f);
   if (f == NULL) return kolo_error(NULL, koloSystemError, "koloFusionCreate: out of memory");
   f->comm = comm;
@@ -308,7 +309,7 @@ static koloResult_t check_usable(koloFusion_t f, const char *fn) {
   if (!f->committed) return kolo_error(&f->err, koloInvalidUsage, "%s: call koloFusionCommit first", fn);
   koloResult_t res = take_failure(f);
   if (res == koloSuccess) return res;
-  kolo_errbuf why;
+  kolo_errbuf why = {0};
   kolo_error_copy(&why, &f->err);
   return kolo_error(&f->err, res, "%s: the fusion failed in an earlier step: %s", fn, why.msg);
 }

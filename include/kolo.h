@@ -137,9 +137,18 @@ typedef struct {
 /* ---- library ---------------------------------------------------------- */
 koloResult_t koloGetVersion(int *version);
 const char *koloGetErrorString(koloResult_t result);
-/* The last error seen on `comm` in one sentence (naming the argument, rank or
- * peer); with comm == NULL, the last error of this thread that had no
- * communicator (e.g. a failed init).  "" when there was none. */
+/* The sentence of the error that the last failing call on `comm` returned,
+ * naming the argument, rank or peer; "" when there was none.  The rule, with
+ * several threads at work (the caller, kolo's progress thread, its network
+ * proxy): once the communicator has failed (a peer died or left, a timeout,
+ * an abort, a system error) every call returns that failure and the
+ * sentence stays the *first* failure's, whichever thread saw it first; a
+ * later call refused for a bad argument or bad usage shows its own
+ * sentence, and the next failing call shows the first failure again.
+ * With comm == NULL: the last error of this thread that had no communicator
+ * (a failed init), or a call's words on a failed communicator ("...: the
+ * communicator failed earlier: <first failure>").  The text is a copy,
+ * valid until this thread calls koloGetLastError again. */
 const char *koloGetLastError(koloComm_t comm);
 
 /* ---- communicators ---------------------------------------------------- */

@@ -395,7 +395,7 @@ static int connect_link(net_link *l, int server) {
     perror("kolo-perf net: getsockname");
     return -1;
   }
-  kolo_errbuf eb = {{0}};
+  kolo_errbuf eb = {0};
   int ndev = 0;
   void *lcomm = NULL;
   kolo_net_handle mine, theirs;
@@ -430,7 +430,7 @@ static int connect_link(net_link *l, int server) {
 }
 
 static const kolo_net_provider *pick_provider(net_plan *p) {
-  kolo_errbuf eb = {{0}};
+  kolo_errbuf eb = {0};
   const kolo_net_provider *n = p->provider[0] ? kolo_net_find(p->provider) : kolo_net_default(&eb);
   if (n == NULL && p->provider[0])
     fprintf(stderr, "kolo-perf net: no provider named '%s' in this build (socket%s)\n", p->provider,
@@ -451,7 +451,7 @@ static int run_client(const net_args *a, int oob, const char *peer) {
   net_plan p = a->plan;
   net_link l = {pick_provider(&p), NULL, NULL, oob, p.timeout_ms, peer, p.busy};
   if (l.net == NULL) return 2;
-  kolo_errbuf eb = {{0}};
+  kolo_errbuf eb = {0};
   if (kolo_sock_send_all(oob, &p, sizeof p, kolo_deadline(p.timeout_ms), peer, &eb) != koloSuccess) {
     fprintf(stderr, "kolo-perf net: sending the plan: %s\n", eb.msg);
     return 2;
@@ -478,7 +478,7 @@ static int run_client(const net_args *a, int oob, const char *peer) {
 /* The server's side: the plan first, then the client's provider. */
 static int run_server(const net_args *a, int oob, const char *peer) {
   net_plan p;
-  kolo_errbuf eb = {{0}};
+  kolo_errbuf eb = {0};
   if (kolo_sock_recv_all(oob, &p, sizeof p, kolo_deadline(a->plan.timeout_ms), peer, &eb) != koloSuccess) {
     fprintf(stderr, "kolo-perf net: receiving the plan from %s: %s\n", peer, eb.msg);
     return 2;
@@ -511,7 +511,7 @@ static int accept_client(int lfd, char *peer, size_t len) {
       return -1;
     }
     struct sockaddr_storage from;
-    kolo_errbuf eb = {{0}};
+    kolo_errbuf eb = {0};
     int fd = -1;
     if (kolo_sock_accept(lfd, &from, &eb, &fd) != koloSuccess) {
       fprintf(stderr, "kolo-perf net: %s\n", eb.msg);
@@ -549,7 +549,7 @@ static int resolve(const char *host, int port, struct sockaddr_storage *out) {
 static int client_to(const net_args *a, const struct sockaddr_storage *addr) {
   char peer[96];
   kolo_addr_str(addr, peer, sizeof peer);
-  kolo_errbuf eb = {{0}};
+  kolo_errbuf eb = {0};
   int fd = -1;
   if (kolo_sock_connect(addr, kolo_deadline(a->plan.timeout_ms), a->plan.timeout_ms, peer, &eb, &fd) !=
       koloSuccess) {
@@ -567,7 +567,7 @@ static int listen_on(int port, const char *host, struct sockaddr_storage *addr) 
   in->sin_family = AF_INET;
   in->sin_port = htons((uint16_t)port);
   in->sin_addr.s_addr = host ? htonl(INADDR_LOOPBACK) : htonl(INADDR_ANY);
-  kolo_errbuf eb = {{0}};
+  kolo_errbuf eb = {0};
   int fd = -1;
   if (kolo_sock_listen(addr, &eb, &fd) != koloSuccess) {
     fprintf(stderr, "kolo-perf net: %s\n", eb.msg);

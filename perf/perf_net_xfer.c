@@ -199,7 +199,7 @@ static int wait_req(const net_link *l, void *comm, uint32_t id, int is_send, con
   pacer p;
   pacer_start(&p, l);
   for (;;) {
-    kolo_errbuf eb = {{0}};
+    kolo_errbuf eb = {0};
     int done = 0;
     if (l->net->test(comm, id, &done, &eb) != koloSuccess) return provider_failed(l, what, &eb);
     if (done) {
@@ -215,7 +215,7 @@ static int post(const net_link *l, void *comm, int is_send, char *buf, size_t by
   pacer p;
   pacer_start(&p, l);
   for (;;) {
-    kolo_errbuf eb = {{0}};
+    kolo_errbuf eb = {0};
     int queued = 0;
     koloResult_t res = is_send ? l->net->isend(comm, buf, bytes, id, &queued, &eb)
                                : l->net->irecv(comm, buf, bytes, id, &queued, &eb);
@@ -237,7 +237,7 @@ typedef struct {
 
 int net_msg_send(const net_link *l, uint32_t tag, uint64_t value) {
   wire_msg m = {tag, 0, value};
-  kolo_errbuf eb = {{0}};
+  kolo_errbuf eb = {0};
   if (kolo_sock_send_all(l->oob, &m, sizeof m, kolo_deadline(l->timeout_ms), l->who, &eb) == koloSuccess)
     return 0;
   fprintf(stderr, "kolo-perf net: the setup connection: %s\n", eb.msg);
@@ -246,7 +246,7 @@ int net_msg_send(const net_link *l, uint32_t tag, uint64_t value) {
 
 int net_msg_recv(const net_link *l, uint32_t tag, uint64_t *value) {
   wire_msg m;
-  kolo_errbuf eb = {{0}};
+  kolo_errbuf eb = {0};
   if (kolo_sock_recv_all(l->oob, &m, sizeof m, kolo_deadline(l->timeout_ms), l->who, &eb) != koloSuccess) {
     fprintf(stderr, "kolo-perf net: the setup connection: %s\n", eb.msg);
     return -1;
@@ -274,7 +274,7 @@ int net_bw_client(const net_link *l, const net_round *r, net_bufs *send, net_rou
     while (posted < r->iters && posted - done < (uint64_t)r->window) {
       char *buf = send->pool[posted % (uint64_t)r->window];
       stamp(buf, r->bytes, seed_of(posted, r->window), posted);
-      kolo_errbuf eb = {{0}};
+      kolo_errbuf eb = {0};
       int queued = 0;
       if (l->net->isend(l->fwd, buf, r->bytes, &ids[posted % KOLO_NET_MAX_REQS], &queued, &eb) != koloSuccess)
         return provider_failed(l, "isend", &eb);
@@ -282,7 +282,7 @@ int net_bw_client(const net_link *l, const net_round *r, net_bufs *send, net_rou
       posted++;
       moved = 1;
     }
-    kolo_errbuf eb = {{0}};
+    kolo_errbuf eb = {0};
     int fin = 0;
     if (l->net->test(l->fwd, ids[done % KOLO_NET_MAX_REQS], &fin, &eb) != koloSuccess)
       return provider_failed(l, "test", &eb);
@@ -313,7 +313,7 @@ int net_bw_server(const net_link *l, const net_round *r, net_bufs *recv) {
     }
     if (!ready && net_msg_send(l, NET_MSG_READY, 0) != 0) return -1;
     ready = 1;
-    kolo_errbuf eb = {{0}};
+    kolo_errbuf eb = {0};
     int fin = 0;
     if (l->net->test(l->fwd, ids[done % KOLO_NET_MAX_REQS], &fin, &eb) != koloSuccess)
       return provider_failed(l, "test", &eb);
@@ -349,7 +349,7 @@ int net_bw_bidir(const net_link *l, const net_round *r, int server, net_bufs *se
   pacer_start(&p, l);
   while (sd < r->iters || rd < r->iters) {
     int moved = 0, fin = 0;
-    kolo_errbuf eb = {{0}};
+    kolo_errbuf eb = {0};
     for (; sp < r->iters && sp - sd < w; sp++, moved = 1) {
       char *buf = send->pool[sp % w];
       int queued = 0;

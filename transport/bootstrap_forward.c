@@ -103,7 +103,7 @@ koloResult_t kolo_root_forward(const kolo_uid *first, int nranks, int nids, int 
 int kolo_root_read_block(int fd, const kolo_rank_hello *h, kolo_peer_info *table, char *why, size_t why_len) {
   int lo, hi;
   kolo_root_block(h->root_index, h->nranks, h->nids, &lo, &hi);
-  kolo_errbuf eb;
+  kolo_errbuf eb = {0};
   int64_t dl = kolo_deadline(KOLO_HELLO_TIMEOUT_MS);
   kolo_wire_header bh;
   size_t want = (size_t)(hi - lo) * sizeof *table;

@@ -230,7 +230,7 @@ static void root_send_refusal(const root_state *st, int fd, koloResult_t res, co
   m.hdr = (kolo_wire_header){KOLO_WIRE_MAGIC, KOLO_TAG_REFUSED, sizeof m.body.result + n};
   m.body.result = res;
   memcpy(m.body.text, text, n);
-  kolo_errbuf eb;
+  kolo_errbuf eb = {0};
   if (kolo_sock_send_all(fd, &m, sizeof m.hdr + m.hdr.len, kolo_deadline(KOLO_HELLO_TIMEOUT_MS),
                          "a rank", &eb) != koloSuccess)
     KOLO_INFO("%s: could not tell a rank why the job failed: %s", st->name, eb.msg);
@@ -258,7 +258,7 @@ static void root_send_table(root_state *st) {
   kolo_wire_header hdr = {KOLO_WIRE_MAGIC, KOLO_TAG_TABLE, (uint64_t)st->nranks * sizeof *st->table};
   for (int r = 0; r < st->nslots; r++) {
     if (st->fd[r] < 0) continue;
-    kolo_errbuf eb;
+    kolo_errbuf eb = {0};
     int64_t dl = kolo_deadline(KOLO_HELLO_TIMEOUT_MS);
     if (kolo_sock_send_all(st->fd[r], &hdr, sizeof hdr, dl, "a rank", &eb) != koloSuccess ||
         kolo_sock_send_all(st->fd[r], st->table, hdr.len, dl, "a rank", &eb) != koloSuccess)
@@ -269,7 +269,7 @@ static void root_send_table(root_state *st) {
 
 /* Root k > 0 of several, its block complete: root 0's answer, passed on. */
 static void root_forward(root_state *st) {
-  kolo_errbuf eb;
+  kolo_errbuf eb = {0};
   koloResult_t res = kolo_root_forward(&st->first, st->nranks, st->nids, st->index, st->table, st->timeout_ms, &eb);
   if (res == koloSuccess) root_send_table(st);
   else root_fail(st, res, eb.msg);
@@ -441,7 +441,7 @@ static void root_compact(root_state *st) {
 
 static void root_accept(root_state *st) {
   while (st->npend < ROOT_MAX_PENDING) {
-    kolo_errbuf eb;
+    kolo_errbuf eb = {0};
     struct sockaddr_storage from;
     int fd;
     if (kolo_sock_accept(st->lfd, &from, &eb, &fd) != koloSuccess) {

@@ -84,18 +84,14 @@ static size_t piece_hi(size_t len, uint32_t n, uint32_t i) { return i == n - 1 ?
 /* ---- errors ------------------------------------------------------------------ */
 
 static koloResult_t failed_earlier(ib_comm *c, kolo_errbuf *eb) {
-  if (eb == NULL) eb = kolo_thread_errbuf();
-  snprintf(eb->msg, sizeof eb->msg, "the ib network connection to %s failed earlier", c->who);
-  return koloRemoteError;
+  return kolo_error_quiet(eb, koloRemoteError, "the ib network connection to %s failed earlier", c->who);
 }
 
 /* The peer left: reported without logging (the proxy decides whether that
  * is a failure: a sender that finished and left is none). */
 static koloResult_t peer_closed(ib_comm *c, kolo_errbuf *eb) {
   c->failed = 1;
-  if (eb == NULL) eb = kolo_thread_errbuf();
-  snprintf(eb->msg, sizeof eb->msg, "%s closed its network connection", c->who);
-  return koloRemoteError;
+  return kolo_error_quiet(eb, koloRemoteError, "%s closed its network connection", c->who);
 }
 
 static const char *wr_kind(uint64_t wr_id) {
@@ -604,10 +600,8 @@ static koloResult_t ib_devices(int *ndev, kolo_errbuf *eb) {
   char why[KOLO_ERR_LEN];
   kolo_ib_port ports[1];
   koloResult_t res = kolo_ib_ports(ports, 1, ndev, why, sizeof why, eb);
-  if (res == koloSuccess && *ndev == 0) { /* said, not logged: TCP takes over */
-    if (eb == NULL) eb = kolo_thread_errbuf();
-    snprintf(eb->msg, sizeof eb->msg, "%s", why);
-  }
+  if (res == koloSuccess && *ndev == 0) /* said, not logged: TCP takes over (a note, no failure) */
+    kolo_error_quiet(eb, koloSuccess, "%s", why);
   return res;
 }
 

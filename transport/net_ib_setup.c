@@ -340,7 +340,7 @@ koloResult_t kolo_ib_connect(const kolo_net_handle *handle, int dev, int64_t dea
 /* Reads and checks the hello of an accepted TCP connection; 0, or -1 with
  * the reason in *why when it is no sender of this pipe. */
 static int read_hello(const ib_listener *l, int fd, int64_t deadline, ib_hello *h, const char **why) {
-  kolo_errbuf tmp;
+  kolo_errbuf tmp = {0};
   int64_t soon = kolo_deadline(HELLO_WAIT_MS);
   if (deadline != 0 && deadline < soon) soon = deadline;
   if (kolo_sock_recv_all(fd, h, sizeof *h, soon, "a connecting peer", &tmp) != koloSuccess)

@@ -39,7 +39,7 @@ static char probe_why[KOLO_ERR_LEN];
 static void probe(void) {
   probed = &kolo_net_socket;
 #ifdef KOLO_HAVE_IBVERBS
-  kolo_errbuf eb = {{0}};
+  kolo_errbuf eb = {0};
   int ndev = 0;
   /* devices() reports "no device" into eb without logging it as an error:
    * falling back to TCP is the normal case on machines without RDMA. */

@@ -200,7 +200,7 @@ static koloResult_t sock_connect(const kolo_net_handle *handle, int dev, int64_t
  * or -1 (with the reason in *why) when it is no connection of this pipe. */
 static int read_hello(sock_listen *l, int fd, int64_t deadline, const char **why) {
   hello h;
-  kolo_errbuf tmp;
+  kolo_errbuf tmp = {0};
   int64_t soon = kolo_deadline(HELLO_WAIT_MS);
   if (deadline != 0 && deadline < soon) soon = deadline;
   if (kolo_sock_recv_all(fd, &h, sizeof h, soon, "a connecting peer", &tmp) != koloSuccess) {
@@ -280,17 +280,13 @@ static koloResult_t fail(sock_comm *c, kolo_errbuf *eb, int err, int eof) {
   c->failed = 1;
   if (!eof && err != EPIPE && err != ECONNRESET)
     return kolo_syserror(eb, err, "the network connection to %s failed", c->who);
-  if (eb == NULL) eb = kolo_thread_errbuf();
-  if (eof) snprintf(eb->msg, sizeof eb->msg, "%s closed its network connection", c->who);
-  else snprintf(eb->msg, sizeof eb->msg, "%s closed its network connection (%s)", c->who, strerror(err));
-  return koloRemoteError;
+  if (eof) return kolo_error_quiet(eb, koloRemoteError, "%s closed its network connection", c->who);
+  return kolo_error_quiet(eb, koloRemoteError, "%s closed its network connection (%s)", c->who, strerror(err));
 }
 
 /* Asked again after a failure (the sentence was given then): no log. */
 static koloResult_t failed_earlier(sock_comm *c, kolo_errbuf *eb) {
-  if (eb == NULL) eb = kolo_thread_errbuf();
-  snprintf(eb->msg, sizeof eb->msg, "the network connection to %s failed earlier", c->who);
-  return koloRemoteError;
+  return kolo_error_quiet(eb, koloRemoteError, "the network connection to %s failed earlier", c->who);
 }
 
 /* The control channel failed: the data streams go on (a sender that

@@ -71,7 +71,9 @@ static void set_stop(kolo_net_pipe *p, uint32_t word) {
  * peer (everything that arrived before was delivered already). */
 static void pipe_failed(kolo_net_pipe *p) {
   p->failed = 1;
-  KOLO_INFO("rank %d: network pipe %s %s: %s", p->self, p->is_send ? "to" : "from", p->who, p->err.msg);
+  char why[KOLO_ERR_LEN];
+  KOLO_INFO("rank %d: network pipe %s %s: %s", p->self, p->is_send ? "to" : "from", p->who,
+            kolo_error_read(&p->err, why, sizeof why));
   set_stop(p, ((uint32_t)KOLO_STOP_DEAD_PEER << 24) | (uint32_t)(p->peer + 1));
 }
 

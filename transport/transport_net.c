@@ -83,8 +83,7 @@ static void mem_free(kolo_net_pipe *p) {
 static void try_gdr(kolo_connector *c, kolo_net_pipe *p) {
   net_end *e = (net_end *)p;
   if (!p->polled || kolo_param_int("KOLO_NET_GDR") == 0) return;
-  kolo_errbuf eb;
-  memset(&eb, 0, sizeof eb);
+  kolo_errbuf eb = {0};
   size_t bytes = p->slot_bytes * p->nslots;
   void *raw = NULL, *slots = NULL;
   int fd = -1, flush = 1;
@@ -187,7 +186,7 @@ static koloResult_t net_recv_create(const kolo_conn_setup *s, kolo_connector *c,
   res = p->net->devices(&ndev, s->eb);
   if (res == koloSuccess && ndev < 1) { /* devices() said why in eb */
     char why[KOLO_ERR_LEN];
-    snprintf(why, sizeof why, "%s", s->eb ? s->eb->msg : kolo_thread_errbuf()->msg);
+    kolo_error_read(s->eb ? s->eb : kolo_thread_errbuf(), why, sizeof why);
     res = kolo_error(s->eb, koloSystemError, "the %s network provider has no usable device: %.400s",
                      p->net->name, why);
   }

@@ -176,7 +176,7 @@ int kt_polled_pipe_run(const kt_polled_cfg *cfg, char *err, size_t errlen) {
   st.send = pipe_make(cfg, net, 1);
   st.recv = pipe_make(cfg, net, 0);
   int rc = 1;
-  kolo_errbuf eb;
+  kolo_errbuf eb = {0};
   memset(&eb, 0, sizeof eb);
   connect_arg ca;
   memset(&ca, 0, sizeof ca);
