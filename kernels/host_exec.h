@@ -14,7 +14,9 @@
  * peers fail fast, and the error sentence names the peer.
  *
  * No allocation, system call or lock on the hot path (futex sleeps only
- * after spinning).
+ * after spinning).  Checking that the ranks' calls match costs a compare
+ * of one word per slice and, once per call and pipe, a 24-byte store
+ * (sender) or compare (receiver): no extra synchronisation.
  */
 #ifndef KOLO_KERNELS_HOST_EXEC_H
 #define KOLO_KERNELS_HOST_EXEC_H
