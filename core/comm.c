@@ -150,31 +150,38 @@ static int owner_peer_dead(kolo_exec_owner *o, int peer) {
   return kolo_bootstrap_peer_dead(c->bs, peer);
 }
 
-static void comm_stop_all(struct koloComm *c, int reason, int rank) {
+/* Stops one pipe; a mismatch's report goes first, for the other end. */
+static void stop_pipe(kolo_connector *x, int reason, int rank, const kolo_call_mismatch *m) {
+  if (x->ctrl == NULL) return;
+  if (m != NULL) kolo_conn_report_mismatch(x, m);
+  kolo_conn_stop(x, reason, rank);
+}
+
+static void comm_stop_all(struct koloComm *c, int reason, int rank, const kolo_call_mismatch *m) {
   if (c->cuda) {
     kolo_cuda_comm_stop_all(c, reason); /* device pipes: always "stopped by this rank" */
     return;
   }
   for (int ch = 0; ch < c->nchannels; ch++) {
-    if (c->ring_send[ch].ctrl) kolo_conn_stop(&c->ring_send[ch], reason, rank);
-    if (c->ring_recv[ch].ctrl) kolo_conn_stop(&c->ring_recv[ch], reason, rank);
+    stop_pipe(&c->ring_send[ch], reason, rank, m);
+    stop_pipe(&c->ring_recv[ch], reason, rank, m);
     for (int k = 0; k < 2; k++) {
-      if (c->hier_send[k][ch].ctrl) kolo_conn_stop(&c->hier_send[k][ch], reason, rank);
-      if (c->hier_recv[k][ch].ctrl) kolo_conn_stop(&c->hier_recv[k][ch], reason, rank);
+      stop_pipe(&c->hier_send[k][ch], reason, rank, m);
+      stop_pipe(&c->hier_recv[k][ch], reason, rank, m);
     }
   }
   size_t np = (size_t)c->nranks * (size_t)c->nchannels;
   for (size_t i = 0; c->p2p_send && i < np; i++) {
-    if (c->p2p_send_ready[i]) kolo_conn_stop(&c->p2p_send[i], reason, rank);
-    if (c->p2p_recv_ready[i]) kolo_conn_stop(&c->p2p_recv[i], reason, rank);
+    if (c->p2p_send_ready[i]) stop_pipe(&c->p2p_send[i], reason, rank, m);
+    if (c->p2p_recv_ready[i]) stop_pipe(&c->p2p_recv[i], reason, rank, m);
   }
 }
 
-void kolo_comm_stop(struct koloComm *c, int reason) { comm_stop_all(c, reason, c->rank); }
+void kolo_comm_stop(struct koloComm *c, int reason) { comm_stop_all(c, reason, c->rank, NULL); }
 
 static void owner_stop_all(kolo_exec_owner *o, int reason, int rank) {
   struct koloComm *c = (struct koloComm *)((char *)o - offsetof(struct koloComm, owner));
-  comm_stop_all(c, reason, rank);
+  comm_stop_all(c, reason, rank, reason == KOLO_STOP_MISMATCH && o->has_mismatch ? &o->mismatch : NULL);
 }
 
 /* ---- init --------------------------------------------------------------- */
@@ -434,9 +441,15 @@ koloResult_t kolo_comm_create(const char *fn, int nranks, int rank, const kolo_u
     kolo_comm_free(c);
     return res;
   }
-  c->owner = (kolo_exec_owner){rank,           c->timeout_ms,   (int)kolo_param_int("KOLO_SPIN"),
-                               (int)kolo_param_int("KOLO_YIELDS"), &c->aborted, &c->err,
-                               owner_peer_dead, owner_stop_all, koloSuccess};
+  c->owner = (kolo_exec_owner){.rank = rank,
+                               .timeout_ms = c->timeout_ms,
+                               .spin = (int)kolo_param_int("KOLO_SPIN"),
+                               .yields = (int)kolo_param_int("KOLO_YIELDS"),
+                               .abort_flag = &c->aborted,
+                               .eb = &c->err,
+                               .peer_dead = owner_peer_dead,
+                               .stop_all = owner_stop_all,
+                               .failed = koloSuccess};
   *out = c;
   return koloSuccess;
 }
@@ -614,7 +627,7 @@ koloResult_t koloCommAbort(koloComm_t comm) {
   kolo_init_join(comm); /* an init cannot be cut short: its waits are bounded */
   atomic_store(&comm->aborted, 1);
   kolo_cuda_comm_abort(comm); /* this comm's kernels stop at their next poll */
-  comm_stop_all(comm, KOLO_STOP_ABORT, comm->rank);
+  comm_stop_all(comm, KOLO_STOP_ABORT, comm->rank, NULL);
   if (comm->nbq) kolo_nb_stop(comm);
   kolo_comm_free(comm);
   return koloSuccess;

@@ -57,6 +57,10 @@ struct koloComm {
   kolo_program *programs[KOLO_COLL_NUM];
   unsigned char *program_ready[KOLO_COLL_NUM];
   kolo_exec_owner owner;
+  /* Calls run (host executor), for their signatures (kernels/call_sig.h):
+   * collectives, which every rank runs in the same order (the signature's
+   * seq), and every call (a local number per call, never compared). */
+  uint32_t ncollectives, ncalls;
   _Atomic int aborted;
   _Atomic int failed;   /* koloResult_t, sticky: once a call failed the comm is unusable */
   _Atomic int finalized; /* koloCommFinalize was called: calls are refused */

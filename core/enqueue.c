@@ -329,7 +329,31 @@ static void add_peer_task(const kolo_op *op, const kolo_program *prog, int nch, 
   t->nmore_deps = ndeps;
 }
 
-static koloResult_t add_tasks(const kolo_op *op, kolo_exec_task *tasks, int *ntasks, peer_store *st) {
+/* What op's ranks must agree on (kernels/call_sig.h): a send and its recv
+ * on count and type; a collective on its kind, count, type, reduction, root
+ * and place in the communicator's order of collectives. */
+static kolo_call_sig call_sig(const kolo_op *op, uint32_t seq) {
+  int c = op->coll;
+  int reduces = c == KOLO_COLL_ALL_REDUCE || c == KOLO_COLL_REDUCE || c == KOLO_COLL_REDUCE_SCATTER;
+  int rooted = c == KOLO_COLL_BROADCAST || c == KOLO_COLL_REDUCE || c == KOLO_COLL_GATHER || c == KOLO_COLL_SCATTER;
+  int op_word = !reduces ? KOLO_SIG_OP_NONE : op->premul != KOLO_PREMUL_NONE ? KOLO_SIG_OP_PREMUL : (int)op->op;
+  return (kolo_call_sig){op->count, is_p2p(c) ? 0 : seq, rooted ? op->arg : 0, (uint8_t)c, (uint8_t)op->type,
+                         (uint8_t)op_word, 1};
+}
+
+/* Gives tasks [first, n) of op its signature and a fresh call number. */
+static void sign_tasks(const kolo_op *op, kolo_exec_task *tasks, int first, int n) {
+  struct koloComm *c = op->comm;
+  if (!is_p2p(op->coll)) c->ncollectives++;
+  if (++c->ncalls == 0) c->ncalls = 1; /* 0: no call yet (kolo_connector.sig_call) */
+  kolo_call_sig sig = call_sig(op, c->ncollectives);
+  for (int i = first; i < n; i++) {
+    tasks[i].sig = sig;
+    tasks[i].call = c->ncalls;
+  }
+}
+
+static koloResult_t add_op_tasks(const kolo_op *op, kolo_exec_task *tasks, int *ntasks, peer_store *st) {
   struct koloComm *c = op->comm;
   if (op->coll == KOLO_COLL_ALL_REDUCE && all_reduce_algo(c, op) == KOLO_ALGO_HIER) {
     add_hier_tasks(op, tasks, ntasks);
@@ -346,6 +370,14 @@ static koloResult_t add_tasks(const kolo_op *op, kolo_exec_task *tasks, int *nta
                pipe_for(c, op->coll, prog->recv_peer, ch, 0), -1, tasks, ntasks);
   }
   return koloSuccess;
+}
+
+/* The tasks of op, signed. */
+static koloResult_t add_tasks(const kolo_op *op, kolo_exec_task *tasks, int *ntasks, peer_store *st) {
+  int first = *ntasks;
+  koloResult_t res = add_op_tasks(op, tasks, ntasks, st);
+  if (res == koloSuccess) sign_tasks(op, tasks, first, *ntasks);
+  return res;
 }
 
 /* Sizes *st for the multi-peer ops among ops (nothing when there are none). */

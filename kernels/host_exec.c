@@ -5,10 +5,11 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "kernels/host_checks.h"
 #include "kernels/host_reduce.h"
 #include "transport/transport.h"
 
-enum { TASK_PROGRESS, TASK_BLOCKED, TASK_DONE };
+enum { TASK_PROGRESS, TASK_BLOCKED, TASK_DONE, TASK_MISMATCH };
 
 /* Slices one task may move before the executor looks at the others. */
 #define KOLO_SLICES_PER_TURN 8
@@ -111,6 +112,22 @@ static step_args args_of(int op, char *rslot, char *sslot, char *src, char *dst,
   }
 }
 
+/* The first slice of a call on a send pipe carries the call's signature. */
+static inline void stamp_call(const kolo_exec_task *t, kolo_connector *sc) {
+  if (sc->sig_call == t->call) return;
+  sc->sig_call = t->call;
+  sc->ctrl->sig[sc->step % KOLO_CONN_MAX_SLOTS] = t->sig;
+}
+
+/* 0 when the first slice of this call on receive pipe rc (ready) comes
+ * from a call that differs from t's; later slices are not looked at. */
+static inline int call_matches(const kolo_exec_task *t, kolo_connector *rc) {
+  if (rc->sig_call == t->call) return 1;
+  rc->sig_call = t->call;
+  const kolo_call_sig *theirs = &rc->ctrl->sig[rc->step % KOLO_CONN_MAX_SLOTS];
+  return !theirs->set || kolo_call_sig_match(theirs, &t->sig);
+}
+
 /* Moves one slice of the current step over its connectors sc and rc (NULL
  * where it does not send / receive): both are known ready. */
 static void do_slice(kolo_exec_task *t, const kolo_step *s, kolo_connector *sc, kolo_connector *rc) {
@@ -129,6 +146,7 @@ static void do_slice(kolo_exec_task *t, const kolo_step *s, kolo_connector *sc, 
     kolo_host_reduce_premul(x.o0, x.o1, x.a, x.b, n, t->type, &t->scalar);
   else if (x.o0 != NULL)
     kolo_host_reduce(x.o0, x.o1, x.a, x.b, n, t->type, t->op, x.div);
+  if (sslot) stamp_call(t, sc);
   if (sslot) kolo_conn_sent_bytes(sc, n * esz); /* a net pipe sends only these */
   if (rslot) kolo_conn_received(rc);
 }
@@ -163,6 +181,10 @@ static int task_advance(kolo_exec_task *t, kolo_connector **blocker) {
       *blocker = sc;
       return moved ? TASK_PROGRESS : TASK_BLOCKED;
     }
+    if (rc && !call_matches(t, rc)) {
+      *blocker = rc;
+      return TASK_MISMATCH;
+    }
     do_slice(t, s, sc, rc);
     moved = 1;
     budget--;
@@ -180,6 +202,7 @@ static const char *stop_reason_text(int reason) {
   case KOLO_STOP_ABORT: return "koloCommAbort was called there";
   case KOLO_STOP_DEAD_PEER: return "it died";
   case KOLO_STOP_TIMEOUT: return "it timed out waiting";
+  case KOLO_STOP_MISMATCH: return "calls do not match";
   default: return "unknown reason";
   }
 }
@@ -208,13 +231,15 @@ static void check_stalled(kolo_exec_task *t, kolo_connector *c, int64_t stall_ns
     fail_owner(o, koloRemoteError, KOLO_STOP_ABORT, o->rank);
   } else if (word != 0) {
     int reason = (int)(word >> 24), who = (int)(word & 0xffffff) - 1;
-    if (reason == KOLO_STOP_DEAD_PEER)
+    koloResult_t res = reason == KOLO_STOP_MISMATCH ? koloInvalidUsage : koloRemoteError;
+    if (reason == KOLO_STOP_MISMATCH) kolo_exec_mismatch_seen(t, c, who);
+    else if (reason == KOLO_STOP_DEAD_PEER)
       kolo_error(o->eb, koloRemoteError, "rank %d: rank %d died (seen by a peer) during %s", o->rank,
                  who, "a collective");
     else
       kolo_error(o->eb, koloRemoteError, "rank %d: rank %d stopped (%s) while rank %d waited to %s rank %d",
                  o->rank, who, stop_reason_text(reason), o->rank, what, c->peer);
-    fail_owner(o, koloRemoteError, reason, who);
+    fail_owner(o, res, reason, who);
   } else if (check_liveness && stall_ns >= KOLO_DEAD_PEER_GRACE_NS && o->peer_dead && o->peer_dead(o, c->peer)) {
     dead = c->peer;
     kolo_error(o->eb, koloRemoteError,
@@ -254,6 +279,11 @@ static int run_pass(kolo_exec_task *tasks, int n, int *remaining, kolo_exec_task
     if (!deps_done(tasks, t)) continue;
     kolo_connector *c = NULL;
     int r = task_advance(t, &c);
+    if (r == TASK_MISMATCH) {
+      kolo_exec_mismatch_found(t, c);
+      fail_owner(t->owner, koloInvalidUsage, KOLO_STOP_MISMATCH, t->owner->rank);
+      c = NULL;
+    }
     if (r == TASK_DONE) (*remaining)--;
     t->blocker = r == TASK_BLOCKED ? c : NULL;
     if (r != TASK_BLOCKED) moved++;
@@ -271,7 +301,8 @@ koloResult_t kolo_host_exec_run(kolo_exec_task *tasks, int ntasks) {
   if (ntasks == 0) return koloSuccess;
   const int64_t spin_limit = tasks[0].owner->spin;
   const int64_t yield_limit = spin_limit + tasks[0].owner->yields;
-  int64_t idle = 0, stall_start = 0, last_liveness = 0;
+  int64_t idle = 0, stall_start = 0, last_liveness = 0, warn_ns = -1;
+  for (int i = 0; i < ntasks; i++) tasks[i].owner->stall_warned = tasks[i].owner->has_mismatch = 0;
   while (remaining > 0) {
     kolo_exec_task *bt = NULL;
     kolo_connector *bc = NULL;
@@ -297,6 +328,8 @@ koloResult_t kolo_host_exec_run(kolo_exec_task *tasks, int ntasks) {
     if (stall_start == 0) stall_start = now;
     int liveness = now - last_liveness > KOLO_LIVENESS_PERIOD_NS;
     if (liveness) last_liveness = now;
+    if (warn_ns < 0) warn_ns = kolo_exec_stall_warn_ns(); /* once per batch, off the hot path */
+    if (warn_ns > 0 && now - stall_start >= warn_ns) kolo_exec_stall_warn(tasks, ntasks, now - stall_start);
     for (int i = 0; i < ntasks; i++) {
       kolo_exec_task *t = &tasks[i];
       if (t->done || t->blocker == NULL || t->owner->failed != koloSuccess) continue;

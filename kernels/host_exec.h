@@ -14,7 +14,9 @@
  * peers fail fast, and the error sentence names the peer.
  *
  * No allocation, system call or lock on the hot path (futex sleeps only
- * after spinning).
+ * after spinning).  Checking that the ranks' calls match costs a compare
+ * of one word per slice and, once per call and pipe, a 24-byte store
+ * (sender) or compare (receiver): no extra synchronisation.
  */
 #ifndef KOLO_KERNELS_HOST_EXEC_H
 #define KOLO_KERNELS_HOST_EXEC_H
@@ -22,6 +24,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#include "kernels/call_sig.h"
 #include "kolo.h"
 #include "ring/program.h"
 #include "transport/connector.h"
@@ -40,6 +43,11 @@ typedef struct kolo_exec_owner {
   /* Stops every connector of the owner (called once, on failure). */
   void (*stop_all)(struct kolo_exec_owner *owner, int reason, int rank);
   koloResult_t failed; /* first failure of this owner in the batch */
+  int stall_warned;    /* the stall warning was logged in this batch */
+  /* The two calls of a mismatch this owner failed on (has_mismatch): what
+   * stop_all leaves in every pipe for the peers, before the stop word. */
+  int has_mismatch;
+  kolo_call_mismatch mismatch;
 } kolo_exec_owner;
 
 typedef struct kolo_exec_task {
@@ -58,6 +66,12 @@ typedef struct kolo_exec_task {
   uint64_t scalar;
   int channel;
   int coll;                 /* for messages only */
+  /* The call (set by the caller): its signature, which the executor writes
+   * with the first slice it sends on each pipe and compares with the
+   * other end's on the first slice it receives (kernels/call_sig.h), and a
+   * number of the call (+ 1) unique among this rank's recent calls. */
+  kolo_call_sig sig;
+  uint32_t call;
   kolo_connector *send, *recv; /* single-peer programs: where steps send / receive */
   /* Multi-peer programs (prog->npeers > 0): ends[2 * i] is the send end to
    * prog->peers[i] on this task's channel, ends[2 * i + 1] the receive end

@@ -52,3 +52,18 @@ void kolo_conn_stop(kolo_connector *c, int reason, int rank) {
   kolo_futex_wake(&c->ctrl->head);
   kolo_conn_ring(c->ctrl);
 }
+
+void kolo_conn_report_mismatch(kolo_connector *c, const kolo_call_mismatch *m) {
+  if (c == NULL || c->ctrl == NULL) return;
+  uint32_t expected = 0;
+  if (!atomic_compare_exchange_strong(&c->ctrl->mismatch_state, &expected, 1)) return;
+  c->ctrl->mismatch = *m;
+  atomic_store_explicit(&c->ctrl->mismatch_state, 2, memory_order_release);
+}
+
+int kolo_conn_read_mismatch(const kolo_connector *c, kolo_call_mismatch *m) {
+  if (c == NULL || c->ctrl == NULL) return 0;
+  if (atomic_load_explicit(&c->ctrl->mismatch_state, memory_order_acquire) != 2) return 0;
+  *m = c->ctrl->mismatch;
+  return 1;
+}

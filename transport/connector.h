@@ -32,11 +32,31 @@ enum kolo_stop_reason {
   KOLO_STOP_ERROR = 1,     /* a call failed on that rank */
   KOLO_STOP_ABORT = 2,     /* koloCommAbort on that rank */
   KOLO_STOP_DEAD_PEER = 3, /* that rank saw a peer die (rank = the dead one) */
-  KOLO_STOP_TIMEOUT = 4
+  KOLO_STOP_TIMEOUT = 4,
+  KOLO_STOP_MISMATCH = 5 /* that rank found that two ranks' calls differ */
 };
 
 /* Most slots a connector may have (KOLO_NSLOTS). */
 #define KOLO_CONN_MAX_SLOTS 64
+
+/* What a call is, as every rank of it must agree (issue 15): the sender
+ * writes its own with the first slice of each call it sends on a pipe, the
+ * receiver compares it with its own before it consumes that slice.  Fields
+ * a call's ranks may differ in are 0 (see kernels/call_sig.h). */
+typedef struct kolo_call_sig {
+  uint64_t count;
+  uint32_t seq;   /* the communicator's count of collective calls (0: send/recv) */
+  int32_t root;
+  uint8_t coll, type, op;
+  uint8_t set;    /* 1 once a sender wrote it */
+} kolo_call_sig;
+
+/* Two calls that do not match, as the rank that found them tells its peers
+ * (written once per pipe, before the stop word). */
+typedef struct kolo_call_mismatch {
+  int32_t rank[2];
+  kolo_call_sig sig[2];
+} kolo_call_mismatch;
 
 typedef struct kolo_conn_ctrl {
   _Alignas(KOLO_CACHELINE) _Atomic uint32_t tail;
@@ -53,6 +73,15 @@ typedef struct kolo_conn_ctrl {
    * written before tail moves past s: a net pipe sends only those (the
    * last slice of a chunk, small messages).  0: the whole slot. */
   _Alignas(KOLO_CACHELINE) uint32_t filled[KOLO_CONN_MAX_SLOTS];
+  /* The call of the slice of step s, at [s % KOLO_CONN_MAX_SLOTS], when it
+   * is the first slice of its call on this pipe; written before tail moves
+   * past s, like `filled`.  Only where both ends share this block (local,
+   * shm): a net pipe's receiving end never sees one (set stays 0). */
+  kolo_call_sig sig[KOLO_CONN_MAX_SLOTS];
+  /* A mismatch report for the stop word KOLO_STOP_MISMATCH: mismatch_state
+   * 0 none, 1 being written, 2 readable. */
+  _Atomic uint32_t mismatch_state;
+  kolo_call_mismatch mismatch;
 } kolo_conn_ctrl;
 
 /* Bytes before the first slot: the control block, padded to 4 KiB so that
@@ -67,6 +96,9 @@ typedef struct kolo_connector {
   char *slots;
   uint32_t nslots;
   uint32_t step; /* this end's count of slots filled (send) or drained (recv) */
+  /* The executor's local number (+ 1) of the last call that sent (stamped
+   * its signature) or received (checked it) on this end; this end only. */
+  uint32_t sig_call;
   size_t slot_bytes;
   int peer;      /* rank at the other end */
   int is_send;
@@ -150,6 +182,11 @@ void kolo_conn_sleep(kolo_connector *c, int timeout_us);
 
 /* Marks the pipe as stopped by `rank` for `reason` (first writer wins). */
 void kolo_conn_stop(kolo_connector *c, int reason, int rank);
+/* Leaves a mismatch report in the pipe for the other end (first writer
+ * wins); call before kolo_conn_stop(c, KOLO_STOP_MISMATCH, ...). */
+void kolo_conn_report_mismatch(kolo_connector *c, const kolo_call_mismatch *m);
+/* 1 and *m when the pipe holds a mismatch report. */
+int kolo_conn_read_mismatch(const kolo_connector *c, kolo_call_mismatch *m);
 /* 0 when running, else the stored word; see kolo_stop_reason. */
 static inline uint32_t kolo_conn_stopped(const kolo_connector *c) {
   return atomic_load_explicit(&c->ctrl->abort, memory_order_acquire);
