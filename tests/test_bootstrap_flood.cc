@@ -99,9 +99,8 @@ kolo_uid start_root(int timeout_ms, const sockaddr_storage *bind) {
   return uid;
 }
 
-TEST(BootstrapListen, RootBindsOnlyTheChosenAddress) {
-  sockaddr_storage chosen = loopback("127.0.0.1", 0);
-  kolo_uid uid = start_root(20000, &chosen);
+// The root of uid listens on 127.0.0.1 only; then a job of 2 ranks ends it.
+void expect_bound_to_loopback_only(const kolo_uid &uid) {
   int port = port_of(uid.root);
   bool seen = false;
   for (const sockaddr_in &a : listeners())
@@ -118,6 +117,17 @@ TEST(BootstrapListen, RootBindsOnlyTheChosenAddress) {
   std::vector<std::string> errors;
   auto res = join(uid, 2, 20000, &errors);
   for (int r = 0; r < 2; r++) EXPECT_EQ(res[r], koloSuccess) << errors[r];
+}
+
+TEST(BootstrapListen, RootBindsOnlyTheGivenAddress) {
+  sockaddr_storage chosen = loopback("127.0.0.1", 0);
+  expect_bound_to_loopback_only(start_root(20000, &chosen));
+}
+
+// koloGetUniqueId's root: the KOLO_SOCKET_IFNAME interface's address.
+TEST(BootstrapListen, RootBindsOnlyTheChosenInterface) {
+  kt::ScopedEnv ifname("KOLO_SOCKET_IFNAME", "=lo"), family("KOLO_SOCKET_FAMILY", "AF_INET");
+  expect_bound_to_loopback_only(start_root(20000, nullptr));
 }
 
 // ---- strangers ----------------------------------------------------------------------
