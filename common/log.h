@@ -2,7 +2,9 @@
  *
  * KOLO_DEBUG=WARN|INFO|TRACE selects the level (default: none, but errors
  * recorded with kolo_error() are still printed at WARN when KOLO_DEBUG is
- * set).  The macros test the level before formatting anything.  Thread safe.
+ * set).  KOLO_NOTICE lines show at the default level too; only an explicit
+ * KOLO_DEBUG=NONE hides them.  The macros test the level before formatting
+ * anything.  Thread safe.
  */
 #ifndef KOLO_COMMON_LOG_H
 #define KOLO_COMMON_LOG_H
