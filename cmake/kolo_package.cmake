@@ -118,6 +118,9 @@ function(kolo_install_package)
     # for a fully static link, which a link of kolo's archive is not.
     set(KOLO_PC_LIBS "-libverbs ${KOLO_PC_LIBS}")
   endif()
+  if(KOLO_HAVE_PMIX)
+    set(KOLO_PC_LIBS "${KOLO_PMIX_PC_LINK_LIBRARIES} ${KOLO_PC_LIBS}")
+  endif()
   if(KOLO_HAVE_CUDA)
     # cudart_static's own needs (-ldl -lrt -lpthread), and the C++ runtime
     # of the nvcc-compiled host code (guards of function-local statics).

@@ -56,6 +56,8 @@ static const kolo_param params[] = {
     {"KOLO_RANK", NULL, "this process's rank for koloCommInitFromEnv"},
     {"KOLO_WORLD_SIZE", NULL, "number of ranks for koloCommInitFromEnv"},
     {"KOLO_SECRET", NULL, "per-job secret (32 hex digits) for koloCommInitFromEnv"},
+    {"KOLO_SECRET_FILE", NULL, "file holding the per-job secret (32 hex digits), readable by its owner only"},
+    {"KOLO_TORCH_PORT_OFFSET", "1", "under torchrun without KOLO_ROOT: kolo's root listens on MASTER_PORT + this"},
 };
 
 static const kolo_param *find_param(const char *name) {
@@ -102,14 +104,24 @@ static int parse_int(const char *s, int64_t *out) {
   return 0;
 }
 
+/* One line per parameter and process, shown without KOLO_DEBUG: a setting
+ * the user made and kolo does not follow must not pass unseen.  kolo goes on
+ * with the default (a typo in a tuning knob should not stop a job), and says so. */
+static _Atomic unsigned char malformed_reported[sizeof params / sizeof params[0]];
+
+static void report_malformed(const kolo_param *p, const char *v) {
+  if (atomic_exchange(&malformed_reported[p - params], 1)) return;
+  KOLO_NOTICE("%s=%s is not an integer (decimal, 0x hex, or with a K/M/G suffix: %s); using the default %s",
+              p->name, v, p->help, p->deflt ? p->deflt : "0");
+}
+
 int64_t kolo_param_int(const char *name) {
   const kolo_param *p = find_param(name);
   const char *v = lookup(name);
   int64_t out = 0;
   if (v && *v) {
     if (parse_int(v, &out) == 0) return out;
-    KOLO_WARN("%s=%s is not an integer; using the default %s", name, v,
-              p->deflt ? p->deflt : "0");
+    report_malformed(p, v);
   }
   if (p->deflt == NULL || parse_int(p->deflt, &out) != 0) return 0;
   return out;

@@ -12,7 +12,8 @@
 #include <stdio.h>
 
 /* The integer value of `name` (decimal, 0x hex, or with a K/M/G suffix).
- * An unparsable value logs a warning and yields the default.  Aborts on a
+ * An unparsable value yields the default, and says so on stderr (even
+ * without KOLO_DEBUG) once per parameter and process.  Aborts on a
  * name that is not in the table (a programming error). */
 int64_t kolo_param_int(const char *name);
 /* The string value, or the default (may be NULL when unset and no default).

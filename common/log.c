@@ -19,6 +19,7 @@
 
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
 static _Atomic int log_level_value = KOLO_LOG_NONE;
+static _Atomic int log_silenced; /* KOLO_DEBUG=NONE, said explicitly */
 static FILE *log_out;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -62,7 +63,9 @@ static FILE *open_log_file(const char *pattern) {
 }
 
 static void log_read_settings(void) {
-  log_level_value = parse_level(kolo_param_str("KOLO_DEBUG"));
+  const char *level = kolo_param_str("KOLO_DEBUG");
+  log_level_value = parse_level(level);
+  log_silenced = level != NULL && (strcasecmp(level, "NONE") == 0 || strcasecmp(level, "VERSION") == 0);
   const char *file = kolo_param_str("KOLO_DEBUG_FILE");
   log_out = (file && *file) ? open_log_file(file) : stderr;
 }
@@ -103,6 +106,8 @@ int kolo_log_level(void) {
   }
   return log_level_value;
 }
+
+int kolo_log_notices(void) { return kolo_log_level() >= KOLO_LOG_WARN || !log_silenced; }
 
 void kolo_log_write(int level, const char *file, int line, const char *fmt, ...) {
   static const char *names[] = {"NONE", "WARN", "INFO", "TRACE"};

@@ -3,15 +3,17 @@
  * Rank and size come from the first launcher whose variables are set:
  * kolo's own (KOLO_RANK / KOLO_WORLD_SIZE), Open MPI (OMPI_COMM_WORLD_RANK /
  * OMPI_COMM_WORLD_SIZE), Slurm (SLURM_PROCID / SLURM_NTASKS), torchrun
- * (RANK / WORLD_SIZE).  The rendezvous is KOLO_ROOT=host:port, else torchrun's
- * MASTER_ADDR / MASTER_PORT; rank 0 starts the root there at init
- * (core/rendezvous.h). */
+ * (RANK / WORLD_SIZE).  The rendezvous is KOLO_ROOT=host:port; else, under a
+ * PMIx launcher (mpirun, srun), an id exchanged through its store
+ * (core/rendezvous_pmix.h); else torchrun's MASTER_ADDR at MASTER_PORT + 1
+ * (its own store holds MASTER_PORT).  Rank 0 starts the root at init. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/comm.h"
 #include "core/rendezvous.h"
+#include "core/rendezvous_pmix.h"
 #include "common/config.h"
 #include "common/log.h"
 
@@ -45,21 +47,37 @@ static koloResult_t find_rank(int *rank, int *size, const char **who) {
                     "OMPI_COMM_WORLD_*, SLURM_PROCID/SLURM_NTASKS or RANK/WORLD_SIZE)");
 }
 
-/* KOLO_ROOT, else torchrun's MASTER_ADDR:MASTER_PORT. */
-static koloResult_t rendezvous(char *where, size_t len, const char **what) {
-  const char *root = kolo_param_str("KOLO_ROOT");
-  if (root != NULL) {
-    snprintf(where, len, "%s", root);
-    *what = "KOLO_ROOT";
-    return koloSuccess;
-  }
+/* torchrun's own store listens on MASTER_PORT: kolo's root takes
+ * MASTER_PORT + KOLO_TORCH_PORT_OFFSET (default 1), a rule every rank
+ * computes alone. */
+static koloResult_t torchrun_root(char *where, size_t len) {
   const char *addr = getenv("MASTER_ADDR"), *port = getenv("MASTER_PORT");
   if (addr == NULL || port == NULL)
     return kolo_error(NULL, koloInvalidUsage,
-                      "koloCommInitFromEnv: set KOLO_ROOT=host:port (or MASTER_ADDR and MASTER_PORT)");
-  snprintf(where, len, strchr(addr, ':') ? "[%s]:%s" : "%s:%s", addr, port);
-  *what = "MASTER_ADDR:MASTER_PORT";
+                      "koloCommInitFromEnv: set KOLO_ROOT=host:port (or MASTER_ADDR and MASTER_PORT, or start "
+                      "the ranks with a PMIx launcher)");
+  int master = 0;
+  int64_t offset = kolo_param_int("KOLO_TORCH_PORT_OFFSET");
+  if (parse_nonneg(port, &master) != 0 || master < 1 || master > 65535)
+    return kolo_error(NULL, koloInvalidArgument, "koloCommInitFromEnv: MASTER_PORT=%s is not a port in 1..65535", port);
+  if (offset < 1 || master + offset > 65535)
+    return kolo_error(NULL, koloInvalidArgument,
+                      "koloCommInitFromEnv: MASTER_PORT %d + KOLO_TORCH_PORT_OFFSET %lld is not a port in %d..65535",
+                      master, (long long)offset, master + 1);
+  snprintf(where, len, strchr(addr, ':') ? "[%s]:%d" : "%s:%d", addr, master + (int)offset);
   return koloSuccess;
+}
+
+/* KOLO_ROOT, else PMIx's store, else torchrun's MASTER_ADDR. */
+static koloResult_t find_uid(int size, kolo_uid *uid) {
+  const char *root = kolo_param_str("KOLO_ROOT");
+  if (root != NULL) return kolo_rendezvous_uid("KOLO_ROOT", root, size, uid);
+  if (kolo_pmix_present()) return kolo_pmix_uid((int)kolo_param_int("KOLO_TIMEOUT_MS"), uid);
+  char where[300];
+  koloResult_t res = torchrun_root(where, sizeof where);
+  if (res == koloSuccess) res = kolo_rendezvous_uid("MASTER_ADDR:MASTER_PORT+KOLO_TORCH_PORT_OFFSET", where, size, uid);
+  if (res == koloSuccess) KOLO_INFO("rendezvous at %s (torchrun's MASTER_PORT + KOLO_TORCH_PORT_OFFSET)", where);
+  return res;
 }
 
 koloResult_t koloCommInitFromEnv(koloComm_t *comm, koloConfig_t *config) {
@@ -71,10 +89,7 @@ koloResult_t koloCommInitFromEnv(koloComm_t *comm, koloConfig_t *config) {
   koloResult_t res = find_rank(&rank, &size, &who);
   if (res == koloSuccess && rank >= size)
     res = kolo_error(NULL, koloInvalidArgument, "koloCommInitFromEnv: rank %d is not below size %d (%s)", rank, size, who);
-  char where[300];
-  const char *what = NULL;
-  if (res == koloSuccess) res = rendezvous(where, sizeof where, &what);
-  if (res == koloSuccess) res = kolo_rendezvous_uid(what, where, size, &uid);
+  if (res == koloSuccess) res = find_uid(size, &uid);
   if (res != koloSuccess) return res;
   KOLO_INFO("rank %d of %d from %s variables", rank, size, who);
   koloUniqueId id;

@@ -8,9 +8,9 @@
 #include "transport/bootstrap.h"
 
 /* The id of a rendezvous at host:port `where` (IPv6 as [addr]:port), named
- * `what` in errors (e.g. "KOLO_COMM_ID").  Its secret is KOLO_SECRET, else
- * derived from the job's environment (a warning says that anyone who can
- * read it can compute the secret); `nranks` (0: unknown) enters that
+ * `what` in errors (e.g. "KOLO_COMM_ID"); a port outside 1..65535 is
+ * refused.  Its secret comes from kolo_job_secret (job_secret.h); `nranks`
+ * (0: unknown) enters a derived one's
  * derivation.  The id's magic is KOLO_UID_MAGIC_ROOT_AT_INIT. */
 koloResult_t kolo_rendezvous_uid(const char *what, const char *where, int nranks, kolo_uid *uid);
 

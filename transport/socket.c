@@ -1,6 +1,8 @@
 /* socket.c - TCP helpers with deadlines (see socket.h). */
 #include "transport/socket.h"
 
+#include "common/log.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -168,12 +170,28 @@ static int retryable(int err) {
          err == EHOSTUNREACH || err == ENETUNREACH || err == EADDRNOTAVAIL || err == EINTR;
 }
 
+/* A peer that is not there yet is normal for a moment; for longer it may be
+ * a wrong address, and the job would wait silently for the whole timeout:
+ * say so after CONNECT_FIRST_NOTICE_MS, then every CONNECT_NOTICE_EVERY_MS. */
+#define CONNECT_FIRST_NOTICE_MS 5000
+#define CONNECT_NOTICE_EVERY_MS 30000
+
+static void notice_still_connecting(const char *who, int64_t start, int64_t *next, int timeout_ms, int err) {
+  int64_t now = kolo_now_ms();
+  if (now < *next) return;
+  *next = now + CONNECT_NOTICE_EVERY_MS;
+  KOLO_NOTICE("still connecting to %s after %lld s (%s); retrying until the timeout of %d ms (KOLO_TIMEOUT_MS)",
+              who, (long long)((now - start) / 1000), strerror(err), timeout_ms);
+}
+
 koloResult_t kolo_sock_connect(const struct sockaddr_storage *addr, int64_t deadline,
                                int timeout_ms, const char *who, kolo_errbuf *eb, int *fd) {
+  int64_t start = kolo_now_ms(), next_notice = start + CONNECT_FIRST_NOTICE_MS;
   for (int delay_ms = 1;; delay_ms = delay_ms < 100 ? delay_ms * 2 : 100) {
     int err = try_connect(addr, deadline, fd);
     if (err == 0) return koloSuccess;
     if (!retryable(err)) return kolo_syserror(eb, err, "cannot connect to %s", who);
+    notice_still_connecting(who, start, &next_notice, timeout_ms, err);
     int64_t left = deadline == 0 ? delay_ms : deadline - kolo_now_ms();
     if (left <= 0)
       return kolo_error(eb, koloTimeout, "%s did not answer within %d ms (last attempt: %s)", who,
