@@ -226,6 +226,9 @@ static void check_stalled(kolo_exec_task *t, kolo_connector *c, int64_t stall_ns
     fail_owner(o, koloRemoteError, KOLO_STOP_ABORT, o->rank);
   } else if (word != 0) {
     int reason = (int)(word >> 24), who = (int)(word & 0xffffff) - 1;
+    /* A dead peer seen by this rank's own proxy: its goodbye may say more. */
+    if (reason == KOLO_STOP_DEAD_PEER && who == c->peer && o->peer_dead && (fate = o->peer_dead(o, who)) != 0)
+      reason = fate_stop(fate);
     if (stop_fate(reason) != KOLO_PEER_ALIVE)
       kolo_error(o->eb, koloRemoteError, "rank %d: rank %d %s (seen by a peer) during a collective", o->rank, who,
                  kolo_peer_fate_text(stop_fate(reason)));
