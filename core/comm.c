@@ -315,6 +315,8 @@ static void free_comm(struct koloComm *c) {
     kolo_cuda_comm_quiesce(c, "koloCommDestroy");
     kolo_cuda_comm_close_ipc(c);
   }
+  /* Before the pipes close: peers that see them close know why already. */
+  if (c->bs) kolo_bootstrap_goodbye(c->bs, KOLO_BYE_LEFT);
   close_pipes(c);
   kolo_cuda_comm_free(c);
   for (int k = 0; k < KOLO_COLL_NUM; k++) {

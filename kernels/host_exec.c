@@ -7,6 +7,7 @@
 
 #include "kernels/host_checks.h"
 #include "kernels/host_reduce.h"
+#include "transport/bootstrap.h"
 #include "transport/transport.h"
 
 enum { TASK_PROGRESS, TASK_BLOCKED, TASK_DONE, TASK_MISMATCH };
@@ -201,9 +202,26 @@ static const char *stop_reason_text(int reason) {
   case KOLO_STOP_ERROR: return "a call failed there";
   case KOLO_STOP_ABORT: return "koloCommAbort was called there";
   case KOLO_STOP_DEAD_PEER: return "it died";
+  case KOLO_STOP_PEER_LEFT: return "it left";
+  case KOLO_STOP_PEER_EXITED: return "it exited";
   case KOLO_STOP_TIMEOUT: return "it timed out waiting";
   case KOLO_STOP_MISMATCH: return "calls do not match";
   default: return "unknown reason";
+  }
+}
+
+/* A peer's fate (bootstrap.h) as the stop word that carries it to the
+ * other ranks, and back. */
+static int fate_stop(int fate) {
+  return fate == KOLO_PEER_LEFT ? KOLO_STOP_PEER_LEFT : fate == KOLO_PEER_EXITED ? KOLO_STOP_PEER_EXITED
+                                                                                  : KOLO_STOP_DEAD_PEER;
+}
+static int stop_fate(int reason) {
+  switch (reason) {
+  case KOLO_STOP_DEAD_PEER: return KOLO_PEER_LOST;
+  case KOLO_STOP_PEER_LEFT: return KOLO_PEER_LEFT;
+  case KOLO_STOP_PEER_EXITED: return KOLO_PEER_EXITED;
+  default: return KOLO_PEER_ALIVE;
   }
 }
 
@@ -213,12 +231,33 @@ static void fail_owner(kolo_exec_owner *o, koloResult_t res, int reason, int ran
   if (o->stop_all) o->stop_all(o, reason, rank);
 }
 
+/* A stop word from a peer: fails the owner with the sentence it calls for. */
+static void stopped_by_peer(kolo_exec_task *t, kolo_connector *c, uint32_t word, const char *what) {
+  kolo_exec_owner *o = t->owner;
+  int reason = (int)(word >> 24), who = (int)(word & 0xffffff) - 1, fate;
+  if (reason == KOLO_STOP_MISMATCH) {
+    kolo_exec_mismatch_seen(t, c, who);
+    fail_owner(o, koloInvalidUsage, reason, who);
+    return;
+  }
+  /* A dead peer seen by this rank's own proxy: its goodbye may say more. */
+  if (reason == KOLO_STOP_DEAD_PEER && who == c->peer && o->peer_dead && (fate = o->peer_dead(o, who)) != 0)
+    reason = fate_stop(fate);
+  if (stop_fate(reason) != KOLO_PEER_ALIVE)
+    kolo_error(o->eb, koloRemoteError, "rank %d: rank %d %s (seen by a peer) during a collective", o->rank, who,
+               kolo_peer_fate_text(stop_fate(reason)));
+  else
+    kolo_error(o->eb, koloRemoteError, "rank %d: rank %d stopped (%s) while rank %d waited to %s rank %d",
+               o->rank, who, stop_reason_text(reason), o->rank, what, c->peer);
+  fail_owner(o, koloRemoteError, reason, who);
+}
+
 /* Checks why a sleeping task may never move again; fails its owner if so. */
 static void check_stalled(kolo_exec_task *t, kolo_connector *c, int64_t stall_ns,
                           int check_liveness) {
   kolo_exec_owner *o = t->owner;
   const char *what = c->is_send ? "send to" : "receive from";
-  int dead = -1;
+  int dead = -1, fate;
   uint32_t word = kolo_conn_stopped(c);
   /* A stop word that came after the end it blocked on moved (a net pipe's
    * proxy stops a receive end when its sender's connection closes, after
@@ -230,23 +269,13 @@ static void check_stalled(kolo_exec_task *t, kolo_connector *c, int64_t stall_ns
     kolo_error(o->eb, koloRemoteError, "rank %d: communicator aborted (koloCommAbort or koloCommRevoke)", o->rank);
     fail_owner(o, koloRemoteError, KOLO_STOP_ABORT, o->rank);
   } else if (word != 0) {
-    int reason = (int)(word >> 24), who = (int)(word & 0xffffff) - 1;
-    koloResult_t res = reason == KOLO_STOP_MISMATCH ? koloInvalidUsage : koloRemoteError;
-    if (reason == KOLO_STOP_MISMATCH) kolo_exec_mismatch_seen(t, c, who);
-    else if (reason == KOLO_STOP_DEAD_PEER)
-      kolo_error(o->eb, koloRemoteError, "rank %d: rank %d died (seen by a peer) during %s", o->rank,
-                 who, "a collective");
-    else
-      kolo_error(o->eb, koloRemoteError, "rank %d: rank %d stopped (%s) while rank %d waited to %s rank %d",
-                 o->rank, who, stop_reason_text(reason), o->rank, what, c->peer);
-    fail_owner(o, res, reason, who);
-  } else if (check_liveness && stall_ns >= KOLO_DEAD_PEER_GRACE_NS && o->peer_dead && o->peer_dead(o, c->peer)) {
+    stopped_by_peer(t, c, word, what);
+  } else if (check_liveness && stall_ns >= KOLO_DEAD_PEER_GRACE_NS && o->peer_dead &&
+             (fate = o->peer_dead(o, c->peer)) != KOLO_PEER_ALIVE) {
     dead = c->peer;
-    kolo_error(o->eb, koloRemoteError,
-               "rank %d: rank %d died (its bootstrap connection closed) while rank %d waited to "
-               "%s rank %d on channel %d",
-               o->rank, dead, o->rank, what, c->peer, t->channel);
-    fail_owner(o, koloRemoteError, KOLO_STOP_DEAD_PEER, dead);
+    kolo_error(o->eb, koloRemoteError, "rank %d: rank %d %s while rank %d waited to %s rank %d on channel %d",
+               o->rank, dead, kolo_peer_fate_text(fate), o->rank, what, c->peer, t->channel);
+    fail_owner(o, koloRemoteError, fate_stop(fate), dead);
   } else if (o->timeout_ms > 0 && stall_ns > (int64_t)o->timeout_ms * 1000000LL) {
     kolo_error(o->eb, koloTimeout,
                "rank %d waited %d ms to %s rank %d (channel %d) without progress: is rank %d "

@@ -39,6 +39,7 @@ typedef struct kolo_exec_owner {
   /* 1 when `peer` is known to be dead (called every few ms).  Only the
    * peer a wait depends on is asked: a rank that finished its part and
    * left is no error for ranks still finishing theirs. */
+  /* 0 while the peer is up, else its fate (KOLO_PEER_*, bootstrap.h) */
   int (*peer_dead)(struct kolo_exec_owner *owner, int peer);
   /* Stops every connector of the owner (called once, on failure). */
   void (*stop_all)(struct kolo_exec_owner *owner, int reason, int rank);

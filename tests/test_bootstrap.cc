@@ -30,8 +30,15 @@
 
 extern "C" {
 #include "transport/bootstrap.h"
+#include "common/log.h"
 #include "transport/bootstrap_wire.h"
 }
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "util/proc_util.h"
 
 namespace {
 
@@ -209,13 +216,36 @@ RankHelloMsg make_rank_hello(const kolo_uid &uid, int rank, int nranks) {
   memset(&m, 0, sizeof m);
   m.hdr.magic = KOLO_WIRE_MAGIC;
   m.hdr.tag = KOLO_TAG_RANK_HELLO;
-  m.hdr.len = sizeof m.body;
+  m.hdr.len = KOLO_RANK_HELLO_BYTES;
   memcpy(m.body.secret, uid.secret, sizeof m.body.secret);
   m.body.rank = rank;
   m.body.nranks = nranks;
   m.body.info.addr = loopback4(1);
   m.body.info.rank = rank;
   return m;
+}
+
+// The bytes of a message as the wire carries them: m.hdr as it is (a test
+// may announce a wrong length), the body encoded.
+std::vector<uint8_t> wire_bytes(const RankHelloMsg &m) {
+  std::vector<uint8_t> out(KOLO_WIRE_HDR_BYTES + KOLO_RANK_HELLO_BYTES);
+  kolo_encode_header(out.data(), m.hdr.tag, m.hdr.len);
+  kolo_wire_out w = kolo_wire_writer(out.data(), 4);
+  kolo_put_u32(&w, m.hdr.magic);
+  kolo_encode_rank_hello(&m.body, out.data() + KOLO_WIRE_HDR_BYTES);
+  return out;
+}
+
+bool raw_send(int fd, const std::vector<uint8_t> &bytes) { return raw_send(fd, bytes.data(), bytes.size()); }
+
+// Reads one message (header decoded, body bytes) within timeout_ms.
+bool raw_recv_msg(int fd, kolo_wire_header *hdr, std::vector<uint8_t> *body, int timeout_ms) {
+  uint8_t raw[KOLO_WIRE_HDR_BYTES];
+  if (!raw_recv(fd, raw, sizeof raw, timeout_ms)) return false;
+  *hdr = kolo_decode_header(raw);
+  if (hdr->len > (1u << 20)) return false;
+  body->assign(hdr->len, 0);
+  return raw_recv(fd, body->data(), body->size(), timeout_ms);
 }
 
 // ---- fixture: leak check ---------------------------------------------------
@@ -452,21 +482,21 @@ int stranger_connect(const kolo_uid &uid, Stranger kind) {
   switch (kind) {
     case Stranger::kWrongSecret:
       m.body.secret[5] ^= 0x40;
-      EXPECT_TRUE(raw_send(fd, &m, sizeof m));
+      EXPECT_TRUE(raw_send(fd, wire_bytes(m)));
       break;
     case Stranger::kGarbage: {
-      char junk[sizeof m];
+      char junk[KOLO_WIRE_HDR_BYTES + KOLO_RANK_HELLO_BYTES];
       for (size_t i = 0; i < sizeof junk; i++) junk[i] = (char)(i * 37 + 11);
       EXPECT_TRUE(raw_send(fd, junk, sizeof junk));
       break;
     }
     case Stranger::kTruncated:
-      EXPECT_TRUE(raw_send(fd, &m, sizeof m.hdr + 10));
+      EXPECT_TRUE(raw_send(fd, wire_bytes(m).data(), KOLO_WIRE_HDR_BYTES + 10));
       shutdown(fd, SHUT_WR);
       break;
     case Stranger::kOversized:
       m.hdr.len = 1ull << 30;
-      EXPECT_TRUE(raw_send(fd, &m, sizeof m));
+      EXPECT_TRUE(raw_send(fd, wire_bytes(m)));
       break;
     case Stranger::kStall:
       break;
@@ -547,13 +577,12 @@ TEST_F(Bootstrap, RootRefusesARankOfAnotherBlock) {
   hello.body.nids = 2;
   hello.body.root_index = 1;
   hello.body.first = root0;
-  ASSERT_TRUE(raw_send(fd, &hello, sizeof hello));
+  ASSERT_TRUE(raw_send(fd, wire_bytes(hello)));
   kolo_wire_header hdr;
-  ASSERT_TRUE(raw_recv(fd, &hdr, sizeof hdr, 5000));
+  std::vector<uint8_t> body;
+  ASSERT_TRUE(raw_recv_msg(fd, &hdr, &body, 5000));
   ASSERT_EQ(hdr.tag, (uint32_t)KOLO_TAG_REFUSED);
-  std::vector<char> body(hdr.len + 1, '\0');
-  ASSERT_TRUE(raw_recv(fd, body.data(), hdr.len, 5000));
-  std::string why(body.data() + 4);
+  std::string why(body.begin() + 4, body.end());
   EXPECT_TRUE(contains(why, "rank 0: it meets at commIds[0]")) << why;
   close(fd);
   // root 0 still serves a job of its own
@@ -753,7 +782,7 @@ TEST_F(Bootstrap, DeadPeerAndRecvFromClosedPeer) {
     EXPECT_EQ(c, 'z');
     EXPECT_EQ(kolo_bootstrap_recv(bs, 1, 10, &c, 1), koloRemoteError);
     EXPECT_TRUE(contains(eb->msg, "rank 1 (127.0.0.1:")) << eb->msg;
-    EXPECT_TRUE(contains(eb->msg, "closed its connection")) << eb->msg;
+    EXPECT_TRUE(contains(eb->msg, "left (destroyed its communicator)")) << eb->msg;
     EXPECT_EQ(kolo_bootstrap_send(bs, 1, 11, &c, 1), koloRemoteError);
   });
   for (auto &o : out) EXPECT_EQ(o.res, koloSuccess) << o.error;
@@ -780,38 +809,39 @@ TEST_F(Bootstrap, FakeRankOnTheMesh) {
   int root = raw_connect(uid.root);
   ASSERT_GE(root, 0);
   RankHelloMsg hello = make_rank_hello(uid, 1, 2);
-  ASSERT_TRUE(raw_send(root, &hello, sizeof hello));
+  ASSERT_TRUE(raw_send(root, wire_bytes(hello)));
   kolo_wire_header hdr;
+  std::vector<uint8_t> body;
   kolo_peer_info table[2];
-  ASSERT_TRUE(raw_recv(root, &hdr, sizeof hdr, 5000));
+  ASSERT_TRUE(raw_recv_msg(root, &hdr, &body, 5000));
   ASSERT_EQ(hdr.tag, (uint32_t)KOLO_TAG_TABLE);
-  ASSERT_EQ(hdr.len, sizeof table);
-  ASSERT_TRUE(raw_recv(root, table, sizeof table, 5000));
+  char why[256];
+  ASSERT_EQ(kolo_decode_peer_table(body.data(), body.size(), 0, 2, table, why, sizeof why), KOLO_WIRE_OK) << why;
   close(root);
 
-  struct {
-    kolo_wire_header hdr;
-    kolo_mesh_hello body;
-  } mh;
-  memset(&mh, 0, sizeof mh);
-  mh.hdr = {KOLO_WIRE_MAGIC, KOLO_TAG_MESH_HELLO, sizeof mh.body};
-  memcpy(mh.body.secret, uid.secret, sizeof mh.body.secret);
-  mh.body.job = uid.job;
-  mh.body.rank = 1;
-  mh.body.nranks = 2;
+  kolo_mesh_hello h;
+  memset(&h, 0, sizeof h);
+  memcpy(h.secret, uid.secret, sizeof h.secret);
+  h.job = uid.job;
+  h.rank = 1;
+  h.nranks = 2;
+  std::vector<uint8_t> mh(KOLO_WIRE_HDR_BYTES + KOLO_MESH_HELLO_BYTES);
+  kolo_encode_header(mh.data(), KOLO_TAG_MESH_HELLO, KOLO_MESH_HELLO_BYTES);
+  kolo_encode_mesh_hello(&h, mh.data() + KOLO_WIRE_HDR_BYTES);
   auto bad = mh;
-  bad.body.secret[0] ^= 1;
+  bad[KOLO_WIRE_HDR_BYTES + 4] ^= 1;  // the secret's first byte
   int stranger = raw_connect(table[0].addr);
   ASSERT_GE(stranger, 0);
-  ASSERT_TRUE(raw_send(stranger, &bad, sizeof bad));
+  ASSERT_TRUE(raw_send(stranger, bad));
   EXPECT_TRUE(closed_by_peer(stranger, 2000)) << "rank 0 kept a mesh connection with a wrong secret";
   close(stranger);
 
   int mesh = raw_connect(table[0].addr);
   ASSERT_GE(mesh, 0);
-  ASSERT_TRUE(raw_send(mesh, &mh, sizeof mh));
-  kolo_wire_header huge = {KOLO_WIRE_MAGIC, 1, (64ull << 20) + 1};
-  ASSERT_TRUE(raw_send(mesh, &huge, sizeof huge));
+  ASSERT_TRUE(raw_send(mesh, mh));
+  uint8_t huge[KOLO_WIRE_HDR_BYTES];
+  kolo_encode_header(huge, 1, (64ull << 20) + 1);
+  ASSERT_TRUE(raw_send(mesh, huge, sizeof huge));
   t.join();
   close(mesh);
   EXPECT_EQ(real.res, koloSuccess) << real.error;
@@ -819,6 +849,461 @@ TEST_F(Bootstrap, FakeRankOnTheMesh) {
   EXPECT_TRUE(contains(recv_error, "rank 1")) << recv_error;
   EXPECT_TRUE(contains(recv_error, "more than the limit")) << recv_error;
   EXPECT_EQ(dead, 1);
+}
+
+// ---- the versioned wire ----------------------------------------------------------
+
+kolo_peer_info sample_info(int rank, bool v6) {
+  kolo_peer_info p;
+  memset(&p, 0, sizeof p);
+  if (v6) {
+    auto *a = reinterpret_cast<sockaddr_in6 *>(&p.addr);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons((uint16_t)(4000 + rank));
+    for (int i = 0; i < 16; i++) a->sin6_addr.s6_addr[i] = (uint8_t)(0x20 + i + rank);
+  } else {
+    p.addr = loopback4(5000 + rank);
+  }
+  p.host_hash = 0x0123456789abcdefull ^ (uint64_t)rank;
+  p.proc_token = 0xfedcba9876543210ull + (uint64_t)rank;
+  p.pid = 100000 + rank;
+  p.rank = rank;
+  return p;
+}
+
+bool same_info(const kolo_peer_info &a, const kolo_peer_info &b) {
+  char x[80], y[80];
+  kolo_addr_str(&a.addr, x, sizeof x);
+  kolo_addr_str(&b.addr, y, sizeof y);
+  return std::string(x) == y && a.addr.ss_family == b.addr.ss_family && a.host_hash == b.host_hash &&
+         a.proc_token == b.proc_token && a.pid == b.pid && a.rank == b.rank;
+}
+
+kolo_rank_hello sample_hello(int role) {
+  kolo_rank_hello h;
+  memset(&h, 0, sizeof h);
+  for (int i = 0; i < KOLO_SECRET_BYTES; i++) h.secret[i] = (uint8_t)(0xa0 + i);
+  h.nranks = 7;
+  h.nids = 3;
+  h.role = role;
+  h.rank = role == KOLO_HELLO_SUBROOT ? -1 : 6;
+  h.root_index = role == KOLO_HELLO_SUBROOT ? 1 : kolo_root_of(6, 7, 3);
+  h.first.magic = KOLO_UID_MAGIC;
+  h.first.job = 0x1122334455667788ull;
+  memcpy(h.first.secret, h.secret, sizeof h.secret);
+  h.first.root = loopback4(7777);
+  if (role == KOLO_HELLO_RANK) h.info = sample_info(6, true);
+  return h;
+}
+
+// Every prefix of a message is refused as garbled (never decoded), and so
+// is the message with one byte more.
+template <typename Decode>
+void expect_every_cut_refused(const std::vector<uint8_t> &msg, Decode decode) {
+  for (size_t n = 0; n < msg.size(); n++) EXPECT_NE(decode(msg.data(), n), KOLO_WIRE_OK) << "cut at " << n;
+  std::vector<uint8_t> longer = msg;
+  longer.push_back(0);
+  EXPECT_EQ(decode(longer.data(), longer.size()), KOLO_WIRE_GARBLED);
+  EXPECT_EQ(decode(msg.data(), msg.size()), KOLO_WIRE_OK);
+}
+
+TEST(WireCodec, CursorFailsOnOverrunInsteadOfReadingPast) {
+  uint8_t buf[6];
+  kolo_wire_out w = kolo_wire_writer(buf, sizeof buf);
+  kolo_put_u32(&w, 0x04030201u);
+  EXPECT_EQ(w.bad, 0);
+  kolo_put_u32(&w, 0xdeadbeefu);  // does not fit: nothing written
+  EXPECT_EQ(w.bad, 1);
+  EXPECT_EQ(w.off, 4u);
+  EXPECT_EQ(buf[0], 1);  // little-endian whatever the host
+  EXPECT_EQ(buf[3], 4);
+  kolo_wire_in r = kolo_wire_reader(buf, 5);
+  EXPECT_EQ(kolo_get_u32(&r), 0x04030201u);
+  EXPECT_EQ(kolo_get_u16(&r), 0u);  // 1 byte left: a failed get returns 0
+  EXPECT_EQ(r.bad, 1);
+  EXPECT_EQ(kolo_get_u8(&r), 0u);  // and stays failed
+  EXPECT_EQ(kolo_wire_left(&r), 0u);
+}
+
+TEST(WireCodec, HeaderRoundTripIsLittleEndian) {
+  uint8_t raw[KOLO_WIRE_HDR_BYTES];
+  kolo_encode_header(raw, KOLO_TAG_TABLE, 0x0102030405060708ull);
+  EXPECT_EQ(raw[0], 0x6f);  // "kolo" as a little-endian u32
+  EXPECT_EQ(raw[8], 0x08);
+  kolo_wire_header h = kolo_decode_header(raw);
+  EXPECT_EQ(h.magic, (uint32_t)KOLO_WIRE_MAGIC);
+  EXPECT_EQ(h.tag, (uint32_t)KOLO_TAG_TABLE);
+  EXPECT_EQ(h.len, 0x0102030405060708ull);
+}
+
+TEST(WireCodec, RankHelloRoundTripAndEveryCutRefused) {
+  for (int role : {KOLO_HELLO_RANK, KOLO_HELLO_SUBROOT}) {
+    kolo_rank_hello h = sample_hello(role), back;
+    std::vector<uint8_t> b(KOLO_RANK_HELLO_BYTES);
+    kolo_encode_rank_hello(&h, b.data());
+    uint32_t version = 0;
+    char why[256] = "";
+    ASSERT_EQ(kolo_decode_rank_hello(b.data(), b.size(), &back, &version, why, sizeof why), KOLO_WIRE_OK) << why;
+    EXPECT_EQ(version, KOLO_WIRE_VERSION);
+    EXPECT_EQ(memcmp(back.secret, h.secret, sizeof h.secret), 0);
+    EXPECT_EQ(back.rank, h.rank);
+    EXPECT_EQ(back.nranks, h.nranks);
+    EXPECT_EQ(back.nids, h.nids);
+    EXPECT_EQ(back.root_index, h.root_index);
+    EXPECT_EQ(back.role, h.role);
+    EXPECT_EQ(back.first.magic, h.first.magic);
+    EXPECT_EQ(back.first.job, h.first.job);
+    EXPECT_EQ(kolo_addr_port(&back.first.root), 7777);
+    if (role == KOLO_HELLO_RANK) {
+      EXPECT_TRUE(same_info(back.info, h.info));
+    }
+    expect_every_cut_refused(b, [&](const uint8_t *p, size_t n) {
+      return kolo_decode_rank_hello(p, n, &back, &version, why, sizeof why);
+    });
+  }
+}
+
+TEST(WireCodec, RankHelloOfAnotherVersionOrOutOfRange) {
+  kolo_rank_hello h = sample_hello(KOLO_HELLO_RANK), back;
+  std::vector<uint8_t> b(KOLO_RANK_HELLO_BYTES);
+  kolo_encode_rank_hello(&h, b.data());
+  uint32_t version = 0;
+  char why[256] = "";
+  b[0] = 3;  // version 3, little-endian
+  EXPECT_EQ(kolo_decode_rank_hello(b.data(), b.size(), &back, &version, why, sizeof why), KOLO_WIRE_OTHER_VERSION);
+  EXPECT_EQ(version, 3u);
+  EXPECT_TRUE(contains(why, "speaks kolo wire version 3, this process speaks 2")) << why;
+  struct Bad {
+    int rank, nranks, nids, root_index, role;
+    const char *why;
+  } cases[] = {{0, 0, 1, 0, KOLO_HELLO_RANK, "for 0 ranks"},     {7, 7, 1, 0, KOLO_HELLO_RANK, "rank 7 of 7"},
+               {-2, 4, 1, 0, KOLO_HELLO_RANK, "rank -2 of 4"},   {0, 4, 5, 0, KOLO_HELLO_RANK, "5 ids"},
+               {0, 4, 2, 2, KOLO_HELLO_RANK, "root 2 of 2 ids"}, {0, 4, 1, 0, 9, "unknown role 9"},
+               {3, 4, 2, 1, KOLO_HELLO_SUBROOT, "rank 3 of 4"}};
+  for (const Bad &c : cases) {
+    h = sample_hello(KOLO_HELLO_RANK);
+    h.rank = c.rank, h.nranks = c.nranks, h.nids = c.nids, h.root_index = c.root_index, h.role = c.role;
+    kolo_encode_rank_hello(&h, b.data());
+    EXPECT_EQ(kolo_decode_rank_hello(b.data(), b.size(), &back, &version, why, sizeof why), KOLO_WIRE_GARBLED)
+        << c.why;
+    EXPECT_TRUE(contains(why, c.why)) << why;
+  }
+  h = sample_hello(KOLO_HELLO_RANK);
+  kolo_encode_rank_hello(&h, b.data());
+  b[KOLO_RANK_HELLO_BYTES - KOLO_PEER_INFO_BYTES] = 5;  // the info's address family: neither 4 nor 6
+  EXPECT_EQ(kolo_decode_rank_hello(b.data(), b.size(), &back, &version, why, sizeof why), KOLO_WIRE_GARBLED);
+  EXPECT_TRUE(contains(why, "neither IPv4 nor IPv6")) << why;
+}
+
+TEST(WireCodec, MeshHelloRoundTripAndEveryCutRefused) {
+  kolo_mesh_hello h, back;
+  memset(&h, 0, sizeof h);
+  for (int i = 0; i < KOLO_SECRET_BYTES; i++) h.secret[i] = (uint8_t)(3 * i);
+  h.job = 0x8877665544332211ull;
+  h.rank = 4;
+  h.nranks = 5;
+  std::vector<uint8_t> b(KOLO_MESH_HELLO_BYTES);
+  kolo_encode_mesh_hello(&h, b.data());
+  uint32_t version = 0;
+  char why[256] = "";
+  ASSERT_EQ(kolo_decode_mesh_hello(b.data(), b.size(), &back, &version, why, sizeof why), KOLO_WIRE_OK) << why;
+  EXPECT_EQ(memcmp(back.secret, h.secret, sizeof h.secret), 0);
+  EXPECT_EQ(back.job, h.job);
+  EXPECT_EQ(back.rank, 4);
+  EXPECT_EQ(back.nranks, 5);
+  expect_every_cut_refused(b, [&](const uint8_t *p, size_t n) {
+    return kolo_decode_mesh_hello(p, n, &back, &version, why, sizeof why);
+  });
+  h.rank = 5;
+  kolo_encode_mesh_hello(&h, b.data());
+  EXPECT_EQ(kolo_decode_mesh_hello(b.data(), b.size(), &back, &version, why, sizeof why), KOLO_WIRE_GARBLED);
+  EXPECT_TRUE(contains(why, "rank 5 of 5")) << why;
+  b[0] = 1;
+  EXPECT_EQ(kolo_decode_mesh_hello(b.data(), b.size(), &back, &version, why, sizeof why), KOLO_WIRE_OTHER_VERSION);
+  EXPECT_EQ(version, 1u);
+}
+
+TEST(WireCodec, PeerTableRoundTripAndWrongEntries) {
+  std::vector<kolo_peer_info> t = {sample_info(0, false), sample_info(1, true), sample_info(2, false)};
+  std::vector<uint8_t> b(3 * KOLO_PEER_INFO_BYTES);
+  kolo_encode_peer_table(t.data(), 0, 3, b.data());
+  std::vector<kolo_peer_info> back(3);
+  char why[256] = "";
+  ASSERT_EQ(kolo_decode_peer_table(b.data(), b.size(), 0, 3, back.data(), why, sizeof why), KOLO_WIRE_OK) << why;
+  for (int r = 0; r < 3; r++) EXPECT_TRUE(same_info(back[(size_t)r], t[(size_t)r])) << "entry " << r;
+  // a block: entries 1..2 only
+  ASSERT_EQ(kolo_decode_peer_table(b.data() + KOLO_PEER_INFO_BYTES, 2 * KOLO_PEER_INFO_BYTES, 1, 3, back.data(),
+                                   why, sizeof why),
+            KOLO_WIRE_OK)
+      << why;
+  EXPECT_EQ(kolo_decode_peer_table(b.data(), b.size() - 1, 0, 3, back.data(), why, sizeof why), KOLO_WIRE_GARBLED);
+  EXPECT_TRUE(contains(why, "expected 129")) << why;
+  t[1].rank = 2;
+  kolo_encode_peer_table(t.data(), 0, 3, b.data());
+  EXPECT_EQ(kolo_decode_peer_table(b.data(), b.size(), 0, 3, back.data(), why, sizeof why), KOLO_WIRE_GARBLED);
+  EXPECT_TRUE(contains(why, "entry 1 as rank 2")) << why;
+}
+
+TEST(WireCodec, RefusalAndRootReply) {
+  uint8_t m[KOLO_WIRE_HDR_BYTES + KOLO_REFUSAL_MAX_BYTES];
+  size_t n = kolo_encode_refusal(koloInvalidUsage, "nranks 4 differs", m + KOLO_WIRE_HDR_BYTES);
+  EXPECT_EQ(n, 4u + 16u);
+  kolo_encode_header(m, KOLO_TAG_REFUSED, n);
+  kolo_peer_info table[2];
+  kolo_errbuf eb;
+  EXPECT_EQ(kolo_root_decode_reply(m, KOLO_WIRE_HDR_BYTES + n, 2, table, "root X", &eb), koloInvalidUsage);
+  EXPECT_STREQ(eb.msg, "nranks 4 differs");
+  // a refusal may not smuggle in success, nor a code kolo does not have
+  m[KOLO_WIRE_HDR_BYTES] = 0;
+  EXPECT_EQ(kolo_root_decode_reply(m, KOLO_WIRE_HDR_BYTES + n, 2, table, "root X", &eb), koloRemoteError);
+  // a table of the wrong size, a short message, garbage
+  std::vector<uint8_t> t(KOLO_WIRE_HDR_BYTES + 2 * KOLO_PEER_INFO_BYTES);
+  kolo_peer_info two[2] = {sample_info(0, false), sample_info(1, false)};
+  kolo_encode_header(t.data(), KOLO_TAG_TABLE, 2 * KOLO_PEER_INFO_BYTES);
+  kolo_encode_peer_table(two, 0, 2, t.data() + KOLO_WIRE_HDR_BYTES);
+  ASSERT_EQ(kolo_root_decode_reply(t.data(), t.size(), 2, table, "root X", &eb), koloSuccess) << eb.msg;
+  EXPECT_TRUE(same_info(table[1], two[1]));
+  EXPECT_EQ(kolo_root_decode_reply(t.data(), t.size(), 3, table, "root X", &eb), koloRemoteError);
+  EXPECT_TRUE(contains(eb.msg, "root X sent 86 bytes of peer entries, expected 129")) << eb.msg;
+  EXPECT_EQ(kolo_root_decode_reply(t.data(), t.size() - 1, 2, table, "root X", &eb), koloRemoteError);
+  EXPECT_TRUE(contains(eb.msg, "announced 86 bytes and sent 85")) << eb.msg;
+  t[0] ^= 0xff;
+  EXPECT_EQ(kolo_root_decode_reply(t.data(), t.size(), 2, table, "root X", &eb), koloRemoteError);
+  EXPECT_TRUE(contains(eb.msg, "sent garbage")) << eb.msg;
+}
+
+// Captures what kolo logs at WARN for the scope (KOLO_DEBUG_FILE).
+class LogCapture {
+ public:
+  LogCapture() : path_("/tmp/kolo-wire-log-" + std::to_string(getpid())) {
+    unlink(path_.c_str());
+    level_.reset(new kt::ScopedEnv("KOLO_DEBUG", "WARN"));
+    file_.reset(new kt::ScopedEnv("KOLO_DEBUG_FILE", path_));
+    kolo_log_reset();
+  }
+  ~LogCapture() {
+    file_.reset();
+    level_.reset();
+    kolo_log_reset();
+    kolo_log_level();  // closes the file now: the fixture counts fds
+    unlink(path_.c_str());
+  }
+  std::string text() const {
+    std::ifstream f(path_);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  }
+  // Waits until the log holds `part` (the root logs from its own thread).
+  bool wait_for(const std::string &part, int timeout_ms) const {
+    auto t0 = Clock::now();
+    while (!contains(text(), part) && ms_since(t0) < timeout_ms)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return contains(text(), part);
+  }
+
+ private:
+  std::string path_;
+  std::unique_ptr<kt::ScopedEnv> level_, file_;
+};
+
+// A hello as version 1 sent it: its own tag, a host-order struct's bytes.
+std::vector<uint8_t> v1_hello(uint32_t tag, size_t body_bytes) {
+  std::vector<uint8_t> m(KOLO_WIRE_HDR_BYTES + body_bytes, 0x11);
+  kolo_encode_header(m.data(), tag, body_bytes);
+  return m;
+}
+
+std::vector<uint8_t> hello_of_version(const kolo_uid &uid, uint32_t version) {
+  RankHelloMsg h = make_rank_hello(uid, 0, 2);
+  std::vector<uint8_t> m = wire_bytes(h);
+  kolo_wire_out w = kolo_wire_writer(m.data() + KOLO_WIRE_HDR_BYTES, 4);
+  kolo_put_u32(&w, version);
+  return m;
+}
+
+enum class OldPeer { kVersion1, kVersion3, kOutOfRange };
+
+class BootstrapOldPeer : public Bootstrap, public ::testing::WithParamInterface<OldPeer> {};
+
+// A peer of another version at the root is refused with a sentence naming
+// both versions, told to it as a refusal, logged by the root; the job then
+// completes.
+TEST_P(BootstrapOldPeer, IsRefusedWithBothVersionsAndTheJobCompletes) {
+  LogCapture log;
+  kolo_uid uid = start_root(10000);
+  int fd = raw_connect(uid.root);
+  ASSERT_GE(fd, 0);
+  std::string want;
+  if (GetParam() == OldPeer::kVersion1) {
+    ASSERT_TRUE(raw_send(fd, v1_hello(KOLO_TAG_RANK_HELLO_V1, 352)));
+    want = "speaks kolo wire version 1, this root speaks 2";
+  } else if (GetParam() == OldPeer::kVersion3) {
+    ASSERT_TRUE(raw_send(fd, hello_of_version(uid, 3)));
+    want = "speaks kolo wire version 3, this root speaks 2";
+  } else {
+    RankHelloMsg h = make_rank_hello(uid, 0, 2);
+    h.body.nranks = 0;
+    ASSERT_TRUE(raw_send(fd, wire_bytes(h)));
+    want = "sent a hello for 0 ranks";
+  }
+  kolo_wire_header hdr;
+  std::vector<uint8_t> body;
+  ASSERT_TRUE(raw_recv_msg(fd, &hdr, &body, 5000));
+  EXPECT_EQ(hdr.tag, (uint32_t)KOLO_TAG_REFUSED);
+  koloResult_t res;
+  char text[KOLO_ERR_LEN];
+  ASSERT_EQ(kolo_decode_refusal(body.data(), body.size(), &res, text, sizeof text), KOLO_WIRE_OK);
+  EXPECT_EQ(res, koloInvalidUsage);
+  EXPECT_TRUE(contains(text, want)) << text;
+  EXPECT_TRUE(contains(text, "peer 127.0.0.1:")) << text;
+  EXPECT_TRUE(closed_by_peer(fd, 2000));
+  close(fd);
+  EXPECT_TRUE(log.wait_for(want, 2000)) << log.text();
+  auto out = run_ranks(uid, iota(2), 2, 10000);
+  for (auto &o : out) EXPECT_EQ(o.res, koloSuccess) << o.error;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, BootstrapOldPeer,
+                         ::testing::Values(OldPeer::kVersion1, OldPeer::kVersion3, OldPeer::kOutOfRange));
+
+// The root logs why it dropped each stranger (the sentence, not just the drop).
+TEST_F(Bootstrap, StrangersAreDroppedWithTheRightSentence) {
+  LogCapture log;
+  kolo_uid uid = start_root(10000);
+  struct {
+    Stranger kind;
+    const char *why;
+  } cases[] = {{Stranger::kWrongSecret, "did not present the job's secret"},
+               {Stranger::kGarbage, "sent garbage (header magic"},
+               {Stranger::kTruncated, "(truncated hello)"},
+               {Stranger::kOversized, "more than 512 (oversized)"}};
+  for (const auto &c : cases) {
+    int fd = stranger_connect(uid, c.kind);
+    EXPECT_TRUE(closed_by_peer(fd, 2000)) << c.why;
+    close(fd);
+    EXPECT_TRUE(log.wait_for(c.why, 2000)) << log.text();
+  }
+  auto out = run_ranks(uid, iota(2), 2, 10000);
+  for (auto &o : out) EXPECT_EQ(o.res, koloSuccess) << o.error;
+}
+
+// A fake root that answers with a refusal of a newer version: the rank's
+// init fails with the root's sentence (the refused side learns why).  The
+// fake root also checks what a real rank sends: a version 2 hello.
+TEST_F(Bootstrap, RankLearnsWhyARootOfAnotherVersionRefusedIt) {
+  int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(lfd, 0);
+  sockaddr_storage at = loopback4(0);
+  socklen_t len = sizeof(sockaddr_in);
+  ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr *>(&at), len), 0);
+  ASSERT_EQ(listen(lfd, 4), 0);
+  ASSERT_EQ(getsockname(lfd, reinterpret_cast<sockaddr *>(&at), &len), 0);
+  kolo_uid uid;
+  memset(&uid, 0, sizeof uid);
+  uid.magic = KOLO_UID_MAGIC;
+  uid.root = at;
+  std::thread fake([&] {
+    int fd = accept(lfd, nullptr, nullptr);
+    ASSERT_GE(fd, 0);
+    kolo_wire_header hdr;
+    std::vector<uint8_t> body;
+    ASSERT_TRUE(raw_recv_msg(fd, &hdr, &body, 5000));
+    EXPECT_EQ(hdr.tag, (uint32_t)KOLO_TAG_RANK_HELLO);
+    kolo_rank_hello h;
+    uint32_t version = 0;
+    char why[256] = "";
+    EXPECT_EQ(kolo_decode_rank_hello(body.data(), body.size(), &h, &version, why, sizeof why), KOLO_WIRE_OK) << why;
+    EXPECT_EQ(h.rank, 1);
+    EXPECT_EQ(h.nranks, 3);
+    EXPECT_EQ(h.info.pid, (int32_t)getpid());
+    uint8_t m[KOLO_WIRE_HDR_BYTES + KOLO_REFUSAL_MAX_BYTES];
+    size_t n = kolo_encode_refusal(koloInvalidUsage, "root R: peer P speaks kolo wire version 2, this root speaks 3",
+                                   m + KOLO_WIRE_HDR_BYTES);
+    kolo_encode_header(m, KOLO_TAG_REFUSED, n);
+    EXPECT_TRUE(raw_send(fd, m, KOLO_WIRE_HDR_BYTES + n));
+    close(fd);
+  });
+  kolo_errbuf eb;
+  kolo_bootstrap *bs = nullptr;
+  EXPECT_EQ(kolo_bootstrap_init(&uid, 1, 3, 5000, &eb, &bs), koloInvalidUsage);
+  EXPECT_TRUE(contains(eb.msg, "speaks kolo wire version 2, this root speaks 3")) << eb.msg;
+  fake.join();
+  close(lfd);
+}
+
+// A fake rank 1 on the mesh: a version 1 mesh hello is refused (and told
+// why), a truncated one dropped; the real one is taken, and its goodbye
+// says how it went.
+TEST_F(Bootstrap, MeshRefusesOtherVersionsAndHearsGoodbyes) {
+  LogCapture log;
+  kolo_uid uid = start_root(5000);
+  std::string recv_error;
+  koloResult_t recv_res = koloSuccess;
+  int fate = -1;
+  RankOutcome real;
+  std::thread t([&] {
+    real = run_ranks(uid, {0}, 2, 5000, [&](kolo_bootstrap *bs, int) {
+      char c;
+      recv_res = kolo_bootstrap_recv(bs, 1, 1, &c, 1);
+      recv_error = kolo_bootstrap_errbuf(bs)->msg;
+      fate = kolo_bootstrap_peer_dead(bs, 1);
+    })[0];
+  });
+  int root = raw_connect(uid.root);
+  ASSERT_GE(root, 0);
+  ASSERT_TRUE(raw_send(root, wire_bytes(make_rank_hello(uid, 1, 2))));
+  kolo_wire_header hdr;
+  std::vector<uint8_t> body;
+  kolo_peer_info table[2];
+  ASSERT_TRUE(raw_recv_msg(root, &hdr, &body, 5000));
+  char why[256];
+  ASSERT_EQ(kolo_decode_peer_table(body.data(), body.size(), 0, 2, table, why, sizeof why), KOLO_WIRE_OK) << why;
+  close(root);
+
+  int old = raw_connect(table[0].addr);
+  ASSERT_GE(old, 0);
+  ASSERT_TRUE(raw_send(old, v1_hello(KOLO_TAG_MESH_HELLO_V1, 40)));
+  ASSERT_TRUE(raw_recv_msg(old, &hdr, &body, 5000));
+  EXPECT_EQ(hdr.tag, (uint32_t)KOLO_TAG_REFUSED);
+  std::string text(body.begin() + 4, body.end());
+  EXPECT_TRUE(contains(text, "rank 0 refused a mesh connection: peer 127.0.0.1:")) << text;
+  EXPECT_TRUE(contains(text, "speaks kolo wire version 1, this rank speaks 2")) << text;
+  EXPECT_TRUE(closed_by_peer(old, 2000));
+  close(old);
+
+  kolo_mesh_hello h;
+  memset(&h, 0, sizeof h);
+  memcpy(h.secret, uid.secret, sizeof h.secret);
+  h.job = uid.job;
+  h.rank = 1;
+  h.nranks = 2;
+  std::vector<uint8_t> mh(KOLO_WIRE_HDR_BYTES + KOLO_MESH_HELLO_BYTES);
+  kolo_encode_header(mh.data(), KOLO_TAG_MESH_HELLO, KOLO_MESH_HELLO_BYTES);
+  kolo_encode_mesh_hello(&h, mh.data() + KOLO_WIRE_HDR_BYTES);
+  int cut = raw_connect(table[0].addr);
+  ASSERT_GE(cut, 0);
+  ASSERT_TRUE(raw_send(cut, mh.data(), mh.size() - 3));
+  shutdown(cut, SHUT_WR);
+  EXPECT_TRUE(closed_by_peer(cut, 2000));
+  close(cut);
+  EXPECT_TRUE(log.wait_for("(truncated hello)", 2000)) << log.text();
+
+  int mesh = raw_connect(table[0].addr);
+  ASSERT_GE(mesh, 0);
+  ASSERT_TRUE(raw_send(mesh, mh));
+  uint8_t bye[KOLO_WIRE_HDR_BYTES + KOLO_GOODBYE_BYTES];
+  kolo_encode_header(bye, KOLO_TAG_GOODBYE, KOLO_GOODBYE_BYTES);
+  kolo_wire_out w = kolo_wire_writer(bye + KOLO_WIRE_HDR_BYTES, KOLO_GOODBYE_BYTES);
+  kolo_put_u32(&w, KOLO_BYE_EXITED);
+  ASSERT_TRUE(raw_send(mesh, bye, sizeof bye));
+  t.join();
+  close(mesh);
+  EXPECT_EQ(real.res, koloSuccess) << real.error;
+  EXPECT_EQ(recv_res, koloRemoteError);
+  EXPECT_TRUE(contains(recv_error, "rank 1 (127.0.0.1:")) << recv_error;
+  EXPECT_TRUE(contains(recv_error, "exited without destroying its communicator")) << recv_error;
+  EXPECT_EQ(fate, KOLO_PEER_EXITED);
 }
 
 }  // namespace

@@ -166,6 +166,59 @@ void killed_rank(bool during) {
 TEST(FailingProcs, RankKilledBeforeCollective) { killed_rank(false); }
 TEST(FailingProcs, RankKilledDuringCollective) { killed_rank(true); }
 
+// How rank 1 of 2 goes while rank 0 waits for it in an all-reduce, and
+// what rank 0 says about it.
+enum class Going { kLeft, kExited, kKilled };
+
+void rank_goes(Going how, const char *sentence) {
+  ScopedTimeoutEnv env(kTimeoutMs);
+  const int n = 2;
+  std::set<std::string> before = shm_entries();
+  std::vector<pid_t> pids;
+  auto res = run_children_with_id(n, [&](int rank, const koloUniqueId &id) {
+    koloConfig_t cfg = timeout_config(kTimeoutMs);
+    koloComm_t comm;
+    if (koloCommInitRankConfig(&comm, n, id, rank, &cfg) != koloSuccess) {
+      std::fprintf(stderr, "init failed: %s\n", koloGetLastError(nullptr));
+      return 2;
+    }
+    float one = 1, sum = 0;  // warm-up: everyone connected
+    if (koloAllReduce(&one, &sum, 1, koloFloat32, koloSum, comm, nullptr) != koloSuccess || sum != 2) {
+      std::fprintf(stderr, "warm-up all-reduce failed: %s\n", koloGetLastError(comm));
+      return 2;
+    }
+    if (rank == 1) {
+      usleep(300 * 1000);  // let rank 0 enter the all-reduce
+      if (how == Going::kKilled) raise(SIGKILL);
+      if (how == Going::kExited) exit(0);  // the communicator is never destroyed
+      koloCommDestroy(comm);
+      usleep(kTimeoutMs * 1000);  // alive, but gone from the communicator
+      return 0;
+    }
+    std::vector<float> x(1 << 20, 1.0f);
+    double t0 = now_ms();
+    koloResult_t rc = koloAllReduce(x.data(), x.data(), x.size(), koloFloat32, koloSum, comm, nullptr);
+    report(rank, rc, now_ms() - t0, koloGetLastError(comm));
+    koloCommDestroy(comm);
+    return 0;
+  }, 60000, [&](const std::vector<pid_t> &p) { pids = p; });
+  if (how == Going::kKilled) EXPECT_EQ(res[1].signal, SIGKILL) << res[1].describe();
+  else EXPECT_TRUE(res[1].exited && res[1].code == 0) << res[1].describe();
+  expect_failed_in_time(res, {0}, sentence, kBoundMs);
+  std::vector<std::string> leaks = shm_leaks(before, shm_entries(), pids);
+  EXPECT_TRUE(leaks.empty()) << "left in /dev/shm: " << ::testing::PrintToString(leaks);
+}
+
+TEST(FailingProcs, RankThatDestroyedItsCommunicatorLeft) {
+  rank_goes(Going::kLeft, "rank 1 left (destroyed its communicator)");
+}
+TEST(FailingProcs, RankThatExitedWithoutDestroyingExited) {
+  rank_goes(Going::kExited, "rank 1 exited without destroying its communicator");
+}
+TEST(FailingProcs, RankKilledWasLostWithoutAWord) {
+  rank_goes(Going::kKilled, "rank 1 was lost without a word (killed or crashed; its connection closed)");
+}
+
 // 3 ranks expected, only ranks 0 and 1 start: their init fails in bounded
 // time naming rank 2.
 TEST(FailingProcs, RankNeverArrivesAtInit) {

@@ -41,8 +41,10 @@ typedef struct {
   int fd;                  /* -1 for the own rank, or once down */
   int down;                /* closed or failed: never used again */
   koloResult_t down_res;   /* what calls on it return then */
-  char down_why[160];      /* "closed its connection", ... */
-  kolo_wire_header hdr;    /* header of the message being received */
+  char down_why[KOLO_ERR_LEN]; /* "closed its connection", ... */
+  int fate;                /* KOLO_PEER_*: why it is down (a goodbye says) */
+  uint8_t hdr_raw[KOLO_WIRE_HDR_BYTES]; /* header of the message being received */
+  kolo_wire_header hdr;    /* hdr_raw decoded, once complete */
   size_t hdr_got;
   queued_msg *rx;          /* that message, once its header is in */
   size_t rx_got;
@@ -60,6 +62,9 @@ struct kolo_bootstrap {
   mesh_link *links;
   struct pollfd *pfd; /* nranks, for waits */
   int *pfd_peer;      /* which peer each pfd entry is */
+  pid_t pid;          /* the process that made it (a forked child says no goodbye) */
+  int said_goodbye;
+  struct kolo_bootstrap *next_live; /* in the list the exit hook walks */
 };
 
 /* ---- identity of this host and process ------------------------------------ */
@@ -107,6 +112,68 @@ static uint64_t host_hash(void) {
   return fnv(h, boot, strlen(boot));
 }
 
+/* ---- goodbyes ---------------------------------------------------------------- */
+
+/* Bootstraps not destroyed yet, for the exit hook: a process that exits
+ * without destroying its communicators still tells its peers so. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static kolo_bootstrap *live_head;
+static pthread_once_t exit_hook_once = PTHREAD_ONCE_INIT;
+
+const char *kolo_peer_fate_text(int fate) {
+  switch (fate) {
+  case KOLO_PEER_LEFT: return "left (destroyed its communicator)";
+  case KOLO_PEER_EXITED: return "exited without destroying its communicator";
+  default: return "was lost without a word (killed or crashed; its connection closed)";
+  }
+}
+
+void kolo_bootstrap_goodbye(kolo_bootstrap *bs, int reason) {
+  if (bs->said_goodbye || bs->pid != getpid()) return; /* a forked child's copy is not its to close */
+  bs->said_goodbye = 1;
+  uint8_t m[KOLO_WIRE_HDR_BYTES + KOLO_GOODBYE_BYTES];
+  kolo_encode_header(m, KOLO_TAG_GOODBYE, KOLO_GOODBYE_BYTES);
+  kolo_wire_out w = kolo_wire_writer(m + KOLO_WIRE_HDR_BYTES, KOLO_GOODBYE_BYTES);
+  kolo_put_u32(&w, (uint32_t)reason);
+  for (int r = 0; r < bs->nranks; r++) {
+    if (bs->links[r].fd < 0) continue;
+    /* never waits: a peer that does not read learns it from the close */
+    if (send(bs->links[r].fd, m, sizeof m, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof m)
+      KOLO_INFO("rank %d could not say goodbye to rank %d: %s", bs->rank, r, strerror(errno));
+  }
+}
+
+/* At exit: goodbyes on the bootstraps of this process that are still up.
+ * trylock: a thread that holds the lock while the process exits must not
+ * hang the exit. */
+static void say_goodbye_at_exit(void) {
+  if (pthread_mutex_trylock(&live_lock) != 0) return;
+  for (kolo_bootstrap *bs = live_head; bs; bs = bs->next_live) kolo_bootstrap_goodbye(bs, KOLO_BYE_EXITED);
+  pthread_mutex_unlock(&live_lock);
+}
+
+static void install_exit_hook(void) {
+  if (atexit(say_goodbye_at_exit) != 0) KOLO_WARN("cannot install the exit hook: peers will see exits as losses");
+}
+
+static void enlist(kolo_bootstrap *bs) {
+  pthread_once(&exit_hook_once, install_exit_hook);
+  pthread_mutex_lock(&live_lock);
+  bs->next_live = live_head;
+  live_head = bs;
+  pthread_mutex_unlock(&live_lock);
+}
+
+static void unlist(kolo_bootstrap *bs) {
+  pthread_mutex_lock(&live_lock);
+  for (kolo_bootstrap **at = &live_head; *at; at = &(*at)->next_live)
+    if (*at == bs) {
+      *at = bs->next_live;
+      break;
+    }
+  pthread_mutex_unlock(&live_lock);
+}
+
 /* ---- lifetime ------------------------------------------------------------- */
 
 /* "rank 3 (10.0.0.2:4711)". */
@@ -127,6 +194,8 @@ static void free_queue(queued_msg *m) {
 
 void kolo_bootstrap_destroy(kolo_bootstrap *bs) {
   if (bs == NULL) return;
+  kolo_bootstrap_goodbye(bs, KOLO_BYE_LEFT);
+  unlist(bs);
   for (int r = 0; r < bs->nranks; r++) {
     if (bs->links[r].fd >= 0) close(bs->links[r].fd);
     free(bs->links[r].rx);
@@ -162,6 +231,7 @@ static koloResult_t bs_alloc(const kolo_uid *uid, int rank, int nranks, int time
   bs->meet = *uid;
   bs->nids = 1;
   bs->eb = eb;
+  bs->pid = getpid();
   for (int r = 0; r < nranks; r++) bs->links[r].fd = -1;
   *out = bs;
   return koloSuccess;
@@ -188,22 +258,21 @@ static koloResult_t open_listener(kolo_bootstrap *bs, int root_fd, struct sockad
 
 static koloResult_t send_rank_hello(kolo_bootstrap *bs, int fd, const struct sockaddr_storage *addr,
                                     int64_t dl, const char *root) {
-  struct {
-    kolo_wire_header hdr;
-    kolo_rank_hello body;
-  } m;
-  memset(&m, 0, sizeof m);
-  m.hdr = (kolo_wire_header){KOLO_WIRE_MAGIC, KOLO_TAG_RANK_HELLO, sizeof m.body};
-  memcpy(m.body.secret, bs->meet.secret, sizeof m.body.secret);
-  m.body.rank = bs->rank;
-  m.body.nranks = bs->nranks;
-  m.body.nids = bs->nids;
-  m.body.root_index = bs->root_index;
-  m.body.role = KOLO_HELLO_RANK;
-  if (bs->nids > 1) m.body.first = bs->uid;
+  kolo_rank_hello h;
+  memset(&h, 0, sizeof h);
+  memcpy(h.secret, bs->meet.secret, sizeof h.secret);
+  h.rank = bs->rank;
+  h.nranks = bs->nranks;
+  h.nids = bs->nids;
+  h.root_index = bs->root_index;
+  h.role = KOLO_HELLO_RANK;
+  if (bs->nids > 1) h.first = bs->uid;
   pthread_once(&token_once, draw_token);
-  m.body.info = (kolo_peer_info){*addr, host_hash(), proc_token, (int32_t)getpid(), bs->rank};
-  return kolo_sock_send_all(fd, &m, sizeof m, dl, root, bs->eb);
+  h.info = (kolo_peer_info){*addr, host_hash(), proc_token, (int32_t)getpid(), bs->rank};
+  uint8_t m[KOLO_WIRE_HDR_BYTES + KOLO_RANK_HELLO_BYTES];
+  kolo_encode_header(m, KOLO_TAG_RANK_HELLO, KOLO_RANK_HELLO_BYTES);
+  kolo_encode_rank_hello(&h, m + KOLO_WIRE_HDR_BYTES);
+  return kolo_sock_send_all(fd, m, sizeof m, dl, root, bs->eb);
 }
 
 /* The table of all ranks, or the root's verdict on this job. */
@@ -255,17 +324,16 @@ static koloResult_t mesh_connect(kolo_bootstrap *bs, int peer, int64_t dl) {
   int fd;
   koloResult_t res = kolo_sock_connect(&bs->peers[peer].addr, dl, bs->timeout_ms, who, bs->eb, &fd);
   if (res != koloSuccess) return res;
-  struct {
-    kolo_wire_header hdr;
-    kolo_mesh_hello body;
-  } m;
-  memset(&m, 0, sizeof m);
-  m.hdr = (kolo_wire_header){KOLO_WIRE_MAGIC, KOLO_TAG_MESH_HELLO, sizeof m.body};
-  memcpy(m.body.secret, bs->uid.secret, sizeof m.body.secret);
-  m.body.job = bs->uid.job;
-  m.body.rank = bs->rank;
-  m.body.nranks = bs->nranks;
-  res = kolo_sock_send_all(fd, &m, sizeof m, dl, who, bs->eb);
+  kolo_mesh_hello h;
+  memset(&h, 0, sizeof h);
+  memcpy(h.secret, bs->uid.secret, sizeof h.secret);
+  h.job = bs->uid.job;
+  h.rank = bs->rank;
+  h.nranks = bs->nranks;
+  uint8_t m[KOLO_WIRE_HDR_BYTES + KOLO_MESH_HELLO_BYTES];
+  kolo_encode_header(m, KOLO_TAG_MESH_HELLO, KOLO_MESH_HELLO_BYTES);
+  kolo_encode_mesh_hello(&h, m + KOLO_WIRE_HDR_BYTES);
+  res = kolo_sock_send_all(fd, m, sizeof m, dl, who, bs->eb);
   if (res != koloSuccess) {
     close(fd);
     return res;
@@ -283,24 +351,41 @@ static const char *mesh_hello_fault(const kolo_bootstrap *bs, const kolo_mesh_he
   return NULL;
 }
 
+/* A connection that is no peer we wait for: told why where it can hear it
+ * (a kolo rank of another version, or one that got the job wrong). */
+static void mesh_refuse(kolo_bootstrap *bs, kolo_pending_hello *p, int other, uint32_t version, const char *fault) {
+  char text[KOLO_ERR_LEN];
+  if (other)
+    snprintf(text, sizeof text, "rank %d refused a mesh connection: peer %s speaks kolo wire version %u, this rank "
+             "speaks %u", bs->rank, p->from, version, KOLO_WIRE_VERSION);
+  else
+    snprintf(text, sizeof text, "rank %d dropped a mesh connection from %s that %s", bs->rank, p->from, fault);
+  KOLO_WARN("%s", text);
+  kolo_errbuf eb = {0};
+  if (other && kolo_send_refusal(p->fd, koloInvalidUsage, text, p->from, &eb) != koloSuccess)
+    KOLO_INFO("rank %d: could not tell %s why: %s", bs->rank, p->from, eb.msg);
+  close(p->fd);
+  p->fd = -1;
+}
+
 /* Reads a pending connection's hello; adopts it as a link when complete
  * and valid, drops it when bad.  Returns 1 when a link was added. */
 static int mesh_serve_pending(kolo_bootstrap *bs, kolo_pending_hello *p) {
-  char why[160];
+  char why[200];
   const char *fault = why;
-  int s = kolo_pending_step(p, KOLO_TAG_MESH_HELLO, sizeof(kolo_mesh_hello), why, sizeof why);
+  int s = kolo_pending_step(p, KOLO_TAG_MESH_HELLO, KOLO_TAG_MESH_HELLO_V1, why, sizeof why);
   if (s == KOLO_HELLO_MORE) return 0;
   kolo_mesh_hello h;
-  memcpy(&h, p->body, sizeof h);
-  if (s == KOLO_HELLO_DONE) fault = mesh_hello_fault(bs, &h);
-  if (fault == NULL) {
+  uint32_t version = 1; /* KOLO_HELLO_REFUSE: version 1's tag */
+  int d = s == KOLO_HELLO_DONE ? kolo_decode_mesh_hello(p->body, (size_t)p->hdr.len, &h, &version, why, sizeof why)
+          : s == KOLO_HELLO_REFUSE ? KOLO_WIRE_OTHER_VERSION : KOLO_WIRE_GARBLED;
+  if (d == KOLO_WIRE_OK) fault = mesh_hello_fault(bs, &h);
+  if (d == KOLO_WIRE_OK && fault == NULL) {
     bs->links[h.rank].fd = p->fd;
     p->fd = -1;
     return 1;
   }
-  KOLO_WARN("rank %d: dropped a mesh connection from %s that %s", bs->rank, p->from, fault);
-  close(p->fd);
-  p->fd = -1;
+  mesh_refuse(bs, p, d == KOLO_WIRE_OTHER_VERSION, version, fault);
   return 0;
 }
 
@@ -420,6 +505,7 @@ koloResult_t kolo_bootstrap_init_multi(const kolo_uid *uids, int nids, int rank,
   close(lfd);
   if (res != koloSuccess) goto free_bootstrap;
   KOLO_INFO("rank %d of %d: bootstrap mesh complete", rank, nranks);
+  enlist(bs);
   *out = bs;
   return koloSuccess;
 
@@ -453,8 +539,29 @@ static void link_down(mesh_link *l, koloResult_t res, const char *fmt, ...) {
   l->rx = NULL;
 }
 
+/* A goodbye or a refusal ends the link: 1 when m was one (and is freed). */
+static int link_last_word(mesh_link *l, queued_msg *m) {
+  if (m->tag == KOLO_TAG_GOODBYE) {
+    kolo_wire_in r = kolo_wire_reader(m->data, m->len);
+    uint32_t reason = kolo_get_u32(&r);
+    l->fate = reason == KOLO_BYE_EXITED ? KOLO_PEER_EXITED : KOLO_PEER_LEFT;
+    link_down(l, koloRemoteError, "%s", kolo_peer_fate_text(l->fate));
+  } else if (m->tag == KOLO_TAG_REFUSED) {
+    koloResult_t res = koloRemoteError;
+    char text[KOLO_ERR_LEN - 64];
+    if (kolo_decode_refusal(m->data, m->len, &res, text, sizeof text) != KOLO_WIRE_OK)
+      snprintf(text, sizeof text, "a refusal of %zu bytes (garbage)", m->len);
+    link_down(l, res, "refused this rank's mesh connection: %s", text);
+  } else {
+    return 0;
+  }
+  free(m);
+  return 1;
+}
+
 /* err: 0 for end of stream, else the errno of a failed recv or send. */
 static void link_lost(mesh_link *l, int err) {
+  if (l->fate == KOLO_PEER_ALIVE) l->fate = KOLO_PEER_LOST;
   const char *mid = l->rx || l->hdr_got ? " in the middle of a message" : "";
   if (err == 0) link_down(l, koloRemoteError, "closed its connection%s", mid);
   else if (err == EPIPE || err == ECONNRESET)
@@ -478,6 +585,7 @@ static void link_append(mesh_link *l, queued_msg *m) {
 
 /* The header is in: check it and make room for the payload. */
 static void link_start_msg(mesh_link *l) {
+  l->hdr = kolo_decode_header(l->hdr_raw);
   if (l->hdr.magic != KOLO_WIRE_MAGIC) {
     link_down(l, koloRemoteError, "sent garbage on the bootstrap mesh (magic 0x%08x)", l->hdr.magic);
   } else if (l->hdr.len > KOLO_MAX_MSG_BYTES) {
@@ -498,13 +606,15 @@ static void link_start_msg(mesh_link *l) {
 static void link_pump(mesh_link *l) {
   while (!l->down) {
     if (l->rx && l->rx_got == l->rx->len) { /* a whole message */
-      link_append(l, l->rx);
+      queued_msg *m = l->rx;
       l->rx = NULL;
       l->hdr_got = 0;
+      if (link_last_word(l, m)) return;
+      link_append(l, m);
       continue;
     }
-    char *dst = l->rx ? l->rx->data + l->rx_got : (char *)&l->hdr + l->hdr_got;
-    size_t want = l->rx ? l->rx->len - l->rx_got : sizeof l->hdr - l->hdr_got;
+    char *dst = l->rx ? l->rx->data + l->rx_got : (char *)l->hdr_raw + l->hdr_got;
+    size_t want = l->rx ? l->rx->len - l->rx_got : sizeof l->hdr_raw - l->hdr_got;
     int err = 0;
     ssize_t n = kolo_sock_read_some(l->fd, dst, want, &err);
     if (n == 0) return;
@@ -513,7 +623,7 @@ static void link_pump(mesh_link *l) {
       return;
     }
     if (l->rx) l->rx_got += (size_t)n;
-    else if ((l->hdr_got += (size_t)n) == sizeof l->hdr) link_start_msg(l);
+    else if ((l->hdr_got += (size_t)n) == sizeof l->hdr_raw) link_start_msg(l);
   }
 }
 
@@ -587,11 +697,11 @@ static koloResult_t send_self(kolo_bootstrap *bs, uint32_t tag, const void *data
 }
 
 /* sendmsg of header + payload from byte `off` on; like send(). */
-static ssize_t send_from(int fd, const kolo_wire_header *hdr, const void *data, size_t len, size_t off) {
+static ssize_t send_from(int fd, const uint8_t *hdr, const void *data, size_t len, size_t off) {
   struct iovec iov[2];
   int n = 0;
-  if (off < sizeof *hdr) iov[n++] = (struct iovec){(char *)hdr + off, sizeof *hdr - off};
-  size_t doff = off > sizeof *hdr ? off - sizeof *hdr : 0;
+  if (off < KOLO_WIRE_HDR_BYTES) iov[n++] = (struct iovec){(char *)hdr + off, KOLO_WIRE_HDR_BYTES - off};
+  size_t doff = off > KOLO_WIRE_HDR_BYTES ? off - KOLO_WIRE_HDR_BYTES : 0;
   if (len > doff) iov[n++] = (struct iovec){(char *)data + doff, len - doff};
   struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
   return sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -615,11 +725,12 @@ koloResult_t kolo_bootstrap_send(kolo_bootstrap *bs, int peer, uint32_t tag, con
   if (res != koloSuccess) return res;
   if (peer == bs->rank) return send_self(bs, tag, data, len);
   mesh_link *l = &bs->links[peer];
-  kolo_wire_header hdr = {KOLO_WIRE_MAGIC, tag, len};
+  uint8_t hdr[KOLO_WIRE_HDR_BYTES];
+  kolo_encode_header(hdr, tag, len);
   int64_t dl = kolo_deadline(bs->timeout_ms);
   for (size_t sent = 0; sent < sizeof hdr + len;) {
     if (l->down) return link_error(bs, peer);
-    ssize_t n = send_from(l->fd, &hdr, data, len, sent);
+    ssize_t n = send_from(l->fd, hdr, data, len, sent);
     if (n > 0) {
       sent += (size_t)n;
     } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -720,5 +831,6 @@ int kolo_bootstrap_dead_peer(kolo_bootstrap *bs) {
 int kolo_bootstrap_peer_dead(kolo_bootstrap *bs, int rank) {
   if (rank < 0 || rank >= bs->nranks || rank == bs->rank) return 0;
   kolo_bootstrap_dead_peer(bs);
-  return bs->links[rank].down != 0;
+  mesh_link *l = &bs->links[rank];
+  return !l->down ? KOLO_PEER_ALIVE : l->fate != KOLO_PEER_ALIVE ? l->fate : KOLO_PEER_LOST;
 }

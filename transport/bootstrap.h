@@ -115,7 +115,17 @@ koloResult_t kolo_bootstrap_barrier(kolo_bootstrap *bs, uint32_t tag);
  * closed or failed, or -1 when all peers are still connected.  Cheap enough
  * to call every few milliseconds from a waiting executor. */
 int kolo_bootstrap_dead_peer(kolo_bootstrap *bs);
-/* Same check, answering for one peer: 1 when its connection is gone. */
+/* Same check, answering for one peer: KOLO_PEER_ALIVE (0) while its
+ * connection is up, else how it went (a goodbye says; no word: lost). */
+enum { KOLO_PEER_ALIVE = 0, KOLO_PEER_LOST = 1, KOLO_PEER_LEFT = 2, KOLO_PEER_EXITED = 3 };
 int kolo_bootstrap_peer_dead(kolo_bootstrap *bs, int rank);
+/* "left (destroyed its communicator)", ... : what follows "rank 3 ". */
+const char *kolo_peer_fate_text(int fate);
+
+/* Tells every connected peer why this rank goes (once; never waits):
+ * KOLO_BYE_LEFT from kolo_bootstrap_destroy, KOLO_BYE_EXITED from the exit
+ * hook for bootstraps still up when the process exits. */
+enum { KOLO_BYE_LEFT = 1, KOLO_BYE_EXITED = 2 };
+void kolo_bootstrap_goodbye(kolo_bootstrap *bs, int reason);
 
 #endif

@@ -9,6 +9,7 @@
  * answers when its own block and every other root's block are in.  So a
  * root handles about nranks / nids + nids connections instead of nranks. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -30,49 +31,51 @@ void kolo_root_block(int k, int nranks, int nids, int *lo, int *hi) {
   *hi = (int)(((int64_t)(k + 1) * nranks + nids - 1) / nids);
 }
 
+/* The body length a reply may announce: checked before anything is
+ * allocated.  0 when the header is garbage. */
+static size_t reply_len_ok(kolo_wire_header h, int nranks) {
+  if (h.magic != KOLO_WIRE_MAGIC) return 0;
+  if (h.tag == KOLO_TAG_TABLE) return h.len == (uint64_t)nranks * KOLO_PEER_INFO_BYTES;
+  if (h.tag == KOLO_TAG_REFUSED) return h.len >= 4 && h.len <= KOLO_REFUSAL_MAX_BYTES;
+  return 0;
+}
+
 koloResult_t kolo_root_read_reply(int fd, int nranks, kolo_peer_info *table, int64_t dl, const char *who,
                                   kolo_errbuf *eb) {
-  kolo_wire_header hdr;
-  koloResult_t res = kolo_sock_recv_all(fd, &hdr, sizeof hdr, dl, who, eb);
+  uint8_t raw[KOLO_WIRE_HDR_BYTES];
+  koloResult_t res = kolo_sock_recv_all(fd, raw, sizeof raw, dl, who, eb);
   if (res != koloSuccess) return res;
-  if (hdr.magic == KOLO_WIRE_MAGIC && hdr.tag == KOLO_TAG_REFUSED) {
-    kolo_root_refusal r;
-    if (hdr.len < sizeof r.result || hdr.len > sizeof r)
-      return kolo_error(eb, koloRemoteError, "%s sent a refusal of %llu bytes (garbage)", who,
-                        (unsigned long long)hdr.len);
-    res = kolo_sock_recv_all(fd, &r, (size_t)hdr.len, dl, who, eb);
-    if (res != koloSuccess) return res;
-    if (r.result == koloSuccess || !kolo_result_valid(r.result) || r.result == koloInProgress)
-      r.result = koloRemoteError;
-    return kolo_error(eb, (koloResult_t)r.result, "%.*s", (int)(hdr.len - sizeof r.result), r.text);
-  }
-  size_t want = (size_t)nranks * sizeof *table;
-  if (hdr.magic != KOLO_WIRE_MAGIC || hdr.tag != KOLO_TAG_TABLE)
-    return kolo_error(eb, koloRemoteError, "%s sent garbage (magic 0x%08x, tag 0x%08x)", who, hdr.magic, hdr.tag);
-  if (hdr.len != want)
-    return kolo_error(eb, koloRemoteError, "%s sent a table of %llu bytes, expected %zu (%d ranks)", who,
-                      (unsigned long long)hdr.len, want, nranks);
-  return kolo_sock_recv_all(fd, table, want, dl, who, eb);
+  kolo_wire_header h = kolo_decode_header(raw);
+  if (!reply_len_ok(h, nranks)) /* the decoder says what is wrong with it */
+    return kolo_root_decode_reply(raw, sizeof raw, nranks, table, who, eb);
+  uint8_t *m = malloc(sizeof raw + (size_t)h.len);
+  if (m == NULL) return kolo_error(eb, koloSystemError, "out of memory reading the answer of %s", who);
+  memcpy(m, raw, sizeof raw);
+  res = kolo_sock_recv_all(fd, m + sizeof raw, (size_t)h.len, dl, who, eb);
+  if (res == koloSuccess) res = kolo_root_decode_reply(m, sizeof raw + (size_t)h.len, nranks, table, who, eb);
+  free(m);
+  return res;
 }
 
 /* The hello and block root `index` presents to root 0. */
 static koloResult_t send_block(int fd, const kolo_uid *first, int nranks, int nids, int index,
                                const kolo_peer_info *table, int64_t dl, const char *who, kolo_errbuf *eb) {
-  struct {
-    kolo_wire_header hdr;
-    kolo_rank_hello body;
-  } m;
-  memset(&m, 0, sizeof m);
-  m.hdr = (kolo_wire_header){KOLO_WIRE_MAGIC, KOLO_TAG_RANK_HELLO, sizeof m.body};
-  m.body = (kolo_rank_hello){.rank = -1, .nranks = nranks, .nids = nids, .root_index = index,
-                             .role = KOLO_HELLO_SUBROOT, .first = *first};
-  memcpy(m.body.secret, first->secret, sizeof m.body.secret);
+  kolo_rank_hello h = {.rank = -1, .nranks = nranks, .nids = nids, .root_index = index,
+                       .role = KOLO_HELLO_SUBROOT, .first = *first};
+  memcpy(h.secret, first->secret, sizeof h.secret);
   int lo, hi;
   kolo_root_block(index, nranks, nids, &lo, &hi);
-  kolo_wire_header bh = {KOLO_WIRE_MAGIC, KOLO_TAG_BLOCK, (uint64_t)(hi - lo) * sizeof *table};
-  koloResult_t res = kolo_sock_send_all(fd, &m, sizeof m, dl, who, eb);
-  if (res == koloSuccess) res = kolo_sock_send_all(fd, &bh, sizeof bh, dl, who, eb);
-  if (res == koloSuccess) res = kolo_sock_send_all(fd, table + lo, (size_t)bh.len, dl, who, eb);
+  size_t blen = (size_t)(hi - lo) * KOLO_PEER_INFO_BYTES;
+  size_t len = 2 * KOLO_WIRE_HDR_BYTES + KOLO_RANK_HELLO_BYTES + blen;
+  uint8_t *m = malloc(len);
+  if (m == NULL) return kolo_error(eb, koloSystemError, "out of memory sending a block of ranks to %s", who);
+  kolo_encode_header(m, KOLO_TAG_RANK_HELLO, KOLO_RANK_HELLO_BYTES);
+  kolo_encode_rank_hello(&h, m + KOLO_WIRE_HDR_BYTES);
+  uint8_t *bh = m + KOLO_WIRE_HDR_BYTES + KOLO_RANK_HELLO_BYTES;
+  kolo_encode_header(bh, KOLO_TAG_BLOCK, blen);
+  kolo_encode_peer_table(table, lo, hi, bh + KOLO_WIRE_HDR_BYTES);
+  koloResult_t res = kolo_sock_send_all(fd, m, len, dl, who, eb);
+  free(m);
   return res;
 }
 
@@ -80,9 +83,11 @@ static koloResult_t send_block(int fd, const kolo_uid *first, int nranks, int ni
  * the block then fails (EPIPE) with the refusal, which says why, already
  * received. */
 static int refusal_waiting(int fd) {
-  kolo_wire_header hdr;
-  ssize_t n = recv(fd, &hdr, sizeof hdr, MSG_PEEK | MSG_DONTWAIT);
-  return n == (ssize_t)sizeof hdr && hdr.magic == KOLO_WIRE_MAGIC && hdr.tag == KOLO_TAG_REFUSED;
+  uint8_t raw[KOLO_WIRE_HDR_BYTES];
+  ssize_t n = recv(fd, raw, sizeof raw, MSG_PEEK | MSG_DONTWAIT);
+  if (n != (ssize_t)sizeof raw) return 0;
+  kolo_wire_header h = kolo_decode_header(raw);
+  return h.magic == KOLO_WIRE_MAGIC && h.tag == KOLO_TAG_REFUSED;
 }
 
 koloResult_t kolo_root_forward(const kolo_uid *first, int nranks, int nids, int index,
@@ -105,20 +110,22 @@ int kolo_root_read_block(int fd, const kolo_rank_hello *h, kolo_peer_info *table
   kolo_root_block(h->root_index, h->nranks, h->nids, &lo, &hi);
   kolo_errbuf eb = {0};
   int64_t dl = kolo_deadline(KOLO_HELLO_TIMEOUT_MS);
-  kolo_wire_header bh;
-  size_t want = (size_t)(hi - lo) * sizeof *table;
-  koloResult_t res = kolo_sock_recv_all(fd, &bh, sizeof bh, dl, "a root", &eb);
+  uint8_t raw[KOLO_WIRE_HDR_BYTES];
+  size_t want = (size_t)(hi - lo) * KOLO_PEER_INFO_BYTES;
+  koloResult_t res = kolo_sock_recv_all(fd, raw, sizeof raw, dl, "a root", &eb);
+  kolo_wire_header bh = kolo_decode_header(raw);
   if (res == koloSuccess && (bh.magic != KOLO_WIRE_MAGIC || bh.tag != KOLO_TAG_BLOCK || bh.len != want)) {
     snprintf(why, why_len, "the root of commIds[%d] sent a block that is not ranks %d..%d", h->root_index, lo,
              hi - 1);
     return -1;
   }
-  if (res == koloSuccess) res = kolo_sock_recv_all(fd, table + lo, want, dl, "a root", &eb);
-  for (int r = lo; r < hi && res == koloSuccess; r++)
-    if (table[r].rank != r) {
-      snprintf(why, why_len, "the root of commIds[%d] sent entry %d as rank %d", h->root_index, r, table[r].rank);
-      return -1;
-    }
+  uint8_t *body = res == koloSuccess ? malloc(want ? want : 1) : NULL;
+  if (res == koloSuccess && body == NULL) res = kolo_error(&eb, koloSystemError, "out of memory for its block");
+  if (res == koloSuccess) res = kolo_sock_recv_all(fd, body, want, dl, "a root", &eb);
+  char fault[KOLO_ERR_LEN];
+  int d = res == koloSuccess ? kolo_decode_peer_table(body, want, lo, hi, table, fault, sizeof fault) : KOLO_WIRE_OK;
+  free(body);
   if (res != koloSuccess) snprintf(why, why_len, "the root of commIds[%d]: %s", h->root_index, eb.msg);
-  return res == koloSuccess ? 0 : -1;
+  else if (d != KOLO_WIRE_OK) snprintf(why, why_len, "the root of commIds[%d] %s", h->root_index, fault);
+  return res == koloSuccess && d == KOLO_WIRE_OK ? 0 : -1;
 }

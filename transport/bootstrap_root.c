@@ -222,17 +222,8 @@ static int root_alloc(root_state *st, const kolo_rank_hello *h) {
 /* ---- telling ranks ------------------------------------------------------------ */
 
 static void root_send_refusal(const root_state *st, int fd, koloResult_t res, const char *text) {
-  struct {
-    kolo_wire_header hdr;
-    kolo_root_refusal body;
-  } m;
-  size_t n = strnlen(text, sizeof m.body.text);
-  m.hdr = (kolo_wire_header){KOLO_WIRE_MAGIC, KOLO_TAG_REFUSED, sizeof m.body.result + n};
-  m.body.result = res;
-  memcpy(m.body.text, text, n);
   kolo_errbuf eb = {0};
-  if (kolo_sock_send_all(fd, &m, sizeof m.hdr + m.hdr.len, kolo_deadline(KOLO_HELLO_TIMEOUT_MS),
-                         "a rank", &eb) != koloSuccess)
+  if (kolo_send_refusal(fd, res, text, "a rank", &eb) != koloSuccess)
     KOLO_INFO("%s: could not tell a rank why the job failed: %s", st->name, eb.msg);
 }
 
@@ -255,15 +246,22 @@ static void root_fail(root_state *st, koloResult_t res, const char *why) {
 
 /* To every rank of this root's block and every root that forwarded one. */
 static void root_send_table(root_state *st) {
-  kolo_wire_header hdr = {KOLO_WIRE_MAGIC, KOLO_TAG_TABLE, (uint64_t)st->nranks * sizeof *st->table};
+  size_t len = (size_t)st->nranks * KOLO_PEER_INFO_BYTES;
+  uint8_t *m = malloc(KOLO_WIRE_HDR_BYTES + len);
+  if (m == NULL) {
+    root_fail(st, koloSystemError, "out of memory encoding the table of ranks");
+    return;
+  }
+  kolo_encode_header(m, KOLO_TAG_TABLE, len);
+  kolo_encode_peer_table(st->table, 0, st->nranks, m + KOLO_WIRE_HDR_BYTES);
   for (int r = 0; r < st->nslots; r++) {
     if (st->fd[r] < 0) continue;
     kolo_errbuf eb = {0};
-    int64_t dl = kolo_deadline(KOLO_HELLO_TIMEOUT_MS);
-    if (kolo_sock_send_all(st->fd[r], &hdr, sizeof hdr, dl, "a rank", &eb) != koloSuccess ||
-        kolo_sock_send_all(st->fd[r], st->table, hdr.len, dl, "a rank", &eb) != koloSuccess)
+    if (kolo_sock_send_all(st->fd[r], m, KOLO_WIRE_HDR_BYTES + len, kolo_deadline(KOLO_HELLO_TIMEOUT_MS), "a rank",
+                           &eb) != koloSuccess)
       KOLO_WARN("%s: could not send the table to slot %d: %s", st->name, r, eb.msg);
   }
+  free(m);
   KOLO_INFO("%s: all %d ranks joined", st->name, st->nranks);
 }
 
@@ -419,16 +417,41 @@ static void root_drop_pending(root_state *st, kolo_pending_hello *p, const char 
   p->fd = -1;
 }
 
-static void root_serve_pending(root_state *st, kolo_pending_hello *p) {
-  char why[160];
-  int s = kolo_pending_step(p, KOLO_TAG_RANK_HELLO, sizeof(kolo_rank_hello), why, sizeof why);
-  if (s == KOLO_HELLO_DROP) root_drop_pending(st, p, why);
-  if (s != KOLO_HELLO_DONE) return;
-  kolo_rank_hello h;
-  memcpy(&h, p->body, sizeof h);
-  int fd = p->fd;
+/* A hello of another version, or a garbled one: the peer is told why (it
+ * may be a kolo of another version, which reads refusals of any version). */
+static void root_refuse_pending(root_state *st, kolo_pending_hello *p, int other, uint32_t version,
+                                const char *why) {
+  char text[KOLO_ERR_LEN];
+  if (other)
+    snprintf(text, sizeof text, "%s: peer %s speaks kolo wire version %u, this root speaks %u", st->name, p->from,
+             version, KOLO_WIRE_VERSION);
+  else
+    snprintf(text, sizeof text, "%s: peer %s %s", st->name, p->from, why);
+  KOLO_WARN("%s; refused it", text);
+  root_send_refusal(st, p->fd, koloInvalidUsage, text);
+  close(p->fd);
   p->fd = -1;
-  root_take(st, fd, &h, p->from);
+}
+
+static void root_serve_pending(root_state *st, kolo_pending_hello *p) {
+  char why[200];
+  int s = kolo_pending_step(p, KOLO_TAG_RANK_HELLO, KOLO_TAG_RANK_HELLO_V1, why, sizeof why);
+  if (s == KOLO_HELLO_MORE) return;
+  if (s == KOLO_HELLO_DROP) {
+    root_drop_pending(st, p, why);
+    return;
+  }
+  kolo_rank_hello h;
+  uint32_t version = 1; /* KOLO_HELLO_REFUSE: version 1's tag */
+  int d = s == KOLO_HELLO_DONE ? kolo_decode_rank_hello(p->body, (size_t)p->hdr.len, &h, &version, why, sizeof why)
+                               : KOLO_WIRE_OTHER_VERSION;
+  if (d == KOLO_WIRE_OK) {
+    int fd = p->fd;
+    p->fd = -1;
+    root_take(st, fd, &h, p->from);
+    return;
+  }
+  root_refuse_pending(st, p, d == KOLO_WIRE_OTHER_VERSION, version, why);
 }
 
 /* Removes the pending entries whose fd was taken or dropped. */

@@ -27,50 +27,47 @@ void kolo_pending_start(kolo_pending_hello *p, int fd, const struct sockaddr_sto
   kolo_addr_str(from, p->from, sizeof p->from);
 }
 
-/* Checks the header once it is complete: 0, or -1 with the reason. */
-static int check_header(const kolo_pending_hello *p, uint32_t tag, size_t body_len, char *why,
-                        size_t why_len) {
+/* Checks the header once it is complete: KOLO_HELLO_MORE to go on, or
+ * why not. */
+static int check_header(kolo_pending_hello *p, uint32_t tag, uint32_t v1_tag, char *why, size_t why_len) {
+  p->hdr = kolo_decode_header(p->raw);
+  if (p->hdr.magic == KOLO_WIRE_MAGIC && p->hdr.tag == v1_tag) {
+    snprintf(why, why_len, "speaks kolo wire version 1, this process speaks %u", KOLO_WIRE_VERSION);
+    return KOLO_HELLO_REFUSE;
+  }
   if (p->hdr.magic != KOLO_WIRE_MAGIC || p->hdr.tag != tag) {
-    snprintf(why, why_len, "sent garbage (header magic 0x%08x, tag 0x%08x)", p->hdr.magic,
-             p->hdr.tag);
-    return -1;
+    snprintf(why, why_len, "sent garbage (header magic 0x%08x, tag 0x%08x)", p->hdr.magic, p->hdr.tag);
+    return KOLO_HELLO_DROP;
   }
-  if (p->hdr.len != body_len) {
-    snprintf(why, why_len, "announced a hello of %llu bytes, expected %zu%s",
-             (unsigned long long)p->hdr.len, body_len,
-             p->hdr.len > body_len ? " (oversized)" : "");
-    return -1;
+  if (p->hdr.len > KOLO_HELLO_MAX_BYTES) {
+    snprintf(why, why_len, "announced a hello of %llu bytes, more than %d (oversized)",
+             (unsigned long long)p->hdr.len, KOLO_HELLO_MAX_BYTES);
+    return KOLO_HELLO_DROP;
   }
-  return 0;
+  return KOLO_HELLO_MORE;
 }
 
 /* Where the next bytes go: the header first, then the body. */
-static unsigned char *next_bytes(kolo_pending_hello *p, size_t body_len, size_t *want) {
-  size_t h = sizeof p->hdr;
+static unsigned char *next_bytes(kolo_pending_hello *p, size_t *want) {
+  size_t h = KOLO_WIRE_HDR_BYTES;
   if (p->got < h) {
     *want = h - p->got;
-    return (unsigned char *)&p->hdr + p->got;
+    return p->raw + p->got;
   }
-  *want = h + body_len - p->got;
+  *want = h + (size_t)p->hdr.len - p->got;
   return p->body + (p->got - h);
 }
 
-int kolo_pending_step(kolo_pending_hello *p, uint32_t tag, size_t body_len, char *why,
-                      size_t why_len) {
-  if (body_len > sizeof p->body) {
-    snprintf(why, why_len, "internal error: hello of %zu bytes does not fit", body_len);
-    return KOLO_HELLO_DROP;
-  }
+int kolo_pending_step(kolo_pending_hello *p, uint32_t tag, uint32_t v1_tag, char *why, size_t why_len) {
   for (;;) {
     size_t want;
-    unsigned char *dst = next_bytes(p, body_len, &want);
+    unsigned char *dst = next_bytes(p, &want);
     if (want == 0) return KOLO_HELLO_DONE;
     int err = 0;
     ssize_t n = kolo_sock_read_some(p->fd, dst, want, &err);
     if (n == 0) return KOLO_HELLO_MORE;
     if (n < 0 && err == 0) {
-      snprintf(why, why_len, "closed the connection after %zu of %zu bytes (truncated hello)",
-               p->got, sizeof p->hdr + body_len);
+      snprintf(why, why_len, "closed the connection after %zu bytes (truncated hello)", p->got);
       return KOLO_HELLO_DROP;
     }
     if (n < 0) {
@@ -79,8 +76,16 @@ int kolo_pending_step(kolo_pending_hello *p, uint32_t tag, size_t body_len, char
     }
     size_t before = p->got;
     p->got += (size_t)n;
-    if (before < sizeof p->hdr && p->got >= sizeof p->hdr &&
-        check_header(p, tag, body_len, why, why_len) != 0)
-      return KOLO_HELLO_DROP;
+    if (before < KOLO_WIRE_HDR_BYTES && p->got == KOLO_WIRE_HDR_BYTES) {
+      int s = check_header(p, tag, v1_tag, why, why_len);
+      if (s != KOLO_HELLO_MORE) return s;
+    }
   }
+}
+
+koloResult_t kolo_send_refusal(int fd, koloResult_t res, const char *text, const char *who, kolo_errbuf *eb) {
+  uint8_t m[KOLO_WIRE_HDR_BYTES + KOLO_REFUSAL_MAX_BYTES];
+  size_t n = kolo_encode_refusal(res, text, m + KOLO_WIRE_HDR_BYTES);
+  kolo_encode_header(m, KOLO_TAG_REFUSED, n);
+  return kolo_sock_send_all(fd, m, KOLO_WIRE_HDR_BYTES + n, kolo_deadline(KOLO_HELLO_TIMEOUT_MS), who, eb);
 }

@@ -2,14 +2,18 @@
  *
  * Every message, on root and mesh connections alike, is a header
  * {magic, tag, len} followed by len bytes.  A connection opens with a hello:
- * a rank_hello to the root, a mesh_hello between ranks.  Both sides run the
- * same library build, so structs travel in host byte order.
+ * a rank_hello to the root, a mesh_hello between ranks, whose first field
+ * is the sender's KOLO_WIRE_VERSION.  Nothing travels as a C struct: each
+ * message has an encoder and a decoder (bootstrap_codec.c, on wire_codec.h:
+ * fixed widths, little-endian), and decoders check every field, so a peer
+ * of another version or a garbled message is refused, never misread.
  */
 #ifndef KOLO_TRANSPORT_BOOTSTRAP_WIRE_H
 #define KOLO_TRANSPORT_BOOTSTRAP_WIRE_H
 
 #include "transport/bootstrap.h"
 #include "transport/socket.h"
+#include "transport/wire_codec.h"
 
 #define KOLO_WIRE_MAGIC 0x6b6f6c6fu /* "kolo" */
 /* Largest message: bigger lengths are garbage or an attack. */
@@ -20,15 +24,21 @@
 #define KOLO_HELLO_TIMEOUT_MS 5000
 
 /* Tags of the bootstrap's own messages (mesh messages after the hello
- * carry the caller's tags). */
+ * carry the caller's tags).  The hellos of wire version 1 had tags of their
+ * own: a hello with one of those is from a version 1 peer. */
 enum {
-  KOLO_TAG_RANK_HELLO = 0x6b000001u, /* rank -> root: rank_hello */
-  KOLO_TAG_TABLE = 0x6b000002u,      /* root -> rank: nranks kolo_peer_info */
-  KOLO_TAG_REFUSED = 0x6b000003u,    /* root -> rank: root_refusal */
-  KOLO_TAG_MESH_HELLO = 0x6b000004u, /* rank -> rank: mesh_hello */
-  KOLO_TAG_BLOCK = 0x6b000005u       /* root k -> root 0: its block of kolo_peer_info */
+  KOLO_TAG_RANK_HELLO_V1 = 0x6b000001u, /* version 1's rank_hello (host-order struct) */
+  KOLO_TAG_TABLE = 0x6b000002u,      /* root -> rank: nranks peer infos */
+  KOLO_TAG_REFUSED = 0x6b000003u,    /* root -> rank, rank -> rank: root_refusal */
+  KOLO_TAG_MESH_HELLO_V1 = 0x6b000004u, /* version 1's mesh_hello */
+  KOLO_TAG_BLOCK = 0x6b000005u,      /* root k -> root 0: its block of peer infos */
+  KOLO_TAG_GOODBYE = 0x6b000006u,    /* rank -> rank: why it is leaving (u32 KOLO_BYE_*) */
+  KOLO_TAG_RANK_HELLO = 0x6b000011u, /* rank -> root: rank_hello, version first */
+  KOLO_TAG_MESH_HELLO = 0x6b000014u  /* rank -> rank: mesh_hello, version first */
 };
 
+/* On the wire: magic u32, tag u32, len u64 (bytes that follow). */
+#define KOLO_WIRE_HDR_BYTES 16
 typedef struct {
   uint32_t magic; /* KOLO_WIRE_MAGIC */
   uint32_t tag;
@@ -75,7 +85,8 @@ int kolo_root_read_block(int fd, const kolo_rank_hello *h, kolo_peer_info *table
                          size_t why_len);
 
 /* root -> rank when the job failed: a result code, then a sentence of
- * len - 4 bytes (not NUL-terminated). */
+ * len - 4 bytes (not NUL-terminated).  Its format never changes, so that a
+ * peer of any version learns why it was refused. */
 typedef struct {
   int32_t result;
   char text[KOLO_ERR_LEN];
@@ -94,26 +105,72 @@ koloResult_t kolo_random(void *buf, size_t len, kolo_errbuf *eb);
 /* A connection that has been accepted but has not yet presented its hello.
  * The listener (root or mesh) keeps several, so that a stranger that
  * stalls cannot hold up the real peers. */
-#define KOLO_HELLO_MAX_BYTES \
-  (sizeof(kolo_rank_hello) > sizeof(kolo_mesh_hello) ? sizeof(kolo_rank_hello) : sizeof(kolo_mesh_hello))
+/* Room for a hello body of any version: a longer one is garbage. */
+#define KOLO_HELLO_MAX_BYTES 512
 typedef struct {
   int fd;
   int64_t deadline; /* drop it when the hello is not complete by then */
   size_t got;       /* bytes of hdr + body received */
   char from[64];    /* the peer's address, for logs */
-  kolo_wire_header hdr;
+  unsigned char raw[KOLO_WIRE_HDR_BYTES];
+  kolo_wire_header hdr; /* decoded once raw is complete */
   unsigned char body[KOLO_HELLO_MAX_BYTES];
 } kolo_pending_hello;
 
-enum { KOLO_HELLO_MORE = 0, KOLO_HELLO_DONE = 1, KOLO_HELLO_DROP = -1 };
+/* KOLO_HELLO_REFUSE: a peer that speaks another wire version; it is told
+ * why (a refusal) before the connection closes. */
+enum { KOLO_HELLO_MORE = 0, KOLO_HELLO_DONE = 1, KOLO_HELLO_DROP = -1, KOLO_HELLO_REFUSE = -2 };
 
 /* Starts reading a hello on a freshly accepted fd (taken over). */
 void kolo_pending_start(kolo_pending_hello *p, int fd, const struct sockaddr_storage *from);
 /* Reads what has arrived.  KOLO_HELLO_DONE once the header (tag `tag`,
- * length `body_len` exactly) and body are in; KOLO_HELLO_DROP with a
- * sentence in why when the peer sent garbage, a wrong or oversized length,
- * closed early (truncated) or failed.  KOLO_HELLO_MORE otherwise. */
-int kolo_pending_step(kolo_pending_hello *p, uint32_t tag, size_t body_len, char *why,
-                      size_t why_len);
+ * a length of at most KOLO_HELLO_MAX_BYTES) and body are in (hdr.len
+ * bytes in body, for the caller's decoder); KOLO_HELLO_DROP with a
+ * sentence in why when the peer sent garbage, an oversized length, closed
+ * early (truncated) or failed; KOLO_HELLO_REFUSE when the tag is version
+ * 1's (`v1_tag`).  KOLO_HELLO_MORE otherwise. */
+int kolo_pending_step(kolo_pending_hello *p, uint32_t tag, uint32_t v1_tag, char *why, size_t why_len);
+/* Sends a refusal (result, text) on fd, bounded by KOLO_HELLO_TIMEOUT_MS;
+ * koloSuccess or why not in eb. */
+koloResult_t kolo_send_refusal(int fd, koloResult_t res, const char *text, const char *who, kolo_errbuf *eb);
+
+/* ---- encoders and decoders (bootstrap_codec.c) ------------------------------ */
+
+/* Encoded sizes: address (family 4/6, port, 16 bytes), peer info, uid. */
+#define KOLO_ADDR_WIRE_BYTES 19
+#define KOLO_PEER_INFO_BYTES (KOLO_ADDR_WIRE_BYTES + 8 + 8 + 4 + 4)
+#define KOLO_UID_WIRE_BYTES (8 + 8 + KOLO_SECRET_BYTES + KOLO_ADDR_WIRE_BYTES)
+#define KOLO_RANK_HELLO_BYTES (4 + KOLO_SECRET_BYTES + 5 * 4 + KOLO_UID_WIRE_BYTES + KOLO_PEER_INFO_BYTES)
+#define KOLO_MESH_HELLO_BYTES (4 + KOLO_SECRET_BYTES + 8 + 4 + 4)
+#define KOLO_REFUSAL_MAX_BYTES (4 + KOLO_ERR_LEN)
+#define KOLO_GOODBYE_BYTES 4
+
+/* A decoder's verdict: fine, garbled (why says how) or another version
+ * (*version says which). */
+enum { KOLO_WIRE_OK = 0, KOLO_WIRE_GARBLED = -1, KOLO_WIRE_OTHER_VERSION = -2 };
+
+void kolo_encode_header(uint8_t out[KOLO_WIRE_HDR_BYTES], uint32_t tag, uint64_t len);
+kolo_wire_header kolo_decode_header(const uint8_t in[KOLO_WIRE_HDR_BYTES]);
+
+void kolo_encode_rank_hello(const kolo_rank_hello *h, uint8_t out[KOLO_RANK_HELLO_BYTES]);
+int kolo_decode_rank_hello(const void *body, size_t len, kolo_rank_hello *h, uint32_t *version, char *why,
+                           size_t why_len);
+void kolo_encode_mesh_hello(const kolo_mesh_hello *h, uint8_t out[KOLO_MESH_HELLO_BYTES]);
+int kolo_decode_mesh_hello(const void *body, size_t len, kolo_mesh_hello *h, uint32_t *version, char *why,
+                           size_t why_len);
+/* Entries [lo, hi) of table: (hi - lo) * KOLO_PEER_INFO_BYTES bytes. */
+void kolo_encode_peer_table(const kolo_peer_info *table, int lo, int hi, uint8_t *out);
+/* Into table[lo..hi): the length must be exact, entry k must be rank k. */
+int kolo_decode_peer_table(const void *body, size_t len, int lo, int hi, kolo_peer_info *table, char *why,
+                           size_t why_len);
+/* Returns the bytes written (at most KOLO_REFUSAL_MAX_BYTES). */
+size_t kolo_encode_refusal(koloResult_t res, const char *text, uint8_t out[KOLO_REFUSAL_MAX_BYTES]);
+/* A valid failure code into *res (koloRemoteError for any other), the
+ * sentence NUL-terminated into text (cut to text_len - 1). */
+int kolo_decode_refusal(const void *body, size_t len, koloResult_t *res, char *text, size_t text_len);
+/* A root's answer as a rank reads it, header and body in msg: the table
+ * into table (nranks entries), or the refusal as the error in eb. */
+koloResult_t kolo_root_decode_reply(const uint8_t *msg, size_t len, int nranks, kolo_peer_info *table,
+                                    const char *who, kolo_errbuf *eb);
 
 #endif

@@ -33,7 +33,9 @@ enum kolo_stop_reason {
   KOLO_STOP_ABORT = 2,     /* koloCommAbort on that rank */
   KOLO_STOP_DEAD_PEER = 3, /* that rank saw a peer die (rank = the dead one) */
   KOLO_STOP_TIMEOUT = 4,
-  KOLO_STOP_MISMATCH = 5 /* that rank found that two ranks' calls differ */
+  KOLO_STOP_PEER_LEFT = 5,  /* that rank saw a peer leave (destroy its communicator) */
+  KOLO_STOP_PEER_EXITED = 6, /* that rank saw a peer exit without destroying it */
+  KOLO_STOP_MISMATCH = 7     /* that rank found that two ranks' calls differ */
 };
 
 /* Most slots a connector may have (KOLO_NSLOTS). */

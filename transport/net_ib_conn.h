@@ -18,6 +18,7 @@
 
 #include "transport/ib_dev.h"
 #include "transport/net.h"
+#include "transport/net_wire.h"
 
 #define IB_TOKEN_BYTES 16
 #define IB_MAX_QPS KOLO_NET_MAX_STREAMS
@@ -42,16 +43,10 @@ typedef struct {
 } ib_msg;
 
 /* TCP handshake, both ways: the sender's first (with the token), then the
- * receiver's answer, then one byte from the sender once its QPs are ready. */
-typedef struct {
-  uint32_t magic, nqps;
-  uint8_t token[IB_TOKEN_BYTES];
-  uint32_t qpn[IB_MAX_QPS], psn[IB_MAX_QPS];
-  uint8_t gid[16];
-  uint16_t lid;
-  uint8_t link_layer, mtu;
-  char dev[64];
-} ib_hello;
+ * receiver's answer, then one byte from the sender once its QPs are ready.
+ * The hellos travel encoded (net_wire.h), with the wire version. */
+typedef kolo_ib_hello ib_hello;
+_Static_assert(IB_TOKEN_BYTES == KOLO_IB_TOKEN_BYTES && IB_MAX_QPS == KOLO_IB_MAX_QPS, "ib hello sizes");
 
 typedef struct {
   char *buf;
@@ -118,7 +113,7 @@ typedef struct {
   struct ibv_wc stash[IB_STASH]; /* polled by pollfds, not handled yet */
   int nstash;
   ib_hello me;
-  unsigned char hin[sizeof(ib_hello)]; /* sender: the receiver's hello */
+  unsigned char hin[KOLO_IB_HELLO_BYTES]; /* sender: the receiver's hello, encoded */
   size_t hin_len;
   ib_msg *rbufs, *sbufs;
   struct ibv_mr *rmr, *smr;

@@ -31,7 +31,6 @@
 #include "transport/socket.h"
 
 #define HANDLE_MAGIC 0x6b696268u /* "kibh" */
-#define HELLO_MAGIC 0x6b696231u  /* "kib1" */
 #define HELLO_WAIT_MS 1000
 #define READY_BYTE 'R'
 
@@ -185,7 +184,6 @@ static koloResult_t make_verbs(ib_comm *c, int dev, kolo_errbuf *eb) {
     res = kolo_ib_reg(c->pd, c->port.name, c->sbufs, sbytes, IBV_ACCESS_LOCAL_WRITE, &c->smr, eb);
   for (int q = 0; q < c->nqps && res == koloSuccess; q++) res = make_qp(c, q, eb);
   if (res != koloSuccess) return res;
-  c->me.magic = HELLO_MAGIC;
   c->me.nqps = (uint32_t)c->nqps;
   memcpy(c->me.gid, c->port.gid.raw, 16);
   c->me.lid = c->port.lid;
@@ -311,6 +309,12 @@ void kolo_ib_close(void *comm) {
   free(c);
 }
 
+static koloResult_t send_hello(ib_comm *c, int64_t deadline, kolo_errbuf *eb) {
+  uint8_t m[KOLO_IB_HELLO_BYTES];
+  kolo_encode_ib_hello(&c->me, m);
+  return kolo_sock_send_all(c->fd, m, sizeof m, deadline, c->who, eb);
+}
+
 koloResult_t kolo_ib_connect(const kolo_net_handle *handle, int dev, int64_t deadline, int timeout_ms,
                              const char *who, void **comm, kolo_errbuf *eb) {
   wire_handle w;
@@ -328,7 +332,7 @@ koloResult_t kolo_ib_connect(const kolo_net_handle *handle, int dev, int64_t dea
   koloResult_t res = make_verbs(c, dev, eb);
   if (res == koloSuccess) res = kolo_sock_connect(&addr, deadline, timeout_ms, who, eb, &c->fd);
   memcpy(c->me.token, w.token, IB_TOKEN_BYTES);
-  if (res == koloSuccess) res = kolo_sock_send_all(c->fd, &c->me, sizeof c->me, deadline, who, eb);
+  if (res == koloSuccess) res = send_hello(c, deadline, eb);
   if (res != koloSuccess) {
     kolo_ib_close(c);
     return res;
@@ -338,16 +342,24 @@ koloResult_t kolo_ib_connect(const kolo_net_handle *handle, int dev, int64_t dea
 }
 
 /* Reads and checks the hello of an accepted TCP connection; 0, or -1 with
- * the reason in *why when it is no sender of this pipe. */
-static int read_hello(const ib_listener *l, int fd, int64_t deadline, ib_hello *h, const char **why) {
+ * the reason in why when it is no sender of this pipe.  The magic and
+ * version come first: a peer of another version is named as such. */
+static int read_hello(const ib_listener *l, int fd, int64_t deadline, ib_hello *h, char *why, size_t why_len) {
   kolo_errbuf tmp = {0};
   int64_t soon = kolo_deadline(HELLO_WAIT_MS);
   if (deadline != 0 && deadline < soon) soon = deadline;
-  if (kolo_sock_recv_all(fd, h, sizeof *h, soon, "a connecting peer", &tmp) != koloSuccess)
-    *why = "it sent no complete hello";
-  else if (h->magic != HELLO_MAGIC) *why = "it is not a kolo ib connection";
-  else if (!kolo_secret_equal(h->token, l->token, IB_TOKEN_BYTES)) *why = "it did not present this pipe's token";
-  else if (h->nqps != (uint32_t)l->nqps) *why = "its number of QPs does not match";
+  uint8_t m[KOLO_IB_HELLO_BYTES];
+  uint32_t version;
+  size_t got = KOLO_NET_HELLO_PREFIX_BYTES;
+  int ok = kolo_sock_recv_all(fd, m, got, soon, "a connecting peer", &tmp) == koloSuccess;
+  if (ok && kolo_net_hello_prefix(m, got, KOLO_IB_HELLO_MAGIC, KOLO_IB_HELLO_MAGIC_V1, &version) == KOLO_NET_WIRE_OK) {
+    ok = kolo_sock_recv_all(fd, m + got, sizeof m - got, soon, "a connecting peer", &tmp) == koloSuccess;
+    got = sizeof m;
+  }
+  if (!ok) snprintf(why, why_len, "it sent no complete hello");
+  else if (kolo_decode_ib_hello(m, got, h, &version, why, why_len) != KOLO_NET_WIRE_OK) return -1;
+  else if (!kolo_secret_equal(h->token, l->token, IB_TOKEN_BYTES)) snprintf(why, why_len, "it did not present this pipe's token");
+  else if (h->nqps != (uint32_t)l->nqps) snprintf(why, why_len, "its number of QPs does not match");
   else return 0;
   return -1;
 }
@@ -365,8 +377,8 @@ static koloResult_t accept_sender(ib_listener *l, int64_t deadline, int timeout_
     koloResult_t res = kolo_sock_accept(l->fd, &from, eb, fd);
     if (res != koloSuccess) return res;
     if (*fd < 0) continue;
-    const char *why = "";
-    if (read_hello(l, *fd, deadline, them, &why) == 0) return koloSuccess;
+    char why[160] = "";
+    if (read_hello(l, *fd, deadline, them, why, sizeof why) == 0) return koloSuccess;
     char a[80];
     kolo_addr_str(&from, a, sizeof a);
     KOLO_WARN("refused a network connection from %s while waiting for %s: %s", a, who, why);
@@ -384,7 +396,7 @@ koloResult_t kolo_ib_accept(void *lcomm, int64_t deadline, int timeout_ms, const
   koloResult_t res = accept_sender(l, deadline, timeout_ms, who, &them, &c->fd, eb);
   if (res == koloSuccess) res = make_verbs(c, l->dev, eb);
   if (res == koloSuccess) res = qps_ready(c, &them, eb);
-  if (res == koloSuccess) res = kolo_sock_send_all(c->fd, &c->me, sizeof c->me, deadline, who, eb);
+  if (res == koloSuccess) res = send_hello(c, deadline, eb);
   if (res != koloSuccess) {
     kolo_ib_close(c);
     return res;
@@ -417,9 +429,13 @@ koloResult_t kolo_ib_handshake_step(ib_comm *c, int *eof, kolo_errbuf *eb) {
     c->hin_len += (size_t)k;
   }
   ib_hello them;
-  memcpy(&them, c->hin, sizeof them);
-  if (them.magic != HELLO_MAGIC || them.nqps != (uint32_t)c->nqps)
-    return kolo_error(eb, koloRemoteError, "%s answered the ib setup with garbage", c->who);
+  uint32_t version;
+  char why[160];
+  if (kolo_decode_ib_hello(c->hin, sizeof c->hin, &them, &version, why, sizeof why) != KOLO_NET_WIRE_OK)
+    return kolo_error(eb, koloRemoteError, "%s answered the ib setup wrongly: %s", c->who, why);
+  if (them.nqps != (uint32_t)c->nqps)
+    return kolo_error(eb, koloRemoteError, "%s answered the ib setup with %u QPs, expected %d", c->who, them.nqps,
+                      c->nqps);
   koloResult_t res = qps_ready(c, &them, eb);
   unsigned char b = READY_BYTE;
   if (res == koloSuccess) res = kolo_sock_send_all(c->fd, &b, 1, kolo_deadline(HELLO_WAIT_MS), c->who, eb);

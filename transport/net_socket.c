@@ -13,9 +13,11 @@
  * stream has moved (or skipped) its part.  The control socket carries
  * 8-byte messages (kind, value) both ways.
  *
- * Each socket starts with a hello from the sender: magic, stream index,
- * stream count and the listener's random 16-byte token.  accept() drops
- * connections whose hello is wrong or does not arrive within a second.
+ * Each socket starts with a hello from the sender: magic, wire version,
+ * stream index, stream count and the listener's random 16-byte token.
+ * accept() drops connections whose hello is wrong, of another version (the
+ * log names both) or does not arrive within a second.  Hellos, headers and
+ * control messages are encoded explicitly (net_wire.h).
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -29,15 +31,14 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "transport/net.h"
+#include "transport/net_wire.h"
 #include "transport/socket.h"
 
-#define HELLO_MAGIC 0x6b6e6574u /* "knet" */
-#define TOKEN_BYTES 16
-#define CTRL_MSG 8
+#define TOKEN_BYTES KOLO_SOCK_TOKEN_BYTES
+#define CTRL_MSG KOLO_SOCK_CTRL_BYTES
 #define CTRL_OBUF 4096
 #define HELLO_WAIT_MS 1000
-#define HDR_BYTES 8
-#define HDR_MAGIC 0x6b6c656eu /* "klen", mixed into the sequence number */
+#define HDR_BYTES KOLO_SOCK_FRAME_BYTES
 /* Regions below nstreams x this travel on fewer streams. */
 #define MIN_PART_BYTES ((size_t)64 << 10)
 
@@ -47,11 +48,6 @@ typedef struct {
   uint8_t token[TOKEN_BYTES];
   uint32_t nstreams;
 } wire_handle;
-
-typedef struct {
-  uint32_t magic, index, nstreams;
-  uint8_t token[TOKEN_BYTES];
-} hello;
 
 typedef struct {
   int fd;
@@ -67,7 +63,7 @@ typedef struct {
   int known;     /* len is known (sender: always; receiver: header read) */
   uint32_t seq;  /* the request's number on this connection */
   size_t hoff;   /* header bytes moved on stream 0 */
-  uint32_t hdr[2];
+  uint8_t hdr[HDR_BYTES];
   size_t off[KOLO_NET_MAX_STREAMS];
 } sock_req;
 
@@ -184,9 +180,11 @@ static koloResult_t sock_connect(const kolo_net_handle *handle, int dev, int64_t
     if (res != koloSuccess) break;
     if (i == 0) c->ctrl_fd = fd;
     else c->fds[i - 1] = fd;
-    hello h = {HELLO_MAGIC, (uint32_t)i, w.nstreams, {0}};
+    kolo_sock_hello h = {(uint32_t)i, w.nstreams, {0}};
     memcpy(h.token, w.token, TOKEN_BYTES);
-    res = kolo_sock_send_all(fd, &h, sizeof h, deadline, who, eb);
+    uint8_t m[KOLO_SOCK_HELLO_BYTES];
+    kolo_encode_sock_hello(&h, m);
+    res = kolo_sock_send_all(fd, m, sizeof m, deadline, who, eb);
   }
   if (res != koloSuccess) {
     sock_close(c);
@@ -197,20 +195,30 @@ static koloResult_t sock_connect(const kolo_net_handle *handle, int dev, int64_t
 }
 
 /* Reads and checks the hello of an accepted connection; the stream index,
- * or -1 (with the reason in *why) when it is no connection of this pipe. */
-static int read_hello(sock_listen *l, int fd, int64_t deadline, const char **why) {
-  hello h;
+ * or -1 (with the reason in why) when it is no connection of this pipe.
+ * The magic and version come first: a peer of another version is named
+ * as such even when its hello is shorter. */
+static int read_hello(sock_listen *l, int fd, int64_t deadline, char *why, size_t why_len) {
+  uint8_t m[KOLO_SOCK_HELLO_BYTES];
   kolo_errbuf tmp = {0};
   int64_t soon = kolo_deadline(HELLO_WAIT_MS);
   if (deadline != 0 && deadline < soon) soon = deadline;
-  if (kolo_sock_recv_all(fd, &h, sizeof h, soon, "a connecting peer", &tmp) != koloSuccess) {
-    *why = "it sent no complete hello";
+  uint32_t version;
+  size_t got = KOLO_NET_HELLO_PREFIX_BYTES;
+  int ok = kolo_sock_recv_all(fd, m, got, soon, "a connecting peer", &tmp) == koloSuccess;
+  if (ok && kolo_net_hello_prefix(m, got, KOLO_SOCK_HELLO_MAGIC, KOLO_SOCK_HELLO_MAGIC_V1, &version) ==
+                KOLO_NET_WIRE_OK) {
+    ok = kolo_sock_recv_all(fd, m + got, sizeof m - got, soon, "a connecting peer", &tmp) == koloSuccess;
+    got = sizeof m;
+  }
+  if (!ok) {
+    snprintf(why, why_len, "it sent no complete hello");
     return -1;
   }
-  if (h.magic != HELLO_MAGIC) *why = "it is not a kolo connection";
-  else if (!kolo_secret_equal(h.token, l->token, TOKEN_BYTES)) *why = "it did not present this pipe's token";
-  else if (h.nstreams != (uint32_t)l->nstreams || h.index > (uint32_t)l->nstreams)
-    *why = "its stream numbers do not match";
+  kolo_sock_hello h;
+  if (kolo_decode_sock_hello(m, got, &h, &version, why, why_len) != KOLO_NET_WIRE_OK) return -1;
+  if (!kolo_secret_equal(h.token, l->token, TOKEN_BYTES)) snprintf(why, why_len, "it did not present this pipe's token");
+  else if (h.nstreams != (uint32_t)l->nstreams) snprintf(why, why_len, "its stream numbers do not match");
   else return (int)h.index;
   return -1;
 }
@@ -239,8 +247,8 @@ static koloResult_t sock_accept(void *lcomm, int64_t deadline, int timeout_ms, c
     int fd = -1;
     res = kolo_sock_accept(l->fd, &from, eb, &fd);
     if (res != koloSuccess || fd < 0) continue;
-    const char *why = "";
-    int idx = read_hello(l, fd, deadline, &why);
+    char why[160] = "";
+    int idx = read_hello(l, fd, deadline, why, sizeof why);
     int *slot = idx < 0 ? NULL : idx == 0 ? &c->ctrl_fd : &c->fds[idx - 1];
     if (slot == NULL || *slot >= 0) {
       char a[80];
@@ -330,7 +338,7 @@ static ssize_t move(sock_comm *c, int s, struct iovec *iov, int niov, koloResult
  * not a lone header first (TCP_NODELAY would send it on its own). */
 static int move_header(sock_comm *c, sock_req *r, koloResult_t *res, kolo_errbuf *eb) {
   while (r->hoff < HDR_BYTES) {
-    struct iovec iov[2] = {{(char *)r->hdr + r->hoff, HDR_BYTES - r->hoff}, {NULL, 0}};
+    struct iovec iov[2] = {{r->hdr + r->hoff, HDR_BYTES - r->hoff}, {NULL, 0}};
     int niov = 1;
     if (c->is_send) { /* part 0 starts at the region's start; none of it moved yet */
       iov[1] = (struct iovec){r->buf, part_hi(r->len, 0, parts_of(r->len, c->nstreams))};
@@ -343,14 +351,12 @@ static int move_header(sock_comm *c, sock_req *r, koloResult_t *res, kolo_errbuf
     r->off[0] += (size_t)k - h;
   }
   if (c->is_send || r->known) return 1;
-  if ((r->hdr[1] ^ HDR_MAGIC) != r->seq) {
-    *res = kolo_error(eb, koloRemoteError, "%s is out of step on its network connection (request %u, "
-                      "header of %u)", c->who, r->seq, r->hdr[1] ^ HDR_MAGIC);
-  } else if (r->hdr[0] > r->cap) {
-    *res = kolo_error(eb, koloRemoteError, "%s sent a region of %u bytes for a receive of %zu", c->who,
-                      r->hdr[0], r->cap);
+  uint32_t len;
+  char why[160];
+  if (kolo_decode_sock_frame(r->hdr, r->seq, r->cap, &len, why, sizeof why) != KOLO_NET_WIRE_OK) {
+    *res = kolo_error(eb, koloRemoteError, "%s %s", c->who, why);
   } else {
-    r->len = r->hdr[0];
+    r->len = len;
     r->known = 1;
     return 1;
   }
@@ -405,8 +411,7 @@ static koloResult_t post(void *comm, const void *buf, size_t len, uint32_t *id, 
   if (c->is_send) {
     r->len = len;
     r->known = 1;
-    r->hdr[0] = (uint32_t)len;
-    r->hdr[1] = r->seq ^ HDR_MAGIC;
+    kolo_encode_sock_frame(r->hdr, (uint32_t)len, r->seq);
   } else {
     r->cap = len;
   }
@@ -469,8 +474,7 @@ static koloResult_t sock_ctrl_send(void *comm, uint32_t kind, uint32_t value, in
   if (c->ctrl_gone)
     return kolo_error(eb, koloRemoteError, "the network connection to %s is closed", c->who);
   if (c->olen + CTRL_MSG > sizeof c->obuf) return ctrl_flush(c, eb);
-  uint32_t m[2] = {kind, value};
-  memcpy(c->obuf + c->olen, m, CTRL_MSG);
+  kolo_encode_sock_ctrl((uint8_t *)c->obuf + c->olen, kind, value);
   c->olen += CTRL_MSG;
   *queued = 1;
   return ctrl_flush(c, eb);
@@ -491,11 +495,8 @@ static koloResult_t sock_ctrl_recv(void *comm, uint32_t *kind, uint32_t *value, 
     if (k < 0) return fail_ctrl(c, eb, err, err == 0);
     c->ilen += (size_t)k;
   }
-  uint32_t m[2];
-  memcpy(m, c->ibuf, CTRL_MSG);
+  kolo_decode_sock_ctrl((const uint8_t *)c->ibuf, kind, value);
   c->ilen = 0;
-  *kind = m[0];
-  *value = m[1];
   *got = 1;
   return koloSuccess;
 }

@@ -1,0 +1,132 @@
+/* gen_corpus.c - writes the seed corpora of the wire's fuzz targets
+ * (tests/fuzz/corpus/<target>/): valid messages made by kolo's encoders.
+ * Run from the repository root after a wire format change:
+ *   clang -I. -Iinclude tests/fuzz/gen_corpus.c <the codec .c files> -lpthread -o /tmp/gen && /tmp/gen
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include "transport/bootstrap_wire.h"
+#include "transport/net_wire.h"
+
+static void put_file(const char *target, const char *name, const uint8_t *p, size_t n) {
+  char path[256];
+  snprintf(path, sizeof path, "tests/fuzz/corpus/%s/%s", target, name);
+  FILE *f = fopen(path, "wb");
+  if (f == NULL || fwrite(p, 1, n, f) != n || fclose(f) != 0) {
+    perror(path);
+    exit(1);
+  }
+}
+
+static kolo_peer_info info(int rank) {
+  kolo_peer_info p;
+  memset(&p, 0, sizeof p);
+  struct sockaddr_in *a = (struct sockaddr_in *)&p.addr;
+  a->sin_family = AF_INET;
+  a->sin_port = htons((uint16_t)(40000 + rank));
+  a->sin_addr.s_addr = htonl(0x7f000001u);
+  p.host_hash = 0x1111;
+  p.proc_token = 0x2222 + (uint64_t)rank;
+  p.pid = 1000 + rank;
+  p.rank = rank;
+  return p;
+}
+
+static kolo_rank_hello hello(int rank, int nranks, int nids, int role) {
+  kolo_rank_hello h;
+  memset(&h, 0, sizeof h);
+  memset(h.secret, 0x5a, sizeof h.secret);
+  h.rank = role == KOLO_HELLO_SUBROOT ? -1 : rank;
+  h.nranks = nranks;
+  h.nids = nids;
+  h.role = role;
+  h.root_index = role == KOLO_HELLO_SUBROOT ? 1 : kolo_root_of(rank, nranks, nids);
+  h.first.magic = KOLO_UID_MAGIC;
+  h.first.root = info(0).addr;
+  if (role == KOLO_HELLO_RANK) h.info = info(rank);
+  return h;
+}
+
+static void root_hello(void) {
+  uint8_t m[2 * KOLO_WIRE_HDR_BYTES + KOLO_RANK_HELLO_BYTES + 4 * KOLO_PEER_INFO_BYTES];
+  kolo_rank_hello h = hello(2, 4, 1, KOLO_HELLO_RANK);
+  kolo_encode_header(m, KOLO_TAG_RANK_HELLO, KOLO_RANK_HELLO_BYTES);
+  kolo_encode_rank_hello(&h, m + KOLO_WIRE_HDR_BYTES);
+  put_file("root_hello", "rank", m, KOLO_WIRE_HDR_BYTES + KOLO_RANK_HELLO_BYTES);
+  h = hello(0, 8, 2, KOLO_HELLO_SUBROOT); /* root 1 of 2: ranks 4..7 */
+  kolo_encode_rank_hello(&h, m + KOLO_WIRE_HDR_BYTES);
+  kolo_peer_info t[8];
+  for (int r = 0; r < 8; r++) t[r] = info(r);
+  uint8_t *b = m + KOLO_WIRE_HDR_BYTES + KOLO_RANK_HELLO_BYTES;
+  kolo_encode_header(b, KOLO_TAG_BLOCK, 4 * KOLO_PEER_INFO_BYTES);
+  kolo_encode_peer_table(t, 4, 8, b + KOLO_WIRE_HDR_BYTES);
+  put_file("root_hello", "subroot_block", m, sizeof m);
+}
+
+static void root_reply(void) {
+  uint8_t m[1 + KOLO_WIRE_HDR_BYTES + 3 * KOLO_PEER_INFO_BYTES];
+  kolo_peer_info t[3] = {info(0), info(1), info(2)};
+  m[0] = 2; /* nranks 3 */
+  kolo_encode_header(m + 1, KOLO_TAG_TABLE, 3 * KOLO_PEER_INFO_BYTES);
+  kolo_encode_peer_table(t, 0, 3, m + 1 + KOLO_WIRE_HDR_BYTES);
+  put_file("root_reply", "table3", m, sizeof m);
+  uint8_t r[1 + KOLO_WIRE_HDR_BYTES + KOLO_REFUSAL_MAX_BYTES];
+  r[0] = 0;
+  size_t n = kolo_encode_refusal(koloInvalidUsage, "root 1.2.3.4:5 refused rank 3: nranks 4 differs from rank 0's 8",
+                                 r + 1 + KOLO_WIRE_HDR_BYTES);
+  kolo_encode_header(r + 1, KOLO_TAG_REFUSED, n);
+  put_file("root_reply", "refusal", r, 1 + KOLO_WIRE_HDR_BYTES + n);
+}
+
+static void mesh_hello(void) {
+  uint8_t m[2 * KOLO_WIRE_HDR_BYTES + KOLO_MESH_HELLO_BYTES + KOLO_REFUSAL_MAX_BYTES];
+  kolo_mesh_hello h = {{0}, 0x1234, 3, 4};
+  memset(h.secret, 0x33, sizeof h.secret);
+  kolo_encode_header(m, KOLO_TAG_MESH_HELLO, KOLO_MESH_HELLO_BYTES);
+  kolo_encode_mesh_hello(&h, m + KOLO_WIRE_HDR_BYTES);
+  uint8_t *w = m + KOLO_WIRE_HDR_BYTES + KOLO_MESH_HELLO_BYTES;
+  kolo_encode_header(w, KOLO_TAG_GOODBYE, KOLO_GOODBYE_BYTES);
+  kolo_wire_out o = kolo_wire_writer(w + KOLO_WIRE_HDR_BYTES, KOLO_GOODBYE_BYTES);
+  kolo_put_u32(&o, KOLO_BYE_EXITED);
+  put_file("mesh_hello", "hello_goodbye", m, 2 * KOLO_WIRE_HDR_BYTES + KOLO_MESH_HELLO_BYTES + KOLO_GOODBYE_BYTES);
+  size_t n = kolo_encode_refusal(koloInvalidUsage, "rank 0 refused a mesh connection", w + KOLO_WIRE_HDR_BYTES);
+  kolo_encode_header(w, KOLO_TAG_REFUSED, n);
+  put_file("mesh_hello", "hello_refusal", m, 2 * KOLO_WIRE_HDR_BYTES + KOLO_MESH_HELLO_BYTES + n);
+}
+
+static void net_corpus(void) {
+  kolo_sock_hello sh = {2, 3, {0}};
+  memset(sh.token, 0x77, sizeof sh.token);
+  uint8_t m[KOLO_SOCK_HELLO_BYTES + 3 * KOLO_SOCK_FRAME_BYTES];
+  kolo_encode_sock_hello(&sh, m);
+  kolo_encode_sock_frame(m + KOLO_SOCK_HELLO_BYTES, 1, 0);
+  kolo_encode_sock_frame(m + KOLO_SOCK_HELLO_BYTES + 8, 2, 1);
+  kolo_encode_sock_ctrl(m + KOLO_SOCK_HELLO_BYTES + 16, KOLO_NET_CTRL_CREDIT, 5);
+  put_file("socket_frame", "hello_frames_ctrl", m, sizeof m);
+  kolo_ib_hello ih;
+  memset(&ih, 0, sizeof ih);
+  ih.nqps = 2;
+  memset(ih.token, 0x42, sizeof ih.token);
+  ih.qpn[0] = 0x11, ih.qpn[1] = 0x12, ih.psn[0] = 0x123456, ih.psn[1] = 0x654321;
+  ih.gid[10] = 0xff, ih.gid[11] = 0xff, ih.gid[12] = 10, ih.gid[15] = 2;
+  ih.lid = 0, ih.link_layer = 2, ih.mtu = 3;
+  snprintf(ih.dev, sizeof ih.dev, "rxe0");
+  uint8_t b[KOLO_IB_HELLO_BYTES];
+  kolo_encode_ib_hello(&ih, b);
+  put_file("ib_handshake", "roce_2qps", b, sizeof b);
+  ih.link_layer = 1, ih.lid = 7, ih.nqps = 1, ih.mtu = 5;
+  snprintf(ih.dev, sizeof ih.dev, "mlx5_0");
+  kolo_encode_ib_hello(&ih, b);
+  put_file("ib_handshake", "ib_1qp", b, sizeof b);
+}
+
+int main(void) {
+  root_hello();
+  root_reply();
+  mesh_hello();
+  net_corpus();
+  return 0;
+}
