@@ -112,6 +112,7 @@ static void failed(outcome *o, koloResult_t rc, const char *where, koloComm_t co
 
 static void run_calls(koloComm_t comm, const rank_plan *p, injector *inj, outcome *o) {
   for (int i = 0; i < NCALLS; i++) {
+    fu_line(p->report_fd, "S call %d", i);
     cc_result r = run_call(comm, p, inj, i);
     if (r.res != koloSuccess) {
       failed(o, r.res, i == GROUP_CALL ? "group" : i == MID_CALL ? "mid" : "call", comm);
@@ -132,10 +133,12 @@ int fault_rank_main(const rank_plan *p) {
   if (rc != koloSuccess) failed(&o, rc, "init", NULL);
   if (rc == koloSuccess) run_calls(comm, p, &inj, &o);
   if (rc == koloSuccess && o.rc == koloSuccess) {
+    fu_line(p->report_fd, "S destroy");
     maybe_inject(&inj, AT_DESTROY);
     rc = koloCommDestroy(comm);
     if (rc != koloSuccess) failed(&o, rc, "destroy", NULL);
   } else if (rc == koloSuccess) {
+    fu_line(p->report_fd, "S abort after %s: %s", o.where, o.text);
     rc = koloCommAbort(comm);
     if (rc != koloSuccess && o.rc == koloSuccess) failed(&o, rc, "abort", NULL);
   }

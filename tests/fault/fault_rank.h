@@ -3,6 +3,7 @@
  * tears down; the victim injects its fault at the chosen moment.  Each rank
  * writes lines to the parent on report_fd:
  *   F <t_ns>                  the victim, just before its fault
+ *   S <stage>                 where the rank is (for a hang's report)
  *   R <rank> <rc> <t_ns> <bad> <calls> <fd0> <fd1> <thr0> <thr1> <where>|<text>
  * rc: the first failing call's result (0: every call succeeded); t_ns: when
  * it returned (CLOCK_MONOTONIC); bad: wrong elements of calls that

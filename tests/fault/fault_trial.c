@@ -35,6 +35,7 @@ typedef struct {
   char buf[4096];
   size_t len;
   int reported;  /* its R line came */
+  char stage[256]; /* its last S line */
   int rc, calls, fd0, fd1, thr0, thr1;
   long long t_ns;
   size_t bad;
@@ -164,6 +165,10 @@ static void on_line(trial *t, rank_state *r, const char *line) {
     on_fault(t, t_ns);
     return;
   }
+  if (strncmp(line, "S ", 2) == 0) {
+    snprintf(r->stage, sizeof r->stage, "%s", line + 2);
+    return;
+  }
   int n = 0;
   if (sscanf(line, "R %*d %d %lld %zu %d %d %d %d %d %n", &r->rc, &r->t_ns, &r->bad, &r->calls, &r->fd0, &r->fd1,
              &r->thr0, &r->thr1, &n) >= 8 && n > 0) {
@@ -214,6 +219,17 @@ static int64_t deadline(const trial *t) {
   return d;
 }
 
+/* With -v, the stacks of a rank that hangs (if gdb is there). */
+static void dump_stacks(pid_t pid) {
+  char cmd[256];
+  snprintf(cmd, sizeof cmd,
+           "command -v gdb >/dev/null && gdb -p %d -batch -ex 'thread apply all bt' 2>/dev/null | grep -E '^#|^Thread' | "
+           "sed 's/^/    /' | head -60",
+           (int)pid);
+  fflush(stdout);
+  if (system(cmd) == -1) perror("kolo-fault: system");
+}
+
 /* Polls the ranks' pipes until every awaited report came or the deadline. */
 static void collect(trial *t) {
   const trial_spec *s = t->s;
@@ -232,9 +248,11 @@ static void collect(trial *t) {
     if (fu_now_ns() > deadline(t)) {
       for (int i = 0; i < s->nranks; i++)
         if (awaited(t, i))
-          violation(t, "hang: rank %d did not report within %.0f ms of the %s", i,
+          violation(t, "hang: rank %d did not report within %.0f ms of the %s; it was at: %s", i,
                     (double)(fu_now_ns() - (t->t_fault ? t->t_fault : t->t_start)) / 1e6,
-                    t->t_fault ? "fault" : "start (the fault never came)");
+                    t->t_fault ? "fault" : "start (the fault never came)", t->r[i].stage);
+      for (int i = 0; s->verbose && i < s->nranks; i++)
+        if (awaited(t, i)) dump_stacks(t->r[i].pid);
       return;
     }
     if (poll(pf, (nfds_t)n, 20) < 0 && errno != EINTR) perror("kolo-fault: poll");
@@ -313,11 +331,19 @@ static int may_succeed(const trial *t, int i) {
   return s->kind == FK_STOP_EARLY || s->kind == FK_CUT || s->at == AT_DESTROY || (i == s->victim && s->kind == FK_LINK_DOWN);
 }
 
-static int is_stop(fault_kind k) { return k == FK_STOP || k == FK_STOP_EARLY || k == FK_STOP_LATE; }
+/* A stopped rank, or one behind a link that is down, is alive to every
+ * check but the timeout. */
+static int is_silent(fault_kind k) { return k == FK_STOP || k == FK_STOP_EARLY || k == FK_STOP_LATE || k == FK_LINK_DOWN; }
 
-/* A survivor's error must name the victim; after a SIGSTOP it may name
- * instead the rank it waited on (a stopped rank is alive to every check but
- * the timeout, and every rank of a ring stalls at once), but a rank. */
+/* Whether a survivor's error names the victim: "rank V", or for rank 0
+ * (which serves the rendezvous at init) "root". */
+static int names_victim(const trial_spec *s, const char *text) {
+  return names_rank(text, s->victim) || (s->victim == 0 && strstr(text, "root") != NULL);
+}
+
+/* A survivor's error must name the victim; after a silent fault it may name
+ * instead the rank it waited on (every rank of a ring stalls at once, and
+ * each knows only its own neighbour), but a rank. */
 static void judge_error(trial *t, int i) {
   const trial_spec *s = t->s;
   const rank_state *r = &t->r[i];
@@ -326,8 +352,8 @@ static void judge_error(trial *t, int i) {
   if (s->kind == FK_STOP_EARLY) violation(t, "rank %d failed though the victim was resumed in time: %s", i, r->text);
   else if (t->t_fault == 0) violation(t, "rank %d failed with no fault: %s", i, r->text);
   else if (tte > bound) violation(t, "rank %d: error %.0f ms after the fault (bound %.0f): %s", i, tte, bound, r->text);
-  if (i != s->victim && names_rank(r->text, s->victim)) t->res.named_victim++;
-  else if (i != s->victim && (!is_stop(s->kind) || strstr(r->text, "rank ") == NULL))
+  if (i != s->victim && names_victim(s, r->text)) t->res.named_victim++;
+  else if (i != s->victim && (!is_silent(s->kind) || strstr(r->text, "rank ") == NULL))
     violation(t, "rank %d: its error does not name rank %d: %s", i, s->victim, r->text);
   const char *bar = strchr(r->text, '|');
   if (bar == NULL || bar[1] == 0) violation(t, "rank %d: %s with an empty error text", i, koloGetErrorString(r->rc));
