@@ -40,6 +40,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,8 +63,11 @@
 #include <cuda_runtime.h>
 #endif
 
-/* Seconds the other processes get to end on their own after one failed. */
-#define FAIL_GRACE_S 60
+/* After one process failed, the others get KOLO_TIMEOUT_MS plus this (ms)
+ * to end on their own (kolo turns a dead or stopped peer into an error
+ * within the timeout), at most FAIL_GRACE_MAX_MS; then they are killed. */
+#define FAIL_GRACE_EXTRA_MS 2000
+#define FAIL_GRACE_MAX_MS 10000
 /* A child's exit status when the parent sent no id (and said why). */
 #define CHILD_NO_ID 3
 /* Milliseconds a process waits at the exit gate for the others. */
@@ -167,12 +171,14 @@ typedef struct {
   int nthreads;
   pthread_barrier_t barrier; /* the threads of this process (nthreads > 1) */
   int done_fd, go_fd;        /* to and from the parent when forked, else -1 */
+  _Atomic int failed;        /* a rank of this process failed: do not wait for "go" */
 } exit_gate;
 
 static int gate_init(exit_gate *g, int nthreads, int done_fd, int go_fd) {
   g->nthreads = nthreads;
   g->done_fd = done_fd;
   g->go_fd = go_fd;
+  atomic_store(&g->failed, 0);
   int err = nthreads > 1 ? pthread_barrier_init(&g->barrier, NULL, (unsigned)nthreads) : 0;
   if (err != 0) fprintf(stderr, "kolo-perf: pthread_barrier_init: %s\n", strerror(err));
   return err != 0 ? -1 : 0;
@@ -182,11 +188,14 @@ static void gate_fini(exit_gate *g) {
   if (g->nthreads > 1) pthread_barrier_destroy(&g->barrier);
 }
 
-/* One thread of the process tells the parent and waits for all processes. */
+/* One thread of the process tells the parent and waits for all processes,
+ * unless a rank here failed: it aborted its communicator, so nobody waits
+ * for it, and a peer that never finishes (stopped, say) must not hold it. */
 static void gate_process(exit_gate *g) {
   if (g->done_fd < 0) return;
   char b = 'd';
   if (write(g->done_fd, &b, 1) != 1) return; /* the parent is gone: go on */
+  if (atomic_load(&g->failed)) return;
   struct pollfd p = {g->go_fd, POLLIN, 0};
   int r;
   do r = poll(&p, 1, GATE_WAIT_MS);
@@ -194,9 +203,11 @@ static void gate_process(exit_gate *g) {
   if (r > 0 && read(g->go_fd, &b, 1) < 0) b = 0; /* "go", or EOF: either way on */
 }
 
-/* Every rank of this machine has finished its sweep when this returns. */
-static void gate_pass(exit_gate *g) {
+/* Every rank of this machine has finished its sweep when this returns
+ * (or, failed != 0 on any rank of this process, every rank of it). */
+static void gate_pass(exit_gate *g, int failed) {
   if (g == NULL) return;
+  if (failed) atomic_store(&g->failed, 1);
   if (g->nthreads == 1) {
     gate_process(g);
     return;
@@ -223,10 +234,10 @@ static int run_rank(const perf_args *a, const perf_config *cfg, koloComm_t comm,
   if (code == 2) { /* at once: the others stop waiting for this rank */
     koloResult_t res = koloCommAbort(comm);
     if (res != koloSuccess) kolo_backend_report(kb.rank, comm, res, "koloCommAbort");
-    gate_pass(gate);
+    gate_pass(gate, 1);
     return code;
   }
-  gate_pass(gate);
+  gate_pass(gate, 0);
   koloResult_t res = koloCommDestroy(comm);
   if (res != koloSuccess) {
     kolo_backend_report(kb.rank, NULL, res, "koloCommDestroy");
@@ -251,7 +262,7 @@ static void *rank_thread(void *p) {
   rank_job *j = p;
   if (j->a->mem_cuda && j->dev < 0) { /* pick_device said why */
     j->code = 2;
-    gate_pass(j->gate);
+    gate_pass(j->gate, 1);
     return NULL;
   }
 #ifdef KOLO_HAVE_CUDA
@@ -259,7 +270,7 @@ static void *rank_thread(void *p) {
   if (err != cudaSuccess) {
     fprintf(stderr, "rank %d: cudaSetDevice(%d) failed: %s\n", j->rank, j->dev, cudaGetErrorString(err));
     j->code = 2;
-    gate_pass(j->gate);
+    gate_pass(j->gate, 1);
     return NULL;
   }
 #endif
@@ -269,7 +280,7 @@ static void *rank_thread(void *p) {
     if (res != koloSuccess) {
       kolo_backend_report(j->rank, NULL, res, "koloCommInitRank");
       j->code = 2;
-      gate_pass(j->gate);
+      gate_pass(j->gate, 1);
       return NULL;
     }
   }
@@ -518,12 +529,19 @@ static void nap(const child *ch, int n) {
   }
 }
 
+/* Seconds the others get after the first failure (FAIL_GRACE_EXTRA_MS). */
+static double fail_grace_s(void) {
+  int64_t ms = kolo_param_int("KOLO_TIMEOUT_MS");
+  ms = (ms <= 0 ? FAIL_GRACE_MAX_MS : ms) + FAIL_GRACE_EXTRA_MS;
+  return (double)(ms < FAIL_GRACE_MAX_MS ? ms : FAIL_GRACE_MAX_MS) / 1000.0;
+}
+
 /* Reaps every child and serves the exit gate.  After the first failure the
- * others get FAIL_GRACE_S to fail too (kolo turns a dead peer into an
- * error), then are killed. */
+ * others get fail_grace_s() to fail too, then are killed (a stopped one
+ * too) and reaped. */
 static int wait_children(const perf_args *a, child *ch, int n) {
   int left = n, code = 0;
-  double deadline = 0;
+  double deadline = 0, grace = fail_grace_s();
   while (left > 0) {
     int status;
     pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -536,7 +554,7 @@ static int wait_children(const perf_args *a, child *ch, int n) {
     for (int i = 0; pid > 0 && i < n; i++) {
       if (ch[i].pid != pid) continue;
       int c = child_status(a, i, pid, status);
-      if (c == 2 && deadline == 0) deadline = now_s() + FAIL_GRACE_S;
+      if (c == 2 && deadline == 0) deadline = now_s() + grace;
       code = worse(code, c);
       ch[i].pid = 0;
       ch[i].done = 1;
@@ -551,8 +569,8 @@ static int wait_children(const perf_args *a, child *ch, int n) {
       pending_signal = 0;
     }
     if (deadline > 0 && now_s() > deadline) {
-      fprintf(stderr, "kolo-perf: %d processes still running %d s after a failure: killing them\n", left,
-              FAIL_GRACE_S);
+      fprintf(stderr, "kolo-perf: %d process(es) still running %.1f s after a failure: killing them\n", left,
+              grace);
       kill_all(ch, n, SIGKILL);
       deadline = 0;
     }

@@ -57,7 +57,9 @@ void perf_usage(FILE *out, const char *prog, int tool) {
   if (tool == PERF_TOOL_KOLO)
     fprintf(out,
             "  -p, --procs N         fork N processes here (default 1; a launcher's job is joined\n"
-            "                        from its environment when -p is not given)\n"
+            "                        from its environment when -p is not given); once one process\n"
+            "                        fails, the others get KOLO_TIMEOUT_MS + 2 s (at most 10 s) to\n"
+            "                        end, then are killed, and kolo-perf exits 2\n"
             "  -t, --threads N       ranks per process, as threads (default 1)\n"
             "  -m, --mem host|cuda   memory kind of the buffers (default host); cuda: device\n"
             "                        buffers, one non-blocking stream per rank, cudaEvent timing\n"

@@ -1,0 +1,149 @@
+/* fault_rank.c - a rank of a fault trial: checked collectives with the
+ * victim's fault at its moment (see fault_rank.h). */
+#define _GNU_SOURCE
+#include "fault_rank.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "checked_coll.h"
+#include "fault_util.h"
+#include "kolo.h"
+
+/* The calls of a trial: MID_CALL is large (the victim fails inside it),
+ * GROUP_CALL is a group of three. */
+#define NCALLS 7
+#define MID_CALL 3
+#define GROUP_CALL 4
+#define MID_COUNT ((size_t)(1u << 21) + 5) /* int32: 8 MiB */
+#define CALL_COUNT ((size_t)10007)
+
+static const char *const at_names[AT_NUM] = {"init", "first_call", "mid", "group", "destroy"};
+
+const char *fault_at_name(fault_at at) { return at < AT_NUM ? at_names[at] : "?"; }
+
+/* ---- the victim's fault ------------------------------------------------------ */
+
+typedef struct {
+  const rank_plan *p;
+  pthread_t thread;
+  int started;
+} injector;
+
+static void inject_now(const rank_plan *p) {
+  fu_line(p->report_fd, "F %lld", (long long)fu_now_ns());
+  switch (p->act) {
+  case ACT_KILL: raise(SIGKILL); break;
+  case ACT_STOP: raise(SIGSTOP); break;
+  case ACT_CUT: fu_cut_sockets(); break;
+  default: break; /* ACT_TELL: the parent acts */
+  }
+}
+
+static void *inject_later(void *arg) {
+  const rank_plan *p = arg;
+  fu_sleep_ms(p->delay_ms);
+  inject_now(p);
+  return NULL;
+}
+
+/* At `moment`: the victim's fault, now or from a thread after its delay. */
+static void maybe_inject(injector *inj, fault_at moment) {
+  const rank_plan *p = inj->p;
+  if (!p->victim || p->at != moment) return;
+  if (moment == AT_FIRST_CALL || moment == AT_GROUP) {
+    inject_now(p);
+    return;
+  }
+  inj->started = pthread_create(&inj->thread, NULL, inject_later, (void *)p) == 0;
+  if (!inj->started) inject_now(p); /* no thread: at once */
+}
+
+static void injector_join(injector *inj) {
+  if (inj->started) pthread_join(inj->thread, NULL);
+  inj->started = 0;
+}
+
+static void inject_in_group(void *arg) { maybe_inject(arg, AT_GROUP); }
+
+/* ---- the calls ------------------------------------------------------------------ */
+
+static cc_case call_case(int i, unsigned long long seed) {
+  static const cc_kind kinds[] = {CC_ALL_REDUCE, CC_ALL_GATHER, CC_REDUCE_SCATTER, CC_BROADCAST};
+  cc_case c = {kinds[i % 4], koloInt32, koloSum, CALL_COUNT, i & 1, i % 2, seed + (unsigned long long)i};
+  if (i == MID_CALL) {
+    c.kind = CC_ALL_REDUCE;
+    c.count = MID_COUNT;
+  }
+  return c;
+}
+
+static cc_result run_call(koloComm_t comm, const rank_plan *p, injector *inj, int i) {
+  cc_case c = call_case(i, p->seed);
+  if (i == 0) maybe_inject(inj, AT_FIRST_CALL);
+  if (i == MID_CALL) maybe_inject(inj, AT_MID);
+  if (i != GROUP_CALL) return cc_run(comm, p->rank, p->nranks, &c);
+  cc_case g[3] = {call_case(0, p->seed + 100), call_case(1, p->seed + 101), call_case(3, p->seed + 102)};
+  return cc_run_group(comm, p->rank, p->nranks, g, 3, inject_in_group, inj);
+}
+
+/* ---- the rank ------------------------------------------------------------------- */
+
+typedef struct {
+  koloResult_t rc;
+  long long t_ns;
+  size_t bad;
+  int calls;
+  const char *where;
+  char text[1024];
+} outcome;
+
+static void failed(outcome *o, koloResult_t rc, const char *where, koloComm_t comm) {
+  if (o->rc != koloSuccess) return; /* the first failure counts */
+  o->rc = rc;
+  o->t_ns = fu_now_ns();
+  o->where = where;
+  snprintf(o->text, sizeof o->text, "%s", koloGetLastError(comm));
+  for (char *s = o->text; *s; s++)
+    if (*s == '\n') *s = ' ';
+}
+
+static void run_calls(koloComm_t comm, const rank_plan *p, injector *inj, outcome *o) {
+  for (int i = 0; i < NCALLS; i++) {
+    fu_line(p->report_fd, "S call %d", i);
+    cc_result r = run_call(comm, p, inj, i);
+    if (r.res != koloSuccess) {
+      failed(o, r.res, i == GROUP_CALL ? "group" : i == MID_CALL ? "mid" : "call", comm);
+      return;
+    }
+    o->bad += r.bad;
+    o->calls++;
+  }
+}
+
+int fault_rank_main(const rank_plan *p) {
+  int fd0 = fu_count_fds(), thr0 = fu_count_threads();
+  injector inj = {p, 0, 0};
+  outcome o = {koloSuccess, 0, 0, 0, "", ""};
+  koloComm_t comm = NULL;
+  maybe_inject(&inj, AT_INIT);
+  koloResult_t rc = koloCommInitFromEnv(&comm, NULL);
+  if (rc != koloSuccess) failed(&o, rc, "init", NULL);
+  if (rc == koloSuccess) run_calls(comm, p, &inj, &o);
+  if (rc == koloSuccess && o.rc == koloSuccess) {
+    fu_line(p->report_fd, "S destroy");
+    maybe_inject(&inj, AT_DESTROY);
+    rc = koloCommDestroy(comm);
+    if (rc != koloSuccess) failed(&o, rc, "destroy", NULL);
+  } else if (rc == koloSuccess) {
+    fu_line(p->report_fd, "S abort after %s: %s", o.where, o.text);
+    rc = koloCommAbort(comm);
+    if (rc != koloSuccess && o.rc == koloSuccess) failed(&o, rc, "abort", NULL);
+  }
+  injector_join(&inj);
+  fu_line(p->report_fd, "R %d %d %lld %zu %d %d %d %d %d %s|%s", p->rank, (int)o.rc, o.t_ns, o.bad, o.calls, fd0,
+          fu_count_fds(), thr0, fu_count_threads(), o.where, o.text);
+  return 0;
+}
