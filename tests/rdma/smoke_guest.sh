@@ -29,10 +29,10 @@ smoke() {
   fi
 }
 
-# perf NAME SERVER_DEV SERVER_GID CLIENT_DEV CLIENT_GID PORT CMD ARGS...:
+# perf_once NAME SERVER_DEV SERVER_GID CLIENT_DEV CLIENT_GID PORT CMD ARGS...:
 # perftest's server, then its client (retried while the server is not
-# listening yet); prints the result row.
-perf() {
+# listening yet); prints the result row; 1 when either side failed.
+perf_once() {
   name=$1 sdev=$2 sg=$3 cdev=$4 cg=$5 port=$6; shift 6
   timeout -k 2 60 "$@" -d $sdev -x $sg -p $port > /tmp/$name.srv 2>&1 & sp=$!
   for try in 1 2 3 4 5; do
@@ -44,12 +44,26 @@ perf() {
   wait $sp; sr=$?
   row=$(awk '/#bytes/{h=1; next} h && $1 ~ /^[0-9]+$/ && NF >= 5 {print; exit}' /tmp/$name.cli)
   echo "----- $* ($name): server $sdev rc $sr, client $cdev rc $cr"; cat /tmp/$name.cli
-  if [ $cr != 0 ] || [ $sr != 0 ] || [ -z "$row" ]; then
-    say "FAIL $name: $1 client rc $cr, server rc $sr"; fail=$((fail+1)); return
+  [ $cr = 0 ] && [ $sr = 0 ] && [ -n "$row" ]
+}
+
+# perf NAME ...: perf_once, retried once on a fresh port.  perftest is a
+# reference (the ceiling kolo is quoted against), never a verdict on kolo:
+# when it fails twice (ib_write_bw's loopback run exits 1 under load) it is
+# reported as unavailable and the step still passes.
+perf() {
+  pname=$1 pport=$6 pcmd=$7
+  if ! perf_once "$@"; then
+    first="client rc $cr, server rc $sr"
+    a1=$1 a2=$2 a3=$3 a4=$4 a5=$5; shift 6
+    if ! perf_once "$a1" "$a2" "$a3" "$a4" "$a5" $((pport + 100)) "$@"; then
+      say "UNAVAILABLE $pname: $pcmd failed twice ($first; then client rc $cr, server rc $sr): no reference figure"
+      return
+    fi
   fi
-  case $1 in
-    ib_write_bw) say "$(echo "$row" | awk -v n="$name" '{printf "%-14s ib_write_bw  %7d B x %d: %.2f MB/s average (peak %.2f)", n, $1, $2, $4, $3}')";;
-    ib_write_lat) say "$(echo "$row" | awk -v n="$name" '{printf "%-14s ib_write_lat %7d B x %d: typical %.2f us, avg %.2f us, 99%% %.2f us", n, $1, $2, $5, $6, $8}')";;
+  case $pcmd in
+    ib_write_bw) say "$(echo "$row" | awk -v n="$pname" '{printf "%-14s ib_write_bw  %7d B x %d: %.2f MB/s average (peak %.2f)", n, $1, $2, $4, $3}')";;
+    ib_write_lat) say "$(echo "$row" | awk -v n="$pname" '{printf "%-14s ib_write_lat %7d B x %d: typical %.2f us, avg %.2f us, 99%% %.2f us", n, $1, $2, $5, $6, $8}')";;
   esac
 }
 
