@@ -69,10 +69,14 @@ static void take_sig(kolo_net_pipe *p, uint32_t step) {
   kolo_call_sig sig;
   memcpy(&sig, p->in_words, sizeof sig);
   kolo_call_sig *dst = &p->ctrl->sig[step % KOLO_CONN_MAX_SLOTS];
-  uint8_t set = sig.set;
-  sig.set = 0;
-  memcpy(dst, &sig, sizeof sig);
-  __atomic_store_n(&dst->set, set, __ATOMIC_RELEASE);
+  /* Field by field: the executor may be polling `set` right now. */
+  dst->count = sig.count;
+  dst->seq = sig.seq;
+  dst->root = sig.root;
+  dst->coll = sig.coll;
+  dst->type = sig.type;
+  dst->op = sig.op;
+  __atomic_store_n(&dst->set, sig.set, __ATOMIC_RELEASE);
   kolo_futex_wake(&p->ctrl->tail); /* an executor may sleep on tail, which had moved already */
 }
 
