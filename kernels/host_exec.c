@@ -120,13 +120,22 @@ static inline void stamp_call(const kolo_exec_task *t, kolo_connector *sc) {
   sc->ctrl->sig[sc->step % KOLO_CONN_MAX_SLOTS] = t->sig;
 }
 
-/* 0 when the first slice of this call on receive pipe rc (ready) comes
- * from a call that differs from t's; later slices are not looked at. */
-static inline int call_matches(const kolo_exec_task *t, kolo_connector *rc) {
-  if (rc->sig_call == t->call) return 1;
+enum { SIG_MATCH, SIG_DIFFERS, SIG_NOT_YET };
+
+/* Whether the first slice of this call on receive pipe rc (ready) comes
+ * from a call like t's (later slices are not looked at).  SIG_NOT_YET: a
+ * net pipe whose signature is still on its way (connector.h, sig_late);
+ * once compared, a net pipe's is cleared so that a later step in that
+ * place cannot take it for its own. */
+static inline int call_check(const kolo_exec_task *t, kolo_connector *rc) {
+  if (rc->sig_call == t->call) return SIG_MATCH;
+  kolo_call_sig *theirs = &rc->ctrl->sig[rc->step % KOLO_CONN_MAX_SLOTS];
+  int set = __atomic_load_n(&theirs->set, __ATOMIC_ACQUIRE);
+  if (!set && rc->sig_late) return SIG_NOT_YET;
   rc->sig_call = t->call;
-  const kolo_call_sig *theirs = &rc->ctrl->sig[rc->step % KOLO_CONN_MAX_SLOTS];
-  return !theirs->set || kolo_call_sig_match(theirs, &t->sig);
+  if (set && !kolo_call_sig_match(theirs, &t->sig)) return SIG_DIFFERS; /* kept for the report */
+  if (set && rc->sig_late) __atomic_store_n(&theirs->set, 0, __ATOMIC_RELAXED);
+  return SIG_MATCH;
 }
 
 /* Moves one slice of the current step over its connectors sc and rc (NULL
@@ -182,9 +191,11 @@ static int task_advance(kolo_exec_task *t, kolo_connector **blocker) {
       *blocker = sc;
       return moved ? TASK_PROGRESS : TASK_BLOCKED;
     }
-    if (rc && !call_matches(t, rc)) {
+    int sig = rc ? call_check(t, rc) : SIG_MATCH;
+    if (sig != SIG_MATCH) {
       *blocker = rc;
-      return TASK_MISMATCH;
+      if (sig == SIG_DIFFERS) return TASK_MISMATCH;
+      return moved ? TASK_PROGRESS : TASK_BLOCKED;
     }
     do_slice(t, s, sc, rc);
     moved = 1;

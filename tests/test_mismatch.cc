@@ -6,7 +6,9 @@
 //    koloInvalidUsage and a sentence naming rank 2 and both calls, in bounded
 //    time (the timeout is far longer, so it is not what ends the wait);
 //    koloCommDestroy / koloCommAbort afterwards leave nothing behind.  As
-//    threads (local pipes) and as processes (shared memory).
+//    threads (local pipes), as processes (shared memory) and as processes
+//    on "hosts" of their own (KOLO_HOSTID: net pipes over TCP, whose proxy
+//    carries signatures and reports on its control channel).
 //  - A send and a recv of different counts; a mismatch in the second call of
 //    a group; matching calls in a group still succeed.
 //  - KOLO_STALL_WARN_S=1: a rank whose peer never calls logs, at WARN, the
@@ -131,36 +133,65 @@ Outcome run_rank(const Case &k, int rank, koloComm_t comm) {
 // ---- processes (shared memory) first: they fork before this process has
 // communicators of its own ----------------------------------------------------
 
+// Outcome printed by a child, read back by the parent.
+Outcome parse_outcome(const std::string &out, size_t at) {
+  Outcome o;
+  char *end = nullptr;
+  o.rc = (koloResult_t)std::strtol(out.c_str() + at + 7, &end, 10);
+  o.ms = std::strtod(end, &end);
+  o.text = std::string(end + 1, out.find('\n', at) - (size_t)(end + 1 - out.c_str()));
+  return o;
+}
+
+// Case k with 3 ranks as processes; host_of: each rank's KOLO_HOSTID
+// (ranks on different "hosts" talk through the net transport: TCP and the
+// proxy), empty: one host (shared memory).
+void run_procs(const Case &k, const std::vector<std::string> &host_of) {
+  std::set<std::string> before = shm_entries();
+  std::vector<pid_t> pids;
+  auto res = run_children_with_id(3, [&](int rank, const koloUniqueId &id) {
+    if (!host_of.empty()) {
+      setenv("KOLO_HOSTID", host_of[(size_t)rank].c_str(), 1);
+      setenv("KOLO_NET", "socket", 1);
+    }
+    koloConfig_t cfg = long_timeout();
+    koloComm_t comm;
+    if (koloCommInitRankConfig(&comm, 3, id, rank, &cfg) != koloSuccess) return 2;
+    Outcome o = run_rank(k, rank, comm);
+    std::fprintf(stderr, "RESULT %d %.1f %s\n", (int)o.rc, o.ms, o.text.c_str());
+    // after the failure: rank 0 aborts, the others destroy
+    koloResult_t end = rank == 0 ? koloCommAbort(comm) : koloCommDestroy(comm);
+    return end == koloSuccess ? 0 : 5;
+  }, 120000, [&](const std::vector<pid_t> &p) { pids = p; });
+  EXPECT_EQ(children_failures(res), "") << k.name;
+  for (int r = 0; r < 3; r++) {
+    const std::string &out = res[(size_t)r].output;
+    size_t at = out.find("RESULT ");
+    ASSERT_NE(at, std::string::npos) << k.name << ": rank " << r << ": " << res[(size_t)r].describe();
+    expect_mismatch(k, r, parse_outcome(out, at));
+  }
+  std::vector<std::string> leaks = shm_leaks(before, shm_entries(), pids);
+  EXPECT_TRUE(leaks.empty()) << k.name << ": left in /dev/shm: " << ::testing::PrintToString(leaks);
+}
+
 TEST(MismatchProcs, EveryKindFailsEveryRank) {
   if (tsan_build()) GTEST_SKIP() << "TSan cannot follow fork() from a process with threads";
-  for (const Case &k : cases()) {
-    std::set<std::string> before = shm_entries();
-    std::vector<pid_t> pids;
-    auto res = run_children_with_id(3, [&](int rank, const koloUniqueId &id) {
-      koloConfig_t cfg = long_timeout();
-      koloComm_t comm;
-      if (koloCommInitRankConfig(&comm, 3, id, rank, &cfg) != koloSuccess) return 2;
-      Outcome o = run_rank(k, rank, comm);
-      std::fprintf(stderr, "RESULT %d %.1f %s\n", (int)o.rc, o.ms, o.text.c_str());
-      // after the failure: rank 0 aborts, the others destroy
-      koloResult_t end = rank == 0 ? koloCommAbort(comm) : koloCommDestroy(comm);
-      return end == koloSuccess ? 0 : 5;
-    }, 120000, [&](const std::vector<pid_t> &p) { pids = p; });
-    EXPECT_EQ(children_failures(res), "") << k.name;
-    for (int r = 0; r < 3; r++) {
-      const std::string &out = res[(size_t)r].output;
-      size_t at = out.find("RESULT ");
-      ASSERT_NE(at, std::string::npos) << k.name << ": rank " << r << ": " << res[(size_t)r].describe();
-      Outcome o;
-      char *end = nullptr;
-      o.rc = (koloResult_t)std::strtol(out.c_str() + at + 7, &end, 10);
-      o.ms = std::strtod(end, &end);
-      o.text = std::string(end + 1, out.find('\n', at) - (size_t)(end + 1 - out.c_str()));
-      expect_mismatch(k, r, o);
-    }
-    std::vector<std::string> leaks = shm_leaks(before, shm_entries(), pids);
-    EXPECT_TRUE(leaks.empty()) << k.name << ": left in /dev/shm: " << ::testing::PrintToString(leaks);
-  }
+  for (const Case &k : cases()) run_procs(k, {});
+}
+
+// Every rank on a host of its own: every pipe is a net pipe, whose proxy
+// carries the signatures and the report over TCP.
+TEST(MismatchHosts, EveryKindFailsEveryRankOverTcp) {
+  if (tsan_build()) GTEST_SKIP() << "TSan cannot follow fork() from a process with threads";
+  for (const Case &k : cases()) run_procs(k, {"host-a", "host-b", "host-c"});
+}
+
+// Ranks 0 and 2 share a host, rank 1 is alone: shared-memory and net pipes
+// in one ring; the report crosses both kinds.
+TEST(MismatchHosts, SharedMemoryAndTcpMixed) {
+  if (tsan_build()) GTEST_SKIP() << "TSan cannot follow fork() from a process with threads";
+  std::vector<Case> all = cases();
+  for (size_t i = 0; i < 2; i++) run_procs(all[i], {"host-a", "host-b", "host-a"});  // count, dtype
 }
 
 // ---- threads (local pipes) ----------------------------------------------------

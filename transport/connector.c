@@ -53,17 +53,23 @@ void kolo_conn_stop(kolo_connector *c, int reason, int rank) {
   kolo_conn_ring(c->ctrl);
 }
 
-void kolo_conn_report_mismatch(kolo_connector *c, const kolo_call_mismatch *m) {
-  if (c == NULL || c->ctrl == NULL) return;
+void kolo_ctrl_report_mismatch(kolo_conn_ctrl *ctrl, const kolo_call_mismatch *m) {
   uint32_t expected = 0;
-  if (!atomic_compare_exchange_strong(&c->ctrl->mismatch_state, &expected, 1)) return;
-  c->ctrl->mismatch = *m;
-  atomic_store_explicit(&c->ctrl->mismatch_state, 2, memory_order_release);
+  if (!atomic_compare_exchange_strong(&ctrl->mismatch_state, &expected, 1)) return;
+  ctrl->mismatch = *m;
+  atomic_store_explicit(&ctrl->mismatch_state, 2, memory_order_release);
+}
+
+void kolo_conn_report_mismatch(kolo_connector *c, const kolo_call_mismatch *m) {
+  if (c != NULL && c->ctrl != NULL) kolo_ctrl_report_mismatch(c->ctrl, m);
+}
+
+int kolo_ctrl_read_mismatch(const kolo_conn_ctrl *ctrl, kolo_call_mismatch *m) {
+  if (atomic_load_explicit(&ctrl->mismatch_state, memory_order_acquire) != 2) return 0;
+  *m = ctrl->mismatch;
+  return 1;
 }
 
 int kolo_conn_read_mismatch(const kolo_connector *c, kolo_call_mismatch *m) {
-  if (c == NULL || c->ctrl == NULL) return 0;
-  if (atomic_load_explicit(&c->ctrl->mismatch_state, memory_order_acquire) != 2) return 0;
-  *m = c->ctrl->mismatch;
-  return 1;
+  return c != NULL && c->ctrl != NULL && kolo_ctrl_read_mismatch(c->ctrl, m);
 }

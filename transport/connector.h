@@ -77,8 +77,11 @@ typedef struct kolo_conn_ctrl {
   _Alignas(KOLO_CACHELINE) uint32_t filled[KOLO_CONN_MAX_SLOTS];
   /* The call of the slice of step s, at [s % KOLO_CONN_MAX_SLOTS], when it
    * is the first slice of its call on this pipe; written before tail moves
-   * past s, like `filled`.  Only where both ends share this block (local,
-   * shm): a net pipe's receiving end never sees one (set stays 0). */
+   * past s, like `filled`.  A net pipe's proxy carries it to the other
+   * end's block over the control channel, which may trail the slot's data
+   * (kolo_connector.sig_late); there `set` is read and cleared with
+   * atomics (__atomic builtins: the proxy writes it while the receiver
+   * polls). */
   kolo_call_sig sig[KOLO_CONN_MAX_SLOTS];
   /* A mismatch report for the stop word KOLO_STOP_MISMATCH: mismatch_state
    * 0 none, 1 being written, 2 readable. */
@@ -101,6 +104,11 @@ typedef struct kolo_connector {
   /* The executor's local number (+ 1) of the last call that sent (stamped
    * its signature) or received (checked it) on this end; this end only. */
   uint32_t sig_call;
+  /* Receive ends whose signatures arrive on their own, after the slot's
+   * data may have (net pipes: the proxy's control channel): the receiver
+   * waits for one on the first slice of each call, and clears it after
+   * the comparison.  0 where the sender writes it before tail. */
+  int sig_late;
   size_t slot_bytes;
   int peer;      /* rank at the other end */
   int is_send;
@@ -187,8 +195,13 @@ void kolo_conn_stop(kolo_connector *c, int reason, int rank);
 /* Leaves a mismatch report in the pipe for the other end (first writer
  * wins); call before kolo_conn_stop(c, KOLO_STOP_MISMATCH, ...). */
 void kolo_conn_report_mismatch(kolo_connector *c, const kolo_call_mismatch *m);
+/* The same on a bare control block (the proxy of a net pipe, passing on
+ * the report that came with the peer's stop word). */
+void kolo_ctrl_report_mismatch(kolo_conn_ctrl *ctrl, const kolo_call_mismatch *m);
 /* 1 and *m when the pipe holds a mismatch report. */
 int kolo_conn_read_mismatch(const kolo_connector *c, kolo_call_mismatch *m);
+/* kolo_conn_read_mismatch on a bare control block. */
+int kolo_ctrl_read_mismatch(const kolo_conn_ctrl *ctrl, kolo_call_mismatch *m);
 /* 0 when running, else the stored word; see kolo_stop_reason. */
 static inline uint32_t kolo_conn_stopped(const kolo_connector *c) {
   return atomic_load_explicit(&c->ctrl->abort, memory_order_acquire);

@@ -49,7 +49,13 @@ typedef struct {
 
 enum kolo_net_ctrl_kind {
   KOLO_NET_CTRL_CREDIT = 1, /* receiver -> sender: its head (slots drained) */
-  KOLO_NET_CTRL_STOP = 2    /* either way: a connector stop word */
+  KOLO_NET_CTRL_STOP = 2,   /* either way: a connector stop word */
+  /* Records longer than one message (transport/proxy_records.c): words of
+   * a record, then the message that says what they were. */
+  KOLO_NET_CTRL_WORD = 3,   /* one 32-bit word of the record being sent */
+  KOLO_NET_CTRL_SIG = 4     /* sender -> receiver: the words are the call
+                             * signature of the slice of step `value` */
+  /* A STOP whose reason is a mismatch follows the words of its report. */
 };
 
 /* What a provider can do beyond the table's contract (its `flags`). */

@@ -232,7 +232,8 @@ static koloResult_t got_msg(ib_comm *c, const ib_msg *m, kolo_errbuf *eb) {
     *a = (ib_advert){m->addr, m->len, m->rkey, m->seq, 1};
     return koloSuccess;
   }
-  if (m->kind != IB_MSG_CREDIT && m->kind != IB_MSG_STOP) {
+  if (m->kind != IB_MSG_CREDIT && m->kind != IB_MSG_STOP && m->kind != KOLO_NET_CTRL_WORD &&
+      m->kind != KOLO_NET_CTRL_SIG) {
     c->failed = 1;
     return kolo_error(eb, koloRemoteError, "%s sent an unknown ib control message (kind %u)", c->who, m->kind);
   }

@@ -12,6 +12,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "transport/net_devmem.h"
+#include "transport/proxy_records.h"
 #include "transport/socket.h"
 
 #define PROXY_MAX_FDS 1024
@@ -89,12 +90,12 @@ static koloResult_t pump_control(kolo_net_pipe *p, int *moved) {
       if (queued) p->credit_sent = head, *moved = 1;
     }
   }
+  /* The stop word goes after what is queued (a signature), with its
+   * mismatch report when it has one. */
   uint32_t word = atomic_load_explicit(&p->ctrl->abort, memory_order_acquire);
-  if (res == koloSuccess && word != 0 && !p->stop_sent && !p->stop_remote) {
-    int queued = 0;
-    res = n->ctrl_send(p->comm, KOLO_NET_CTRL_STOP, word, &queued, &p->err);
-    if (queued) p->stop_sent = 1, *moved = 1;
-  }
+  if (res == koloSuccess && word != 0 && !p->stop_queued && !p->stop_remote && kolo_proxy_queue_stop(p, word))
+    p->stop_queued = 1;
+  if (res == koloSuccess) res = kolo_proxy_flush_records(p, moved);
   for (int got = 1; got && res == koloSuccess;) {
     uint32_t kind = 0, value = 0;
     res = n->ctrl_recv(p->comm, &kind, &value, &got, &p->err);
@@ -104,7 +105,10 @@ static koloResult_t pump_control(kolo_net_pipe *p, int *moved) {
       kolo_conn_publish(&p->ctrl->head, &p->ctrl->head_waiters, value);
     } else if (kind == KOLO_NET_CTRL_STOP) {
       p->stop_remote = 1;
+      kolo_proxy_take_stop(p, value); /* its report first: readers look after the word */
       set_stop(p, value);
+    } else {
+      kolo_proxy_take_record(p, kind, value);
     }
   }
   if (res != koloSuccess && !p->is_send) {
@@ -128,6 +132,11 @@ static int pipe_progress(kolo_net_pipe *p) {
     uint32_t tail = atomic_load_explicit(&p->ctrl->tail, memory_order_acquire);
     while (res == koloSuccess && p->posted != tail) {
       int queued = 0;
+      /* A call's signature goes out before its first slice (it may still
+       * arrive after it: the receiver waits for it). */
+      if (!kolo_proxy_queue_sig(p, p->posted)) break;
+      res = kolo_proxy_flush_records(p, &moved);
+      if (res != koloSuccess) break;
       /* Only the bytes the executor filled (written before tail moved). */
       size_t len = p->ctrl->filled[p->posted % KOLO_CONN_MAX_SLOTS];
       if (len == 0 || len > p->slot_bytes || !(n->flags & KOLO_NET_SHORT_SENDS)) len = p->slot_bytes;
@@ -209,6 +218,7 @@ static int pipe_wants_turn(kolo_net_pipe *p) {
   if (!p->is_send && !p->ctrl_gone &&
       p->credit_sent != atomic_load_explicit(&p->ctrl->head, memory_order_seq_cst))
     return 1;
+  if (kolo_proxy_records_pending(p) && !p->ctrl_gone && !p->net->pending(p->comm)) return 1;
   uint32_t word = atomic_load_explicit(&p->ctrl->abort, memory_order_seq_cst);
   return word != 0 && !p->stop_sent && !p->stop_remote && !p->ctrl_gone;
 }
@@ -319,6 +329,7 @@ static int flushed(kolo_net_pipe *p) {
   if (p->is_send && p->completed != atomic_load_explicit(&p->ctrl->tail, memory_order_acquire)) return 0;
   uint32_t word = atomic_load_explicit(&p->ctrl->abort, memory_order_acquire);
   if (word != 0 && !p->stop_sent && !p->stop_remote && !p->ctrl_gone) return 0;
+  if (kolo_proxy_records_pending(p) && !p->ctrl_gone) return 0;
   return !p->net->pending(p->comm);
 }
 

@@ -52,6 +52,10 @@
 #include "transport/connector.h"
 #include "transport/net.h"
 
+/* Most control messages of one record (a mismatch report: 14 words and
+ * its stop word). */
+#define KOLO_PROXY_RECORD_MSGS 16
+
 typedef struct kolo_net_pipe {
   /* set by the transport before kolo_proxy_add */
   const kolo_net_provider *net;
@@ -75,6 +79,13 @@ typedef struct kolo_net_pipe {
   int stop_sent, stop_remote, failed, ctrl_gone;
   int64_t grace_until;  /* the connection broke: when to call the peer dead */
   _Atomic uint32_t due; /* polled pipes: slices posted so far (a running count like tail) */
+  /* Control messages queued in order (proxy_records.c): a call signature's
+   * words and its SIG, a mismatch report's words and its STOP. */
+  uint32_t outq[KOLO_PROXY_RECORD_MSGS][2];
+  int outq_n, outq_at;
+  uint32_t in_words[KOLO_PROXY_RECORD_MSGS]; /* words of the record coming in */
+  int in_n;
+  int stop_queued;
   kolo_errbuf err;
   struct kolo_net_pipe *next;
 } kolo_net_pipe;

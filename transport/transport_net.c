@@ -181,6 +181,7 @@ kolo_net_pipe *kolo_net_pipe_of(const kolo_connector *c) {
 static koloResult_t net_recv_create(const kolo_conn_setup *s, kolo_connector *c, char *desc) {
   koloResult_t res = pipe_new(s, c, 0);
   if (res != koloSuccess) return res;
+  c->sig_late = 1; /* the proxy brings call signatures over its control channel */
   kolo_net_pipe *p = c->mem;
   int ndev = 0;
   res = p->net->devices(&ndev, s->eb);
