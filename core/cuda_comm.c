@@ -423,17 +423,26 @@ void kolo_cuda_comm_abort(struct koloComm *c) {
   __atomic_store_n(&c->cuda->words[KOLO_CW_ABORT], 1u, __ATOMIC_SEQ_CST);
 }
 
+/* How much a peer's fate explains a stalled kernel: a process lost or
+ * exited without destroying its communicator (the origin) over one that
+ * left (it destroyed its communicator, perhaps after failing itself). */
+static int fate_rank(int fate, int waited_on) {
+  int origin = fate == KOLO_PEER_LOST || fate == KOLO_PEER_EXITED;
+  return fate == KOLO_PEER_ALIVE ? 0 : 2 * (1 + origin) + waited_on;
+}
+
 /* A kernel that waited on a peer cannot tell a dead process from a slow
  * one, and a stop word names the rank that wrote it, not the origin: the
- * bootstrap mesh can (a killed rank's connections close).  The dead peer:
- * the one waited on if it is, else the lowest; -1 when none is. */
+ * bootstrap mesh can (a killed rank's connections close).  The gone peer
+ * that explains most (fate_rank; the lowest of equals); -1 when none. */
 static int dead_peer(struct koloComm *c, int waited_on, int *fate) {
-  if (c->bs == NULL) return -1;
-  *fate = kolo_bootstrap_peer_dead(c->bs, waited_on);
-  if (*fate != KOLO_PEER_ALIVE) return waited_on;
-  int dead = kolo_bootstrap_dead_peer(c->bs);
-  if (dead >= 0) *fate = kolo_bootstrap_peer_dead(c->bs, dead);
-  return dead;
+  int best = -1, best_rank = 0;
+  for (int r = 0; c->bs != NULL && r < c->nranks; r++) {
+    int f = kolo_bootstrap_peer_dead(c->bs, r);
+    int k = fate_rank(f, r == waited_on);
+    if (k > best_rank) best = r, best_rank = k, *fate = f;
+  }
+  return best;
 }
 
 /* The sentence of a kernel's stop when a peer's process is gone. */

@@ -245,6 +245,10 @@ static int64_t deadline(const trial *t) {
   /* the job may go on (a cut shm job keeps its data path): no error bound */
   if (s->kind == FK_STOP_EARLY || s->kind == FK_CUT) d += 60000 * 1000000LL;
   if (s->kind == FK_STOP_LATE) d += ((int64_t)s->timeout_ms + 1000) * 1000000LL;
+  /* a CUDA rank's teardown after its error waits up to a timeout more for
+   * peers to close its pipe memory (core/cuda_teardown.c): the report comes
+   * after it; the error's own time is judged apart */
+  if (s->cuda) d += (int64_t)s->timeout_ms * 1000000LL;
   return d;
 }
 
@@ -326,11 +330,11 @@ static void check_leftovers(trial *t) {
   }
   /* the CUDA model's device memory: a rank that never reported was
    * killed; a survivor keeps (by design: core/cuda_teardown.c) the pipe
-   * memory a stopped peer still maps */
+   * memory a stopped peer, or one it has no connection to, may still map */
   const rank_state *v = &t->r[t->s->victim];
   segs = t->s->cuda ? fault_cuda_segments_of(pids, t->s->nranks, v->reported ? 0 : v->pid) : 0;
   fault_kind k = t->s->kind;
-  if (segs > 0 && (k == FK_STOP || k == FK_STOP_LATE)) {
+  if (segs > 0 && (k == FK_STOP || k == FK_STOP_LATE || k == FK_CUT)) {
     t->res.dev_abandoned += segs;
   } else if (segs != 0) {
     violation(t, "%d /dev/shm/cudasim-* segment(s) (device memory) of the ranks left", segs);

@@ -190,7 +190,7 @@ static void print_summary(const summary *m, const options *o) {
   printf("  leaks: %d shm segments, %d ranks with fds, %d with threads, %d child processes\n", m->leak_shm,
          m->leak_fd, m->leak_thread, m->leak_child);
   if (o->cuda)
-    printf("  device memory kept by design for a stopped peer that maps it (freed at exit): %d blocks\n",
+    printf("  device memory kept by design for a stopped or cut-off peer that may map it (freed at exit): %d blocks\n",
            m->dev_abandoned);
 }
 
