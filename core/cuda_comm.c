@@ -423,6 +423,49 @@ void kolo_cuda_comm_abort(struct koloComm *c) {
   __atomic_store_n(&c->cuda->words[KOLO_CW_ABORT], 1u, __ATOMIC_SEQ_CST);
 }
 
+/* How much a peer's fate explains a stalled kernel: a process lost or
+ * exited without destroying its communicator (the origin) over one that
+ * left (it destroyed its communicator, perhaps after failing itself). */
+static int fate_rank(int fate, int waited_on) {
+  int origin = fate == KOLO_PEER_LOST || fate == KOLO_PEER_EXITED;
+  return fate == KOLO_PEER_ALIVE ? 0 : 2 * (1 + origin) + waited_on;
+}
+
+/* A kernel that waited on a peer cannot tell a dead process from a slow
+ * one, and a stop word names the rank that wrote it, not the origin: the
+ * bootstrap mesh can (a killed rank's connections close).  The gone peer
+ * that explains most (fate_rank; the lowest of equals); -1 when none. */
+static int dead_peer(struct koloComm *c, int waited_on, int *fate) {
+  int best = -1, best_rank = 0;
+  for (int r = 0; c->bs != NULL && r < c->nranks; r++) {
+    int f = kolo_bootstrap_peer_dead(c->bs, r);
+    int k = fate_rank(f, r == waited_on);
+    if (k > best_rank) best = r, best_rank = k, *fate = f;
+  }
+  return best;
+}
+
+/* The sentence of a kernel's stop when a peer's process is gone. */
+static koloResult_t status_dead_peer(struct koloComm *c, uint32_t task, int peer, int dead, int fate) {
+  return kolo_error(&c->err, koloRemoteError,
+                    "rank %d: rank %d %s while a kernel of rank %d (block %u) waited for rank %d", c->rank, dead,
+                    kolo_peer_fate_text(fate), c->rank, task, peer);
+}
+
+/* The result of a kernel's status word `why` and the stop reason it sends on. */
+static koloResult_t status_result(uint32_t why, int *reason) {
+  *reason = KOLO_STOP_ERROR;
+  switch (why) {
+  case KOLO_DEV_ABORTED: *reason = KOLO_STOP_ABORT; return koloRemoteError;
+  case KOLO_DEV_TIMEOUT: *reason = KOLO_STOP_TIMEOUT; return koloTimeout;
+  case KOLO_DEV_PEER_STOPPED: return koloRemoteError;
+  case KOLO_DEV_CONCURRENT: return koloInvalidUsage;
+  default: return koloInternalError;
+  }
+}
+
+static void status_sentence(struct koloComm *c, koloResult_t res, uint32_t why, uint32_t task, int peer);
+
 koloResult_t kolo_cuda_comm_status(struct koloComm *c) {
   koloResult_t res = (koloResult_t)atomic_load(&c->failed);
   kolo_cuda_comm *cc = c->cuda;
@@ -433,16 +476,20 @@ koloResult_t kolo_cuda_comm_status(struct koloComm *c) {
    * kernel may see them a moment late (0); the sentence stays true. */
   uint32_t task = __atomic_load_n(&cc->words[KOLO_CW_STATUS + 1], __ATOMIC_ACQUIRE);
   int peer = (int)__atomic_load_n(&cc->words[KOLO_CW_STATUS + 2], __ATOMIC_ACQUIRE);
-  int reason = KOLO_STOP_ERROR;
-  switch (why) {
-  case KOLO_DEV_ABORTED: res = koloRemoteError; reason = KOLO_STOP_ABORT; break;
-  case KOLO_DEV_TIMEOUT: res = koloTimeout; reason = KOLO_STOP_TIMEOUT; break;
-  case KOLO_DEV_PEER_STOPPED: res = koloRemoteError; break;
-  case KOLO_DEV_CONCURRENT: res = koloInvalidUsage; break;
-  default: res = koloInternalError; break;
-  }
+  int reason, fate = KOLO_PEER_ALIVE;
+  res = status_result(why, &reason);
+  int waited = why == KOLO_DEV_TIMEOUT || why == KOLO_DEV_PEER_STOPPED;
+  int dead = waited ? dead_peer(c, peer, &fate) : -1;
+  if (dead >= 0) res = koloRemoteError;
   int expected = koloSuccess;
   if (!atomic_compare_exchange_strong(&c->failed, &expected, (int)res)) return (koloResult_t)expected;
+  if (dead >= 0) status_dead_peer(c, task, peer, dead, fate);
+  else status_sentence(c, res, why, task, peer);
+  kolo_cuda_comm_stop_all(c, reason); /* so that the peers stop too */
+  return res;
+}
+
+static void status_sentence(struct koloComm *c, koloResult_t res, uint32_t why, uint32_t task, int peer) {
   switch (why) {
   case KOLO_DEV_ABORTED:
     kolo_error(&c->err, res, "rank %d: a kernel of this communicator stopped: koloCommAbort was called", c->rank);
@@ -469,8 +516,6 @@ koloResult_t kolo_cuda_comm_status(struct koloComm *c) {
     kolo_error(&c->err, res, "rank %d: a kernel stopped with unknown status %u (a kolo bug)", c->rank, why);
     break;
   }
-  kolo_cuda_comm_stop_all(c, reason); /* so that the peers stop too */
-  return res;
 }
 
 /* ---- teardown ------------------------------------------------------------ */

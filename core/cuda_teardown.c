@@ -17,8 +17,14 @@
  * closes what it opened of its peers' memory and tells them; each frees what
  * it exported once the opener said so (or is gone).  A peer that is alive
  * but never says so within the timeout gets its block leaked, with a
- * warning, instead of freed under its mapping. */
+ * warning, instead of freed under its mapping.  A failed connection is
+ * not "gone": a peer whose sockets were cut (or that failed and has not
+ * closed yet) still maps the memory, so its process must have ended. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "common/log.h"
@@ -132,15 +138,46 @@ static void settle_exported(struct koloComm *c, kolo_connector *end, void *arg) 
   else kolo_connector_abandon(end);
 }
 
-/* Waits for `peer` to say it closed our memory; 1 when it did or is gone. */
-static int peer_closed(struct koloComm *c, int peer) {
+/* Whether process pid has ended.  A zombie has (its mappings went when it
+ * exited; kill(pid, 0) still succeeds for it until its parent reaps it). */
+static int process_ended(int pid) {
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  char path[64], buf[256];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return 0; /* no /proc: as kill says */
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *paren = strrchr(buf, ')'); /* "pid (comm) S ...": comm may hold spaces */
+  return paren != NULL && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+/* The peer's connection failed: its process (CUDA IPC peers share this
+ * host) must end before `deadline` for its mapping to be gone. */
+static int peer_process_ended(struct koloComm *c, int peer, int64_t deadline) {
+  const kolo_peer_info *info = kolo_bootstrap_peer(c->bs, peer);
+  if (info == NULL || info->pid <= 0) return 0;
+  while (!process_ended(info->pid)) {
+    if (now_ms() > deadline) return 0;
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  return 1;
+}
+
+/* Waits for `peer` to say it closed our memory; 1 when it did or its
+ * process ended by `deadline`. */
+static int peer_closed(struct koloComm *c, int peer, int64_t deadline) {
   uint8_t ack = 0;
   koloResult_t res = kolo_bootstrap_recv(c->bs, peer, TAG_IPC_CLOSED, &ack, sizeof ack);
-  if (res == koloSuccess || res != koloTimeout) return 1; /* closed, or its process is gone */
+  if (res == koloSuccess) return 1;
+  if (res != koloTimeout && peer_process_ended(c, peer, deadline)) return 1;
   KOLO_WARN("rank %d: rank %d did not close its mapping of this rank's pipe memory within %d ms of "
-            "koloCommDestroy (is it destroying the communicator too?): the memory is left allocated "
-            "rather than freed under its mapping",
-            c->rank, peer, c->timeout_ms);
+            "koloCommDestroy (%s): the memory is left allocated rather than freed under its mapping",
+            c->rank, peer, c->timeout_ms,
+            res == koloTimeout ? "is it destroying the communicator too?"
+                               : "its connection failed but its process still runs");
   return 0;
 }
 
@@ -157,9 +194,12 @@ void kolo_cuda_comm_close_ipc(struct koloComm *c) {
     if (opened[r] && kolo_bootstrap_send(c->bs, r, TAG_IPC_CLOSED, &ack, sizeof ack) != koloSuccess)
       KOLO_INFO("rank %d: could not tell rank %d that its pipe memory is closed (it is gone?)", c->rank, r);
   each_end(c, mark_exporting, exported);
+  /* one deadline for every peer whose connection failed: teardown stays
+   * within one timeout however many there are */
+  int64_t deadline = now_ms() + (c->timeout_ms > 0 ? c->timeout_ms : 0);
   for (int r = 0; r < c->nranks; r++) {
     if (!exported[r]) continue;
-    peer_verdict v = {r, peer_closed(c, r)};
+    peer_verdict v = {r, peer_closed(c, r, deadline)};
     each_end(c, settle_exported, &v);
   }
   free(opened);

@@ -370,6 +370,7 @@ void sim_runner_give(sim_device *d, sim_op *op, unsigned block, int sm) {
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     if (pthread_create(&th, &attr, runner_main, r) != 0) abort();
+    sim_name_thread(th, "block");
     pthread_attr_destroy(&attr);
   }
   r->op = op;

@@ -28,6 +28,13 @@
 #include "cudasim/kolo_sim.h"
 
 #define SIM_MAX_DEVICES 16
+
+/* Every thread of the model is named "ksim-<what>" (/proc's comm) by its
+ * creator right after pthread_create (no window where it is unnamed), so
+ * that a test counting a process's threads can tell kolo's from the
+ * model's, which a GPU driver would hold: tests/fault/fault_cuda.c. */
+#define SIM_THREAD_PREFIX "ksim-"
+void sim_name_thread(pthread_t th, const char *what);
 #define SIM_MAX_QUEUES 32
 
 typedef struct sim_op sim_op;

@@ -74,6 +74,12 @@ cudaError_t sim_init(void) {
   return init_result;
 }
 
+void sim_name_thread(pthread_t th, const char *what) {
+  char name[16];
+  snprintf(name, sizeof name, SIM_THREAD_PREFIX "%s", what);
+  pthread_setname_np(th, name); /* a name is a help only: its failure is not an error */
+}
+
 cudaError_t sim_ret(cudaError_t e) {
   if (e != cudaSuccess) thread_state.last_error = e;
   return e;

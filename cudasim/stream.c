@@ -270,6 +270,7 @@ cudaError_t sim_device_start(sim_device *d) {
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     int rc = pthread_create(&d->queue_thread[q], &attr, queue_main, a);
     pthread_attr_destroy(&attr);
+    if (rc == 0) sim_name_thread(d->queue_thread[q], "queue");
     if (rc != 0) {
       free(a);
       return cudaErrorInitializationError;
@@ -573,5 +574,8 @@ static void *watchdog_main(void *arg) {
 
 void sim_watchdog_start(int secs) {
   pthread_t th;
-  if (secs > 0 && pthread_create(&th, NULL, watchdog_main, (void *)(intptr_t)secs) == 0) pthread_detach(th);
+  if (secs > 0 && pthread_create(&th, NULL, watchdog_main, (void *)(intptr_t)secs) == 0) {
+    sim_name_thread(th, "watchdog");
+    pthread_detach(th);
+  }
 }

@@ -60,7 +60,7 @@ CUDA_TESTS='^(Cuda|AllTypesOps/CudaReduceTest|FusionCuda|NcclLayer|NcclEnv|NcclP
 # and LL), all-to-all and gather of 3 ranks (a block moving between its
 # peers' pipes), abort and timeout.
 CUDA_TSAN_TESTS='CudaReduceTest.MatchesReference/(int8_max|float32_sum|bfloat16_avg|float64_copy)$|CudaGrid.SmallCounts/.*_[23]ranks|CudaPeerGrid.SmallCounts/(AlltoAll|Gather)_3ranks|CudaAbort|CudaTimeout'
-SIM_TARGETS=(kolo kolo-perf test_e2e_cuda test_cuda_reduce test_cuda_plan test_fusion nccl test_nccl_layer test_nccl_dlopen)
+SIM_TARGETS=(kolo kolo-perf test_e2e_cuda test_cuda_reduce test_cuda_plan test_fusion nccl test_nccl_layer test_nccl_dlopen kolo-fault)
 sim_build() { # dir, extra cmake args...
   local dir=$1
   shift
@@ -84,6 +84,9 @@ else
     step "kolo-perf --mem cuda on the CUDA model: 4 ranks on one model GPU, checked (model figures)"
     CUDA_DEVICE_MAX_CONNECTIONS=32 build-sim/bin/kolo-perf all_reduce --mem cuda -t 4 -g 0 \
       -b 8 -e 1M -f 8 -n 2 -w 1 -c 1 || fail=1
+    step "fault matrix on CUDA communicators (the model): 10 fixed-seed trials, SIGKILL / SIGSTOP"
+    CUDA_DEVICE_MAX_CONNECTIONS=32 KOLO_SIM_WATCHDOG_S=60 timeout -k 10 120 build-sim/bin/kolo-fault --mem cuda \
+      --trials 10 --seed 15 --kinds kill,stop --at first_call,mid,destroy || fail=1
   else fail=1; fi
   if [ "${KOLO_SKIP_SANITIZERS:-0}" != 1 ]; then
     step "build (CUDA model under TSan: build-sim-tsan)"

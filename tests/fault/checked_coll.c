@@ -114,43 +114,38 @@ static double expected(const cc_case *c, int rank, int nranks, size_t k) {
 
 /* ---- buffers and the call -------------------------------------------------- */
 
-typedef struct {
-  size_t in_elems, out_elems; /* of the separate buffers (out of place) */
-  size_t in_at;               /* in place: where the input sits in out, in elements */
-} geometry;
-
-static geometry geometry_of(const cc_case *c, int rank, int nranks) {
+static cc_geometry geometry_of(const cc_case *c, int rank, int nranks) {
   size_t n = c->count, all = n * (size_t)nranks;
   switch (c->kind) {
-  case CC_ALL_GATHER: return (geometry){n, all, (size_t)rank * n};
-  case CC_REDUCE_SCATTER: return (geometry){all, n, 0};
-  case CC_ALLTOALL: return (geometry){all, all, 0};
-  default: return (geometry){n, n, 0};
+  case CC_ALL_GATHER: return (cc_geometry){n, all, (size_t)rank * n};
+  case CC_REDUCE_SCATTER: return (cc_geometry){all, n, 0};
+  case CC_ALLTOALL: return (cc_geometry){all, all, 0};
+  default: return (cc_geometry){n, n, 0};
   }
 }
 
-static koloResult_t issue(koloComm_t comm, int rank, int nranks, const cc_case *c, const void *in, void *out) {
+koloResult_t cc_issue(koloComm_t comm, int rank, int nranks, const cc_case *c, const void *in, void *out,
+                      koloStream_t stream) {
   size_t n = c->count;
   switch (c->kind) {
-  case CC_ALL_REDUCE: return koloAllReduce(in, out, n, c->dt, c->op, comm, NULL);
-  case CC_ALL_GATHER: return koloAllGather(in, out, n, c->dt, comm, NULL);
-  case CC_REDUCE_SCATTER: return koloReduceScatter(in, out, n, c->dt, c->op, comm, NULL);
-  case CC_BROADCAST: return koloBroadcast(in, out, n, c->dt, c->root, comm, NULL);
-  case CC_REDUCE: return koloReduce(in, out, n, c->dt, c->op, c->root, comm, NULL);
-  case CC_ALLTOALL: return koloAlltoAll(in, out, n, c->dt, comm, NULL);
+  case CC_ALL_REDUCE: return koloAllReduce(in, out, n, c->dt, c->op, comm, stream);
+  case CC_ALL_GATHER: return koloAllGather(in, out, n, c->dt, comm, stream);
+  case CC_REDUCE_SCATTER: return koloReduceScatter(in, out, n, c->dt, c->op, comm, stream);
+  case CC_BROADCAST: return koloBroadcast(in, out, n, c->dt, c->root, comm, stream);
+  case CC_REDUCE: return koloReduce(in, out, n, c->dt, c->op, c->root, comm, stream);
+  case CC_ALLTOALL: return koloAlltoAll(in, out, n, c->dt, comm, stream);
   case CC_SENDRECV: break;
   default: return koloInvalidArgument;
   }
   koloResult_t g = koloGroupStart();
   if (g != koloSuccess) return g;
-  koloResult_t s = koloSend(in, n, c->dt, (rank + 1) % nranks, comm, NULL);
-  koloResult_t r = koloRecv(out, n, c->dt, (rank + nranks - 1) % nranks, comm, NULL);
+  koloResult_t s = koloSend(in, n, c->dt, (rank + 1) % nranks, comm, stream);
+  koloResult_t r = koloRecv(out, n, c->dt, (rank + nranks - 1) % nranks, comm, stream);
   koloResult_t e = koloGroupEnd();
   return s != koloSuccess ? s : r != koloSuccess ? r : e;
 }
 
-/* Counts output elements that differ from the reference. */
-static void check(const cc_case *c, int rank, int nranks, const void *out, size_t out_elems, cc_result *res) {
+void cc_check(const cc_case *c, int rank, int nranks, const void *out, size_t out_elems, cc_result *res) {
   if (c->kind == CC_REDUCE && rank != c->root) return; /* nothing defined there */
   for (size_t k = 0; k < out_elems; k++) {
     double got = get(c->dt, out, k), want = expected(c, rank, nranks, k);
@@ -163,20 +158,13 @@ static void check(const cc_case *c, int rank, int nranks, const void *out, size_
   }
 }
 
-typedef struct {
-  geometry g;
-  char *out, *in; /* allocations */
-  char *src, *dst; /* what the call gets */
-} bufs;
-
-static void bufs_free(bufs *b) {
+void cc_bufs_free(cc_bufs *b) {
   free(b->out);
   free(b->in);
   b->out = b->in = NULL;
 }
 
-/* Allocates, poisons the output and writes the rank's input. */
-static int bufs_make(const cc_case *c, int rank, int nranks, bufs *b) {
+int cc_bufs_make(const cc_case *c, int rank, int nranks, cc_bufs *b) {
   size_t es = koloTypeSize(c->dt);
   b->g = geometry_of(c, rank, nranks);
   /* in place, the input's elements sit in the output buffer */
@@ -184,9 +172,11 @@ static int bufs_make(const cc_case *c, int rank, int nranks, bufs *b) {
   b->out = malloc(out_elems * es + 1);
   b->in = c->in_place ? NULL : malloc(b->g.in_elems * es + 1);
   if (b->out == NULL || (!c->in_place && b->in == NULL)) {
-    bufs_free(b);
+    cc_bufs_free(b);
     return -1;
   }
+  b->out_bytes = out_elems * es;
+  b->in_bytes = c->in_place ? 0 : b->g.in_elems * es;
   memset(b->out, 0xff, out_elems * es);
   b->src = c->in_place ? b->out + b->g.in_at * es : b->in;
   for (size_t j = 0; j < b->g.in_elems; j++) put(c->dt, b->src, j, val(c, rank, j));
@@ -202,10 +192,10 @@ cc_result cc_run(koloComm_t comm, int rank, int nranks, const cc_case *c) {
 cc_result cc_run_group(koloComm_t comm, int rank, int nranks, const cc_case *cases, int k,
                        void (*after_first)(void *), void *arg) {
   cc_result res = {koloSuccess, 0, 0, 0, 0, 0};
-  bufs b[CC_MAX_GROUP];
+  cc_bufs b[CC_MAX_GROUP];
   int made = 0;
   for (; made < k && made < CC_MAX_GROUP; made++)
-    if (bufs_make(&cases[made], rank, nranks, &b[made]) != 0) res.res = koloSystemError;
+    if (cc_bufs_make(&cases[made], rank, nranks, &b[made]) != 0) res.res = koloSystemError;
   int64_t t0 = fu_now_ns();
   int grouped = 0;
   if (res.res == koloSuccess && k > 1) {
@@ -213,7 +203,7 @@ cc_result cc_run_group(koloComm_t comm, int rank, int nranks, const cc_case *cas
     grouped = res.res == koloSuccess;
   }
   for (int i = 0; i < made && res.res == koloSuccess; i++) {
-    res.res = issue(comm, rank, nranks, &cases[i], b[i].src, b[i].dst);
+    res.res = cc_issue(comm, rank, nranks, &cases[i], b[i].src, b[i].dst, NULL);
     if (i == 0 && after_first != NULL) after_first(arg);
   }
   if (grouped) { /* a group started is ended, also after a failed call in it */
@@ -222,8 +212,8 @@ cc_result cc_run_group(koloComm_t comm, int rank, int nranks, const cc_case *cas
   }
   res.call_ns = fu_now_ns() - t0;
   for (int i = 0; i < made; i++) {
-    if (res.res == koloSuccess) check(&cases[i], rank, nranks, b[i].dst, b[i].g.out_elems, &res);
-    bufs_free(&b[i]);
+    if (res.res == koloSuccess) cc_check(&cases[i], rank, nranks, b[i].dst, b[i].g.out_elems, &res);
+    cc_bufs_free(&b[i]);
   }
   return res;
 }

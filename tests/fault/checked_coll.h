@@ -56,6 +56,33 @@ cc_result cc_run(koloComm_t comm, int rank, int nranks, const cc_case *c);
  * not NULL) is called inside the group, after the first call is queued. */
 cc_result cc_run_group(koloComm_t comm, int rank, int nranks, const cc_case *cases, int k,
                        void (*after_first)(void *), void *arg);
+
+/* ---- the parts of a run, for other memory kinds (fault_cuda.c) ---- */
+
+typedef struct {
+  size_t in_elems, out_elems; /* of the separate buffers (out of place) */
+  size_t in_at;               /* in place: where the input sits in out, in elements */
+} cc_geometry;
+
+/* A case's buffers in host memory: the output poisoned, the rank's input
+ * written; src and dst point into them (in place: both into out). */
+typedef struct {
+  cc_geometry g;
+  char *out, *in;             /* allocations (in: NULL in place) */
+  size_t out_bytes, in_bytes; /* their sizes (in_bytes 0 in place) */
+  char *src, *dst;            /* what the call gets */
+} cc_bufs;
+
+/* 0, or -1 when out of memory (nothing left allocated). */
+int cc_bufs_make(const cc_case *c, int rank, int nranks, cc_bufs *b);
+void cc_bufs_free(cc_bufs *b);
+/* Issues the case's call(s) on stream (ignored by host communicators). */
+koloResult_t cc_issue(koloComm_t comm, int rank, int nranks, const cc_case *c, const void *in, void *out,
+                      koloStream_t stream);
+/* Adds to res the output elements (out: out_elems of them) that differ
+ * from the reference. */
+void cc_check(const cc_case *c, int rank, int nranks, const void *out, size_t out_elems, cc_result *res);
+
 /* One line describing the case. */
 void cc_describe(const cc_case *c, char *buf, size_t len);
 

@@ -80,14 +80,42 @@ static cc_case call_case(int i, unsigned long long seed) {
   return c;
 }
 
-static cc_result run_call(koloComm_t comm, const rank_plan *p, injector *inj, int i) {
+/* The memory a rank's calls use, and its state. */
+typedef struct {
+  const rank_mem *m;
+  void *ctx;
+} mem_of_rank;
+
+static cc_result run_call(koloComm_t comm, const rank_plan *p, const mem_of_rank *mem, injector *inj, int i) {
   cc_case c = call_case(i, p->seed);
   if (i == 0) maybe_inject(inj, AT_FIRST_CALL);
   if (i == MID_CALL) maybe_inject(inj, AT_MID);
-  if (i != GROUP_CALL) return cc_run(comm, p->rank, p->nranks, &c);
+  if (i != GROUP_CALL) return mem->m->run(mem->ctx, comm, p->rank, p->nranks, &c, 1, NULL, NULL);
   cc_case g[3] = {call_case(0, p->seed + 100), call_case(1, p->seed + 101), call_case(3, p->seed + 102)};
-  return cc_run_group(comm, p->rank, p->nranks, g, 3, inject_in_group, inj);
+  return mem->m->run(mem->ctx, comm, p->rank, p->nranks, g, 3, inject_in_group, inj);
 }
+
+/* ---- host memory ------------------------------------------------------------------ */
+
+static int host_setup(void *ctx, koloConfig_t *cfg, char *why, size_t len) {
+  (void)ctx, (void)cfg, (void)why, (void)len;
+  return 0;
+}
+
+static cc_result host_run(void *ctx, koloComm_t comm, int rank, int nranks, const cc_case *cases, int k,
+                          void (*after_first)(void *), void *arg) {
+  (void)ctx;
+  return k == 1 ? cc_run(comm, rank, nranks, cases) : cc_run_group(comm, rank, nranks, cases, k, after_first, arg);
+}
+
+static int host_count_threads(void *ctx) {
+  (void)ctx;
+  return fu_count_threads();
+}
+
+static void host_teardown(void *ctx) { (void)ctx; }
+
+static const rank_mem host_mem = {host_setup, host_run, host_count_threads, host_teardown};
 
 /* ---- the rank ------------------------------------------------------------------- */
 
@@ -110,10 +138,10 @@ static void failed(outcome *o, koloResult_t rc, const char *where, koloComm_t co
     if (*s == '\n') *s = ' ';
 }
 
-static void run_calls(koloComm_t comm, const rank_plan *p, injector *inj, outcome *o) {
+static void run_calls(koloComm_t comm, const rank_plan *p, const mem_of_rank *mem, injector *inj, outcome *o) {
   for (int i = 0; i < NCALLS; i++) {
     fu_line(p->report_fd, "S call %d", i);
-    cc_result r = run_call(comm, p, inj, i);
+    cc_result r = run_call(comm, p, mem, inj, i);
     if (r.res != koloSuccess) {
       failed(o, r.res, i == GROUP_CALL ? "group" : i == MID_CALL ? "mid" : "call", comm);
       return;
@@ -123,15 +151,30 @@ static void run_calls(koloComm_t comm, const rank_plan *p, injector *inj, outcom
   }
 }
 
+/* The rank's memory, set up; 0, or -1 with its reason on report_fd. */
+static int mem_setup(const rank_plan *p, mem_of_rank *mem, koloConfig_t *cfg) {
+  mem->m = &host_mem;
+  mem->ctx = NULL;
+  char why[512] = "this build has no CUDA";
+  if (p->cuda) mem->m = fault_cuda_mem(&mem->ctx);
+  if (mem->m != NULL && mem->m->setup(mem->ctx, cfg, why, sizeof why) == 0) return 0;
+  fu_line(p->report_fd, "R %d %d %lld 0 0 0 0 0 0 setup|%s", p->rank, (int)koloSystemError, (long long)fu_now_ns(),
+          why);
+  return -1;
+}
+
 int fault_rank_main(const rank_plan *p) {
-  int fd0 = fu_count_fds(), thr0 = fu_count_threads();
+  mem_of_rank mem;
+  koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
+  if (mem_setup(p, &mem, &cfg) != 0) return 3;
+  int fd0 = fu_count_fds(), thr0 = mem.m->count_threads(mem.ctx);
   injector inj = {p, 0, 0};
   outcome o = {koloSuccess, 0, 0, 0, "", ""};
   koloComm_t comm = NULL;
   maybe_inject(&inj, AT_INIT);
-  koloResult_t rc = koloCommInitFromEnv(&comm, NULL);
+  koloResult_t rc = koloCommInitFromEnv(&comm, &cfg);
   if (rc != koloSuccess) failed(&o, rc, "init", NULL);
-  if (rc == koloSuccess) run_calls(comm, p, &inj, &o);
+  if (rc == koloSuccess) run_calls(comm, p, &mem, &inj, &o);
   if (rc == koloSuccess && o.rc == koloSuccess) {
     fu_line(p->report_fd, "S destroy");
     maybe_inject(&inj, AT_DESTROY);
@@ -143,7 +186,9 @@ int fault_rank_main(const rank_plan *p) {
     if (rc != koloSuccess && o.rc == koloSuccess) failed(&o, rc, "abort", NULL);
   }
   injector_join(&inj);
+  int fd1 = fu_count_fds(), thr1 = mem.m->count_threads(mem.ctx);
+  mem.m->teardown(mem.ctx);
   fu_line(p->report_fd, "R %d %d %lld %zu %d %d %d %d %d %s|%s", p->rank, (int)o.rc, o.t_ns, o.bad, o.calls, fd0,
-          fu_count_fds(), thr0, fu_count_threads(), o.where, o.text);
+          fd1, thr0, thr1, o.where, o.text);
   return 0;
 }

@@ -37,6 +37,7 @@ typedef struct {
   int reported;  /* its R line came */
   char stage[256]; /* its last S line */
   int rc, calls, fd0, fd1, thr0, thr1;
+  int status;    /* waitpid's, once reaped */
   long long t_ns;
   size_t bad;
   char text[2048]; /* "<where>|<koloGetLastError>" */
@@ -85,6 +86,33 @@ static void set_env(const trial_spec *s, int rank) {
   if (s->netns) setenv("KOLO_SOCKET_IFNAME", "=eth0", 1);
 }
 
+/* Entry i (modulo their number) of "DEV:IFNAME:ADDR,...", each field
+ * under 64 chars; 0, or -1 when malformed. */
+static int ib_entry(const char *list, int i, char dev[64], char ifname[64], char addr[64]) {
+  int n = 1;
+  for (const char *p = list; (p = strchr(p, ',')) != NULL; p++) n++;
+  const char *e = list;
+  for (int k = 0; k < i % n; k++) e = strchr(e, ',') + 1;
+  return sscanf(e, "%63[^:,]:%63[^:,]:%63[^:,]", dev, ifname, addr) == 3 ? 0 : -1;
+}
+
+/* --ib: rank's "host" is an entry of s->ib; KOLO_HOSTID apart, so every
+ * pipe between hosts is an ib pipe. */
+static int set_env_ib(const trial_spec *s, int rank) {
+  char dev[64], ifname[64], addr[64], root[64], v[128];
+  if (ib_entry(s->ib, 0, dev, ifname, root) != 0 || ib_entry(s->ib, rank, dev, ifname, addr) != 0) return -1;
+  snprintf(v, sizeof v, "%s:%d", root, s->port);
+  setenv("KOLO_ROOT", v, 1);
+  snprintf(v, sizeof v, "=%s", dev);
+  setenv("KOLO_IB_HCA", v, 1);
+  snprintf(v, sizeof v, "=%s", ifname);
+  setenv("KOLO_SOCKET_IFNAME", v, 1);
+  snprintf(v, sizeof v, "fault-host-%s", addr);
+  setenv("KOLO_HOSTID", v, 1);
+  setenv("KOLO_NET", "ib", 1);
+  return 0;
+}
+
 /* Moves this process into rank's namespace <netns>r<rank>. */
 static int enter_netns(const trial_spec *s, int rank) {
   char path[256];
@@ -109,7 +137,8 @@ static void rank_child(trial *t, int rank, int wfd) {
   }
   if (s->netns && enter_netns(s, rank) != 0) _exit(3);
   set_env(s, rank);
-  rank_plan p = {rank, s->nranks, rank == s->victim, s->at, ACT_TELL, s->delay_ms, wfd, s->seed};
+  if (s->ib && set_env_ib(s, rank) != 0) _exit(3);
+  rank_plan p = {rank, s->nranks, rank == s->victim, s->at, ACT_TELL, s->delay_ms, wfd, s->seed, s->cuda};
   if (s->kind == FK_KILL) p.act = ACT_KILL;
   if (s->kind == FK_STOP || s->kind == FK_STOP_EARLY || s->kind == FK_STOP_LATE) p.act = ACT_STOP;
   if (s->kind == FK_CUT) p.act = ACT_CUT;
@@ -216,6 +245,10 @@ static int64_t deadline(const trial *t) {
   /* the job may go on (a cut shm job keeps its data path): no error bound */
   if (s->kind == FK_STOP_EARLY || s->kind == FK_CUT) d += 60000 * 1000000LL;
   if (s->kind == FK_STOP_LATE) d += ((int64_t)s->timeout_ms + 1000) * 1000000LL;
+  /* a CUDA rank's teardown after its error waits up to a timeout more for
+   * peers to close its pipe memory (core/cuda_teardown.c): the report comes
+   * after it; the error's own time is judged apart */
+  if (s->cuda) d += (int64_t)s->timeout_ms * 1000000LL;
   return d;
 }
 
@@ -280,6 +313,7 @@ static void reap(trial *t) {
       kill(r->pid, SIGKILL);
       waitpid(r->pid, &status, 0);
     }
+    r->status = status;
     if (r->fd >= 0) close(r->fd);
     r->fd = -1;
   }
@@ -292,6 +326,18 @@ static void check_leftovers(trial *t) {
   int segs = fu_shm_segments_of(pids, t->s->nranks);
   if (segs != 0) {
     violation(t, "%d /dev/shm/kolo-* segment(s) of the ranks left", segs);
+    t->res.leak_shm += segs;
+  }
+  /* the CUDA model's device memory: a rank that never reported was
+   * killed; a survivor keeps (by design: core/cuda_teardown.c) the pipe
+   * memory a stopped peer, or one it has no connection to, may still map */
+  const rank_state *v = &t->r[t->s->victim];
+  segs = t->s->cuda ? fault_cuda_segments_of(pids, t->s->nranks, v->reported ? 0 : v->pid) : 0;
+  fault_kind k = t->s->kind;
+  if (segs > 0 && (k == FK_STOP || k == FK_STOP_LATE || k == FK_CUT)) {
+    t->res.dev_abandoned += segs;
+  } else if (segs != 0) {
+    violation(t, "%d /dev/shm/cudasim-* segment(s) (device memory) of the ranks left", segs);
     t->res.leak_shm += segs;
   }
   int status;
@@ -366,7 +412,9 @@ static void judge(trial *t) {
     const rank_state *r = &t->r[i];
     int silent_victim = i == s->victim && (s->kind == FK_KILL || s->kind == FK_STOP);
     if (!r->reported) {
-      if (!silent_victim) violation(t, "rank %d ended without a report", i);
+      if (!silent_victim)
+        violation(t, "rank %d ended without a report (%s %d)", i, WIFSIGNALED(r->status) ? "signal" : "exit status",
+                  WIFSIGNALED(r->status) ? WTERMSIG(r->status) : WEXITSTATUS(r->status));
       continue;
     }
     judge_leaks(t, i);
@@ -383,7 +431,7 @@ static void judge(trial *t) {
 static void print_trial(const trial *t, int index) {
   const trial_spec *s = t->s;
   printf("trial %d: %s n=%d victim %d at %s (+%.0f ms) %s: %d ok, %d failed, max time to error %.0f ms%s\n", index,
-         s->netns ? "tcp/netns" : s->tcp ? "tcp" : "shm", s->nranks, s->victim, fault_at_name(s->at), s->delay_ms,
+         s->ib ? "ib" : s->cuda ? (s->tcp ? "cuda/tcp" : "cuda") : s->netns ? "tcp/netns" : s->tcp ? "tcp" : "shm", s->nranks, s->victim, fault_at_name(s->at), s->delay_ms,
          fault_kind_name(s->kind), t->res.ok_ranks, t->res.err_ranks, t->res.max_tte_ms,
          t->res.violations ? " -- VIOLATED" : "");
   fputs(t->notes, stdout);

@@ -27,6 +27,11 @@ typedef struct {
   int timeout_ms; /* KOLO_TIMEOUT_MS of the ranks */
   int bound_ms;   /* time to error may exceed the timeout by this much */
   int tcp;        /* the net transport (TCP) instead of shared memory */
+  int cuda;       /* CUDA communicators on device 0 (fault_cuda.c) */
+  /* KOLO_NET=ib between "hosts": "DEV:IFNAME:ADDR,..." (rank r is host
+   * r % entries, on that HCA and interface; rank 0's address is the root's);
+   * NULL: not ib */
+  const char *ib;
   const char *netns; /* namespaces <netns>r<i>, hub <netns>hub; NULL: this one */
   int port;       /* of the rendezvous (rank 0) */
   int verbose;
@@ -38,6 +43,7 @@ typedef struct {
   int ok_ranks, err_ranks;
   int named_victim; /* survivors' errors that name the victim */
   int leak_shm, leak_fd, leak_thread, leak_child;
+  int dev_abandoned; /* CUDA: pipe memory kept because a stopped peer maps it */
 } trial_result;
 
 const char *fault_kind_name(fault_kind k);

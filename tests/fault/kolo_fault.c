@@ -7,7 +7,8 @@
  * gives trials, faults per kind and moment, the longest time to error and
  * the leaks.  Exit status 1 on any violation.
  *
- *   kolo-fault [--trials N] [--seed S] [--tcp] [--netns PREFIX --ranks N]
+ *   kolo-fault [--trials N] [--seed S] [--tcp] [--netns PREFIX --ranks N] [--mem cuda]
+ *              [--ib DEV:IF:ADDR,...]
  *              [--timeout-ms MS] [--bound-ms MS] [--kinds k,k] [-v]
  */
 #define _GNU_SOURCE
@@ -23,21 +24,28 @@
 #include "fault_util.h"
 
 typedef struct {
-  int trials, tcp, ranks, timeout_ms, bound_ms, verbose;
+  int trials, tcp, ranks, timeout_ms, bound_ms, verbose, cuda;
   unsigned long long seed;
-  const char *netns;
+  const char *netns, *ib;
   int kind_on[FK_NUM];
+  int at_on[AT_NUM];
 } options;
 
 static void usage(FILE *f) {
   fprintf(f, "usage: kolo-fault [--trials N] [--seed S] [--tcp] [--netns PREFIX --ranks N]\n"
-             "                  [--timeout-ms MS] [--bound-ms MS] [--kinds LIST] [-v]\n"
+             "                  [--timeout-ms MS] [--bound-ms MS] [--kinds LIST] [--mem host|cuda] [-v]\n"
              "  --tcp            ranks on this host use the net transport (TCP) instead of shm\n"
              "  --netns PREFIX   rank i runs in namespace PREFIXr<i> at 10.78.0.<i+1> on eth0\n"
              "                   (tests/fault/netns.sh makes them); implies --tcp\n"
              "  --ranks N        ranks per trial (default: 2..4 at random)\n"
              "  --kinds LIST     of kill,stop,stop+cont-early,stop+cont-late,cut,link-down\n"
-             "                   (default: all but link-down; link-down needs --netns)\n");
+             "  --at LIST        moments, of init,first_call,mid,group,destroy (default: all)\n"
+             "                   (default: all but link-down; link-down needs --netns)\n"
+             "  --mem cuda       CUDA communicators on device 0, device buffers, a stream per rank\n"
+             "                   (a CUDA build, e.g. on the CPU model of the GPU: -DKOLO_CUDA=SIM)\n"
+             "  --ib DEV:IF:ADDR[,DEV:IF:ADDR...]  KOLO_NET=ib: rank r is \"host\" r %% entries\n"
+             "                   (KOLO_HOSTID) on that HCA and interface; the root at the first ADDR\n"
+             "                   (tests/rdma/kolo_guest.sh: rxe0:veth0:10.77.0.1,rxe1:veth1:10.77.0.2)\n");
 }
 
 static int parse_kinds(options *o, const char *list) {
@@ -53,8 +61,21 @@ static int parse_kinds(options *o, const char *list) {
   return 0;
 }
 
+static int parse_moments(options *o, const char *list) {
+  memset(o->at_on, 0, sizeof o->at_on);
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", list);
+  for (char *save = NULL, *a = strtok_r(buf, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
+    int found = 0;
+    for (int i = 0; i < AT_NUM; i++)
+      if (strcmp(a, fault_at_name((fault_at)i)) == 0) found = o->at_on[i] = 1;
+    if (!found) return -1;
+  }
+  return 0;
+}
+
 static int parse(options *o, int argc, char **argv) {
-  *o = (options){30, 0, 0, 2000, 3000, 0, 1, NULL, {1, 1, 1, 1, 1, 0}};
+  *o = (options){30, 0, 0, 2000, 3000, 0, 0, 1, NULL, NULL, {1, 1, 1, 1, 1, 0}, {1, 1, 1, 1, 1}};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--tcp") == 0) o->tcp = 1;
@@ -65,11 +86,18 @@ static int parse(options *o, int argc, char **argv) {
     else if (v && strcmp(a, "--timeout-ms") == 0) o->timeout_ms = atoi(argv[++i]);
     else if (v && strcmp(a, "--bound-ms") == 0) o->bound_ms = atoi(argv[++i]);
     else if (v && strcmp(a, "--netns") == 0) o->netns = argv[++i];
+    else if (v && strcmp(a, "--ib") == 0) o->ib = argv[++i];
+    else if (v && strcmp(a, "--at") == 0) {
+      if (parse_moments(o, argv[++i]) != 0) return -1;
+    }
+    else if (v && strcmp(a, "--mem") == 0 && (strcmp(v, "cuda") == 0 || strcmp(v, "host") == 0))
+      o->cuda = strcmp(argv[++i], "cuda") == 0;
     else if (v && strcmp(a, "--kinds") == 0) {
       if (parse_kinds(o, argv[++i]) != 0) return -1;
     } else return -1;
   }
   if (o->netns) o->tcp = 1;
+  if (o->ib && (o->tcp || o->cuda)) return -1;
   if (o->ranks < 0 || o->ranks > 8 || o->trials < 1 || (o->netns && o->ranks < 2)) return -1;
   return o->kind_on[FK_LINK_DOWN] && !o->netns ? -1 : 0;
 }
@@ -87,6 +115,13 @@ static int free_port(void) {
   return port;
 }
 
+static fault_at random_moment(const options *o, uint64_t *st) {
+  int on[AT_NUM], n = 0;
+  for (int i = 0; i < AT_NUM; i++)
+    if (o->at_on[i]) on[n++] = i;
+  return (fault_at)on[fu_rand(st) % (uint64_t)n];
+}
+
 static fault_kind random_kind(const options *o, uint64_t *st) {
   int on[FK_NUM], n = 0;
   for (int i = 0; i < FK_NUM; i++)
@@ -100,7 +135,7 @@ static trial_spec random_trial(const options *o, uint64_t *st, int index) {
   memset(&s, 0, sizeof s);
   s.nranks = o->ranks ? o->ranks : (int)fu_rand_in(st, 2, 4);
   s.victim = (int)(fu_rand(st) % (uint64_t)s.nranks);
-  s.at = (fault_at)(fu_rand(st) % AT_NUM);
+  s.at = random_moment(o, st);
   s.kind = random_kind(o, st);
   /* init: while the ranks meet; mid: inside the 8 MiB all-reduce; destroy: inside teardown */
   s.delay_ms = s.at == AT_INIT ? (double)fu_rand_in(st, 0, 30) : s.at == AT_MID ? (double)fu_rand_in(st, 0, 8)
@@ -109,6 +144,8 @@ static trial_spec random_trial(const options *o, uint64_t *st, int index) {
   s.timeout_ms = o->timeout_ms;
   s.bound_ms = o->bound_ms;
   s.tcp = o->tcp;
+  s.cuda = o->cuda;
+  s.ib = o->ib;
   s.netns = o->netns;
   s.port = o->netns ? 29600 + index % 200 : free_port();
   s.verbose = o->verbose;
@@ -117,7 +154,7 @@ static trial_spec random_trial(const options *o, uint64_t *st, int index) {
 
 typedef struct {
   int trials, violated, per_kind[FK_NUM], per_at[AT_NUM], ok_ranks, err_ranks, named_victim;
-  int leak_shm, leak_fd, leak_thread, leak_child;
+  int leak_shm, leak_fd, leak_thread, leak_child, dev_abandoned;
   double max_tte_ms;
 } summary;
 
@@ -133,12 +170,16 @@ static void add(summary *m, const trial_spec *s, const trial_result *r) {
   m->leak_fd += r->leak_fd;
   m->leak_thread += r->leak_thread;
   m->leak_child += r->leak_child;
+  m->dev_abandoned += r->dev_abandoned;
   if (r->max_tte_ms > m->max_tte_ms) m->max_tte_ms = r->max_tte_ms;
 }
 
 static void print_summary(const summary *m, const options *o) {
-  printf("summary: %d trials (seed %llu, %s, timeout %d ms, bound +%d ms), %d violated\n", m->trials, o->seed,
-         o->netns ? "tcp across network namespaces" : o->tcp ? "tcp on loopback" : "shm", o->timeout_ms, o->bound_ms,
+  printf("summary: %d trials (seed %llu, %s%s, timeout %d ms, bound +%d ms), %d violated\n", m->trials, o->seed,
+         o->cuda ? "CUDA communicators, " : "",
+         o->ib ? "ib between hosts" : o->netns ? "tcp across network namespaces" : o->tcp ? "tcp on loopback"
+         : o->cuda ? "CUDA IPC" : "shm",
+         o->timeout_ms, o->bound_ms,
          m->violated);
   printf("  faults:");
   for (int k = 0; k < FK_NUM; k++) printf(" %s %d", fault_kind_name((fault_kind)k), m->per_kind[k]);
@@ -148,6 +189,9 @@ static void print_summary(const summary *m, const options *o) {
          m->ok_ranks, m->err_ranks, m->max_tte_ms);
   printf("  leaks: %d shm segments, %d ranks with fds, %d with threads, %d child processes\n", m->leak_shm,
          m->leak_fd, m->leak_thread, m->leak_child);
+  if (o->cuda)
+    printf("  device memory kept by design for a stopped or cut-off peer that may map it (freed at exit): %d blocks\n",
+           m->dev_abandoned);
 }
 
 int main(int argc, char **argv) {

@@ -17,6 +17,11 @@
 #      results element-checked as in 2.
 #   3. the sentences for a KOLO_IB_HCA that selects nothing and a port that
 #      is down.
+#   3b. the fault matrix over ib (kolo-fault --ib, when BIN has it): 2 ranks
+#      as two hosts (rxe0/veth0, rxe1/veth1), a victim SIGKILLed or
+#      SIGSTOPped at its first call or inside the 8 MiB all-reduce; the
+#      survivor must fail naming it within the timeout (2 s) + 3 s, leaving
+#      nothing behind.
 #   4. with BENCH=1 (KOLO_RXE_KOLO_BENCH=1): kolo's ib point to point beside
 #      ib_write_bw / ib_write_lat on the same devices.
 # Exit status: the number of failed checks.
@@ -97,6 +102,23 @@ for w in "$w1|leaves out rxe0 port 1" "$w2|rxe1 port 1 is down, not ACTIVE"; do
     *) say "FAIL error sentence: wanted \"$want\", got \"$got\""; fail=$((fail+1));;
   esac
 done
+
+# 3b. faults over ib: 6 fixed-seed trials (~25 s on the 2-core machine).
+if [ -x "$BIN/kolo-fault" ]; then
+  s=$(up)
+  timeout -k 5 90 "$BIN/kolo-fault" --ib rxe0:veth0:10.77.0.1,rxe1:veth1:10.77.0.2 --ranks 2 \
+    --trials "${FAULT_TRIALS:-6}" --seed "${FAULT_SEED:-15}" --kinds kill,stop --at first_call,mid \
+    > /tmp/fault.log 2>&1; rc=$?
+  echo "----- kolo-fault over ib (rc $rc)"; cat /tmp/fault.log
+  if [ $rc = 0 ]; then
+    say "PASS faults over ib ($(since $s)s): $(grep -c '^trial' /tmp/fault.log) trials, kill/stop at first_call/mid"
+  else
+    say "FAIL faults over ib (rc $rc)"; fail=$((fail+1))
+  fi
+  sed -n 's/^\(trial .*\|  VIOLATION.*\|  ranks: .*\|  leaks: .*\)$/KOLO-RXE:   \1/p' /tmp/fault.log | head -n 16
+else
+  say "FAIL faults over ib: $BIN/kolo-fault is not built"; fail=$((fail+1))
+fi
 
 # 4. (BENCH=1) kolo's ib provider point to point beside perftest on the same
 #    devices, rxe1 -> rxe0: ib_write_bw -s 65536 / IbBench bandwidth, and
