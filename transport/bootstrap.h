@@ -73,6 +73,16 @@ koloResult_t kolo_bootstrap_root_start(const struct sockaddr_storage *bind_addr,
                                        const uint8_t *secret, int timeout_ms,
                                        kolo_uid *uid, kolo_errbuf *eb);
 
+/* The same, owned by the caller (*owner): the thread is joinable and
+ * serves until the job formed or failed (and lingered), or until
+ * kolo_bootstrap_root_stop, which ends it at once and joins it: a failed
+ * init leaves no root thread or socket behind.  Every owned root must be
+ * stopped once. */
+typedef struct kolo_root kolo_root;
+koloResult_t kolo_bootstrap_root_start_owned(const struct sockaddr_storage *bind_addr, const uint8_t *secret,
+                                             int timeout_ms, kolo_uid *uid, kolo_errbuf *eb, kolo_root **owner);
+void kolo_bootstrap_root_stop(kolo_root *root);
+
 /* Joins the job as `rank` of `nranks`: rendezvous at the root, then the full
  * mesh.  On failure nothing is left open and eb says why (e.g. "rank 3 of 4
  * did not join within 2000 ms", "root 10.0.0.1:4000 did not answer within
