@@ -421,8 +421,38 @@ static koloResult_t init_steps(struct koloComm *c) {
   return res;
 }
 
+/* "rank V" with no digit after it. */
+static int names_rank(const char *text, int v) {
+  char pat[24];
+  int len = snprintf(pat, sizeof pat, "rank %d", v);
+  for (const char *p = strstr(text, pat); p != NULL; p = strstr(p + 1, pat))
+    if (p[len] < '0' || p[len] > '9') return 1;
+  return 0;
+}
+
+/* A failed init names the rank that failed first: a survivor that fails
+ * because another one gave up (its shm segment gone, its message never
+ * sent) would otherwise name that other survivor.  The bootstrap knows
+ * which peer's connection closed first without a goodbye, or whom a
+ * peer's goodbye blamed; then peers are told the same in this rank's. */
+static void name_first_failure(struct koloComm *c, koloResult_t res) {
+  if (c->bs == NULL) return;
+  int via = -1;
+  int culprit = kolo_bootstrap_culprit(c->bs, &via);
+  char was[KOLO_ERR_LEN], because[160];
+  kolo_error_read(&c->err, was, sizeof was);
+  if (culprit >= 0 && culprit != c->rank && !names_rank(was, culprit)) {
+    if (via >= 0) snprintf(because, sizeof because, "rank %d gave up after rank %d failed", via, culprit);
+    else snprintf(because, sizeof because, "rank %d %s", culprit, kolo_peer_fate_text(KOLO_PEER_LOST));
+    kolo_error_clear(&c->err);
+    kolo_error(&c->err, res, "rank %d: init failed after %s: %s", c->rank, because, was);
+  }
+  kolo_bootstrap_goodbye(c->bs, KOLO_BYE_LEFT); /* now, not at destroy: peers may be waiting on this rank */
+}
+
 koloResult_t kolo_comm_connect(struct koloComm *c) {
   koloResult_t res = init_steps(c);
+  if (res != koloSuccess) name_first_failure(c, res);
   /* The root this rank started has served (it exits once every rank has
    * the table) or cannot any more: a failed init leaves no thread or
    * socket of it behind. */

@@ -129,6 +129,12 @@ int kolo_bootstrap_dead_peer(kolo_bootstrap *bs);
  * connection is up, else how it went (a goodbye says; no word: lost). */
 enum { KOLO_PEER_ALIVE = 0, KOLO_PEER_LOST = 1, KOLO_PEER_LEFT = 2, KOLO_PEER_EXITED = 3 };
 int kolo_bootstrap_peer_dead(kolo_bootstrap *bs, int rank);
+/* The rank a failure on this rank is most likely due to: the peer whose
+ * connection closed first without a goodbye (a process that died), else
+ * the rank named by the first goodbye that blamed one (a peer that gave
+ * up because of it; *via, when not NULL, says which peer, else -1);
+ * -1 when no peer is known to have failed. */
+int kolo_bootstrap_culprit(kolo_bootstrap *bs, int *via);
 /* "left (destroyed its communicator)", ... : what follows "rank 3 ". */
 const char *kolo_peer_fate_text(int fate);
 

@@ -471,8 +471,12 @@ static void root_compact(root_state *st) {
   st->npend = k;
 }
 
+/* Accepts newcomers while there is room, or a stranger to make room of
+ * (bootstrap_wire.h): it takes the silent one's slot. */
 static void root_accept(root_state *st) {
-  while (st->npend < ROOT_MAX_PENDING) {
+  for (;;) {
+    int slot = st->npend < ROOT_MAX_PENDING ? st->npend : kolo_pending_evictable(st->pend, st->npend, kolo_now_ms());
+    if (slot < 0) return;
     kolo_errbuf eb = {0};
     struct sockaddr_storage from;
     int fd;
@@ -481,7 +485,14 @@ static void root_accept(root_state *st) {
       return;
     }
     if (fd < 0) return;
-    kolo_pending_start(&st->pend[st->npend++], fd, &from);
+    if (slot < st->npend) {
+      KOLO_INFO("%s: dropped a connection from %s that sent nothing for %d ms, for a newcomer", st->name,
+                st->pend[slot].from, KOLO_HELLO_SILENT_MS);
+      close(st->pend[slot].fd);
+    } else {
+      st->npend++;
+    }
+    kolo_pending_start(&st->pend[slot], fd, &from);
   }
 }
 
@@ -506,9 +517,14 @@ static void root_check_joined(root_state *st, int r) {
 
 static int64_t earlier(int64_t a, int64_t b) { return a == 0 ? b : (b == 0 || a < b) ? a : b; }
 
+static int root_full(const root_state *st) {
+  return st->npend == ROOT_MAX_PENDING && kolo_pending_evictable(st->pend, st->npend, kolo_now_ms()) < 0;
+}
+
 static int64_t root_next_deadline(const root_state *st) {
   int64_t dl = st->failed ? st->linger_until : st->deadline;
   for (int i = 0; i < st->npend; i++) dl = earlier(dl, st->pend[i].deadline);
+  if (root_full(st)) dl = earlier(dl, kolo_pending_next_evictable(st->pend, st->npend)); /* room then */
   return dl;
 }
 
@@ -516,7 +532,7 @@ static int64_t root_next_deadline(const root_state *st) {
  * last the owner's stop signal (-1 for a detached root: poll skips it). */
 static nfds_t root_fill_pollfds(root_state *st) {
   nfds_t n = 0;
-  st->pfd[n++] = (struct pollfd){st->npend < ROOT_MAX_PENDING ? st->lfd : -1, POLLIN, 0};
+  st->pfd[n++] = (struct pollfd){root_full(st) ? -1 : st->lfd, POLLIN, 0};
   for (int i = 0; i < st->npend; i++) st->pfd[n++] = (struct pollfd){st->pend[i].fd, POLLIN, 0};
   for (int r = 0; r < st->nslots; r++)
     if (st->fd[r] >= 0) st->pfd[n++] = (struct pollfd){st->fd[r], POLLIN, 0};
