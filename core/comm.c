@@ -12,6 +12,7 @@
 #include "core/rendezvous.h"
 #include "common/log.h"
 #include "ring/topology.h"
+#include "transport/socket.h"
 #include "transport/transport.h"
 
 #define TAG_CONFIG 0x10u
@@ -288,19 +289,33 @@ static koloResult_t connect_ring(struct koloComm *c) {
   return kolo_connect(c->bs, c->job, c->slot_bytes, c->nslots, kolo_comm_conn_mem(c), reqs, n, &c->err);
 }
 
+/* How long closing may take to flush the pipes, all of them together:
+ * after an abort or a failure only their stop words matter (a stopped or
+ * cut-off peer reads nothing, so waiting longer only delays the survivor);
+ * otherwise the last calls' data, within the communicator's timeout. */
+#define ABORT_FLUSH_MS 200
+#define CLOSE_FLUSH_MAX_MS 10000
+
+static int64_t close_deadline(const struct koloComm *c) {
+  int stopped = atomic_load(&c->aborted) || atomic_load(&c->failed) != koloSuccess || atomic_load(&c->revoked);
+  int t = c->timeout_ms > 0 && c->timeout_ms < CLOSE_FLUSH_MAX_MS ? c->timeout_ms : CLOSE_FLUSH_MAX_MS;
+  return kolo_deadline(stopped ? ABORT_FLUSH_MS : t);
+}
+
 static void close_pipes(struct koloComm *c) {
+  int64_t dl = close_deadline(c);
   for (int ch = 0; ch < KOLO_MAX_CHANNELS; ch++) {
-    kolo_connector_close(&c->ring_send[ch]);
-    kolo_connector_close(&c->ring_recv[ch]);
+    kolo_connector_close_by(&c->ring_send[ch], dl);
+    kolo_connector_close_by(&c->ring_recv[ch], dl);
     for (int k = 0; k < 2; k++) {
-      kolo_connector_close(&c->hier_send[k][ch]);
-      kolo_connector_close(&c->hier_recv[k][ch]);
+      kolo_connector_close_by(&c->hier_send[k][ch], dl);
+      kolo_connector_close_by(&c->hier_recv[k][ch], dl);
     }
   }
   size_t np = (size_t)c->nranks * (size_t)c->nchannels;
   for (size_t i = 0; c->p2p_send && i < np; i++) {
-    if (c->p2p_send_ready[i]) kolo_connector_close(&c->p2p_send[i]);
-    if (c->p2p_recv_ready[i]) kolo_connector_close(&c->p2p_recv[i]);
+    if (c->p2p_send_ready[i]) kolo_connector_close_by(&c->p2p_send[i], dl);
+    if (c->p2p_recv_ready[i]) kolo_connector_close_by(&c->p2p_recv[i], dl);
   }
 }
 
@@ -332,6 +347,7 @@ static void free_comm(struct koloComm *c) {
   for (int ch = 0; ch < c->nrings; ch++) kolo_ring_free(&c->rings[ch]);
   for (int k = 0; k < KOLO_HIER_PHASES && c->hier_ready; k++) kolo_program_free(&c->hier_prog[k]);
   if (c->bs) kolo_bootstrap_destroy(c->bs);
+  kolo_bootstrap_root_stop(c->root); /* an init that never ran */
   if (c->init_job) free(c->init_job->uids);
   free(c->init_job);
   kolo_redop_free(c);
@@ -405,8 +421,43 @@ static koloResult_t init_steps(struct koloComm *c) {
   return res;
 }
 
+/* "rank V" with no digit after it. */
+static int names_rank(const char *text, int v) {
+  char pat[24];
+  int len = snprintf(pat, sizeof pat, "rank %d", v);
+  for (const char *p = strstr(text, pat); p != NULL; p = strstr(p + 1, pat))
+    if (p[len] < '0' || p[len] > '9') return 1;
+  return 0;
+}
+
+/* A failed init names the rank that failed first: a survivor that fails
+ * because another one gave up (its shm segment gone, its message never
+ * sent) would otherwise name that other survivor.  The bootstrap knows
+ * which peer's connection closed first without a goodbye, or whom a
+ * peer's goodbye blamed; then peers are told the same in this rank's. */
+static void name_first_failure(struct koloComm *c, koloResult_t res) {
+  if (c->bs == NULL) return;
+  int via = -1;
+  int culprit = kolo_bootstrap_culprit(c->bs, &via);
+  char was[KOLO_ERR_LEN], because[160];
+  kolo_error_read(&c->err, was, sizeof was);
+  if (culprit >= 0 && culprit != c->rank && !names_rank(was, culprit)) {
+    if (via >= 0) snprintf(because, sizeof because, "rank %d gave up after rank %d failed", via, culprit);
+    else snprintf(because, sizeof because, "rank %d %s", culprit, kolo_peer_fate_text(KOLO_PEER_LOST));
+    kolo_error_clear(&c->err);
+    kolo_error(&c->err, res, "rank %d: init failed after %s: %s", c->rank, because, was);
+  }
+  kolo_bootstrap_goodbye(c->bs, KOLO_BYE_LEFT); /* now, not at destroy: peers may be waiting on this rank */
+}
+
 koloResult_t kolo_comm_connect(struct koloComm *c) {
   koloResult_t res = init_steps(c);
+  if (res != koloSuccess) name_first_failure(c, res);
+  /* The root this rank started has served (it exits once every rank has
+   * the table) or cannot any more: a failed init leaves no thread or
+   * socket of it behind. */
+  kolo_bootstrap_root_stop(c->root);
+  c->root = NULL;
   if (res != koloSuccess) atomic_store(&c->failed, (int)res);
   else atomic_store(&c->ready, 1);
   return res;
@@ -438,7 +489,8 @@ koloResult_t kolo_comm_create(const char *fn, int nranks, int rank, const kolo_u
   c->failed = koloSuccess;
   koloResult_t res = new_init_job(c, uids, nids);
   if (res == koloSuccess) res = resolve_config(c, config);
-  if (res == koloSuccess && nids == 1) res = kolo_rendezvous_start_root(&uids[0], rank, c->timeout_ms, teb);
+  if (res == koloSuccess && nids == 1)
+    res = kolo_rendezvous_start_root(&uids[0], rank, c->timeout_ms, teb, &c->root);
   if (res != koloSuccess) {
     kolo_comm_free(c);
     return res;

@@ -71,6 +71,7 @@ struct koloComm {
    * finished, and nothing but rank and nranks may be read before. */
   _Atomic int init_busy;
   struct kolo_init_job *init_job; /* the ids and the thread of that init */
+  kolo_root *root;                /* the rendezvous root this rank started at init, or NULL */
   _Atomic int ready;              /* init finished and succeeded */
   _Atomic int revoked;            /* koloCommRevoke was called (core/revoke.c) */
   struct kolo_redop_table *redops; /* NULL until the first op is made */

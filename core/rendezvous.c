@@ -63,8 +63,10 @@ koloResult_t kolo_rendezvous_uid(const char *what, const char *where, int nranks
   return koloSuccess;
 }
 
-koloResult_t kolo_rendezvous_start_root(const kolo_uid *uid, int rank, int timeout_ms, kolo_errbuf *eb) {
+koloResult_t kolo_rendezvous_start_root(const kolo_uid *uid, int rank, int timeout_ms, kolo_errbuf *eb,
+                                        kolo_root **root) {
+  *root = NULL;
   if (uid->magic != KOLO_UID_MAGIC_ROOT_AT_INIT || rank != 0) return koloSuccess;
   kolo_uid served;
-  return kolo_bootstrap_root_start(&uid->root, uid->secret, timeout_ms, &served, eb);
+  return kolo_bootstrap_root_start_owned(&uid->root, uid->secret, timeout_ms, &served, eb, root);
 }

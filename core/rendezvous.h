@@ -15,7 +15,9 @@
 koloResult_t kolo_rendezvous_uid(const char *what, const char *where, int nranks, kolo_uid *uid);
 
 /* Starts the root of a KOLO_UID_MAGIC_ROOT_AT_INIT id on rank 0 (at its
- * address, with its secret); nothing for other ids and ranks. */
-koloResult_t kolo_rendezvous_start_root(const kolo_uid *uid, int rank, int timeout_ms, kolo_errbuf *eb);
+ * address, with its secret), owned by the caller (*root, to be given to
+ * kolo_bootstrap_root_stop); nothing (*root NULL) for other ids and ranks. */
+koloResult_t kolo_rendezvous_start_root(const kolo_uid *uid, int rank, int timeout_ms, kolo_errbuf *eb,
+                                        kolo_root **root);
 
 #endif

@@ -18,7 +18,7 @@
 #     all-gather, send/recv between two "hosts" on rxe0 / rxe1)
 #  7. the 4-rank all-reduce benchmark with its correctness check (small sizes),
 #     and 3-rank all-to-all, gather and scatter
-#  8. the fault matrix (30 fixed-seed trials over shm), a short soak over shm
+#  8. the fault matrix (30 fixed-seed trials over shm, 15 over TCP), a short soak over shm
 #     and TCP, checked collectives across network namespaces (netem where
 #     the kernel has it): tests/fault/README.md
 # Each step prints its time; KOLO_SKIP_CUDA_MODEL=1 skips step 4.
@@ -145,8 +145,9 @@ for coll in alltoall gather scatter; do
   build/bin/kolo-perf $coll -p 3 -r 1 -b 12 -e 3M -f 16 -n 3 -w 1 -c 1 || fail=1
 done
 
-step "fault matrix: 30 fixed-seed trials over shm (tests/fault/kolo_fault.c)"
+step "fault matrix: 30 fixed-seed trials over shm, 15 over TCP on loopback (tests/fault/kolo_fault.c)"
 timeout -k 10 240 build/bin/kolo-fault --trials 30 --seed 15 || fail=1
+timeout -k 10 120 build/bin/kolo-fault --trials 15 --seed 15 --tcp || fail=1
 
 step "soak: 25 s of mixed checked collectives over shm, 25 s over TCP (tests/fault/kolo_soak.c)"
 timeout -k 10 180 build/bin/kolo-soak --seconds 25 --seed 15 || fail=1

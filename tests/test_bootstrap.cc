@@ -789,6 +789,48 @@ TEST_F(Bootstrap, DeadPeerAndRecvFromClosedPeer) {
   EXPECT_EQ(seen_dead.load(), 1);
 }
 
+int count_threads() {
+  DIR *d = opendir("/proc/self/task");
+  if (d == nullptr) return -1;
+  int n = 0;
+  while (readdir(d) != nullptr) n++;
+  closedir(d);
+  return n;
+}
+
+// The root a rank 0 starts at init (KOLO_COMM_ID) is owned by it: stopping
+// it while a rank waits in it (the job failed) ends the thread at once and
+// closes every socket, and the waiting rank learns the root is gone.  It
+// was a detached thread that lingered up to 10 s (kolo-fault --tcp found
+// rank 0's thread and fds left after a failed init).
+TEST_F(Bootstrap, OwnedRootStopsAtOnceAndLeavesNothing) {
+  int fds0 = count_fds(), threads0 = count_threads();
+  sockaddr_storage lo = loopback4();
+  kolo_uid uid;
+  kolo_errbuf eb{};
+  kolo_root *root = nullptr;
+  ASSERT_EQ(kolo_bootstrap_root_start_owned(&lo, nullptr, 60000, &uid, &eb, &root), koloSuccess) << eb.msg;
+  RankOutcome waiting;
+  std::thread rank1([&] {
+    kolo_errbuf reb{};
+    kolo_bootstrap *bs = nullptr;
+    auto t0 = Clock::now();
+    waiting.res = kolo_bootstrap_init(&uid, 1, 2, 60000, &reb, &bs);  // rank 0 never comes
+    waiting.elapsed_ms = ms_since(t0);
+    waiting.error = reb.msg;
+    if (bs) kolo_bootstrap_destroy(bs);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto t0 = Clock::now();
+  kolo_bootstrap_root_stop(root);
+  EXPECT_LT(ms_since(t0), 5000) << "must not hang";
+  rank1.join();
+  EXPECT_NE(waiting.res, koloSuccess);
+  EXPECT_LT(waiting.elapsed_ms, 30000) << "must not hang: " << waiting.error;
+  EXPECT_EQ(count_fds(), fds0);
+  EXPECT_EQ(count_threads(), threads0);
+}
+
 // A fake rank 1, speaking the wire format by hand: rank 0 drops its mesh
 // connection with a wrong secret, takes the right one, then fails a recv on
 // an oversized message naming rank 1.
@@ -1292,9 +1334,10 @@ TEST_F(Bootstrap, MeshRefusesOtherVersionsAndHearsGoodbyes) {
   int mesh = raw_connect(table[0].addr);
   ASSERT_GE(mesh, 0);
   ASSERT_TRUE(raw_send(mesh, mh));
-  uint8_t bye[KOLO_WIRE_HDR_BYTES + KOLO_GOODBYE_BYTES];
-  kolo_encode_header(bye, KOLO_TAG_GOODBYE, KOLO_GOODBYE_BYTES);
-  kolo_wire_out w = kolo_wire_writer(bye + KOLO_WIRE_HDR_BYTES, KOLO_GOODBYE_BYTES);
+  // A goodbye of 4 bytes (the reason only, as before it blamed a rank).
+  uint8_t bye[KOLO_WIRE_HDR_BYTES + 4];
+  kolo_encode_header(bye, KOLO_TAG_GOODBYE, 4);
+  kolo_wire_out w = kolo_wire_writer(bye + KOLO_WIRE_HDR_BYTES, 4);
   kolo_put_u32(&w, KOLO_BYE_EXITED);
   ASSERT_TRUE(raw_send(mesh, bye, sizeof bye));
   t.join();

@@ -190,9 +190,13 @@ double join_seconds(const kolo_uid &uid, int n, std::vector<koloResult_t> *res, 
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// The root holds 64 connections without a hello, each for at most 5 s
-// (KOLO_HELLO_TIMEOUT_MS), so 100 idle ones delay a rank by two rounds of
-// that; mesh listeners likewise.  "Must not hang": 60 s is generous.
+// The root holds 64 connections without a hello; when full, a newcomer
+// takes the slot of the one silent longest once it has been silent for
+// KOLO_HELLO_SILENT_MS (250 ms), so idle strangers cost each listener about
+// that (trickles send bytes, and go at their first garbled header); mesh
+// listeners likewise.  Measured: 1.0 s for 4 ranks with 550 strangers on a
+// loaded 2-core machine (before: 20 s, when strangers were dropped only
+// after KOLO_HELLO_TIMEOUT_MS); 5 s leaves room.
 TEST(BootstrapFlood, IdleAndTrickleStrangersCostABoundedDelay) {
   const int n = 4;
   sockaddr_storage chosen = loopback("127.0.0.1", 0);
@@ -211,7 +215,7 @@ TEST(BootstrapFlood, IdleAndTrickleStrangersCostABoundedDelay) {
     conns = strangers.connections();
   }
   for (int r = 0; r < n; r++) EXPECT_EQ(res[r], koloSuccess) << "rank " << r << ": " << errors[r];
-  EXPECT_LT(flooded, 60.0);
+  EXPECT_LT(flooded, 5.0);
   EXPECT_GE(hit, 2) << "the strangers found no mesh listener to flood";
   printf("[ figures  ] %d ranks joined in %.3f s alone, %.1f s with %d stranger connections on %d listeners\n", n,
          quiet, flooded, conns, hit);

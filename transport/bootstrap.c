@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,8 @@ typedef struct {
   koloResult_t down_res;   /* what calls on it return then */
   char down_why[KOLO_ERR_LEN]; /* "closed its connection", ... */
   int fate;                /* KOLO_PEER_*: why it is down (a goodbye says) */
+  unsigned down_seq;       /* when it went down, in the order of this process's links */
+  int victim;              /* the rank its goodbye blamed for its leaving, or -1 */
   uint8_t hdr_raw[KOLO_WIRE_HDR_BYTES]; /* header of the message being received */
   kolo_wire_header hdr;    /* hdr_raw decoded, once complete */
   size_t hdr_got;
@@ -135,6 +138,9 @@ void kolo_bootstrap_goodbye(kolo_bootstrap *bs, int reason) {
   kolo_encode_header(m, KOLO_TAG_GOODBYE, KOLO_GOODBYE_BYTES);
   kolo_wire_out w = kolo_wire_writer(m + KOLO_WIRE_HDR_BYTES, KOLO_GOODBYE_BYTES);
   kolo_put_u32(&w, (uint32_t)reason);
+  /* Whom this rank's leaving is due to, so that a peer that fails on it
+   * names the rank that failed first, not this one. */
+  kolo_put_i32(&w, reason == KOLO_BYE_LEFT ? kolo_bootstrap_culprit(bs, NULL) : -1);
   for (int r = 0; r < bs->nranks; r++) {
     if (bs->links[r].fd < 0) continue;
     /* never waits: a peer that does not read learns it from the close */
@@ -232,7 +238,7 @@ static koloResult_t bs_alloc(const kolo_uid *uid, int rank, int nranks, int time
   bs->nids = 1;
   bs->eb = eb;
   bs->pid = getpid();
-  for (int r = 0; r < nranks; r++) bs->links[r].fd = -1;
+  for (int r = 0; r < nranks; r++) bs->links[r].fd = -1, bs->links[r].victim = -1;
   *out = bs;
   return koloSuccess;
 }
@@ -406,15 +412,24 @@ typedef struct {
   struct pollfd pfd[1 + MESH_MAX_PENDING];
 } mesh_listener;
 
+/* No room for a newcomer: the table is full of connections that have
+ * not been silent long enough to drop (bootstrap_wire.h). */
+static int mesh_full(const mesh_listener *ml) {
+  return ml->npend == MESH_MAX_PENDING && kolo_pending_evictable(ml->pend, ml->npend, kolo_now_ms()) < 0;
+}
+
 /* One round of waiting for higher ranks: returns links added, or -1 with
  * *res set. */
 static int mesh_accept_round(kolo_bootstrap *bs, mesh_listener *ml, int64_t dl, koloResult_t *res) {
   int64_t next = dl;
-  ml->pfd[0] = (struct pollfd){ml->npend < MESH_MAX_PENDING ? ml->lfd : -1, POLLIN, 0};
+  int full = mesh_full(ml);
+  ml->pfd[0] = (struct pollfd){full ? -1 : ml->lfd, POLLIN, 0};
   for (int i = 0; i < ml->npend; i++) {
     ml->pfd[1 + i] = (struct pollfd){ml->pend[i].fd, POLLIN, 0};
     if (next == 0 || ml->pend[i].deadline < next) next = ml->pend[i].deadline;
   }
+  int64_t room = full ? kolo_pending_next_evictable(ml->pend, ml->npend) : 0; /* a stranger can go then */
+  if (room != 0 && (next == 0 || room < next)) next = room;
   if (kolo_poll(ml->pfd, 1 + (nfds_t)ml->npend, next) < 0) {
     *res = kolo_syserror(bs->eb, errno, "rank %d: poll failed waiting for mesh connections", bs->rank);
     return -1;
@@ -436,15 +451,24 @@ static int mesh_accept_round(kolo_bootstrap *bs, mesh_listener *ml, int64_t dl, 
   return added;
 }
 
+/* Accepts newcomers while there is room, or a stranger to make room of. */
 static koloResult_t mesh_accept_new(kolo_bootstrap *bs, mesh_listener *ml) {
-  while (ml->npend < MESH_MAX_PENDING) {
+  for (;;) {
+    int slot = ml->npend < MESH_MAX_PENDING ? ml->npend : kolo_pending_evictable(ml->pend, ml->npend, kolo_now_ms());
+    if (slot < 0) return koloSuccess;
     struct sockaddr_storage from;
     int fd;
     koloResult_t res = kolo_sock_accept(ml->lfd, &from, bs->eb, &fd);
     if (res != koloSuccess || fd < 0) return res;
-    kolo_pending_start(&ml->pend[ml->npend++], fd, &from);
+    if (slot < ml->npend) {
+      KOLO_INFO("rank %d: dropped a mesh connection from %s that sent nothing for %d ms, for a newcomer", bs->rank,
+                ml->pend[slot].from, KOLO_HELLO_SILENT_MS);
+      close(ml->pend[slot].fd);
+    } else {
+      ml->npend++;
+    }
+    kolo_pending_start(&ml->pend[slot], fd, &from);
   }
-  return koloSuccess;
 }
 
 /* Accepts a link from every higher rank; drops strangers. */
@@ -527,6 +551,8 @@ void kolo_bootstrap_set_errbuf(kolo_bootstrap *bs, kolo_errbuf *eb) { bs->eb = e
 static void link_down(mesh_link *l, koloResult_t res, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void link_down(mesh_link *l, koloResult_t res, const char *fmt, ...) {
+  static _Atomic unsigned down_clock;
+  l->down_seq = atomic_fetch_add(&down_clock, 1) + 1;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(l->down_why, sizeof l->down_why, fmt, ap);
@@ -544,6 +570,8 @@ static int link_last_word(mesh_link *l, queued_msg *m) {
   if (m->tag == KOLO_TAG_GOODBYE) {
     kolo_wire_in r = kolo_wire_reader(m->data, m->len);
     uint32_t reason = kolo_get_u32(&r);
+    int32_t victim = m->len >= 8 ? kolo_get_i32(&r) : -1; /* a goodbye of 4 bytes blames no one */
+    l->victim = victim >= 0 && victim < KOLO_MAX_RANKS ? victim : -1;
     l->fate = reason == KOLO_BYE_EXITED ? KOLO_PEER_EXITED : KOLO_PEER_LEFT;
     link_down(l, koloRemoteError, "%s", kolo_peer_fate_text(l->fate));
   } else if (m->tag == KOLO_TAG_REFUSED) {
@@ -833,4 +861,36 @@ int kolo_bootstrap_peer_dead(kolo_bootstrap *bs, int rank) {
   kolo_bootstrap_dead_peer(bs);
   mesh_link *l = &bs->links[rank];
   return !l->down ? KOLO_PEER_ALIVE : l->fate != KOLO_PEER_ALIVE ? l->fate : KOLO_PEER_LOST;
+}
+
+/* The first peer lost without a word (a dead process: the first to fail). */
+static int first_lost(const kolo_bootstrap *bs) {
+  int best = -1;
+  for (int r = 0; r < bs->nranks; r++) {
+    const mesh_link *l = &bs->links[r];
+    if (l->down && l->fate == KOLO_PEER_LOST && (best < 0 || l->down_seq < bs->links[best].down_seq)) best = r;
+  }
+  return best;
+}
+
+/* The first peer that left blaming another rank (not this one). */
+static int first_blamer(const kolo_bootstrap *bs) {
+  int best = -1;
+  for (int r = 0; r < bs->nranks; r++) {
+    const mesh_link *l = &bs->links[r];
+    if (l->down && l->victim >= 0 && l->victim != bs->rank && (best < 0 || l->down_seq < bs->links[best].down_seq))
+      best = r;
+  }
+  return best;
+}
+
+int kolo_bootstrap_culprit(kolo_bootstrap *bs, int *via) {
+  if (via) *via = -1;
+  if (bs->pid == getpid()) kolo_bootstrap_dead_peer(bs); /* what arrived so far */
+  int lost = first_lost(bs);
+  if (lost >= 0) return lost;
+  int blamer = first_blamer(bs);
+  if (blamer < 0) return -1;
+  if (via) *via = blamer;
+  return bs->links[blamer].victim;
 }

@@ -73,6 +73,16 @@ koloResult_t kolo_bootstrap_root_start(const struct sockaddr_storage *bind_addr,
                                        const uint8_t *secret, int timeout_ms,
                                        kolo_uid *uid, kolo_errbuf *eb);
 
+/* The same, owned by the caller (*owner): the thread is joinable and
+ * serves until the job formed or failed (and lingered), or until
+ * kolo_bootstrap_root_stop, which ends it at once and joins it: a failed
+ * init leaves no root thread or socket behind.  Every owned root must be
+ * stopped once. */
+typedef struct kolo_root kolo_root;
+koloResult_t kolo_bootstrap_root_start_owned(const struct sockaddr_storage *bind_addr, const uint8_t *secret,
+                                             int timeout_ms, kolo_uid *uid, kolo_errbuf *eb, kolo_root **owner);
+void kolo_bootstrap_root_stop(kolo_root *root);
+
 /* Joins the job as `rank` of `nranks`: rendezvous at the root, then the full
  * mesh.  On failure nothing is left open and eb says why (e.g. "rank 3 of 4
  * did not join within 2000 ms", "root 10.0.0.1:4000 did not answer within
@@ -119,6 +129,12 @@ int kolo_bootstrap_dead_peer(kolo_bootstrap *bs);
  * connection is up, else how it went (a goodbye says; no word: lost). */
 enum { KOLO_PEER_ALIVE = 0, KOLO_PEER_LOST = 1, KOLO_PEER_LEFT = 2, KOLO_PEER_EXITED = 3 };
 int kolo_bootstrap_peer_dead(kolo_bootstrap *bs, int rank);
+/* The rank a failure on this rank is most likely due to: the peer whose
+ * connection closed first without a goodbye (a process that died), else
+ * the rank named by the first goodbye that blamed one (a peer that gave
+ * up because of it; *via, when not NULL, says which peer, else -1);
+ * -1 when no peer is known to have failed. */
+int kolo_bootstrap_culprit(kolo_bootstrap *bs, int *via);
 /* "left (destroyed its communicator)", ... : what follows "rank 3 ". */
 const char *kolo_peer_fate_text(int fate);
 

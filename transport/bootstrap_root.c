@@ -21,6 +21,7 @@
 #include <net/if.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <sys/eventfd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,8 +169,16 @@ typedef struct {
   int64_t linger_until;
   int npend;
   kolo_pending_hello pend[ROOT_MAX_PENDING];
-  struct pollfd *pfd;          /* 1 + ROOT_MAX_PENDING + nslots */
+  struct pollfd *pfd;          /* 1 + ROOT_MAX_PENDING + nslots + 1 */
+  int stop_fd;                 /* an owned root's stop signal (eventfd, the owner's); -1: detached */
+  int stopped;                 /* the owner said stop */
 } root_state;
+
+/* A root its starter owns: joined at kolo_bootstrap_root_stop. */
+struct kolo_root {
+  pthread_t tid;
+  int stop_fd;
+};
 
 static void root_free(root_state *st) {
   for (int i = 0; i < st->npend; i++) close(st->pend[i].fd);
@@ -197,7 +206,7 @@ static int root_alloc(root_state *st, const kolo_rank_hello *h) {
   int nslots = nranks + (index == 0 ? nids - 1 : 0);
   int *fd = malloc((size_t)nslots * sizeof *fd);
   kolo_peer_info *table = calloc((size_t)nranks, sizeof *table);
-  struct pollfd *pfd = calloc(1 + ROOT_MAX_PENDING + (size_t)nslots, sizeof *pfd);
+  struct pollfd *pfd = calloc(2 + ROOT_MAX_PENDING + (size_t)nslots, sizeof *pfd);
   if (!fd || !table || !pfd) {
     free(pfd);
     free(table);
@@ -462,8 +471,12 @@ static void root_compact(root_state *st) {
   st->npend = k;
 }
 
+/* Accepts newcomers while there is room, or a stranger to make room of
+ * (bootstrap_wire.h): it takes the silent one's slot. */
 static void root_accept(root_state *st) {
-  while (st->npend < ROOT_MAX_PENDING) {
+  for (;;) {
+    int slot = st->npend < ROOT_MAX_PENDING ? st->npend : kolo_pending_evictable(st->pend, st->npend, kolo_now_ms());
+    if (slot < 0) return;
     kolo_errbuf eb = {0};
     struct sockaddr_storage from;
     int fd;
@@ -472,7 +485,14 @@ static void root_accept(root_state *st) {
       return;
     }
     if (fd < 0) return;
-    kolo_pending_start(&st->pend[st->npend++], fd, &from);
+    if (slot < st->npend) {
+      KOLO_INFO("%s: dropped a connection from %s that sent nothing for %d ms, for a newcomer", st->name,
+                st->pend[slot].from, KOLO_HELLO_SILENT_MS);
+      close(st->pend[slot].fd);
+    } else {
+      st->npend++;
+    }
+    kolo_pending_start(&st->pend[slot], fd, &from);
   }
 }
 
@@ -497,23 +517,31 @@ static void root_check_joined(root_state *st, int r) {
 
 static int64_t earlier(int64_t a, int64_t b) { return a == 0 ? b : (b == 0 || a < b) ? a : b; }
 
+static int root_full(const root_state *st) {
+  return st->npend == ROOT_MAX_PENDING && kolo_pending_evictable(st->pend, st->npend, kolo_now_ms()) < 0;
+}
+
 static int64_t root_next_deadline(const root_state *st) {
   int64_t dl = st->failed ? st->linger_until : st->deadline;
   for (int i = 0; i < st->npend; i++) dl = earlier(dl, st->pend[i].deadline);
+  if (root_full(st)) dl = earlier(dl, kolo_pending_next_evictable(st->pend, st->npend)); /* room then */
   return dl;
 }
 
-/* Fills st->pfd: the listener, the pending connections, the joined ranks. */
+/* Fills st->pfd: the listener, the pending connections, the joined ranks,
+ * last the owner's stop signal (-1 for a detached root: poll skips it). */
 static nfds_t root_fill_pollfds(root_state *st) {
   nfds_t n = 0;
-  st->pfd[n++] = (struct pollfd){st->npend < ROOT_MAX_PENDING ? st->lfd : -1, POLLIN, 0};
+  st->pfd[n++] = (struct pollfd){root_full(st) ? -1 : st->lfd, POLLIN, 0};
   for (int i = 0; i < st->npend; i++) st->pfd[n++] = (struct pollfd){st->pend[i].fd, POLLIN, 0};
   for (int r = 0; r < st->nslots; r++)
     if (st->fd[r] >= 0) st->pfd[n++] = (struct pollfd){st->fd[r], POLLIN, 0};
+  st->pfd[n++] = (struct pollfd){st->stop_fd, POLLIN, 0};
   return n;
 }
 
-static void root_handle_events(root_state *st) {
+static void root_handle_events(root_state *st, nfds_t n) {
+  if (st->pfd[n - 1].revents) st->stopped = 1;
   int npend = st->npend;
   nfds_t k = 1 + (nfds_t)npend;
   for (int r = 0; r < st->nslots; r++) /* same order as root_fill_pollfds */
@@ -544,7 +572,8 @@ static int root_step(root_state *st) {
     root_fail(st, koloSystemError, why);
     return 0;
   }
-  root_handle_events(st);
+  root_handle_events(st, n);
+  if (st->stopped) return 0; /* its owner's init ended: no one to serve */
   root_expire(st);
   if (!st->failed && st->nranks != 0 && st->arrived == st->expected) {
     if (st->index > 0) root_forward(st); /* the table comes from root 0 */
@@ -597,25 +626,66 @@ static koloResult_t root_advertise(kolo_uid *u, kolo_errbuf *eb) {
   return koloSuccess;
 }
 
-static koloResult_t root_spawn(root_state *st, kolo_errbuf *eb) {
+/* Detached, or joinable when an owner will stop it (owned != NULL). */
+static koloResult_t root_spawn(root_state *st, kolo_root *owned, kolo_errbuf *eb) {
   pthread_attr_t attr;
   pthread_t tid;
   int err = pthread_attr_init(&attr);
-  if (err == 0) err = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  if (err == 0) err = pthread_create(&tid, &attr, root_main, st);
+  if (err == 0 && owned == NULL) err = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  if (err == 0) err = pthread_create(owned ? &owned->tid : &tid, &attr, root_main, st);
   pthread_attr_destroy(&attr);
   if (err != 0) return kolo_syserror(eb, err, "cannot start the bootstrap %s thread", st->name);
   return koloSuccess;
 }
 
+static koloResult_t root_new_owned(kolo_root **out, kolo_errbuf *eb) {
+  kolo_root *r = calloc(1, sizeof *r);
+  if (r == NULL) return kolo_error(eb, koloSystemError, "out of memory starting the bootstrap root");
+  r->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (r->stop_fd < 0) {
+    int err = errno;
+    free(r);
+    return kolo_syserror(eb, err, "cannot make the bootstrap root's stop signal (eventfd)");
+  }
+  *out = r;
+  return koloSuccess;
+}
+
+static void root_free_owned(kolo_root *r) {
+  if (r == NULL) return;
+  close(r->stop_fd);
+  free(r);
+}
+
+void kolo_bootstrap_root_stop(kolo_root *r) {
+  if (r == NULL) return;
+  uint64_t one = 1;
+  if (write(r->stop_fd, &one, sizeof one) != (ssize_t)sizeof one)
+    KOLO_WARN("cannot signal the bootstrap root to stop: %s", strerror(errno)); /* it ends by itself */
+  int err = pthread_join(r->tid, NULL);
+  if (err != 0) KOLO_WARN("cannot join the bootstrap root thread: %s", strerror(err));
+  root_free_owned(r);
+}
+
 koloResult_t kolo_bootstrap_root_start(const struct sockaddr_storage *bind_addr, const uint8_t *secret,
                                        int timeout_ms, kolo_uid *uid, kolo_errbuf *eb) {
+  return kolo_bootstrap_root_start_owned(bind_addr, secret, timeout_ms, uid, eb, NULL);
+}
+
+koloResult_t kolo_bootstrap_root_start_owned(const struct sockaddr_storage *bind_addr, const uint8_t *secret,
+                                             int timeout_ms, kolo_uid *uid, kolo_errbuf *eb, kolo_root **owner) {
   kolo_uid u;
   koloResult_t res = root_new_uid(bind_addr, secret, eb, &u);
   if (res != koloSuccess) return res;
+  kolo_root *owned = NULL;
+  if (owner != NULL && (res = root_new_owned(&owned, eb)) != koloSuccess) return res;
   root_state *st = calloc(1, sizeof *st);
-  if (st == NULL) return kolo_error(eb, koloSystemError, "out of memory starting the bootstrap root");
-  st->pfd = calloc(1 + ROOT_MAX_PENDING, sizeof *st->pfd);
+  if (st == NULL) {
+    res = kolo_error(eb, koloSystemError, "out of memory starting the bootstrap root");
+    goto free_owned;
+  }
+  st->stop_fd = owned ? owned->stop_fd : -1;
+  st->pfd = calloc(2 + ROOT_MAX_PENDING, sizeof *st->pfd);
   if (st->pfd == NULL) {
     res = kolo_error(eb, koloSystemError, "out of memory starting the bootstrap root");
     goto free_state;
@@ -629,10 +699,11 @@ koloResult_t kolo_bootstrap_root_start(const struct sockaddr_storage *bind_addr,
   char addr[80];
   kolo_addr_str(&u.root, addr, sizeof addr);
   snprintf(st->name, sizeof st->name, "root %s", addr);
-  res = root_spawn(st, eb); /* from here on the thread owns st */
+  res = root_spawn(st, owned, eb); /* from here on the thread owns st */
   if (res != koloSuccess) goto close_listener;
   KOLO_INFO("bootstrap root listening on %s", addr);
   *uid = u;
+  if (owner != NULL) *owner = owned;
   return koloSuccess;
 
 close_listener:
@@ -640,5 +711,7 @@ close_listener:
 free_state:
   free(st->pfd);
   free(st);
+free_owned:
+  root_free_owned(owned);
   return res;
 }

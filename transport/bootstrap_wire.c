@@ -24,6 +24,7 @@ void kolo_pending_start(kolo_pending_hello *p, int fd, const struct sockaddr_sto
   memset(p, 0, sizeof *p);
   p->fd = fd;
   p->deadline = kolo_deadline(KOLO_HELLO_TIMEOUT_MS);
+  p->last_rx = kolo_now_ms();
   kolo_addr_str(from, p->from, sizeof p->from);
 }
 
@@ -76,11 +77,29 @@ int kolo_pending_step(kolo_pending_hello *p, uint32_t tag, uint32_t v1_tag, char
     }
     size_t before = p->got;
     p->got += (size_t)n;
+    p->last_rx = kolo_now_ms();
     if (before < KOLO_WIRE_HDR_BYTES && p->got == KOLO_WIRE_HDR_BYTES) {
       int s = check_header(p, tag, v1_tag, why, why_len);
       if (s != KOLO_HELLO_MORE) return s;
     }
   }
+}
+
+static int most_silent(const kolo_pending_hello *pend, int n) {
+  int best = -1;
+  for (int i = 0; i < n; i++)
+    if (pend[i].fd >= 0 && (best < 0 || pend[i].last_rx < pend[best].last_rx)) best = i;
+  return best;
+}
+
+int kolo_pending_evictable(const kolo_pending_hello *pend, int n, int64_t now) {
+  int i = most_silent(pend, n);
+  return i >= 0 && now - pend[i].last_rx >= KOLO_HELLO_SILENT_MS ? i : -1;
+}
+
+int64_t kolo_pending_next_evictable(const kolo_pending_hello *pend, int n) {
+  int i = most_silent(pend, n);
+  return i < 0 ? 0 : pend[i].last_rx + KOLO_HELLO_SILENT_MS;
 }
 
 koloResult_t kolo_send_refusal(int fd, koloResult_t res, const char *text, const char *who, kolo_errbuf *eb) {

@@ -32,7 +32,7 @@ enum {
   KOLO_TAG_REFUSED = 0x6b000003u,    /* root -> rank, rank -> rank: root_refusal */
   KOLO_TAG_MESH_HELLO_V1 = 0x6b000004u, /* version 1's mesh_hello */
   KOLO_TAG_BLOCK = 0x6b000005u,      /* root k -> root 0: its block of peer infos */
-  KOLO_TAG_GOODBYE = 0x6b000006u,    /* rank -> rank: why it is leaving (u32 KOLO_BYE_*) */
+  KOLO_TAG_GOODBYE = 0x6b000006u,    /* rank -> rank: why it is leaving (u32 KOLO_BYE_*, i32 blamed) */
   KOLO_TAG_RANK_HELLO = 0x6b000011u, /* rank -> root: rank_hello, version first */
   KOLO_TAG_MESH_HELLO = 0x6b000014u  /* rank -> rank: mesh_hello, version first */
 };
@@ -110,6 +110,7 @@ koloResult_t kolo_random(void *buf, size_t len, kolo_errbuf *eb);
 typedef struct {
   int fd;
   int64_t deadline; /* drop it when the hello is not complete by then */
+  int64_t last_rx;  /* when it was accepted or last sent a byte */
   size_t got;       /* bytes of hdr + body received */
   char from[64];    /* the peer's address, for logs */
   unsigned char raw[KOLO_WIRE_HDR_BYTES];
@@ -130,6 +131,18 @@ void kolo_pending_start(kolo_pending_hello *p, int fd, const struct sockaddr_sto
  * early (truncated) or failed; KOLO_HELLO_REFUSE when the tag is version
  * 1's (`v1_tag`).  KOLO_HELLO_MORE otherwise. */
 int kolo_pending_step(kolo_pending_hello *p, uint32_t tag, uint32_t v1_tag, char *why, size_t why_len);
+/* A listener whose table of pending connections is full makes room for a
+ * newcomer by dropping the one that has been silent longest, once silent
+ * for KOLO_HELLO_SILENT_MS: a real peer sends its whole hello at once, so
+ * a connection that sends nothing for that long is a stranger, and
+ * strangers cost a newcomer at most this wait, not KOLO_HELLO_TIMEOUT_MS. */
+#define KOLO_HELLO_SILENT_MS 250
+/* The index of that connection among pend[0..n), or -1 when none is
+ * silent long enough yet. */
+int kolo_pending_evictable(const kolo_pending_hello *pend, int n, int64_t now);
+/* When one will be (kolo_now_ms), for a poll deadline; 0 when n is 0. */
+int64_t kolo_pending_next_evictable(const kolo_pending_hello *pend, int n);
+
 /* Sends a refusal (result, text) on fd, bounded by KOLO_HELLO_TIMEOUT_MS;
  * koloSuccess or why not in eb. */
 koloResult_t kolo_send_refusal(int fd, koloResult_t res, const char *text, const char *who, kolo_errbuf *eb);
@@ -143,7 +156,7 @@ koloResult_t kolo_send_refusal(int fd, koloResult_t res, const char *text, const
 #define KOLO_RANK_HELLO_BYTES (4 + KOLO_SECRET_BYTES + 5 * 4 + KOLO_UID_WIRE_BYTES + KOLO_PEER_INFO_BYTES)
 #define KOLO_MESH_HELLO_BYTES (4 + KOLO_SECRET_BYTES + 8 + 4 + 4)
 #define KOLO_REFUSAL_MAX_BYTES (4 + KOLO_ERR_LEN)
-#define KOLO_GOODBYE_BYTES 4
+#define KOLO_GOODBYE_BYTES 8 /* reason u32, the rank blamed i32 (-1: none); 4-byte ones are read too */
 
 /* A decoder's verdict: fine, garbled (why says how) or another version
  * (*version says which). */

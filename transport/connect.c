@@ -182,8 +182,11 @@ koloResult_t kolo_connect(kolo_bootstrap *bs, uint64_t job, size_t slot_bytes, u
   return kolo_connect_sets(&set, 1);
 }
 
-void kolo_connector_close(kolo_connector *c) {
+void kolo_connector_close(kolo_connector *c) { kolo_connector_close_by(c, 0); }
+
+void kolo_connector_close_by(kolo_connector *c, int64_t deadline) {
   if (c == NULL || c->transport == NULL) return;
+  c->close_by = deadline;
   c->transport->close(c);
   c->transport = NULL;
 }

@@ -116,6 +116,7 @@ typedef struct kolo_connector {
   const struct kolo_transport *transport;
   void *mem;       /* what this end maps or owns */
   size_t mem_bytes;
+  int64_t close_by; /* flush no later than this at close (kolo_now_ms; 0: the transport's bound) */
   char name[64];   /* shm segment name while it exists (receiver) */
   /* Device connectors (transport p2p): ctrl is NULL, `slots` and these
    * words are in the receiver's GPU memory, used by kernels only (see

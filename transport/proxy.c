@@ -324,26 +324,30 @@ koloResult_t kolo_proxy_add(kolo_net_pipe *p, kolo_errbuf *eb) {
   return koloSuccess;
 }
 
+/* Done flushing: the stop word, if any, is out, and so is the data up to
+ * the tail (once the pipe stopped, only what was posted already: the rest
+ * is moot). */
 static int flushed(kolo_net_pipe *p) {
   if (p->failed) return 1;
-  if (p->is_send && p->completed != atomic_load_explicit(&p->ctrl->tail, memory_order_acquire)) return 0;
   uint32_t word = atomic_load_explicit(&p->ctrl->abort, memory_order_acquire);
   if (word != 0 && !p->stop_sent && !p->stop_remote && !p->ctrl_gone) return 0;
   if (kolo_proxy_records_pending(p) && !p->ctrl_gone) return 0;
+  if (word == 0 && p->is_send && p->completed != atomic_load_explicit(&p->ctrl->tail, memory_order_acquire))
+    return 0;
   return !p->net->pending(p->comm);
 }
 
-void kolo_proxy_remove(kolo_net_pipe *p) {
-  if (!p->added) return;
-  int64_t deadline = kolo_deadline(p->flush_ms);
-  pthread_mutex_lock(&mu);
+/* Turns of the pipe until flushed() or the deadline; called with mu held,
+ * which it drops while it sleeps (the proxy thread moves other pipes). */
+static void flush_until(kolo_net_pipe *p, int64_t deadline) {
   for (;;) {
     pipe_progress(p);
-    if (flushed(p)) break;
-    if (deadline != 0 && kolo_now_ms() >= deadline) {
-      KOLO_WARN("rank %d: gave up after %d ms flushing the network pipe %s %s", p->self, p->flush_ms,
-                p->is_send ? "to" : "from", p->who);
-      break;
+    if (flushed(p)) return;
+    if (kolo_now_ms() >= deadline) {
+      int stopped = atomic_load_explicit(&p->ctrl->abort, memory_order_acquire) != 0;
+      KOLO_INFO("rank %d: closing the network pipe %s %s without flushing it (%s)", p->self,
+                p->is_send ? "to" : "from", p->who, stopped ? "stopped; its peer reads nothing" : "past the deadline");
+      return;
     }
     struct pollfd pf[KOLO_NET_MAX_STREAMS + 1];
     int n = p->net->pollfds(p->comm, pf, KOLO_NET_MAX_STREAMS + 1);
@@ -351,6 +355,10 @@ void kolo_proxy_remove(kolo_net_pipe *p) {
     poll(pf, (nfds_t)n, PROXY_SLEEP_MS);
     pthread_mutex_lock(&mu);
   }
+}
+
+/* Unlinks p (mu held): the proxy thread never sees it again. */
+static int unlink_pipe(kolo_net_pipe *p) {
   for (kolo_net_pipe **pp = &pipes; *pp; pp = &(*pp)->next)
     if (*pp == p) {
       *pp = p->next;
@@ -359,9 +367,11 @@ void kolo_proxy_remove(kolo_net_pipe *p) {
   atomic_store(&p->ctrl->doorbell, 0); /* no more rings for this pipe */
   npipes--;
   p->added = 0;
-  int last = npipes == 0;
-  pthread_mutex_unlock(&mu);
-  if (!last) return;
+  return npipes == 0;
+}
+
+/* The last pipe left: the thread ends (unless a pipe came meanwhile). */
+static void stop_thread(void) {
   pthread_mutex_lock(&life_mu);
   pthread_mutex_lock(&mu);
   int stop = running && npipes == 0;
@@ -375,6 +385,16 @@ void kolo_proxy_remove(kolo_net_pipe *p) {
     bell_fd = -1;
   }
   pthread_mutex_unlock(&life_mu);
+}
+
+void kolo_proxy_remove(kolo_net_pipe *p, int64_t deadline) {
+  if (!p->added) return;
+  if (deadline == 0) deadline = kolo_now_ms() + p->flush_ms;
+  pthread_mutex_lock(&mu);
+  flush_until(p, deadline);
+  int last = unlink_pipe(p);
+  pthread_mutex_unlock(&mu);
+  if (last) stop_thread();
 }
 
 static _Atomic uint64_t caller_turns;

@@ -93,10 +93,12 @@ typedef struct kolo_net_pipe {
 /* Hands the pipe to the proxy (starting its thread if needed). */
 koloResult_t kolo_proxy_add(kolo_net_pipe *p, kolo_errbuf *eb);
 /* Flushes what the pipe still has to send (its data up to the tail, its
- * stop word), bounded by p->flush_ms, then takes it back from the proxy
- * (stopping the thread with the last pipe).  The proxy no longer touches
- * the pipe when this returns. */
-void kolo_proxy_remove(kolo_net_pipe *p);
+ * stop word; only the stop word once the pipe stopped: its data is moot),
+ * until `deadline` (kolo_now_ms; 0: p->flush_ms from now), then takes it
+ * back from the proxy (stopping the thread with the last pipe).  The
+ * proxy no longer touches the pipe when this returns; a peer that never
+ * reads (stopped, cut off) costs at most the deadline. */
+void kolo_proxy_remove(kolo_net_pipe *p, int64_t deadline);
 /* One turn over every pipe from the calling thread, unless the proxy
  * thread (or another caller) is taking its turn now: a blocked executor's
  * way to move its messages without waiting for the proxy to wake. */

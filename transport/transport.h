@@ -102,6 +102,10 @@ koloResult_t kolo_connect(kolo_bootstrap *bs, uint64_t job, size_t slot_bytes,
                           uint32_t nslots, const kolo_conn_mem *mem,
                           kolo_conn_request *reqs, int n, kolo_errbuf *eb);
 void kolo_connector_close(kolo_connector *c);
+/* Closes c, waiting to flush what this end sent no later than `deadline`
+ * (kolo_now_ms; 0: the transport's own bound): a communicator closing all
+ * its pipes gives them one deadline, so that the waits do not add up. */
+void kolo_connector_close_by(kolo_connector *c, int64_t deadline);
 
 /* CUDA IPC's rule (cudaIpcOpenMemHandle): the process that exported device
  * memory may free it only after every process that opened it closed it.

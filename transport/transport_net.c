@@ -249,7 +249,7 @@ static void net_recv_attached(kolo_connector *c) {
 static void net_close(kolo_connector *c) {
   kolo_net_pipe *p = c->mem;
   if (p == NULL) return;
-  kolo_proxy_remove(p);
+  kolo_proxy_remove(p, c->close_by);
   if (p->lcomm) p->net->close_listen(p->lcomm);
   if (p->comm) p->net->close(p->comm); /* deregisters GPUDirect slots before they are freed */
   mem_free(p);

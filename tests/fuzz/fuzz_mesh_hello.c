@@ -21,6 +21,7 @@ static void decode_last_word(const uint8_t *data, size_t size) {
     abort(); /* a refusal must fail, and its sentence end within the buffer */
   kolo_wire_in r = kolo_wire_reader(data + KOLO_WIRE_HDR_BYTES, len);
   if (hdr.tag == KOLO_TAG_GOODBYE) (void)kolo_get_u32(&r);
+  if (hdr.tag == KOLO_TAG_GOODBYE && len >= 8) (void)kolo_get_i32(&r);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

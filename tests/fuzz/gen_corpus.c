@@ -91,6 +91,7 @@ static void mesh_hello(void) {
   kolo_encode_header(w, KOLO_TAG_GOODBYE, KOLO_GOODBYE_BYTES);
   kolo_wire_out o = kolo_wire_writer(w + KOLO_WIRE_HDR_BYTES, KOLO_GOODBYE_BYTES);
   kolo_put_u32(&o, KOLO_BYE_EXITED);
+  kolo_put_i32(&o, 2); /* the rank blamed */
   put_file("mesh_hello", "hello_goodbye", m, 2 * KOLO_WIRE_HDR_BYTES + KOLO_MESH_HELLO_BYTES + KOLO_GOODBYE_BYTES);
   size_t n = kolo_encode_refusal(koloInvalidUsage, "rank 0 refused a mesh connection", w + KOLO_WIRE_HDR_BYTES);
   kolo_encode_header(w, KOLO_TAG_REFUSED, n);

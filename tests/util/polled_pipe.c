@@ -137,7 +137,7 @@ static kolo_net_pipe *pipe_make(const kt_polled_cfg *cfg, const kolo_net_provide
 
 static void pipe_free(kolo_net_pipe *p) {
   if (p == NULL) return;
-  kolo_proxy_remove(p);
+  kolo_proxy_remove(p, 0);
   if (p->comm) p->net->close(p->comm);
   free(p->mem);
   free(p);
