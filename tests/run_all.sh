@@ -12,13 +12,15 @@
 #     4-thread blocks
 #  5. the host tests under ASan+UBSan and the threaded ones under TSan (both
 #     without the 1 MiB / 64 MiB grids, which the release run covers)
+#     and the libFuzzer targets of tests/fuzz (run.sh: 30 s each)
 #  6. the soft-RoCE smoke test: real ibverbs in a QEMU guest (tests/rdma/);
 #     optional by default (SKIP when the VM cannot be set up), bounded in time;
 #     then kolo's own ib provider there (test_net_ib, and all-reduce,
 #     all-gather, send/recv between two "hosts" on rxe0 / rxe1)
 #  7. the 4-rank all-reduce benchmark with its correctness check (small sizes),
 #     and 3-rank all-to-all, gather and scatter
-# Each step prints its time; KOLO_SKIP_CUDA_MODEL=1 skips step 4.
+# Each step prints its time; KOLO_SKIP_CUDA_MODEL=1 skips step 4,
+# KOLO_SKIP_FUZZ=1 the fuzz targets.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
@@ -104,6 +106,11 @@ if [ "${KOLO_SKIP_SANITIZERS:-0}" != 1 ]; then
     (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
        ctest --output-on-failure -j1 --timeout 900 -R "${KOLO_TSAN_TESTS:-Threads|P2PSelf|Bootstrap}" -E "LargeGrid|HugeGrid") || fail=1
   else fail=1; fi
+fi
+
+if [ "${KOLO_SKIP_FUZZ:-0}" != 1 ]; then
+  step "fuzz: every libFuzzer target of tests/fuzz, 30 s each over its corpus (clang, ASan+UBSan)"
+  tests/fuzz/run.sh "${KOLO_FUZZ_SECONDS:-30}" build-fuzz || fail=1
 fi
 
 step "soft-RoCE smoke: verbs_smoke + perftest in a QEMU guest (tests/rdma)"
