@@ -66,7 +66,7 @@ static int train(koloFusion_t f, int rank) {
     CHECK(koloFusionStepEnd(f, NULL)); /* host: no event; Wait below */
     CHECK(koloFusionWait(f));
     int wrong = wrong_elements(grad, grad3, buf, step);
-    printf("rank %d step %d: average %g (expect %g), %d elements wrong\n", rank, step, grad[0], 1.5 + step, wrong);
+    printf("rank %d step %d: gradient average = %g (expect %g), %d elements wrong\n", rank, step, grad[0], 1.5 + step, wrong);
     if (wrong) return 1;
   }
   return 0;
