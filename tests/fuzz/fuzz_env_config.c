@@ -3,13 +3,18 @@
  *   integers and sizes (common/config.c: decimal, 0x, octal, K/M/G) --
  *     a value read must read back the same when printed in decimal;
  *   KOLO_ALGO (ring/algo.c) -- auto, ring, hier or -2;
- *   KOLO_PROTO (core/proto_env.c) -- a set within {LL, Simple}, or -1.
+ *   KOLO_PROTO (core/proto_env.c) -- a set within {LL, Simple}, or -1;
+ *   KOLO_ROOT / KOLO_COMM_ID (core/rendezvous.c) -- host and port split
+ *     within the buffer, the port a suffix of the value;
+ *   KOLO_SECRET -- 32 hex digits, which print back to the same secret.
  * Booleans (KOLO_SHM_DISABLE...) are integers, read by the first. */
 #include <inttypes.h>
 #include <stdint.h>
+#include <strings.h>
 
 #include "common/config.h"
 #include "core/comm.h"
+#include "core/rendezvous.h"
 #include "ring/algo.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -32,13 +37,33 @@ static void check_proto(const char *v) {
   FUZZ_REQUIRE(ll128 == 0 || ll128 == 1);
 }
 
+static void check_host_port(const char *v) {
+  char host[64];
+  const char *port = NULL;
+  if (kolo_rendezvous_split(v, host, sizeof host, &port) != koloSuccess) return;
+  FUZZ_REQUIRE(memchr(host, '\0', sizeof host) != NULL);
+  FUZZ_REQUIRE(port > v && port < v + strlen(v) && port[-1] == ':');
+}
+
+static void check_secret(const char *v) {
+  uint8_t secret[KOLO_SECRET_BYTES];
+  if (kolo_rendezvous_secret(v, secret) != koloSuccess) return;
+  for (int i = 0; i < KOLO_SECRET_BYTES; i++) {
+    char two[3];
+    snprintf(two, sizeof two, "%02x", secret[i]);
+    FUZZ_REQUIRE(strncasecmp(two, v + 2 * i, 2) == 0);
+  }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0) return 0;
   char *v = fuzz_cstr(data + 1, size - 1);
-  switch (data[0] % 3) {
+  switch (data[0] % 5) {
   case 0: check_int(v); break;
   case 1: check_algo(v); break;
-  default: check_proto(v); break;
+  case 2: check_proto(v); break;
+  case 3: check_host_port(v); break;
+  default: check_secret(v); break;
   }
   free(v);
   return 0;
