@@ -1,10 +1,11 @@
 /* fusion_sketch.c - kolo_fusion.h's usage sketch, as its header writes it,
  * on 2 processes: the views of the ALLOCATE gradients are fetched once
  * after Commit and backward writes through them every step; the EXTERNAL
- * gradient (float16) lives in the program's memory.  Backward marks them
- * in the reverse of the declared order (which moved the views, and broke
- * this program, while bucket rebuilds were on by default).  Each step
- * checks the averages. */
+ * gradient (float16) lives in the program's memory.  They are declared in
+ * the model's forward order and backward marks them in reverse, as when a
+ * program cannot know backward's order up front (that moved the views, and
+ * broke this program, while bucket rebuilds were on by default).  Each
+ * step checks the averages. */
 #include <kolo.h>
 #include <kolo_fusion.h>
 #include <stdint.h>
