@@ -104,9 +104,7 @@ koloResult_t kolo_rendezvous_start_root(const kolo_uid *uid, int rank, int timeo
   return kolo_bootstrap_root_start(&uid->root, uid->secret, timeout_ms, &served, eb);
 }
 
-/* The pure readers of this file's variables (rendezvous.h). */
+/* The pure reader of host:port alone (rendezvous.h). */
 koloResult_t kolo_rendezvous_split(const char *where, char *host, size_t len, const char **port) {
   return split_host_port("KOLO_ROOT", where, host, len, port);
 }
-
-koloResult_t kolo_rendezvous_secret(const char *hex, uint8_t *secret) { return secret_from_hex(hex, secret); }

@@ -18,12 +18,10 @@ koloResult_t kolo_rendezvous_uid(const char *what, const char *where, int nranks
  * address, with its secret); nothing for other ids and ranks. */
 koloResult_t kolo_rendezvous_start_root(const kolo_uid *uid, int rank, int timeout_ms, kolo_errbuf *eb);
 
-/* The readers of the variables alone, pure, for tests and fuzzing
- * (tests/fuzz/fuzz_env_config.c): `where` ("host:port", "[v6]:port") into
- * host [len] and *port (pointing into where); KOLO_SECRET's 32 hex digits
- * into secret [KOLO_SECRET_BYTES].  koloInvalidArgument with the error set
- * when malformed. */
+/* The reader of `where` alone, pure, for tests and fuzzing
+ * (tests/fuzz/fuzz_env_config.c): "host:port" or "[v6]:port" into host
+ * [len] and *port (pointing into where); koloInvalidArgument with the
+ * error set when malformed. */
 koloResult_t kolo_rendezvous_split(const char *where, char *host, size_t len, const char **port);
-koloResult_t kolo_rendezvous_secret(const char *hex, uint8_t *secret);
 
 #endif
