@@ -12,15 +12,14 @@
 #     4-thread blocks
 #  5. the host tests under ASan+UBSan and the threaded ones under TSan (both
 #     without the 1 MiB / 64 MiB grids, which the release run covers)
-#     and the libFuzzer targets of tests/fuzz (run.sh: 30 s each)
+#     and the libFuzzer targets of tests/fuzz (run.sh: 30 s each; KOLO_SKIP_FUZZ=1 skips them)
 #  6. the soft-RoCE smoke test: real ibverbs in a QEMU guest (tests/rdma/);
 #     optional by default (SKIP when the VM cannot be set up), bounded in time;
 #     then kolo's own ib provider there (test_net_ib, and all-reduce,
 #     all-gather, send/recv between two "hosts" on rxe0 / rxe1)
 #  7. the 4-rank all-reduce benchmark with its correctness check (small sizes),
 #     and 3-rank all-to-all, gather and scatter
-# Each step prints its time; KOLO_SKIP_CUDA_MODEL=1 skips step 4,
-# KOLO_SKIP_FUZZ=1 the fuzz targets.
+# Each step prints its time; KOLO_SKIP_CUDA_MODEL=1 skips step 4.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
