@@ -134,3 +134,6 @@ void kolo_param_print(FILE *out) {
             v ? v : "-", params[i].deflt ? params[i].deflt : "-", params[i].help);
   }
 }
+
+/* The parser of kolo_param_int alone, for tests/fuzz/fuzz_env_config.c. */
+int kolo_param_parse_int(const char *s, int64_t *out) { return parse_int(s, out); }

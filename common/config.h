@@ -16,6 +16,9 @@
  * without KOLO_DEBUG) once per parameter and process.  Aborts on a
  * name that is not in the table (a programming error). */
 int64_t kolo_param_int(const char *name);
+/* How kolo_param_int reads a value: 0 and *out, or -1 when s is not an
+ * integer (with an optional K/M/G suffix) that fits in int64_t.  Pure. */
+int kolo_param_parse_int(const char *s, int64_t *out);
 /* The string value, or the default (may be NULL when unset and no default).
  * The pointer stays valid until the environment changes. */
 const char *kolo_param_str(const char *name);

@@ -117,6 +117,9 @@ koloResult_t kolo_op_pipes(struct koloComm *c, const kolo_op *op, kolo_pipe_fn f
 /* KOLO_PROTO (proto_env.c): narrows a CUDA comm's protocols by moving its
  * LL threshold; an unreadable value is said at WARN and ignored. */
 void kolo_proto_apply(struct koloComm *c);
+/* KOLO_PROTO's value as a set of protocols (1: LL, 2: Simple, 3: both), or
+ * -1 for an unknown name; *ll128 |= 1 when it names LL128.  Pure. */
+int kolo_proto_parse(const char *v, int *ll128);
 
 /* The program of `coll` with root/peer `arg` on channel `ch`, cached. */
 koloResult_t kolo_comm_program(struct koloComm *comm, int coll, int arg, int ch,

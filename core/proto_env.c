@@ -25,8 +25,8 @@ static int proto_bits(const char *name, size_t n) {
   return -1;
 }
 
-/* The set a value allows, or -1 when a name is unknown. */
-static int parse(const char *v, int *ll128) {
+/* The set a value allows, or -1 when a name is unknown (comm.h). */
+int kolo_proto_parse(const char *v, int *ll128) {
   int exclude = *v == '^', set = 0;
   for (const char *p = v + exclude; *p;) {
     size_t n = strcspn(p, ",");
@@ -42,7 +42,7 @@ static int parse(const char *v, int *ll128) {
 void kolo_proto_apply(struct koloComm *c) {
   const char *v = kolo_param_str("KOLO_PROTO");
   if (v == NULL || *v == '\0') return;
-  int ll128 = 0, set = parse(v, &ll128);
+  int ll128 = 0, set = kolo_proto_parse(v, &ll128);
   static atomic_int said;
   if (ll128 && atomic_exchange(&said, 1) == 0)
     KOLO_WARN("KOLO_PROTO / NCCL_PROTO \"%s\": kolo has no LL128 protocol; it uses LL and Simple only", v);

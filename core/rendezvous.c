@@ -70,3 +70,8 @@ koloResult_t kolo_rendezvous_start_root(const kolo_uid *uid, int rank, int timeo
   kolo_uid served;
   return kolo_bootstrap_root_start_owned(&uid->root, uid->secret, timeout_ms, &served, eb, root);
 }
+
+/* The pure reader of host:port alone (rendezvous.h). */
+koloResult_t kolo_rendezvous_split(const char *where, char *host, size_t len, const char **port) {
+  return split_host_port("KOLO_ROOT", where, host, len, port);
+}

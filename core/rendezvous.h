@@ -20,4 +20,10 @@ koloResult_t kolo_rendezvous_uid(const char *what, const char *where, int nranks
 koloResult_t kolo_rendezvous_start_root(const kolo_uid *uid, int rank, int timeout_ms, kolo_errbuf *eb,
                                         kolo_root **root);
 
+/* The reader of `where` alone, pure, for tests and fuzzing
+ * (tests/fuzz/fuzz_env_config.c): "host:port" or "[v6]:port" into host
+ * [len] and *port (pointing into where); koloInvalidArgument with the
+ * error set when malformed. */
+koloResult_t kolo_rendezvous_split(const char *where, char *host, size_t len, const char **port);
+
 #endif

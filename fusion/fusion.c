@@ -66,7 +66,9 @@ static koloResult_t resolve(koloFusion_t f, const koloFusionConfig_t *cfg, const
   f->cycle_us = cfg->cycleTimeUs != KOLO_CONFIG_UNDEF ? cfg->cycleTimeUs : (int)kolo_param_int("KOLO_FUSION_CYCLE_US");
   f->op = cfg->op != KOLO_CONFIG_UNDEF ? cfg->op : koloAvg;
   f->prescale = cfg->preScale != 0.0 ? cfg->preScale : 1.0;
-  f->rebuild = cfg->rebuildBuckets != KOLO_CONFIG_UNDEF ? cfg->rebuildBuckets : 1;
+  /* Off unless asked for: a rebuild moves the tensors, and the header's
+   * sketch keeps a TensorPtr from before the step loop. */
+  f->rebuild = cfg->rebuildBuckets != KOLO_CONFIG_UNDEF ? cfg->rebuildBuckets : 0;
   const char *what = NULL;
   if (f->bucket_bytes == 0 || f->bucket_bytes > ((size_t)1 << 40)) what = "bucketBytes (KOLO_FUSION_BUCKET_BYTES) is outside 1..2^40";
   else if (f->first_bucket_bytes == 0 || f->first_bucket_bytes > ((size_t)1 << 40)) what = "firstBucketBytes (KOLO_FUSION_FIRST_BUCKET_BYTES) is outside 1..2^40";

@@ -112,18 +112,6 @@ koloResult_t kf_neg_bcast(kf_neg *n, void *buf, size_t len, kolo_errbuf *eb) {
 
 /* ---- Commit ------------------------------------------------------------- */
 
-typedef struct {
-  kf_shape shape;
-  uint64_t hash;
-  int32_t ntensors, pad;
-} decl_summary;
-
-typedef struct {
-  int32_t first_diff; /* -1: same as rank 0's */
-  int32_t has;        /* decl holds this rank's tensor first_diff */
-  kf_decl decl;
-} decl_diff;
-
 static void decl_text(const kf_decl *d, char *out, size_t len) {
   snprintf(out, len, "%s x %zu (%s)", kf_type_name(d->dtype), d->count, kf_storage_name(d->storage));
 }
@@ -145,43 +133,52 @@ static int first_difference(const kf_decl *mine, int n, const kf_decl *zero, int
   return n == n0 ? -1 : m;
 }
 
+int kf_decl_sentence(const kf_decl_summary *all, const kf_decl_diff *diffs, int nranks, const kf_decl *zero,
+                     char *out, size_t len) {
+  int n0 = all[0].ntensors, r = 1;
+  while (r < nranks && diffs[r].first_diff < 0) r++;
+  if (r == nranks) {
+    snprintf(out, len, "the declarations differ between ranks but no difference was found");
+    return 0;
+  }
+  int i = diffs[r].first_diff;
+  char a[96] = "", b[96] = "";
+  if (diffs[r].has) decl_text(&diffs[r].decl, a, sizeof a);
+  if (i < n0) decl_text(&zero[i], b, sizeof b);
+  if (diffs[r].has && i < n0)
+    snprintf(out, len,
+             "koloFusionCommit: rank %d declared tensor %d as %s but rank 0 declared it as %s "
+             "(every rank must declare the same tensors in the same order)", r, i, a, b);
+  else
+    snprintf(out, len,
+             "koloFusionCommit: rank %d declared %d tensors but rank 0 declared %d (the first %d agree; "
+             "tensor %d is %s on rank %d only)", r, all[r].ntensors, n0, i, i, diffs[r].has ? a : b,
+             diffs[r].has ? r : 0);
+  return 1;
+}
+
 /* Second phase of the check, run when the summaries differ: rank 0's list
  * to everyone, each rank's first difference from it back to everyone. */
-static koloResult_t explain_decls(kf_neg *n, const kf_decl *decl, int ntensors, const decl_summary *all,
+static koloResult_t explain_decls(kf_neg *n, const kf_decl *decl, int ntensors, const kf_decl_summary *all,
                                   kolo_errbuf *eb) {
   int n0 = all[0].ntensors;
   kf_decl *zero = calloc((size_t)(n0 > 0 ? n0 : 1), sizeof *zero);
-  decl_diff *diffs = calloc((size_t)n->nranks, sizeof *diffs);
+  kf_decl_diff *diffs = calloc((size_t)n->nranks, sizeof *diffs);
   koloResult_t res = zero && diffs ? koloSuccess : kolo_error(eb, koloSystemError, "fusion on rank %d: out of memory at Commit", n->rank);
   if (res == koloSuccess && n->rank == 0) memcpy(zero, decl, (size_t)n0 * sizeof *zero);
   if (res == koloSuccess && n0 > 0) res = kf_neg_bcast(n, zero, (size_t)n0 * sizeof *zero, eb);
   if (res == koloSuccess) {
-    decl_diff *me = &diffs[n->rank];
+    kf_decl_diff *me = &diffs[n->rank];
     me->first_diff = first_difference(decl, ntensors, zero, n0);
     me->has = me->first_diff >= 0 && me->first_diff < ntensors;
     if (me->has) me->decl = decl[me->first_diff];
     res = allgather_tag(n, TAG_FUSION_DECL, diffs, sizeof *diffs, eb);
   }
   if (res == koloSuccess) {
-    int r = 1;
-    while (r < n->nranks && diffs[r].first_diff < 0) r++;
-    char a[96] = "", b[96] = "";
-    if (r == n->nranks) {
-      res = kolo_error(eb, koloInternalError, "fusion on rank %d: the declarations differ between ranks but no difference was found", n->rank);
-    } else {
-      int i = diffs[r].first_diff;
-      if (diffs[r].has) decl_text(&diffs[r].decl, a, sizeof a);
-      if (i < n0) decl_text(&zero[i], b, sizeof b);
-      if (diffs[r].has && i < n0)
-        res = kolo_error(eb, koloInvalidUsage,
-                         "koloFusionCommit: rank %d declared tensor %d as %s but rank 0 declared it as %s "
-                         "(every rank must declare the same tensors in the same order)", r, i, a, b);
-      else
-        res = kolo_error(eb, koloInvalidUsage,
-                         "koloFusionCommit: rank %d declared %d tensors but rank 0 declared %d (the first %d agree; "
-                         "tensor %d is %s on rank %d only)", r, all[r].ntensors, n0, i, i, diffs[r].has ? a : b,
-                         diffs[r].has ? r : 0);
-    }
+    char s[KOLO_ERR_LEN];
+    int found = kf_decl_sentence(all, diffs, n->nranks, zero, s, sizeof s);
+    res = found ? kolo_error(eb, koloInvalidUsage, "%s", s)
+                : kolo_error(eb, koloInternalError, "fusion on rank %d: %s", n->rank, s);
   }
   free(zero);
   free(diffs);
@@ -190,9 +187,9 @@ static koloResult_t explain_decls(kf_neg *n, const kf_decl *decl, int ntensors, 
 
 koloResult_t kf_neg_check_decls(kf_neg *n, const kf_decl *decl, int ntensors, const kf_shape *shape,
                                 kolo_errbuf *eb) {
-  decl_summary *all = calloc((size_t)n->nranks, sizeof *all);
+  kf_decl_summary *all = calloc((size_t)n->nranks, sizeof *all);
   if (all == NULL) return kolo_error(eb, koloSystemError, "fusion on rank %d: out of memory at Commit", n->rank);
-  all[n->rank] = (decl_summary){*shape, kf_decl_hash(decl, ntensors), ntensors, 0};
+  all[n->rank] = (kf_decl_summary){*shape, kf_decl_hash(decl, ntensors), ntensors, 0};
   koloResult_t res = allgather_tag(n, TAG_FUSION_DECL, all, sizeof *all, eb);
   int bad_shape = -1, bad_decl = -1;
   for (int r = 1; r < n->nranks && res == koloSuccess; r++) {

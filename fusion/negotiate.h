@@ -57,6 +57,27 @@ typedef struct {
   int32_t min_buckets, pad; /* pad: 0 (the shapes are compared with memcmp) */
 } kf_shape;
 
+/* What each rank tells the others at Commit: its shape and a hash of its
+ * declarations; when they differ, its first difference from rank 0's. */
+typedef struct {
+  kf_shape shape;
+  uint64_t hash;
+  int32_t ntensors, pad;
+} kf_decl_summary;
+
+typedef struct {
+  int32_t first_diff; /* -1: same as rank 0's */
+  int32_t has;        /* decl holds this rank's tensor first_diff */
+  kf_decl decl;
+} kf_decl_diff;
+
+/* The sentence for gathered summaries and differences (zero: rank 0's
+ * all[0].ntensors declarations); pure, for tests and fuzzing: every field
+ * came from another rank.  1, or 0 when no rank differs (then a sentence
+ * saying so). */
+int kf_decl_sentence(const kf_decl_summary *all, const kf_decl_diff *diffs, int nranks, const kf_decl *zero,
+                     char *out, size_t len);
+
 /* Checks that every rank declared the same tensors with the same shape;
  * koloInvalidUsage on every rank otherwise, with a sentence naming the
  * first difference and both ranks. */

@@ -12,13 +12,17 @@
  *   koloFusionAddTensor(f, count, koloFloat16, KOLO_FUSION_EXTERNAL, &id2);
  *   ...
  *   koloFusionCommit(f);                  // allocates the bucket buffers
- *   koloFusionTensorPtr(f, id, &grad);    // backward writes here
+ *   koloFusionTensorPtr(f, id, &grad);    // backward writes here, every step
  *   for each step:
  *     koloFusionStepBegin(f);
  *     ... backward: koloFusionMarkReady(f, id, NULL, event) per gradient,
  *                   koloFusionMarkReady(f, id2, buf, event) for external ones
  *     koloFusionStepEnd(f, &done);        // CUDA: event the optimizer waits on
  *     koloFusionWait(f);                  // or: block until reduced
+ *
+ * (examples/fusion_sketch.c is this sketch, built and run in CI.)  The
+ * views stay where Commit put them for the life of the fusion unless the
+ * caller asks for rebuilt buckets (rebuildBuckets = 1, "Bucket order").
  *
  * Two paths.  Tensors declared KOLO_FUSION_ALLOCATE are views into bucket
  * buffers that kolo owns (16-byte aligned, one dtype per bucket, a bucket
@@ -55,12 +59,15 @@
  * CUDA communicator the all-reduces are enqueued on the fusion's
  * communication stream behind the event passed to MarkReady.
  *
- * Bucket order.  After the first step, when the order in which tensors
- * became ready (rank 0's order, so that every rank agrees) differs from the
- * declared one, the buckets are rebuilt once in that order: the tensors'
- * contents move with them, and pointers from koloFusionTensorPtr must be
- * fetched again (koloFusionLayoutVersion changes).  The rebuild is done
- * before Wait (host) or StepEnd (CUDA) of the first step returns.
+ * Bucket order.  Opt-in (config.rebuildBuckets = 1): after the first
+ * step, when the order in which tensors became ready (rank 0's order, so
+ * that every rank agrees) differs from the declared one, the buckets are
+ * rebuilt once in that order: the tensors' contents move with them, the
+ * old buckets are freed, and pointers from koloFusionTensorPtr must be
+ * fetched again (koloFusionLayoutVersion changes) before they are used
+ * in the next step.  The rebuild is done before Wait (host) or StepEnd
+ * (CUDA) of the first step returns.  Off by default, so that a view
+ * fetched once, as in the sketch above, stays valid.
  *
  * Bucket size.  The buckets after the first are capped at bucketBytes
  * (25 MiB, as PyTorch DDP's bucket_cap_mb) and also at a tenth
@@ -131,7 +138,9 @@ typedef struct {
   double preScale;         /* multiply every gradient first; 1.0; 0 = UNDEF;
                               floating dtypes only (AddTensor of an integer
                               tensor fails when it is not 1) */
-  int rebuildBuckets;      /* 1: rebuild from the observed order; default 1 */
+  int rebuildBuckets;      /* 1: rebuild from the observed order after the
+                              first step, moving the views ("Bucket
+                              order"); default 0 */
   koloStream_t stream;     /* CUDA: communication stream; NULL: kolo creates
                               one (must be NULL on host communicators) */
   const char *timeline;    /* Chrome trace path; NULL: KOLO_TIMELINE or none */

@@ -129,6 +129,7 @@ static koloFusionConfig_t fusion_config(const perf_overlap_opts *o) {
   if (o->fusion_bytes != KOLO_FUSION_UNDEF_SIZE) c.fusionBytes = o->fusion_bytes;
   if (o->cycle_us > 0) c.cycleTimeUs = o->cycle_us;
   if (o->min_buckets > 0) c.minBuckets = o->min_buckets;
+  c.rebuildBuckets = 1; /* the buckets in backward's order; grads_refresh fetches the moved views */
   return c;
 }
 

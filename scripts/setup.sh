@@ -6,6 +6,7 @@ pkgs=(cmake make gcc g++ libgtest-dev iproute2 openmpi-bin libopenmpi-dev
       libibverbs-dev rdma-core ibverbs-utils perftest iperf3 pkgconf
       libpmix-dev python3-torch)
 missing=()
+pkgs+=(clang libclang-rt-14-dev) # clang and libFuzzer (libclang_rt.fuzzer): tests/fuzz/run.sh
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done

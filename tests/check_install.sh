@@ -101,6 +101,7 @@ if cmake -S examples -B "$EXAMPLES" -DCMAKE_PREFIX_PATH="$PREFIX" -DCMAKE_BUILD_
   run_example processes 4 "$EXAMPLES/processes"
   run_example threads 4 "$EXAMPLES/threads"
   run_example fusion 6 "$EXAMPLES/fusion"
+  run_example fusion_sketch 8 "$EXAMPLES/fusion_sketch"
   if [ -x "$EXAMPLES/processes_static" ]; then
     run_example processes_static 4 "$EXAMPLES/processes_static"
     readelf -d "$EXAMPLES/processes_static" | grep 'libkolo\.so' > /dev/null && failed "processes_static loads libkolo.so"

@@ -12,6 +12,7 @@
 #     4-thread blocks
 #  5. the host tests under ASan+UBSan and the threaded ones under TSan (both
 #     without the 1 MiB / 64 MiB grids, which the release run covers)
+#     and the libFuzzer targets of tests/fuzz (run.sh: 30 s each; KOLO_SKIP_FUZZ=1 skips them)
 #  6. the soft-RoCE smoke test: real ibverbs in a QEMU guest (tests/rdma/);
 #     optional by default (SKIP when the VM cannot be set up), bounded in time;
 #     then kolo's own ib provider there (test_net_ib, and all-reduce,
@@ -110,6 +111,11 @@ if [ "${KOLO_SKIP_SANITIZERS:-0}" != 1 ]; then
     (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
        ctest --output-on-failure -j1 --timeout 900 -R "${KOLO_TSAN_TESTS:-Threads|P2PSelf|Bootstrap}" -E "LargeGrid|HugeGrid") || fail=1
   else fail=1; fi
+fi
+
+if [ "${KOLO_SKIP_FUZZ:-0}" != 1 ]; then
+  step "fuzz: every libFuzzer target of tests/fuzz, 30 s each over its corpus (clang, ASan+UBSan)"
+  tests/fuzz/run.sh "${KOLO_FUZZ_SECONDS:-30}" build-fuzz || fail=1
 fi
 
 step "soft-RoCE smoke: verbs_smoke + perftest in a QEMU guest (tests/rdma)"

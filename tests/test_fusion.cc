@@ -85,6 +85,7 @@ koloFusionConfig_t small_config(koloRedOp_t op) {
   c.fusionBytes = kFusionBuf;
   c.cycleTimeUs = 300;
   c.op = op;
+  c.rebuildBuckets = 1;  // the scenarios fetch TensorPtr every step
   return c;
 }
 

@@ -30,6 +30,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "transport/bootstrap_wire.h"
+#include "transport/iface_select.h"
 
 /* ---- the unique id -------------------------------------------------------- */
 
@@ -62,21 +63,6 @@ koloResult_t kolo_uid_decode(const koloUniqueId *id, kolo_uid *uid, kolo_errbuf 
 
 /* ---- interface choice ------------------------------------------------------ */
 
-/* NCCL's syntax: "eth,ib" prefixes; "^lo,docker" excludes; "=eth0" exact. */
-static int if_matches(const char *name, const char *spec) {
-  int exclude = spec[0] == '^';
-  if (exclude) spec++;
-  int exact = spec[0] == '=';
-  if (exact) spec++;
-  int hit = 0;
-  char list[256];
-  snprintf(list, sizeof list, "%s", spec);
-  for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok && !hit;
-       tok = strtok_r(NULL, ",", &save))
-    hit = exact ? strcmp(name, tok) == 0 : strncmp(name, tok, strlen(tok)) == 0;
-  return exclude ? !hit : hit;
-}
-
 /* KOLO_SOCKET_FAMILY as AF_INET / AF_INET6, or AF_UNSPEC when unset. */
 static koloResult_t wanted_family(int *family, kolo_errbuf *eb) {
   const char *f = kolo_param_str("KOLO_SOCKET_FAMILY");
@@ -100,7 +86,7 @@ static int if_score(const struct ifaddrs *i, const char *spec, int family) {
   if (f == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&((const struct sockaddr_in6 *)i->ifa_addr)->sin6_addr))
     return 0; /* needs a scope id, meaningless on other hosts */
   int v4 = f == AF_INET;
-  if (spec) return if_matches(i->ifa_name, spec) ? 10 + v4 : 0;
+  if (spec) return kolo_iface_match(spec, i->ifa_name) ? 10 + v4 : 0;
   if (i->ifa_flags & IFF_LOOPBACK) return 1 + v4;
   if (strncmp(i->ifa_name, "docker", 6) == 0) return 3 + v4;
   return 5 + v4;
