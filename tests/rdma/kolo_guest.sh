@@ -136,9 +136,11 @@ if modprobe -q sch_netem && tc qdisc add dev lo root netem delay 2ms 1ms loss 1%
       "$BIN/kolo-perf" $coll -p 2 -b 8 -e 1M -f 16 -n 2 -w 1 -c 1 > /tmp/netem_$coll.log 2>&1 || rc=$((rc + 1))
     echo "----- kolo-perf $coll through netem"; cat /tmp/netem_$coll.log
   done
+  # what netem did: packets it passed and dropped (shown, not judged)
+  seen=$(tc -s qdisc show dev lo | sed -n 's/^ *Sent \([0-9]*\) bytes \([0-9]*\) pkt (dropped \([0-9]*\).*/\2 packets, \3 dropped/p' | head -n 1)
   tc qdisc del dev lo root 2>/dev/null
   if [ $rc = 0 ]; then
-    say "PASS TCP through netem (delay 2 ms, loss 1 %, reorder 5 %; $(since $s)s): all-reduce, all-gather 8 B..1 MiB, every element checked"
+    say "PASS TCP through netem (delay 2 ms, loss 1 %, reorder 5 %: ${seen:-?}; $(since $s)s): all-reduce, all-gather 8 B..1 MiB, every element checked"
   else
     say "FAIL TCP through netem: $rc of 2 kolo-perf runs failed"; fail=$((fail+1))
     grep -h -E "FAIL|error|wrong" /tmp/netem_*.log | head -n 8 | sed 's/^/KOLO-RXE:   /'
