@@ -126,7 +126,8 @@ fi
 #    not): delay 2 ms +- 1 ms, 1 % loss, 5 % reordering on lo, where the
 #    traffic between this guest's two addresses goes; two processes as two
 #    hosts over kolo's socket transport run all-reduce and all-gather
-#    (kolo-perf's check: every element of every size).  The guest is
+#    (kolo-perf's check: every element of every size), then 6 fault trials
+#    (kill / stop at first call and mid) over that link.  The guest is
 #    thrown away, so lo's qdisc needs no undoing.
 s=$(up)
 if modprobe -q sch_netem && tc qdisc add dev lo root netem delay 2ms 1ms loss 1% reorder 5% 50% 2>/tmp/netem.err; then
@@ -136,14 +137,22 @@ if modprobe -q sch_netem && tc qdisc add dev lo root netem delay 2ms 1ms loss 1%
       "$BIN/kolo-perf" $coll -p 2 -b 8 -e 1M -f 16 -n 2 -w 1 -c 1 > /tmp/netem_$coll.log 2>&1 || rc=$((rc + 1))
     echo "----- kolo-perf $coll through netem"; cat /tmp/netem_$coll.log
   done
+  # the fault matrix over that link: a victim killed or stopped at its
+  # first call or inside the 8 MiB all-reduce, 2 ranks over TCP
+  if [ -x "$BIN/kolo-fault" ]; then
+    timeout -k 5 90 "$BIN/kolo-fault" --tcp --ranks 2 --trials "${FAULT_TRIALS:-6}" --seed "${FAULT_SEED:-15}" \
+      --kinds kill,stop --at first_call,mid > /tmp/netem_fault.log 2>&1 || rc=$((rc + 1))
+    echo "----- kolo-fault --tcp through netem"; cat /tmp/netem_fault.log
+  fi
   # what netem did: packets it passed and dropped (shown, not judged)
   seen=$(tc -s qdisc show dev lo | sed -n 's/^ *Sent \([0-9]*\) bytes \([0-9]*\) pkt (dropped \([0-9]*\).*/\2 packets, \3 dropped/p' | head -n 1)
   tc qdisc del dev lo root 2>/dev/null
   if [ $rc = 0 ]; then
-    say "PASS TCP through netem (delay 2 ms, loss 1 %, reorder 5 %: ${seen:-?}; $(since $s)s): all-reduce, all-gather 8 B..1 MiB, every element checked"
+    say "PASS TCP through netem (delay 2 ms, loss 1 %, reorder 5 %: ${seen:-?}; $(since $s)s): all-reduce, all-gather 8 B..1 MiB, every element checked; faults: $(grep -c '^trial' /tmp/netem_fault.log) trials"
+    sed -n 's/^\(  ranks: .*\|  leaks: .*\)$/KOLO-RXE:   \1/p' /tmp/netem_fault.log
   else
-    say "FAIL TCP through netem: $rc of 2 kolo-perf runs failed"; fail=$((fail+1))
-    grep -h -E "FAIL|error|wrong" /tmp/netem_*.log | head -n 8 | sed 's/^/KOLO-RXE:   /'
+    say "FAIL TCP through netem: $rc of 3 runs (kolo-perf all_reduce, all_gather, kolo-fault) failed"; fail=$((fail+1))
+    grep -h -E "FAIL|error|wrong|VIOLATION" /tmp/netem_*.log | head -n 8 | sed 's/^/KOLO-RXE:   /'
   fi
 else
   say "SKIP TCP through netem: no netem qdisc in the guest ($(head -c 200 /tmp/netem.err))"
