@@ -151,6 +151,11 @@ static int owner_peer_dead(kolo_exec_owner *o, int peer) {
   return kolo_bootstrap_peer_dead(c->bs, peer);
 }
 
+static int owner_peer_blamed(kolo_exec_owner *o, int peer) {
+  struct koloComm *c = (struct koloComm *)((char *)o - offsetof(struct koloComm, owner));
+  return kolo_bootstrap_peer_blamed(c->bs, peer);
+}
+
 /* Stops one pipe; a mismatch's report goes first, for the other end. */
 static void stop_pipe(kolo_connector *x, int reason, int rank, const kolo_call_mismatch *m) {
   if (x->ctrl == NULL) return;
@@ -502,6 +507,7 @@ koloResult_t kolo_comm_create(const char *fn, int nranks, int rank, const kolo_u
                                .abort_flag = &c->aborted,
                                .eb = &c->err,
                                .peer_dead = owner_peer_dead,
+                               .peer_blamed = owner_peer_blamed,
                                .stop_all = owner_stop_all,
                                .failed = koloSuccess};
   *out = c;
