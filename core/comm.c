@@ -291,7 +291,10 @@ static koloResult_t connect_ring(struct koloComm *c) {
       reqs[n++] = (kolo_conn_request){&c->hier_send[k][ch], p->send_peer, 1, ch, tag};
     }
   }
-  return kolo_connect(c->bs, c->job, c->slot_bytes, c->nslots, kolo_comm_conn_mem(c), reqs, n, &c->err);
+  /* the ring and hierarchy pipes are closed by free_comm (CUDA: in IPC's order) */
+  kolo_conn_set set = {c->bs, c->job, c->slot_bytes, c->nslots, kolo_comm_conn_mem(c), reqs, n, &c->err, NULL,
+                       koloSuccess, 1};
+  return kolo_connect_sets(&set, 1);
 }
 
 /* How long closing may take to flush the pipes, all of them together:
