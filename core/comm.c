@@ -151,6 +151,11 @@ static int owner_peer_dead(kolo_exec_owner *o, int peer) {
   return kolo_bootstrap_peer_dead(c->bs, peer);
 }
 
+static int owner_peer_blamed(kolo_exec_owner *o, int peer) {
+  struct koloComm *c = (struct koloComm *)((char *)o - offsetof(struct koloComm, owner));
+  return kolo_bootstrap_peer_blamed(c->bs, peer);
+}
+
 /* Stops one pipe; a mismatch's report goes first, for the other end. */
 static void stop_pipe(kolo_connector *x, int reason, int rank, const kolo_call_mismatch *m) {
   if (x->ctrl == NULL) return;
@@ -286,7 +291,10 @@ static koloResult_t connect_ring(struct koloComm *c) {
       reqs[n++] = (kolo_conn_request){&c->hier_send[k][ch], p->send_peer, 1, ch, tag};
     }
   }
-  return kolo_connect(c->bs, c->job, c->slot_bytes, c->nslots, kolo_comm_conn_mem(c), reqs, n, &c->err);
+  /* the ring and hierarchy pipes are closed by free_comm (CUDA: in IPC's order) */
+  kolo_conn_set set = {c->bs, c->job, c->slot_bytes, c->nslots, kolo_comm_conn_mem(c), reqs, n, &c->err, NULL,
+                       koloSuccess, 1};
+  return kolo_connect_sets(&set, 1);
 }
 
 /* How long closing may take to flush the pipes, all of them together:
@@ -502,6 +510,7 @@ koloResult_t kolo_comm_create(const char *fn, int nranks, int rank, const kolo_u
                                .abort_flag = &c->aborted,
                                .eb = &c->err,
                                .peer_dead = owner_peer_dead,
+                               .peer_blamed = owner_peer_blamed,
                                .stop_all = owner_stop_all,
                                .failed = koloSuccess};
   *out = c;

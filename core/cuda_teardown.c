@@ -172,6 +172,11 @@ static int peer_closed(struct koloComm *c, int peer, int64_t deadline) {
   uint8_t ack = 0;
   koloResult_t res = kolo_bootstrap_recv(c->bs, peer, TAG_IPC_CLOSED, &ack, sizeof ack);
   if (res == koloSuccess) return 1;
+  /* A goodbye "left" comes after its sender closed what it opened: its
+   * koloCommDestroy closes first, and so does a failed init (connect.c
+   * closes what it attached).  It may not send the ack to a rank that
+   * said goodbye itself, as one whose init failed has. */
+  if (kolo_bootstrap_peer_dead(c->bs, peer) == KOLO_PEER_LEFT) return 1;
   if (res != koloTimeout && peer_process_ended(c, peer, deadline)) return 1;
   KOLO_WARN("rank %d: rank %d did not close its mapping of this rank's pipe memory within %d ms of "
             "koloCommDestroy (%s): the memory is left allocated rather than freed under its mapping",

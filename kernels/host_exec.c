@@ -3,6 +3,7 @@
 
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "kernels/host_checks.h"
@@ -242,6 +243,20 @@ static void fail_owner(kolo_exec_owner *o, koloResult_t res, int reason, int ran
   if (o->stop_all) o->stop_all(o, reason, rank);
 }
 
+/* "rank 1 left (destroyed its communicator) after rank 0 was lost without
+ * a word": a peer that gave up names the rank its goodbye blamed, so that
+ * a survivor names the origin of a failure, not the last rank to leave. */
+static void peer_gone_text(kolo_exec_owner *o, int who, int fate, char *buf, size_t len) {
+  int n = snprintf(buf, len, "rank %d %s", who, kolo_peer_fate_text(fate));
+  int blamed = o->peer_blamed ? o->peer_blamed(o, who) : -1;
+  if (blamed < 0 || n < 0 || (size_t)n >= len) return;
+  int seen = o->peer_dead ? o->peer_dead(o, blamed) : KOLO_PEER_ALIVE;
+  const char *how = seen == KOLO_PEER_LOST     ? "was lost without a word"
+                    : seen == KOLO_PEER_EXITED ? "exited without destroying its communicator"
+                                               : "failed";
+  snprintf(buf + n, len - (size_t)n, " after rank %d %s", blamed, how);
+}
+
 /* A stop word from a peer: fails the owner with the sentence it calls for. */
 static void stopped_by_peer(kolo_exec_task *t, kolo_connector *c, uint32_t word, const char *what) {
   kolo_exec_owner *o = t->owner;
@@ -254,13 +269,29 @@ static void stopped_by_peer(kolo_exec_task *t, kolo_connector *c, uint32_t word,
   /* A dead peer seen by this rank's own proxy: its goodbye may say more. */
   if (reason == KOLO_STOP_DEAD_PEER && who == c->peer && o->peer_dead && (fate = o->peer_dead(o, who)) != 0)
     reason = fate_stop(fate);
-  if (stop_fate(reason) != KOLO_PEER_ALIVE)
-    kolo_error(o->eb, koloRemoteError, "rank %d: rank %d %s (seen by a peer) during a collective", o->rank, who,
-               kolo_peer_fate_text(stop_fate(reason)));
-  else
+  if (stop_fate(reason) != KOLO_PEER_ALIVE) {
+    char gone[200];
+    peer_gone_text(o, who, stop_fate(reason), gone, sizeof gone);
+    kolo_error(o->eb, koloRemoteError, "rank %d: during a collective, a peer saw that %s", o->rank, gone);
+  } else
     kolo_error(o->eb, koloRemoteError, "rank %d: rank %d stopped (%s) while rank %d waited to %s rank %d",
                o->rank, who, stop_reason_text(reason), o->rank, what, c->peer);
   fail_owner(o, koloRemoteError, reason, who);
+}
+
+/* A net pipe's proxy stops its end when the peer's connection closes, and
+ * that connection may close before this rank's mesh has read the peer's
+ * goodbye (it left; it was not lost).  1 while the mesh still has the peer
+ * up, for at most the dead-peer grace: the goodbye then says what it was. */
+static int mesh_behind(kolo_exec_task *t, kolo_connector *c, uint32_t word) {
+  kolo_exec_owner *o = t->owner;
+  int reason = (int)(word >> 24), who = (int)(word & 0xffffff) - 1;
+  if (reason != KOLO_STOP_DEAD_PEER || who != c->peer || o->peer_dead == NULL ||
+      o->peer_dead(o, who) != KOLO_PEER_ALIVE)
+    return 0;
+  int64_t now = now_ns();
+  if (t->peer_stop_ns == 0) t->peer_stop_ns = now;
+  return now - t->peer_stop_ns < KOLO_DEAD_PEER_GRACE_NS;
 }
 
 /* Checks why a sleeping task may never move again; fails its owner if so. */
@@ -280,12 +311,14 @@ static void check_stalled(kolo_exec_task *t, kolo_connector *c, int64_t stall_ns
     kolo_error(o->eb, koloRemoteError, "rank %d: communicator aborted (koloCommAbort or koloCommRevoke)", o->rank);
     fail_owner(o, koloRemoteError, KOLO_STOP_ABORT, o->rank);
   } else if (word != 0) {
-    stopped_by_peer(t, c, word, what);
+    if (!mesh_behind(t, c, word)) stopped_by_peer(t, c, word, what);
   } else if (check_liveness && stall_ns >= KOLO_DEAD_PEER_GRACE_NS && o->peer_dead &&
              (fate = o->peer_dead(o, c->peer)) != KOLO_PEER_ALIVE) {
+    char gone[200];
     dead = c->peer;
-    kolo_error(o->eb, koloRemoteError, "rank %d: rank %d %s while rank %d waited to %s rank %d on channel %d",
-               o->rank, dead, kolo_peer_fate_text(fate), o->rank, what, c->peer, t->channel);
+    peer_gone_text(o, dead, fate, gone, sizeof gone);
+    kolo_error(o->eb, koloRemoteError, "rank %d: %s while rank %d waited to %s rank %d on channel %d", o->rank,
+               gone, o->rank, what, c->peer, t->channel);
     fail_owner(o, koloRemoteError, fate_stop(fate), dead);
   } else if (o->timeout_ms > 0 && stall_ns > (int64_t)o->timeout_ms * 1000000LL) {
     kolo_error(o->eb, koloTimeout,

@@ -41,6 +41,9 @@ typedef struct kolo_exec_owner {
    * left is no error for ranks still finishing theirs. */
   /* 0 while the peer is up, else its fate (KOLO_PEER_*, bootstrap.h) */
   int (*peer_dead)(struct kolo_exec_owner *owner, int peer);
+  /* The rank a gone peer blamed for its leaving (its goodbye), or -1;
+   * may be NULL. */
+  int (*peer_blamed)(struct kolo_exec_owner *owner, int peer);
   /* Stops every connector of the owner (called once, on failure). */
   void (*stop_all)(struct kolo_exec_owner *owner, int reason, int rank);
   koloResult_t failed; /* first failure of this owner in the batch */
@@ -94,6 +97,7 @@ typedef struct kolo_exec_task {
   size_t slice, nslices;
   size_t src_off, dst_off, n; /* elements of the current step's chunk */
   kolo_connector *blocker;  /* what it waited on at its last turn */
+  int64_t peer_stop_ns;     /* a proxy's "peer gone" the mesh had not seen yet: since when (0: none) */
   int done;
 } kolo_exec_task;
 

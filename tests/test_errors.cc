@@ -219,6 +219,66 @@ TEST(FailingProcs, RankKilledWasLostWithoutAWord) {
   rank_goes(Going::kKilled, "rank 1 was lost without a word (killed or crashed; its connection closed)");
 }
 
+// Rank r sends x to rank r + 1 and receives from rank r - 1 (a chain).
+koloResult_t warm_p2p(koloComm_t comm, int rank, std::vector<float> &x) {
+  koloResult_t rc = koloGroupStart();
+  if (rc == koloSuccess && rank < 2) rc = koloSend(x.data(), x.size(), koloFloat32, rank + 1, comm, nullptr);
+  if (rc == koloSuccess && rank > 0) rc = koloRecv(x.data(), x.size(), koloFloat32, rank - 1, comm, nullptr);
+  koloResult_t end = koloGroupEnd();
+  return rc != koloSuccess ? rc : end;
+}
+
+// Rank 0 is killed; rank 1, waiting for it, fails and destroys its
+// communicator (its goodbye blames rank 0); rank 2, waiting for rank 1,
+// must name rank 0, the origin, not only rank 1, the last to leave.
+// With p2p_warm, the pipes 0->1 and 1->2 exist before (the executor sees
+// rank 1 go); without, connecting them fails (the bootstrap sees it).
+void leaver_blamed(bool p2p_warm) {
+  ScopedTimeoutEnv env(kTimeoutMs);
+  const int n = 3;
+  std::set<std::string> before = shm_entries();
+  std::vector<pid_t> pids;
+  auto res = run_children_with_id(n, [&](int rank, const koloUniqueId &id) {
+    koloConfig_t cfg = timeout_config(kTimeoutMs);
+    koloComm_t comm;
+    if (koloCommInitRankConfig(&comm, n, id, rank, &cfg) != koloSuccess) {
+      std::fprintf(stderr, "init failed: %s\n", koloGetLastError(nullptr));
+      return 2;
+    }
+    float one = 1, sum = 0;  // warm-up: everyone connected
+    if (koloAllReduce(&one, &sum, 1, koloFloat32, koloSum, comm, nullptr) != koloSuccess || sum != 3) {
+      std::fprintf(stderr, "warm-up all-reduce failed: %s\n", koloGetLastError(comm));
+      return 2;
+    }
+    std::vector<float> x(1 << 16, 1.0f);
+    if (p2p_warm && warm_p2p(comm, rank, x) != koloSuccess) {
+      std::fprintf(stderr, "warm-up send/recv failed: %s\n", koloGetLastError(comm));
+      return 2;
+    }
+    if (rank == 0) {
+      usleep(300 * 1000);  // its sends delivered (a net pipe's proxy may still hold one)
+      raise(SIGKILL);
+    }
+    double t0 = now_ms();
+    koloResult_t rc = koloRecv(x.data(), x.size(), koloFloat32, rank - 1, comm, nullptr);
+    report(rank, rc, now_ms() - t0, koloGetLastError(comm));
+    koloCommDestroy(comm);
+    if (rank == 1) usleep(kTimeoutMs * 1000);  // alive, but gone from the communicator
+    return 0;
+  }, 60000, [&](const std::vector<pid_t> &p) { pids = p; });
+  EXPECT_EQ(res[0].signal, SIGKILL) << res[0].describe();
+  expect_failed_in_time(res, {1, 2}, "rank 0", kBoundMs);
+  std::vector<std::string> leaks = shm_leaks(before, shm_entries(), pids);
+  EXPECT_TRUE(leaks.empty()) << "left in /dev/shm: " << ::testing::PrintToString(leaks);
+}
+
+TEST(FailingProcs, SurvivorNamesTheRankALeaverBlamedAtConnect) { leaver_blamed(false); }
+TEST(FailingProcs, SurvivorNamesTheRankALeaverBlamedInACall) { leaver_blamed(true); }
+TEST(FailingProcs, SurvivorNamesTheRankALeaverBlamedOverNet) {
+  ScopedEnv net("KOLO_NET_FORCE", "1");
+  leaver_blamed(true);
+}
+
 // 3 ranks expected, only ranks 0 and 1 start: their init fails in bounded
 // time naming rank 2.
 TEST(FailingProcs, RankNeverArrivesAtInit) {

@@ -573,7 +573,10 @@ static int link_last_word(mesh_link *l, queued_msg *m) {
     int32_t victim = m->len >= 8 ? kolo_get_i32(&r) : -1; /* a goodbye of 4 bytes blames no one */
     l->victim = victim >= 0 && victim < KOLO_MAX_RANKS ? victim : -1;
     l->fate = reason == KOLO_BYE_EXITED ? KOLO_PEER_EXITED : KOLO_PEER_LEFT;
-    link_down(l, koloRemoteError, "%s", kolo_peer_fate_text(l->fate));
+    if (l->victim >= 0) /* it gave up because of another rank: name the origin too */
+      link_down(l, koloRemoteError, "%s after rank %d failed", kolo_peer_fate_text(l->fate), l->victim);
+    else
+      link_down(l, koloRemoteError, "%s", kolo_peer_fate_text(l->fate));
   } else if (m->tag == KOLO_TAG_REFUSED) {
     koloResult_t res = koloRemoteError;
     char text[KOLO_ERR_LEN - 64];
@@ -861,6 +864,12 @@ int kolo_bootstrap_peer_dead(kolo_bootstrap *bs, int rank) {
   kolo_bootstrap_dead_peer(bs);
   mesh_link *l = &bs->links[rank];
   return !l->down ? KOLO_PEER_ALIVE : l->fate != KOLO_PEER_ALIVE ? l->fate : KOLO_PEER_LOST;
+}
+
+int kolo_bootstrap_peer_blamed(kolo_bootstrap *bs, int rank) {
+  if (kolo_bootstrap_peer_dead(bs, rank) == KOLO_PEER_ALIVE) return -1;
+  int victim = bs->links[rank].victim;
+  return victim != bs->rank && victim != rank ? victim : -1;
 }
 
 /* The first peer lost without a word (a dead process: the first to fail). */

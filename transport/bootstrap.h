@@ -135,6 +135,9 @@ int kolo_bootstrap_peer_dead(kolo_bootstrap *bs, int rank);
  * up because of it; *via, when not NULL, says which peer, else -1);
  * -1 when no peer is known to have failed. */
 int kolo_bootstrap_culprit(kolo_bootstrap *bs, int *via);
+/* The rank a gone peer's goodbye blamed for its leaving (it gave up
+ * because that rank failed), or -1: none, this rank, or the peer is up. */
+int kolo_bootstrap_peer_blamed(kolo_bootstrap *bs, int rank);
 /* "left (destroyed its communicator)", ... : what follows "rank 3 ". */
 const char *kolo_peer_fate_text(int fate);
 

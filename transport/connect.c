@@ -167,7 +167,8 @@ koloResult_t kolo_connect_sets(kolo_conn_set *sets, int nsets) {
   for (int k = 0; k < nsets; k++) {
     kolo_conn_set *set = &sets[k];
     for (int i = 0; set->res != koloSuccess && set->made && i < set->n; i++)
-      if (set->made[i]) kolo_connector_close(set->reqs[i].conn);
+      if (set->made[i] && !(set->keep_exported && kolo_connector_ipc_exported(set->reqs[i].conn)))
+        kolo_connector_close(set->reqs[i].conn);
     if (res == koloSuccess) res = set->res;
     free(set->made);
     set->made = NULL;
@@ -178,7 +179,7 @@ koloResult_t kolo_connect_sets(kolo_conn_set *sets, int nsets) {
 koloResult_t kolo_connect(kolo_bootstrap *bs, uint64_t job, size_t slot_bytes, uint32_t nslots,
                           const kolo_conn_mem *mem, kolo_conn_request *reqs, int n,
                           kolo_errbuf *eb) {
-  kolo_conn_set set = {bs, job, slot_bytes, nslots, mem, reqs, n, eb, NULL, koloSuccess};
+  kolo_conn_set set = {bs, job, slot_bytes, nslots, mem, reqs, n, eb, NULL, koloSuccess, 0};
   return kolo_connect_sets(&set, 1);
 }
 

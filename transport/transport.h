@@ -132,6 +132,10 @@ typedef struct {
   kolo_errbuf *eb;
   int *made;        /* internal */
   koloResult_t res; /* this set's outcome */
+  /* On failure, leave the device pipes this rank exported to other
+   * processes open (a peer may have opened them already): the owner's
+   * teardown frees them in CUDA IPC's order (core/cuda_teardown.c). */
+  int keep_exported;
 } kolo_conn_set;
 
 /* Sets up the pipes of several communicators of this thread at once (one

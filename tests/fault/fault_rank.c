@@ -3,10 +3,12 @@
 #define _GNU_SOURCE
 #include "fault_rank.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "checked_coll.h"
 #include "fault_util.h"
@@ -32,13 +34,23 @@ typedef struct {
   int started;
 } injector;
 
+/* The parent's fault (its link down) is in place before the victim goes
+ * on: else the victim may finish its calls before the parent acts. */
+static void wait_for_parent(const rank_plan *p) {
+  char go;
+  if (p->go_fd < 0) return;
+  while (read(p->go_fd, &go, 1) < 0 && errno == EINTR) {
+  }
+  /* left open: the rank's fds are counted against those before init */
+}
+
 static void inject_now(const rank_plan *p) {
   fu_line(p->report_fd, "F %lld", (long long)fu_now_ns());
   switch (p->act) {
   case ACT_KILL: raise(SIGKILL); break;
   case ACT_STOP: raise(SIGSTOP); break;
   case ACT_CUT: fu_cut_sockets(); break;
-  default: break; /* ACT_TELL: the parent acts */
+  default: wait_for_parent(p); break; /* ACT_TELL: the parent acts */
   }
 }
 

@@ -28,6 +28,7 @@ typedef struct {
   int report_fd;
   unsigned long long seed;
   int cuda;        /* CUDA communicators (device buffers, a stream): fault_cuda.c */
+  int go_fd;       /* ACT_TELL: read once the parent has done its part (-1: none) */
 } rank_plan;
 
 /* Where a rank's buffers live: host memory (fault_rank.c) or CUDA device

@@ -23,6 +23,10 @@
 #define TRIAL_LIMIT_MS 120000
 /* A rank that reported has this long to exit (ms). */
 #define EXIT_LIMIT_MS 10000
+/* stop+cont-late resumes the victim this long after the timeout: clearly
+ * past every grace kolo adds to it (the root's reply: timeout + 1 s), so
+ * that which comes first is never a matter of a few ms. */
+#define LATE_RESUME_MS 2500
 
 static const char *const kind_names[FK_NUM] = {"kill", "stop", "stop+cont-early", "stop+cont-late", "cut", "link-down"};
 
@@ -48,6 +52,7 @@ typedef struct {
   rank_state r[MAX_RANKS];
   int64_t t_start, t_fault, t_cont; /* 0: not yet */
   int link_down;
+  int go_fd; /* link-down: written once the link is down; the victim waits to read it (-1: none) */
   trial_result res;
   char notes[8192]; /* the violations' lines, printed after the trial's */
 } trial;
@@ -127,7 +132,7 @@ static int enter_netns(const trial_spec *s, int rank) {
   return 0;
 }
 
-static void rank_child(trial *t, int rank, int wfd) {
+static void rank_child(trial *t, int rank, int wfd, int go_fd) {
   const trial_spec *s = t->s;
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   for (int i = 0; i < rank; i++) close(t->r[i].fd);
@@ -138,15 +143,25 @@ static void rank_child(trial *t, int rank, int wfd) {
   if (s->netns && enter_netns(s, rank) != 0) _exit(3);
   set_env(s, rank);
   if (s->ib && set_env_ib(s, rank) != 0) _exit(3);
-  rank_plan p = {rank, s->nranks, rank == s->victim, s->at, ACT_TELL, s->delay_ms, wfd, s->seed, s->cuda};
+  rank_plan p = {rank, s->nranks, rank == s->victim, s->at, ACT_TELL, s->delay_ms, wfd, s->seed, s->cuda, go_fd};
   if (s->kind == FK_KILL) p.act = ACT_KILL;
   if (s->kind == FK_STOP || s->kind == FK_STOP_EARLY || s->kind == FK_STOP_LATE) p.act = ACT_STOP;
   if (s->kind == FK_CUT) p.act = ACT_CUT;
   _exit(fault_rank_main(&p));
 }
 
+/* The pipe on which the parent tells a link-down victim its link is down:
+ * [0] for the victim, [1] for the parent; -1, -1 for other faults. */
+static int go_pipe(const trial_spec *s, int go[2]) {
+  go[0] = go[1] = -1;
+  return s->kind == FK_LINK_DOWN ? pipe2(go, O_CLOEXEC) : 0;
+}
+
 static int fork_ranks(trial *t) {
   fflush(NULL);
+  int go[2];
+  if (go_pipe(t->s, go) != 0) return -1;
+  t->go_fd = go[1];
   for (int i = 0; i < t->s->nranks; i++) {
     int p[2];
     if (pipe2(p, O_CLOEXEC) != 0) return -1;
@@ -158,13 +173,15 @@ static int fork_ranks(trial *t) {
     }
     if (pid == 0) {
       close(p[0]);
-      rank_child(t, i, p[1]);
+      if (go[1] >= 0) close(go[1]);
+      rank_child(t, i, p[1], i == t->s->victim ? go[0] : -1);
     }
     close(p[1]);
     if (fcntl(p[0], F_SETFL, O_NONBLOCK) != 0) perror("kolo-fault: fcntl");
     t->r[i].pid = pid;
     t->r[i].fd = p[0];
   }
+  if (go[0] >= 0) close(go[0]);
   return 0;
 }
 
@@ -184,8 +201,10 @@ static void on_fault(trial *t, long long t_ns) {
   const trial_spec *s = t->s;
   t->t_fault = t_ns;
   if (s->kind == FK_STOP_EARLY) t->t_cont = t_ns + (int64_t)s->timeout_ms * 200000LL;
-  if (s->kind == FK_STOP_LATE) t->t_cont = t_ns + ((int64_t)s->timeout_ms + 1000) * 1000000LL;
+  if (s->kind == FK_STOP_LATE) t->t_cont = t_ns + ((int64_t)s->timeout_ms + LATE_RESUME_MS) * 1000000LL;
   if (s->kind == FK_LINK_DOWN && set_link(s, "down") == 0) t->link_down = 1;
+  /* the victim waits until its link is down (or could not be taken down) */
+  if (t->go_fd >= 0 && write(t->go_fd, "g", 1) != 1) perror("kolo-fault: telling the victim to go on");
 }
 
 static void on_line(trial *t, rank_state *r, const char *line) {
@@ -244,7 +263,7 @@ static int64_t deadline(const trial *t) {
   int64_t d = t->t_fault + ((int64_t)s->timeout_ms + s->bound_ms) * 1000000LL;
   /* the job may go on (a cut shm job keeps its data path): no error bound */
   if (s->kind == FK_STOP_EARLY || s->kind == FK_CUT) d += 60000 * 1000000LL;
-  if (s->kind == FK_STOP_LATE) d += ((int64_t)s->timeout_ms + 1000) * 1000000LL;
+  if (s->kind == FK_STOP_LATE) d += ((int64_t)s->timeout_ms + LATE_RESUME_MS) * 1000000LL;
   /* a CUDA rank's teardown after its error waits up to a timeout more for
    * peers to close its pipe memory (core/cuda_teardown.c): the report comes
    * after it; the error's own time is judged apart */
@@ -394,7 +413,7 @@ static void judge_error(trial *t, int i) {
   const trial_spec *s = t->s;
   const rank_state *r = &t->r[i];
   double tte = t->t_fault ? (double)(r->t_ns - t->t_fault) / 1e6 : -1;
-  double bound = s->timeout_ms + s->bound_ms + (i == s->victim && s->kind == FK_STOP_LATE ? s->timeout_ms + 1000 : 0);
+  double bound = s->timeout_ms + s->bound_ms + (i == s->victim && s->kind == FK_STOP_LATE ? s->timeout_ms + LATE_RESUME_MS : 0);
   if (s->kind == FK_STOP_EARLY) violation(t, "rank %d failed though the victim was resumed in time: %s", i, r->text);
   else if (t->t_fault == 0) violation(t, "rank %d failed with no fault: %s", i, r->text);
   else if (tte > bound) violation(t, "rank %d: error %.0f ms after the fault (bound %.0f): %s", i, tte, bound, r->text);
@@ -446,6 +465,7 @@ trial_result fault_trial_run(const trial_spec *s, int index) {
   memset(&t, 0, sizeof t);
   t.s = s;
   for (int i = 0; i < MAX_RANKS; i++) t.r[i].fd = -1;
+  t.go_fd = -1;
   t.t_start = fu_now_ns();
   if (s->nranks > MAX_RANKS || fork_ranks(&t) != 0) {
     violation(&t, "could not start %d ranks: %s", s->nranks, strerror(errno));
@@ -453,6 +473,7 @@ trial_result fault_trial_run(const trial_spec *s, int index) {
     collect(&t);
   }
   reap(&t);
+  if (t.go_fd >= 0) close(t.go_fd);
   if (t.link_down) set_link(s, "up");
   check_leftovers(&t);
   judge(&t);

@@ -12,9 +12,9 @@ typedef enum {
   FK_KILL,       /* SIGKILL */
   FK_STOP,       /* SIGSTOP, never resumed (killed once the survivors reported) */
   FK_STOP_EARLY, /* SIGSTOP, SIGCONT after timeout / 5: the job must succeed */
-  FK_STOP_LATE,  /* SIGSTOP, SIGCONT after timeout + 1 s: every rank fails, named */
+  FK_STOP_LATE,  /* SIGSTOP, SIGCONT after timeout + 2.5 s: every rank fails, named */
   FK_CUT,        /* shutdown() of every socket of the victim */
-  FK_LINK_DOWN,  /* its veth down (network namespaces only); up after the trial */
+  FK_LINK_DOWN,  /* its veth down (network namespaces only; the victim waits for it); up after the trial */
   FK_NUM
 } fault_kind;
 
