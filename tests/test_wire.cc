@@ -290,7 +290,7 @@ TEST(ConnWire, ShmDescRoundTripCutsAndForeignNames) {
     EXPECT_STREQ(back, "");
   }
   kolo_encode_shm_desc(name, b.data());
-  b[3] = 0;  // a NUL inside the name
+  b[1 + 10] = 0;  // a NUL inside the name, past "/kolo-"
   EXPECT_EQ(kolo_decode_shm_desc(b.data(), b.size(), 5, back, why, sizeof why), KOLO_CONN_WIRE_GARBLED);
   EXPECT_TRUE(contains(why, "holds a NUL")) << why;
   b[0] = KOLO_SHM_NAME_BYTES;  // longer than a connector's name
