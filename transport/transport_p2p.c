@@ -66,7 +66,6 @@ static koloResult_t desc_decode(const kolo_conn_setup *s, const char *desc, p2p_
   char why[KOLO_ERR_LEN];
   if (kolo_decode_p2p_desc(desc, KOLO_CONN_DESC_BYTES, s->peer->rank, &w, why, sizeof why) != KOLO_CONN_WIRE_OK)
     return kolo_error(s->eb, koloRemoteError, "%s", why);
-  memset(d, 0, sizeof *d);
   d->mode = w.mode;
   d->dev = w.dev;
   d->bytes = w.bytes;
@@ -198,6 +197,7 @@ static koloResult_t enable_peer(const kolo_conn_setup *s, int peer_dev) {
 static koloResult_t p2p_send_attach(const kolo_conn_setup *s, kolo_connector *c,
                                     const char *desc) {
   p2p_desc d;
+  memset(&d, 0, sizeof d);
   koloResult_t dres = desc_decode(s, desc, &d);
   if (dres != koloSuccess) return dres;
   size_t bytes = block_bytes(s);
