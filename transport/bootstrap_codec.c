@@ -35,6 +35,9 @@ static int get_addr(kolo_wire_in *r, struct sockaddr_storage *a, int allow_none)
   return 0;
 }
 
+void kolo_wire_put_addr(kolo_wire_out *w, const struct sockaddr_storage *a) { put_addr(w, a); }
+int kolo_wire_get_addr(kolo_wire_in *r, struct sockaddr_storage *a) { return get_addr(r, a, 0); }
+
 static void put_peer_info(kolo_wire_out *w, const kolo_peer_info *p) {
   put_addr(w, &p->addr);
   kolo_put_u64(w, p->host_hash);

@@ -162,6 +162,11 @@ koloResult_t kolo_send_refusal(int fd, koloResult_t res, const char *text, const
  * (*version says which). */
 enum { KOLO_WIRE_OK = 0, KOLO_WIRE_GARBLED = -1, KOLO_WIRE_OTHER_VERSION = -2 };
 
+/* An address (KOLO_ADDR_WIRE_BYTES), for the other codecs (conn_wire.h);
+ * get: 0, or -1 when the family is neither 4 nor 6. */
+void kolo_wire_put_addr(kolo_wire_out *w, const struct sockaddr_storage *a);
+int kolo_wire_get_addr(kolo_wire_in *r, struct sockaddr_storage *a);
+
 void kolo_encode_header(uint8_t out[KOLO_WIRE_HDR_BYTES], uint32_t tag, uint64_t len);
 kolo_wire_header kolo_decode_header(const uint8_t in[KOLO_WIRE_HDR_BYTES]);
 

@@ -36,14 +36,6 @@ static int is_candidate(const kolo_conn_mem *mem, uint32_t t) {
   return 0;
 }
 
-typedef struct {
-  uint32_t transport;
-  uint32_t slot_bytes;
-  uint32_t nslots;
-  uint32_t ll_slot_bytes; /* device pipes: LL region per slot; host: 0 */
-  char desc[KOLO_CONN_DESC_BYTES];
-} conn_msg;
-
 static void setup_for(const kolo_conn_set *set, const kolo_conn_request *r, kolo_conn_setup *s) {
   s->job = set->job;
   s->self = kolo_bootstrap_peer(set->bs, kolo_bootstrap_rank(set->bs));
@@ -66,8 +58,8 @@ static koloResult_t recv_create(kolo_bootstrap *bs, const kolo_conn_setup *s,
   for (int i = 0; i < ncand; i++) { /* in the list's order of preference */
     int t = cand[i];
     if (!transports[t]->can_connect(s)) continue;
-    conn_msg msg = {.transport = (uint32_t)t, .slot_bytes = (uint32_t)s->slot_bytes,
-                    .nslots = s->nslots, .ll_slot_bytes = ll_bytes_of(s)};
+    kolo_conn_offer msg = {.transport = (uint32_t)t, .slot_bytes = s->slot_bytes,
+                           .nslots = s->nslots, .ll_slot_bytes = ll_bytes_of(s)};
     kolo_connector *c = r->conn;
     memset(c, 0, sizeof *c);
     c->transport = transports[t];
@@ -75,12 +67,14 @@ static koloResult_t recv_create(kolo_bootstrap *bs, const kolo_conn_setup *s,
     c->channel = r->channel;
     c->nslots = s->nslots;
     c->slot_bytes = s->slot_bytes;
-    koloResult_t res = transports[t]->recv_create(s, c, msg.desc);
+    koloResult_t res = transports[t]->recv_create(s, c, (char *)msg.desc);
     if (res != koloSuccess) return res;
     KOLO_INFO("rank %d: pipe from rank %d (channel %d, tag 0x%x) over %s: %u slots of %zu bytes",
               s->self->rank, r->peer, r->channel, r->tag, transports[t]->name, s->nslots,
               s->slot_bytes);
-    res = kolo_bootstrap_send(bs, r->peer, r->tag, &msg, sizeof msg);
+    uint8_t wire[KOLO_CONN_OFFER_BYTES];
+    kolo_encode_conn_offer(&msg, wire);
+    res = kolo_bootstrap_send(bs, r->peer, r->tag, wire, sizeof wire);
     if (res != koloSuccess) transports[t]->close(c);
     return res;
   }
@@ -95,18 +89,32 @@ static koloResult_t recv_create(kolo_bootstrap *bs, const kolo_conn_setup *s,
                     s->peer->rank, s->self->rank);
 }
 
+/* The receiver's offer, decoded (conn_wire.h): a garbled one is refused
+ * with the decoder's sentence, which names the peer. */
+static koloResult_t read_offer(kolo_bootstrap *bs, const kolo_conn_setup *s, const kolo_conn_request *r,
+                               kolo_conn_offer *msg) {
+  uint8_t wire[KOLO_CONN_OFFER_BYTES];
+  koloResult_t res = kolo_bootstrap_recv(bs, r->peer, r->tag, wire, sizeof wire);
+  if (res != koloSuccess) return res;
+  char why[KOLO_ERR_LEN];
+  if (kolo_decode_conn_offer(wire, sizeof wire, (uint32_t)NTRANSPORTS, r->peer, msg, why, sizeof why) !=
+      KOLO_CONN_WIRE_OK)
+    return kolo_error(s->eb, koloRemoteError, "%s", why);
+  return koloSuccess;
+}
+
 static koloResult_t send_attach(kolo_bootstrap *bs, const kolo_conn_setup *s,
                                 kolo_conn_request *r) {
-  conn_msg msg;
-  koloResult_t res = kolo_bootstrap_recv(bs, r->peer, r->tag, &msg, sizeof msg);
+  kolo_conn_offer msg;
+  koloResult_t res = read_offer(bs, s, r, &msg);
   if (res != koloSuccess) return res;
-  if (msg.transport >= (uint32_t)NTRANSPORTS || msg.slot_bytes != s->slot_bytes ||
+  if (msg.slot_bytes != s->slot_bytes ||
       msg.nslots != s->nslots || msg.ll_slot_bytes != ll_bytes_of(s))
     return kolo_error(s->eb, koloInvalidUsage,
-                      "rank %d offers a pipe of %u slots of %u bytes (LL %u, transport %u), rank %d "
+                      "rank %d offers a pipe of %u slots of %llu bytes (LL %u, transport %u), rank %d "
                       "expects %u of %zu (LL %u): are KOLO_BUFFSIZE / KOLO_NSLOTS / "
                       "KOLO_LL_SLOT_BYTES the same on all ranks?",
-                      r->peer, msg.nslots, msg.slot_bytes, msg.ll_slot_bytes, msg.transport,
+                      r->peer, msg.nslots, (unsigned long long)msg.slot_bytes, msg.ll_slot_bytes, msg.transport,
                       s->self->rank, s->nslots, s->slot_bytes, ll_bytes_of(s));
   if (!is_candidate(s->mem, msg.transport))
     return kolo_error(s->eb, koloInvalidUsage,
@@ -122,7 +130,7 @@ static koloResult_t send_attach(kolo_bootstrap *bs, const kolo_conn_setup *s,
   c->channel = r->channel;
   c->nslots = s->nslots;
   c->slot_bytes = s->slot_bytes;
-  res = c->transport->send_attach(s, c, msg.desc);
+  res = c->transport->send_attach(s, c, (const char *)msg.desc);
   if (res != koloSuccess) return res;
   uint8_t ack = 1;
   res = kolo_bootstrap_send(bs, r->peer, r->tag | ACK_TAG_BIT, &ack, sizeof ack);

@@ -27,24 +27,18 @@
 
 #include "common/config.h"
 #include "common/log.h"
+#include "transport/conn_wire.h"
 #include "transport/net_ib_conn.h"
 #include "transport/socket.h"
 
-#define HANDLE_MAGIC 0x6b696268u /* "kibh" */
 #define HELLO_WAIT_MS 1000
 #define READY_BYTE 'R'
 
 /* Ports one process spreads its connections over. */
 #define IB_MAX_PORTS 16
 
-typedef struct {
-  uint32_t magic;
-  uint16_t family, port;
-  uint8_t addr[16];
-  uint8_t token[IB_TOKEN_BYTES];
-  uint32_t nqps;
-} wire_handle;
-_Static_assert(sizeof(wire_handle) <= KOLO_NET_HANDLE_BYTES, "the ib handle must fit");
+_Static_assert(IB_TOKEN_BYTES == KOLO_NET_TOKEN_BYTES && IB_MAX_QPS <= KOLO_NET_MAX_STREAMS,
+               "the handle (conn_wire.h) carries the token and QP count");
 
 typedef struct {
   int fd;
@@ -77,14 +71,9 @@ koloResult_t kolo_ib_listen(const struct sockaddr_storage *local, int dev, kolo_
     free(l);
     return res;
   }
-  wire_handle w;
-  memset(&w, 0, sizeof w);
-  w.magic = HANDLE_MAGIC;
-  kolo_addr_to_wire(&l->addr, &w.family, &w.port, w.addr);
+  kolo_net_listen_info w = {KOLO_NET_HANDLE_IB_MAGIC, l->addr, {0}, (uint32_t)l->nqps};
   memcpy(w.token, l->token, IB_TOKEN_BYTES);
-  w.nqps = (uint32_t)l->nqps;
-  memset(handle, 0, sizeof *handle);
-  memcpy(handle->bytes, &w, sizeof w);
+  kolo_encode_net_handle(&w, handle);
   *lcomm = l;
   return koloSuccess;
 }
@@ -317,17 +306,12 @@ static koloResult_t send_hello(ib_comm *c, int64_t deadline, kolo_errbuf *eb) {
 
 koloResult_t kolo_ib_connect(const kolo_net_handle *handle, int dev, int64_t deadline, int timeout_ms,
                              const char *who, void **comm, kolo_errbuf *eb) {
-  wire_handle w;
-  memcpy(&w, handle->bytes, sizeof w);
-  if (w.magic != HANDLE_MAGIC)
-    return kolo_error(eb, koloInvalidUsage, "%s's network handle is not an ib one (is KOLO_NET the same there?)",
-                      who);
-  if (w.nqps < 1 || w.nqps > IB_MAX_QPS)
-    return kolo_error(eb, koloRemoteError, "%s offers an ib connection of %u QPs (1..%d)", who, w.nqps,
-                      IB_MAX_QPS);
-  struct sockaddr_storage addr;
-  kolo_addr_from_wire(w.family, w.port, w.addr, &addr);
-  ib_comm *c = comm_new(1, (int)w.nqps, who);
+  kolo_net_listen_info w;
+  char why[KOLO_ERR_LEN];
+  if (kolo_decode_net_handle(handle, KOLO_NET_HANDLE_IB_MAGIC, who, &w, why, sizeof why) != KOLO_CONN_WIRE_OK)
+    return kolo_error(eb, koloRemoteError, "%s", why);
+  struct sockaddr_storage addr = w.addr;
+  ib_comm *c = comm_new(1, (int)w.nconns, who);
   if (c == NULL) return kolo_error(eb, koloSystemError, "out of memory connecting to %s", who);
   koloResult_t res = make_verbs(c, dev, eb);
   if (res == koloSuccess) res = kolo_sock_connect(&addr, deadline, timeout_ms, who, eb, &c->fd);

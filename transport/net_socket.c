@@ -30,24 +30,19 @@
 
 #include "common/config.h"
 #include "common/log.h"
+#include "transport/conn_wire.h"
 #include "transport/net.h"
 #include "transport/net_wire.h"
 #include "transport/socket.h"
 
 #define TOKEN_BYTES KOLO_SOCK_TOKEN_BYTES
+_Static_assert(TOKEN_BYTES == KOLO_NET_TOKEN_BYTES, "the handle carries the hello's token");
 #define CTRL_MSG KOLO_SOCK_CTRL_BYTES
 #define CTRL_OBUF 4096
 #define HELLO_WAIT_MS 1000
 #define HDR_BYTES KOLO_SOCK_FRAME_BYTES
 /* Regions below nstreams x this travel on fewer streams. */
 #define MIN_PART_BYTES ((size_t)64 << 10)
-
-typedef struct {
-  uint16_t family, port;
-  uint8_t addr[16];
-  uint8_t token[TOKEN_BYTES];
-  uint32_t nstreams;
-} wire_handle;
 
 typedef struct {
   int fd;
@@ -97,19 +92,11 @@ static koloResult_t sock_devices(int *ndev, kolo_errbuf *eb) {
   return koloSuccess;
 }
 
+/* The handle on the wire (conn_wire.h): address, token, streams. */
 static void handle_encode(const sock_listen *l, kolo_net_handle *h) {
-  wire_handle w;
-  memset(&w, 0, sizeof w);
-  kolo_addr_to_wire(&l->addr, &w.family, &w.port, w.addr);
+  kolo_net_listen_info w = {KOLO_NET_HANDLE_SOCK_MAGIC, l->addr, {0}, (uint32_t)l->nstreams};
   memcpy(w.token, l->token, TOKEN_BYTES);
-  w.nstreams = (uint32_t)l->nstreams;
-  memset(h, 0, sizeof *h);
-  memcpy(h->bytes, &w, sizeof w);
-}
-
-static void handle_decode(const kolo_net_handle *h, struct sockaddr_storage *addr, wire_handle *w) {
-  memcpy(w, h->bytes, sizeof *w);
-  kolo_addr_from_wire(w->family, w->port, w->addr, addr);
+  kolo_encode_net_handle(&w, h);
 }
 
 static koloResult_t sock_listen_fn(const struct sockaddr_storage *local, int dev, kolo_net_handle *handle,
@@ -165,13 +152,12 @@ static void sock_close(void *comm) {
 static koloResult_t sock_connect(const kolo_net_handle *handle, int dev, int64_t deadline, int timeout_ms,
                                  const char *who, void **comm, kolo_errbuf *eb) {
   (void)dev;
-  struct sockaddr_storage addr;
-  wire_handle w;
-  handle_decode(handle, &addr, &w);
-  if (w.nstreams < 1 || w.nstreams > KOLO_NET_MAX_STREAMS)
-    return kolo_error(eb, koloRemoteError, "%s offers a network pipe of %u streams (1..%d)", who,
-                      w.nstreams, KOLO_NET_MAX_STREAMS);
-  sock_comm *c = comm_new(1, (int)w.nstreams, who);
+  kolo_net_listen_info w;
+  char why[KOLO_ERR_LEN];
+  if (kolo_decode_net_handle(handle, KOLO_NET_HANDLE_SOCK_MAGIC, who, &w, why, sizeof why) != KOLO_CONN_WIRE_OK)
+    return kolo_error(eb, koloRemoteError, "%s", why);
+  struct sockaddr_storage addr = w.addr;
+  sock_comm *c = comm_new(1, (int)w.nconns, who);
   if (c == NULL) return kolo_error(eb, koloSystemError, "out of memory connecting to %s", who);
   koloResult_t res = koloSuccess;
   for (int i = 0; i <= c->nstreams && res == koloSuccess; i++) {
@@ -180,7 +166,7 @@ static koloResult_t sock_connect(const kolo_net_handle *handle, int dev, int64_t
     if (res != koloSuccess) break;
     if (i == 0) c->ctrl_fd = fd;
     else c->fds[i - 1] = fd;
-    kolo_sock_hello h = {(uint32_t)i, w.nstreams, {0}};
+    kolo_sock_hello h = {(uint32_t)i, w.nconns, {0}};
     memcpy(h.token, w.token, TOKEN_BYTES);
     uint8_t m[KOLO_SOCK_HELLO_BYTES];
     kolo_encode_sock_hello(&h, m);

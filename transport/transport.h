@@ -16,9 +16,8 @@
 #define KOLO_TRANSPORT_TRANSPORT_H
 
 #include "transport/bootstrap.h"
+#include "transport/conn_wire.h"
 #include "transport/connector.h"
-
-#define KOLO_CONN_DESC_BYTES 128
 
 /* Where a communicator's pipes live.  NULL or memory == koloMemHost: host
  * memory (local, shm).  koloMemCuda: device memory of cuda_dev (p2p), with

@@ -3,6 +3,7 @@
  * The receiver allocates control block + slots and passes the pointer; both
  * ends hold a reference and the last one to close frees the memory, so
  * neither end has to outlive the other. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,14 +29,19 @@ static koloResult_t local_recv_create(const kolo_conn_setup *s, kolo_connector *
   c->slots = (char *)mem + KOLO_CONN_CTRL_BYTES;
   c->mem = mem;
   c->mem_bytes = bytes;
-  memcpy(desc, &mem, sizeof mem);
+  /* The address means something in this process only: the sender is in
+   * it (local_can_connect), yet it still travels as a little-endian u64. */
+  kolo_encode_local_desc((uint64_t)(uintptr_t)mem, (uint8_t *)desc);
   return koloSuccess;
 }
 
 static koloResult_t local_send_attach(const kolo_conn_setup *s, kolo_connector *c,
                                       const char *desc) {
-  void *mem;
-  memcpy(&mem, desc, sizeof mem);
+  uint64_t addr;
+  char why[KOLO_ERR_LEN];
+  if (kolo_decode_local_desc(desc, KOLO_CONN_DESC_BYTES, s->peer->rank, &addr, why, sizeof why) != KOLO_CONN_WIRE_OK)
+    return kolo_error(s->eb, koloRemoteError, "%s", why);
+  void *mem = (void *)(uintptr_t)addr;
   c->ctrl = mem;
   c->slots = (char *)mem + KOLO_CONN_CTRL_BYTES;
   c->mem = mem;

@@ -35,11 +35,10 @@
 #include "transport/socket.h"
 #include "transport/transport.h"
 
-_Static_assert(KOLO_NET_HANDLE_BYTES <= KOLO_CONN_DESC_BYTES, "net handle must fit a descriptor");
-
-/* The descriptor carries the provider's name after its handle, so a sender
- * whose KOLO_NET differs fails with a sentence instead of misreading it. */
-#define DESC_NAME_BYTES 16
+/* The descriptor (conn_wire.h) carries the provider's name after its
+ * handle, so a sender whose KOLO_NET differs fails with a sentence instead
+ * of misreading it. */
+#define DESC_NAME_BYTES KOLO_NET_PROVIDER_BYTES
 _Static_assert(KOLO_NET_HANDLE_BYTES + DESC_NAME_BYTES <= KOLO_CONN_DESC_BYTES, "provider name must fit");
 
 int kolo_net_between(const kolo_peer_info *a, const kolo_peer_info *b) {
@@ -198,9 +197,7 @@ static koloResult_t net_recv_create(const kolo_conn_setup *s, kolo_connector *c,
     c->transport->close(c);
     return res;
   }
-  memset(desc, 0, KOLO_CONN_DESC_BYTES);
-  memcpy(desc, &h, sizeof h);
-  snprintf(desc + KOLO_NET_HANDLE_BYTES, DESC_NAME_BYTES, "%s", p->net->name);
+  kolo_encode_net_desc(&h, p->net->name, (uint8_t *)desc);
   return koloSuccess;
 }
 
@@ -220,10 +217,13 @@ static koloResult_t net_send_attach(const kolo_conn_setup *s, kolo_connector *c,
   if (res != koloSuccess) return res;
   kolo_net_pipe *p = c->mem;
   kolo_net_handle h;
-  memcpy(&h, desc, sizeof h);
-  char theirs[DESC_NAME_BYTES];
-  memcpy(theirs, desc + KOLO_NET_HANDLE_BYTES, sizeof theirs);
-  theirs[sizeof theirs - 1] = '\0';
+  char theirs[DESC_NAME_BYTES], why[KOLO_ERR_LEN];
+  if (kolo_decode_net_desc(desc, KOLO_CONN_DESC_BYTES, s->peer->rank, &h, theirs, why, sizeof why) !=
+      KOLO_CONN_WIRE_OK) {
+    res = kolo_error(s->eb, koloRemoteError, "%s", why);
+    c->transport->close(c);
+    return res;
+  }
   if (strcmp(theirs, p->net->name) != 0) {
     res = kolo_error(s->eb, koloInvalidUsage,
                      "%s listens with the %s network provider, this rank uses %s (set the same KOLO_NET "

@@ -22,6 +22,7 @@
  * never touches the legacy stream: clearing uses the communicator's
  * non-blocking setup stream (kolo_conn_mem.cuda_stream). */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,7 +34,7 @@
 
 #define KOLO_DEV_CTRL_BYTES 4096 /* slots start 4 KiB aligned */
 
-enum { P2P_LOCAL = 1, P2P_IPC = 2 };
+enum { P2P_LOCAL = KOLO_P2P_LOCAL, P2P_IPC = KOLO_P2P_IPC };
 
 /* Same-process pipes: both ends hold a reference, the last frees. */
 typedef struct {
@@ -42,6 +43,8 @@ typedef struct {
   void *dptr;
 } p2p_share;
 
+/* The descriptor as the code uses it; on the wire it is a kolo_p2p_desc
+ * (conn_wire.h): the pointer as a u64, the IPC handle as its 64 bytes. */
 typedef struct {
   uint32_t mode;   /* P2P_LOCAL or P2P_IPC */
   int32_t dev;     /* the receiver's device ordinal (in its process) */
@@ -50,7 +53,26 @@ typedef struct {
   cudaIpcMemHandle_t ipc;   /* P2P_IPC */
 } p2p_desc;
 
-_Static_assert(sizeof(p2p_desc) <= KOLO_CONN_DESC_BYTES, "p2p descriptor too large");
+_Static_assert(sizeof(cudaIpcMemHandle_t) == KOLO_P2P_IPC_BYTES, "a CUDA IPC handle is 64 opaque bytes");
+
+static void desc_encode(const p2p_desc *d, char *desc) {
+  kolo_p2p_desc w = {d->mode, d->dev, d->bytes, (uint64_t)(uintptr_t)d->share, {0}};
+  if (d->mode == P2P_IPC) memcpy(w.ipc, &d->ipc, sizeof w.ipc);
+  kolo_encode_p2p_desc(&w, (uint8_t *)desc);
+}
+
+static koloResult_t desc_decode(const kolo_conn_setup *s, const char *desc, p2p_desc *d) {
+  kolo_p2p_desc w;
+  char why[KOLO_ERR_LEN];
+  if (kolo_decode_p2p_desc(desc, KOLO_CONN_DESC_BYTES, s->peer->rank, &w, why, sizeof why) != KOLO_CONN_WIRE_OK)
+    return kolo_error(s->eb, koloRemoteError, "%s", why);
+  d->mode = w.mode;
+  d->dev = w.dev;
+  d->bytes = w.bytes;
+  d->share = (p2p_share *)(uintptr_t)w.share;
+  memcpy(&d->ipc, w.ipc, sizeof w.ipc);
+  return koloSuccess;
+}
 
 /* Drops one reference; the last frees the block on its own device. */
 static void share_release(p2p_share *sh) {
@@ -147,7 +169,7 @@ static koloResult_t p2p_recv_create(const kolo_conn_setup *s, kolo_connector *c,
   map_block(s, c, base, bytes);
   c->dev.share = d.share;
   c->dev.ipc_mapped = 0;
-  memcpy(desc, &d, sizeof d);
+  desc_encode(&d, desc);
   return koloSuccess;
 }
 
@@ -175,7 +197,9 @@ static koloResult_t enable_peer(const kolo_conn_setup *s, int peer_dev) {
 static koloResult_t p2p_send_attach(const kolo_conn_setup *s, kolo_connector *c,
                                     const char *desc) {
   p2p_desc d;
-  memcpy(&d, desc, sizeof d);
+  memset(&d, 0, sizeof d);
+  koloResult_t dres = desc_decode(s, desc, &d);
+  if (dres != koloSuccess) return dres;
   size_t bytes = block_bytes(s);
   if (d.bytes != bytes || (d.mode != P2P_LOCAL && d.mode != P2P_IPC))
     return kolo_error(s->eb, koloInvalidUsage,

@@ -15,6 +15,8 @@
 #include "common/config.h"
 #include "transport/transport.h"
 
+_Static_assert(sizeof(((kolo_connector *)0)->name) == KOLO_SHM_NAME_BYTES, "shm names fit the wire");
+
 static int shm_can_connect(const kolo_conn_setup *s) {
   return s->self->host_hash == s->peer->host_hash && kolo_param_int("KOLO_SHM_DISABLE") == 0;
 }
@@ -46,7 +48,7 @@ static koloResult_t shm_recv_create(const kolo_conn_setup *s, kolo_connector *c,
   res = shm_map(s, c, fd, bytes);
   if (res != koloSuccess) goto unlink_name;
   close(fd);
-  memcpy(desc, c->name, sizeof c->name);
+  kolo_encode_shm_desc(c->name, (uint8_t *)desc);
   return koloSuccess;
 unlink_name:
   shm_unlink(c->name);
@@ -57,8 +59,9 @@ unlink_name:
 
 static koloResult_t shm_send_attach(const kolo_conn_setup *s, kolo_connector *c,
                                     const char *desc) {
-  memcpy(c->name, desc, sizeof c->name);
-  c->name[sizeof c->name - 1] = '\0';
+  char why[KOLO_ERR_LEN];
+  if (kolo_decode_shm_desc(desc, KOLO_CONN_DESC_BYTES, s->peer->rank, c->name, why, sizeof why) != KOLO_CONN_WIRE_OK)
+    return kolo_error(s->eb, koloRemoteError, "%s", why);
   int fd = shm_open(c->name, O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) return kolo_syserror(s->eb, errno, "cannot open shm segment %s of rank %d", c->name,
                                    s->peer->rank);

@@ -15,8 +15,10 @@
 #include <string.h>
 
 /* The revision of every message format kolo speaks; the first message of
- * each connection carries it.  1: host-order C structs (before versioning). */
-#define KOLO_WIRE_VERSION 2u
+ * each connection carries it.  1: host-order C structs (before versioning);
+ * 2: pipe offers, transport descriptors and net handles still host-order
+ * structs inside bootstrap messages (conn_wire.h encodes them since 3). */
+#define KOLO_WIRE_VERSION 3u
 
 typedef struct {
   uint8_t *p;

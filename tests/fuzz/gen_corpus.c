@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 
 #include "transport/bootstrap_wire.h"
+#include "transport/conn_wire.h"
 #include "transport/net_wire.h"
 
 static void put_file(const char *target, const char *name, const uint8_t *p, size_t n) {
@@ -124,10 +125,52 @@ static void net_corpus(void) {
   put_file("ib_handshake", "ib_1qp", b, sizeof b);
 }
 
+/* One offer per transport, as connect.c sends it (transport numbers as in
+ * its table: local 0, shm 1, p2p 2, net 3). */
+static void put_offer(const char *name, uint32_t transport, const uint8_t desc[KOLO_CONN_DESC_BYTES]) {
+  kolo_conn_offer o = {transport, 1 << 20, 8, transport == 2 ? 4096 : 0, {0}};
+  memcpy(o.desc, desc, sizeof o.desc);
+  uint8_t m[KOLO_CONN_OFFER_BYTES];
+  kolo_encode_conn_offer(&o, m);
+  put_file("conn_desc", name, m, sizeof m);
+}
+
+static void conn_corpus(void) {
+  uint8_t d[KOLO_CONN_DESC_BYTES];
+  kolo_encode_local_desc(0x00007f0012345000ull, d);
+  put_offer("local", 0, d);
+  kolo_encode_shm_desc("/kolo-00000000deadbeef-4242-1-0-1000", d);
+  put_offer("shm", 1, d);
+  kolo_p2p_desc p = {KOLO_P2P_LOCAL, 0, 4096 + (8 << 20), 0x00007f00aabbcc00ull, {0}};
+  kolo_encode_p2p_desc(&p, d);
+  put_offer("p2p_local", 2, d);
+  p = (kolo_p2p_desc){KOLO_P2P_IPC, 1, 4096 + (8 << 20), 0, {0}};
+  memset(p.ipc, 0xa5, sizeof p.ipc);
+  kolo_encode_p2p_desc(&p, d);
+  put_offer("p2p_ipc", 2, d);
+  kolo_net_listen_info l = {KOLO_NET_HANDLE_SOCK_MAGIC, info(1).addr, {0}, 2};
+  memset(l.token, 0x3c, sizeof l.token);
+  kolo_net_handle h;
+  kolo_encode_net_handle(&l, &h);
+  kolo_encode_net_desc(&h, "socket", d);
+  put_offer("net_socket", 3, d);
+  struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&l.addr;
+  memset(&l.addr, 0, sizeof l.addr);
+  a6->sin6_family = AF_INET6;
+  a6->sin6_port = htons(41000);
+  a6->sin6_addr.s6_addr[15] = 1;
+  l.magic = KOLO_NET_HANDLE_IB_MAGIC;
+  l.nconns = 4;
+  kolo_encode_net_handle(&l, &h);
+  kolo_encode_net_desc(&h, "ib", d);
+  put_offer("net_ib6", 3, d);
+}
+
 int main(void) {
   root_hello();
   root_reply();
   mesh_hello();
   net_corpus();
+  conn_corpus();
   return 0;
 }
