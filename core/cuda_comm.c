@@ -386,9 +386,12 @@ koloResult_t kolo_cuda_comm_p2p_ready(struct koloComm *c, int peer, int is_send)
 
 /* ---- failure ------------------------------------------------------------- */
 
-static void stop_end(const kolo_dev_conn *d, uint32_t *src, cudaStream_t st) {
+/* The stop word (KOLO_CW_STOP_SRC) into end d, after the mismatch report
+ * (KOLO_CW_REPORT_SRC) when `report`. */
+static void stop_end(kolo_cuda_comm *cc, const kolo_dev_conn *d, int report, cudaStream_t st) {
   if (d->step == NULL || d->stop == NULL) return;
-  cudaError_t e = cudaMemcpyAsync(d->stop, src, sizeof *src, cudaMemcpyDefault, st);
+  if (report) kolo_cuda_mismatch_copy(cc, d, st);
+  cudaError_t e = cudaMemcpyAsync(d->stop, &cc->words[KOLO_CW_STOP_SRC], sizeof(uint32_t), cudaMemcpyDefault, st);
   if (e != cudaSuccess) KOLO_WARN("writing a stop word for rank %d failed: %s", d->peer, cudaGetErrorString(e));
 }
 
@@ -401,18 +404,20 @@ void kolo_cuda_comm_stop_all(struct koloComm *c, int reason) {
    * stream has drained. */
   volatile uint32_t *src = &cc->words[KOLO_CW_STOP_SRC];
   *src = KOLO_DEV_STOP_WORD(reason, c->rank);
+  /* calls that do not match: the report goes before each stop word */
+  const int report = reason == KOLO_STOP_MISMATCH && kolo_cuda_mismatch_stage(cc);
   for (int ch = 0; ch < c->nchannels; ch++) {
-    stop_end(&cc->ring_send[ch], (uint32_t *)src, st);
-    stop_end(&cc->ring_recv[ch], (uint32_t *)src, st);
+    stop_end(cc, &cc->ring_send[ch], report, st);
+    stop_end(cc, &cc->ring_recv[ch], report, st);
     for (int k = 0; k < 2; k++) {
-      stop_end(&cc->hier_send[k][ch], (uint32_t *)src, st);
-      stop_end(&cc->hier_recv[k][ch], (uint32_t *)src, st);
+      stop_end(cc, &cc->hier_send[k][ch], report, st);
+      stop_end(cc, &cc->hier_recv[k][ch], report, st);
     }
   }
   size_t np = (size_t)c->nranks * (size_t)c->nchannels;
   for (size_t k = 0; cc->p2p_send && k < np; k++) {
-    stop_end(&cc->p2p_send[k], (uint32_t *)src, st);
-    stop_end(&cc->p2p_recv[k], (uint32_t *)src, st);
+    stop_end(cc, &cc->p2p_send[k], report, st);
+    stop_end(cc, &cc->p2p_recv[k], report, st);
   }
   cudaError_t e = cudaStreamSynchronize(st);
   if (e != cudaSuccess) KOLO_WARN("rank %d: writing stop words failed: %s", c->rank, cudaGetErrorString(e));
@@ -439,11 +444,22 @@ koloResult_t kolo_cuda_comm_status(struct koloComm *c) {
   case KOLO_DEV_TIMEOUT: res = koloTimeout; reason = KOLO_STOP_TIMEOUT; break;
   case KOLO_DEV_PEER_STOPPED: res = koloRemoteError; break;
   case KOLO_DEV_CONCURRENT: res = koloInvalidUsage; break;
+  case KOLO_DEV_MISMATCH: res = koloInvalidUsage; break;
   default: res = koloInternalError; break;
+  }
+  /* calls that do not match, found here or passed on by a peer's stop word */
+  const uint32_t word = why == KOLO_DEV_MISMATCH || why == KOLO_DEV_PEER_STOPPED ? kolo_cuda_status_word(cc) : 0;
+  if ((word >> 24) == KOLO_STOP_MISMATCH) {
+    res = koloInvalidUsage;
+    reason = KOLO_STOP_MISMATCH;
   }
   int expected = koloSuccess;
   if (!atomic_compare_exchange_strong(&c->failed, &expected, (int)res)) return (koloResult_t)expected;
+  if (reason == KOLO_STOP_MISMATCH) why = KOLO_DEV_MISMATCH; /* the sentence below */
   switch (why) {
+  case KOLO_DEV_MISMATCH:
+    kolo_cuda_mismatch_error(c, (int)(word & 0xffffffu) - 1 == c->rank, word);
+    break;
   case KOLO_DEV_ABORTED:
     kolo_error(&c->err, res, "rank %d: a kernel of this communicator stopped: koloCommAbort was called", c->rank);
     break;

@@ -60,7 +60,7 @@ CUDA_TESTS='^(Cuda|AllTypesOps/CudaReduceTest|FusionCuda|NcclLayer|NcclEnv|NcclP
 # and LL), all-to-all and gather of 3 ranks (a block moving between its
 # peers' pipes), abort and timeout.
 CUDA_TSAN_TESTS='CudaReduceTest.MatchesReference/(int8_max|float32_sum|bfloat16_avg|float64_copy)$|CudaGrid.SmallCounts/.*_[23]ranks|CudaPeerGrid.SmallCounts/(AlltoAll|Gather)_3ranks|CudaAbort|CudaTimeout'
-SIM_TARGETS=(kolo kolo-perf test_e2e_cuda test_cuda_reduce test_cuda_plan test_fusion nccl test_nccl_layer test_nccl_dlopen)
+SIM_TARGETS=(kolo kolo-perf test_e2e_cuda test_cuda_mismatch test_cuda_reduce test_cuda_plan test_fusion nccl test_nccl_layer test_nccl_dlopen)
 sim_build() { # dir, extra cmake args...
   local dir=$1
   shift
