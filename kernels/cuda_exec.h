@@ -31,7 +31,17 @@
  * `status` (mapped host memory, system-scope CAS) and the block writes a stop
  * word into its connector ends (a peer's stop word is passed on unchanged,
  * naming the rank where the failure started) so that the ranks waiting on it
- * stop too.
+ * stop too.  A block also leaves when another block of its launch stopped
+ * (status set), passing that block's stop word on.
+ *
+ * Calls that do not match (issue 15): a single-peer task stamps its call's
+ * signature (kolo_dev_sig, below) into each send end's control page on the
+ * first slice of the call, and on the first slice it receives waits for the
+ * sender's before it waits for the slice, clears it and compares.  A
+ * mismatch stops the block with KOLO_DEV_MISMATCH, the report (both ranks
+ * and calls) in the status words and in each of its pipes' report slots,
+ * then the stop word KOLO_STOP_MISMATCH; a block that stops on such a word
+ * passes the report on.  Multi-peer tasks do not check (yet).
  *
  * What the launcher checks (cudaErrorInvalidValue otherwise): one dtype and
  * one protocol per launch, elem_size == sizeof(T), equal send and receive

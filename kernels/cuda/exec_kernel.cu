@@ -51,7 +51,15 @@
  * stop too (KOLO_DEV_STOP_WORD(abort 2 / timeout 4, batch.rank), or the
  * stopped peer's word passed on); the block leaves at the next barrier
  * (__syncthreads_or of every thread's verdict, so every thread takes the
- * same way out). */
+ * same way out).  A waiting block also leaves once another block of its
+ * launch stopped (the status word): a peer with fewer channels in this
+ * call has no block to stop it.
+ *
+ * Call signatures (single-peer tasks; see kernels/cuda_exec.h): thread 0
+ * stamps its call's on the first slice it sends through its send end, once
+ * the slot is free, and checks the sender's on the first slice it receives,
+ * before waiting for that slice (a count that differs may have put the two
+ * ranks on different protocols), so the per-slice path is unchanged. */
 #ifndef KOLO_HAVE_CUDA
 #define KOLO_HAVE_CUDA 1
 #endif
