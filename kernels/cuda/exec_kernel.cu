@@ -282,20 +282,32 @@ __device__ __forceinline__ kolo_dev_sig read_sig(kolo_dev_sig *p) {
   return s;
 }
 
-/* This rank found calls that differ: the report (the higher rank first, as
- * the host executor writes it) into the status words and the task's pipes,
- * with the stop word KOLO_STOP_MISMATCH. */
-__device__ KOLO_OUT_OF_LINE void found_mismatch(const kolo_dev_batch &b, const kolo_dev_task &t, int32_t peer,
-                                                const kolo_dev_sig &mine, const kolo_dev_sig &theirs) {
-  const bool me_first = b.rank > peer;
-  kolo_dev_report r;
-  r.rank[0] = me_first ? b.rank : peer;
-  r.rank[1] = me_first ? peer : b.rank;
-  r.sig[0] = me_first ? mine : theirs;
-  r.sig[1] = me_first ? theirs : mine;
-  uint32_t w[KOLO_DEV_REPORT_WORDS];
-  memcpy(w, &r, sizeof w);
-  leave_with(b, t, KOLO_DEV_MISMATCH, KOLO_DEV_STOP_WORD(kStopMismatch, b.rank), peer, w);
+/* A signature as the 6 words of a report (kolo_dev_sig's layout). */
+__device__ __forceinline__ void put_sig(uint32_t *w, kolo_dev_sig s) {
+  st_relaxed(w, (uint32_t)s.count);
+  st_relaxed(w + 1, (uint32_t)(s.count >> 32));
+  st_relaxed(w + 2, s.seq);
+  st_relaxed(w + 3, (uint32_t)s.root);
+  st_relaxed(w + 4, (uint32_t)s.coll | ((uint32_t)s.type << 8) | ((uint32_t)s.op << 16) | ((uint32_t)s.set << 24));
+}
+
+/* This rank found, on receive end R, calls that differ: the report (the
+ * higher rank first, as the host executor writes it) into R's report slot
+ * (unless one is there), from where it goes into the status words and the
+ * task's other pipes, with the stop word KOLO_STOP_MISMATCH.  (Built in
+ * place, not in a local array: the kernels keep no stack frame.) */
+__device__ KOLO_OUT_OF_LINE void found_mismatch(const kolo_dev_batch &b, const kolo_dev_task &t,
+                                                const kolo_dev_conn *R, kolo_dev_sig mine, kolo_dev_sig theirs) {
+  uint32_t *slot = report_slot(R);
+  const bool me_first = b.rank > R->peer;
+  if (ld_relaxed(slot) == 0) {
+    st_relaxed(slot + 2, (uint32_t)(me_first ? b.rank : R->peer));
+    st_relaxed(slot + 3, (uint32_t)(me_first ? R->peer : b.rank));
+    put_sig(slot + 4, me_first ? mine : theirs);
+    put_sig(slot + 10, me_first ? theirs : mine);
+    st_release(slot, 2u);
+  }
+  leave(b, t, KOLO_DEV_MISMATCH, KOLO_DEV_STOP_WORD(kStopMismatch, b.rank), R->peer, slot);
 }
 
 /* Thread 0, before the first slice of its call through receive end R, and
@@ -320,7 +332,7 @@ __device__ KOLO_OUT_OF_LINE bool check_sig(const kolo_dev_batch &b, const kolo_d
   kolo_dev::st_relaxed_u8(&p->set, 0u); /* before head moves past this step (release) */
   const kolo_dev_sig mine = my_sig(b, t);
   if (same_call(mine, theirs)) return true;
-  found_mismatch(b, t, R->peer, mine, theirs);
+  found_mismatch(b, t, R, mine, theirs);
   kolo_dev::hint_set(s_stop, 1);
   return false;
 }
