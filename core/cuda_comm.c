@@ -434,6 +434,7 @@ koloResult_t kolo_cuda_comm_status(struct koloComm *c) {
   if (res != koloSuccess || cc == NULL || cc->words == NULL) return res;
   uint32_t why = __atomic_load_n(&cc->words[KOLO_CW_STATUS], __ATOMIC_ACQUIRE);
   if (why == KOLO_DEV_OK) return koloSuccess;
+  if (kolo_cuda_status_mismatch(c, why, &res)) return res; /* calls that do not match (cuda_mismatch.c) */
   /* task and peer are written right after `why`: a reader racing the
    * kernel may see them a moment late (0); the sentence stays true. */
   uint32_t task = __atomic_load_n(&cc->words[KOLO_CW_STATUS + 1], __ATOMIC_ACQUIRE);
@@ -444,22 +445,11 @@ koloResult_t kolo_cuda_comm_status(struct koloComm *c) {
   case KOLO_DEV_TIMEOUT: res = koloTimeout; reason = KOLO_STOP_TIMEOUT; break;
   case KOLO_DEV_PEER_STOPPED: res = koloRemoteError; break;
   case KOLO_DEV_CONCURRENT: res = koloInvalidUsage; break;
-  case KOLO_DEV_MISMATCH: res = koloInvalidUsage; break;
   default: res = koloInternalError; break;
-  }
-  /* calls that do not match, found here or passed on by a peer's stop word */
-  const uint32_t word = why == KOLO_DEV_MISMATCH || why == KOLO_DEV_PEER_STOPPED ? kolo_cuda_status_word(cc) : 0;
-  if ((word >> 24) == KOLO_STOP_MISMATCH) {
-    res = koloInvalidUsage;
-    reason = KOLO_STOP_MISMATCH;
   }
   int expected = koloSuccess;
   if (!atomic_compare_exchange_strong(&c->failed, &expected, (int)res)) return (koloResult_t)expected;
-  if (reason == KOLO_STOP_MISMATCH) why = KOLO_DEV_MISMATCH; /* the sentence below */
   switch (why) {
-  case KOLO_DEV_MISMATCH:
-    kolo_cuda_mismatch_error(c, (int)(word & 0xffffffu) - 1 == c->rank, word);
-    break;
   case KOLO_DEV_ABORTED:
     kolo_error(&c->err, res, "rank %d: a kernel of this communicator stopped: koloCommAbort was called", c->rank);
     break;

@@ -6,9 +6,10 @@
  *
  *  - the device (config.cudaDev, or the current one), selected on the
  *    calling thread at init and again by every later call of the comm;
- *  - an abort word and three status words in mapped pinned host memory:
+ *  - an abort word and the status words in mapped pinned host memory:
  *    kernels poll the abort word (koloCommAbort sets it) and write why they
- *    stopped into the status words (read by koloCommGetAsyncError);
+ *    stopped into the status words (read by koloCommGetAsyncError), with a
+ *    mismatch report when calls did not match;
  *  - device copies of every step program the comm can run (each collective,
  *    each root of broadcast and reduce, each peer of send and recv, and the
  *    three phases of the hierarchical all-reduce where the hosts allow it)
@@ -124,12 +125,12 @@ const kolo_conn_mem *kolo_comm_conn_mem(const struct koloComm *c);
 koloResult_t kolo_cuda_comm_status(struct koloComm *c);
 /* Marks every existing pipe end of the comm as stopped by this rank. */
 void kolo_cuda_comm_stop_all(struct koloComm *c, int reason);
-/* Calls that do not match (cuda_mismatch.c).  The stop word the kernels
- * sent (the status words'), 0 when none shows within a moment. */
-uint32_t kolo_cuda_status_word(kolo_cuda_comm *cc);
-/* Records the sentence naming both calls (the status words' report; found
- * here, or by the rank of the stop word `word`); returns koloInvalidUsage. */
-koloResult_t kolo_cuda_mismatch_error(struct koloComm *c, int found_here, uint32_t word);
+/* Calls that do not match (cuda_mismatch.c): when the kernels' status
+ * (why) is a mismatch found here or a peer's stop word for one, fails the
+ * comm (koloInvalidUsage; *res: the comm's failure) with the sentence
+ * naming both calls (the status words' report), passes the report and the
+ * stop word on to every pipe, and returns 1; else 0. */
+int kolo_cuda_status_mismatch(struct koloComm *c, uint32_t why, koloResult_t *res);
 /* Stop_all's report: copies the status words' report to the copies'
  * source (1), or finds none (0); then kolo_cuda_mismatch_copy leaves it in
  * end d (on `stream`, a cudaStream_t), before its stop word. */

@@ -45,7 +45,7 @@ static void nap(void) {
 /* The status words' stop word and report: the kernel that stopped first
  * writes them right after the status word, so a reader that came between
  * waits a little (0 / no report after that: none). */
-uint32_t kolo_cuda_status_word(kolo_cuda_comm *cc) {
+static uint32_t kolo_cuda_status_word(kolo_cuda_comm *cc) {
   uint32_t word = 0;
   for (int i = 0; i < 1000 && (word = __atomic_load_n(&cc->words[KOLO_CW_STATUS + KOLO_DEV_STATUS_WORD],
                                                       __ATOMIC_ACQUIRE)) == 0;
@@ -63,7 +63,7 @@ static int status_report(kolo_cuda_comm *cc, kolo_call_mismatch *m) {
   return 1;
 }
 
-koloResult_t kolo_cuda_mismatch_error(struct koloComm *c, int found_here, uint32_t word) {
+static koloResult_t kolo_cuda_mismatch_error(struct koloComm *c, int found_here, uint32_t word) {
   kolo_call_mismatch m;
   char text[KOLO_MISMATCH_TEXT];
   const int who = (int)(word & 0xffffffu) - 1;
@@ -74,6 +74,21 @@ koloResult_t kolo_cuda_mismatch_error(struct koloComm *c, int found_here, uint32
   if (found_here) return kolo_error(&c->err, koloInvalidUsage, "rank %d: calls do not match: %s", c->rank, text);
   return kolo_error(&c->err, koloInvalidUsage, "rank %d: calls do not match: %s (found by rank %d)", c->rank, text,
                     who);
+}
+
+int kolo_cuda_status_mismatch(struct koloComm *c, uint32_t why, koloResult_t *res) {
+  if (why != KOLO_DEV_MISMATCH && why != KOLO_DEV_PEER_STOPPED) return 0;
+  const uint32_t word = kolo_cuda_status_word(c->cuda);
+  if (why == KOLO_DEV_PEER_STOPPED && (word >> 24) != KOLO_STOP_MISMATCH) return 0;
+  int expected = koloSuccess;
+  if (!atomic_compare_exchange_strong(&c->failed, &expected, (int)koloInvalidUsage)) {
+    *res = (koloResult_t)expected;
+    return 1;
+  }
+  kolo_cuda_mismatch_error(c, (int)(word & 0xffffffu) - 1 == c->rank, word);
+  kolo_cuda_comm_stop_all(c, KOLO_STOP_MISMATCH); /* the report, then the stop words */
+  *res = koloInvalidUsage;
+  return 1;
 }
 
 int kolo_cuda_mismatch_stage(kolo_cuda_comm *cc) {

@@ -217,7 +217,7 @@ typedef struct {
   int32_t protocol;           /* KOLO_PROTO_* for every task of the launch */
   uint64_t timeout_ns;        /* 0: none */
   uint32_t *abort;            /* mapped host memory; kernels read it relaxed */
-  uint32_t *status;           /* mapped host memory, 3 words */
+  uint32_t *status;           /* mapped host memory, KOLO_DEV_STATUS_WORDS words */
   /* This rank: a block that stops early on abort or timeout writes
    * KOLO_DEV_STOP_WORD(reason, rank) into the `stop` word of each of its
    * connector ends, so that peers waiting on this rank stop too instead of
