@@ -139,6 +139,52 @@ TEST_P(CudaMismatch, EveryRankFailsNamingBothCalls) {
 
 INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaMismatch, ::testing::ValuesIn(cases()), case_name);
 
+// Send / recv: rank 0 sends 1000 float32s, rank 1 receives 2000 (a
+// matching pair first sets up the pipes).  The receiver fails naming both
+// halves; the sender's slices fit the free slots, so its kernel may finish
+// before the receiver looked: it fails with the same sentence on its next
+// send to that peer (which looks at the pipe's stop word first).
+TEST(CudaMismatchP2P, SendAndRecvCountsDiffer) {
+  KT_REQUIRE_CUDA();
+  koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
+  cfg.memory = koloMemCuda;
+  cfg.timeoutMs = kTimeoutMs;
+  CudaWorld w(2, CudaWorld::Init::kInitAll, &cfg);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  Bufs b;
+  ASSERT_EQ(alloc_bufs(w, 2000 * sizeof(float), &b), "");
+  for (size_t recv_count : {(size_t)1000, (size_t)2000}) {
+    std::vector<koloResult_t> rc(2, koloSuccess);
+    w.pool.run([&](int r) {
+      rc[(size_t)r] = r == 0 ? koloSend(b.p[0], 1000, koloFloat32, 1, w.comms[0], w.streams[0])
+                             : koloRecv(b.p[1], recv_count, koloFloat32, 0, w.comms[1], w.streams[1]);
+    });
+    for (int r = 0; r < 2; r++) ASSERT_EQ(rc[(size_t)r], koloSuccess) << koloGetLastError(w.comms[(size_t)r]);
+    for (int r = 0; r < 2; r++) {
+      bool busy = false;
+      EXPECT_EQ(wait_stream(w.streams[(size_t)r], kBoundMs, nullptr, &busy), "") << "rank " << r;
+      if (busy) w.wedge();
+    }
+  }
+  koloResult_t async = koloSuccess;
+  ASSERT_EQ(koloCommGetAsyncError(w.comms[0], &async), koloSuccess);
+  if (async == koloSuccess) { /* the sender finished first: its next send fails */
+    ASSERT_EQ(koloSend(b.p[0], 1000, koloFloat32, 1, w.comms[0], w.streams[0]), koloSuccess)
+        << koloGetLastError(w.comms[0]);
+    bool busy = false;
+    EXPECT_EQ(wait_stream(w.streams[0], kBoundMs, nullptr, &busy), "") << "rank 0's second send";
+    if (busy) w.wedge();
+  }
+  for (int r = 0; r < 2; r++) {
+    ASSERT_EQ(koloCommGetAsyncError(w.comms[(size_t)r], &async), koloSuccess);
+    const std::string text = koloGetLastError(w.comms[(size_t)r]);
+    EXPECT_EQ(async, koloInvalidUsage) << "rank " << r << ": " << text;
+    EXPECT_CONTAINS(text, "rank 1 called Recv(count=2000, float32) but rank 0 called Send(count=1000, float32)")
+        << "rank " << r;
+    std::printf("  rank %d: %s\n", r, text.c_str());
+  }
+}
+
 // Calls that match still work after many of them: the signature places of
 // a pipe are reused every 64 steps, each cleared by its receiver.
 TEST(CudaMismatchNone, ManyMatchingCallsSucceed) {

@@ -252,9 +252,19 @@ __device__ __forceinline__ bool same_call(const kolo_dev_sig &a, const kolo_dev_
 
 /* Thread 0, on the first slice of its call through send end S, once the
  * slot is free (so the receiver has read and cleared whatever the place
- * held 64 or more steps ago): the call's signature, `set` last. */
-__device__ KOLO_OUT_OF_LINE void stamp_sig(const kolo_dev_batch &b, const kolo_dev_task &t, const kolo_dev_conn *S,
-                                           uint32_t sstep) {
+ * held 64 or more steps ago): the call's signature, `set` last.  First a
+ * look at the stop word: a sender that never waits (its slices fit the
+ * free slots) would not see that the receiver stopped, for instance on
+ * finding that an earlier call of this pipe did not match; false then (the
+ * block leaves, passing the word and its report on). */
+__device__ KOLO_OUT_OF_LINE bool stamp_sig(const kolo_dev_batch &b, const kolo_dev_task &t, const kolo_dev_conn *S,
+                                           uint32_t sstep, int *s_stop) {
+  const uint32_t word = S->stop != nullptr ? ld_relaxed(S->stop) : 0u;
+  if (word != 0) {
+    leave(b, t, KOLO_DEV_PEER_STOPPED, word, S->peer, report_slot(S));
+    kolo_dev::hint_set(s_stop, 1);
+    return false;
+  }
   kolo_dev_sig *p = sig_at(S, sstep);
   const kolo_dev_sig s = my_sig(b, t);
   uint32_t *w = reinterpret_cast<uint32_t *>(p);
@@ -266,6 +276,7 @@ __device__ KOLO_OUT_OF_LINE void stamp_sig(const kolo_dev_batch &b, const kolo_d
   kolo_dev::st_relaxed_u8(&p->type, s.type);
   kolo_dev::st_relaxed_u8(&p->op, s.op);
   kolo_dev::st_release_u8(&p->set, 1u);
+  return true;
 }
 
 /* The signature at p, read once its `set` was seen (acquire). */
@@ -733,7 +744,7 @@ __device__ __forceinline__ bool slice_ready(const kolo_dev_batch &b, const kolo_
   if ((kLL ? sd : (rv || sd)) && !wait_ready(b, t, e.S, e.R, !kLL && rv, sd, e.rstep, e.sstep, s_stop)) return false;
   if (sd && (sig & kSigStamp)) {
     sig &= ~kSigStamp;
-    stamp_sig(b, t, e.S, e.sstep);
+    if (!stamp_sig(b, t, e.S, e.sstep, s_stop)) return false;
   }
   return true;
 }
