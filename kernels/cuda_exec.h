@@ -92,11 +92,12 @@ enum {
 #define KOLO_DEV_STATUS_WORDS 20
 
 /* A call's signature as transport/connector.h's kolo_call_sig lays it out
- * (core/cuda_comm.c checks): the sender of a pipe writes its own with the
- * first slice of each call at KOLO_DEV_SIG_FROM_TAIL bytes after the pipe's
- * tail word, [step % KOLO_DEV_FILLED_WORDS]: the coll..set bytes as one
- * 32-bit word with release, last; the receiver polls that word before it
- * waits for the slice, compares, and clears it. */
+ * (core/cuda_mismatch.c checks): the sender of a pipe writes its own with
+ * the first slice of each call at KOLO_DEV_SIG_FROM_TAIL bytes after the
+ * pipe's tail word, [step % KOLO_DEV_FILLED_WORDS], the `set` byte last
+ * with release (a net pipe's proxy reads and writes it as a byte too); the
+ * receiver polls `set` before it waits for the slice, compares, and clears
+ * it. */
 typedef struct {
   uint64_t count;
   uint32_t seq;
