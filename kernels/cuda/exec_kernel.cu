@@ -125,11 +125,13 @@ __device__ __forceinline__ uint32_t *report_slot(const kolo_dev_conn *c) {
   return reinterpret_cast<uint32_t *>(reinterpret_cast<char *>(c->tail) + KOLO_DEV_REPORT_FROM_TAIL);
 }
 
-/* Leaves report words r in report slot `slot` when it has none yet (plain
- * system-scope stores, state 2 last with release; the stop word follows). */
+/* Leaves report words r (another slot's: device or mapped memory, which a
+ * host copy may be writing too) in report slot `slot` when it has none yet
+ * (system-scope relaxed words, state 2 last with release; the stop word
+ * follows). */
 __device__ void put_report(uint32_t *slot, const uint32_t *r) {
   if (ld_relaxed(slot) != 0) return;
-  for (int i = 0; i < KOLO_DEV_REPORT_WORDS; i++) st_relaxed(slot + 2 + i, r[i]);
+  for (int i = 0; i < KOLO_DEV_REPORT_WORDS; i++) st_relaxed(slot + 2 + i, ld_relaxed(r + i));
   st_release(slot, 2u);
 }
 
