@@ -62,7 +62,7 @@ koloResult_t koloAllReduce(const void *sendbuff, void *recvbuff, size_t count,
   KOLO_CHECK(check_common(fn, comm, count, datatype, 1, op, 1));
   KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff", count));
   KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff", count));
-  kolo_op o = {KOLO_COLL_ALL_REDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm, stream, KOLO_PREMUL_NONE, 0};
+  kolo_op o = {KOLO_COLL_ALL_REDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm, stream, KOLO_PREMUL_NONE, 0, 0};
   KOLO_CHECK(kolo_redop_resolve(fn, &o));
   return kolo_enqueue(&o);
 }
@@ -74,7 +74,7 @@ koloResult_t koloReduceScatter(const void *sendbuff, void *recvbuff, size_t recv
   KOLO_CHECK(check_common(fn, comm, recvcount, datatype, 1, op, comm ? comm->nranks : 1));
   KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff", recvcount));
   KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff", recvcount));
-  kolo_op o = {KOLO_COLL_REDUCE_SCATTER, sendbuff, recvbuff, recvcount, datatype, op, 0, comm, stream, KOLO_PREMUL_NONE, 0};
+  kolo_op o = {KOLO_COLL_REDUCE_SCATTER, sendbuff, recvbuff, recvcount, datatype, op, 0, comm, stream, KOLO_PREMUL_NONE, 0, 0};
   KOLO_CHECK(kolo_redop_resolve(fn, &o));
   return kolo_enqueue(&o);
 }
@@ -85,7 +85,7 @@ koloResult_t koloAllGather(const void *sendbuff, void *recvbuff, size_t sendcoun
   KOLO_CHECK(check_common(fn, comm, sendcount, datatype, 0, koloSum, comm ? comm->nranks : 1));
   KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff", sendcount));
   KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff", sendcount));
-  kolo_op o = {KOLO_COLL_ALL_GATHER, sendbuff, recvbuff, sendcount, datatype, koloSum, 0, comm, stream, KOLO_PREMUL_NONE, 0};
+  kolo_op o = {KOLO_COLL_ALL_GATHER, sendbuff, recvbuff, sendcount, datatype, koloSum, 0, comm, stream, KOLO_PREMUL_NONE, 0, 0};
   return kolo_enqueue(&o);
 }
 
@@ -97,7 +97,7 @@ koloResult_t koloBroadcast(const void *sendbuff, void *recvbuff, size_t count,
   KOLO_CHECK(check_rank(fn, comm, root, "root"));
   if (comm->rank == root) KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff (on the root)", count));
   KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff", count));
-  kolo_op o = {KOLO_COLL_BROADCAST, sendbuff, recvbuff, count, datatype, koloSum, root, comm, stream, KOLO_PREMUL_NONE, 0};
+  kolo_op o = {KOLO_COLL_BROADCAST, sendbuff, recvbuff, count, datatype, koloSum, root, comm, stream, KOLO_PREMUL_NONE, 0, 0};
   return kolo_enqueue(&o);
 }
 
@@ -109,7 +109,7 @@ koloResult_t koloReduce(const void *sendbuff, void *recvbuff, size_t count,
   KOLO_CHECK(check_rank(fn, comm, root, "root"));
   KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff", count));
   if (comm->rank == root) KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff (on the root)", count));
-  kolo_op o = {KOLO_COLL_REDUCE, sendbuff, recvbuff, count, datatype, op, root, comm, stream, KOLO_PREMUL_NONE, 0};
+  kolo_op o = {KOLO_COLL_REDUCE, sendbuff, recvbuff, count, datatype, op, root, comm, stream, KOLO_PREMUL_NONE, 0, 0};
   KOLO_CHECK(kolo_redop_resolve(fn, &o));
   return kolo_enqueue(&o);
 }
@@ -120,7 +120,7 @@ koloResult_t koloSend(const void *sendbuff, size_t count, koloDataType_t datatyp
   KOLO_CHECK(check_common(fn, comm, count, datatype, 0, koloSum, 1));
   KOLO_CHECK(check_rank(fn, comm, peer, "peer"));
   KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff", count));
-  kolo_op o = {KOLO_COLL_SEND, sendbuff, NULL, count, datatype, koloSum, peer, comm, stream, KOLO_PREMUL_NONE, 0};
+  kolo_op o = {KOLO_COLL_SEND, sendbuff, NULL, count, datatype, koloSum, peer, comm, stream, KOLO_PREMUL_NONE, 0, 0};
   return kolo_enqueue(&o);
 }
 
@@ -130,7 +130,7 @@ koloResult_t koloRecv(void *recvbuff, size_t count, koloDataType_t datatype, int
   KOLO_CHECK(check_common(fn, comm, count, datatype, 0, koloSum, 1));
   KOLO_CHECK(check_rank(fn, comm, peer, "peer"));
   KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff", count));
-  kolo_op o = {KOLO_COLL_RECV, NULL, recvbuff, count, datatype, koloSum, peer, comm, stream, KOLO_PREMUL_NONE, 0};
+  kolo_op o = {KOLO_COLL_RECV, NULL, recvbuff, count, datatype, koloSum, peer, comm, stream, KOLO_PREMUL_NONE, 0, 0};
   return kolo_enqueue(&o);
 }
 
@@ -167,7 +167,7 @@ koloResult_t koloAlltoAll(const void *sendbuff, void *recvbuff, size_t count, ko
     return kolo_error(&comm->err, koloInvalidArgument,
                       "%s: rank %d: sendbuff and recvbuff overlap (%zu bytes each): all-to-all has no in-place form",
                       fn, comm->rank, bytes);
-  kolo_op o = {KOLO_COLL_ALL_TO_ALL, sendbuff, recvbuff, count, datatype, koloSum, 0, comm, stream, KOLO_PREMUL_NONE, 0};
+  kolo_op o = {KOLO_COLL_ALL_TO_ALL, sendbuff, recvbuff, count, datatype, koloSum, 0, comm, stream, KOLO_PREMUL_NONE, 0, 0};
   return kolo_enqueue(&o);
 }
 
@@ -182,7 +182,7 @@ koloResult_t koloGather(const void *sendbuff, void *recvbuff, size_t count, kolo
     KOLO_CHECK(check_root_overlap(fn, comm, sendbuff, "sendbuff", recvbuff, "recvbuff",
                                   count * koloTypeSize(datatype), root));
   }
-  kolo_op o = {KOLO_COLL_GATHER, sendbuff, recvbuff, count, datatype, koloSum, root, comm, stream, KOLO_PREMUL_NONE, 0};
+  kolo_op o = {KOLO_COLL_GATHER, sendbuff, recvbuff, count, datatype, koloSum, root, comm, stream, KOLO_PREMUL_NONE, 0, 0};
   return kolo_enqueue(&o);
 }
 
@@ -197,7 +197,7 @@ koloResult_t koloScatter(const void *sendbuff, void *recvbuff, size_t count, kol
     KOLO_CHECK(check_root_overlap(fn, comm, recvbuff, "recvbuff", sendbuff, "sendbuff",
                                   count * koloTypeSize(datatype), root));
   }
-  kolo_op o = {KOLO_COLL_SCATTER, sendbuff, recvbuff, count, datatype, koloSum, root, comm, stream, KOLO_PREMUL_NONE, 0};
+  kolo_op o = {KOLO_COLL_SCATTER, sendbuff, recvbuff, count, datatype, koloSum, root, comm, stream, KOLO_PREMUL_NONE, 0, 0};
   return kolo_enqueue(&o);
 }
 
@@ -207,6 +207,6 @@ koloResult_t koloBcast(void *buff, size_t count, koloDataType_t datatype, int ro
   KOLO_CHECK(check_common(fn, comm, count, datatype, 0, koloSum, 1));
   KOLO_CHECK(check_rank(fn, comm, root, "root"));
   KOLO_CHECK(check_ptr(fn, comm, buff, "buff", count));
-  kolo_op o = {KOLO_COLL_BROADCAST, buff, buff, count, datatype, koloSum, root, comm, stream, KOLO_PREMUL_NONE, 0};
+  kolo_op o = {KOLO_COLL_BROADCAST, buff, buff, count, datatype, koloSum, root, comm, stream, KOLO_PREMUL_NONE, 0, 0};
   return kolo_enqueue(&o);
 }

@@ -386,9 +386,12 @@ koloResult_t kolo_cuda_comm_p2p_ready(struct koloComm *c, int peer, int is_send)
 
 /* ---- failure ------------------------------------------------------------- */
 
-static void stop_end(const kolo_dev_conn *d, uint32_t *src, cudaStream_t st) {
+/* The stop word (KOLO_CW_STOP_SRC) into end d, after the mismatch report
+ * (KOLO_CW_REPORT_SRC) when `report`. */
+static void stop_end(kolo_cuda_comm *cc, const kolo_dev_conn *d, int report, cudaStream_t st) {
   if (d->step == NULL || d->stop == NULL) return;
-  cudaError_t e = cudaMemcpyAsync(d->stop, src, sizeof *src, cudaMemcpyDefault, st);
+  if (report) kolo_cuda_mismatch_copy(cc, d, st);
+  cudaError_t e = cudaMemcpyAsync(d->stop, &cc->words[KOLO_CW_STOP_SRC], sizeof(uint32_t), cudaMemcpyDefault, st);
   if (e != cudaSuccess) KOLO_WARN("writing a stop word for rank %d failed: %s", d->peer, cudaGetErrorString(e));
 }
 
@@ -401,18 +404,20 @@ void kolo_cuda_comm_stop_all(struct koloComm *c, int reason) {
    * stream has drained. */
   volatile uint32_t *src = &cc->words[KOLO_CW_STOP_SRC];
   *src = KOLO_DEV_STOP_WORD(reason, c->rank);
+  /* calls that do not match: the report goes before each stop word */
+  const int report = reason == KOLO_STOP_MISMATCH && kolo_cuda_mismatch_stage(cc);
   for (int ch = 0; ch < c->nchannels; ch++) {
-    stop_end(&cc->ring_send[ch], (uint32_t *)src, st);
-    stop_end(&cc->ring_recv[ch], (uint32_t *)src, st);
+    stop_end(cc, &cc->ring_send[ch], report, st);
+    stop_end(cc, &cc->ring_recv[ch], report, st);
     for (int k = 0; k < 2; k++) {
-      stop_end(&cc->hier_send[k][ch], (uint32_t *)src, st);
-      stop_end(&cc->hier_recv[k][ch], (uint32_t *)src, st);
+      stop_end(cc, &cc->hier_send[k][ch], report, st);
+      stop_end(cc, &cc->hier_recv[k][ch], report, st);
     }
   }
   size_t np = (size_t)c->nranks * (size_t)c->nchannels;
   for (size_t k = 0; cc->p2p_send && k < np; k++) {
-    stop_end(&cc->p2p_send[k], (uint32_t *)src, st);
-    stop_end(&cc->p2p_recv[k], (uint32_t *)src, st);
+    stop_end(cc, &cc->p2p_send[k], report, st);
+    stop_end(cc, &cc->p2p_recv[k], report, st);
   }
   cudaError_t e = cudaStreamSynchronize(st);
   if (e != cudaSuccess) KOLO_WARN("rank %d: writing stop words failed: %s", c->rank, cudaGetErrorString(e));
@@ -472,6 +477,7 @@ koloResult_t kolo_cuda_comm_status(struct koloComm *c) {
   if (res != koloSuccess || cc == NULL || cc->words == NULL) return res;
   uint32_t why = __atomic_load_n(&cc->words[KOLO_CW_STATUS], __ATOMIC_ACQUIRE);
   if (why == KOLO_DEV_OK) return koloSuccess;
+  if (kolo_cuda_status_mismatch(c, why, &res)) return res; /* calls that do not match (cuda_mismatch.c) */
   /* task and peer are written right after `why`: a reader racing the
    * kernel may see them a moment late (0); the sentence stays true. */
   uint32_t task = __atomic_load_n(&cc->words[KOLO_CW_STATUS + 1], __ATOMIC_ACQUIRE);

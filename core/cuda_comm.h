@@ -6,9 +6,10 @@
  *
  *  - the device (config.cudaDev, or the current one), selected on the
  *    calling thread at init and again by every later call of the comm;
- *  - an abort word and three status words in mapped pinned host memory:
+ *  - an abort word and the status words in mapped pinned host memory:
  *    kernels poll the abort word (koloCommAbort sets it) and write why they
- *    stopped into the status words (read by koloCommGetAsyncError);
+ *    stopped into the status words (read by koloCommGetAsyncError), with a
+ *    mismatch report when calls did not match;
  *  - device copies of every step program the comm can run (each collective,
  *    each root of broadcast and reduce, each peer of send and recv, and the
  *    three phases of the hierarchical all-reduce where the hosts allow it)
@@ -46,9 +47,10 @@
 
 /* Mapped words (uint32 indices): each group on its own 64-byte line. */
 #define KOLO_CW_ABORT 0
-#define KOLO_CW_STATUS 16    /* 3 words: why, task, peer (cuda_exec.h) */
-#define KOLO_CW_STOP_SRC 32  /* source of stop-word copies */
-#define KOLO_CW_BYTES 256
+#define KOLO_CW_STATUS 16    /* KOLO_DEV_STATUS_WORDS: why, task, peer, word, report (cuda_exec.h) */
+#define KOLO_CW_STOP_SRC 48  /* source of stop-word copies */
+#define KOLO_CW_REPORT_SRC 64 /* source of mismatch-report copies: state, pad, report */
+#define KOLO_CW_BYTES 512
 
 typedef struct kolo_cuda_comm {
   int dev;
@@ -123,6 +125,17 @@ const kolo_conn_mem *kolo_comm_conn_mem(const struct koloComm *c);
 koloResult_t kolo_cuda_comm_status(struct koloComm *c);
 /* Marks every existing pipe end of the comm as stopped by this rank. */
 void kolo_cuda_comm_stop_all(struct koloComm *c, int reason);
+/* Calls that do not match (cuda_mismatch.c): when the kernels' status
+ * (why) is a mismatch found here or a peer's stop word for one, fails the
+ * comm (koloInvalidUsage; *res: the comm's failure) with the sentence
+ * naming both calls (the status words' report), passes the report and the
+ * stop word on to every pipe, and returns 1; else 0. */
+int kolo_cuda_status_mismatch(struct koloComm *c, uint32_t why, koloResult_t *res);
+/* Stop_all's report: copies the status words' report to the copies'
+ * source (1), or finds none (0); then kolo_cuda_mismatch_copy leaves it in
+ * end d (on `stream`, a cudaStream_t), before its stop word. */
+int kolo_cuda_mismatch_stage(kolo_cuda_comm *cc);
+void kolo_cuda_mismatch_copy(kolo_cuda_comm *cc, const kolo_dev_conn *d, void *stream);
 /* Sets the abort word: the comm's kernels stop at their next poll. */
 void kolo_cuda_comm_abort(struct koloComm *c);
 /* Teardown (cuda_teardown.c).  quiesce: waits for the comm's own work (not

@@ -278,6 +278,18 @@ static koloResult_t record_order(struct koloComm *c, koloStream_t stream) {
   return koloSuccess;
 }
 
+/* Numbers the collectives of ops in each comm's order of collective calls
+ * (kolo_op.seq, the signature's seq: as the host enqueue counts them,
+ * count-0 calls included; never 0, which means send / recv). */
+static void number_calls(kolo_op *ops, int nops) {
+  for (int i = 0; i < nops; i++) {
+    struct koloComm *c = ops[i].comm;
+    if (kolo_coll_is_p2p(ops[i].coll)) continue;
+    if (++c->ncollectives == 0) c->ncollectives = 1;
+    ops[i].seq = c->ncollectives;
+  }
+}
+
 static koloResult_t run_ops_on_devices(kolo_op *ops, int nops) {
   if (nops <= 0) return koloSuccess;
   for (int i = 0; i < nops; i++) {
@@ -286,6 +298,7 @@ static koloResult_t run_ops_on_devices(kolo_op *ops, int nops) {
     if (res == koloSuccess) res = set_device(ops[i].comm);
     if (res != koloSuccess) return res;
   }
+  number_calls(ops, nops);
   koloResult_t res = make_pipes(ops, nops);
   if (res != koloSuccess) return res;
   int record = 0;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/op_sig.h"
 #include "kernels/cuda/ll_format.h"
 #include "ring/geometry.h"
 
@@ -161,6 +162,29 @@ static int fill_peer_ends(const kolo_op *op, const kolo_cuda_plan_item *it, cons
   return t->ends != NULL ? 0 : -1;
 }
 
+/* The signature words a task carries itself (kolo_dev_task: coll, sig_op;
+ * count is geo.count; root and seq go into the batch, seq_fits). */
+static void sign_task(const kolo_op *op, kolo_dev_task *t) {
+  const kolo_call_sig sig = kolo_op_sig(op, op->seq);
+  t->coll = sig.coll;
+  t->sig_op = sig.op;
+  t->seq_off = KOLO_DEV_SEQ_NONE;
+}
+
+/* Task t of op takes slot i of batch b: its root, and its collective
+ * number as an offset from the batch's first (0 when it does not fit in
+ * 16 bits: it starts a launch of its own). */
+static int seq_fits(kolo_dev_batch *b, int i, const kolo_op *op, kolo_dev_task *t) {
+  const kolo_call_sig sig = kolo_op_sig(op, op->seq);
+  if (sig.seq == 0) return 1; /* send / recv: no collective number (KOLO_DEV_SEQ_NONE) */
+  if (b->seq_base == 0) b->seq_base = sig.seq;
+  const uint32_t off = sig.seq - b->seq_base;
+  if (off >= KOLO_DEV_SEQ_NONE) return 0;
+  b->root[i] = sig.root;
+  t->seq_off = (uint16_t)off;
+  return 1;
+}
+
 /* Fills one task (*prog: its program); -1 when a program or connector end
  * is missing. */
 static int fill_task(const kolo_op *op, const kolo_cuda_plan_item *it, const kolo_cuda_plan_comm *pc,
@@ -183,7 +207,8 @@ static int fill_task(const kolo_op *op, const kolo_cuda_plan_item *it, const kol
                                                         : (int)op->op);
   t->scalar = op->scalar;
   t->div = op->op == koloAvg ? pc->nranks : 1;
-  t->channel = it->channel;
+  t->channel = (int16_t)it->channel;
+  sign_task(op, t);
   const kolo_dev_conn *s = end_for(pc, op->coll, it->phase, prog->send_peer, it->channel, 1);
   const kolo_dev_conn *r = end_for(pc, op->coll, it->phase, prog->recv_peer, it->channel, 0);
   if ((s && (s->step == NULL || s->peer != prog->send_peer)) ||
@@ -261,7 +286,8 @@ int kolo_cuda_plan_next(const kolo_op *ops, const kolo_cuda_plan_comm *pc,
   batch->abort = pc->abort;
   batch->status = pc->status;
   batch->rank = pc->rank;
-  batch->pad1 = 0;
+  batch->seq_base = 0;
+  memset(batch->root, 0, sizeof batch->root);
   const kolo_program *progs[KOLO_DEV_MAX_TASKS]; /* of the batch's tasks */
   while (i < nitems) {
     /* a send to oneself and its recv (equal keys but the direction) go
@@ -288,6 +314,11 @@ int kolo_cuda_plan_next(const kolo_op *ops, const kolo_cuda_plan_comm *pc,
     if (unit == 2) /* the pair itself: same type and protocol, two different ends */
       ok = ok && t[1].type == t[0].type;
     if (!ok && batch->ntasks > 0) break; /* (an empty batch takes any unit) */
+    for (int u = 0; u < unit; u++)
+      if (!seq_fits(batch, batch->ntasks + u, &ops[items[i + u].op], &t[u])) {
+        *next = i; /* a collective numbered 64 Ki calls after the launch's first: the next launch */
+        return 1;
+      }
     for (int u = 0; u < unit; u++) {
       progs[batch->ntasks] = tp[u];
       batch->tasks[batch->ntasks++] = t[u];

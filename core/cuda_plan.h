@@ -29,8 +29,10 @@
  * kernel is instantiated per dtype, from tasks[0].type), when its protocol
  * differs, when it is a later phase of the hierarchical all-reduce whose
  * earlier phase is in (the phases run one after the other), or when
- * max_tasks (at most KOLO_DEV_MAX_TASKS) are in: the blocks the ranks
- * sharing a device may each have resident at once.  Why sorting matters: launch
+ * max_tasks (at most KOLO_DEV_MAX_TASKS) are in (the blocks the ranks
+ * sharing a device may each have resident at once), or when its call's
+ * collective number (kolo_op.seq) lies 0xffff or more past the launch's
+ * first (a task carries it as a 16-bit offset).  Why sorting matters: launch
  * k + 1 starts when launch k has finished, so if rank A put a send in an
  * earlier launch than rank B put its matching recv while B's earlier launch
  * waits for A's later one, both would hang.  With every rank cutting one

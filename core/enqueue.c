@@ -6,6 +6,7 @@
 
 #include "core/comm.h"
 #include "core/comm_init.h"
+#include "core/op_sig.h"
 #include "core/cuda_comm.h"
 #include "common/log.h"
 #include "transport/transport.h"
@@ -234,7 +235,7 @@ static int all_reduce_algo(const struct koloComm *c, const kolo_op *op) {
 }
 
 int kolo_comm_all_reduce_algo(struct koloComm *comm, size_t count, koloDataType_t type) {
-  kolo_op op = {KOLO_COLL_ALL_REDUCE, NULL, NULL, count, type, koloSum, 0, comm, NULL, KOLO_PREMUL_NONE, 0};
+  kolo_op op = {KOLO_COLL_ALL_REDUCE, NULL, NULL, count, type, koloSum, 0, comm, NULL, KOLO_PREMUL_NONE, 0, 0};
   return all_reduce_algo(comm, &op);
 }
 
@@ -329,24 +330,12 @@ static void add_peer_task(const kolo_op *op, const kolo_program *prog, int nch, 
   t->nmore_deps = ndeps;
 }
 
-/* What op's ranks must agree on (kernels/call_sig.h): a send and its recv
- * on count and type; a collective on its kind, count, type, reduction, root
- * and place in the communicator's order of collectives. */
-static kolo_call_sig call_sig(const kolo_op *op, uint32_t seq) {
-  int c = op->coll;
-  int reduces = c == KOLO_COLL_ALL_REDUCE || c == KOLO_COLL_REDUCE || c == KOLO_COLL_REDUCE_SCATTER;
-  int rooted = c == KOLO_COLL_BROADCAST || c == KOLO_COLL_REDUCE || c == KOLO_COLL_GATHER || c == KOLO_COLL_SCATTER;
-  int op_word = !reduces ? KOLO_SIG_OP_NONE : op->premul != KOLO_PREMUL_NONE ? KOLO_SIG_OP_PREMUL : (int)op->op;
-  return (kolo_call_sig){op->count, is_p2p(c) ? 0 : seq, rooted ? op->arg : 0, (uint8_t)c, (uint8_t)op->type,
-                         (uint8_t)op_word, 1};
-}
-
 /* Gives tasks [first, n) of op its signature and a fresh call number. */
 static void sign_tasks(const kolo_op *op, kolo_exec_task *tasks, int first, int n) {
   struct koloComm *c = op->comm;
   if (!is_p2p(op->coll)) c->ncollectives++;
   if (++c->ncalls == 0) c->ncalls = 1; /* 0: no call yet (kolo_connector.sig_call) */
-  kolo_call_sig sig = call_sig(op, c->ncollectives);
+  kolo_call_sig sig = kolo_op_sig(op, c->ncollectives);
   for (int i = first; i < n; i++) {
     tasks[i].sig = sig;
     tasks[i].call = c->ncalls;

@@ -38,6 +38,10 @@ typedef struct kolo_op {
    * multiplied by the scalar before it is added (KOLO_PREMUL_*). */
   int premul;
   uint64_t scalar;
+  /* CUDA communicators: the call's place in the communicator's order of
+   * collectives (kolo_call_sig.seq), given when it is enqueued; 0: send /
+   * recv. */
+  uint32_t seq;
 } kolo_op;
 
 static inline int kolo_coll_is_p2p(int coll) {

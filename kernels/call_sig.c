@@ -34,3 +34,10 @@ const char *kolo_call_sig_describe(const kolo_call_sig *s, char *buf, size_t n) 
            kolo_type_name(s->type), op, root, seq);
   return buf;
 }
+
+void kolo_call_mismatch_describe(const kolo_call_mismatch *m, char *buf, size_t len) {
+  char a[KOLO_SIG_TEXT], b[KOLO_SIG_TEXT];
+  snprintf(buf, len, "rank %d called %s but rank %d called %s", (int)m->rank[0],
+           kolo_call_sig_describe(&m->sig[0], a, sizeof a), (int)m->rank[1],
+           kolo_call_sig_describe(&m->sig[1], b, sizeof b));
+}

@@ -27,4 +27,12 @@ const char *kolo_call_sig_describe(const kolo_call_sig *s, char *buf, size_t n);
 /* Bytes kolo_call_sig_describe may need. */
 #define KOLO_SIG_TEXT 96
 
+/* "rank 1 called X but rank 0 called Y" into buf (the report's higher
+ * rank is the one that differs from the lower one's call); the sentence
+ * both executors fail every rank with. */
+void kolo_call_mismatch_describe(const kolo_call_mismatch *m, char *buf, size_t len);
+
+/* Bytes kolo_call_mismatch_describe may need. */
+#define KOLO_MISMATCH_TEXT (2 * KOLO_SIG_TEXT + 64)
+
 #endif

@@ -31,7 +31,17 @@
  * `status` (mapped host memory, system-scope CAS) and the block writes a stop
  * word into its connector ends (a peer's stop word is passed on unchanged,
  * naming the rank where the failure started) so that the ranks waiting on it
- * stop too.
+ * stop too.  A block also leaves when another block of its launch stopped
+ * (status set), passing that block's stop word on.
+ *
+ * Calls that do not match (issue 15): a single-peer task stamps its call's
+ * signature (kolo_dev_sig, below) into each send end's control page on the
+ * first slice of the call, and on the first slice it receives waits for the
+ * sender's before it waits for the slice, clears it and compares.  A
+ * mismatch stops the block with KOLO_DEV_MISMATCH, the report (both ranks
+ * and calls) in the status words and in each of its pipes' report slots,
+ * then the stop word KOLO_STOP_MISMATCH; a block that stops on such a word
+ * passes the report on.  Multi-peer tasks do not check (yet).
  *
  * What the launcher checks (cudaErrorInvalidValue otherwise): one dtype and
  * one protocol per launch, elem_size == sizeof(T), equal send and receive
@@ -64,8 +74,50 @@ enum {
    * kernel (the end's owner word, below): two kernels of one communicator
    * ran at once on one pipe, which happens when a CUDA graph of its calls is
    * replayed concurrently with other calls of it. */
-  KOLO_DEV_CONCURRENT = 4
+  KOLO_DEV_CONCURRENT = 4,
+  /* A block found, on the first slice of a call from a pipe, that the
+   * sender's call signature differs from its own (issue 15): the report is
+   * in the status words (below) and in the task's pipes, before the stop
+   * word KOLO_STOP_MISMATCH. */
+  KOLO_DEV_MISMATCH = 5
 };
+
+/* The status words (kolo_dev_batch.status): why, block, peer (above), the
+ * stop word the block sent its peers, then a report slot (state 2 once
+ * readable, a pad word, a kolo_dev_report) that the first block to find or
+ * hear of a mismatch fills. */
+#define KOLO_DEV_STATUS_WORD 3
+#define KOLO_DEV_STATUS_REPORT_STATE 4
+#define KOLO_DEV_STATUS_REPORT 6
+#define KOLO_DEV_STATUS_WORDS 20
+
+/* A call's signature as transport/connector.h's kolo_call_sig lays it out
+ * (core/cuda_mismatch.c checks): the sender of a pipe writes its own with
+ * the first slice of each call at KOLO_DEV_SIG_FROM_TAIL bytes after the
+ * pipe's tail word, [step % KOLO_DEV_FILLED_WORDS], the `set` byte last
+ * with release (a net pipe's proxy reads and writes it as a byte too); the
+ * receiver polls `set` before it waits for the slice, compares, and clears
+ * it. */
+typedef struct {
+  uint64_t count;
+  uint32_t seq;
+  int32_t root;
+  uint8_t coll, type, op, set;
+} kolo_dev_sig;
+
+/* Two calls that do not match (connector.h's kolo_call_mismatch): the
+ * higher rank and its call first. */
+typedef struct {
+  int32_t rank[2];
+  kolo_dev_sig sig[2];
+} kolo_dev_report;
+
+#define KOLO_DEV_SIG_FROM_TAIL 448
+#define KOLO_DEV_SEQ_NONE 0xffffu
+/* A pipe's report slot: a state word (2: readable), then at + 8 the
+ * report, written before the stop word KOLO_STOP_MISMATCH. */
+#define KOLO_DEV_REPORT_FROM_TAIL 1984
+#define KOLO_DEV_REPORT_WORDS 14 /* sizeof(kolo_dev_report) / 4 */
 
 /* Protocols (kolo_dev_batch.protocol), chosen per launch by size:
  *
@@ -143,11 +195,19 @@ typedef struct {
   /* 16 bits each (a koloDataType_t; a koloRedOp_t or KOLO_DEV_OP_*): with
    * the premul scalar, 16 tasks of 32-bit fields outgrew 4 KiB. */
   int16_t type, op;
-  int32_t div, channel;
+  int32_t div;
+  int16_t channel;
   /* Multi-peer programs: their peer count (0: single-peer) and ends on
    * this task's channel; a step uses the ends of its peers (step.to,
    * step.from).  has_send = has_recv = 0 then. */
-  int32_t npeers;
+  int16_t npeers;
+  /* The call's signature (kolo_dev_sig): count = geo.count, type, these,
+   * and the batch's root[] and seq_base + seq_off: what the first slice of
+   * the call on each single-peer pipe carries and checks (4 KiB of
+   * parameters leave no room for a whole one per task). */
+  uint8_t coll;     /* kolo_coll */
+  uint8_t sig_op;   /* kernels/call_sig.h's op word */
+  uint16_t seq_off; /* the call's collective number - batch.seq_base; KOLO_DEV_SEQ_NONE: 0 (send / recv) */
   kolo_dev_ends ends;
   kolo_dev_conn send, recv;
   uint64_t scalar; /* KOLO_DEV_OP_PREMUL: the bits of one element; _PTR: its address */
@@ -158,15 +218,18 @@ typedef struct {
   int32_t protocol;           /* KOLO_PROTO_* for every task of the launch */
   uint64_t timeout_ns;        /* 0: none */
   uint32_t *abort;            /* mapped host memory; kernels read it relaxed */
-  uint32_t *status;           /* mapped host memory, 3 words */
+  uint32_t *status;           /* mapped host memory, KOLO_DEV_STATUS_WORDS words */
   /* This rank: a block that stops early on abort or timeout writes
    * KOLO_DEV_STOP_WORD(reason, rank) into the `stop` word of each of its
    * connector ends, so that peers waiting on this rank stop too instead of
    * waiting for their own timeout; a block stopped by a peer's word passes
    * that word on unchanged. */
   int32_t rank;
-  int32_t pad1;
+  /* The collective number of the launch's first call (0: send / recv
+   * only); a task's is seq_base + seq_off (see kolo_dev_task). */
+  uint32_t seq_base;
   kolo_dev_task tasks[KOLO_DEV_MAX_TASKS];
+  int32_t root[KOLO_DEV_MAX_TASKS]; /* the call's root per task (0: none) */
 } kolo_dev_batch;
 
 /* CUDA passes at most 4 KiB of kernel parameters. */

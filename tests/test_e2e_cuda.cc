@@ -244,6 +244,29 @@ TEST(CudaProcsTimeout, PeerNeverCallsKernelGivesUp) {
   run_cuda_procs("timeout", 2);
 }
 
+// Calls that do not match (issue 15), processes: over device pipes (CUDA
+// IPC) and over net pipes (socket, the proxy carrying signatures and the
+// report): every rank fails naming the highest rank's call (child_mismatch).
+class CudaMismatchProcs : public ::testing::TestWithParam<std::tuple<bool, int>> {};
+
+TEST_P(CudaMismatchProcs, EveryRankFails) {
+  KT_REQUIRE_CUDA();
+  auto [net, n] = GetParam();
+  std::unique_ptr<ScopedEnv> force, kind;
+  if (net) {
+    force.reset(new ScopedEnv("KOLO_NET_FORCE", "1"));
+    kind.reset(new ScopedEnv("KOLO_NET", "socket"));
+  }
+  run_cuda_procs("mismatch", n);
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaMismatchProcs, CudaMismatchProcs,
+                         ::testing::Combine(::testing::Bool(), ::testing::Values(2, 3)),
+                         [](const ::testing::TestParamInfo<std::tuple<bool, int>> &p) {
+                           return std::string(std::get<0>(p.param) ? "Net_" : "Device_") +
+                                  std::to_string(std::get<1>(p.param)) + "procs";
+                         });
+
 // ===== ranks as threads: the grids ==============================================
 
 class CudaGrid : public ::testing::TestWithParam<GridParam> {};
@@ -1464,6 +1487,46 @@ std::string child_case(const CollCase &c, int rank, koloComm_t comm, cudaStream_
   return dev_check(c, rank, &d, s, e);
 }
 
+// Mode "mismatch" (issue 15): after a warm-up all-reduce (call #1), the
+// highest rank calls all-reduce #2 with 99000 float32s and the others with
+// 100000; every rank's kernel must stop with koloInvalidUsage and the
+// sentence naming that rank and both calls, well before the 60 s timeout.
+// Returns the failures; *abort_comm when the stream never finished.
+int child_mismatch(int n, int rank, koloComm_t comm, cudaStream_t s, DevArena *arena, bool *abort_comm) {
+  int failures = 0;
+  CollCase warm = make_case(Coll::AllReduce, koloFloat32, koloSum, n, 1, false, 1);
+  std::string err = arena->reserve(100000 * sizeof(float) + dev_case_bytes(warm));
+  bool fatal = false;
+  if (err.empty()) err = child_case(warm, rank, comm, s, arena, &fatal);
+  if (!err.empty()) {
+    CHILD_FAIL("warm-up: %s", err.c_str());
+    return failures;
+  }
+  char *buf = arena->take(100000 * sizeof(float));
+  const size_t count = rank == n - 1 ? 99000 : 100000;
+  const double t0 = now_ms();
+  koloResult_t res = koloAllReduce(buf, buf, count, koloFloat32, koloSum, comm, s);
+  if (res != koloSuccess) CHILD_FAIL("%s", result_text("koloAllReduce", res, comm).c_str());
+  bool busy = false;
+  err = wait_stream(s, 30000, nullptr, &busy);
+  if (busy) {
+    arena->freeable = false;
+    *abort_comm = true;
+    CHILD_FAIL("the kernel still runs %.0f ms after the call", now_ms() - t0);
+  }
+  if (!err.empty()) CHILD_FAIL("%s", err.c_str());
+  koloResult_t async = koloSuccess;
+  koloCommGetAsyncError(comm, &async);
+  const std::string text = koloGetLastError(comm);
+  const std::string odd = "rank " + std::to_string(n - 1) + " called AllReduce(count=99000, float32, sum) #2";
+  if (async != koloInvalidUsage)
+    CHILD_FAIL("koloCommGetAsyncError reports %s (want koloInvalidUsage): %s", koloGetErrorString(async), text.c_str());
+  if (text.find(odd) == std::string::npos || text.find("AllReduce(count=100000, float32, sum) #2") == std::string::npos)
+    CHILD_FAIL("koloGetLastError does not name both calls: \"%s\"", text.c_str());
+  std::fprintf(stderr, "  rank %d after %.0f ms: %s\n", rank, now_ms() - t0, text.c_str());
+  return failures;
+}
+
 int child_main(const std::string &mode, int n, int rank, const koloUniqueId &id) {
   int failures = 0;
   cudaError_t ce = cudaSetDevice(0);
@@ -1552,6 +1615,8 @@ int child_main(const std::string &mode, int n, int rank, const koloUniqueId &id)
           CHILD_FAIL("koloGetLastError does not name rank 1: \"%s\"", text.c_str());
       }
     }
+  } else if (mode == "mismatch") {
+    failures += child_mismatch(n, rank, comm, s, &arena, &abort_comm);
   } else {
     CHILD_FAIL("unknown mode %s", mode.c_str());
   }

@@ -78,6 +78,24 @@ KOLO_DEVFN void st_release(uint32_t *p, uint32_t v) {
 KOLO_DEVFN void st_relaxed(uint32_t *p, uint32_t v) {
   asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
+/* Bytes (a call signature's `set`, which host code reads and writes as a
+ * byte): the register is wider than the access, as PTX allows. */
+KOLO_DEVFN uint32_t ld_acquire_u8(const uint8_t *p) {
+  uint32_t v;
+  asm volatile("ld.acquire.sys.global.u8 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+KOLO_DEVFN uint32_t ld_relaxed_u8(const uint8_t *p) {
+  uint32_t v;
+  asm volatile("ld.relaxed.sys.global.u8 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+KOLO_DEVFN void st_release_u8(uint8_t *p, uint32_t v) {
+  asm volatile("st.release.sys.global.u8 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+KOLO_DEVFN void st_relaxed_u8(uint8_t *p, uint32_t v) {
+  asm volatile("st.relaxed.sys.global.u8 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
 KOLO_DEVFN uint32_t cas(uint32_t *p, uint32_t expected, uint32_t v) { return atomicCAS_system(p, expected, v); }
 KOLO_DEVFN unsigned long long add(unsigned long long *p, unsigned long long v) { return atomicAdd(p, v); }
 /* Orders this thread's earlier writes before its later ones for every
@@ -124,6 +142,10 @@ KOLO_DEVFN uint32_t ld_acquire(const uint32_t *p) { return __atomic_load_n(p, __
 KOLO_DEVFN uint32_t ld_relaxed(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 KOLO_DEVFN void st_release(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 KOLO_DEVFN void st_relaxed(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+KOLO_DEVFN uint32_t ld_acquire_u8(const uint8_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+KOLO_DEVFN uint32_t ld_relaxed_u8(const uint8_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+KOLO_DEVFN void st_release_u8(uint8_t *p, uint32_t v) { __atomic_store_n(p, (uint8_t)v, __ATOMIC_RELEASE); }
+KOLO_DEVFN void st_relaxed_u8(uint8_t *p, uint32_t v) { __atomic_store_n(p, (uint8_t)v, __ATOMIC_RELAXED); }
 KOLO_DEVFN uint32_t cas(uint32_t *p, uint32_t expected, uint32_t v) {
   __atomic_compare_exchange_n(p, &expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   return expected;

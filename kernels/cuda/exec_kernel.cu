@@ -51,7 +51,15 @@
  * stop too (KOLO_DEV_STOP_WORD(abort 2 / timeout 4, batch.rank), or the
  * stopped peer's word passed on); the block leaves at the next barrier
  * (__syncthreads_or of every thread's verdict, so every thread takes the
- * same way out). */
+ * same way out).  A waiting block also leaves once another block of its
+ * launch stopped (the status word): a peer with fewer channels in this
+ * call has no block to stop it.
+ *
+ * Call signatures (single-peer tasks; see kernels/cuda_exec.h): thread 0
+ * stamps its call's on the first slice it sends through its send end, once
+ * the slot is free, and checks the sender's on the first slice it receives,
+ * before waiting for that slice (a count that differs may have put the two
+ * ranks on different protocols), so the per-slice path is unchanged. */
 #ifndef KOLO_HAVE_CUDA
 #define KOLO_HAVE_CUDA 1
 #endif
@@ -62,6 +70,7 @@
 #include "kernels/cuda_exec.h"
 #include "kolo.h"
 #include "ring/geometry.h"
+#include "ring/schedule.h"
 
 namespace {
 
@@ -88,13 +97,19 @@ constexpr int kLLUnroll = 4;
 
 /* ---- stopping ------------------------------------------------------------ */
 
-/* Records why the kernel stops: the first stopping thread of the launch wins. */
-__device__ __forceinline__ void record_stop(const kolo_dev_batch &b, uint32_t why, int32_t peer) {
-  if (kolo_dev::cas(b.status, 0u, why) == 0u) {
-    st_relaxed(b.status + 1, blockIdx.x);
-    st_relaxed(b.status + 2, (uint32_t)peer);
-    kolo_dev::fence();
-  }
+/* The stop word's reason for calls that do not match (connector.h). */
+constexpr uint32_t kStopMismatch = 7;
+
+/* Records why the kernel stops: the first stopping thread of the launch
+ * wins, and true is returned to it.  word: the stop word it sends its peers,
+ * which the launch's other blocks pass on when they leave for this one. */
+__device__ __forceinline__ bool record_stop(const kolo_dev_batch &b, uint32_t why, int32_t peer, uint32_t word) {
+  if (kolo_dev::cas(b.status, 0u, why) != 0u) return false;
+  st_relaxed(b.status + 1, blockIdx.x);
+  st_relaxed(b.status + 2, (uint32_t)peer);
+  st_relaxed(b.status + KOLO_DEV_STATUS_WORD, word);
+  kolo_dev::fence();
+  return true;
 }
 
 /* The number of connector ends of task t (its own two, or two per peer)
@@ -105,34 +120,96 @@ __device__ __forceinline__ const kolo_dev_conn *end_at(const kolo_dev_task &t, i
   return i == 0 ? (t.has_send ? &t.send : nullptr) : (t.has_recv ? &t.recv : nullptr);
 }
 
+/* A pipe's mismatch report slot: a state word, the report 2 words on. */
+__device__ __forceinline__ uint32_t *report_slot(const kolo_dev_conn *c) {
+  return reinterpret_cast<uint32_t *>(reinterpret_cast<char *>(c->tail) + KOLO_DEV_REPORT_FROM_TAIL);
+}
+
+/* Leaves report words r (another slot's: device or mapped memory, which a
+ * host copy may be writing too) in report slot `slot` when it has none yet
+ * (system-scope relaxed words, state 2 last with release; the stop word
+ * follows). */
+__device__ void put_report(uint32_t *slot, const uint32_t *r) {
+  if (ld_relaxed(slot) != 0) return;
+  for (int i = 0; i < KOLO_DEV_REPORT_WORDS; i++) st_relaxed(slot + 2 + i, ld_relaxed(r + i));
+  st_release(slot, 2u);
+}
+
 /* Tells the peers of task t that this rank stopped: `word` into the stop
  * word of each of its connector ends (the first word written stays; plain
- * system-scope stores, as words in host memory may not take atomics). */
-__device__ KOLO_OUT_OF_LINE void stop_ends(const kolo_dev_task &t, uint32_t word) {
+ * system-scope stores, as words in host memory may not take atomics), after
+ * the mismatch report r where there is one. */
+__device__ KOLO_OUT_OF_LINE void stop_ends(const kolo_dev_task &t, uint32_t word, const uint32_t *r) {
   for (int i = 0; i < nends(t); i++) {
     const kolo_dev_conn *c = end_at(t, i);
     uint32_t *x = c != nullptr ? c->stop : nullptr;
-    if (x != nullptr && ld_relaxed(x) == 0) st_relaxed(x, word);
+    if (x == nullptr || ld_relaxed(x) != 0) continue;
+    if (r != nullptr && c->tail != nullptr) {
+      put_report(report_slot(c), r);
+      kolo_dev::fence();
+    }
+    st_relaxed(x, word);
   }
   kolo_dev::fence();
+}
+
+/* The block leaves for `why`: records it (the first to stop keeps the
+ * mismatch report r, when there is one, in the status words) and tells the
+ * peers. */
+__device__ KOLO_OUT_OF_LINE void leave_with(const kolo_dev_batch &b, const kolo_dev_task &t, uint32_t why,
+                                            uint32_t word, int32_t peer, const uint32_t *r) {
+  if (record_stop(b, why, peer, word) && r != nullptr) put_report(b.status + KOLO_DEV_STATUS_REPORT_STATE, r);
+  stop_ends(t, word, r);
+}
+
+/* leave_with, passing on the report in `slot` (a pipe's or the status
+ * words') when the word says calls did not match and one is there. */
+__device__ KOLO_OUT_OF_LINE void leave(const kolo_dev_batch &b, const kolo_dev_task &t, uint32_t why, uint32_t word,
+                                       int32_t peer, uint32_t *slot) {
+  const bool has = slot != nullptr && (word >> 24) == kStopMismatch && ld_acquire(slot) == 2u;
+  leave_with(b, t, why, word, peer, has ? slot + 2 : nullptr);
+}
+
+/* Another block of this launch stopped (status set): the word it sent its
+ * peers, to pass on.  Its stopper writes it right after the status word, so
+ * a short wait sees it (else a plain error word). */
+__device__ KOLO_OUT_OF_LINE uint32_t status_word(const kolo_dev_batch &b) {
+  uint32_t word = 0;
+  for (unsigned spins = 0; spins < (1u << 16) && (word = ld_relaxed(b.status + KOLO_DEV_STATUS_WORD)) == 0; spins++)
+    kolo_dev::poll();
+  if (word == 0) return KOLO_DEV_STOP_WORD(1 /* KOLO_STOP_ERROR */, b.rank);
+  for (unsigned spins = 0; spins < (1u << 16) && (word >> 24) == kStopMismatch &&
+                           ld_relaxed(b.status + KOLO_DEV_STATUS_REPORT_STATE) != 2u;
+       spins++)
+    kolo_dev::poll();
+  return word;
 }
 
 /* Called by a waiting thread every kPollSpins spins on connector c of task
  * t: true when it must give up.  The first thread of the block to give up
  * records why in status, tells the peers (stop words: KOLO_DEV_STOP_WORD
  * with connector.h's reasons 2 abort and 4 timeout for this rank; a peer's
- * stop word is passed on as it is, as the host executor does) and sets the
- * block's hint.  since: when this wait was first polled (0: not yet). */
+ * stop word is passed on as it is, as the host executor does, with its
+ * mismatch report) and sets the block's hint.  A block also leaves when
+ * another block of the launch stopped (status set): its peer may have no
+ * task in this launch to stop it (a count that differs: fewer channels).
+ * since: when this wait was first polled (0: not yet). */
 __device__ __forceinline__ bool must_leave(const kolo_dev_batch &b, const kolo_dev_task &t,
                                            const kolo_dev_conn &c, uint64_t &since, int *s_stop) {
   if (kolo_dev::hint_get(s_stop)) return true; /* another thread of the block already stopped */
   uint32_t why = KOLO_DEV_OK, word = 0;
-  /* The abort word is host memory: one waiting thread per warp reads it. */
-  if (b.abort && kolo_dev::warp_leader() && ld_relaxed(b.abort)) {
+  uint32_t *slot = nullptr; /* where a mismatch report may be */
+  /* The abort and status words are host memory: one waiting thread per warp reads them. */
+  const bool leader = kolo_dev::warp_leader();
+  if (b.abort && leader && ld_relaxed(b.abort)) {
     why = KOLO_DEV_ABORTED;
     word = KOLO_DEV_STOP_WORD(2 /* KOLO_STOP_ABORT */, b.rank);
   } else if (c.stop && (word = ld_relaxed(c.stop)) != 0) {
     why = KOLO_DEV_PEER_STOPPED;
+    slot = c.tail != nullptr ? report_slot(&c) : nullptr;
+  } else if (b.status && leader && (why = ld_relaxed(b.status)) != KOLO_DEV_OK) {
+    word = status_word(b);
+    slot = b.status + KOLO_DEV_STATUS_REPORT_STATE;
   } else if (b.timeout_ns) {
     uint64_t now = kolo_dev::global_ns();
     if (since == 0) since = now;
@@ -142,10 +219,135 @@ __device__ __forceinline__ bool must_leave(const kolo_dev_batch &b, const kolo_d
     }
   }
   if (why == KOLO_DEV_OK) return false;
-  record_stop(b, why, c.peer);
-  stop_ends(t, word);
+  leave(b, t, why, word, c.peer, slot);
   kolo_dev::hint_set(s_stop, 1);
   return true;
+}
+
+/* ---- call signatures (issue 15) ------------------------------------------ */
+
+/* The signature place of `step` on pipe c (kolo_dev_sig, see cuda_exec.h). */
+__device__ __forceinline__ kolo_dev_sig *sig_at(const kolo_dev_conn *c, uint32_t step) {
+  char *base = reinterpret_cast<char *>(c->tail) + KOLO_DEV_SIG_FROM_TAIL;
+  return reinterpret_cast<kolo_dev_sig *>(base) + step % KOLO_DEV_FILLED_WORDS;
+}
+
+/* Task t's call, as its pipes carry it. */
+__device__ __forceinline__ kolo_dev_sig my_sig(const kolo_dev_batch &b, const kolo_dev_task &t) {
+  kolo_dev_sig s;
+  s.count = t.geo.count;
+  s.seq = t.seq_off == KOLO_DEV_SEQ_NONE ? 0u : b.seq_base + t.seq_off;
+  s.root = b.root[blockIdx.x];
+  s.coll = t.coll;
+  s.type = (uint8_t)t.type;
+  s.op = t.sig_op;
+  s.set = 1;
+  return s;
+}
+
+/* A send and a recv are the two halves of one call (call_sig.c's rule). */
+__device__ __forceinline__ int coll_class(int coll) { return coll == KOLO_COLL_RECV ? KOLO_COLL_SEND : coll; }
+__device__ __forceinline__ bool same_call(const kolo_dev_sig &a, const kolo_dev_sig &x) {
+  return coll_class(a.coll) == coll_class(x.coll) && a.count == x.count && a.type == x.type && a.op == x.op &&
+         a.root == x.root && a.seq == x.seq;
+}
+
+/* Thread 0, on the first slice of its call through send end S, once the
+ * slot is free (so the receiver has read and cleared whatever the place
+ * held 64 or more steps ago): the call's signature, `set` last.  First a
+ * look at the stop word: a sender that never waits (its slices fit the
+ * free slots) would not see that the receiver stopped, for instance on
+ * finding that an earlier call of this pipe did not match; false then (the
+ * block leaves, passing the word and its report on). */
+__device__ KOLO_OUT_OF_LINE bool stamp_sig(const kolo_dev_batch &b, const kolo_dev_task &t, const kolo_dev_conn *S,
+                                           uint32_t sstep, int *s_stop) {
+  const uint32_t word = S->stop != nullptr ? ld_relaxed(S->stop) : 0u;
+  if (word != 0) {
+    leave(b, t, KOLO_DEV_PEER_STOPPED, word, S->peer, report_slot(S));
+    kolo_dev::hint_set(s_stop, 1);
+    return false;
+  }
+  kolo_dev_sig *p = sig_at(S, sstep);
+  const kolo_dev_sig s = my_sig(b, t);
+  uint32_t *w = reinterpret_cast<uint32_t *>(p);
+  st_relaxed(w, (uint32_t)s.count);
+  st_relaxed(w + 1, (uint32_t)(s.count >> 32));
+  st_relaxed(w + 2, s.seq);
+  st_relaxed(w + 3, (uint32_t)s.root);
+  kolo_dev::st_relaxed_u8(&p->coll, s.coll);
+  kolo_dev::st_relaxed_u8(&p->type, s.type);
+  kolo_dev::st_relaxed_u8(&p->op, s.op);
+  kolo_dev::st_release_u8(&p->set, 1u);
+  return true;
+}
+
+/* The signature at p, read once its `set` was seen (acquire). */
+__device__ __forceinline__ kolo_dev_sig read_sig(kolo_dev_sig *p) {
+  const uint32_t *w = reinterpret_cast<const uint32_t *>(p);
+  kolo_dev_sig s;
+  s.count = (uint64_t)ld_relaxed(w) | ((uint64_t)ld_relaxed(w + 1) << 32);
+  s.seq = ld_relaxed(w + 2);
+  s.root = (int32_t)ld_relaxed(w + 3);
+  s.coll = (uint8_t)kolo_dev::ld_relaxed_u8(&p->coll);
+  s.type = (uint8_t)kolo_dev::ld_relaxed_u8(&p->type);
+  s.op = (uint8_t)kolo_dev::ld_relaxed_u8(&p->op);
+  s.set = 1;
+  return s;
+}
+
+/* A signature as the 6 words of a report (kolo_dev_sig's layout). */
+__device__ __forceinline__ void put_sig(uint32_t *w, kolo_dev_sig s) {
+  st_relaxed(w, (uint32_t)s.count);
+  st_relaxed(w + 1, (uint32_t)(s.count >> 32));
+  st_relaxed(w + 2, s.seq);
+  st_relaxed(w + 3, (uint32_t)s.root);
+  st_relaxed(w + 4, (uint32_t)s.coll | ((uint32_t)s.type << 8) | ((uint32_t)s.op << 16) | ((uint32_t)s.set << 24));
+}
+
+/* This rank found, on receive end R, calls that differ: the report (the
+ * higher rank first, as the host executor writes it) into R's report slot
+ * (unless one is there), from where it goes into the status words and the
+ * task's other pipes, with the stop word KOLO_STOP_MISMATCH.  (Built in
+ * place, not in a local array: the kernels keep no stack frame.) */
+__device__ KOLO_OUT_OF_LINE void found_mismatch(const kolo_dev_batch &b, const kolo_dev_task &t,
+                                                const kolo_dev_conn *R, kolo_dev_sig mine, kolo_dev_sig theirs) {
+  uint32_t *slot = report_slot(R);
+  const bool me_first = b.rank > R->peer;
+  if (ld_relaxed(slot) == 0) {
+    st_relaxed(slot + 2, (uint32_t)(me_first ? b.rank : R->peer));
+    st_relaxed(slot + 3, (uint32_t)(me_first ? R->peer : b.rank));
+    put_sig(slot + 4, me_first ? mine : theirs);
+    put_sig(slot + 10, me_first ? theirs : mine);
+    st_release(slot, 2u);
+  }
+  leave(b, t, KOLO_DEV_MISMATCH, KOLO_DEV_STOP_WORD(kStopMismatch, b.rank), R->peer, slot);
+}
+
+/* Thread 0, before the first slice of its call through receive end R, and
+ * before it waits for that slice (a sender whose count differs may have
+ * chosen the other protocol, whose slices this one would never see): waits
+ * for the sender's signature, clears it and compares it with this task's.
+ * False to stop (a mismatch: reported). */
+__device__ KOLO_OUT_OF_LINE bool check_sig(const kolo_dev_batch &b, const kolo_dev_task &t, const kolo_dev_conn *R,
+                                           uint32_t rstep, int *s_stop) {
+  kolo_dev_sig *p = sig_at(R, rstep);
+  uint64_t since = 0;
+  for (unsigned spins = 1; kolo_dev::ld_relaxed_u8(&p->set) == 0; spins++) {
+    if (spins % kPollSpins == 0) {
+      if (must_leave(b, t, *R, since, s_stop)) return false;
+      kolo_dev::pause();
+    } else {
+      kolo_dev::poll();
+    }
+  }
+  (void)kolo_dev::ld_acquire_u8(&p->set);
+  const kolo_dev_sig theirs = read_sig(p);
+  kolo_dev::st_relaxed_u8(&p->set, 0u); /* before head moves past this step (release) */
+  const kolo_dev_sig mine = my_sig(b, t);
+  if (same_call(mine, theirs)) return true;
+  found_mismatch(b, t, R, mine, theirs);
+  kolo_dev::hint_set(s_stop, 1);
+  return false;
 }
 
 /* Thread 0, at the start: claims the task's ends (each end's owner word,
@@ -168,8 +370,8 @@ __device__ KOLO_OUT_OF_LINE bool claim_ends(const kolo_dev_batch &b, const kolo_
     const kolo_dev_conn *c = end_at(t, i);
     if (c != nullptr) st_release(c->step + KOLO_DEV_STEP_OWNER, 0u);
   }
-  record_stop(b, KOLO_DEV_CONCURRENT, held_by);
-  stop_ends(t, KOLO_DEV_STOP_WORD(1 /* KOLO_STOP_ERROR */, b.rank));
+  record_stop(b, KOLO_DEV_CONCURRENT, held_by, KOLO_DEV_STOP_WORD(1 /* KOLO_STOP_ERROR */, b.rank));
+  stop_ends(t, KOLO_DEV_STOP_WORD(1 /* KOLO_STOP_ERROR */, b.rank), nullptr);
   return false;
 }
 
@@ -526,6 +728,29 @@ __device__ __forceinline__ size_t slice_elems(const kolo_dev_task &t, size_t esz
   return kLL ? kolo_ll_slice_elems(c->ll_slot_bytes, esz) : c->slot_bytes / esz;
 }
 
+/* Signature work a single-peer block has left (multi-peer tasks carry
+ * none yet): stamp the first slice it sends, check the first it receives. */
+enum { kSigStamp = 1, kSigCheck = 2 };
+
+/* Thread 0, before a slice: on the first slice of the call through each
+ * end, the signature (checked before waiting on the receive end, stamped
+ * once the send slot is free), then the counters (LL: the send credit
+ * only).  False to stop. */
+template <bool kLL>
+__device__ __forceinline__ bool slice_ready(const kolo_dev_batch &b, const kolo_dev_task &t, const Ends &e, bool rv,
+                                            bool sd, int &sig, int *s_stop) {
+  if (rv && (sig & kSigCheck)) {
+    sig &= ~kSigCheck;
+    if (!check_sig(b, t, e.R, e.rstep, s_stop)) return false;
+  }
+  if ((kLL ? sd : (rv || sd)) && !wait_ready(b, t, e.S, e.R, !kLL && rv, sd, e.rstep, e.sstep, s_stop)) return false;
+  if (sd && (sig & kSigStamp)) {
+    sig &= ~kSigStamp;
+    if (!stamp_sig(b, t, e.S, e.sstep, s_stop)) return false;
+  }
+  return true;
+}
+
 /* ---- the kernel ------------------------------------------------------------ */
 
 template <typename T, int PROTO>
@@ -544,6 +769,7 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
   if (e.R != nullptr) e.rstep = *e.R->step;
   const size_t esz = t.geo.elem_size;
   const size_t slot_elems = slice_elems<kLL>(t, esz);
+  int sig = t.npeers > 0 ? 0 : kSigStamp | kSigCheck; /* thread 0's */
   bool ok = true;
   for (size_t base = 0, rce; ok && (rce = kolo_geo_round_chunk(&t.geo, base)) != 0;
        base += rce * kolo_geo_parts(&t.geo)) {
@@ -567,10 +793,9 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
       for (size_t off = 0; off < n; off += per) {
         const size_t cnt = n - off < per ? n - off : per;
         char *s_ = src + off * esz, *d_ = dst + off * esz;
-        /* thread 0 waits for the counters (LL: the send credit only) */
+        /* thread 0: the call's signature, the counters */
         int stop = 0;
-        if (threadIdx.x == 0 && (kLL ? sd : (rv || sd)))
-          stop = !wait_ready(b, t, e.S, e.R, !kLL && rv, sd, e.rstep, e.sstep, &s_stop);
+        if (threadIdx.x == 0) stop = !slice_ready<kLL>(b, t, e, rv, sd, sig, &s_stop);
         if (kolo_dev::block_sync_or(stop)) {
           ok = false;
           break;
