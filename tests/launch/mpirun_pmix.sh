@@ -7,6 +7,8 @@ set -uo pipefail
 prog=$1
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun (Debian: openmpi-bin)"; exit 77; }
 root_opt=; [ "$(id -u)" = 0 ] && root_opt=--allow-run-as-root
+# the sanitizers' settings reach the ranks (ASan's leak check, libpmix's suppressions)
+for v in ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS; do [ -n "${!v:-}" ] && root_opt+=" -x $v"; done
 out=$(env -u KOLO_ROOT -u KOLO_SECRET -u KOLO_SECRET_FILE -u MASTER_ADDR -u MASTER_PORT \
       timeout 300 mpirun --oversubscribe $root_opt -np 4 -x KOLO_DEBUG=INFO -x KOLO_SOCKET_IFNAME=lo \
       "$prog" 2>&1)
