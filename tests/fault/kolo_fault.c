@@ -102,19 +102,6 @@ static int parse(options *o, int argc, char **argv) {
   return o->kind_on[FK_LINK_DOWN] && !o->netns ? -1 : 0;
 }
 
-/* A port free on loopback now (the rendezvous of the next trial). */
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
-  int port = -1;
-  if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-    port = ntohs(a.sin_port);
-  close(fd);
-  return port;
-}
-
 static fault_at random_moment(const options *o, uint64_t *st) {
   int on[AT_NUM], n = 0;
   for (int i = 0; i < AT_NUM; i++)
@@ -147,7 +134,7 @@ static trial_spec random_trial(const options *o, uint64_t *st, int index) {
   s.cuda = o->cuda;
   s.ib = o->ib;
   s.netns = o->netns;
-  s.port = o->netns ? 29600 + index % 200 : free_port();
+  s.port = o->netns ? 29600 + index % 200 : fu_free_port();
   s.verbose = o->verbose;
   return s;
 }

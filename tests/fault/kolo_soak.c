@@ -160,18 +160,6 @@ static int soak_rank(const options *o, int rank) {
   return bad || res != koloSuccess ? 1 : 0;
 }
 
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
-  int port = -1;
-  if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-    port = ntohs(a.sin_port);
-  close(fd);
-  return port;
-}
-
 static int parse(options *o, int argc, char **argv) {
   *o = (options){3, 0, 50, 20, 0, 2000, 0, 16384, 1, 4u << 20};
   for (int i = 1; i < argc; i++) {
@@ -222,7 +210,7 @@ int main(int argc, char **argv) {
                     "                 [--sample K] [--warmup W] [--rss-bound-kib KIB]\n");
     return 2;
   }
-  o.port = free_port();
+  o.port = fu_free_port();
   printf("kolo-soak: %d ranks over %s, %s %ld, seed %llu, counts up to %zu bytes; sample every %d iterations, "
          "baseline of %d samples, bound rss +%ld KiB, fds +0, threads +0\n",
          o.ranks, o.tcp ? "tcp (loopback)" : "shm", o.seconds ? "seconds" : "iterations", o.seconds ? o.seconds : o.iters,
