@@ -118,7 +118,8 @@ static step_args args_of(int op, char *rslot, char *sslot, char *src, char *dst,
 static inline void stamp_call(const kolo_exec_task *t, kolo_connector *sc) {
   if (sc->sig_call == t->call) return;
   sc->sig_call = t->call;
-  sc->ctrl->sig[sc->step % KOLO_CONN_MAX_SLOTS] = t->sig;
+  *kolo_conn_sig_place(sc) = t->sig;
+  sc->sig_calls++; /* counts boxes on shared-control pipes; unused elsewhere */
 }
 
 enum { SIG_MATCH, SIG_DIFFERS, SIG_NOT_YET };
@@ -130,12 +131,13 @@ enum { SIG_MATCH, SIG_DIFFERS, SIG_NOT_YET };
  * place cannot take it for its own. */
 static inline int call_check(const kolo_exec_task *t, kolo_connector *rc) {
   if (rc->sig_call == t->call) return SIG_MATCH;
-  kolo_call_sig *theirs = &rc->ctrl->sig[rc->step % KOLO_CONN_MAX_SLOTS];
+  kolo_call_sig *theirs = kolo_conn_sig_place(rc);
   int set = __atomic_load_n(&theirs->set, __ATOMIC_ACQUIRE);
   if (!set && rc->sig_late) return SIG_NOT_YET;
   rc->sig_call = t->call;
   if (set && !kolo_call_sig_match(theirs, &t->sig)) return SIG_DIFFERS; /* kept for the report */
   if (set && rc->sig_late) __atomic_store_n(&theirs->set, 0, __ATOMIC_RELAXED);
+  kolo_conn_sig_seen(rc);
   return SIG_MATCH;
 }
 

@@ -15,7 +15,7 @@ static void keep(kolo_exec_owner *o, const kolo_call_mismatch *m) {
 
 void kolo_exec_mismatch_found(kolo_exec_task *t, const kolo_connector *c) {
   kolo_exec_owner *o = t->owner;
-  const kolo_call_sig *theirs = &c->ctrl->sig[c->step % KOLO_CONN_MAX_SLOTS];
+  const kolo_call_sig *theirs = kolo_conn_sig_place(c);
   int mine_first = o->rank > c->peer;
   kolo_call_mismatch m = {{mine_first ? o->rank : c->peer, mine_first ? c->peer : o->rank},
                           {mine_first ? t->sig : *theirs, mine_first ? *theirs : t->sig}};

@@ -262,6 +262,40 @@ TEST(MismatchThreads, InsideAGroup) {
   }
 }
 
+// Signatures on shared-control pipes ride in two boxes on the tail's cache
+// line (transport/connector.h): a broadcast root that runs calls ahead of
+// ranks that start late waits for a free box, never overwrites one.  300
+// tiny broadcasts, every element checked, then an all-reduce whose count
+// differs on rank 2: the mismatch is still found and named, as call #301.
+TEST(MismatchThreads, RootRunsAheadThenACountDiffers) {
+  constexpr int kCalls = 300;
+  koloConfig_t cfg = long_timeout();
+  ThreadWorld w(3, ThreadWorld::Init::kInitAll, &cfg);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  std::vector<int> wrong(3, 0);
+  std::vector<koloResult_t> rc(3);
+  std::vector<std::string> text(3);
+  w.pool.run([&](int r) {
+    koloComm_t c = w.comms[(size_t)r];
+    if (r != 0) usleep(50000);  // the root runs ahead meanwhile
+    for (int k = 0; k < kCalls; k++) {
+      int32_t v[3] = {-1, -1, -1};
+      if (r == 0) v[0] = k, v[1] = 7 * k + 1, v[2] = -k;
+      if (koloBroadcast(v, v, 3, koloInt32, 0, c, nullptr) != koloSuccess) wrong[(size_t)r]++;
+      if (v[0] != k || v[1] != 7 * k + 1 || v[2] != -k) wrong[(size_t)r]++;
+    }
+    int32_t a[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    rc[(size_t)r] = koloAllReduce(a, a, r == 2 ? 9 : 8, koloInt32, koloSum, c, nullptr);
+    text[(size_t)r] = koloGetLastError(c);
+  });
+  for (int r = 0; r < 3; r++) {
+    EXPECT_EQ(wrong[(size_t)r], 0) << "rank " << r;
+    EXPECT_EQ(rc[(size_t)r], koloInvalidUsage) << text[(size_t)r];
+    EXPECT_CONTAINS(text[(size_t)r], "rank 2 called AllReduce(count=9, int32, sum) #301");
+    EXPECT_CONTAINS(text[(size_t)r], "called AllReduce(count=8, int32, sum) #301");
+  }
+}
+
 // ---- the stall warning --------------------------------------------------------
 
 std::string read_file(const std::string &path) {

@@ -25,6 +25,7 @@ static koloResult_t local_recv_create(const kolo_conn_setup *s, kolo_connector *
                       bytes, s->peer->rank);
   memset(mem, 0, KOLO_CONN_CTRL_BYTES);
   c->ctrl = mem;
+  c->sig_box = 1; /* both ends use this control block */
   atomic_store(&c->ctrl->refs, 2);
   c->slots = (char *)mem + KOLO_CONN_CTRL_BYTES;
   c->mem = mem;
@@ -43,6 +44,7 @@ static koloResult_t local_send_attach(const kolo_conn_setup *s, kolo_connector *
     return kolo_error(s->eb, koloRemoteError, "%s", why);
   void *mem = (void *)(uintptr_t)addr;
   c->ctrl = mem;
+  c->sig_box = 1;
   c->slots = (char *)mem + KOLO_CONN_CTRL_BYTES;
   c->mem = mem;
   c->mem_bytes = KOLO_CONN_CTRL_BYTES + s->slot_bytes * s->nslots;

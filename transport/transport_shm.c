@@ -30,6 +30,7 @@ static koloResult_t shm_map(const kolo_conn_setup *s, kolo_connector *c, int fd,
   c->mem_bytes = bytes;
   c->ctrl = mem;
   c->slots = (char *)mem + KOLO_CONN_CTRL_BYTES;
+  c->sig_box = 1; /* both ends map this control block */
   return koloSuccess;
 }
 
