@@ -17,11 +17,7 @@ static koloResult_t check_common(const char *fn, koloComm_t comm, size_t count,
                       "may follow", fn, comm->rank);
   koloResult_t ready = kolo_comm_check_ready(comm, fn, 0);
   if (ready != koloSuccess) return ready;
-  if (comm->failed != koloSuccess) {
-    char why[KOLO_ERR_LEN];
-    return kolo_error(NULL, comm->failed, "%s: the communicator failed earlier: %s", fn,
-                      kolo_error_read(&comm->err, why, sizeof why));
-  }
+  if (comm->failed != koloSuccess) return kolo_comm_failed_earlier(comm, comm->failed, fn);
   if ((int)type < 0 || type >= koloNumTypes)
     return kolo_error(&comm->err, koloInvalidArgument, "%s: datatype %d is not a koloDataType_t", fn, (int)type);
   /* ops >= koloNumOps are checked when the call is bound to them (redop.c) */

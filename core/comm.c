@@ -383,6 +383,12 @@ koloResult_t kolo_comm_check_ready(struct koloComm *c, const char *fn, int revok
   return koloSuccess;
 }
 
+koloResult_t kolo_comm_failed_earlier(struct koloComm *c, koloResult_t res, const char *fn) {
+  char why[KOLO_ERR_LEN];
+  return kolo_error(NULL, res, "%s: the communicator failed earlier: %s", fn,
+                    kolo_error_read(&c->err, why, sizeof why));
+}
+
 static koloResult_t alloc_tables(struct koloComm *c) {
   size_t np = (size_t)c->nranks * (size_t)c->nchannels;
   c->p2p_send = calloc(np, sizeof *c->p2p_send);

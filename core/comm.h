@@ -85,6 +85,11 @@ void kolo_comm_stop(struct koloComm *c, int reason);
  * with its sentence. */
 koloResult_t kolo_comm_check_ready(struct koloComm *comm, const char *fn, int revoked_ok);
 
+/* The error `res` of calling `fn` on a communicator that failed before:
+ * said in the calling thread's buffer only, since the communicator's keeps
+ * its first failure, which the sentence quotes. */
+koloResult_t kolo_comm_failed_earlier(struct koloComm *comm, koloResult_t res, const char *fn);
+
 /* Validates arguments, then runs the op now or records it in the current
  * group.  Returns what the API call returns. */
 koloResult_t kolo_enqueue(const kolo_op *op);

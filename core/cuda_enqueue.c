@@ -37,11 +37,7 @@ static int first_of(const kolo_op *ops, int i) {
 static koloResult_t check_comm(const kolo_op *ops, int nops, int i) {
   struct koloComm *c = ops[i].comm;
   koloResult_t res = kolo_cuda_comm_status(c);
-  if (res != koloSuccess) {
-    char why[KOLO_ERR_LEN]; /* said in the thread's buffer: the comm's keeps its first failure */
-    return kolo_error(NULL, res, "%s: the communicator failed earlier: %s", kolo_coll_name(ops[i].coll),
-                      kolo_error_read(&c->err, why, sizeof why));
-  }
+  if (res != koloSuccess) return kolo_comm_failed_earlier(c, res, kolo_coll_name(ops[i].coll));
   koloStream_t s = ops[i].stream;
   for (int j = i + 1; j < nops; j++)
     if (ops[j].comm == c && ops[j].stream != s)

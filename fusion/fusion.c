@@ -104,9 +104,7 @@ koloResult_t koloFusionCreate(koloFusion_t *fusion, koloComm_t comm, const koloF
   if (comm == NULL) return kolo_error(NULL, koloInvalidArgument, "koloFusionCreate: comm is NULL");
   koloResult_t ready = kolo_comm_check_ready(comm, "koloFusionCreate", 0);
   if (ready != koloSuccess) return ready;
-  if (comm->failed != koloSuccess)
-    return kolo_error(NULL, comm->failed, "koloFusionCreate: the communicator failed earlier: %s",
-                      kolo_error_read(&comm->err, (char[KOLO_ERR_LEN]){0}, KOLO_ERR_LEN));
+  if (comm->failed != koloSuccess) return kolo_comm_failed_earlier(comm, comm->failed, "koloFusionCreate");
   koloFusion_t f = calloc(1, sizeof *f);
   if (f == NULL) return kolo_error(NULL, koloSystemError, "koloFusionCreate: out of memory");
   f->comm = comm;

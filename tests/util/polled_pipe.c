@@ -157,6 +157,90 @@ static void *connect_main(void *arg) {
   return NULL;
 }
 
+/* Draws each launch's slice count and each step's filled bytes (small,
+ * whole and in between) from the seed; 1 when out of memory. */
+static int plan_run(run_state *st, const kt_polled_cfg *cfg) {
+  st->cfg = cfg;
+  st->slices = calloc((size_t)cfg->launches, sizeof *st->slices);
+  if (st->slices == NULL) return 1;
+  srand(cfg->seed);
+  for (int k = 0; k < cfg->launches; k++)
+    st->total += st->slices[k] = 1 + (uint32_t)rand() % (uint32_t)cfg->max_slices;
+  st->bytes = calloc(st->total, sizeof *st->bytes);
+  if (st->bytes == NULL) return 1;
+  for (uint32_t s = 0; s < st->total; s++)
+    st->bytes[s] = s % 5 == 0 ? (uint32_t)cfg->slot_bytes : 1 + (uint32_t)rand() % (uint32_t)cfg->slot_bytes;
+  return 0;
+}
+
+/* Connects the send pipe to the receive pipe over loopback and hands both
+ * to the proxy; 1 with err filled on failure. */
+static int connect_pair(run_state *st, const kolo_net_provider *net, char *err, size_t errlen) {
+  kolo_errbuf eb = {0};
+  connect_arg ca = {0};
+  ca.net = net;
+  void *lcomm = NULL;
+  struct sockaddr_storage local = {0};
+  struct sockaddr_in *v4 = (struct sockaddr_in *)&local;
+  v4->sin_family = AF_INET;
+  v4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (net->listen(&local, 0, &ca.h, &lcomm, &eb) != koloSuccess) {
+    snprintf(err, errlen, "listen: %s", eb.msg);
+    return 1;
+  }
+  pthread_t ct;
+  pthread_create(&ct, NULL, connect_main, &ca);
+  koloResult_t ares = net->accept(lcomm, kolo_deadline(10000), 10000, "rank 0 (loopback)", &st->recv->comm, &eb);
+  pthread_join(ct, NULL);
+  net->close_listen(lcomm);
+  st->send->comm = ca.comm;
+  if (ares != koloSuccess || ca.res != koloSuccess) {
+    snprintf(err, errlen, "connect/accept: %s / %s", eb.msg, ca.eb.msg);
+    return 1;
+  }
+  if (kolo_proxy_add(st->send, &eb) != koloSuccess || kolo_proxy_add(st->recv, &eb) != koloSuccess) {
+    snprintf(err, errlen, "kolo_proxy_add: %s", eb.msg);
+    return 1;
+  }
+  return 0;
+}
+
+/* Lets the "kernels" run launch by launch, posting to the proxy as the
+ * CUDA launcher does (launch, then post), with a pause between launches in
+ * which the proxy goes to sleep. */
+static void drive_launches(run_state *st) {
+  const kt_polled_cfg *cfg = st->cfg;
+  for (int k = 0; k < cfg->launches && !atomic_load(&st->failed); k++) {
+    uint32_t end = launch_start(st, k) + st->slices[k];
+    atomic_store(&st->released, k + 1);
+    kolo_proxy_post(st->send, st->slices[k]);
+    kolo_proxy_post(st->recv, st->slices[k]);
+    while (!atomic_load(&st->failed) && (atomic_load(&st->sent) != end || atomic_load(&st->drained) != end))
+      usleep(50);
+    usleep((useconds_t)cfg->pause_us);
+  }
+}
+
+/* Runs the sender and receiver threads over the connected pair; 1 with err
+ * filled when either saw wrong bytes or a pipe failed. */
+static int run_kernels(run_state *st, char *err, size_t errlen) {
+  pthread_t ts, tr;
+  pthread_create(&ts, NULL, sender, st);
+  pthread_create(&tr, NULL, receiver, st);
+  drive_launches(st);
+  pthread_join(ts, NULL);
+  pthread_join(tr, NULL);
+  if (atomic_load(&st->failed)) {
+    snprintf(err, errlen, "%s", st->err);
+    return 1;
+  }
+  if (st->send->failed || st->recv->failed) {
+    snprintf(err, errlen, "a pipe failed: %s%s", st->send->err.msg, st->recv->err.msg);
+    return 1;
+  }
+  return 0;
+}
+
 int kt_polled_pipe_run(const kt_polled_cfg *cfg, char *err, size_t errlen) {
   const kolo_net_provider *net = kolo_net_find(cfg->provider);
   if (net == NULL) {
@@ -165,74 +249,16 @@ int kt_polled_pipe_run(const kt_polled_cfg *cfg, char *err, size_t errlen) {
   }
   run_state st;
   memset(&st, 0, sizeof st);
-  st.cfg = cfg;
   pthread_mutex_init(&st.err_mu, NULL);
-  st.slices = calloc((size_t)cfg->launches, sizeof *st.slices);
-  srand(cfg->seed);
-  for (int k = 0; k < cfg->launches; k++) st.total += st.slices[k] = 1 + (uint32_t)rand() % (uint32_t)cfg->max_slices;
-  st.bytes = calloc(st.total, sizeof *st.bytes);
-  for (uint32_t s = 0; s < st.total; s++)  /* small, whole and in between */
-    st.bytes[s] = s % 5 == 0 ? (uint32_t)cfg->slot_bytes : 1 + (uint32_t)rand() % (uint32_t)cfg->slot_bytes;
-  st.send = pipe_make(cfg, net, 1);
-  st.recv = pipe_make(cfg, net, 0);
   int rc = 1;
-  kolo_errbuf eb = {0};
-  memset(&eb, 0, sizeof eb);
-  connect_arg ca;
-  memset(&ca, 0, sizeof ca);
-  ca.net = net;
-  void *lcomm = NULL;
-  struct sockaddr_storage local;
-  memset(&local, 0, sizeof local);
-  struct sockaddr_in *v4 = (struct sockaddr_in *)&local;
-  v4->sin_family = AF_INET;
-  v4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  pthread_t ct, ts, tr;
-  if (st.slices == NULL || st.bytes == NULL || st.send == NULL || st.recv == NULL) {
+  if (plan_run(&st, cfg) == 0) {
+    st.send = pipe_make(cfg, net, 1);
+    st.recv = pipe_make(cfg, net, 0);
+  }
+  if (st.send == NULL || st.recv == NULL)
     snprintf(err, errlen, "out of memory");
-    goto out;
-  }
-  if (net->listen(&local, 0, &ca.h, &lcomm, &eb) != koloSuccess) {
-    snprintf(err, errlen, "listen: %s", eb.msg);
-    goto out;
-  }
-  pthread_create(&ct, NULL, connect_main, &ca);
-  koloResult_t ares = net->accept(lcomm, kolo_deadline(10000), 10000, "rank 0 (loopback)", &st.recv->comm, &eb);
-  pthread_join(ct, NULL);
-  net->close_listen(lcomm);
-  st.send->comm = ca.comm;
-  if (ares != koloSuccess || ca.res != koloSuccess) {
-    snprintf(err, errlen, "connect/accept: %s / %s", eb.msg, ca.eb.msg);
-    goto out;
-  }
-  if (kolo_proxy_add(st.send, &eb) != koloSuccess || kolo_proxy_add(st.recv, &eb) != koloSuccess) {
-    snprintf(err, errlen, "kolo_proxy_add: %s", eb.msg);
-    goto out;
-  }
-  pthread_create(&ts, NULL, sender, &st);
-  pthread_create(&tr, NULL, receiver, &st);
-  for (int k = 0; k < cfg->launches && !atomic_load(&st.failed); k++) {
-    /* As the CUDA launcher does: launch, then post. */
-    uint32_t end = launch_start(&st, k) + st.slices[k];
-    atomic_store(&st.released, k + 1);
-    kolo_proxy_post(st.send, st.slices[k]);
-    kolo_proxy_post(st.recv, st.slices[k]);
-    while (!atomic_load(&st.failed) && (atomic_load(&st.sent) != end || atomic_load(&st.drained) != end))
-      usleep(50);
-    usleep((useconds_t)cfg->pause_us); /* the proxy goes to sleep */
-  }
-  pthread_join(ts, NULL);
-  pthread_join(tr, NULL);
-  if (atomic_load(&st.failed)) {
-    snprintf(err, errlen, "%s", st.err);
-    goto out;
-  }
-  if (st.send->failed || st.recv->failed) {
-    snprintf(err, errlen, "a pipe failed: %s%s", st.send->err.msg, st.recv->err.msg);
-    goto out;
-  }
-  rc = 0;
-out:
+  else if (connect_pair(&st, net, err, errlen) == 0)
+    rc = run_kernels(&st, err, errlen);
   pipe_free(st.send);
   pipe_free(st.recv);
   free(st.slices);
