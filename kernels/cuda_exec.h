@@ -148,6 +148,7 @@ enum {
 };
 #define KOLO_DEV_END_WORDS 2
 #define KOLO_DEV_STEP_OWNER 1
+#define KOLO_DEV_OWNER_SIGNED 2u
 #define KOLO_DEV_FILLED_FROM_TAIL 192
 #define KOLO_DEV_FILLED_WORDS 64 /* KOLO_CONN_MAX_SLOTS */
 
@@ -162,7 +163,9 @@ typedef struct {
   /* KOLO_DEV_END_WORDS words of device memory: this end's running count,
    * then its owner word (step[KOLO_DEV_STEP_OWNER]): 0 while no block holds
    * the end; a block sets it to 1 when it starts (CAS) and back to 0 when it
-   * ends, after storing the count. */
+   * ends, after storing the count.  While it holds the end, the block adds
+   * KOLO_DEV_OWNER_SIGNED once the call's signature went through it
+   * (stamped or checked on the call's first slice through that end). */
   uint32_t *step;
   uint32_t nslots;
   uint32_t slot_bytes;

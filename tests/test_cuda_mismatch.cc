@@ -34,10 +34,14 @@ constexpr double kBoundMs = 20000;
 
 const bool kQueuesSet = (setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0), true);
 
+enum Kind { kAllReduce, kAllToAll, kBroadcast };
+
 struct Call {
   size_t count;
   koloDataType_t type;
   koloRedOp_t op;
+  Kind kind = kAllReduce;
+  int root = 0;
 };
 
 struct Case {
@@ -49,6 +53,10 @@ struct Case {
 
 constexpr Call kSimple = {100000, koloFloat32, koloSum};
 constexpr Call kLL = {1000, koloFloat32, koloSum};
+
+// Each rank's device buffer: the largest call (an 8 Mi-float32
+// broadcast; all-to-all's input and output, each a half).
+constexpr size_t kBufBytes = 8388608 * sizeof(double);
 
 std::vector<Case> cases() {
   return {
@@ -66,6 +74,16 @@ std::vector<Case> cases() {
        "AllReduce(count=1000, float32, sum) #2"},
       {"OpLL3", 3, kLL, {1000, koloFloat32, koloMax}, "rank 2 called AllReduce(count=1000, float32, max) #2",
        "AllReduce(count=1000, float32, sum) #2"},
+      // multi-peer programs: each rank receives from the one that differs
+      {"AllToAllCountSimple3", 3, {30000, koloFloat32, koloSum, kAllToAll}, {29000, koloFloat32, koloSum, kAllToAll},
+       "rank 2 called AlltoAll(count=29000, float32) #2", "AlltoAll(count=30000, float32) #2"},
+      {"AllToAllDtypeLL3", 3, {300, koloFloat32, koloSum, kAllToAll}, {300, koloInt32, koloSum, kAllToAll},
+       "rank 2 called AlltoAll(count=300, int32) #2", "AlltoAll(count=300, float32) #2"},
+      // a chain: the root sends more than the two pipes ahead of it hold
+      // (2 x 4 MiB per channel, 2 channels), so it waits and sees the stop
+      {"BroadcastRootSimple3", 3, {8388608, koloFloat32, koloSum, kBroadcast, 0},
+       {8388608, koloFloat32, koloSum, kBroadcast, 1}, "rank 2 called Broadcast(count=8388608, float32, root=1) #2",
+       "Broadcast(count=8388608, float32, root=0) #2"},
   };
 }
 
@@ -95,8 +113,12 @@ void issue(CudaWorld &w, Bufs &b, const std::function<Call(int)> &c) {
   std::vector<koloResult_t> rc((size_t)w.nranks(), koloSuccess);
   w.pool.run([&](int r) {
     Call x = c(r);
-    rc[(size_t)r] = koloAllReduce(b.p[(size_t)r], b.p[(size_t)r], x.count, x.type, x.op, w.comms[(size_t)r],
-                                  w.streams[(size_t)r]);
+    void *p = b.p[(size_t)r], *q = (char *)p + kBufBytes / 2;
+    koloComm_t comm = w.comms[(size_t)r];
+    cudaStream_t s = w.streams[(size_t)r];
+    rc[(size_t)r] = x.kind == kAllToAll    ? koloAlltoAll(p, q, x.count, x.type, comm, s)
+                    : x.kind == kBroadcast ? koloBroadcast(p, p, x.count, x.type, x.root, comm, s)
+                                           : koloAllReduce(p, p, x.count, x.type, x.op, comm, s);
   });
   for (int r = 0; r < w.nranks(); r++)
     ASSERT_EQ(rc[(size_t)r], koloSuccess) << "rank " << r << ": " << koloGetLastError(w.comms[(size_t)r]);
@@ -113,7 +135,7 @@ TEST_P(CudaMismatch, EveryRankFailsNamingBothCalls) {
   CudaWorld w(k.nranks, CudaWorld::Init::kInitAll, &cfg);
   ASSERT_TRUE(w.ok()) << w.init_error;
   Bufs b;
-  ASSERT_EQ(alloc_bufs(w, 100000 * sizeof(double), &b), "");
+  ASSERT_EQ(alloc_bufs(w, kBufBytes, &b), "");
   issue(w, b, [](int) { return Call{1, koloFloat32, koloSum}; }); /* #1: every rank alike */
   for (int r = 0; r < k.nranks; r++) ASSERT_EQ(wait_stream(w.streams[(size_t)r], kBoundMs), "") << "warm-up";
   const double t0 = now_ms();
@@ -195,7 +217,7 @@ TEST(CudaMismatchNone, ManyMatchingCallsSucceed) {
   CudaWorld w(3, CudaWorld::Init::kInitAll, &cfg);
   ASSERT_TRUE(w.ok()) << w.init_error;
   Bufs b;
-  ASSERT_EQ(alloc_bufs(w, 100000 * sizeof(double), &b), "");
+  ASSERT_EQ(alloc_bufs(w, kBufBytes, &b), "");
   for (int i = 0; i < 40; i++) {
     const Call c = i % 2 ? kLL : Call{(size_t)(20000 + i), koloFloat32, koloSum};
     issue(w, b, [&](int) { return c; });

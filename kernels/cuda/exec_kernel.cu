@@ -728,9 +728,16 @@ __device__ __forceinline__ size_t slice_elems(const kolo_dev_task &t, size_t esz
   return kLL ? kolo_ll_slice_elems(c->ll_slot_bytes, esz) : c->slot_bytes / esz;
 }
 
-/* Signature work a single-peer block has left (multi-peer tasks carry
- * none yet): stamp the first slice it sends, check the first it receives. */
-enum { kSigStamp = 1, kSigCheck = 2 };
+/* Thread 0: whether the call's signature has yet to go through end c, and
+ * marking that it has (the owner word the block holds, cuda_exec.h): the
+ * first slice of a call through each of its ends, whichever peer that end
+ * leads to (single- and multi-peer tasks alike). */
+__device__ __forceinline__ bool unsigned_end(const kolo_dev_conn *c) {
+  return (c->step[KOLO_DEV_STEP_OWNER] & KOLO_DEV_OWNER_SIGNED) == 0;
+}
+__device__ __forceinline__ void mark_signed(const kolo_dev_conn *c) {
+  c->step[KOLO_DEV_STEP_OWNER] |= KOLO_DEV_OWNER_SIGNED;
+}
 
 /* Thread 0, before a slice: on the first slice of the call through each
  * end, the signature (checked before waiting on the receive end, stamped
@@ -738,14 +745,14 @@ enum { kSigStamp = 1, kSigCheck = 2 };
  * only).  False to stop. */
 template <bool kLL>
 __device__ __forceinline__ bool slice_ready(const kolo_dev_batch &b, const kolo_dev_task &t, const Ends &e, bool rv,
-                                            bool sd, int &sig, int *s_stop) {
-  if (rv && (sig & kSigCheck)) {
-    sig &= ~kSigCheck;
+                                            bool sd, int *s_stop) {
+  if (rv && unsigned_end(e.R)) {
+    mark_signed(e.R);
     if (!check_sig(b, t, e.R, e.rstep, s_stop)) return false;
   }
   if ((kLL ? sd : (rv || sd)) && !wait_ready(b, t, e.S, e.R, !kLL && rv, sd, e.rstep, e.sstep, s_stop)) return false;
-  if (sd && (sig & kSigStamp)) {
-    sig &= ~kSigStamp;
+  if (sd && unsigned_end(e.S)) {
+    mark_signed(e.S);
     if (!stamp_sig(b, t, e.S, e.sstep, s_stop)) return false;
   }
   return true;
@@ -769,7 +776,6 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
   if (e.R != nullptr) e.rstep = *e.R->step;
   const size_t esz = t.geo.elem_size;
   const size_t slot_elems = slice_elems<kLL>(t, esz);
-  int sig = t.npeers > 0 ? 0 : kSigStamp | kSigCheck; /* thread 0's */
   bool ok = true;
   for (size_t base = 0, rce; ok && (rce = kolo_geo_round_chunk(&t.geo, base)) != 0;
        base += rce * kolo_geo_parts(&t.geo)) {
@@ -795,7 +801,7 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
         char *s_ = src + off * esz, *d_ = dst + off * esz;
         /* thread 0: the call's signature, the counters */
         int stop = 0;
-        if (threadIdx.x == 0) stop = !slice_ready<kLL>(b, t, e, rv, sd, sig, &s_stop);
+        if (threadIdx.x == 0) stop = !slice_ready<kLL>(b, t, e, rv, sd, &s_stop);
         if (kolo_dev::block_sync_or(stop)) {
           ok = false;
           break;
