@@ -225,6 +225,21 @@ RankHelloMsg make_rank_hello(const kolo_uid &uid, int rank, int nranks) {
   return m;
 }
 
+// A mesh hello of `rank` of nranks in job uid, with its header, as a rank
+// that knows the secret would send it to a peer.
+std::vector<uint8_t> mesh_hello_bytes(const kolo_uid &uid, int rank, int nranks) {
+  kolo_mesh_hello h;
+  memset(&h, 0, sizeof h);
+  memcpy(h.secret, uid.secret, sizeof h.secret);
+  h.job = uid.job;
+  h.rank = rank;
+  h.nranks = nranks;
+  std::vector<uint8_t> mh(KOLO_WIRE_HDR_BYTES + KOLO_MESH_HELLO_BYTES);
+  kolo_encode_header(mh.data(), KOLO_TAG_MESH_HELLO, KOLO_MESH_HELLO_BYTES);
+  kolo_encode_mesh_hello(&h, mh.data() + KOLO_WIRE_HDR_BYTES);
+  return mh;
+}
+
 // The bytes of a message as the wire carries them: m.hdr as it is (a test
 // may announce a wrong length), the body encoded.
 std::vector<uint8_t> wire_bytes(const RankHelloMsg &m) {
@@ -864,15 +879,7 @@ TEST_F(Bootstrap, FakeRankOnTheMesh) {
   ASSERT_EQ(kolo_decode_peer_table(body.data(), body.size(), 0, 2, table, why, sizeof why), KOLO_WIRE_OK) << why;
   close(root);
 
-  kolo_mesh_hello h;
-  memset(&h, 0, sizeof h);
-  memcpy(h.secret, uid.secret, sizeof h.secret);
-  h.job = uid.job;
-  h.rank = 1;
-  h.nranks = 2;
-  std::vector<uint8_t> mh(KOLO_WIRE_HDR_BYTES + KOLO_MESH_HELLO_BYTES);
-  kolo_encode_header(mh.data(), KOLO_TAG_MESH_HELLO, KOLO_MESH_HELLO_BYTES);
-  kolo_encode_mesh_hello(&h, mh.data() + KOLO_WIRE_HDR_BYTES);
+  std::vector<uint8_t> mh = mesh_hello_bytes(uid, 1, 2);
   auto bad = mh;
   bad[KOLO_WIRE_HDR_BYTES + 4] ^= 1;  // the secret's first byte
   int stranger = raw_connect(table[0].addr);
@@ -1320,15 +1327,7 @@ TEST_F(Bootstrap, MeshRefusesOtherVersionsAndHearsGoodbyes) {
   EXPECT_TRUE(closed_by_peer(old, 2000));
   close(old);
 
-  kolo_mesh_hello h;
-  memset(&h, 0, sizeof h);
-  memcpy(h.secret, uid.secret, sizeof h.secret);
-  h.job = uid.job;
-  h.rank = 1;
-  h.nranks = 2;
-  std::vector<uint8_t> mh(KOLO_WIRE_HDR_BYTES + KOLO_MESH_HELLO_BYTES);
-  kolo_encode_header(mh.data(), KOLO_TAG_MESH_HELLO, KOLO_MESH_HELLO_BYTES);
-  kolo_encode_mesh_hello(&h, mh.data() + KOLO_WIRE_HDR_BYTES);
+  std::vector<uint8_t> mh = mesh_hello_bytes(uid, 1, 2);
   int cut = raw_connect(table[0].addr);
   ASSERT_GE(cut, 0);
   ASSERT_TRUE(raw_send(cut, mh.data(), mh.size() - 3));

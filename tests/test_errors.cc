@@ -166,6 +166,25 @@ void killed_rank(bool during) {
 TEST(FailingProcs, RankKilledBeforeCollective) { killed_rank(false); }
 TEST(FailingProcs, RankKilledDuringCollective) { killed_rank(true); }
 
+// A communicator of rank `rank` of n with the test's timeout, connected by
+// a warm-up all-reduce whose sum is checked; nullptr (said on stderr) when
+// either fails.
+koloComm_t init_warm(int n, const koloUniqueId &id, int rank) {
+  koloConfig_t cfg = timeout_config(kTimeoutMs);
+  koloComm_t comm;
+  if (koloCommInitRankConfig(&comm, n, id, rank, &cfg) != koloSuccess) {
+    std::fprintf(stderr, "init failed: %s\n", koloGetLastError(nullptr));
+    return nullptr;
+  }
+  float one = 1, sum = 0;
+  if (koloAllReduce(&one, &sum, 1, koloFloat32, koloSum, comm, nullptr) != koloSuccess || sum != (float)n) {
+    std::fprintf(stderr, "warm-up all-reduce failed: %s\n", koloGetLastError(comm));
+    koloCommDestroy(comm);
+    return nullptr;
+  }
+  return comm;
+}
+
 // How rank 1 of 2 goes while rank 0 waits for it in an all-reduce, and
 // what rank 0 says about it.
 enum class Going { kLeft, kExited, kKilled };
@@ -176,17 +195,8 @@ void rank_goes(Going how, const char *sentence) {
   std::set<std::string> before = shm_entries();
   std::vector<pid_t> pids;
   auto res = run_children_with_id(n, [&](int rank, const koloUniqueId &id) {
-    koloConfig_t cfg = timeout_config(kTimeoutMs);
-    koloComm_t comm;
-    if (koloCommInitRankConfig(&comm, n, id, rank, &cfg) != koloSuccess) {
-      std::fprintf(stderr, "init failed: %s\n", koloGetLastError(nullptr));
-      return 2;
-    }
-    float one = 1, sum = 0;  // warm-up: everyone connected
-    if (koloAllReduce(&one, &sum, 1, koloFloat32, koloSum, comm, nullptr) != koloSuccess || sum != 2) {
-      std::fprintf(stderr, "warm-up all-reduce failed: %s\n", koloGetLastError(comm));
-      return 2;
-    }
+    koloComm_t comm = init_warm(n, id, rank);
+    if (comm == nullptr) return 2;
     if (rank == 1) {
       usleep(300 * 1000);  // let rank 0 enter the all-reduce
       if (how == Going::kKilled) raise(SIGKILL);
@@ -239,17 +249,8 @@ void leaver_blamed(bool p2p_warm) {
   std::set<std::string> before = shm_entries();
   std::vector<pid_t> pids;
   auto res = run_children_with_id(n, [&](int rank, const koloUniqueId &id) {
-    koloConfig_t cfg = timeout_config(kTimeoutMs);
-    koloComm_t comm;
-    if (koloCommInitRankConfig(&comm, n, id, rank, &cfg) != koloSuccess) {
-      std::fprintf(stderr, "init failed: %s\n", koloGetLastError(nullptr));
-      return 2;
-    }
-    float one = 1, sum = 0;  // warm-up: everyone connected
-    if (koloAllReduce(&one, &sum, 1, koloFloat32, koloSum, comm, nullptr) != koloSuccess || sum != 3) {
-      std::fprintf(stderr, "warm-up all-reduce failed: %s\n", koloGetLastError(comm));
-      return 2;
-    }
+    koloComm_t comm = init_warm(n, id, rank);
+    if (comm == nullptr) return 2;
     std::vector<float> x(1 << 16, 1.0f);
     if (p2p_warm && warm_p2p(comm, rank, x) != koloSuccess) {
       std::fprintf(stderr, "warm-up send/recv failed: %s\n", koloGetLastError(comm));
