@@ -3,8 +3,10 @@
 
 #include <string.h>
 
+#include "perf/perf_plot.h"
+
 int perf_subcommand_main(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
+  if (argc < 2) return -1;
+  if (strcmp(argv[1], "plot") == 0) return perf_plot_main(argc, argv);
   return -1;
 }
