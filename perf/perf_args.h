@@ -111,6 +111,8 @@ typedef struct {
   int block_threads;           /* --block-threads: threads per block of the grid launch */
   /* kolo-perf overlap (perf_overlap.h): its options, NULL for the other subcommands */
   const struct perf_overlap_opts *overlap;
+  /* kolo-perf p2p (perf_p2p.h): its options, NULL for the other subcommands */
+  const struct perf_p2p_opts *p2p;
 } perf_args;
 
 /* Ranks one process runs: -t threads x -g ranks each. */

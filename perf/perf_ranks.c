@@ -20,6 +20,7 @@
 #include "perf/perf_cuda.h"
 #include "perf/perf_gate.h"
 #include "perf/perf_overlap.h"
+#include "perf/perf_p2p.h"
 #include "perf/perf_sweep.h"
 
 #ifdef KOLO_HAVE_CUDA
@@ -86,7 +87,9 @@ static int run_rank(const perf_args *a, const perf_config *cfg, koloComm_t comm,
   int code = 2;
   if (kolo_backend_init(&kb, &be, comm, a->mem_cuda, a->timeout_s) == 0) {
     describe(a, dev, where, sizeof where);
-    code = a->overlap ? perf_overlap_run(a, &kb, &be, cfg, where, stdout) : perf_sweep_run(a, &be, cfg, where, stdout);
+    if (a->overlap) code = perf_overlap_run(a, &kb, &be, cfg, where, stdout);
+    else if (a->p2p) code = perf_p2p_host_run(a, &kb, &be, cfg, stdout);
+    else code = perf_sweep_run(a, &be, cfg, where, stdout);
     kolo_backend_fini(&kb);
   }
   if (code == 2) { /* at once: the others stop waiting for this rank */
