@@ -194,7 +194,7 @@ static const struct {
     {'x', "CTA policies (kolo sizes its grids itself: KOLO_MIN_NCHANNELS, KOLO_MAX_NCHANNELS)"},
     {'D', "device API implementations"},
     {'S', "timestamps on each row"},
-    {'M', "the device memory report"},
+    {'M', "device memory report"},
     {'u', "misaligned buffers"},
     {'I', "per-iteration timing"},
     {'K', "per-iteration timing's skipped samples"},

@@ -67,11 +67,13 @@ static int iterations(sweep *s, const perf_call *c, double *coll_us) {
   return 0;
 }
 
-/* -G: every call of the timed iterations captured into the backend's graph. */
-static int capture(sweep *s, const perf_call *c, int n) {
+/* -G: the timed iterations (each -m calls in a group, as nccl-tests
+ * captures them) into the backend's graph; n_iters 0: one call alone. */
+static int capture(sweep *s, const perf_call *c, int n_iters) {
   const perf_backend *be = s->be;
   if (be->capture_begin(be->ctx) != 0) return -1;
-  int bad = issue(s, c, n);
+  int bad = n_iters == 0 ? issue(s, c, 1) : 0;
+  for (int it = 0; it < n_iters && bad == 0; it++) bad = issue_iteration(s, c);
   if (be->capture_end(be->ctx, bad != 0) != 0) bad = -1;
   return bad;
 }
@@ -79,7 +81,7 @@ static int capture(sweep *s, const perf_call *c, int n) {
 int perf_run_once(sweep *s, const perf_call *c) {
   const perf_backend *be = s->be;
   if (s->a->graph_launches == 0) return perf_run_n(s, c, 1);
-  int bad = capture(s, c, 1);
+  int bad = capture(s, c, 0);
   if (bad == 0) bad = be->graph_launch(be->ctx);
   if (bad == 0) bad = be->wait(be->ctx);
   be->graph_free(be->ctx);
@@ -99,7 +101,7 @@ static int measure_rank(sweep *s, const perf_call *c, double t[3]) {
   const perf_args *a = s->a;
   const perf_backend *be = s->be;
   double dev_us = 0, coll_us = 0;
-  if (a->graph_launches > 0 && capture(s, c, a->iters * a->agg_iters) != 0) return -1;
+  if (a->graph_launches > 0 && capture(s, c, a->iters) != 0) return -1;
   if (perf_barrier(s) != 0) return -1; /* the ranks start together */
   double t0 = now_us();
   int bad = be->time_start ? be->time_start(be->ctx) : 0;

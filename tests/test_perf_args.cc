@@ -3,6 +3,7 @@
 // sentences that refuse what kolo-perf cannot do.
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -13,7 +14,12 @@ extern "C" {
 namespace {
 
 // Parses a command line (argv[0] included) as kolo-perf or kolo-mpi-ref does.
-int Parse(perf_args *a, std::vector<std::string> words, int tool = PERF_TOOL_KOLO) {
+// The words live as long as the test program: perf_args keeps pointers into
+// them (--json, --label), as kolo-perf's into its argv.
+int Parse(perf_args *a, const std::vector<std::string> &words_in, int tool = PERF_TOOL_KOLO) {
+  static std::deque<std::vector<std::string>> kept;  // a deque never moves what it holds
+  kept.push_back(words_in);
+  std::vector<std::string> &words = kept.back();
   std::vector<char *> argv;
   for (auto &w : words) argv.push_back(&w[0]);
   argv.push_back(nullptr);
