@@ -117,6 +117,22 @@ static koloResult_t run_coll(kolo_backend *kb, const perf_call *c, koloRedOp_t o
   return res;
 }
 
+/* -m's groups, and -T's rows. */
+static int kb_group_start(void *ctx) {
+  kolo_backend *kb = ctx;
+  return check_res(kb, koloGroupStart(), "koloGroupStart");
+}
+
+static int kb_group_end(void *ctx) {
+  kolo_backend *kb = ctx;
+  return check_res(kb, koloGroupEnd(), "koloGroupEnd");
+}
+
+static void kb_row_mark(void *ctx, size_t bytes) {
+  kolo_backend *kb = ctx;
+  perf_watch_row(kb->watch, bytes);
+}
+
 /* ---- small calls: host memory passes the caller's arrays as they are ---- */
 
 #ifdef KOLO_HAVE_CUDA
@@ -322,7 +338,7 @@ static int cuda_init(kolo_backend *kb, perf_backend *be) {
 
 /* ---- setup -------------------------------------------------------------- */
 
-int kolo_backend_init(kolo_backend *kb, perf_backend *be, koloComm_t comm, int cuda) {
+int kolo_backend_init(kolo_backend *kb, perf_backend *be, koloComm_t comm, int cuda, int timeout_s) {
   memset(kb, 0, sizeof *kb);
   memset(be, 0, sizeof *be);
   kb->comm = comm;
@@ -341,6 +357,10 @@ int kolo_backend_init(kolo_backend *kb, perf_backend *be, koloComm_t comm, int c
   be->allgather_bytes = kb_allgather_bytes;
   be->alloc = kb_alloc;
   be->release = kb_release;
+  be->group_start = kb_group_start;
+  be->group_end = kb_group_end;
+  be->row_mark = kb_row_mark;
+  kb->watch = perf_watch_add(comm, kb->rank, timeout_s);
   if (!cuda) return 0;
 #ifdef KOLO_HAVE_CUDA
   if (cuda_init(kb, be) == 0) return 0;
@@ -353,6 +373,8 @@ int kolo_backend_init(kolo_backend *kb, perf_backend *be, koloComm_t comm, int c
 }
 
 void kolo_backend_fini(kolo_backend *kb) {
+  perf_watch_remove(kb->watch);
+  kb->watch = NULL;
 #ifdef KOLO_HAVE_CUDA
   kb_graph_free(kb);
   if (kb->ev_stop) cudaEventDestroy((cudaEvent_t)kb->ev_stop);

@@ -6,6 +6,7 @@
 
 #include "kolo.h"
 #include "perf/perf_sweep.h"
+#include "perf/perf_watchdog.h"
 
 typedef struct {
   koloComm_t comm;
@@ -15,7 +16,8 @@ typedef struct {
   void *scratch;       /* device staging for the small calls (cuda) */
   size_t scratch_bytes;
   void *ev_start, *ev_stop; /* cudaEvent_t: the marks around timed calls (cuda) */
-  void *graph;              /* cudaGraphExec_t of --graph, or NULL */
+  void *graph;              /* cudaGraphExec_t of -G, or NULL */
+  perf_watch *watch;        /* -T's slot, or NULL */
 } kolo_backend;
 
 /* Fills `be` for an initialized communicator.  With cuda, the calling thread
@@ -23,8 +25,9 @@ typedef struct {
  * there (ranks sharing a device never share a stream), every call and copy
  * goes on it, times are taken with cudaEvents on it, and --graph captures on
  * it (thread-local capture mode: each rank is captured by its own thread).
+ * timeout_s > 0: the rows are watched (-T, perf_watchdog.h).
  * Returns 0, or -1 with a message printed. */
-int kolo_backend_init(kolo_backend *kb, perf_backend *be, koloComm_t comm, int cuda);
+int kolo_backend_init(kolo_backend *kb, perf_backend *be, koloComm_t comm, int cuda, int timeout_s);
 /* Frees what init made; the communicator stays. */
 void kolo_backend_fini(kolo_backend *kb);
 

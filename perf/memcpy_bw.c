@@ -11,23 +11,14 @@
  *                     byte is read once and written once)
  * GB = 1e9.  Buffers are 4 KiB aligned and touched before timing.
  */
-#define _GNU_SOURCE /* getopt_long, clock_gettime */
+#define _GNU_SOURCE /* getopt_long */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "perf/perf_args.h"
-
-/* Called through a volatile pointer so that no copy is optimized away. */
-static void *(*volatile copy_fn)(void *, const void *, size_t) = memcpy;
-
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
+#include "perf/perf_ceiling.h"
 
 static void usage(FILE *f, const char *prog) {
   fprintf(f,
@@ -91,20 +82,6 @@ static size_t next_size(const options *o, size_t size) {
   return (size == 0 && o->factor > 1) || next <= size || next > o->max ? 0 : next;
 }
 
-/* Time per copy of `size` bytes, in microseconds: over -n copies, or over
- * as many more as take 1 ms, where -n copies are too quick for the clock. */
-static double time_copy(char *dst, const char *src, size_t size, const options *o) {
-  for (int i = 0; i < o->warmup; i++) copy_fn(dst, src, size);
-  long iters = o->iters;
-  for (;;) {
-    double t0 = now_us();
-    for (long i = 0; i < iters; i++) copy_fn(dst, src, size);
-    double t = now_us() - t0;
-    if (t >= 1000.0 || iters >= (1L << 30)) return t / (double)iters;
-    iters = t > 1.0 ? (long)((double)iters * 1100.0 / t) + 1 : iters * 1000;
-  }
-}
-
 int main(int argc, char **argv) {
   options o;
   int r = parse(&o, argc, argv);
@@ -130,7 +107,7 @@ int main(int argc, char **argv) {
   int rows = 0;
   size_t size = o.min;
   do {
-    double us = time_copy(dst, src, size, &o);
+    double us = perf_memcpy_time_us(dst, src, size, o.iters, o.warmup);
     double gbs = us > 0 ? (double)size / 1e3 / us : 0;
     printf("%12zu  %9.3f  %8.2f  %10.2f\n", size, us, gbs, 2 * gbs);
     if (json)

@@ -1,7 +1,7 @@
 /* mpi_ref.c - kolo-mpi-ref: the same sweeps as kolo-perf over MPI, the peer
  * library kolo's figures are compared with on the same ranks.
  *
- *   mpirun -np N kolo-mpi-ref COLL [-b -e -f -i -n -w -c -d -o -r -a --json FILE]
+ *   mpirun -np N kolo-mpi-ref COLL [-b -e -f -i -n -w -m -N -c -d -o -r -a -z -C --inplace --json FILE]
  *
  * The calls: MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather,
  * MPI_Bcast, MPI_Reduce, MPI_Sendrecv (to rank+1, from rank-1),

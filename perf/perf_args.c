@@ -1,169 +1,77 @@
-/* perf_args.c - nccl-tests' command line and size arithmetic. */
+/* perf_args.c - kolo-perf's command line: nccl-tests' flags with its
+ * letters and meanings, then kolo-perf's own (long names, and -P). */
 #define _GNU_SOURCE /* getopt_long */
 #include "perf/perf_args.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const coll_names[PERF_NUM_COLLS] = {
-    "all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "sendrecv", "alltoall", "gather", "scatter"};
-/* nccl-tests' spelling first; aliases after. */
-static const char *const type_names[PERF_NUM_TYPES] = {
-    "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
-static const struct {
-  const char *name;
-  perf_type type;
-} type_aliases[] = {{"char", PERF_INT8},       {"int", PERF_INT32},       {"uint", PERF_UINT32},
-                    {"float16", PERF_FLOAT16}, {"fp16", PERF_FLOAT16},    {"float32", PERF_FLOAT32},
-                    {"fp32", PERF_FLOAT32},    {"float64", PERF_FLOAT64}, {"fp64", PERF_FLOAT64},
-                    {"bf16", PERF_BFLOAT16},   {"float8e4m3", PERF_FLOAT8E4M3}, {"float8e5m2", PERF_FLOAT8E5M2}};
-static const char *const op_names[PERF_NUM_OPS] = {"sum", "prod", "max", "min", "avg", "mulsum"};
-static const size_t type_sizes[PERF_NUM_TYPES] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+#include "perf/perf_args_opts.h"
 
-const char *perf_coll_name(perf_coll c) { return (unsigned)c < PERF_NUM_COLLS ? coll_names[c] : "?"; }
-const char *perf_type_name(perf_type t) { return (unsigned)t < PERF_NUM_TYPES ? type_names[t] : "?"; }
-const char *perf_op_name(perf_op o) { return (unsigned)o < PERF_NUM_OPS ? op_names[o] : "?"; }
-size_t perf_type_size(perf_type t) { return (unsigned)t < PERF_NUM_TYPES ? type_sizes[t] : 0; }
-
-int perf_coll_has_op(perf_coll c) {
-  return c == PERF_ALL_REDUCE || c == PERF_REDUCE_SCATTER || c == PERF_REDUCE;
-}
-int perf_coll_has_root(perf_coll c) {
-  return c == PERF_BROADCAST || c == PERF_REDUCE || c == PERF_GATHER || c == PERF_SCATTER;
-}
-
-void perf_usage(FILE *out, const char *prog, int tool) {
-  fprintf(out,
-          "usage: %s COLL [flags]\n"
-          "  COLL: all_reduce reduce_scatter all_gather broadcast reduce sendrecv alltoall gather scatter\n"
-          "  -b, --minbytes N      smallest size (default 32M; K, M, G suffixes)\n"
-          "  -e, --maxbytes N      largest size (default 32M)\n"
-          "  -f, --stepfactor N    multiply the size by N each step (default 2)\n"
-          "  -i, --stepbytes N     add N bytes each step instead (used when -f is 1 or not given)\n"
-          "  -n, --iters N         timed iterations per size (default 20)\n"
-          "  -w, --warmup_iters N  untimed iterations before each size (default 5)\n"
-          "  -c, --check 0|1       check every element of the results (default 1)\n"
-          "  -d, --datatype T      int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double\n"
-          "                        f8e4m3 f8e5m2 (aliases: float16 float32 float64 float8e4m3\n"
-          "                        float8e5m2 char int; default float)\n"
-          "  -o, --op OP           sum prod max min avg mulsum (default sum; mulsum: a premul-sum,\n"
-          "                        koloRedOpCreatePreMulSum, each rank its own scalar)\n"
-          "  -r, --root R          root of broadcast, reduce, gather and scatter (default 0)\n"
-          "  -a, --inplace 0|1     out-of-place only (0) or in-place only (1); default both\n"
-          "      --json FILE       also write the results as JSON\n",
-          prog);
-  if (tool == PERF_TOOL_KOLO)
-    fprintf(out,
-            "  -p, --procs N         fork N processes here (default 1; a launcher's job is joined\n"
-            "                        from its environment when -p is not given); once one process\n"
-            "                        fails, the others get KOLO_TIMEOUT_MS + 2 s (at most 10 s) to\n"
-            "                        end, then are killed, and kolo-perf exits 2\n"
-            "  -t, --threads N       ranks per process, as threads (default 1)\n"
-            "  -m, --mem host|cuda   memory kind of the buffers (default host); cuda: device\n"
-            "                        buffers, one non-blocking stream per rank, cudaEvent timing\n"
-            "  -g, --gpu LIST        CUDA devices, e.g. 0 or 0,1,2,3 (default: every visible one);\n"
-            "                        rank r of this machine runs on LIST[r mod length], so -t 8 -g 0\n"
-            "                        puts 8 ranks on device 0 (nccl-tests' -g counts GPUs instead)\n"
-            "      --graph           (cuda) capture the -n calls of a size into one CUDA graph per\n"
-            "                        rank after the warm-up, and time its launch: per call in a graph\n"
-            "      --params          print kolo's KOLO_* parameters and exit\n");
-  fprintf(out, "  -h, --help            this text\n");
-  if (tool == PERF_TOOL_KOLO)
-    fprintf(out,
-            "\n"
-            "usage: %s prims [flags]\n"
-            "  the copy and reduce primitives of the CUDA kernels beside cudaMemcpyAsync device to\n"
-            "  device, on one device, each SIZE of -b..-e: time per call, GB/s of bytes read + written\n"
-            "  (memcpy 2S, copy 2S, copy2 3S, sum 3S, sum2 4S) and the ratio to memcpy's at that size\n"
-            "  -b -e -f -i -n -w      as above;  -c 0|1 check every output byte (default 1)\n"
-            "  -d T                   element type (default: float, then bfloat16)\n"
-            "  -g DEV                 the device (default 0)\n"
-            "      --launch entry|grid|both\n"
-            "                         entry: kolo_cuda_reduce, the test entry, as it launches;\n"
-            "                         grid: the benchmark's launch over the whole GPU (default both)\n"
-            "      --blocks N         blocks of the grid launch (default 0: one full wave)\n"
-            "      --block-threads N  threads per block of the grid launch, 32..512 (default 512)\n"
-            "\n"
-            "usage: %s net [flags] [--server | HOST[:PORT]]\n"
-            "  point-to-point bandwidth and latency over a kolo net provider (socket, ib),\n"
-            "  perftest-style; `%s net --help` lists its flags\n",
-            prog, prog, prog);
-  if (tool == PERF_TOOL_KOLO)
-    fprintf(out,
-            "\n"
-            "usage: %s overlap [flags]\n"
-            "  a simulated training step: real models' gradients all-reduced through the fusion\n"
-            "  API while a calibrated backward pass produces them; `%s overlap --help` lists its flags\n",
-            prog, prog);
-}
-
-/* "32M" -> 33554432: K, M, G are powers of 1024 as in nccl-tests. */
-int perf_parse_size(const char *s, size_t *out) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 0);
-  if (end == s || errno != 0 || s[0] == '-') return -1;
-  unsigned long long mult = 1;
-  switch (*end) {
-    case 'k': case 'K': mult = 1ull << 10; end++; break;
-    case 'm': case 'M': mult = 1ull << 20; end++; break;
-    case 'g': case 'G': mult = 1ull << 30; end++; break;
-    default: break;
-  }
-  if (*end == 'b' || *end == 'B') end++;
-  if (*end != '\0' || v > SIZE_MAX / mult) return -1;
-  *out = (size_t)(v * mult);
-  return 0;
-}
-
-int perf_parse_int(const char *s, int lo, int hi, int *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 0);
-  if (end == s || *end != '\0' || errno != 0 || v < lo || v > hi) return -1;
-  *out = (int)v;
-  return 0;
-}
-
-static int parse_name(const char *s, const char *const *names, int n) {
-  for (int i = 0; i < n; i++)
-    if (strcmp(s, names[i]) == 0) return i;
-  return -1;
-}
-
-static int parse_type(const char *s) {
-  int t = parse_name(s, type_names, PERF_NUM_TYPES);
-  for (size_t i = 0; t < 0 && i < sizeof type_aliases / sizeof type_aliases[0]; i++)
-    if (strcmp(s, type_aliases[i].name) == 0) t = (int)type_aliases[i].type;
-  return t;
-}
-
-enum { OPT_JSON = 1000, OPT_PARAMS, OPT_GRAPH, OPT_LAUNCH, OPT_BLOCKS, OPT_BLOCK_THREADS, OPT_END };
+/* Short options: nccl-tests' string, then kolo-perf's -P (and ':' first,
+ * so that a missing value is told apart from an unknown flag). */
+#define SHORT_OPTS ":t:g:b:e:i:f:n:m:w:N:p:I:K:c:o:d:r:z:y:T:hG:C:a:R:x:D:V:J:S:M:u:P:"
 
 static const struct option long_opts[] = {
-    {"minbytes", required_argument, NULL, 'b'},  {"maxbytes", required_argument, NULL, 'e'},
-    {"stepbytes", required_argument, NULL, 'i'}, {"stepfactor", required_argument, NULL, 'f'},
-    {"iters", required_argument, NULL, 'n'},     {"warmup_iters", required_argument, NULL, 'w'},
-    {"check", required_argument, NULL, 'c'},     {"datatype", required_argument, NULL, 'd'},
-    {"op", required_argument, NULL, 'o'},        {"root", required_argument, NULL, 'r'},
-    {"inplace", required_argument, NULL, 'a'},   {"procs", required_argument, NULL, 'p'},
-    {"threads", required_argument, NULL, 't'},   {"mem", required_argument, NULL, 'm'},
-    {"json", required_argument, NULL, OPT_JSON}, {"params", no_argument, NULL, OPT_PARAMS},
-    {"gpus", required_argument, NULL, 'g'},      {"gpu", required_argument, NULL, 'g'},
-    {"graph", no_argument, NULL, OPT_GRAPH},     {"launch", required_argument, NULL, OPT_LAUNCH},
-    {"blocks", required_argument, NULL, OPT_BLOCKS},
+    {"nthreads", required_argument, NULL, 't'},       {"threads", required_argument, NULL, 't'},
+    {"ngpus", required_argument, NULL, 'g'},          {"minbytes", required_argument, NULL, 'b'},
+    {"maxbytes", required_argument, NULL, 'e'},       {"stepbytes", required_argument, NULL, 'i'},
+    {"stepfactor", required_argument, NULL, 'f'},     {"iters", required_argument, NULL, 'n'},
+    {"agg_iters", required_argument, NULL, 'm'},      {"warmup_iters", required_argument, NULL, 'w'},
+    {"run_cycles", required_argument, NULL, 'N'},     {"parallel_init", required_argument, NULL, 'p'},
+    {"check", required_argument, NULL, 'c'},          {"op", required_argument, NULL, 'o'},
+    {"datatype", required_argument, NULL, 'd'},       {"root", required_argument, NULL, 'r'},
+    {"blocking", required_argument, NULL, 'z'},       {"stream_null", required_argument, NULL, 'y'},
+    {"timeout", required_argument, NULL, 'T'},        {"cudagraph", required_argument, NULL, 'G'},
+    {"report_cputime", required_argument, NULL, 'C'}, {"report_timestamps", required_argument, NULL, 'S'},
+    {"output_file", required_argument, NULL, 'J'},    {"average", required_argument, NULL, 'a'},
+    {"local_register", required_argument, NULL, 'R'}, {"cta_policy", required_argument, NULL, 'x'},
+    {"device_implementation", required_argument, NULL, 'D'},
+    {"device_cta_count", required_argument, NULL, 'V'},
+    {"memory", required_argument, NULL, 'M'},         {"unalign", required_argument, NULL, 'u'},
+    {"per_iter_timing", required_argument, NULL, 'I'}, {"per_iter_skip", required_argument, NULL, 'K'},
+    {"procs", required_argument, NULL, 'P'},          {"mem", required_argument, NULL, OPT_MEM},
+    {"inplace", required_argument, NULL, OPT_INPLACE}, {"devices", required_argument, NULL, OPT_DEVICES},
+    {"gpu", required_argument, NULL, OPT_DEVICES},    {"json", required_argument, NULL, OPT_JSON},
+    {"label", required_argument, NULL, OPT_LABEL},    {"ceiling", required_argument, NULL, OPT_CEILING},
+    {"params", no_argument, NULL, OPT_PARAMS},        {"graph", no_argument, NULL, OPT_GRAPH},
+    {"launch", required_argument, NULL, OPT_LAUNCH},  {"blocks", required_argument, NULL, OPT_BLOCKS},
     {"block-threads", required_argument, NULL, OPT_BLOCK_THREADS},
-    {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
+    {"help", no_argument, NULL, 'h'},                 {NULL, 0, NULL, 0}};
 
-/* Options seen on the command line, by getopt's value. */
-typedef struct {
-  unsigned char opt[128 + (OPT_END - OPT_JSON)];
-} seen_opts;
+/* What a flag's value must be, for the sentence that refuses a bad one. */
+static const struct {
+  int c;
+  const char *expects;
+} expects[] = {
+    {'b', "a size such as 8, 64K, 128M"}, {'e', "a size such as 8, 64K, 128M"}, {'i', "a size"},
+    {'f', "a factor of 1 or more"}, {'n', "1 or more"}, {'w', "0 or more"}, {'m', "1 or more"},
+    {'N', "0 (until stopped) or more"}, {'c', "0 or more calls to check"}, {'r', "a rank"},
+    {'a', "0 (rank 0), 1 (mean), 2 (min) or 3 (max)"}, {'z', "0, 1, 2 or 3"}, {'p', "0 or 1"}, {'C', "0 or 1"},
+    {'T', "seconds, 0 or more"}, {'G', "graph launches, 0 or more"}, {'t', "1 or more threads"},
+    {'g', "1 or more ranks per thread"}, {'P', "1 or more processes"}, {'d', "a type (see --help)"},
+    {'o', "sum, prod, max, min, avg or mulsum"}, {OPT_MEM, "host or cuda"}, {OPT_INPLACE, "0 or 1"},
+    {OPT_DEVICES, "device numbers, e.g. 0 or 0,1,2,3"}, {OPT_CEILING, "GB/s above 0, or memcpy"},
+    {OPT_LAUNCH, "entry, grid or both"}, {OPT_BLOCKS, "0 or more"}, {OPT_BLOCK_THREADS, "a multiple of 32 in 32..512"},
+    {0, "?"}};
 
-static unsigned char *seen_slot(seen_opts *s, int c) {
-  return &s->opt[c >= OPT_JSON ? 128 + (c - OPT_JSON) : c & 127];
+static const char *long_name(int c) {
+  for (const struct option *o = long_opts; o->name; o++)
+    if (o->val == c) return o->name;
+  return "?";
+}
+
+static const char *expected(int c) {
+  int i = 0;
+  while (expects[i].c != 0 && expects[i].c != c) i++;
+  return expects[i].expects;
+}
+
+const char *perf_flag_name(int c, char *buf, size_t len) {
+  if (c < 128) snprintf(buf, len, "-%c (--%s)", c, long_name(c));
+  else snprintf(buf, len, "--%s", long_name(c));
+  return buf;
 }
 
 static void set_defaults(perf_args *a) {
@@ -174,37 +82,26 @@ static void set_defaults(perf_args *a) {
   a->step_factor = 2;
   a->iters = 20;
   a->warmup = 5;
+  a->agg_iters = 1;
+  a->run_cycles = 1;
   a->check = 1;
   a->type = PERF_FLOAT32;
   a->op = PERF_SUM;
+  a->average = PERF_AVERAGE_MAX; /* kolo-perf's figures have always been the slowest rank's */
   a->placement = PERF_PLACE_BOTH;
-  a->procs = a->threads = 1;
+  a->procs = a->threads = a->gpus_per_thread = 1;
   a->launch = PERF_LAUNCH_BOTH;
   a->block_threads = 512;
 }
 
-int perf_parse_gpus(perf_args *a, const char *v) {
-  a->ngpus = 0;
-  while (*v) {
-    char *end;
-    errno = 0;
-    long d = strtol(v, &end, 10);
-    if (end == v || errno != 0 || d < 0 || d > 1023 || a->ngpus == PERF_MAX_GPUS) return -1;
-    a->gpus[a->ngpus++] = (int)d;
-    if (*end == '\0') return 0;
-    if (*end != ',' || end[1] == '\0') return -1;
-    v = end + 1;
-  }
-  return -1;
+static int set_enum(int *out, int v) {
+  *out = v;
+  return v < 0 ? -1 : 0;
 }
 
-/* One option; returns 0, -1 for a bad value, -2 for kolo-perf's options in
- * another tool. */
-static int apply_opt(perf_args *a, int c, const char *v, int tool, int *factor_given, int *incr_given) {
+/* The sweep's sizes and counts; 1 when c is none of them. */
+static int apply_sweep(perf_args *a, int c, const char *v, int *factor_given, int *incr_given) {
   size_t sz;
-  int i;
-  int kolo_only = (c == 'p' || c == 't' || c == 'm' || c == 'g' || c >= OPT_PARAMS);
-  if (kolo_only && tool != PERF_TOOL_KOLO) return -2;
   switch (c) {
     case 'b': return perf_parse_size(v, &a->min_bytes);
     case 'e': return perf_parse_size(v, &a->max_bytes);
@@ -216,177 +113,190 @@ static int apply_opt(perf_args *a, int c, const char *v, int tool, int *factor_g
       return 0;
     case 'n': return perf_parse_int(v, 1, 1 << 30, &a->iters);
     case 'w': return perf_parse_int(v, 0, 1 << 30, &a->warmup);
-    case 'c': return perf_parse_int(v, 0, 1, &a->check);
-    case 'a': return perf_parse_int(v, 0, 1, &a->placement);
+    case 'm': return perf_parse_int(v, 1, 1 << 20, &a->agg_iters);
+    case 'N': return perf_parse_int(v, 0, 1 << 30, &a->run_cycles);
+    case 'c': return perf_parse_int(v, 0, 1 << 20, &a->check);
+    default: return 1;
+  }
+}
+
+/* nccl-tests' other flags that kolo-perf implements; 1 when c is none. */
+static int apply_nccl(perf_args *a, int c, const char *v) {
+  switch (c) {
+    case 'd': a->type_given = 1; return set_enum((int *)&a->type, perf_parse_type(v));
+    case 'o': return set_enum((int *)&a->op, perf_parse_op(v));
     case 'r': return perf_parse_int(v, 0, 1 << 24, &a->root);
-    case 'p': a->procs_given = 1; return perf_parse_int(v, 1, 4096, &a->procs);
+    case 'a': return perf_parse_int(v, 0, 3, &a->average);
+    case 'z': return perf_parse_int(v, 0, 3, &a->blocking);
+    case 'p': return perf_parse_int(v, 0, 1, &a->parallel_init);
+    case 'C': return perf_parse_int(v, 0, 1, &a->report_cputime);
+    case 'T': return perf_parse_int(v, 0, 1 << 24, &a->timeout_s);
+    case 'G': return perf_parse_int(v, 0, 1 << 20, &a->graph_launches);
     case 't': return perf_parse_int(v, 1, 4096, &a->threads);
-    case 'd':
-      if ((i = parse_type(v)) < 0) return -1;
-      a->type = (perf_type)i;
-      a->type_given = 1;
+    case 'g': return perf_parse_int(v, 1, 4096, &a->gpus_per_thread);
+    case 'J': a->json = v; return 0;
+    default: return 1;
+  }
+}
+
+static int parse_ceiling(perf_args *a, const char *v) {
+  if (strcmp(v, "memcpy") == 0) {
+    a->ceiling_memcpy = 1;
+    return 0;
+  }
+  char *end;
+  double g = strtod(v, &end);
+  if (end == v || *end != '\0' || !(g > 0) || g > 1e6) return -1;
+  a->ceiling_gbps = g;
+  return 0;
+}
+
+static int parse_launch(perf_args *a, const char *v) {
+  if (strcmp(v, "entry") == 0) a->launch = PERF_LAUNCH_ENTRY;
+  else if (strcmp(v, "grid") == 0) a->launch = PERF_LAUNCH_GRID;
+  else if (strcmp(v, "both") == 0) a->launch = PERF_LAUNCH_BOTH;
+  else return -1;
+  return 0;
+}
+
+/* kolo-perf's own flags; 1 when c is none of them. */
+static int apply_own(perf_args *a, int c, const char *v) {
+  switch (c) {
+    case 'P': a->procs_given = 1; return perf_parse_int(v, 1, 4096, &a->procs);
+    case OPT_MEM:
+      if (strcmp(v, "host") != 0 && strcmp(v, "cuda") != 0) return -1;
+      a->mem_cuda = strcmp(v, "cuda") == 0;
       return 0;
-    case 'g': return perf_parse_gpus(a, v);
-    case OPT_GRAPH: a->graph = 1; return 0;
-    case OPT_LAUNCH:
-      if (strcmp(v, "entry") == 0) a->launch = PERF_LAUNCH_ENTRY;
-      else if (strcmp(v, "grid") == 0) a->launch = PERF_LAUNCH_GRID;
-      else if (strcmp(v, "both") == 0) a->launch = PERF_LAUNCH_BOTH;
-      else return -1;
-      return 0;
+    case OPT_INPLACE: return perf_parse_int(v, 0, 1, &a->placement);
+    case OPT_DEVICES: return perf_parse_devices(a, v);
+    case OPT_GRAPH: a->graph_launches = 1; return 0;
+    case OPT_JSON: a->json = v; return 0;
+    case OPT_LABEL: a->label = v; return 0;
+    case OPT_CEILING: return parse_ceiling(a, v);
+    case OPT_PARAMS: a->print_params = 1; return 0;
+    case OPT_LAUNCH: return parse_launch(a, v);
     case OPT_BLOCKS: return perf_parse_int(v, 0, 1 << 20, &a->blocks);
     case OPT_BLOCK_THREADS:
       if (perf_parse_int(v, 32, 512, &a->block_threads) != 0 || a->block_threads % 32 != 0) return -1;
       return 0;
-    case 'o':
-      if ((i = parse_name(v, op_names, PERF_NUM_OPS)) < 0) return -1;
-      a->op = (perf_op)i;
-      return 0;
-    case 'm':
-      if (strcmp(v, "host") != 0 && strcmp(v, "cuda") != 0) return -1;
-      a->mem_cuda = strcmp(v, "cuda") == 0;
-      return 0;
-    case OPT_JSON: a->json = v; return 0;
-    case OPT_PARAMS: a->print_params = 1; return 0;
-    default: return -1;
+    default: return 1;
   }
 }
 
-/* The first option of `list` (getopt values, 0-terminated) that was given. */
-static const char *first_seen(seen_opts *seen, const int *list) {
-  for (; *list; list++) {
-    if (!*seen_slot(seen, *list)) continue;
-    for (const struct option *o = long_opts; o->name; o++)
-      if (o->val == *list) return o->name;
-  }
-  return NULL;
+/* nccl-tests' flags kolo-perf does not implement: each is taken at the
+ * value that means "off" in nccl-tests, and refused otherwise. */
+static const struct {
+  int c;
+  const char *why;
+} not_here[] = {
+    {'y', "calls on the NULL stream (each rank has a non-blocking stream of its own)"},
+    {'R', "buffer registration (kolo does not use registrations to save a copy yet)"},
+    {'x', "CTA policies (kolo sizes its grids itself: KOLO_MIN_NCHANNELS, KOLO_MAX_NCHANNELS)"},
+    {'D', "device API implementations"},
+    {'S', "timestamps on each row"},
+    {'M', "device memory report"},
+    {'u', "misaligned buffers"},
+    {'I', "per-iteration timing"},
+    {'K', "per-iteration timing's skipped samples"},
+    {0, NULL}};
+
+/* 0 for an unimplemented flag at its "off" value, -3 otherwise; 1 when c
+ * is not one of them.  -V (the device API's CTA count) means nothing
+ * without -D, which is refused: any count passes. */
+static int apply_not_here(int c, const char *v) {
+  int n;
+  if (c == 'V') return perf_parse_int(v, 1, 128, &n);
+  for (int i = 0; not_here[i].c; i++)
+    if (not_here[i].c == c) return perf_parse_int(v, 0, 0, &n) == 0 ? 0 : -3;
+  return 1;
 }
 
-/* Flags that do not go with the subcommand or the memory kind chosen. */
-static int check_combination(perf_args *a, seen_opts *seen, const char *prog) {
-  static const int not_prims[] = {'p', 't', 'o', 'r', 'a', 'm', OPT_GRAPH, OPT_JSON, 0};
-  static const int prims_only[] = {OPT_LAUNCH, OPT_BLOCKS, OPT_BLOCK_THREADS, 0};
-  const char *name;
-  if (a->prims && (name = first_seen(seen, not_prims)) != NULL) {
-    fprintf(stderr, "%s: --%s is not a flag of prims\n", prog, name);
-    return -1;
-  }
-  if (!a->prims && (name = first_seen(seen, prims_only)) != NULL) {
-    fprintf(stderr, "%s: --%s is a flag of prims alone\n", prog, name);
-    return -1;
-  }
-  if (!a->prims && !a->mem_cuda && (a->graph || a->ngpus > 0)) {
-    fprintf(stderr, "%s: --%s needs --mem cuda\n", prog, a->graph ? "graph" : "gpu");
-    return -1;
-  }
-  if (a->graph && a->warmup < 1) {
-    fprintf(stderr, "%s: --graph needs -w 1 or more: a rank's first call to a peer connects and "
-                    "allocates, which a graph capture cannot hold\n", prog);
-    return -1;
-  }
-  return 0;
+static const char *not_here_why(int c) {
+  for (int i = 0; not_here[i].c; i++)
+    if (not_here[i].c == c) return not_here[i].why;
+  return "";
 }
 
-int perf_args_parse(perf_args *a, int argc, char **argv, int tool) {
+/* Flags kolo-mpi-ref does not take. */
+static int kolo_only(int c) {
+  return strchr("PtgpTG", c) != NULL || c == OPT_MEM || c == OPT_DEVICES || c == OPT_GRAPH || c == OPT_PARAMS ||
+         c == OPT_LAUNCH || c == OPT_BLOCKS || c == OPT_BLOCK_THREADS;
+}
+
+/* One option; 0, -1 for a bad value, -2 for kolo-perf's options in
+ * another tool, -3 for an nccl-tests flag kolo-perf does not implement. */
+static int apply_opt(perf_args *a, int c, const char *v, int tool, int *factor_given, int *incr_given) {
+  if (c < 128 && kolo_only(c) && tool != PERF_TOOL_KOLO) return -2;
+  if (c >= 128 && kolo_only(c) && tool != PERF_TOOL_KOLO) return -2;
+  int r = apply_sweep(a, c, v, factor_given, incr_given);
+  if (r == 1) r = apply_nccl(a, c, v);
+  if (r == 1) r = apply_own(a, c, v);
+  if (r == 1) r = apply_not_here(c, v);
+  return r == 1 ? -1 : r;
+}
+
+static void report_bad(const char *prog, int c, const char *v, int bad) {
+  char name[64];
+  perf_flag_name(c, name, sizeof name);
+  if (bad == -2) fprintf(stderr, "%s: %s is kolo-perf's alone\n", prog, name);
+  else if (bad == -3)
+    fprintf(stderr, "%s: %s %s is refused: kolo-perf does not have nccl-tests' %s; only %s 0, nccl-tests' "
+            "default, is taken\n", prog, name, v, not_here_why(c), name);
+  else fprintf(stderr, "%s: bad value '%s' for %s: expected %s\n", prog, v ? v : "", name, expected(c));
+}
+
+/* The getopt loop.  0 to go on, 1 after help, -1 on a bad flag. */
+static int parse_flags(perf_args *a, int argc, char **argv, int tool, perf_seen_opts *seen) {
   const char *prog = argc > 0 ? argv[0] : "kolo-perf";
   int factor_given = 0, incr_given = 0, c;
-  seen_opts seen;
-  memset(&seen, 0, sizeof seen);
-  set_defaults(a);
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":b:e:i:f:n:w:c:d:o:r:a:p:t:m:g:h", long_opts, NULL)) != -1) {
+  optind = 0; /* glibc: start afresh, so that a second parse (a test's) sees its own argv */
+  while ((c = getopt_long(argc, argv, SHORT_OPTS, long_opts, NULL)) != -1) {
     if (c == 'h') {
       perf_usage(stdout, prog, tool);
       return 1;
     }
     if (c == ':' || c == '?') {
-      fprintf(stderr, "%s: %s option %s\n", prog, c == ':' ? "missing value for" : "unknown",
+      fprintf(stderr, "%s: %s option %s (see --help)\n", prog, c == ':' ? "missing value for" : "unknown",
               argv[optind - 1]);
-      perf_usage(stderr, prog, tool);
       return -1;
     }
-    *seen_slot(&seen, c) = 1;
+    *perf_seen_slot(seen, c) = 1;
     int bad = apply_opt(a, c, optarg, tool, &factor_given, &incr_given);
     if (bad != 0) {
-      const char *name = "?";
-      for (const struct option *o = long_opts; o->name; o++)
-        if (o->val == c) name = o->name;
-      if (bad == -2) fprintf(stderr, "%s: --%s is kolo-perf's alone\n", prog, name);
-      else fprintf(stderr, "%s: bad value '%s' for --%s\n", prog, optarg ? optarg : "", name);
+      report_bad(prog, c, optarg, bad);
       return -1;
     }
   }
   if (incr_given && !factor_given) a->step_factor = 1; /* -i alone: a fixed increment */
-  if (a->print_params && optind == argc) return 0;   /* --params needs no COLL */
-  if (optind != argc - 1) {
-    fprintf(stderr, "%s: expected one collective name\n", prog);
-    perf_usage(stderr, prog, tool);
-    return -1;
-  }
-  int coll = parse_name(argv[optind], coll_names, PERF_NUM_COLLS);
-  a->prims = coll < 0 && tool == PERF_TOOL_KOLO && strcmp(argv[optind], "prims") == 0;
-  if (coll < 0 && !a->prims) {
-    fprintf(stderr, "%s: unknown collective '%s'\n", prog, argv[optind]);
-    return -1;
-  }
-  if (!a->prims) a->coll = (perf_coll)coll;
-  if (check_combination(a, &seen, prog) != 0) return -1;
-  if (a->min_bytes > a->max_bytes) {
-    fprintf(stderr, "%s: -b %zu is larger than -e %zu\n", prog, a->min_bytes, a->max_bytes);
-    return -1;
-  }
-  if (a->step_factor == 1 && a->step_bytes == 0) {
-    fprintf(stderr, "%s: -i 0 with -f 1 never reaches -e\n", prog);
-    return -1;
-  }
   return 0;
 }
 
-perf_sizes perf_sizes_for(perf_coll c, perf_type t, size_t size, int nranks) {
-  perf_sizes s;
-  size_t esize = perf_type_size(t), n = (size_t)nranks;
-  s.elems = size / esize;
-  s.count = s.send_elems = s.recv_elems = s.elems;
-  if (c == PERF_REDUCE_SCATTER || c == PERF_ALL_GATHER || c == PERF_ALL_TO_ALL || c == PERF_GATHER ||
-      c == PERF_SCATTER) {
-    s.count = s.elems / n; /* per rank (per block), as nccl-tests rounds it */
-    s.elems = s.count * n;
-    int many_in = c == PERF_REDUCE_SCATTER || c == PERF_ALL_TO_ALL || c == PERF_SCATTER;
-    int many_out = c == PERF_ALL_GATHER || c == PERF_ALL_TO_ALL || c == PERF_GATHER;
-    s.send_elems = many_in ? s.elems : s.count;
-    s.recv_elems = many_out ? s.elems : s.count;
+/* The collective (or "prims") after the flags. */
+static int parse_coll(perf_args *a, int argc, char **argv, int tool) {
+  const char *prog = argc > 0 ? argv[0] : "kolo-perf";
+  if (optind != argc - 1) {
+    fprintf(stderr, "%s: expected one collective name after the flags (see --help)\n", prog);
+    return -1;
   }
-  s.bytes = s.elems * esize;
-  return s;
+  int coll = perf_parse_coll(argv[optind]);
+  a->prims = coll < 0 && tool == PERF_TOOL_KOLO && strcmp(argv[optind], "prims") == 0;
+  if (coll < 0 && !a->prims) {
+    fprintf(stderr, "%s: unknown collective '%s' (see --help)\n", prog, argv[optind]);
+    return -1;
+  }
+  if (!a->prims) a->coll = (perf_coll)coll;
+  return 0;
 }
 
-double perf_bus_factor(perf_coll c, int nranks) {
-  double n = nranks;
-  switch (c) {
-    case PERF_ALL_REDUCE: return 2.0 * (n - 1) / n;
-    case PERF_REDUCE_SCATTER:
-    case PERF_ALL_GATHER:
-    case PERF_ALL_TO_ALL:
-    case PERF_GATHER:
-    case PERF_SCATTER: return (n - 1) / n;
-    default: return 1.0;
-  }
-}
-
-size_t perf_next_size(const perf_args *a, size_t size) {
-  size_t next;
-  if (a->step_factor > 1) {
-    if (size == 0) return 0; /* 0 * f never moves */
-    next = size > SIZE_MAX / a->step_factor ? 0 : size * a->step_factor;
-  } else {
-    next = size > SIZE_MAX - a->step_bytes ? 0 : size + a->step_bytes;
-  }
-  return (next == 0 || next > a->max_bytes) ? 0 : next;
-}
-
-size_t perf_buffer_bytes(const perf_args *a, int nranks) {
-  perf_sizes s = perf_sizes_for(a->coll, a->type, a->max_bytes, nranks);
-  size_t elems = s.send_elems > s.recv_elems ? s.send_elems : s.recv_elems;
-  size_t bytes = elems * perf_type_size(a->type);
-  return (bytes + 4095) & ~(size_t)4095;
+int perf_args_parse(perf_args *a, int argc, char **argv, int tool) {
+  const char *prog = argc > 0 ? argv[0] : "kolo-perf";
+  perf_seen_opts seen;
+  memset(&seen, 0, sizeof seen);
+  set_defaults(a);
+  int r = parse_flags(a, argc, argv, tool, &seen);
+  if (r != 0) return r;
+  if (a->print_params && optind == argc) return 0; /* --params needs no COLL */
+  if (parse_coll(a, argc, argv, tool) != 0) return -1;
+  return perf_args_check(a, &seen, prog);
 }

@@ -46,13 +46,24 @@ typedef enum {
  * a premul-sum op made for each call with koloRedOpCreatePreMulSum. */
 typedef enum { PERF_SUM, PERF_PROD, PERF_MAX, PERF_MIN, PERF_AVG, PERF_MULSUM, PERF_NUM_OPS } perf_op;
 
-/* Which placements a sweep runs (-a). */
+/* Which placements a sweep runs (--inplace). */
 enum { PERF_PLACE_BOTH = -1, PERF_PLACE_OUT = 0, PERF_PLACE_IN = 1 };
+
+/* How the ranks' times become the row's time (-a, nccl-tests' values). */
+enum { PERF_AVERAGE_RANK0 = 0, PERF_AVERAGE_MEAN = 1, PERF_AVERAGE_MIN = 2, PERF_AVERAGE_MAX = 3 };
+
+/* What -z waits for after each call (nccl-tests' values). */
+enum {
+  PERF_BLOCKING_NONE = 0,        /* issue every call, wait once at the end */
+  PERF_BLOCKING_BARRIER = 1,     /* wait for each call, then a barrier of all ranks (timed) */
+  PERF_BLOCKING_WAIT = 2,        /* wait for each call, no barrier */
+  PERF_BLOCKING_OUTER = 3        /* wait and barrier after each -m group; the barrier is not timed */
+};
 
 /* Which tool parses: flags only one of them has are refused by the other. */
 enum { PERF_TOOL_KOLO = 1, PERF_TOOL_MPI = 2 };
 
-/* Devices -g may list. */
+/* Devices --devices may list. */
 #define PERF_MAX_GPUS 64
 
 /* Which launches `kolo-perf prims` times (--launch). */
@@ -60,24 +71,38 @@ enum { PERF_LAUNCH_ENTRY = 1, PERF_LAUNCH_GRID = 2, PERF_LAUNCH_BOTH = 3 };
 
 typedef struct {
   perf_coll coll;
+  /* nccl-tests' flags, with its letters and meanings */
   size_t min_bytes, max_bytes; /* -b, -e */
   size_t step_bytes;           /* -i: increment when step_factor == 1 */
   size_t step_factor;          /* -f */
   int iters, warmup;           /* -n, -w */
-  int check;                   /* -c */
+  int agg_iters;               /* -m: calls per timed iteration, issued as one group */
+  int run_cycles;              /* -N: sweeps, each printed; 0: until stopped */
+  int check;                   /* -c: checked calls per row (0: none; the first wrong one ends it) */
   perf_type type;              /* -d */
   perf_op op;                  /* -o */
   int root;                    /* -r */
-  int placement;               /* -a: PERF_PLACE_* */
-  int procs, threads;          /* -p, -t (kolo-perf) */
-  int procs_given;             /* -p was on the command line */
-  int mem_cuda;                /* -m cuda (kolo-perf) */
+  int average;                 /* -a: PERF_AVERAGE_* */
+  int parallel_init;           /* -p: each thread inits its own rank (koloCommInitRank) */
+  int blocking;                /* -z: PERF_BLOCKING_* */
+  int report_cputime;          /* -C: the time column is the host's time to issue the calls */
+  int timeout_s;               /* -T: a row that runs longer fails the job (0: never) */
+  int graph_launches;          /* -G: launches of one CUDA graph of the -n x -m calls (0: no graph) */
+  int threads;                 /* -t: threads per process */
+  int gpus_per_thread;         /* -g: ranks per thread (nccl-tests' GPUs per thread) */
+  /* kolo-perf's own */
+  int placement;               /* --inplace: PERF_PLACE_* */
+  int procs;                   /* -P, --procs */
+  int procs_given;             /* -P was on the command line */
+  int mem_cuda;                /* --mem cuda (kolo-perf) */
   int print_params;            /* --params (kolo-perf) */
-  const char *json;            /* --json FILE, or NULL */
+  const char *json;            /* --json FILE (or nccl-tests' -J), or NULL */
+  const char *label;           /* --label TEXT: the run's name in the JSON and on plots, or NULL */
+  double ceiling_gbps;         /* --ceiling GBPS: the busbw ceiling to record (0: none) */
+  int ceiling_memcpy;          /* --ceiling memcpy: measure it (host memory) */
   /* kolo-perf with CUDA */
-  int gpus[PERF_MAX_GPUS];     /* -g LIST: devices, rank r on gpus[r % ngpus] */
-  int ngpus;                   /* 0: -g not given (all visible devices) */
-  int graph;                   /* --graph: time the -n calls as one CUDA graph */
+  int devs[PERF_MAX_GPUS];     /* --devices LIST: rank r of this machine on devs[r % ndevs] */
+  int ndevs;                   /* 0: --devices not given (all visible devices) */
   /* kolo-perf prims (the subcommand instead of a collective) */
   int prims;                   /* "prims" was named: coll is PERF_NUM_COLLS */
   int type_given;              /* -d was on the command line */
@@ -86,7 +111,12 @@ typedef struct {
   int block_threads;           /* --block-threads: threads per block of the grid launch */
   /* kolo-perf overlap (perf_overlap.h): its options, NULL for the other subcommands */
   const struct perf_overlap_opts *overlap;
+  /* kolo-perf p2p (perf_p2p.h): its options, NULL for the other subcommands */
+  const struct perf_p2p_opts *p2p;
 } perf_args;
+
+/* Ranks one process runs: -t threads x -g ranks each. */
+static inline int perf_local_ranks(const perf_args *a) { return a->threads * a->gpus_per_thread; }
 
 /* Parses argv into *a.  Returns 0 to run, 1 when help was printed (exit 0),
  * -1 on a bad command line (the message is printed).  kolo-perf also takes
@@ -97,8 +127,12 @@ void perf_usage(FILE *out, const char *prog, int tool);
 int perf_parse_size(const char *s, size_t *out);
 /* A whole number (decimal or 0x hex) in lo..hi.  Returns 0 or -1. */
 int perf_parse_int(const char *s, int lo, int hi, int *out);
-/* "0,2,3" -> a->gpus / a->ngpus (-g).  Returns 0 or -1. */
-int perf_parse_gpus(perf_args *a, const char *v);
+/* "0,2,3" -> a->devs / a->ndevs (--devices).  Returns 0 or -1. */
+int perf_parse_devices(perf_args *a, const char *v);
+/* A name of perf_type (nccl-tests' or an alias) or perf_op; -1 if none. */
+int perf_parse_type(const char *s);
+int perf_parse_op(const char *s);
+int perf_parse_coll(const char *s);
 
 const char *perf_coll_name(perf_coll c);
 const char *perf_type_name(perf_type t); /* as nccl-tests prints it */

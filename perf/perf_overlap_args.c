@@ -16,7 +16,7 @@ static char model_list[1024];    /* --model's copy, split in place */
 
 enum {
   O_MODEL = 1000, O_MODELS, O_COMPUTE, O_COMPUTE_MS, O_EXTERNAL, O_OP, O_SMALL, O_SMALL_COUNT,
-  O_SMALL_BYTES, O_BUCKET, O_FIRST_BUCKET, O_FUSION_BYTES, O_CYCLE_US, O_MIN_BUCKETS
+  O_SMALL_BYTES, O_BUCKET, O_FIRST_BUCKET, O_FUSION_BYTES, O_CYCLE_US, O_MIN_BUCKETS, O_MEM, O_DEVICES
 };
 
 static const struct option long_opts[] = {
@@ -37,11 +37,12 @@ static const struct option long_opts[] = {
     {"iters", required_argument, NULL, 'n'},
     {"warmup_iters", required_argument, NULL, 'w'},
     {"check", required_argument, NULL, 'c'},
-    {"procs", required_argument, NULL, 'p'},
+    {"procs", required_argument, NULL, 'P'},
     {"threads", required_argument, NULL, 't'},
-    {"mem", required_argument, NULL, 'm'},
-    {"gpu", required_argument, NULL, 'g'},
-    {"gpus", required_argument, NULL, 'g'},
+    {"nthreads", required_argument, NULL, 't'},
+    {"mem", required_argument, NULL, O_MEM},
+    {"devices", required_argument, NULL, O_DEVICES},
+    {"gpu", required_argument, NULL, O_DEVICES},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
 
@@ -72,7 +73,8 @@ void perf_overlap_usage(FILE *out, const char *prog) {
           "  -n, --iters N         timed rounds (default 20)\n"
           "  -w, --warmup_iters N  untimed rounds first (default 3)\n"
           "  -c, --check 0|1       check every gradient element after the timed rounds (default 1)\n"
-          "  -p, -t, -m, -g        ranks and memory, as for the collectives\n"
+          "  -P N, -t N, --mem K, --devices LIST\n"
+          "                        ranks and memory, as for the collectives (`kolo-perf --help`)\n"
           "  -h, --help            this text\n",
           prog);
 }
@@ -135,10 +137,10 @@ static int apply(perf_args *a, int c, const char *v) {
     case 'n': return perf_parse_int(v, 1, 1 << 20, &a->iters);
     case 'w': return perf_parse_int(v, 0, 1 << 20, &a->warmup);
     case 'c': return perf_parse_int(v, 0, 1, &a->check);
-    case 'p': a->procs_given = 1; return perf_parse_int(v, 1, 4096, &a->procs);
+    case 'P': a->procs_given = 1; return perf_parse_int(v, 1, 4096, &a->procs);
     case 't': return perf_parse_int(v, 1, 4096, &a->threads);
-    case 'g': return perf_parse_gpus(a, v);
-    case 'm':
+    case O_DEVICES: return perf_parse_devices(a, v);
+    case O_MEM:
       if (strcmp(v, "host") != 0 && strcmp(v, "cuda") != 0) return -1;
       a->mem_cuda = strcmp(v, "cuda") == 0;
       return 0;
@@ -154,7 +156,8 @@ static void set_defaults(perf_args *a) {
   a->check = 1;
   a->type = PERF_FLOAT32;
   a->op = PERF_AVG;
-  a->procs = a->threads = 1;
+  a->procs = a->threads = a->gpus_per_thread = 1;
+  a->agg_iters = a->run_cycles = 1;
   memset(&opts, 0, sizeof opts);
   opts.models[0] = "resnet50";
   opts.models[1] = "bert-base";
@@ -191,7 +194,7 @@ int perf_overlap_parse(perf_args *a, int argc, char **argv) {
   set_defaults(a);
   opterr = 0;
   optind = 2; /* past "overlap" */
-  while ((c = getopt_long(argc, argv, ":n:w:c:p:t:m:g:h", long_opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":n:w:c:P:t:h", long_opts, NULL)) != -1) {
     if (c == 'h') {
       perf_overlap_usage(stdout, prog);
       return 1;
@@ -216,8 +219,8 @@ int perf_overlap_parse(perf_args *a, int argc, char **argv) {
     return -1;
   }
   if (check_compute(a, prog, compute_given) != 0) return -1;
-  if (a->ngpus > 0 && !a->mem_cuda) {
-    fprintf(stderr, "%s overlap: --gpu needs --mem cuda\n", prog);
+  if (a->ndevs > 0 && !a->mem_cuda) {
+    fprintf(stderr, "%s overlap: --devices needs --mem cuda\n", prog);
     return -1;
   }
   a->overlap = &opts;

@@ -331,11 +331,11 @@ int perf_prims_run(const perf_args *a) {
   bench b;
   memset(&b, 0, sizeof b);
   b.a = a;
-  if (a->ngpus > 1) {
-    fprintf(stderr, "kolo-perf prims: runs on one device: give -g one\n");
+  if (a->ndevs > 1) {
+    fprintf(stderr, "kolo-perf prims: runs on one device: give --devices one\n");
     return 2;
   }
-  b.dev = a->ngpus == 1 ? a->gpus[0] : 0;
+  b.dev = a->ndevs == 1 ? a->devs[0] : 0;
   if (a->type_given) {
     b.types[b.ntypes++] = a->type;
   } else {

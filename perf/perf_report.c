@@ -1,45 +1,11 @@
-/* perf_report.c - nccl-tests' table (same columns and widths) and JSON. */
+/* perf_report.c - nccl-tests' table (same columns and widths); the JSON
+ * beside it is perf_json.c's. */
 #include "perf/perf_report.h"
 
 #include <string.h>
 
-static const char *redop_column(const perf_args *a) {
+const char *perf_redop_column(const perf_args *a) {
   return perf_coll_has_op(a->coll) ? perf_op_name(a->op) : "none";
-}
-
-/* JSON string: the few characters our names can hold are escaped. */
-static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; s && *s; s++) {
-    if (*s == '"' || *s == '\\') fputc('\\', f);
-    if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", (unsigned char)*s);
-    else fputc(*s, f);
-  }
-  fputc('"', f);
-}
-
-static void json_config(FILE *f, const perf_args *a, const perf_config *c) {
-  fprintf(f, "{\n  \"config\": {\"tool\": ");
-  json_str(f, c->tool);
-  fprintf(f, ", \"library\": ");
-  json_str(f, c->library);
-  fprintf(f, ", \"collective\": ");
-  json_str(f, perf_coll_name(a->coll));
-  fprintf(f, ", \"launch\": ");
-  json_str(f, c->launch);
-  fprintf(f, ", \"memory\": ");
-  json_str(f, c->memory);
-  if (c->timing) {
-    fprintf(f, ", \"timing\": ");
-    json_str(f, c->timing);
-  }
-  fprintf(f,
-          ", \"nranks\": %d, \"procs\": %d, \"threads\": %d, \"type\": \"%s\", \"redop\": \"%s\", "
-          "\"root\": %d, \"minbytes\": %zu, \"maxbytes\": %zu, \"stepfactor\": %zu, \"stepbytes\": %zu, "
-          "\"iters\": %d, \"warmup_iters\": %d, \"check\": %d, \"placement\": \"%s\"},\n  \"results\": [",
-          c->nranks, c->procs, c->threads, perf_type_name(a->type), redop_column(a), a->root, a->min_bytes,
-          a->max_bytes, a->step_factor, a->step_bytes, a->iters, a->warmup, a->check,
-          a->placement == PERF_PLACE_BOTH ? "both" : a->placement == PERF_PLACE_IN ? "in" : "out");
 }
 
 int perf_report_open(perf_report *rep, FILE *out, const perf_args *args, const perf_config *cfg) {
@@ -52,7 +18,7 @@ int perf_report_open(perf_report *rep, FILE *out, const perf_args *args, const p
       perror(args->json);
       return -1;
     }
-    json_config(rep->json, args, cfg);
+    perf_json_head(rep->json, args, cfg);
   }
   fprintf(out, "# %s %s: %s, %d ranks (%d processes x %d threads, %s), %s memory\n", cfg->tool,
           perf_coll_name(args->coll), cfg->library, cfg->nranks, cfg->procs, cfg->threads, cfg->launch,
@@ -78,7 +44,8 @@ void perf_report_table_header(perf_report *rep) {
   fprintf(o, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n",
           "", "", "", "", "");
   fprintf(o, "# %10s  %12s  %8s  %6s  %6s", "size", "count", "type", "redop", "root");
-  for (int i = 0; i < 2; i++) fprintf(o, "  %7s  %6s  %6s  %6s", "time", "algbw", "busbw", "#wrong");
+  const char *time = rep->args->report_cputime ? "cputime" : "time";
+  for (int i = 0; i < 2; i++) fprintf(o, "  %7s  %6s  %6s  %6s", time, "algbw", "busbw", "#wrong");
   fprintf(o, "\n# %10s  %12s  %8s  %6s  %6s", "(B)", "(elements)", "", "", "");
   for (int i = 0; i < 2; i++) fprintf(o, "  %7s  %6s  %6s  %5s", "(us)", "(GB/s)", "(GB/s)", "");
   fprintf(o, "\n");
@@ -91,43 +58,32 @@ void perf_result_bw(perf_result *r, const perf_args *a, size_t bytes, int nranks
   r->busbw = r->algbw * perf_bus_factor(a->coll, nranks);
 }
 
-static void print_result(FILE *o, const perf_result *r) {
+/* -C: the time column is the CPU time (nccl-tests' "cputime"). */
+static void print_result(FILE *o, const perf_result *r, int cputime) {
   char t[32];
   if (!r->done) {
     fprintf(o, "  %7s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
     return;
   }
-  if (r->time_us >= 10000.0) snprintf(t, sizeof t, "%7.0f", r->time_us);
-  else if (r->time_us >= 100.0) snprintf(t, sizeof t, "%7.1f", r->time_us);
-  else snprintf(t, sizeof t, "%7.2f", r->time_us);
+  double us = cputime ? r->cpu_us : r->time_us;
+  if (us >= 10000.0) snprintf(t, sizeof t, "%7.0f", us);
+  else if (us >= 100.0) snprintf(t, sizeof t, "%7.1f", us);
+  else snprintf(t, sizeof t, "%7.2f", us);
   fprintf(o, "  %7s  %6.2f  %6.2f  %6llu", t, r->algbw, r->busbw, (unsigned long long)r->wrong);
-}
-
-static void json_result(perf_report *rep, const perf_row *row, int in_place) {
-  const perf_result *r = &row->res[in_place];
-  const perf_args *a = rep->args;
-  fprintf(rep->json,
-          "%s\n    {\"size\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", \"root\": %d, "
-          "\"in_place\": %s, \"time_us\": %.3f, \"algbw\": %.4f, \"busbw\": %.4f, \"wrong\": %llu",
-          rep->rows++ ? "," : "", row->sizes.bytes, row->sizes.elems, perf_type_name(a->type),
-          redop_column(a), row->root, in_place ? "true" : "false", r->time_us, r->algbw, r->busbw,
-          (unsigned long long)r->wrong);
-  if (r->has_wall) fprintf(rep->json, ", \"wall_us\": %.3f", r->wall_us);
-  fprintf(rep->json, "}");
 }
 
 void perf_report_row(perf_report *rep, const perf_row *row) {
   const perf_args *a = rep->args;
   fprintf(rep->out, "%12zu  %12zu  %8s  %6s  %6d", row->sizes.bytes, row->sizes.elems, perf_type_name(a->type),
-          redop_column(a), row->root);
+          perf_redop_column(a), row->root);
   for (int p = 0; p < 2; p++) {
     const perf_result *r = &row->res[p];
-    print_result(rep->out, r);
+    print_result(rep->out, r, a->report_cputime);
     if (!r->done) continue;
     rep->bw_sum += r->busbw;
     rep->bw_count++;
     rep->wrong += r->wrong;
-    if (rep->json) json_result(rep, row, p);
+    if (rep->json) perf_json_result(rep, row, p);
   }
   fprintf(rep->out, "\n");
   fflush(rep->out);
@@ -139,13 +95,14 @@ uint64_t perf_report_close(perf_report *rep) {
           rep->wrong ? "FAILED" : "OK");
   fprintf(rep->out, "# Avg bus bandwidth    : %g \n#\n", avg);
   fflush(rep->out);
-  if (rep->json) {
-    fprintf(rep->json, "\n  ],\n  \"wrong\": %llu,\n  \"avg_busbw\": %.4f\n}\n", (unsigned long long)rep->wrong,
-            avg);
-    if (fclose(rep->json) != 0) perror(rep->args->json);
-    rep->json = NULL;
-  }
+  if (rep->json) perf_json_tail(rep, avg);
   return rep->wrong;
+}
+
+void perf_report_ceiling(perf_report *rep, double gbps, const char *source) {
+  rep->ceiling_gbps = gbps;
+  snprintf(rep->ceiling_source, sizeof rep->ceiling_source, "%s", source);
+  fprintf(rep->out, "# busbw ceiling: %.2f GB/s (%s)\n", gbps, source);
 }
 
 void perf_report_abandon(perf_report *rep) {

@@ -22,15 +22,17 @@ typedef struct {
 /* One placement of one row. */
 typedef struct {
   int done;       /* 0: not run (-a, or in-place sendrecv) */
-  double time_us; /* per iteration, the slowest rank's */
+  double time_us; /* per call, the ranks' times combined as -a says (the slowest's by default) */
   double algbw, busbw;
   uint64_t wrong; /* over all ranks */
+  double cpu_us;  /* per call, the host's time to issue the calls (-C prints it; JSON always) */
   int has_wall;   /* time_us is a device time and wall_us the wall clock beside it */
-  double wall_us; /* per iteration, the slowest rank's, host clock (JSON only) */
+  double wall_us; /* per call, host clock to the calls' end (JSON only) */
 } perf_result;
 
 typedef struct {
   perf_sizes sizes;
+  int cycle; /* which of -N's sweeps, from 0 */
   int root; /* -1 for collectives without one */
   perf_result res[2]; /* [0] out-of-place, [1] in-place */
 } perf_row;
@@ -43,6 +45,8 @@ typedef struct {
   double bw_sum;
   int bw_count;
   uint64_t wrong;
+  double ceiling_gbps;     /* --ceiling: written at the JSON's end; 0 for none */
+  char ceiling_source[160];
 } perf_report;
 
 /* Opens the JSON file (if asked) and prints the header lines of the table.
@@ -55,8 +59,21 @@ void perf_report_row(perf_report *rep, const perf_row *row);
 /* Closing lines and the JSON's end.  Returns the total of #wrong. */
 uint64_t perf_report_close(perf_report *rep);
 
+/* The busbw ceiling the JSON records (docs/perf-json.md); before close. */
+void perf_report_ceiling(perf_report *rep, double gbps, const char *source);
+
 /* After a failure: closes the JSON file as it stands (not valid JSON). */
 void perf_report_abandon(perf_report *rep);
+
+/* The JSON twin (perf_json.c): its head, one result, its end.  The
+ * schema is docs/perf-json.md; PERF_JSON_SCHEMA_VERSION changes with it. */
+#define PERF_JSON_SCHEMA_VERSION 1
+void perf_json_head(FILE *f, const perf_args *a, const perf_config *c);
+void perf_json_result(perf_report *rep, const perf_row *row, int in_place);
+void perf_json_tail(perf_report *rep, double avg_busbw);
+
+/* The redop column: the op's name, or "none" for collectives without one. */
+const char *perf_redop_column(const perf_args *a);
 
 /* algbw and busbw of a result, in GB/s (1e9). */
 void perf_result_bw(perf_result *r, const perf_args *a, size_t bytes, int nranks);

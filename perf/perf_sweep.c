@@ -1,213 +1,45 @@
-/* perf_sweep.c - sizes, buffers, check data, timing: one rank's sweep. */
-#define _GNU_SOURCE /* gethostname, clock_gettime */
+/* perf_sweep.c - one rank's sweep: its buffers, its rows (each size, out of
+ * place and in place, -N times over) and what rank 0 reports. */
+#define _GNU_SOURCE /* gethostname */
 #include "perf/perf_sweep.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "perf/perf_check.h"
+#include "perf/perf_ceiling.h"
+#include "perf/perf_sweep_int.h"
 
-typedef struct {
-  const perf_args *a;
-  const perf_backend *be;
-  int rank, nranks;
-  size_t buf_bytes;
-  uint64_t wrong; /* #wrong so far, over all ranks (so the same on each) */
-  void *send, *recv;   /* buffers the calls see (device memory with -m cuda) */
-  void *hsend, *hrecv; /* their host views: the same pointers for host memory */
-} sweep;
-
-/* Where the call's buffers lie and which part holds the result, in elements
- * from the start of `send` / `recv` (in place: both are from `recv`). */
-typedef struct {
-  size_t send_off, recv_off; /* call's sendbuff, recvbuff */
-  int send_in_recv;          /* sendbuff lies in the receive buffer (in place) */
-} layout;
-
-static layout layout_for(const sweep *s, int in_place, size_t count) {
-  perf_coll c = s->a->coll;
-  size_t rank = (size_t)s->rank;
-  layout l = {0, 0, in_place};
-  if (!in_place) return l;
-  if (c == PERF_REDUCE_SCATTER && !s->be->rs_result_at_start)
-    l.recv_off = rank * count; /* recvbuff = sendbuff + rank*recvcount */
-  /* scatter: recvbuff = sendbuff + root*count on the root, the rule that
-   * matters; the others' sendbuff is not read */
-  if (c == PERF_SCATTER) l.recv_off = rank * count;
-  /* sendbuff = recvbuff + rank*sendcount (gather: + root*count on the root) */
-  if (c == PERF_ALL_GATHER || c == PERF_GATHER) l.send_off = rank * count;
-  return l;
-}
-
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
-/* ---- inputs and checks -------------------------------------------------- */
-
-/* Host views of the call's input (the send side) and of the whole receive side. */
-static void prepare(sweep *s, const perf_gen *g, const perf_sizes *z, const layout *l) {
-  perf_type t = s->a->type;
-  size_t es = perf_type_size(t);
-  perf_coll c = s->a->coll;
-  char *in = (char *)(l->send_in_recv ? s->hrecv : s->hsend) + l->send_off * es;
-  if (!l->send_in_recv) perf_poison(t, s->hrecv, z->recv_elems);
-  if (l->send_in_recv && (c == PERF_ALL_GATHER || c == PERF_GATHER)) perf_poison(t, s->hrecv, z->recv_elems);
-  if (c == PERF_BROADCAST && s->rank != s->a->root) {
-    /* only the root's data is sent; in place, the others' buffers are outputs */
-    if (l->send_in_recv) perf_poison(t, in, z->send_elems);
-    else perf_fill(g, s->rank, in, 0, z->send_elems);
-    return;
-  }
-  perf_fill(g, s->rank, in, 0, z->send_elems);
-}
-
-static uint64_t check(sweep *s, const perf_gen *g, const perf_sizes *z, const layout *l) {
-  size_t es = perf_type_size(s->a->type);
-  const char *out = (const char *)s->hrecv + l->recv_off * es;
-  int n = s->nranks, rank = s->rank;
-  switch (s->a->coll) {
-    case PERF_ALL_REDUCE: return perf_check_reduced(g, out, 0, z->count);
-    case PERF_REDUCE_SCATTER: return perf_check_reduced(g, out, (size_t)rank * z->count, z->count);
-    case PERF_ALL_GATHER: return perf_check_gathered(g, out, z->count);
-    case PERF_BROADCAST: return perf_check_copied(g, s->a->root, out, 0, z->count);
-    case PERF_REDUCE: return rank == s->a->root ? perf_check_reduced(g, out, 0, z->count) : 0;
-    case PERF_SENDRECV: return perf_check_copied(g, (rank - 1 + n) % n, out, 0, z->count);
-    case PERF_ALL_TO_ALL: return perf_check_transposed(g, out, rank, z->count);
-    case PERF_GATHER: return rank == s->a->root ? perf_check_gathered(g, out, z->count) : 0;
-    case PERF_SCATTER: return perf_check_copied(g, s->a->root, out, (size_t)rank * z->count, z->count);
-    default: return 0;
-  }
-}
-
-static int to_device(sweep *s, const perf_sizes *z) {
-  if (s->be->copy == NULL) return 0;
-  size_t es = perf_type_size(s->a->type);
-  if (s->be->copy(s->be->ctx, s->send, s->hsend, z->send_elems * es, 1) != 0) return -1;
-  size_t rbytes = (z->recv_elems > z->send_elems ? z->recv_elems : z->send_elems) * es;
-  return s->be->copy(s->be->ctx, s->recv, s->hrecv, rbytes, 1);
-}
-
-static int from_device(sweep *s, const perf_sizes *z) {
-  if (s->be->copy == NULL) return 0;
-  size_t es = perf_type_size(s->a->type);
-  size_t rbytes = (z->recv_elems > z->send_elems ? z->recv_elems : z->send_elems) * es;
-  return s->be->copy(s->be->ctx, s->hrecv, s->recv, rbytes, 0);
-}
-
-/* ---- one placement of one size ------------------------------------------ */
-
-static perf_call make_call(const sweep *s, const perf_sizes *z, const layout *l) {
-  size_t es = perf_type_size(s->a->type);
-  perf_call c;
-  c.coll = s->a->coll;
-  c.send = (char *)(l->send_in_recv ? s->recv : s->send) + l->send_off * es;
-  c.recv = (char *)s->recv + l->recv_off * es;
-  c.count = z->count;
-  c.type = s->a->type;
-  c.op = s->a->op;
-  c.root = s->a->root;
-  c.send_peer = (s->rank + 1) % s->nranks;
-  c.recv_peer = (s->rank - 1 + s->nranks) % s->nranks;
-  c.in_place = l->send_in_recv;
-  return c;
-}
-
-/* Issues n calls (on a stream they may still be running). */
-static int issue(sweep *s, const perf_call *c, int n) {
-  for (int i = 0; i < n; i++)
-    if (s->be->run(s->be->ctx, c) != 0) return -1;
-  return 0;
-}
-
-/* n calls, completed when this returns. */
-static int run_n(sweep *s, const perf_call *c, int n) {
-  if (issue(s, c, n) != 0) return -1;
-  return s->be->wait ? s->be->wait(s->be->ctx) : 0;
-}
-
-/* --graph: n calls captured into the backend's graph, ready to launch. */
-static int capture(sweep *s, const perf_call *c, int n) {
-  const perf_backend *be = s->be;
-  if (be->capture_begin(be->ctx) != 0) return -1;
-  int bad = issue(s, c, n);
-  if (be->capture_end(be->ctx, bad != 0) != 0) bad = -1;
-  return bad;
-}
-
-/* The call whose results are checked: with --graph, a graph of that one call. */
-static int run_once(sweep *s, const perf_call *c) {
-  const perf_backend *be = s->be;
-  if (!s->a->graph) return run_n(s, c, 1);
-  int bad = capture(s, c, 1);
-  if (bad == 0) bad = be->graph_launch(be->ctx);
-  if (bad == 0) bad = be->wait(be->ctx);
-  be->graph_free(be->ctx);
-  return bad;
-}
-
-/* This rank's time per call of -n calls, the ranks starting together: the
- * wall clock around the calls when they block (t[0]); else the device time
- * between marks on the stream before and after them (t[0]) and the wall
- * clock from before the first mark to the end of the calls (t[1]).  With
- * --graph the -n calls are captured first and launched as one graph. */
-static int time_calls(sweep *s, const perf_call *c, double t[2]) {
+/* Checks -c calls of a row, each with inputs of its own, stopping at the
+ * first that is wrong on any rank (nccl-tests' -c N).  *wrong: over all ranks. */
+static int check_calls(sweep *s, const perf_call *c, const perf_sizes *z, const layout *l, uint64_t seed,
+                       uint64_t *wrong) {
   const perf_args *a = s->a;
-  const perf_backend *be = s->be;
-  double sync[1] = {0};
-  if (be->time_start == NULL) {
-    if (be->allreduce_double(be->ctx, sync, 1, 1) != 0) return -1; /* start together */
-    double t0 = now_us();
-    if (run_n(s, c, a->iters) != 0) return -1;
-    t[0] = (now_us() - t0) / a->iters;
-    return 0;
+  *wrong = 0;
+  for (int k = 0; k < a->check && *wrong == 0; k++) {
+    perf_gen g;
+    perf_gen_init(&g, a->type, a->op, s->nranks, seed + (uint64_t)k * 0x9e3779b9u);
+    uint64_t mine = 0;
+    if (perf_prepare(s, &g, z, l) != 0 || perf_run_once(s, c) != 0 || perf_check_result(s, &g, z, l, &mine) != 0)
+      return -1;
+    double w[1] = {(double)mine};
+    if (s->be->allreduce_double(s->be->ctx, w, 1, 0) != 0) return -1;
+    *wrong = (uint64_t)w[0];
   }
-  if (a->graph && capture(s, c, a->iters) != 0) return -1;
-  double dev_us = 0, t0 = 0;
-  int bad = be->allreduce_double(be->ctx, sync, 1, 1); /* start together */
-  if (bad == 0) {
-    t0 = now_us();
-    bad = be->time_start(be->ctx);
-  }
-  if (bad == 0) bad = a->graph ? be->graph_launch(be->ctx) : issue(s, c, a->iters);
-  if (bad == 0) bad = be->time_stop(be->ctx, &dev_us);
-  t[0] = dev_us / a->iters;
-  t[1] = (now_us() - t0) / a->iters;
-  if (a->graph) be->graph_free(be->ctx);
-  return bad;
+  return 0;
 }
 
 static int measure(sweep *s, size_t size, int in_place, uint64_t seed, perf_result *res) {
   const perf_args *a = s->a;
-  const perf_backend *be = s->be;
   perf_sizes z = perf_sizes_for(a->coll, a->type, size, s->nranks);
-  layout l = layout_for(s, in_place, z.count);
-  perf_call c = make_call(s, &z, &l);
+  layout l = perf_layout_for(s, in_place, z.count);
+  perf_call c = perf_make_call(s, &z, &l);
   perf_gen g;
   perf_gen_init(&g, a->type, a->op, s->nranks, seed);
-
-  prepare(s, &g, &z, &l);
-  if (to_device(s, &z) != 0 || run_n(s, &c, a->warmup) != 0) return -1;
-  double t[2] = {0, 0};
-  int nt = be->time_start ? 2 : 1; /* device and wall clock, or the wall clock */
-  if (time_calls(s, &c, t) != 0) return -1;
-  if (be->allreduce_double(be->ctx, t, nt, 1) != 0) return -1; /* the slowest rank's */
-  res->time_us = t[0];
-  res->has_wall = nt == 2;
-  res->wall_us = t[1];
-  res->wrong = 0;
-  if (a->check) {
-    prepare(s, &g, &z, &l);
-    if (to_device(s, &z) != 0 || run_once(s, &c) != 0 || from_device(s, &z) != 0) return -1;
-    double w[1] = {(double)check(s, &g, &z, &l)};
-    if (be->allreduce_double(be->ctx, w, 1, 0) != 0) return -1;
-    res->wrong = (uint64_t)w[0];
-  }
+  if (perf_prepare(s, &g, &z, &l) != 0 || perf_run_n(s, &c, a->warmup) != 0) return -1;
+  if (perf_time_calls(s, &c, res) != 0) return -1;
+  if (check_calls(s, &c, &z, &l, seed, &res->wrong) != 0) return -1;
   res->done = 1;
   perf_result_bw(res, a, z.bytes, s->nranks);
   return 0;
@@ -284,24 +116,56 @@ static int print_ranks(sweep *s, perf_report *rep, const char *where) {
 
 /* ---- the sweep ---------------------------------------------------------- */
 
+/* Tells the backend which row runs (-T's watchdog); bytes 0: none. */
+static void mark_row(sweep *s, size_t bytes) {
+  if (s->be->row_mark) s->be->row_mark(s->be->ctx, bytes);
+}
+
+/* One size: out of place, then in place. */
+static int sweep_row(sweep *s, perf_row *row, size_t size, uint64_t *seed) {
+  const perf_args *a = s->a;
+  memset(row, 0, sizeof *row);
+  row->sizes = perf_sizes_for(a->coll, a->type, size, s->nranks);
+  row->root = perf_coll_has_root(a->coll) ? a->root : -1;
+  for (int p = 0; p < 2; p++) {
+    if (a->placement != PERF_PLACE_BOTH && a->placement != p) continue;
+    /* a buffer both sent and received into; all-to-all has no in-place form */
+    if (p == 1 && (a->coll == PERF_SENDRECV || a->coll == PERF_ALL_TO_ALL)) continue;
+    mark_row(s, row->sizes.bytes);
+    int bad = measure(s, size, p, (*seed)++, &row->res[p]);
+    mark_row(s, 0);
+    if (bad != 0) return -1;
+    s->wrong += row->res[p].wrong;
+  }
+  return 0;
+}
+
+/* --ceiling: given, or half of one core's memcpy rate measured here. */
+static void report_ceiling(const perf_args *a, perf_report *rep) {
+  if (a->ceiling_gbps > 0) perf_report_ceiling(rep, a->ceiling_gbps, "given on the command line (--ceiling)");
+  if (!a->ceiling_memcpy) return;
+  double gbps = perf_memcpy_gbps(a->max_bytes, a->iters, a->warmup);
+  if (gbps <= 0) return; /* said why */
+  char source[160];
+  snprintf(source, sizeof source,
+           "half of one core's memcpy rate, %.2f GB/s at %zu bytes on rank 0: a ring rank moves each byte "
+           "through memory about twice", gbps, a->max_bytes);
+  perf_report_ceiling(rep, gbps / 2, source);
+}
+
+/* -N sweeps of -b..-e (0: until stopped). */
 static int sweep_sizes(sweep *s, perf_report *rep) {
   const perf_args *a = s->a;
   uint64_t seed = 1;
-  size_t size = a->min_bytes;
-  do {
-    perf_row row;
-    memset(&row, 0, sizeof row);
-    row.sizes = perf_sizes_for(a->coll, a->type, size, s->nranks);
-    row.root = perf_coll_has_root(a->coll) ? a->root : -1;
-    for (int p = 0; p < 2; p++) {
-      if (a->placement != PERF_PLACE_BOTH && a->placement != p) continue;
-      /* a buffer both sent and received into; all-to-all has no in-place form */
-      if (p == 1 && (a->coll == PERF_SENDRECV || a->coll == PERF_ALL_TO_ALL)) continue;
-      if (measure(s, size, p, seed++, &row.res[p]) != 0) return -1;
-      s->wrong += row.res[p].wrong;
-    }
-    if (rep) perf_report_row(rep, &row);
-  } while ((size = perf_next_size(a, size)) != 0);
+  for (int cycle = 0; a->run_cycles == 0 || cycle < a->run_cycles; cycle++) {
+    size_t size = a->min_bytes;
+    do {
+      perf_row row;
+      if (sweep_row(s, &row, size, &seed) != 0) return -1;
+      row.cycle = cycle;
+      if (rep) perf_report_row(rep, &row);
+    } while ((size = perf_next_size(a, size)) != 0);
+  }
   return 0;
 }
 
@@ -328,6 +192,7 @@ int perf_sweep_run(const perf_args *a, const perf_backend *be, const perf_config
     if (rep) perf_report_abandon(rep);
     return 2;
   }
+  if (rep) report_ceiling(a, rep);
   if (rep) perf_report_table_header(rep);
   if (sweep_sizes(&s, rep) != 0) res = 2;
   free_buffers(&s);

@@ -36,6 +36,12 @@ typedef struct {
    * rule) rather than at rank * recvcount (NCCL's and kolo's). */
   int rs_result_at_start;
   int (*run)(void *ctx, const perf_call *call);
+  /* -m: the calls of one iteration between these (NULL: no groups, the
+   * calls go back to back). */
+  int (*group_start)(void *ctx);
+  int (*group_end)(void *ctx);
+  /* -T: the row of `bytes` starts (bytes > 0) or has ended (0); NULL: no watch. */
+  void (*row_mark)(void *ctx, size_t bytes);
   /* The calls issued so far have completed (a stream sync); NULL when calls block. */
   int (*wait)(void *ctx);
   /* v[0..n) becomes the sum (max == 0) or the maximum over ranks, on every rank. */

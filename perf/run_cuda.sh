@@ -502,7 +502,7 @@ sanitize() {
 step_sanitize() {
   local tool=$1 ok=1 notes=()
   begin_step "$tool" "$2" || return
-  sanitize "$tool" all_reduce "$P" all_reduce --mem cuda -t 2 -g "$GPU" -b 8 -e 256K -f 8 -n 2 -w 1 -c 1 || ok=0
+  sanitize "$tool" all_reduce "$P" all_reduce --mem cuda -t 2 --devices "$GPU" -b 8 -e 256K -f 8 -n 2 -w 1 -c 1 || ok=0
   notes+=("$SAN_RESULT")
   sanitize "$tool" tests "$BUILD/bin/test_e2e_cuda" --gtest_filter="$SAN_FILTER" || ok=0
   notes+=("$SAN_RESULT")
@@ -596,12 +596,12 @@ figures() {
 }
 
 step_benchmarks() {
-  bench prims "$BUDGET_PRIMS" prims -g "$GPU" -b 1M -e 1G -f 2 -n "$ITERS" -w "$WARMUP" -c 1
-  bench allreduce "$BUDGET_ALLREDUCE" all_reduce --mem cuda -g "$GPU" -t "$NRANKS" -d float -o sum -b 8 -e 256M \
+  bench prims "$BUDGET_PRIMS" prims --devices "$GPU" -b 1M -e 1G -f 2 -n "$ITERS" -w "$WARMUP" -c 1
+  bench allreduce "$BUDGET_ALLREDUCE" all_reduce --mem cuda --devices "$GPU" -t "$NRANKS" -d float -o sum -b 8 -e 256M \
     -f 2 -n "$ITERS" -w "$WARMUP" -c 1 --json "$OUT/allreduce.json"
-  bench latency "$BUDGET_LATENCY" all_reduce --mem cuda -g "$GPU" -t "$NRANKS" -d float -b 8 -e 8 \
+  bench latency "$BUDGET_LATENCY" all_reduce --mem cuda --devices "$GPU" -t "$NRANKS" -d float -b 8 -e 8 \
     -n "$LAT_ITERS" -w "$LAT_WARMUP" -c 1
-  bench latency_graph "$BUDGET_LATENCY" all_reduce --mem cuda -g "$GPU" -t "$NRANKS" -d float -b 8 -e 8 \
+  bench latency_graph "$BUDGET_LATENCY" all_reduce --mem cuda --devices "$GPU" -t "$NRANKS" -d float -b 8 -e 8 \
     -n "$LAT_ITERS" -w "$LAT_WARMUP" -c 1 --graph
   figures
 }

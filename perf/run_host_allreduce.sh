@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Side by side on this machine's CPUs: kolo's all-reduce over 2 forked processes
-# (kolo-perf -p 2), Open MPI's over 2 processes on the same machine
+# (kolo-perf -P 2), Open MPI's over 2 processes on the same machine
 # (kolo-mpi-ref under mpirun) and one core's memcpy (kolo-memcpy-bw), float32,
 # sizes 8 B .. 256 MiB by factors of 2.  Each is run REPEATS times (3) and the
 # medians are printed for 8 B, 1 MiB, 16 MiB and 256 MiB: busbw of both
@@ -44,7 +44,7 @@ sweep=(-b 8 -e "$MAXBYTES" -f 2 -n "$ITERS" -w "$WARMUP")
 echo "# kolo vs Open MPI, float32 all_reduce, 2 processes, $(nproc) cores; raw results in $OUT"
 for i in $(seq 1 "$REPEATS"); do
   echo "# run $i/$REPEATS: kolo-perf"
-  "$BUILD/bin/kolo-perf" all_reduce -p 2 "${sweep[@]}" -c "$CHECK" --json "$OUT/kolo.$i.json" > "$OUT/kolo.$i.txt"
+  "$BUILD/bin/kolo-perf" all_reduce -P 2 "${sweep[@]}" -c "$CHECK" --json "$OUT/kolo.$i.json" > "$OUT/kolo.$i.txt"
   echo "# run $i/$REPEATS: kolo-mpi-ref (mpirun -np 2 --bind-to $MPI_BIND)"
   mpirun --allow-run-as-root --oversubscribe --bind-to "$MPI_BIND" -np 2 \
     "$BUILD/bin/kolo-mpi-ref" all_reduce "${sweep[@]}" -c "$CHECK" --json "$OUT/mpi.$i.json" > "$OUT/mpi.$i.txt"

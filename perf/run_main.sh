@@ -10,4 +10,4 @@ BUILD=${BUILD:-build}
 scripts/setup.sh
 [ -f "$BUILD/CMakeCache.txt" ] || cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
 cmake --build "$BUILD" -j"$(nproc)" --target kolo-perf > /dev/null
-exec "$BUILD/bin/kolo-perf" all_reduce -p 4 -b 8 -e 64M -f 4 -n 20 -w 5 -c 1 "$@"
+exec "$BUILD/bin/kolo-perf" all_reduce -P 4 -b 8 -e 64M -f 4 -n 20 -w 5 -c 1 "$@"

@@ -71,11 +71,11 @@ run() {
 
 for i in $(seq "$START" $((START + REPEATS - 1))); do
   # shellcheck disable=SC2086 # MODEL_ARGS: several flags
-  run "alloc.$i" -- -p "$PROCS" --model "$MODELS" -n "$ITERS" -w "$WARMUP" $MODEL_ARGS
+  run "alloc.$i" -- -P "$PROCS" --model "$MODELS" -n "$ITERS" -w "$WARMUP" $MODEL_ARGS
   # shellcheck disable=SC2086
-  if [ "$EXTERNAL" = 1 ]; then run "ext.$i" -- -p "$PROCS" --model "$MODELS" -n "$ITERS" -w "$WARMUP" --external $MODEL_ARGS; fi
-  run "small-shm.$i" -- -p "$PROCS" --small -n "$SMALL_ITERS" -w "$WARMUP"
-  if [ "$NET" = 1 ]; then run "small-net.$i" KOLO_NET_FORCE=1 -- -p "$PROCS" --small -n "$SMALL_ITERS" -w "$WARMUP"; fi
+  if [ "$EXTERNAL" = 1 ]; then run "ext.$i" -- -P "$PROCS" --model "$MODELS" -n "$ITERS" -w "$WARMUP" --external $MODEL_ARGS; fi
+  run "small-shm.$i" -- -P "$PROCS" --small -n "$SMALL_ITERS" -w "$WARMUP"
+  if [ "$NET" = 1 ]; then run "small-net.$i" KOLO_NET_FORCE=1 -- -P "$PROCS" --small -n "$SMALL_ITERS" -w "$WARMUP"; fi
 done
 
 python3 - "$OUT" "$REPEATS" <<'PY'

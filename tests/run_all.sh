@@ -83,7 +83,7 @@ else
     (cd build-sim && CUDA_DEVICE_MAX_CONNECTIONS=32 KOLO_SIM_WATCHDOG_S=60 \
        ctest --output-on-failure -j1 --timeout 600 -R "$CUDA_TESTS") || fail=1
     step "kolo-perf --mem cuda on the CUDA model: 4 ranks on one model GPU, checked (model figures)"
-    CUDA_DEVICE_MAX_CONNECTIONS=32 build-sim/bin/kolo-perf all_reduce --mem cuda -t 4 -g 0 \
+    CUDA_DEVICE_MAX_CONNECTIONS=32 build-sim/bin/kolo-perf all_reduce --mem cuda -t 4 --devices 0 \
       -b 8 -e 1M -f 8 -n 2 -w 1 -c 1 || fail=1
     step "fault matrix on CUDA communicators (the model): 10 fixed-seed trials, SIGKILL / SIGSTOP"
     CUDA_DEVICE_MAX_CONNECTIONS=32 KOLO_SIM_WATCHDOG_S=60 timeout -k 10 120 build-sim/bin/kolo-fault --mem cuda \
@@ -144,11 +144,11 @@ else
 fi
 
 step "main job, small sizes, checked: 4-rank all-reduce; 3-rank all-to-all, gather, scatter"
-build/bin/kolo-perf all_reduce -p 4 -b 8 -e 4M -f 8 -n 5 -w 2 -c 1 || fail=1
+build/bin/kolo-perf all_reduce -P 4 -b 8 -e 4M -f 8 -n 5 -w 2 -c 1 || fail=1
 # The multi-peer collectives through kolo-perf's own check: an odd rank
 # count, a root that is not rank 0.
 for coll in alltoall gather scatter; do
-  build/bin/kolo-perf $coll -p 3 -r 1 -b 12 -e 3M -f 16 -n 3 -w 1 -c 1 || fail=1
+  build/bin/kolo-perf $coll -P 3 -r 1 -b 12 -e 3M -f 16 -n 3 -w 1 -c 1 || fail=1
 done
 
 step "fault matrix: 30 fixed-seed trials over shm, 15 over TCP on loopback (tests/fault/kolo_fault.c)"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/fault/perf_stopped_rank.sh KOLO_PERF - kolo-perf's own launcher with
-# a stopped rank: `kolo-perf all_reduce -p 3` runs a long sweep with
+# a stopped rank: `kolo-perf all_reduce -P 3` runs a long sweep with
 # KOLO_TIMEOUT_MS=2000; once its ranks run, one child gets SIGSTOP (never
 # SIGCONT).  The other ranks fail with their named error; kolo-perf must
 # then end the job itself within a bound (timeout + its grace + slack: 40 s
@@ -12,7 +12,7 @@ OUT=$(mktemp /tmp/kolo-perf-stop.XXXXXX)
 trap 'rm -f "$OUT"' EXIT
 fail() { echo "FAIL: $*"; sed 's/^/    /' "$OUT" | tail -20; exit 1; }
 
-KOLO_TIMEOUT_MS=2000 "$BIN" all_reduce -p 3 -b 4M -e 4M -n 1000000 -w 1 >"$OUT" 2>&1 &
+KOLO_TIMEOUT_MS=2000 "$BIN" all_reduce -P 3 -b 4M -e 4M -n 1000000 -w 1 >"$OUT" 2>&1 &
 perf=$!
 kids=""
 for _ in $(seq 100); do # the ranks: up to 10 s to start
@@ -40,5 +40,5 @@ for k in $kids; do
   kill -0 "$k" 2>/dev/null && fail "rank process $k is still there"
   ls /dev/shm 2>/dev/null | grep -q "^kolo-[0-9a-f]*-$k-" && fail "a /dev/shm segment of process $k is left"
 done
-echo "ok: kolo-perf -p 3 with process $victim stopped ended in $ms ms with status $rc; its words:"
+echo "ok: kolo-perf -P 3 with process $victim stopped ended in $ms ms with status $rc; its words:"
 grep -E "rank|kolo-perf:" "$OUT" | head -6 | sed 's/^/    /'

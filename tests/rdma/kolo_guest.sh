@@ -134,7 +134,7 @@ if modprobe -q sch_netem && tc qdisc add dev lo root netem delay 2ms 1ms loss 1%
   rc=0
   for coll in all_reduce all_gather; do
     KOLO_NET_FORCE=1 KOLO_NET=socket KOLO_TIMEOUT_MS=30000 timeout -k 5 60 \
-      "$BIN/kolo-perf" $coll -p 2 -b 8 -e 1M -f 16 -n 2 -w 1 -c 1 > /tmp/netem_$coll.log 2>&1 || rc=$((rc + 1))
+      "$BIN/kolo-perf" $coll -P 2 -b 8 -e 1M -f 16 -n 2 -w 1 -c 1 > /tmp/netem_$coll.log 2>&1 || rc=$((rc + 1))
     echo "----- kolo-perf $coll through netem"; cat /tmp/netem_$coll.log
   done
   # the fault matrix over that link: a victim killed or stopped at its

@@ -1,0 +1,30 @@
+/* perf_args_opts.h - between perf_args.c (the getopt loop) and
+ * perf_args_check.c (which flags go together): the flags' getopt values
+ * and which were given.  Private to those two. */
+#ifndef KOLO_PERF_ARGS_OPTS_H
+#define KOLO_PERF_ARGS_OPTS_H
+
+#include "perf/perf_args.h"
+
+/* getopt values of the flags that have no letter. */
+enum {
+  OPT_JSON = 1000, OPT_PARAMS, OPT_GRAPH, OPT_LAUNCH, OPT_BLOCKS, OPT_BLOCK_THREADS, OPT_MEM, OPT_INPLACE,
+  OPT_DEVICES, OPT_LABEL, OPT_CEILING, OPT_END
+};
+
+/* Options seen on the command line, by getopt value. */
+typedef struct {
+  unsigned char opt[128 + (OPT_END - OPT_JSON)];
+} perf_seen_opts;
+
+static inline unsigned char *perf_seen_slot(perf_seen_opts *s, int c) {
+  return &s->opt[c >= OPT_JSON ? 128 + (c - OPT_JSON) : c & 127];
+}
+
+/* "-a (--average)" or "--mem": how sentences name the flag of getopt value c. */
+const char *perf_flag_name(int c, char *buf, size_t len);
+
+/* The rules between flags, once all are parsed: 0, or -1 with a sentence. */
+int perf_args_check(perf_args *a, perf_seen_opts *seen, const char *prog);
+
+#endif

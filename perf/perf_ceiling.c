@@ -1,0 +1,46 @@
+/* perf_ceiling.c - one core's memcpy rate (see perf_ceiling.h). */
+#define _GNU_SOURCE /* clock_gettime */
+#include "perf/perf_ceiling.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Called through a volatile pointer so that no copy is optimized away. */
+static void *(*volatile copy_fn)(void *, const void *, size_t) = memcpy;
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+double perf_memcpy_time_us(char *dst, const char *src, size_t size, int iters, int warmup) {
+  for (int i = 0; i < warmup; i++) copy_fn(dst, src, size);
+  long n = iters;
+  for (;;) {
+    double t0 = now_us();
+    for (long i = 0; i < n; i++) copy_fn(dst, src, size);
+    double t = now_us() - t0;
+    if (t >= 1000.0 || n >= (1L << 30)) return t / (double)n;
+    n = t > 1.0 ? (long)((double)n * 1100.0 / t) + 1 : n * 1000;
+  }
+}
+
+double perf_memcpy_gbps(size_t bytes, int iters, int warmup) {
+  size_t b = bytes < 4096 ? 4096 : (bytes + 4095) & ~(size_t)4095;
+  char *src = aligned_alloc(4096, b), *dst = aligned_alloc(4096, b);
+  double gbps = -1;
+  if (src == NULL || dst == NULL) {
+    fprintf(stderr, "kolo-perf: --ceiling memcpy: out of memory for two %zu-byte buffers\n", b);
+  } else {
+    memset(src, 1, b); /* page faults outside the timed copies */
+    memset(dst, 0, b);
+    double us = perf_memcpy_time_us(dst, src, bytes, iters, warmup);
+    gbps = us > 0 ? (double)bytes / 1e3 / us : 0;
+  }
+  free(src);
+  free(dst);
+  return gbps;
+}

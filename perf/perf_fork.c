@@ -1,0 +1,257 @@
+/* perf_fork.c - kolo-perf -P: rank groups in forked processes.
+ *
+ * The parent forks every rank group *first*, while it has a single thread,
+ * and only then calls koloGetUniqueId, which starts the rendezvous root
+ * thread here; the 128-byte id reaches each child through a pipe.  So no
+ * child inherits a copy of a running thread's state (locks held, the
+ * root's listening socket), and the parent -- which runs no rank itself --
+ * keeps the root alive for as long as any rank may need it, reaps every
+ * child, says which one failed or was killed by which signal, forwards
+ * SIGINT / SIGTERM to them, and exits non-zero if any did.  Children die
+ * with the parent (PR_SET_PDEATHSIG).  The parent side of the exit gate
+ * (perf_gate.h) is here too. */
+#define _GNU_SOURCE /* strsignal, kill, nanosleep */
+#include "perf/perf_fork.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/config.h" /* kolo_param_int */
+#include "kolo.h"
+#include "perf/kolo_backend.h"
+#include "perf/perf_ranks.h"
+
+/* After one process failed, the others get KOLO_TIMEOUT_MS plus this (ms)
+ * to end on their own (kolo turns a dead or stopped peer into an error
+ * within the timeout), at most FAIL_GRACE_MAX_MS; then they are killed. */
+#define FAIL_GRACE_EXTRA_MS 2000
+#define FAIL_GRACE_MAX_MS 10000
+
+/* The worse of two exit codes: 2 (a call failed) > 1 (wrong results) > 0. */
+static int worse(int x, int y) { return x > y ? x : y; }
+
+static int write_all(int fd, const void *buf, size_t n) {
+  const char *p = buf;
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+static volatile sig_atomic_t pending_signal;
+static void on_signal(int sig) { pending_signal = sig; }
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A forked process, as the parent sees it. */
+typedef struct {
+  pid_t pid;   /* 0 once reaped */
+  int id_fd;   /* write end: the id, later "go" (-1 when closed) */
+  int done_fd; /* read end: "done" at the exit gate (-1 when closed) */
+  int done;    /* said done, or exited */
+} child;
+
+static void close_fd(int *fd) {
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
+}
+
+static void kill_all(const child *ch, int n, int sig) {
+  for (int i = 0; i < n; i++)
+    if (ch[i].pid > 0 && kill(ch[i].pid, sig) != 0 && errno != ESRCH) perror("kolo-perf: kill");
+}
+
+/* What a child's end means; reports anything but success and wrong results. */
+static int child_status(const perf_args *a, int proc, pid_t pid, int status) {
+  int first = proc * perf_local_ranks(a), last = first + perf_local_ranks(a) - 1;
+  if (WIFSIGNALED(status)) {
+    fprintf(stderr, "kolo-perf: process %d (pid %d, ranks %d..%d) was killed by signal %d (%s)\n", proc,
+            (int)pid, first, last, WTERMSIG(status), strsignal(WTERMSIG(status)));
+    return 2;
+  }
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 2;
+  if (code > 1 && code != PERF_CHILD_NO_ID)
+    fprintf(stderr, "kolo-perf: process %d (pid %d, ranks %d..%d) failed (exit status %d)\n", proc, (int)pid,
+            first, last, code);
+  return code == 0 ? 0 : code == 1 ? 1 : 2;
+}
+
+/* The exit gate's parent side: notes "done" (or a closed pipe), and once
+ * every process is done, says "go" to all. */
+static void gate_serve(child *ch, int n) {
+  int all = 1;
+  for (int i = 0; i < n; i++) {
+    char b;
+    if (!ch[i].done && ch[i].done_fd >= 0) {
+      ssize_t r = read(ch[i].done_fd, &b, 1);
+      if (r == 1 || r == 0 || (errno != EAGAIN && errno != EINTR)) ch[i].done = 1;
+    }
+    all &= ch[i].done;
+  }
+  for (int i = 0; all && i < n; i++) {
+    if (ch[i].id_fd >= 0 && write(ch[i].id_fd, "g", 1) < 0 && errno != EPIPE)
+      perror("kolo-perf: exit gate");
+    close_fd(&ch[i].id_fd);
+    close_fd(&ch[i].done_fd);
+  }
+}
+
+/* Waits up to 20 ms for a "done" on any pipe (or a signal). */
+static void nap(const child *ch, int n) {
+  struct pollfd fds[64];
+  int k = 0;
+  for (int i = 0; i < n && k < 64; i++)
+    if (ch[i].done_fd >= 0 && !ch[i].done) fds[k++] = (struct pollfd){ch[i].done_fd, POLLIN, 0};
+  if (k > 0) {
+    poll(fds, (nfds_t)k, 20);
+  } else {
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* Seconds the others get after the first failure (FAIL_GRACE_EXTRA_MS). */
+static double fail_grace_s(void) {
+  int64_t ms = kolo_param_int("KOLO_TIMEOUT_MS");
+  ms = (ms <= 0 ? FAIL_GRACE_MAX_MS : ms) + FAIL_GRACE_EXTRA_MS;
+  return (double)(ms < FAIL_GRACE_MAX_MS ? ms : FAIL_GRACE_MAX_MS) / 1000.0;
+}
+
+/* Reaps every child and serves the exit gate.  After the first failure the
+ * others get fail_grace_s() to fail too, then are killed (a stopped one
+ * too) and reaped. */
+static int wait_children(const perf_args *a, child *ch, int n) {
+  int left = n, code = 0;
+  double deadline = 0, grace = fail_grace_s();
+  while (left > 0) {
+    int status;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid < 0 && errno == EINTR) continue;
+    if (pid < 0) {
+      perror("kolo-perf: waitpid");
+      kill_all(ch, n, SIGKILL);
+      return 2;
+    }
+    for (int i = 0; pid > 0 && i < n; i++) {
+      if (ch[i].pid != pid) continue;
+      int c = child_status(a, i, pid, status);
+      if (c == 2 && deadline == 0) deadline = now_s() + grace;
+      code = worse(code, c);
+      ch[i].pid = 0;
+      ch[i].done = 1;
+      close_fd(&ch[i].id_fd);
+      close_fd(&ch[i].done_fd);
+      left--;
+    }
+    gate_serve(ch, n);
+    if (pid > 0) continue;
+    if (pending_signal) {
+      kill_all(ch, n, pending_signal);
+      pending_signal = 0;
+    }
+    if (deadline > 0 && now_s() > deadline) {
+      fprintf(stderr, "kolo-perf: %d process(es) still running %.1f s after a failure: killing them\n", left,
+              grace);
+      kill_all(ch, n, SIGKILL);
+      deadline = 0;
+    }
+    nap(ch, n);
+  }
+  return code;
+}
+
+/* Forks one process: its pipes, and in the child the rank group itself. */
+static int fork_child(const perf_args *a, const perf_config *cfg, child *ch, int proc, pid_t parent) {
+  int idp[2], donep[2];
+  if (pipe(idp) != 0) {
+    perror("kolo-perf: pipe");
+    return -1;
+  }
+  if (pipe(donep) != 0) {
+    perror("kolo-perf: pipe");
+    close(idp[0]);
+    close(idp[1]);
+    return -1;
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    perror("kolo-perf: fork");
+    close(idp[0]);
+    close(idp[1]);
+    close(donep[0]);
+    close(donep[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    for (int i = 0; i < proc; i++) {
+      close_fd(&ch[i].id_fd);
+      close_fd(&ch[i].done_fd);
+    }
+    free(ch); /* the parent's table, copied */
+    close(idp[1]);
+    close(donep[0]);
+    int c = perf_run_child(a, cfg, proc, idp[0], donep[1], parent);
+    fflush(NULL);
+    exit(c);
+  }
+  close(idp[0]);
+  close(donep[1]);
+  fcntl(donep[0], F_SETFL, O_NONBLOCK);
+  ch[proc] = (child){pid, idp[1], donep[0], 0};
+  return 0;
+}
+
+/* Forks the rank groups, then starts the rendezvous and hands them its id. */
+int perf_run_forked(const perf_args *a, perf_config *cfg) {
+  int n = a->procs, code = 0, forked = 0;
+  child *ch = calloc((size_t)n, sizeof *ch);
+  if (ch == NULL) {
+    fprintf(stderr, "kolo-perf: out of memory\n");
+    return 2;
+  }
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN); /* a child gone before its "go" */
+  fflush(NULL);
+  pid_t parent = getpid();
+  for (; forked < n && code == 0; forked++)
+    if (fork_child(a, cfg, ch, forked, parent) != 0) code = 2;
+  if (code != 0) forked--;
+  koloUniqueId id;
+  koloResult_t res = code == 0 ? koloGetUniqueId(&id) : koloSuccess;
+  if (res != koloSuccess) {
+    kolo_backend_report(-1, NULL, res, "koloGetUniqueId");
+    code = 2;
+  }
+  for (int i = 0; i < forked; i++) {
+    if (code == 0 && write_all(ch[i].id_fd, &id, sizeof id) == 0) continue;
+    if (code == 0) perror("kolo-perf: writing the unique id to a child");
+    code = 2;
+    close_fd(&ch[i].id_fd); /* closed empty: the child exits quietly */
+  }
+  code = worse(code, wait_children(a, ch, forked));
+  free(ch);
+  return code;
+}

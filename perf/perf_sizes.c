@@ -1,0 +1,52 @@
+/* perf_sizes.c - nccl-tests' size arithmetic: what a row moves for each
+ * collective, its bus bandwidth factor, and the steps of a sweep. */
+#include "perf/perf_args.h"
+
+perf_sizes perf_sizes_for(perf_coll c, perf_type t, size_t size, int nranks) {
+  perf_sizes s;
+  size_t esize = perf_type_size(t), n = (size_t)nranks;
+  s.elems = size / esize;
+  s.count = s.send_elems = s.recv_elems = s.elems;
+  if (c == PERF_REDUCE_SCATTER || c == PERF_ALL_GATHER || c == PERF_ALL_TO_ALL || c == PERF_GATHER ||
+      c == PERF_SCATTER) {
+    s.count = s.elems / n; /* per rank (per block), as nccl-tests rounds it */
+    s.elems = s.count * n;
+    int many_in = c == PERF_REDUCE_SCATTER || c == PERF_ALL_TO_ALL || c == PERF_SCATTER;
+    int many_out = c == PERF_ALL_GATHER || c == PERF_ALL_TO_ALL || c == PERF_GATHER;
+    s.send_elems = many_in ? s.elems : s.count;
+    s.recv_elems = many_out ? s.elems : s.count;
+  }
+  s.bytes = s.elems * esize;
+  return s;
+}
+
+double perf_bus_factor(perf_coll c, int nranks) {
+  double n = nranks;
+  switch (c) {
+    case PERF_ALL_REDUCE: return 2.0 * (n - 1) / n;
+    case PERF_REDUCE_SCATTER:
+    case PERF_ALL_GATHER:
+    case PERF_ALL_TO_ALL:
+    case PERF_GATHER:
+    case PERF_SCATTER: return (n - 1) / n;
+    default: return 1.0;
+  }
+}
+
+size_t perf_next_size(const perf_args *a, size_t size) {
+  size_t next;
+  if (a->step_factor > 1) {
+    if (size == 0) return 0; /* 0 * f never moves */
+    next = size > SIZE_MAX / a->step_factor ? 0 : size * a->step_factor;
+  } else {
+    next = size > SIZE_MAX - a->step_bytes ? 0 : size + a->step_bytes;
+  }
+  return (next == 0 || next > a->max_bytes) ? 0 : next;
+}
+
+size_t perf_buffer_bytes(const perf_args *a, int nranks) {
+  perf_sizes s = perf_sizes_for(a->coll, a->type, a->max_bytes, nranks);
+  size_t elems = s.send_elems > s.recv_elems ? s.send_elems : s.recv_elems;
+  size_t bytes = elems * perf_type_size(a->type);
+  return (bytes + 4095) & ~(size_t)4095;
+}
