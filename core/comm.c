@@ -546,15 +546,25 @@ koloResult_t kolo_comm_init_or_defer(struct koloComm *c, koloComm_t *comm) {
   return koloSuccess;
 }
 
-koloResult_t koloCommInitRankConfig(koloComm_t *comm, int nranks, koloUniqueId commId, int rank,
-                                    koloConfig_t *config) {
+koloResult_t kolo_comm_init_owning(koloComm_t *comm, int nranks, koloUniqueId commId, int rank,
+                                   koloConfig_t *config, kolo_root *root) {
   kolo_errbuf *teb = kolo_thread_errbuf();
-  if (comm == NULL) return kolo_error(teb, koloInvalidArgument, "koloCommInitRank: comm is NULL");
   kolo_uid uid;
   struct koloComm *c = NULL;
-  koloResult_t res = kolo_uid_decode(&commId, &uid, teb);
+  koloResult_t res = comm != NULL ? kolo_uid_decode(&commId, &uid, teb)
+                                  : kolo_error(teb, koloInvalidArgument, "koloCommInitRank: comm is NULL");
   if (res == koloSuccess) res = kolo_comm_create("koloCommInitRank", nranks, rank, &uid, 1, config, &c);
-  return res == koloSuccess ? kolo_comm_init_or_defer(c, comm) : res;
+  if (res != koloSuccess) {
+    kolo_bootstrap_root_stop(root);
+    return res;
+  }
+  if (root != NULL) c->root = root; /* stopped once init ends, or when c is freed */
+  return kolo_comm_init_or_defer(c, comm);
+}
+
+koloResult_t koloCommInitRankConfig(koloComm_t *comm, int nranks, koloUniqueId commId, int rank,
+                                    koloConfig_t *config) {
+  return kolo_comm_init_owning(comm, nranks, commId, rank, config, NULL);
 }
 
 koloResult_t koloCommInitRank(koloComm_t *comm, int nranks, koloUniqueId commId, int rank) {
@@ -756,9 +766,10 @@ koloResult_t koloCommSplit(koloComm_t comm, int color, int key, koloComm_t *newc
   koloConfig_t inherit;
   kolo_comm_inherit(comm, &inherit);
   koloUniqueId id;
+  kolo_root *root = NULL; /* the new communicator's, on its leader */
   if (res == koloSuccess && newrank == 0) {
     kolo_uid uid;
-    res = kolo_bootstrap_root_start(NULL, NULL, comm->timeout_ms, &uid, &comm->err);
+    res = kolo_bootstrap_root_start_owned(NULL, NULL, comm->timeout_ms, &uid, &comm->err, &root);
     kolo_uid_encode(&uid, &id);
     for (int i = 1; i < n && res == koloSuccess; i++)
       res = kolo_bootstrap_send(comm->bs, all[i].rank, TAG_SPLIT_ID, &id, sizeof id);
@@ -768,8 +779,11 @@ koloResult_t koloCommSplit(koloComm_t comm, int color, int key, koloComm_t *newc
   int leader = n > 0 ? all[0].rank : -1;
   free(all);
   *newcomm = NULL;
-  if (res != koloSuccess || newrank < 0) return res;
-  res = koloCommInitRankConfig(newcomm, n, id, newrank, config ? config : &inherit);
+  if (res != koloSuccess || newrank < 0) {
+    kolo_bootstrap_root_stop(root);
+    return res;
+  }
+  res = kolo_comm_init_owning(newcomm, n, id, newrank, config ? config : &inherit, root);
   if (res != koloSuccess && res != koloInProgress) /* in progress: config.blocking = 0 */
     kolo_error(&comm->err, res, "koloCommSplit: color %d (leader rank %d): %s", color, leader,
                kolo_thread_errbuf()->msg);

@@ -34,6 +34,13 @@ koloResult_t kolo_comm_connect(struct koloComm *c);
  * config.blocking = 0 to a thread (koloInProgress).  Sets *comm unless a
  * blocking init failed (then c is freed). */
 koloResult_t kolo_comm_init_or_defer(struct koloComm *c, koloComm_t *comm);
+/* koloCommInitRankConfig for a rank that started the job's root itself
+ * (koloCommSplit's and koloCommShrink's leaders, rank 0 under PMIx): the
+ * communicator owns `root` (NULL: none) and stops it when its init ends or
+ * fails, so that a failed init leaves no root thread or socket behind; it
+ * is stopped here when no communicator comes to be. */
+koloResult_t kolo_comm_init_owning(koloComm_t *comm, int nranks, koloUniqueId commId, int rank,
+                                   koloConfig_t *config, kolo_root *root);
 /* Frees c and everything it holds (an init thread is joined first). */
 void kolo_comm_free(struct koloComm *c);
 /* The config a split or shrink inherits from its parent. */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/comm.h"
+#include "core/comm_init.h"
 #include "core/rendezvous.h"
 #include "core/rendezvous_pmix.h"
 #include "common/config.h"
@@ -69,10 +70,10 @@ static koloResult_t torchrun_root(char *where, size_t len) {
 }
 
 /* KOLO_ROOT, else PMIx's store, else torchrun's MASTER_ADDR. */
-static koloResult_t find_uid(int size, kolo_uid *uid) {
+static koloResult_t find_uid(int size, kolo_uid *uid, kolo_root **owned) {
   const char *root = kolo_param_str("KOLO_ROOT");
   if (root != NULL) return kolo_rendezvous_uid("KOLO_ROOT", root, size, uid);
-  if (kolo_pmix_present()) return kolo_pmix_uid((int)kolo_param_int("KOLO_TIMEOUT_MS"), uid);
+  if (kolo_pmix_present()) return kolo_pmix_uid((int)kolo_param_int("KOLO_TIMEOUT_MS"), uid, owned);
   char where[300];
   koloResult_t res = torchrun_root(where, sizeof where);
   if (res == koloSuccess) res = kolo_rendezvous_uid("MASTER_ADDR:MASTER_PORT+KOLO_TORCH_PORT_OFFSET", where, size, uid);
@@ -86,13 +87,14 @@ koloResult_t koloCommInitFromEnv(koloComm_t *comm, koloConfig_t *config) {
   const char *who = NULL;
   kolo_uid uid;
   memset(&uid, 0, sizeof uid);
+  kolo_root *root = NULL; /* PMIx: rank 0's, for its communicator to own */
   koloResult_t res = find_rank(&rank, &size, &who);
   if (res == koloSuccess && rank >= size)
     res = kolo_error(NULL, koloInvalidArgument, "koloCommInitFromEnv: rank %d is not below size %d (%s)", rank, size, who);
-  if (res == koloSuccess) res = find_uid(size, &uid);
+  if (res == koloSuccess) res = find_uid(size, &uid, &root);
   if (res != koloSuccess) return res;
   KOLO_INFO("rank %d of %d from %s variables", rank, size, who);
   koloUniqueId id;
   kolo_uid_encode(&uid, &id);
-  return koloCommInitRankConfig(comm, size, id, rank, config);
+  return kolo_comm_init_owning(comm, size, id, rank, config, root);
 }

@@ -18,9 +18,9 @@ static koloResult_t pmix_fail(const char *call, pmix_status_t rc) {
 }
 
 /* Rank 0: a root with a random secret, its id put under kolo's key. */
-static koloResult_t publish_root(int timeout_ms) {
+static koloResult_t publish_root(int timeout_ms, kolo_root **root) {
   kolo_uid uid;
-  koloResult_t res = kolo_bootstrap_root_start(NULL, NULL, timeout_ms, &uid, NULL);
+  koloResult_t res = kolo_bootstrap_root_start_owned(NULL, NULL, timeout_ms, &uid, NULL, root);
   if (res != koloSuccess) return res;
   koloUniqueId id;
   kolo_uid_encode(&uid, &id);
@@ -66,19 +66,24 @@ static koloResult_t read_root(const pmix_proc_t *me, kolo_uid *uid) {
 
 int kolo_pmix_present(void) { return getenv("PMIX_NAMESPACE") != NULL && getenv("PMIX_RANK") != NULL; }
 
-koloResult_t kolo_pmix_uid(int timeout_ms, kolo_uid *uid) {
+koloResult_t kolo_pmix_uid(int timeout_ms, kolo_uid *uid, kolo_root **root) {
+  *root = NULL;
   pmix_proc_t me;
   pmix_status_t rc = PMIx_Init(&me, NULL, 0);
   if (rc != PMIX_SUCCESS) return pmix_fail("PMIx_Init", rc);
   /* Rank 0 fences even when its root failed, so the others learn it from
    * the missing key instead of waiting. */
-  koloResult_t res = me.rank == 0 ? publish_root(timeout_ms) : koloSuccess;
+  koloResult_t res = me.rank == 0 ? publish_root(timeout_ms, root) : koloSuccess;
   koloResult_t fenced = fence();
   if (res == koloSuccess) res = fenced;
   if (res == koloSuccess) res = read_root(&me, uid);
   if (res == koloSuccess) KOLO_INFO("rendezvous through PMIx (namespace %s, rank %u)", me.nspace, me.rank);
   rc = PMIx_Finalize(NULL, 0);
   if (res == koloSuccess && rc != PMIX_SUCCESS) res = pmix_fail("PMIx_Finalize", rc);
+  if (res != koloSuccess) {
+    kolo_bootstrap_root_stop(*root);
+    *root = NULL;
+  }
   return res;
 }
 
@@ -86,7 +91,8 @@ koloResult_t kolo_pmix_uid(int timeout_ms, kolo_uid *uid) {
 
 int kolo_pmix_present(void) { return 0; }
 
-koloResult_t kolo_pmix_uid(int timeout_ms, kolo_uid *uid) {
+koloResult_t kolo_pmix_uid(int timeout_ms, kolo_uid *uid, kolo_root **root) {
+  *root = NULL;
   (void)timeout_ms;
   (void)uid;
   return kolo_error(NULL, koloInvalidUsage, "koloCommInitFromEnv: kolo was built without PMIx");

@@ -11,8 +11,9 @@
 /* 1 when kolo was built with PMIx and this process was started by a PMIx
  * launcher (PMIX_NAMESPACE and PMIX_RANK are set). */
 int kolo_pmix_present(void);
-/* The job's id (magic KOLO_UID_MAGIC: its root already runs on rank 0).
+/* The job's id (magic KOLO_UID_MAGIC: its root already runs on rank 0,
+ * which gets it in *root for its communicator to own; NULL elsewhere).
  * Collective over the launcher's processes; timeout_ms bounds the root. */
-koloResult_t kolo_pmix_uid(int timeout_ms, kolo_uid *uid);
+koloResult_t kolo_pmix_uid(int timeout_ms, kolo_uid *uid, kolo_root **root);
 
 #endif

@@ -87,9 +87,9 @@ static void settle_parent(struct koloComm *c, int abort) {
 }
 
 /* The lowest survivor: a new root, its id to every other survivor. */
-static koloResult_t lead(struct koloComm *c, const int *surv, int n, shrink_msg *m) {
+static koloResult_t lead(struct koloComm *c, const int *surv, int n, shrink_msg *m, kolo_root **root) {
   kolo_uid uid;
-  koloResult_t res = kolo_bootstrap_root_start(NULL, NULL, c->timeout_ms, &uid, &c->err);
+  koloResult_t res = kolo_bootstrap_root_start_owned(NULL, NULL, c->timeout_ms, &uid, &c->err, root);
   if (res != koloSuccess) return res;
   kolo_uid_encode(&uid, &m->id);
   koloResult_t first = koloSuccess;
@@ -136,6 +136,7 @@ koloResult_t koloCommShrink(koloComm_t comm, int *excludeRanksList, int excludeR
   res = excluded && surv ? read_list(comm, excludeRanksList, excludeRanksCount, excluded)
                          : kolo_error(&comm->err, koloSystemError, "koloCommShrink: out of memory");
   int n = 0, me = 0;
+  kolo_root *root = NULL; /* the new communicator's, on the lowest survivor */
   shrink_msg m;
   memset(&m, 0, sizeof m);
   if (res == koloSuccess) {
@@ -143,14 +144,17 @@ koloResult_t koloCommShrink(koloComm_t comm, int *excludeRanksList, int excludeR
     n = survivors(comm, excluded, surv, &me);
     m.digest = digest(excluded, comm->nranks);
     m.nsurvivors = n;
-    res = me == 0 ? lead(comm, surv, n, &m) : follow(comm, surv[0], &m);
+    res = me == 0 ? lead(comm, surv, n, &m, &root) : follow(comm, surv[0], &m);
   }
   free(excluded);
   free(surv);
-  if (res != koloSuccess) return res;
+  if (res != koloSuccess) {
+    kolo_bootstrap_root_stop(root);
+    return res;
+  }
   koloConfig_t inherit;
   kolo_comm_inherit(comm, &inherit);
-  res = koloCommInitRankConfig(newcomm, n, m.id, me, config ? config : &inherit);
+  res = kolo_comm_init_owning(newcomm, n, m.id, me, config ? config : &inherit, root);
   if (res != koloSuccess && res != koloInProgress)
     kolo_error(&comm->err, res, "koloCommShrink: rank %d (new rank %d of %d): %s", comm->rank, me, n,
                kolo_thread_errbuf()->msg);

@@ -18,6 +18,8 @@
 // them).  KOLO_TEST_SEED changes the inputs.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -366,6 +368,46 @@ INSTANTIATE_TEST_SUITE_P(Threads, SeveralInOneGroup, ::testing::Values(1, 3, 4),
 // 7 ranks: even ranks one color, odd ranks another, rank 6 KOLO_SPLIT_NOCOLOR
 // (gets NULL); key = -rank reverses the order within each color.  Then a
 // second split with one color and equal keys keeps the parent's order.
+// Entries of /proc/self/<what> (task: threads, fd: descriptors).
+int count_proc_entries(const char *what) {
+  DIR *d = opendir((std::string("/proc/self/") + what).c_str());
+  if (d == nullptr) return -1;
+  int n = 0;
+  while (readdir(d) != nullptr) n++;
+  closedir(d);
+  return n;
+}
+
+// A split whose new communicator never forms (rank 2 passes a config the
+// init refuses at once; ranks 0 and 1 wait for it until their 1.5 s
+// timeout) fails on every rank and leaves no thread or descriptor behind:
+// the root the leader started for the new communicator is the new
+// communicator's, stopped when its init fails (it was a detached thread that
+// lingered until its own timeout).
+TEST(ThreadsSplit, FailedSplitLeavesNoRootBehind) {
+  const int n = 3;
+  ThreadWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  const int threads0 = count_proc_entries("task"), fds0 = count_proc_entries("fd");
+  std::vector<koloComm_t> sub((size_t)n, nullptr);
+  std::vector<koloResult_t> res((size_t)n);
+  std::vector<std::string> text((size_t)n);
+  w.pool.run([&](int r) {
+    koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
+    cfg.timeoutMs = 1500;
+    if (r == 2) cfg.memory = 7;  // refused before it connects to anything
+    res[r] = koloCommSplit(w.comms[r], 0, r, &sub[r], &cfg);
+    text[r] = koloGetLastError(w.comms[r]);
+  });
+  for (int r = 0; r < n; r++) {
+    EXPECT_NE(res[r], koloSuccess) << "rank " << r;
+    EXPECT_EQ(sub[r], nullptr) << "rank " << r;
+  }
+  EXPECT_NE(text[2].find("config.memory = 7"), std::string::npos) << text[2];
+  EXPECT_EQ(count_proc_entries("task"), threads0);
+  EXPECT_EQ(count_proc_entries("fd"), fds0);
+}
+
 TEST(ThreadsSplit, EvenOddReversedAndNoColor) {
   const int n = 7;
   ThreadWorld w(n);
