@@ -100,7 +100,8 @@ static int header(sp_state *s, const sp_word *w, int n) {
   if (sp_is(&w[0], "kolo-schedule", 0)) {
     int v;
     if (s->have_version) return sp_fail(s, "a second `kolo-schedule` line");
-    if (n != 2 || sp_number(s, &w[1], "the format version", 0, 1 << 20, &v) < 0) return -1;
+    if (n != 2) return sp_fail(s, "`kolo-schedule V` takes one number, the format version");
+    if (sp_number(s, &w[1], "the format version", 0, 1 << 20, &v) < 0) return -1;
     if (v != KOLO_SCHED_VERSION) return sp_fail(s, "format version %d: this kolo reads version %d", v, KOLO_SCHED_VERSION);
     s->have_version = 1;
     return 0;

@@ -226,6 +226,7 @@ TEST(SchedFile, MalformedLinesAreNamed) {
       {"ranks 2\n", "t.sched:1: a schedule file starts with `kolo-schedule 1`"},
       {"kolo-schedule 2\n", "t.sched:1: format version 2: this kolo reads version 1"},
       {"kolo-schedule 1\nkolo-schedule 1\n", "t.sched:2: a second `kolo-schedule` line"},
+      {"kolo-schedule 1qranks 1\n", "t.sched:1: `kolo-schedule V` takes one number, the format version"},
       {"kolo-schedule 1\n", "t.sched:1: no collective: a schedule file holds at least one `collective` section"},
       {"kolo-schedule 1\nranks 0\n", "t.sched:2: the rank count \"0\" is not a number in 1..256"},
       {"kolo-schedule 1\nranks 2 3\n", "t.sched:2: `ranks N` takes one number"},
