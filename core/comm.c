@@ -205,8 +205,8 @@ static const char *sched_text(uint64_t hash, const char *path, char *out, size_t
 static koloResult_t sched_differs(struct koloComm *c, int r, uint64_t theirs) {
   char a[64], b[KOLO_ERR_LEN / 2];
   return kolo_error(&c->err, koloInvalidUsage,
-                    "rank %d: KOLO_SCHEDULE_FILE differs between ranks: rank %d loaded %s, this rank %s: every rank "
-                    "must load the same schedule file",
+                    "rank %d: KOLO_SCHEDULE_FILE differs between ranks: rank %d loaded %s, this rank loaded %s: "
+                    "every rank must load the same schedule file",
                     c->rank, r, sched_text(theirs, NULL, a, sizeof a),
                     sched_text(c->sched_hash, kolo_param_str("KOLO_SCHEDULE_FILE"), b, sizeof b));
 }

@@ -9,8 +9,12 @@
 //                   file's programs ran: its all-reduce program is the
 //                   file's, the ring pipes carried nothing, and the
 //                   point-to-point pipes carried slices exactly to and from
-//                   the peers the file names on each channel;
-//   SchedFileCuda   the same cases on koloMemCuda communicators (the CUDA
+//                   the peers the file names on each channel; and a file
+//                   of every built-in schedule of 8 collectives (every root,
+//                   two channels: the ring in rank order and reversed),
+//                   written out as text, runs every collective (ring pipes
+//                   untouched: only the file's programs ran);
+//   SchedFileCuda   the same cases (and files) on koloMemCuda communicators (the CUDA
 //                   kernel; on the CPU model in build-sim), device buffers
 //                   checked likewise (util/cuda_bufs.h); skipped where there
 //                   is no device (every child exits 77);
@@ -19,10 +23,12 @@
 //                   different files fail at init saying so; a file for
 //                   another rank count, or none that can be read, is refused.
 //
-// Cases: float32 sum, int32 max, bfloat16 sum, float16 avg, float8e5m2
-// premul-sum and float64 avg at counts 0, 1, 7, 4095 and 65539 (past the
-// CUDA LL threshold), in and out of place, and 1 MiB + 3 float32 sum (two
-// channels) in and out of place.
+// All-reduce cases: float32 sum, int32 max, bfloat16 sum, float16 avg,
+// float8e5m2 premul-sum and float64 avg at counts 0, 1, 7, 4095 and 65539
+// (past the CUDA LL threshold), in and out of place, and 1 MiB + 3 float32
+// sum (two channels) in and out of place.  Every collective: counts 7, 4095
+// and 65539, in and out of place where NCCL has them, the roots in turn,
+// float32 sum, int32 max and bfloat16 avg in turn where there is an op.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -38,6 +44,7 @@
 #include "util/coll_run.h"
 #include "util/comm_peek.h"
 #include "util/proc_util.h"
+#include "util/sched_text.h"
 #ifdef KOLO_HAVE_CUDA
 #include "util/cuda_bufs.h"
 #endif
@@ -78,6 +85,39 @@ std::vector<CollCase> all_reduce_cases() {
   return cases;
 }
 
+// What a child checks besides the results: the file it runs.
+enum FileKind { kRingFile, kRdFile, kBuiltinsFile };
+
+// The file of every built-in schedule (8 collectives, every root, two
+// channels) for kRanks ranks, in a temporary file; its path.
+std::string write_builtins_file() {
+  const int colls[] = {KOLO_COLL_ALL_REDUCE, KOLO_COLL_REDUCE_SCATTER, KOLO_COLL_ALL_GATHER, KOLO_COLL_BROADCAST,
+                       KOLO_COLL_REDUCE,     KOLO_COLL_ALL_TO_ALL,     KOLO_COLL_GATHER,     KOLO_COLL_SCATTER};
+  std::string text = "kolo-schedule 1\nranks " + std::to_string(kRanks) + "\n";
+  for (int coll : colls)
+    for (int root = 0; root < (sched_rooted(coll) ? kRanks : 1); root++)
+      text += "\n" + sched_builtin_section(coll, kRanks, root, 2);
+  char path[] = "/tmp/kolo-builtins-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0 || write(fd, text.data(), text.size()) != (ssize_t)text.size()) std::abort();
+  close(fd);
+  return path;
+}
+
+std::vector<CollCase> every_collective_cases() {
+  const Coll colls[] = {Coll::AllReduce, Coll::ReduceScatter, Coll::AllGather, Coll::Broadcast,
+                        Coll::Reduce,    Coll::AlltoAll,      Coll::Gather,    Coll::Scatter};
+  const koloDataType_t types[] = {koloFloat32, koloInt32, koloBfloat16};
+  const koloRedOp_t ops[] = {koloSum, koloMax, koloAvg};
+  std::vector<CollCase> cases;
+  int v = 0;
+  for (Coll coll : colls)
+    for (size_t count : {(size_t)7, (size_t)4095, (size_t)65539})
+      for (int ip = has_out_of_place(coll) ? 0 : 1; ip <= (has_in_place(coll) ? 1 : 0); ip++, v++)
+        cases.push_back(make_case(coll, types[v % 3], ops[v % 3], kRanks, count, ip == 1, v));
+  return cases;
+}
+
 #define CHILD_FAIL(...)                      \
   do {                                       \
     std::fprintf(stderr, "rank %d: ", rank); \
@@ -108,13 +148,15 @@ void file_peers(bool ring, int rank, int ch, std::set<int> *to, std::set<int> *f
 }
 
 // Slices went exactly where the file says (host pipes' step counts), and
-// none through the ring pipes the built-in all-reduce uses.
-int check_traffic(koloComm_t comm, int rank, bool ring) {
+// none through the ring pipes the built-in collectives use.
+int check_traffic(koloComm_t comm, int rank, FileKind kind) {
   int failures = 0;
+  const bool ring = kind == kRingFile;
   for (int ch = 0; ch < 2; ch++) {
     uint32_t s = 0, r = 0;
     kt_ring_steps(comm, ch, &s, &r);
-    if (s || r) CHILD_FAIL("the ring pipes of channel %d moved %u / %u slices: the built-in ring ran", ch, s, r);
+    if (s || r) CHILD_FAIL("the ring pipes of channel %d moved %u / %u slices: a built-in program ran", ch, s, r);
+    if (kind == kBuiltinsFile) continue;
     std::set<int> to, from;
     file_peers(ring, rank, ch, &to, &from);
     for (int peer = 0; peer < kRanks; peer++) {
@@ -127,7 +169,7 @@ int check_traffic(koloComm_t comm, int rank, bool ring) {
   return failures;
 }
 
-int host_child(int rank, const koloUniqueId &id, const std::vector<CollCase> &cases, bool ring) {
+int host_child(int rank, const koloUniqueId &id, const std::vector<CollCase> &cases, FileKind kind) {
   int failures = 0;
   koloComm_t comm = nullptr;
   koloResult_t res = koloCommInitRank(&comm, kRanks, id, rank);
@@ -136,8 +178,9 @@ int host_child(int rank, const koloUniqueId &id, const std::vector<CollCase> &ca
     return failures;
   }
   failures += run_cases(comm, rank, cases);
-  for (int ch = 0; ch < 2 && failures == 0; ch++) failures += check_program(comm, rank, ch, ring ? 7 : 4);
-  if (failures == 0) failures += check_traffic(comm, rank, ring);
+  for (int ch = 0; ch < 2 && failures == 0 && kind != kBuiltinsFile; ch++)
+    failures += check_program(comm, rank, ch, kind == kRingFile ? 7 : 4);
+  if (failures == 0) failures += check_traffic(comm, rank, kind);
   if ((res = koloCommDestroy(comm)) != koloSuccess) CHILD_FAIL("koloCommDestroy: %s", koloGetErrorString(res));
   return failures ? 1 : 0;
 }
@@ -147,15 +190,29 @@ class SchedFileHost : public ::testing::TestWithParam<const char *> {};
 TEST_P(SchedFileHost, EveryElementOnFourProcesses) {
   if (tsan_build()) GTEST_SKIP() << "forks ranks (not under TSan)";
   const std::string file = schedule_path(GetParam());
-  const bool ring = std::string(GetParam()).rfind("ring", 0) == 0;
+  const FileKind kind = std::string(GetParam()).rfind("ring", 0) == 0 ? kRingFile : kRdFile;
   ScopedEnv env("KOLO_SCHEDULE_FILE", file);
   const std::vector<CollCase> cases = all_reduce_cases();
   double t0 = now_ms();
   std::vector<ChildResult> res = run_children_with_id(
-      kRanks, [&](int rank, const koloUniqueId &id) { return host_child(rank, id, cases, ring); }, kChildTimeoutMs);
+      kRanks, [&](int rank, const koloUniqueId &id) { return host_child(rank, id, cases, kind); }, kChildTimeoutMs);
   EXPECT_EQ(children_failures(res), "");
   std::printf("[          ] %zu all-reduce cases of %s on %d processes in %.0f ms\n", cases.size(), GetParam(), kRanks,
               now_ms() - t0);
+}
+
+TEST(SchedFileHost, EveryCollectiveFromTheBuiltinsWrittenOut) {
+  if (tsan_build()) GTEST_SKIP() << "forks ranks (not under TSan)";
+  const std::string file = write_builtins_file();
+  ScopedEnv env("KOLO_SCHEDULE_FILE", file);
+  const std::vector<CollCase> cases = every_collective_cases();
+  double t0 = now_ms();
+  std::vector<ChildResult> res = run_children_with_id(
+      kRanks, [&](int rank, const koloUniqueId &id) { return host_child(rank, id, cases, kBuiltinsFile); },
+      kChildTimeoutMs);
+  unlink(file.c_str());
+  EXPECT_EQ(children_failures(res), "");
+  std::printf("[          ] %zu cases of 8 collectives on %d processes in %.0f ms\n", cases.size(), kRanks, now_ms() - t0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, SchedFileHost, ::testing::Values("ring_allreduce_4.sched", "rd_allreduce_4.sched"),
@@ -251,7 +308,7 @@ std::string cuda_case(const CollCase &c, int rank, koloComm_t comm, cudaStream_t
   return err.empty() ? dev_check(c, rank, &d, s, e) : err;
 }
 
-int cuda_child(int rank, const koloUniqueId &id, const std::vector<CollCase> &cases, bool ring) {
+int cuda_child(int rank, const koloUniqueId &id, const std::vector<CollCase> &cases, FileKind kind) {
   int failures = 0, ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0 || cudaSetDevice(0) != cudaSuccess) return kSkip;
   koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
@@ -272,7 +329,8 @@ int cuda_child(int rank, const koloUniqueId &id, const std::vector<CollCase> &ca
     err = cuda_case(cases[i], rank, comm, s, &arena);
     if (!err.empty()) CHILD_FAIL("%s: %s", cases[i].str().c_str(), err.c_str());
   }
-  for (int ch = 0; ch < 2 && failures == 0; ch++) failures += check_program(comm, rank, ch, ring ? 7 : 4);
+  for (int ch = 0; ch < 2 && failures == 0 && kind != kBuiltinsFile; ch++)
+    failures += check_program(comm, rank, ch, kind == kRingFile ? 7 : 4);
   if (!arena.freeable) koloCommAbort(comm);
   else if ((res = koloCommDestroy(comm)) != koloSuccess) CHILD_FAIL("koloCommDestroy: %s", koloGetErrorString(res));
   if (arena.freeable && s) cudaStreamDestroy(s);
@@ -284,25 +342,29 @@ class SchedFileCuda : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(SchedFileCuda, EveryElementOnFourProcesses) {
   if (tsan_build()) GTEST_SKIP() << "forks ranks (not under TSan)";
-  const std::string file = schedule_path(GetParam());
-  const bool ring = std::string(GetParam()).rfind("ring", 0) == 0;
+  const std::string file = GetParam()[0] == '*' ? write_builtins_file() : schedule_path(GetParam());
+  const FileKind kind = GetParam()[0] == '*' ? kBuiltinsFile : std::string(GetParam()).rfind("ring", 0) == 0 ? kRingFile : kRdFile;
   ScopedEnv env("KOLO_SCHEDULE_FILE", file);
   ScopedEnv queues("CUDA_DEVICE_MAX_CONNECTIONS", "32");
-  const std::vector<CollCase> cases = all_reduce_cases();
+  const std::vector<CollCase> cases = kind == kBuiltinsFile ? every_collective_cases() : all_reduce_cases();
   double t0 = now_ms();
   std::vector<ChildResult> res = run_children_with_id(
-      kRanks, [&](int rank, const koloUniqueId &id) { return cuda_child(rank, id, cases, ring); }, kChildTimeoutMs);
+      kRanks, [&](int rank, const koloUniqueId &id) { return cuda_child(rank, id, cases, kind); }, kChildTimeoutMs);
+  if (kind == kBuiltinsFile) unlink(file.c_str());
   int skipped = 0;
   for (const ChildResult &r : res) skipped += r.exited && r.code == kSkip;
   if (skipped == kRanks) GTEST_SKIP() << "no CUDA device";
   EXPECT_EQ(children_failures(res), "");
-  std::printf("[          ] %zu all-reduce cases of %s on %d CUDA processes in %.0f ms\n", cases.size(), GetParam(),
-              kRanks, now_ms() - t0);
+  std::printf("[          ] %zu cases of %s on %d CUDA processes in %.0f ms\n", cases.size(), GetParam(), kRanks,
+              now_ms() - t0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Examples, SchedFileCuda, ::testing::Values("ring_allreduce_4.sched", "rd_allreduce_4.sched"),
+// "*": the file of every built-in schedule, every collective's cases.
+INSTANTIATE_TEST_SUITE_P(Examples, SchedFileCuda,
+                         ::testing::Values("ring_allreduce_4.sched", "rd_allreduce_4.sched", "*"),
                          [](const ::testing::TestParamInfo<const char *> &p) {
-                           return std::string(p.param).substr(0, std::string(p.param).find('_'));
+                           return p.param[0] == '*' ? std::string("builtins")
+                                                    : std::string(p.param).substr(0, std::string(p.param).find('_'));
                          });
 #endif
 

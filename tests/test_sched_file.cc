@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "util/sched_text.h"
+
 extern "C" {
 #include "ring/sched_file.h"
 #include "ring/schedule.h"
@@ -74,54 +76,6 @@ TEST(SchedFile, ExamplesAreProvedAndTheWrongOneRefused) {
 
 // ---- every built-in schedule, written out and read back -----------------------
 
-std::string buffer_text(int buf, int chunk) {
-  return std::string(buf == KOLO_BUF_IN ? "in" : "out") + "[" + std::to_string(chunk) + "]";
-}
-
-// rank's program p as the format writes it.
-std::string program_text(const kolo_program &p, int rank, int ch) {
-  std::ostringstream os;
-  os << "rank " << rank << " channel " << ch << "\n";
-  for (int i = 0; i < p.nsteps; i++) {
-    const kolo_step &s = p.steps[i];
-    os << kolo_step_op_name(s.op);
-    if (kolo_step_reads_src(s.op)) os << " " << buffer_text(s.src_buf, s.src_chunk);
-    if (kolo_step_writes_dst(s.op)) os << " " << buffer_text(s.dst_buf, s.dst_chunk);
-    if (kolo_step_recvs(s.op)) os << " from " << kolo_step_recv_rank(&p, &s);
-    if (kolo_step_sends(s.op)) os << "   to " << kolo_step_send_rank(&p, &s);
-    if (s.flags & KOLO_STEP_FINAL) os << " final  # the last addend";
-    os << "\n";
-  }
-  return os.str();
-}
-
-bool rooted(int coll) {
-  return coll == KOLO_COLL_BROADCAST || coll == KOLO_COLL_REDUCE || coll == KOLO_COLL_GATHER ||
-         coll == KOLO_COLL_SCATTER;
-}
-
-// One section of coll on a ring of n ranks in rank order (channel 0) and
-// reversed (channel 1); *built gets the programs [ch * n + r].
-std::string section_text(int coll, int n, int root, std::vector<kolo_program> *built) {
-  std::ostringstream os;
-  os << "collective " << kolo_coll_name(coll);
-  if (rooted(coll)) os << " root " << root;
-  os << "\nchannels 2\n";
-  std::vector<int> order(n), pos(n);
-  for (int ch = 0; ch < 2; ch++) {
-    for (int i = 0; i < n; i++) order[i] = ch ? n - 1 - i : i, pos[order[i]] = i;
-    kolo_ring ring{n, order.data(), pos.data()};
-    for (int r = 0; r < n; r++) {
-      kolo_program p{};
-      EXPECT_EQ(kolo_schedule_build(coll, &ring, r, root, &p), koloSuccess);
-      if (ch == 0 && r == 0) os << "layout " << (p.layout == KOLO_LAYOUT_RING ? "ring" : "flat") << "\n";
-      os << program_text(p, r, ch);
-      built->push_back(p);
-    }
-  }
-  return os.str();
-}
-
 // The same steps (ops, flags, the chunks and buffers each uses, peer
 // ranks), blocking and layout.
 void expect_same(const kolo_program &a, const kolo_program &b, const std::string &what) {
@@ -154,10 +108,10 @@ TEST(SchedFile, EveryBuiltinScheduleReadsBackAndIsProved) {
     std::vector<std::vector<kolo_program>> built;
     std::vector<std::pair<int, int>> sections;  // coll, root
     for (int coll : colls)
-      for (int root = 0; root < (rooted(coll) ? n : 1); root++) {
+      for (int root = 0; root < (kt::sched_rooted(coll) ? n : 1); root++) {
         built.emplace_back();
-        text << "\n" << section_text(coll, n, root, &built.back());
-        sections.push_back({coll, rooted(coll) ? root : -1});
+        text << "\n" << kt::sched_builtin_section(coll, n, root, 2, &built.back());
+        sections.push_back({coll, kt::sched_rooted(coll) ? root : -1});
       }
     kolo_sched_file f;
     ASSERT_EQ(parse(text.str(), &f), "") << text.str();
