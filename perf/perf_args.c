@@ -68,6 +68,8 @@ void perf_usage(FILE *out, const char *prog, int tool) {
             "                        puts 8 ranks on device 0 (nccl-tests' -g counts GPUs instead)\n"
             "      --graph           (cuda) capture the -n calls of a size into one CUDA graph per\n"
             "                        rank after the warm-up, and time its launch: per call in a graph\n"
+            "      --schedule FILE   run the collectives FILE declares with its programs\n"
+            "                        (KOLO_SCHEDULE_FILE; docs/schedule-format.md)\n"
             "      --params          print kolo's KOLO_* parameters and exit\n");
   fprintf(out, "  -h, --help            this text\n");
   if (tool == PERF_TOOL_KOLO)
@@ -140,7 +142,7 @@ static int parse_type(const char *s) {
   return t;
 }
 
-enum { OPT_JSON = 1000, OPT_PARAMS, OPT_GRAPH, OPT_LAUNCH, OPT_BLOCKS, OPT_BLOCK_THREADS, OPT_END };
+enum { OPT_JSON = 1000, OPT_PARAMS, OPT_GRAPH, OPT_LAUNCH, OPT_BLOCKS, OPT_BLOCK_THREADS, OPT_SCHEDULE, OPT_END };
 
 static const struct option long_opts[] = {
     {"minbytes", required_argument, NULL, 'b'},  {"maxbytes", required_argument, NULL, 'e'},
@@ -155,6 +157,7 @@ static const struct option long_opts[] = {
     {"graph", no_argument, NULL, OPT_GRAPH},     {"launch", required_argument, NULL, OPT_LAUNCH},
     {"blocks", required_argument, NULL, OPT_BLOCKS},
     {"block-threads", required_argument, NULL, OPT_BLOCK_THREADS},
+    {"schedule", required_argument, NULL, OPT_SCHEDULE},
     {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
 
 /* Options seen on the command line, by getopt's value. */
@@ -248,6 +251,7 @@ static int apply_opt(perf_args *a, int c, const char *v, int tool, int *factor_g
       return 0;
     case OPT_JSON: a->json = v; return 0;
     case OPT_PARAMS: a->print_params = 1; return 0;
+    case OPT_SCHEDULE: return setenv("KOLO_SCHEDULE_FILE", v, 1); /* the ranks' init loads it */
     default: return -1;
   }
 }
