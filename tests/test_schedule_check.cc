@@ -4,7 +4,8 @@
 // with the sentence that names what is wrong (a dropped step, a swapped
 // chunk, a wrong peer, a double reduction, a missing post-op, a deadlock, a
 // buffer the collective does not give, an in-place hazard); out-of-bound
-// sizes are refused.  The cross-check against tests/test_schedule.cc's model
+// sizes are refused.  The hierarchical all-reduce's three phases, in
+// sequence, are proved too.  The cross-check against tests/test_schedule.cc's model
 // is there (ScheduleChecker.*), beside the model.
 #include <gtest/gtest.h>
 
@@ -20,6 +21,7 @@ extern "C" {
 #include "ring/check.h"
 #include "ring/schedule.h"
 #include "ring/step_names.h"
+#include "ring/topology.h"
 }
 
 namespace {
@@ -134,6 +136,61 @@ TEST(ScheduleCheck, EveryBuiltinScheduleIsProved) {
         }
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
   printf("[          ] %d schedules proved in %lld ms\n", cases, (long long)ms);
+}
+
+// The hierarchical all-reduce runs three programs per rank one after the
+// other (all_reduce_hier.c); its intra-host and inter-host pipes never join
+// the same two ranks, so the three in sequence are one multi-peer program
+// with the peers of all three: proved as such, H x L = 2..4 x 2..4, hosts in
+// blocks and interleaved.
+void append_as_multi_peer(const kolo_program &ph, std::vector<kolo_step> *steps, std::vector<int> *peers) {
+  for (int i = 0; i < ph.nsteps; i++) {
+    kolo_step s = ph.steps[i];
+    for (int send = 0; send < 2; send++) {
+      int rank = send ? kolo_step_send_rank(&ph, &s) : kolo_step_recv_rank(&ph, &s);
+      if (rank < 0) continue;
+      auto it = std::find(peers->begin(), peers->end(), rank);
+      if (it == peers->end()) it = peers->insert(peers->end(), rank);
+      (send ? s.to : s.from) = (uint16_t)(it - peers->begin());
+    }
+    steps->push_back(s);
+  }
+}
+
+TEST(ScheduleCheck, HierarchicalAllReduceInSequence) {
+  for (int H = 2; H <= 4; H++)
+    for (int L = 2; L <= 4; L++)
+      for (bool interleaved : {false, true}) {
+        const int n = H * L;
+        std::vector<uint64_t> ids((size_t)n);
+        for (int r = 0; r < n; r++) ids[(size_t)r] = 77 + (uint64_t)(interleaved ? r % H : r / L);
+        kolo_hosts h;
+        ASSERT_EQ(kolo_hosts_build(n, ids.data(), &h), koloSuccess);
+        Progs ps(KOLO_COLL_ALL_REDUCE, n, 0, -1, 1);
+        for (int r = 0; r < n; r++) {
+          kolo_ring intra, inter;
+          ASSERT_EQ(kolo_ring_build_intra(&h, r, &intra), koloSuccess);
+          ASSERT_EQ(kolo_ring_build_inter(&h, r, &inter), koloSuccess);
+          std::vector<kolo_step> steps;
+          std::vector<int> peers;
+          for (int k = 0; k < KOLO_HIER_PHASES; k++) {
+            kolo_program ph{};
+            ASSERT_EQ(kolo_sched_all_reduce_hier(&intra, &inter, r, k, &ph), koloSuccess);
+            append_as_multi_peer(ph, &steps, &peers);
+            kolo_program_free(&ph);
+          }
+          kolo_program &p = ps.at(0, r);
+          ASSERT_EQ(kolo_program_alloc(&p, (int)steps.size(), KOLO_LAYOUT_RING), koloSuccess);
+          std::copy(steps.begin(), steps.end(), p.steps);
+          ASSERT_EQ(kolo_program_alloc_peers(&p, (int)peers.size()), koloSuccess);
+          for (size_t i = 0; i < peers.size(); i++) p.peers[i].rank = peers[i];
+          kolo_program_index_peers(&p);
+          kolo_ring_free(&intra);
+          kolo_ring_free(&inter);
+        }
+        kolo_hosts_free(&h);
+        EXPECT_EQ(ps.check(), "") << "H=" << H << " L=" << L << (interleaved ? " interleaved" : " blocks");
+      }
 }
 
 // ---- broken programs and their sentences -----------------------------------
