@@ -25,6 +25,7 @@ typedef struct {
   int32_t nchannels, nslots, memory, ll_slot_bytes;
   uint64_t slot_bytes, ll_threshold;
   int32_t algo, pad; /* KOLO_ALGO: ranks choosing differently would not meet */
+  uint64_t sched_hash; /* KOLO_SCHEDULE_FILE's (0: none): likewise */
 } comm_shape;
 
 koloResult_t koloGetVersion(int *version) {
@@ -192,15 +193,37 @@ static void owner_stop_all(kolo_exec_owner *o, int reason, int rank) {
 
 /* ---- init --------------------------------------------------------------- */
 
+/* "none", or "a file of hash H" (with its path: this rank's) */
+static const char *sched_text(uint64_t hash, const char *path, char *out, size_t len) {
+  if (hash == 0) return "none";
+  if (path) snprintf(out, len, "%s (hash %016llx)", path, (unsigned long long)hash);
+  else snprintf(out, len, "a file of hash %016llx", (unsigned long long)hash);
+  return out;
+}
+
+/* Rank r loaded another schedule file than this rank (or one of them none). */
+static koloResult_t sched_differs(struct koloComm *c, int r, uint64_t theirs) {
+  char a[64], b[KOLO_ERR_LEN / 2];
+  return kolo_error(&c->err, koloInvalidUsage,
+                    "rank %d: KOLO_SCHEDULE_FILE differs between ranks: rank %d loaded %s, this rank loaded %s: "
+                    "every rank must load the same schedule file",
+                    c->rank, r, sched_text(theirs, NULL, a, sizeof a),
+                    sched_text(c->sched_hash, kolo_param_str("KOLO_SCHEDULE_FILE"), b, sizeof b));
+}
+
 static koloResult_t check_shapes(struct koloComm *c) {
   comm_shape *all = calloc((size_t)c->nranks, sizeof *all);
   if (all == NULL) return kolo_error(&c->err, koloSystemError, "out of memory at init");
   comm_shape mine = {c->nchannels, (int32_t)c->nslots, c->memory, (int32_t)c->ll_slot_bytes,
-                     c->slot_bytes, c->ll_threshold, c->algo.forced, 0};
+                     c->slot_bytes, c->ll_threshold, c->algo.forced, 0, c->sched_hash};
   all[c->rank] = mine;
   koloResult_t res = kolo_bootstrap_allgather(c->bs, TAG_CONFIG, all, sizeof *all);
   for (int r = 0; r < c->nranks && res == koloSuccess; r++) {
     if (memcmp(&all[r], &mine, sizeof mine) == 0) continue;
+    if (all[r].sched_hash != mine.sched_hash) {
+      res = sched_differs(c, r, all[r].sched_hash);
+      continue;
+    }
     res = kolo_error(&c->err, koloInvalidUsage,
                      "rank %d has channels=%d slots=%d slot bytes=%llu memory=%d LL=%llu/%d algo=%s but "
                      "rank %d has %d/%d/%llu/%d/%llu/%d/%s: set KOLO_NCHANNELS, KOLO_NSLOTS, "
@@ -225,6 +248,10 @@ static koloResult_t build_hier(struct koloComm *c, const kolo_hosts *h) {
     KOLO_INFO("KOLO_ALGO=hier: all-reduce runs the flat ring, since it needs 2 or more hosts with the same "
               "number (2 or more) of ranks");
   if (!possible || c->algo.forced == KOLO_ALGO_RING) return koloSuccess;
+  if (kolo_sched_has(c->sched, KOLO_COLL_ALL_REDUCE)) {
+    if (c->rank == 0) KOLO_INFO("KOLO_SCHEDULE_FILE gives the all-reduce: no hierarchical all-reduce");
+    return koloSuccess;
+  }
   kolo_ring intra, inter;
   if (kolo_ring_build_intra(h, c->rank, &intra) != koloSuccess) return koloSystemError;
   if (kolo_ring_build_inter(h, c->rank, &inter) != koloSuccess) {
@@ -259,6 +286,7 @@ static koloResult_t build_topology(struct koloComm *c) {
   /* Rotating a ring moves its off-host hops: pointless on one host or with
    * one rank per host, where every channel keeps one ring. */
   c->nrings = h.nhosts > 1 && kolo_hosts_max_size(&h) > 1 ? c->nchannels : 1;
+  c->nvariants = c->sched ? c->nchannels : c->nrings;
   for (int ch = 0; ch < c->nrings && res == koloSuccess; ch++)
     res = kolo_ring_build_channel(&h, ch, &c->rings[ch]);
   if (res == koloSuccess) res = build_hier(c, &h);
@@ -327,9 +355,10 @@ static void close_pipes(struct koloComm *c) {
   }
 }
 
-/* Entries of each collective's program table: one per root/peer and ring. */
+/* Entries of each collective's program table: one per root/peer and
+ * variant (ring, or channel: comm.h). */
 static size_t program_slots(const struct koloComm *c) {
-  return (size_t)c->nranks * (size_t)(c->nrings > 0 ? c->nrings : 1);
+  return (size_t)c->nranks * (size_t)(c->nvariants > 0 ? c->nvariants : 1);
 }
 
 static void free_comm(struct koloComm *c) {
@@ -354,6 +383,7 @@ static void free_comm(struct koloComm *c) {
   free(c->p2p_recv_ready);
   for (int ch = 0; ch < c->nrings; ch++) kolo_ring_free(&c->rings[ch]);
   for (int k = 0; k < KOLO_HIER_PHASES && c->hier_ready; k++) kolo_program_free(&c->hier_prog[k]);
+  kolo_comm_free_schedule(c);
   if (c->bs) kolo_bootstrap_destroy(c->bs);
   kolo_bootstrap_root_stop(c->root); /* an init that never ran */
   if (c->init_job) free(c->init_job->uids);
@@ -503,6 +533,7 @@ koloResult_t kolo_comm_create(const char *fn, int nranks, int rank, const kolo_u
   c->failed = koloSuccess;
   koloResult_t res = new_init_job(c, uids, nids);
   if (res == koloSuccess) res = resolve_config(c, config);
+  if (res == koloSuccess) res = kolo_comm_load_schedule(c, fn);
   if (res == koloSuccess && nids == 1)
     res = kolo_rendezvous_start_root(&uids[0], rank, c->timeout_ms, teb, &c->root);
   if (res != koloSuccess) {

@@ -10,6 +10,7 @@
 #include "kernels/host_exec.h"
 #include "kolo.h"
 #include "ring/algo.h"
+#include "ring/sched_file.h"
 #include "ring/schedule.h"
 #include "transport/bootstrap.h"
 #include "transport/connector.h"
@@ -39,6 +40,14 @@ struct koloComm {
    * rotated per channel; one ring when rotating changes nothing). */
   kolo_ring rings[KOLO_MAX_CHANNELS];
   int nrings;
+  /* Programs per root/peer slot in the tables below: channel ch uses entry
+   * ch % nvariants.  nrings, or nchannels when a schedule file is loaded
+   * (its programs are per channel). */
+  int nvariants;
+  /* KOLO_SCHEDULE_FILE (core/sched_env.c): the file's programs, proved at
+   * init, and the hash every rank compares; NULL and 0 without one. */
+  kolo_sched_file *sched;
+  uint64_t sched_hash;
   int nhosts;
   /* Ring pipes, per channel: to its ring's next / from its ring's prev. */
   kolo_connector ring_send[KOLO_MAX_CHANNELS], ring_recv[KOLO_MAX_CHANNELS];
@@ -125,6 +134,20 @@ void kolo_proto_apply(struct koloComm *c);
 /* KOLO_PROTO's value as a set of protocols (1: LL, 2: Simple, 3: both), or
  * -1 for an unknown name; *ll128 |= 1 when it names LL128.  Pure. */
 int kolo_proto_parse(const char *v, int *ll128);
+
+/* 1 when coll's programs on c may be multi-peer (they run over the
+ * point-to-point pipes of their peers): all-to-all, gather, scatter, and
+ * the collectives a schedule file gives programs for. */
+static inline int kolo_comm_multi_peer(const struct koloComm *c, int coll) {
+  return kolo_coll_is_multi_peer(coll) || kolo_sched_has(c->sched, coll);
+}
+
+/* KOLO_SCHEDULE_FILE (sched_env.c): loads, parses and proves the file for
+ * c's rank count into c->sched (nothing when unset); a failure's sentence
+ * (naming fn, the file, its line and what is wrong) goes to the thread's
+ * error buffer.  kolo_comm_free_schedule frees it. */
+koloResult_t kolo_comm_load_schedule(struct koloComm *c, const char *fn);
+void kolo_comm_free_schedule(struct koloComm *c);
 
 /* The program of `coll` with root/peer `arg` on channel `ch`, cached. */
 koloResult_t kolo_comm_program(struct koloComm *comm, int coll, int arg, int ch,

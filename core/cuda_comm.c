@@ -206,16 +206,17 @@ static int slots_of(int coll, int nranks) {
 }
 
 /* Calls f(c, program index, program, arg) for every program of coll: each
- * root/peer slot on each ring (core/op.h's kolo_program_index). */
+ * root/peer slot on each variant, ring or channel (comm.h; core/op.h's
+ * kolo_program_index). */
 static koloResult_t each_program(struct koloComm *c, int k,
                                  void (*f)(struct koloComm *, int, int, const kolo_program *, void *),
                                  void *arg) {
   for (int s = 0; s < slots_of(k, c->nranks); s++)
-    for (int v = 0; v < c->nrings; v++) {
+    for (int v = 0; v < c->nvariants; v++) {
       const kolo_program *p;
       koloResult_t res = kolo_comm_program(c, k, s, v, &p);
       if (res != koloSuccess) return res;
-      f(c, k, kolo_program_index(k, s, v, c->nrings), p, arg);
+      f(c, k, kolo_program_index(k, s, v, c->nvariants), p, arg);
     }
   return koloSuccess;
 }
@@ -250,7 +251,7 @@ static void place_hier_steps(struct koloComm *c, step_cursor *cur) {
 
 koloResult_t kolo_cuda_comm_programs(struct koloComm *c) {
   kolo_cuda_comm *cc = c->cuda;
-  size_t total = 0, entries = (size_t)c->nranks * (size_t)c->nrings;
+  size_t total = 0, entries = (size_t)c->nranks * (size_t)c->nvariants;
   for (int k = 0; k < KOLO_COLL_NUM; k++) {
     cc->dev_steps[k] = calloc(entries, sizeof *cc->dev_steps[k]);
     if (cc->dev_steps[k] == NULL) return kolo_error(&c->err, koloSystemError, "out of memory at init");
@@ -348,7 +349,7 @@ void kolo_cuda_comm_ring_ready(struct koloComm *c) {
   pc->timeout_ns = (uint64_t)c->timeout_ms * 1000000ull;
   pc->abort = cc->dev_words + KOLO_CW_ABORT;
   pc->status = cc->dev_words + KOLO_CW_STATUS;
-  pc->nrings = c->nrings;
+  pc->nrings = c->nvariants; /* the planner indexes programs by it */
   for (int k = 0; k < KOLO_COLL_NUM; k++) {
     pc->programs[k] = c->programs[k];
     pc->dev_steps[k] = cc->dev_steps[k];

@@ -78,7 +78,8 @@ typedef struct kolo_cuda_plan_comm {
   /* [k][kolo_program_index(k, arg, channel, nrings)] for k <
    * KOLO_COLL_NUM, nranks * nrings entries each: the host program (peers,
    * layout, step count) and the device copy of its steps.  Channel ch runs
-   * on ring ch % nrings (0 counts as 1). */
+   * program ch % nrings (0 counts as 1): its ring's, or with a schedule
+   * file its channel's (core/comm.h: nvariants). */
   int nrings;
   const kolo_program *programs[KOLO_COLL_NUM];
   const kolo_step *const *dev_steps[KOLO_COLL_NUM];

@@ -87,11 +87,18 @@ koloResult_t kolo_enqueue(const kolo_op *op) {
 
 /* ---- programs ----------------------------------------------------------- */
 
+/* The file's program where KOLO_SCHEDULE_FILE gives one (a copy), else the
+ * built-in one on channel ch's ring. */
+static koloResult_t make_program(struct koloComm *c, int coll, int arg, int ch, kolo_program *out) {
+  const kolo_program *loaded = kolo_sched_find(c->sched, coll, arg, ch, c->rank);
+  if (loaded != NULL) return kolo_program_clone(loaded, out);
+  return kolo_schedule_build(coll, &c->rings[ch % c->nrings], c->rank, arg, out);
+}
+
 koloResult_t kolo_comm_program(struct koloComm *c, int coll, int arg, int ch, const kolo_program **out) {
-  int slot = kolo_program_index(coll, arg, ch, c->nrings);
+  int slot = kolo_program_index(coll, arg, ch, c->nvariants);
   if (!c->program_ready[coll][slot]) {
-    const kolo_ring *ring = &c->rings[ch % c->nrings];
-    if (kolo_schedule_build(coll, ring, c->rank, arg, &c->programs[coll][slot]) != koloSuccess)
+    if (make_program(c, coll, arg, ch % c->nvariants, &c->programs[coll][slot]) != koloSuccess)
       return kolo_error(&c->err, koloSystemError, "out of memory building a %s program",
                         kolo_coll_name(coll));
     c->program_ready[coll][slot] = 1;
@@ -106,8 +113,8 @@ static int is_p2p(int coll) { return kolo_coll_is_p2p(coll); }
 
 koloResult_t kolo_op_pipes(struct koloComm *c, const kolo_op *op, kolo_pipe_fn f, void *arg) {
   if (is_p2p(op->coll)) return f(c, op->arg, op->coll == KOLO_COLL_SEND, arg);
-  if (!kolo_coll_is_multi_peer(op->coll)) return koloSuccess;
-  for (int v = 0; v < c->nrings; v++) { /* one program per ring */
+  if (!kolo_comm_multi_peer(c, op->coll)) return koloSuccess;
+  for (int v = 0; v < c->nvariants; v++) { /* one program per variant (comm.h) */
     const kolo_program *p;
     koloResult_t res = kolo_comm_program(c, op->coll, op->arg, v, &p);
     for (int i = 0; res == koloSuccess && i < p->npeers; i++) {
@@ -170,7 +177,7 @@ static void p2p_mark(struct koloComm *c, const kolo_conn_set *set, koloResult_t 
 
 koloResult_t kolo_p2p_connect(const kolo_op *ops, int nops) {
   int any = 0;
-  for (int i = 0; i < nops && !any; i++) any = is_p2p(ops[i].coll) || kolo_coll_is_multi_peer(ops[i].coll);
+  for (int i = 0; i < nops && !any; i++) any = is_p2p(ops[i].coll) || kolo_comm_multi_peer(ops[i].comm, ops[i].coll);
   if (!any) return koloSuccess;
   kolo_conn_set *sets = calloc((size_t)nops, sizeof *sets);
   struct koloComm **comms = calloc((size_t)nops, sizeof *comms);
@@ -373,7 +380,7 @@ static koloResult_t add_tasks(const kolo_op *op, kolo_exec_task *tasks, int *nta
 static koloResult_t peer_store_init(peer_store *st, const kolo_op *ops, int nops) {
   size_t cap = 0;
   for (int i = 0; i < nops; i++)
-    if (kolo_coll_is_multi_peer(ops[i].coll))
+    if (kolo_comm_multi_peer(ops[i].comm, ops[i].coll))
       cap += 2 * (size_t)ops[i].comm->nchannels * (size_t)ops[i].comm->nranks;
   *st = (peer_store){NULL, NULL, 0, 0};
   if (cap == 0) return koloSuccess;

@@ -38,6 +38,7 @@ static const struct option long_opts[] = {
     {"params", no_argument, NULL, OPT_PARAMS},        {"graph", no_argument, NULL, OPT_GRAPH},
     {"launch", required_argument, NULL, OPT_LAUNCH},  {"blocks", required_argument, NULL, OPT_BLOCKS},
     {"block-threads", required_argument, NULL, OPT_BLOCK_THREADS},
+    {"schedule", required_argument, NULL, OPT_SCHEDULE},
     {"help", no_argument, NULL, 'h'},                 {NULL, 0, NULL, 0}};
 
 /* What a flag's value must be, for the sentence that refuses a bad one. */
@@ -174,6 +175,7 @@ static int apply_own(perf_args *a, int c, const char *v) {
     case OPT_LABEL: a->label = v; return 0;
     case OPT_CEILING: return parse_ceiling(a, v);
     case OPT_PARAMS: a->print_params = 1; return 0;
+    case OPT_SCHEDULE: return setenv("KOLO_SCHEDULE_FILE", v, 1); /* the ranks' init loads it */
     case OPT_LAUNCH: return parse_launch(a, v);
     case OPT_BLOCKS: return perf_parse_int(v, 0, 1 << 20, &a->blocks);
     case OPT_BLOCK_THREADS:
@@ -220,7 +222,7 @@ static const char *not_here_why(int c) {
 /* Flags kolo-mpi-ref does not take. */
 static int kolo_only(int c) {
   return strchr("PtgpTG", c) != NULL || c == OPT_MEM || c == OPT_DEVICES || c == OPT_GRAPH || c == OPT_PARAMS ||
-         c == OPT_LAUNCH || c == OPT_BLOCKS || c == OPT_BLOCK_THREADS;
+         c == OPT_LAUNCH || c == OPT_BLOCKS || c == OPT_BLOCK_THREADS || c == OPT_SCHEDULE;
 }
 
 /* One option; 0, -1 for a bad value, -2 for kolo-perf's options in

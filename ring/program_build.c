@@ -1,5 +1,6 @@
 /* program_build.c - helpers shared by the schedules, and the dispatcher. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "ring/schedule.h"
 
@@ -35,6 +36,21 @@ void kolo_program_index_peers(kolo_program *p) {
     if (kolo_step_sends(s->op) && s->to < p->npeers) p->peers[s->to].sends = 1;
     if (kolo_step_recvs(s->op) && s->from < p->npeers) p->peers[s->from].recvs = 1;
   }
+}
+
+koloResult_t kolo_program_clone(const kolo_program *p, kolo_program *out) {
+  kolo_program q = *p;
+  q.steps = malloc((size_t)(p->nsteps > 0 ? p->nsteps : 1) * sizeof *q.steps);
+  q.peers = p->npeers > 0 ? malloc((size_t)p->npeers * sizeof *q.peers) : NULL;
+  if (q.steps == NULL || (p->npeers > 0 && q.peers == NULL)) {
+    free(q.steps);
+    free(q.peers);
+    return koloSystemError;
+  }
+  if (p->nsteps > 0) memcpy(q.steps, p->steps, (size_t)p->nsteps * sizeof *q.steps);
+  if (p->npeers > 0) memcpy(q.peers, p->peers, (size_t)p->npeers * sizeof *q.peers);
+  *out = q;
+  return koloSuccess;
 }
 
 void kolo_program_set(kolo_program *p, int i, int op, int flags, int src_buf,

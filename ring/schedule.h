@@ -92,5 +92,8 @@ void kolo_program_set_peers(kolo_program *p, int i, int to, int from);
 /* Derives each peer's sends / recvs from the steps (call once the steps are
  * set). */
 void kolo_program_index_peers(kolo_program *p);
+/* *out = a deep copy of p (steps and peers of its own); koloSystemError
+ * when out of memory (*out untouched). */
+koloResult_t kolo_program_clone(const kolo_program *p, kolo_program *out);
 
 #endif

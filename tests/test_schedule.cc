@@ -44,6 +44,12 @@
 // slots, and broken programs it must catch (receiving before sending in
 // every phase deadlocks; a wrong block or peer is wrong data).
 //
+// The C checker (ring/check.h, ScheduleChecker): this model is its
+// independent oracle.  Both judge every built-in schedule at N = 1..16
+// (every root; send/recv pairs), and the built-ins broken at random (a
+// dropped step, a changed chunk or peer, a receive turned into a reduction,
+// a FINAL toggled) at N in {2, 3, 4, 5, 8, 16}: the verdicts must agree.
+//
 // Hierarchical all-reduce (ScheduleHier): its three programs per rank on H
 // hosts of L ranks (H, L = 2..4, hosts in blocks or interleaved), run in the
 // model as the core runs them (per channel, each phase after the one
@@ -80,8 +86,10 @@
 #include <vector>
 
 extern "C" {
+#include "ring/check.h"
 #include "ring/program.h"
 #include "ring/schedule.h"
+#include "ring/step_names.h"
 #include "ring/topology.h"
 }
 
@@ -295,7 +303,7 @@ class Model {
     for (Task &t : tasks_) {
       t.base = 0;
       t.rce = kolo_round_chunk(&t.geo, 0);
-      t.done = t.rce == 0;
+      t.done = t.rce == 0 || t.prog->nsteps == 0;  // a program with no steps has nothing to do
     }
     for (long pass = 0;; pass++) {
       bool all_done = true, moved = false;
@@ -687,10 +695,14 @@ std::string compare(const std::vector<std::vector<T>> &got, const std::vector<st
   return os.str();
 }
 
+// Changes the programs of channel ch after they are built (the cross-check
+// with the C checker breaks them on purpose).
+using Mutator = std::function<void(int ch, std::vector<std::unique_ptr<Prog>> &progs)>;
+
 // Runs one ring collective (all-reduce, reduce-scatter, all-gather,
 // broadcast, reduce) in the model and checks every element.
 template <typename T>
-std::string run_collective(const Case &c) {
+std::string run_collective(const Case &c, const Mutator &mutate = nullptr) {
   const int n = c.nranks;
   const size_t cnt = c.count;
   Rng rng(c.seed);
@@ -701,6 +713,7 @@ std::string run_collective(const Case &c) {
       progs[(size_t)ch].push_back(build(c.coll, rings[(size_t)ch], r, c.root));
       if (!progs[(size_t)ch].back()) return "build failed";
     }
+  for (int ch = 0; mutate && ch < c.nchannels; ch++) mutate(ch, progs[(size_t)ch]);
 
   Model<T> m(params_of(c));
   std::vector<std::string> names;
@@ -1675,7 +1688,7 @@ MultiPeerBufs<T> multi_peer_bufs(const Case &c, Model<T> &m) {
 
 // Runs one multi-peer collective in the model and checks every element.
 template <typename T>
-std::string run_multi_peer(const Case &c) {
+std::string run_multi_peer(const Case &c, const Mutator &mutate = nullptr) {
   const int n = c.nranks;
   std::vector<Ring> rings = make_rings(c.ring_kind, n, c.nchannels, c.seed);
   std::vector<std::vector<std::unique_ptr<Prog>>> progs((size_t)c.nchannels);
@@ -1684,6 +1697,7 @@ std::string run_multi_peer(const Case &c) {
       progs[(size_t)ch].push_back(build(c.coll, rings[(size_t)ch], r, c.root));
       if (!progs[(size_t)ch].back()) return "build failed";
     }
+  for (int ch = 0; mutate && ch < c.nchannels; ch++) mutate(ch, progs[(size_t)ch]);
   ModelParams mp = params_of(c);
   mp.check_chunk_tags = c.coll != KOLO_COLL_ALL_TO_ALL;
   Model<T> m(mp);
@@ -2122,6 +2136,207 @@ TEST(ScheduleHier, FewestSlots) {
           std::string extra = " H=" + std::to_string(H) + " L=" + std::to_string(L);
           if (sampled(c)) g.check(c, run_hier<int64_t>(c, H, L, (c.seed >> 20) & 1), extra.c_str());
         }
+}
+
+// ---- the C checker (ring/check.h) against the model ------------------------------------
+//
+// The checker proves programs by symbolic execution of one round with
+// connectors of two chunks; the model runs them on data, over many rounds
+// of real chunks and slices.  Both judge the same programs: every built-in
+// schedule (all accepted), and the built-ins broken at random (a dropped
+// step, a chunk changed, a peer changed, a receive turned into a reduction,
+// a FINAL flag toggled where it applies), where the two must agree on every
+// verdict (harmless changes included: both must accept those).  The
+// model runs them out of place and in place (where the collective has it)
+// on average in doubles (a post-op shows), count 1000 (300 under
+// sanitizers, which also try 3 breakages per case, not 8), 16-element slots,
+// connectors of 2 slots with FIFOs bounded to them: the executor the
+// checker stands for.
+
+// The C checker's verdict on the programs of channel 0 ("" = proved).
+std::string c_verdict(int coll, int n, int root, int peer, const std::vector<std::unique_ptr<Prog>> &progs) {
+  std::vector<const kolo_program *> ptrs;
+  for (const auto &pr : progs) ptrs.push_back(&pr->p);
+  kolo_check_spec spec{coll, n, root, peer, 1, ptrs.data()};
+  char why[1024];
+  return kolo_schedule_check(&spec, why, sizeof why) == koloSuccess ? "" : why;
+}
+
+enum Mutation { kDropStep, kChangeChunk, kChangePeer, kReduceAgain, kToggleFinal, kNumMutations };
+const char *mutation_name(int k) {
+  static const char *names[] = {"drop a step", "change a chunk", "change a peer", "reduce again", "toggle FINAL"};
+  return names[k];
+}
+
+// A random step of a random rank that has one matching `want`, or false.
+bool pick_step(std::vector<std::unique_ptr<Prog>> &progs, std::mt19937_64 &rng,
+               const std::function<bool(const kolo_step &)> &want, int *rank, int *step) {
+  std::vector<std::pair<int, int>> all;
+  for (size_t r = 0; r < progs.size(); r++)
+    for (int i = 0; i < progs[r]->p.nsteps; i++)
+      if (want(progs[r]->p.steps[i])) all.push_back({(int)r, i});
+  if (all.empty()) return false;
+  auto [r, i] = all[rng() % all.size()];
+  *rank = r, *step = i;
+  return true;
+}
+
+bool change_peer(kolo_program &p, int n, std::mt19937_64 &rng) {
+  int *peer = p.npeers > 0 ? &p.peers[rng() % (uint64_t)p.npeers].rank : p.send_peer >= 0 ? &p.send_peer : &p.recv_peer;
+  if (n < 2 || *peer < 0) return false;
+  *peer = (*peer + 1 + (int)(rng() % (uint64_t)(n - 1))) % n;
+  kolo_program_index_peers(&p);
+  return true;
+}
+
+// Breaks progs the way `kind` says; false when it finds nothing to break.
+bool mutate_programs(int kind, std::vector<std::unique_ptr<Prog>> &progs, int n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  int r, i;
+  auto any = [](const kolo_step &) { return true; };
+  auto plain_recv = [](const kolo_step &s) { return kolo_step_recvs(s.op) && !kolo_step_reduces(s.op); };
+  switch (kind) {
+  case kDropStep:
+    if (!pick_step(progs, rng, any, &r, &i)) return false;
+    std::copy(progs[(size_t)r]->p.steps + i + 1, progs[(size_t)r]->p.steps + progs[(size_t)r]->p.nsteps,
+              progs[(size_t)r]->p.steps + i);
+    progs[(size_t)r]->p.nsteps--;
+    kolo_program_index_peers(&progs[(size_t)r]->p);
+    return true;
+  case kChangeChunk: {
+    if (n < 2 || !pick_step(progs, rng, any, &r, &i)) return false;
+    kolo_program &p = progs[(size_t)r]->p;
+    kolo_step &s = p.steps[i];
+    int old = kolo_step_reads_src(s.op) ? s.src_chunk : s.dst_chunk, k = (old + 1 + (int)(rng() % (uint64_t)(n - 1))) % n;
+    if (p.layout == KOLO_LAYOUT_RING || kolo_step_reads_src(s.op)) s.src_chunk = k;
+    if (p.layout == KOLO_LAYOUT_RING || kolo_step_writes_dst(s.op)) s.dst_chunk = k;
+    return true;
+  }
+  case kChangePeer:
+    r = (int)(rng() % progs.size());
+    return change_peer(progs[(size_t)r]->p, n, rng);
+  case kReduceAgain: {
+    if (!pick_step(progs, rng, plain_recv, &r, &i)) return false;
+    kolo_step &s = progs[(size_t)r]->p.steps[i];
+    s.op = kolo_step_sends(s.op) ? KOLO_STEP_RECV_REDUCE_COPY_SEND : KOLO_STEP_RECV_REDUCE_COPY;
+    s.src_buf = KOLO_BUF_IN;
+    s.src_chunk = s.dst_chunk;
+    return true;
+  }
+  default: /* where it does something */
+    if (!pick_step(progs, rng, [](const kolo_step &s) { return kolo_step_post_applies(s.op) != 0; }, &r, &i))
+      return false;
+    progs[(size_t)r]->p.steps[i].flags ^= KOLO_STEP_FINAL;
+    return true;
+  }
+}
+
+// Whether the collective's in-place form differs from its out-of-place one
+// in the model (all-to-all has none).
+bool model_has_in_place(int coll) { return coll != KOLO_COLL_ALL_TO_ALL; }
+
+// One case: the model's verdict (out of place, then in place) and the C
+// checker's on the same programs, mutated by `kind` (-1: as built).
+// Returns false when the mutation found nothing to break.
+bool both_verdicts(Case c, int kind, uint64_t seed, std::string *model, std::string *checker) {
+  bool applied = kind < 0;
+  Mutator mut = [&](int ch, std::vector<std::unique_ptr<Prog>> &progs) {
+    if (ch != 0) return;
+    if (kind >= 0) applied = mutate_programs(kind, progs, c.nranks, seed);
+    *checker = c_verdict(c.coll, c.nranks, c.root, -1, progs);
+  };
+  *model = "";
+  for (int ip = 0; ip <= (model_has_in_place(c.coll) ? 1 : 0) && model->empty(); ip++) {
+    c.in_place = ip == 1;
+    *model = kolo_coll_is_multi_peer(c.coll) ? run_multi_peer<double>(c, mut) : run_collective<double>(c, mut);
+    if (!applied) return false;
+  }
+  return true;
+}
+
+Case checker_case(int coll, int n, int root, uint64_t seed) {
+  Case c;
+  c.coll = coll;
+  c.nranks = n;
+  c.root = root;
+  c.count = kSanitized ? 300 : 1000;  // several rounds either way (16-element chunks)
+  c.slot_elems = 16;
+  c.nslots = 2;
+  c.capacity = 2;
+  c.op = ROp::kAvg;
+  c.seed = seed;
+  c.ring_kind = (int)(seed % kNumRingKinds);
+  return c;
+}
+
+const int kCheckerColls[] = {KOLO_COLL_ALL_REDUCE, KOLO_COLL_REDUCE_SCATTER, KOLO_COLL_ALL_GATHER,
+                             KOLO_COLL_BROADCAST,  KOLO_COLL_REDUCE,         KOLO_COLL_ALL_TO_ALL,
+                             KOLO_COLL_GATHER,     KOLO_COLL_SCATTER};
+
+bool is_rooted(int coll) {
+  return coll == KOLO_COLL_BROADCAST || coll == KOLO_COLL_REDUCE || coll == KOLO_COLL_GATHER ||
+         coll == KOLO_COLL_SCATTER;
+}
+
+TEST(ScheduleChecker, BothProveEveryBuiltin) {
+  auto t0 = std::chrono::steady_clock::now();
+  int cases = 0;
+  for (int n = 1; n <= 16; n++)
+    for (int coll : kCheckerColls)
+      for (int root = 0; root < (is_rooted(coll) ? n : 1); root++) {
+        std::string model, checker;
+        Case c = checker_case(coll, n, root, mix(mix((uint64_t)n, (uint64_t)coll), (uint64_t)root));
+        both_verdicts(c, -1, 0, &model, &checker);
+        ASSERT_EQ(model, "") << c.str();
+        ASSERT_EQ(checker, "") << c.str();
+        cases++;
+      }
+  // Send / recv: the pair's two programs, one message in the model.
+  for (int n = 2; n <= 16; n++)
+    for (int from = 0; from < n; from++)
+      for (int to : {(from + 1) % n, (from + n - 1) % n, (from + n / 2) % n}) {
+        if (to == from) continue;
+        Ring ring = identity_ring(n);
+        std::vector<std::unique_ptr<Prog>> progs;
+        for (int r = 0; r < n; r++) {
+          progs.push_back(std::make_unique<Prog>());
+          if (r == from) progs.back() = build(KOLO_COLL_SEND, ring, r, to);
+          else if (r == to) progs.back() = build(KOLO_COLL_RECV, ring, r, from);
+          else ASSERT_EQ(kolo_program_alloc(&progs.back()->p, 0, KOLO_LAYOUT_FLAT), koloSuccess);
+        }
+        ASSERT_EQ(c_verdict(KOLO_COLL_SEND, n, from, to, progs), "") << n << " " << from << "->" << to;
+        Case c = checker_case(KOLO_COLL_SEND, n, 0, mix((uint64_t)n, (uint64_t)(from * 64 + to)));
+        ASSERT_EQ(run_p2p<double>(c, {{from, to}}), "") << c.str();
+        cases++;
+      }
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  printf("[          ] %d built-in schedules proved by both in %lld ms\n", cases, (long long)ms);
+}
+
+TEST(ScheduleChecker, AgreesWithTheModelOnBrokenPrograms) {
+  auto t0 = std::chrono::steady_clock::now();
+  int cases = 0, rejected[kNumMutations] = {0}, tried[kNumMutations] = {0};
+  for (int n : {2, 3, 4, 5, 8, 16})
+    for (int coll : kCheckerColls)
+      for (int kind = 0; kind < kNumMutations; kind++)
+        for (int trial = 0; trial < (kSanitized ? 3 : 8); trial++) {
+          uint64_t seed = mix(mix((uint64_t)n * 16 + (uint64_t)coll, (uint64_t)kind), (uint64_t)trial);
+          Case c = checker_case(coll, n, is_rooted(coll) ? (int)(seed % (uint64_t)n) : 0, seed);
+          std::string model, checker;
+          if (!both_verdicts(c, kind, seed >> 8, &model, &checker)) continue;
+          cases++;
+          tried[kind]++;
+          rejected[kind] += !checker.empty();
+          EXPECT_EQ(model.empty(), checker.empty())
+              << c.str() << " mutation " << mutation_name(kind) << "\n  model:   " << model << "\n  checker: " << checker;
+        }
+  for (int k = 0; k < kNumMutations; k++) {
+    printf("[          ] %s: %d of %d broken programs refused by both\n", mutation_name(k), rejected[k], tried[k]);
+    // some changes are harmless (a chunk index of a buffer of one block)
+    EXPECT_GT(rejected[k], k == kChangeChunk ? tried[k] / 4 : tried[k] * 3 / 4) << mutation_name(k);
+  }
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  printf("[          ] %d mutated cases in %lld ms\n", cases, (long long)ms);
 }
 
 // The grids allocate and free buffers of up to a few MiB thousands of times:

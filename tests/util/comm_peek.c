@@ -29,6 +29,14 @@ uint64_t kt_proxy_caller_turns(void) { return kolo_proxy_caller_turns(); }
 
 int kt_reg_count(koloComm_t comm) { return kolo_reg_count(comm); }
 
+int kt_program_shape(koloComm_t comm, int coll, int arg, int ch, int *nsteps, int *npeers) {
+  const kolo_program *p = NULL;
+  if (kolo_comm_program(comm, coll, arg, ch, &p) != koloSuccess) return -1;
+  *nsteps = p->nsteps;
+  *npeers = p->npeers;
+  return 0;
+}
+
 int kt_mem_device(const void *p, size_t size) {
   int dev = -2;
   return kolo_mem_block_of(p, size, &dev) ? dev : -2;

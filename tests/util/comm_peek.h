@@ -25,6 +25,9 @@ void kt_comm_shape(koloComm_t comm, int *nchannels, uint32_t *nslots, size_t *sl
 /* Turns blocked executors of this process took over the net proxy's pipes
  * themselves (transport/proxy.h: kolo_proxy_caller_turns). */
 uint64_t kt_proxy_caller_turns(void);
+/* The program comm runs for collective coll (root arg) on channel ch: its
+ * steps and peers (0: a single-peer program); -1 when it has none. */
+int kt_program_shape(koloComm_t comm, int coll, int arg, int ch, int *nsteps, int *npeers);
 /* Registrations and windows of comm not deregistered (core/register.c). */
 int kt_reg_count(koloComm_t comm);
 /* The koloMemAlloc block holding [p, p + size): its CUDA device, -1 for
