@@ -265,7 +265,7 @@ koloResult_t kf_neg_mismatch(kf_neg *n, const kf_view *mine, int probe, const kf
   if (res == koloSuccess) {
     char s[KOLO_ERR_LEN - 64];
     kf_mismatch_sentence(all, n->nranks, probe, decl, timeout_ms, s, sizeof s);
-    res = kolo_error(eb, koloInvalidUsage, "fusion step mismatch seen by rank %d: %s", n->rank, s);
+    res = kolo_error(eb, koloInvalidUsage, "fusion on rank %d: calls do not match: the ranks' steps differ: %s", n->rank, s);
   }
   free(all);
   return res;
