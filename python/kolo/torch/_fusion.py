@@ -3,7 +3,7 @@ import threading
 
 import torch
 
-from kolo._lib import check_fusion, ffi, lib, macros
+from kolo._lib import KoloError, check_fusion, ffi, lib, macros
 
 _UNDEF_SIZE = 2 ** (8 * ffi.sizeof("size_t")) - 1  # KOLO_FUSION_UNDEF_SIZE: (size_t)-1
 
@@ -60,10 +60,18 @@ class Fusion:
                                                  ffi.cast("koloEvent_t", event or 0)), self.f, "koloFusionMarkReady")
 
     def end(self, wait):
-        """Ends the open step; with wait, blocks until it is reduced."""
+        """Ends the open step; with wait, blocks until it is reduced.  A step
+        ended with gradients unmarked fails here at once; the round that
+        follows fails every rank with the sentence naming both ranks' views,
+        which Wait returns and this raises."""
         with self.lock:
             self.step_open = False
-            check_fusion(lib.koloFusionStepEnd(self.f, ffi.NULL), self.f, "koloFusionStepEnd")
+            res = lib.koloFusionStepEnd(self.f, ffi.NULL)
+            if res != lib.koloSuccess:
+                first = ffi.string(lib.koloFusionGetLastError(self.f)).decode(errors="replace")
+                if lib.koloFusionWait(self.f) != lib.koloSuccess:
+                    check_fusion(res, self.f, "%s; then koloFusionWait" % first)
+                raise KoloError(res, first)
             if wait:
                 check_fusion(lib.koloFusionWait(self.f), self.f, "koloFusionWait")
 
