@@ -39,7 +39,8 @@ def rank_env(args, rank, port):
     if args.torchrun:
         env.update(RANK=str(rank), WORLD_SIZE=str(args.n), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(args.n),
                    GROUP_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                   TORCHELASTIC_USE_AGENT_STORE="True", KOLO_SECRET=args.secret)
+                   TORCHELASTIC_USE_AGENT_STORE="True", TORCHELASTIC_RESTART_COUNT="0",
+                   TORCHELASTIC_MAX_RESTARTS="0", TORCHELASTIC_RUN_ID="kolo-test", KOLO_SECRET=args.secret)
     else:
         env.update(KOLO_ROOT="127.0.0.1:%d" % port, KOLO_RANK=str(rank), KOLO_WORLD_SIZE=str(args.n),
                    KOLO_SECRET=args.secret)
@@ -69,7 +70,8 @@ def main():
 
         import torch.distributed as dist
 
-        store = dist.TCPStore("127.0.0.1", port, args.n, True, datetime.timedelta(seconds=args.timeout))
+        store = dist.TCPStore("127.0.0.1", port, args.n, True, datetime.timedelta(seconds=args.timeout),
+                              wait_for_workers=False)
     procs, pumps = [], []
     for rank in range(args.n):
         p = subprocess.Popen(command, env=rank_env(args, rank, port), stdout=subprocess.PIPE,
