@@ -47,6 +47,7 @@ check "collectives, torchrun's variables + TCPStore, 2 ranks" 120 "$PY" $T/launc
 export MASTER_ADDR=127.0.0.1  # gloo's store, for DDP under mpirun
 for args in "--model mlp --mode opt" "--model cnn --mode opt --steps 100" "--model mlp --mode ddp" \
             "--model cnn --mode ddp --steps 100" "--model mlp --mode opt --compression fp16 --tol 1e-3" \
+            "--model mlp --mode ddp --compression fp16 --tol 1e-3 --steps 100" \
             "--model mlp --mode opt --passes 2 --steps 100"; do
   # shellcheck disable=SC2086
   check "training $args, 2 ranks" 120 "${MPIRUN[@]}" -x MASTER_ADDR -x MASTER_PORT=$(free_port) -np 2 "$PY" \

@@ -9,10 +9,11 @@ Every communicator here is used from one thread at a time: the caller's
 """
 import atexit
 import threading
+import warnings
 
 import torch
 
-from kolo._lib import check, ffi, lib, macros
+from kolo._lib import check, ffi, last_error, lib, macros
 
 _lock = threading.RLock()
 _state = {}  # "world", "cuda", "device", "async_host", "async_cuda", "rank", "size", "local"
@@ -135,5 +136,12 @@ def shutdown():
         for key in ("async_host", "cuda", "world"):
             comm = _state.pop(key, None)
             if comm is not None:
-                lib.koloCommDestroy(comm)
+                destroy(comm, key)
         _state.clear()
+
+
+def destroy(comm, what):
+    """koloCommDestroy; a failure is said (a warning: the communicator is gone either way)."""
+    res = lib.koloCommDestroy(comm)
+    if res != lib.koloSuccess:
+        warnings.warn("kolo.torch: destroying the %s communicator: %s" % (what, last_error()))

@@ -1,5 +1,6 @@
 """A koloFusion_t (kolo_fusion.h) and tensors over its bucket views."""
 import threading
+import warnings
 
 import torch
 
@@ -83,7 +84,9 @@ class Fusion:
     def destroy(self):
         with self.lock:
             if self.f is not None:
-                lib.koloFusionDestroy(self.f)
+                if lib.koloFusionDestroy(self.f) != lib.koloSuccess:  # freed either way; say why
+                    warnings.warn("kolo.torch: koloFusionDestroy: %s" %
+                                  ffi.string(lib.koloFusionGetLastError(ffi.NULL)).decode(errors="replace"))
                 self.f = None
 
 

@@ -208,7 +208,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 if self._modes[p] == VIEW and p.grad is not None:
                     p.grad = p.grad.clone()
         self._fusion.destroy()
-        lib.koloCommDestroy(self._comm)
+        _comms.destroy(self._comm, "DistributedOptimizer's")
 
 
 def _names(param_groups, named_parameters):

@@ -22,7 +22,9 @@ def _issue(tensors, op, inplace, async_, what):
     parts = [_prepare(t, op, inplace, what) for t in tensors]
 
     def call(comm, stream):
-        lib.koloGroupStart()
+        res = lib.koloGroupStart()
+        if res != lib.koloSuccess:
+            return res
         try:
             for _, _, buf, _ in parts:
                 if buf.numel():
