@@ -45,6 +45,18 @@ def distributed(model, args):
     return model, opt
 
 
+def check_views(c, opt, model):
+    """Every gradient is the fusion's current bucket view (koloFusionTensorPtr
+    after the last layout change), and the CNN, which backward meets in
+    another order than declared, had its buckets rebuilt once."""
+    fusion = opt._fusion
+    for p, tensor_id in opt._ids.items():
+        view = fusion.view(tensor_id, p.shape, p.dtype, p.device)
+        c.true(p.grad.data_ptr() == view.data_ptr(), "the gradient of %s is its bucket view" % opt._names[p])
+    rebuilds = opt.kolo_stats()["rebuilds"]
+    c.true(model != "cnn" or rebuilds == 1, "the CNN's buckets were rebuilt once", "rebuilds: %d" % rebuilds)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", choices=MODELS, default="mlp")
@@ -80,6 +92,8 @@ def main():
                "largest difference %g" % diff)
         if c.failed > 5:
             break
+    if args.mode == "opt" and args.compression == "none":
+        check_views(c, opt, args.model)
     print("rank %d: %s %s on %d ranks, %d steps, %d passes per step, compression %s: largest difference from the "
           "one-process reference %.3g (tolerance %g)" % (me, args.model, args.mode, n, args.steps, args.passes,
                                                           args.compression, worst, args.tol), flush=True)
