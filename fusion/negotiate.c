@@ -234,11 +234,13 @@ void kf_mismatch_sentence(const kf_view *all, int nranks, int probe, const kf_de
   }
   int stalled = 0;
   for (int r = 0; r < nranks; r++) stalled |= all[r].stalled != 0;
-  if (probe >= 0) { /* a: first rank without the tensor, b: first rank with it */
+  if (probe >= 0) { /* a: first rank without the tensor (one that ended its step first), b: first rank with it */
     for (int r = 0; r < nranks; r++) {
-      if (a < 0 && all[r].probe == 0) a = r;
+      if (a < 0 && all[r].probe == 0 && all[r].ended) a = r;
       if (b < 0 && all[r].probe == 1) b = r;
     }
+    for (int r = 0; r < nranks && a < 0; r++)
+      if (all[r].probe == 0) a = r;
     snprintf(what, sizeof what, "tensor %d (%s x %zu) is marked ready on rank %d but not on rank %d; ", probe,
              kf_type_name(decl[probe].dtype), decl[probe].count, b, a);
   }
@@ -265,7 +267,7 @@ koloResult_t kf_neg_mismatch(kf_neg *n, const kf_view *mine, int probe, const kf
   if (res == koloSuccess) {
     char s[KOLO_ERR_LEN - 64];
     kf_mismatch_sentence(all, n->nranks, probe, decl, timeout_ms, s, sizeof s);
-    res = kolo_error(eb, koloInvalidUsage, "fusion step mismatch seen by rank %d: %s", n->rank, s);
+    res = kolo_error(eb, koloInvalidUsage, "fusion on rank %d: calls do not match: the ranks' steps differ: %s", n->rank, s);
   }
   free(all);
   return res;

@@ -5,6 +5,7 @@ set -euo pipefail
 pkgs=(cmake make gcc g++ libgtest-dev iproute2 openmpi-bin libopenmpi-dev
       libibverbs-dev rdma-core ibverbs-utils perftest iperf3 pkgconf
       libpmix-dev python3-torch)
+pkgs+=(python3-cffi python3-venv python3-setuptools python3-wheel) # python/ (kolo.torch): tests/torch/setup_venv.sh
 pkgs+=(gnuplot-nox libjson-c-dev) # kolo-perf plot: gnuplot draws, json-c reads the runs' JSON
 missing=()
 pkgs+=(clang libclang-rt-14-dev) # clang and libFuzzer (libclang_rt.fuzzer): tests/fuzz/run.sh

@@ -4,7 +4,10 @@
 #  2. release build (+ CUDA kernels when nvcc exists; fails on any register spill)
 #  3. ctest: unit tests, end-to-end tests as threads and as processes, and
 #     libkolo.so's exports; then tests/check_install.sh: `cmake --install`
-#     into build/install-staging, examples/ built against it and run
+#     into build/install-staging, examples/ built against it and run;
+#     then tests/torch/run.sh: the Python package (python/) in a venv, its
+#     collectives under mpirun on 1-4 ranks and from torchrun's variables,
+#     training checked against one process, faults, the timeline
 #  4. the CUDA path on kolo's CPU model of the GPU (docs/cuda-model.md):
 #     build-sim (-DKOLO_CUDA=SIM, kernel resources from step 2's ptxas
 #     report) and every CUDA test there; then build-sim-tsan: the reduce
@@ -51,6 +54,9 @@ step "ctest (release)"
 
 step "install + examples: kolo as another project uses it (find_package, pkg-config, no CUDA runtime)"
 tests/check_install.sh build || fail=1
+
+step "PyTorch: kolo.torch (python/) pip-installed in a venv; collectives on 1-4 ranks, training, faults, timeline"
+timeout -k 10 300 tests/torch/run.sh build || fail=1
 
 # The CUDA tests, on the CPU model: the ranks share its 2 model devices, so
 # every rank gets its own hardware queue (CUDA_DEVICE_MAX_CONNECTIONS, set by

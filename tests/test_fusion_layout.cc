@@ -217,4 +217,24 @@ TEST(FusionLayout, MismatchSentenceNamesBothRanks) {
   EXPECT_NE(msg.find("step 3"), std::string::npos) << msg;
 }
 
+// Three ranks without the probe tensor: rank 0 still in backward, rank 1
+// ended its step without it.  The sentence blames rank 1, not rank 0 (which
+// may only be late).
+TEST(FusionLayout, MismatchSentenceBlamesTheRankThatEndedItsStep) {
+  std::vector<kf_decl> d(4, kf_decl{10, koloFloat32, kAlloc});
+  kf_view v[3] = {};
+  for (int r = 0; r < 3; r++) {
+    v[r].sig = kf_sig{3, 77, 0, 4};
+    v[r].rank = r;
+  }
+  v[0].nmarked = 1, v[0].first_unmarked = 1, v[0].probe = 0;                 // in backward
+  v[1].nmarked = 2, v[1].first_unmarked = 2, v[1].probe = 0, v[1].ended = 1;  // skipped tensor 2
+  v[2].nmarked = 4, v[2].first_unmarked = -1, v[2].probe = 1, v[2].ended = 1;
+  char s[1024];
+  kf_mismatch_sentence(v, 3, 2, d.data(), 1000, s, sizeof s);
+  std::string msg = s;
+  EXPECT_NE(msg.find("marked ready on rank 2 but not on rank 1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("rank 1 ended its step with tensors unmarked"), std::string::npos) << msg;
+}
+
 }  // namespace

@@ -1,0 +1,47 @@
+"""kolo.torch: a Horovod-style PyTorch API over kolo (libkolo, through cffi).
+
+    import kolo.torch as kt
+    kt.init()                                   # mpirun, srun, torchrun or KOLO_* variables
+    kt.broadcast_parameters(model.state_dict(), root_rank=0)
+    optimizer = kt.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+    kt.broadcast_optimizer_state(optimizer, root_rank=0)
+
+Host tensors use host communicators; CUDA tensors the CUDA communicator
+of this process's device on PyTorch's current stream (init(device=...), or
+made at every rank's first CUDA call, collectively).  The CUDA path has
+not run on a GPU yet (README, "Training with PyTorch").
+"""
+from kolo._lib import KoloError
+from kolo.torch import _comms, _local
+from kolo.torch._compression import Compression
+from kolo.torch._copies import (allgather, allgather_async, alltoall, alltoall_async, broadcast, broadcast_,
+                                broadcast_async, broadcast_async_)
+from kolo.torch._ddp_hook import KoloHookState, kolo_hook
+from kolo.torch._handle import poll, synchronize
+from kolo.torch._ops_names import Average, Max, Min, Product, Sum
+from kolo.torch._optimizer import DistributedOptimizer
+from kolo.torch._reduce import (allreduce, allreduce_, allreduce_async, allreduce_async_, grouped_allreduce,
+                                grouped_allreduce_, grouped_allreduce_async, grouped_allreduce_async_)
+from kolo.torch._state_sync import broadcast_object, broadcast_optimizer_state, broadcast_parameters
+
+rank, size, shutdown, is_initialized = _comms.rank, _comms.size, _comms.shutdown, _comms.initialized
+local_rank, local_size = _local.local_rank, _local.local_size
+
+
+def init(device=None, timeout_ms=None):
+    """Joins the job: from mpirun (PMIx), srun, torchrun's variables or
+    KOLO_ROOT / KOLO_RANK / KOLO_WORLD_SIZE, as koloCommInitFromEnv does.
+    device: also make the CUDA communicator for it now (collective).
+    timeout_ms: kolo's bound on waiting for a peer (KOLO_TIMEOUT_MS)."""
+    _comms.init(device, timeout_ms)
+    _local.local()  # may gather host identities: every rank, now
+
+
+__all__ = ["init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
+           "allreduce", "allreduce_", "allreduce_async", "allreduce_async_",
+           "grouped_allreduce", "grouped_allreduce_", "grouped_allreduce_async", "grouped_allreduce_async_",
+           "allgather", "allgather_async", "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
+           "alltoall", "alltoall_async", "poll", "synchronize",
+           "broadcast_parameters", "broadcast_optimizer_state", "broadcast_object",
+           "DistributedOptimizer", "Compression", "kolo_hook", "KoloHookState",
+           "Average", "Sum", "Min", "Max", "Product", "KoloError"]

@@ -1,0 +1,147 @@
+"""The job's communicators: one host communicator joined from the
+launcher's variables (koloCommInitFromEnv), a CUDA one split from it for
+this process's device (at init(device=...) or at the first CUDA call,
+which every rank makes collectively), and, made the same way on first
+use, a non-blocking twin of each for the async calls.
+
+Every communicator here is used from one thread at a time: the caller's
+(kolo's rule); the async ones under their Progress lock (_progress.py).
+"""
+import atexit
+import threading
+import warnings
+
+import torch
+
+from kolo._lib import check, ffi, last_error, lib, macros
+
+_lock = threading.RLock()
+_state = {}  # "world", "cuda", "device", "async_host", "async_cuda", "rank", "size", "local"
+
+
+def new_config(memory=None, blocking=None, device=None, timeout_ms=None):
+    """A koloConfig_t from KOLO_CONFIG_INITIALIZER, with the fields given."""
+    cfg = ffi.new("koloConfig_t *")
+    undef = macros["KOLO_CONFIG_UNDEF"]
+    cfg.size, cfg.magic, cfg.version = ffi.sizeof("koloConfig_t"), macros["KOLO_CONFIG_MAGIC"], macros["KOLO_VERSION_CODE"]
+    for field in ("memory", "blocking", "timeoutMs", "bufferSize", "nChannels", "cudaDev", "minChannels", "maxChannels"):
+        setattr(cfg, field, undef)
+    for field, value in (("memory", memory), ("blocking", blocking), ("cudaDev", device), ("timeoutMs", timeout_ms)):
+        if value is not None:
+            setattr(cfg, field, value)
+    return cfg
+
+
+def initialized():
+    return "world" in _state
+
+
+def init(device=None, timeout_ms=None):
+    """Joins the job (mpirun, srun, torchrun or KOLO_* variables); with
+    device (a CUDA device or its index), also makes the CUDA communicator
+    for it, collectively.  A second call does nothing."""
+    with _lock:
+        if "world" not in _state:
+            comm = ffi.new("koloComm_t *")
+            check(lib.koloCommInitFromEnv(comm, new_config(memory=lib.koloMemHost, timeout_ms=timeout_ms)),
+                  None, "kolo.torch.init")
+            _state["world"] = comm[0]
+            _state["timeout_ms"] = timeout_ms
+            value = ffi.new("int *")
+            check(lib.koloCommUserRank(comm[0], value), comm[0])
+            _state["rank"] = value[0]
+            check(lib.koloCommCount(comm[0], value), comm[0])
+            _state["size"] = value[0]
+            atexit.register(shutdown)
+        if device is not None:
+            cuda_comm(torch.device(device))
+
+
+def world():
+    if "world" not in _state:
+        raise RuntimeError("kolo.torch: call kolo.torch.init() first")
+    return _state["world"]
+
+
+def rank():
+    world()
+    return _state["rank"]
+
+
+def size():
+    world()
+    return _state["size"]
+
+
+def split(parent, memory, blocking=None, device=None):
+    """A communicator of every rank of `parent` (collective)."""
+    comm = ffi.new("koloComm_t *")
+    cfg = new_config(memory=memory, blocking=blocking, device=device, timeout_ms=_state.get("timeout_ms"))
+    check(lib.koloCommSplit(parent, 0, _state["rank"], comm, cfg), parent, "kolo.torch: making a communicator")
+    if blocking == 0:  # a non-blocking split returns before its init is done
+        wait_ready(comm[0])
+    return comm[0]
+
+
+def wait_ready(comm):
+    status = ffi.new("koloResult_t *")
+    while True:
+        check(lib.koloCommGetAsyncError(comm, status), comm)
+        if status[0] != lib.koloInProgress:
+            return check(status[0], comm)
+
+
+def _device_index(device):
+    return torch.cuda.current_device() if device.index is None else device.index
+
+
+def cuda_comm(device):
+    """The CUDA communicator, made on first use for `device` (collective);
+    a tensor on another device is refused with a sentence."""
+    with _lock:
+        world()
+        index = _device_index(device)
+        if "cuda" not in _state:
+            _state["cuda"] = split(_state["world"], lib.koloMemCuda, device=index)
+            _state["device"] = index
+        elif _state["device"] != index:
+            raise ValueError("kolo.torch: this process's CUDA communicator is on cuda:%d; a tensor on cuda:%d "
+                             "cannot use it (one device per process: init(device=...))" % (_state["device"], index))
+        return _state["cuda"]
+
+
+def async_comm(kind):
+    """The non-blocking host communicator ("host"), or the CUDA one
+    ("cuda": CUDA calls are asynchronous already), made on first use."""
+    with _lock:
+        if kind == "cuda":
+            return _state["cuda"]
+        if "async_host" not in _state:
+            _state["async_host"] = split(world(), lib.koloMemHost, blocking=0)
+        return _state["async_host"]
+
+
+_on_shutdown = []  # fusions and the like, closed before the communicators
+
+
+def on_shutdown(close):
+    _on_shutdown.append(close)
+
+
+def shutdown():
+    """Destroys kolo.torch's communicators (after the fusions that use them)."""
+    with _lock:
+        while _on_shutdown:
+            _on_shutdown.pop()()
+        for key in ("async_host", "cuda", "world"):
+            comm = _state.pop(key, None)
+            if comm is not None:
+                destroy(comm, key)
+        _state.clear()
+
+
+def destroy(comm, what):
+    """koloCommDestroy; a failure is said (a warning: the communicator is gone either way)."""
+    res = lib.koloCommDestroy(comm)
+    if res != lib.koloSuccess:
+        warnings.warn("kolo.torch: destroying the %s communicator: %s" % (what, last_error()))

@@ -1,0 +1,160 @@
+"""allgather, broadcast, alltoall (and async forms): copies, so any dtype
+moves as its bytes.  Ranks may give allgather different first
+dimensions and alltoall uneven splits: the sizes are exchanged first on
+the host communicator, and the data moves in blocks padded to the
+largest (kolo's calls take one count on every rank)."""
+import math
+
+import torch
+
+from kolo._lib import check, ffi, lib
+from kolo.torch import _comms
+from kolo.torch._dtypes import as_bytes
+from kolo.torch._handle import run
+from kolo.torch._placement import memory_kind, ptr
+
+
+def _exchange_sizes(values, what):
+    """Every rank's list of ints (the same length on every rank): an
+    int64 [size, len] tensor gathered over the host communicator."""
+    n = _comms.size()
+    mine = torch.tensor(values, dtype=torch.int64)
+    out = torch.empty((n, len(values)), dtype=torch.int64)
+    comm = _comms.world()
+    check(lib.koloAllGather(ptr(mine), ptr(out), len(values), lib.koloInt64, comm, ffi.NULL), comm, what)
+    return out
+
+
+def _rows_shape(tensor, rows):
+    return (rows,) + tuple(tensor.shape[1:])
+
+
+def _allgather(tensor, async_, what):
+    kind, device = memory_kind([tensor], what)
+    if tensor.dim() == 0:
+        tensor = tensor.reshape(1)
+    row = math.prod(tensor.shape[1:])
+    sizes = _exchange_sizes([tensor.shape[0], row], what)
+    if (sizes[:, 1] != row).any():
+        raise ValueError("%s: ranks' tensors differ beyond the first dimension (elements per row: %s)" %
+                         (what, sizes[:, 1].tolist()))
+    rows = sizes[:, 0].tolist()
+    most = max(rows)
+    send = torch.zeros(_rows_shape(tensor, most), dtype=tensor.dtype, device=tensor.device)
+    send[:rows[_comms.rank()]] = tensor
+    recv = torch.empty(_rows_shape(tensor, most * len(rows)), dtype=tensor.dtype, device=tensor.device)
+    nbytes = send.numel() * send.element_size()
+
+    def call(comm, stream):
+        if nbytes == 0:
+            return lib.koloSuccess
+        return lib.koloAllGather(ptr(as_bytes(send)), ptr(as_bytes(recv)), nbytes, lib.koloUint8, comm, stream)
+
+    def finish():
+        if all(r == most for r in rows):
+            return recv
+        return torch.cat([recv[i * most:i * most + r] for i, r in enumerate(rows)])
+
+    return run(kind, device, call, what, finish, (send, recv), async_)
+
+
+def allgather(tensor, name=None):
+    """Every rank's tensor, concatenated along the first dimension (which may
+    differ between ranks; the other dimensions may not)."""
+    return _allgather(tensor, False, "kolo.torch.allgather")
+
+
+def allgather_async(tensor, name=None):
+    return _allgather(tensor, True, "kolo.torch.allgather_async")
+
+
+def _broadcast(tensor, root_rank, inplace, async_, what):
+    kind, device = memory_kind([tensor], what)
+    if not 0 <= root_rank < _comms.size():
+        raise ValueError("%s: root_rank %d is not a rank of this job (0..%d)" % (what, root_rank, _comms.size() - 1))
+    out = tensor if inplace else tensor.clone(memory_format=torch.contiguous_format)
+    work = out if out.is_contiguous() else out.contiguous()
+    nbytes = work.numel() * work.element_size()
+
+    def call(comm, stream):
+        if nbytes == 0:
+            return lib.koloSuccess
+        buf = ptr(as_bytes(work))
+        return lib.koloBroadcast(buf, buf, nbytes, lib.koloUint8, root_rank, comm, stream)
+
+    def finish():
+        if work is not out:
+            out.copy_(work)
+        return out
+
+    return run(kind, device, call, what, finish, (out, work), async_)
+
+
+def broadcast(tensor, root_rank, name=None):
+    """A new tensor holding root_rank's `tensor`."""
+    return _broadcast(tensor, root_rank, False, False, "kolo.torch.broadcast")
+
+
+def broadcast_(tensor, root_rank, name=None):
+    """Overwrites `tensor` with root_rank's, in place; returns it."""
+    return _broadcast(tensor, root_rank, True, False, "kolo.torch.broadcast_")
+
+
+def broadcast_async(tensor, root_rank, name=None):
+    return _broadcast(tensor, root_rank, False, True, "kolo.torch.broadcast_async")
+
+
+def broadcast_async_(tensor, root_rank, name=None):
+    return _broadcast(tensor, root_rank, True, True, "kolo.torch.broadcast_async_")
+
+
+def _split_sizes(tensor, splits, what):
+    n = _comms.size()
+    if splits is None:
+        if tensor.shape[0] % n:
+            raise ValueError("%s: the first dimension (%d) does not divide among %d ranks: pass splits" %
+                             (what, tensor.shape[0], n))
+        return [tensor.shape[0] // n] * n
+    splits = [int(s) for s in (splits.tolist() if torch.is_tensor(splits) else splits)]
+    if len(splits) != n or min(splits) < 0 or sum(splits) != tensor.shape[0]:
+        raise ValueError("%s: splits %s must be %d non-negative sizes adding up to the first dimension (%d)" %
+                         (what, splits, n, tensor.shape[0]))
+    return splits
+
+
+def _alltoall(tensor, splits, async_, what):
+    kind, device = memory_kind([tensor], what)
+    n, me = _comms.size(), _comms.rank()
+    sizes = _split_sizes(tensor, splits, what)
+    matrix = _exchange_sizes(sizes, what)  # [sender, receiver]: rows sent
+    received = matrix[:, me].tolist()
+    most = int(matrix.max())
+    send = torch.zeros(_rows_shape(tensor, most * n), dtype=tensor.dtype, device=tensor.device)
+    start = 0
+    for j, s in enumerate(sizes):
+        send[j * most:j * most + s] = tensor[start:start + s]
+        start += s
+    recv = torch.empty_like(send)
+    block = most * (send[0].numel() if len(send) else 0) * send.element_size()
+
+    def call(comm, stream):
+        if block == 0:
+            return lib.koloSuccess
+        return lib.koloAlltoAll(ptr(as_bytes(send)), ptr(as_bytes(recv)), block, lib.koloUint8, comm, stream)
+
+    def finish():
+        out = torch.cat([recv[i * most:i * most + r] for i, r in enumerate(received)])
+        return out if splits is None else (out, torch.tensor(received, dtype=torch.int64))
+
+    return run(kind, device, call, what, finish, (send, recv), async_)
+
+
+def alltoall(tensor, splits=None, name=None):
+    """Block j of the first dimension goes to rank j (splits: the rows of
+    each block, else equal blocks); returns the blocks received, in rank
+    order, concatenated, and with splits also the rows received from each."""
+    return _alltoall(tensor, splits, False, "kolo.torch.alltoall")
+
+
+def alltoall_async(tensor, splits=None, name=None):
+    return _alltoall(tensor, splits, True, "kolo.torch.alltoall_async")

@@ -1,0 +1,64 @@
+"""A DDP communication hook: model.register_comm_hook(state, kolo_hook)
+routes DDP's gradient buckets through kolo instead of its process group.
+
+DDP launches its buckets in the same order on every rank, as kolo needs.
+A host bucket goes to kolo's non-blocking host communicator; a thread
+completes its future when kolo has reduced it (backward goes on
+meanwhile).  A CUDA bucket is reduced on the current stream and its
+future is CUDA-aware (torch.futures.Future(devices=...)), so DDP's later
+work on the stream waits for it."""
+import queue
+import threading
+
+import torch
+
+from kolo.torch._compression import Compression
+from kolo.torch._ops_names import Average, Sum
+from kolo.torch._placement import memory_kind
+from kolo.torch._reduce import allreduce_async_
+
+_pending = queue.Queue()
+_completer = []
+
+
+class KoloHookState:
+    """State for kolo_hook: op (Average or Sum) and compression
+    (Compression.none or Compression.fp16)."""
+
+    def __init__(self, op=Average, compression=Compression.none):
+        if op not in (Average, Sum):
+            raise ValueError("kolo.torch.kolo_hook: gradients are averaged (Average) or summed (Sum)")
+        self.op, self.compression = op, compression
+
+
+def _complete():
+    while True:
+        handle, future, finish = _pending.get()
+        try:
+            future.set_result(finish(handle.wait()))
+        except Exception as e:  # noqa: BLE001 - any failure goes to DDP's backward, which raises it
+            future.set_exception(e)
+
+
+def kolo_hook(state, bucket):
+    """DDP communication hook (torch.distributed.GradBucket -> Future)."""
+    state = state if isinstance(state, KoloHookState) else KoloHookState()
+    grads = bucket.buffer()
+    kind, device = memory_kind([grads], "kolo.torch.kolo_hook")
+    wire = state.compression.wire_dtype(grads.dtype)
+    buf = grads if wire == grads.dtype else grads.to(wire)
+
+    def finish(reduced):
+        return grads.copy_(reduced) if reduced is not grads else grads
+
+    handle = allreduce_async_(buf, op=state.op)
+    if kind == "cuda":
+        future = torch.futures.Future(devices=[device])
+        future.set_result(finish(handle.wait()))  # the stream waits; the host does not
+        return future
+    future = torch.futures.Future()
+    if not _completer:
+        _completer.append(threading.Thread(target=_complete, name="kolo-ddp-hook", daemon=True))
+        _completer[0].start()
+    _pending.put((handle, future, finish))
+    return future

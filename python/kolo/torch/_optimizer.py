@@ -1,0 +1,245 @@
+"""DistributedOptimizer: gradients averaged over the ranks through kolo's
+fusion layer (kolo_fusion.h) while backward produces them.
+
+Each parameter's gradient is declared to a koloFusion_t once, in reverse
+parameter order (about backward's order; the fusion rebuilds its buckets
+in the order it observes after the first step).  A hook on each
+parameter's gradient accumulator (torch 1.13 has no post-accumulate hook)
+marks it ready as soon as backward has accumulated it; the fusion's thread
+reduces complete buckets while backward goes on.  step() ends the fusion's
+step and waits for it (host), or makes the current stream wait for the
+fusion's stream (CUDA), then runs the wrapped optimizer.
+
+Where a gradient lives (DDP's gradient_as_bucket_view):
+  - a contiguous parameter's gradient IS a view into kolo's bucket
+    (KOLO_FUSION_ALLOCATE): backward accumulates into the bucket, which is
+    reduced in place, with no copy;
+  - a dense but not contiguous one (channels_last) stays PyTorch's and is
+    reduced where it is, through the fusion buffer (KOLO_FUSION_EXTERNAL);
+  - with Compression.fp16, a float32/float64 gradient stays PyTorch's; the
+    hook casts it into a float16 bucket view, step() casts the average back.
+"""
+import contextlib
+
+import torch
+
+from kolo._lib import KoloError, lib
+from kolo.torch import _comms
+from kolo.torch._compression import Compression
+from kolo.torch._dtypes import kolo_type
+from kolo.torch._fusion import Fusion
+from kolo.torch._ops_names import Average, Sum, op_name
+from kolo.torch._placement import memory_kind
+
+_WHAT = "kolo.torch.DistributedOptimizer"
+VIEW, EXTERNAL, CAST = "view", "external", "cast"
+
+
+def _dense(t):
+    """Non-overlapping and dense: its elements fill [data_ptr, +numel) in some order."""
+    dims = sorted((s, n) for s, n in zip(t.stride(), t.shape) if n != 1)
+    expect = 1
+    for stride, n in dims:
+        if stride != expect:
+            return False
+        expect *= n
+    return True
+
+
+def _mode(p, compression):
+    if compression.wire_dtype(p.dtype) != p.dtype:
+        return CAST
+    if p.is_contiguous():
+        return VIEW
+    if _dense(p):
+        return EXTERNAL
+    raise ValueError("%s: a parameter of shape %s has overlapping or sparse strides %s: kolo reduces dense "
+                     "gradients only" % (_WHAT, tuple(p.shape), p.stride()))
+
+
+class _DistributedOptimizer(torch.optim.Optimizer):
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step, op):
+        super(self.__class__, self).__init__(params)
+        if op not in (Average, Sum):
+            raise ValueError("%s: op %s: gradients are averaged (Average) or summed (Sum)" % (_WHAT, op_name(op)))
+        if backward_passes_per_step < 1:
+            raise ValueError("%s: backward_passes_per_step is %d, not 1 or more" % (_WHAT, backward_passes_per_step))
+        self._passes = backward_passes_per_step
+        self._synchronized = False
+        self._names = _names(self.param_groups, named_parameters)
+        self._params = _reduced_params(self.param_groups)
+        self._kind, self._device = memory_kind(self._params, _WHAT) if self._params else ("host", None)
+        self._modes = {p: _mode(p, compression) for p in self._params}
+        self._wire = {p: compression.wire_dtype(p.dtype) for p in self._params}
+        self._setup_fusion(op)
+        self._delay = {p: self._passes for p in self._params}
+        self._accumulators = [self._hook(p) for p in self._params]
+        _comms.on_shutdown(self._close)
+
+    # ---- setup ----------------------------------------------------------
+    def _setup_fusion(self, op):
+        memory = lib.koloMemCuda if self._kind == "cuda" else lib.koloMemHost
+        index = None
+        self._stream = None
+        if self._kind == "cuda":
+            index = self._device.index if self._device.index is not None else torch.cuda.current_device()
+            self._stream = torch.cuda.Stream(device=self._device)
+        self._comm = _comms.split(_comms.world(), memory, device=index)
+        self._fusion = Fusion(self._comm, op, self._stream.cuda_stream if self._stream else None)
+        self._ids = {}
+        for p in reversed(self._params):  # backward meets the last parameters first
+            storage = lib.KOLO_FUSION_EXTERNAL if self._modes[p] == EXTERNAL else lib.KOLO_FUSION_ALLOCATE
+            self._ids[p] = self._fusion.add(p.numel(), kolo_type(self._wire[p], "%s: parameter %s" % (_WHAT, self._names[p])), storage)
+        self._fusion.commit()
+        self._views = {}
+        self._bind_views(first=True)
+
+    def _bind_views(self, first):
+        """Points each VIEW gradient at its bucket view (first: keeping what
+        the gradient held; after a rebuild kolo moved the contents itself)."""
+        self._version = self._fusion.version()
+        with torch.no_grad():
+            for p in self._params:
+                if self._modes[p] == EXTERNAL:
+                    continue
+                view = self._fusion.view(self._ids[p], p.shape, self._wire[p], p.device)
+                self._views[p] = view
+                if self._modes[p] == VIEW:
+                    if first:
+                        view.copy_(p.grad) if p.grad is not None else view.zero_()
+                    p.grad = view
+
+    def _hook(self, p):
+        accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
+        accumulator.register_hook(lambda *_: self._gradient_ready(p))
+        return accumulator
+
+    # ---- backward -------------------------------------------------------
+    def _gradient_ready(self, p):
+        self._delay[p] -= 1
+        if self._delay[p] > 0:
+            return
+        if self._delay[p] < 0:
+            raise RuntimeError("%s: the gradient of %s was computed %d times, more than backward_passes_per_step "
+                               "(%d), before step()" % (_WHAT, self._names[p], self._passes - self._delay[p], self._passes))
+        mode, buf = self._modes[p], None
+        with torch.no_grad():
+            if mode == VIEW and p.grad.data_ptr() != self._views[p].data_ptr():
+                self._views[p].copy_(p.grad)  # the gradient was replaced (set to None, assigned): back to the view
+                p.grad = self._views[p]
+            elif mode == CAST:
+                self._views[p].copy_(p.grad)
+            elif mode == EXTERNAL:
+                buf = p.grad.data_ptr()
+        event = None
+        if self._kind == "cuda":
+            event = torch.cuda.Event()
+            event.record(torch.cuda.current_stream(self._device))
+        self._fusion.mark(self._ids[p], buf, event.cuda_event if event is not None else None)
+
+    # ---- step -----------------------------------------------------------
+    def synchronize(self):
+        """Waits until every gradient of the step is reduced (CUDA: the
+        current stream waits for it), and points the gradients at moved
+        bucket views after a rebuild."""
+        if not self._fusion.step_open:
+            if any(d != self._passes for d in self._delay.values()):
+                raise RuntimeError("%s: step() before backward produced every gradient" % _WHAT)
+            return
+        unmarked = [self._names[p] for p in self._params if self._delay[p] != 0]
+        try:
+            self._fusion.end(wait=self._kind == "host")
+        except KoloError as e:
+            if unmarked:
+                e.args = ("%s (on this rank backward produced no gradient for %s)" % (e.args[0], ", ".join(unmarked)),)
+            raise
+        finally:
+            self._delay = {p: self._passes for p in self._params}
+        if self._kind == "cuda":
+            torch.cuda.current_stream(self._device).wait_stream(self._stream)
+        if self._fusion.version() != self._version:
+            self._bind_views(first=False)
+        with torch.no_grad():
+            for p in self._params:
+                if self._modes[p] == CAST:
+                    p.grad.copy_(self._views[p])
+        self._synchronized = True
+
+    @contextlib.contextmanager
+    def skip_synchronize(self):
+        """For a step() right after an explicit synchronize() (gradient clipping)."""
+        self._skip = True
+        try:
+            yield
+        finally:
+            self._skip = False
+
+    def step(self, closure=None):
+        if not getattr(self, "_skip", False) or not self._synchronized:
+            self.synchronize()
+        self._synchronized = False
+        return super(self.__class__, self).step(closure)
+
+    def zero_grad(self, set_to_none=False):
+        """Zeroes the gradients; those that are bucket views stay views
+        (zeroed in place, whatever set_to_none says)."""
+        if self._fusion.step_open:
+            raise RuntimeError("%s: zero_grad() while gradients are being reduced: call step() or "
+                               "synchronize() first" % _WHAT)
+        with torch.no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if self._modes.get(p) == VIEW:
+                        p.grad.zero_()
+                    elif p.grad is not None:
+                        if set_to_none:
+                            p.grad = None
+                        else:
+                            p.grad.zero_()
+
+    def kolo_stats(self):
+        """The fusion's counters (koloFusionGetStats): steps, allReduces, rebuilds, ..."""
+        return self._fusion.stats()
+
+    def _close(self):
+        """Before the fusion goes: gradients that are bucket views become copies."""
+        with torch.no_grad():
+            for p in self._params:
+                if self._modes[p] == VIEW and p.grad is not None:
+                    p.grad = p.grad.clone()
+        self._fusion.destroy()
+        _comms.destroy(self._comm, "DistributedOptimizer's")
+
+
+def _names(param_groups, named_parameters):
+    params = [p for g in param_groups for p in g["params"]]
+    if named_parameters is None:
+        return {p: "parameter %d" % i for i, p in enumerate(params)}
+    named = list(named_parameters)
+    names = {}
+    for name, p in named:
+        names.setdefault(p, name)
+    missing = [i for i, p in enumerate(params) if p not in names]
+    if missing:
+        raise ValueError("%s: named_parameters lacks %d of the optimizer's parameters (the first is parameter %d "
+                         "of its groups)" % (_WHAT, len(missing), missing[0]))
+    return names
+
+
+def _reduced_params(param_groups):
+    seen, out = set(), []
+    for group in param_groups:
+        for p in group["params"]:
+            if p.requires_grad and p not in seen:
+                seen.add(p)
+                out.append(p)
+    return out
+
+
+def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none, backward_passes_per_step=1,
+                         op=Average):
+    """Wraps `optimizer` (Horovod's API): its gradients are averaged over
+    every rank (op=Sum: summed) by kolo's fusion layer while backward runs.
+    Collective: every rank wraps the same parameters, in the same order."""
+    cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__))
+    return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op)

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# run.sh [BUILD] - kolo.torch's checks (run_all.sh's "PyTorch" step):
+# installs kolo from BUILD (built already) and the Python package into a
+# venv (setup_venv.sh), then runs, each bounded in time:
+#  - check_collectives.py under mpirun with 1, 2, 3 and 4 processes, and
+#    once from torchrun's variables with a real TCPStore on MASTER_PORT
+#  - check_training.py: MLP and CNN with DistributedOptimizer and with DDP +
+#    kolo_hook (2 ranks; MLP on 4 ranks too; fp16 compression; 2 backward
+#    passes per step; DDP from torchrun's variables)
+#  - check_faults.py: a mismatched gradient set, a killed rank (launch.py)
+#  - check_timeline.py: KOLO_TIMELINE shows buckets reduced during backward
+#  - examples/torch_train.py, as README shows it
+# Ends with "torch: N passed, M failed"; exit 0 when none failed.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+PY=$(tests/torch/setup_venv.sh "${1:-build}" | tail -1) || { echo "torch: setup_venv.sh failed"; exit 1; }
+LOG=$(realpath "${1:-build}")/torch-logs
+rm -rf "$LOG" && mkdir -p "$LOG"
+passed=0 failed=0 n=0
+export KOLO_TIMEOUT_MS=${KOLO_TIMEOUT_MS:-30000}
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x KOLO_TIMEOUT_MS)
+
+# check NAME SECONDS COMMAND...: runs it with its output in LOG/NAME.log
+check() {
+  local name=$1 limit=$2 t0=$SECONDS rc
+  shift 2
+  n=$((n + 1))
+  timeout -k 5 "$limit" "$@" > "$LOG/$n.log" 2>&1
+  rc=$?
+  if [ $rc = 0 ]; then
+    passed=$((passed + 1))
+    echo "PASS $name ($((SECONDS - t0)) s)"
+  else
+    failed=$((failed + 1))
+    echo "FAIL $name (exit $rc after $((SECONDS - t0)) s): $LOG/$n.log"
+    grep -E "FAIL|Error|error" "$LOG/$n.log" | head -8 | sed 's/^/    /'
+  fi
+}
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+T=tests/torch
+
+for np in 1 2 3 4; do
+  check "collectives, mpirun -np $np" 120 "${MPIRUN[@]}" -np $np "$PY" $T/check_collectives.py
+done
+check "collectives, torchrun's variables + TCPStore, 2 ranks" 120 "$PY" $T/launch.py -n 2 --torchrun -- "$PY" $T/check_collectives.py
+
+export MASTER_ADDR=127.0.0.1  # gloo's store, for DDP under mpirun
+for args in "--model mlp --mode opt" "--model cnn --mode opt --steps 100" "--model mlp --mode ddp" \
+            "--model cnn --mode ddp --steps 100" "--model mlp --mode opt --compression fp16 --tol 1e-3" \
+            "--model mlp --mode ddp --compression fp16 --tol 1e-3 --steps 100" \
+            "--model mlp --mode opt --passes 2 --steps 100"; do
+  # shellcheck disable=SC2086
+  check "training $args, 2 ranks" 120 "${MPIRUN[@]}" -x MASTER_ADDR -x MASTER_PORT=$(free_port) -np 2 "$PY" \
+    $T/check_training.py $args
+done
+check "training --model mlp --mode opt, 4 ranks" 180 "${MPIRUN[@]}" -np 4 "$PY" $T/check_training.py --model mlp --mode opt
+check "training --model mlp --mode ddp, torchrun's variables, 2 ranks" 120 "$PY" $T/launch.py -n 2 --torchrun -- \
+  "$PY" $T/check_training.py --model mlp --mode ddp --steps 100
+
+check "a rank marks other gradients: every rank fails, calls do not match" 60 "$PY" $T/launch.py -n 3 --timeout 50 -- \
+  "$PY" $T/check_faults.py --case mismatch
+check "a killed rank fails the others, named, within 20 s" 60 "$PY" $T/launch.py -n 3 --timeout 50 --killed 2 -- \
+  "$PY" $T/check_faults.py --case kill --bound 20
+mkdir -p "$LOG/timeline"
+check "KOLO_TIMELINE: buckets reduced while backward runs" 60 env KOLO_TIMELINE="$LOG/timeline/tl.%r.json" \
+  "${MPIRUN[@]}" -x KOLO_TIMELINE -np 2 "$PY" $T/check_timeline.py
+check "examples/torch_train.py, mpirun -np 2" 60 "${MPIRUN[@]}" -np 2 "$PY" examples/torch_train.py
+
+echo "torch: $passed passed, $failed failed"
+[ $failed = 0 ]
