@@ -1,24 +1,64 @@
 // test_wire_ranks.cc - what ranks tell each other beyond the bootstrap's
 // own messages and the pipe setup (test_wire.cc), and the unique id users
-// pass between processes: the koloUniqueId (transport/uid_codec.c).  A
-// round trip through fixed little-endian bytes, and each garbled field
-// refused with a sentence naming the id's sender.
+// pass between processes: the koloUniqueId (transport/uid_codec.c) and the
+// init, split, shrink and CUDA records (core/comm_wire.h).  For each: a
+// round trip through fixed little-endian bytes, every cut and a longer
+// copy refused, and each garbled field refused with a sentence naming the
+// sender.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
 extern "C" {
+#include "core/comm_wire.h"
+#include "ring/algo.h"
 #include "transport/bootstrap_wire.h"
 }
 
 namespace {
 
 bool contains(const std::string &s, const std::string &part) { return s.find(part) != std::string::npos; }
+
+using Decode = std::function<int(const uint8_t *, size_t, char *, size_t)>;
+
+// Every shorter copy of a valid encoding, and one a byte longer, is refused
+// with a sentence naming the sender (rank 5 here) and the expected length.
+void expect_every_cut_refused(const std::vector<uint8_t> &b, const Decode &decode) {
+  char why[512];
+  std::vector<uint8_t> longer(b);
+  longer.push_back(0);
+  for (size_t n = 0; n <= longer.size(); n++) {
+    if (n == b.size()) continue;
+    why[0] = '\0';
+    EXPECT_NE(decode(longer.data(), n, why, sizeof why), 0) << "cut to " << n;
+    EXPECT_TRUE(contains(why, "rank 5 sent a")) << why;
+    EXPECT_TRUE(contains(why, "kolo wire version " + std::to_string(KOLO_WIRE_VERSION) + " has " +
+                                  std::to_string(b.size())))
+        << why;
+  }
+}
+
+// Each spoiled copy of a sample is refused with its sentence.
+template <typename T>
+void expect_refusals(const T &sample, std::vector<std::pair<std::function<void(T *)>, std::string>> bad,
+                     const std::function<void(const T &, std::vector<uint8_t> *)> &encode, const Decode &decode,
+                     const std::string &what) {
+  for (const auto &c : bad) {
+    T x = sample;
+    c.first(&x);
+    std::vector<uint8_t> b;
+    encode(x, &b);
+    char why[512] = "";
+    EXPECT_NE(decode(b.data(), b.size(), why, sizeof why), 0) << c.second;
+    EXPECT_TRUE(contains(why, "rank 5 sent a " + what + " " + c.second)) << why;
+  }
+}
 
 sockaddr_storage addr4(uint32_t host, int port) {
   sockaddr_storage a{};
@@ -117,6 +157,148 @@ TEST(UidWire, RefusesOtherVersionsShortIdsAndGarbledFields) {
   id = good;
   id.internal[KOLO_UNIQUE_ID_BYTES - 1] = 1;
   expect_uid_refused(id, KOLO_WIRE_GARBLED, "has garbage in its unused bytes");
+}
+
+// ---- the communicator's records -----------------------------------------------------------
+
+kolo_comm_shape sample_shape() {
+  return kolo_comm_shape{4, 8, koloMemCuda, 8192, 1u << 20, (1ull << 40), KOLO_ALGO_HIER};
+}
+
+void encode_shape(const kolo_comm_shape &s, std::vector<uint8_t> *b) {
+  b->resize(KOLO_COMM_SHAPE_BYTES);
+  kolo_encode_comm_shape(&s, b->data());
+}
+
+TEST(CommWire, ShapeRoundTripCutsAndRanges) {
+  kolo_comm_shape s = sample_shape(), back{};
+  std::vector<uint8_t> b;
+  encode_shape(s, &b);
+  EXPECT_EQ(b[0], 4);
+  EXPECT_EQ(b[16 + 8 + 5], 1);  // bit 40 of the LL threshold, little-endian
+  char why[512] = "";
+  ASSERT_EQ(kolo_decode_comm_shape(b.data(), b.size(), 5, &back, why, sizeof why), KOLO_COMM_WIRE_OK) << why;
+  std::vector<uint8_t> again;
+  encode_shape(back, &again);
+  EXPECT_EQ(again, b);  // every field back, and the encoding is canonical (init compares bytes)
+  Decode d = [&](const uint8_t *p, size_t n, char *w, size_t wl) { return kolo_decode_comm_shape(p, n, 5, &back, w, wl); };
+  expect_every_cut_refused(b, d);
+  using S = kolo_comm_shape;
+  expect_refusals<S>(s,
+                     {{[](S *x) { x->nchannels = 0; }, "with 0 channels (1..16)"},
+                      {[](S *x) { x->nslots = 12; }, "with 12 slots (a power of two in 2..64)"},
+                      {[](S *x) { x->memory = 2; }, "of memory kind 2"},
+                      {[](S *x) { x->ll_slot_bytes = 1000; }, "with LL slots of 1000 bytes"},
+                      {[](S *x) { x->slot_bytes = 4097; }, "with slots of 4097 bytes"},
+                      {[](S *x) { x->ll_threshold = (1ull << 40) + 1; }, "with an LL threshold of"},
+                      {[](S *x) { x->algo = 2; }, "with algorithm 2"}},
+                     encode_shape, d, "communicator shape");
+}
+
+TEST(CommWire, SplitEntryRoundTripCutsAndRanges) {
+  kolo_split_entry e{KOLO_SPLIT_NOCOLOR, -7, 5}, back{};
+  std::vector<uint8_t> b(KOLO_SPLIT_ENTRY_BYTES);
+  kolo_encode_split_entry(&e, b.data());
+  EXPECT_EQ(le32(b.data()), 0xffffffffu);
+  char why[512] = "";
+  ASSERT_EQ(kolo_decode_split_entry(b.data(), b.size(), 5, &back, why, sizeof why), KOLO_COMM_WIRE_OK) << why;
+  EXPECT_EQ(back.color, KOLO_SPLIT_NOCOLOR);
+  EXPECT_EQ(back.key, -7);
+  EXPECT_EQ(back.rank, 5);
+  Decode d = [&](const uint8_t *p, size_t n, char *w, size_t wl) { return kolo_decode_split_entry(p, n, 5, &back, w, wl); };
+  expect_every_cut_refused(b, d);
+  using E = kolo_split_entry;
+  auto enc = [](const E &x, std::vector<uint8_t> *o) {
+    o->resize(KOLO_SPLIT_ENTRY_BYTES);
+    kolo_encode_split_entry(&x, o->data());
+  };
+  expect_refusals<E>(e,
+                     {{[](E *x) { x->color = -2; }, "of color -2"}, {[](E *x) { x->rank = 6; }, "for rank 6"}},
+                     enc, d, "split entry");
+}
+
+TEST(CommWire, ShrinkMessageRoundTripCutsAndItsId) {
+  kolo_shrink_msg m{}, back{};
+  kolo_uid u = sample_uid(addr6(5000));
+  kolo_uid_encode(&u, &m.id);
+  m.digest = 0xfedcba9876543210ull;
+  m.nsurvivors = 3;
+  std::vector<uint8_t> b(KOLO_SHRINK_MSG_BYTES);
+  kolo_encode_shrink_msg(&m, b.data());
+  char why[512] = "";
+  ASSERT_EQ(kolo_decode_shrink_msg(b.data(), b.size(), 5, 4, &back, why, sizeof why), KOLO_COMM_WIRE_OK) << why;
+  EXPECT_EQ(memcmp(back.id.internal, m.id.internal, sizeof m.id.internal), 0);
+  EXPECT_EQ(back.digest, m.digest);
+  EXPECT_EQ(back.nsurvivors, 3);
+  Decode d = [&](const uint8_t *p, size_t n, char *w, size_t wl) {
+    return kolo_decode_shrink_msg(p, n, 5, 4, &back, w, wl);
+  };
+  expect_every_cut_refused(b, d);
+  using M = kolo_shrink_msg;
+  auto enc = [](const M &x, std::vector<uint8_t> *o) {
+    o->resize(KOLO_SHRINK_MSG_BYTES);
+    kolo_encode_shrink_msg(&x, o->data());
+  };
+  expect_refusals<M>(m, {{[](M *x) { x->nsurvivors = 0; }, "for 0 survivors (1..4)"},
+                         {[](M *x) { x->nsurvivors = 5; }, "for 5 survivors (1..4)"}},
+                     enc, d, "shrink message");
+  b[4] = 3;  // the id's version
+  EXPECT_EQ(d(b.data(), b.size(), why, sizeof why), KOLO_COMM_WIRE_GARBLED);
+  EXPECT_TRUE(contains(why, "the unique id rank 5 sent comes from a kolo of wire version 3")) << why;
+}
+
+TEST(CommWire, DeviceChoiceRoundTripCutsAndRanges) {
+  kolo_device_choice c{0, 2, 4}, back{};
+  std::vector<uint8_t> b(KOLO_DEVICE_CHOICE_BYTES);
+  kolo_encode_device_choice(&c, b.data());
+  char why[512] = "";
+  ASSERT_EQ(kolo_decode_device_choice(b.data(), b.size(), 5, &back, why, sizeof why), KOLO_COMM_WIRE_OK) << why;
+  EXPECT_EQ(back.err, 0);
+  EXPECT_EQ(back.dev, 2);
+  EXPECT_EQ(back.count, 4);
+  kolo_device_choice failed{100, 7, 0};  // a failed choice of a device it does not have: told as it is
+  kolo_encode_device_choice(&failed, b.data());
+  EXPECT_EQ(kolo_decode_device_choice(b.data(), b.size(), 5, &back, why, sizeof why), KOLO_COMM_WIRE_OK) << why;
+  kolo_encode_device_choice(&c, b.data());
+  Decode d = [&](const uint8_t *p, size_t n, char *w, size_t wl) { return kolo_decode_device_choice(p, n, 5, &back, w, wl); };
+  expect_every_cut_refused(b, d);
+  using C = kolo_device_choice;
+  auto enc = [](const C &x, std::vector<uint8_t> *o) {
+    o->resize(KOLO_DEVICE_CHOICE_BYTES);
+    kolo_encode_device_choice(&x, o->data());
+  };
+  expect_refusals<C>(c,
+                     {{[](C *x) { x->err = -1; }, "with CUDA error -1 (0..65535)"},
+                      {[](C *x) { x->count = 5000; }, "of 5000 devices (0..4096)"},
+                      {[](C *x) { x->dev = -2; }, "naming device -2"},
+                      {[](C *x) { x->dev = 4; }, "that selected device 4 of the 4 its process sees without an error"}},
+                     enc, d, "CUDA device choice");
+}
+
+TEST(CommWire, DeviceRoomRoundTripCutsAndRanges) {
+  kolo_device_room f{0, 1, 132, 2, 3}, back{};
+  std::vector<uint8_t> b(KOLO_DEVICE_ROOM_BYTES);
+  kolo_encode_device_room(&f, b.data());
+  char why[512] = "";
+  ASSERT_EQ(kolo_decode_device_room(b.data(), b.size(), 5, 8, &back, why, sizeof why), KOLO_COMM_WIRE_OK) << why;
+  EXPECT_EQ(memcmp(&back, &f, sizeof f), 0);
+  Decode d = [&](const uint8_t *p, size_t n, char *w, size_t wl) {
+    return kolo_decode_device_room(p, n, 5, 8, &back, w, wl);
+  };
+  expect_every_cut_refused(b, d);
+  using F = kolo_device_room;
+  auto enc = [](const F &x, std::vector<uint8_t> *o) {
+    o->resize(KOLO_DEVICE_ROOM_BYTES);
+    kolo_encode_device_room(&x, o->data());
+  };
+  expect_refusals<F>(f,
+                     {{[](F *x) { x->err = 70000; }, "with CUDA error 70000"},
+                      {[](F *x) { x->dev = -1; }, "naming device -1 (0..4095)"},
+                      {[](F *x) { x->sms = -3; }, "of -3 SMs holding 2 blocks each"},
+                      {[](F *x) { x->per_sm = 1 << 16; }, "of 132 SMs holding 65536 blocks each"},
+                      {[](F *x) { x->sharing = 0; }, "of a device shared by 0 ranks of its process (1..8)"},
+                      {[](F *x) { x->sharing = 9; }, "of a device shared by 9 ranks"}},
+                     enc, d, "record of its CUDA device's room");
 }
 
 }  // namespace
