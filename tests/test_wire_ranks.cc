@@ -1,15 +1,16 @@
 // test_wire_ranks.cc - what ranks tell each other beyond the bootstrap's
 // own messages and the pipe setup (test_wire.cc), and the unique id users
-// pass between processes: the koloUniqueId (transport/uid_codec.c) and the
-// init, split, shrink and CUDA records (core/comm_wire.h).  For each: a
-// round trip through fixed little-endian bytes, every cut and a longer
-// copy refused, and each garbled field refused with a sentence naming the
-// sender.
+// pass between processes: the koloUniqueId (transport/uid_codec.c), the
+// init, split, shrink and CUDA records (core/comm_wire.h) and the fusion's
+// (fusion/negotiate_wire.h).  For each: a round trip through fixed
+// little-endian bytes, every cut and a longer copy refused, and each
+// garbled field refused with a sentence naming the sender.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -17,6 +18,8 @@
 
 extern "C" {
 #include "core/comm_wire.h"
+#include "fusion/negotiate_wire.h"
+#include "kolo_fusion.h"
 #include "ring/algo.h"
 #include "transport/bootstrap_wire.h"
 }
@@ -299,6 +302,172 @@ TEST(CommWire, DeviceRoomRoundTripCutsAndRanges) {
                       {[](F *x) { x->sharing = 0; }, "of a device shared by 0 ranks of its process (1..8)"},
                       {[](F *x) { x->sharing = 9; }, "of a device shared by 9 ranks"}},
                      enc, d, "record of its CUDA device's room");
+}
+
+// ---- the fusion's records --------------------------------------------------------------------
+
+kf_view sample_view() {
+  kf_view v{};
+  v.sig = kf_sig{(1ull << 35) + 3, 0x1122334455667788ull, 2, 10};
+  v.rank = 5;
+  v.ended = 1;
+  v.nmarked = 7;
+  v.first_unmarked = 3;
+  v.stalled = 0;
+  v.probe = -1;
+  return v;
+}
+
+TEST(FusionWire, SignatureIsLittleEndian) {
+  kf_sig s{0x0102030405060708ull, 0x1112131415161718ull, 0x21222324u, 0x31323334u};
+  uint8_t b[KF_SIG_WIRE_BYTES];
+  kf_encode_sig(&s, b);
+  const uint8_t want[KF_SIG_WIRE_BYTES] = {8, 7, 6, 5, 4, 3, 2, 1, 0x18, 0x17, 0x16, 0x15, 0x14, 0x13, 0x12, 0x11,
+                                           0x24, 0x23, 0x22, 0x21, 0x34, 0x33, 0x32, 0x31};
+  EXPECT_EQ(memcmp(b, want, sizeof want), 0);
+}
+
+// The hash every rank sends of its declarations is that of their values,
+// not of their bytes in memory: pinned here.
+TEST(FusionWire, DeclarationHashIsPinned) {
+  kf_decl d[2] = {{1000, koloFloat32, KOLO_FUSION_ALLOCATE}, {(size_t)1 << 33, koloBfloat16, KOLO_FUSION_EXTERNAL}};
+  uint64_t h = 1469598103934665603ull;
+  for (const kf_decl &x : d) {
+    uint64_t w[3] = {x.count, (uint64_t)x.dtype, (uint64_t)x.storage};
+    for (int k = 0; k < 24; k++) h = (h ^ ((w[k / 8] >> (8 * (k % 8))) & 0xff)) * 1099511628211ull;
+  }
+  EXPECT_EQ(kf_decl_hash(d, 2), h);
+  EXPECT_EQ(kf_decl_hash(d, 0), 1469598103934665603ull);
+}
+
+TEST(FusionWire, ViewRoundTripCutsAndRanges) {
+  kf_view v = sample_view(), back{};
+  std::vector<uint8_t> b(KF_VIEW_WIRE_BYTES);
+  kf_encode_view(&v, b.data());
+  char why[512] = "";
+  ASSERT_EQ(kf_decode_view(b.data(), b.size(), 5, &back, why, sizeof why), KF_WIRE_OK) << why;
+  EXPECT_EQ(memcmp(&back, &v, sizeof v), 0);
+  Decode d = [&](const uint8_t *p, size_t n, char *w, size_t wl) { return kf_decode_view(p, n, 5, &back, w, wl); };
+  expect_every_cut_refused(b, d);
+  auto enc = [](const kf_view &x, std::vector<uint8_t> *o) {
+    o->resize(KF_VIEW_WIRE_BYTES);
+    kf_encode_view(&x, o->data());
+  };
+  expect_refusals<kf_view>(v,
+                           {{[](kf_view *x) { x->sig.ntensors = (1u << 24) + 1; }, "of a step with 16777217 tensors"},
+                            {[](kf_view *x) { x->rank = 4; }, "for rank 4"},
+                            {[](kf_view *x) { x->ended = 2; }, "with flags ended 2"},
+                            {[](kf_view *x) { x->probe = 2; }, "with flags ended 1, stalled 0, probe 2"},
+                            {[](kf_view *x) { x->nmarked = 11; }, "marking 11 of 10 tensors, the first unmarked 3"},
+                            {[](kf_view *x) { x->first_unmarked = 10; }, "marking 7 of 10 tensors, the first unmarked 10"}},
+                           enc, d, "fusion step view");
+}
+
+TEST(FusionWire, DeclarationsAndOrderRoundTripCutsAndRanges) {
+  std::vector<kf_decl> decl = {{1000, koloFloat32, KOLO_FUSION_ALLOCATE},
+                               {((size_t)1 << 40) / 2, koloFloat16, KOLO_FUSION_EXTERNAL},
+                               {1, koloInt8, KOLO_FUSION_ALLOCATE}};
+  std::vector<uint8_t> b(3 * KF_DECL_WIRE_BYTES);
+  kf_encode_decls(decl.data(), 3, b.data());
+  std::vector<kf_decl> back(3);
+  char why[512] = "";
+  ASSERT_EQ(kf_decode_decls(b.data(), b.size(), 5, 3, back.data(), why, sizeof why), KF_WIRE_OK) << why;
+  for (int i = 0; i < 3; i++) EXPECT_EQ(memcmp(&back[i], &decl[i], sizeof decl[i]), 0) << i;
+  expect_every_cut_refused(b, [&](const uint8_t *p, size_t n, char *w, size_t wl) {
+    return kf_decode_decls(p, n, 5, 3, back.data(), w, wl);
+  });
+  struct {
+    kf_decl d;
+    const char *why;
+  } bad[] = {{{10, koloNumTypes, 0}, "whose tensor 1 is of datatype 12"},
+             {{10, koloFloat32, 2}, "whose tensor 1 is of storage 2"},
+             {{0, koloFloat32, 0}, "whose tensor 1 is of 0 elements"},
+             {{((size_t)1 << 40) / 2 + 1, koloFloat16, 0}, "whose tensor 1 is of 549755813889 elements"}};
+  for (const auto &c : bad) {
+    std::vector<kf_decl> x = decl;
+    x[1] = c.d;
+    kf_encode_decls(x.data(), 3, b.data());
+    EXPECT_EQ(kf_decode_decls(b.data(), b.size(), 5, 3, back.data(), why, sizeof why), KF_WIRE_GARBLED);
+    EXPECT_TRUE(contains(why, std::string("rank 5 sent a list of fusion declarations ") + c.why)) << why;
+  }
+  int order[4] = {2, 0, 3, 1}, got[4];
+  std::vector<uint8_t> o(16);
+  kf_encode_order(order, 4, o.data());
+  ASSERT_EQ(kf_decode_order(o.data(), o.size(), 5, 4, got, why, sizeof why), KF_WIRE_OK) << why;
+  EXPECT_EQ(memcmp(got, order, sizeof order), 0);
+  expect_every_cut_refused(o, [&](const uint8_t *p, size_t n, char *w, size_t wl) {
+    return kf_decode_order(p, n, 5, 4, got, w, wl);
+  });
+  for (int spoil : {4, -1, 2}) {  // out of range, negative, twice
+    int x[4] = {2, 0, 3, spoil};
+    kf_encode_order(x, 4, o.data());
+    EXPECT_EQ(kf_decode_order(o.data(), o.size(), 5, 4, got, why, sizeof why), KF_WIRE_GARBLED);
+    EXPECT_TRUE(contains(why, "rank 5 sent a ready order for the bucket rebuild that is not a permutation of 0..3"))
+        << why;
+  }
+}
+
+kf_decl_summary sample_summary() {
+  kf_decl_summary s{};
+  s.shape = kf_shape{1u << 20, 1u << 16, 1u << 22, 0.5, koloAvg, 1, 4, 0};
+  s.hash = 0xa5a5a5a55a5a5a5aull;
+  s.ntensors = 12;
+  return s;
+}
+
+TEST(FusionWire, SummaryRoundTripCutsAndRanges) {
+  kf_decl_summary s = sample_summary(), back;
+  std::vector<uint8_t> b(KF_SUMMARY_WIRE_BYTES);
+  kf_encode_summary(&s, b.data());
+  char why[512] = "";
+  ASSERT_EQ(kf_decode_summary(b.data(), b.size(), 5, &back, why, sizeof why), KF_WIRE_OK) << why;
+  EXPECT_EQ(memcmp(&back, &s, sizeof s), 0);  // preScale's bits too; the pads zero
+  Decode d = [&](const uint8_t *p, size_t n, char *w, size_t wl) { return kf_decode_summary(p, n, 5, &back, w, wl); };
+  expect_every_cut_refused(b, d);
+  using S = kf_decl_summary;
+  auto enc = [](const S &x, std::vector<uint8_t> *o) {
+    o->resize(KF_SUMMARY_WIRE_BYTES);
+    kf_encode_summary(&x, o->data());
+  };
+  expect_refusals<S>(s,
+                     {{[](S *x) { x->shape.bucket_bytes = 0; }, "with bucketBytes 0"},
+                      {[](S *x) { x->shape.fusion_bytes = (1ull << 40) + 1; },
+                       "with bucketBytes 1048576, firstBucketBytes 65536, fusionBytes 1099511627777"},
+                      {[](S *x) { x->shape.prescale = NAN; }, "with a preScale that is not finite"},
+                      {[](S *x) { x->shape.op = koloMax; }, "with op 2, rebuildBuckets 1"},
+                      {[](S *x) { x->shape.rebuild = 3; }, "with op 4, rebuildBuckets 3"},
+                      {[](S *x) { x->shape.min_buckets = 0; }, "with minBuckets 0"},
+                      {[](S *x) { x->ntensors = -1; }, "declaring -1 tensors"}},
+                     enc, d, "fusion summary");
+}
+
+TEST(FusionWire, DifferenceRoundTripCutsAndRanges) {
+  kf_decl_diff diff{3, 1, {64, koloInt32, KOLO_FUSION_EXTERNAL}}, none{-1, 0, {0, 0, 0}}, back;
+  std::vector<uint8_t> b(KF_DIFF_WIRE_BYTES);
+  char why[512] = "";
+  for (const kf_decl_diff &x : {diff, none}) {
+    kf_encode_diff(&x, b.data());
+    ASSERT_EQ(kf_decode_diff(b.data(), b.size(), 5, &back, why, sizeof why), KF_WIRE_OK) << why;
+    EXPECT_EQ(memcmp(&back, &x, sizeof x), 0);
+  }
+  Decode d = [&](const uint8_t *p, size_t n, char *w, size_t wl) { return kf_decode_diff(p, n, 5, &back, w, wl); };
+  expect_every_cut_refused(b, d);
+  using D = kf_decl_diff;
+  auto enc = [](const D &x, std::vector<uint8_t> *o) {
+    o->resize(KF_DIFF_WIRE_BYTES);
+    kf_encode_diff(&x, o->data());
+  };
+  expect_refusals<D>(diff,
+                     {{[](D *x) { x->first_diff = -2; }, "at tensor -2 with has 1"},
+                      {[](D *x) { x->has = 2; }, "at tensor 3 with has 2"},
+                      {[](D *x) { x->first_diff = -1; }, "at tensor -1 with has 1"},
+                      {[](D *x) { x->decl.dtype = -1; }, "whose tensor 3 is of datatype -1"}},
+                     enc, d, "fusion declaration difference");
+  kf_encode_diff(&none, b.data());
+  b[8] = 1;  // a declaration where none is announced
+  EXPECT_EQ(d(b.data(), b.size(), why, sizeof why), KF_WIRE_GARBLED);
+  EXPECT_TRUE(contains(why, "rank 5 sent a fusion declaration difference with garbage in its unused declaration"))
+      << why;
 }
 
 }  // namespace
