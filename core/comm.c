@@ -1,4 +1,5 @@
-/* comm.c - communicator lifecycle: init, split, finalize, destroy, abort. */
+/* comm.c - communicator lifecycle: init, finalize, destroy, abort (split:
+ * split.c, shrink: shrink.c). */
 #include "core/comm.h"
 
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 
 #include "common/config.h"
 #include "core/comm_init.h"
+#include "core/comm_wire.h"
 #include "core/cuda_comm.h"
 #include "core/redop.h"
 #include "core/rendezvous.h"
@@ -15,18 +17,14 @@
 #include "transport/socket.h"
 #include "transport/transport.h"
 
+/* What every rank must agree on (comm_wire.h's kolo_comm_shape), checked
+ * at init: the LL settings matter for CUDA communicators only (they choose
+ * each call's protocol and pipes), KOLO_ALGO for all (ranks choosing
+ * differently would not meet). */
 #define TAG_CONFIG 0x10u
 #define TAG_RING_PIPE 0x1000u
 #define TAG_HIER_PIPE 0x3000u /* | ring (0 intra, 1 inter) << 8 | channel */
 
-/* What every rank must agree on, checked at init (the LL settings only
- * for CUDA communicators: they choose each call's protocol and pipes). */
-typedef struct {
-  int32_t nchannels, nslots, memory, ll_slot_bytes;
-  uint64_t slot_bytes, ll_threshold;
-  int32_t algo, pad; /* KOLO_ALGO: ranks choosing differently would not meet */
-  uint64_t sched_hash; /* KOLO_SCHEDULE_FILE's (0: none): likewise */
-} comm_shape;
 
 koloResult_t koloGetVersion(int *version) {
   if (version == NULL) return kolo_error(NULL, koloInvalidArgument, "koloGetVersion: version is NULL");
@@ -193,6 +191,11 @@ static void owner_stop_all(kolo_exec_owner *o, int reason, int rank) {
 
 /* ---- init --------------------------------------------------------------- */
 
+static kolo_comm_shape my_shape(const struct koloComm *c) {
+  return (kolo_comm_shape){c->nchannels, (int32_t)c->nslots, c->memory, (int32_t)c->ll_slot_bytes,
+                           c->slot_bytes, c->ll_threshold, c->algo.forced, c->sched_hash};
+}
+
 /* "none", or "a file of hash H" (with its path: this rank's) */
 static const char *sched_text(uint64_t hash, const char *path, char *out, size_t len) {
   if (hash == 0) return "none";
@@ -211,29 +214,33 @@ static koloResult_t sched_differs(struct koloComm *c, int r, uint64_t theirs) {
                     sched_text(c->sched_hash, kolo_param_str("KOLO_SCHEDULE_FILE"), b, sizeof b));
 }
 
+static koloResult_t shape_differs(struct koloComm *c, int r, const kolo_comm_shape *a, const kolo_comm_shape *mine) {
+  return kolo_error(&c->err, koloInvalidUsage,
+                    "rank %d has channels=%d slots=%d slot bytes=%llu memory=%d LL=%llu/%d algo=%s but "
+                    "rank %d has %d/%d/%llu/%d/%llu/%d/%s: set KOLO_NCHANNELS, KOLO_NSLOTS, "
+                    "KOLO_BUFFSIZE, memory, KOLO_LL_THRESHOLD, KOLO_LL_SLOT_BYTES and KOLO_ALGO "
+                    "alike on all ranks",
+                    r, a->nchannels, a->nslots, (unsigned long long)a->slot_bytes, a->memory,
+                    (unsigned long long)a->ll_threshold, a->ll_slot_bytes, kolo_algo_name(a->algo), c->rank,
+                    mine->nchannels, mine->nslots, (unsigned long long)mine->slot_bytes, mine->memory,
+                    (unsigned long long)mine->ll_threshold, mine->ll_slot_bytes, kolo_algo_name(mine->algo));
+}
+
+/* The encoding is canonical: two shapes are equal when their bytes are. */
 static koloResult_t check_shapes(struct koloComm *c) {
-  comm_shape *all = calloc((size_t)c->nranks, sizeof *all);
-  if (all == NULL) return kolo_error(&c->err, koloSystemError, "out of memory at init");
-  comm_shape mine = {c->nchannels, (int32_t)c->nslots, c->memory, (int32_t)c->ll_slot_bytes,
-                     c->slot_bytes, c->ll_threshold, c->algo.forced, 0, c->sched_hash};
-  all[c->rank] = mine;
-  koloResult_t res = kolo_bootstrap_allgather(c->bs, TAG_CONFIG, all, sizeof *all);
+  kolo_comm_shape mine = my_shape(c), theirs;
+  uint8_t enc[KOLO_COMM_SHAPE_BYTES], *all = NULL;
+  kolo_encode_comm_shape(&mine, enc);
+  koloResult_t res = kolo_comm_gather(c, TAG_CONFIG, enc, sizeof enc, &all);
+  char why[KOLO_ERR_LEN - 32];
   for (int r = 0; r < c->nranks && res == koloSuccess; r++) {
-    if (memcmp(&all[r], &mine, sizeof mine) == 0) continue;
-    if (all[r].sched_hash != mine.sched_hash) {
-      res = sched_differs(c, r, all[r].sched_hash);
-      continue;
-    }
-    res = kolo_error(&c->err, koloInvalidUsage,
-                     "rank %d has channels=%d slots=%d slot bytes=%llu memory=%d LL=%llu/%d algo=%s but "
-                     "rank %d has %d/%d/%llu/%d/%llu/%d/%s: set KOLO_NCHANNELS, KOLO_NSLOTS, "
-                     "KOLO_BUFFSIZE, memory, KOLO_LL_THRESHOLD, KOLO_LL_SLOT_BYTES and KOLO_ALGO "
-                     "alike on all ranks",
-                     r, all[r].nchannels, all[r].nslots, (unsigned long long)all[r].slot_bytes,
-                     all[r].memory, (unsigned long long)all[r].ll_threshold, all[r].ll_slot_bytes,
-                     kolo_algo_name(all[r].algo), c->rank, mine.nchannels, mine.nslots,
-                     (unsigned long long)mine.slot_bytes, mine.memory,
-                     (unsigned long long)mine.ll_threshold, mine.ll_slot_bytes, kolo_algo_name(mine.algo));
+    const uint8_t *rec = all + (size_t)r * sizeof enc;
+    if (kolo_decode_comm_shape(rec, sizeof enc, r, &theirs, why, sizeof why) != KOLO_COMM_WIRE_OK)
+      res = kolo_error(&c->err, koloRemoteError, "rank %d: init: %s", c->rank, why);
+    else if (theirs.sched_hash != mine.sched_hash)
+      res = sched_differs(c, r, theirs.sched_hash);
+    else if (memcmp(rec, enc, sizeof enc) != 0)
+      res = shape_differs(c, r, &theirs, &mine);
   }
   free(all);
   return res;
@@ -743,10 +750,7 @@ koloResult_t koloCommAbort(koloComm_t comm) {
   return koloSuccess;
 }
 
-/* ---- split -------------------------------------------------------------- */
-
-#define TAG_SPLIT 0x20u
-#define TAG_SPLIT_ID 0x21u
+/* ---- children (split.c, shrink.c) --------------------------------------- */
 
 void kolo_comm_inherit(const struct koloComm *c, koloConfig_t *out) {
   koloConfig_t def = KOLO_CONFIG_INITIALIZER;
@@ -757,66 +761,4 @@ void kolo_comm_inherit(const struct koloComm *c, koloConfig_t *out) {
   out->bufferSize = (int)(c->slot_bytes * c->nslots);
   out->memory = c->memory;
   if (c->cuda) out->cudaDev = c->cuda->dev;
-}
-
-typedef struct {
-  int32_t color, key, rank;
-} split_entry;
-
-static int cmp_split(const void *a, const void *b) {
-  const split_entry *x = a, *y = b;
-  if (x->key != y->key) return x->key < y->key ? -1 : 1;
-  return x->rank < y->rank ? -1 : x->rank > y->rank;
-}
-
-koloResult_t koloCommSplit(koloComm_t comm, int color, int key, koloComm_t *newcomm,
-                           koloConfig_t *config) {
-  if (comm == NULL || newcomm == NULL)
-    return kolo_error(NULL, koloInvalidArgument, "koloCommSplit: %s is NULL", comm ? "newcomm" : "comm");
-  if (color < KOLO_SPLIT_NOCOLOR)
-    return kolo_error(&comm->err, koloInvalidArgument, "koloCommSplit: color %d is negative (use KOLO_SPLIT_NOCOLOR)", color);
-  if (atomic_load(&comm->finalized))
-    return kolo_error(&comm->err, koloInvalidUsage,
-                      "koloCommSplit: rank %d: the communicator was finalized (koloCommFinalize): only "
-                      "koloCommDestroy may follow", comm->rank);
-  koloResult_t ready = kolo_comm_check_ready(comm, "koloCommSplit", 1);
-  if (ready != koloSuccess) return ready;
-  if (kolo_group_depth() > 0) return kolo_group_add_split(comm, color, key, newcomm, config);
-  split_entry *all = calloc((size_t)comm->nranks, sizeof *all);
-  if (all == NULL) return kolo_error(&comm->err, koloSystemError, "koloCommSplit: out of memory");
-  all[comm->rank] = (split_entry){color, key, comm->rank};
-  koloResult_t res = kolo_bootstrap_allgather(comm->bs, TAG_SPLIT, all, sizeof *all);
-  int n = 0, newrank = -1;
-  if (res == koloSuccess && color != KOLO_SPLIT_NOCOLOR) {
-    for (int r = 0; r < comm->nranks; r++)
-      if (all[r].color == color) all[n++] = all[r];
-    qsort(all, (size_t)n, sizeof *all, cmp_split);
-    for (int i = 0; i < n; i++)
-      if (all[i].rank == comm->rank) newrank = i;
-  }
-  koloConfig_t inherit;
-  kolo_comm_inherit(comm, &inherit);
-  koloUniqueId id;
-  kolo_root *root = NULL; /* the new communicator's, on its leader */
-  if (res == koloSuccess && newrank == 0) {
-    kolo_uid uid;
-    res = kolo_bootstrap_root_start_owned(NULL, NULL, comm->timeout_ms, &uid, &comm->err, &root);
-    kolo_uid_encode(&uid, &id);
-    for (int i = 1; i < n && res == koloSuccess; i++)
-      res = kolo_bootstrap_send(comm->bs, all[i].rank, TAG_SPLIT_ID, &id, sizeof id);
-  } else if (res == koloSuccess && newrank > 0) {
-    res = kolo_bootstrap_recv(comm->bs, all[0].rank, TAG_SPLIT_ID, &id, sizeof id);
-  }
-  int leader = n > 0 ? all[0].rank : -1;
-  free(all);
-  *newcomm = NULL;
-  if (res != koloSuccess || newrank < 0) {
-    kolo_bootstrap_root_stop(root);
-    return res;
-  }
-  res = kolo_comm_init_owning(newcomm, n, id, newrank, config ? config : &inherit, root);
-  if (res != koloSuccess && res != koloInProgress) /* in progress: config.blocking = 0 */
-    kolo_error(&comm->err, res, "koloCommSplit: color %d (leader rank %d): %s", color, leader,
-               kolo_thread_errbuf()->msg);
-  return res;
 }

@@ -43,6 +43,10 @@ koloResult_t kolo_comm_init_owning(koloComm_t *comm, int nranks, koloUniqueId co
                                    koloConfig_t *config, kolo_root *root);
 /* Frees c and everything it holds (an init thread is joined first). */
 void kolo_comm_free(struct koloComm *c);
+/* Allgathers one encoded record of `bytes` from every rank over the
+ * bootstrap (tag): this rank's is `mine`; *all (freed by the caller) holds
+ * rank r's at r * bytes.  Fails as the bootstrap does (c->err says why). */
+koloResult_t kolo_comm_gather(struct koloComm *c, uint32_t tag, const uint8_t *mine, size_t bytes, uint8_t **all);
 /* The config a split or shrink inherits from its parent. */
 void kolo_comm_inherit(const struct koloComm *c, koloConfig_t *out);
 

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "core/comm_init.h"
+#include "core/comm_wire.h"
 #include "transport/proxy.h"
 
 const kolo_conn_mem *kolo_comm_conn_mem(const struct koloComm *c) {
@@ -23,15 +25,9 @@ _Static_assert(KOLO_DEV_FILLED_WORDS == KOLO_CONN_MAX_SLOTS, "one filled word pe
 #ifdef KOLO_HAVE_CUDA
 #include <cuda_runtime.h>
 
+/* What every rank tells the others about its device: comm_wire.h's
+ * kolo_device_choice, encoded. */
 #define TAG_CUDA_DEV 0x30u
-
-/* What every rank tells the others about its device. */
-typedef struct {
-  int32_t err;   /* cudaError_t of selecting it */
-  int32_t dev;   /* ordinal in its process (-1: none found) */
-  int32_t count; /* devices its process sees */
-  int32_t pad;
-} dev_info;
 
 int kolo_cuda_current_device(void) {
   int dev = -1;
@@ -44,7 +40,7 @@ static koloResult_t cuda_fail(struct koloComm *c, cudaError_t e, const char *wha
 }
 
 /* Selects this rank's device; returns the CUDA error of doing so. */
-static cudaError_t select_device(struct koloComm *c, dev_info *me) {
+static cudaError_t select_device(struct koloComm *c, kolo_device_choice *me) {
   int count = 0, dev = c->cuda_dev;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e == cudaSuccess && dev < 0) e = cudaGetDevice(&dev);
@@ -53,7 +49,7 @@ static cudaError_t select_device(struct koloComm *c, dev_info *me) {
   /* cudaSetDevice does not always create the context: make sure now, so
    * that a broken device fails here, named, and not in the first call. */
   if (e == cudaSuccess) e = cudaFree(NULL);
-  *me = (dev_info){(int32_t)e, dev, count, 0};
+  *me = (kolo_device_choice){(int32_t)e, dev, count};
   return e;
 }
 
@@ -68,9 +64,9 @@ static const char *device_hint(cudaError_t e) {
   return "";
 }
 
-static koloResult_t check_devices(struct koloComm *c, const dev_info *all) {
+static koloResult_t check_devices(struct koloComm *c, const kolo_device_choice *all) {
   for (int r = 0; r < c->nranks; r++) {
-    const dev_info *d = &all[r];
+    const kolo_device_choice *d = &all[r];
     if (d->err == cudaSuccess) continue;
     char devname[32];
     if (d->dev >= 0) snprintf(devname, sizeof devname, "CUDA device %d", d->dev);
@@ -168,18 +164,33 @@ static void check_queues(struct koloComm *c) {
               c->rank, c->cuda->ranks_on_dev, c->cuda->dev, streams, queues);
 }
 
+/* Every rank's report, decoded into all (nranks). */
+static koloResult_t gather_devices(struct koloComm *c, const kolo_device_choice *mine, kolo_device_choice *all) {
+  uint8_t enc[KOLO_DEVICE_CHOICE_BYTES], *raw = NULL;
+  kolo_encode_device_choice(mine, enc);
+  koloResult_t res = kolo_comm_gather(c, TAG_CUDA_DEV, enc, sizeof enc, &raw);
+  char why[KOLO_ERR_LEN - 32];
+  for (int r = 0; r < c->nranks && res == koloSuccess; r++)
+    if (kolo_decode_device_choice(raw + (size_t)r * sizeof enc, sizeof enc, r, &all[r], why, sizeof why) !=
+        KOLO_COMM_WIRE_OK)
+      res = kolo_error(&c->err, koloRemoteError, "rank %d: init: %s", c->rank, why);
+  free(raw);
+  return res;
+}
+
 koloResult_t kolo_cuda_comm_init(struct koloComm *c) {
   c->cuda = calloc(1, sizeof *c->cuda);
-  dev_info *all = calloc((size_t)c->nranks, sizeof *all);
+  kolo_device_choice *all = calloc((size_t)c->nranks, sizeof *all);
   if (c->cuda == NULL || all == NULL) {
     free(all);
     return kolo_error(&c->err, koloSystemError, "out of memory at init");
   }
   c->cuda->dev = -1;
-  select_device(c, &all[c->rank]);
+  kolo_device_choice mine;
+  select_device(c, &mine);
   /* Every rank learns about every device, so that one missing device fails
    * all ranks at once, naming it, instead of leaving them to time out. */
-  koloResult_t res = kolo_bootstrap_allgather(c->bs, TAG_CUDA_DEV, all, sizeof *all);
+  koloResult_t res = gather_devices(c, &mine, all);
   if (res == koloSuccess) res = check_devices(c, all);
   if (res == koloSuccess) {
     c->cuda->dev = all[c->rank].dev;

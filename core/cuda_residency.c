@@ -20,30 +20,24 @@
 #include <stdlib.h>
 
 #include "common/log.h"
+#include "core/comm_init.h"
+#include "core/comm_wire.h"
 #include "core/cuda_comm.h"
 
 #ifdef KOLO_HAVE_CUDA
 #include <cuda_runtime.h>
 
+/* What each rank tells the others about its device's room: comm_wire.h's
+ * kolo_device_room, encoded. */
 #define TAG_CUDA_FIT 0x31u
 
-/* What each rank tells the others about its device's room. */
-typedef struct {
-  int32_t err;     /* cudaError_t of asking */
-  int32_t dev;
-  int32_t sms;     /* SMs of the device */
-  int32_t per_sm;  /* executor blocks one SM holds (worst kernel) */
-  int32_t sharing; /* ranks of its process on the device */
-  int32_t pad;
-} fit_info;
-
-static int64_t budget_of(const fit_info *f) {
+static int64_t budget_of(const kolo_device_room *f) {
   return (int64_t)f->per_sm * f->sms / (f->sharing > 0 ? f->sharing : 1);
 }
 
 /* This rank's entry: its device, asked on this (init's) thread. */
-static fit_info my_fit(const struct koloComm *c) {
-  fit_info f = {0, c->cuda->dev, 0, 0, c->cuda->ranks_on_dev, 0};
+static kolo_device_room my_fit(const struct koloComm *c) {
+  kolo_device_room f = {0, c->cuda->dev, 0, 0, c->cuda->ranks_on_dev};
   cudaError_t e = cudaDeviceGetAttribute(&f.sms, cudaDevAttrMultiProcessorCount, c->cuda->dev);
   if (e == cudaSuccess) e = (cudaError_t)kolo_cuda_exec_blocks_per_sm(&f.per_sm);
   f.err = (int32_t)e;
@@ -52,7 +46,7 @@ static fit_info my_fit(const struct koloComm *c) {
 
 /* The rank whose device fails or has the smallest budget (the lowest such
  * rank on ties: every rank picks the same one). */
-static int worst_rank(const fit_info *all, int n) {
+static int worst_rank(const kolo_device_room *all, int n) {
   int worst = 0;
   for (int r = 1; r < n; r++) {
     if (all[worst].err != cudaSuccess) break;
@@ -61,7 +55,7 @@ static int worst_rank(const fit_info *all, int n) {
   return worst;
 }
 
-static koloResult_t refuse(struct koloComm *c, const fit_info *f, int r) {
+static koloResult_t refuse(struct koloComm *c, const kolo_device_room *f, int r) {
   if (f->err != cudaSuccess)
     return kolo_error(&c->err, r == c->rank ? koloUnhandledCudaError : koloRemoteError,
                       "rank %d: asking CUDA device %d how many kernel blocks it holds failed: %s", r, f->dev,
@@ -74,13 +68,27 @@ static koloResult_t refuse(struct koloComm *c, const fit_info *f, int r) {
                     r, f->sharing, f->dev, f->sms, f->per_sm * f->sms, f->per_sm, f->per_sm * f->sms);
 }
 
+/* Every rank's report, decoded into all (nranks). */
+static koloResult_t gather_fits(struct koloComm *c, kolo_device_room *all) {
+  uint8_t enc[KOLO_DEVICE_ROOM_BYTES], *raw = NULL;
+  kolo_device_room mine = my_fit(c);
+  kolo_encode_device_room(&mine, enc);
+  koloResult_t res = kolo_comm_gather(c, TAG_CUDA_FIT, enc, sizeof enc, &raw);
+  char why[KOLO_ERR_LEN - 32];
+  for (int r = 0; r < c->nranks && res == koloSuccess; r++)
+    if (kolo_decode_device_room(raw + (size_t)r * sizeof enc, sizeof enc, r, c->nranks, &all[r], why, sizeof why) !=
+        KOLO_COMM_WIRE_OK)
+      res = kolo_error(&c->err, koloRemoteError, "rank %d: init: %s", c->rank, why);
+  free(raw);
+  return res;
+}
+
 koloResult_t kolo_cuda_comm_residency(struct koloComm *c) {
-  fit_info *all = calloc((size_t)c->nranks, sizeof *all);
+  kolo_device_room *all = calloc((size_t)c->nranks, sizeof *all);
   if (all == NULL) return kolo_error(&c->err, koloSystemError, "out of memory at init");
-  all[c->rank] = my_fit(c);
-  koloResult_t res = kolo_bootstrap_allgather(c->bs, TAG_CUDA_FIT, all, sizeof *all);
+  koloResult_t res = gather_fits(c, all);
   int w = res == koloSuccess ? worst_rank(all, c->nranks) : 0;
-  fit_info f = all[w];
+  kolo_device_room f = all[w];
   free(all);
   if (res != koloSuccess) return res;
   int64_t budget = budget_of(&f);

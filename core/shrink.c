@@ -21,16 +21,12 @@
 #include <time.h>
 
 #include "core/comm_init.h"
+#include "core/comm_wire.h"
 #include "core/cuda_comm.h"
 
+/* What the lowest survivor sends each other survivor: comm_wire.h's
+ * kolo_shrink_msg, encoded. */
 #define TAG_SHRINK 0x22u
-
-/* What the lowest survivor sends each other survivor. */
-typedef struct {
-  koloUniqueId id;
-  uint64_t digest; /* of the exclusion list, as a set */
-  int32_t nsurvivors, pad;
-} shrink_msg;
 
 /* Marks the excluded ranks in out (nranks bytes); refuses a bad list. */
 static koloResult_t read_list(struct koloComm *c, const int *list, int count, unsigned char *out) {
@@ -87,25 +83,31 @@ static void settle_parent(struct koloComm *c, int abort) {
 }
 
 /* The lowest survivor: a new root, its id to every other survivor. */
-static koloResult_t lead(struct koloComm *c, const int *surv, int n, shrink_msg *m, kolo_root **root) {
+static koloResult_t lead(struct koloComm *c, const int *surv, int n, kolo_shrink_msg *m, kolo_root **root) {
   kolo_uid uid;
   koloResult_t res = kolo_bootstrap_root_start_owned(NULL, NULL, c->timeout_ms, &uid, &c->err, root);
   if (res != koloSuccess) return res;
   kolo_uid_encode(&uid, &m->id);
+  uint8_t enc[KOLO_SHRINK_MSG_BYTES];
+  kolo_encode_shrink_msg(m, enc);
   koloResult_t first = koloSuccess;
   for (int i = 1; i < n; i++) { /* on past a dead survivor: the others learn it at init */
-    res = kolo_bootstrap_send(c->bs, surv[i], TAG_SHRINK, m, sizeof *m);
+    res = kolo_bootstrap_send(c->bs, surv[i], TAG_SHRINK, enc, sizeof enc);
     if (res != koloSuccess && first == koloSuccess) first = res;
   }
   return first;
 }
 
-static koloResult_t follow(struct koloComm *c, int leader, shrink_msg *m) {
-  shrink_msg got;
-  koloResult_t res = kolo_bootstrap_recv(c->bs, leader, TAG_SHRINK, &got, sizeof got);
+static koloResult_t follow(struct koloComm *c, int leader, kolo_shrink_msg *m) {
+  uint8_t enc[KOLO_SHRINK_MSG_BYTES];
+  koloResult_t res = kolo_bootstrap_recv(c->bs, leader, TAG_SHRINK, enc, sizeof enc);
   if (res != koloSuccess)
     return kolo_error(&c->err, res, "koloCommShrink: rank %d: no new id from rank %d (the lowest survivor): %s",
                       c->rank, leader, kolo_error_read(&c->err, (char[KOLO_ERR_LEN]){0}, KOLO_ERR_LEN));
+  kolo_shrink_msg got;
+  char why[KOLO_ERR_LEN - 64];
+  if (kolo_decode_shrink_msg(enc, sizeof enc, leader, c->nranks, &got, why, sizeof why) != KOLO_COMM_WIRE_OK)
+    return kolo_error(&c->err, koloRemoteError, "koloCommShrink: rank %d: %s", c->rank, why);
   if (got.digest != m->digest || got.nsurvivors != m->nsurvivors)
     return kolo_error(&c->err, koloInvalidUsage,
                       "koloCommShrink: rank %d: rank %d excludes another set of ranks (%d survivors, this rank has %d): "
@@ -137,7 +139,7 @@ koloResult_t koloCommShrink(koloComm_t comm, int *excludeRanksList, int excludeR
                          : kolo_error(&comm->err, koloSystemError, "koloCommShrink: out of memory");
   int n = 0, me = 0;
   kolo_root *root = NULL; /* the new communicator's, on the lowest survivor */
-  shrink_msg m;
+  kolo_shrink_msg m;
   memset(&m, 0, sizeof m);
   if (res == koloSuccess) {
     settle_parent(comm, shrinkFlags & KOLO_SHRINK_ABORT);

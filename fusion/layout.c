@@ -19,12 +19,14 @@ int kf_order_valid(const int *order, int n) {
   return ok;
 }
 
+/* FNV-1a over each word's bytes, least significant first: ranks on hosts
+ * of another byte order compute the same hash (and it is the one of the
+ * host-order bytes on little-endian hosts, as before). */
 uint64_t kf_decl_hash(const kf_decl *decl, int n) {
   uint64_t h = 1469598103934665603ull;
   for (int i = 0; i < n; i++) {
     uint64_t w[3] = {decl[i].count, (uint64_t)decl[i].dtype, (uint64_t)decl[i].storage};
-    const unsigned char *p = (const unsigned char *)w;
-    for (size_t k = 0; k < sizeof w; k++) h = (h ^ p[k]) * 1099511628211ull;
+    for (size_t k = 0; k < 3 * 8; k++) h = (h ^ ((w[k / 8] >> (8 * (k % 8))) & 0xff)) * 1099511628211ull;
   }
   return h;
 }

@@ -8,8 +8,10 @@
 
 #include "core/comm.h"
 #include "fusion/internal.h"
+#include "fusion/negotiate_wire.h"
 
-/* Bootstrap tags of the fusion's messages (core uses 0x10..0x3fff). */
+/* Bootstrap tags of the fusion's messages (core uses 0x10..0x3fff); what
+ * they carry is encoded (negotiate_wire.h). */
 #define TAG_FUSION_ROUND 0x4600u
 #define TAG_FUSION_VIEW 0x4601u
 #define TAG_FUSION_BCAST 0x4602u
@@ -110,6 +112,23 @@ koloResult_t kf_neg_bcast(kf_neg *n, void *buf, size_t len, kolo_errbuf *eb) {
   return res == koloSuccess ? res : comm_failed(n, res, "a broadcast of the fusion", eb);
 }
 
+/* A record from another rank that its decoder refused (why names it). */
+static koloResult_t garbled(kf_neg *n, const char *why, kolo_errbuf *eb) {
+  return kolo_error(eb, koloRemoteError, "fusion on rank %d: %s", n->rank, why);
+}
+
+koloResult_t kf_neg_bcast_order(kf_neg *n, int *order, int count, kolo_errbuf *eb) {
+  size_t bytes = (size_t)count * 4;
+  koloResult_t res = scratch(n, bytes > 0 ? bytes : 1, eb);
+  if (res != koloSuccess) return res;
+  if (n->rank == 0) kf_encode_order(order, count, n->scratch);
+  if (count > 0) res = kf_neg_bcast(n, n->scratch, bytes, eb);
+  char why[KOLO_ERR_LEN - 64];
+  if (res == koloSuccess && kf_decode_order(n->scratch, bytes, 0, count, order, why, sizeof why) != KF_WIRE_OK)
+    res = garbled(n, why, eb);
+  return res;
+}
+
 /* ---- Commit ------------------------------------------------------------- */
 
 static void decl_text(const kf_decl *d, char *out, size_t len) {
@@ -157,6 +176,48 @@ int kf_decl_sentence(const kf_decl_summary *all, const kf_decl_diff *diffs, int 
   return 1;
 }
 
+/* Rank 0's n0 declarations onto every rank, into zero. */
+static koloResult_t bcast_decls(kf_neg *n, const kf_decl *decl, int n0, kf_decl *zero, kolo_errbuf *eb) {
+  size_t bytes = (size_t)n0 * KF_DECL_WIRE_BYTES;
+  koloResult_t res = scratch(n, bytes > 0 ? bytes : 1, eb);
+  if (res != koloSuccess || n0 == 0) return res;
+  if (n->rank == 0) kf_encode_decls(decl, n0, n->scratch);
+  res = kf_neg_bcast(n, n->scratch, bytes, eb);
+  char why[KOLO_ERR_LEN - 64];
+  if (res == koloSuccess && kf_decode_decls(n->scratch, bytes, 0, n0, zero, why, sizeof why) != KF_WIRE_OK)
+    res = garbled(n, why, eb);
+  return res;
+}
+
+/* Every rank's first difference from rank 0's list, into diffs. */
+static koloResult_t gather_diffs(kf_neg *n, const kf_decl_diff *mine, kf_decl_diff *diffs, kolo_errbuf *eb) {
+  koloResult_t res = scratch(n, (size_t)n->nranks * KF_DIFF_WIRE_BYTES, eb);
+  if (res != koloSuccess) return res;
+  kf_encode_diff(mine, n->scratch + (size_t)n->rank * KF_DIFF_WIRE_BYTES);
+  res = allgather_tag(n, TAG_FUSION_DECL, n->scratch, KF_DIFF_WIRE_BYTES, eb);
+  char why[KOLO_ERR_LEN - 64];
+  for (int r = 0; r < n->nranks && res == koloSuccess; r++)
+    if (kf_decode_diff(n->scratch + (size_t)r * KF_DIFF_WIRE_BYTES, KF_DIFF_WIRE_BYTES, r, &diffs[r], why,
+                       sizeof why) != KF_WIRE_OK)
+      res = garbled(n, why, eb);
+  return res;
+}
+
+/* Every rank's summary, into all. */
+static koloResult_t gather_summaries(kf_neg *n, const kf_decl_summary *mine, kf_decl_summary *all,
+                                     kolo_errbuf *eb) {
+  koloResult_t res = scratch(n, (size_t)n->nranks * KF_SUMMARY_WIRE_BYTES, eb);
+  if (res != koloSuccess) return res;
+  kf_encode_summary(mine, n->scratch + (size_t)n->rank * KF_SUMMARY_WIRE_BYTES);
+  res = allgather_tag(n, TAG_FUSION_DECL, n->scratch, KF_SUMMARY_WIRE_BYTES, eb);
+  char why[KOLO_ERR_LEN - 64];
+  for (int r = 0; r < n->nranks && res == koloSuccess; r++)
+    if (kf_decode_summary(n->scratch + (size_t)r * KF_SUMMARY_WIRE_BYTES, KF_SUMMARY_WIRE_BYTES, r, &all[r], why,
+                          sizeof why) != KF_WIRE_OK)
+      res = garbled(n, why, eb);
+  return res;
+}
+
 /* Second phase of the check, run when the summaries differ: rank 0's list
  * to everyone, each rank's first difference from it back to everyone. */
 static koloResult_t explain_decls(kf_neg *n, const kf_decl *decl, int ntensors, const kf_decl_summary *all,
@@ -165,14 +226,12 @@ static koloResult_t explain_decls(kf_neg *n, const kf_decl *decl, int ntensors, 
   kf_decl *zero = calloc((size_t)(n0 > 0 ? n0 : 1), sizeof *zero);
   kf_decl_diff *diffs = calloc((size_t)n->nranks, sizeof *diffs);
   koloResult_t res = zero && diffs ? koloSuccess : kolo_error(eb, koloSystemError, "fusion on rank %d: out of memory at Commit", n->rank);
-  if (res == koloSuccess && n->rank == 0) memcpy(zero, decl, (size_t)n0 * sizeof *zero);
-  if (res == koloSuccess && n0 > 0) res = kf_neg_bcast(n, zero, (size_t)n0 * sizeof *zero, eb);
+  if (res == koloSuccess) res = bcast_decls(n, decl, n0, zero, eb);
   if (res == koloSuccess) {
-    kf_decl_diff *me = &diffs[n->rank];
-    me->first_diff = first_difference(decl, ntensors, zero, n0);
-    me->has = me->first_diff >= 0 && me->first_diff < ntensors;
-    if (me->has) me->decl = decl[me->first_diff];
-    res = allgather_tag(n, TAG_FUSION_DECL, diffs, sizeof *diffs, eb);
+    kf_decl_diff me = {first_difference(decl, ntensors, zero, n0), 0, {0, 0, 0}};
+    me.has = me.first_diff >= 0 && me.first_diff < ntensors;
+    if (me.has) me.decl = decl[me.first_diff];
+    res = gather_diffs(n, &me, diffs, eb);
   }
   if (res == koloSuccess) {
     char s[KOLO_ERR_LEN];
@@ -189,8 +248,8 @@ koloResult_t kf_neg_check_decls(kf_neg *n, const kf_decl *decl, int ntensors, co
                                 kolo_errbuf *eb) {
   kf_decl_summary *all = calloc((size_t)n->nranks, sizeof *all);
   if (all == NULL) return kolo_error(eb, koloSystemError, "fusion on rank %d: out of memory at Commit", n->rank);
-  all[n->rank] = (kf_decl_summary){*shape, kf_decl_hash(decl, ntensors), ntensors, 0};
-  koloResult_t res = allgather_tag(n, TAG_FUSION_DECL, all, sizeof *all, eb);
+  kf_decl_summary mine = {*shape, kf_decl_hash(decl, ntensors), ntensors, 0};
+  koloResult_t res = gather_summaries(n, &mine, all, eb);
   int bad_shape = -1, bad_decl = -1;
   for (int r = 1; r < n->nranks && res == koloSuccess; r++) {
     if (bad_shape < 0 && memcmp(&all[r].shape, &all[0].shape, sizeof *shape) != 0) bad_shape = r;
@@ -258,12 +317,25 @@ void kf_mismatch_sentence(const kf_view *all, int nranks, int probe, const kf_de
     snprintf(out, len, "%s%s; %s", what, va, vb);
 }
 
+/* Every rank's view, into all. */
+static koloResult_t gather_views(kf_neg *n, const kf_view *mine, kf_view *all, kolo_errbuf *eb) {
+  koloResult_t res = scratch(n, (size_t)n->nranks * KF_VIEW_WIRE_BYTES, eb);
+  if (res != koloSuccess) return res;
+  kf_encode_view(mine, n->scratch + (size_t)n->rank * KF_VIEW_WIRE_BYTES);
+  res = kf_neg_allgather(n, n->scratch, KF_VIEW_WIRE_BYTES, eb);
+  char why[KOLO_ERR_LEN - 64];
+  for (int r = 0; r < n->nranks && res == koloSuccess; r++)
+    if (kf_decode_view(n->scratch + (size_t)r * KF_VIEW_WIRE_BYTES, KF_VIEW_WIRE_BYTES, r, &all[r], why,
+                       sizeof why) != KF_WIRE_OK)
+      res = garbled(n, why, eb);
+  return res;
+}
+
 koloResult_t kf_neg_mismatch(kf_neg *n, const kf_view *mine, int probe, const kf_decl *decl, int timeout_ms,
                              kolo_errbuf *eb) {
   kf_view *all = calloc((size_t)n->nranks, sizeof *all);
   if (all == NULL) return kolo_error(eb, koloSystemError, "fusion on rank %d: out of memory gathering views", n->rank);
-  all[n->rank] = *mine;
-  koloResult_t res = kf_neg_allgather(n, all, sizeof *all, eb);
+  koloResult_t res = gather_views(n, mine, all, eb);
   if (res == koloSuccess) {
     char s[KOLO_ERR_LEN - 64];
     kf_mismatch_sentence(all, n->nranks, probe, decl, timeout_ms, s, sizeof s);

@@ -43,10 +43,14 @@ void kf_neg_free(kf_neg *n);
 /* vmin / vmax [len] = element-wise min / max over ranks of `mine` [len]. */
 koloResult_t kf_neg_minmax(kf_neg *n, const unsigned char *mine, size_t len, unsigned char *vmin,
                            unsigned char *vmax, kolo_errbuf *eb);
-/* all [nranks * len]: this rank's part filled in; every part on return. */
+/* all [nranks * len]: this rank's part filled in; every part on return.
+ * Bytes only: what the fusion sends is encoded first (negotiate_wire.h). */
 koloResult_t kf_neg_allgather(kf_neg *n, void *all, size_t len, kolo_errbuf *eb);
-/* buf [len] of rank 0 onto every rank. */
+/* buf [len] of rank 0 onto every rank (bytes, as above). */
 koloResult_t kf_neg_bcast(kf_neg *n, void *buf, size_t len, kolo_errbuf *eb);
+/* Rank 0's order [count] onto every rank, encoded, and checked to be a
+ * permutation of 0..count-1 (a sentence naming rank 0 otherwise). */
+koloResult_t kf_neg_bcast_order(kf_neg *n, int *order, int count, kolo_errbuf *eb);
 
 /* ---- Commit ------------------------------------------------------------- */
 /* What must be equal on every rank besides the declarations. */
@@ -61,7 +65,7 @@ typedef struct {
  * declarations; when they differ, its first difference from rank 0's. */
 typedef struct {
   kf_shape shape;
-  uint64_t hash;
+  uint64_t hash;      /* kf_decl_hash: the same on hosts of any byte order */
   int32_t ntensors, pad;
 } kf_decl_summary;
 
@@ -92,7 +96,9 @@ typedef struct {
   uint32_t ntensors;
 } kf_sig;
 
-#define KF_ROUND_TAIL (sizeof(kf_sig) + 2) /* signature, bad-end flag, stall flag */
+/* kf_sig as negotiate_wire.h encodes it (the same bytes on every host). */
+#define KF_SIG_WIRE_BYTES (8 + 8 + 4 + 4)
+#define KF_ROUND_TAIL (KF_SIG_WIRE_BYTES + 2) /* signature, bad-end flag, stall flag */
 #define KF_FLAG_BAD_END 0 /* the rank ended its step with tensors unmarked */
 #define KF_FLAG_STALLED 1 /* a tensor ready elsewhere was not marked here for timeout ms */
 

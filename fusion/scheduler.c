@@ -30,6 +30,7 @@
 
 #include "common/log.h"
 #include "fusion/internal.h"
+#include "fusion/negotiate_wire.h"
 
 typedef struct {
   kf_launch_kind kind;
@@ -318,15 +319,16 @@ static koloResult_t run_round(koloFusion_t f, kf_rounds *rs) {
   int64_t begin = f->tl ? now_us() : 0;
   kf_sig sig = my_sig(f, rs);
   unsigned char *tail = rs->vec + rs->n;
-  memcpy(tail, &sig, sizeof sig);
-  tail[sizeof sig + KF_FLAG_BAD_END] = rs->ended && rs->nmarked < rs->n;
-  tail[sizeof sig + KF_FLAG_STALLED] = (unsigned char)rs->stalled;
+  kf_encode_sig(&sig, tail); /* the same bytes on hosts of any byte order */
+  tail[KF_SIG_WIRE_BYTES + KF_FLAG_BAD_END] = rs->ended && rs->nmarked < rs->n;
+  tail[KF_SIG_WIRE_BYTES + KF_FLAG_STALLED] = (unsigned char)rs->stalled;
   koloResult_t res = kf_neg_minmax(&f->neg, rs->vec, rs->veclen, rs->vmin, rs->vmax, &rs->eb);
   rs->exchanged_us = now_us();
   rs->delta.rounds++;
   if (res != koloSuccess) return res;
   const unsigned char *mn = rs->vmin + rs->n, *mx = rs->vmax + rs->n;
-  if (memcmp(mn, mx, sizeof sig) != 0 || mx[sizeof sig + KF_FLAG_BAD_END] || mx[sizeof sig + KF_FLAG_STALLED])
+  if (memcmp(mn, mx, KF_SIG_WIRE_BYTES) != 0 || mx[KF_SIG_WIRE_BYTES + KF_FLAG_BAD_END] ||
+      mx[KF_SIG_WIRE_BYTES + KF_FLAG_STALLED])
     return mismatch(f, rs, &sig);
   for (int t = 0; t < rs->n; t++)
     if (ready_all(rs, t) && rs->ready_round[t] < 0) rs->ready_round[t] = rs->round;
@@ -345,10 +347,8 @@ static koloResult_t run_round(koloFusion_t f, kf_rounds *rs) {
 /* After the first step: rank 0's order of marks, to every rank; a new
  * layout from it when it places any tensor elsewhere; contents moved. */
 static koloResult_t rebuild(koloFusion_t f, kf_rounds *rs, int *order) {
-  koloResult_t res = kf_neg_bcast(&f->neg, order, (size_t)rs->n * sizeof *order, &rs->eb);
+  koloResult_t res = kf_neg_bcast_order(&f->neg, order, rs->n, &rs->eb); /* refuses a non-permutation */
   if (res != koloSuccess) return res;
-  if (!kf_order_valid(order, rs->n))
-    return kolo_error(&rs->eb, koloInternalError, "fusion on rank %d: rank 0's ready order is not a permutation", f->rank);
   kf_layout nl;
   res = kf_layout_build(f->decl, rs->n, order, f->bucket_cap, f->first_bucket_bytes, &nl);
   if (res != koloSuccess) return kolo_error(&rs->eb, res, "fusion on rank %d: out of memory rebuilding buckets", f->rank);

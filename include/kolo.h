@@ -46,6 +46,9 @@ typedef struct CUstream_st *koloStream_t;
 
 typedef struct koloComm *koloComm_t;
 
+/* Opaque bytes, as NCCL's: copy them to every rank as they are (MPI_Bcast,
+ * a file).  They read the same on hosts of any byte order; a process of
+ * another kolo version refuses them, saying so. */
 #define KOLO_UNIQUE_ID_BYTES 128
 typedef struct {
   char internal[KOLO_UNIQUE_ID_BYTES];

@@ -1021,13 +1021,16 @@ TEST(WireCodec, RankHelloOfAnotherVersionOrOutOfRange) {
   kolo_encode_rank_hello(&h, b.data());
   uint32_t version = 0;
   char why[256] = "";
-  b[0] = 4;  // version 4 (newer), little-endian
+  b[0] = 5;  // version 5 (newer), little-endian
   EXPECT_EQ(kolo_decode_rank_hello(b.data(), b.size(), &back, &version, why, sizeof why), KOLO_WIRE_OTHER_VERSION);
-  EXPECT_EQ(version, 4u);
-  EXPECT_TRUE(contains(why, "speaks kolo wire version 4, this process speaks 3")) << why;
+  EXPECT_EQ(version, 5u);
+  EXPECT_TRUE(contains(why, "speaks kolo wire version 5, this process speaks 4")) << why;
   b[0] = 2;  // version 2 (older: host-order pipe descriptors)
   EXPECT_EQ(kolo_decode_rank_hello(b.data(), b.size(), &back, &version, why, sizeof why), KOLO_WIRE_OTHER_VERSION);
-  EXPECT_TRUE(contains(why, "speaks kolo wire version 2, this process speaks 3")) << why;
+  EXPECT_TRUE(contains(why, "speaks kolo wire version 2, this process speaks 4")) << why;
+  b[0] = 3;  // version 3 (older: host-order init, split, shrink and fusion records)
+  EXPECT_EQ(kolo_decode_rank_hello(b.data(), b.size(), &back, &version, why, sizeof why), KOLO_WIRE_OTHER_VERSION);
+  EXPECT_TRUE(contains(why, "speaks kolo wire version 3, this process speaks 4")) << why;
   struct Bad {
     int rank, nranks, nids, root_index, role;
     const char *why;
@@ -1192,10 +1195,10 @@ TEST_P(BootstrapOldPeer, IsRefusedWithBothVersionsAndTheJobCompletes) {
   std::string want;
   if (GetParam() == OldPeer::kVersion1) {
     ASSERT_TRUE(raw_send(fd, v1_hello(KOLO_TAG_RANK_HELLO_V1, 352)));
-    want = "speaks kolo wire version 1, this root speaks 3";
+    want = "speaks kolo wire version 1, this root speaks 4";
   } else if (GetParam() == OldPeer::kVersion2) {
     ASSERT_TRUE(raw_send(fd, hello_of_version(uid, 2)));
-    want = "speaks kolo wire version 2, this root speaks 3";
+    want = "speaks kolo wire version 2, this root speaks 4";
   } else {
     RankHelloMsg h = make_rank_hello(uid, 0, 2);
     h.body.nranks = 0;
@@ -1245,7 +1248,7 @@ TEST_F(Bootstrap, StrangersAreDroppedWithTheRightSentence) {
 
 // A fake root that answers with a refusal of a newer version: the rank's
 // init fails with the root's sentence (the refused side learns why).  The
-// fake root also checks what a real rank sends: a version 3 hello.
+// fake root also checks what a real rank sends: a version 4 hello.
 TEST_F(Bootstrap, RankLearnsWhyARootOfAnotherVersionRefusedIt) {
   int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   ASSERT_GE(lfd, 0);
@@ -1273,7 +1276,7 @@ TEST_F(Bootstrap, RankLearnsWhyARootOfAnotherVersionRefusedIt) {
     EXPECT_EQ(h.nranks, 3);
     EXPECT_EQ(h.info.pid, (int32_t)getpid());
     uint8_t m[KOLO_WIRE_HDR_BYTES + KOLO_REFUSAL_MAX_BYTES];
-    size_t n = kolo_encode_refusal(koloInvalidUsage, "root R: peer P speaks kolo wire version 3, this root speaks 4",
+    size_t n = kolo_encode_refusal(koloInvalidUsage, "root R: peer P speaks kolo wire version 4, this root speaks 5",
                                    m + KOLO_WIRE_HDR_BYTES);
     kolo_encode_header(m, KOLO_TAG_REFUSED, n);
     EXPECT_TRUE(raw_send(fd, m, KOLO_WIRE_HDR_BYTES + n));
@@ -1282,7 +1285,7 @@ TEST_F(Bootstrap, RankLearnsWhyARootOfAnotherVersionRefusedIt) {
   kolo_errbuf eb;
   kolo_bootstrap *bs = nullptr;
   EXPECT_EQ(kolo_bootstrap_init(&uid, 1, 3, 5000, &eb, &bs), koloInvalidUsage);
-  EXPECT_TRUE(contains(eb.msg, "speaks kolo wire version 3, this root speaks 4")) << eb.msg;
+  EXPECT_TRUE(contains(eb.msg, "speaks kolo wire version 4, this root speaks 5")) << eb.msg;
   fake.join();
   close(lfd);
 }
@@ -1323,7 +1326,7 @@ TEST_F(Bootstrap, MeshRefusesOtherVersionsAndHearsGoodbyes) {
   EXPECT_EQ(hdr.tag, (uint32_t)KOLO_TAG_REFUSED);
   std::string text(body.begin() + 4, body.end());
   EXPECT_TRUE(contains(text, "rank 0 refused a mesh connection: peer 127.0.0.1:")) << text;
-  EXPECT_TRUE(contains(text, "speaks kolo wire version 1, this rank speaks 3")) << text;
+  EXPECT_TRUE(contains(text, "speaks kolo wire version 1, this rank speaks 4")) << text;
   EXPECT_TRUE(closed_by_peer(old, 2000));
   close(old);
 

@@ -55,7 +55,10 @@ typedef struct {
 
 typedef struct kolo_bootstrap kolo_bootstrap;
 
-/* Encode/decode the id.  decode fails (koloInvalidArgument) on a bad magic. */
+/* Encode/decode the id (uid_codec.c: explicit bytes, the same on hosts of
+ * any byte order).  decode fails (koloInvalidArgument), saying why, on any
+ * id that is not one of this kolo's: another magic or wire version, an
+ * unknown kind, no root address, garbage in its unused bytes. */
 void kolo_uid_encode(const kolo_uid *uid, koloUniqueId *id);
 koloResult_t kolo_uid_decode(const koloUniqueId *id, kolo_uid *uid, kolo_errbuf *eb);
 

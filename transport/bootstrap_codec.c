@@ -21,8 +21,9 @@ static void put_addr(kolo_wire_out *w, const struct sockaddr_storage *a) {
   kolo_put_bytes(w, bytes, sizeof bytes);
 }
 
-/* 0, or -1 when the family is neither 4 nor 6 (a zeroed address is valid
- * only where allow_none says so). */
+/* 0, or -1 when the family is neither 4 nor 6 or an IPv4 address has
+ * bytes past its 4 that are not zero (a zeroed address is valid only where
+ * allow_none says so). */
 static int get_addr(kolo_wire_in *r, struct sockaddr_storage *a, int allow_none) {
   uint8_t family = kolo_get_u8(r);
   uint16_t port = kolo_get_u16(r);
@@ -30,7 +31,8 @@ static int get_addr(kolo_wire_in *r, struct sockaddr_storage *a, int allow_none)
   kolo_get_bytes(r, bytes, sizeof bytes);
   memset(a, 0, sizeof *a);
   if (family == 0 && allow_none) return 0;
-  if (family != 4 && family != 6) return -1;
+  static const uint8_t zeros[12];
+  if (family != 6 && (family != 4 || memcmp(bytes + 4, zeros, sizeof zeros) != 0)) return -1;
   kolo_addr_from_wire(family == 6 ? AF_INET6 : AF_INET, port, bytes, a);
   return 0;
 }
@@ -55,18 +57,18 @@ static int get_peer_info(kolo_wire_in *r, kolo_peer_info *p, int allow_none) {
   return bad;
 }
 
-static void put_uid(kolo_wire_out *w, const kolo_uid *u) {
+void kolo_wire_put_uid(kolo_wire_out *w, const kolo_uid *u) {
   kolo_put_u64(w, u->magic);
   kolo_put_u64(w, u->job);
   kolo_put_bytes(w, u->secret, sizeof u->secret);
   put_addr(w, &u->root);
 }
 
-static int get_uid(kolo_wire_in *r, kolo_uid *u) {
+int kolo_wire_get_uid(kolo_wire_in *r, kolo_uid *u, int allow_none) {
   u->magic = kolo_get_u64(r);
   u->job = kolo_get_u64(r);
   kolo_get_bytes(r, u->secret, sizeof u->secret);
-  return get_addr(r, &u->root, 1);
+  return get_addr(r, &u->root, allow_none);
 }
 
 void kolo_encode_header(uint8_t out[KOLO_WIRE_HDR_BYTES], uint32_t tag, uint64_t len) {
@@ -116,7 +118,7 @@ void kolo_encode_rank_hello(const kolo_rank_hello *h, uint8_t out[KOLO_RANK_HELL
   kolo_put_i32(&w, h->nids);
   kolo_put_i32(&w, h->root_index);
   kolo_put_i32(&w, h->role);
-  put_uid(&w, &h->first);
+  kolo_wire_put_uid(&w, &h->first);
   put_peer_info(&w, &h->info);
 }
 
@@ -148,7 +150,7 @@ int kolo_decode_rank_hello(const void *body, size_t len, kolo_rank_hello *h, uin
   h->nids = kolo_get_i32(&r);
   h->root_index = kolo_get_i32(&r);
   h->role = kolo_get_i32(&r);
-  int bad_addr = get_uid(&r, &h->first);
+  int bad_addr = kolo_wire_get_uid(&r, &h->first, 1);
   bad_addr |= get_peer_info(&r, &h->info, h->role == KOLO_HELLO_SUBROOT);
   if (check_end(&r, "rank hello", KOLO_RANK_HELLO_BYTES, why, why_len) != KOLO_WIRE_OK) return KOLO_WIRE_GARBLED;
   if (bad_addr) {

@@ -1,5 +1,5 @@
-/* bootstrap_root.c - the unique id, the choice of interface and the
- * rendezvous root (bootstrap.h).
+/* bootstrap_root.c - the choice of interface and the rendezvous root
+ * (bootstrap.h; the unique id's bytes are uid_codec.c's).
  *
  * The root is a detached thread serving one job with one poll() loop over
  * its listening socket, the connections that have not yet presented a hello
@@ -31,35 +31,6 @@
 #include "common/log.h"
 #include "transport/bootstrap_wire.h"
 #include "transport/iface_select.h"
-
-/* ---- the unique id -------------------------------------------------------- */
-
-/* The id holds the uid packed: the root address takes the size of an IPv6
- * address, not of a sockaddr_storage. */
-#define UID_ADDR_BYTES sizeof(struct sockaddr_in6)
-#define UID_HEAD_BYTES offsetof(kolo_uid, root)
-_Static_assert(UID_HEAD_BYTES + UID_ADDR_BYTES <= KOLO_UNIQUE_ID_BYTES,
-               "kolo_uid must fit in a koloUniqueId");
-
-void kolo_uid_encode(const kolo_uid *uid, koloUniqueId *id) {
-  memset(id, 0, sizeof *id);
-  memcpy(id->internal, uid, UID_HEAD_BYTES);
-  memcpy(id->internal + UID_HEAD_BYTES, &uid->root, UID_ADDR_BYTES);
-}
-
-koloResult_t kolo_uid_decode(const koloUniqueId *id, kolo_uid *uid, kolo_errbuf *eb) {
-  kolo_uid u;
-  memset(&u, 0, sizeof u);
-  memcpy(&u, id->internal, UID_HEAD_BYTES);
-  memcpy(&u.root, id->internal + UID_HEAD_BYTES, UID_ADDR_BYTES);
-  if (u.magic != KOLO_UID_MAGIC && u.magic != KOLO_UID_MAGIC_ROOT_AT_INIT)
-    return kolo_error(eb, koloInvalidArgument,
-                      "the unique id is not one from koloGetUniqueId (bad magic)");
-  if ((u.root.ss_family != AF_INET && u.root.ss_family != AF_INET6) || kolo_addr_port(&u.root) == 0)
-    return kolo_error(eb, koloInvalidArgument, "the unique id holds no valid root address");
-  *uid = u;
-  return koloSuccess;
-}
 
 /* ---- interface choice ------------------------------------------------------ */
 

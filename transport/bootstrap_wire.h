@@ -163,7 +163,8 @@ koloResult_t kolo_send_refusal(int fd, koloResult_t res, const char *text, const
 enum { KOLO_WIRE_OK = 0, KOLO_WIRE_GARBLED = -1, KOLO_WIRE_OTHER_VERSION = -2 };
 
 /* An address (KOLO_ADDR_WIRE_BYTES), for the other codecs (conn_wire.h);
- * get: 0, or -1 when the family is neither 4 nor 6. */
+ * get: 0, or -1 when the family is neither 4 nor 6 or an IPv4 address has
+ * non-zero bytes past its 4. */
 void kolo_wire_put_addr(kolo_wire_out *w, const struct sockaddr_storage *a);
 int kolo_wire_get_addr(kolo_wire_in *r, struct sockaddr_storage *a);
 
@@ -176,6 +177,23 @@ int kolo_decode_rank_hello(const void *body, size_t len, kolo_rank_hello *h, uin
 void kolo_encode_mesh_hello(const kolo_mesh_hello *h, uint8_t out[KOLO_MESH_HELLO_BYTES]);
 int kolo_decode_mesh_hello(const void *body, size_t len, kolo_mesh_hello *h, uint32_t *version, char *why,
                            size_t why_len);
+/* A koloUniqueId's bytes (uid_codec.c; KOLO_UNIQUE_ID_BYTES): magic u32
+ * "kUID", KOLO_WIRE_VERSION u32, then the uid (KOLO_UID_WIRE_BYTES: its
+ * magic, job, secret, root address), then zeros.  The decoder names the
+ * id as `who` says ("the unique id", "rank 3's unique id") and refuses a
+ * length other than KOLO_UNIQUE_ID_BYTES, another magic (one of version 3
+ * or older, a host-order struct, by name), another version
+ * (KOLO_WIRE_OTHER_VERSION), a uid magic that is neither KOLO_UID_MAGIC
+ * nor KOLO_UID_MAGIC_ROOT_AT_INIT, a root that is not IPv4 or IPv6 or has
+ * no port, and non-zero padding. */
+#define KOLO_UID_ID_MAGIC 0x6b554944u /* "kUID" */
+#define KOLO_UID_ID_HEAD_BYTES 8      /* magic, version */
+int kolo_decode_unique_id(const void *in, size_t len, const char *who, kolo_uid *uid, char *why, size_t why_len);
+/* The uid alone, as in a rank hello and a unique id: get refuses (-1) a
+ * root address of another family than 4 or 6 unless allow_none. */
+void kolo_wire_put_uid(kolo_wire_out *w, const kolo_uid *u);
+int kolo_wire_get_uid(kolo_wire_in *r, kolo_uid *u, int allow_none);
+
 /* Entries [lo, hi) of table: (hi - lo) * KOLO_PEER_INFO_BYTES bytes. */
 void kolo_encode_peer_table(const kolo_peer_info *table, int lo, int hi, uint8_t *out);
 /* Into table[lo..hi): the length must be exact, entry k must be rank k. */

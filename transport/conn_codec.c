@@ -12,22 +12,6 @@
 
 /* ---- pieces ------------------------------------------------------------------ */
 
-/* Pads the rest of a fixed-size field with zeros. */
-static void put_zeros(kolo_wire_out *w) {
-  size_t n = w->bad ? 0 : w->cap - w->off;
-  uint8_t *at = kolo_wire_room(w, n);
-  if (at && n) memset(at, 0, n);
-}
-
-/* 0 when every unread byte is zero (nothing hidden in the padding). */
-static int rest_is_zero(kolo_wire_in *r) {
-  size_t n = kolo_wire_left(r);
-  const uint8_t *at = kolo_wire_take(r, n);
-  for (size_t i = 0; at && i < n; i++)
-    if (at[i] != 0) return -1;
-  return 0;
-}
-
 /* The common end of a descriptor's decoder: another length than
  * KOLO_CONN_DESC_BYTES, or garbage in the padding, is refused with a sentence naming the peer and what it sent. */
 static int finish(kolo_wire_in *r, int peer, const char *what, char *why, size_t why_len) {
@@ -36,7 +20,7 @@ static int finish(kolo_wire_in *r, int peer, const char *what, char *why, size_t
              KOLO_WIRE_VERSION, KOLO_CONN_DESC_BYTES);
     return KOLO_CONN_WIRE_GARBLED;
   }
-  if (rest_is_zero(r) != 0) {
+  if (kolo_wire_rest_is_zero(r) != 0) {
     snprintf(why, why_len, "rank %d sent a %s with garbage in its unused bytes", peer, what);
     return KOLO_CONN_WIRE_GARBLED;
   }
@@ -85,7 +69,7 @@ int kolo_decode_conn_offer(const void *in, size_t len, uint32_t ntransports, int
 void kolo_encode_local_desc(uint64_t addr, uint8_t desc[KOLO_CONN_DESC_BYTES]) {
   kolo_wire_out w = kolo_wire_writer(desc, KOLO_CONN_DESC_BYTES);
   kolo_put_u64(&w, addr);
-  put_zeros(&w);
+  kolo_put_zeros(&w);
 }
 
 int kolo_decode_local_desc(const void *in, size_t len, int peer, uint64_t *addr, char *why, size_t why_len) {
@@ -103,7 +87,7 @@ void kolo_encode_shm_desc(const char *name, uint8_t desc[KOLO_CONN_DESC_BYTES]) 
   kolo_wire_out w = kolo_wire_writer(desc, KOLO_CONN_DESC_BYTES);
   kolo_put_u8(&w, (uint8_t)n);
   kolo_put_bytes(&w, name, n);
-  put_zeros(&w);
+  kolo_put_zeros(&w);
 }
 
 /* Why a segment name is not one kolo made, or NULL: kolo's names are
@@ -140,7 +124,7 @@ void kolo_encode_p2p_desc(const kolo_p2p_desc *d, uint8_t desc[KOLO_CONN_DESC_BY
   kolo_put_u64(&w, d->bytes);
   kolo_put_u64(&w, d->share);
   kolo_put_bytes(&w, d->ipc, sizeof d->ipc);
-  put_zeros(&w);
+  kolo_put_zeros(&w);
 }
 
 static const char *p2p_wrong(const kolo_p2p_desc *d) {
@@ -176,7 +160,7 @@ void kolo_encode_net_desc(const kolo_net_handle *h, const char *provider, uint8_
   kolo_wire_out w = kolo_wire_writer(desc, KOLO_CONN_DESC_BYTES);
   kolo_put_bytes(&w, h->bytes, sizeof h->bytes);
   kolo_put_bytes(&w, name, sizeof name);
-  put_zeros(&w);
+  kolo_put_zeros(&w);
 }
 
 int kolo_decode_net_desc(const void *in, size_t len, int peer, kolo_net_handle *h,
@@ -201,7 +185,7 @@ void kolo_encode_net_handle(const kolo_net_listen_info *l, kolo_net_handle *h) {
   kolo_wire_put_addr(&w, &l->addr);
   kolo_put_bytes(&w, l->token, sizeof l->token);
   kolo_put_u32(&w, l->nconns);
-  put_zeros(&w);
+  kolo_put_zeros(&w);
 }
 
 static const char *provider_of(uint32_t magic) {
@@ -233,7 +217,7 @@ int kolo_decode_net_handle(const kolo_net_handle *h, uint32_t magic, const char 
   l->nconns = kolo_get_u32(&r);
   char buf[160];
   const char *wrong = handle_wrong(l, magic, bad_addr, buf, sizeof buf);
-  if (wrong == NULL && rest_is_zero(&r) != 0) wrong = "has garbage in its unused bytes";
+  if (wrong == NULL && kolo_wire_rest_is_zero(&r) != 0) wrong = "has garbage in its unused bytes";
   if (wrong == NULL) return KOLO_CONN_WIRE_OK;
   snprintf(why, why_len, "%s's network handle %s", who, wrong);
   return KOLO_CONN_WIRE_GARBLED;

@@ -12,13 +12,18 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 /* The revision of every message format kolo speaks; the first message of
- * each connection carries it.  1: host-order C structs (before versioning);
- * 2: pipe offers, transport descriptors and net handles still host-order
- * structs inside bootstrap messages (conn_wire.h encodes them since 3). */
-#define KOLO_WIRE_VERSION 3u
+ * each connection carries it, and so does every koloUniqueId.  1: host-order
+ * C structs (before versioning); 2: pipe offers, transport descriptors and
+ * net handles still host-order structs inside bootstrap messages
+ * (conn_wire.h encodes them since 3); 3: the unique id, and what ranks tell
+ * each other at init, split, shrink and in a fusion, still host-order
+ * structs (uid_codec.c, core/comm_wire.h and fusion/negotiate_wire.h encode
+ * them since 4). */
+#define KOLO_WIRE_VERSION 4u
 
 typedef struct {
   uint8_t *p;
@@ -92,5 +97,33 @@ static inline void kolo_get_bytes(kolo_wire_in *r, void *dst, size_t n) {
 }
 /* Bytes left unread: a decoder of a fixed-size message wants 0. */
 static inline size_t kolo_wire_left(const kolo_wire_in *r) { return r->bad ? 0 : r->len - r->off; }
+
+/* The end of a decoder of a record from rank `peer` (or of a list of
+ * them): 0 when it read exactly `want` bytes, else -1 and a sentence
+ * naming the sender ("rank 3 sent a split entry of 8 bytes, kolo wire
+ * version 4 has 12"). */
+static inline int kolo_wire_whole(const kolo_wire_in *r, size_t want, int peer, const char *what, char *why,
+                                  size_t why_len) {
+  if (!r->bad && r->len == want && kolo_wire_left(r) == 0) return 0;
+  snprintf(why, why_len, "rank %d sent a %s of %zu bytes, kolo wire version %u has %zu", peer, what, r->len,
+           KOLO_WIRE_VERSION, want);
+  return -1;
+}
+
+/* Pads the rest of a fixed-size record with zeros. */
+static inline void kolo_put_zeros(kolo_wire_out *w) {
+  size_t n = w->bad ? 0 : w->cap - w->off;
+  uint8_t *at = kolo_wire_room(w, n);
+  if (at && n) memset(at, 0, n);
+}
+/* Reads the rest: 0 when every byte of it is zero (nothing hidden in the
+ * padding), -1 otherwise. */
+static inline int kolo_wire_rest_is_zero(kolo_wire_in *r) {
+  size_t n = kolo_wire_left(r);
+  const uint8_t *at = kolo_wire_take(r, n);
+  for (size_t i = 0; at && i < n; i++)
+    if (at[i] != 0) return -1;
+  return 0;
+}
 
 #endif

@@ -1,13 +1,17 @@
 /* gen_corpus.c - writes the seed corpora of the wire's fuzz targets
  * (tests/fuzz/corpus/<target>/): valid messages made by kolo's encoders.
- * Run from the repository root after a wire format change:
- *   clang -I. -Iinclude tests/fuzz/gen_corpus.c <the codec .c files> -lpthread -o /tmp/gen && /tmp/gen
+ * Run from the repository root after a wire format change (it links
+ * kolo_static, built in the fuzz build):
+ *   cmake --build build-fuzz --target kolo_gen_corpus && build-fuzz/fuzz/kolo_gen_corpus
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
 
+#include "core/comm_wire.h"
+#include "fusion/negotiate_wire.h"
+#include "kolo_fusion.h"
 #include "transport/bootstrap_wire.h"
 #include "transport/conn_wire.h"
 #include "transport/net_wire.h"
@@ -166,11 +170,84 @@ static void conn_corpus(void) {
   put_offer("net_ib6", 3, d);
 }
 
+/* fuzz_rank_records: selector byte, parameter byte, the record (from
+ * rank 3, the sender the target names). */
+static void put_record(const char *name, uint8_t which, uint8_t param, const uint8_t *p, size_t n) {
+  uint8_t m[2 + KOLO_UNIQUE_ID_BYTES + 64];
+  m[0] = which;
+  m[1] = param;
+  memcpy(m + 2, p, n);
+  put_file("rank_records", name, m, 2 + n);
+}
+
+static void uid_records(void) {
+  kolo_uid u;
+  memset(&u, 0, sizeof u);
+  u.magic = KOLO_UID_MAGIC;
+  u.job = 0x1234;
+  memset(u.secret, 0x5a, sizeof u.secret);
+  u.root = info(0).addr;
+  koloUniqueId id;
+  kolo_uid_encode(&u, &id);
+  put_record("uid_v4", 0, 0, (const uint8_t *)id.internal, sizeof id.internal);
+  struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&u.root;
+  memset(&u.root, 0, sizeof u.root);
+  a6->sin6_family = AF_INET6;
+  a6->sin6_port = htons(41000);
+  a6->sin6_addr.s6_addr[15] = 1;
+  u.magic = KOLO_UID_MAGIC_ROOT_AT_INIT;
+  kolo_uid_encode(&u, &id);
+  put_record("uid_v6_env", 0, 0, (const uint8_t *)id.internal, sizeof id.internal);
+  kolo_shrink_msg m = {id, 0xfeed, 5};
+  uint8_t b[KOLO_SHRINK_MSG_BYTES];
+  kolo_encode_shrink_msg(&m, b);
+  put_record("shrink", 3, 7, b, sizeof b); /* 8 ranks */
+}
+
+static void comm_records(void) {
+  uint8_t b[64];
+  kolo_comm_shape s = {4, 8, koloMemCuda, 8192, 1 << 20, 1 << 16, -1};
+  kolo_encode_comm_shape(&s, b);
+  put_record("shape", 1, 0, b, KOLO_COMM_SHAPE_BYTES);
+  kolo_split_entry e = {1, -2, 3};
+  kolo_encode_split_entry(&e, b);
+  put_record("split", 2, 0, b, KOLO_SPLIT_ENTRY_BYTES);
+  kolo_device_choice c = {0, 1, 2};
+  kolo_encode_device_choice(&c, b);
+  put_record("device_choice", 4, 0, b, KOLO_DEVICE_CHOICE_BYTES);
+  kolo_device_room r = {0, 1, 132, 2, 2};
+  kolo_encode_device_room(&r, b);
+  put_record("device_room", 5, 7, b, KOLO_DEVICE_ROOM_BYTES);
+}
+
+static void fusion_records(void) {
+  uint8_t b[64];
+  kf_view v = {{7, 0xabcdef, 1, 4}, 3, 1, 3, 2, 0, 1};
+  kf_encode_view(&v, b);
+  put_record("view", 6, 0, b, KF_VIEW_WIRE_BYTES);
+  kf_decl d[3] = {{1000, koloFloat32, KOLO_FUSION_ALLOCATE}, {10, koloFloat16, KOLO_FUSION_EXTERNAL},
+                  {1, koloInt8, KOLO_FUSION_ALLOCATE}};
+  kf_encode_decls(d, 3, b);
+  put_record("decls", 7, 3, b, 3 * KF_DECL_WIRE_BYTES);
+  int order[4] = {2, 0, 3, 1};
+  kf_encode_order(order, 4, b);
+  put_record("order", 8, 4, b, 16);
+  kf_decl_summary s = {{1 << 20, 1 << 16, 1 << 22, 1.0, koloAvg, 0, 1, 0}, 0x5555, 3, 0};
+  kf_encode_summary(&s, b);
+  put_record("summary", 9, 0, b, KF_SUMMARY_WIRE_BYTES);
+  kf_decl_diff f = {1, 1, {11, koloFloat16, KOLO_FUSION_EXTERNAL}};
+  kf_encode_diff(&f, b);
+  put_record("diff", 10, 0, b, KF_DIFF_WIRE_BYTES);
+}
+
 int main(void) {
   root_hello();
   root_reply();
   mesh_hello();
   net_corpus();
   conn_corpus();
+  uid_records();
+  comm_records();
+  fusion_records();
   return 0;
 }
