@@ -465,22 +465,12 @@ __device__ __forceinline__ void reduce_t(const kolo_dev_task &t, int op, void *o
 }
 
 /* One SIMPLE slice: rs / ss are the receive / send slots (or nullptr);
- * div: step_div's. */
+ * div: step_div's.  The operands come from the op's roles (ring/program.h). */
 template <typename T>
 __device__ __forceinline__ void simple_slice(const kolo_dev_task &t, int sop, char *rs, char *ss, char *s_,
                                              char *d_, size_t cnt, int div) {
-  const int rop = step_rop(t, div);
-  switch (sop) {
-  case KOLO_STEP_SEND: reduce_t<T>(t, rop, ss, nullptr, s_, nullptr, cnt, 1); break;
-  case KOLO_STEP_RECV: reduce_t<T>(t, rop, d_, nullptr, rs, nullptr, cnt, 1); break;
-  case KOLO_STEP_COPY: reduce_t<T>(t, rop, d_, nullptr, s_, nullptr, cnt, div); break;
-  case KOLO_STEP_COPY_SEND: reduce_t<T>(t, rop, ss, d_ == s_ ? nullptr : d_, s_, nullptr, cnt, 1); break;
-  case KOLO_STEP_RECV_COPY_SEND: reduce_t<T>(t, rop, d_, ss, rs, nullptr, cnt, 1); break;
-  case KOLO_STEP_RECV_REDUCE_SEND: reduce_t<T>(t, rop, ss, nullptr, rs, s_, cnt, 1); break;
-  case KOLO_STEP_RECV_REDUCE_COPY: reduce_t<T>(t, rop, d_, nullptr, rs, s_, cnt, div); break;
-  case KOLO_STEP_RECV_REDUCE_COPY_SEND: reduce_t<T>(t, rop, d_, ss, rs, s_, cnt, div); break;
-  default: break;
-  }
+  const kolo_step_operands x = kolo_step_operands_of(sop, rs, ss, s_, d_);
+  if (x.o0 != nullptr) reduce_t<T>(t, step_rop(t, div), x.o0, x.o1, x.a, x.b, cnt, x.post ? div : 1);
 }
 
 /* ---- LL ------------------------------------------------------------------ */
@@ -654,20 +644,20 @@ __device__ __forceinline__ bool ll_slice(const kolo_dev_batch &b, const kolo_dev
                                          const kolo_dev_conn *R, int sop, char *s_, char *d_, size_t cnt, int div,
                                          uint32_t rstep, uint32_t sstep, int *s_stop) {
   const bool pre = div == 0;
+  const unsigned roles = kolo_step_roles(sop);
+  const kolo_step_operands o = kolo_step_operands_of(sop, nullptr, nullptr, s_, d_);
   LLSlice x;
   x.R = R;
-  x.rl = kolo_step_recvs(sop) ? R->ll_slots + (size_t)(rstep % R->nslots) * R->ll_slot_bytes : nullptr;
-  x.sl = kolo_step_sends(sop) ? S->ll_slots + (size_t)(sstep % S->nslots) * S->ll_slot_bytes : nullptr;
-  x.s = kolo_step_reads_src(sop) ? s_ : nullptr;
-  x.d = kolo_step_writes_dst(sop) ? d_ : nullptr;
-  if (sop == KOLO_STEP_COPY_SEND && d_ == s_) x.d = nullptr;
+  x.rl = (roles & KOLO_ROLE_RECV) ? R->ll_slots + (size_t)(rstep % R->nslots) * R->ll_slot_bytes : nullptr;
+  x.sl = (roles & KOLO_ROLE_SEND) ? S->ll_slots + (size_t)(sstep % S->nslots) * S->ll_slot_bytes : nullptr;
+  x.s = (roles & KOLO_ROLE_SRC) ? s_ : nullptr;
+  /* the slots are lines here, not operands: o0 is dst where the op writes
+   * it (not a copy-and-send whose dst holds its src already) */
+  x.d = o.o0 == d_ ? d_ : nullptr;
   x.nbytes = cnt * t.geo.elem_size;
   x.rflag = kolo_ll_flag(rstep);
   x.sflag = kolo_ll_flag(sstep);
-  x.div = (sop == KOLO_STEP_COPY || sop == KOLO_STEP_RECV_REDUCE_COPY ||
-           sop == KOLO_STEP_RECV_REDUCE_COPY_SEND)
-              ? (pre ? 1 : div)
-              : 1;
+  x.div = o.post && !pre ? div : 1;
   if (ll_op_lines<T>(x, sop, pre, b, t, s_stop)) return true;
   if (x.sl != nullptr && kolo_ll_clean_step(sstep)) ll_clean(x, S->ll_slot_bytes);
   return false;
@@ -777,7 +767,7 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
       const kolo_step st = t.steps[s];
       const int sop = st.op;
       const bool rv = kolo_step_recvs(sop), sd = kolo_step_sends(sop);
-      if (!rv && !sd && sop != KOLO_STEP_COPY) continue; /* not a step op */
+      if (kolo_step_roles(sop) == 0) continue; /* not a step op */
       size_t soff, doff, ns, nd;
       kolo_geo_chunk_range(&t.geo, base, rce, t.channel, st.src_chunk,
                            st.src_buf == KOLO_BUF_IN ? t.in_blocked : t.out_blocked, &soff, &ns);
@@ -787,7 +777,7 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
       char *src = (st.src_buf == KOLO_BUF_IN ? t.in : t.out) + soff * esz;
       char *dst = (st.dst_buf == KOLO_BUF_IN ? t.in : t.out) + doff * esz;
       const int div = step_div(t, st);
-      if (sop == KOLO_STEP_COPY && dst == src && div == 1) continue; /* nothing to do */
+      if (!rv && !sd && dst == src && div == 1) continue; /* a local copy onto itself: nothing to do */
       if (t.npeers > 0 && n > 0) take_ends(t, st, sd, rv, e);
       const size_t per = (rv || sd) ? slot_elems : n;
       for (size_t off = 0; off < n; off += per) {
