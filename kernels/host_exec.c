@@ -128,11 +128,13 @@ static void do_slice(kolo_exec_task *t, const kolo_step *s, kolo_connector *sc, 
   char *dst = buf_of(t, s->dst_buf) + (t->dst_off + off) * esz;
   char *rslot = rc ? kolo_conn_slot(rc) : NULL;
   char *sslot = sc ? kolo_conn_slot(sc) : NULL;
-  kolo_step_operands x = kolo_step_operands_of(s->op, rslot, sslot, src, dst);
-  int div = x.post && (s->flags & KOLO_STEP_FINAL) ? t->div : 1;
   /* a premul-sum scales the rank's own input where a step reads it: the
    * step's src (b, or a when the step has no b) */
-  if (t->premul && kolo_step_reads_src(s->op) && s->src_buf == KOLO_BUF_IN)
+  int scales = t->premul && kolo_step_reads_src(s->op) && s->src_buf == KOLO_BUF_IN;
+  int src_first = (s->flags & KOLO_STEP_SRC_FIRST) && !scales;
+  kolo_step_operands x = kolo_step_operands_of(s->op, src_first, rslot, sslot, src, dst);
+  int div = x.post && (s->flags & KOLO_STEP_FINAL) ? t->div : 1;
+  if (scales)
     kolo_host_reduce_premul(x.o0, x.o1, x.a, x.b, n, t->type, &t->scalar);
   else if (x.o0 != NULL)
     kolo_host_reduce(x.o0, x.o1, x.a, x.b, n, t->type, t->op, div);

@@ -91,6 +91,12 @@ typedef enum { KOLO_LAYOUT_RING = 0, KOLO_LAYOUT_FLAT = 1 } kolo_layout;
 /* Step flag: this step produces the final value of its elements, so the
  * post-op (division of an average) is applied to what it writes. */
 #define KOLO_STEP_FINAL 0x1u
+/* Step flag: a reducing step computes src OP recv instead of recv OP src
+ * (schedules that combine the same two values on two ranks use it to put
+ * them in the same order on both: ring/doubling.h).  Not where a premul-sum
+ * scales src (that computes recv + pre(src): a sum, which only a NaN's
+ * payload could tell from the other order). */
+#define KOLO_STEP_SRC_FIRST 0x2u
 
 typedef struct {
   uint8_t op;        /* kolo_step_op */
@@ -153,23 +159,29 @@ KOLO_HD int kolo_step_reduces(int op) { return (kolo_step_roles(op) & KOLO_ROLE_
  *   o0[i] = post(a[i] OP b[i]), and the same into o1 when o1 is not NULL;
  *   b == NULL: o0[i] = post(a[i]), a copy.
  * a is the received slot (or src when the op receives nothing), b is src
- * when the op reduces; the outputs are dst and the send slot, whichever
- * the op has (dst first).  post: 1 when the op applies the post-op (a
- * division by the step's divisor, on FINAL steps only).  A copy-and-send
- * whose dst is its src writes the slot only (the chunk already holds what
- * it would write). */
+ * when the op reduces (a and b the other way round when src_first: the
+ * step's KOLO_STEP_SRC_FIRST); the outputs are dst and the send slot,
+ * whichever the op has (dst first).  post: 1 when the op applies the
+ * post-op (a division by the step's divisor, on FINAL steps only).  A
+ * copy-and-send whose dst is its src writes the slot only (the chunk
+ * already holds what it would write). */
 typedef struct {
   char *o0, *o1;
   const char *a, *b;
   int post;
 } kolo_step_operands;
 
-KOLO_HD kolo_step_operands kolo_step_operands_of(int op, char *rslot, char *sslot, char *src, char *dst) {
+KOLO_HD kolo_step_operands kolo_step_operands_of(int op, int src_first, char *rslot, char *sslot, char *src,
+                                                 char *dst) {
   const unsigned r = kolo_step_roles(op);
   kolo_step_operands x;
   char *d = (r & KOLO_ROLE_DST) ? dst : NULL, *sl = (r & KOLO_ROLE_SEND) ? sslot : NULL;
   x.a = (r & KOLO_ROLE_RECV) ? rslot : (r & KOLO_ROLE_SRC) ? src : NULL;
   x.b = (r & KOLO_ROLE_REDUCE) ? src : NULL;
+  if (x.b != NULL && src_first) {
+    x.b = x.a;
+    x.a = src;
+  }
   x.post = (r & KOLO_ROLE_POST) != 0;
   if (sl != NULL && !x.post && d == x.a) d = NULL;
   x.o0 = d != NULL ? d : sl;
