@@ -106,6 +106,10 @@ koloResult_t kolo_run_ops_here(kolo_op *ops, int nops);
  * the batch at once (host or device pipes, after each comm's memory kind). */
 koloResult_t kolo_p2p_connect(const kolo_op *ops, int nops);
 
+/* Makes the point-to-point pipes of the doubling all-reduces at init,
+ * where the comm may run them (doubling_pipes.c). */
+koloResult_t kolo_comm_connect_doubling(struct koloComm *c);
+
 /* The point-to-point pipes op needs (enqueue.c): calls f(c, peer, is_send,
  * arg) for the peer of a send or recv, and for each peer and direction the
  * programs of a multi-peer collective use (ring/program.h; a pair may come

@@ -19,7 +19,7 @@
 
 static size_t np_of(const struct koloComm *c) { return (size_t)c->nranks * (size_t)c->nchannels; }
 
-static int slots_of(int coll, int nranks) { return kolo_program_slot(coll, 1) == 1 ? nranks : 1; }
+static int slots_of(int coll, int nranks) { return kolo_program_slots(coll, nranks); }
 
 static const kolo_program *program_of(const struct koloComm *c, int k, int slot, int ch) {
   return &c->programs[k][kolo_program_index(k, slot, ch, c->nrings)];
@@ -49,7 +49,7 @@ static void stage_table(const struct koloComm *c, const kolo_program *p, int ch,
 static void place_tables(struct koloComm *c, const kolo_dev_conn **host, const kolo_dev_conn **dev) {
   size_t at = 0;
   for (int k = 0; k < KOLO_COLL_NUM; k++) {
-    if (!kolo_coll_is_multi_peer(k)) continue;
+    if (!kolo_coll_may_be_multi_peer(k)) continue;
     for (int s = 0; s < slots_of(k, c->nranks); s++)
       for (int ch = 0; ch < c->nchannels; ch++) {
         const kolo_program *p = program_of(c, k, s, ch);
@@ -79,7 +79,7 @@ koloResult_t kolo_cuda_peers_init(struct koloComm *c) {
   if (e != cudaSuccess) return cuda_fail(c, e, "allocating the device copies of the point-to-point ends");
   size_t total = 0;
   for (int k = 0; k < KOLO_COLL_NUM; k++) {
-    if (!kolo_coll_is_multi_peer(k)) continue;
+    if (!kolo_coll_may_be_multi_peer(k)) continue;
     cc->end_tables[k] = calloc((size_t)slots_of(k, c->nranks) * (size_t)c->nchannels, sizeof *cc->end_tables[k]);
     if (cc->end_tables[k] == NULL) return kolo_error(&c->err, koloSystemError, "out of memory at init");
     total += table_entries(c, k);
