@@ -33,7 +33,7 @@ static const kolo_param params[] = {
     {"KOLO_YIELDS", "64", "sched_yield() calls of a blocked wait before sleeping"},
     {"KOLO_SHM_DISABLE", "0", "1: ranks on one host do not use shared memory (for tests)"},
     {"KOLO_HOSTID", NULL, "host identity (any string) instead of hostname + boot id: ranks with equal ids are one host (tests)"},
-    {"KOLO_ALGO", NULL, "all-reduce algorithm: ring or hier (unset: chosen by a cost model per call)"},
+    {"KOLO_ALGO", NULL, "all-reduce algorithm: ring, hier, rd or rabenseifner (unset: chosen by a cost model per call)"},
     {"KOLO_SCHEDULE_FILE", NULL, "run the collectives this schedule file declares with its programs (docs/schedule-format.md); proved at init, the same file on every rank"},
     {"KOLO_NET_FORCE", "0", "1: ranks in different processes of one host use the net transport (tests)"},
     {"KOLO_NET_GDR", "0", "1: net pipes of CUDA communicators put their slots in GPU memory registered with the NIC (GPUDirect RDMA, dma-buf) where supported; 0: staged in pinned host memory"},

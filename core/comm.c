@@ -102,8 +102,8 @@ static koloResult_t resolve_config(struct koloComm *c, const koloConfig_t *cfg) 
   int64_t ll_threshold = kolo_param_int("KOLO_LL_THRESHOLD");
   c->algo.forced = kolo_algo_parse(kolo_param_str("KOLO_ALGO"));
   if (c->algo.forced < KOLO_ALGO_AUTO)
-    return kolo_error(NULL, koloInvalidArgument, "KOLO_ALGO = \"%s\" is neither ring nor hier",
-                      kolo_param_str("KOLO_ALGO"));
+    return kolo_error(NULL, koloInvalidArgument, "KOLO_ALGO = \"%s\" is none of %s", kolo_param_str("KOLO_ALGO"),
+                      kolo_algo_names());
   int64_t ll_slot = kolo_param_int("KOLO_LL_SLOT_BYTES");
   if (c->memory != koloMemHost && c->memory != koloMemCuda)
     return kolo_error(NULL, koloInvalidArgument, "config.memory = %d is neither koloMemHost nor koloMemCuda", c->memory);
@@ -254,7 +254,7 @@ static koloResult_t build_hier(struct koloComm *c, const kolo_hosts *h) {
   if (c->algo.forced == KOLO_ALGO_HIER && !possible && c->rank == 0)
     KOLO_INFO("KOLO_ALGO=hier: all-reduce runs the flat ring, since it needs 2 or more hosts with the same "
               "number (2 or more) of ranks");
-  if (!possible || c->algo.forced == KOLO_ALGO_RING) return koloSuccess;
+  if (!possible || (c->algo.forced != KOLO_ALGO_AUTO && c->algo.forced != KOLO_ALGO_HIER)) return koloSuccess;
   if (kolo_sched_has(c->sched, KOLO_COLL_ALL_REDUCE)) {
     if (c->rank == 0) KOLO_INFO("KOLO_SCHEDULE_FILE gives the all-reduce: no hierarchical all-reduce");
     return koloSuccess;
@@ -290,6 +290,7 @@ static koloResult_t build_topology(struct koloComm *c) {
   c->algo.nranks = c->nranks;
   c->algo.nhosts = h.nhosts;
   c->algo.local = kolo_hosts_uniform(&h) ? h.host_size[0] : 0;
+  c->algo.no_auto_peers = c->memory == koloMemCuda; /* ring/algo.h: the kernel checks no multi-peer call */
   /* Rotating a ring moves its off-host hops: pointless on one host or with
    * one rank per host, where every channel keeps one ring. */
   c->nrings = h.nhosts > 1 && kolo_hosts_max_size(&h) > 1 ? c->nchannels : 1;
@@ -362,10 +363,10 @@ static void close_pipes(struct koloComm *c) {
   }
 }
 
-/* Entries of each collective's program table: one per root/peer and
- * variant (ring, or channel: comm.h). */
-static size_t program_slots(const struct koloComm *c) {
-  return (size_t)c->nranks * (size_t)(c->nvariants > 0 ? c->nvariants : 1);
+/* Entries of collective k's program table: one per root/peer/algorithm
+ * and variant (ring, or channel: comm.h). */
+static size_t program_slots(const struct koloComm *c, int k) {
+  return (size_t)kolo_program_slots(k, c->nranks) * (size_t)(c->nvariants > 0 ? c->nvariants : 1);
 }
 
 static void free_comm(struct koloComm *c) {
@@ -379,7 +380,7 @@ static void free_comm(struct koloComm *c) {
   close_pipes(c);
   kolo_cuda_comm_free(c);
   for (int k = 0; k < KOLO_COLL_NUM; k++) {
-    for (size_t i = 0; c->programs[k] && i < program_slots(c); i++)
+    for (size_t i = 0; c->programs[k] && i < program_slots(c, k); i++)
       if (c->program_ready[k][i]) kolo_program_free(&c->programs[k][i]);
     free(c->programs[k]);
     free(c->program_ready[k]);
@@ -434,8 +435,8 @@ static koloResult_t alloc_tables(struct koloComm *c) {
   c->p2p_recv_ready = calloc(np, 1);
   int ok = c->p2p_send && c->p2p_recv && c->p2p_send_ready && c->p2p_recv_ready;
   for (int k = 0; k < KOLO_COLL_NUM && ok; k++) {
-    c->programs[k] = calloc(program_slots(c), sizeof(kolo_program));
-    c->program_ready[k] = calloc(program_slots(c), 1);
+    c->programs[k] = calloc(program_slots(c, k), sizeof(kolo_program));
+    c->program_ready[k] = calloc(program_slots(c, k), 1);
     ok = c->programs[k] && c->program_ready[k];
   }
   return ok ? koloSuccess : kolo_error(&c->err, koloSystemError, "out of memory at init");
@@ -466,6 +467,7 @@ static koloResult_t init_steps(struct koloComm *c) {
   if (res == koloSuccess && cuda) res = kolo_cuda_comm_programs(c);
   if (res == koloSuccess) res = connect_ring(c);
   if (res == koloSuccess && cuda) kolo_cuda_comm_ring_ready(c);
+  if (res == koloSuccess) res = kolo_comm_connect_doubling(c);
   /* CUDA calls enqueue and return whatever config.blocking says: no
    * progress thread. */
   if (res == koloSuccess && !c->blocking && !cuda) res = kolo_nb_start(c);

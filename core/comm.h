@@ -120,6 +120,10 @@ koloResult_t kolo_run_ops_here(kolo_op *ops, int nops);
  * the batch at once (host or device pipes, after each comm's memory kind). */
 koloResult_t kolo_p2p_connect(const kolo_op *ops, int nops);
 
+/* Makes the point-to-point pipes of the doubling all-reduces at init,
+ * where the comm may run them (doubling_pipes.c). */
+koloResult_t kolo_comm_connect_doubling(struct koloComm *c);
+
 /* The point-to-point pipes op needs (enqueue.c): calls f(c, peer, is_send,
  * arg) for the peer of a send or recv, and for each peer and direction the
  * programs of a multi-peer collective use (ring/program.h; a pair may come
@@ -136,10 +140,17 @@ void kolo_proto_apply(struct koloComm *c);
 int kolo_proto_parse(const char *v, int *ll128);
 
 /* 1 when coll's programs on c may be multi-peer (they run over the
- * point-to-point pipes of their peers): all-to-all, gather, scatter, and
- * the collectives a schedule file gives programs for. */
+ * point-to-point pipes of their peers): all-to-all, gather, scatter, the
+ * all-reduce (its doubling algorithms, ring/algo.h), and the collectives a
+ * schedule file gives programs for. */
 static inline int kolo_comm_multi_peer(const struct koloComm *c, int coll) {
-  return kolo_coll_is_multi_peer(coll) || kolo_sched_has(c->sched, coll);
+  return kolo_coll_may_be_multi_peer(coll) || kolo_sched_has(c->sched, coll);
+}
+
+/* 1 when op's programs are multi-peer: its collective's (op.h), its
+ * all-reduce algorithm's, or a schedule file's. */
+static inline int kolo_op_runs_multi_peer(const kolo_op *op) {
+  return kolo_op_is_multi_peer(op) || kolo_sched_has(op->comm->sched, op->coll);
 }
 
 /* KOLO_SCHEDULE_FILE (sched_env.c): loads, parses and proves the file for

@@ -58,8 +58,8 @@ static const char *shape_wrong(const kolo_comm_shape *s, char *buf, size_t n) {
              (unsigned long long)s->slot_bytes);
   else if (s->ll_threshold > ((uint64_t)1 << 40))
     snprintf(buf, n, "with an LL threshold of %llu bytes (0..2^40)", (unsigned long long)s->ll_threshold);
-  else if (!in_range(s->algo, KOLO_ALGO_AUTO, KOLO_ALGO_HIER))
-    snprintf(buf, n, "with algorithm %d (-1 auto, 0 ring, 1 hier)", s->algo);
+  else if (!in_range(s->algo, KOLO_ALGO_AUTO, KOLO_ALGO_NUM - 1))
+    snprintf(buf, n, "with algorithm %d (-1 auto, 0 ring, 1 hier, 2 rd, 3 rabenseifner)", s->algo);
   else
     return NULL;
   return buf;

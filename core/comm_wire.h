@@ -32,7 +32,7 @@ typedef struct {
   int32_t ll_slot_bytes; /* 0 (host), or a multiple of 1 KiB in 1 KiB..1 MiB */
   uint64_t slot_bytes;   /* a multiple of 4 KiB in 4 KiB..2 GiB */
   uint64_t ll_threshold; /* 0..2^40 */
-  int32_t algo;          /* KOLO_ALGO_AUTO, _RING or _HIER */
+  int32_t algo;          /* KOLO_ALGO_AUTO or an algorithm (ring/algo.h) */
   uint64_t sched_hash;   /* KOLO_SCHEDULE_FILE's hash, 0: none (any value) */
 } kolo_comm_shape;
 #define KOLO_COMM_SHAPE_BYTES (4 * 4 + 2 * 8 + 4 + 8)

@@ -213,7 +213,7 @@ koloResult_t kolo_cuda_comm_init(struct koloComm *c) {
 /* ---- programs ------------------------------------------------------------ */
 
 static int slots_of(int coll, int nranks) {
-  return kolo_program_slot(coll, 1) == 1 ? nranks : 1; /* rooted and p2p: one per rank */
+  return kolo_program_slots(coll, nranks); /* rooted and p2p: one per rank; all-reduce: per algorithm */
 }
 
 /* Calls f(c, program index, program, arg) for every program of coll: each
@@ -262,9 +262,9 @@ static void place_hier_steps(struct koloComm *c, step_cursor *cur) {
 
 koloResult_t kolo_cuda_comm_programs(struct koloComm *c) {
   kolo_cuda_comm *cc = c->cuda;
-  size_t total = 0, entries = (size_t)c->nranks * (size_t)c->nvariants;
+  size_t total = 0;
   for (int k = 0; k < KOLO_COLL_NUM; k++) {
-    cc->dev_steps[k] = calloc(entries, sizeof *cc->dev_steps[k]);
+    cc->dev_steps[k] = calloc((size_t)slots_of(k, c->nranks) * (size_t)c->nvariants, sizeof *cc->dev_steps[k]);
     if (cc->dev_steps[k] == NULL) return kolo_error(&c->err, koloSystemError, "out of memory at init");
     koloResult_t res = each_program(c, k, count_steps, &total);
     if (res != koloSuccess) return res;
@@ -370,7 +370,6 @@ void kolo_cuda_comm_ring_ready(struct koloComm *c) {
   pc->ring_recv = cc->ring_recv;
   pc->p2p_send = cc->p2p_send;
   pc->p2p_recv = cc->p2p_recv;
-  pc->algo = &c->algo;
   pc->hier_programs = c->hier_ready ? c->hier_prog : NULL;
   for (int k = 0; k < KOLO_HIER_PHASES; k++) pc->hier_steps[k] = cc->hier_steps[k];
   for (int k = 0; k < 2; k++) {

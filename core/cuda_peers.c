@@ -19,7 +19,7 @@
 
 static size_t np_of(const struct koloComm *c) { return (size_t)c->nranks * (size_t)c->nchannels; }
 
-static int slots_of(int coll, int nranks) { return kolo_program_slot(coll, 1) == 1 ? nranks : 1; }
+static int slots_of(int coll, int nranks) { return kolo_program_slots(coll, nranks); }
 
 static const kolo_program *program_of(const struct koloComm *c, int k, int slot, int ch) {
   return &c->programs[k][kolo_program_index(k, slot, ch, c->nvariants)];

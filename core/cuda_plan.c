@@ -22,9 +22,8 @@ static int op_channels(const kolo_op *op, const kolo_cuda_plan_comm *pc) {
 }
 
 int kolo_cuda_plan_is_hier(const kolo_op *op, const kolo_cuda_plan_comm *pc) {
-  if (op->coll != KOLO_COLL_ALL_REDUCE || pc->hier_programs == NULL || pc->algo == NULL || op->count == 0)
-    return 0;
-  return kolo_algo_choose(pc->algo, op->count * koloTypeSize(op->type), op_channels(op, pc)) == KOLO_ALGO_HIER;
+  return op->coll == KOLO_COLL_ALL_REDUCE && op->arg == KOLO_ALGO_HIER && pc->hier_programs != NULL &&
+         op->count > 0;
 }
 
 /* Programs an op runs per channel: three phases, or its one program. */

@@ -76,7 +76,8 @@ typedef struct kolo_cuda_plan_comm {
   uint32_t *abort;               /* device view of the mapped abort word */
   uint32_t *status;              /* device view of the mapped status words */
   /* [k][kolo_program_index(k, arg, channel, nrings)] for k <
-   * KOLO_COLL_NUM, nranks * nrings entries each: the host program (peers,
+   * KOLO_COLL_NUM, kolo_program_slots(k, nranks) * nrings entries each: the
+   * host program (peers,
    * layout, step count) and the device copy of its steps.  Channel ch runs
    * program ch % nrings (0 counts as 1): its ring's, or with a schedule
    * file its channel's (core/comm.h: nvariants). */
@@ -87,18 +88,18 @@ typedef struct kolo_cuda_plan_comm {
    * not exist (not connected). */
   const kolo_dev_conn *ring_send, *ring_recv; /* [nchannels] */
   const kolo_dev_conn *p2p_send, *p2p_recv;   /* [peer * nchannels + channel] */
-  /* Multi-peer collectives (kolo_coll_is_multi_peer): [k][slot * nchannels
-   * + channel], slot = kolo_program_slot(k, root): the device table of the
-   * ends of that program on that channel (kernels/cuda_exec.h), whose
-   * entries point at the device copies of p2p_send / p2p_recv.  The
-   * planner checks the ends on the host copies above. */
+  /* Collectives with multi-peer programs (kolo_coll_may_be_multi_peer):
+   * [k][slot * nchannels + channel], slot = kolo_program_slot(k, arg): the
+   * device table of the ends of that program on that channel
+   * (kernels/cuda_exec.h; NULL for a single-peer program), whose entries
+   * point at the device copies of p2p_send / p2p_recv.  The planner checks
+   * the ends on the host copies above. */
   const kolo_dev_ends *end_tables[KOLO_COLL_NUM];
   /* Hierarchical all-reduce (ring/all_reduce_hier.c), where the comm has
-   * it (hier_programs not NULL): what the choice depends on (ring/algo.h,
-   * as the host enqueue chooses), this rank's three phase programs
-   * (KOLO_HIER_*), the device copies of their steps, and the ends of the
-   * intra-host (index 0) and inter-host (1) pipes, [nchannels] each. */
-  const kolo_algo_topo *algo;
+   * it (hier_programs not NULL; an all-reduce runs it when its kolo_op.arg
+   * says so, ring/algo.h): this rank's three phase programs (KOLO_HIER_*),
+   * the device copies of their steps, and the ends of the intra-host
+   * (index 0) and inter-host (1) pipes, [nchannels] each. */
   const kolo_program *hier_programs;
   const kolo_step *hier_steps[KOLO_HIER_PHASES];
   const kolo_dev_conn *hier_send[2], *hier_recv[2];
@@ -113,10 +114,11 @@ typedef struct kolo_cuda_plan_item {
   int32_t key[8];
 } kolo_cuda_plan_item;
 
-/* 1 when the all-reduce op runs hierarchically on this comm: three phases
- * per channel, each phase in launches after the previous phase's (it reads
- * what that one wrote), intra phases on the intra pipes, the inter phase
- * on the inter pipes. */
+/* 1 when the all-reduce op runs hierarchically on this comm (its arg is
+ * KOLO_ALGO_HIER and the comm has the programs): three phases per channel,
+ * each phase in launches after the previous phase's (it reads what that one
+ * wrote), intra phases on the intra pipes, the inter phase on the inter
+ * pipes. */
 int kolo_cuda_plan_is_hier(const kolo_op *op, const kolo_cuda_plan_comm *pc);
 
 /* KOLO_PROTO_LL or KOLO_PROTO_SIMPLE for a call of count elements of type. */

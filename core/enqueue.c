@@ -66,9 +66,17 @@ koloResult_t koloGroupSimulateEnd(koloSimInfo_t *simInfo) {
   return group_finish(0, simInfo);
 }
 
+/* An all-reduce runs the algorithm chosen now, when it is recorded: every
+ * later stage (pipes, programs, tasks, launches) reads it from op->arg. */
+static kolo_op recorded(const kolo_op *op) {
+  kolo_op o = *op;
+  if (o.coll == KOLO_COLL_ALL_REDUCE) o.arg = kolo_comm_all_reduce_algo(o.comm, o.count, o.type);
+  return o;
+}
+
 koloResult_t kolo_enqueue(const kolo_op *op) {
   if (group.depth == 0) {
-    kolo_op one = *op;
+    kolo_op one = recorded(op);
     return kolo_run_ops(&one, 1);
   }
   if (group.nops == group.cap) {
@@ -81,7 +89,7 @@ koloResult_t kolo_enqueue(const kolo_op *op) {
     group.ops = ops;
     group.cap = cap;
   }
-  group.ops[group.nops++] = *op;
+  group.ops[group.nops++] = recorded(op);
   return koloSuccess;
 }
 
@@ -113,7 +121,7 @@ static int is_p2p(int coll) { return kolo_coll_is_p2p(coll); }
 
 koloResult_t kolo_op_pipes(struct koloComm *c, const kolo_op *op, kolo_pipe_fn f, void *arg) {
   if (is_p2p(op->coll)) return f(c, op->arg, op->coll == KOLO_COLL_SEND, arg);
-  if (!kolo_comm_multi_peer(c, op->coll)) return koloSuccess;
+  if (!kolo_op_runs_multi_peer(op)) return koloSuccess;
   for (int v = 0; v < c->nvariants; v++) { /* one program per variant (comm.h) */
     const kolo_program *p;
     koloResult_t res = kolo_comm_program(c, op->coll, op->arg, v, &p);
@@ -177,7 +185,7 @@ static void p2p_mark(struct koloComm *c, const kolo_conn_set *set, koloResult_t 
 
 koloResult_t kolo_p2p_connect(const kolo_op *ops, int nops) {
   int any = 0;
-  for (int i = 0; i < nops && !any; i++) any = is_p2p(ops[i].coll) || kolo_comm_multi_peer(ops[i].comm, ops[i].coll);
+  for (int i = 0; i < nops && !any; i++) any = is_p2p(ops[i].coll) || kolo_op_runs_multi_peer(&ops[i]);
   if (!any) return koloSuccess;
   kolo_conn_set *sets = calloc((size_t)nops, sizeof *sets);
   struct koloComm **comms = calloc((size_t)nops, sizeof *comms);
@@ -235,10 +243,12 @@ static int last_user(const kolo_exec_task *tasks, int n, const kolo_connector *x
   return -1;
 }
 
-/* The algorithm of an all-reduce (ring/algo.h): the same on every rank. */
+/* The algorithm of an all-reduce (ring/algo.h): the same on every rank
+ * (hier only where the comm built it: a topology that allows it, not
+ * forced off). */
 static int all_reduce_algo(const struct koloComm *c, const kolo_op *op) {
-  if (!c->hier_ready) return KOLO_ALGO_RING;
-  return kolo_algo_choose(&c->algo, op->count * koloTypeSize(op->type), channels_for(c, op));
+  int a = kolo_algo_choose(&c->algo, op->count * koloTypeSize(op->type), channels_for(c, op));
+  return a == KOLO_ALGO_HIER && !c->hier_ready ? KOLO_ALGO_RING : a;
 }
 
 int kolo_comm_all_reduce_algo(struct koloComm *comm, size_t count, koloDataType_t type) {
@@ -351,7 +361,7 @@ static void sign_tasks(const kolo_op *op, kolo_exec_task *tasks, int first, int 
 
 static koloResult_t add_op_tasks(const kolo_op *op, kolo_exec_task *tasks, int *ntasks, peer_store *st) {
   struct koloComm *c = op->comm;
-  if (op->coll == KOLO_COLL_ALL_REDUCE && all_reduce_algo(c, op) == KOLO_ALGO_HIER) {
+  if (op->coll == KOLO_COLL_ALL_REDUCE && op->arg == KOLO_ALGO_HIER) {
     add_hier_tasks(op, tasks, ntasks);
     return koloSuccess;
   }
@@ -380,7 +390,7 @@ static koloResult_t add_tasks(const kolo_op *op, kolo_exec_task *tasks, int *nta
 static koloResult_t peer_store_init(peer_store *st, const kolo_op *ops, int nops) {
   size_t cap = 0;
   for (int i = 0; i < nops; i++)
-    if (kolo_comm_multi_peer(ops[i].comm, ops[i].coll))
+    if (kolo_op_runs_multi_peer(&ops[i]))
       cap += 2 * (size_t)ops[i].comm->nchannels * (size_t)ops[i].comm->nranks;
   *st = (peer_store){NULL, NULL, 0, 0};
   if (cap == 0) return koloSuccess;

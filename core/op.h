@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "kolo.h"
+#include "ring/algo.h"
 #include "ring/program.h"
 #include "ring/schedule.h"
 
@@ -31,7 +32,7 @@ typedef struct kolo_op {
   size_t count;          /* elements per block (see ring/program.h) */
   koloDataType_t type;
   koloRedOp_t op;
-  int arg;               /* root or peer */
+  int arg;               /* root, peer, or (all-reduce) algorithm: ring/algo.h's KOLO_ALGO_* */
   struct koloComm *comm;
   koloStream_t stream;   /* CUDA communicators: where the call is enqueued */
   /* A premul-sum (core/redop.h): op is koloSum and each rank's input is
@@ -48,14 +49,27 @@ static inline int kolo_coll_is_p2p(int coll) {
   return coll == KOLO_COLL_SEND || coll == KOLO_COLL_RECV;
 }
 
-/* Programs depend on the root (broadcast, reduce, gather, scatter) or peer
- * (send, recv) only: the index of a call's program among its collective's
- * programs. */
+/* Programs depend on the root (broadcast, reduce, gather, scatter), peer
+ * (send, recv) or algorithm (all-reduce: kolo_op.arg is the one the call
+ * runs, chosen when it is recorded, ring/algo.h) only: the index of a
+ * call's program among its collective's programs. */
 static inline int kolo_program_slot(int coll, int arg) {
   return (coll == KOLO_COLL_BROADCAST || coll == KOLO_COLL_REDUCE || coll == KOLO_COLL_GATHER ||
-          coll == KOLO_COLL_SCATTER || kolo_coll_is_p2p(coll))
+          coll == KOLO_COLL_SCATTER || coll == KOLO_COLL_ALL_REDUCE || kolo_coll_is_p2p(coll))
              ? arg
              : 0;
+}
+
+/* How many slots a collective's programs have on a comm of nranks. */
+static inline int kolo_program_slots(int coll, int nranks) {
+  if (coll == KOLO_COLL_ALL_REDUCE) return KOLO_ALGO_NUM;
+  return kolo_program_slot(coll, 1) == 1 ? nranks : 1;
+}
+
+/* 1 when op's programs are multi-peer (they run over point-to-point pipes). */
+static inline int kolo_op_is_multi_peer(const kolo_op *op) {
+  return kolo_coll_is_multi_peer(op->coll) ||
+         (op->coll == KOLO_COLL_ALL_REDUCE && kolo_algo_is_multi_peer(op->arg));
 }
 
 /* Where the program of (coll, arg) for channel ch lies in a table of
@@ -67,7 +81,8 @@ static inline int kolo_program_index(int coll, int arg, int ch, int nrings) {
 }
 
 /* The algorithm (ring/algo.h KOLO_ALGO_*) an all-reduce of count elements
- * of type runs on comm: for logs and tests (core/enqueue.c). */
+ * of type runs on comm (core/enqueue.c): what kolo_enqueue puts in its
+ * kolo_op.arg, and for logs and tests. */
 int kolo_comm_all_reduce_algo(struct koloComm *comm, size_t count, koloDataType_t type);
 
 /* Channels a call uses: one per min_channel_bytes of a rank's share (of a

@@ -92,28 +92,6 @@ static size_t ready_chunk(kolo_exec_task *t, const kolo_step *s) {
   return t->n;
 }
 
-/* The operands of a step op (host_reduce.h's out0, out1, a, b) and its
- * post-op divisor; b, when there is one, is the step's src. */
-typedef struct {
-  char *o0, *o1;
-  const char *a, *b;
-  int div;
-} step_args;
-
-static step_args args_of(int op, char *rslot, char *sslot, char *src, char *dst, int div) {
-  switch (op) {
-  case KOLO_STEP_SEND: return (step_args){sslot, NULL, src, NULL, 1};
-  case KOLO_STEP_RECV: return (step_args){dst, NULL, rslot, NULL, 1};
-  case KOLO_STEP_COPY: return (step_args){dst, NULL, src, NULL, div};
-  case KOLO_STEP_COPY_SEND: return (step_args){sslot, dst == src ? NULL : dst, src, NULL, 1};
-  case KOLO_STEP_RECV_COPY_SEND: return (step_args){dst, sslot, rslot, NULL, 1};
-  case KOLO_STEP_RECV_REDUCE_SEND: return (step_args){sslot, NULL, rslot, src, 1};
-  case KOLO_STEP_RECV_REDUCE_COPY: return (step_args){dst, NULL, rslot, src, div};
-  case KOLO_STEP_RECV_REDUCE_COPY_SEND: return (step_args){dst, sslot, rslot, src, div};
-  default: return (step_args){NULL, NULL, NULL, NULL, 1};
-  }
-}
-
 /* The first slice of a call on a send pipe carries the call's signature. */
 static inline void stamp_call(const kolo_exec_task *t, kolo_connector *sc) {
   if (sc->sig_call == t->call) return;
@@ -152,13 +130,16 @@ static void do_slice(kolo_exec_task *t, const kolo_step *s, kolo_connector *sc, 
   char *dst = buf_of(t, s->dst_buf) + (t->dst_off + off) * esz;
   char *rslot = rc ? kolo_conn_slot(rc) : NULL;
   char *sslot = sc ? kolo_conn_slot(sc) : NULL;
-  step_args x = args_of(s->op, rslot, sslot, src, dst, (s->flags & KOLO_STEP_FINAL) ? t->div : 1);
   /* a premul-sum scales the rank's own input where a step reads it: the
    * step's src (b, or a when the step has no b) */
-  if (t->premul && kolo_step_reads_src(s->op) && s->src_buf == KOLO_BUF_IN)
+  int scales = t->premul && kolo_step_reads_src(s->op) && s->src_buf == KOLO_BUF_IN;
+  int src_first = (s->flags & KOLO_STEP_SRC_FIRST) && !scales;
+  kolo_step_operands x = kolo_step_operands_of(s->op, src_first, rslot, sslot, src, dst);
+  int div = x.post && (s->flags & KOLO_STEP_FINAL) ? t->div : 1;
+  if (scales)
     kolo_host_reduce_premul(x.o0, x.o1, x.a, x.b, n, t->type, &t->scalar);
   else if (x.o0 != NULL)
-    kolo_host_reduce(x.o0, x.o1, x.a, x.b, n, t->type, t->op, x.div);
+    kolo_host_reduce(x.o0, x.o1, x.a, x.b, n, t->type, t->op, div);
   if (sslot) stamp_call(t, sc);
   if (sslot) kolo_conn_sent_bytes(sc, n * esz); /* a net pipe sends only these */
   if (rslot) kolo_conn_received(rc);

@@ -48,12 +48,14 @@ static const char *net_name(alias *name, const char *v) {
   return refuse(name, v, "kolo's network providers are IB and Socket");
 }
 
-/* kolo's all-reduce algorithms across hosts are ring and hier; NCCL's Ring
- * is kolo's ring; a list or exclusion that leaves Ring in changes nothing. */
+/* kolo's all-reduce algorithms are ring, hier, rd and rabenseifner; NCCL's
+ * Ring is kolo's ring; a list or exclusion that leaves Ring in changes
+ * nothing. */
 static const char *algo_name(alias *name, const char *v) {
   if (strcasecmp(v, "Ring") == 0) return "ring";
   if (v[0] == '^' && strcasestr(v, "ring") == NULL) return NULL;
-  return refuse(name, v, "kolo has the ring (and its hierarchical ring) only, no tree, NVLS or CollNet yet");
+  return refuse(name, v, "kolo has the ring, its hierarchical ring, recursive doubling and Rabenseifner's, no tree, NVLS or "
+                           "CollNet yet");
 }
 
 static alias aliases[] = {

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "ring/doubling.h"
 #include "ring/schedule.h"
 
 /* Modelled links: shared memory within a host, a 25 Gb/s-class network
@@ -12,35 +13,57 @@
 #define A_NET 10e-6
 #define B_NET 3e9
 
+static const char *const names[KOLO_ALGO_NUM] = {"ring", "hier", "rd", "rabenseifner"};
+
 int kolo_algo_parse(const char *s) {
   if (s == NULL || *s == '\0') return KOLO_ALGO_AUTO;
-  if (strcmp(s, "ring") == 0) return KOLO_ALGO_RING;
-  if (strcmp(s, "hier") == 0) return KOLO_ALGO_HIER;
+  for (int a = 0; a < KOLO_ALGO_NUM; a++)
+    if (strcmp(s, names[a]) == 0) return a;
   return -2;
 }
 
-const char *kolo_algo_name(int algo) {
-  return algo == KOLO_ALGO_RING ? "ring" : algo == KOLO_ALGO_HIER ? "hier" : "auto";
-}
+const char *kolo_algo_name(int algo) { return algo >= 0 && algo < KOLO_ALGO_NUM ? names[algo] : "auto"; }
+
+const char *kolo_algo_names(void) { return "ring, hier, rd or rabenseifner"; }
+
+int kolo_algo_is_multi_peer(int algo) { return algo == KOLO_ALGO_RD || algo == KOLO_ALGO_RABENSEIFNER; }
 
 int kolo_algo_hier_possible(const kolo_algo_topo *t) {
   return t->nhosts >= 2 && t->local >= 2 && t->nhosts * t->local == t->nranks;
 }
 
-double kolo_algo_cost(int algo, const kolo_algo_topo *t, size_t bytes, int channels) {
-  double S = (double)bytes, n = t->nranks;
-  if (algo == KOLO_ALGO_HIER) {
-    double H = t->nhosts, L = t->local;
-    return 2 * H * (L - 1) * A_HOST + 2 * (H - 1) * A_NET + 2 * (L - 1) / L * S / B_HOST +
-           2 * (H - 1) / H * (S / L) / B_NET;
-  }
-  if (t->nranks <= 1) return 0;
+static double ring_cost(const kolo_algo_topo *t, double S, int channels) {
+  double n = t->nranks;
   int multi = t->nhosts > 1;
   double a = multi ? A_NET : A_HOST, b = multi ? B_NET : B_HOST;
   /* off-host senders per host: channels rotate over the ranks of a host */
   int spread = t->local > 0 && channels > t->local ? t->local : channels;
   if (!multi || spread < 1) spread = 1;
   return 2 * (n - 1) * a + 2 * (n - 1) / n * S / (b * spread);
+}
+
+static double hier_cost(const kolo_algo_topo *t, double S) {
+  double H = t->nhosts, L = t->local;
+  return 2 * H * (L - 1) * A_HOST + 2 * (H - 1) * A_NET + 2 * (L - 1) / L * S / B_HOST +
+         2 * (H - 1) / H * (S / L) / B_NET;
+}
+
+/* Recursive doubling and Rabenseifner: every rank moves its bytes over its
+ * own link, the network's once there are several hosts. */
+static double doubling_cost(int algo, const kolo_algo_topo *t, double S) {
+  int multi = t->nhosts > 1;
+  double a = multi ? A_NET : A_HOST, b = multi ? B_NET : B_HOST;
+  int p = kolo_pow2_floor(t->nranks), k = kolo_log2(p);
+  double fold = p < t->nranks ? 2 * (a + S / b) : 0;
+  if (algo == KOLO_ALGO_RD) return k * (a + S / b) + fold;
+  return 2 * k * a + 2.0 * (p - 1) / p * S / b + fold;
+}
+
+double kolo_algo_cost(int algo, const kolo_algo_topo *t, size_t bytes, int channels) {
+  if (algo == KOLO_ALGO_HIER) return hier_cost(t, (double)bytes);
+  if (t->nranks <= 1) return 0;
+  if (kolo_algo_is_multi_peer(algo)) return doubling_cost(algo, t, (double)bytes);
+  return ring_cost(t, (double)bytes, channels);
 }
 
 /* Latency and bandwidth of the ring's slowest hop, and how many of a
@@ -68,11 +91,22 @@ double kolo_coll_cost(int coll, const kolo_algo_topo *t, size_t bytes, int chann
   }
 }
 
+/* 1 when algorithm a can run on t. */
+static int possible(const kolo_algo_topo *t, int a) {
+  return a == KOLO_ALGO_HIER ? kolo_algo_hier_possible(t) : a >= 0 && a < KOLO_ALGO_NUM;
+}
+
 int kolo_algo_choose(const kolo_algo_topo *t, size_t bytes, int channels) {
-  if (!kolo_algo_hier_possible(t) || t->forced == KOLO_ALGO_RING) return KOLO_ALGO_RING;
-  if (t->forced == KOLO_ALGO_HIER) return KOLO_ALGO_HIER;
-  return kolo_algo_cost(KOLO_ALGO_HIER, t, bytes, channels) <
-                 kolo_algo_cost(KOLO_ALGO_RING, t, bytes, channels)
-             ? KOLO_ALGO_HIER
-             : KOLO_ALGO_RING;
+  if (t->forced != KOLO_ALGO_AUTO) return possible(t, t->forced) ? t->forced : KOLO_ALGO_RING;
+  int best = KOLO_ALGO_RING;
+  double best_cost = kolo_algo_cost(best, t, bytes, channels);
+  for (int a = KOLO_ALGO_RING + 1; a < KOLO_ALGO_NUM; a++) {
+    if (!possible(t, a) || (t->no_auto_peers && kolo_algo_is_multi_peer(a))) continue;
+    double c = kolo_algo_cost(a, t, bytes, channels);
+    if (c < best_cost) {
+      best = a;
+      best_cost = c;
+    }
+  }
+  return best;
 }

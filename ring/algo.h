@@ -1,13 +1,16 @@
-/* algo.h - choosing the all-reduce algorithm: the flat ring or the
- * hierarchical one (all_reduce_hier.c).
+/* algo.h - choosing the all-reduce algorithm: the flat ring
+ * (all_reduce.c), the hierarchical ring (all_reduce_hier.c), recursive
+ * doubling (all_reduce_rd.c) or Rabenseifner's (all_reduce_rab.c).
  *
  * The choice must be the same on every rank, so it is a pure function of
  * what every rank agrees on: the call's bytes and channels, the number of
- * ranks and hosts, the ranks per host, and KOLO_ALGO (checked alike on all
- * ranks at init).
+ * ranks and hosts, the ranks per host, the memory kind and KOLO_ALGO
+ * (checked alike on all ranks at init).
  *
  * Cost model (alpha-beta, per call; alpha a hop's latency, beta a link's
- * bandwidth, with intra-host links faster than the network):
+ * bandwidth, with intra-host links faster than the network; p the largest
+ * power of two <= n, k = log2 p, f = 1 when p < n: the fold of the other
+ * n - p ranks, two more steps of the whole message):
  *
  *   ring: 2(n-1) steps, each as slow as the slowest hop on the ring (the
  *     network once there are several hosts); every rank sends 2(n-1)/n of
@@ -18,30 +21,56 @@
  *     inter phase 2(H-1) steps over S/L bytes, on all L ranks' links at once:
  *       T = 2H(L-1) a_host + 2(H-1) a_net
  *           + 2(L-1)/L S / b_host + 2(H-1)/H (S/L) / b_net
+ *   rd: k + 2f steps, each carrying the whole message over the rank's own
+ *     link (the network's once there are several hosts):
+ *       T = (k + 2f) (a + S / b)
+ *   rabenseifner: a halving and a doubling of k steps each, moving the
+ *     ring's bytes, plus the fold:
+ *       T = 2k a + 2(p-1)/p S / b + 2f (a + S / b)
  *
  * Hierarchical needs H >= 2 hosts, each with the same L >= 2 ranks; the
- * model picks it where it is cheaper.  KOLO_ALGO=ring|hier forces one; a
- * forced hier where the hosts do not allow it runs the ring (the
- * communicator says so once, at INFO, at init).
+ * model picks the cheapest algorithm that can run.  KOLO_ALGO=ring|hier|
+ * rd|rabenseifner forces one; a forced hier where the hosts do not allow
+ * it runs the ring (the communicator says so once, at INFO, at init).
+ *
+ * The multi-peer algorithms (rd, rabenseifner) run over point-to-point
+ * pipes.  The CUDA kernel does not yet check that calls match on those
+ * (docs/architecture.md): on a CUDA communicator the model leaves them out
+ * (no_auto_peers), so that a mismatched call still fails with its sentence
+ * unless KOLO_ALGO asks for them.
  */
 #ifndef KOLO_RING_ALGO_H
 #define KOLO_RING_ALGO_H
 
 #include <stddef.h>
 
-enum { KOLO_ALGO_AUTO = -1, KOLO_ALGO_RING = 0, KOLO_ALGO_HIER = 1 };
+enum {
+  KOLO_ALGO_AUTO = -1,
+  KOLO_ALGO_RING = 0,
+  KOLO_ALGO_HIER = 1,
+  KOLO_ALGO_RD = 2,
+  KOLO_ALGO_RABENSEIFNER = 3,
+  KOLO_ALGO_NUM
+};
 
 /* What the choice depends on, equal on every rank. */
 typedef struct {
   int nranks;
   int nhosts;
   int local;  /* ranks on every host, or 0 when hosts differ */
-  int forced; /* KOLO_ALGO_AUTO, _RING or _HIER */
+  int forced; /* KOLO_ALGO_AUTO or an algorithm */
+  int no_auto_peers; /* 1: the model leaves rd and rabenseifner out (CUDA) */
 } kolo_algo_topo;
 
-/* KOLO_ALGO's value: NULL or "" -> AUTO, "ring", "hier"; -2 for anything else. */
+/* KOLO_ALGO's value: NULL or "" -> AUTO, "ring", "hier", "rd",
+ * "rabenseifner"; -2 for anything else. */
 int kolo_algo_parse(const char *s);
+/* "ring", "hier", "rd", "rabenseifner", or "auto". */
 const char *kolo_algo_name(int algo);
+/* The names kolo_algo_parse takes, for error sentences: "ring, hier, ...". */
+const char *kolo_algo_names(void);
+/* 1 for the algorithms whose programs are multi-peer (ring/program.h). */
+int kolo_algo_is_multi_peer(int algo);
 /* 1 when the hierarchical all-reduce can run on this topology. */
 int kolo_algo_hier_possible(const kolo_algo_topo *t);
 /* Modelled seconds of an all-reduce of `bytes` on `channels` channels. */

@@ -52,18 +52,37 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* What a step does with (recv slot), (src chunk) and (dst chunk, send slot). */
-typedef enum {
-  KOLO_STEP_SEND = 0,              /* src -> send */
-  KOLO_STEP_RECV,                  /* recv -> dst */
-  KOLO_STEP_COPY,                  /* src -> dst (post-op applied) */
-  KOLO_STEP_COPY_SEND,             /* src -> dst and send */
-  KOLO_STEP_RECV_COPY_SEND,        /* recv -> dst and send */
-  KOLO_STEP_RECV_REDUCE_SEND,      /* recv OP src -> send */
-  KOLO_STEP_RECV_REDUCE_COPY,      /* recv OP src -> dst (post-op applied) */
-  KOLO_STEP_RECV_REDUCE_COPY_SEND, /* recv OP src -> dst and send (post-op) */
-  KOLO_STEP_NUM_OPS
-} kolo_step_op;
+/* Roles a step op plays with its operands: the receive slot of the peer it
+ * receives from, the send slot of the peer it sends to, its src chunk and
+ * its dst chunk.  One table (KOLO_STEP_OPS) gives every op its roles; the
+ * executors and the schedule checker derive what they do from it
+ * (kolo_step_operands), so that a new op is one line here. */
+enum {
+  KOLO_ROLE_RECV = 1u << 0,   /* takes a slot from its receive end */
+  KOLO_ROLE_SEND = 1u << 1,   /* fills a slot of its send end */
+  KOLO_ROLE_SRC = 1u << 2,    /* reads its src chunk */
+  KOLO_ROLE_DST = 1u << 3,    /* writes its dst chunk */
+  KOLO_ROLE_REDUCE = 1u << 4, /* combines the received slot with src (else copies) */
+  KOLO_ROLE_POST = 1u << 5    /* on a FINAL step, applies the post-op to what it writes */
+};
+
+/* X(name, roles): every step op, in kolo_step_op's order. */
+#define KOLO_STEP_OPS(X)                                                                        \
+  X(SEND, KOLO_ROLE_SRC | KOLO_ROLE_SEND)                            /* src -> send */          \
+  X(RECV, KOLO_ROLE_RECV | KOLO_ROLE_DST)                            /* recv -> dst */          \
+  X(COPY, KOLO_ROLE_SRC | KOLO_ROLE_DST | KOLO_ROLE_POST)            /* src -> dst */           \
+  X(COPY_SEND, KOLO_ROLE_SRC | KOLO_ROLE_DST | KOLO_ROLE_SEND)       /* src -> dst and send */  \
+  X(RECV_COPY_SEND, KOLO_ROLE_RECV | KOLO_ROLE_DST | KOLO_ROLE_SEND) /* recv -> dst and send */ \
+  X(RECV_REDUCE_SEND,                                                /* recv OP src -> send */  \
+    KOLO_ROLE_RECV | KOLO_ROLE_SRC | KOLO_ROLE_REDUCE | KOLO_ROLE_SEND)                          \
+  X(RECV_REDUCE_COPY,                                                /* recv OP src -> dst */   \
+    KOLO_ROLE_RECV | KOLO_ROLE_SRC | KOLO_ROLE_REDUCE | KOLO_ROLE_DST | KOLO_ROLE_POST)          \
+  X(RECV_REDUCE_COPY_SEND,                                           /* ... -> dst and send */  \
+    KOLO_ROLE_RECV | KOLO_ROLE_SRC | KOLO_ROLE_REDUCE | KOLO_ROLE_DST | KOLO_ROLE_POST | KOLO_ROLE_SEND)
+
+#define KOLO_STEP_ENUM_(name, roles) KOLO_STEP_##name,
+typedef enum { KOLO_STEP_OPS(KOLO_STEP_ENUM_) KOLO_STEP_NUM_OPS } kolo_step_op;
+#undef KOLO_STEP_ENUM_
 
 typedef enum { KOLO_BUF_IN = 0, KOLO_BUF_OUT = 1 } kolo_buf_id;
 
@@ -72,6 +91,12 @@ typedef enum { KOLO_LAYOUT_RING = 0, KOLO_LAYOUT_FLAT = 1 } kolo_layout;
 /* Step flag: this step produces the final value of its elements, so the
  * post-op (division of an average) is applied to what it writes. */
 #define KOLO_STEP_FINAL 0x1u
+/* Step flag: a reducing step computes src OP recv instead of recv OP src
+ * (schedules that combine the same two values on two ranks use it to put
+ * them in the same order on both: ring/doubling.h).  Not where a premul-sum
+ * scales src (that computes recv + pre(src): a sum, which only a NaN's
+ * payload could tell from the other order). */
+#define KOLO_STEP_SRC_FIRST 0x2u
 
 typedef struct {
   uint8_t op;        /* kolo_step_op */
@@ -116,30 +141,52 @@ typedef struct {
 #define KOLO_HD static inline
 #endif
 
-/* Properties of step ops, shared by executors and the schedule checker. */
-KOLO_HD int kolo_step_recvs(int op) {
-  return op == KOLO_STEP_RECV || op == KOLO_STEP_RECV_COPY_SEND ||
-         op == KOLO_STEP_RECV_REDUCE_SEND || op == KOLO_STEP_RECV_REDUCE_COPY ||
-         op == KOLO_STEP_RECV_REDUCE_COPY_SEND;
+/* The roles of step op `op` (KOLO_ROLE_*), 0 for a value that is no op. */
+#define KOLO_STEP_ROLES_(name, roles) (roles),
+KOLO_HD unsigned kolo_step_roles(int op) {
+  static const uint8_t roles[KOLO_STEP_NUM_OPS] = {KOLO_STEP_OPS(KOLO_STEP_ROLES_)};
+  return op >= 0 && op < KOLO_STEP_NUM_OPS ? roles[op] : 0u;
 }
-KOLO_HD int kolo_step_sends(int op) {
-  return op == KOLO_STEP_SEND || op == KOLO_STEP_COPY_SEND ||
-         op == KOLO_STEP_RECV_COPY_SEND || op == KOLO_STEP_RECV_REDUCE_SEND ||
-         op == KOLO_STEP_RECV_REDUCE_COPY_SEND;
-}
-KOLO_HD int kolo_step_reads_src(int op) {
-  return op == KOLO_STEP_SEND || op == KOLO_STEP_COPY || op == KOLO_STEP_COPY_SEND ||
-         op == KOLO_STEP_RECV_REDUCE_SEND || op == KOLO_STEP_RECV_REDUCE_COPY ||
-         op == KOLO_STEP_RECV_REDUCE_COPY_SEND;
-}
-KOLO_HD int kolo_step_writes_dst(int op) {
-  return op == KOLO_STEP_RECV || op == KOLO_STEP_COPY || op == KOLO_STEP_COPY_SEND ||
-         op == KOLO_STEP_RECV_COPY_SEND || op == KOLO_STEP_RECV_REDUCE_COPY ||
-         op == KOLO_STEP_RECV_REDUCE_COPY_SEND;
-}
-KOLO_HD int kolo_step_reduces(int op) {
-  return op == KOLO_STEP_RECV_REDUCE_SEND || op == KOLO_STEP_RECV_REDUCE_COPY ||
-         op == KOLO_STEP_RECV_REDUCE_COPY_SEND;
+#undef KOLO_STEP_ROLES_
+
+KOLO_HD int kolo_step_recvs(int op) { return (kolo_step_roles(op) & KOLO_ROLE_RECV) != 0; }
+KOLO_HD int kolo_step_sends(int op) { return (kolo_step_roles(op) & KOLO_ROLE_SEND) != 0; }
+KOLO_HD int kolo_step_reads_src(int op) { return (kolo_step_roles(op) & KOLO_ROLE_SRC) != 0; }
+KOLO_HD int kolo_step_writes_dst(int op) { return (kolo_step_roles(op) & KOLO_ROLE_DST) != 0; }
+KOLO_HD int kolo_step_reduces(int op) { return (kolo_step_roles(op) & KOLO_ROLE_REDUCE) != 0; }
+
+/* What one slice of a step computes, from the op's roles:
+ *   o0[i] = post(a[i] OP b[i]), and the same into o1 when o1 is not NULL;
+ *   b == NULL: o0[i] = post(a[i]), a copy.
+ * a is the received slot (or src when the op receives nothing), b is src
+ * when the op reduces (a and b the other way round when src_first: the
+ * step's KOLO_STEP_SRC_FIRST); the outputs are dst and the send slot,
+ * whichever the op has (dst first).  post: 1 when the op applies the
+ * post-op (a division by the step's divisor, on FINAL steps only).  A
+ * copy-and-send whose dst is its src writes the slot only (the chunk
+ * already holds what it would write). */
+typedef struct {
+  char *o0, *o1;
+  const char *a, *b;
+  int post;
+} kolo_step_operands;
+
+KOLO_HD kolo_step_operands kolo_step_operands_of(int op, int src_first, char *rslot, char *sslot, char *src,
+                                                 char *dst) {
+  const unsigned r = kolo_step_roles(op);
+  kolo_step_operands x;
+  char *d = (r & KOLO_ROLE_DST) ? dst : NULL, *sl = (r & KOLO_ROLE_SEND) ? sslot : NULL;
+  x.a = (r & KOLO_ROLE_RECV) ? rslot : (r & KOLO_ROLE_SRC) ? src : NULL;
+  x.b = (r & KOLO_ROLE_REDUCE) ? src : NULL;
+  if (x.b != NULL && src_first) {
+    x.b = x.a;
+    x.a = src;
+  }
+  x.post = (r & KOLO_ROLE_POST) != 0;
+  if (sl != NULL && !x.post && d == x.a) d = NULL;
+  x.o0 = d != NULL ? d : sl;
+  x.o1 = d != NULL ? sl : NULL;
+  return x;
 }
 
 /* The rank step s of program p sends to / receives from, -1: none (the

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ring/algo.h"
 #include "ring/schedule.h"
 
 koloResult_t kolo_program_alloc(kolo_program *p, int nsteps, int layout) {
@@ -72,10 +73,19 @@ const char *kolo_coll_name(int coll) {
   return (coll >= 0 && coll < KOLO_COLL_NUM) ? names[coll] : "?";
 }
 
+/* The all-reduce of algorithm `algo` (ring/algo.h). */
+static koloResult_t all_reduce(const kolo_ring *ring, int rank, int algo, kolo_program *out) {
+  switch (algo) {
+  case KOLO_ALGO_RD: return kolo_sched_all_reduce_rd(ring->nranks, rank, out);
+  case KOLO_ALGO_RABENSEIFNER: return kolo_sched_all_reduce_rab(ring->nranks, rank, out);
+  default: return kolo_sched_all_reduce(ring, rank, out);
+  }
+}
+
 koloResult_t kolo_schedule_build(int coll, const kolo_ring *ring, int rank, int arg,
                                  kolo_program *out) {
   switch (coll) {
-  case KOLO_COLL_ALL_REDUCE: return kolo_sched_all_reduce(ring, rank, out);
+  case KOLO_COLL_ALL_REDUCE: return all_reduce(ring, rank, arg, out);
   case KOLO_COLL_REDUCE_SCATTER: return kolo_sched_reduce_scatter(ring, rank, out);
   case KOLO_COLL_ALL_GATHER: return kolo_sched_all_gather(ring, rank, out);
   case KOLO_COLL_BROADCAST: return kolo_sched_broadcast(ring, rank, arg, out);

@@ -1,7 +1,7 @@
 /* schedule.h - compiling collectives into step programs (one algorithm per
  * file: all_reduce.c, all_reduce_hier.c, reduce_scatter.c, all_gather.c,
- * chain.c, p2p.c, and the multi-peer ones all_to_all.c, gather_scatter.c;
- * algo.h chooses between the two all-reduces).
+ * chain.c, p2p.c, and the multi-peer ones all_to_all.c, gather_scatter.c,
+ * all_reduce_rd.c, all_reduce_rab.c; algo.h chooses among the all-reduces).
  *
  * A schedule knows ranks and ring order, nothing about memory kinds or
  * transports.  The program for (rank, channel) depends only on the ring of
@@ -35,6 +35,13 @@ static inline int kolo_coll_is_multi_peer(int coll) {
   return coll == KOLO_COLL_ALL_TO_ALL || coll == KOLO_COLL_GATHER || coll == KOLO_COLL_SCATTER;
 }
 
+/* 1 for the collectives some of whose programs are multi-peer: those above,
+ * and the all-reduce, whose recursive doubling and Rabenseifner programs are
+ * (ring/algo.h's kolo_algo_is_multi_peer). */
+static inline int kolo_coll_may_be_multi_peer(int coll) {
+  return kolo_coll_is_multi_peer(coll) || coll == KOLO_COLL_ALL_REDUCE;
+}
+
 /* A ring: order[i] is the rank at position i (nranks of them); pos[r] the
  * position of rank r of the communicator, -1 when r is not on this ring (the
  * intra- and inter-host rings of ring/topology.h cover some ranks only). */
@@ -52,9 +59,12 @@ static inline int kolo_ring_prev(const kolo_ring *ring, int rank) {
 }
 
 /* Fills *out with rank's program.  `arg` is the root (broadcast, reduce,
- * gather, scatter) or the peer (send, recv); ignored otherwise.  The
- * multi-peer collectives use the ring's rank count only.  koloSystemError
- * when out of memory; *out is untouched on failure. */
+ * gather, scatter), the peer (send, recv) or the all-reduce's algorithm
+ * (ring/algo.h's KOLO_ALGO_*: ring, rd, rabenseifner; hier's three programs
+ * come from kolo_sched_all_reduce_hier, and hier here is the ring it falls
+ * back to); ignored otherwise.  The multi-peer programs use the ring's rank
+ * count only.  koloSystemError when out of memory; *out is untouched on
+ * failure. */
 koloResult_t kolo_schedule_build(int coll, const kolo_ring *ring, int rank, int arg,
                                  kolo_program *out);
 
@@ -68,6 +78,8 @@ koloResult_t kolo_sched_p2p(int coll, int rank, int peer, kolo_program *p);
 koloResult_t kolo_sched_all_to_all(int nranks, int rank, kolo_program *p);
 koloResult_t kolo_sched_gather(int nranks, int rank, int root, kolo_program *p);
 koloResult_t kolo_sched_scatter(int nranks, int rank, int root, kolo_program *p);
+koloResult_t kolo_sched_all_reduce_rd(int nranks, int rank, kolo_program *p);
+koloResult_t kolo_sched_all_reduce_rab(int nranks, int rank, kolo_program *p);
 
 /* Hierarchical all-reduce (all_reduce_hier.c): three programs per rank, run
  * in this order on every channel, the intra ones over the ranks of rank's

@@ -86,9 +86,9 @@ struct FakeComm {
     std::vector<uint64_t> hosts((size_t)sh.nranks, 7);
     EXPECT_EQ(kolo_ring_build(sh.nranks, hosts.data(), &ring), koloSuccess);
     for (int k = 0; k < KOLO_COLL_NUM; k++) {
-      int nslot = kolo_program_slot(k, 1) == 1 ? sh.nranks : 1;
-      progs[k].resize((size_t)sh.nranks);
-      dsteps[k].assign((size_t)sh.nranks, nullptr);
+      const int nslot = kolo_program_slots(k, sh.nranks);
+      progs[k].resize((size_t)std::max(nslot, sh.nranks));
+      dsteps[k].assign((size_t)std::max(nslot, sh.nranks), nullptr);
       for (int a = 0; a < nslot; a++) {
         EXPECT_EQ(kolo_schedule_build(k, &ring, rank, a, &progs[k][(size_t)a]), koloSuccess);
         dsteps[k][(size_t)a] = static_cast<const kolo_step *>(fake(dev_steps_value(k, a)));
@@ -123,8 +123,8 @@ struct FakeComm {
     for (int k = 0; k < KOLO_COLL_NUM; k++) {
       pc.programs[k] = progs[k].data();
       pc.dev_steps[k] = dsteps[k].data();
-      if (!kolo_coll_is_multi_peer(k)) continue;
-      for (int a = 0; a < sh.nranks * sh.nch; a++)
+      if (!kolo_coll_may_be_multi_peer(k)) continue;
+      for (int a = 0; a < kolo_program_slots(k, sh.nranks) * sh.nch; a++)
         tables[k].push_back(static_cast<kolo_dev_ends>(fake(end_table_value(k, a / sh.nch, a % sh.nch))));
       pc.end_tables[k] = tables[k].data();
     }
@@ -344,13 +344,14 @@ TEST(CudaPlan, ChannelsTakeTheProgramOfTheirRing) {
   fc.pc.nrings = nrings;
   for (int coll : colls) {
     SCOPED_TRACE(kolo_coll_name(coll));
-    kolo_op op = make_op(coll, fake(0x1000), const_cast<void *>(fake(0x2000)), 4u << 20, koloFloat32, 2);
+    const int arg = coll == KOLO_COLL_BROADCAST ? 2 : KOLO_ALGO_RING;
+    kolo_op op = make_op(coll, fake(0x1000), const_cast<void *>(fake(0x2000)), 4u << 20, koloFloat32, arg);
     auto bs = plan(fc, {op});
     ASSERT_EQ(bs.size(), 1u);
     ASSERT_EQ(bs[0].ntasks, sh.nch);
     for (int ch = 0; ch < sh.nch; ch++) {
       const kolo_dev_task &t = bs[0].tasks[ch];
-      int i = kolo_program_index(coll, 2, ch, nrings);
+      int i = kolo_program_index(coll, arg, ch, nrings);
       EXPECT_EQ((uintptr_t)t.steps, FakeComm::dev_steps_value(coll, i)) << "channel " << ch;
       EXPECT_EQ(t.nsteps, progs[coll][(size_t)i].nsteps);
       if (progs[coll][(size_t)i].send_peer >= 0) {
@@ -425,6 +426,7 @@ TEST(CudaPlan, AStepNeverTakesMoreThanHalfTheSlots) {
 // and several rounds; counts that leave channels, chunks and slices partly
 // empty; every collective with a connector, 1 and 3 ranks.
 TEST(CudaPlan, SlicesEqualTheHostExecutorsConnectorSteps) {
+  kt::ScopedEnv algo("KOLO_ALGO", "ring");  // the ring pipes' steps are counted
   kt::ScopedEnv buf("KOLO_BUFFSIZE", "32768");
   kt::ScopedEnv slots("KOLO_NSLOTS", "8");
   kt::ScopedEnv chans("KOLO_NCHANNELS", "3");
@@ -469,7 +471,8 @@ TEST(CudaPlan, SlicesEqualTheHostExecutorsConnectorSteps) {
                           : coll == kt::Coll::Broadcast     ? KOLO_COLL_BROADCAST
                                                             : KOLO_COLL_REDUCE;
         for (int r = 0; r < n; r++) {
-          kolo_op op = make_op(kcoll, fake(0x1000), const_cast<void *>(fake(0x2000)), count, c.type, c.root);
+          kolo_op op = make_op(kcoll, fake(0x1000), const_cast<void *>(fake(0x2000)), count, c.type,
+                               kcoll == KOLO_COLL_ALL_REDUCE ? KOLO_ALGO_RING : c.root);
           std::vector<uint64_t> want(2 * (size_t)sh.nch, 0);
           for (const TaskSlices &ts : plan_slices(op, fcs[(size_t)r]->pc)) {
             int ch = ts.task.channel;
@@ -682,72 +685,138 @@ TEST(CudaPlan, MultiPeerTaskOverDeviceAndNetPipes) {
 // pipe ends of every peer count the slices a multi-peer call moved through
 // them (4 KiB slots: many slices and rounds; counts that leave channels
 // and chunks partly empty).
-TEST(CudaPlan, PeerSlicesEqualTheHostExecutorsConnectorSteps) {
-  kt::ScopedEnv buf("KOLO_BUFFSIZE", "32768");
-  kt::ScopedEnv slots("KOLO_NSLOTS", "8");
-  kt::ScopedEnv chans("KOLO_NCHANNELS", "3");
-  kt::ScopedEnv minch("KOLO_MIN_CHANNEL_BYTES", "4096");
-  const int n = 3;
-  kt::ThreadWorld w(n);
-  ASSERT_TRUE(w.ok()) << w.init_error;
+// One call of case c (collective kcoll with program argument arg) on the
+// threads of w: what kolo_cuda_plan_peer_slices counts for each rank's
+// tasks (planned on fcs) against the slices its point-to-point pipe ends
+// moved.
+void expect_peer_slices(kt::ThreadWorld &w, const Shape &sh, const std::vector<std::unique_ptr<FakeComm>> &fcs,
+                        const kt::CollCase &c, int kcoll, int arg) {
+  const int n = sh.nranks;
+  SCOPED_TRACE(c.str());
+  auto snap = [&](std::vector<uint32_t> &v) {  // [((r * n + peer) * nch + ch) * 2 + dir]
+    v.assign((size_t)(n * n * sh.nch * 2), 0);
+    for (int r = 0; r < n; r++)
+      for (int q = 0; q < n; q++)
+        for (int ch = 0; ch < sh.nch; ch++) {
+          size_t i = ((size_t)(r * n + q) * (size_t)sh.nch + (size_t)ch) * 2;
+          kt_p2p_steps(w.comms[(size_t)r], q, ch, &v[i], &v[i + 1]);
+        }
+  };
+  std::vector<uint32_t> before, after;
+  snap(before);
+  kt::GridReport rep = kt::run_grid(w, {c});
+  ASSERT_EQ(rep.failed_cases, 0) << (rep.failures.empty() ? "" : rep.failures[0]);
+  snap(after);
+  uint64_t moved = 0;
+  for (int r = 0; r < n; r++) {
+    std::vector<uint64_t> want((size_t)(n * sh.nch * 2), 0);
+    kolo_op op = make_op(kcoll, fake(0x1000), const_cast<void *>(fake(0x2000)), c.count, c.type, arg);
+    int nitems = kolo_cuda_plan_count(&op, 1, &fcs[(size_t)r]->pc);
+    std::vector<kolo_cuda_plan_item> items((size_t)nitems + 1);
+    kolo_cuda_plan_items(&op, 1, &fcs[(size_t)r]->pc, items.data());
+    kolo_dev_batch b;
+    for (int next = 0, first = 0; kolo_cuda_plan_next(&op, &fcs[(size_t)r]->pc, items.data(), nitems, &next, &b) == 1;
+         first = next)
+      for (int j = 0; j < b.ntasks; j++) {
+        const kolo_dev_task &t = b.tasks[j];
+        std::vector<uint64_t> counts(2 * (size_t)t.npeers, 7);
+        kolo_cuda_plan_peer_slices(&op, &fcs[(size_t)r]->pc, &items[(size_t)(first + j)], &t, b.protocol, counts.data());
+        const kolo_program &p = fcs[(size_t)r]->progs[kcoll][(size_t)kolo_program_slot(kcoll, arg)];
+        for (int e = 0; e < 2 * t.npeers; e++) {
+          int q = p.peers[e / 2].rank;
+          want[((size_t)q * (size_t)sh.nch + (size_t)t.channel) * 2 + (size_t)(e % 2)] += counts[(size_t)e];
+        }
+      }
+    for (int q = 0; q < n; q++)
+      for (int ch = 0; ch < sh.nch; ch++)
+        for (int dir = 0; dir < 2; dir++) {
+          size_t i = ((size_t)(r * n + q) * (size_t)sh.nch + (size_t)ch) * 2 + (size_t)dir;
+          uint32_t got = after[i] - before[i];
+          moved += got;
+          EXPECT_EQ((uint32_t)want[((size_t)q * (size_t)sh.nch + (size_t)ch) * 2 + (size_t)dir], got)
+              << "rank " << r << (dir ? " from " : " to ") << q << " channel " << ch;
+        }
+  }
+  EXPECT_GT(moved, 0u);
+}
+
+// A host world of n threads with 4 KiB slots (many slices and rounds) and
+// 3 channels, a channel per 4 KiB, and a FakeComm per rank of its shape.
+struct SmallSlotWorld {
+  kt::ScopedEnv buf{"KOLO_BUFFSIZE", "32768"}, slots{"KOLO_NSLOTS", "8"}, chans{"KOLO_NCHANNELS", "3"},
+      minch{"KOLO_MIN_CHANNEL_BYTES", "4096"};
+  kt::ThreadWorld w;
   Shape sh;
-  sh.nranks = n;
-  kt_comm_shape(w.comms[0], &sh.nch, &sh.nslots, &sh.slot_bytes, &sh.min_channel_bytes);
-  sh.ll_threshold = 0;
   std::vector<std::unique_ptr<FakeComm>> fcs;
-  for (int r = 0; r < n; r++) fcs.emplace_back(new FakeComm(sh, r));
+  explicit SmallSlotWorld(int n) : w(n) {
+    EXPECT_TRUE(w.ok()) << w.init_error;
+    sh.nranks = n;
+    if (w.ok()) kt_comm_shape(w.comms[0], &sh.nch, &sh.nslots, &sh.slot_bytes, &sh.min_channel_bytes);
+    sh.ll_threshold = 0;
+    for (int r = 0; r < n; r++) fcs.emplace_back(new FakeComm(sh, r));
+  }
+};
+
+// kolo_cuda_plan_peer_slices against the host executor: the point-to-point
+// pipe ends of every peer count the slices a multi-peer call moved through
+// them (4 KiB slots: many slices and rounds; counts that leave channels
+// and chunks partly empty).
+TEST(CudaPlan, PeerSlicesEqualTheHostExecutorsConnectorSteps) {
+  SmallSlotWorld sw(3);
+  ASSERT_TRUE(sw.w.ok());
   const std::pair<kt::Coll, int> colls[] = {{kt::Coll::AlltoAll, KOLO_COLL_ALL_TO_ALL},
                                             {kt::Coll::Gather, KOLO_COLL_GATHER},
                                             {kt::Coll::Scatter, KOLO_COLL_SCATTER}};
   for (auto [coll, kcoll] : colls)
     for (size_t count : {size_t(1), size_t(4096 * 3 + 17), size_t(70001)}) {
-      kt::CollCase c = kt::make_case(coll, koloFloat32, koloSum, n, count, false, 1);
-      SCOPED_TRACE(c.str());
-      auto snap = [&](std::vector<uint32_t> &v) {  // [((r * n + peer) * nch + ch) * 2 + dir]
-        v.assign((size_t)(n * n * sh.nch * 2), 0);
-        for (int r = 0; r < n; r++)
-          for (int q = 0; q < n; q++)
-            for (int ch = 0; ch < sh.nch; ch++) {
-              size_t i = ((size_t)(r * n + q) * (size_t)sh.nch + (size_t)ch) * 2;
-              kt_p2p_steps(w.comms[(size_t)r], q, ch, &v[i], &v[i + 1]);
-            }
-      };
-      std::vector<uint32_t> before, after;
-      snap(before);
-      kt::GridReport rep = kt::run_grid(w, {c});
-      ASSERT_EQ(rep.failed_cases, 0) << (rep.failures.empty() ? "" : rep.failures[0]);
-      snap(after);
-      uint64_t moved = 0;
-      for (int r = 0; r < n; r++) {
-        std::vector<uint64_t> want((size_t)(n * sh.nch * 2), 0);
-        kolo_op op = make_op(kcoll, fake(0x1000), const_cast<void *>(fake(0x2000)), count, c.type, c.root);
-        int nitems = kolo_cuda_plan_count(&op, 1, &fcs[(size_t)r]->pc);
-        std::vector<kolo_cuda_plan_item> items((size_t)nitems + 1);
-        kolo_cuda_plan_items(&op, 1, &fcs[(size_t)r]->pc, items.data());
-        kolo_dev_batch b;
-        for (int next = 0, first = 0; kolo_cuda_plan_next(&op, &fcs[(size_t)r]->pc, items.data(), nitems, &next, &b) == 1;
-             first = next)
-          for (int j = 0; j < b.ntasks; j++) {
-            const kolo_dev_task &t = b.tasks[j];
-            std::vector<uint64_t> counts(2 * (size_t)t.npeers, 7);
-            kolo_cuda_plan_peer_slices(&op, &fcs[(size_t)r]->pc, &items[(size_t)(first + j)], &t, b.protocol, counts.data());
-            const kolo_program &p = fcs[(size_t)r]->progs[kcoll][(size_t)kolo_program_slot(kcoll, c.root)];
-            for (int e = 0; e < 2 * t.npeers; e++) {
-              int q = p.peers[e / 2].rank;
-              want[((size_t)q * (size_t)sh.nch + (size_t)t.channel) * 2 + (size_t)(e % 2)] += counts[(size_t)e];
-            }
-          }
-        for (int q = 0; q < n; q++)
-          for (int ch = 0; ch < sh.nch; ch++)
-            for (int dir = 0; dir < 2; dir++) {
-              size_t i = ((size_t)(r * n + q) * (size_t)sh.nch + (size_t)ch) * 2 + (size_t)dir;
-              uint32_t got = after[i] - before[i];
-              moved += got;
-              EXPECT_EQ((uint32_t)want[((size_t)q * (size_t)sh.nch + (size_t)ch) * 2 + (size_t)dir], got)
-                  << "rank " << r << (dir ? " from " : " to ") << q << " channel " << ch;
-            }
+      kt::CollCase c = kt::make_case(coll, koloFloat32, koloSum, 3, count, false, 1);
+      expect_peer_slices(sw.w, sw.sh, sw.fcs, c, kcoll, c.root);
+    }
+}
+
+// The same for the doubling all-reduces (KOLO_ALGO forces them), on a power
+// of two and ranks to fold.
+TEST(CudaPlan, DoublingAllReduceSlicesEqualTheHostExecutorsConnectorSteps) {
+  for (int algo : {KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER})
+    for (int n : {4, 3}) {
+      kt::ScopedEnv force("KOLO_ALGO", kolo_algo_name(algo));
+      SmallSlotWorld sw(n);
+      ASSERT_TRUE(sw.w.ok());
+      for (size_t count : {size_t(1), size_t(4096 * 3 + 17), size_t(70001)}) {
+        kt::CollCase c = kt::make_case(kt::Coll::AllReduce, koloFloat32, koloSum, n, count, false, 1);
+        expect_peer_slices(sw.w, sw.sh, sw.fcs, c, KOLO_COLL_ALL_REDUCE, algo);
       }
-      EXPECT_GT(moved, 0u);
+    }
+}
+
+// A doubling all-reduce's task carries its program's peers and the end
+// table of (all-reduce, its algorithm, channel), like the other multi-peer
+// programs; its geometry is the host executor's, in its program's layout.
+TEST(CudaPlan, DoublingAllReduceTasksCarryTheirEndTables) {
+  for (int n : {2, 3, 5, 8})
+    for (int algo : {KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER}) {
+      Shape sh;
+      sh.nranks = n;
+      for (int rank = 0; rank < n; rank++) {
+        SCOPED_TRACE(std::string(kolo_algo_name(algo)) + " n=" + std::to_string(n) + " rank " + std::to_string(rank));
+        FakeComm fc(sh, rank);
+        kolo_op op = make_op(KOLO_COLL_ALL_REDUCE, fake(0x10), const_cast<void *>(fake(0x20)), 4 << 20, koloFloat32,
+                             algo, koloAvg);
+        auto bs = plan(fc, {op});
+        const kolo_program &p = fc.progs[KOLO_COLL_ALL_REDUCE][(size_t)algo];
+        ASSERT_GT(p.npeers, 0);
+        ASSERT_EQ(bs.size(), 1u);
+        ASSERT_EQ(bs[0].ntasks, host_channels(sh, op));
+        for (int i = 0; i < bs[0].ntasks; i++) {
+          const kolo_dev_task &t = bs[0].tasks[i];
+          EXPECT_EQ(t.npeers, p.npeers);
+          EXPECT_EQ((uintptr_t)t.ends, FakeComm::end_table_value(KOLO_COLL_ALL_REDUCE, algo, t.channel));
+          EXPECT_EQ((uintptr_t)t.steps, FakeComm::dev_steps_value(KOLO_COLL_ALL_REDUCE, algo));
+          EXPECT_FALSE(t.has_send || t.has_recv);
+          EXPECT_EQ(t.div, n);
+          expect_geometry(t.geo, host_geometry(sh, op, p.layout, bs[0].ntasks));
+        }
+      }
     }
 }
 
@@ -953,7 +1022,7 @@ struct HierFake {
     kolo_ring_free(&intra);
     kolo_ring_free(&inter);
     kolo_hosts_free(&h);
-    topo = kolo_algo_topo{s.nranks, hosts, L, forced};
+    topo = kolo_algo_topo{s.nranks, hosts, L, forced, 0};
     hcounters.assign(4 * (size_t)s.nch, 0);
     for (int k = 0; k < 2; k++) {
       const kolo_program &p = hprog[k == 0 ? KOLO_HIER_INTRA_RS : KOLO_HIER_INTER_AR];
@@ -964,7 +1033,6 @@ struct HierFake {
       fc.pc.hier_send[k] = hsend[k].data();
       fc.pc.hier_recv[k] = hrecv[k].data();
     }
-    fc.pc.algo = &topo;
     fc.pc.hier_programs = hprog;
   }
   ~HierFake() {
@@ -997,7 +1065,7 @@ TEST(CudaPlan, HierarchicalAllReducePhasesRunInConsecutiveLaunches) {
     HierFake hf(sh, rank, 2, KOLO_ALGO_HIER);
     const void *in = fake(0xa0000);
     void *out = const_cast<void *>(fake(0xb0000));
-    kolo_op op = make_op(KOLO_COLL_ALL_REDUCE, in, out, 1 << 20, koloFloat32, 0, koloAvg);
+    kolo_op op = make_op(KOLO_COLL_ALL_REDUCE, in, out, 1 << 20, koloFloat32, KOLO_ALGO_HIER, koloAvg);
     EXPECT_EQ(kolo_cuda_plan_is_hier(&op, &hf.fc.pc), 1);
     auto bs = plan(hf.fc, {op});
     ASSERT_EQ(bs.size(), (size_t)KOLO_HIER_PHASES);
@@ -1037,11 +1105,14 @@ TEST(CudaPlan, HierarchicalAllReducePhasesRunInConsecutiveLaunches) {
   ASSERT_EQ(bs.size(), 1u);
   EXPECT_EQ(HierFake::phase_of(bs[0].tasks[0]), -1);
   EXPECT_TRUE(same_end(bs[0].tasks[0].send, ring.fc.ring_send[0]));
-  // The cost model's choice (KOLO_ALGO unset) is the host enqueue's.
+  // The algorithm the call was recorded with (enqueue.c: the cost model's
+  // choice when KOLO_ALGO is unset, as on the host) decides.
   for (size_t count : {(size_t)7, (size_t)100003, (size_t)(16u << 20)}) {
     HierFake autof(sh, 1, 2, KOLO_ALGO_AUTO);
+    autof.topo.no_auto_peers = 1;  // a CUDA comm's
     kolo_op o = make_op(KOLO_COLL_ALL_REDUCE, fake(0x1), const_cast<void *>(fake(0x2)), count, koloFloat32);
-    int want = kolo_algo_choose(&autof.topo, count * 4, host_channels(sh, o)) == KOLO_ALGO_HIER;
+    o.arg = kolo_algo_choose(&autof.topo, count * 4, host_channels(sh, o));
+    int want = o.arg == KOLO_ALGO_HIER;
     EXPECT_EQ(kolo_cuda_plan_is_hier(&o, &autof.fc.pc), want) << count;
     EXPECT_EQ(total_tasks(plan(autof.fc, {o})), host_channels(sh, o) * (want ? KOLO_HIER_PHASES : 1)) << count;
   }
@@ -1061,7 +1132,8 @@ TEST(CudaPlan, HierarchicalPhasesInGroupsNeverShareALaunch) {
   for (int i = 0; i < 5; i++) {
     int coll = i % 2 ? KOLO_COLL_ALL_GATHER : KOLO_COLL_ALL_REDUCE;
     ops.push_back(make_op(coll, fake(0x100000 * (i + 1)), const_cast<void *>(fake(0x100000 * (i + 1) + 8)),
-                          i == 2 ? 1 : 50000 + 1000 * (size_t)i, koloFloat32));
+                          i == 2 ? 1 : 50000 + 1000 * (size_t)i, koloFloat32,
+                          coll == KOLO_COLL_ALL_REDUCE ? KOLO_ALGO_HIER : 0));
   }
   auto bs = plan(hf.fc, ops);
   std::map<const char *, int> last_phase;  // per all-reduce (by its input), the last phase launched
@@ -1115,7 +1187,8 @@ TEST(CudaPlan, HierarchicalSlicesBalanceAcrossRanks) {
     for (int r = 0; r < sh.nranks; r++) {
       sent[(size_t)r].assign(KOLO_HIER_PHASES, std::vector<uint64_t>((size_t)sh.nch, 0));
       got[(size_t)r] = sent[(size_t)r];
-      kolo_op op = make_op(KOLO_COLL_ALL_REDUCE, fake(0x1000), const_cast<void *>(fake(0x2000)), count, koloFloat64);
+      kolo_op op = make_op(KOLO_COLL_ALL_REDUCE, fake(0x1000), const_cast<void *>(fake(0x2000)), count, koloFloat64,
+                           KOLO_ALGO_HIER);
       for (const TaskSlices &ts : plan_slices(op, fs[(size_t)r]->fc.pc)) {
         int k = HierFake::phase_of(ts.task);
         ASSERT_GE(k, 0);
@@ -1236,8 +1309,10 @@ TEST(CudaPlan, RandomGroupsCannotDeadlockAcrossRanks) {
       tag += 0x100;
       int coll = (int)(rng() % 5);
       if (peer_rng() % 5 < 2) coll = KOLO_COLL_ALL_TO_ALL + (int)(peer_rng() % 3);
-      colls.push_back(make_op(coll, fake(tag), const_cast<void *>(fake(tag)), counts[rng() % 3], types[rng() % 3],
-                              (int)(rng() % (uint64_t)n)));
+      kolo_op o = make_op(coll, fake(tag), const_cast<void *>(fake(tag)), counts[rng() % 3], types[rng() % 3],
+                          (int)(rng() % (uint64_t)n));
+      if (coll == KOLO_COLL_ALL_REDUCE) o.arg %= KOLO_ALGO_NUM;  // the algorithm: ring or a doubling one
+      colls.push_back(o);
       parties[tag] = n;
     }
     // transfers: each lands in its sender's and receiver's list at random places

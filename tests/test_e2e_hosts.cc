@@ -155,12 +155,11 @@ int run_cases_batched(koloComm_t comm, int rank, const std::vector<CollCase> &ca
 
 // The algorithm a child must see for an all-reduce of `count` float32.
 int want_algo(const Layout &l, const char *algo, size_t count) {
-  if (!l.uniform || std::string(algo) == "ring") return KOLO_ALGO_RING;
-  if (std::string(algo) == "hier") return KOLO_ALGO_HIER;
   int hosts = 0;
   for (int h : l.host_of) hosts = std::max(hosts, h + 1);
   int n = (int)l.host_of.size();
-  kolo_algo_topo t{n, hosts, n / hosts, KOLO_ALGO_AUTO};
+  // forced (hier where the hosts allow it, else the ring) or the cost model's
+  kolo_algo_topo t{n, hosts, l.uniform ? n / hosts : 0, *algo ? kolo_algo_parse(algo) : KOLO_ALGO_AUTO, 0};
   // the channels the core gives that call: one per 4 KiB of a rank's share, at most 3
   size_t want = count * 4 / (size_t)n / 4096;
   int nch = want < 1 ? 1 : want > 3 ? 3 : (int)want;

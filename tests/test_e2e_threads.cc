@@ -695,6 +695,18 @@ TEST(ThreadsNonBlockingInit, CallsBeforeTheInitEndsAreRefused) {
 
 namespace {
 
+// The all-reduce's cheapest algorithm (ring/algo.h): the ring, recursive
+// doubling or Rabenseifner's, among p = 2^k ranks and a fold of the rest.
+double all_reduce_s(int n, double a, double b, double bytes) {
+  int p = 1, k = 0;
+  for (; 2 * p <= n; p *= 2) k++;
+  const double fold = p < n ? 2 * (a + bytes / b) : 0;
+  const double ring = 2 * (n - 1) * a + 2.0 * (n - 1) / n * bytes / b;
+  const double rd = k * (a + bytes / b) + fold;
+  const double rab = 2 * k * a + 2.0 * (p - 1) / p * bytes / b + fold;
+  return std::min(ring, std::min(rd, rab));
+}
+
 // ring/algo.h's model of one host (shared memory links): latency 1 us and
 // 20 GB/s per hop, written out here independently of ring/algo.c.
 double model_us(Coll coll, int n, double bytes) {
@@ -702,7 +714,7 @@ double model_us(Coll coll, int n, double bytes) {
   const double a = 1e-6, b = 20e9;
   double s = 0;
   switch (coll) {
-    case Coll::AllReduce: s = 2 * (n - 1) * a + 2.0 * (n - 1) / n * bytes / b; break;
+    case Coll::AllReduce: s = all_reduce_s(n, a, b, bytes); break;
     case Coll::ReduceScatter:
     case Coll::AllGather:
     case Coll::AlltoAll:

@@ -90,6 +90,8 @@ extern "C" {
 #include "ring/program.h"
 #include "ring/schedule.h"
 #include "ring/step_names.h"
+#include "ring/algo.h"
+#include "ring/doubling.h"
 #include "ring/topology.h"
 }
 
@@ -217,9 +219,13 @@ const char *op_name(int op) {
 
 // ---- the model ---------------------------------------------------------------
 
-enum class ROp { kSum, kMax, kAvg };
+// kOrdered combines a and b as 3a + b (wrapping): neither commutative nor
+// associative, so a rank that takes its operands in another order or
+// bracketing than another rank gets another value.  Its check is that every
+// rank gets the same values (no reference: each algorithm has its own tree).
+enum class ROp { kSum, kMax, kAvg, kOrdered };
 const char *rop_name(ROp op) {
-  return op == ROp::kSum ? "sum" : op == ROp::kMax ? "max" : "avg";
+  return op == ROp::kSum ? "sum" : op == ROp::kMax ? "max" : op == ROp::kAvg ? "avg" : "ordered";
 }
 
 // A task's window on an arena.
@@ -500,7 +506,13 @@ class Model {
     return 0;
   }
 
-  T combine(T a, T b) const { return mp_.op == ROp::kMax ? std::max(a, b) : a + b; }
+  T combine(T a, T b) const {
+    if (mp_.op == ROp::kOrdered) {
+      if constexpr (std::is_integral<T>::value) return (T)((uint64_t)a * 3 + (uint64_t)b);
+      return a * 3 + b;
+    }
+    return mp_.op == ROp::kMax ? std::max(a, b) : a + b;
+  }
 
   // Moves up to turn_slices slices; >0 moved, 0 blocked, <0 failed.
   int advance(Task &t) {
@@ -571,7 +583,10 @@ class Model {
       case KOLO_STEP_RECV_REDUCE_COPY:
       case KOLO_STEP_RECV_REDUCE_COPY_SEND:
         v.resize(n);
-        for (size_t i = 0; i < n; i++) v[i] = combine(r[i], a[i]);
+        if (s.flags & KOLO_STEP_SRC_FIRST)
+          for (size_t i = 0; i < n; i++) v[i] = combine(a[i], r[i]);
+        else
+          for (size_t i = 0; i < n; i++) v[i] = combine(r[i], a[i]);
         if (fin && s.op != KOLO_STEP_RECV_REDUCE_SEND)
           for (T &x : v) x /= (T)mp_.div;
         break;
@@ -625,12 +640,14 @@ struct Case {
   size_t capacity = 0;
   int nslots = 8;  // chunk_elems = nslots / 2 slots, as the core sizes it
   uint64_t seed = 1;
+  int algo = KOLO_ALGO_RING;  // all-reduce: the program's algorithm (ring/algo.h)
 
   std::string str() const {
     std::ostringstream os;
     os << kolo_coll_name(coll) << " n=" << nranks << " count=" << count << " nch=" << nchannels
        << " slot=" << slot_elems << " esz=" << elem_size << " ring=" << ring_kind_name(ring_kind)
        << (in_place ? " in-place" : "") << " op=" << rop_name(op);
+    if (coll == KOLO_COLL_ALL_REDUCE) os << " algo=" << kolo_algo_name(algo);
     if (coll == KOLO_COLL_BROADCAST || coll == KOLO_COLL_REDUCE) os << " root=" << root;
     os << " nslots=" << nslots << " cap=" << capacity << " seed=" << seed;
     return os.str();
@@ -708,9 +725,10 @@ std::string run_collective(const Case &c, const Mutator &mutate = nullptr) {
   Rng rng(c.seed);
   std::vector<Ring> rings = make_rings(c.ring_kind, n, c.nchannels, c.seed);
   std::vector<std::vector<std::unique_ptr<Prog>>> progs((size_t)c.nchannels);
+  const int arg = c.coll == KOLO_COLL_ALL_REDUCE ? c.algo : c.root;
   for (int ch = 0; ch < c.nchannels; ch++)
     for (int r = 0; r < n; r++) {
-      progs[(size_t)ch].push_back(build(c.coll, rings[(size_t)ch], r, c.root));
+      progs[(size_t)ch].push_back(build(c.coll, rings[(size_t)ch], r, arg));
       if (!progs[(size_t)ch].back()) return "build failed";
     }
   for (int ch = 0; mutate && ch < c.nchannels; ch++) mutate(ch, progs[(size_t)ch]);
@@ -763,6 +781,8 @@ std::string run_collective(const Case &c, const Mutator &mutate = nullptr) {
     }
     if (c.coll == KOLO_COLL_BROADCAST && r != c.root) in_view[(size_t)r].can_read = false;
     if (c.coll == KOLO_COLL_REDUCE && r != c.root) out_view[(size_t)r].can_write = false;
+    // recursive doubling and Rabenseifner go on from what they wrote
+    if (c.coll == KOLO_COLL_ALL_REDUCE && kolo_algo_is_multi_peer(c.algo)) out_view[(size_t)r].can_read = true;
   }
 
   // Expected contents of every arena: start from the initial state.
@@ -805,6 +825,14 @@ std::string run_collective(const Case &c, const Mutator &mutate = nullptr) {
       m.add_task(r, ch, &progs[(size_t)ch][(size_t)r]->p, in_view[(size_t)r], out_view[(size_t)r]);
   std::string err = m.run();
   if (!err.empty()) return err;
+  if (c.op == ROp::kOrdered) {  // every rank's output as rank 0's, which is all written
+    const std::vector<T> &got0 = m.arenas[(size_t)out_arena[0]];
+    for (size_t i = 0; i < out_len; i++) {
+      const T x = got0[out_view[0].off + i];
+      if (x == poison<T>()) return "rank0.out[" + std::to_string(i) + "] never written";
+      for (int r = 0; r < n; r++) want[(size_t)out_arena[(size_t)r]][out_view[(size_t)r].off + i] = x;
+    }
+  }
   return compare(m.arenas, want, names);
 }
 
@@ -2283,14 +2311,17 @@ TEST(ScheduleChecker, BothProveEveryBuiltin) {
   int cases = 0;
   for (int n = 1; n <= 16; n++)
     for (int coll : kCheckerColls)
-      for (int root = 0; root < (is_rooted(coll) ? n : 1); root++) {
-        std::string model, checker;
-        Case c = checker_case(coll, n, root, mix(mix((uint64_t)n, (uint64_t)coll), (uint64_t)root));
-        both_verdicts(c, -1, 0, &model, &checker);
-        ASSERT_EQ(model, "") << c.str();
-        ASSERT_EQ(checker, "") << c.str();
-        cases++;
-      }
+      for (int root = 0; root < (is_rooted(coll) ? n : 1); root++)
+        for (int algo = 0; algo < (coll == KOLO_COLL_ALL_REDUCE ? KOLO_ALGO_NUM : 1); algo++) {
+          if (algo == KOLO_ALGO_HIER) continue;  // three programs in sequence: proved on their own below
+          std::string model, checker;
+          Case c = checker_case(coll, n, root, mix(mix((uint64_t)n, (uint64_t)coll), (uint64_t)(root * 8 + algo)));
+          c.algo = algo;
+          both_verdicts(c, -1, 0, &model, &checker);
+          ASSERT_EQ(model, "") << c.str();
+          ASSERT_EQ(checker, "") << c.str();
+          cases++;
+        }
   // Send / recv: the pair's two programs, one message in the model.
   for (int n = 2; n <= 16; n++)
     for (int from = 0; from < n; from++)
@@ -2337,6 +2368,219 @@ TEST(ScheduleChecker, AgreesWithTheModelOnBrokenPrograms) {
   }
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
   printf("[          ] %d mutated cases in %lld ms\n", cases, (long long)ms);
+}
+
+// ---- recursive doubling and Rabenseifner -----------------------------------------
+
+const int kDoublingAlgos[] = {KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER};
+
+// The structure of rank's program of a doubling all-reduce (algo), with
+// what it reads and writes counted per chunk into reads / finals.
+void check_doubling_program(int algo, int n, int rank, const kolo_program &p, std::vector<int> &finals) {
+  SCOPED_TRACE(::testing::Message() << kolo_algo_name(algo) << " n=" << n << " rank=" << rank);
+  const int pw = kolo_pow2_floor(n), k = kolo_log2(pw), nchunks = algo == KOLO_ALGO_RD ? 1 : n;
+  const bool extra = n > 1 && kolo_rd_index(n, rank) < 0, folded = kolo_rd_folded(n, rank) >= 0;
+  EXPECT_EQ(p.layout, algo == KOLO_ALGO_RD ? KOLO_LAYOUT_FLAT : KOLO_LAYOUT_RING);
+  EXPECT_EQ(p.in_blocked + p.out_blocked, 0);
+  EXPECT_EQ(p.send_peer, -1);
+  EXPECT_EQ(p.recv_peer, -1);
+  ASSERT_EQ(p.npeers, n == 1 ? 0 : extra ? 1 : k + folded);
+  if (algo == KOLO_ALGO_RD) {
+    EXPECT_EQ(p.nsteps, n == 1 ? 1 : extra ? 2 : 2 * k + 2 * folded);
+  }
+  std::vector<int> seen((size_t)n, 0), used((size_t)p.npeers, 0), reads((size_t)nchunks, 0);
+  for (int i = 0; i < p.npeers; i++) {
+    const int q = p.peers[i].rank;
+    ASSERT_TRUE(q >= 0 && q < n && q != rank) << "peer " << i << " is rank " << q;
+    EXPECT_EQ(seen[(size_t)q]++, 0) << "rank " << q << " listed twice";
+  }
+  for (int i = 0; i < p.nsteps; i++) {
+    const kolo_step &s = p.steps[i];
+    SCOPED_TRACE(::testing::Message() << "step " << i << " " << op_name(s.op));
+    EXPECT_TRUE(s.op == KOLO_STEP_SEND || s.op == KOLO_STEP_RECV || s.op == KOLO_STEP_RECV_REDUCE_COPY ||
+                (n == 1 && s.op == KOLO_STEP_COPY));
+    EXPECT_EQ(s.flags & ~(KOLO_STEP_FINAL | KOLO_STEP_SRC_FIRST), 0u);
+    if (s.flags & KOLO_STEP_SRC_FIRST) {
+      EXPECT_TRUE(kolo_step_reduces(s.op));
+    }
+    ASSERT_TRUE(s.src_chunk >= 0 && s.src_chunk < nchunks && s.dst_chunk == s.src_chunk);
+    if (kolo_step_sends(s.op)) used[s.to]++;
+    if (kolo_step_recvs(s.op)) used[s.from]++;
+    if (kolo_step_reads_src(s.op) && s.src_buf == KOLO_BUF_IN) reads[(size_t)s.src_chunk]++;
+    if (kolo_step_writes_dst(s.op)) {
+      EXPECT_EQ(s.dst_buf, KOLO_BUF_OUT) << "writes IN";
+    }
+    if (s.flags & KOLO_STEP_FINAL) {
+      EXPECT_TRUE(kolo_step_reduces(s.op) || s.op == KOLO_STEP_COPY);
+      finals[(size_t)s.dst_chunk]++;
+    }
+  }
+  for (int i = 0; i < p.npeers; i++) EXPECT_GT(used[(size_t)i], 0) << "peer " << i << " is never used";
+  // Each input element is read once, except at recursive doubling's first
+  // level: once to send it, once to add it (two paths to the output, each
+  // with one read: a premul-sum scales each once).
+  const int want_reads = algo == KOLO_ALGO_RD && n > 1 && !extra && !folded ? 2 : 1;
+  for (int c = 0; c < nchunks; c++) EXPECT_EQ(reads[(size_t)c], want_reads) << "input chunk " << c << " read";
+}
+
+TEST(ScheduleStructure, DoublingAllReducePrograms) {
+  for (int algo : kDoublingAlgos)
+    for (int n = 1; n <= 16; n++) {
+      Ring ring = shuffled_ring(n, 3 + (uint64_t)n);  // the programs ignore the ring
+      std::vector<std::unique_ptr<Prog>> progs;
+      const int nchunks = algo == KOLO_ALGO_RD ? 1 : n;
+      std::vector<int> finals((size_t)nchunks, 0);
+      for (int r = 0; r < n; r++) {
+        progs.push_back(build(KOLO_COLL_ALL_REDUCE, ring, r, algo));
+        ASSERT_TRUE(progs.back());
+        check_doubling_program(algo, n, r, progs.back()->p, finals);
+      }
+      // The average divides once per element: on each rank of the doubling
+      // (rd), on the rank that owns the chunk (rabenseifner).
+      for (int c = 0; c < nchunks; c++)
+        EXPECT_EQ(finals[(size_t)c], algo == KOLO_ALGO_RD ? kolo_pow2_floor(n) : 1) << "chunk " << c << " n " << n;
+      // Both ends of every pipe name the same chunks in the same order.
+      for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++) {
+          std::vector<int> st, rt;
+          const kolo_program &pa = progs[(size_t)a]->p, &pb = progs[(size_t)b]->p;
+          for (int i = 0; i < pa.nsteps; i++)
+            if (kolo_step_send_rank(&pa, &pa.steps[i]) == b) st.push_back(pa.steps[i].src_chunk);
+          for (int i = 0; i < pb.nsteps; i++)
+            if (kolo_step_recv_rank(&pb, &pb.steps[i]) == a) rt.push_back(pb.steps[i].dst_chunk);
+          EXPECT_EQ(st, rt) << kolo_algo_name(algo) << " n=" << n << " pipe " << a << "->" << b;
+        }
+    }
+}
+
+// N = 1..16 x every count x geometry for both algorithms, op (sum, max,
+// avg, ordered), in place and FIFO bound rotating; the full geometry
+// product at a few N.
+TEST(ScheduleModel, DoublingAllReduceGrid) {
+  Grid g;
+  auto t0 = std::chrono::steady_clock::now();
+  const ROp ops[] = {ROp::kSum, ROp::kMax, ROp::kAvg, ROp::kOrdered};
+  for (int algo : kDoublingAlgos)
+    for (int n = 1; n <= 16 && g.go(); n++)
+      for (size_t count : kCounts)
+        for (int nch : kChannels)
+          for (size_t slot : kSlots)
+            for (size_t esz : kElemSizes) {
+              const bool full = n == 1 || n == 2 || n == 3 || n == 5 || n == 8 || n == 16;
+              if (!full && (esz == 8 || slot == 64)) continue;
+              Case c;
+              c.algo = algo;
+              c.nranks = n;
+              c.count = count;
+              c.nchannels = nch;
+              c.slot_elems = slot;
+              c.elem_size = esz;
+              c.seed = mix(mix((uint64_t)n * 16 + (uint64_t)algo, count), mix((uint64_t)nch * 7 + esz, slot));
+              c.in_place = (c.seed >> 8) & 1;
+              c.capacity = capacity_for(c.seed >> 16);
+              c.op = ops[(c.seed >> 24) % 4];
+              if (sampled(c)) g.check(c, c.op == ROp::kAvg ? run_collective<double>(c) : run_collective<int64_t>(c));
+            }
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  printf("[          ] %ld recursive doubling / Rabenseifner cases in %lld ms\n", g.cases, (long long)ms);
+}
+
+// Every op, in and out of place, for N = 1..16 at a few counts: the ring
+// too, which must give every rank the same values (kOrdered) as well.
+TEST(ScheduleModel, AllReduceEveryAlgorithmAndOp) {
+  Grid g;
+  for (int algo : {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER})
+    for (int n = 1; n <= 16 && g.go(); n++)
+      for (size_t count : {(size_t)1, (size_t)65, (size_t)4097})
+        for (bool inplace : {false, true})
+          for (ROp op : {ROp::kSum, ROp::kMax, ROp::kAvg, ROp::kOrdered}) {
+            Case c;
+            c.algo = algo;
+            c.nranks = n;
+            c.count = count;
+            c.in_place = inplace;
+            c.op = op;
+            c.seed = mix(mix((uint64_t)n * 16 + (uint64_t)algo, count), (uint64_t)op * 2 + inplace);
+            c.nchannels = kChannels[c.seed % 3];
+            c.slot_elems = kSlots[(c.seed >> 4) % 3];
+            c.elem_size = kElemSizes[(c.seed >> 8) % 2];
+            c.capacity = capacity_for(c.seed >> 12);
+            if (sampled(c)) g.check(c, op == ROp::kAvg ? run_collective<double>(c) : run_collective<int64_t>(c));
+          }
+}
+
+TEST(ScheduleModel, DoublingFewestSlots) {
+  // Connectors of 2 or 4 slots (a chunk is 1 or 2 of them), FIFOs bounded
+  // to them, one slice per turn or many: no deadlock.
+  Grid g;
+  for (int algo : kDoublingAlgos)
+    for (int n : {2, 3, 5, 7, 12, 16})
+      for (size_t count : {(size_t)65, (size_t)1000, (size_t)4097})
+        for (int nslots : {2, 4}) {
+          Case c;
+          c.algo = algo;
+          c.nranks = n;
+          c.count = count;
+          c.nslots = nslots;
+          c.capacity = (size_t)nslots;
+          c.seed = mix(mix((uint64_t)n * 16 + (uint64_t)algo, count), (uint64_t)nslots);
+          c.nchannels = kChannels[(c.seed >> 4) % 3];
+          c.in_place = (c.seed >> 12) & 1;
+          c.op = (c.seed >> 16) & 1 ? ROp::kOrdered : ROp::kSum;
+          if (sampled(c)) g.check(c, run_collective<int64_t>(c));
+        }
+}
+
+// The model catches a doubling program that is wrong: in the order of its
+// operands (ranks disagree), its FINAL flags (avg off), or its order of
+// steps (every rank receives first: a cycle of waits).
+TEST(ScheduleModel, CatchesBrokenDoublingPrograms) {
+  for (int algo : kDoublingAlgos)
+    for (int n : {4, 6}) {
+      SCOPED_TRACE(::testing::Message() << kolo_algo_name(algo) << " n=" << n);
+      Ring ring = identity_ring(n);
+      auto run = [&](ROp op, const std::function<void(kolo_program &)> &breakit) {
+        Case c;
+        c.algo = algo;
+        c.nranks = n;
+        c.count = 1000;
+        c.op = op;
+        c.capacity = 8;
+        std::vector<std::unique_ptr<Prog>> progs;
+        for (int r = 0; r < n; r++) {
+          progs.push_back(build(KOLO_COLL_ALL_REDUCE, ring, r, algo));
+          breakit(progs.back()->p);
+        }
+        Model<int64_t> m(params_of(c));
+        std::vector<int> in((size_t)n), out((size_t)n);
+        Rng rng(7);
+        for (int r = 0; r < n; r++) {
+          in[(size_t)r] = m.add_arena(random_values<int64_t>(rng, c.count));
+          out[(size_t)r] = m.add_arena(std::vector<int64_t>(c.count, poison<int64_t>()));
+          m.add_task(r, 0, &progs[(size_t)r]->p, View{in[(size_t)r], 0, c.count, true, false},
+                     View{out[(size_t)r], 0, c.count, true, true});
+        }
+        std::string err = m.run();
+        if (!err.empty()) return err;
+        for (int r = 1; r < n; r++)
+          if (m.arenas[(size_t)out[(size_t)r]] != m.arenas[(size_t)out[0]]) return std::string("ranks differ");
+        return std::string();
+      };
+      auto each_step = [](const std::function<void(kolo_step &)> &f) {
+        return [f](kolo_program &p) {
+          for (int i = 0; i < p.nsteps; i++) f(p.steps[i]);
+        };
+      };
+      EXPECT_EQ(run(ROp::kOrdered, [](kolo_program &) {}), "");
+      EXPECT_EQ(run(ROp::kOrdered, each_step([](kolo_step &s) { s.flags &= ~KOLO_STEP_SRC_FIRST; })),
+                algo == KOLO_ALGO_RD ? "ranks differ" : "")
+          << "rabenseifner reduces each element once: its order cannot make ranks differ";
+      std::string err = run(ROp::kSum, [](kolo_program &p) {
+        for (int i = 0; i + 1 < p.nsteps; i++)
+          if (p.steps[i].op == KOLO_STEP_SEND && kolo_step_recvs(p.steps[i + 1].op)) std::swap(p.steps[i], p.steps[i + 1]);
+      });
+      EXPECT_NE(err.find("deadlock"), std::string::npos) << err;
+    }
 }
 
 // The grids allocate and free buffers of up to a few MiB thousands of times:

@@ -183,46 +183,93 @@ TEST(Topology, IntraAndInterRings) {
   }
 }
 
-TEST(Topology, AlgorithmChoice) {
+// The choice's model written out independently of ring/algo.c: one host
+// (shared memory, 1 us and 20 GB/s a hop), p = 2^k ranks and a fold of the
+// rest for recursive doubling and Rabenseifner.
+double one_host_cost(int algo, int n, double S) {
+  const double a = 1e-6, b = 20e9;
+  int p = 1, k = 0;
+  for (; 2 * p <= n; p *= 2) k++;
+  const double fold = p < n ? 2 * (a + S / b) : 0;
+  switch (algo) {
+  case KOLO_ALGO_RD: return k * (a + S / b) + fold;
+  case KOLO_ALGO_RABENSEIFNER: return 2 * k * a + 2.0 * (p - 1) / p * S / b + fold;
+  default: return 2 * (n - 1) * a + 2.0 * (n - 1) / n * S / b;
+  }
+}
+
+TEST(Topology, AlgorithmNames) {
   EXPECT_EQ(kolo_algo_parse(nullptr), KOLO_ALGO_AUTO);
   EXPECT_EQ(kolo_algo_parse(""), KOLO_ALGO_AUTO);
-  EXPECT_EQ(kolo_algo_parse("ring"), KOLO_ALGO_RING);
-  EXPECT_EQ(kolo_algo_parse("hier"), KOLO_ALGO_HIER);
-  EXPECT_LT(kolo_algo_parse("tree"), KOLO_ALGO_AUTO);
-  EXPECT_STREQ(kolo_algo_name(KOLO_ALGO_HIER), "hier");
-  // Not possible: one host, one rank per host, uneven hosts.
-  for (kolo_algo_topo t : {kolo_algo_topo{8, 1, 8, KOLO_ALGO_HIER}, kolo_algo_topo{4, 4, 1, KOLO_ALGO_HIER},
-                           kolo_algo_topo{5, 2, 0, KOLO_ALGO_HIER}}) {
+  const char *names[] = {"ring", "hier", "rd", "rabenseifner"};
+  for (int a = 0; a < KOLO_ALGO_NUM; a++) {
+    EXPECT_EQ(kolo_algo_parse(names[a]), a);
+    EXPECT_STREQ(kolo_algo_name(a), names[a]);
+    EXPECT_NE(std::string(kolo_algo_names()).find(names[a]), std::string::npos);
+    EXPECT_EQ(kolo_algo_is_multi_peer(a), a == KOLO_ALGO_RD || a == KOLO_ALGO_RABENSEIFNER);
+  }
+  for (const char *bad : {"tree", "Ring", "rd ", "rab", "auto"}) EXPECT_LT(kolo_algo_parse(bad), KOLO_ALGO_AUTO) << bad;
+  EXPECT_STREQ(kolo_algo_name(KOLO_ALGO_AUTO), "auto");
+}
+
+TEST(Topology, AlgorithmChoice) {
+  // Not possible: one host, one rank per host, uneven hosts: a forced hier
+  // runs the ring.
+  for (kolo_algo_topo t : {kolo_algo_topo{8, 1, 8, KOLO_ALGO_HIER, 0}, kolo_algo_topo{4, 4, 1, KOLO_ALGO_HIER, 0},
+                           kolo_algo_topo{5, 2, 0, KOLO_ALGO_HIER, 0}}) {
     EXPECT_FALSE(kolo_algo_hier_possible(&t));
     for (size_t bytes : {(size_t)0, (size_t)1 << 10, (size_t)1 << 30})
       EXPECT_EQ(kolo_algo_choose(&t, bytes, 2), KOLO_ALGO_RING);
   }
-  // Possible: forced either way, or by cost.
+  // Forced: each where it can run; auto: the cheapest, ties to the lower
+  // number; without the multi-peer ones when no_auto_peers.
+  for (int H : {1, 2, 3, 8})
+    for (int L : {1, 2, 3, 4, 8}) {
+      kolo_algo_topo t{H * L, H, L, KOLO_ALGO_AUTO, 0};
+      for (size_t bytes : {(size_t)4, (size_t)1 << 16, (size_t)1 << 26})
+        for (int ch : {1, 2, 4})
+          for (int no_peers : {0, 1}) {
+            t.no_auto_peers = no_peers;
+            for (int a = 0; a < KOLO_ALGO_NUM; a++) {
+              t.forced = a;
+              int want = a == KOLO_ALGO_HIER && !kolo_algo_hier_possible(&t) ? KOLO_ALGO_RING : a;
+              EXPECT_EQ(kolo_algo_choose(&t, bytes, ch), want);
+            }
+            t.forced = KOLO_ALGO_AUTO;
+            int best = KOLO_ALGO_RING;
+            for (int a = 1; a < KOLO_ALGO_NUM; a++) {
+              if (a == KOLO_ALGO_HIER && !kolo_algo_hier_possible(&t)) continue;
+              if (no_peers && kolo_algo_is_multi_peer(a)) continue;
+              if (t.nranks > 1) {
+                EXPECT_GT(kolo_algo_cost(a, &t, bytes, ch), 0);
+              }
+              if (kolo_algo_cost(a, &t, bytes, ch) < kolo_algo_cost(best, &t, bytes, ch)) best = a;
+            }
+            EXPECT_EQ(kolo_algo_choose(&t, bytes, ch), best) << H << "x" << L << " " << bytes << " B";
+          }
+    }
+  // One host: the costs are the model's, and small messages take the
+  // fewest steps: recursive doubling (8 B to 512 B at 4 ranks, issue 16);
+  // two ranks always (one exchange, the ring's bytes).
+  for (int n = 2; n <= 16; n++) {
+    kolo_algo_topo t{n, 1, n, KOLO_ALGO_AUTO, 0};
+    for (double S : {0.0, 8.0, 4096.0, 1e6, 1e9})
+      for (int a : {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER})
+        EXPECT_NEAR(kolo_algo_cost(a, &t, (size_t)S, 1), one_host_cost(a, n, S), 1e-12) << a << " n=" << n;
+    for (size_t bytes : {(size_t)8, (size_t)512}) EXPECT_EQ(kolo_algo_choose(&t, bytes, 1), KOLO_ALGO_RD) << n;
+  }
+  kolo_algo_topo two{2, 1, 2, KOLO_ALGO_AUTO, 0};
+  for (size_t bytes : {(size_t)1, (size_t)1 << 30}) EXPECT_EQ(kolo_algo_choose(&two, bytes, 2), KOLO_ALGO_RD);
+  // Many ranks across hosts: the ring's 2(n-1) network latencies lose to
+  // hier's 2(H-1) at small sizes, unless the doubling beats both.
   for (int H : {2, 3, 8})
     for (int L : {2, 4, 8}) {
-      kolo_algo_topo t{H * L, H, L, KOLO_ALGO_AUTO};
-      ASSERT_TRUE(kolo_algo_hier_possible(&t));
-      for (size_t bytes : {(size_t)4, (size_t)1 << 16, (size_t)1 << 26})
-        for (int ch : {1, 2, 4}) {
-          t.forced = KOLO_ALGO_RING;
-          EXPECT_EQ(kolo_algo_choose(&t, bytes, ch), KOLO_ALGO_RING);
-          t.forced = KOLO_ALGO_HIER;
-          EXPECT_EQ(kolo_algo_choose(&t, bytes, ch), KOLO_ALGO_HIER);
-          t.forced = KOLO_ALGO_AUTO;
-          double cr = kolo_algo_cost(KOLO_ALGO_RING, &t, bytes, ch);
-          double ch_ = kolo_algo_cost(KOLO_ALGO_HIER, &t, bytes, ch);
-          EXPECT_GT(cr, 0);
-          EXPECT_GT(ch_, 0);
-          EXPECT_EQ(kolo_algo_choose(&t, bytes, ch), ch_ < cr ? KOLO_ALGO_HIER : KOLO_ALGO_RING);
-        }
-      // Many ranks across hosts: the ring's 2(n-1) network latencies lose to
-      // hier's 2(H-1) at small sizes.
+      kolo_algo_topo t{H * L, H, L, KOLO_ALGO_AUTO, 1};
       EXPECT_EQ(kolo_algo_choose(&t, 1024, 1), KOLO_ALGO_HIER) << H << "x" << L;
     }
   // Costs grow with the size.
-  kolo_algo_topo t{8, 2, 4, KOLO_ALGO_AUTO};
-  for (int a : {KOLO_ALGO_RING, KOLO_ALGO_HIER})
-    EXPECT_LT(kolo_algo_cost(a, &t, 1 << 10, 2), kolo_algo_cost(a, &t, 1 << 20, 2));
+  kolo_algo_topo t{8, 2, 4, KOLO_ALGO_AUTO, 0};
+  for (int a = 0; a < KOLO_ALGO_NUM; a++) EXPECT_LT(kolo_algo_cost(a, &t, 1 << 10, 2), kolo_algo_cost(a, &t, 1 << 20, 2));
 }
 
 }  // namespace

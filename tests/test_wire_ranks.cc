@@ -195,7 +195,7 @@ TEST(CommWire, ShapeRoundTripCutsAndRanges) {
                       {[](S *x) { x->ll_slot_bytes = 1000; }, "with LL slots of 1000 bytes"},
                       {[](S *x) { x->slot_bytes = 4097; }, "with slots of 4097 bytes"},
                       {[](S *x) { x->ll_threshold = (1ull << 40) + 1; }, "with an LL threshold of"},
-                      {[](S *x) { x->algo = 2; }, "with algorithm 2"}},
+                      {[](S *x) { x->algo = KOLO_ALGO_NUM; }, "with algorithm 4"}},
                      encode_shape, d, "communicator shape");
 }
 

@@ -465,22 +465,13 @@ __device__ __forceinline__ void reduce_t(const kolo_dev_task &t, int op, void *o
 }
 
 /* One SIMPLE slice: rs / ss are the receive / send slots (or nullptr);
- * div: step_div's. */
+ * div: step_div's; swap: the step reduces src OP recv.  The operands come
+ * from the op's roles (ring/program.h). */
 template <typename T>
-__device__ __forceinline__ void simple_slice(const kolo_dev_task &t, int sop, char *rs, char *ss, char *s_,
-                                             char *d_, size_t cnt, int div) {
-  const int rop = step_rop(t, div);
-  switch (sop) {
-  case KOLO_STEP_SEND: reduce_t<T>(t, rop, ss, nullptr, s_, nullptr, cnt, 1); break;
-  case KOLO_STEP_RECV: reduce_t<T>(t, rop, d_, nullptr, rs, nullptr, cnt, 1); break;
-  case KOLO_STEP_COPY: reduce_t<T>(t, rop, d_, nullptr, s_, nullptr, cnt, div); break;
-  case KOLO_STEP_COPY_SEND: reduce_t<T>(t, rop, ss, d_ == s_ ? nullptr : d_, s_, nullptr, cnt, 1); break;
-  case KOLO_STEP_RECV_COPY_SEND: reduce_t<T>(t, rop, d_, ss, rs, nullptr, cnt, 1); break;
-  case KOLO_STEP_RECV_REDUCE_SEND: reduce_t<T>(t, rop, ss, nullptr, rs, s_, cnt, 1); break;
-  case KOLO_STEP_RECV_REDUCE_COPY: reduce_t<T>(t, rop, d_, nullptr, rs, s_, cnt, div); break;
-  case KOLO_STEP_RECV_REDUCE_COPY_SEND: reduce_t<T>(t, rop, d_, ss, rs, s_, cnt, div); break;
-  default: break;
-  }
+__device__ __forceinline__ void simple_slice(const kolo_dev_task &t, int sop, bool swap, char *rs, char *ss,
+                                             char *s_, char *d_, size_t cnt, int div) {
+  const kolo_step_operands x = kolo_step_operands_of(sop, swap, rs, ss, s_, d_);
+  if (x.o0 != nullptr) reduce_t<T>(t, step_rop(t, div), x.o0, x.o1, x.a, x.b, cnt, x.post ? div : 1);
 }
 
 /* ---- LL ------------------------------------------------------------------ */
@@ -569,6 +560,7 @@ struct LLSlice {
   size_t nbytes;
   uint32_t rflag, sflag;
   int div;
+  bool swap; /* reduce s OP received (KOLO_STEP_SRC_FIRST) */
 };
 
 /* The block's lines of one slice.  Value of a line: the receive line
@@ -607,7 +599,8 @@ __device__ __forceinline__ bool ll_lines(const LLSlice &x, const kolo_dev_batch 
       if (x.rl) {
         if (!ll_wait(x.rl + i * KOLO_LL_LINE_BYTES, x.rflag, lo[u], hi[u], b, t, x.R, s_stop)) return true;
         v = kolo_ll_payload(lo[u], hi[u]);
-        if (reads_b(OP)) v = reduce_line<T, OP>(v, sv[u], has_div, x.div, s);
+        if (reads_b(OP))
+          v = x.swap ? reduce_line<T, OP>(sv[u], v, has_div, x.div, s) : reduce_line<T, OP>(v, sv[u], has_div, x.div, s);
       }
       if (OP == kOpPreCopy) v = reduce_line<T, kOpPreCopy>(v, 0, false, 1, s);
       if (OP == kOpCopy && has_div) v = reduce_line<T, kOpCopy>(v, 0, true, x.div, s);
@@ -648,26 +641,28 @@ __device__ __forceinline__ void ll_clean(const LLSlice &x, uint32_t ll_slot_byte
 }
 
 /* One LL slice of step op `sop` over ends S and R (div: step_div's, the
- * post-op divisor as SIMPLE applies it).  Returns true to stop. */
+ * post-op divisor as SIMPLE applies it; swap: src OP recv).  Returns true
+ * to stop. */
 template <typename T>
 __device__ __forceinline__ bool ll_slice(const kolo_dev_batch &b, const kolo_dev_task &t, const kolo_dev_conn *S,
-                                         const kolo_dev_conn *R, int sop, char *s_, char *d_, size_t cnt, int div,
-                                         uint32_t rstep, uint32_t sstep, int *s_stop) {
+                                         const kolo_dev_conn *R, int sop, bool swap, char *s_, char *d_, size_t cnt,
+                                         int div, uint32_t rstep, uint32_t sstep, int *s_stop) {
   const bool pre = div == 0;
+  const unsigned roles = kolo_step_roles(sop);
+  const kolo_step_operands o = kolo_step_operands_of(sop, 0, nullptr, nullptr, s_, d_);
   LLSlice x;
   x.R = R;
-  x.rl = kolo_step_recvs(sop) ? R->ll_slots + (size_t)(rstep % R->nslots) * R->ll_slot_bytes : nullptr;
-  x.sl = kolo_step_sends(sop) ? S->ll_slots + (size_t)(sstep % S->nslots) * S->ll_slot_bytes : nullptr;
-  x.s = kolo_step_reads_src(sop) ? s_ : nullptr;
-  x.d = kolo_step_writes_dst(sop) ? d_ : nullptr;
-  if (sop == KOLO_STEP_COPY_SEND && d_ == s_) x.d = nullptr;
+  x.rl = (roles & KOLO_ROLE_RECV) ? R->ll_slots + (size_t)(rstep % R->nslots) * R->ll_slot_bytes : nullptr;
+  x.sl = (roles & KOLO_ROLE_SEND) ? S->ll_slots + (size_t)(sstep % S->nslots) * S->ll_slot_bytes : nullptr;
+  x.s = (roles & KOLO_ROLE_SRC) ? s_ : nullptr;
+  /* the slots are lines here, not operands: o0 is dst where the op writes
+   * it (not a copy-and-send whose dst holds its src already) */
+  x.d = o.o0 == d_ ? d_ : nullptr;
   x.nbytes = cnt * t.geo.elem_size;
   x.rflag = kolo_ll_flag(rstep);
   x.sflag = kolo_ll_flag(sstep);
-  x.div = (sop == KOLO_STEP_COPY || sop == KOLO_STEP_RECV_REDUCE_COPY ||
-           sop == KOLO_STEP_RECV_REDUCE_COPY_SEND)
-              ? (pre ? 1 : div)
-              : 1;
+  x.div = o.post && !pre ? div : 1;
+  x.swap = swap;
   if (ll_op_lines<T>(x, sop, pre, b, t, s_stop)) return true;
   if (x.sl != nullptr && kolo_ll_clean_step(sstep)) ll_clean(x, S->ll_slot_bytes);
   return false;
@@ -783,7 +778,7 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
       const kolo_step st = t.steps[s];
       const int sop = st.op;
       const bool rv = kolo_step_recvs(sop), sd = kolo_step_sends(sop);
-      if (!rv && !sd && sop != KOLO_STEP_COPY) continue; /* not a step op */
+      if (kolo_step_roles(sop) == 0) continue; /* not a step op */
       size_t soff, doff, ns, nd;
       kolo_geo_chunk_range(&t.geo, base, rce, t.channel, st.src_chunk,
                            st.src_buf == KOLO_BUF_IN ? t.in_blocked : t.out_blocked, &soff, &ns);
@@ -793,7 +788,8 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
       char *src = (st.src_buf == KOLO_BUF_IN ? t.in : t.out) + soff * esz;
       char *dst = (st.dst_buf == KOLO_BUF_IN ? t.in : t.out) + doff * esz;
       const int div = step_div(t, st);
-      if (sop == KOLO_STEP_COPY && dst == src && div == 1) continue; /* nothing to do */
+      const bool swap = (st.flags & KOLO_STEP_SRC_FIRST) && div != 0; /* not where a premul-sum scales */
+      if (!rv && !sd && dst == src && div == 1) continue; /* a local copy onto itself: nothing to do */
       if (t.npeers > 0 && n > 0) take_ends(t, st, sd, rv, e);
       const size_t per = (rv || sd) ? slot_elems : n;
       for (size_t off = 0; off < n; off += per) {
@@ -807,7 +803,7 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
           break;
         }
         if (kLL) {
-          stop = ll_slice<T>(b, t, e.S, e.R, sop, s_, d_, cnt, div, e.rstep, e.sstep, &s_stop);
+          stop = ll_slice<T>(b, t, e.S, e.R, sop, swap, s_, d_, cnt, div, e.rstep, e.sstep, &s_stop);
           /* every line of the slice is consumed before the credit returns */
           if (kolo_dev::block_sync_or(stop)) {
             ok = false;
@@ -819,7 +815,7 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
         } else {
           char *rs = rv ? e.R->slots + (size_t)(e.rstep % e.R->nslots) * e.R->slot_bytes : nullptr;
           char *ss = sd ? e.S->slots + (size_t)(e.sstep % e.S->nslots) * e.S->slot_bytes : nullptr;
-          simple_slice<T>(t, sop, rs, ss, s_, d_, cnt, div);
+          simple_slice<T>(t, sop, swap, rs, ss, s_, d_, cnt, div);
           kolo_dev::block_sync(); /* the whole slice is written (and read) before it is published */
           if (rv) e.rstep++;
           if (sd) e.sstep++;

@@ -2,7 +2,8 @@
  * first byte picks the kind, the rest is the value as getenv gives it.
  *   integers and sizes (common/config.c: decimal, 0x, octal, K/M/G) --
  *     a value read must read back the same when printed in decimal;
- *   KOLO_ALGO (ring/algo.c) -- auto, ring, hier or -2;
+ *   KOLO_ALGO (ring/algo.c) -- auto, an algorithm whose name reads back
+ *     as the value, or -2;
  *   KOLO_PROTO (core/proto_env.c) -- a set within {LL, Simple}, or -1;
  *   KOLO_ROOT / KOLO_COMM_ID (core/rendezvous.c) -- host and port split
  *     within the buffer, the port a suffix of the value.
@@ -26,7 +27,9 @@ static void check_int(const char *v) {
 
 static void check_algo(const char *v) {
   int a = kolo_algo_parse(v);
-  FUZZ_REQUIRE(a == KOLO_ALGO_AUTO || a == KOLO_ALGO_RING || a == KOLO_ALGO_HIER || a == -2);
+  FUZZ_REQUIRE(a == -2 || (a >= KOLO_ALGO_AUTO && a < KOLO_ALGO_NUM));
+  if (a == KOLO_ALGO_AUTO) FUZZ_REQUIRE(*v == '\0');
+  if (a >= 0) FUZZ_REQUIRE(strcmp(kolo_algo_name(a), v) == 0);
 }
 
 static void check_proto(const char *v) {

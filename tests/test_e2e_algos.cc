@@ -1,0 +1,230 @@
+// test_e2e_algos.cc - every flat all-reduce algorithm (ring, recursive
+// doubling, Rabenseifner), forced by KOLO_ALGO, end to end on host
+// communicators.
+//
+// Each world first checks that its communicator runs the forced algorithm
+// (kolo_comm_all_reduce_algo: no silent fallback can pass), then runs a
+// grid whose every call util/coll_run.h checks element by element against
+// a reference computed independently of kolo (random inputs, outputs
+// poisoned first, guards, untouched inputs), and checks that every rank's
+// result holds the same bytes (recursive doubling reduces on every rank:
+// the same operands in the same order everywhere, ring/doubling.h).
+//   AlgoThreads  ranks as threads, n in {1, 2, 3, 4, 5, 8} (a power of two,
+//                ranks to fold, one rank): float32 sum and avg, int32 sum
+//                and avg, float64 max, bfloat16 sum and a float32
+//                premul-sum at counts {0, 1, 7, 4095}, in and out of place,
+//                and 1 MiB + 3 elements (float32 sum, int32 avg in place);
+//                the outputs are compared byte for byte across ranks;
+//                and where the order of operands shows in the bits (a max of
+//                -0 and +0), every rank gets the same bits.
+//   AlgoProcs    ranks as processes (shared memory pipes), n in {3, 4}: a
+//                smaller grid; each rank all-gathers a hash of its result
+//                and checks that every rank's is its own.
+//   AlgoConfig   a KOLO_ALGO that names no algorithm fails init, naming the
+//                algorithms there are.
+// Large counts are skipped in sanitizer builds (KOLO_TEST_FULL=1 runs them).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "util/coll_ref.h"
+#include "util/coll_run.h"
+#include "util/proc_util.h"
+#include "util/thread_world.h"
+
+extern "C" {
+#include "core/op.h"
+#include "ring/algo.h"
+}
+
+using namespace kt;
+
+namespace {
+
+// A hang becomes an error after 60 s (children inherit the variable).
+const bool kTimeoutSet = (default_test_timeout(60000), true);
+
+struct TypeOp {
+  koloDataType_t t;
+  koloRedOp_t op;
+};
+
+std::vector<CollCase> algo_grid(int n, std::initializer_list<TypeOp> types, bool large) {
+  std::vector<CollCase> cases;
+  int v = 0;
+  for (const TypeOp &to : types)
+    for (size_t count : kSmallCounts)
+      for (bool ip : {false, true}) cases.push_back(make_case(Coll::AllReduce, to.t, to.op, n, count, ip, v++));
+  if (large && !sanitized_build()) {
+    cases.push_back(make_case(Coll::AllReduce, koloFloat32, koloSum, n, kLargeCount, false, v++));
+    cases.push_back(make_case(Coll::AllReduce, koloInt32, koloAvg, n, kLargeCount, true, v++));
+  }
+  return cases;
+}
+
+// The output of a prepared and issued case on one rank.
+const GuardedBuf &output_of(const CollCase &c, const RankBufs &b) { return c.in_place ? b.a : b.b; }
+
+// "" when the algorithm comm runs for an all-reduce is `algo` at every size.
+std::string runs_algo(koloComm_t comm, int algo) {
+  for (size_t count : {(size_t)1, (size_t)4095, kLargeCount}) {
+    int got = kolo_comm_all_reduce_algo(comm, count, koloFloat32);
+    if (got != algo)
+      return "an all-reduce of " + std::to_string(count) + " float32 runs " + kolo_algo_name(got) + ", not " +
+             kolo_algo_name(algo);
+  }
+  return "";
+}
+
+// Every case on every rank of w: checked, then compared across ranks.
+std::string run_identical(ThreadWorld &w, const std::vector<CollCase> &cases) {
+  const int n = w.nranks();
+  for (const CollCase &c : cases) {
+    Expected e;
+    expected_for(c, &e);
+    std::vector<RankBufs> bufs((size_t)n);
+    std::vector<std::string> errs((size_t)n);
+    w.pool.run([&](int r) {
+      prepare(c, r, &bufs[(size_t)r]);
+      koloResult_t res = issue(c, r, &bufs[(size_t)r], w.comms[(size_t)r]);
+      errs[(size_t)r] = res != koloSuccess ? result_text("koloAllReduce", res, w.comms[(size_t)r])
+                                           : check(c, r, bufs[(size_t)r], e);
+    });
+    for (int r = 0; r < n; r++)
+      if (!errs[(size_t)r].empty()) return c.str() + ": rank " + std::to_string(r) + ": " + errs[(size_t)r];
+    const GuardedBuf &first = output_of(c, bufs[0]);
+    for (int r = 1; r < n && first.data() != nullptr; r++)
+      if (memcmp(output_of(c, bufs[(size_t)r]).data(), first.data(), first.bytes()) != 0)
+        return c.str() + ": rank " + std::to_string(r) + "'s result differs from rank 0's in its bits";
+  }
+  return "";
+}
+
+const char *const kAlgos[] = {"ring", "rd", "rabenseifner"};
+
+class AlgoThreads : public ::testing::TestWithParam<std::tuple<const char *, int>> {};
+
+TEST_P(AlgoThreads, EveryElementSameOnEveryRank) {
+  auto [algo, n] = GetParam();
+  ScopedEnv force("KOLO_ALGO", algo);
+  ThreadWorld w(n);
+  ASSERT_TRUE(w.ok()) << koloGetErrorString(w.init_result) << ": " << w.init_error;
+  for (int r = 0; r < n; r++) ASSERT_EQ(runs_algo(w.comms[(size_t)r], kolo_algo_parse(algo)), "") << "rank " << r;
+  const std::vector<CollCase> cases =
+      algo_grid(n,
+                {{koloFloat32, koloSum}, {koloFloat32, koloAvg}, {koloInt32, koloSum}, {koloInt32, koloAvg},
+                 {koloFloat64, koloMax}, {koloBfloat16, koloSum}, {koloFloat32, kPreMulSum}},
+                n <= 5);
+  EXPECT_EQ(run_identical(w, cases), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, AlgoThreads,
+                         ::testing::Combine(::testing::ValuesIn(kAlgos), ::testing::Values(1, 2, 3, 4, 5, 8)),
+                         [](const ::testing::TestParamInfo<std::tuple<const char *, int>> &p) {
+                           return std::string(std::get<0>(p.param)) + "_" + std::to_string(std::get<1>(p.param)) +
+                                  "ranks";
+                         });
+
+// Where the order of operands shows in the bits: a float max of -0 and +0
+// (kolo's max returns the second operand when neither is greater).  Every
+// rank's inputs are zeros of signs taken from the bits of (element, rank);
+// every rank must get the same bits.  (Not a sum of NaNs: which payload an
+// add keeps is the compiler's and the hardware's, whatever the order.)
+TEST_P(AlgoThreads, MaxOfSignedZerosGivesTheSameBitsOnEveryRank) {
+  auto [algo, n] = GetParam();
+  ScopedEnv force("KOLO_ALGO", algo);
+  ThreadWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  const size_t count = 4097;
+  std::vector<std::vector<uint32_t>> buf((size_t)n, std::vector<uint32_t>(count));
+  for (int r = 0; r < n; r++)
+    for (size_t i = 0; i < count; i++) buf[(size_t)r][i] = ((uint32_t)((i * 2654435761u) >> (r % 24)) & 1u) << 31;
+  std::vector<koloResult_t> res((size_t)n);
+  w.pool.run([&](int r) {
+    res[(size_t)r] = koloAllReduce(buf[(size_t)r].data(), buf[(size_t)r].data(), count, koloFloat32, koloMax,
+                                   w.comms[(size_t)r], nullptr);
+  });
+  for (int r = 0; r < n; r++) ASSERT_EQ(res[(size_t)r], koloSuccess) << koloGetLastError(w.comms[(size_t)r]);
+  for (size_t i = 0; i < count; i++) {
+    const uint32_t x = buf[0][i];
+    ASSERT_EQ(x & 0x7fffffffu, 0u) << std::hex << x << " at " << std::dec << i;
+    for (int r = 1; r < n; r++) ASSERT_EQ(buf[(size_t)r][i], x) << "element " << i << ": rank " << r << " differs";
+  }
+}
+
+// FNV-1a of n bytes.
+uint64_t hash_bytes(const char *p, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+  return h;
+}
+
+// One process's rank: the cases, each checked, then every rank's hash of
+// its result all-gathered and compared with its own.
+int child(int rank, int n, const koloUniqueId &id, int algo, const std::vector<CollCase> &cases) {
+  koloComm_t comm = nullptr;
+  koloResult_t res = koloCommInitRank(&comm, n, id, rank);
+  if (res != koloSuccess) {
+    std::fprintf(stderr, "rank %d: koloCommInitRank: %s\n", rank, koloGetLastError(nullptr));
+    return 2;
+  }
+  int failures = 0;
+  std::string why = runs_algo(comm, algo);
+  if (!why.empty()) std::fprintf(stderr, "rank %d: %s\n", rank, why.c_str()), failures++;
+  Expected e;
+  std::vector<uint64_t> hashes((size_t)n);
+  for (size_t i = 0; i < cases.size() && failures == 0; i++) {
+    const CollCase &c = cases[i];
+    RankBufs b;
+    prepare(c, rank, &b);
+    expected_for_rank(c, rank, &e);
+    res = issue(c, rank, &b, comm);
+    std::string err = res != koloSuccess ? result_text("koloAllReduce", res, comm) : check(c, rank, b, e);
+    const GuardedBuf &out = output_of(c, b);
+    uint64_t mine = out.data() ? hash_bytes(out.data(), out.bytes()) : 0;
+    if (err.empty() && koloAllGather(&mine, hashes.data(), 1, koloUint64, comm, nullptr) != koloSuccess)
+      err = result_text("koloAllGather", koloInternalError, comm);
+    for (int q = 0; q < n && err.empty(); q++)
+      if (hashes[(size_t)q] != mine) err = "rank " + std::to_string(q) + "'s result differs in its bits";
+    if (!err.empty()) std::fprintf(stderr, "rank %d: %s: %s\n", rank, c.str().c_str(), err.c_str()), failures++;
+  }
+  if (koloCommDestroy(comm) != koloSuccess) failures++;
+  return failures ? 1 : 0;
+}
+
+class AlgoProcs : public ::testing::TestWithParam<std::tuple<const char *, int>> {};
+
+TEST_P(AlgoProcs, EveryElementSameOnEveryRank) {
+  if (tsan_build()) GTEST_SKIP() << "ThreadSanitizer cannot follow fork() from a process with threads";
+  auto [algo, n] = GetParam();
+  ScopedEnv force("KOLO_ALGO", algo);
+  const std::vector<CollCase> cases = algo_grid(
+      n, {{koloFloat32, koloSum}, {koloFloat16, koloAvg}, {koloInt32, koloSum}, {koloFloat8e5m2, kPreMulSum}}, true);
+  std::string id_error;
+  std::vector<ChildResult> res = run_children_with_id(
+      n, [&](int rank, const koloUniqueId &id) { return child(rank, n, id, kolo_algo_parse(algo), cases); }, 240000,
+      nullptr, &id_error);
+  EXPECT_EQ(id_error, "");
+  EXPECT_EQ(children_failures(res), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Procs, AlgoProcs,
+                         ::testing::Combine(::testing::Values("rd", "rabenseifner"), ::testing::Values(3, 4)),
+                         [](const ::testing::TestParamInfo<std::tuple<const char *, int>> &p) {
+                           return std::string(std::get<0>(p.param)) + "_" + std::to_string(std::get<1>(p.param)) +
+                                  "ranks";
+                         });
+
+TEST(AlgoConfig, UnknownNameFailsInitNamingTheAlgorithms) {
+  ScopedEnv force("KOLO_ALGO", "recursive");
+  koloComm_t comms[2] = {nullptr, nullptr};
+  EXPECT_EQ(koloCommInitAll(comms, 2, nullptr), koloInvalidArgument);
+  EXPECT_STREQ(koloGetLastError(nullptr),
+               "KOLO_ALGO = \"recursive\" is none of ring, hier, rd or rabenseifner");
+}
+
+}  // namespace
