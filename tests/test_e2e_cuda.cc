@@ -1865,8 +1865,21 @@ TEST(CudaGraphRace, ReplayConcurrentWithEagerCallIsReported) {
   const double t0 = now_ms();
   EXPECT_EQ(cudaGraphLaunch(ge, a), cudaSuccess);
   EXPECT_EQ(dev_issue(c, 0, eb, w.comms[0], b), koloSuccess) << koloGetLastError(w.comms[0]);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  for (DevRankBufs &d : r1) EXPECT_EQ(dev_issue(c, 1, d, w.comms[1], w.streams[1]), koloSuccess);
+  // Rank 0's two kernels meet on its pipes whatever rank 1 does (the one
+  // that starts second finds the ends held): wait until rank 0 says so
+  // before rank 1 calls.  A fixed 300 ms was not always enough under load:
+  // a kernel that started late let rank 1's calls pair with rank 0's two,
+  // one after the other, and every call succeeded.
+  koloResult_t seen = koloSuccess;
+  for (int i = 0; i < 3000 && (seen == koloSuccess || seen == koloInProgress); i++) {
+    ASSERT_EQ(koloCommGetAsyncError(w.comms[0], &seen), koloSuccess);
+    if (seen == koloSuccess || seen == koloInProgress) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(seen, koloInvalidUsage) << "rank 0 did not see its two kernels meet within 30 s";
+  for (DevRankBufs &d : r1) {  // enqueued, or refused at once: its first call already failed
+    koloResult_t r = dev_issue(c, 1, d, w.comms[1], w.streams[1]);
+    EXPECT_TRUE(r == koloSuccess || r == koloRemoteError) << koloGetErrorString(r);
+  }
   bool busy[3] = {false, false, false};
   EXPECT_EQ(wait_stream(a, 30000, nullptr, &busy[0]), "");
   EXPECT_EQ(wait_stream(b, 30000, nullptr, &busy[1]), "");
