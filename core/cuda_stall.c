@@ -60,14 +60,15 @@ typedef struct {
 _Static_assert(sizeof(kolo_call_sig) == 6 * sizeof(uint32_t), "a signature is 6 words");
 
 /* The note of launch `ready`, or 0 when a later launch is rewriting the
- * slot (it took the claim first: the words read may be its). */
+ * slot (it took the claim first: the words read may be its).  Every load
+ * acquires, so that the claim is read after the words (a fence would do,
+ * but ThreadSanitizer does not model fences). */
 static int read_note(const uint32_t *w, uint32_t ready, stall_note *n) {
   uint32_t sig[6];
-  n->peer = (int)__atomic_load_n(&w[KOLO_DEV_STALL_PEER], __ATOMIC_RELAXED);
-  const uint32_t where = __atomic_load_n(&w[KOLO_DEV_STALL_WHERE], __ATOMIC_RELAXED);
-  for (int i = 0; i < 6; i++) sig[i] = __atomic_load_n(&w[KOLO_DEV_STALL_SIG + i], __ATOMIC_RELAXED);
-  __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the words before the claim */
-  if (__atomic_load_n(&w[KOLO_DEV_STALL_CLAIM], __ATOMIC_RELAXED) != ready) return 0;
+  n->peer = (int)__atomic_load_n(&w[KOLO_DEV_STALL_PEER], __ATOMIC_ACQUIRE);
+  const uint32_t where = __atomic_load_n(&w[KOLO_DEV_STALL_WHERE], __ATOMIC_ACQUIRE);
+  for (int i = 0; i < 6; i++) sig[i] = __atomic_load_n(&w[KOLO_DEV_STALL_SIG + i], __ATOMIC_ACQUIRE);
+  if (__atomic_load_n(&w[KOLO_DEV_STALL_CLAIM], __ATOMIC_ACQUIRE) != ready) return 0;
   n->channel = (int)(where & 0xffffu);
   n->what = (int)(where >> 16);
   memcpy(&n->sig, sig, sizeof sig);
