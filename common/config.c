@@ -19,7 +19,7 @@ static const kolo_param params[] = {
     {"KOLO_DEBUG_FILE", NULL, "log to this file instead of stderr (%h host, %p pid)"},
     {"KOLO_MEMORY", "host", "memory kind of new communicators: host or cuda"},
     {"KOLO_TIMEOUT_MS", "300000", "bound on any wait for a peer, in ms (0: none)"},
-    {"KOLO_STALL_WARN_S", "60", "a rank waiting this many seconds in a call for peers that have not reached it logs them and the call once, at WARN (0: never)"},
+    {"KOLO_STALL_WARN_S", "60", "a rank waiting this many seconds in a call for peers that have not reached it logs them and the call once, at WARN, host and CUDA communicators alike (0: never)"},
     {"KOLO_BUFFSIZE", "4194304", "bytes of slots per connector (per channel and peer)"},
     {"KOLO_NSLOTS", "8", "slots per connector: a power of two in 2..64"},
     {"KOLO_NCHANNELS", "2", "channels (rings) per communicator"},

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "core/comm_init.h"
 #include "core/comm_wire.h"
+#include "kernels/stall_text.h"
 #include "transport/proxy.h"
 
 const kolo_conn_mem *kolo_comm_conn_mem(const struct koloComm *c) {
@@ -331,6 +332,13 @@ static int may_use_net(struct koloComm *c) {
   return 0;
 }
 
+/* KOLO_STALL_WARN_S for the kernels (cuda_exec.h's stall_ms), read once
+ * per comm: ms in 32 bits (49 days at most). */
+static uint32_t stall_ms(void) {
+  const int64_t ms = kolo_exec_stall_warn_ns() / 1000000;
+  return ms > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+}
+
 void kolo_cuda_comm_ring_ready(struct koloComm *c) {
   kolo_cuda_comm *cc = c->cuda;
   for (int ch = 0; ch < c->nchannels && c->nranks > 1; ch++) {
@@ -358,6 +366,7 @@ void kolo_cuda_comm_ring_ready(struct koloComm *c) {
     KOLO_INFO("CUDA communicator of %d ranks on %d host(s) talks over the network: SIMPLE protocol only "
               "(no LL, KOLO_LL_THRESHOLD ignored)", c->nranks, c->nhosts);
   pc->timeout_ns = (uint64_t)c->timeout_ms * 1000000ull;
+  pc->stall_ms = stall_ms();
   pc->abort = cc->dev_words + KOLO_CW_ABORT;
   pc->status = cc->dev_words + KOLO_CW_STATUS;
   pc->nrings = c->nvariants; /* the planner indexes programs by it */
@@ -488,6 +497,7 @@ koloResult_t kolo_cuda_comm_status(struct koloComm *c) {
   if (res != koloSuccess || cc == NULL || cc->words == NULL) return res;
   uint32_t why = __atomic_load_n(&cc->words[KOLO_CW_STATUS], __ATOMIC_ACQUIRE);
   if (why == KOLO_DEV_OK) return koloSuccess;
+  kolo_cuda_stall_check(c); /* a stall the kernel noted before it stopped: its warning first */
   if (kolo_cuda_status_mismatch(c, why, &res)) return res; /* calls that do not match (cuda_mismatch.c) */
   /* task and peer are written right after `why`: a reader racing the
    * kernel may see them a moment late (0); the sentence stays true. */
@@ -540,6 +550,7 @@ static void status_sentence(struct koloComm *c, koloResult_t res, uint32_t why, 
 void kolo_cuda_comm_free(struct koloComm *c) {
   kolo_cuda_comm *cc = c->cuda;
   if (cc == NULL) return;
+  kolo_cuda_stall_unwatch(c); /* before the words it polls go */
   if (cc->dev >= 0) cudaSetDevice(cc->dev);
   kolo_cuda_peers_free(c);
   if (cc->dev_steps_mem) cudaFree(cc->dev_steps_mem);

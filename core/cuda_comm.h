@@ -47,10 +47,16 @@
 
 /* Mapped words (uint32 indices): each group on its own 64-byte line. */
 #define KOLO_CW_ABORT 0
-#define KOLO_CW_STATUS 16    /* KOLO_DEV_STATUS_WORDS: why, task, peer, word, report (cuda_exec.h) */
+#define KOLO_CW_STATUS 16    /* KOLO_DEV_STATUS_WORDS: why, task, peer, word, report, stall (cuda_exec.h) */
 #define KOLO_CW_STOP_SRC 48  /* source of stop-word copies */
 #define KOLO_CW_REPORT_SRC 64 /* source of mismatch-report copies: state, pad, report */
 #define KOLO_CW_BYTES 512
+_Static_assert(KOLO_CW_STATUS + KOLO_DEV_STATUS_WORDS <= KOLO_CW_STOP_SRC,
+               "the kernels' status words (kernels/cuda_exec.h) end before the stop-word source");
+_Static_assert(KOLO_DEV_STATUS_REPORT + KOLO_DEV_REPORT_WORDS <= KOLO_DEV_STATUS_STALL &&
+                   KOLO_DEV_STALL_SIG + 6 <= KOLO_DEV_STALL_READY && KOLO_DEV_STALL_READY < KOLO_DEV_STALL_WORDS,
+               "the status words' report and stall slot do not overlap (6: a signature's words in a report)");
+_Static_assert(KOLO_CW_REPORT_SRC + 2 + KOLO_DEV_REPORT_WORDS <= KOLO_CW_BYTES / 4, "the mapped words fit");
 
 typedef struct kolo_cuda_comm {
   int dev;
@@ -86,6 +92,14 @@ typedef struct kolo_cuda_comm {
   int may_use_net;         /* some pair of ranks talks over the network: no LL */
   kolo_conn_mem conn_mem;  /* what kolo_connect needs for device pipes */
   kolo_cuda_plan_comm plan;
+  /* The stall warning (cuda_stall.c): the comm's launches so far (each
+   * batch's number: never 0), the last one whose stall note was logged,
+   * whether the watcher thread polls this comm (1; -1: it could not start),
+   * and the next comm it polls. */
+  uint32_t launches;
+  _Atomic uint32_t stall_logged;
+  int stall_watch;
+  struct koloComm *stall_next;
 } kolo_cuda_comm;
 
 /* Init, after the shape check: selects and checks the device on every rank
@@ -151,6 +165,17 @@ int kolo_cuda_comm_busy(struct koloComm *c);
 void kolo_cuda_comm_close_ipc(struct koloComm *c);
 /* Frees the device state (after the pipes were closed). */
 void kolo_cuda_comm_free(struct koloComm *c);
+
+/* The stall warning (KOLO_STALL_WARN_S, cuda_stall.c).  watch: after a
+ * launch of a comm with warnings on, makes sure the process's watcher
+ * thread polls it (started with the first such comm).  check: logs the
+ * note the comm's kernels left in the stall slot (cuda_exec.h), once per
+ * launch, whoever looks first (the watcher, or kolo_cuda_comm_status
+ * before a timeout's error, so that the warning comes first).  unwatch:
+ * before the mapped words are freed; the last comm's joins the thread. */
+void kolo_cuda_stall_watch(struct koloComm *c);
+void kolo_cuda_stall_check(struct koloComm *c);
+void kolo_cuda_stall_unwatch(struct koloComm *c);
 
 /* Waits for the work queued so far on `stream` (a cudaStream_t of kolo's),
  * polling, for at most timeout_ms (0: no bound; cuda_wait.c).  Returns a

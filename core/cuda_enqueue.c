@@ -234,6 +234,8 @@ static koloResult_t launch_comm(struct koloComm *c, const kolo_op *mine, int n, 
                        c->rank, kolo_coll_name(op->coll), op->arg, items[next].channel);
       break;
     }
+    if (++cc->launches == 0) cc->launches = 1; /* 0: no launch, in the stall slot */
+    batch.launch = cc->launches;
     int err = kolo_cuda_exec_launch(&batch, st);
     if (err != cudaSuccess) {
       res = kolo_error(&c->err, koloUnhandledCudaError,
@@ -251,6 +253,7 @@ static koloResult_t launch_comm(struct koloComm *c, const kolo_op *mine, int n, 
     launches++;
   }
   if (items != local) free(items);
+  if (launches > 0) kolo_cuda_stall_watch(c); /* KOLO_STALL_WARN_S: someone must read the kernels' notes */
   if (res == koloSuccess && launches > 0 && !cap) *record = 1;
   return res == koloSuccess ? res : fail_comm(c, res);
 }

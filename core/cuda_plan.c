@@ -282,6 +282,8 @@ int kolo_cuda_plan_next(const kolo_op *ops, const kolo_cuda_plan_comm *pc,
   batch->ntasks = 0;
   batch->protocol = KOLO_PROTO_SIMPLE;
   batch->timeout_ns = pc->timeout_ns;
+  batch->stall_ms = pc->stall_ms;
+  batch->launch = 0; /* the launcher numbers it */
   batch->abort = pc->abort;
   batch->status = pc->status;
   batch->rank = pc->rank;

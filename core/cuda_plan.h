@@ -73,6 +73,7 @@ typedef struct kolo_cuda_plan_comm {
   int max_tasks;
   size_t ll_threshold;           /* bytes; 0: LL never */
   uint64_t timeout_ns;           /* 0: none */
+  uint32_t stall_ms;             /* KOLO_STALL_WARN_S in ms; 0: no warning */
   uint32_t *abort;               /* device view of the mapped abort word */
   uint32_t *status;              /* device view of the mapped status words */
   /* [k][kolo_program_index(k, arg, channel, nrings)] for k <

@@ -32,7 +32,10 @@
  * word into its connector ends (a peer's stop word is passed on unchanged,
  * naming the rank where the failure started) so that the ranks waiting on it
  * stop too.  A block also leaves when another block of its launch stopped
- * (status set), passing that block's stop word on.
+ * (status set), passing that block's stop word on.  Before the timeout, a
+ * wait that passes batch.stall_ms is noted once per launch in the status
+ * words' stall slot (the peer, the call, why), for the host to warn about
+ * (KOLO_STALL_WARN_S); the block keeps waiting.
  *
  * Calls that do not match (issue 15): a single-peer task stamps its call's
  * signature (kolo_dev_sig, below) into each send end's control page on the
@@ -85,11 +88,35 @@ enum {
 /* The status words (kolo_dev_batch.status): why, block, peer (above), the
  * stop word the block sent its peers, then a report slot (state 2 once
  * readable, a pad word, a kolo_dev_report) that the first block to find or
- * hear of a mismatch fills. */
+ * hear of a mismatch fills, then the stall slot (below). */
 #define KOLO_DEV_STATUS_WORD 3
 #define KOLO_DEV_STATUS_REPORT_STATE 4
 #define KOLO_DEV_STATUS_REPORT 6
-#define KOLO_DEV_STATUS_WORDS 20
+#define KOLO_DEV_STATUS_STALL 20
+#define KOLO_DEV_STATUS_WORDS (KOLO_DEV_STATUS_STALL + KOLO_DEV_STALL_WORDS)
+
+/* The stall slot (KOLO_STALL_WARN_S): the first waiting block of a launch
+ * whose wait passes batch.stall_ms notes, once per launch, where it waits,
+ * and keeps waiting; the host (core/cuda_stall.c) logs it while the kernel
+ * still runs.  Words from KOLO_DEV_STATUS_STALL: CLAIM, the launch
+ * (batch.launch) that took the slot (a CAS from the value it held: one
+ * block per launch, never the same launch twice); then PEER, WHERE
+ * (channel | KOLO_DEV_STALL_* << 16), the call's signature (6 words, as
+ * a kolo_dev_report's); READY, that launch again, written last with
+ * release.  A reader takes the words between READY and CLAIM as read
+ * after them only when both name the same launch. */
+#define KOLO_DEV_STALL_CLAIM 0
+#define KOLO_DEV_STALL_PEER 1
+#define KOLO_DEV_STALL_WHERE 2
+#define KOLO_DEV_STALL_SIG 3
+#define KOLO_DEV_STALL_READY 9
+#define KOLO_DEV_STALL_WORDS 10
+/* What the noted block waits for (WHERE >> 16). */
+enum {
+  KOLO_DEV_STALL_FIRST = 1, /* the peer's signature: it sent nothing of this call */
+  KOLO_DEV_STALL_RECV = 2,  /* a slice from a peer that reached this call */
+  KOLO_DEV_STALL_SEND = 3   /* a free slot of the peer: it takes no more data */
+};
 
 /* A call's signature as transport/connector.h's kolo_call_sig lays it out
  * (core/cuda_mismatch.c checks): the sender of a pipe writes its own with
@@ -220,6 +247,11 @@ typedef struct {
   int32_t ntasks;
   int32_t protocol;           /* KOLO_PROTO_* for every task of the launch */
   uint64_t timeout_ns;        /* 0: none */
+  /* The stall warning (KOLO_STALL_WARN_S in ms, 0: none; the stall slot
+   * above) and this launch's number, counted by the communicator from 1
+   * (a CUDA graph replays the number it captured). */
+  uint32_t stall_ms;
+  uint32_t launch;
   uint32_t *abort;            /* mapped host memory; kernels read it relaxed */
   uint32_t *status;           /* mapped host memory, KOLO_DEV_STATUS_WORDS words */
   /* This rank: a block that stops early on abort or timeout writes

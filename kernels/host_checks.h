@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "kernels/host_exec.h"
+#include "kernels/stall_text.h" /* kolo_exec_stall_warn_ns: read once per batch */
 
 /* Task t found, on the first slice of its call from pipe c, that the
  * sender's call differs from its own: records the sentence naming both
@@ -20,9 +21,6 @@ void kolo_exec_mismatch_found(kolo_exec_task *t, const kolo_connector *c);
  * found: records the sentence (the report's when c holds one) and keeps
  * the report to pass on, as above.  The caller then fails the owner. */
 void kolo_exec_mismatch_seen(kolo_exec_task *t, const kolo_connector *c, int who);
-
-/* KOLO_STALL_WARN_S in ns (0: never), read once per batch. */
-int64_t kolo_exec_stall_warn_ns(void);
 
 /* Logs once per owner, at WARN, which peers its blocked tasks wait for
  * and in which call, after the batch made no progress for stall_ns. */

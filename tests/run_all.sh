@@ -61,13 +61,13 @@ timeout -k 10 300 tests/torch/run.sh build || fail=1
 # The CUDA tests, on the CPU model: the ranks share its 2 model devices, so
 # every rank gets its own hardware queue (CUDA_DEVICE_MAX_CONNECTIONS, set by
 # test_e2e_cuda itself too).
-CUDA_TESTS='^(Cuda|AllTypesOps/CudaReduceTest|FusionCuda|NcclLayer|NcclEnv|NcclProcs|NcclDlopen)'
+CUDA_TESTS='^(Cuda|AllTypesOps/CudaReduceTest|FusionCuda|NcclLayer|NcclEnv|NcclProcs|NcclDlopen|Examples/SchedFileCuda)'
 # Under TSan: the reduce kernels on a few types and ops, and the executor's
 # small grids of 2 and 3 ranks in both issue modes (every collective, SIMPLE
 # and LL), all-to-all and gather of 3 ranks (a block moving between its
-# peers' pipes), abort and timeout.
-CUDA_TSAN_TESTS='CudaReduceTest.MatchesReference/(int8_max|float32_sum|bfloat16_avg|float64_copy)$|CudaGrid.SmallCounts/.*_[23]ranks|CudaPeerGrid.SmallCounts/(AlltoAll|Gather)_3ranks|CudaAbort|CudaTimeout|CudaThreads/CudaMismatch'
-SIM_TARGETS=(kolo kolo-perf test_e2e_cuda test_cuda_mismatch test_cuda_reduce test_cuda_plan test_fusion nccl test_nccl_layer test_nccl_dlopen kolo-fault)
+# peers' pipes), abort, timeout and the stall warning (its watcher thread).
+CUDA_TSAN_TESTS='CudaReduceTest.MatchesReference/(int8_max|float32_sum|bfloat16_avg|float64_copy)$|CudaGrid.SmallCounts/.*_[23]ranks|CudaPeerGrid.SmallCounts/(AlltoAll|Gather)_3ranks|CudaAbort|CudaTimeout|CudaThreads/CudaMismatch|CudaStallWarning'
+SIM_TARGETS=(kolo kolo-perf test_e2e_cuda test_e2e_cuda_algos test_e2e_schedule test_cuda_mismatch test_cuda_stall test_cuda_reduce test_cuda_plan test_fusion nccl test_nccl_layer test_nccl_dlopen kolo-fault)
 sim_build() { # dir, extra cmake args...
   local dir=$1
   shift

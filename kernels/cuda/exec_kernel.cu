@@ -53,7 +53,9 @@
  * (__syncthreads_or of every thread's verdict, so every thread takes the
  * same way out).  A waiting block also leaves once another block of its
  * launch stopped (the status word): a peer with fewer channels in this
- * call has no block to stop it.
+ * call has no block to stop it.  A wait past batch.stall_ms, before the
+ * timeout, is noted once per launch in the status words' stall slot (the
+ * peer, the call, what for: note_stall) for the host's warning, and goes on.
  *
  * Call signatures (single-peer tasks; see kernels/cuda_exec.h): thread 0
  * stamps its call's on the first slice it sends through its send end, once
@@ -185,6 +187,10 @@ __device__ KOLO_OUT_OF_LINE uint32_t status_word(const kolo_dev_batch &b) {
   return word;
 }
 
+/* The stall slot (below, with the call signatures it records). */
+__device__ KOLO_OUT_OF_LINE void note_stall(const kolo_dev_batch &b, const kolo_dev_task &t, const kolo_dev_conn &c,
+                                            uint32_t what);
+
 /* Called by a waiting thread every kPollSpins spins on connector c of task
  * t: true when it must give up.  The first thread of the block to give up
  * records why in status, tells the peers (stop words: KOLO_DEV_STOP_WORD
@@ -193,9 +199,13 @@ __device__ KOLO_OUT_OF_LINE uint32_t status_word(const kolo_dev_batch &b) {
  * mismatch report) and sets the block's hint.  A block also leaves when
  * another block of the launch stopped (status set): its peer may have no
  * task in this launch to stop it (a count that differs: fewer channels).
- * since: when this wait was first polled (0: not yet). */
+ * since: when this wait was first polled (0: not yet).  A wait past
+ * stall_ms (and not yet past the timeout) is noted for the host's warning
+ * (note_stall; what: KOLO_DEV_STALL_*, what the wait is for) by warp
+ * leaders, and goes on. */
 __device__ __forceinline__ bool must_leave(const kolo_dev_batch &b, const kolo_dev_task &t,
-                                           const kolo_dev_conn &c, uint64_t &since, int *s_stop) {
+                                           const kolo_dev_conn &c, uint64_t &since, int *s_stop,
+                                           uint32_t what = KOLO_DEV_STALL_RECV) {
   if (kolo_dev::hint_get(s_stop)) return true; /* another thread of the block already stopped */
   uint32_t why = KOLO_DEV_OK, word = 0;
   uint32_t *slot = nullptr; /* where a mismatch report may be */
@@ -210,12 +220,16 @@ __device__ __forceinline__ bool must_leave(const kolo_dev_batch &b, const kolo_d
   } else if (b.status && leader && (why = ld_relaxed(b.status)) != KOLO_DEV_OK) {
     word = status_word(b);
     slot = b.status + KOLO_DEV_STATUS_REPORT_STATE;
-  } else if (b.timeout_ns) {
-    uint64_t now = kolo_dev::global_ns();
+  } else {
+    /* waited >= limit, where a limit of 0 (none) wraps to never: fewer
+     * registers in the LL kernels than testing each limit for 0 */
+    const uint64_t now = kolo_dev::global_ns();
     if (since == 0) since = now;
-    else if (now - since > b.timeout_ns) {
+    else if (now - since > b.timeout_ns - 1) {
       why = KOLO_DEV_TIMEOUT;
       word = KOLO_DEV_STOP_WORD(4 /* KOLO_STOP_TIMEOUT */, b.rank);
+    } else if (now - since > b.stall_ms * 1000000ull - 1 && leader) {
+      note_stall(b, t, c, what);
     }
   }
   if (why == KOLO_DEV_OK) return false;
@@ -304,6 +318,22 @@ __device__ __forceinline__ void put_sig(uint32_t *w, kolo_dev_sig s) {
   st_relaxed(w + 4, (uint32_t)s.coll | ((uint32_t)s.type << 8) | ((uint32_t)s.op << 16) | ((uint32_t)s.set << 24));
 }
 
+/* The stall slot (cuda_exec.h): the first block of this launch to get here
+ * takes it (a CAS from whatever launch held it before) and fills it, the
+ * launch last; later calls of this launch only read the claim. */
+__device__ KOLO_OUT_OF_LINE void note_stall(const kolo_dev_batch &b, const kolo_dev_task &t, const kolo_dev_conn &c,
+                                            uint32_t what) {
+  uint32_t *w = b.status + KOLO_DEV_STATUS_STALL;
+  const uint32_t held = ld_relaxed(w + KOLO_DEV_STALL_CLAIM);
+  if (held == b.launch || kolo_dev::cas(w + KOLO_DEV_STALL_CLAIM, held, b.launch) != held) return;
+  kolo_dev::fence(); /* the claim before the words: a reader that saw them sees it */
+  st_relaxed(w + KOLO_DEV_STALL_PEER, (uint32_t)c.peer);
+  st_relaxed(w + KOLO_DEV_STALL_WHERE, (uint32_t)(uint16_t)t.channel | (what << 16));
+  put_sig(w + KOLO_DEV_STALL_SIG, my_sig(b, t));
+  kolo_dev::fence();
+  st_release(w + KOLO_DEV_STALL_READY, b.launch);
+}
+
 /* This rank found, on receive end R, calls that differ: the report (the
  * higher rank first, as the host executor writes it) into R's report slot
  * (unless one is there), from where it goes into the status words and the
@@ -334,7 +364,7 @@ __device__ KOLO_OUT_OF_LINE bool check_sig(const kolo_dev_batch &b, const kolo_d
   uint64_t since = 0;
   for (unsigned spins = 1; kolo_dev::ld_relaxed_u8(&p->set) == 0; spins++) {
     if (spins % kPollSpins == 0) {
-      if (must_leave(b, t, *R, since, s_stop)) return false;
+      if (must_leave(b, t, *R, since, s_stop, KOLO_DEV_STALL_FIRST)) return false;
       kolo_dev::pause();
     } else {
       kolo_dev::poll();
@@ -404,7 +434,8 @@ __device__ bool wait_ready(const kolo_dev_batch &b, const kolo_dev_task &t, cons
     if (!sok) sok = (uint32_t)(sstep - ld_relaxed(S->head)) < S->nslots;
     if (rok && sok) break;
     if (spins % kPollSpins == 0) {
-      if (must_leave(b, t, rok ? *S : *R, since, s_stop)) return false;
+      if (must_leave(b, t, rok ? *S : *R, since, s_stop, rok ? KOLO_DEV_STALL_SEND : KOLO_DEV_STALL_RECV))
+        return false;
       kolo_dev::pause();
     } else {
       kolo_dev::poll();
