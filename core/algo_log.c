@@ -33,6 +33,8 @@ void kolo_comm_log_choice(struct koloComm *c, size_t bytes, int channels, int al
   if (atomic_fetch_or(&c->algo_logged, bit) & bit) return;
   char why[256];
   costs(c, bytes, channels, why, sizeof why);
-  const char *how = c->algo.forced != KOLO_ALGO_AUTO ? "forced by KOLO_ALGO" : c->algo.tuned ? "tuned" : "cost";
-  KOLO_INFO("all-reduce of %zu B on %d ranks: %s (%s %s)", bytes, c->nranks, kolo_algo_name(algo), how, why);
+  const char *how = c->algo.forced != KOLO_ALGO_AUTO ? "; forced by KOLO_ALGO"
+                    : c->algo.tuned                   ? "; KOLO_TUNING_FILE's constants"
+                                                      : "";
+  KOLO_INFO("all-reduce of %zu B on %d ranks: %s (cost %s%s)", bytes, c->nranks, kolo_algo_name(algo), why, how);
 }
