@@ -13,6 +13,7 @@
 #include "core/redop.h"
 #include "core/rendezvous.h"
 #include "common/log.h"
+#include "ring/algo_select.h"
 #include "ring/topology.h"
 #include "transport/socket.h"
 #include "transport/transport.h"
@@ -100,10 +101,11 @@ static koloResult_t resolve_config(struct koloComm *c, const koloConfig_t *cfg) 
   int has_dev = cfg->size >= offsetof(koloConfig_t, cudaDev) + sizeof cfg->cudaDev;
   c->cuda_dev = pick(has_dev ? cfg->cudaDev : KOLO_CONFIG_UNDEF, -1);
   int64_t ll_threshold = kolo_param_int("KOLO_LL_THRESHOLD");
-  c->algo.forced = kolo_algo_parse(kolo_param_str("KOLO_ALGO"));
-  if (c->algo.forced < KOLO_ALGO_AUTO)
-    return kolo_error(NULL, koloInvalidArgument, "KOLO_ALGO = \"%s\" is none of %s", kolo_param_str("KOLO_ALGO"),
-                      kolo_algo_names());
+  char why[KOLO_ERR_LEN / 2];
+  int allowed = kolo_algo_allow_parse(kolo_param_str("KOLO_ALGO"), why, sizeof why);
+  if (allowed < 0) return kolo_error(NULL, koloInvalidArgument, "%s", why);
+  c->algo.allowed = (unsigned)allowed;
+  c->algo.forced = kolo_algo_allow_single(c->algo.allowed); /* one name: forced, as before */
   int64_t ll_slot = kolo_param_int("KOLO_LL_SLOT_BYTES");
   if (c->memory != koloMemHost && c->memory != koloMemCuda)
     return kolo_error(NULL, koloInvalidArgument, "config.memory = %d is neither koloMemHost nor koloMemCuda", c->memory);
@@ -193,7 +195,8 @@ static void owner_stop_all(kolo_exec_owner *o, int reason, int rank) {
 
 static kolo_comm_shape my_shape(const struct koloComm *c) {
   return (kolo_comm_shape){c->nchannels, (int32_t)c->nslots, c->memory, (int32_t)c->ll_slot_bytes,
-                           c->slot_bytes, c->ll_threshold, c->algo.forced, c->sched_hash};
+                           c->slot_bytes, c->ll_threshold, c->algo.forced, c->sched_hash, c->algo.allowed,
+                           c->tuning_hash};
 }
 
 /* "none", or "a file of hash H" (with its path: this rank's) */
@@ -215,15 +218,27 @@ static koloResult_t sched_differs(struct koloComm *c, int r, uint64_t theirs) {
 }
 
 static koloResult_t shape_differs(struct koloComm *c, int r, const kolo_comm_shape *a, const kolo_comm_shape *mine) {
+  char sa[64], sm[64];
   return kolo_error(&c->err, koloInvalidUsage,
                     "rank %d has channels=%d slots=%d slot bytes=%llu memory=%d LL=%llu/%d algo=%s but "
                     "rank %d has %d/%d/%llu/%d/%llu/%d/%s: set KOLO_NCHANNELS, KOLO_NSLOTS, "
                     "KOLO_BUFFSIZE, memory, KOLO_LL_THRESHOLD, KOLO_LL_SLOT_BYTES and KOLO_ALGO "
                     "alike on all ranks",
                     r, a->nchannels, a->nslots, (unsigned long long)a->slot_bytes, a->memory,
-                    (unsigned long long)a->ll_threshold, a->ll_slot_bytes, kolo_algo_name(a->algo), c->rank,
+                    (unsigned long long)a->ll_threshold, a->ll_slot_bytes, kolo_algo_allow_text(a->algo_allowed, sa, sizeof sa), c->rank,
                     mine->nchannels, mine->nslots, (unsigned long long)mine->slot_bytes, mine->memory,
-                    (unsigned long long)mine->ll_threshold, mine->ll_slot_bytes, kolo_algo_name(mine->algo));
+                    (unsigned long long)mine->ll_threshold, mine->ll_slot_bytes,
+                    kolo_algo_allow_text(mine->algo_allowed, sm, sizeof sm));
+}
+
+/* Rank r loaded another tuning file than this rank (or one of them none). */
+static koloResult_t tuning_differs(struct koloComm *c, int r, uint64_t theirs) {
+  char a[64], b[KOLO_ERR_LEN / 2];
+  return kolo_error(&c->err, koloInvalidUsage,
+                    "rank %d: KOLO_TUNING_FILE differs between ranks: rank %d loaded %s, this rank loaded %s: "
+                    "every rank must load the same tuning file, or they could choose different algorithms",
+                    c->rank, r, sched_text(theirs, NULL, a, sizeof a),
+                    sched_text(c->tuning_hash, kolo_param_str("KOLO_TUNING_FILE"), b, sizeof b));
 }
 
 /* The encoding is canonical: two shapes are equal when their bytes are. */
@@ -239,6 +254,8 @@ static koloResult_t check_shapes(struct koloComm *c) {
       res = kolo_error(&c->err, koloRemoteError, "rank %d: init: %s", c->rank, why);
     else if (theirs.sched_hash != mine.sched_hash)
       res = sched_differs(c, r, theirs.sched_hash);
+    else if (theirs.tuning_hash != mine.tuning_hash)
+      res = tuning_differs(c, r, theirs.tuning_hash);
     else if (memcmp(rec, enc, sizeof enc) != 0)
       res = shape_differs(c, r, &theirs, &mine);
   }
@@ -254,7 +271,7 @@ static koloResult_t build_hier(struct koloComm *c, const kolo_hosts *h) {
   if (c->algo.forced == KOLO_ALGO_HIER && !possible && c->rank == 0)
     KOLO_INFO("KOLO_ALGO=hier: all-reduce runs the flat ring, since it needs 2 or more hosts with the same "
               "number (2 or more) of ranks");
-  if (!possible || (c->algo.forced != KOLO_ALGO_AUTO && c->algo.forced != KOLO_ALGO_HIER)) return koloSuccess;
+  if (!possible || !kolo_algo_may_run(&c->algo, KOLO_ALGO_HIER)) return koloSuccess;
   if (kolo_sched_has(c->sched, KOLO_COLL_ALL_REDUCE)) {
     if (c->rank == 0) KOLO_INFO("KOLO_SCHEDULE_FILE gives the all-reduce: no hierarchical all-reduce");
     return koloSuccess;
@@ -543,6 +560,7 @@ koloResult_t kolo_comm_create(const char *fn, int nranks, int rank, const kolo_u
   koloResult_t res = new_init_job(c, uids, nids);
   if (res == koloSuccess) res = resolve_config(c, config);
   if (res == koloSuccess) res = kolo_comm_load_schedule(c, fn);
+  if (res == koloSuccess) res = kolo_comm_load_tuning(c, fn);
   if (res == koloSuccess && nids == 1)
     res = kolo_rendezvous_start_root(&uids[0], rank, c->timeout_ms, teb, &c->root);
   if (res != koloSuccess) {

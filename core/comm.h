@@ -12,6 +12,7 @@
 #include "ring/algo.h"
 #include "ring/sched_file.h"
 #include "ring/schedule.h"
+#include "ring/tuning.h"
 #include "transport/bootstrap.h"
 #include "transport/connector.h"
 
@@ -55,6 +56,12 @@ struct koloComm {
    * the choice depends on; when hier_ready, this rank's three programs and
    * per channel the pipes of its intra-host ring [0] and inter-host ring [1]. */
   kolo_algo_topo algo;
+  /* KOLO_TUNING_FILE (core/tune_env.c): the constants algo.tuned points
+   * at, and the file's hash every rank compares (0: none); all-reduce
+   * shapes whose choice was logged (core/algo_log.c: bit = log2 bytes). */
+  kolo_tuned tuned;
+  uint64_t tuning_hash;
+  _Atomic uint64_t algo_logged;
   int hier_ready;
   kolo_program hier_prog[KOLO_HIER_PHASES];
   kolo_connector hier_send[2][KOLO_MAX_CHANNELS], hier_recv[2][KOLO_MAX_CHANNELS];
@@ -159,6 +166,12 @@ static inline int kolo_op_runs_multi_peer(const kolo_op *op) {
  * error buffer.  kolo_comm_free_schedule frees it. */
 koloResult_t kolo_comm_load_schedule(struct koloComm *c, const char *fn);
 void kolo_comm_free_schedule(struct koloComm *c);
+/* KOLO_TUNING_FILE (tune_env.c): reads and parses it into c->tuned, points
+ * c->algo.tuned there and sets c->tuning_hash (nothing when unset); a
+ * failure's sentence ("FILE:LINE: what") goes to the thread's buffer. */
+koloResult_t kolo_comm_load_tuning(struct koloComm *c, const char *fn);
+/* KOLO_DEBUG=INFO: says an all-reduce's choice once per size bucket (algo_log.c). */
+void kolo_comm_log_choice(struct koloComm *c, size_t bytes, int channels, int algo);
 
 /* The program of `coll` with root/peer `arg` on channel `ch`, cached. */
 koloResult_t kolo_comm_program(struct koloComm *comm, int coll, int arg, int ch,

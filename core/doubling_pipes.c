@@ -14,13 +14,13 @@
  * most, beside the ring's 2. */
 #include "core/comm.h"
 #include "core/cuda_comm.h"
+#include "ring/algo_select.h"
 
 /* Every rank of the comm decides alike: the forced algorithm, the memory
  * kind (no_auto_peers) and the rank count are checked equal at init. */
 static int may_double(const struct koloComm *c) {
   if (c->nranks == 1) return 0;
-  if (c->algo.forced != KOLO_ALGO_AUTO) return kolo_algo_is_multi_peer(c->algo.forced);
-  return !c->algo.no_auto_peers;
+  return kolo_algo_may_run(&c->algo, KOLO_ALGO_RD) || kolo_algo_may_run(&c->algo, KOLO_ALGO_RABENSEIFNER);
 }
 
 /* kolo_pipe_fn: the device ends of (peer, direction), for CUDA comms. */

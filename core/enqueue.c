@@ -253,7 +253,9 @@ static int all_reduce_algo(const struct koloComm *c, const kolo_op *op) {
 
 int kolo_comm_all_reduce_algo(struct koloComm *comm, size_t count, koloDataType_t type) {
   kolo_op op = {KOLO_COLL_ALL_REDUCE, NULL, NULL, count, type, koloSum, 0, comm, NULL, KOLO_PREMUL_NONE, 0, 0};
-  return all_reduce_algo(comm, &op);
+  int a = all_reduce_algo(comm, &op);
+  kolo_comm_log_choice(comm, count * koloTypeSize(type), channels_for(comm, &op), a); /* tuning hook: KOLO_DEBUG=INFO */
+  return a;
 }
 
 /* A premul-sum's scalar, read now, when the call runs: at its address

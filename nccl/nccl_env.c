@@ -17,6 +17,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "nccl/nccl_layer.h"
+#include "ring/algo_select.h"
 
 extern char **environ;
 
@@ -49,10 +50,12 @@ static const char *net_name(alias *name, const char *v) {
 }
 
 /* kolo's all-reduce algorithms are ring, hier, rd and rabenseifner; NCCL's
- * Ring is kolo's ring; a list or exclusion that leaves Ring in changes
- * nothing. */
+ * Ring is kolo's ring.  A value naming only those (KOLO_ALGO takes
+ * NCCL_ALGO's syntax: ring/algo_select.h) is taken as it is; an exclusion
+ * of NCCL's other algorithms that leaves Ring in changes nothing. */
 static const char *algo_name(alias *name, const char *v) {
-  if (strcasecmp(v, "Ring") == 0) return "ring";
+  char why[256];
+  if (kolo_algo_allow_parse(v, why, sizeof why) >= 0) return v;
   if (v[0] == '^' && strcasestr(v, "ring") == NULL) return NULL;
   return refuse(name, v, "kolo has the ring, its hierarchical ring, recursive doubling and Rabenseifner's, no tree, NVLS or "
                            "CollNet yet");

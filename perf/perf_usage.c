@@ -107,12 +107,13 @@ static void usage_subcommands(FILE *out, const char *prog) {
           "      --blocks N             blocks of the grid launch (default 0: one full wave)\n"
           "      --block-threads N      threads per block of the grid launch, 32..512 (default 512)\n"
           "\n"
-          "usage: %s net|overlap|plot|topo|p2p [flags]   (`%s SUBCOMMAND --help` lists its flags)\n"
+          "usage: %s net|overlap|plot|topo|p2p|tune [flags]   (`%s SUBCOMMAND --help` lists its flags)\n"
           "  net      point-to-point bandwidth and latency over a kolo net provider (socket, ib)\n"
           "  overlap  a simulated training step: gradients all-reduced through the fusion API\n"
           "  plot     busbw and time against size from --json files, as a PNG (gnuplot)\n"
           "  topo     what kolo sees and would use: CPUs, NUMA, GPUs, RDMA, interfaces, rings\n"
-          "  p2p      copy bandwidth and latency between every pair of GPUs and of host ranks\n",
+          "  p2p      copy bandwidth and latency between every pair of GPUs and of host ranks\n"
+          "  tune     measures alpha and beta per transport and writes a KOLO_TUNING_FILE\n",
           prog, prog, prog);
 }
 

@@ -3,8 +3,10 @@
 
 #include <string.h>
 
+#include "ring/algo_select.h"
 #include "ring/doubling.h"
 #include "ring/schedule.h"
+#include "ring/tuning.h"
 
 /* Modelled links: shared memory within a host, a 25 Gb/s-class network
  * between hosts.  Only their ratios matter to the choice. */
@@ -12,6 +14,22 @@
 #define B_HOST 20e9
 #define A_NET 10e-6
 #define B_NET 3e9
+
+/* ---- tuning hook: a tuning file's constants (ring/tuning.h), where the
+ * communicator loaded one, in place of the compiled ones above.  Every
+ * function below that reads them has its topology `t` in scope; kept as
+ * macros so that the model's formulas stay as they are. */
+static const double def_a_host = A_HOST, def_b_host = B_HOST, def_a_net = A_NET, def_b_net = B_NET;
+static double tuned_or(double v, double def) { return v > 0 ? v : def; }
+#undef A_HOST
+#undef B_HOST
+#undef A_NET
+#undef B_NET
+#define A_HOST (t->tuned ? tuned_or(t->tuned->a_host, def_a_host) : def_a_host)
+#define B_HOST (t->tuned ? tuned_or(t->tuned->b_host, def_b_host) : def_b_host)
+#define A_NET (t->tuned ? tuned_or(t->tuned->a_net, def_a_net) : def_a_net)
+#define B_NET (t->tuned ? tuned_or(t->tuned->b_net, def_b_net) : def_b_net)
+/* ---- end of the tuning hook */
 
 static const char *const names[KOLO_ALGO_NUM] = {"ring", "hier", "rd", "rabenseifner"};
 
@@ -98,12 +116,14 @@ static int possible(const kolo_algo_topo *t, int a) {
 
 int kolo_algo_choose(const kolo_algo_topo *t, size_t bytes, int channels) {
   if (t->forced != KOLO_ALGO_AUTO) return possible(t, t->forced) ? t->forced : KOLO_ALGO_RING;
-  int best = KOLO_ALGO_RING;
-  double best_cost = kolo_algo_cost(best, t, bytes, channels);
-  for (int a = KOLO_ALGO_RING + 1; a < KOLO_ALGO_NUM; a++) {
-    if (!possible(t, a) || (t->no_auto_peers && kolo_algo_is_multi_peer(a))) continue;
+  int o = t->tuned ? kolo_tuned_override(t->tuned, bytes) : -1; /* tuning hook */
+  if (o >= 0 && possible(t, o) && kolo_algo_may_run(t, o)) return o;
+  int best = KOLO_ALGO_RING; /* also when KOLO_ALGO's set leaves nothing possible */
+  double best_cost = -1;
+  for (int a = KOLO_ALGO_RING; a < KOLO_ALGO_NUM; a++) {
+    if (!possible(t, a) || !kolo_algo_may_run(t, a)) continue; /* tuning hook: KOLO_ALGO's set */
     double c = kolo_algo_cost(a, t, bytes, channels);
-    if (c < best_cost) {
+    if (best_cost < 0 || c < best_cost) {
       best = a;
       best_cost = c;
     }

@@ -60,6 +60,9 @@ typedef struct {
   int local;  /* ranks on every host, or 0 when hosts differ */
   int forced; /* KOLO_ALGO_AUTO or an algorithm */
   int no_auto_peers; /* 1: the model leaves rd and rabenseifner out (CUDA) */
+  /* tuning hook (ring/algo_select.h, ring/tuning.h) */
+  unsigned allowed;               /* KOLO_ALGO's set, bit 1 << KOLO_ALGO_*; 0: unset */
+  const struct kolo_tuned *tuned; /* KOLO_TUNING_FILE's constants; NULL: compiled */
 } kolo_algo_topo;
 
 /* KOLO_ALGO's value: NULL or "" -> AUTO, "ring", "hier", "rd",

@@ -224,7 +224,24 @@ TEST(AlgoConfig, UnknownNameFailsInitNamingTheAlgorithms) {
   koloComm_t comms[2] = {nullptr, nullptr};
   EXPECT_EQ(koloCommInitAll(comms, 2, nullptr), koloInvalidArgument);
   EXPECT_STREQ(koloGetLastError(nullptr),
-               "KOLO_ALGO = \"recursive\" is none of ring, hier, rd or rabenseifner");
+               "KOLO_ALGO \"recursive\": no algorithm (kolo has ring, hier, rd, rabenseifner) named \"recursive\"");
+}
+
+// NCCL's syntax (ring/algo_select.h): a list and per-collective entries
+// init; an entry leaving a collective nothing to run fails init saying so.
+TEST(AlgoConfig, NcclSyntaxListsInitAndEmptySetsFail) {
+  for (const char *ok : {"Ring,RD", "^hier", "allreduce:rabenseifner,ring;broadcast:ring"}) {
+    ScopedEnv force("KOLO_ALGO", ok);
+    koloComm_t comms[2] = {nullptr, nullptr};
+    ASSERT_EQ(koloCommInitAll(comms, 2, nullptr), koloSuccess) << ok << ": " << koloGetLastError(nullptr);
+    for (koloComm_t c : comms) koloCommDestroy(c);
+  }
+  ScopedEnv force("KOLO_ALGO", "broadcast:rd");
+  koloComm_t comms[2] = {nullptr, nullptr};
+  EXPECT_EQ(koloCommInitAll(comms, 2, nullptr), koloInvalidArgument);
+  EXPECT_NE(std::string(koloGetLastError(nullptr)).find("the only algorithm kolo has for \"broadcast\""),
+            std::string::npos)
+      << koloGetLastError(nullptr);
 }
 
 }  // namespace

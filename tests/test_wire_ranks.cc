@@ -165,7 +165,8 @@ TEST(UidWire, RefusesOtherVersionsShortIdsAndGarbledFields) {
 // ---- the communicator's records -----------------------------------------------------------
 
 kolo_comm_shape sample_shape() {
-  return kolo_comm_shape{4, 8, koloMemCuda, 8192, 1u << 20, (1ull << 40), KOLO_ALGO_HIER, 0x0123456789abcdefull};
+  return kolo_comm_shape{4,      8, koloMemCuda, 8192, 1u << 20, (1ull << 40), KOLO_ALGO_HIER, 0x0123456789abcdefull,
+                         1u << KOLO_ALGO_HIER, 0x1122334455667788ull};
 }
 
 void encode_shape(const kolo_comm_shape &s, std::vector<uint8_t> *b) {
@@ -180,6 +181,7 @@ TEST(CommWire, ShapeRoundTripCutsAndRanges) {
   EXPECT_EQ(b[0], 4);
   EXPECT_EQ(b[16 + 8 + 5], 1);  // bit 40 of the LL threshold, little-endian
   EXPECT_EQ(b[KOLO_COMM_SHAPE_BYTES - 8], 0xef);  // the schedule file's hash, little-endian, last
+  EXPECT_EQ(b[KOLO_COMM_SHAPE_BYTES - 16], 0x88);  // the tuning file's, before it
   char why[512] = "";
   ASSERT_EQ(kolo_decode_comm_shape(b.data(), b.size(), 5, &back, why, sizeof why), KOLO_COMM_WIRE_OK) << why;
   std::vector<uint8_t> again;
@@ -195,7 +197,9 @@ TEST(CommWire, ShapeRoundTripCutsAndRanges) {
                       {[](S *x) { x->ll_slot_bytes = 1000; }, "with LL slots of 1000 bytes"},
                       {[](S *x) { x->slot_bytes = 4097; }, "with slots of 4097 bytes"},
                       {[](S *x) { x->ll_threshold = (1ull << 40) + 1; }, "with an LL threshold of"},
-                      {[](S *x) { x->algo = KOLO_ALGO_NUM; }, "with algorithm 4"}},
+                      {[](S *x) { x->algo = KOLO_ALGO_NUM; }, "with algorithm 4"},
+                      {[](S *x) { x->algo_allowed = 1u << KOLO_ALGO_NUM; }, "with allowed algorithms 0x10"},
+                      {[](S *x) { x->algo_allowed = 3; }, "with algorithm 1 that its allowed set 0x3 does not force"}},
                      encode_shape, d, "communicator shape");
 }
 

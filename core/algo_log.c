@@ -1,0 +1,40 @@
+/* algo_log.c - KOLO_DEBUG=INFO: each all-reduce choice, once per shape.
+ *
+ * A communicator's rank count is fixed, so a shape is the size bucket
+ * (the power of two at or below the call's bytes): one bit of
+ * c->algo_logged each.  Rank 0 says it: every rank chooses alike. */
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "common/log.h"
+#include "core/comm.h"
+#include "ring/algo_select.h"
+
+static int bucket(size_t bytes) {
+  int b = 0;
+  while (b < 63 && (bytes >> (b + 1)) != 0) b++;
+  return b;
+}
+
+/* " ring 12.1 us, rd 6.3 us" for every algorithm the model weighed. */
+static void costs(const struct koloComm *c, size_t bytes, int channels, char *out, size_t len) {
+  size_t at = 0;
+  out[0] = '\0';
+  for (int a = 0; a < KOLO_ALGO_NUM && at < len; a++) {
+    if (!kolo_algo_may_run(&c->algo, a) || (a == KOLO_ALGO_HIER && !c->hier_ready)) continue;
+    double us = kolo_algo_cost(a, &c->algo, bytes, channels) * 1e6;
+    at += (size_t)snprintf(out + at, len - at, "%s%s %.1f us", at ? ", " : "", kolo_algo_name(a), us);
+  }
+}
+
+void kolo_comm_log_choice(struct koloComm *c, size_t bytes, int channels, int algo) {
+  if (c->rank != 0 || kolo_log_level() < KOLO_LOG_INFO) return;
+  uint64_t bit = 1ull << bucket(bytes);
+  if (atomic_fetch_or(&c->algo_logged, bit) & bit) return;
+  char why[256];
+  costs(c, bytes, channels, why, sizeof why);
+  const char *how = c->algo.forced != KOLO_ALGO_AUTO ? "; forced by KOLO_ALGO"
+                    : c->algo.tuned                   ? "; KOLO_TUNING_FILE's constants"
+                                                      : "";
+  KOLO_INFO("all-reduce of %zu B on %d ranks: %s (cost %s%s)", bytes, c->nranks, kolo_algo_name(algo), why, how);
+}

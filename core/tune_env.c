@@ -1,0 +1,66 @@
+/* tune_env.c - KOLO_TUNING_FILE: the cost model's constants measured by
+ * `kolo-perf tune` (ring/tuning.h, docs/tuning.md), loaded at init.
+ *
+ * Ranks that load different files (or one none) could choose different
+ * algorithms and never meet: the file's hash goes into the shape every
+ * rank compares at init (comm.c).  The network constants are ib's when
+ * KOLO_NET=ib, or KOLO_NET is unset and the file measured ib (the tuner
+ * writes ib only where an RDMA device exists); socket's otherwise: a
+ * function of the file and KOLO_NET alone, so equal on every rank. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "core/comm.h"
+
+#define MAX_TUNING_BYTES (64 * 1024)
+
+/* The file's bytes (malloc'd, *len of them), or NULL with errno set. */
+static char *read_small(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return NULL;
+  char *buf = malloc(MAX_TUNING_BYTES + 1);
+  size_t n = buf ? fread(buf, 1, MAX_TUNING_BYTES + 1, f) : 0;
+  int err = buf == NULL ? ENOMEM : ferror(f) ? EIO : n > MAX_TUNING_BYTES ? EFBIG : 0;
+  fclose(f);
+  if (err != 0) {
+    free(buf);
+    errno = err;
+    return NULL;
+  }
+  *len = n;
+  return buf;
+}
+
+static int net_link(const kolo_tuning *f) {
+  const char *net = kolo_param_str("KOLO_NET");
+  if (net && strcmp(net, "ib") == 0) return KOLO_LINK_IB;
+  if (net == NULL && f->link[KOLO_LINK_IB].set) return KOLO_LINK_IB;
+  return KOLO_LINK_SOCKET;
+}
+
+koloResult_t kolo_comm_load_tuning(struct koloComm *c, const char *fn) {
+  const char *path = kolo_param_str("KOLO_TUNING_FILE");
+  if (path == NULL || *path == '\0') return koloSuccess;
+  size_t len = 0;
+  char *text = read_small(path, &len);
+  if (text == NULL)
+    return kolo_syserror(NULL, errno, "%s: KOLO_TUNING_FILE=%s cannot be read%s", fn, path,
+                         errno == EFBIG ? " (a tuning file holds at most 64 KiB)" : "");
+  kolo_tuning f;
+  char why[KOLO_ERR_LEN / 2];
+  int bad = kolo_tuning_parse(text, len, path, &f, why, sizeof why);
+  free(text);
+  if (bad) return kolo_error(NULL, koloInvalidUsage, "%s: KOLO_TUNING_FILE: %s", fn, why);
+  int host = c->memory == koloMemCuda ? KOLO_LINK_CUDA_P2P : KOLO_LINK_SHM;
+  kolo_tuning_resolve(&f, host, net_link(&f), &c->tuned);
+  c->algo.tuned = &c->tuned;
+  c->tuning_hash = f.hash;
+  if (c->rank == 0)
+    KOLO_INFO("KOLO_TUNING_FILE=%s: %s and %s constants, %d override(s) (hash %016llx)", path, kolo_link_name(host),
+              kolo_link_name(net_link(&f)), f.noverrides, (unsigned long long)f.hash);
+  return koloSuccess;
+}

@@ -1,0 +1,151 @@
+/* tuning.c - the tuning file's parser, writer and resolution (tuning.h). */
+#include "ring/tuning.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ring/algo.h"
+#include "ring/sched_file.h"
+
+#define MAX_LINE 256
+#define MAX_WORDS 6
+
+static const char *const link_names[KOLO_LINK_NUM] = {"shm", "socket", "ib", "cuda-p2p"};
+
+const char *kolo_link_name(int link) { return link >= 0 && link < KOLO_LINK_NUM ? link_names[link] : "?"; }
+
+typedef struct {
+  const char *name;
+  int line;
+  char *why;
+  size_t why_len;
+} ctx;
+
+static int bad(const ctx *c, const char *what, const char *word) {
+  snprintf(c->why, c->why_len, "%s:%d: %s%s%.40s%s", c->name, c->line, what, word ? " \"" : "", word ? word : "",
+           word ? "\"" : "");
+  return -1;
+}
+
+/* Splits a line (its comment cut) into at most MAX_WORDS words. */
+static int split(char *line, char *w[MAX_WORDS]) {
+  char *hash = strchr(line, '#');
+  if (hash) *hash = '\0';
+  int n = 0;
+  char *save = NULL;
+  for (char *tok = strtok_r(line, " \t\r", &save); tok; tok = strtok_r(NULL, " \t\r", &save)) {
+    if (n == MAX_WORDS) return MAX_WORDS + 1;
+    w[n++] = tok;
+  }
+  return n;
+}
+
+/* A finite number in (0, max], the whole word. */
+static int number(const ctx *c, const char *word, double max, const char *what, double *out) {
+  char *end;
+  double v = strtod(word, &end);
+  if (*end != '\0' || !isfinite(v) || v <= 0 || v > max) return bad(c, what, word);
+  *out = v;
+  return 0;
+}
+
+static int bytes(const ctx *c, const char *word, uint64_t *out) {
+  char *end;
+  if (*word < '0' || *word > '9') return bad(c, "a size in bytes is a decimal number, not", word);
+  unsigned long long v = strtoull(word, &end, 10);
+  if (*end != '\0' || v >= (1ull << 62)) return bad(c, "a size in bytes is a decimal number below 2^62, not", word);
+  *out = v;
+  return 0;
+}
+
+static int link_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
+  if (n != 4) return bad(c, "a link line is: link TRANSPORT ALPHA_US BETA_GBS", NULL);
+  for (int l = 0; l < KOLO_LINK_NUM; l++) {
+    if (strcmp(w[1], link_names[l]) != 0) continue;
+    kolo_tune_link *k = &f->link[l];
+    if (number(c, w[2], 1e6, "alpha (us) is a number in (0, 1e6], not", &k->alpha_us) ||
+        number(c, w[3], 1e5, "beta (GB/s) is a number in (0, 1e5], not", &k->beta_gbs))
+      return -1;
+    k->set = 1;
+    return 0;
+  }
+  return bad(c, "no transport (shm, socket, ib, cuda-p2p) named", w[1]);
+}
+
+static int override_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
+  if (n != 5) return bad(c, "an override line is: override allreduce ALGORITHM MIN_BYTES MAX_BYTES", NULL);
+  if (strcmp(w[1], "allreduce") != 0) return bad(c, "only the all-reduce has a choice of algorithm, not", w[1]);
+  if (f->noverrides == KOLO_TUNING_MAX_OVERRIDES) return bad(c, "more than 32 overrides", NULL);
+  kolo_tune_override *o = &f->ov[f->noverrides];
+  o->algo = kolo_algo_parse(w[2]);
+  if (o->algo < 0) return bad(c, "no algorithm (ring, hier, rd, rabenseifner) named", w[2]);
+  if (bytes(c, w[3], &o->lo) || bytes(c, w[4], &o->hi)) return -1;
+  if (o->lo > o->hi) return bad(c, "the size range is empty: min is above max", NULL);
+  f->noverrides++;
+  return 0;
+}
+
+static int one_line(const ctx *c, char *line, kolo_tuning *f, int *seen_header) {
+  char *w[MAX_WORDS];
+  int n = split(line, w);
+  if (n == 0) return 0;
+  if (n > MAX_WORDS) return bad(c, "too many words", NULL);
+  if (!*seen_header) {
+    if (n != 2 || strcmp(w[0], "kolo-tuning") != 0) return bad(c, "the first line must be \"kolo-tuning 1\"", NULL);
+    if (strcmp(w[1], "1") != 0) return bad(c, "this kolo reads tuning files of version 1, not", w[1]);
+    return *seen_header = 1, 0;
+  }
+  if (strcmp(w[0], "link") == 0) return link_line(c, w, n, f);
+  if (strcmp(w[0], "override") == 0) return override_line(c, w, n, f);
+  return bad(c, "a line is \"link ...\" or \"override ...\", not", w[0]);
+}
+
+int kolo_tuning_parse(const char *text, size_t len, const char *name, kolo_tuning *out, char *why, size_t why_len) {
+  memset(out, 0, sizeof *out);
+  ctx c = {name ? name : "tuning file", 0, why, why_len};
+  int header = 0;
+  for (size_t at = 0; at < len;) {
+    const char *nl = memchr(text + at, '\n', len - at);
+    size_t n = nl ? (size_t)(nl - (text + at)) : len - at;
+    c.line++;
+    if (n >= MAX_LINE) return bad(&c, "a line is longer than 255 characters", NULL);
+    char line[MAX_LINE];
+    memcpy(line, text + at, n);
+    line[n] = '\0';
+    if (strlen(line) != n) return bad(&c, "a NUL byte in the line", NULL);
+    if (one_line(&c, line, out, &header) < 0) return -1;
+    at += n + 1;
+  }
+  if (!header) return c.line = 1, bad(&c, "empty: the first line must be \"kolo-tuning 1\"", NULL);
+  out->hash = kolo_sched_hash(text, len);
+  if (out->hash == 0) out->hash = 1; /* 0 says "no file" on the wire */
+  return 0;
+}
+
+void kolo_tuning_resolve(const kolo_tuning *f, int host_link, int net_link, kolo_tuned *out) {
+  memset(out, 0, sizeof *out);
+  const kolo_tune_link *h = &f->link[host_link], *n = &f->link[net_link];
+  if (h->set) out->a_host = h->alpha_us * 1e-6, out->b_host = h->beta_gbs * 1e9;
+  if (n->set) out->a_net = n->alpha_us * 1e-6, out->b_net = n->beta_gbs * 1e9;
+  out->noverrides = f->noverrides;
+  memcpy(out->ov, f->ov, sizeof f->ov);
+}
+
+/* The first override whose range holds bytes wins. */
+int kolo_tuned_override(const kolo_tuned *t, size_t bytes) {
+  for (int i = 0; i < t->noverrides; i++)
+    if (bytes >= t->ov[i].lo && bytes <= t->ov[i].hi) return t->ov[i].algo;
+  return -1;
+}
+
+int kolo_tuning_write(FILE *out, const kolo_tuning *f, const char *comment) {
+  fprintf(out, "kolo-tuning %d\n", KOLO_TUNING_VERSION);
+  if (comment) fprintf(out, "# %s\n", comment);
+  for (int l = 0; l < KOLO_LINK_NUM; l++)
+    if (f->link[l].set) fprintf(out, "link %s %.6g %.6g\n", link_names[l], f->link[l].alpha_us, f->link[l].beta_gbs);
+  for (int i = 0; i < f->noverrides; i++)
+    fprintf(out, "override allreduce %s %llu %llu\n", kolo_algo_name(f->ov[i].algo), (unsigned long long)f->ov[i].lo,
+            (unsigned long long)f->ov[i].hi);
+  return ferror(out) ? -1 : 0;
+}

@@ -1,0 +1,69 @@
+/* tuning.h - a tuning file (docs/tuning.md): the cost model's measured
+ * constants, per transport, and optional per-size algorithm overrides,
+ * written by `kolo-perf tune` and loaded by KOLO_TUNING_FILE at init.
+ *
+ *   kolo-tuning 1
+ *   # comments and blank lines anywhere
+ *   link shm 0.8 9.5              # transport, alpha (us), beta (GB/s)
+ *   link socket 18 1.1
+ *   override allreduce rd 0 65536 # collective, algorithm, bytes min..max
+ *
+ * Transports: shm (ranks of one host, host memory), socket and ib (the
+ * network), cuda-p2p (ranks of one host, CUDA memory).  A transport the
+ * file leaves out keeps the compiled constant (ring/algo.c).  The parser
+ * takes bytes from outside: it refuses any line it cannot read with
+ * "FILE:LINE: what is wrong", and no system calls (the fuzz target links
+ * it).
+ */
+#ifndef KOLO_RING_TUNING_H
+#define KOLO_RING_TUNING_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define KOLO_TUNING_VERSION 1
+#define KOLO_TUNING_MAX_OVERRIDES 32
+
+enum { KOLO_LINK_SHM, KOLO_LINK_SOCKET, KOLO_LINK_IB, KOLO_LINK_CUDA_P2P, KOLO_LINK_NUM };
+
+typedef struct {
+  int set;         /* 0: the file leaves it out */
+  double alpha_us; /* latency of one hop, (0, 1e6] */
+  double beta_gbs; /* bandwidth of one link, GB/s (1e9 B/s), (0, 1e5] */
+} kolo_tune_link;
+
+typedef struct {
+  int algo;         /* KOLO_ALGO_* (ring/algo.h) */
+  uint64_t lo, hi;  /* all-reduces of lo..hi bytes */
+} kolo_tune_override;
+
+typedef struct {
+  kolo_tune_link link[KOLO_LINK_NUM];
+  int noverrides;
+  kolo_tune_override ov[KOLO_TUNING_MAX_OVERRIDES];
+  uint64_t hash; /* of the text, compared across ranks at init */
+} kolo_tuning;
+
+/* What the cost model reads (kolo_algo_topo.tuned): seconds and bytes per
+ * second; 0 where the compiled constant stays. */
+typedef struct kolo_tuned {
+  double a_host, b_host, a_net, b_net;
+  int noverrides;
+  kolo_tune_override ov[KOLO_TUNING_MAX_OVERRIDES];
+} kolo_tuned;
+
+/* Parses text[0..len) (name: for messages).  0, or -1 with "name:line: what"
+ * in why. */
+int kolo_tuning_parse(const char *text, size_t len, const char *name, kolo_tuning *out, char *why, size_t why_len);
+/* The constants of one communicator: host_link (shm or cuda-p2p) within a
+ * host, net_link (socket or ib) between hosts. */
+void kolo_tuning_resolve(const kolo_tuning *f, int host_link, int net_link, kolo_tuned *out);
+/* The algorithm an override gives an all-reduce of `bytes`, or -1. */
+int kolo_tuned_override(const kolo_tuned *t, size_t bytes);
+/* "shm", "socket", "ib", "cuda-p2p". */
+const char *kolo_link_name(int link);
+/* Writes f as a tuning file that kolo_tuning_parse reads back. */
+int kolo_tuning_write(FILE *out, const kolo_tuning *f, const char *comment);
+
+#endif

@@ -1,0 +1,61 @@
+/* fuzz_tuning.c - the tuner's readers of outside bytes, on any input: the
+ * first byte picks the reader, the rest is its input.
+ *   even: a tuning file (ring/tuning.c) -- refused with "name:LINE: ...",
+ *     or parsed into values in their ranges that, written back, parse to
+ *     the same links and overrides;
+ *   odd: KOLO_ALGO in NCCL's syntax (ring/algo_select.c) -- refused with a
+ *     sentence naming KOLO_ALGO, or a set within KOLO_ALGO_ALL. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ring/algo.h"
+#include "ring/algo_select.h"
+#include "ring/tuning.h"
+#include "tests/fuzz/fuzz_util.h"
+
+static void check_ranges(const kolo_tuning *f) {
+  for (int l = 0; l < KOLO_LINK_NUM; l++)
+    if (f->link[l].set) FUZZ_REQUIRE(f->link[l].alpha_us > 0 && f->link[l].beta_gbs > 0);
+  FUZZ_REQUIRE(f->noverrides >= 0 && f->noverrides <= KOLO_TUNING_MAX_OVERRIDES);
+  for (int i = 0; i < f->noverrides; i++)
+    FUZZ_REQUIRE(f->ov[i].algo >= 0 && f->ov[i].algo < KOLO_ALGO_NUM && f->ov[i].lo <= f->ov[i].hi);
+}
+
+static void check_file(const uint8_t *data, size_t size) {
+  kolo_tuning f, g;
+  char why[256];
+  if (kolo_tuning_parse((const char *)data, size, "f", &f, why, sizeof why) != 0) {
+    FUZZ_REQUIRE(strncmp(why, "f:", 2) == 0);
+    return;
+  }
+  check_ranges(&f);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&text, &len);
+  FUZZ_REQUIRE(m != NULL && kolo_tuning_write(m, &f, NULL) == 0);
+  fclose(m);
+  FUZZ_REQUIRE(kolo_tuning_parse(text, len, "again", &g, why, sizeof why) == 0);
+  FUZZ_REQUIRE(g.noverrides == f.noverrides && memcmp(g.ov, f.ov, sizeof f.ov) == 0);
+  for (int l = 0; l < KOLO_LINK_NUM; l++) FUZZ_REQUIRE(g.link[l].set == f.link[l].set);
+  free(text);
+}
+
+static void check_algo(const char *v) {
+  char why[256] = "";
+  int set = kolo_algo_allow_parse(v, why, sizeof why);
+  if (set < 0) FUZZ_REQUIRE(strncmp(why, "KOLO_ALGO", 9) == 0);
+  else FUZZ_REQUIRE(((unsigned)set & ~KOLO_ALGO_ALL) == 0 && (*v != '\0' || set == 0));
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size == 0) return 0;
+  if (data[0] % 2 == 0) {
+    check_file(data + 1, size - 1);
+    return 0;
+  }
+  char *v = fuzz_cstr(data + 1, size - 1);
+  check_algo(v);
+  free(v);
+  return 0;
+}

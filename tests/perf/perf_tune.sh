@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# tests/perf/perf_tune.sh KOLO_PERF - kolo-perf tune --quick writes a
+# tuning file with positive shm and socket constants, which
+# KOLO_TUNING_FILE loads at init (said at INFO, with each all-reduce
+# choice once per size bucket); a file with a bad line is refused at init
+# with FILE:LINE.  No timing is asserted: the figures only have to exist.
+set -u
+BIN=${1:?usage: perf_tune.sh path/to/kolo-perf}
+WORK=$(mktemp -d /tmp/kolo-perf-tune.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+fail() { echo "FAIL: $*"; sed 's/^/    /' "$WORK/out.txt" | tail -30; exit 1; }
+
+"$BIN" tune --quick -P 2 -o "$WORK/t.tune" > "$WORK/out.txt" 2>&1 || fail "kolo-perf tune --quick"
+head -1 "$WORK/t.tune" | grep -qx "kolo-tuning 1" || fail "no header line in $(cat "$WORK/t.tune")"
+for l in shm socket; do
+  grep -Eq "^link $l [0-9.e+-]+ [0-9.e+-]+$" "$WORK/t.tune" || fail "no $l line in $(cat "$WORK/t.tune")"
+done
+
+KOLO_TUNING_FILE="$WORK/t.tune" KOLO_DEBUG=INFO "$BIN" -P 2 -b 8 -e 4K -f 8 -n 1 -w 0 all_reduce > "$WORK/out.txt" 2>&1 ||
+  fail "kolo-perf all_reduce with the tuned file"
+grep -q "KOLO_TUNING_FILE=$WORK/t.tune" "$WORK/out.txt" || fail "the file was not loaded"
+n=$(grep -c "all-reduce of 8 B on 2 ranks" "$WORK/out.txt")
+[ "$n" -eq 1 ] || fail "the 8 B choice was logged $n times, not once"
+
+printf 'kolo-tuning 1\nlink shm 1 2\nlink shm 1 nope\n' > "$WORK/bad.tune"
+KOLO_TUNING_FILE="$WORK/bad.tune" "$BIN" -P 2 -b 8 -e 8 -n 1 -w 0 all_reduce > "$WORK/out.txt" 2>&1 &&
+  fail "a bad tuning file was accepted"
+grep -q "bad.tune:3: beta" "$WORK/out.txt" || fail "no FILE:LINE sentence for the bad file"
+echo "ok: $(grep -c '^link' "$WORK/t.tune") links measured"

@@ -1,0 +1,170 @@
+// KOLO_ALGO's NCCL syntax (ring/algo_select.c), the tuning file
+// (ring/tuning.c) and the cost model's use of both (ring/algo.c).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+extern "C" {
+#include "ring/algo.h"
+#include "ring/algo_select.h"
+#include "ring/tuning.h"
+}
+
+namespace {
+
+int allow(const char *v, std::string *why = nullptr) {
+  char buf[512] = "";
+  int r = kolo_algo_allow_parse(v, buf, sizeof buf);
+  if (why) *why = buf;
+  return r;
+}
+
+constexpr unsigned bit(int a) { return 1u << a; }
+
+TEST(AlgoSelect, ListsExclusionsAndCase) {
+  EXPECT_EQ(allow(nullptr), 0);
+  EXPECT_EQ(allow(""), 0);
+  EXPECT_EQ(allow("rd"), (int)bit(KOLO_ALGO_RD));  // the old single names
+  EXPECT_EQ(allow("Ring,RD"), (int)(bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_RD)));
+  EXPECT_EQ(allow("ring, rd"), (int)(bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_RD)));
+  EXPECT_EQ(allow("^rd"), (int)(KOLO_ALGO_ALL & ~bit(KOLO_ALGO_RD)));
+  EXPECT_EQ(allow("allreduce:ring,rabenseifner;broadcast:ring"),
+            (int)(bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_RABENSEIFNER)));
+  EXPECT_EQ(allow("broadcast:ring"), 0);  // says nothing of the all-reduce
+  EXPECT_EQ(allow("rd;allreduce:hier"), (int)bit(KOLO_ALGO_HIER));  // later entries win
+  EXPECT_EQ(allow("ring;broadcast:^rd"), (int)bit(KOLO_ALGO_RING));
+  EXPECT_EQ(kolo_algo_allow_single(bit(KOLO_ALGO_RD)), KOLO_ALGO_RD);
+  EXPECT_EQ(kolo_algo_allow_single(bit(KOLO_ALGO_RD) | bit(KOLO_ALGO_RING)), KOLO_ALGO_AUTO);
+}
+
+TEST(AlgoSelect, RefusesWithASentence) {
+  std::string why;
+  EXPECT_EQ(allow("tree", &why), -1);
+  EXPECT_NE(why.find("\"tree\""), std::string::npos) << why;
+  EXPECT_EQ(allow("^ring,hier,rd,rabenseifner", &why), -1);
+  EXPECT_NE(why.find("no algorithm for"), std::string::npos) << why;
+  EXPECT_EQ(allow("broadcast:rd", &why), -1);
+  EXPECT_NE(why.find("broadcast"), std::string::npos) << why;
+  EXPECT_EQ(allow("alltoall:ring", &why), -1);
+  EXPECT_EQ(allow("ring,", &why), -1);
+  EXPECT_EQ(allow("allreduce:", &why), -1);
+}
+
+TEST(AlgoSelect, TheModelChoosesAmongTheAllowed) {
+  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, nullptr};
+  ASSERT_EQ(kolo_algo_choose(&t, 8, 1), KOLO_ALGO_RD);  // small: recursive doubling
+  t.allowed = KOLO_ALGO_ALL & ~bit(KOLO_ALGO_RD);
+  int a = kolo_algo_choose(&t, 8, 1);
+  EXPECT_NE(a, KOLO_ALGO_RD);
+  t.allowed = bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_RABENSEIFNER);
+  EXPECT_EQ(kolo_algo_choose(&t, 8, 1), a);
+  // a CUDA communicator leaves rd out unless KOLO_ALGO names it
+  kolo_algo_topo cuda{8, 1, 8, KOLO_ALGO_AUTO, 1, 0, nullptr};
+  EXPECT_NE(kolo_algo_choose(&cuda, 8, 1), KOLO_ALGO_RD);
+  cuda.allowed = bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_RD);
+  EXPECT_EQ(kolo_algo_choose(&cuda, 8, 1), KOLO_ALGO_RD);
+}
+
+int parse(const std::string &text, kolo_tuning *f, std::string *why = nullptr) {
+  char buf[512] = "";
+  int r = kolo_tuning_parse(text.data(), text.size(), "t.tune", f, buf, sizeof buf);
+  if (why) *why = buf;
+  return r;
+}
+
+TEST(Tuning, ParsesLinksAndOverrides) {
+  kolo_tuning f;
+  ASSERT_EQ(parse("kolo-tuning 1\n# measured\n\nlink shm 0.5 12.5  # a comment\nlink socket 20 1.2\n"
+                  "override allreduce rd 0 4096\n",
+                  &f),
+            0);
+  EXPECT_TRUE(f.link[KOLO_LINK_SHM].set);
+  EXPECT_DOUBLE_EQ(f.link[KOLO_LINK_SHM].alpha_us, 0.5);
+  EXPECT_DOUBLE_EQ(f.link[KOLO_LINK_SOCKET].beta_gbs, 1.2);
+  EXPECT_FALSE(f.link[KOLO_LINK_IB].set);
+  ASSERT_EQ(f.noverrides, 1);
+  EXPECT_EQ(f.ov[0].algo, KOLO_ALGO_RD);
+  EXPECT_NE(f.hash, 0u);
+  kolo_tuned t;
+  kolo_tuning_resolve(&f, KOLO_LINK_SHM, KOLO_LINK_IB, &t);
+  EXPECT_DOUBLE_EQ(t.a_host, 0.5e-6);
+  EXPECT_EQ(t.a_net, 0.0);  // ib left out: the compiled constant stays
+  EXPECT_EQ(kolo_tuned_override(&t, 100), KOLO_ALGO_RD);
+  EXPECT_EQ(kolo_tuned_override(&t, 5000), -1);
+}
+
+TEST(Tuning, RefusesWithFileAndLine) {
+  kolo_tuning f;
+  std::string why;
+  EXPECT_EQ(parse("", &f, &why), -1);
+  EXPECT_NE(why.find("t.tune:1:"), std::string::npos) << why;
+  EXPECT_EQ(parse("kolo-tuning 2\n", &f, &why), -1);
+  EXPECT_NE(why.find("version"), std::string::npos) << why;
+  EXPECT_EQ(parse("kolo-tuning 1\nlink shm 1 2\nlink nvlink 1 2\n", &f, &why), -1);
+  EXPECT_NE(why.find("t.tune:3: no transport"), std::string::npos) << why;
+  EXPECT_EQ(parse("kolo-tuning 1\nlink shm -1 2\n", &f, &why), -1);
+  EXPECT_NE(why.find("t.tune:2: alpha"), std::string::npos) << why;
+  EXPECT_EQ(parse("kolo-tuning 1\nlink shm 1 nan\n", &f, &why), -1);
+  EXPECT_EQ(parse("kolo-tuning 1\noverride allreduce rd 10 5\n", &f, &why), -1);
+  EXPECT_NE(why.find("empty"), std::string::npos) << why;
+  EXPECT_EQ(parse("kolo-tuning 1\noverride broadcast ring 0 5\n", &f, &why), -1);
+  EXPECT_EQ(parse("kolo-tuning 1\nlink shm 1 2 3\n", &f, &why), -1);
+  EXPECT_EQ(parse(std::string("kolo-tuning 1\nlink shm 1\0 2\n", 25), &f, &why), -1);
+  EXPECT_NE(why.find("NUL"), std::string::npos) << why;
+}
+
+TEST(Tuning, WriteReadsBack) {
+  kolo_tuning f{}, g;
+  f.link[KOLO_LINK_SHM] = {1, 0.75, 9.5};
+  f.link[KOLO_LINK_SOCKET] = {1, 25, 1.1};
+  f.noverrides = 1;
+  f.ov[0] = {KOLO_ALGO_RABENSEIFNER, 1024, 65536};
+  char *text = nullptr;
+  size_t len = 0;
+  FILE *m = open_memstream(&text, &len);
+  ASSERT_EQ(kolo_tuning_write(m, &f, "test"), 0);
+  fclose(m);
+  std::string why;
+  ASSERT_EQ(parse(std::string(text, len), &g, &why), 0) << why;
+  free(text);
+  EXPECT_DOUBLE_EQ(g.link[KOLO_LINK_SHM].alpha_us, 0.75);
+  EXPECT_DOUBLE_EQ(g.link[KOLO_LINK_SOCKET].beta_gbs, 1.1);
+  EXPECT_EQ(g.ov[0].hi, 65536u);
+}
+
+// Two files that differ as the model says: a fast-latency host link makes
+// the ring cheap enough at a mid size, a slow one favours Rabenseifner's
+// fewer steps.  The choice must follow the file's constants.
+TEST(Tuning, TheFileChangesTheChoiceAsTheModelSays) {
+  kolo_tuning lat, bw;
+  ASSERT_EQ(parse("kolo-tuning 1\nlink shm 1000 100\n", &lat), 0);  // latency-bound: 1 ms a hop
+  ASSERT_EQ(parse("kolo-tuning 1\nlink shm 0.001 0.01\n", &bw), 0);  // bandwidth-bound: 10 MB/s
+  kolo_tuned tl, tb;
+  kolo_tuning_resolve(&lat, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &tl);
+  kolo_tuning_resolve(&bw, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &tb);
+  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_RD), &tl};
+  size_t bytes = 1 << 20;
+  // model: ring 14 a + 1.75 S/b, rd 3 (a + S/b)
+  EXPECT_LT(kolo_algo_cost(KOLO_ALGO_RD, &t, bytes, 1), kolo_algo_cost(KOLO_ALGO_RING, &t, bytes, 1));
+  EXPECT_EQ(kolo_algo_choose(&t, bytes, 1), KOLO_ALGO_RD);
+  t.tuned = &tb;
+  EXPECT_GT(kolo_algo_cost(KOLO_ALGO_RD, &t, bytes, 1), kolo_algo_cost(KOLO_ALGO_RING, &t, bytes, 1));
+  EXPECT_EQ(kolo_algo_choose(&t, bytes, 1), KOLO_ALGO_RING);
+  // the costs are the file's: 3 steps of 1 ms and 1 MiB at 100 GB/s
+  t.tuned = &tl;
+  EXPECT_NEAR(kolo_algo_cost(KOLO_ALGO_RD, &t, bytes, 1), 3 * (1e-3 + bytes / 100e9), 1e-9);
+}
+
+TEST(Tuning, AnOverrideWinsWhereAllowed) {
+  kolo_tuning f;
+  ASSERT_EQ(parse("kolo-tuning 1\noverride allreduce ring 0 1000000\n", &f), 0);
+  kolo_tuned tf;
+  kolo_tuning_resolve(&f, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &tf);
+  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, &tf};
+  EXPECT_EQ(kolo_algo_choose(&t, 8, 1), KOLO_ALGO_RING);
+  t.allowed = bit(KOLO_ALGO_RD) | bit(KOLO_ALGO_RABENSEIFNER);  // KOLO_ALGO excludes the ring
+  EXPECT_NE(kolo_algo_choose(&t, 8, 1), KOLO_ALGO_RING);
+}
+
+}  // namespace
