@@ -307,7 +307,7 @@ static koloResult_t build_topology(struct koloComm *c) {
   c->algo.nranks = c->nranks;
   c->algo.nhosts = h.nhosts;
   c->algo.local = kolo_hosts_uniform(&h) ? h.host_size[0] : 0;
-  c->algo.no_auto_peers = c->memory == koloMemCuda; /* ring/algo.h: the kernel checks no multi-peer call */
+  c->algo.no_auto_peers = c->memory == koloMemCuda; /* ring/algo.h: never measured on a GPU */
   /* Rotating a ring moves its off-host hops: pointless on one host or with
    * one rank per host, where every channel keeps one ring. */
   c->nrings = h.nhosts > 1 && kolo_hosts_max_size(&h) > 1 ? c->nchannels : 1;

@@ -34,10 +34,11 @@
  * it runs the ring (the communicator says so once, at INFO, at init).
  *
  * The multi-peer algorithms (rd, rabenseifner) run over point-to-point
- * pipes.  The CUDA kernel does not yet check that calls match on those
- * (docs/architecture.md): on a CUDA communicator the model leaves them out
- * (no_auto_peers), so that a mismatched call still fails with its sentence
- * unless KOLO_ALGO asks for them.
+ * pipes.  On a CUDA communicator the model leaves them out (no_auto_peers)
+ * unless KOLO_ALGO asks for them: their kernels are checked element by
+ * element on kolo's CPU model of the GPU (and check that calls match, as
+ * every CUDA task does), but their speed on a GPU has never been measured,
+ * and the constants above are host ones.
  */
 #ifndef KOLO_RING_ALGO_H
 #define KOLO_RING_ALGO_H

@@ -215,8 +215,8 @@ TEST(Topology, AlgorithmNames) {
 TEST(Topology, AlgorithmChoice) {
   // Not possible: one host, one rank per host, uneven hosts: a forced hier
   // runs the ring.
-  for (kolo_algo_topo t : {kolo_algo_topo{8, 1, 8, KOLO_ALGO_HIER, 0}, kolo_algo_topo{4, 4, 1, KOLO_ALGO_HIER, 0},
-                           kolo_algo_topo{5, 2, 0, KOLO_ALGO_HIER, 0}}) {
+  for (kolo_algo_topo t : {kolo_algo_topo{8, 1, 8, KOLO_ALGO_HIER, 0, 0, nullptr}, kolo_algo_topo{4, 4, 1, KOLO_ALGO_HIER, 0, 0, nullptr},
+                           kolo_algo_topo{5, 2, 0, KOLO_ALGO_HIER, 0, 0, nullptr}}) {
     EXPECT_FALSE(kolo_algo_hier_possible(&t));
     for (size_t bytes : {(size_t)0, (size_t)1 << 10, (size_t)1 << 30})
       EXPECT_EQ(kolo_algo_choose(&t, bytes, 2), KOLO_ALGO_RING);
@@ -225,7 +225,7 @@ TEST(Topology, AlgorithmChoice) {
   // number; without the multi-peer ones when no_auto_peers.
   for (int H : {1, 2, 3, 8})
     for (int L : {1, 2, 3, 4, 8}) {
-      kolo_algo_topo t{H * L, H, L, KOLO_ALGO_AUTO, 0};
+      kolo_algo_topo t{H * L, H, L, KOLO_ALGO_AUTO, 0, 0, nullptr};
       for (size_t bytes : {(size_t)4, (size_t)1 << 16, (size_t)1 << 26})
         for (int ch : {1, 2, 4})
           for (int no_peers : {0, 1}) {
@@ -252,23 +252,23 @@ TEST(Topology, AlgorithmChoice) {
   // fewest steps: recursive doubling (8 B to 512 B at 4 ranks, issue 16);
   // two ranks always (one exchange, the ring's bytes).
   for (int n = 2; n <= 16; n++) {
-    kolo_algo_topo t{n, 1, n, KOLO_ALGO_AUTO, 0};
+    kolo_algo_topo t{n, 1, n, KOLO_ALGO_AUTO, 0, 0, nullptr};
     for (double S : {0.0, 8.0, 4096.0, 1e6, 1e9})
       for (int a : {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER})
         EXPECT_NEAR(kolo_algo_cost(a, &t, (size_t)S, 1), one_host_cost(a, n, S), 1e-12) << a << " n=" << n;
     for (size_t bytes : {(size_t)8, (size_t)512}) EXPECT_EQ(kolo_algo_choose(&t, bytes, 1), KOLO_ALGO_RD) << n;
   }
-  kolo_algo_topo two{2, 1, 2, KOLO_ALGO_AUTO, 0};
+  kolo_algo_topo two{2, 1, 2, KOLO_ALGO_AUTO, 0, 0, nullptr};
   for (size_t bytes : {(size_t)1, (size_t)1 << 30}) EXPECT_EQ(kolo_algo_choose(&two, bytes, 2), KOLO_ALGO_RD);
   // Many ranks across hosts: the ring's 2(n-1) network latencies lose to
   // hier's 2(H-1) at small sizes, unless the doubling beats both.
   for (int H : {2, 3, 8})
     for (int L : {2, 4, 8}) {
-      kolo_algo_topo t{H * L, H, L, KOLO_ALGO_AUTO, 1};
+      kolo_algo_topo t{H * L, H, L, KOLO_ALGO_AUTO, 1, 0, nullptr};
       EXPECT_EQ(kolo_algo_choose(&t, 1024, 1), KOLO_ALGO_HIER) << H << "x" << L;
     }
   // Costs grow with the size.
-  kolo_algo_topo t{8, 2, 4, KOLO_ALGO_AUTO, 0};
+  kolo_algo_topo t{8, 2, 4, KOLO_ALGO_AUTO, 0, 0, nullptr};
   for (int a = 0; a < KOLO_ALGO_NUM; a++) EXPECT_LT(kolo_algo_cost(a, &t, 1 << 10, 2), kolo_algo_cost(a, &t, 1 << 20, 2));
 }
 
