@@ -50,14 +50,27 @@ int kolo_algo_hier_possible(const kolo_algo_topo *t) {
   return t->nhosts >= 2 && t->local >= 2 && t->nhosts * t->local == t->nranks;
 }
 
-static double ring_cost(const kolo_algo_topo *t, double S, int channels) {
-  double n = t->nranks;
-  int multi = t->nhosts > 1;
-  double a = multi ? A_NET : A_HOST, b = multi ? B_NET : B_HOST;
-  /* off-host senders per host: channels rotate over the ranks of a host */
-  int spread = t->local > 0 && channels > t->local ? t->local : channels;
-  if (!multi || spread < 1) spread = 1;
-  return 2 * (n - 1) * a + 2 * (n - 1) / n * S / (b * spread);
+/* The flat algorithms: steps of latency a, memory passes (bytes read and
+ * written per rank, in units of S) at the host's rate, and, across hosts,
+ * the bytes a rank sends over the network (algo.h). */
+typedef struct {
+  double steps, passes, sent;
+} flat_shape;
+
+static flat_shape ring_shape(double n) {
+  return (flat_shape){2 * (n - 1), (6 * n - 4) / n, 2 * (n - 1) / n};
+}
+
+/* p the largest power of two <= n, k = log2 p, f = 1 when ranks fold. */
+static flat_shape doubling_shape(int algo, int n) {
+  const int p = kolo_pow2_floor(n), k = kolo_log2(p), f = p < n;
+  if (algo == KOLO_ALGO_RD) return (flat_shape){k + 2.0 * f, 5.0 * (k + f), k + (double)f};
+  return (flat_shape){2.0 * k + 2 * f, 9.0 * (p - 1) / p + 5 * f, 2.0 * (p - 1) / p + f};
+}
+
+static double flat_cost(const kolo_algo_topo *t, flat_shape x, double S, int spread) {
+  if (t->nhosts <= 1) return x.steps * A_HOST + x.passes * S / B_HOST;
+  return x.steps * A_NET + x.passes * S / B_HOST + x.sent * S / (B_NET * spread);
 }
 
 static double hier_cost(const kolo_algo_topo *t, double S) {
@@ -66,22 +79,13 @@ static double hier_cost(const kolo_algo_topo *t, double S) {
          2 * (H - 1) / H * (S / L) / B_NET;
 }
 
-/* Recursive doubling and Rabenseifner: every rank moves its bytes over its
- * own link, the network's once there are several hosts. */
-static double doubling_cost(int algo, const kolo_algo_topo *t, double S) {
-  int multi = t->nhosts > 1;
-  double a = multi ? A_NET : A_HOST, b = multi ? B_NET : B_HOST;
-  int p = kolo_pow2_floor(t->nranks), k = kolo_log2(p);
-  double fold = p < t->nranks ? 2 * (a + S / b) : 0;
-  if (algo == KOLO_ALGO_RD) return k * (a + S / b) + fold;
-  return 2 * k * a + 2.0 * (p - 1) / p * S / b + fold;
-}
-
 double kolo_algo_cost(int algo, const kolo_algo_topo *t, size_t bytes, int channels) {
   if (algo == KOLO_ALGO_HIER) return hier_cost(t, (double)bytes);
   if (t->nranks <= 1) return 0;
-  if (kolo_algo_is_multi_peer(algo)) return doubling_cost(algo, t, (double)bytes);
-  return ring_cost(t, (double)bytes, channels);
+  if (kolo_algo_is_multi_peer(algo)) return flat_cost(t, doubling_shape(algo, t->nranks), (double)bytes, 1);
+  /* off-host senders per host: channels rotate over the ranks of a host */
+  int spread = t->local > 0 && channels > t->local ? t->local : channels;
+  return flat_cost(t, ring_shape(t->nranks), (double)bytes, spread < 1 ? 1 : spread);
 }
 
 /* Latency and bandwidth of the ring's slowest hop, and how many of a

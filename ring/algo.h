@@ -7,26 +7,40 @@
  * ranks and hosts, the ranks per host, the memory kind and KOLO_ALGO
  * (checked alike on all ranks at init).
  *
- * Cost model (alpha-beta, per call; alpha a hop's latency, beta a link's
- * bandwidth, with intra-host links faster than the network; p the largest
- * power of two <= n, k = log2 p, f = 1 when p < n: the fold of the other
- * n - p ranks, two more steps of the whole message):
+ * Cost model (alpha-beta, per call, extended by the passes each algorithm
+ * makes over memory): a a step's latency (the network's once there are
+ * several hosts), m the rate of one pass over memory within a host, b a
+ * rank's network bandwidth; S the bytes, n ranks, p the largest power of
+ * two <= n, k = log2 p, f = 1 when p < n (the fold of the other n - p
+ * ranks: two more steps of the whole message).
  *
- *   ring: 2(n-1) steps, each as slow as the slowest hop on the ring (the
- *     network once there are several hosts); every rank sends 2(n-1)/n of
- *     the bytes over its ring link, the off-host links spread over
- *     min(channels, L) ranks of a host by the rotated channel rings:
- *       T = 2(n-1) a_net + 2(n-1)/n S / (b_net min(ch, L))
+ *   flat algorithms (ring, rd, rabenseifner):
+ *     T = steps a + passes S / m                      one host
+ *     T = steps a + passes S / m + sent S / (b s)     several hosts
+ *   passes: bytes read and written per rank (slots and buffers), counted
+ *   from their programs' steps (send 2, recvReduceSend 3, recvReduceCopy
+ *   3, recvReduceCopySend 4, recvCopySend 3, recv 2, per byte); sent: the
+ *   bytes a rank sends; s the ranks of a host sharing the ring's off-host
+ *   traffic (min(channels, L): the rotated channel rings), 1 for the others.
+ *
+ *   ring:         steps 2(n-1), passes (6n-4)/n, sent 2(n-1)/n
+ *   rd:           steps k + 2f, passes 5(k+f), sent k + f
+ *                 (every level: send the whole message, receive-reduce it)
+ *   rabenseifner: steps 2k + 2f, passes 9(p-1)/p + 5f, sent 2(p-1)/p + f
+ *                 (the ring's bytes, in halving and doubling; reducing
+ *                 into out and sending from it later costs the passes the
+ *                 ring's fused recvReduceSend saves)
  *   hier: the intra phases are H ring passes of L-1 steps each way, the
  *     inter phase 2(H-1) steps over S/L bytes, on all L ranks' links at once:
  *       T = 2H(L-1) a_host + 2(H-1) a_net
- *           + 2(L-1)/L S / b_host + 2(H-1)/H (S/L) / b_net
- *   rd: k + 2f steps, each carrying the whole message over the rank's own
- *     link (the network's once there are several hosts):
- *       T = (k + 2f) (a + S / b)
- *   rabenseifner: a halving and a doubling of k steps each, moving the
- *     ring's bytes, plus the fold:
- *       T = 2k a + 2(p-1)/p S / b + 2f (a + S / b)
+ *           + 2(L-1)/L S / m + 2(H-1)/H (S/L) / b
+ *
+ * On one host (a = 1 us, m = 20 GB/s) this gives, with 4 ranks, rd up to
+ * 12 KiB, rabenseifner to 23 KiB and the ring above; with 8 ranks 8 KiB
+ * and 68 KiB; with 16, 7 KiB and 164 KiB; with 3 or 5 rd to 4 or 8 KiB
+ * (the fold makes rabenseifner dear).  The passes are what the ring wins
+ * large messages by (measured at 16 MiB on 4 ranks: rabenseifner 1.3x the
+ * ring's time, rd 2.2x; their passes' ratios are 1.35 and 2).
  *
  * Hierarchical needs H >= 2 hosts, each with the same L >= 2 ranks; the
  * model picks the cheapest algorithm that can run.  KOLO_ALGO=ring|hier|

@@ -65,8 +65,10 @@ CUDA_TESTS='^(Cuda|AllTypesOps/CudaReduceTest|FusionCuda|NcclLayer|NcclEnv|NcclP
 # Under TSan: the reduce kernels on a few types and ops, and the executor's
 # small grids of 2 and 3 ranks in both issue modes (every collective, SIMPLE
 # and LL), all-to-all and gather of 3 ranks (a block moving between its
-# peers' pipes), abort, timeout and the stall warning (its watcher thread).
-CUDA_TSAN_TESTS='CudaReduceTest.MatchesReference/(int8_max|float32_sum|bfloat16_avg|float64_copy)$|CudaGrid.SmallCounts/.*_[23]ranks|CudaPeerGrid.SmallCounts/(AlltoAll|Gather)_3ranks|CudaAbort|CudaTimeout|CudaThreads/CudaMismatch|CudaStallWarning'
+# peers' pipes), the doubling all-reduces of 3 ranks (a fold, SRC_FIRST
+# reductions, LL and SIMPLE), abort, timeout and the stall warning (its
+# watcher thread).
+CUDA_TSAN_TESTS='CudaReduceTest.MatchesReference/(int8_max|float32_sum|bfloat16_avg|float64_copy)$|CudaGrid.SmallCounts/.*_[23]ranks|CudaPeerGrid.SmallCounts/(AlltoAll|Gather)_3ranks|CudaAlgoBits.*/(rd|rabenseifner)_3ranks|CudaAbort|CudaTimeout|CudaThreads/CudaMismatch|CudaStallWarning'
 SIM_TARGETS=(kolo kolo-perf test_e2e_cuda test_e2e_cuda_algos test_e2e_schedule test_cuda_mismatch test_cuda_stall test_cuda_reduce test_cuda_plan test_fusion nccl test_nccl_layer test_nccl_dlopen kolo-fault)
 sim_build() { # dir, extra cmake args...
   local dir=$1

@@ -695,15 +695,16 @@ TEST(ThreadsNonBlockingInit, CallsBeforeTheInitEndsAreRefused) {
 
 namespace {
 
-// The all-reduce's cheapest algorithm (ring/algo.h): the ring, recursive
-// doubling or Rabenseifner's, among p = 2^k ranks and a fold of the rest.
+// The all-reduce's cheapest algorithm (ring/algo.h) on one host: the ring,
+// recursive doubling or Rabenseifner's (p = 2^k ranks and a fold of the
+// rest), each its steps of latency a and its passes over memory at rate b.
 double all_reduce_s(int n, double a, double b, double bytes) {
   int p = 1, k = 0;
   for (; 2 * p <= n; p *= 2) k++;
-  const double fold = p < n ? 2 * (a + bytes / b) : 0;
-  const double ring = 2 * (n - 1) * a + 2.0 * (n - 1) / n * bytes / b;
-  const double rd = k * (a + bytes / b) + fold;
-  const double rab = 2 * k * a + 2.0 * (p - 1) / p * bytes / b + fold;
+  const int f = p < n;
+  const double ring = 2 * (n - 1) * a + (6.0 * n - 4) / n * bytes / b;
+  const double rd = (k + 2 * f) * a + 5.0 * (k + f) * bytes / b;
+  const double rab = (2 * k + 2 * f) * a + (9.0 * (p - 1) / p + 5 * f) * bytes / b;
   return std::min(ring, std::min(rd, rab));
 }
 

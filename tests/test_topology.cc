@@ -183,18 +183,19 @@ TEST(Topology, IntraAndInterRings) {
   }
 }
 
-// The choice's model written out independently of ring/algo.c: one host
-// (shared memory, 1 us and 20 GB/s a hop), p = 2^k ranks and a fold of the
-// rest for recursive doubling and Rabenseifner.
+// The choice's model written out independently of ring/algo.c, for one
+// host: a step costs 1 us, a pass over the message's bytes S / 20 GB/s;
+// p = 2^k ranks and a fold of the rest (f) for recursive doubling and
+// Rabenseifner.  Passes per rank, counted from the programs' steps.
 double one_host_cost(int algo, int n, double S) {
-  const double a = 1e-6, b = 20e9;
+  const double a = 1e-6, m = 20e9;
   int p = 1, k = 0;
   for (; 2 * p <= n; p *= 2) k++;
-  const double fold = p < n ? 2 * (a + S / b) : 0;
+  const int f = p < n;
   switch (algo) {
-  case KOLO_ALGO_RD: return k * (a + S / b) + fold;
-  case KOLO_ALGO_RABENSEIFNER: return 2 * k * a + 2.0 * (p - 1) / p * S / b + fold;
-  default: return 2 * (n - 1) * a + 2.0 * (n - 1) / n * S / b;
+  case KOLO_ALGO_RD: return (k + 2 * f) * a + 5.0 * (k + f) * S / m;
+  case KOLO_ALGO_RABENSEIFNER: return (2 * k + 2 * f) * a + (9.0 * (p - 1) / p + 5 * f) * S / m;
+  default: return 2 * (n - 1) * a + (6.0 * n - 4) / n * S / m;
   }
 }
 
@@ -248,18 +249,20 @@ TEST(Topology, AlgorithmChoice) {
             EXPECT_EQ(kolo_algo_choose(&t, bytes, ch), best) << H << "x" << L << " " << bytes << " B";
           }
     }
-  // One host: the costs are the model's, and small messages take the
-  // fewest steps: recursive doubling (8 B to 512 B at 4 ranks, issue 16);
-  // two ranks always (one exchange, the ring's bytes).
+  // One host: the costs are the model's; small messages take the fewest
+  // steps (recursive doubling: 8 B to 512 B, issue 16), large ones the
+  // fewest passes over memory (the ring), Rabenseifner in between where
+  // the ring's steps are many.
   for (int n = 2; n <= 16; n++) {
     kolo_algo_topo t{n, 1, n, KOLO_ALGO_AUTO, 0, 0, nullptr};
     for (double S : {0.0, 8.0, 4096.0, 1e6, 1e9})
       for (int a : {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER})
         EXPECT_NEAR(kolo_algo_cost(a, &t, (size_t)S, 1), one_host_cost(a, n, S), 1e-12) << a << " n=" << n;
     for (size_t bytes : {(size_t)8, (size_t)512}) EXPECT_EQ(kolo_algo_choose(&t, bytes, 1), KOLO_ALGO_RD) << n;
+    EXPECT_EQ(kolo_algo_choose(&t, 64 << 20, 1), KOLO_ALGO_RING) << n;
   }
-  kolo_algo_topo two{2, 1, 2, KOLO_ALGO_AUTO, 0, 0, nullptr};
-  for (size_t bytes : {(size_t)1, (size_t)1 << 30}) EXPECT_EQ(kolo_algo_choose(&two, bytes, 2), KOLO_ALGO_RD);
+  kolo_algo_topo eight{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, nullptr};
+  EXPECT_EQ(kolo_algo_choose(&eight, 64 << 10, 1), KOLO_ALGO_RABENSEIFNER);
   // Many ranks across hosts: the ring's 2(n-1) network latencies lose to
   // hier's 2(H-1) at small sizes, unless the doubling beats both.
   for (int H : {2, 3, 8})
