@@ -59,16 +59,62 @@ static int rank_main(const tune_args *a, int link, koloUniqueId id, int rank, in
   return t[0] < 0 || t[1] < 0;
 }
 
-/* The 8-byte and large all-reduce times of `link`, or -1. */
-static int measure(const tune_args *a, int link, double t[2]) {
+/* Reads exactly n bytes; -1 on EOF or error. */
+static int read_full(int fd, void *p, size_t n) {
+  for (size_t got = 0; got < n;) {
+    ssize_t r = read(fd, (char *)p + got, n - got);
+    if (r <= 0) return -1;
+    got += (size_t)r;
+  }
+  return 0;
+}
+
+/* The job's id in rank `rank`: rank 0 makes it -- its rendezvous root
+ * thread starts in its own process, after every fork -- and hands it to
+ * the others through idp; a rank 0 that fails closes the pipe, and they
+ * read EOF.  (Forking after koloGetUniqueId forked a copy of the root
+ * thread's state: under ASan the children hung in malloc on a lock that
+ * thread held.) */
+static int rank_id(int rank, int nranks, const int idp[2], koloUniqueId *id) {
+  if (rank != 0) {
+    close(idp[1]);
+    return read_full(idp[0], id, sizeof *id);
+  }
+  close(idp[0]);
+  int ok = koloGetUniqueId(id) == koloSuccess;
+  for (int r = 1; ok && r < nranks; r++) ok = write(idp[1], id, sizeof *id) == (ssize_t)sizeof *id;
+  close(idp[1]);
+  return ok ? 0 : -1;
+}
+
+/* A forked rank: its id, then its two times to fd (rank 0 only). */
+static int rank_start(const tune_args *a, int link, int rank, const int idp[2], int fd) {
   koloUniqueId id;
-  int fds[2], ok = 1;
-  if (koloGetUniqueId(&id) != koloSuccess || pipe(fds) != 0) return -1;
+  if (rank_id(rank, a->nranks, idp, &id) != 0) return 1;
+  return rank_main(a, link, id, rank, fd);
+}
+
+/* The 8-byte and large all-reduce times of `link`, or -1.  This process
+ * only forks and waits: it never starts a thread, so every fork is of a
+ * single-threaded process. */
+static int measure(const tune_args *a, int link, double t[2]) {
+  int fds[2], idp[2], ok = 1;
+  if (pipe(fds) != 0) return -1;
+  if (pipe(idp) != 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return -1;
+  }
   for (int r = 0; r < a->nranks; r++) {
     pid_t pid = fork();
-    if (pid == 0) _exit(rank_main(a, link, id, r, fds[1]));
+    if (pid == 0) {
+      close(fds[0]);
+      _exit(rank_start(a, link, r, idp, fds[1]));
+    }
     ok &= pid > 0;
   }
+  close(idp[0]);
+  close(idp[1]);
   close(fds[1]);
   ok &= read(fds[0], t, 2 * sizeof t[0]) == (ssize_t)(2 * sizeof t[0]);
   close(fds[0]);
