@@ -184,11 +184,23 @@ static void notice_still_connecting(const char *who, int64_t start, int64_t *nex
               who, (long long)((now - start) / 1000), strerror(err), timeout_ms);
 }
 
+/* An attempt's own bound, doubling from CONNECT_ATTEMPT_MS: a lost SYN is
+ * sent again after a fraction of the kernel's 1 s retransmission timeout
+ * (a lossy link otherwise cost a 2 s init its whole timeout), while a far
+ * peer still gets attempts long enough for its round trip. */
+#define CONNECT_ATTEMPT_MS 250
+
+static int64_t attempt_deadline(int64_t deadline, int64_t *attempt_ms) {
+  int64_t d = kolo_now_ms() + *attempt_ms;
+  if (*attempt_ms < 8000) *attempt_ms *= 2;
+  return deadline != 0 && deadline < d ? deadline : d;
+}
+
 koloResult_t kolo_sock_connect(const struct sockaddr_storage *addr, int64_t deadline,
                                int timeout_ms, const char *who, kolo_errbuf *eb, int *fd) {
-  int64_t start = kolo_now_ms(), next_notice = start + CONNECT_FIRST_NOTICE_MS;
+  int64_t start = kolo_now_ms(), next_notice = start + CONNECT_FIRST_NOTICE_MS, attempt_ms = CONNECT_ATTEMPT_MS;
   for (int delay_ms = 1;; delay_ms = delay_ms < 100 ? delay_ms * 2 : 100) {
-    int err = try_connect(addr, deadline, fd);
+    int err = try_connect(addr, attempt_deadline(deadline, &attempt_ms), fd);
     if (err == 0) return koloSuccess;
     if (!retryable(err)) return kolo_syserror(eb, err, "cannot connect to %s", who);
     notice_still_connecting(who, start, &next_notice, timeout_ms, err);
