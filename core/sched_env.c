@@ -15,26 +15,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "core/comm.h"
-
-/* The file's bytes (malloc'd, *len of them), or NULL with errno set
- * (EFBIG: more than a schedule file may hold). */
-static char *read_all(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return NULL;
-  long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-  int err = size < 0 ? errno : size > (long)KOLO_SCHED_MAX_BYTES ? EFBIG : 0;
-  char *buf = err == 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)size + 1) : NULL;
-  if (err == 0 && buf == NULL) err = ENOMEM;
-  if (err == 0 && fread(buf, 1, (size_t)size, f) != (size_t)size) err = ferror(f) ? EIO : EAGAIN;
-  fclose(f);
-  if (err != 0) {
-    free(buf);
-    errno = err;
-    return NULL;
-  }
-  *len = (size_t)size;
-  return buf;
-}
+#include "core/env_file.h"
 
 /* Parses and proves text for c's rank count into *out. */
 static koloResult_t parse_and_prove(struct koloComm *c, const char *fn, const char *path, const char *text, size_t len,
@@ -55,7 +36,7 @@ koloResult_t kolo_comm_load_schedule(struct koloComm *c, const char *fn) {
   const char *path = kolo_param_str("KOLO_SCHEDULE_FILE");
   if (path == NULL) return koloSuccess;
   size_t len = 0;
-  char *text = read_all(path, &len);
+  char *text = kolo_read_env_file(path, KOLO_SCHED_MAX_BYTES, &len);
   if (text == NULL)
     return kolo_syserror(NULL, errno, "%s: KOLO_SCHEDULE_FILE=%s cannot be read%s", fn, path,
                          errno == EFBIG ? " (a schedule file holds at most 16 MiB)" : "");

@@ -15,25 +15,9 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "core/comm.h"
+#include "core/env_file.h"
 
 #define MAX_TUNING_BYTES (64 * 1024)
-
-/* The file's bytes (malloc'd, *len of them), or NULL with errno set. */
-static char *read_small(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return NULL;
-  char *buf = malloc(MAX_TUNING_BYTES + 1);
-  size_t n = buf ? fread(buf, 1, MAX_TUNING_BYTES + 1, f) : 0;
-  int err = buf == NULL ? ENOMEM : ferror(f) ? EIO : n > MAX_TUNING_BYTES ? EFBIG : 0;
-  fclose(f);
-  if (err != 0) {
-    free(buf);
-    errno = err;
-    return NULL;
-  }
-  *len = n;
-  return buf;
-}
 
 static int net_link(const kolo_tuning *f) {
   const char *net = kolo_param_str("KOLO_NET");
@@ -46,7 +30,7 @@ koloResult_t kolo_comm_load_tuning(struct koloComm *c, const char *fn) {
   const char *path = kolo_param_str("KOLO_TUNING_FILE");
   if (path == NULL || *path == '\0') return koloSuccess;
   size_t len = 0;
-  char *text = read_small(path, &len);
+  char *text = kolo_read_env_file(path, MAX_TUNING_BYTES, &len);
   if (text == NULL)
     return kolo_syserror(NULL, errno, "%s: KOLO_TUNING_FILE=%s cannot be read%s", fn, path,
                          errno == EFBIG ? " (a tuning file holds at most 64 KiB)" : "");
