@@ -62,7 +62,7 @@ static const char *shape_wrong(const kolo_comm_shape *s, char *buf, size_t n) {
   else if (s->ll_threshold > ((uint64_t)1 << 40))
     snprintf(buf, n, "with an LL threshold of %llu bytes (0..2^40)", (unsigned long long)s->ll_threshold);
   else if (!in_range(s->algo, KOLO_ALGO_AUTO, KOLO_ALGO_NUM - 1))
-    snprintf(buf, n, "with algorithm %d (-1 auto, 0 ring, 1 hier, 2 rd, 3 rabenseifner)", s->algo);
+    snprintf(buf, n, "with algorithm %d (-1 auto, 0 ring, 1 hier, 2 rd, 3 rabenseifner, 4 direct)", s->algo);
   else if ((s->algo_allowed & ~KOLO_ALGO_ALL) != 0)
     snprintf(buf, n, "with allowed algorithms 0x%x (bits within 0x%x)", s->algo_allowed, KOLO_ALGO_ALL);
   else if (s->algo != kolo_algo_allow_single(s->algo_allowed))

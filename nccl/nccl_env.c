@@ -49,7 +49,7 @@ static const char *net_name(alias *name, const char *v) {
   return refuse(name, v, "kolo's network providers are IB and Socket");
 }
 
-/* kolo's all-reduce algorithms are ring, hier, rd and rabenseifner; NCCL's
+/* kolo's all-reduce algorithms are ring, hier, rd, rabenseifner and direct; NCCL's
  * Ring is kolo's ring.  A value naming only those (KOLO_ALGO takes
  * NCCL_ALGO's syntax: ring/algo_select.h) is taken as it is; an exclusion
  * of NCCL's other algorithms that leaves Ring in changes nothing. */

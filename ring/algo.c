@@ -14,6 +14,10 @@
 #define B_HOST 20e9
 #define A_NET 10e-6
 #define B_NET 3e9
+/* The direct all-reduce's exchanges beyond the first of each phase, in
+ * units of a dependent step: its sends and receives do not wait on one
+ * another, but each costs the work of handing a slot over. */
+#define DIRECT_STEP 0.5
 
 /* ---- tuning hook: a tuning file's constants (ring/tuning.h), where the
  * communicator loaded one, in place of the compiled ones above.  Every
@@ -31,7 +35,7 @@ static double tuned_or(double v, double def) { return v > 0 ? v : def; }
 #define B_NET (t->tuned ? tuned_or(t->tuned->b_net, def_b_net) : def_b_net)
 /* ---- end of the tuning hook */
 
-static const char *const names[KOLO_ALGO_NUM] = {"ring", "hier", "rd", "rabenseifner"};
+static const char *const names[KOLO_ALGO_NUM] = {"ring", "hier", "rd", "rabenseifner", "direct"};
 
 int kolo_algo_parse(const char *s) {
   if (s == NULL || *s == '\0') return KOLO_ALGO_AUTO;
@@ -42,9 +46,11 @@ int kolo_algo_parse(const char *s) {
 
 const char *kolo_algo_name(int algo) { return algo >= 0 && algo < KOLO_ALGO_NUM ? names[algo] : "auto"; }
 
-const char *kolo_algo_names(void) { return "ring, hier, rd or rabenseifner"; }
+const char *kolo_algo_names(void) { return "ring, hier, rd, rabenseifner or direct"; }
 
-int kolo_algo_is_multi_peer(int algo) { return algo == KOLO_ALGO_RD || algo == KOLO_ALGO_RABENSEIFNER; }
+int kolo_algo_is_multi_peer(int algo) {
+  return algo == KOLO_ALGO_RD || algo == KOLO_ALGO_RABENSEIFNER || algo == KOLO_ALGO_DIRECT;
+}
 
 int kolo_algo_hier_possible(const kolo_algo_topo *t) {
   return t->nhosts >= 2 && t->local >= 2 && t->nhosts * t->local == t->nranks;
@@ -64,6 +70,7 @@ static flat_shape ring_shape(double n) {
 /* p the largest power of two <= n, k = log2 p, f = 1 when ranks fold. */
 static flat_shape doubling_shape(int algo, int n) {
   const int p = kolo_pow2_floor(n), k = kolo_log2(p), f = p < n;
+  if (algo == KOLO_ALGO_DIRECT) return (flat_shape){2 + DIRECT_STEP * (n - 2), 9.0 * (n - 1) / n, 2.0 * (n - 1) / n};
   if (algo == KOLO_ALGO_RD) return (flat_shape){k + 2.0 * f, 5.0 * (k + f), k + (double)f};
   return (flat_shape){2.0 * k + 2 * f, 9.0 * (p - 1) / p + 5 * f, 2.0 * (p - 1) / p + f};
 }
@@ -113,9 +120,13 @@ double kolo_coll_cost(int coll, const kolo_algo_topo *t, size_t bytes, int chann
   }
 }
 
-/* 1 when algorithm a can run on t. */
+/* 1 when algorithm a can run on t: hier on hosts alike, direct within one
+ * host (it needs a pipe between every two ranks: on a network, n-1 queue
+ * pairs per rank and channel). */
 static int possible(const kolo_algo_topo *t, int a) {
-  return a == KOLO_ALGO_HIER ? kolo_algo_hier_possible(t) : a >= 0 && a < KOLO_ALGO_NUM;
+  if (a == KOLO_ALGO_HIER) return kolo_algo_hier_possible(t);
+  if (a == KOLO_ALGO_DIRECT) return t->nhosts <= 1;
+  return a >= 0 && a < KOLO_ALGO_NUM;
 }
 
 int kolo_algo_choose(const kolo_algo_topo *t, size_t bytes, int channels) {

@@ -1,6 +1,7 @@
 /* algo.h - choosing the all-reduce algorithm: the flat ring
  * (all_reduce.c), the hierarchical ring (all_reduce_hier.c), recursive
- * doubling (all_reduce_rd.c) or Rabenseifner's (all_reduce_rab.c).
+ * doubling (all_reduce_rd.c), Rabenseifner's (all_reduce_rab.c) or the
+ * direct two-shot one (all_reduce_direct.c).
  *
  * The choice must be the same on every rank, so it is a pure function of
  * what every rank agrees on: the call's bytes and channels, the number of
@@ -14,7 +15,7 @@
  * two <= n, k = log2 p, f = 1 when p < n (the fold of the other n - p
  * ranks: two more steps of the whole message).
  *
- *   flat algorithms (ring, rd, rabenseifner):
+ *   flat algorithms (ring, rd, rabenseifner, direct):
  *     T = steps a + passes S / m                      one host
  *     T = steps a + passes S / m + sent S / (b s)     several hosts
  *   passes: bytes read and written per rank (slots and buffers), counted
@@ -30,6 +31,10 @@
  *                 (the ring's bytes, in halving and doubling; reducing
  *                 into out and sending from it later costs the passes the
  *                 ring's fused recvReduceSend saves)
+ *   direct:       steps 2 + (n-2)/2, passes 9(n-1)/n, sent 2(n-1)/n
+ *                 (two dependent exchanges; each of the other n-2 peers
+ *                 a phase talks to costs the work of a slot handed over,
+ *                 counted as half a step)
  *   hier: the intra phases are H ring passes of L-1 steps each way, the
  *     inter phase 2(H-1) steps over S/L bytes, on all L ranks' links at once:
  *       T = 2H(L-1) a_host + 2(H-1) a_net
@@ -42,12 +47,21 @@
  * large messages by (measured at 16 MiB on 4 ranks: rabenseifner 1.3x the
  * ring's time, rd 2.2x; their passes' ratios are 1.35 and 2).
  *
- * Hierarchical needs H >= 2 hosts, each with the same L >= 2 ranks; the
- * model picks the cheapest algorithm that can run.  KOLO_ALGO=ring|hier|
- * rd|rabenseifner forces one; a forced hier where the hosts do not allow
- * it runs the ring (the communicator says so once, at INFO, at init).
+ * Hierarchical needs H >= 2 hosts, each with the same L >= 2 ranks, and
+ * direct one host (a pipe between every two ranks: over a network, n-1
+ * connections per rank and channel); the model picks the cheapest
+ * algorithm that can run.  KOLO_ALGO=ring|hier|rd|rabenseifner|direct
+ * forces one; a forced hier or direct where the hosts do not allow it
+ * runs the ring (the communicator says so once, at INFO, at init).
  *
- * The multi-peer algorithms (rd, rabenseifner) run over point-to-point
+ * The model never picks direct by itself: it runs where KOLO_ALGO's set
+ * holds it or a tuning file's override names it.  Its two dependent
+ * exchanges win only where every rank runs at once (a core or an SM each);
+ * where ranks outnumber cores, as on this project's 2-core machine, each
+ * phase waits for all n-1 peers to be scheduled, and it lost to recursive
+ * doubling at every size measured (README, "All-reduce algorithms").
+ *
+ * The multi-peer algorithms (rd, rabenseifner, direct) run over point-to-point
  * pipes.  On a CUDA communicator the model leaves them out (no_auto_peers)
  * unless KOLO_ALGO asks for them: their kernels are checked element by
  * element on kolo's CPU model of the GPU (and check that calls match, as
@@ -65,6 +79,7 @@ enum {
   KOLO_ALGO_HIER = 1,
   KOLO_ALGO_RD = 2,
   KOLO_ALGO_RABENSEIFNER = 3,
+  KOLO_ALGO_DIRECT = 4,
   KOLO_ALGO_NUM
 };
 
@@ -74,16 +89,16 @@ typedef struct {
   int nhosts;
   int local;  /* ranks on every host, or 0 when hosts differ */
   int forced; /* KOLO_ALGO_AUTO or an algorithm */
-  int no_auto_peers; /* 1: the model leaves rd and rabenseifner out (CUDA) */
+  int no_auto_peers; /* 1: the model leaves rd, rabenseifner and direct out (CUDA) */
   /* tuning hook (ring/algo_select.h, ring/tuning.h) */
   unsigned allowed;               /* KOLO_ALGO's set, bit 1 << KOLO_ALGO_*; 0: unset */
   const struct kolo_tuned *tuned; /* KOLO_TUNING_FILE's constants; NULL: compiled */
 } kolo_algo_topo;
 
 /* KOLO_ALGO's value: NULL or "" -> AUTO, "ring", "hier", "rd",
- * "rabenseifner"; -2 for anything else. */
+ * "rabenseifner", "direct"; -2 for anything else. */
 int kolo_algo_parse(const char *s);
-/* "ring", "hier", "rd", "rabenseifner", or "auto". */
+/* "ring", "hier", "rd", "rabenseifner", "direct", or "auto". */
 const char *kolo_algo_name(int algo);
 /* The names kolo_algo_parse takes, for error sentences: "ring, hier, ...". */
 const char *kolo_algo_names(void);

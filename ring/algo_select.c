@@ -1,6 +1,7 @@
 /* algo_select.c - KOLO_ALGO's lists, exclusions and per-collective entries
  * (algo_select.h).  Pure string work: the fuzz target links it. */
 #include "ring/algo_select.h"
+#include "ring/tuning.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -45,7 +46,7 @@ static int list_set(const char *v, const char *s, size_t n, char *why, size_t wh
     const char *name = p;
     trim(&name, &m);
     int a = algo_of(name, m);
-    if (a < 0) return refuse(v, why, why_len, "no algorithm (kolo has ring, hier, rd, rabenseifner) named", name, m);
+    if (a < 0) return refuse(v, why, why_len, "no algorithm (kolo has ring, hier, rd, rabenseifner, direct) named", name, m);
     set |= 1u << a;
     p = comma ? comma + 1 : end + 1;
   }
@@ -101,10 +102,18 @@ int kolo_algo_allow_single(unsigned allowed) {
   return KOLO_ALGO_AUTO;
 }
 
+/* 1 when a tuning file's override names algo. */
+static int tuned_names(const kolo_algo_topo *t, int algo) {
+  for (int i = 0; t->tuned != NULL && i < t->tuned->noverrides; i++)
+    if (t->tuned->ov[i].algo == algo) return 1;
+  return 0;
+}
+
 int kolo_algo_may_run(const kolo_algo_topo *t, int algo) {
   if (algo < 0 || algo >= KOLO_ALGO_NUM) return 0;
-  if (t->allowed == 0) return !(t->no_auto_peers && kolo_algo_is_multi_peer(algo));
-  return (t->allowed >> algo) & 1u;
+  if (t->allowed != 0) return (t->allowed >> algo) & 1u;
+  if (algo == KOLO_ALGO_DIRECT) return tuned_names(t, algo) && !t->no_auto_peers;
+  return !(t->no_auto_peers && kolo_algo_is_multi_peer(algo));
 }
 
 const char *kolo_algo_allow_text(unsigned allowed, char *out, size_t len) {

@@ -1,7 +1,7 @@
 /* schedule.h - compiling collectives into step programs (one algorithm per
  * file: all_reduce.c, all_reduce_hier.c, reduce_scatter.c, all_gather.c,
  * chain.c, p2p.c, and the multi-peer ones all_to_all.c, gather_scatter.c,
- * all_reduce_rd.c, all_reduce_rab.c; algo.h chooses among the all-reduces).
+ * all_reduce_rd.c, all_reduce_rab.c, all_reduce_direct.c; algo.h chooses among the all-reduces).
  *
  * A schedule knows ranks and ring order, nothing about memory kinds or
  * transports.  The program for (rank, channel) depends only on the ring of
@@ -60,7 +60,7 @@ static inline int kolo_ring_prev(const kolo_ring *ring, int rank) {
 
 /* Fills *out with rank's program.  `arg` is the root (broadcast, reduce,
  * gather, scatter), the peer (send, recv) or the all-reduce's algorithm
- * (ring/algo.h's KOLO_ALGO_*: ring, rd, rabenseifner; hier's three programs
+ * (ring/algo.h's KOLO_ALGO_*: ring, rd, rabenseifner, direct; hier's three programs
  * come from kolo_sched_all_reduce_hier, and hier here is the ring it falls
  * back to); ignored otherwise.  The multi-peer programs use the ring's rank
  * count only.  koloSystemError when out of memory; *out is untouched on
@@ -80,6 +80,7 @@ koloResult_t kolo_sched_gather(int nranks, int rank, int root, kolo_program *p);
 koloResult_t kolo_sched_scatter(int nranks, int rank, int root, kolo_program *p);
 koloResult_t kolo_sched_all_reduce_rd(int nranks, int rank, kolo_program *p);
 koloResult_t kolo_sched_all_reduce_rab(int nranks, int rank, kolo_program *p);
+koloResult_t kolo_sched_all_reduce_direct(int nranks, int rank, kolo_program *p);
 
 /* Hierarchical all-reduce (all_reduce_hier.c): three programs per rank, run
  * in this order on every channel, the intra ones over the ranks of rank's

@@ -777,7 +777,7 @@ TEST(CudaPlan, PeerSlicesEqualTheHostExecutorsConnectorSteps) {
 // The same for the doubling all-reduces (KOLO_ALGO forces them), on a power
 // of two and ranks to fold.
 TEST(CudaPlan, DoublingAllReduceSlicesEqualTheHostExecutorsConnectorSteps) {
-  for (int algo : {KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER})
+  for (int algo : {KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT})
     for (int n : {4, 3}) {
       kt::ScopedEnv force("KOLO_ALGO", kolo_algo_name(algo));
       SmallSlotWorld sw(n);
@@ -794,7 +794,7 @@ TEST(CudaPlan, DoublingAllReduceSlicesEqualTheHostExecutorsConnectorSteps) {
 // programs; its geometry is the host executor's, in its program's layout.
 TEST(CudaPlan, DoublingAllReduceTasksCarryTheirEndTables) {
   for (int n : {2, 3, 5, 8})
-    for (int algo : {KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER}) {
+    for (int algo : {KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT}) {
       Shape sh;
       sh.nranks = n;
       for (int rank = 0; rank < n; rank++) {

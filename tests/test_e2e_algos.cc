@@ -1,5 +1,5 @@
 // test_e2e_algos.cc - every flat all-reduce algorithm (ring, recursive
-// doubling, Rabenseifner), forced by KOLO_ALGO, end to end on host
+// doubling, Rabenseifner, direct), forced by KOLO_ALGO, end to end on host
 // communicators.
 //
 // Each world first checks that its communicator runs the forced algorithm
@@ -104,7 +104,7 @@ std::string run_identical(ThreadWorld &w, const std::vector<CollCase> &cases) {
   return "";
 }
 
-const char *const kAlgos[] = {"ring", "rd", "rabenseifner"};
+const char *const kAlgos[] = {"ring", "rd", "rabenseifner", "direct"};
 
 class AlgoThreads : public ::testing::TestWithParam<std::tuple<const char *, int>> {};
 
@@ -213,7 +213,7 @@ TEST_P(AlgoProcs, EveryElementSameOnEveryRank) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Procs, AlgoProcs,
-                         ::testing::Combine(::testing::Values("rd", "rabenseifner"), ::testing::Values(3, 4)),
+                         ::testing::Combine(::testing::Values("rd", "rabenseifner", "direct"), ::testing::Values(3, 4)),
                          [](const ::testing::TestParamInfo<std::tuple<const char *, int>> &p) {
                            return std::string(std::get<0>(p.param)) + "_" + std::to_string(std::get<1>(p.param)) +
                                   "ranks";
@@ -224,7 +224,7 @@ TEST(AlgoConfig, UnknownNameFailsInitNamingTheAlgorithms) {
   koloComm_t comms[2] = {nullptr, nullptr};
   EXPECT_EQ(koloCommInitAll(comms, 2, nullptr), koloInvalidArgument);
   EXPECT_STREQ(koloGetLastError(nullptr),
-               "KOLO_ALGO \"recursive\": no algorithm (kolo has ring, hier, rd, rabenseifner) named \"recursive\"");
+               "KOLO_ALGO \"recursive\": no algorithm (kolo has ring, hier, rd, rabenseifner, direct) named \"recursive\"");
 }
 
 // NCCL's syntax (ring/algo_select.h): a list and per-collective entries

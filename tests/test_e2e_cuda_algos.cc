@@ -1,5 +1,5 @@
 // test_e2e_cuda_algos.cc - every flat all-reduce algorithm (ring, recursive
-// doubling, Rabenseifner), forced by KOLO_ALGO, on koloMemCuda
+// doubling, Rabenseifner, direct), forced by KOLO_ALGO, on koloMemCuda
 // communicators: the CUDA kernel runs the same programs as the host
 // executor (test_e2e_algos.cc), over point-to-point device pipes for the
 // multi-peer ones.  Ranks as threads on one device (util/cuda_bufs.h's
@@ -82,7 +82,7 @@ TEST_P(CudaAlgoGrid, EveryElement) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaAlgoGrid,
-                         ::testing::Combine(::testing::Values("ring", "rd", "rabenseifner"),
+                         ::testing::Combine(::testing::Values("ring", "rd", "rabenseifner", "direct"),
                                             ::testing::Values(1, 2, 3, 4, 5, 8)),
                          param_name);
 
@@ -141,7 +141,7 @@ TEST_P(CudaAlgoBits, MaxOfSignedZerosGivesTheSameBitsOnEveryRank) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaAlgoBits,
-                         ::testing::Combine(::testing::Values("ring", "rd", "rabenseifner"), ::testing::Values(3, 4)),
+                         ::testing::Combine(::testing::Values("ring", "rd", "rabenseifner", "direct"), ::testing::Values(3, 4)),
                          param_name);
 
 }  // namespace

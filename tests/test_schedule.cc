@@ -2373,6 +2373,8 @@ TEST(ScheduleChecker, AgreesWithTheModelOnBrokenPrograms) {
 // ---- recursive doubling and Rabenseifner -----------------------------------------
 
 const int kDoublingAlgos[] = {KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER};
+// The multi-peer all-reduces: the doubling ones and the direct one.
+const int kPeerAlgos[] = {KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT};
 
 // The structure of rank's program of a doubling all-reduce (algo), with
 // what it reads and writes counted per chunk into reads / finals.
@@ -2453,6 +2455,55 @@ TEST(ScheduleStructure, DoublingAllReducePrograms) {
     }
 }
 
+// The direct all-reduce: rank r talks to every other rank, reads each input
+// chunk once (sends the others' chunks, reduces its own), owns chunk r (its
+// one FINAL), and the two ends of every pipe name the same chunks.
+TEST(ScheduleStructure, DirectAllReducePrograms) {
+  for (int n = 1; n <= 16; n++) {
+    Ring ring = identity_ring(n);
+    std::vector<std::unique_ptr<Prog>> progs;
+    std::vector<int> finals((size_t)n, 0);
+    for (int r = 0; r < n; r++) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " rank=" << r);
+      progs.push_back(build(KOLO_COLL_ALL_REDUCE, ring, r, KOLO_ALGO_DIRECT));
+      ASSERT_TRUE(progs.back());
+      const kolo_program &p = progs.back()->p;
+      EXPECT_EQ(p.layout, KOLO_LAYOUT_RING);
+      ASSERT_EQ(p.npeers, n == 1 ? 0 : n - 1);
+      EXPECT_EQ(p.nsteps, n == 1 ? 1 : 4 * (n - 1));
+      std::vector<int> seen((size_t)n, 0), reads((size_t)n, 0);
+      for (int i = 0; i < p.npeers; i++) {
+        ASSERT_TRUE(p.peers[i].rank >= 0 && p.peers[i].rank < n && p.peers[i].rank != r);
+        EXPECT_EQ(seen[(size_t)p.peers[i].rank]++, 0) << "rank " << p.peers[i].rank << " listed twice";
+      }
+      for (int i = 0; i < p.nsteps; i++) {
+        const kolo_step &st = p.steps[i];
+        if (kolo_step_reads_src(st.op) && st.src_buf == KOLO_BUF_IN) reads[(size_t)st.src_chunk]++;
+        if (kolo_step_writes_dst(st.op)) {
+          EXPECT_EQ(st.dst_buf, KOLO_BUF_OUT) << "step " << i << " writes IN";
+        }
+        if (st.flags & KOLO_STEP_FINAL) {
+          EXPECT_EQ(st.dst_chunk, n == 1 ? 0 : r) << "step " << i << " finishes another rank's chunk";
+          finals[(size_t)st.dst_chunk]++;
+        }
+      }
+      for (int c = 0; c < n; c++) EXPECT_EQ(reads[(size_t)c], n == 1 ? (c == 0) : 1) << "input chunk " << c;
+    }
+    for (int c = 0; c < n; c++) EXPECT_EQ(finals[(size_t)c], n == 1 ? (c == 0) : 1) << "chunk " << c << " n " << n;
+    for (int a = 0; a < n; a++)
+      for (int b = 0; b < n; b++) {
+        std::vector<int> st, rt;
+        const kolo_program &pa = progs[(size_t)a]->p, &pb = progs[(size_t)b]->p;
+        for (int i = 0; i < pa.nsteps; i++)
+          if (kolo_step_send_rank(&pa, &pa.steps[i]) == b) st.push_back(pa.steps[i].src_chunk);
+        for (int i = 0; i < pb.nsteps; i++)
+          if (kolo_step_recv_rank(&pb, &pb.steps[i]) == a) rt.push_back(pb.steps[i].dst_chunk);
+        EXPECT_EQ(st, rt) << "n=" << n << " pipe " << a << "->" << b;
+        EXPECT_EQ(st.size(), a == b || n == 1 ? 0u : 2u) << "n=" << n << " pipe " << a << "->" << b;
+      }
+  }
+}
+
 // N = 1..16 x every count x geometry for both algorithms, op (sum, max,
 // avg, ordered), in place and FIFO bound rotating; the full geometry
 // product at a few N.
@@ -2460,7 +2511,7 @@ TEST(ScheduleModel, DoublingAllReduceGrid) {
   Grid g;
   auto t0 = std::chrono::steady_clock::now();
   const ROp ops[] = {ROp::kSum, ROp::kMax, ROp::kAvg, ROp::kOrdered};
-  for (int algo : kDoublingAlgos)
+  for (int algo : kPeerAlgos)
     for (int n = 1; n <= 16 && g.go(); n++)
       for (size_t count : kCounts)
         for (int nch : kChannels)
@@ -2482,14 +2533,14 @@ TEST(ScheduleModel, DoublingAllReduceGrid) {
               if (sampled(c)) g.check(c, c.op == ROp::kAvg ? run_collective<double>(c) : run_collective<int64_t>(c));
             }
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
-  printf("[          ] %ld recursive doubling / Rabenseifner cases in %lld ms\n", g.cases, (long long)ms);
+  printf("[          ] %ld recursive doubling / Rabenseifner / direct cases in %lld ms\n", g.cases, (long long)ms);
 }
 
 // Every op, in and out of place, for N = 1..16 at a few counts: the ring
 // too, which must give every rank the same values (kOrdered) as well.
 TEST(ScheduleModel, AllReduceEveryAlgorithmAndOp) {
   Grid g;
-  for (int algo : {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER})
+  for (int algo : {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT})
     for (int n = 1; n <= 16 && g.go(); n++)
       for (size_t count : {(size_t)1, (size_t)65, (size_t)4097})
         for (bool inplace : {false, true})
@@ -2513,7 +2564,7 @@ TEST(ScheduleModel, DoublingFewestSlots) {
   // Connectors of 2 or 4 slots (a chunk is 1 or 2 of them), FIFOs bounded
   // to them, one slice per turn or many: no deadlock.
   Grid g;
-  for (int algo : kDoublingAlgos)
+  for (int algo : kPeerAlgos)
     for (int n : {2, 3, 5, 7, 12, 16})
       for (size_t count : {(size_t)65, (size_t)1000, (size_t)4097})
         for (int nslots : {2, 4}) {
@@ -2535,7 +2586,7 @@ TEST(ScheduleModel, DoublingFewestSlots) {
 // operands (ranks disagree), its FINAL flags (avg off), or its order of
 // steps (every rank receives first: a cycle of waits).
 TEST(ScheduleModel, CatchesBrokenDoublingPrograms) {
-  for (int algo : kDoublingAlgos)
+  for (int algo : kPeerAlgos)
     for (int n : {4, 6}) {
       SCOPED_TRACE(::testing::Message() << kolo_algo_name(algo) << " n=" << n);
       Ring ring = identity_ring(n);
@@ -2574,7 +2625,7 @@ TEST(ScheduleModel, CatchesBrokenDoublingPrograms) {
       EXPECT_EQ(run(ROp::kOrdered, [](kolo_program &) {}), "");
       EXPECT_EQ(run(ROp::kOrdered, each_step([](kolo_step &s) { s.flags &= ~KOLO_STEP_SRC_FIRST; })),
                 algo == KOLO_ALGO_RD ? "ranks differ" : "")
-          << "rabenseifner reduces each element once: its order cannot make ranks differ";
+          << "rabenseifner and direct reduce each element once: their order cannot make ranks differ";
       std::string err = run(ROp::kSum, [](kolo_program &p) {
         for (int i = 0; i + 1 < p.nsteps; i++)
           if (p.steps[i].op == KOLO_STEP_SEND && kolo_step_recvs(p.steps[i + 1].op)) std::swap(p.steps[i], p.steps[i + 1]);

@@ -42,7 +42,7 @@ TEST(AlgoSelect, RefusesWithASentence) {
   std::string why;
   EXPECT_EQ(allow("tree", &why), -1);
   EXPECT_NE(why.find("\"tree\""), std::string::npos) << why;
-  EXPECT_EQ(allow("^ring,hier,rd,rabenseifner", &why), -1);
+  EXPECT_EQ(allow("^ring,hier,rd,rabenseifner,direct", &why), -1);
   EXPECT_NE(why.find("no algorithm for"), std::string::npos) << why;
   EXPECT_EQ(allow("broadcast:rd", &why), -1);
   EXPECT_NE(why.find("broadcast"), std::string::npos) << why;
@@ -54,11 +54,22 @@ TEST(AlgoSelect, RefusesWithASentence) {
 TEST(AlgoSelect, TheModelChoosesAmongTheAllowed) {
   kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, nullptr};
   ASSERT_EQ(kolo_algo_choose(&t, 8, 1), KOLO_ALGO_RD);  // small: recursive doubling
-  t.allowed = KOLO_ALGO_ALL & ~bit(KOLO_ALGO_RD);
+  t.allowed = KOLO_ALGO_ALL & ~bit(KOLO_ALGO_RD) & ~bit(KOLO_ALGO_DIRECT);
   int a = kolo_algo_choose(&t, 8, 1);
   EXPECT_NE(a, KOLO_ALGO_RD);
   t.allowed = bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_RABENSEIFNER);
   EXPECT_EQ(kolo_algo_choose(&t, 8, 1), a);
+  // the direct all-reduce runs only where KOLO_ALGO names it (or a tuning
+  // file: Tuning.OverridesNameTheDirectAllReduce), and only on one host
+  kolo_algo_topo three{3, 1, 3, KOLO_ALGO_AUTO, 0, 0, nullptr};
+  ASSERT_LT(kolo_algo_cost(KOLO_ALGO_DIRECT, &three, 8, 1), kolo_algo_cost(KOLO_ALGO_RD, &three, 8, 1));
+  EXPECT_EQ(kolo_algo_choose(&three, 8, 1), KOLO_ALGO_RD);
+  EXPECT_FALSE(kolo_algo_may_run(&three, KOLO_ALGO_DIRECT));
+  three.allowed = bit(KOLO_ALGO_RD) | bit(KOLO_ALGO_DIRECT);
+  EXPECT_EQ(kolo_algo_choose(&three, 8, 1), KOLO_ALGO_DIRECT);
+  three.nhosts = 3;
+  three.local = 1;
+  EXPECT_EQ(kolo_algo_choose(&three, 8, 1), KOLO_ALGO_RD);
   // a CUDA communicator leaves rd out unless KOLO_ALGO names it
   kolo_algo_topo cuda{8, 1, 8, KOLO_ALGO_AUTO, 1, 0, nullptr};
   EXPECT_NE(kolo_algo_choose(&cuda, 8, 1), KOLO_ALGO_RD);
@@ -165,6 +176,28 @@ TEST(Tuning, AnOverrideWinsWhereAllowed) {
   EXPECT_EQ(kolo_algo_choose(&t, 8, 1), KOLO_ALGO_RING);
   t.allowed = bit(KOLO_ALGO_RD) | bit(KOLO_ALGO_RABENSEIFNER);  // KOLO_ALGO excludes the ring
   EXPECT_NE(kolo_algo_choose(&t, 8, 1), KOLO_ALGO_RING);
+}
+
+// The model never picks the direct all-reduce by itself; a tuning file's
+// override that names it makes it run (where it can: one host, not CUDA
+// unless KOLO_ALGO names it), for its sizes only.
+TEST(Tuning, OverridesNameTheDirectAllReduce) {
+  kolo_tuning f;
+  ASSERT_EQ(parse("kolo-tuning 1\noverride allreduce direct 0 4096\n", &f), 0);
+  kolo_tuned tf;
+  kolo_tuning_resolve(&f, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &tf);
+  kolo_algo_topo t{4, 1, 4, KOLO_ALGO_AUTO, 0, 0, nullptr};
+  EXPECT_FALSE(kolo_algo_may_run(&t, KOLO_ALGO_DIRECT));
+  t.tuned = &tf;
+  EXPECT_TRUE(kolo_algo_may_run(&t, KOLO_ALGO_DIRECT));
+  EXPECT_EQ(kolo_algo_choose(&t, 4096, 1), KOLO_ALGO_DIRECT);
+  EXPECT_NE(kolo_algo_choose(&t, 4097, 1), KOLO_ALGO_DIRECT);
+  t.no_auto_peers = 1;
+  EXPECT_NE(kolo_algo_choose(&t, 8, 1), KOLO_ALGO_DIRECT);
+  t.no_auto_peers = 0;
+  t.nhosts = 2;
+  t.local = 2;
+  EXPECT_NE(kolo_algo_choose(&t, 8, 1), KOLO_ALGO_DIRECT);
 }
 
 }  // namespace
