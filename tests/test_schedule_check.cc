@@ -18,6 +18,7 @@
 #include <vector>
 
 extern "C" {
+#include "ring/algo.h"
 #include "ring/check.h"
 #include "ring/schedule.h"
 #include "ring/step_names.h"
@@ -71,16 +72,17 @@ bool is_p2p(int coll) { return coll == KOLO_COLL_SEND || coll == KOLO_COLL_RECV;
 
 // Built-in programs; channel ch on a ring shuffled by seed + ch (seed 0:
 // rank order).  Send/recv: root sends to peer, the others have no steps.
-std::unique_ptr<Progs> builtin(int coll, int n, int root, int nch = 1, uint64_t seed = 0, int peer = -1) {
+std::unique_ptr<Progs> builtin(int coll, int n, int root, int nch = 1, uint64_t seed = 0, int peer = -1,
+                               int algo = KOLO_ALGO_RING) {
   auto ps = std::make_unique<Progs>(coll, n, root, peer, nch);
   for (int ch = 0; ch < nch; ch++) {
     Ring ring(ring_order(n, seed ? seed + (uint64_t)ch : 0));
     for (int r = 0; r < n; r++) {
       kolo_program &q = ps->at(ch, r);
       koloResult_t res = koloSuccess;
-      if (!is_p2p(coll)) res = kolo_schedule_build(coll, &ring.r, r, root, &q);
-      else if (r == root) res = kolo_schedule_build(KOLO_COLL_SEND, &ring.r, r, peer, &q);
-      else if (r == peer) res = kolo_schedule_build(KOLO_COLL_RECV, &ring.r, r, root, &q);
+      if (!is_p2p(coll)) res = kolo_schedule_build(coll, &ring.r, r, root, algo, &q);
+      else if (r == root) res = kolo_schedule_build(KOLO_COLL_SEND, &ring.r, r, peer, KOLO_ALGO_RING, &q);
+      else if (r == peer) res = kolo_schedule_build(KOLO_COLL_RECV, &ring.r, r, root, KOLO_ALGO_RING, &q);
       else res = kolo_program_alloc(&q, 0, KOLO_LAYOUT_FLAT);
       EXPECT_EQ(res, koloSuccess);
     }
@@ -155,6 +157,22 @@ void append_as_multi_peer(const kolo_program &ph, std::vector<kolo_step> *steps,
     }
     steps->push_back(s);
   }
+}
+
+// The broadcast tree (ring/bcast_tree.c), every rank count 1..16, every
+// root, on 1 and 3 channels; and one whose inner rank forwards nothing.
+TEST(ScheduleCheck, TreeBroadcastIsProved) {
+  for (int n = 1; n <= 16; n++)
+    for (int root = 0; root < n; root++)
+      for (int nch : {1, 3}) {
+        auto ps = builtin(KOLO_COLL_BROADCAST, n, root, nch, 0, -1, KOLO_ALGO_TREE);
+        ASSERT_EQ(ps->check(), "") << "n=" << n << " root=" << root << " nch=" << nch;
+      }
+  auto ps = builtin(KOLO_COLL_BROADCAST, 6, 2, 1, 0, -1, KOLO_ALGO_TREE);
+  kolo_program &inner = ps->at(0, 3); /* v = 1: receives from the root, sends to v = 3 and 5 */
+  ASSERT_EQ(inner.nsteps, 2);
+  inner.nsteps = 1;
+  EXPECT_NE(ps->check(), "");
 }
 
 TEST(ScheduleCheck, HierarchicalAllReduceInSequence) {

@@ -28,7 +28,18 @@ TEST(AlgoSelect, ListsExclusionsAndCase) {
   EXPECT_EQ(allow("rd"), (int)bit(KOLO_ALGO_RD));  // the old single names
   EXPECT_EQ(allow("Ring,RD"), (int)(bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_RD)));
   EXPECT_EQ(allow("ring, rd"), (int)(bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_RD)));
-  EXPECT_EQ(allow("^rd"), (int)(KOLO_ALGO_ALL & ~bit(KOLO_ALGO_RD)));
+  EXPECT_EQ(allow("^rd"), (int)(KOLO_ALGO_ALL_REDUCE_SET & ~bit(KOLO_ALGO_RD)));
+  EXPECT_EQ(allow("ring,tree"), (int)bit(KOLO_ALGO_RING));  // the all-reduce keeps its own
+  kolo_algo_sets sets;
+  char why[256];
+  ASSERT_EQ(kolo_algo_allow_parse_sets("broadcast:tree;reduce:ring", &sets, why, sizeof why), 0) << why;
+  EXPECT_EQ(sets.all_reduce, 0u);
+  EXPECT_EQ(sets.broadcast, bit(KOLO_ALGO_TREE));
+  ASSERT_EQ(kolo_algo_allow_parse_sets("rd;broadcast:^ring", &sets, why, sizeof why), 0) << why;
+  EXPECT_EQ(sets.all_reduce, bit(KOLO_ALGO_RD));
+  EXPECT_EQ(sets.broadcast, bit(KOLO_ALGO_TREE));
+  ASSERT_EQ(kolo_algo_allow_parse_sets("broadcast:ring,tree,rd", &sets, why, sizeof why), 0) << why;
+  EXPECT_EQ(sets.broadcast, KOLO_ALGO_BCAST_SET);
   EXPECT_EQ(allow("allreduce:ring,rabenseifner;broadcast:ring"),
             (int)(bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_RABENSEIFNER)));
   EXPECT_EQ(allow("broadcast:ring"), 0);  // says nothing of the all-reduce
@@ -41,7 +52,7 @@ TEST(AlgoSelect, ListsExclusionsAndCase) {
 TEST(AlgoSelect, RefusesWithASentence) {
   std::string why;
   EXPECT_EQ(allow("tree", &why), -1);
-  EXPECT_NE(why.find("\"tree\""), std::string::npos) << why;
+  EXPECT_NE(why.find("write broadcast:tree"), std::string::npos) << why;
   EXPECT_EQ(allow("^ring,hier,rd,rabenseifner", &why), -1);
   EXPECT_NE(why.find("no algorithm for"), std::string::npos) << why;
   EXPECT_EQ(allow("broadcast:rd", &why), -1);
