@@ -1,4 +1,5 @@
-/* algo_log.c - KOLO_DEBUG=INFO: each all-reduce choice, once per shape.
+/* algo_log.c - KOLO_DEBUG=INFO: each all-reduce and broadcast choice, once
+ * per shape.
  *
  * A communicator's rank count is fixed, so a shape is the size bucket
  * (the power of two at or below the call's bytes): one bit of
@@ -37,4 +38,22 @@ void kolo_comm_log_choice(struct koloComm *c, size_t bytes, int channels, int al
                     : c->algo.tuned                   ? "; KOLO_TUNING_FILE's constants"
                                                       : "";
   KOLO_INFO("all-reduce of %zu B on %d ranks: %s (cost %s%s)", bytes, c->nranks, kolo_algo_name(algo), why, how);
+}
+
+void kolo_comm_log_bcast_choice(struct koloComm *c, size_t bytes, int channels, int algo) {
+  if (c->rank != 0 || kolo_log_level() < KOLO_LOG_INFO) return;
+  uint64_t bit = 1ull << bucket(bytes);
+  if (atomic_fetch_or(&c->bcast_logged, bit) & bit) return;
+  char why[128] = "";
+  static const int algos[] = {KOLO_ALGO_RING, KOLO_ALGO_TREE};
+  size_t at = 0;
+  for (int i = 0; i < 2; i++) {
+    const int a = algos[i];
+    if (!kolo_bcast_may_run(&c->algo, a)) continue;
+    double us = kolo_bcast_cost(a, &c->algo, bytes, channels) * 1e6;
+    at += (size_t)snprintf(why + at, sizeof why - at, "%s%s %.1f us", at ? ", " : "", a == KOLO_ALGO_TREE ? "tree" : "chain", us);
+  }
+  const char *how = kolo_algo_allow_single(c->algo.bcast_allowed) != KOLO_ALGO_AUTO ? "; forced by KOLO_ALGO" : "";
+  KOLO_INFO("broadcast of %zu B on %d ranks: %s (cost %s%s)", bytes, c->nranks, algo == KOLO_ALGO_TREE ? "tree" : "chain",
+            why, how);
 }

@@ -102,9 +102,11 @@ static koloResult_t resolve_config(struct koloComm *c, const koloConfig_t *cfg) 
   c->cuda_dev = pick(has_dev ? cfg->cudaDev : KOLO_CONFIG_UNDEF, -1);
   int64_t ll_threshold = kolo_param_int("KOLO_LL_THRESHOLD");
   char why[KOLO_ERR_LEN / 2];
-  int allowed = kolo_algo_allow_parse(kolo_param_str("KOLO_ALGO"), why, sizeof why);
-  if (allowed < 0) return kolo_error(NULL, koloInvalidArgument, "%s", why);
-  c->algo.allowed = (unsigned)allowed;
+  kolo_algo_sets sets;
+  if (kolo_algo_allow_parse_sets(kolo_param_str("KOLO_ALGO"), &sets, why, sizeof why) < 0)
+    return kolo_error(NULL, koloInvalidArgument, "%s", why);
+  c->algo.allowed = sets.all_reduce;
+  c->algo.bcast_allowed = sets.broadcast;
   c->algo.forced = kolo_algo_allow_single(c->algo.allowed); /* one name: forced, as before */
   int64_t ll_slot = kolo_param_int("KOLO_LL_SLOT_BYTES");
   if (c->memory != koloMemHost && c->memory != koloMemCuda)
@@ -196,7 +198,7 @@ static void owner_stop_all(kolo_exec_owner *o, int reason, int rank) {
 static kolo_comm_shape my_shape(const struct koloComm *c) {
   return (kolo_comm_shape){c->nchannels, (int32_t)c->nslots, c->memory, (int32_t)c->ll_slot_bytes,
                            c->slot_bytes, c->ll_threshold, c->algo.forced, c->sched_hash, c->algo.allowed,
-                           c->tuning_hash};
+                           c->tuning_hash, c->algo.bcast_allowed};
 }
 
 /* "none", or "a file of hash H" (with its path: this rank's) */
@@ -218,17 +220,19 @@ static koloResult_t sched_differs(struct koloComm *c, int r, uint64_t theirs) {
 }
 
 static koloResult_t shape_differs(struct koloComm *c, int r, const kolo_comm_shape *a, const kolo_comm_shape *mine) {
-  char sa[64], sm[64];
+  char sa[64], sm[64], ba[32], bm[32];
   return kolo_error(&c->err, koloInvalidUsage,
-                    "rank %d has channels=%d slots=%d slot bytes=%llu memory=%d LL=%llu/%d algo=%s but "
-                    "rank %d has %d/%d/%llu/%d/%llu/%d/%s: set KOLO_NCHANNELS, KOLO_NSLOTS, "
+                    "rank %d has channels=%d slots=%d slot bytes=%llu memory=%d LL=%llu/%d algo=%s broadcast=%s but "
+                    "rank %d has %d/%d/%llu/%d/%llu/%d/%s/%s: set KOLO_NCHANNELS, KOLO_NSLOTS, "
                     "KOLO_BUFFSIZE, memory, KOLO_LL_THRESHOLD, KOLO_LL_SLOT_BYTES and KOLO_ALGO "
                     "alike on all ranks",
                     r, a->nchannels, a->nslots, (unsigned long long)a->slot_bytes, a->memory,
-                    (unsigned long long)a->ll_threshold, a->ll_slot_bytes, kolo_algo_allow_text(a->algo_allowed, sa, sizeof sa), c->rank,
+                    (unsigned long long)a->ll_threshold, a->ll_slot_bytes, kolo_algo_allow_text(a->algo_allowed, sa, sizeof sa),
+                    kolo_algo_allow_text(a->bcast_allowed, ba, sizeof ba), c->rank,
                     mine->nchannels, mine->nslots, (unsigned long long)mine->slot_bytes, mine->memory,
                     (unsigned long long)mine->ll_threshold, mine->ll_slot_bytes,
-                    kolo_algo_allow_text(mine->algo_allowed, sm, sizeof sm));
+                    kolo_algo_allow_text(mine->algo_allowed, sm, sizeof sm),
+                    kolo_algo_allow_text(mine->bcast_allowed, bm, sizeof bm));
 }
 
 /* Rank r loaded another tuning file than this rank (or one of them none). */
@@ -485,6 +489,7 @@ static koloResult_t init_steps(struct koloComm *c) {
   if (res == koloSuccess) res = connect_ring(c);
   if (res == koloSuccess && cuda) kolo_cuda_comm_ring_ready(c);
   if (res == koloSuccess) res = kolo_comm_connect_doubling(c);
+  if (res == koloSuccess) res = kolo_comm_connect_tree(c);
   /* CUDA calls enqueue and return whatever config.blocking says: no
    * progress thread. */
   if (res == koloSuccess && !c->blocking && !cuda) res = kolo_nb_start(c);

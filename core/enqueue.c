@@ -66,11 +66,14 @@ koloResult_t koloGroupSimulateEnd(koloSimInfo_t *simInfo) {
   return group_finish(0, simInfo);
 }
 
-/* An all-reduce runs the algorithm chosen now, when it is recorded: every
- * later stage (pipes, programs, tasks, launches) reads it from op->arg. */
+/* An all-reduce or a broadcast runs the algorithm chosen now, when it is
+ * recorded: every later stage (pipes, programs, tasks, launches) reads it
+ * from op->arg (a broadcast's with its root: kolo_bcast_arg). */
 static kolo_op recorded(const kolo_op *op) {
   kolo_op o = *op;
   if (o.coll == KOLO_COLL_ALL_REDUCE) o.arg = kolo_comm_all_reduce_algo(o.comm, o.count, o.type);
+  if (o.coll == KOLO_COLL_BROADCAST)
+    o.arg = kolo_bcast_arg(o.arg, kolo_comm_bcast_algo(o.comm, o.count, o.type), o.comm->nranks);
   return o;
 }
 
@@ -98,9 +101,11 @@ koloResult_t kolo_enqueue(const kolo_op *op) {
 /* The file's program where KOLO_SCHEDULE_FILE gives one (a copy), else the
  * built-in one on channel ch's ring. */
 static koloResult_t make_program(struct koloComm *c, int coll, int arg, int ch, kolo_program *out) {
-  const kolo_program *loaded = kolo_sched_find(c->sched, coll, arg, ch, c->rank);
+  const int root = kolo_arg_root(coll, arg, c->nranks);
+  const kolo_program *loaded = kolo_sched_find(c->sched, coll, root, ch, c->rank);
   if (loaded != NULL) return kolo_program_clone(loaded, out);
-  return kolo_schedule_build(coll, &c->rings[ch % c->nrings], c->rank, arg, out);
+  return kolo_schedule_build(coll, &c->rings[ch % c->nrings], c->rank, root, kolo_arg_algo(coll, arg, c->nranks),
+                             out);
 }
 
 koloResult_t kolo_comm_program(struct koloComm *c, int coll, int arg, int ch, const kolo_program **out) {
@@ -255,6 +260,13 @@ int kolo_comm_all_reduce_algo(struct koloComm *comm, size_t count, koloDataType_
   kolo_op op = {KOLO_COLL_ALL_REDUCE, NULL, NULL, count, type, koloSum, 0, comm, NULL, KOLO_PREMUL_NONE, 0, 0};
   int a = all_reduce_algo(comm, &op);
   kolo_comm_log_choice(comm, count * koloTypeSize(type), channels_for(comm, &op), a); /* tuning hook: KOLO_DEBUG=INFO */
+  return a;
+}
+
+int kolo_comm_bcast_algo(struct koloComm *comm, size_t count, koloDataType_t type) {
+  kolo_op op = {KOLO_COLL_BROADCAST, NULL, NULL, count, type, koloSum, 0, comm, NULL, KOLO_PREMUL_NONE, 0, 0};
+  int nch = channels_for(comm, &op), a = kolo_bcast_choose(&comm->algo, count * koloTypeSize(type), nch);
+  kolo_comm_log_bcast_choice(comm, count * koloTypeSize(type), nch, a); /* KOLO_DEBUG=INFO */
   return a;
 }
 

@@ -35,7 +35,7 @@ static double tuned_or(double v, double def) { return v > 0 ? v : def; }
 #define B_NET (t->tuned ? tuned_or(t->tuned->b_net, def_b_net) : def_b_net)
 /* ---- end of the tuning hook */
 
-static const char *const names[KOLO_ALGO_NUM] = {"ring", "hier", "rd", "rabenseifner", "direct"};
+static const char *const names[KOLO_ALGO_NUM] = {"ring", "hier", "rd", "rabenseifner", "tree", "direct"};
 
 int kolo_algo_parse(const char *s) {
   if (s == NULL || *s == '\0') return KOLO_ALGO_AUTO;
@@ -46,10 +46,10 @@ int kolo_algo_parse(const char *s) {
 
 const char *kolo_algo_name(int algo) { return algo >= 0 && algo < KOLO_ALGO_NUM ? names[algo] : "auto"; }
 
-const char *kolo_algo_names(void) { return "ring, hier, rd, rabenseifner or direct"; }
+const char *kolo_algo_names(void) { return "ring, hier, rd, rabenseifner, tree or direct"; }
 
 int kolo_algo_is_multi_peer(int algo) {
-  return algo == KOLO_ALGO_RD || algo == KOLO_ALGO_RABENSEIFNER || algo == KOLO_ALGO_DIRECT;
+  return algo == KOLO_ALGO_RD || algo == KOLO_ALGO_RABENSEIFNER || algo == KOLO_ALGO_TREE || algo == KOLO_ALGO_DIRECT;
 }
 
 int kolo_algo_hier_possible(const kolo_algo_topo *t) {
@@ -112,7 +112,7 @@ double kolo_coll_cost(int coll, const kolo_algo_topo *t, size_t bytes, int chann
   double S = (double)bytes, n = t->nranks, a, b;
   ring_links(t, channels, &a, &b);
   switch (coll) {
-  case KOLO_COLL_BROADCAST:
+  case KOLO_COLL_BROADCAST: return kolo_bcast_cost(kolo_bcast_choose(t, bytes, channels), t, bytes, channels);
   case KOLO_COLL_REDUCE: return (n - 1) * a + S / b;
   case KOLO_COLL_SEND:
   case KOLO_COLL_RECV: return t->nhosts > 1 ? A_NET + S / B_NET : A_HOST + S / B_HOST;
@@ -120,13 +120,13 @@ double kolo_coll_cost(int coll, const kolo_algo_topo *t, size_t bytes, int chann
   }
 }
 
-/* 1 when algorithm a can run on t: hier on hosts alike, direct within one
- * host (it needs a pipe between every two ranks: on a network, n-1 queue
- * pairs per rank and channel). */
+/* 1 when all-reduce algorithm a can run on t: hier on hosts alike, direct
+ * within one host (it needs a pipe between every two ranks: on a network,
+ * n-1 queue pairs per rank and channel). */
 static int possible(const kolo_algo_topo *t, int a) {
   if (a == KOLO_ALGO_HIER) return kolo_algo_hier_possible(t);
   if (a == KOLO_ALGO_DIRECT) return t->nhosts <= 1;
-  return a >= 0 && a < KOLO_ALGO_NUM;
+  return a >= 0 && a < KOLO_ALGO_NUM && ((KOLO_ALGO_ALL_REDUCE_SET >> a) & 1u);
 }
 
 int kolo_algo_choose(const kolo_algo_topo *t, size_t bytes, int channels) {
@@ -144,4 +144,43 @@ int kolo_algo_choose(const kolo_algo_topo *t, size_t bytes, int channels) {
     }
   }
   return best;
+}
+
+/* ---- broadcast: the chain or the binomial tree (algo.h).  The tree's
+ * k = ceil(log2 n) hops each cost a step's latency, and a rank with k
+ * children sends every byte k times (the root does); its hops reach
+ * ranks 2^j away, on other hosts as often as not, so with several hosts
+ * they are network hops, and only the sender's link carries them. */
+
+/* ceil(log2 n), n >= 1. */
+static int ceil_log2(int n) {
+  int k = 0;
+  while ((1 << k) < n) k++;
+  return k;
+}
+
+double kolo_bcast_cost(int algo, const kolo_algo_topo *t, size_t bytes, int channels) {
+  if (t->nranks <= 1) return 0;
+  double S = (double)bytes, n = t->nranks, a, b;
+  if (algo != KOLO_ALGO_TREE) {
+    ring_links(t, channels, &a, &b);
+    return (n - 1) * a + S / b;
+  }
+  double k = ceil_log2(t->nranks);
+  a = t->nhosts > 1 ? A_NET : A_HOST;
+  b = t->nhosts > 1 ? B_NET : B_HOST;
+  return k * a + k * S / b;
+}
+
+int kolo_bcast_may_run(const kolo_algo_topo *t, int algo) {
+  if (algo != KOLO_ALGO_RING && algo != KOLO_ALGO_TREE) return 0;
+  if (t->bcast_allowed == 0) return !(t->no_auto_peers && algo == KOLO_ALGO_TREE);
+  return (t->bcast_allowed >> algo) & 1u;
+}
+
+int kolo_bcast_choose(const kolo_algo_topo *t, size_t bytes, int channels) {
+  if (!kolo_bcast_may_run(t, KOLO_ALGO_RING)) return KOLO_ALGO_TREE; /* forced */
+  if (t->nranks <= 2 || !kolo_bcast_may_run(t, KOLO_ALGO_TREE)) return KOLO_ALGO_RING; /* the same hop */
+  double chain = kolo_bcast_cost(KOLO_ALGO_RING, t, bytes, channels);
+  return kolo_bcast_cost(KOLO_ALGO_TREE, t, bytes, channels) < chain ? KOLO_ALGO_TREE : KOLO_ALGO_RING;
 }

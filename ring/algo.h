@@ -1,7 +1,9 @@
 /* algo.h - choosing the all-reduce algorithm: the flat ring
  * (all_reduce.c), the hierarchical ring (all_reduce_hier.c), recursive
  * doubling (all_reduce_rd.c), Rabenseifner's (all_reduce_rab.c) or the
- * direct two-shot one (all_reduce_direct.c).
+ * direct two-shot one (all_reduce_direct.c); and the broadcast's: the
+ * pipelined chain (chain.c, "ring") or the binomial tree (bcast_tree.c,
+ * "tree").
  *
  * The choice must be the same on every rank, so it is a pure function of
  * what every rank agrees on: the call's bytes and channels, the number of
@@ -61,7 +63,15 @@
  * phase waits for all n-1 peers to be scheduled, and it lost to recursive
  * doubling at every size measured (README, "All-reduce algorithms").
  *
- * The multi-peer algorithms (rd, rabenseifner, direct) run over point-to-point
+ * Broadcast (kolo_bcast_choose): with k = ceil(log2 n),
+ *   chain: T = (n-1) a + S / b            (ring_links' a and b)
+ *   tree:  T = k a + k S / b              (the root sends every byte k
+ *                                          times; network links across hosts)
+ * so the tree wins small messages: on one host up to 20 KB at 4 ranks,
+ * 40 KB at 8, 73 KB at 16; never at 3 (both are 2 hops) or 2.
+ * KOLO_ALGO=broadcast:tree (or :ring) forces one (algo_select.h).
+ *
+ * The multi-peer algorithms (rd, rabenseifner, direct, tree) run over point-to-point
  * pipes.  On a CUDA communicator the model leaves them out (no_auto_peers)
  * unless KOLO_ALGO asks for them: their kernels are checked element by
  * element on kolo's CPU model of the GPU (and check that calls match, as
@@ -79,9 +89,18 @@ enum {
   KOLO_ALGO_HIER = 1,
   KOLO_ALGO_RD = 2,
   KOLO_ALGO_RABENSEIFNER = 3,
-  KOLO_ALGO_DIRECT = 4,
+  KOLO_ALGO_TREE = 4, /* broadcast only (ring/bcast_tree.c) */
+  KOLO_ALGO_DIRECT = 5,
   KOLO_ALGO_NUM
 };
+
+/* The algorithms of each collective, as sets (bit 1 << KOLO_ALGO_*): the
+ * all-reduce's five, the broadcast's chain ("ring") and tree; the other
+ * collectives have the ring (their one program) only. */
+#define KOLO_ALGO_ALL_REDUCE_SET                                                                       \
+  ((1u << KOLO_ALGO_RING) | (1u << KOLO_ALGO_HIER) | (1u << KOLO_ALGO_RD) | (1u << KOLO_ALGO_RABENSEIFNER) | \
+   (1u << KOLO_ALGO_DIRECT))
+#define KOLO_ALGO_BCAST_SET ((1u << KOLO_ALGO_RING) | (1u << KOLO_ALGO_TREE))
 
 /* What the choice depends on, equal on every rank. */
 typedef struct {
@@ -93,12 +112,13 @@ typedef struct {
   /* tuning hook (ring/algo_select.h, ring/tuning.h) */
   unsigned allowed;               /* KOLO_ALGO's set, bit 1 << KOLO_ALGO_*; 0: unset */
   const struct kolo_tuned *tuned; /* KOLO_TUNING_FILE's constants; NULL: compiled */
+  unsigned bcast_allowed;         /* KOLO_ALGO's broadcast set (ring, tree); 0: no entry */
 } kolo_algo_topo;
 
 /* KOLO_ALGO's value: NULL or "" -> AUTO, "ring", "hier", "rd",
- * "rabenseifner", "direct"; -2 for anything else. */
+ * "rabenseifner", "tree", "direct"; -2 for anything else. */
 int kolo_algo_parse(const char *s);
-/* "ring", "hier", "rd", "rabenseifner", "direct", or "auto". */
+/* "ring", "hier", "rd", "rabenseifner", "tree", "direct", or "auto". */
 const char *kolo_algo_name(int algo);
 /* The names kolo_algo_parse takes, for error sentences: "ring, hier, ...". */
 const char *kolo_algo_names(void);
@@ -111,6 +131,16 @@ double kolo_algo_cost(int algo, const kolo_algo_topo *t, size_t bytes, int chann
 /* The algorithm of an all-reduce of `bytes` on `channels` channels. */
 int kolo_algo_choose(const kolo_algo_topo *t, size_t bytes, int channels);
 
+/* Modelled seconds of a broadcast of `bytes` by algorithm `algo`
+ * (KOLO_ALGO_RING: the chain, KOLO_ALGO_TREE) on `channels` channels. */
+double kolo_bcast_cost(int algo, const kolo_algo_topo *t, size_t bytes, int channels);
+/* 1 when the model may choose `algo` for a broadcast on t (KOLO_ALGO's
+ * broadcast entry; without one, not the tree on a CUDA communicator). */
+int kolo_bcast_may_run(const kolo_algo_topo *t, int algo);
+/* The algorithm of a broadcast of `bytes` on `channels` channels:
+ * KOLO_ALGO_RING (the chain) or KOLO_ALGO_TREE. */
+int kolo_bcast_choose(const kolo_algo_topo *t, size_t bytes, int channels);
+
 /* Modelled seconds of one call of collective `coll` (ring/schedule.h's
  * KOLO_COLL_*; koloGroupSimulateEnd), `bytes` being the count times the
  * type size as the API takes it (per rank for reduce-scatter and
@@ -119,7 +149,8 @@ int kolo_algo_choose(const kolo_algo_topo *t, size_t bytes, int channels);
  *   reduce-scatter, all-gather, all-to-all, gather, scatter: (n-1) steps of
  *     a rank's (a block's) bytes each, one after another:
  *     T = (n-1) a + (n-1) S_rank / (b min(ch, L))  (half an all-reduce of n S_rank);
- *   broadcast, reduce: a pipelined chain: T = (n-1) a + S / (b min(ch, L));
+ *   broadcast: kolo_bcast_cost of kolo_bcast_choose's algorithm;
+ *   reduce: a pipelined chain: T = (n-1) a + S / (b min(ch, L));
  *   send, recv: one hop: T = a + S / b;
  * 0 on one rank (nothing moves between ranks). */
 double kolo_coll_cost(int coll, const kolo_algo_topo *t, size_t bytes, int channels);

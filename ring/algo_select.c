@@ -46,7 +46,7 @@ static int list_set(const char *v, const char *s, size_t n, char *why, size_t wh
     const char *name = p;
     trim(&name, &m);
     int a = algo_of(name, m);
-    if (a < 0) return refuse(v, why, why_len, "no algorithm (kolo has ring, hier, rd, rabenseifner, direct) named", name, m);
+    if (a < 0) return refuse(v, why, why_len, "no algorithm (kolo has ring, hier, rd, rabenseifner, tree, direct) named", name, m);
     set |= 1u << a;
     p = comma ? comma + 1 : end + 1;
   }
@@ -69,21 +69,32 @@ static int entry(const char *v, const char *s, size_t n, int masks[], char *why,
   }
   int set = list_set(v, s, n, why, why_len);
   if (set < 0) return -1;
+  trim(&s, &n);
+  if (k <= 0 && set == (1 << KOLO_ALGO_TREE) && *s != '^') /* "tree" alone, for the all-reduce */
+    return refuse(v, why, why_len,
+                  "kolo's tree is a broadcast algorithm, and an entry without a collective is the all-reduce's: "
+                  "write broadcast:tree, not",
+                  "tree", 4);
   masks[k < 0 ? 0 : k] = set; /* no collective: the all-reduce's, the only choice */
   return 0;
 }
 
-/* Every collective but the all-reduce runs the ring only. */
+/* The all-reduce's set keeps its own algorithms; the broadcast has the
+ * chain ("ring") and the tree; every other collective runs the ring only. */
 static int check_masks(const char *v, const int masks[], char *why, size_t why_len) {
-  if (masks[0] == 0) return refuse(v, why, why_len, "leaves no algorithm for", colls[0], strlen(colls[0]));
-  for (int k = 1; k < NCOLLS; k++)
+  if (masks[0] >= 0 && (masks[0] & (int)KOLO_ALGO_ALL_REDUCE_SET) == 0)
+    return refuse(v, why, why_len, "leaves no algorithm for", colls[0], strlen(colls[0]));
+  if (masks[1] >= 0 && (masks[1] & (int)KOLO_ALGO_BCAST_SET) == 0)
+    return refuse(v, why, why_len, "leaves neither the ring (chain) nor the tree for", colls[1], strlen(colls[1]));
+  for (int k = 2; k < NCOLLS; k++)
     if (masks[k] >= 0 && !(masks[k] & (1 << KOLO_ALGO_RING)))
       return refuse(v, why, why_len, "leaves out the ring, the only algorithm kolo has for", colls[k],
                     strlen(colls[k]));
   return 0;
 }
 
-int kolo_algo_allow_parse(const char *v, char *why, size_t why_len) {
+int kolo_algo_allow_parse_sets(const char *v, kolo_algo_sets *out, char *why, size_t why_len) {
+  out->all_reduce = out->broadcast = 0;
   if (v == NULL || *v == '\0') return 0;
   int masks[NCOLLS] = {-1, -1, -1, -1, -1}; /* -1: no entry */
   for (const char *p = v, *end = v + strlen(v); p <= end;) {
@@ -93,7 +104,15 @@ int kolo_algo_allow_parse(const char *v, char *why, size_t why_len) {
     p = semi ? semi + 1 : end + 1;
   }
   if (check_masks(v, masks, why, why_len) < 0) return -1;
-  return masks[0] < 0 ? 0 : masks[0];
+  out->all_reduce = masks[0] < 0 ? 0 : (unsigned)masks[0] & KOLO_ALGO_ALL_REDUCE_SET;
+  out->broadcast = masks[1] < 0 ? 0 : (unsigned)masks[1] & KOLO_ALGO_BCAST_SET;
+  return 0;
+}
+
+int kolo_algo_allow_parse(const char *v, char *why, size_t why_len) {
+  kolo_algo_sets sets;
+  if (kolo_algo_allow_parse_sets(v, &sets, why, why_len) < 0) return -1;
+  return (int)sets.all_reduce;
 }
 
 int kolo_algo_allow_single(unsigned allowed) {
@@ -110,7 +129,7 @@ static int tuned_names(const kolo_algo_topo *t, int algo) {
 }
 
 int kolo_algo_may_run(const kolo_algo_topo *t, int algo) {
-  if (algo < 0 || algo >= KOLO_ALGO_NUM) return 0;
+  if (algo < 0 || algo >= KOLO_ALGO_NUM || !((KOLO_ALGO_ALL_REDUCE_SET >> algo) & 1u)) return 0;
   if (t->allowed != 0) return (t->allowed >> algo) & 1u;
   if (algo == KOLO_ALGO_DIRECT) return tuned_names(t, algo) && !t->no_auto_peers;
   return !(t->no_auto_peers && kolo_algo_is_multi_peer(algo));

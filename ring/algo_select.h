@@ -4,17 +4,22 @@
  *   value   := entry (';' entry)*
  *   entry   := [coll ':'] ['^'] name (',' name)*
  *   coll    := allreduce | broadcast | reduce | allgather | reducescatter
- *   name    := ring | hier | rd | rabenseifner | direct   (any case)
+ *   name    := ring | hier | rd | rabenseifner | direct | tree   (any case)
  *
  * '^' excludes the names that follow instead of listing those allowed; a
- * later entry for the same collective replaces an earlier one.  Only the
- * all-reduce has more than one algorithm in kolo: an entry without a
- * collective is the all-reduce's (so "rd" still forces it, and the other
- * collectives keep the ring), and an entry for another collective must
- * leave the ring allowed (else kolo would have nothing to run it with, and
- * says so).  The single names of old
- * ("rd") are a one-name list.  Empty or unset: every algorithm, the model
- * chooses (algo.h's no_auto_peers still applies).
+ * later entry for the same collective replaces an earlier one.  The
+ * all-reduce has ring, hier, rd and rabenseifner; the broadcast has ring
+ * (its pipelined chain) and tree (ring/bcast_tree.c); every other
+ * collective has the ring only.  An entry without a collective is the
+ * all-reduce's (so "rd" still forces it, and the other collectives keep
+ * their default); a list keeps the names of its collective's algorithms
+ * and must leave one: so a bare "tree" is an error (the tree is not an
+ * all-reduce algorithm in kolo: write broadcast:tree), and an entry for
+ * reduce, allgather or reducescatter must leave the ring allowed (else kolo
+ * would have nothing to run it with, and says so).  A one-name set forces
+ * that algorithm ("broadcast:tree" runs every broadcast as a tree).  The
+ * single names of old ("rd") are a one-name list.  Empty or unset: every
+ * algorithm, the model chooses (algo.h's no_auto_peers still applies).
  */
 #ifndef KOLO_RING_ALGO_SELECT_H
 #define KOLO_RING_ALGO_SELECT_H
@@ -25,9 +30,18 @@
 
 #define KOLO_ALGO_ALL ((1u << KOLO_ALGO_NUM) - 1)
 
-/* The all-reduce's allowed set (bit 1 << KOLO_ALGO_*, 0: KOLO_ALGO unset)
- * of a KOLO_ALGO value, or -1 with what is wrong in why ("KOLO_ALGO
- * \"tree\": no algorithm \"tree\" (kolo has ring, hier, rd, rabenseifner, direct)"). */
+/* The allowed sets of a KOLO_ALGO value (bit 1 << KOLO_ALGO_*, within
+ * the collective's algorithms; 0: no entry for it, the model chooses). */
+typedef struct {
+  unsigned all_reduce; /* within KOLO_ALGO_ALL_REDUCE_SET */
+  unsigned broadcast;  /* within KOLO_ALGO_BCAST_SET */
+} kolo_algo_sets;
+
+/* Fills *out from KOLO_ALGO's value and returns 0, or returns -1 with what
+ * is wrong in why ("KOLO_ALGO \"nvls\": no algorithm (kolo has ...) named
+ * \"nvls\""; *out then says nothing). */
+int kolo_algo_allow_parse_sets(const char *v, kolo_algo_sets *out, char *why, size_t why_len);
+/* The all-reduce's set of kolo_algo_allow_parse_sets, or -1 as it. */
 int kolo_algo_allow_parse(const char *v, char *why, size_t why_len);
 
 /* KOLO_ALGO_AUTO, or the one algorithm of a one-algorithm set. */

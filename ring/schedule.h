@@ -1,7 +1,9 @@
 /* schedule.h - compiling collectives into step programs (one algorithm per
  * file: all_reduce.c, all_reduce_hier.c, reduce_scatter.c, all_gather.c,
  * chain.c, p2p.c, and the multi-peer ones all_to_all.c, gather_scatter.c,
- * all_reduce_rd.c, all_reduce_rab.c, all_reduce_direct.c; algo.h chooses among the all-reduces).
+ * all_reduce_rd.c, all_reduce_rab.c, all_reduce_direct.c, bcast_tree.c;
+ * algo.h chooses among the all-reduces and between the broadcast's chain
+ * and tree).
  *
  * A schedule knows ranks and ring order, nothing about memory kinds or
  * transports.  The program for (rank, channel) depends only on the ring of
@@ -36,10 +38,10 @@ static inline int kolo_coll_is_multi_peer(int coll) {
 }
 
 /* 1 for the collectives some of whose programs are multi-peer: those above,
- * and the all-reduce, whose recursive doubling and Rabenseifner programs are
- * (ring/algo.h's kolo_algo_is_multi_peer). */
+ * the all-reduce, whose recursive doubling and Rabenseifner programs are,
+ * and the broadcast, whose tree is (ring/algo.h's kolo_algo_is_multi_peer). */
 static inline int kolo_coll_may_be_multi_peer(int coll) {
-  return kolo_coll_is_multi_peer(coll) || coll == KOLO_COLL_ALL_REDUCE;
+  return kolo_coll_is_multi_peer(coll) || coll == KOLO_COLL_ALL_REDUCE || coll == KOLO_COLL_BROADCAST;
 }
 
 /* A ring: order[i] is the rank at position i (nranks of them); pos[r] the
@@ -59,13 +61,14 @@ static inline int kolo_ring_prev(const kolo_ring *ring, int rank) {
 }
 
 /* Fills *out with rank's program.  `arg` is the root (broadcast, reduce,
- * gather, scatter), the peer (send, recv) or the all-reduce's algorithm
- * (ring/algo.h's KOLO_ALGO_*: ring, rd, rabenseifner, direct; hier's three programs
- * come from kolo_sched_all_reduce_hier, and hier here is the ring it falls
- * back to); ignored otherwise.  The multi-peer programs use the ring's rank
- * count only.  koloSystemError when out of memory; *out is untouched on
- * failure. */
-koloResult_t kolo_schedule_build(int coll, const kolo_ring *ring, int rank, int arg,
+ * gather, scatter) or the peer (send, recv), ignored otherwise; `algo` is
+ * the algorithm (ring/algo.h's KOLO_ALGO_*) of the all-reduce (ring, rd,
+ * rabenseifner, direct; hier's three programs come from kolo_sched_all_reduce_hier,
+ * and hier here is the ring it falls back to) and of the broadcast (ring:
+ * the chain, tree), ignored otherwise.  The multi-peer programs use the
+ * ring's rank count only.  koloSystemError when out of memory; *out is
+ * untouched on failure. */
+koloResult_t kolo_schedule_build(int coll, const kolo_ring *ring, int rank, int arg, int algo,
                                  kolo_program *out);
 
 /* Per-algorithm builders (called by kolo_schedule_build). */
@@ -81,6 +84,7 @@ koloResult_t kolo_sched_scatter(int nranks, int rank, int root, kolo_program *p)
 koloResult_t kolo_sched_all_reduce_rd(int nranks, int rank, kolo_program *p);
 koloResult_t kolo_sched_all_reduce_rab(int nranks, int rank, kolo_program *p);
 koloResult_t kolo_sched_all_reduce_direct(int nranks, int rank, kolo_program *p);
+koloResult_t kolo_sched_broadcast_tree(int nranks, int rank, int root, kolo_program *p);
 
 /* Hierarchical all-reduce (all_reduce_hier.c): three programs per rank, run
  * in this order on every channel, the intra ones over the ranks of rank's

@@ -90,7 +90,9 @@ struct FakeComm {
       progs[k].resize((size_t)std::max(nslot, sh.nranks));
       dsteps[k].assign((size_t)std::max(nslot, sh.nranks), nullptr);
       for (int a = 0; a < nslot; a++) {
-        EXPECT_EQ(kolo_schedule_build(k, &ring, rank, a, &progs[k][(size_t)a]), koloSuccess);
+        EXPECT_EQ(kolo_schedule_build(k, &ring, rank, kolo_arg_root(k, a, sh.nranks), kolo_arg_algo(k, a, sh.nranks),
+                                      &progs[k][(size_t)a]),
+                  koloSuccess);
         dsteps[k][(size_t)a] = static_cast<const kolo_step *>(fake(dev_steps_value(k, a)));
       }
     }
@@ -331,7 +333,8 @@ TEST(CudaPlan, ChannelsTakeTheProgramOfTheirRing) {
     for (int a = 0; a < (coll == KOLO_COLL_BROADCAST ? sh.nranks : 1); a++)
       for (int v = 0; v < nrings; v++) {
         int i = kolo_program_index(coll, a, v, nrings);
-        ASSERT_EQ(kolo_schedule_build(coll, &rings[v], rank, a, &progs[coll][(size_t)i]), koloSuccess);
+        ASSERT_EQ(kolo_schedule_build(coll, &rings[v], rank, a, kolo_arg_algo(coll, a, sh.nranks), &progs[coll][(size_t)i]),
+                  koloSuccess);
         dsteps[coll][(size_t)i] = static_cast<const kolo_step *>(fake(FakeComm::dev_steps_value(coll, i)));
       }
     fc.pc.programs[coll] = progs[coll].data();
@@ -1022,7 +1025,7 @@ struct HierFake {
     kolo_ring_free(&intra);
     kolo_ring_free(&inter);
     kolo_hosts_free(&h);
-    topo = kolo_algo_topo{s.nranks, hosts, L, forced, 0, 0, nullptr};
+    topo = kolo_algo_topo{s.nranks, hosts, L, forced, 0, 0, nullptr, 0};
     hcounters.assign(4 * (size_t)s.nch, 0);
     for (int k = 0; k < 2; k++) {
       const kolo_program &p = hprog[k == 0 ? KOLO_HIER_INTRA_RS : KOLO_HIER_INTER_AR];
@@ -1311,7 +1314,8 @@ TEST(CudaPlan, RandomGroupsCannotDeadlockAcrossRanks) {
       if (peer_rng() % 5 < 2) coll = KOLO_COLL_ALL_TO_ALL + (int)(peer_rng() % 3);
       kolo_op o = make_op(coll, fake(tag), const_cast<void *>(fake(tag)), counts[rng() % 3], types[rng() % 3],
                           (int)(rng() % (uint64_t)n));
-      if (coll == KOLO_COLL_ALL_REDUCE) o.arg %= KOLO_ALGO_NUM;  // the algorithm: ring or a doubling one
+      if (coll == KOLO_COLL_ALL_REDUCE) o.arg %= KOLO_ALGO_RABENSEIFNER + 1;  // the algorithm: ring or a doubling one
+      if (coll == KOLO_COLL_BROADCAST && peer_rng() % 2) o.arg = kolo_bcast_arg(o.arg, KOLO_ALGO_TREE, n);  // the tree
       colls.push_back(o);
       parties[tag] = n;
     }

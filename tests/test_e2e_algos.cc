@@ -20,8 +20,14 @@
 //   AlgoProcs    ranks as processes (shared memory pipes), n in {3, 4}: a
 //                smaller grid; each rank all-gathers a hash of its result
 //                and checks that every rank's is its own.
+//   TreeBcast    the broadcast tree (KOLO_ALGO=broadcast:tree), ranks as
+//                threads, n in {1, 2, 3, 5, 6, 8}: every root, dtypes of 1
+//                to 8 bytes at counts {0, 1, 7, 4095}, in and out of place,
+//                unaligned buffers, and 1 MiB + 3 elements; and the model's
+//                own choice (tree when small, chain when large).
 //   AlgoConfig   a KOLO_ALGO that names no algorithm fails init, naming the
-//                algorithms there are.
+//                algorithms there are; a bare "tree" (not an all-reduce
+//                algorithm) and an entry leaving a collective nothing fail.
 // Large counts are skipped in sanitizer builds (KOLO_TEST_FULL=1 runs them).
 #include <gtest/gtest.h>
 
@@ -91,7 +97,7 @@ std::string run_identical(ThreadWorld &w, const std::vector<CollCase> &cases) {
     w.pool.run([&](int r) {
       prepare(c, r, &bufs[(size_t)r]);
       koloResult_t res = issue(c, r, &bufs[(size_t)r], w.comms[(size_t)r]);
-      errs[(size_t)r] = res != koloSuccess ? result_text("koloAllReduce", res, w.comms[(size_t)r])
+      errs[(size_t)r] = res != koloSuccess ? result_text(c.str().c_str(), res, w.comms[(size_t)r])
                                            : check(c, r, bufs[(size_t)r], e);
     });
     for (int r = 0; r < n; r++)
@@ -219,29 +225,95 @@ INSTANTIATE_TEST_SUITE_P(Procs, AlgoProcs,
                                   "ranks";
                          });
 
+// ---- the broadcast tree ----------------------------------------------------------
+
+// "" when comm's broadcasts run `algo` at every size.
+std::string runs_bcast(koloComm_t comm, int algo) {
+  for (size_t count : {(size_t)1, (size_t)4095, kLargeCount}) {
+    int got = kolo_comm_bcast_algo(comm, count, koloFloat32);
+    if (got != algo)
+      return "a broadcast of " + std::to_string(count) + " float32 runs " + kolo_algo_name(got) + ", not " +
+             kolo_algo_name(algo);
+  }
+  return "";
+}
+
+// Every root (make_case takes variant % n), dtypes of 1, 2, 4 and 8 bytes,
+// the small counts in and out of place (a third of them unaligned), and
+// one large count on few ranks.
+std::vector<CollCase> tree_grid(int n) {
+  std::vector<CollCase> cases;
+  int v = 0;
+  for (koloDataType_t t : {koloFloat32, koloInt8, koloBfloat16, koloFloat64})
+    for (size_t count : kSmallCounts)
+      for (bool ip : {false, true})
+        for (int k = 0; k < (n > 1 ? 2 : 1); k++) cases.push_back(make_case(Coll::Broadcast, t, koloSum, n, count, ip, v++));
+  if (n <= 5 && !sanitized_build()) {
+    cases.push_back(make_case(Coll::Broadcast, koloFloat32, koloSum, n, kLargeCount, false, v++));
+    cases.push_back(make_case(Coll::Broadcast, koloInt32, koloSum, n, kLargeCount, true, v++));
+  }
+  return cases;
+}
+
+class TreeBcast : public ::testing::TestWithParam<int> {};
+
+TEST_P(TreeBcast, EveryElementEveryRoot) {
+  const int n = GetParam();
+  ScopedEnv force("KOLO_ALGO", "broadcast:tree");
+  ThreadWorld w(n);
+  ASSERT_TRUE(w.ok()) << koloGetErrorString(w.init_result) << ": " << w.init_error;
+  for (int r = 0; r < n; r++) ASSERT_EQ(runs_bcast(w.comms[(size_t)r], KOLO_ALGO_TREE), "") << "rank " << r;
+  EXPECT_EQ(run_identical(w, tree_grid(n)), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, TreeBcast, ::testing::Values(1, 2, 3, 5, 6, 8),
+                         [](const ::testing::TestParamInfo<int> &p) { return std::to_string(p.param) + "ranks"; });
+
+// Unforced, the model takes the tree for a small broadcast on 8 ranks and
+// the chain for a large one, and both run; "broadcast:ring" keeps the chain.
+TEST(TreeBcastChoice, ModelPicksTreeWhenSmallChainWhenLarge) {
+  ThreadWorld w(8);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  EXPECT_EQ(kolo_comm_bcast_algo(w.comms[0], 16, koloFloat32), KOLO_ALGO_TREE);
+  EXPECT_EQ(kolo_comm_bcast_algo(w.comms[0], kLargeCount, koloFloat32), KOLO_ALGO_RING);
+  std::vector<CollCase> cases = {make_case(Coll::Broadcast, koloFloat32, koloSum, 8, 7, false, 3),
+                                 make_case(Coll::Broadcast, koloInt32, koloSum, 8, 300000, true, 5)};
+  EXPECT_EQ(run_identical(w, cases), "");
+  ScopedEnv force("KOLO_ALGO", "broadcast:ring");
+  ThreadWorld chain(4);
+  ASSERT_TRUE(chain.ok()) << chain.init_error;
+  EXPECT_EQ(runs_bcast(chain.comms[0], KOLO_ALGO_RING), "");
+}
+
 TEST(AlgoConfig, UnknownNameFailsInitNamingTheAlgorithms) {
   ScopedEnv force("KOLO_ALGO", "recursive");
   koloComm_t comms[2] = {nullptr, nullptr};
   EXPECT_EQ(koloCommInitAll(comms, 2, nullptr), koloInvalidArgument);
   EXPECT_STREQ(koloGetLastError(nullptr),
-               "KOLO_ALGO \"recursive\": no algorithm (kolo has ring, hier, rd, rabenseifner, direct) named \"recursive\"");
+               "KOLO_ALGO \"recursive\": no algorithm (kolo has ring, hier, rd, rabenseifner, tree, direct) named \"recursive\"");
 }
 
 // NCCL's syntax (ring/algo_select.h): a list and per-collective entries
 // init; an entry leaving a collective nothing to run fails init saying so.
 TEST(AlgoConfig, NcclSyntaxListsInitAndEmptySetsFail) {
-  for (const char *ok : {"Ring,RD", "^hier", "allreduce:rabenseifner,ring;broadcast:ring"}) {
+  for (const char *ok : {"Ring,RD", "^hier", "allreduce:rabenseifner,ring;broadcast:ring", "broadcast:tree;reduce:ring",
+                         "ring,tree", "broadcast:^ring"}) {
     ScopedEnv force("KOLO_ALGO", ok);
     koloComm_t comms[2] = {nullptr, nullptr};
     ASSERT_EQ(koloCommInitAll(comms, 2, nullptr), koloSuccess) << ok << ": " << koloGetLastError(nullptr);
     for (koloComm_t c : comms) koloCommDestroy(c);
   }
-  ScopedEnv force("KOLO_ALGO", "broadcast:rd");
-  koloComm_t comms[2] = {nullptr, nullptr};
-  EXPECT_EQ(koloCommInitAll(comms, 2, nullptr), koloInvalidArgument);
-  EXPECT_NE(std::string(koloGetLastError(nullptr)).find("the only algorithm kolo has for \"broadcast\""),
-            std::string::npos)
-      << koloGetLastError(nullptr);
+  const std::pair<const char *, const char *> bad[] = {
+      {"reduce:rd", "the only algorithm kolo has for \"reduce\""},
+      {"broadcast:rd", "leaves neither the ring (chain) nor the tree for \"broadcast\""},
+      {"tree", "kolo's tree is a broadcast algorithm"},
+      {"reduce:tree", "the only algorithm kolo has for \"reduce\""}};
+  for (const auto &[v, why] : bad) {
+    ScopedEnv force("KOLO_ALGO", v);
+    koloComm_t comms[2] = {nullptr, nullptr};
+    EXPECT_EQ(koloCommInitAll(comms, 2, nullptr), koloInvalidArgument) << v;
+    EXPECT_NE(std::string(koloGetLastError(nullptr)).find(why), std::string::npos) << koloGetLastError(nullptr);
+  }
 }
 
 }  // namespace

@@ -16,6 +16,11 @@
 //                 bits (the kernel's src-first reductions, ring/doubling.h).
 //                 (Not a sum of NaNs: which payload an add keeps is the
 //                 compiler's and the hardware's, whatever the order.)
+//   CudaTreeBcast the broadcast tree (KOLO_ALGO=broadcast:tree), n in {1,
+//                 3, 5}: float32, int8 and float64 at the small counts
+//                 (LL), in and out of place, every root, and 1 MiB + 3
+//                 float32 (SIMPLE) at n = 3; unforced, a CUDA comm keeps
+//                 the chain (no_auto_peers).
 // Large counts are skipped in sanitizer builds (KOLO_TEST_FULL=1 runs them).
 #include <gtest/gtest.h>
 
@@ -143,5 +148,36 @@ TEST_P(CudaAlgoBits, MaxOfSignedZerosGivesTheSameBitsOnEveryRank) {
 INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaAlgoBits,
                          ::testing::Combine(::testing::Values("ring", "rd", "rabenseifner", "direct"), ::testing::Values(3, 4)),
                          param_name);
+
+std::vector<CollCase> tree_grid(int n) {
+  std::vector<CollCase> cases;
+  int v = 0;
+  for (koloDataType_t t : {koloFloat32, koloInt8, koloFloat64})
+    for (size_t count : kSmallCounts)
+      for (bool ip : {false, true}) cases.push_back(make_case(Coll::Broadcast, t, koloSum, n, count, ip, v++));
+  if (n == 3 && !sanitized_build()) cases.push_back(make_case(Coll::Broadcast, koloFloat32, koloSum, n, kLargeCount, false, v++));
+  return cases;
+}
+
+class CudaTreeBcast : public ::testing::TestWithParam<int> {};
+
+TEST_P(CudaTreeBcast, EveryElement) {
+  KT_REQUIRE_CUDA();
+  const int n = GetParam();
+  {
+    CudaWorld w(n);  // unforced: the model leaves the tree out on CUDA
+    ASSERT_TRUE(w.ok()) << w.init_error;
+    EXPECT_EQ(kolo_comm_bcast_algo(w.comms[0], 1, koloFloat32), KOLO_ALGO_RING);
+  }
+  ScopedEnv force("KOLO_ALGO", "broadcast:tree");
+  CudaWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  for (size_t count : {(size_t)1, kLargeCount}) ASSERT_EQ(kolo_comm_bcast_algo(w.comms[0], count, koloFloat32), KOLO_ALGO_TREE);
+  GridReport rep = run_cuda_grid(w, tree_grid(n), Issue::kPerThread);
+  EXPECT_GRID_OK(rep);
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaTreeBcast, ::testing::Values(1, 3, 5),
+                         [](const ::testing::TestParamInfo<int> &p) { return std::to_string(p.param) + "ranks"; });
 
 }  // namespace

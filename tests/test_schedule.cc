@@ -77,6 +77,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -199,9 +200,11 @@ struct Prog {
   ~Prog() { kolo_program_free(&p); }
 };
 
-std::unique_ptr<Prog> build(int coll, const Ring &ring, int rank, int arg) {
+// arg: the root or peer, or (all-reduce) the algorithm; algo: the broadcast's.
+std::unique_ptr<Prog> build(int coll, const Ring &ring, int rank, int arg, int algo = KOLO_ALGO_RING) {
   auto pr = std::make_unique<Prog>();
-  koloResult_t res = kolo_schedule_build(coll, &ring.r, rank, arg, &pr->p);
+  if (coll == KOLO_COLL_ALL_REDUCE) algo = arg;
+  koloResult_t res = kolo_schedule_build(coll, &ring.r, rank, arg, algo, &pr->p);
   if (res != koloSuccess) {
     ADD_FAILURE() << "kolo_schedule_build(" << kolo_coll_name(coll) << ", rank " << rank << ", arg "
                   << arg << ") = " << res;
@@ -640,14 +643,14 @@ struct Case {
   size_t capacity = 0;
   int nslots = 8;  // chunk_elems = nslots / 2 slots, as the core sizes it
   uint64_t seed = 1;
-  int algo = KOLO_ALGO_RING;  // all-reduce: the program's algorithm (ring/algo.h)
+  int algo = KOLO_ALGO_RING;  // all-reduce, broadcast: the program's algorithm (ring/algo.h)
 
   std::string str() const {
     std::ostringstream os;
     os << kolo_coll_name(coll) << " n=" << nranks << " count=" << count << " nch=" << nchannels
        << " slot=" << slot_elems << " esz=" << elem_size << " ring=" << ring_kind_name(ring_kind)
        << (in_place ? " in-place" : "") << " op=" << rop_name(op);
-    if (coll == KOLO_COLL_ALL_REDUCE) os << " algo=" << kolo_algo_name(algo);
+    if (coll == KOLO_COLL_ALL_REDUCE || coll == KOLO_COLL_BROADCAST) os << " algo=" << kolo_algo_name(algo);
     if (coll == KOLO_COLL_BROADCAST || coll == KOLO_COLL_REDUCE) os << " root=" << root;
     os << " nslots=" << nslots << " cap=" << capacity << " seed=" << seed;
     return os.str();
@@ -728,7 +731,7 @@ std::string run_collective(const Case &c, const Mutator &mutate = nullptr) {
   const int arg = c.coll == KOLO_COLL_ALL_REDUCE ? c.algo : c.root;
   for (int ch = 0; ch < c.nchannels; ch++)
     for (int r = 0; r < n; r++) {
-      progs[(size_t)ch].push_back(build(c.coll, rings[(size_t)ch], r, arg));
+      progs[(size_t)ch].push_back(build(c.coll, rings[(size_t)ch], r, arg, c.algo));
       if (!progs[(size_t)ch].back()) return "build failed";
     }
   for (int ch = 0; mutate && ch < c.nchannels; ch++) mutate(ch, progs[(size_t)ch]);
@@ -783,6 +786,8 @@ std::string run_collective(const Case &c, const Mutator &mutate = nullptr) {
     if (c.coll == KOLO_COLL_REDUCE && r != c.root) out_view[(size_t)r].can_write = false;
     // recursive doubling and Rabenseifner go on from what they wrote
     if (c.coll == KOLO_COLL_ALL_REDUCE && kolo_algo_is_multi_peer(c.algo)) out_view[(size_t)r].can_read = true;
+    // a tree's inner ranks send their children what they received into out
+    if (c.coll == KOLO_COLL_BROADCAST && c.algo == KOLO_ALGO_TREE) out_view[(size_t)r].can_read = true;
   }
 
   // Expected contents of every arena: start from the initial state.
@@ -1307,7 +1312,7 @@ TEST(ScheduleStructure, NamesAndBadCollective) {
   Ring ring = identity_ring(4);
   kolo_program p{};
   p.nsteps = 123;
-  EXPECT_EQ(kolo_schedule_build(KOLO_COLL_NUM, &ring.r, 0, 0, &p), koloInternalError);
+  EXPECT_EQ(kolo_schedule_build(KOLO_COLL_NUM, &ring.r, 0, 0, KOLO_ALGO_RING, &p), koloInternalError);
   EXPECT_EQ(p.nsteps, 123) << "*out touched on failure";
 }
 
@@ -2312,8 +2317,12 @@ TEST(ScheduleChecker, BothProveEveryBuiltin) {
   for (int n = 1; n <= 16; n++)
     for (int coll : kCheckerColls)
       for (int root = 0; root < (is_rooted(coll) ? n : 1); root++)
-        for (int algo = 0; algo < (coll == KOLO_COLL_ALL_REDUCE ? KOLO_ALGO_NUM : 1); algo++) {
+        for (int algo = 0; algo < (coll == KOLO_COLL_ALL_REDUCE ? KOLO_ALGO_RABENSEIFNER + 1
+                                   : coll == KOLO_COLL_BROADCAST ? KOLO_ALGO_NUM
+                                                                 : 1);
+             algo++) {
           if (algo == KOLO_ALGO_HIER) continue;  // three programs in sequence: proved on their own below
+          if (coll == KOLO_COLL_BROADCAST && algo != KOLO_ALGO_RING && algo != KOLO_ALGO_TREE) continue;
           std::string model, checker;
           Case c = checker_case(coll, n, root, mix(mix((uint64_t)n, (uint64_t)coll), (uint64_t)(root * 8 + algo)));
           c.algo = algo;
@@ -2646,3 +2655,127 @@ const bool kMallocTuned = [] {
 #endif
 
 }  // namespace
+
+// ---- the broadcast tree (ring/bcast_tree.c) ----------------------------------------
+
+// ceil(log2 n): the tree's depth.
+int tree_depth(int n) {
+  int k = 0;
+  while ((1 << k) < n) k++;
+  return k;
+}
+
+// Every n 1..16 and root: each non-root receives every chunk once, from
+// one parent; every peer lies 2^j away; the hops from the root to any rank
+// are at most ceil(log2 n) (the chain's are n - 1); sends and receives
+// pair up on every pipe.
+TEST(ScheduleStructure, TreeBroadcastPrograms) {
+  for (int n = 1; n <= 16; n++)
+    for (int root = 0; root < n; root++) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " root=" << root);
+      Ring ring = identity_ring(n);
+      std::vector<std::unique_ptr<Prog>> progs;
+      std::vector<int> parent((size_t)n, -1);
+      std::map<std::pair<int, int>, int> sends, recvs;
+      for (int r = 0; r < n; r++) {
+        progs.push_back(build(KOLO_COLL_BROADCAST, ring, r, root, KOLO_ALGO_TREE));
+        ASSERT_TRUE(progs.back());
+        const kolo_program &p = progs.back()->p;
+        EXPECT_EQ(p.layout, KOLO_LAYOUT_FLAT);
+        int nrecv = 0;
+        for (int i = 0; i < p.nsteps; i++) {
+          const kolo_step &s = p.steps[i];
+          EXPECT_EQ(s.src_chunk, 0);
+          EXPECT_EQ(s.dst_chunk, 0);
+          EXPECT_FALSE(kolo_step_reduces(s.op));
+          EXPECT_EQ(s.flags, 0);
+          if (r != root && kolo_step_reads_src(s.op)) {
+            EXPECT_EQ(s.src_buf, KOLO_BUF_OUT) << "step " << i;
+          }
+          int to = kolo_step_send_rank(&p, &s), from = kolo_step_recv_rank(&p, &s);
+          if (to >= 0) sends[{r, to}]++;
+          if (from >= 0) recvs[{from, r}]++, nrecv++, parent[(size_t)r] = from;
+          // sends go 2^j forward, receives come from 2^j back (mod n)
+          for (int d : {to >= 0 ? (to - r + n) % n : 1, from >= 0 ? (r - from + n) % n : 1})
+            EXPECT_EQ(d & (d - 1), 0) << "rank " << r << " step " << i << ": a peer " << d << " away";
+        }
+        EXPECT_EQ(nrecv, r == root ? 0 : 1) << "rank " << r;
+        if (n > 1) {
+          EXPECT_EQ(p.nsteps, std::max(1, p.npeers - (r != root)));
+        }
+      }
+      EXPECT_EQ(sends, recvs);
+      for (int r = 0; r < n; r++) {
+        int hops = 0;
+        for (int x = r; x != root && hops <= n; x = parent[(size_t)x]) hops++;
+        EXPECT_LE(hops, tree_depth(n)) << "rank " << r;
+      }
+    }
+}
+
+// N = 1..16 x every root x counts x geometry, in and out of place, the
+// FIFO bound rotating, avg too (a broadcast must not divide): every
+// element of every rank's output, and no deadlock.
+TEST(ScheduleModel, TreeBroadcastGrid) {
+  Grid g;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int n = 1; n <= 16 && g.go(); n++)
+    for (int root = 0; root < n; root++)
+      for (size_t count : {(size_t)0, (size_t)1, (size_t)63, (size_t)65, (size_t)1000, (size_t)4097}) {
+        Case c;
+        c.coll = KOLO_COLL_BROADCAST;
+        c.algo = KOLO_ALGO_TREE;
+        c.nranks = n;
+        c.root = root;
+        c.count = count;
+        c.seed = mix(mix((uint64_t)n * 16 + (uint64_t)root, count), 0x72ee);
+        c.nchannels = kChannels[c.seed % 3];
+        c.slot_elems = kSlots[(c.seed >> 4) % 3];
+        c.elem_size = kElemSizes[(c.seed >> 8) % 2];
+        c.ring_kind = (int)((c.seed >> 12) % kNumRingKinds);
+        c.in_place = (c.seed >> 16) & 1;
+        c.capacity = capacity_for(c.seed >> 20);
+        c.op = (c.seed >> 24) & 1 ? ROp::kAvg : ROp::kSum;
+        g.check(c, c.op == ROp::kAvg ? run_collective<double>(c) : run_collective<int64_t>(c));
+      }
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  printf("[          ] %ld tree broadcast cases in %lld ms\n", g.cases, (long long)ms);
+}
+
+TEST(ScheduleModel, TreeBroadcastFewestSlots) {
+  // Connectors of 2 or 4 slots (a chunk is 1 or 2 of them), FIFOs bounded
+  // to them, many rounds: no deadlock, whatever the root.
+  Grid g;
+  for (int n : {3, 5, 7, 12, 16})
+    for (int root : {0, 1, n - 1})
+      for (int nslots : {2, 4}) {
+        Case c;
+        c.coll = KOLO_COLL_BROADCAST;
+        c.algo = KOLO_ALGO_TREE;
+        c.nranks = n;
+        c.root = root;
+        c.count = 1000;
+        c.nslots = nslots;
+        c.capacity = (size_t)nslots;
+        c.seed = mix(mix((uint64_t)n * 16 + (uint64_t)root, 1000), (uint64_t)nslots);
+        c.nchannels = kChannels[(c.seed >> 4) % 3];
+        c.in_place = (c.seed >> 12) & 1;
+        g.check(c, run_collective<int64_t>(c));
+      }
+}
+
+// The model and the C checker refuse a tree whose inner rank forwards
+// nothing (a dropped step) or the wrong peer, and one whose ranks all
+// wait to receive first (a cycle: the root made to receive from a leaf).
+TEST(ScheduleModel, CatchesBrokenTreePrograms) {
+  for (int n : {4, 7}) {
+    Case c = checker_case(KOLO_COLL_BROADCAST, n, 1, (uint64_t)n);
+    c.algo = KOLO_ALGO_TREE;
+    for (int kind : {(int)kDropStep, (int)kChangePeer}) {
+      std::string model, checker;
+      ASSERT_TRUE(both_verdicts(c, kind, 11, &model, &checker));
+      EXPECT_NE(model, "") << mutation_name(kind);
+      EXPECT_NE(checker, "") << mutation_name(kind);
+    }
+  }
+}

@@ -72,16 +72,17 @@ bool is_p2p(int coll) { return coll == KOLO_COLL_SEND || coll == KOLO_COLL_RECV;
 
 // Built-in programs; channel ch on a ring shuffled by seed + ch (seed 0:
 // rank order).  Send/recv: root sends to peer, the others have no steps.
-std::unique_ptr<Progs> builtin(int coll, int n, int root, int nch = 1, uint64_t seed = 0, int peer = -1) {
+std::unique_ptr<Progs> builtin(int coll, int n, int root, int nch = 1, uint64_t seed = 0, int peer = -1,
+                               int algo = KOLO_ALGO_RING) {
   auto ps = std::make_unique<Progs>(coll, n, root, peer, nch);
   for (int ch = 0; ch < nch; ch++) {
     Ring ring(ring_order(n, seed ? seed + (uint64_t)ch : 0));
     for (int r = 0; r < n; r++) {
       kolo_program &q = ps->at(ch, r);
       koloResult_t res = koloSuccess;
-      if (!is_p2p(coll)) res = kolo_schedule_build(coll, &ring.r, r, root, &q);
-      else if (r == root) res = kolo_schedule_build(KOLO_COLL_SEND, &ring.r, r, peer, &q);
-      else if (r == peer) res = kolo_schedule_build(KOLO_COLL_RECV, &ring.r, r, root, &q);
+      if (!is_p2p(coll)) res = kolo_schedule_build(coll, &ring.r, r, root, algo, &q);
+      else if (r == root) res = kolo_schedule_build(KOLO_COLL_SEND, &ring.r, r, peer, KOLO_ALGO_RING, &q);
+      else if (r == peer) res = kolo_schedule_build(KOLO_COLL_RECV, &ring.r, r, root, KOLO_ALGO_RING, &q);
       else res = kolo_program_alloc(&q, 0, KOLO_LAYOUT_FLAT);
       EXPECT_EQ(res, koloSuccess);
     }
@@ -114,21 +115,30 @@ TEST(ScheduleCheck, EveryOpHasAName) {
   EXPECT_FALSE(kolo_step_post_applies(KOLO_STEP_RECV));
 }
 
-// Every built-in schedule, every rank count 1..16, every root (every flat
-// algorithm of the all-reduce: its "root" argument), rings in rank order
-// and shuffled, one and three channels (one ring each).
+// The algorithms of coll whose programs kolo_schedule_build makes (hier's
+// three: HierarchicalAllReduceInSequence).
+std::vector<int> algos_of(int coll) {
+  if (coll == KOLO_COLL_ALL_REDUCE) return {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT};
+  if (coll == KOLO_COLL_BROADCAST) return {KOLO_ALGO_RING, KOLO_ALGO_TREE};
+  return {KOLO_ALGO_RING};
+}
+
+// Every built-in schedule, every algorithm, every rank count 1..16, every
+// root, rings in rank order and shuffled, one and three channels (one ring
+// each).
 TEST(ScheduleCheck, EveryBuiltinScheduleIsProved) {
   auto t0 = std::chrono::steady_clock::now();
   int cases = 0;
   for (int n = 1; n <= 16; n++)
     for (int coll : kColls)
-      for (int root = 0; root < (rooted(coll) ? n : coll == KOLO_COLL_ALL_REDUCE ? KOLO_ALGO_NUM : 1); root++)
-        for (uint64_t seed : {0, 7}) {
-          if (coll == KOLO_COLL_ALL_REDUCE && root == KOLO_ALGO_HIER) continue;  // HierarchicalAllReduceInSequence
-          auto ps = builtin(coll, n, root, seed ? 3 : 1, seed);
-          ASSERT_EQ(ps->check(), "") << kolo_coll_name(coll) << " n=" << n << " root/algo=" << root;
-          cases++;
-        }
+      for (int algo : algos_of(coll))
+        for (int root = 0; root < (rooted(coll) ? n : 1); root++)
+          for (uint64_t seed : {0, 7}) {
+            auto ps = builtin(coll, n, root, seed ? 3 : 1, seed, -1, algo);
+            ASSERT_EQ(ps->check(), "") << kolo_coll_name(coll) << " " << kolo_algo_name(algo) << " n=" << n
+                                       << " root=" << root;
+            cases++;
+          }
   for (int n = 2; n <= 16; n++)
     for (int from = 0; from < n; from++)
       for (int to = 0; to < n; to++)
@@ -158,6 +168,22 @@ void append_as_multi_peer(const kolo_program &ph, std::vector<kolo_step> *steps,
     }
     steps->push_back(s);
   }
+}
+
+// The broadcast tree (ring/bcast_tree.c), every rank count 1..16, every
+// root, on 1 and 3 channels; and one whose inner rank forwards nothing.
+TEST(ScheduleCheck, TreeBroadcastIsProved) {
+  for (int n = 1; n <= 16; n++)
+    for (int root = 0; root < n; root++)
+      for (int nch : {1, 3}) {
+        auto ps = builtin(KOLO_COLL_BROADCAST, n, root, nch, 0, -1, KOLO_ALGO_TREE);
+        ASSERT_EQ(ps->check(), "") << "n=" << n << " root=" << root << " nch=" << nch;
+      }
+  auto ps = builtin(KOLO_COLL_BROADCAST, 6, 2, 1, 0, -1, KOLO_ALGO_TREE);
+  kolo_program &inner = ps->at(0, 3); /* v = 1: receives from the root, sends to v = 3 and 5 */
+  ASSERT_EQ(inner.nsteps, 2);
+  inner.nsteps = 1;
+  EXPECT_NE(ps->check(), "");
 }
 
 TEST(ScheduleCheck, HierarchicalAllReduceInSequence) {

@@ -203,23 +203,24 @@ double one_host_cost(int algo, int n, double S) {
 TEST(Topology, AlgorithmNames) {
   EXPECT_EQ(kolo_algo_parse(nullptr), KOLO_ALGO_AUTO);
   EXPECT_EQ(kolo_algo_parse(""), KOLO_ALGO_AUTO);
-  const char *names[] = {"ring", "hier", "rd", "rabenseifner", "direct"};
+  const char *names[] = {"ring", "hier", "rd", "rabenseifner", "tree", "direct"};
   static_assert(sizeof names / sizeof *names == KOLO_ALGO_NUM, "a name per algorithm");
   for (int a = 0; a < KOLO_ALGO_NUM; a++) {
     EXPECT_EQ(kolo_algo_parse(names[a]), a);
     EXPECT_STREQ(kolo_algo_name(a), names[a]);
     EXPECT_NE(std::string(kolo_algo_names()).find(names[a]), std::string::npos);
-    EXPECT_EQ(kolo_algo_is_multi_peer(a), a == KOLO_ALGO_RD || a == KOLO_ALGO_RABENSEIFNER || a == KOLO_ALGO_DIRECT);
+    EXPECT_EQ(kolo_algo_is_multi_peer(a), a == KOLO_ALGO_RD || a == KOLO_ALGO_RABENSEIFNER || a == KOLO_ALGO_TREE ||
+                                              a == KOLO_ALGO_DIRECT);
   }
-  for (const char *bad : {"tree", "Ring", "rd ", "rab", "auto"}) EXPECT_LT(kolo_algo_parse(bad), KOLO_ALGO_AUTO) << bad;
+  for (const char *bad : {"nvls", "Ring", "rd ", "rab", "auto"}) EXPECT_LT(kolo_algo_parse(bad), KOLO_ALGO_AUTO) << bad;
   EXPECT_STREQ(kolo_algo_name(KOLO_ALGO_AUTO), "auto");
 }
 
 TEST(Topology, AlgorithmChoice) {
   // Not possible: one host, one rank per host, uneven hosts: a forced hier
   // runs the ring.
-  for (kolo_algo_topo t : {kolo_algo_topo{8, 1, 8, KOLO_ALGO_HIER, 0, 0, nullptr}, kolo_algo_topo{4, 4, 1, KOLO_ALGO_HIER, 0, 0, nullptr},
-                           kolo_algo_topo{5, 2, 0, KOLO_ALGO_HIER, 0, 0, nullptr}}) {
+  for (kolo_algo_topo t : {kolo_algo_topo{8, 1, 8, KOLO_ALGO_HIER, 0, 0, nullptr, 0}, kolo_algo_topo{4, 4, 1, KOLO_ALGO_HIER, 0, 0, nullptr, 0},
+                           kolo_algo_topo{5, 2, 0, KOLO_ALGO_HIER, 0, 0, nullptr, 0}}) {
     EXPECT_FALSE(kolo_algo_hier_possible(&t));
     for (size_t bytes : {(size_t)0, (size_t)1 << 10, (size_t)1 << 30})
       EXPECT_EQ(kolo_algo_choose(&t, bytes, 2), KOLO_ALGO_RING);
@@ -228,14 +229,15 @@ TEST(Topology, AlgorithmChoice) {
   // number; without the multi-peer ones when no_auto_peers.
   for (int H : {1, 2, 3, 8})
     for (int L : {1, 2, 3, 4, 8}) {
-      kolo_algo_topo t{H * L, H, L, KOLO_ALGO_AUTO, 0, 0, nullptr};
+      kolo_algo_topo t{H * L, H, L, KOLO_ALGO_AUTO, 0, 0, nullptr, 0};
       for (size_t bytes : {(size_t)4, (size_t)1 << 16, (size_t)1 << 26})
         for (int ch : {1, 2, 4})
           for (int no_peers : {0, 1}) {
             t.no_auto_peers = no_peers;
             for (int a = 0; a < KOLO_ALGO_NUM; a++) {
               t.forced = a;
-              bool cannot = (a == KOLO_ALGO_HIER && !kolo_algo_hier_possible(&t)) || (a == KOLO_ALGO_DIRECT && H > 1);
+              bool cannot = (a == KOLO_ALGO_HIER && !kolo_algo_hier_possible(&t)) || (a == KOLO_ALGO_DIRECT && H > 1) ||
+                            a == KOLO_ALGO_TREE;  // a broadcast algorithm
               int want = cannot ? KOLO_ALGO_RING : a;
               EXPECT_EQ(kolo_algo_choose(&t, bytes, ch), want);
             }
@@ -244,7 +246,7 @@ TEST(Topology, AlgorithmChoice) {
             for (int a = 1; a < KOLO_ALGO_NUM; a++) {
               if (a == KOLO_ALGO_HIER && !kolo_algo_hier_possible(&t)) continue;
               if (no_peers && kolo_algo_is_multi_peer(a)) continue;
-              if (a == KOLO_ALGO_DIRECT) continue;  // only where KOLO_ALGO or a tuning file names it
+              if (a == KOLO_ALGO_DIRECT || a == KOLO_ALGO_TREE) continue;  // by name only; a broadcast algorithm
               if (t.nranks > 1) {
                 EXPECT_GT(kolo_algo_cost(a, &t, bytes, ch), 0);
               }
@@ -258,24 +260,24 @@ TEST(Topology, AlgorithmChoice) {
   // fewest passes over memory (the ring), Rabenseifner in between where
   // the ring's steps are many.
   for (int n = 2; n <= 16; n++) {
-    kolo_algo_topo t{n, 1, n, KOLO_ALGO_AUTO, 0, 0, nullptr};
+    kolo_algo_topo t{n, 1, n, KOLO_ALGO_AUTO, 0, 0, nullptr, 0};
     for (double S : {0.0, 8.0, 4096.0, 1e6, 1e9})
       for (int a : {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT})
         EXPECT_NEAR(kolo_algo_cost(a, &t, (size_t)S, 1), one_host_cost(a, n, S), 1e-12) << a << " n=" << n;
     for (size_t bytes : {(size_t)8, (size_t)512}) EXPECT_EQ(kolo_algo_choose(&t, bytes, 1), KOLO_ALGO_RD) << n;
     EXPECT_EQ(kolo_algo_choose(&t, 64 << 20, 1), KOLO_ALGO_RING) << n;
   }
-  kolo_algo_topo eight{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, nullptr};
+  kolo_algo_topo eight{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, nullptr, 0};
   EXPECT_EQ(kolo_algo_choose(&eight, 64 << 10, 1), KOLO_ALGO_RABENSEIFNER);
   // Many ranks across hosts: the ring's 2(n-1) network latencies lose to
   // hier's 2(H-1) at small sizes, unless the doubling beats both.
   for (int H : {2, 3, 8})
     for (int L : {2, 4, 8}) {
-      kolo_algo_topo t{H * L, H, L, KOLO_ALGO_AUTO, 1, 0, nullptr};
+      kolo_algo_topo t{H * L, H, L, KOLO_ALGO_AUTO, 1, 0, nullptr, 0};
       EXPECT_EQ(kolo_algo_choose(&t, 1024, 1), KOLO_ALGO_HIER) << H << "x" << L;
     }
   // Costs grow with the size.
-  kolo_algo_topo t{8, 2, 4, KOLO_ALGO_AUTO, 0, 0, nullptr};
+  kolo_algo_topo t{8, 2, 4, KOLO_ALGO_AUTO, 0, 0, nullptr, 0};
   for (int a = 0; a < KOLO_ALGO_NUM; a++) EXPECT_LT(kolo_algo_cost(a, &t, 1 << 10, 2), kolo_algo_cost(a, &t, 1 << 20, 2));
 }
 

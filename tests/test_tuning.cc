@@ -28,7 +28,18 @@ TEST(AlgoSelect, ListsExclusionsAndCase) {
   EXPECT_EQ(allow("rd"), (int)bit(KOLO_ALGO_RD));  // the old single names
   EXPECT_EQ(allow("Ring,RD"), (int)(bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_RD)));
   EXPECT_EQ(allow("ring, rd"), (int)(bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_RD)));
-  EXPECT_EQ(allow("^rd"), (int)(KOLO_ALGO_ALL & ~bit(KOLO_ALGO_RD)));
+  EXPECT_EQ(allow("^rd"), (int)(KOLO_ALGO_ALL_REDUCE_SET & ~bit(KOLO_ALGO_RD)));
+  EXPECT_EQ(allow("ring,tree"), (int)bit(KOLO_ALGO_RING));  // the all-reduce keeps its own
+  kolo_algo_sets sets;
+  char why[256];
+  ASSERT_EQ(kolo_algo_allow_parse_sets("broadcast:tree;reduce:ring", &sets, why, sizeof why), 0) << why;
+  EXPECT_EQ(sets.all_reduce, 0u);
+  EXPECT_EQ(sets.broadcast, bit(KOLO_ALGO_TREE));
+  ASSERT_EQ(kolo_algo_allow_parse_sets("rd;broadcast:^ring", &sets, why, sizeof why), 0) << why;
+  EXPECT_EQ(sets.all_reduce, bit(KOLO_ALGO_RD));
+  EXPECT_EQ(sets.broadcast, bit(KOLO_ALGO_TREE));
+  ASSERT_EQ(kolo_algo_allow_parse_sets("broadcast:ring,tree,rd", &sets, why, sizeof why), 0) << why;
+  EXPECT_EQ(sets.broadcast, KOLO_ALGO_BCAST_SET);
   EXPECT_EQ(allow("allreduce:ring,rabenseifner;broadcast:ring"),
             (int)(bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_RABENSEIFNER)));
   EXPECT_EQ(allow("broadcast:ring"), 0);  // says nothing of the all-reduce
@@ -41,7 +52,7 @@ TEST(AlgoSelect, ListsExclusionsAndCase) {
 TEST(AlgoSelect, RefusesWithASentence) {
   std::string why;
   EXPECT_EQ(allow("tree", &why), -1);
-  EXPECT_NE(why.find("\"tree\""), std::string::npos) << why;
+  EXPECT_NE(why.find("write broadcast:tree"), std::string::npos) << why;
   EXPECT_EQ(allow("^ring,hier,rd,rabenseifner,direct", &why), -1);
   EXPECT_NE(why.find("no algorithm for"), std::string::npos) << why;
   EXPECT_EQ(allow("broadcast:rd", &why), -1);
@@ -52,7 +63,7 @@ TEST(AlgoSelect, RefusesWithASentence) {
 }
 
 TEST(AlgoSelect, TheModelChoosesAmongTheAllowed) {
-  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, nullptr};
+  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, nullptr, 0};
   ASSERT_EQ(kolo_algo_choose(&t, 8, 1), KOLO_ALGO_RD);  // small: recursive doubling
   t.allowed = KOLO_ALGO_ALL & ~bit(KOLO_ALGO_RD) & ~bit(KOLO_ALGO_DIRECT);
   int a = kolo_algo_choose(&t, 8, 1);
@@ -61,7 +72,7 @@ TEST(AlgoSelect, TheModelChoosesAmongTheAllowed) {
   EXPECT_EQ(kolo_algo_choose(&t, 8, 1), a);
   // the direct all-reduce runs only where KOLO_ALGO names it (or a tuning
   // file: Tuning.OverridesNameTheDirectAllReduce), and only on one host
-  kolo_algo_topo three{3, 1, 3, KOLO_ALGO_AUTO, 0, 0, nullptr};
+  kolo_algo_topo three{3, 1, 3, KOLO_ALGO_AUTO, 0, 0, nullptr, 0};
   ASSERT_LT(kolo_algo_cost(KOLO_ALGO_DIRECT, &three, 8, 1), kolo_algo_cost(KOLO_ALGO_RD, &three, 8, 1));
   EXPECT_EQ(kolo_algo_choose(&three, 8, 1), KOLO_ALGO_RD);
   EXPECT_FALSE(kolo_algo_may_run(&three, KOLO_ALGO_DIRECT));
@@ -71,7 +82,7 @@ TEST(AlgoSelect, TheModelChoosesAmongTheAllowed) {
   three.local = 1;
   EXPECT_EQ(kolo_algo_choose(&three, 8, 1), KOLO_ALGO_RD);
   // a CUDA communicator leaves rd out unless KOLO_ALGO names it
-  kolo_algo_topo cuda{8, 1, 8, KOLO_ALGO_AUTO, 1, 0, nullptr};
+  kolo_algo_topo cuda{8, 1, 8, KOLO_ALGO_AUTO, 1, 0, nullptr, 0};
   EXPECT_NE(kolo_algo_choose(&cuda, 8, 1), KOLO_ALGO_RD);
   cuda.allowed = bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_RD);
   EXPECT_EQ(kolo_algo_choose(&cuda, 8, 1), KOLO_ALGO_RD);
@@ -154,7 +165,7 @@ TEST(Tuning, TheFileChangesTheChoiceAsTheModelSays) {
   kolo_tuned tl, tb;
   kolo_tuning_resolve(&lat, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &tl);
   kolo_tuning_resolve(&bw, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &tb);
-  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_RD), &tl};
+  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_RD), &tl, 0};
   size_t bytes = 1 << 20;
   // model (algo.h): ring 14 a + 5.5 S/b (memory passes), rd 3 a + 15 S/b
   EXPECT_LT(kolo_algo_cost(KOLO_ALGO_RD, &t, bytes, 1), kolo_algo_cost(KOLO_ALGO_RING, &t, bytes, 1));
@@ -172,7 +183,7 @@ TEST(Tuning, AnOverrideWinsWhereAllowed) {
   ASSERT_EQ(parse("kolo-tuning 1\noverride allreduce ring 0 1000000\n", &f), 0);
   kolo_tuned tf;
   kolo_tuning_resolve(&f, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &tf);
-  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, &tf};
+  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, &tf, 0};
   EXPECT_EQ(kolo_algo_choose(&t, 8, 1), KOLO_ALGO_RING);
   t.allowed = bit(KOLO_ALGO_RD) | bit(KOLO_ALGO_RABENSEIFNER);  // KOLO_ALGO excludes the ring
   EXPECT_NE(kolo_algo_choose(&t, 8, 1), KOLO_ALGO_RING);
@@ -186,7 +197,7 @@ TEST(Tuning, OverridesNameTheDirectAllReduce) {
   ASSERT_EQ(parse("kolo-tuning 1\noverride allreduce direct 0 4096\n", &f), 0);
   kolo_tuned tf;
   kolo_tuning_resolve(&f, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &tf);
-  kolo_algo_topo t{4, 1, 4, KOLO_ALGO_AUTO, 0, 0, nullptr};
+  kolo_algo_topo t{4, 1, 4, KOLO_ALGO_AUTO, 0, 0, nullptr, 0};
   EXPECT_FALSE(kolo_algo_may_run(&t, KOLO_ALGO_DIRECT));
   t.tuned = &tf;
   EXPECT_TRUE(kolo_algo_may_run(&t, KOLO_ALGO_DIRECT));

@@ -166,7 +166,7 @@ TEST(UidWire, RefusesOtherVersionsShortIdsAndGarbledFields) {
 
 kolo_comm_shape sample_shape() {
   return kolo_comm_shape{4,      8, koloMemCuda, 8192, 1u << 20, (1ull << 40), KOLO_ALGO_HIER, 0x0123456789abcdefull,
-                         1u << KOLO_ALGO_HIER, 0x1122334455667788ull};
+                         1u << KOLO_ALGO_HIER, 0x1122334455667788ull, 1u << KOLO_ALGO_TREE};
 }
 
 void encode_shape(const kolo_comm_shape &s, std::vector<uint8_t> *b) {
@@ -197,8 +197,9 @@ TEST(CommWire, ShapeRoundTripCutsAndRanges) {
                       {[](S *x) { x->ll_slot_bytes = 1000; }, "with LL slots of 1000 bytes"},
                       {[](S *x) { x->slot_bytes = 4097; }, "with slots of 4097 bytes"},
                       {[](S *x) { x->ll_threshold = (1ull << 40) + 1; }, "with an LL threshold of"},
-                      {[](S *x) { x->algo = KOLO_ALGO_NUM; }, "with algorithm 4"},
-                      {[](S *x) { x->algo_allowed = 1u << KOLO_ALGO_NUM; }, "with allowed algorithms 0x10"},
+                      {[](S *x) { x->algo = KOLO_ALGO_TREE; }, "with algorithm 4"},
+                      {[](S *x) { x->algo_allowed = 1u << KOLO_ALGO_TREE; }, "with allowed algorithms 0x10"},
+                      {[](S *x) { x->bcast_allowed = 1u << KOLO_ALGO_RD; }, "with allowed broadcast algorithms 0x4"},
                       {[](S *x) { x->algo_allowed = 3; }, "with algorithm 1 that its allowed set 0x3 does not force"}},
                      encode_shape, d, "communicator shape");
 }

@@ -6,6 +6,7 @@
 #include <sstream>
 
 extern "C" {
+#include "ring/algo.h"
 #include "ring/schedule.h"
 #include "ring/step_names.h"
 }
@@ -50,7 +51,7 @@ std::string sched_builtin_section(int coll, int n, int root, int nch, std::vecto
     kolo_ring ring{n, order.data(), pos.data()};
     for (int r = 0; r < n; r++) {
       kolo_program p{};
-      EXPECT_EQ(kolo_schedule_build(coll, &ring, r, root, &p), koloSuccess);
+      EXPECT_EQ(kolo_schedule_build(coll, &ring, r, root, KOLO_ALGO_RING, &p), koloSuccess);
       if (ch == 0 && r == 0) os << "layout " << (p.layout == KOLO_LAYOUT_RING ? "ring" : "flat") << "\n";
       os << sched_program_text(p, r, ch);
       if (built) built->push_back(p);
