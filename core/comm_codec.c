@@ -9,6 +9,7 @@
 
 #include "core/comm.h"
 #include "core/comm_wire.h"
+#include "core/proto_select.h"
 #include "ring/algo_select.h"
 #include "transport/bootstrap_wire.h"
 
@@ -42,6 +43,7 @@ void kolo_encode_comm_shape(const kolo_comm_shape *s, uint8_t out[KOLO_COMM_SHAP
   kolo_put_u64(&w, s->ll_threshold);
   kolo_put_i32(&w, s->algo);
   kolo_put_u32(&w, s->algo_allowed);
+  kolo_put_u32(&w, s->proto_off);
   kolo_put_u64(&w, s->tuning_hash);
   kolo_put_u64(&w, s->sched_hash);
 }
@@ -67,6 +69,8 @@ static const char *shape_wrong(const kolo_comm_shape *s, char *buf, size_t n) {
     snprintf(buf, n, "with allowed algorithms 0x%x (bits within 0x%x)", s->algo_allowed, KOLO_ALGO_ALL);
   else if (s->algo != kolo_algo_allow_single(s->algo_allowed))
     snprintf(buf, n, "with algorithm %d that its allowed set 0x%x does not force", s->algo, s->algo_allowed);
+  else if (kolo_proto_off_wrong(s->proto_off) != NULL)
+    snprintf(buf, n, "with protocols left out 0x%x that %s", s->proto_off, kolo_proto_off_wrong(s->proto_off));
   else
     return NULL;
   return buf;
@@ -83,6 +87,7 @@ int kolo_decode_comm_shape(const void *in, size_t len, int peer, kolo_comm_shape
   s->ll_threshold = kolo_get_u64(&r);
   s->algo = kolo_get_i32(&r);
   s->algo_allowed = kolo_get_u32(&r);
+  s->proto_off = kolo_get_u32(&r);
   s->tuning_hash = kolo_get_u64(&r);
   s->sched_hash = kolo_get_u64(&r);
   if (whole(&r, KOLO_COMM_SHAPE_BYTES, peer, what, why, why_len) != KOLO_COMM_WIRE_OK) return KOLO_COMM_WIRE_GARBLED;
