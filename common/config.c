@@ -25,7 +25,9 @@ static const kolo_param params[] = {
     {"KOLO_NCHANNELS", "2", "channels (rings) per communicator"},
     {"KOLO_MIN_NCHANNELS", "1", "channels per communicator at least (config.minChannels)"},
     {"KOLO_MAX_NCHANNELS", "16", "channels per communicator at most (config.maxChannels)"},
-    {"KOLO_PROTO", NULL, "CUDA protocols allowed: LL, Simple, a list, ^ to exclude (unset: LL up to KOLO_LL_THRESHOLD)"},
+    {"KOLO_PROTO", NULL,
+     "CUDA protocols allowed, NCCL_PROTO's syntax: LL, Simple, a list, ^ to exclude, coll:list entries per "
+     "collective separated by ; (unset: LL up to KOLO_LL_THRESHOLD)"},
     {"KOLO_MIN_CHANNEL_BYTES", "262144", "bytes a channel must have before another one is used"},
     {"KOLO_LL_THRESHOLD", "65536", "CUDA: calls of at most this many bytes (count x type size) use the LL protocol (0: never)"},
     {"KOLO_LL_SLOT_BYTES", "16384", "CUDA: bytes of one LL slot (half of it payload), a multiple of 1 KiB"},

@@ -10,6 +10,7 @@
 #include "core/comm_init.h"
 #include "core/comm_wire.h"
 #include "core/cuda_comm.h"
+#include "core/proto_select.h"
 #include "core/redop.h"
 #include "core/rendezvous.h"
 #include "common/log.h"
@@ -19,9 +20,9 @@
 #include "transport/transport.h"
 
 /* What every rank must agree on (comm_wire.h's kolo_comm_shape), checked
- * at init: the LL settings matter for CUDA communicators only (they choose
- * each call's protocol and pipes), KOLO_ALGO for all (ranks choosing
- * differently would not meet). */
+ * at init: the LL settings and KOLO_PROTO matter for CUDA communicators
+ * only (they choose each call's protocol and pipes), KOLO_ALGO for all
+ * (ranks choosing differently would not meet). */
 #define TAG_CONFIG 0x10u
 #define TAG_RING_PIPE 0x1000u
 #define TAG_HIER_PIPE 0x3000u /* | ring (0 intra, 1 inter) << 8 | channel */
@@ -126,7 +127,8 @@ static koloResult_t resolve_config(struct koloComm *c, const koloConfig_t *cfg) 
       return kolo_error(NULL, koloInvalidArgument,
                         "KOLO_LL_SLOT_BYTES = %lld is not a multiple of 1 KiB in 1 KiB..1 MiB", (long long)ll_slot);
     c->ll_threshold = (size_t)ll_threshold;
-    kolo_proto_apply(c);
+    koloResult_t res = kolo_proto_apply(c);
+    if (res != koloSuccess) return res;
     c->ll_slot_bytes = (uint32_t)ll_slot;
   }
   if (c->timeout_ms < 0) return kolo_error(NULL, koloInvalidArgument, "config.timeoutMs = %d is negative", c->timeout_ms);
@@ -198,7 +200,7 @@ static void owner_stop_all(kolo_exec_owner *o, int reason, int rank) {
 static kolo_comm_shape my_shape(const struct koloComm *c) {
   return (kolo_comm_shape){c->nchannels, (int32_t)c->nslots, c->memory, (int32_t)c->ll_slot_bytes,
                            c->slot_bytes, c->ll_threshold, c->algo.forced, c->sched_hash, c->algo.allowed,
-                           c->tuning_hash, c->algo.bcast_allowed};
+                           c->tuning_hash, c->algo.bcast_allowed, c->proto_off};
 }
 
 /* "none", or "a file of hash H" (with its path: this rank's) */
@@ -245,6 +247,18 @@ static koloResult_t tuning_differs(struct koloComm *c, int r, uint64_t theirs) {
                     sched_text(c->tuning_hash, kolo_param_str("KOLO_TUNING_FILE"), b, sizeof b));
 }
 
+/* Rank r gave another KOLO_PROTO than this rank: a transfer between them
+ * would run LL at one end and Simple at the other. */
+static koloResult_t proto_differs(struct koloComm *c, int r, uint32_t theirs) {
+  char a[160], b[160];
+  const char *v = kolo_param_str("KOLO_PROTO");
+  return kolo_error(&c->err, koloInvalidUsage,
+                    "rank %d: KOLO_PROTO (or NCCL_PROTO) differs between ranks, and must be alike on all: rank %d "
+                    "allows %s, this rank allows %s (its value: \"%s\")",
+                    c->rank, r, kolo_proto_off_text(theirs, a, sizeof a), kolo_proto_off_text(c->proto_off, b, sizeof b),
+                    v && *v ? v : "unset");
+}
+
 /* The encoding is canonical: two shapes are equal when their bytes are. */
 static koloResult_t check_shapes(struct koloComm *c) {
   kolo_comm_shape mine = my_shape(c), theirs;
@@ -260,6 +274,8 @@ static koloResult_t check_shapes(struct koloComm *c) {
       res = sched_differs(c, r, theirs.sched_hash);
     else if (theirs.tuning_hash != mine.tuning_hash)
       res = tuning_differs(c, r, theirs.tuning_hash);
+    else if (theirs.proto_off != mine.proto_off)
+      res = proto_differs(c, r, theirs.proto_off);
     else if (memcmp(rec, enc, sizeof enc) != 0)
       res = shape_differs(c, r, &theirs, &mine);
   }

@@ -32,7 +32,8 @@ struct koloComm {
   size_t slot_bytes;
   size_t min_channel_bytes;
   int cuda_dev;          /* koloMemCuda: the device asked for (-1: current) */
-  size_t ll_threshold;   /* koloMemCuda: calls of at most this many bytes use LL (0: never) */
+  size_t ll_threshold;   /* koloMemCuda: KOLO_LL_THRESHOLD: calls of at most this many bytes use LL (0: never) */
+  uint32_t proto_off;    /* koloMemCuda: KOLO_PROTO's protocols left out, per collective (core/proto_select.h) */
   uint32_t ll_slot_bytes;/* koloMemCuda: bytes of one LL slot */
   uint64_t job;    /* names shm segments */
   kolo_errbuf err;
@@ -142,12 +143,10 @@ koloResult_t kolo_comm_connect_tree(struct koloComm *c);
 typedef koloResult_t (*kolo_pipe_fn)(struct koloComm *c, int peer, int is_send, void *arg);
 koloResult_t kolo_op_pipes(struct koloComm *c, const kolo_op *op, kolo_pipe_fn f, void *arg);
 
-/* KOLO_PROTO (proto_env.c): narrows a CUDA comm's protocols by moving its
- * LL threshold; an unreadable value is said at WARN and ignored. */
-void kolo_proto_apply(struct koloComm *c);
-/* KOLO_PROTO's value as a set of protocols (1: LL, 2: Simple, 3: both), or
- * -1 for an unknown name; *ll128 |= 1 when it names LL128.  Pure. */
-int kolo_proto_parse(const char *v, int *ll128);
+/* KOLO_PROTO (proto_env.c): sets c->proto_off, the protocols each
+ * collective of a CUDA comm may not use; koloInvalidArgument with a
+ * sentence for a value kolo cannot read or that leaves a collective none. */
+koloResult_t kolo_proto_apply(struct koloComm *c);
 
 /* 1 when coll's programs on c may be multi-peer (they run over the
  * point-to-point pipes of their peers): all-to-all, gather, scatter, the

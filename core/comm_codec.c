@@ -9,6 +9,7 @@
 
 #include "core/comm.h"
 #include "core/comm_wire.h"
+#include "core/proto_select.h"
 #include "ring/algo_select.h"
 #include "transport/bootstrap_wire.h"
 
@@ -43,6 +44,7 @@ void kolo_encode_comm_shape(const kolo_comm_shape *s, uint8_t out[KOLO_COMM_SHAP
   kolo_put_i32(&w, s->algo);
   kolo_put_u32(&w, s->algo_allowed);
   kolo_put_u32(&w, s->bcast_allowed);
+  kolo_put_u32(&w, s->proto_off);
   kolo_put_u64(&w, s->tuning_hash);
   kolo_put_u64(&w, s->sched_hash);
 }
@@ -62,7 +64,8 @@ static const char *shape_wrong(const kolo_comm_shape *s, char *buf, size_t n) {
              (unsigned long long)s->slot_bytes);
   else if (s->ll_threshold > ((uint64_t)1 << 40))
     snprintf(buf, n, "with an LL threshold of %llu bytes (0..2^40)", (unsigned long long)s->ll_threshold);
-  else if (!in_range(s->algo, KOLO_ALGO_AUTO, KOLO_ALGO_NUM - 1))
+  else if (s->algo != KOLO_ALGO_AUTO &&
+           !(in_range(s->algo, 0, KOLO_ALGO_NUM - 1) && ((KOLO_ALGO_ALL_REDUCE_SET >> s->algo) & 1u)))
     snprintf(buf, n, "with algorithm %d (-1 auto, 0 ring, 1 hier, 2 rd, 3 rabenseifner, 5 direct)", s->algo);
   else if ((s->algo_allowed & ~KOLO_ALGO_ALL_REDUCE_SET) != 0)
     snprintf(buf, n, "with allowed algorithms 0x%x (bits within 0x%x)", s->algo_allowed, KOLO_ALGO_ALL_REDUCE_SET);
@@ -71,6 +74,8 @@ static const char *shape_wrong(const kolo_comm_shape *s, char *buf, size_t n) {
              KOLO_ALGO_BCAST_SET);
   else if (s->algo != kolo_algo_allow_single(s->algo_allowed))
     snprintf(buf, n, "with algorithm %d that its allowed set 0x%x does not force", s->algo, s->algo_allowed);
+  else if (kolo_proto_off_wrong(s->proto_off) != NULL)
+    snprintf(buf, n, "with protocols left out 0x%x that %s", s->proto_off, kolo_proto_off_wrong(s->proto_off));
   else
     return NULL;
   return buf;
@@ -88,6 +93,7 @@ int kolo_decode_comm_shape(const void *in, size_t len, int peer, kolo_comm_shape
   s->algo = kolo_get_i32(&r);
   s->algo_allowed = kolo_get_u32(&r);
   s->bcast_allowed = kolo_get_u32(&r);
+  s->proto_off = kolo_get_u32(&r);
   s->tuning_hash = kolo_get_u64(&r);
   s->sched_hash = kolo_get_u64(&r);
   if (whole(&r, KOLO_COMM_SHAPE_BYTES, peer, what, why, why_len) != KOLO_COMM_WIRE_OK) return KOLO_COMM_WIRE_GARBLED;

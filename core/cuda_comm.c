@@ -8,9 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/config.h"
 #include "common/log.h"
 #include "core/comm_init.h"
 #include "core/comm_wire.h"
+#include "core/proto_select.h"
 #include "kernels/stall_text.h"
 #include "transport/proxy.h"
 
@@ -204,9 +206,11 @@ koloResult_t kolo_cuda_comm_init(struct koloComm *c) {
   if (res == koloSuccess) res = make_resources(c);
   if (res == koloSuccess) {
     check_queues(c);
+    char protos[160];
     KOLO_INFO("rank %d: CUDA device %d (%d rank(s) of this process on it), LL up to %zu bytes in "
-              "slots of %u bytes",
-              c->rank, c->cuda->dev, c->cuda->ranks_on_dev, c->ll_threshold, c->ll_slot_bytes);
+              "slots of %u bytes; protocols allowed: %s",
+              c->rank, c->cuda->dev, c->cuda->ranks_on_dev, c->ll_threshold, c->ll_slot_bytes,
+              kolo_proto_off_text(c->proto_off, protos, sizeof protos));
   }
   return res;
 }
@@ -332,6 +336,14 @@ static int may_use_net(struct koloComm *c) {
   return 0;
 }
 
+/* 1 when KOLO_PROTO leaves some collective LL only (a comm over the
+ * network cannot honour it, and says so). */
+static int forces_ll(uint32_t proto_off) {
+  for (int k = 0; k < KOLO_COLL_NUM; k++)
+    if (kolo_proto_off_of(proto_off, k) == KOLO_PROTO_OFF_SIMPLE) return 1;
+  return 0;
+}
+
 /* KOLO_STALL_WARN_S for the kernels (cuda_exec.h's stall_ms), read once
  * per comm: ms in 32 bits (49 days at most). */
 static uint32_t stall_ms(void) {
@@ -361,10 +373,15 @@ void kolo_cuda_comm_ring_ready(struct koloComm *c) {
    * the protocol of a call must be the same on both ends of every pipe:
    * the rule looks at every rank, so every rank reaches the same answer. */
   cc->may_use_net = may_use_net(c);
-  pc->ll_threshold = cc->may_use_net ? 0 : c->ll_threshold;
+  for (int k = 0; k < KOLO_COLL_NUM; k++)
+    pc->ll_threshold[k] = cc->may_use_net ? 0 : kolo_proto_ll_threshold(c->proto_off, k, c->ll_threshold);
   if (cc->may_use_net && c->ll_threshold > 0 && c->rank == 0)
     KOLO_INFO("CUDA communicator of %d ranks on %d host(s) talks over the network: SIMPLE protocol only "
               "(no LL, KOLO_LL_THRESHOLD ignored)", c->nranks, c->nhosts);
+  if (cc->may_use_net && forces_ll(c->proto_off) && c->rank == 0)
+    KOLO_WARN("KOLO_PROTO / NCCL_PROTO \"%s\" forces LL, but this CUDA communicator of %d ranks on %d host(s) talks "
+              "over the network, whose pipes have no LL: it uses SIMPLE", kolo_param_str("KOLO_PROTO"), c->nranks,
+              c->nhosts);
   pc->timeout_ns = (uint64_t)c->timeout_ms * 1000000ull;
   pc->stall_ms = stall_ms();
   pc->abort = cc->dev_words + KOLO_CW_ABORT;

@@ -11,8 +11,8 @@
 
 enum { KEY_COLLECTIVE = 0, KEY_P2P = 1 };
 
-int kolo_cuda_plan_protocol(size_t count, koloDataType_t type, size_t ll_threshold) {
-  size_t bytes = count * koloTypeSize(type);
+int kolo_cuda_plan_protocol(const kolo_op *op, const kolo_cuda_plan_comm *pc) {
+  size_t bytes = op->count * koloTypeSize(op->type), ll_threshold = pc->ll_threshold[op->coll];
   return (ll_threshold > 0 && bytes <= ll_threshold) ? KOLO_PROTO_LL : KOLO_PROTO_SIMPLE;
 }
 
@@ -57,7 +57,7 @@ void kolo_cuda_plan_items(const kolo_op *ops, int nops, const kolo_cuda_plan_com
       for (int k = 0; k < i; k++) j += ops[k].coll == op->coll && ops[k].arg == op->arg && ops[k].count > 0;
       key[0] = KEY_P2P;
       key[1] = (int32_t)op->type;
-      key[2] = kolo_cuda_plan_protocol(op->count, op->type, pc->ll_threshold);
+      key[2] = kolo_cuda_plan_protocol(op, pc);
       key[3] = send ? pc->rank : op->arg; /* sender */
       key[4] = send ? op->arg : pc->rank; /* receiver */
       key[5] = j;
@@ -145,7 +145,7 @@ static int slice_alike(const kolo_dev_conn *a, const kolo_dev_conn *b, int proto
  * not. */
 static int fill_peer_ends(const kolo_op *op, const kolo_cuda_plan_item *it, const kolo_cuda_plan_comm *pc,
                           const kolo_program *prog, kolo_dev_task *t, const kolo_dev_conn **first) {
-  const int protocol = kolo_cuda_plan_protocol(op->count, op->type, pc->ll_threshold);
+  const int protocol = kolo_cuda_plan_protocol(op, pc);
   const kolo_dev_ends *tables = pc->end_tables[op->coll];
   *first = NULL;
   for (int e = 0; e < 2 * prog->npeers; e++) {
@@ -225,7 +225,7 @@ static int fill_task(const kolo_op *op, const kolo_cuda_plan_item *it, const kol
    * every rank waits for send credit before it receives (found on the CUDA
    * model: reduce-scatter of 3 ranks, 64 KiB per rank). */
   const kolo_dev_conn *e = s ? s : r ? r : first;
-  if (e && kolo_cuda_plan_protocol(op->count, op->type, pc->ll_threshold) == KOLO_PROTO_LL)
+  if (e && kolo_cuda_plan_protocol(op, pc) == KOLO_PROTO_LL)
     t->geo = kolo_op_geometry(op, prog, pc->nranks, it->nch, kolo_ll_slice_bytes(e->ll_slot_bytes), pc->nslots);
   return 0;
 }
@@ -308,7 +308,7 @@ int kolo_cuda_plan_next(const kolo_op *ops, const kolo_cuda_plan_comm *pc,
         *next = i;
         return -1;
       }
-      proto = kolo_cuda_plan_protocol(op->count, op->type, pc->ll_threshold);
+      proto = kolo_cuda_plan_protocol(op, pc);
       if (batch->ntasks == 0 && u == 0) batch->protocol = proto;
       ok = ok && fits(pc, batch, progs, &t[u], tp[u], proto);
     }

@@ -42,8 +42,9 @@
  * as the blocks of concurrent launches are resident together).  A send to
  * oneself and its recv share a key: they are kept in one launch.
  *
- * Protocol: LL when count * elem_size <= ll_threshold (ll_threshold 0: never),
- * else SIMPLE: a pure function of count and dtype, so the same on every rank.
+ * Protocol: LL when count * elem_size <= ll_threshold[coll] (0: never), else
+ * SIMPLE: a pure function of the collective, count and dtype, so the same
+ * on every rank (which compare KOLO_LL_THRESHOLD and KOLO_PROTO at init).
  * Ops with count 0 make no task.
  */
 #ifndef KOLO_CORE_CUDA_PLAN_H
@@ -71,7 +72,9 @@ typedef struct kolo_cuda_plan_comm {
   /* Tasks (blocks) a launch may have: the rank's share of its device
    * (core/cuda_residency.c); 0 or above KOLO_DEV_MAX_TASKS: that. */
   int max_tasks;
-  size_t ll_threshold;           /* bytes; 0: LL never */
+  /* Per kolo_coll: bytes up to which a call uses LL; 0: LL never
+   * (KOLO_LL_THRESHOLD narrowed by KOLO_PROTO: core/proto_select.h). */
+  size_t ll_threshold[KOLO_COLL_NUM];
   uint64_t timeout_ns;           /* 0: none */
   uint32_t stall_ms;             /* KOLO_STALL_WARN_S in ms; 0: no warning */
   uint32_t *abort;               /* device view of the mapped abort word */
@@ -122,8 +125,9 @@ typedef struct kolo_cuda_plan_item {
  * pipes. */
 int kolo_cuda_plan_is_hier(const kolo_op *op, const kolo_cuda_plan_comm *pc);
 
-/* KOLO_PROTO_LL or KOLO_PROTO_SIMPLE for a call of count elements of type. */
-int kolo_cuda_plan_protocol(size_t count, koloDataType_t type, size_t ll_threshold);
+/* KOLO_PROTO_LL or KOLO_PROTO_SIMPLE for op (its collective, count and
+ * type) on pc. */
+int kolo_cuda_plan_protocol(const kolo_op *op, const kolo_cuda_plan_comm *pc);
 
 /* Number of tasks the ops make (the size of the items array). */
 int kolo_cuda_plan_count(const kolo_op *ops, int nops, const kolo_cuda_plan_comm *pc);

@@ -5,8 +5,9 @@
  * translated where the two spell it differently (NCCL_NET=IB is kolo's ib,
  * NCCL_ALGO=Ring its ring, NCCL_DEBUG=VERSION a WARN log with the version
  * line); kolo's own name wins when both are set.  A value kolo cannot honour
- * (NCCL_ALGO=Tree: kolo has no tree yet) is said once at WARN and kolo's own
- * choice is used: never a failed init.  At the first init, the NCCL_*
+ * (NCCL_ALGO=Tree: kolo has no tree yet; NCCL_PROTO=LL128) is said once at
+ * WARN and kolo's own choice is used; an NCCL_PROTO kolo cannot read fails
+ * init, as KOLO_PROTO does (and NCCL does).  At the first init, the NCCL_*
  * variables set that kolo does not know are listed once at INFO. */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 
 #include "common/config.h"
 #include "common/log.h"
+#include "core/proto_select.h"
 #include "nccl/nccl_layer.h"
 #include "ring/algo_select.h"
 
@@ -63,6 +65,18 @@ static const char *algo_name(alias *name, const char *v) {
                            "only), no all-reduce tree, NVLS or CollNet yet");
 }
 
+/* NCCL_PROTO takes KOLO_PROTO's syntax (core/proto_select.h), which is
+ * NCCL's.  A value NCCL takes that leaves kolo no protocol, since it asks
+ * for LL128 only ("LL128", "allreduce:LL128"), is said and kolo's own
+ * choice used; any other value goes to kolo as it is, so that one kolo
+ * cannot read fails init naming it (as NCCL fails on a name it lacks). */
+static const char *proto_list(alias *name, const char *v) {
+  char why[256];
+  int ll128 = 0;
+  if (kolo_proto_off_parse(v, &ll128, why, sizeof why) != KOLO_PROTO_NONE_LEFT || !ll128) return v;
+  return refuse(name, v, "kolo has LL and Simple, no LL128");
+}
+
 static alias aliases[] = {
     {"KOLO_DEBUG", "NCCL_DEBUG", debug_level, 0},
     {"KOLO_DEBUG_FILE", "NCCL_DEBUG_FILE", NULL, 0},
@@ -74,7 +88,7 @@ static alias aliases[] = {
     {"KOLO_IB_QPS_PER_CONN", "NCCL_IB_QPS_PER_CONNECTION", NULL, 0},
     {"KOLO_NET", "NCCL_NET", net_name, 0},
     {"KOLO_ALGO", "NCCL_ALGO", algo_name, 0},
-    {"KOLO_PROTO", "NCCL_PROTO", NULL, 0},
+    {"KOLO_PROTO", "NCCL_PROTO", proto_list, 0},
     {"KOLO_BUFFSIZE", "NCCL_BUFFSIZE", NULL, 0},
     {"KOLO_MIN_NCHANNELS", "NCCL_MIN_NCHANNELS", NULL, 0},
     {"KOLO_MAX_NCHANNELS", "NCCL_MAX_NCHANNELS", NULL, 0},

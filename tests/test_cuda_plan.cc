@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -32,10 +33,12 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 extern "C" {
 #include "core/cuda_plan.h"
+#include "core/proto_select.h"
 #include "kernels/cuda/ll_format.h"
 #include "kolo.h"
 #include "ring/program.h"
@@ -61,12 +64,26 @@ struct Shape {
   uint32_t nslots = 8;
   size_t slot_bytes = 512 * 1024;
   size_t min_channel_bytes = 256 * 1024;
-  size_t ll_threshold = 64 * 1024;
+  size_t ll_threshold = 64 * 1024;  // KOLO_LL_THRESHOLD
+  uint32_t proto_off = 0;            // KOLO_PROTO's record (core/proto_select.h)
   uint32_t ll_slot_bytes = 16 * 1024;
   int max_tasks = 0;  // the block budget of a launch (0: KOLO_DEV_MAX_TASKS)
 };
 
 const void *fake(uintptr_t v) { return reinterpret_cast<const void *>(v); }
+
+// pc's per-collective LL thresholds, as a CUDA comm without net pipes sets
+// them (core/cuda_comm.c).
+void set_ll_thresholds(kolo_cuda_plan_comm *pc, const Shape &sh) {
+  for (int k = 0; k < KOLO_COLL_NUM; k++) pc->ll_threshold[k] = kolo_proto_ll_threshold(sh.proto_off, k, sh.ll_threshold);
+}
+
+// The protocol the planner gives op on a comm of shape sh.
+int protocol_of(const Shape &sh, const kolo_op &op) {
+  kolo_cuda_plan_comm pc{};
+  set_ll_thresholds(&pc, sh);
+  return kolo_cuda_plan_protocol(&op, &pc);
+}
 
 // The tables a CUDA comm of rank `rank` hands the planner, with every
 // pipe connected (the p2p ones too) unless disconnect() says otherwise.
@@ -118,7 +135,7 @@ struct FakeComm {
     pc.slot_bytes = sh.slot_bytes;
     pc.min_channel_bytes = sh.min_channel_bytes;
     pc.max_tasks = sh.max_tasks;
-    pc.ll_threshold = sh.ll_threshold;
+    set_ll_thresholds(&pc, sh);
     pc.timeout_ns = 1234567;
     pc.abort = &abort_word;
     pc.status = status;
@@ -246,7 +263,7 @@ kolo_geometry host_geometry(const Shape &sh, const kolo_op &op, int layout, int 
   g.elem_size = esz;
   g.nranks = sh.nranks;
   g.nchannels = nch;
-  bool ll = kolo_cuda_plan_protocol(op.count, op.type, sh.ll_threshold) == KOLO_PROTO_LL;
+  bool ll = protocol_of(sh, op) == KOLO_PROTO_LL;
   size_t slice_bytes = ll ? sh.ll_slot_bytes / 2 : sh.slot_bytes;
   g.chunk_elems = slice_bytes * (sh.nslots / 2) / esz;
   g.layout = layout;
@@ -676,7 +693,8 @@ TEST(CudaPlan, MultiPeerTaskOverDeviceAndNetPipes) {
   auto bs = plan(fc, {op});
   ASSERT_EQ(bs.size(), 1u);
   EXPECT_EQ(bs[0].protocol, KOLO_PROTO_SIMPLE);
-  fc.pc.ll_threshold = 64 * 1024;
+  sh.ll_threshold = 64 * 1024;
+  set_ll_thresholds(&fc.pc, sh);
   std::vector<kolo_cuda_plan_item> items(1);
   kolo_cuda_plan_items(&op, 1, &fc.pc, items.data());
   int next = 0;
@@ -826,11 +844,17 @@ TEST(CudaPlan, DoublingAllReduceTasksCarryTheirEndTables) {
 // ---- protocol ----------------------------------------------------------------------------
 
 TEST(CudaPlan, ProtocolIsLLUpToTheThreshold) {
-  EXPECT_EQ(kolo_cuda_plan_protocol(16384, koloFloat32, 65536), KOLO_PROTO_LL);
-  EXPECT_EQ(kolo_cuda_plan_protocol(16385, koloFloat32, 65536), KOLO_PROTO_SIMPLE);
-  EXPECT_EQ(kolo_cuda_plan_protocol(65536, koloInt8, 65536), KOLO_PROTO_LL);
-  EXPECT_EQ(kolo_cuda_plan_protocol(8193, koloFloat64, 65536), KOLO_PROTO_SIMPLE);
-  EXPECT_EQ(kolo_cuda_plan_protocol(1, koloInt8, 0), KOLO_PROTO_SIMPLE);  // 0: LL off
+  Shape sh64;  // 64 KiB
+  auto op = [](size_t count, koloDataType_t type) {
+    return make_op(KOLO_COLL_ALL_REDUCE, fake(0x10), const_cast<void *>(fake(0x20)), count, type);
+  };
+  EXPECT_EQ(protocol_of(sh64, op(16384, koloFloat32)), KOLO_PROTO_LL);
+  EXPECT_EQ(protocol_of(sh64, op(16385, koloFloat32)), KOLO_PROTO_SIMPLE);
+  EXPECT_EQ(protocol_of(sh64, op(65536, koloInt8)), KOLO_PROTO_LL);
+  EXPECT_EQ(protocol_of(sh64, op(8193, koloFloat64)), KOLO_PROTO_SIMPLE);
+  Shape off;
+  off.ll_threshold = 0;  // LL off
+  EXPECT_EQ(protocol_of(off, op(1, koloInt8)), KOLO_PROTO_SIMPLE);
   Shape sh;
   sh.ll_threshold = 4096;
   for (size_t count : {(size_t)1, (size_t)1024, (size_t)1025, (size_t)100000}) {
@@ -855,9 +879,49 @@ TEST(CudaPlan, ProtocolsDoNotShareALaunch) {
   EXPECT_NE(bs[0].protocol, bs[1].protocol);
   for (auto &b : bs)
     for (int i = 0; i < b.ntasks; i++)
-      EXPECT_EQ(kolo_cuda_plan_protocol(b.tasks[i].in == (const char *)fake(0x10) ? 100 : 1 << 20, koloFloat32,
-                                        sh.ll_threshold),
+      EXPECT_EQ(protocol_of(sh, make_op(KOLO_COLL_SEND, fake(0x10), nullptr,
+                                        b.tasks[i].in == (const char *)fake(0x10) ? 100 : 1 << 20, koloFloat32, 1)),
                 b.protocol);
+}
+
+// KOLO_PROTO per collective: each collective's calls take its own choice
+// (forced LL even for 4 MiB, forced Simple even for 100 elements, else LL
+// up to KOLO_LL_THRESHOLD), on every rank alike; the two ends of a transfer
+// (sendrecv) take one.
+TEST(CudaPlan, KoloProtoChoosesPerCollective) {
+  char why[512] = "";
+  int ll128 = 0;
+  Shape sh;
+  sh.proto_off = (uint32_t)kolo_proto_off_parse("allreduce:LL;broadcast:Simple;sendrecv:^LL;gather:LL", &ll128,
+                                                 why, sizeof why);
+  ASSERT_GT(sh.proto_off, 0u) << why;
+  struct Want {
+    int coll;
+    size_t count;
+    int protocol;
+  } wants[] = {
+      {KOLO_COLL_ALL_REDUCE, 1 << 20, KOLO_PROTO_LL},   {KOLO_COLL_ALL_REDUCE, 100, KOLO_PROTO_LL},
+      {KOLO_COLL_BROADCAST, 100, KOLO_PROTO_SIMPLE},    {KOLO_COLL_BROADCAST, 1 << 20, KOLO_PROTO_SIMPLE},
+      {KOLO_COLL_ALL_GATHER, 100, KOLO_PROTO_LL},       {KOLO_COLL_ALL_GATHER, 1 << 20, KOLO_PROTO_SIMPLE},
+      {KOLO_COLL_SEND, 100, KOLO_PROTO_SIMPLE},         {KOLO_COLL_RECV, 100, KOLO_PROTO_SIMPLE},
+      {KOLO_COLL_GATHER, 1 << 20, KOLO_PROTO_LL},       {KOLO_COLL_ALL_TO_ALL, 100, KOLO_PROTO_LL},
+      {KOLO_COLL_ALL_TO_ALL, 1 << 20, KOLO_PROTO_SIMPLE},
+  };
+  for (const Want &w : wants)
+    for (int r = 0; r < sh.nranks; r++) {  // every rank decides alike
+      FakeComm fc(sh, r);
+      const int arg = kolo_coll_is_p2p(w.coll) ? (r + 1) % sh.nranks : w.coll == KOLO_COLL_ALL_REDUCE ? 0 : 1;
+      auto bs = plan(fc, {make_op(w.coll, fake(0x10), const_cast<void *>(fake(0x20)), w.count, koloFloat32, arg)});
+      ASSERT_GE(bs.size(), 1u) << kolo_coll_name(w.coll);
+      for (auto &b : bs)
+        EXPECT_EQ(b.protocol, w.protocol) << kolo_coll_name(w.coll) << " count " << w.count << " rank " << r;
+    }
+  // unset, the same calls follow KOLO_LL_THRESHOLD alone
+  sh.proto_off = 0;
+  FakeComm plain(sh, 0);
+  auto big = plan(plain, {make_op(KOLO_COLL_ALL_REDUCE, fake(0x10), const_cast<void *>(fake(0x20)), 1 << 20, koloFloat32)});
+  ASSERT_GE(big.size(), 1u);
+  EXPECT_EQ(big[0].protocol, KOLO_PROTO_SIMPLE);
 }
 
 // ---- cuts ----------------------------------------------------------------------------------
@@ -1420,6 +1484,71 @@ TEST(CudaInit, BadLLSlotSizeIsRefused) {
   koloResult_t res = koloCommInitAllConfig(&comm, 1, nullptr, &cfg);
   EXPECT_EQ(res, koloInvalidArgument);
   EXPECT_CONTAINS(koloGetLastError(nullptr), "KOLO_LL_SLOT_BYTES");
+}
+
+// A KOLO_PROTO kolo cannot read fails init with a sentence naming the
+// value and what is wrong, before any device is touched.
+TEST(CudaInit, UnreadableKoloProtoIsRefused) {
+  const std::pair<const char *, const char *> cases[] = {
+      {"allreduce:LL;bcast:Simple", "KOLO_PROTO / NCCL_PROTO \"allreduce:LL;bcast:Simple\": no collective ("},
+      {"LL,LL64", "KOLO_PROTO / NCCL_PROTO \"LL,LL64\": no protocol (kolo has LL and Simple) named \"LL64\""},
+      {"LL128", "\"LL128\": allows neither LL nor Simple (LL128 is not in kolo) in the entry \"LL128\""},
+      {"broadcast:", "\"broadcast:\": has an empty protocol list or name in the entry \"broadcast:\""}};
+  koloConfig_t cfg = cuda_config();
+  for (const auto &c : cases) {
+    kt::ScopedEnv env("KOLO_PROTO", c.first);
+    koloComm_t comm = nullptr;
+    EXPECT_EQ(koloCommInitAllConfig(&comm, 1, nullptr, &cfg), koloInvalidArgument) << c.first;
+    EXPECT_CONTAINS(koloGetLastError(nullptr), c.second);
+    EXPECT_EQ(comm, nullptr);
+  }
+}
+
+// One rank's init of a CUDA comm of n ranks, rank 1 with KOLO_PROTO
+// `odd` and the others with `common` (nullptr: unset): 0 when what it
+// returned says `want` ("" : nothing of KOLO_PROTO), else 1 with a line.
+int proto_init_child(int rank, const koloUniqueId &id, int n, const char *common, const char *odd,
+                     const std::string &want) {
+  const char *mine = rank == 1 ? odd : common;
+  if (mine) setenv("KOLO_PROTO", mine, 1);
+  else unsetenv("KOLO_PROTO");
+  koloConfig_t cfg = cuda_config();
+  koloComm_t comm = nullptr;
+  koloResult_t r = koloCommInitRankConfig(&comm, n, id, rank, &cfg);
+  std::string msg = r == koloSuccess ? "" : koloGetLastError(nullptr);
+  if (comm) koloCommDestroy(comm);
+  bool ok = want.empty() ? msg.find("KOLO_PROTO") == std::string::npos
+                         : r == koloInvalidUsage && msg.find(want) != std::string::npos;
+  if (!ok) std::fprintf(stderr, "rank %d: %s: \"%s\" (wanted \"%s\")\n", rank, koloGetErrorString(r), msg.c_str(), want.c_str());
+  return ok ? 0 : 1;
+}
+
+// Ranks that give different KOLO_PROTO values would run one transfer LL
+// at one end and Simple at the other: init fails on every rank, naming
+// both choices; ranks that agree get past the check.
+TEST(CudaInit, KoloProtoDiffersBetweenRanks) {
+  const int n = 3;
+  std::string id_error;
+  auto res = kt::run_children_with_id(
+      n,
+      [&](int rank, const koloUniqueId &id) {
+        std::string want = rank == 1 ? "rank 1: KOLO_PROTO (or NCCL_PROTO) differs between ranks, and must be alike "
+                                       "on all: rank 0 allows LL and Simple, this rank allows allreduce:Simple (its "
+                                       "value: \"allreduce:^LL\")"
+                                     : "KOLO_PROTO (or NCCL_PROTO) differs between ranks, and must be alike on all: "
+                                       "rank 1 allows allreduce:Simple, this rank allows LL and Simple (its value: "
+                                       "\"unset\")";
+        return proto_init_child(rank, id, n, nullptr, "allreduce:^LL", want);
+      },
+      60000, nullptr, &id_error);
+  EXPECT_EQ(id_error, "");
+  EXPECT_EQ(kt::children_failures(res), "");
+  // the same choice in two spellings: alike
+  res = kt::run_children_with_id(
+      n, [&](int rank, const koloUniqueId &id) { return proto_init_child(rank, id, n, "allreduce:Simple", "allreduce:^LL", ""); },
+      60000, nullptr, &id_error);
+  EXPECT_EQ(id_error, "");
+  EXPECT_EQ(kt::children_failures(res), "");
 }
 
 #else

@@ -4,7 +4,8 @@
  *     a value read must read back the same when printed in decimal;
  *   KOLO_ALGO (ring/algo.c) -- auto, an algorithm whose name reads back
  *     as the value, or -2;
- *   KOLO_PROTO (core/proto_env.c) -- a set within {LL, Simple}, or -1;
+ *   KOLO_PROTO (core/proto_select.c) -- a record the wire check takes,
+ *     whose text reads back as it, or a refusal with a sentence;
  *   KOLO_ROOT / KOLO_COMM_ID (core/rendezvous.c) -- host and port split
  *     within the buffer, the port a suffix of the value.
  * Booleans (KOLO_SHM_DISABLE...) are integers, read by the first. */
@@ -13,6 +14,7 @@
 
 #include "common/config.h"
 #include "core/comm.h"
+#include "core/proto_select.h"
 #include "core/rendezvous.h"
 #include "ring/algo.h"
 #include "tests/fuzz/fuzz_util.h"
@@ -33,9 +35,18 @@ static void check_algo(const char *v) {
 }
 
 static void check_proto(const char *v) {
-  int ll128 = 0, set = kolo_proto_parse(v, &ll128);
-  FUZZ_REQUIRE(set >= -1 && set <= 3);
-  FUZZ_REQUIRE(ll128 == 0 || ll128 == 1);
+  char why[256] = "", text[160];
+  int ll128 = 0, off = kolo_proto_off_parse(v, &ll128, why, sizeof why);
+  FUZZ_REQUIRE(off >= KOLO_PROTO_NONE_LEFT && ll128 >= 0 && ll128 <= 1);
+  if (off < 0) {
+    FUZZ_REQUIRE(strncmp(why, "KOLO_PROTO", 10) == 0);
+    return;
+  }
+  FUZZ_REQUIRE(kolo_proto_off_wrong((uint32_t)off) == NULL);
+  if (off == 0) return;
+  /* the text of a record (messages) reads back as that record */
+  int again = kolo_proto_off_parse(kolo_proto_off_text((uint32_t)off, text, sizeof text), &ll128, why, sizeof why);
+  FUZZ_REQUIRE(again == off);
 }
 
 static void check_host_port(const char *v) {

@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 
 #include "core/comm_wire.h"
+#include "core/proto_select.h"
 #include "fusion/negotiate_wire.h"
 #include "kolo_fusion.h"
 #include "transport/bootstrap_wire.h"
@@ -206,7 +207,9 @@ static void uid_records(void) {
 
 static void comm_records(void) {
   uint8_t b[64];
-  kolo_comm_shape s = {4, 8, koloMemCuda, 8192, 1 << 20, 1 << 16, -1};
+  kolo_comm_shape s = {.nchannels = 4, .nslots = 8, .memory = koloMemCuda, .ll_slot_bytes = 8192,
+                       .slot_bytes = 1 << 20, .ll_threshold = 1 << 16, .algo = -1,
+                       .proto_off = KOLO_PROTO_OFF_LL}; /* KOLO_PROTO=allreduce:Simple */
   kolo_encode_comm_shape(&s, b);
   put_record("shape", 1, 0, b, KOLO_COMM_SHAPE_BYTES);
   kolo_split_entry e = {1, -2, 3};
