@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "core/comm.h"
 #include "ring/algo_select.h"
+#include "ring/tuning.h"
 
 static int bucket(size_t bytes) {
   int b = 0;
@@ -34,7 +35,9 @@ void kolo_comm_log_choice(struct koloComm *c, size_t bytes, int channels, int al
   if (atomic_fetch_or(&c->algo_logged, bit) & bit) return;
   char why[256];
   costs(c, bytes, channels, why, sizeof why);
+  const int over = c->algo.tuned != NULL && kolo_tuned_override(c->algo.tuned, bytes, c->nranks) == algo;
   const char *how = c->algo.forced != KOLO_ALGO_AUTO ? "; forced by KOLO_ALGO"
+                    : over                            ? "; a KOLO_TUNING_FILE override"
                     : c->algo.tuned                   ? "; KOLO_TUNING_FILE's constants"
                                                       : "";
   KOLO_INFO("all-reduce of %zu B on %d ranks: %s (cost %s%s)", bytes, c->nranks, kolo_algo_name(algo), why, how);

@@ -7,11 +7,14 @@
  * and solve it for a (from the 8-byte time) and b (from the large one).
  * shm: the ranks as one host; socket: each rank its own KOLO_HOSTID, so
  * they meet over TCP as tests/ do.  ib is not measured yet (the file then
- * leaves it out, and kolo keeps the compiled constant).  --quick: few
- * iterations and 1 MiB, for tests. */
+ * leaves it out, and kolo keeps the compiled constant).  Then, on shm, the
+ * crossovers: which all-reduce algorithm is fastest at each size, written
+ * as overrides for N ranks (perf_tune_algos.c).  --quick: few iterations
+ * and sizes, for tests. */
 #define _GNU_SOURCE
 #include "perf/perf_tune.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,13 +23,7 @@
 #include <unistd.h>
 
 #include "kolo.h"
-#include "ring/tuning.h"
-
-typedef struct {
-  int nranks, iters;
-  size_t big;
-  const char *out;
-} tune_args;
+#include "perf/perf_tune_int.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -34,29 +31,50 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Seconds per all-reduce of `bytes`, after one warm-up call. */
+/* Seconds per all-reduce of `bytes`, after min(iters, 16) warm-up calls
+ * (a pipe's 8 slots of shared memory fault their pages in on first use:
+ * a few calls of a size touch them all); every rank makes the same number
+ * of calls. */
 static double time_all_reduce(koloComm_t comm, char *buf, size_t bytes, int iters) {
-  if (koloAllReduce(buf, buf, bytes, koloUint8, koloSum, comm, NULL) != koloSuccess) return -1;
+  for (int i = 0; i < (iters < 16 ? iters : 16); i++)
+    if (koloAllReduce(buf, buf, bytes, koloUint8, koloSum, comm, NULL) != koloSuccess) return -1;
   double t0 = now_s();
   for (int i = 0; i < iters; i++)
     if (koloAllReduce(buf, buf, bytes, koloUint8, koloSum, comm, NULL) != koloSuccess) return -1;
   return (now_s() - t0) / iters;
 }
 
-/* One forked rank: its two times go to fd (rank 0 only). */
-static int rank_main(const tune_args *a, int link, koloUniqueId id, int rank, int fd) {
+/* Small all-reduces for 50 ms of rank 0's clock, before anything is
+ * timed: the ranks of the job before may still be leaving (measured: the
+ * first size of a job ran up to 200x slow without).  Every rank makes
+ * the same calls: each carries whether rank 0 wants another. */
+static int warm_up(koloComm_t comm, int rank) {
+  const double t0 = now_s();
+  for (uint8_t more = 1; more;) {
+    more = rank == 0 && now_s() - t0 < 0.05;
+    if (koloAllReduce(&more, &more, 1, koloUint8, koloMax, comm, NULL) != koloSuccess) return -1;
+  }
+  return 0;
+}
+
+/* One forked rank: the job's times go to fd (rank 0 only). */
+static int rank_main(const tune_args *a, const tune_job *j, koloUniqueId id, int rank, int fd) {
   char host[32];
-  snprintf(host, sizeof host, "tune-%d", link == KOLO_LINK_SOCKET ? rank : 0);
+  snprintf(host, sizeof host, "tune-%d", j->link == KOLO_LINK_SOCKET ? rank : 0);
   setenv("KOLO_HOSTID", host, 1);
-  setenv("KOLO_ALGO", "ring", 1);
+  setenv("KOLO_ALGO", j->algo, 1);
   koloComm_t comm;
   if (koloCommInitRank(&comm, a->nranks, id, rank) != koloSuccess) return 1;
-  char *buf = calloc(1, a->big);
-  double t[2] = {time_all_reduce(comm, buf, 8, a->iters * 10), time_all_reduce(comm, buf, a->big, a->iters)};
-  if (rank == 0 && write(fd, t, sizeof t) != (ssize_t)sizeof t) t[0] = -1;
+  size_t most = 8;
+  for (int i = 0; i < j->nsizes; i++) most = j->sizes[i] > most ? j->sizes[i] : most;
+  char *buf = calloc(1, most);
+  double t[TUNE_MAX_SIZES];
+  int bad = buf == NULL || warm_up(comm, rank) != 0;
+  for (int i = 0; i < j->nsizes && !bad; i++) bad = (t[i] = time_all_reduce(comm, buf, j->sizes[i], j->iters[i])) < 0;
+  if (!bad && rank == 0) bad = write(fd, t, (size_t)j->nsizes * sizeof t[0]) != (ssize_t)((size_t)j->nsizes * sizeof t[0]);
   koloCommDestroy(comm);
   free(buf);
-  return t[0] < 0 || t[1] < 0;
+  return bad;
 }
 
 /* Reads exactly n bytes; -1 on EOF or error. */
@@ -87,17 +105,16 @@ static int rank_id(int rank, int nranks, const int idp[2], koloUniqueId *id) {
   return ok ? 0 : -1;
 }
 
-/* A forked rank: its id, then its two times to fd (rank 0 only). */
-static int rank_start(const tune_args *a, int link, int rank, const int idp[2], int fd) {
+/* A forked rank: its id, then the job's times to fd (rank 0 only). */
+static int rank_start(const tune_args *a, const tune_job *j, int rank, const int idp[2], int fd) {
   koloUniqueId id;
   if (rank_id(rank, a->nranks, idp, &id) != 0) return 1;
-  return rank_main(a, link, id, rank, fd);
+  return rank_main(a, j, id, rank, fd);
 }
 
-/* The 8-byte and large all-reduce times of `link`, or -1.  This process
- * only forks and waits: it never starts a thread, so every fork is of a
- * single-threaded process. */
-static int measure(const tune_args *a, int link, double t[2]) {
+/* This process only forks and waits: it never starts a thread, so every
+ * fork is of a single-threaded process. */
+int perf_tune_measure(const tune_args *a, const tune_job *j, double *t) {
   int fds[2], idp[2], ok = 1;
   if (pipe(fds) != 0) return -1;
   if (pipe(idp) != 0) {
@@ -109,14 +126,14 @@ static int measure(const tune_args *a, int link, double t[2]) {
     pid_t pid = fork();
     if (pid == 0) {
       close(fds[0]);
-      _exit(rank_start(a, link, r, idp, fds[1]));
+      _exit(rank_start(a, j, r, idp, fds[1]));
     }
     ok &= pid > 0;
   }
   close(idp[0]);
   close(idp[1]);
   close(fds[1]);
-  ok &= read(fds[0], t, 2 * sizeof t[0]) == (ssize_t)(2 * sizeof t[0]);
+  ok &= read_full(fds[0], t, (size_t)j->nsizes * sizeof t[0]) == 0;
   close(fds[0]);
   for (int status, r = 0; r < a->nranks; r++) ok &= wait(&status) > 0 && WIFEXITED(status) && !WEXITSTATUS(status);
   return ok ? 0 : -1;
@@ -133,11 +150,11 @@ static void fit(const tune_args *a, const double t[2], kolo_tune_link *l) {
 }
 
 static int parse(int argc, char **argv, tune_args *a) {
-  *a = (tune_args){2, 50, (size_t)64 << 20, "kolo-tuning.txt"};
+  *a = (tune_args){2, 50, (size_t)64 << 20, "kolo-tuning.txt", 0};
   for (int i = 2; i < argc; i++) {
     if (strcmp(argv[i], "-P") == 0 && i + 1 < argc) a->nranks = atoi(argv[++i]);
     else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) a->out = argv[++i];
-    else if (strcmp(argv[i], "--quick") == 0) a->iters = 3, a->big = (size_t)1 << 20;
+    else if (strcmp(argv[i], "--quick") == 0) a->iters = 3, a->big = (size_t)1 << 20, a->quick = 1;
     else {
       fprintf(stderr, "usage: kolo-perf tune [-P RANKS (2..64)] [-o FILE] [--quick]\n");
       return strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0 ? 1 : -1;
@@ -148,26 +165,34 @@ static int parse(int argc, char **argv, tune_args *a) {
   return -1;
 }
 
+/* The ring's latency and bandwidth on each transport into f. */
+static int fit_links(const tune_args *a, kolo_tuning *f) {
+  static const int links[] = {KOLO_LINK_SHM, KOLO_LINK_SOCKET};
+  for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
+    tune_job j = {links[i], "ring", 2, {8, a->big}, {a->iters * 10, a->iters}};
+    double t[2];
+    if (perf_tune_measure(a, &j, t) != 0) {
+      fprintf(stderr, "kolo-perf tune: %s: the ranks failed (KOLO_DEBUG=WARN says why)\n", kolo_link_name(links[i]));
+      return -1;
+    }
+    fit(a, t, &f->link[links[i]]);
+    printf("%-8s 8 B all-reduce %9.2f us, %zu B %9.2f us -> alpha %.3g us, beta %.3g GB/s\n", kolo_link_name(links[i]),
+           t[0] * 1e6, a->big, t[1] * 1e6, f->link[links[i]].alpha_us, f->link[links[i]].beta_gbs);
+  }
+  return 0;
+}
+
 int perf_tune_main(int argc, char **argv) {
   tune_args a;
   int r = parse(argc, argv, &a);
   if (r != 0) return r > 0 ? 0 : 2;
   kolo_tuning f;
   memset(&f, 0, sizeof f);
-  static const int links[] = {KOLO_LINK_SHM, KOLO_LINK_SOCKET};
-  for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
-    double t[2];
-    if (measure(&a, links[i], t) != 0) {
-      fprintf(stderr, "kolo-perf tune: %s: the ranks failed (KOLO_DEBUG=WARN says why)\n", kolo_link_name(links[i]));
-      return 1;
-    }
-    fit(&a, t, &f.link[links[i]]);
-    printf("%-8s 8 B all-reduce %9.2f us, %zu B %9.2f us -> alpha %.3g us, beta %.3g GB/s\n", kolo_link_name(links[i]),
-           t[0] * 1e6, a.big, t[1] * 1e6, f.link[links[i]].alpha_us, f.link[links[i]].beta_gbs);
-  }
+  if (fit_links(&a, &f) != 0 || perf_tune_crossovers(&a, &f) != 0) return 1;
   FILE *out = fopen(a.out, "w");
-  char note[96];
-  snprintf(note, sizeof note, "kolo-perf tune -P %d: ring all-reduce fits; ib not measured", a.nranks);
+  char note[128];
+  snprintf(note, sizeof note, "kolo-perf tune -P %d: ring all-reduce fits, crossovers on shm; ib not measured",
+           a.nranks);
   if (out == NULL || kolo_tuning_write(out, &f, note) != 0 || fclose(out) != 0) {
     perror(a.out);
     return 1;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The all-reduce algorithms side by side on this machine's CPUs: kolo-perf
-# over NP forked processes with KOLO_ALGO = each of ALGOS in turn (and the
-# cost model's own choice, "auto"), and Open MPI's over NP processes
-# (kolo-mpi-ref under mpirun, where it was built), float32, sizes MINBYTES ..
+# The algorithms of a collective (COLL, default all_reduce) side by side on
+# this machine's CPUs: kolo-perf over NP forked processes with KOLO_ALGO =
+# each of ALGOS in turn (and the cost model's own choice, "auto"), and Open
+# MPI's over NP processes (kolo-mpi-ref under mpirun, where it was built),
+# float32, sizes MINBYTES ..
 # MAXBYTES by factors of 2.  The runs alternate (one of each, REPEATS times),
 # so that a noisy minute spreads over all of them; the medians of the
 # out-of-place and in-place times per size are printed, with each
@@ -10,8 +11,10 @@
 #
 #   perf/run_host_algos.sh                       # 4 processes, 8 B .. 4 KiB, ring rd rabenseifner auto
 #   NP=8 MAXBYTES=64M ALGOS="ring rabenseifner" perf/run_host_algos.sh
+#   COLL=broadcast ALGOS="broadcast:ring broadcast:tree" perf/run_host_algos.sh
 #
-# Environment: BUILD (build), NP (4), ALGOS ("ring rd rabenseifner auto"),
+# Environment: BUILD (build), COLL (all_reduce), NP (4), ALGOS ("ring rd
+# rabenseifner auto"),
 # REPEATS (5), ITERS (1000), WARMUP (100), MINBYTES (8), MAXBYTES (4K),
 # CHECK (1: every element checked, outside the timed loop), MPI (1: run
 # kolo-mpi-ref too; mpirun --bind-to none, as kolo-perf does not bind), OUT
@@ -19,6 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
+COLL=${COLL:-all_reduce}
 NP=${NP:-4}
 ALGOS=${ALGOS:-ring rd rabenseifner auto}
 REPEATS=${REPEATS:-5}
@@ -39,23 +43,24 @@ fi
 OUT=${OUT:-$(mktemp -d -t kolo-host-algos.XXXXXX)}
 mkdir -p "$OUT"
 sweep=(-b "$MINBYTES" -e "$MAXBYTES" -f 2 -n "$ITERS" -w "$WARMUP" -c "$CHECK")
-echo "# float32 all_reduce, $NP processes, $(nproc) cores, KOLO_ALGO in: $ALGOS; raw results in $OUT"
+echo "# float32 $COLL, $NP processes, $(nproc) cores, KOLO_ALGO in: $ALGOS; raw results in $OUT"
 names=()
-for a in $ALGOS; do names+=("$a"); done
+for a in $ALGOS; do names+=("${a//[:;,^]/_}"); done
 [ "$MPI" = 1 ] && names+=(ompi)
 for i in $(seq 1 "$REPEATS"); do
   for a in $ALGOS; do
     echo "# run $i/$REPEATS: KOLO_ALGO=$a"
+    f="$OUT/${a//[:;,^]/_}.$i"  # a file name: broadcast:tree -> broadcast_tree
     if [ "$a" = auto ]; then
-      env -u KOLO_ALGO "$BUILD/bin/kolo-perf" all_reduce -p "$NP" "${sweep[@]}" --json "$OUT/$a.$i.json" > "$OUT/$a.$i.txt"
+      env -u KOLO_ALGO "$BUILD/bin/kolo-perf" "$COLL" -P "$NP" "${sweep[@]}" --json "$f.json" > "$f.txt"
     else
-      KOLO_ALGO=$a "$BUILD/bin/kolo-perf" all_reduce -p "$NP" "${sweep[@]}" --json "$OUT/$a.$i.json" > "$OUT/$a.$i.txt"
+      KOLO_ALGO=$a "$BUILD/bin/kolo-perf" "$COLL" -P "$NP" "${sweep[@]}" --json "$f.json" > "$f.txt"
     fi
   done
   if [ "$MPI" = 1 ]; then
     echo "# run $i/$REPEATS: kolo-mpi-ref (mpirun -np $NP --bind-to none)"
     mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$NP" \
-      "$BUILD/bin/kolo-mpi-ref" all_reduce "${sweep[@]}" --json "$OUT/ompi.$i.json" > "$OUT/ompi.$i.txt"
+      "$BUILD/bin/kolo-mpi-ref" "$COLL" "${sweep[@]}" --json "$OUT/ompi.$i.json" > "$OUT/ompi.$i.txt"
   fi
 done
 

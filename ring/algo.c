@@ -131,7 +131,7 @@ static int possible(const kolo_algo_topo *t, int a) {
 
 int kolo_algo_choose(const kolo_algo_topo *t, size_t bytes, int channels) {
   if (t->forced != KOLO_ALGO_AUTO) return possible(t, t->forced) ? t->forced : KOLO_ALGO_RING;
-  int o = t->tuned ? kolo_tuned_override(t->tuned, bytes) : -1; /* tuning hook */
+  int o = t->tuned ? kolo_tuned_override(t->tuned, bytes, t->nranks) : -1; /* tuning hook */
   if (o >= 0 && possible(t, o) && kolo_algo_may_run(t, o)) return o;
   int best = KOLO_ALGO_RING; /* also when KOLO_ALGO's set leaves nothing possible */
   double best_cost = -1;

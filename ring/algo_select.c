@@ -121,10 +121,12 @@ int kolo_algo_allow_single(unsigned allowed) {
   return KOLO_ALGO_AUTO;
 }
 
-/* 1 when a tuning file's override names algo. */
+/* 1 when a tuning file's override for t's rank count names algo. */
 static int tuned_names(const kolo_algo_topo *t, int algo) {
-  for (int i = 0; t->tuned != NULL && i < t->tuned->noverrides; i++)
-    if (t->tuned->ov[i].algo == algo) return 1;
+  for (int i = 0; t->tuned != NULL && i < t->tuned->noverrides; i++) {
+    const kolo_tune_override *o = &t->tuned->ov[i];
+    if (o->algo == algo && (o->nranks == 0 || o->nranks == t->nranks)) return 1;
+  }
   return 0;
 }
 

@@ -9,7 +9,7 @@
 #include "ring/sched_file.h"
 
 #define MAX_LINE 256
-#define MAX_WORDS 6
+#define MAX_WORDS 8
 
 static const char *const link_names[KOLO_LINK_NUM] = {"shm", "socket", "ib", "cuda-p2p"};
 
@@ -73,8 +73,19 @@ static int link_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
   return bad(c, "no transport (shm, socket, ib, cuda-p2p) named", w[1]);
 }
 
+/* "ranks N" at w[0..1]: N in 1..2^20 into *out. */
+static int ranks_words(const ctx *c, char *w[], int *out) {
+  char *end;
+  if (strcmp(w[0], "ranks") != 0) return bad(c, "after MAX_BYTES an override takes \"ranks N\", not", w[0]);
+  long v = (*w[1] >= '1' && *w[1] <= '9') ? strtol(w[1], &end, 10) : -1;
+  if (v < 1 || v > (1 << 20) || *end != '\0') return bad(c, "ranks is a whole number in 1..2^20, not", w[1]);
+  *out = (int)v;
+  return 0;
+}
+
 static int override_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
-  if (n != 5) return bad(c, "an override line is: override allreduce ALGORITHM MIN_BYTES MAX_BYTES", NULL);
+  if (n != 5 && n != 7)
+    return bad(c, "an override line is: override allreduce ALGORITHM MIN_BYTES MAX_BYTES [ranks N]", NULL);
   if (strcmp(w[1], "allreduce") != 0) return bad(c, "only the all-reduce has a choice of algorithm, not", w[1]);
   if (f->noverrides == KOLO_TUNING_MAX_OVERRIDES) return bad(c, "more than 32 overrides", NULL);
   kolo_tune_override *o = &f->ov[f->noverrides];
@@ -82,6 +93,8 @@ static int override_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
   if (o->algo < 0) return bad(c, "no algorithm (ring, hier, rd, rabenseifner, direct) named", w[2]);
   if (bytes(c, w[3], &o->lo) || bytes(c, w[4], &o->hi)) return -1;
   if (o->lo > o->hi) return bad(c, "the size range is empty: min is above max", NULL);
+  o->nranks = 0;
+  if (n == 7 && ranks_words(c, w + 5, &o->nranks)) return -1;
   f->noverrides++;
   return 0;
 }
@@ -132,10 +145,14 @@ void kolo_tuning_resolve(const kolo_tuning *f, int host_link, int net_link, kolo
   memcpy(out->ov, f->ov, sizeof f->ov);
 }
 
-/* The first override whose range holds bytes wins. */
-int kolo_tuned_override(const kolo_tuned *t, size_t bytes) {
+static int holds(const kolo_tune_override *o, size_t bytes, int nranks) {
+  return bytes >= o->lo && bytes <= o->hi && (o->nranks == 0 || o->nranks == nranks);
+}
+
+/* The first override whose range (and rank count) holds the call wins. */
+int kolo_tuned_override(const kolo_tuned *t, size_t bytes, int nranks) {
   for (int i = 0; i < t->noverrides; i++)
-    if (bytes >= t->ov[i].lo && bytes <= t->ov[i].hi) return t->ov[i].algo;
+    if (holds(&t->ov[i], bytes, nranks)) return t->ov[i].algo;
   return -1;
 }
 
@@ -144,8 +161,10 @@ int kolo_tuning_write(FILE *out, const kolo_tuning *f, const char *comment) {
   if (comment) fprintf(out, "# %s\n", comment);
   for (int l = 0; l < KOLO_LINK_NUM; l++)
     if (f->link[l].set) fprintf(out, "link %s %.6g %.6g\n", link_names[l], f->link[l].alpha_us, f->link[l].beta_gbs);
-  for (int i = 0; i < f->noverrides; i++)
-    fprintf(out, "override allreduce %s %llu %llu\n", kolo_algo_name(f->ov[i].algo), (unsigned long long)f->ov[i].lo,
+  for (int i = 0; i < f->noverrides; i++) {
+    fprintf(out, "override allreduce %s %llu %llu", kolo_algo_name(f->ov[i].algo), (unsigned long long)f->ov[i].lo,
             (unsigned long long)f->ov[i].hi);
+    fprintf(out, f->ov[i].nranks > 0 ? " ranks %d\n" : "\n", f->ov[i].nranks);
+  }
   return ferror(out) ? -1 : 0;
 }

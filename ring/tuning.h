@@ -7,6 +7,7 @@
  *   link shm 0.8 9.5              # transport, alpha (us), beta (GB/s)
  *   link socket 18 1.1
  *   override allreduce rd 0 65536 # collective, algorithm, bytes min..max
+ *   override allreduce direct 65537 1048576 ranks 8   # ... for 8 ranks only
  *
  * Transports: shm (ranks of one host, host memory), socket and ib (the
  * network), cuda-p2p (ranks of one host, CUDA memory).  A transport the
@@ -36,6 +37,7 @@ typedef struct {
 typedef struct {
   int algo;         /* KOLO_ALGO_* (ring/algo.h) */
   uint64_t lo, hi;  /* all-reduces of lo..hi bytes */
+  int nranks;       /* on communicators of this many ranks; 0: any */
 } kolo_tune_override;
 
 typedef struct {
@@ -59,8 +61,9 @@ int kolo_tuning_parse(const char *text, size_t len, const char *name, kolo_tunin
 /* The constants of one communicator: host_link (shm or cuda-p2p) within a
  * host, net_link (socket or ib) between hosts. */
 void kolo_tuning_resolve(const kolo_tuning *f, int host_link, int net_link, kolo_tuned *out);
-/* The algorithm an override gives an all-reduce of `bytes`, or -1. */
-int kolo_tuned_override(const kolo_tuned *t, size_t bytes);
+/* The algorithm an override gives an all-reduce of `bytes` on nranks
+ * ranks, or -1. */
+int kolo_tuned_override(const kolo_tuned *t, size_t bytes, int nranks);
 /* "shm", "socket", "ib", "cuda-p2p". */
 const char *kolo_link_name(int link);
 /* Writes f as a tuning file that kolo_tuning_parse reads back. */

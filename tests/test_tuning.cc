@@ -112,8 +112,35 @@ TEST(Tuning, ParsesLinksAndOverrides) {
   kolo_tuning_resolve(&f, KOLO_LINK_SHM, KOLO_LINK_IB, &t);
   EXPECT_DOUBLE_EQ(t.a_host, 0.5e-6);
   EXPECT_EQ(t.a_net, 0.0);  // ib left out: the compiled constant stays
-  EXPECT_EQ(kolo_tuned_override(&t, 100), KOLO_ALGO_RD);
-  EXPECT_EQ(kolo_tuned_override(&t, 5000), -1);
+  EXPECT_EQ(kolo_tuned_override(&t, 100, 4), KOLO_ALGO_RD);
+  EXPECT_EQ(kolo_tuned_override(&t, 5000, 4), -1);
+}
+
+// "ranks N" narrows an override to communicators of N ranks: a file may
+// hold what kolo-perf tune measured at several rank counts.
+TEST(Tuning, OverridesForARankCount) {
+  kolo_tuning f;
+  std::string why;
+  ASSERT_EQ(parse("kolo-tuning 1\noverride allreduce direct 1000 2000 ranks 8\n"
+                  "override allreduce ring 1000 2000 ranks 4\noverride allreduce rd 0 1500\n",
+                  &f, &why),
+            0)
+      << why;
+  EXPECT_EQ(f.ov[0].nranks, 8);
+  EXPECT_EQ(f.ov[2].nranks, 0);
+  kolo_tuned t;
+  kolo_tuning_resolve(&f, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &t);
+  EXPECT_EQ(kolo_tuned_override(&t, 1500, 8), KOLO_ALGO_DIRECT);
+  EXPECT_EQ(kolo_tuned_override(&t, 1500, 4), KOLO_ALGO_RING);
+  EXPECT_EQ(kolo_tuned_override(&t, 1500, 5), KOLO_ALGO_RD);  // no entry for 5: the one for any count
+  EXPECT_EQ(kolo_tuned_override(&t, 1800, 5), -1);
+  kolo_algo_topo four{4, 1, 4, KOLO_ALGO_AUTO, 0, 0, &t, 0}, eight{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, &t, 0};
+  EXPECT_FALSE(kolo_algo_may_run(&four, KOLO_ALGO_DIRECT));  // named for 8 ranks only
+  EXPECT_TRUE(kolo_algo_may_run(&eight, KOLO_ALGO_DIRECT));
+  for (const char *bad : {"ranks 0", "ranks -1", "ranks 4x", "ranks", "rank 4", "ranks 2000000"}) {
+    EXPECT_EQ(parse(std::string("kolo-tuning 1\noverride allreduce rd 0 1 ") + bad + "\n", &f, &why), -1) << bad;
+    EXPECT_NE(why.find("t.tune:2:"), std::string::npos) << why;
+  }
 }
 
 TEST(Tuning, RefusesWithFileAndLine) {
@@ -141,7 +168,9 @@ TEST(Tuning, WriteReadsBack) {
   f.link[KOLO_LINK_SHM] = {1, 0.75, 9.5};
   f.link[KOLO_LINK_SOCKET] = {1, 25, 1.1};
   f.noverrides = 1;
-  f.ov[0] = {KOLO_ALGO_RABENSEIFNER, 1024, 65536};
+  f.ov[0] = {KOLO_ALGO_RABENSEIFNER, 1024, 65536, 0};
+  f.ov[1] = {KOLO_ALGO_DIRECT, 65537, 1 << 20, 8};
+  f.noverrides = 2;
   char *text = nullptr;
   size_t len = 0;
   FILE *m = open_memstream(&text, &len);
@@ -153,6 +182,10 @@ TEST(Tuning, WriteReadsBack) {
   EXPECT_DOUBLE_EQ(g.link[KOLO_LINK_SHM].alpha_us, 0.75);
   EXPECT_DOUBLE_EQ(g.link[KOLO_LINK_SOCKET].beta_gbs, 1.1);
   EXPECT_EQ(g.ov[0].hi, 65536u);
+  ASSERT_EQ(g.noverrides, 2);
+  EXPECT_EQ(g.ov[0].nranks, 0);
+  EXPECT_EQ(g.ov[1].algo, KOLO_ALGO_DIRECT);
+  EXPECT_EQ(g.ov[1].nranks, 8);
 }
 
 // Two files that differ as the model says: a fast-latency host link makes

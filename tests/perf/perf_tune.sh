@@ -15,12 +15,23 @@ head -1 "$WORK/t.tune" | grep -qx "kolo-tuning 1" || fail "no header line in $(c
 for l in shm socket; do
   grep -Eq "^link $l [0-9.e+-]+ [0-9.e+-]+$" "$WORK/t.tune" || fail "no $l line in $(cat "$WORK/t.tune")"
 done
+# the crossovers: overrides for 2 ranks that cover every size once, in order
+awk '/^override/ {
+       if ($2 != "allreduce" || $3 !~ /^(ring|rd|rabenseifner|direct)$/ || $6 != "ranks" || $7 != 2) bad = 1
+       if ($4 != next_lo) bad = 1
+       next_lo = $5 + 1; n++ }
+     BEGIN { next_lo = 0 }
+     END { exit !(n > 0 && !bad && next_lo == 4611686018427387904) }' "$WORK/t.tune" ||
+  fail "the overrides do not cover 0 .. 2^62-1 once for 2 ranks: $(cat "$WORK/t.tune")"
+want=$(awk '/^override/ && $4 == 0 { print $3 }' "$WORK/t.tune")
 
 KOLO_TUNING_FILE="$WORK/t.tune" KOLO_DEBUG=INFO "$BIN" -P 2 -b 8 -e 4K -f 8 -n 1 -w 0 all_reduce > "$WORK/out.txt" 2>&1 ||
   fail "kolo-perf all_reduce with the tuned file"
 grep -q "KOLO_TUNING_FILE=$WORK/t.tune" "$WORK/out.txt" || fail "the file was not loaded"
 n=$(grep -c "all-reduce of 8 B on 2 ranks" "$WORK/out.txt")
 [ "$n" -eq 1 ] || fail "the 8 B choice was logged $n times, not once"
+grep -q "all-reduce of 8 B on 2 ranks: $want (.*a KOLO_TUNING_FILE override)" "$WORK/out.txt" ||
+  fail "8 B did not run the override's $want"
 
 printf 'kolo-tuning 1\nlink shm 1 2\nlink shm 1 nope\n' > "$WORK/bad.tune"
 KOLO_TUNING_FILE="$WORK/bad.tune" "$BIN" -P 2 -b 8 -e 8 -n 1 -w 0 all_reduce > "$WORK/out.txt" 2>&1 &&
