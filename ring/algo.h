@@ -57,11 +57,16 @@
  * runs the ring (the communicator says so once, at INFO, at init).
  *
  * The model never picks direct by itself: it runs where KOLO_ALGO's set
- * holds it or a tuning file's override names it.  Its two dependent
- * exchanges win only where every rank runs at once (a core or an SM each);
- * where ranks outnumber cores, as on this project's 2-core machine, each
- * phase waits for all n-1 peers to be scheduled, and it lost to recursive
- * doubling at every size measured (README, "All-reduce algorithms").
+ * holds it or a tuning file's override names it.  What decides between it
+ * and the ring is what a wait costs, and that the model cannot say: with
+ * a core per rank the ring's fused steps and fewer passes should win;
+ * where ranks outnumber cores every wait of the ring's 2(n-1) costs a
+ * time slice, and on this project's 2-core VM the direct one was the
+ * fastest from 128 KiB to 1 MiB at 4 and 8 ranks (1.7x the ring at
+ * 1 MiB, 4 ranks), where this model would put its crossover with the
+ * ring near 40 KiB.  kolo-perf tune measures such crossovers and writes
+ * them as overrides (docs/tuning.md); README, "All-reduce algorithms",
+ * has the figures.
  *
  * Broadcast (kolo_bcast_choose): with k = ceil(log2 n),
  *   chain: T = (n-1) a + S / b            (ring_links' a and b)

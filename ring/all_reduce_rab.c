@@ -126,20 +126,10 @@ static koloResult_t extra_program(int n, int rank, kolo_program *p) {
   return koloSuccess;
 }
 
+static koloResult_t program_of(int n, int rank, kolo_program *p) {
+  return kolo_rd_index(n, rank) < 0 ? extra_program(n, rank, p) : rab_program(n, rank, p);
+}
+
 koloResult_t kolo_sched_all_reduce_rab(int n, int rank, kolo_program *out) {
-  kolo_program p = {0};
-  koloResult_t res;
-  if (n == 1) {
-    res = kolo_program_alloc(&p, 1, KOLO_LAYOUT_RING);
-    if (res == koloSuccess) kolo_program_set(&p, 0, KOLO_STEP_COPY, KOLO_STEP_FINAL, KOLO_BUF_IN, 0, KOLO_BUF_OUT, 0);
-  } else {
-    res = kolo_rd_index(n, rank) < 0 ? extra_program(n, rank, &p) : rab_program(n, rank, &p);
-  }
-  if (res != koloSuccess) {
-    kolo_program_free(&p);
-    return res;
-  }
-  kolo_program_index_peers(&p);
-  *out = p;
-  return koloSuccess;
+  return kolo_sched_peer_all_reduce(n, rank, KOLO_LAYOUT_RING, program_of, out);
 }

@@ -73,6 +73,24 @@ const char *kolo_coll_name(int coll) {
   return (coll >= 0 && coll < KOLO_COLL_NUM) ? names[coll] : "?";
 }
 
+koloResult_t kolo_sched_peer_all_reduce(int n, int rank, int layout, kolo_peer_builder build, kolo_program *out) {
+  kolo_program p = {0};
+  koloResult_t res;
+  if (n == 1) {
+    res = kolo_program_alloc(&p, 1, layout);
+    if (res == koloSuccess) kolo_program_set(&p, 0, KOLO_STEP_COPY, KOLO_STEP_FINAL, KOLO_BUF_IN, 0, KOLO_BUF_OUT, 0);
+  } else {
+    res = build(n, rank, &p);
+  }
+  if (res != koloSuccess) {
+    kolo_program_free(&p);
+    return res;
+  }
+  kolo_program_index_peers(&p);
+  *out = p;
+  return koloSuccess;
+}
+
 /* The all-reduce of algorithm `algo` (ring/algo.h). */
 static koloResult_t all_reduce(const kolo_ring *ring, int rank, int algo, kolo_program *out) {
   switch (algo) {

@@ -96,6 +96,12 @@ enum { KOLO_HIER_INTRA_RS = 0, KOLO_HIER_INTER_AR, KOLO_HIER_INTRA_AG, KOLO_HIER
 koloResult_t kolo_sched_all_reduce_hier(const kolo_ring *intra, const kolo_ring *inter, int rank,
                                         int phase, kolo_program *out);
 
+/* The frame of the multi-peer all-reduces: on 1 rank one FINAL copy (in
+ * `layout`), else build(n, rank, p); then the peers indexed.  *out is
+ * untouched on failure. */
+typedef koloResult_t (*kolo_peer_builder)(int n, int rank, kolo_program *p);
+koloResult_t kolo_sched_peer_all_reduce(int n, int rank, int layout, kolo_peer_builder build, kolo_program *out);
+
 /* Allocates p->steps for n steps and sets the header (peers -1). */
 koloResult_t kolo_program_alloc(kolo_program *p, int nsteps, int layout);
 /* Appends nothing: sets step i. */

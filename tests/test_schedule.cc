@@ -2381,6 +2381,26 @@ TEST(ScheduleChecker, AgreesWithTheModelOnBrokenPrograms) {
 
 // ---- recursive doubling and Rabenseifner -----------------------------------------
 
+// Both ends of every pipe of progs (one per rank) name the same chunks in
+// the same order; [a][b]: how many chunks go from rank a to rank b.
+std::vector<std::vector<size_t>> expect_pipes_in_step(const std::vector<std::unique_ptr<Prog>> &progs,
+                                                      const std::string &what) {
+  const int n = (int)progs.size();
+  std::vector<std::vector<size_t>> chunks((size_t)n, std::vector<size_t>((size_t)n, 0));
+  for (int a = 0; a < n; a++)
+    for (int b = 0; b < n; b++) {
+      std::vector<int> st, rt;
+      const kolo_program &pa = progs[(size_t)a]->p, &pb = progs[(size_t)b]->p;
+      for (int i = 0; i < pa.nsteps; i++)
+        if (kolo_step_send_rank(&pa, &pa.steps[i]) == b) st.push_back(pa.steps[i].src_chunk);
+      for (int i = 0; i < pb.nsteps; i++)
+        if (kolo_step_recv_rank(&pb, &pb.steps[i]) == a) rt.push_back(pb.steps[i].dst_chunk);
+      EXPECT_EQ(st, rt) << what << " pipe " << a << "->" << b;
+      chunks[(size_t)a][(size_t)b] = st.size();
+    }
+  return chunks;
+}
+
 const int kDoublingAlgos[] = {KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER};
 // The multi-peer all-reduces: the doubling ones and the direct one.
 const int kPeerAlgos[] = {KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT};
@@ -2451,16 +2471,7 @@ TEST(ScheduleStructure, DoublingAllReducePrograms) {
       for (int c = 0; c < nchunks; c++)
         EXPECT_EQ(finals[(size_t)c], algo == KOLO_ALGO_RD ? kolo_pow2_floor(n) : 1) << "chunk " << c << " n " << n;
       // Both ends of every pipe name the same chunks in the same order.
-      for (int a = 0; a < n; a++)
-        for (int b = 0; b < n; b++) {
-          std::vector<int> st, rt;
-          const kolo_program &pa = progs[(size_t)a]->p, &pb = progs[(size_t)b]->p;
-          for (int i = 0; i < pa.nsteps; i++)
-            if (kolo_step_send_rank(&pa, &pa.steps[i]) == b) st.push_back(pa.steps[i].src_chunk);
-          for (int i = 0; i < pb.nsteps; i++)
-            if (kolo_step_recv_rank(&pb, &pb.steps[i]) == a) rt.push_back(pb.steps[i].dst_chunk);
-          EXPECT_EQ(st, rt) << kolo_algo_name(algo) << " n=" << n << " pipe " << a << "->" << b;
-        }
+      expect_pipes_in_step(progs, std::string(kolo_algo_name(algo)) + " n=" + std::to_string(n));
     }
 }
 
@@ -2499,17 +2510,10 @@ TEST(ScheduleStructure, DirectAllReducePrograms) {
       for (int c = 0; c < n; c++) EXPECT_EQ(reads[(size_t)c], n == 1 ? (c == 0) : 1) << "input chunk " << c;
     }
     for (int c = 0; c < n; c++) EXPECT_EQ(finals[(size_t)c], n == 1 ? (c == 0) : 1) << "chunk " << c << " n " << n;
+    std::vector<std::vector<size_t>> chunks = expect_pipes_in_step(progs, "direct n=" + std::to_string(n));
     for (int a = 0; a < n; a++)
-      for (int b = 0; b < n; b++) {
-        std::vector<int> st, rt;
-        const kolo_program &pa = progs[(size_t)a]->p, &pb = progs[(size_t)b]->p;
-        for (int i = 0; i < pa.nsteps; i++)
-          if (kolo_step_send_rank(&pa, &pa.steps[i]) == b) st.push_back(pa.steps[i].src_chunk);
-        for (int i = 0; i < pb.nsteps; i++)
-          if (kolo_step_recv_rank(&pb, &pb.steps[i]) == a) rt.push_back(pb.steps[i].dst_chunk);
-        EXPECT_EQ(st, rt) << "n=" << n << " pipe " << a << "->" << b;
-        EXPECT_EQ(st.size(), a == b || n == 1 ? 0u : 2u) << "n=" << n << " pipe " << a << "->" << b;
-      }
+      for (int b = 0; b < n; b++)
+        EXPECT_EQ(chunks[(size_t)a][(size_t)b], a == b || n == 1 ? 0u : 2u) << "n=" << n << " pipe " << a << "->" << b;
   }
 }
 
