@@ -172,9 +172,11 @@ double kolo_bcast_cost(int algo, const kolo_algo_topo *t, size_t bytes, int chan
   return k * a + k * S / b;
 }
 
+/* The tree only where KOLO_ALGO's broadcast entry allows it (algo.h: it
+ * lost to the chain wherever it was measured). */
 int kolo_bcast_may_run(const kolo_algo_topo *t, int algo) {
   if (algo != KOLO_ALGO_RING && algo != KOLO_ALGO_TREE) return 0;
-  if (t->bcast_allowed == 0) return !(t->no_auto_peers && algo == KOLO_ALGO_TREE);
+  if (t->bcast_allowed == 0) return algo == KOLO_ALGO_RING;
   return (t->bcast_allowed >> algo) & 1u;
 }
 

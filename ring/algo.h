@@ -72,9 +72,14 @@
  *   chain: T = (n-1) a + S / b            (ring_links' a and b)
  *   tree:  T = k a + k S / b              (the root sends every byte k
  *                                          times; network links across hosts)
- * so the tree wins small messages: on one host up to 20 KB at 4 ranks,
- * 40 KB at 8, 73 KB at 16; never at 3 (both are 2 hops) or 2.
- * KOLO_ALGO=broadcast:tree (or :ring) forces one (algo_select.h).
+ * so the model would give the tree small messages: on one host up to
+ * 20 KB at 4 ranks, 40 KB at 8, 73 KB at 16; never at 3 (both are 2 hops)
+ * or 2.  It weighs the tree only where KOLO_ALGO's broadcast entry allows
+ * it (broadcast:tree forces it, broadcast:ring,tree lets the model
+ * choose; algo_select.h): on this project's 2-core VM the chain was as
+ * fast or faster from 8 B to 128 KiB, with 4 ranks (tree 1.0-1.4x its
+ * time, but 0.96x at 128 KiB) and with 8 (1.0-1.4x), medians of 5
+ * alternating runs.
  *
  * The multi-peer algorithms (rd, rabenseifner, direct, tree) run over point-to-point
  * pipes.  On a CUDA communicator the model leaves them out (no_auto_peers)

@@ -18,8 +18,10 @@
  * reduce, allgather or reducescatter must leave the ring allowed (else kolo
  * would have nothing to run it with, and says so).  A one-name set forces
  * that algorithm ("broadcast:tree" runs every broadcast as a tree).  The
- * single names of old ("rd") are a one-name list.  Empty or unset: every
- * algorithm, the model chooses (algo.h's no_auto_peers still applies).
+ * single names of old ("rd") are a one-name list.  Empty or unset: the
+ * model chooses among the all-reduce's algorithms (algo.h's no_auto_peers
+ * still applies, and direct needs naming) and the broadcast keeps the
+ * chain (the tree needs naming: algo.h says why).
  */
 #ifndef KOLO_RING_ALGO_SELECT_H
 #define KOLO_RING_ALGO_SELECT_H
