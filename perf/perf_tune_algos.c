@@ -6,7 +6,8 @@
  * memory passes (ring/algo.h), and where ranks outnumber cores the waits
  * of an algorithm cost far more than its alpha: on this project's 2-core
  * VM the ring ran 1.7x slower than the direct all-reduce at 1 MiB with 4
- * processes though it makes fewer passes over memory.  A measured choice
+ * processes (waits polling 64 times) though it makes fewer passes over
+ * memory.  A measured choice
  * per size is what NCCL's tuner plugins give its users.
  *
  * Every algorithm runs the same sizes, REPEATS times, the algorithms in

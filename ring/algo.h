@@ -62,8 +62,9 @@
  * a core per rank the ring's fused steps and fewer passes should win;
  * where ranks outnumber cores every wait of the ring's 2(n-1) costs a
  * time slice, and on this project's 2-core VM the direct one was the
- * fastest from 128 KiB to 1 MiB at 4 and 8 ranks (1.7x the ring at
- * 1 MiB, 4 ranks), where this model would put its crossover with the
+ * fastest from 128 KiB to 1 MiB at 4 and 8 ranks with waits polling 64
+ * times (1.7x the ring at 1 MiB, 4 ranks), and from 32 to 128 KiB at 8
+ * ranks with 8 polls, where this model would put its crossover with the
  * ring near 40 KiB.  kolo-perf tune measures such crossovers and writes
  * them as overrides (docs/tuning.md); README, "All-reduce algorithms",
  * has the figures.
