@@ -19,21 +19,21 @@
  * another, but each costs the work of handing a slot over. */
 #define DIRECT_STEP 0.5
 
-/* ---- tuning hook: a tuning file's constants (ring/tuning.h), where the
- * communicator loaded one, in place of the compiled ones above.  Every
- * function below that reads them has its topology `t` in scope; kept as
- * macros so that the model's formulas stay as they are. */
-static const double def_a_host = A_HOST, def_b_host = B_HOST, def_a_net = A_NET, def_b_net = B_NET;
+/* The link constants the model reads: a tuning file's (ring/tuning.h)
+ * where the communicator loaded one with them, else the compiled ones
+ * above (tuning hook). */
+typedef struct {
+  double a_host, b_host, a_net, b_net;
+} links;
+
 static double tuned_or(double v, double def) { return v > 0 ? v : def; }
-#undef A_HOST
-#undef B_HOST
-#undef A_NET
-#undef B_NET
-#define A_HOST (t->tuned ? tuned_or(t->tuned->a_host, def_a_host) : def_a_host)
-#define B_HOST (t->tuned ? tuned_or(t->tuned->b_host, def_b_host) : def_b_host)
-#define A_NET (t->tuned ? tuned_or(t->tuned->a_net, def_a_net) : def_a_net)
-#define B_NET (t->tuned ? tuned_or(t->tuned->b_net, def_b_net) : def_b_net)
-/* ---- end of the tuning hook */
+
+static links links_of(const kolo_algo_topo *t) {
+  links l = {A_HOST, B_HOST, A_NET, B_NET};
+  if (t->tuned == NULL) return l;
+  return (links){tuned_or(t->tuned->a_host, l.a_host), tuned_or(t->tuned->b_host, l.b_host),
+                 tuned_or(t->tuned->a_net, l.a_net), tuned_or(t->tuned->b_net, l.b_net)};
+}
 
 static const char *const names[KOLO_ALGO_NUM] = {"ring", "hier", "rd", "rabenseifner", "tree", "direct"};
 
@@ -76,14 +76,16 @@ static flat_shape doubling_shape(int algo, int n) {
 }
 
 static double flat_cost(const kolo_algo_topo *t, flat_shape x, double S, int spread) {
-  if (t->nhosts <= 1) return x.steps * A_HOST + x.passes * S / B_HOST;
-  return x.steps * A_NET + x.passes * S / B_HOST + x.sent * S / (B_NET * spread);
+  const links l = links_of(t);
+  if (t->nhosts <= 1) return x.steps * l.a_host + x.passes * S / l.b_host;
+  return x.steps * l.a_net + x.passes * S / l.b_host + x.sent * S / (l.b_net * spread);
 }
 
 static double hier_cost(const kolo_algo_topo *t, double S) {
+  const links l = links_of(t);
   double H = t->nhosts, L = t->local;
-  return 2 * H * (L - 1) * A_HOST + 2 * (H - 1) * A_NET + 2 * (L - 1) / L * S / B_HOST +
-         2 * (H - 1) / H * (S / L) / B_NET;
+  return 2 * H * (L - 1) * l.a_host + 2 * (H - 1) * l.a_net + 2 * (L - 1) / L * S / l.b_host +
+         2 * (H - 1) / H * (S / L) / l.b_net;
 }
 
 double kolo_algo_cost(int algo, const kolo_algo_topo *t, size_t bytes, int channels) {
@@ -101,8 +103,15 @@ static void ring_links(const kolo_algo_topo *t, int channels, double *a, double 
   int multi = t->nhosts > 1;
   int spread = t->local > 0 && channels > t->local ? t->local : channels;
   if (!multi || spread < 1) spread = 1;
-  *a = multi ? A_NET : A_HOST;
-  *b = (multi ? B_NET : B_HOST) * spread;
+  const links l = links_of(t);
+  *a = multi ? l.a_net : l.a_host;
+  *b = (multi ? l.b_net : l.b_host) * spread;
+}
+
+/* One hop of S bytes: send, recv. */
+static double one_hop(const kolo_algo_topo *t, double S) {
+  const links l = links_of(t);
+  return t->nhosts > 1 ? l.a_net + S / l.b_net : l.a_host + S / l.b_host;
 }
 
 double kolo_coll_cost(int coll, const kolo_algo_topo *t, size_t bytes, int channels) {
@@ -115,7 +124,7 @@ double kolo_coll_cost(int coll, const kolo_algo_topo *t, size_t bytes, int chann
   case KOLO_COLL_BROADCAST: return kolo_bcast_cost(kolo_bcast_choose(t, bytes, channels), t, bytes, channels);
   case KOLO_COLL_REDUCE: return (n - 1) * a + S / b;
   case KOLO_COLL_SEND:
-  case KOLO_COLL_RECV: return t->nhosts > 1 ? A_NET + S / B_NET : A_HOST + S / B_HOST;
+  case KOLO_COLL_RECV: return one_hop(t, S);
   default: return (n - 1) * a + (n - 1) * S / b; /* reduce-scatter, all-gather, all-to-all, gather, scatter */
   }
 }
@@ -167,8 +176,9 @@ double kolo_bcast_cost(int algo, const kolo_algo_topo *t, size_t bytes, int chan
     return (n - 1) * a + S / b;
   }
   double k = ceil_log2(t->nranks);
-  a = t->nhosts > 1 ? A_NET : A_HOST;
-  b = t->nhosts > 1 ? B_NET : B_HOST;
+  const links l = links_of(t);
+  a = t->nhosts > 1 ? l.a_net : l.a_host;
+  b = t->nhosts > 1 ? l.b_net : l.b_host;
   return k * a + k * S / b;
 }
 
