@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -144,26 +145,37 @@ koloConfig_t cuda_config(int timeout_ms) {
   return cfg;
 }
 
+// Under KOLO_STALL_WARN_S=warn_s, KOLO_DEBUG=WARN into log_path and a
+// timeout of timeout_ms: both ranks make call #1 (LL), rank 0 alone call
+// #2; once rank 0's kernel gives up, `inside` looks at the world, and the
+// result is rank 0's asynchronous error (koloSuccess after a fatal
+// failure, which the caller checks).
+koloResult_t stall_until_timeout(const char *warn_s, int timeout_ms, const std::string &log_path,
+                                 const std::function<void(CudaWorld &)> &inside) {
+  ScopedEnv warn("KOLO_STALL_WARN_S", warn_s), level("KOLO_DEBUG", "WARN"), file("KOLO_DEBUG_FILE", log_path);
+  koloResetDebugInit();
+  koloConfig_t cfg = cuda_config(timeout_ms);
+  CudaWorld w(2, CudaWorld::Init::kInitAll, &cfg);
+  Bufs b;
+  start(w, b, kLL);
+  if (::testing::Test::HasFatalFailure()) return koloSuccess;
+  all_reduce(w, b, kLL, {0});
+  if (::testing::Test::HasFatalFailure()) return koloSuccess;
+  koloResult_t async = wait_for_timeout(w);
+  inside(w);
+  return async;
+}
+
 // KOLO_STALL_WARN_S=1, timeout 6 s, LL: one WARN naming rank 1 and call
 // #2, then the timeout's error.
 TEST(CudaStallWarning, NamesTheMissingRankAndTheCallBeforeTheTimeout) {
   KT_REQUIRE_CUDA();
   TempLog tmp;
   ASSERT_FALSE(tmp.path.empty());
-  koloResult_t async = koloSuccess;
-  {
-    ScopedEnv warn("KOLO_STALL_WARN_S", "1"), level("KOLO_DEBUG", "WARN"), file("KOLO_DEBUG_FILE", tmp.path);
-    koloResetDebugInit();
-    koloConfig_t cfg = cuda_config(6000);
-    CudaWorld w(2, CudaWorld::Init::kInitAll, &cfg);
-    Bufs b;
-    start(w, b, kLL);
-    if (HasFatalFailure()) return;
-    all_reduce(w, b, kLL, {0});
-    if (HasFatalFailure()) return;
-    async = wait_for_timeout(w);
+  koloResult_t async = stall_until_timeout("1", 6000, tmp.path, [](CudaWorld &w) {
     EXPECT_CONTAINS(koloGetLastError(w.comms[0]), "waited 6000 ms for rank 1");
-  }
+  });
+  if (HasFatalFailure()) return;
   koloResetDebugInit();
   EXPECT_EQ(async, koloTimeout) << koloGetErrorString(async);
   const std::string log = read_file(tmp.path);
@@ -236,21 +248,9 @@ TEST(CudaStallWarning, ZeroTurnsItOff) {
   KT_REQUIRE_CUDA();
   TempLog tmp;
   ASSERT_FALSE(tmp.path.empty());
-  koloResult_t async = koloSuccess;
   bool watcher = true;
-  {
-    ScopedEnv warn("KOLO_STALL_WARN_S", "0"), level("KOLO_DEBUG", "WARN"), file("KOLO_DEBUG_FILE", tmp.path);
-    koloResetDebugInit();
-    koloConfig_t cfg = cuda_config(2500);
-    CudaWorld w(2, CudaWorld::Init::kInitAll, &cfg);
-    Bufs b;
-    start(w, b, kLL);
-    if (HasFatalFailure()) return;
-    all_reduce(w, b, kLL, {0});
-    if (HasFatalFailure()) return;
-    async = wait_for_timeout(w);
-    watcher = has_thread(kWatcher);
-  }
+  koloResult_t async = stall_until_timeout("0", 2500, tmp.path, [&](CudaWorld &) { watcher = has_thread(kWatcher); });
+  if (HasFatalFailure()) return;
   koloResetDebugInit();
   EXPECT_EQ(async, koloTimeout) << koloGetErrorString(async);
   EXPECT_FALSE(watcher) << "a watcher thread with the warning off";

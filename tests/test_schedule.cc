@@ -1404,6 +1404,23 @@ size_t capacity_for(uint64_t h) {
   return (h & 1) ? 8 : 0;
 }
 
+// A case's geometry drawn from bits of its seed: channels, slot and element
+// sizes, FIFO bound.
+void draw_geometry(Case &c) {
+  c.nchannels = kChannels[c.seed % 3];
+  c.slot_elems = kSlots[(c.seed >> 4) % 3];
+  c.elem_size = kElemSizes[(c.seed >> 8) % 2];
+  c.capacity = capacity_for(c.seed >> 12);
+}
+
+// The same, with the ring kind and in-place from the seed too.
+void draw_geometry_ring_in_place(Case &c) {
+  draw_geometry(c);
+  c.ring_kind = (int)((c.seed >> 12) % kNumRingKinds);
+  c.in_place = (c.seed >> 16) & 1;
+  c.capacity = capacity_for(c.seed >> 20);
+}
+
 TEST(ScheduleModel, AllReduceFullGrid) {
   // N = 1..16 x every count x channels x slot sizes x elem sizes, sum on
   // int64, rings rotating through the kinds, in-place every other case.
@@ -1451,10 +1468,7 @@ TEST(ScheduleModel, AllReduceEveryRingOpAndPlacement) {
             c.in_place = inplace;
             c.op = op;
             c.seed = mix(mix((uint64_t)n, count), mix((uint64_t)kind, (uint64_t)op * 2 + inplace));
-            c.nchannels = kChannels[c.seed % 3];
-            c.slot_elems = kSlots[(c.seed >> 4) % 3];
-            c.elem_size = kElemSizes[(c.seed >> 8) % 2];
-            c.capacity = capacity_for(c.seed >> 12);
+            draw_geometry(c);
             if (sampled(c))
               g.check(c, op == ROp::kAvg ? run_collective<double>(c) : run_collective<int64_t>(c));
           }
@@ -1510,12 +1524,7 @@ void other_collectives(int coll) {
           c.count = count;
           c.root = root;
           c.seed = mix(mix((uint64_t)n, (uint64_t)root), count + (uint64_t)coll);
-          c.nchannels = kChannels[c.seed % 3];
-          c.slot_elems = kSlots[(c.seed >> 4) % 3];
-          c.elem_size = kElemSizes[(c.seed >> 8) % 2];
-          c.ring_kind = (int)((c.seed >> 12) % kNumRingKinds);
-          c.in_place = (c.seed >> 16) & 1;
-          c.capacity = capacity_for(c.seed >> 20);
+          draw_geometry_ring_in_place(c);
           c.op = reducing && ((c.seed >> 24) & 1) ? ROp::kAvg : ROp::kSum;
           g.check(c, c.op == ROp::kAvg ? run_collective<double>(c) : run_collective<int64_t>(c));
         }
@@ -1919,10 +1928,7 @@ void multi_peer_collectives(int coll) {
         c.root = root;
         c.in_place = inplace;
         c.seed = mix(mix((uint64_t)n, (uint64_t)root), (uint64_t)coll * 2 + inplace);
-        c.nchannels = kChannels[c.seed % 3];
-        c.slot_elems = kSlots[(c.seed >> 4) % 3];
-        c.elem_size = kElemSizes[(c.seed >> 8) % 2];
-        c.capacity = capacity_for(c.seed >> 12);
+        draw_geometry(c);
         g.check(c, run_multi_peer<int64_t>(c));
       }
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
@@ -2565,10 +2571,7 @@ TEST(ScheduleModel, AllReduceEveryAlgorithmAndOp) {
             c.in_place = inplace;
             c.op = op;
             c.seed = mix(mix((uint64_t)n * 16 + (uint64_t)algo, count), (uint64_t)op * 2 + inplace);
-            c.nchannels = kChannels[c.seed % 3];
-            c.slot_elems = kSlots[(c.seed >> 4) % 3];
-            c.elem_size = kElemSizes[(c.seed >> 8) % 2];
-            c.capacity = capacity_for(c.seed >> 12);
+            draw_geometry(c);
             if (sampled(c)) g.check(c, op == ROp::kAvg ? run_collective<double>(c) : run_collective<int64_t>(c));
           }
 }
@@ -2733,12 +2736,7 @@ TEST(ScheduleModel, TreeBroadcastGrid) {
         c.root = root;
         c.count = count;
         c.seed = mix(mix((uint64_t)n * 16 + (uint64_t)root, count), 0x72ee);
-        c.nchannels = kChannels[c.seed % 3];
-        c.slot_elems = kSlots[(c.seed >> 4) % 3];
-        c.elem_size = kElemSizes[(c.seed >> 8) % 2];
-        c.ring_kind = (int)((c.seed >> 12) % kNumRingKinds);
-        c.in_place = (c.seed >> 16) & 1;
-        c.capacity = capacity_for(c.seed >> 20);
+        draw_geometry_ring_in_place(c);
         c.op = (c.seed >> 24) & 1 ? ROp::kAvg : ROp::kSum;
         g.check(c, c.op == ROp::kAvg ? run_collective<double>(c) : run_collective<int64_t>(c));
       }
