@@ -211,14 +211,17 @@ static const char *sched_text(uint64_t hash, const char *path, char *out, size_t
   return out;
 }
 
-/* Rank r loaded another schedule file than this rank (or one of them none). */
-static koloResult_t sched_differs(struct koloComm *c, int r, uint64_t theirs) {
+/* Rank r loaded another file of `var` (KOLO_SCHEDULE_FILE, a "schedule
+ * file"; KOLO_TUNING_FILE, a "tuning file") than this rank, or one of them
+ * none; `why`: what depends on it. */
+static koloResult_t file_differs(struct koloComm *c, int r, const char *var, const char *kind, uint64_t theirs,
+                                 uint64_t mine, const char *why) {
   char a[64], b[KOLO_ERR_LEN / 2];
   return kolo_error(&c->err, koloInvalidUsage,
-                    "rank %d: KOLO_SCHEDULE_FILE differs between ranks: rank %d loaded %s, this rank loaded %s: "
-                    "every rank must load the same schedule file",
-                    c->rank, r, sched_text(theirs, NULL, a, sizeof a),
-                    sched_text(c->sched_hash, kolo_param_str("KOLO_SCHEDULE_FILE"), b, sizeof b));
+                    "rank %d: %s differs between ranks: rank %d loaded %s, this rank loaded %s: "
+                    "every rank must load the same %s%s",
+                    c->rank, var, r, sched_text(theirs, NULL, a, sizeof a),
+                    sched_text(mine, kolo_param_str(var), b, sizeof b), kind, why);
 }
 
 static koloResult_t shape_differs(struct koloComm *c, int r, const kolo_comm_shape *a, const kolo_comm_shape *mine) {
@@ -235,16 +238,6 @@ static koloResult_t shape_differs(struct koloComm *c, int r, const kolo_comm_sha
                     (unsigned long long)mine->ll_threshold, mine->ll_slot_bytes,
                     kolo_algo_allow_text(mine->algo_allowed, sm, sizeof sm),
                     kolo_algo_allow_text(mine->bcast_allowed, bm, sizeof bm));
-}
-
-/* Rank r loaded another tuning file than this rank (or one of them none). */
-static koloResult_t tuning_differs(struct koloComm *c, int r, uint64_t theirs) {
-  char a[64], b[KOLO_ERR_LEN / 2];
-  return kolo_error(&c->err, koloInvalidUsage,
-                    "rank %d: KOLO_TUNING_FILE differs between ranks: rank %d loaded %s, this rank loaded %s: "
-                    "every rank must load the same tuning file, or they could choose different algorithms",
-                    c->rank, r, sched_text(theirs, NULL, a, sizeof a),
-                    sched_text(c->tuning_hash, kolo_param_str("KOLO_TUNING_FILE"), b, sizeof b));
 }
 
 /* Rank r gave another KOLO_PROTO than this rank: a transfer between them
@@ -271,9 +264,10 @@ static koloResult_t check_shapes(struct koloComm *c) {
     if (kolo_decode_comm_shape(rec, sizeof enc, r, &theirs, why, sizeof why) != KOLO_COMM_WIRE_OK)
       res = kolo_error(&c->err, koloRemoteError, "rank %d: init: %s", c->rank, why);
     else if (theirs.sched_hash != mine.sched_hash)
-      res = sched_differs(c, r, theirs.sched_hash);
+      res = file_differs(c, r, "KOLO_SCHEDULE_FILE", "schedule file", theirs.sched_hash, mine.sched_hash, "");
     else if (theirs.tuning_hash != mine.tuning_hash)
-      res = tuning_differs(c, r, theirs.tuning_hash);
+      res = file_differs(c, r, "KOLO_TUNING_FILE", "tuning file", theirs.tuning_hash, mine.tuning_hash,
+                         ", or they could choose different algorithms");
     else if (theirs.proto_off != mine.proto_off)
       res = proto_differs(c, r, theirs.proto_off);
     else if (memcmp(rec, enc, sizeof enc) != 0)

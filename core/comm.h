@@ -132,6 +132,9 @@ koloResult_t kolo_p2p_connect(const kolo_op *ops, int nops);
 /* Makes the point-to-point pipes of the doubling all-reduces at init,
  * where the comm may run them (doubling_pipes.c). */
 koloResult_t kolo_comm_connect_doubling(struct koloComm *c);
+/* The pipes of ops (one comm's, multi-peer) made at init, with their
+ * device ends on a CUDA comm (doubling_pipes.c; tree_pipes.c uses it). */
+koloResult_t kolo_comm_connect_at_init(struct koloComm *c, const kolo_op *ops, int n);
 /* The same for the broadcast tree (tree_pipes.c). */
 koloResult_t kolo_comm_connect_tree(struct koloComm *c);
 

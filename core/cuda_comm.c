@@ -404,7 +404,8 @@ void kolo_cuda_comm_ring_ready(struct koloComm *c) {
   }
 }
 
-koloResult_t kolo_cuda_comm_p2p_ready(struct koloComm *c, int peer, int is_send) {
+koloResult_t kolo_cuda_comm_p2p_ready(struct koloComm *c, int peer, int is_send, void *arg) {
+  (void)arg;
   kolo_cuda_comm *cc = c->cuda;
   int made = 0;
   koloResult_t res = koloSuccess;
@@ -592,7 +593,8 @@ koloResult_t kolo_cuda_comm_init(struct koloComm *c) {
 }
 koloResult_t kolo_cuda_comm_programs(struct koloComm *c) { return kolo_cuda_comm_init(c); }
 void kolo_cuda_comm_ring_ready(struct koloComm *c) { (void)c; }
-koloResult_t kolo_cuda_comm_p2p_ready(struct koloComm *c, int peer, int is_send) {
+koloResult_t kolo_cuda_comm_p2p_ready(struct koloComm *c, int peer, int is_send, void *arg) {
+  (void)arg;
   (void)c;
   (void)peer;
   (void)is_send;

@@ -118,8 +118,9 @@ koloResult_t kolo_cuda_comm_programs(struct koloComm *c);
 void kolo_cuda_comm_ring_ready(struct koloComm *c);
 /* After point-to-point pipes were made: the device ends of the channels of
  * (peer, direction) that exist, and their device copies (cuda_peers.c),
- * complete when this returns. */
-koloResult_t kolo_cuda_comm_p2p_ready(struct koloComm *c, int peer, int is_send);
+ * complete when this returns.  A kolo_pipe_fn (core/comm.h; arg unused),
+ * so kolo_op_pipes can call it for every pipe an op needs. */
+koloResult_t kolo_cuda_comm_p2p_ready(struct koloComm *c, int peer, int is_send, void *arg);
 
 /* Multi-peer programs on the device (cuda_peers.c).  Init, once every
  * program is built: the device copies of the point-to-point ends (zeroed:

@@ -105,12 +105,6 @@ static const kolo_op *needs_pipe(const kolo_op *ops, int nops, struct koloComm *
   return NULL;
 }
 
-/* kolo_pipe_fn: the device ends of (peer, direction), where they exist. */
-static koloResult_t p2p_ready(struct koloComm *c, int peer, int is_send, void *arg) {
-  (void)arg;
-  return kolo_cuda_comm_p2p_ready(c, peer, is_send);
-}
-
 /* Makes the missing point-to-point pipes of every comm of the call. */
 static koloResult_t make_pipes(kolo_op *ops, int nops) {
   int any = 0;
@@ -134,7 +128,7 @@ static koloResult_t make_pipes(kolo_op *ops, int nops) {
   if (!any) return koloSuccess;
   koloResult_t res = kolo_p2p_connect(ops, nops);
   for (int i = 0; i < nops; i++) { /* every end made, even when another failed */
-    koloResult_t r = kolo_op_pipes(ops[i].comm, &ops[i], p2p_ready, NULL);
+    koloResult_t r = kolo_op_pipes(ops[i].comm, &ops[i], kolo_cuda_comm_p2p_ready, NULL);
     if (res == koloSuccess) res = r;
   }
   return res;

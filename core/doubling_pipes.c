@@ -24,13 +24,15 @@
  * init. */
 static int may_run(const struct koloComm *c, int algo) {
   if (c->nranks == 1 || !kolo_algo_is_multi_peer(algo)) return 0;
-  return kolo_algo_may_run(&c->algo, algo) && (algo != KOLO_ALGO_DIRECT || c->algo.nhosts <= 1);
+  return kolo_algo_may_run(&c->algo, algo) && kolo_algo_possible(&c->algo, algo);
 }
 
-/* kolo_pipe_fn: the device ends of (peer, direction), for CUDA comms. */
-static koloResult_t device_ends(struct koloComm *c, int peer, int is_send, void *arg) {
-  (void)arg;
-  return kolo_cuda_comm_p2p_ready(c, peer, is_send);
+koloResult_t kolo_comm_connect_at_init(struct koloComm *c, const kolo_op *ops, int n) {
+  if (n == 0) return koloSuccess;
+  koloResult_t res = kolo_p2p_connect(ops, n);
+  for (int i = 0; i < n && res == koloSuccess && c->cuda != NULL; i++)
+    res = kolo_op_pipes(c, &ops[i], kolo_cuda_comm_p2p_ready, NULL);
+  return res;
 }
 
 koloResult_t kolo_comm_connect_doubling(struct koloComm *c) {
@@ -39,8 +41,5 @@ koloResult_t kolo_comm_connect_doubling(struct koloComm *c) {
   for (int a = 0; a < KOLO_ALGO_NUM; a++)
     if (may_run(c, a))
       ops[n++] = (kolo_op){KOLO_COLL_ALL_REDUCE, NULL, NULL, 0, koloFloat32, koloSum, a, c, NULL, KOLO_PREMUL_NONE, 0, 0};
-  if (n == 0) return koloSuccess;
-  koloResult_t res = kolo_p2p_connect(ops, n);
-  for (int i = 0; i < n && res == koloSuccess && c->cuda != NULL; i++) res = kolo_op_pipes(c, &ops[i], device_ends, NULL);
-  return res;
+  return kolo_comm_connect_at_init(c, ops, n);
 }

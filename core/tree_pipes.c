@@ -18,7 +18,6 @@
  * and at x - 2^j (its receive from x - 2^j): every pair (y, y + 2^j) is
  * then asked for by both of its ends, and no other. */
 #include "core/comm.h"
-#include "core/cuda_comm.h"
 #include "ring/algo_select.h"
 
 /* Every rank decides alike: KOLO_ALGO, the memory kind and the rank count
@@ -26,12 +25,6 @@
 static int may_tree(const struct koloComm *c) {
   if (c->nranks == 1 || !kolo_bcast_may_run(&c->algo, KOLO_ALGO_TREE)) return 0;
   return c->nranks > 2 || !kolo_bcast_may_run(&c->algo, KOLO_ALGO_RING); /* 2 ranks: the model keeps the chain */
-}
-
-/* kolo_pipe_fn: the device ends of (peer, direction), for CUDA comms. */
-static koloResult_t device_ends(struct koloComm *c, int peer, int is_send, void *arg) {
-  (void)arg;
-  return kolo_cuda_comm_p2p_ready(c, peer, is_send);
 }
 
 koloResult_t kolo_comm_connect_tree(struct koloComm *c) {
@@ -43,7 +36,5 @@ koloResult_t kolo_comm_connect_tree(struct koloComm *c) {
     ops[nops++] = (kolo_op){KOLO_COLL_BROADCAST, NULL, NULL, 0, koloFloat32, koloSum,
                             kolo_bcast_arg(root, KOLO_ALGO_TREE, n), c, NULL, KOLO_PREMUL_NONE, 0, 0};
   }
-  koloResult_t res = kolo_p2p_connect(ops, nops);
-  for (int i = 0; i < nops && res == koloSuccess && c->cuda != NULL; i++) res = kolo_op_pipes(c, &ops[i], device_ends, NULL);
-  return res;
+  return kolo_comm_connect_at_init(c, ops, nops);
 }

@@ -132,20 +132,20 @@ double kolo_coll_cost(int coll, const kolo_algo_topo *t, size_t bytes, int chann
 /* 1 when all-reduce algorithm a can run on t: hier on hosts alike, direct
  * within one host (it needs a pipe between every two ranks: on a network,
  * n-1 queue pairs per rank and channel). */
-static int possible(const kolo_algo_topo *t, int a) {
+int kolo_algo_possible(const kolo_algo_topo *t, int a) {
   if (a == KOLO_ALGO_HIER) return kolo_algo_hier_possible(t);
   if (a == KOLO_ALGO_DIRECT) return t->nhosts <= 1;
   return a >= 0 && a < KOLO_ALGO_NUM && ((KOLO_ALGO_ALL_REDUCE_SET >> a) & 1u);
 }
 
 int kolo_algo_choose(const kolo_algo_topo *t, size_t bytes, int channels) {
-  if (t->forced != KOLO_ALGO_AUTO) return possible(t, t->forced) ? t->forced : KOLO_ALGO_RING;
+  if (t->forced != KOLO_ALGO_AUTO) return kolo_algo_possible(t, t->forced) ? t->forced : KOLO_ALGO_RING;
   int o = t->tuned ? kolo_tuned_override(t->tuned, bytes, t->nranks) : -1; /* tuning hook */
-  if (o >= 0 && possible(t, o) && kolo_algo_may_run(t, o)) return o;
+  if (o >= 0 && kolo_algo_possible(t, o) && kolo_algo_may_run(t, o)) return o;
   int best = KOLO_ALGO_RING; /* also when KOLO_ALGO's set leaves nothing possible */
   double best_cost = -1;
   for (int a = KOLO_ALGO_RING; a < KOLO_ALGO_NUM; a++) {
-    if (!possible(t, a) || !kolo_algo_may_run(t, a)) continue; /* tuning hook: KOLO_ALGO's set */
+    if (!kolo_algo_possible(t, a) || !kolo_algo_may_run(t, a)) continue; /* tuning hook: KOLO_ALGO's set */
     double c = kolo_algo_cost(a, t, bytes, channels);
     if (best_cost < 0 || c < best_cost) {
       best = a;

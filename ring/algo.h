@@ -137,6 +137,9 @@ const char *kolo_algo_names(void);
 int kolo_algo_is_multi_peer(int algo);
 /* 1 when the hierarchical all-reduce can run on this topology. */
 int kolo_algo_hier_possible(const kolo_algo_topo *t);
+/* 1 when all-reduce algorithm `algo` can run on this topology (hier on
+ * hosts alike, direct within one host). */
+int kolo_algo_possible(const kolo_algo_topo *t, int algo);
 /* Modelled seconds of an all-reduce of `bytes` on `channels` channels. */
 double kolo_algo_cost(int algo, const kolo_algo_topo *t, size_t bytes, int channels);
 /* The algorithm of an all-reduce of `bytes` on `channels` channels. */

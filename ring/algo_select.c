@@ -121,19 +121,11 @@ int kolo_algo_allow_single(unsigned allowed) {
   return KOLO_ALGO_AUTO;
 }
 
-/* 1 when a tuning file's override for t's rank count names algo. */
-static int tuned_names(const kolo_algo_topo *t, int algo) {
-  for (int i = 0; t->tuned != NULL && i < t->tuned->noverrides; i++) {
-    const kolo_tune_override *o = &t->tuned->ov[i];
-    if (o->algo == algo && (o->nranks == 0 || o->nranks == t->nranks)) return 1;
-  }
-  return 0;
-}
-
 int kolo_algo_may_run(const kolo_algo_topo *t, int algo) {
   if (algo < 0 || algo >= KOLO_ALGO_NUM || !((KOLO_ALGO_ALL_REDUCE_SET >> algo) & 1u)) return 0;
   if (t->allowed != 0) return (t->allowed >> algo) & 1u;
-  if (algo == KOLO_ALGO_DIRECT) return tuned_names(t, algo) && !t->no_auto_peers;
+  if (algo == KOLO_ALGO_DIRECT) /* by name only: algo.h */
+    return t->tuned != NULL && kolo_tuned_names(t->tuned, algo, t->nranks) && !t->no_auto_peers;
   return !(t->no_auto_peers && kolo_algo_is_multi_peer(algo));
 }
 

@@ -145,8 +145,17 @@ void kolo_tuning_resolve(const kolo_tuning *f, int host_link, int net_link, kolo
   memcpy(out->ov, f->ov, sizeof f->ov);
 }
 
+/* 1 when override o is for communicators of nranks ranks. */
+static int for_ranks(const kolo_tune_override *o, int nranks) { return o->nranks == 0 || o->nranks == nranks; }
+
 static int holds(const kolo_tune_override *o, size_t bytes, int nranks) {
-  return bytes >= o->lo && bytes <= o->hi && (o->nranks == 0 || o->nranks == nranks);
+  return bytes >= o->lo && bytes <= o->hi && for_ranks(o, nranks);
+}
+
+int kolo_tuned_names(const kolo_tuned *t, int algo, int nranks) {
+  for (int i = 0; i < t->noverrides; i++)
+    if (t->ov[i].algo == algo && for_ranks(&t->ov[i], nranks)) return 1;
+  return 0;
 }
 
 /* The first override whose range (and rank count) holds the call wins. */

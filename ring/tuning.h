@@ -64,6 +64,8 @@ void kolo_tuning_resolve(const kolo_tuning *f, int host_link, int net_link, kolo
 /* The algorithm an override gives an all-reduce of `bytes` on nranks
  * ranks, or -1. */
 int kolo_tuned_override(const kolo_tuned *t, size_t bytes, int nranks);
+/* 1 when some override for nranks ranks names algo. */
+int kolo_tuned_names(const kolo_tuned *t, int algo, int nranks);
 /* "shm", "socket", "ib", "cuda-p2p". */
 const char *kolo_link_name(int link);
 /* Writes f as a tuning file that kolo_tuning_parse reads back. */

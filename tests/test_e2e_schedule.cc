@@ -256,6 +256,28 @@ TEST(SchedFileRefused, TheWrongExampleOnEveryRank) {
        "finished"});
 }
 
+// KOLO_TUNING_FILE is compared the same way (core/comm.c, file_differs).
+TEST(TuningFileRefused, RanksThatLoadDifferentFiles) {
+  if (tsan_build()) GTEST_SKIP() << "forks ranks (not under TSan)";
+  char a[] = "/tmp/kolo-tune-a.XXXXXX", b[] = "/tmp/kolo-tune-b.XXXXXX";
+  int fa = mkstemp(a), fb = mkstemp(b);
+  ASSERT_TRUE(fa >= 0 && fb >= 0);
+  const std::string ta = "kolo-tuning 1\nlink shm 1 2\n", tb = "kolo-tuning 1\nlink shm 1 3\n";
+  ASSERT_EQ(write(fa, ta.data(), ta.size()), (ssize_t)ta.size());
+  ASSERT_EQ(write(fb, tb.data(), tb.size()), (ssize_t)tb.size());
+  close(fa);
+  close(fb);
+  ScopedEnv env("KOLO_TUNING_FILE", a);
+  expect_every_rank_refused(kRanks, koloInvalidUsage,
+                            {"KOLO_TUNING_FILE differs between ranks: rank ",
+                             "every rank must load the same tuning file, or they could choose different algorithms"},
+                            [&](int rank) {
+                              if (rank == 2) setenv("KOLO_TUNING_FILE", b, 1);
+                            });
+  unlink(a);
+  unlink(b);
+}
+
 TEST(SchedFileRefused, RanksThatLoadDifferentFiles) {
   if (tsan_build()) GTEST_SKIP() << "forks ranks (not under TSan)";
   const std::string rd = schedule_path("rd_allreduce_4.sched"), ring = schedule_path("ring_allreduce_4.sched");
