@@ -10,9 +10,8 @@
  * q ^ 2^b) the rank's current range of chunks [lo, hi) splits at
  * mid = lo + (hi-lo)/2; the half of the lower indices stays with the
  * lower partner.  Each rank sends the partner's half and receives-reduces
- * its own, chunk by chunk in turn (send one, reduce one, ...: both
- * partners never have more than one chunk on the way to the other, so
- * neither waits for send credit):
+ * its own, chunk by chunk, its sends two chunks ahead of its receives
+ * (send 0, send 1, receive 0, send 2, receive 1, ...):
  *
  *   send            v[c] -> partner, c in the partner's half   v: in at level 0, else out
  *   recvReduceCopy  recv OP v[c] -> out[c], c in its own half  (lower ranks' part first)
@@ -22,6 +21,18 @@
  * partner's (recv -> out[c]).  A rank with an extra rank folded in first
  * receives-reduces every chunk from it, and at the end sends every chunk
  * back; the extra rank sends its input and receives the result.
+ *
+ * Two ahead, not one.  Sending one and receiving one in turn makes every
+ * chunk a wait on the partner's latest send: about 2(n-1) waits in a row,
+ * the ring's count, each a time slice where ranks outnumber cores.  With
+ * two in flight the partner's next chunk is mostly there when a rank looks.
+ * No deadlock: a pipe holds two chunks (a chunk is half its slots), so a
+ * rank's send of chunk j waits at most for the partner to take chunk j-2
+ * of that pipe; every step the partner makes before that receive needs
+ * only sends this rank made before its own send j (its sends up to j-1
+ * and, for them, this rank's receives up to j-3), so each wait is on a
+ * step the other side can reach: the same holds from one level, phase or
+ * round to the next on a pipe, whose chunks just continue in order.
  *
  * Each element is reduced once, by the rank whose range holds it, and
  * copied to the others: the same bits on every rank.
@@ -41,12 +52,15 @@ static void add(builder *b, int op, int flags, int src_buf, int chunk, int peer)
   kolo_program_set_peers(b->p, b->s++, kolo_step_sends(op) ? peer : 0, kolo_step_recvs(op) ? peer : 0);
 }
 
-/* Sends chunks [slo, shi) and receives chunks [rlo, rhi) with `op`, in
- * turn, with one peer. */
+/* Sends chunks [slo, shi) and receives chunks [rlo, rhi) with `op`, with
+ * one peer, the sends two ahead: send 0, send 1, receive 0, send 2,
+ * receive 1, ... (the header says why that cannot deadlock). */
 static void exchange(builder *b, int slo, int shi, int rlo, int rhi, int op, int flags, int src_buf, int peer) {
-  for (int i = 0; slo + i < shi || rlo + i < rhi; i++) {
-    if (slo + i < shi) add(b, KOLO_STEP_SEND, 0, src_buf, slo + i, peer);
-    if (rlo + i < rhi) add(b, op, flags, src_buf, rlo + i, peer);
+  int ns = shi - slo, nr = rhi - rlo;
+  for (int i = 0; i < ns && i < 2; i++) add(b, KOLO_STEP_SEND, 0, src_buf, slo + i, peer);
+  for (int i = 0; i < nr || i + 2 < ns; i++) {
+    if (i < nr) add(b, op, flags, src_buf, rlo + i, peer);
+    if (i + 2 < ns) add(b, KOLO_STEP_SEND, 0, src_buf, slo + i + 2, peer);
   }
 }
 
