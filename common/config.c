@@ -84,6 +84,11 @@ static const char *lookup(const char *name) {
   return (v && *v) ? v : NULL;
 }
 
+int kolo_param_is_set(const char *name) {
+  (void)find_param(name);
+  return lookup(name) != NULL;
+}
+
 const char *kolo_param_str(const char *name) {
   const kolo_param *p = find_param(name);
   const char *v = lookup(name);

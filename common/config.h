@@ -22,6 +22,9 @@ int kolo_param_parse_int(const char *s, int64_t *out);
 /* The string value, or the default (may be NULL when unset and no default).
  * The pointer stays valid until the environment changes. */
 const char *kolo_param_str(const char *name);
+/* 1 when the parameter has a value of its own (its variable, or the
+ * fallback's), 0 when it has its default. */
+int kolo_param_is_set(const char *name);
 /* Prints every parameter, its current value and help. */
 void kolo_param_print(FILE *out);
 /* A second source of values, asked for a parameter whose KOLO_* variable

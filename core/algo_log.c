@@ -1,5 +1,5 @@
-/* algo_log.c - KOLO_DEBUG=INFO: each all-reduce and broadcast choice, once
- * per shape.
+/* algo_log.c - KOLO_DEBUG=INFO: each all-reduce choice (algorithm and
+ * channels) and broadcast choice, once per shape.
  *
  * A communicator's rank count is fixed, so a shape is the size bucket
  * (the power of two at or below the call's bytes): one bit of
@@ -40,7 +40,11 @@ void kolo_comm_log_choice(struct koloComm *c, size_t bytes, int channels, int al
                     : over                            ? "; a KOLO_TUNING_FILE override"
                     : c->algo.tuned                   ? "; KOLO_TUNING_FILE's constants"
                                                       : "";
-  KOLO_INFO("all-reduce of %zu B on %d ranks: %s (cost %s%s)", bytes, c->nranks, kolo_algo_name(algo), why, how);
+  const char *ch_how = kolo_tuned_channels(c->algo.tuned, KOLO_COLL_ALL_REDUCE, bytes, c->nranks) > 0
+                           ? " (a KOLO_TUNING_FILE channels line)"
+                           : "";
+  KOLO_INFO("all-reduce of %zu B on %d ranks: %s (cost %s%s), %d channel%s%s", bytes, c->nranks, kolo_algo_name(algo),
+            why, how, channels, channels == 1 ? "" : "s", ch_how);
 }
 
 void kolo_comm_log_bcast_choice(struct koloComm *c, size_t bytes, int channels, int algo) {

@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "ring/algo_select.h"
 #include "ring/topology.h"
+#include "ring/tuning.h"
 #include "transport/socket.h"
 #include "transport/transport.h"
 
@@ -82,6 +83,21 @@ static koloResult_t bound_channels(struct koloComm *c, const koloConfig_t *cfg) 
   if (c->nchannels < lo) c->nchannels = lo < hi ? lo : hi;
   if (c->nchannels > hi) c->nchannels = hi;
   return koloSuccess;
+}
+
+/* A tuning file whose `channels` lines name more channels than the
+ * default gets them, unless config.nChannels or KOLO_NCHANNELS says how
+ * many (a call never uses more than the communicator has). */
+static koloResult_t tuned_channels(struct koloComm *c, const koloConfig_t *cfg) {
+  _Static_assert(KOLO_TUNING_MAX_CHANNELS == KOLO_MAX_CHANNELS, "a channels line names at most KOLO_MAX_CHANNELS");
+  koloConfig_t def = KOLO_CONFIG_INITIALIZER;
+  if (cfg == NULL) cfg = &def;
+  int most = c->algo.tuned != NULL ? kolo_tuned_max_channels(c->algo.tuned, c->nranks) : 0;
+  if (most <= c->nchannels || cfg->nChannels != KOLO_CONFIG_UNDEF || kolo_param_is_set("KOLO_NCHANNELS"))
+    return koloSuccess;
+  if (c->rank == 0) KOLO_INFO("KOLO_TUNING_FILE names %d channels: the communicator has them (was %d)", most, c->nchannels);
+  c->nchannels = most;
+  return bound_channels(c, cfg);
 }
 
 static koloResult_t resolve_config(struct koloComm *c, const koloConfig_t *cfg) {
@@ -579,6 +595,7 @@ koloResult_t kolo_comm_create(const char *fn, int nranks, int rank, const kolo_u
   if (res == koloSuccess) res = resolve_config(c, config);
   if (res == koloSuccess) res = kolo_comm_load_schedule(c, fn);
   if (res == koloSuccess) res = kolo_comm_load_tuning(c, fn);
+  if (res == koloSuccess) res = tuned_channels(c, config);
   if (res == koloSuccess && nids == 1)
     res = kolo_rendezvous_start_root(&uids[0], rank, c->timeout_ms, teb, &c->root);
   if (res != koloSuccess) {

@@ -368,6 +368,7 @@ void kolo_cuda_comm_ring_ready(struct koloComm *c) {
   pc->nslots = c->nslots;
   pc->slot_bytes = c->slot_bytes;
   pc->min_channel_bytes = c->min_channel_bytes;
+  pc->tuned = c->algo.tuned;
   pc->max_tasks = cc->max_blocks;
   /* Net pipes have no LL region.  Which pipes are net differs by rank, but
    * the protocol of a call must be the same on both ends of every pipe:

@@ -18,7 +18,7 @@ int kolo_cuda_plan_protocol(const kolo_op *op, const kolo_cuda_plan_comm *pc) {
 
 static int op_channels(const kolo_op *op, const kolo_cuda_plan_comm *pc) {
   if (op->count == 0) return 0; /* nothing moves: no task (every rank agrees) */
-  return kolo_op_channels(op, pc->nranks, pc->nchannels, pc->min_channel_bytes);
+  return kolo_op_channels(op, pc->nranks, pc->nchannels, pc->min_channel_bytes, pc->tuned);
 }
 
 int kolo_cuda_plan_is_hier(const kolo_op *op, const kolo_cuda_plan_comm *pc) {

@@ -69,6 +69,7 @@ typedef struct kolo_cuda_plan_comm {
   uint32_t nslots;
   size_t slot_bytes;
   size_t min_channel_bytes;
+  const struct kolo_tuned *tuned; /* KOLO_TUNING_FILE's channels lines (the comm's); NULL: none */
   /* Tasks (blocks) a launch may have: the rank's share of its device
    * (core/cuda_residency.c); 0 or above KOLO_DEV_MAX_TASKS: that. */
   int max_tasks;

@@ -220,7 +220,7 @@ koloResult_t kolo_p2p_connect(const kolo_op *ops, int nops) {
 /* ---- tasks -------------------------------------------------------------- */
 
 static int channels_for(const struct koloComm *c, const kolo_op *op) {
-  return kolo_op_channels(op, c->nranks, c->nchannels, c->min_channel_bytes);
+  return kolo_op_channels(op, c->nranks, c->nchannels, c->min_channel_bytes, c->algo.tuned);
 }
 
 static kolo_connector *pipe_for(struct koloComm *c, int coll, int peer, int ch, int send) {

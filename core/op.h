@@ -14,6 +14,7 @@
 #include "ring/algo.h"
 #include "ring/program.h"
 #include "ring/schedule.h"
+#include "ring/tuning.h"
 
 struct koloComm;
 
@@ -112,13 +113,17 @@ int kolo_comm_all_reduce_algo(struct koloComm *comm, size_t count, koloDataType_
 /* The same for a broadcast: KOLO_ALGO_RING (the chain) or KOLO_ALGO_TREE. */
 int kolo_comm_bcast_algo(struct koloComm *comm, size_t count, koloDataType_t type);
 
-/* Channels a call uses: one per min_channel_bytes of a rank's share (of a
- * block, for the collectives that move one block per peer), at most
- * nchannels, at least 1.  A pure function of the call's count and type (the
- * same on every rank), so both ends of every pipe agree. */
-static inline int kolo_op_channels(const kolo_op *op, int nranks, int nchannels,
-                                   size_t min_channel_bytes) {
+/* Channels a call uses: what a tuning file's `channels` line for its
+ * collective, bytes and rank count says (tuned: NULL for none), else one
+ * per min_channel_bytes of a rank's share (of a block, for the collectives
+ * that move one block per peer); at most nchannels, at least 1.  A pure
+ * function of the call's count and type and of the file (the same on every
+ * rank: its hash is compared at init), so both ends of every pipe agree. */
+static inline int kolo_op_channels(const kolo_op *op, int nranks, int nchannels, size_t min_channel_bytes,
+                                   const kolo_tuned *tuned) {
   size_t bytes = op->count * koloTypeSize(op->type);
+  int want_tuned = kolo_tuned_channels(tuned, op->coll, bytes, nranks);
+  if (want_tuned > 0) return want_tuned < nchannels ? want_tuned : nchannels;
   if (op->coll == KOLO_COLL_ALL_REDUCE) bytes /= (size_t)nranks;
   size_t want = min_channel_bytes ? bytes / min_channel_bytes : (size_t)nchannels;
   if (want < 1) want = 1;

@@ -23,7 +23,7 @@ koloResult_t kolo_sim_check_info(const koloSimInfo_t *info) {
 static double op_seconds(const kolo_op *op) {
   struct koloComm *c = op->comm;
   size_t bytes = op->count * koloTypeSize(op->type);
-  int nch = kolo_op_channels(op, c->nranks, c->nchannels, c->min_channel_bytes);
+  int nch = kolo_op_channels(op, c->nranks, c->nchannels, c->min_channel_bytes, c->algo.tuned);
   if (op->coll == KOLO_COLL_ALL_REDUCE)
     return kolo_algo_cost(kolo_comm_all_reduce_algo(c, op->count, op->type), &c->algo, bytes, nch);
   return kolo_coll_cost(op->coll, &c->algo, bytes, nch);

@@ -9,8 +9,9 @@
  * they meet over TCP as tests/ do.  ib is not measured yet (the file then
  * leaves it out, and kolo keeps the compiled constant).  Then, on shm, the
  * crossovers: which all-reduce algorithm is fastest at each size, written
- * as overrides for N ranks (perf_tune_algos.c).  --quick: few iterations
- * and sizes, for tests. */
+ * as overrides for N ranks (perf_tune_algos.c); and with them, how many
+ * channels (perf_tune_channels.c).  --quick: few iterations and sizes, for
+ * tests. */
 #define _GNU_SOURCE
 #include "perf/perf_tune.h"
 
@@ -62,7 +63,10 @@ static int rank_main(const tune_args *a, const tune_job *j, koloUniqueId id, int
   char host[32];
   snprintf(host, sizeof host, "tune-%d", j->link == KOLO_LINK_SOCKET ? rank : 0);
   setenv("KOLO_HOSTID", host, 1);
-  setenv("KOLO_ALGO", j->algo, 1);
+  if (j->algo != NULL) setenv("KOLO_ALGO", j->algo, 1);
+  else unsetenv("KOLO_ALGO");
+  if (j->tuning != NULL) setenv("KOLO_TUNING_FILE", j->tuning, 1);
+  else unsetenv("KOLO_TUNING_FILE");
   koloComm_t comm;
   if (koloCommInitRank(&comm, a->nranks, id, rank) != koloSuccess) return 1;
   size_t most = 8;
@@ -169,7 +173,7 @@ static int parse(int argc, char **argv, tune_args *a) {
 static int fit_links(const tune_args *a, kolo_tuning *f) {
   static const int links[] = {KOLO_LINK_SHM, KOLO_LINK_SOCKET};
   for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
-    tune_job j = {links[i], "ring", 2, {8, a->big}, {a->iters * 10, a->iters}};
+    tune_job j = {links[i], "ring", 2, {8, a->big}, {a->iters * 10, a->iters}, NULL};
     double t[2];
     if (perf_tune_measure(a, &j, t) != 0) {
       fprintf(stderr, "kolo-perf tune: %s: the ranks failed (KOLO_DEBUG=WARN says why)\n", kolo_link_name(links[i]));
@@ -188,10 +192,10 @@ int perf_tune_main(int argc, char **argv) {
   if (r != 0) return r > 0 ? 0 : 2;
   kolo_tuning f;
   memset(&f, 0, sizeof f);
-  if (fit_links(&a, &f) != 0 || perf_tune_crossovers(&a, &f) != 0) return 1;
+  if (fit_links(&a, &f) != 0 || perf_tune_crossovers(&a, &f) != 0 || perf_tune_channels(&a, &f) != 0) return 1;
   FILE *out = fopen(a.out, "w");
   char note[128];
-  snprintf(note, sizeof note, "kolo-perf tune -P %d: ring all-reduce fits, crossovers on shm; ib not measured",
+  snprintf(note, sizeof note, "kolo-perf tune -P %d: ring all-reduce fits, crossovers and channels on shm; ib not measured",
            a.nranks);
   if (out == NULL || kolo_tuning_write(out, &f, note) != 0 || fclose(out) != 0) {
     perror(a.out);

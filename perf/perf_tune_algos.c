@@ -17,7 +17,6 @@
  * and the last to 2^62-1; neighbours with the same winner merge.  Only shm
  * (one host): the algorithms that need one host (direct) would not run
  * across hosts, and the others' crossovers there come from the network. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,19 +31,8 @@ static const int algos[] = {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER
 /* Sizes 8 B, 32 B, ... by 4s up to 8 MiB (32 KiB when quick), each called
  * enough times to take about 64 MiB of data (1 MiB when quick). */
 static void plan_sizes(const tune_args *a, tune_job *j) {
-  size_t top = a->quick ? (size_t)32 << 10 : (size_t)8 << 20, budget = a->quick ? (size_t)1 << 20 : (size_t)64 << 20;
-  int lo = a->quick ? 2 : 8, hi = a->quick ? 20 : 500;
-  j->nsizes = 0;
-  for (size_t s = 8; s <= top && j->nsizes < TUNE_MAX_SIZES; s *= 4) {
-    size_t n = budget / s;
-    j->sizes[j->nsizes] = s;
-    j->iters[j->nsizes++] = n < (size_t)lo ? lo : n > (size_t)hi ? hi : (int)n;
-  }
-}
-
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
+  if (a->quick) tune_plan_sizes(j, (size_t)32 << 10, (size_t)1 << 20, 2, 20);
+  else tune_plan_sizes(j, (size_t)8 << 20, (size_t)64 << 20, 8, 500);
 }
 
 /* t[repeat][algo][size] -> med[algo][size]. */
@@ -53,8 +41,7 @@ static void medians(int repeats, int nsizes, double t[][NALGOS][TUNE_MAX_SIZES],
     for (int i = 0; i < nsizes; i++) {
       double v[MAX_REPEATS];
       for (int r = 0; r < repeats; r++) v[r] = t[r][k][i];
-      qsort(v, (size_t)repeats, sizeof v[0], cmp_double);
-      med[k][i] = v[repeats / 2];
+      med[k][i] = tune_median(v, repeats);
     }
 }
 
@@ -90,8 +77,8 @@ static int write_ranges(const tune_args *a, const tune_job *j, double med[][TUNE
   printf("  (medians; fastest)\n");
   for (int i = 0; i < j->nsizes; i++) {
     int k = winner(j, i, med);
-    uint64_t lo = i == 0 ? 0 : (uint64_t)sqrt((double)j->sizes[i - 1] * (double)j->sizes[i]) + 1;
-    uint64_t hi = i == j->nsizes - 1 ? (1ull << 62) - 1 : (uint64_t)sqrt((double)j->sizes[i] * (double)j->sizes[i + 1]);
+    uint64_t lo, hi;
+    tune_size_range(j, i, &lo, &hi);
     if (add_range(a, f, algos[k], lo, hi) != 0) return -1;
   }
   return 0;
@@ -100,7 +87,7 @@ static int write_ranges(const tune_args *a, const tune_job *j, double med[][TUNE
 int perf_tune_crossovers(const tune_args *a, kolo_tuning *f) {
   static double t[MAX_REPEATS][NALGOS][TUNE_MAX_SIZES];
   double med[NALGOS][TUNE_MAX_SIZES];
-  tune_job j = {KOLO_LINK_SHM, NULL, 0, {0}, {0}};
+  tune_job j = {KOLO_LINK_SHM, NULL, 0, {0}, {0}, NULL};
   plan_sizes(a, &j);
   const int repeats = a->quick ? 1 : MAX_REPEATS;
   for (int r = 0; r < repeats; r++)

@@ -16,15 +16,16 @@ typedef struct {
   int quick; /* --quick: few sizes and iterations, for tests */
 } tune_args;
 
-/* What the ranks of one measurement do: KOLO_ALGO=algo, on link (shm: one
- * host; socket: a host each), all-reduces of sizes[i] bytes iters[i]
- * times each. */
+/* What the ranks of one measurement do: KOLO_ALGO=algo (NULL: unset), on
+ * link (shm: one host; socket: a host each), with KOLO_TUNING_FILE=tuning
+ * (NULL: none), all-reduces of sizes[i] bytes iters[i] times each. */
 typedef struct {
   int link;
   const char *algo;
   int nsizes;
   size_t sizes[TUNE_MAX_SIZES];
   int iters[TUNE_MAX_SIZES];
+  const char *tuning;
 } tune_job;
 
 /* Forks a->nranks ranks that run job j; t[i]: seconds per call of
@@ -35,5 +36,22 @@ int perf_tune_measure(const tune_args *a, const tune_job *j, double *t);
  * 4s), alternating, and appends to f's overrides the fastest one's size
  * ranges for a->nranks ranks.  0, or -1 (said on stderr). */
 int perf_tune_crossovers(const tune_args *a, kolo_tuning *f);
+
+/* Then, on shm, with those overrides in a tuning file: the all-reduce on
+ * 1, 2 and 4 channels at sizes 8 B .. 32 MiB (by 4s), alternating; appends
+ * the fastest count's size ranges as `channels allreduce C LO HI ranks N`
+ * lines.  0, or -1 (said on stderr). */
+int perf_tune_channels(const tune_args *a, kolo_tuning *f);
+
+/* Shared by both searches (perf_tune_ranges.c). */
+/* Sizes 8 B, 32 B, ... by 4s up to top bytes, each called enough times to
+ * move about `budget` bytes (at least lo, at most hi times). */
+void tune_plan_sizes(tune_job *j, size_t top, size_t budget, int lo, int hi);
+/* The median of v[0..n) (sorts v). */
+double tune_median(double *v, int n);
+/* The bytes size i of j stands for: from the geometric mean with the size
+ * below (0 for the first) to that with the size above (2^62-1 for the
+ * last). */
+void tune_size_range(const tune_job *j, int i, uint64_t *lo, uint64_t *hi);
 
 #endif

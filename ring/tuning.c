@@ -7,11 +7,24 @@
 
 #include "ring/algo.h"
 #include "ring/sched_file.h"
+#include "ring/schedule.h"
 
 #define MAX_LINE 256
 #define MAX_WORDS 8
 
 static const char *const link_names[KOLO_LINK_NUM] = {"shm", "socket", "ib", "cuda-p2p"};
+
+/* The collectives `channels` lines name, by KOLO_COLL_* (NULL: send and
+ * recv, whose channels follow their count alone). */
+static const char *const coll_names[KOLO_COLL_NUM] = {
+    [KOLO_COLL_ALL_REDUCE] = "allreduce", [KOLO_COLL_REDUCE_SCATTER] = "reducescatter",
+    [KOLO_COLL_ALL_GATHER] = "allgather", [KOLO_COLL_BROADCAST] = "broadcast",
+    [KOLO_COLL_REDUCE] = "reduce",        [KOLO_COLL_ALL_TO_ALL] = "alltoall",
+    [KOLO_COLL_GATHER] = "gather",        [KOLO_COLL_SCATTER] = "scatter"};
+
+const char *kolo_tuning_coll_name(int coll) {
+  return coll >= 0 && coll < KOLO_COLL_NUM && coll_names[coll] ? coll_names[coll] : "?";
+}
 
 const char *kolo_link_name(int link) { return link >= 0 && link < KOLO_LINK_NUM ? link_names[link] : "?"; }
 
@@ -76,11 +89,20 @@ static int link_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
 /* "ranks N" at w[0..1]: N in 1..2^20 into *out. */
 static int ranks_words(const ctx *c, char *w[], int *out) {
   char *end;
-  if (strcmp(w[0], "ranks") != 0) return bad(c, "after MAX_BYTES an override takes \"ranks N\", not", w[0]);
+  if (strcmp(w[0], "ranks") != 0) return bad(c, "after MAX_BYTES a line takes \"ranks N\", not", w[0]);
   long v = (*w[1] >= '1' && *w[1] <= '9') ? strtol(w[1], &end, 10) : -1;
   if (v < 1 || v > (1 << 20) || *end != '\0') return bad(c, "ranks is a whole number in 1..2^20, not", w[1]);
   *out = (int)v;
   return 0;
+}
+
+/* A size range "MIN MAX" at w[0..1], then "[ranks N]" at w[2..3] when
+ * nwords is 4: into *lo, *hi, *nranks (0: any). */
+static int range_words(const ctx *c, char *w[], int nwords, uint64_t *lo, uint64_t *hi, int *nranks) {
+  if (bytes(c, w[0], lo) || bytes(c, w[1], hi)) return -1;
+  if (*lo > *hi) return bad(c, "the size range is empty: min is above max", NULL);
+  *nranks = 0;
+  return nwords == 4 ? ranks_words(c, w + 2, nranks) : 0;
 }
 
 static int override_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
@@ -90,12 +112,29 @@ static int override_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
   if (f->noverrides == KOLO_TUNING_MAX_OVERRIDES) return bad(c, "more than 32 overrides", NULL);
   kolo_tune_override *o = &f->ov[f->noverrides];
   o->algo = kolo_algo_parse(w[2]);
-  if (o->algo < 0) return bad(c, "no algorithm (ring, hier, rd, rabenseifner, direct) named", w[2]);
-  if (bytes(c, w[3], &o->lo) || bytes(c, w[4], &o->hi)) return -1;
-  if (o->lo > o->hi) return bad(c, "the size range is empty: min is above max", NULL);
-  o->nranks = 0;
-  if (n == 7 && ranks_words(c, w + 5, &o->nranks)) return -1;
+  if (o->algo < 0 || !((KOLO_ALGO_ALL_REDUCE_SET >> o->algo) & 1u)) /* not the broadcast's tree */
+    return bad(c, "no all-reduce algorithm (ring, hier, rd, rabenseifner, direct) named", w[2]);
+  if (range_words(c, w + 3, n - 3, &o->lo, &o->hi, &o->nranks)) return -1;
   f->noverrides++;
+  return 0;
+}
+
+static int channels_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
+  if (n != 5 && n != 7) return bad(c, "a channels line is: channels COLLECTIVE CHANNELS MIN_BYTES MAX_BYTES [ranks N]", NULL);
+  if (f->nchannel_lines == KOLO_TUNING_MAX_CHANNEL_LINES) return bad(c, "more than 32 channels lines", NULL);
+  kolo_tune_channels *l = &f->ch[f->nchannel_lines];
+  l->coll = -1;
+  for (int k = 0; k < KOLO_COLL_NUM; k++)
+    if (coll_names[k] && strcmp(w[1], coll_names[k]) == 0) l->coll = k;
+  if (l->coll < 0)
+    return bad(c, "no collective (allreduce, reducescatter, allgather, broadcast, reduce, alltoall, gather, scatter) named",
+               w[1]);
+  char *end;
+  long v = (*w[2] >= '1' && *w[2] <= '9') ? strtol(w[2], &end, 10) : -1;
+  if (v < 1 || v > KOLO_TUNING_MAX_CHANNELS || *end != '\0') return bad(c, "channels is a whole number in 1..16, not", w[2]);
+  l->channels = (int)v;
+  if (range_words(c, w + 3, n - 3, &l->lo, &l->hi, &l->nranks)) return -1;
+  f->nchannel_lines++;
   return 0;
 }
 
@@ -111,7 +150,8 @@ static int one_line(const ctx *c, char *line, kolo_tuning *f, int *seen_header) 
   }
   if (strcmp(w[0], "link") == 0) return link_line(c, w, n, f);
   if (strcmp(w[0], "override") == 0) return override_line(c, w, n, f);
-  return bad(c, "a line is \"link ...\" or \"override ...\", not", w[0]);
+  if (strcmp(w[0], "channels") == 0) return channels_line(c, w, n, f);
+  return bad(c, "a line is \"link ...\", \"override ...\" or \"channels ...\", not", w[0]);
 }
 
 int kolo_tuning_parse(const char *text, size_t len, const char *name, kolo_tuning *out, char *why, size_t why_len) {
@@ -143,6 +183,8 @@ void kolo_tuning_resolve(const kolo_tuning *f, int host_link, int net_link, kolo
   if (n->set) out->a_net = n->alpha_us * 1e-6, out->b_net = n->beta_gbs * 1e9;
   out->noverrides = f->noverrides;
   memcpy(out->ov, f->ov, sizeof f->ov);
+  out->nchannel_lines = f->nchannel_lines;
+  memcpy(out->ch, f->ch, sizeof f->ch);
 }
 
 /* 1 when override o is for communicators of nranks ranks. */
@@ -165,6 +207,27 @@ int kolo_tuned_override(const kolo_tuned *t, size_t bytes, int nranks) {
   return -1;
 }
 
+int kolo_tuned_channels(const kolo_tuned *t, int coll, size_t bytes, int nranks) {
+  for (int i = 0; t != NULL && i < t->nchannel_lines; i++) {
+    const kolo_tune_channels *l = &t->ch[i];
+    if (l->coll == coll && bytes >= l->lo && bytes <= l->hi && (l->nranks == 0 || l->nranks == nranks)) return l->channels;
+  }
+  return 0;
+}
+
+int kolo_tuned_max_channels(const kolo_tuned *t, int nranks) {
+  int most = 0;
+  for (int i = 0; i < t->nchannel_lines; i++)
+    if ((t->ch[i].nranks == 0 || t->ch[i].nranks == nranks) && t->ch[i].channels > most) most = t->ch[i].channels;
+  return most;
+}
+
+/* " ranks N\n", or "\n" for a line that holds on any rank count. */
+static void write_ranks(FILE *out, int nranks) {
+  if (nranks > 0) fprintf(out, " ranks %d\n", nranks);
+  else fputc('\n', out);
+}
+
 int kolo_tuning_write(FILE *out, const kolo_tuning *f, const char *comment) {
   fprintf(out, "kolo-tuning %d\n", KOLO_TUNING_VERSION);
   if (comment) fprintf(out, "# %s\n", comment);
@@ -173,7 +236,13 @@ int kolo_tuning_write(FILE *out, const kolo_tuning *f, const char *comment) {
   for (int i = 0; i < f->noverrides; i++) {
     fprintf(out, "override allreduce %s %llu %llu", kolo_algo_name(f->ov[i].algo), (unsigned long long)f->ov[i].lo,
             (unsigned long long)f->ov[i].hi);
-    fprintf(out, f->ov[i].nranks > 0 ? " ranks %d\n" : "\n", f->ov[i].nranks);
+    write_ranks(out, f->ov[i].nranks);
+  }
+  for (int i = 0; i < f->nchannel_lines; i++) {
+    const kolo_tune_channels *l = &f->ch[i];
+    fprintf(out, "channels %s %d %llu %llu", kolo_tuning_coll_name(l->coll), l->channels, (unsigned long long)l->lo,
+            (unsigned long long)l->hi);
+    write_ranks(out, l->nranks);
   }
   return ferror(out) ? -1 : 0;
 }

@@ -8,6 +8,7 @@
  *   link socket 18 1.1
  *   override allreduce rd 0 65536 # collective, algorithm, bytes min..max
  *   override allreduce direct 65537 1048576 ranks 8   # ... for 8 ranks only
+ *   channels allreduce 1 0 4194304 ranks 4   # collective, channels, bytes min..max
  *
  * Transports: shm (ranks of one host, host memory), socket and ib (the
  * network), cuda-p2p (ranks of one host, CUDA memory).  A transport the
@@ -25,6 +26,8 @@
 
 #define KOLO_TUNING_VERSION 1
 #define KOLO_TUNING_MAX_OVERRIDES 32
+#define KOLO_TUNING_MAX_CHANNEL_LINES 32
+#define KOLO_TUNING_MAX_CHANNELS 16 /* core/comm.h's KOLO_MAX_CHANNELS (checked there) */
 
 enum { KOLO_LINK_SHM, KOLO_LINK_SOCKET, KOLO_LINK_IB, KOLO_LINK_CUDA_P2P, KOLO_LINK_NUM };
 
@@ -40,10 +43,20 @@ typedef struct {
   int nranks;       /* on communicators of this many ranks; 0: any */
 } kolo_tune_override;
 
+/* How many channels calls of one collective and size range use. */
+typedef struct {
+  int coll;         /* KOLO_COLL_* (ring/schedule.h), not send / recv */
+  int channels;     /* 1..KOLO_TUNING_MAX_CHANNELS */
+  uint64_t lo, hi;  /* calls of lo..hi bytes (count x type size, as the API takes it) */
+  int nranks;       /* on communicators of this many ranks; 0: any */
+} kolo_tune_channels;
+
 typedef struct {
   kolo_tune_link link[KOLO_LINK_NUM];
   int noverrides;
   kolo_tune_override ov[KOLO_TUNING_MAX_OVERRIDES];
+  int nchannel_lines;
+  kolo_tune_channels ch[KOLO_TUNING_MAX_CHANNEL_LINES];
   uint64_t hash; /* of the text, compared across ranks at init */
 } kolo_tuning;
 
@@ -53,6 +66,8 @@ typedef struct kolo_tuned {
   double a_host, b_host, a_net, b_net;
   int noverrides;
   kolo_tune_override ov[KOLO_TUNING_MAX_OVERRIDES];
+  int nchannel_lines;
+  kolo_tune_channels ch[KOLO_TUNING_MAX_CHANNEL_LINES];
 } kolo_tuned;
 
 /* Parses text[0..len) (name: for messages).  0, or -1 with "name:line: what"
@@ -66,6 +81,13 @@ void kolo_tuning_resolve(const kolo_tuning *f, int host_link, int net_link, kolo
 int kolo_tuned_override(const kolo_tuned *t, size_t bytes, int nranks);
 /* 1 when some override for nranks ranks names algo. */
 int kolo_tuned_names(const kolo_tuned *t, int algo, int nranks);
+/* The channels a `channels` line gives a call of collective coll and
+ * `bytes` on nranks ranks (the first line holding it), or 0: none does. */
+int kolo_tuned_channels(const kolo_tuned *t, int coll, size_t bytes, int nranks);
+/* The most channels any line for nranks ranks names, 0: none. */
+int kolo_tuned_max_channels(const kolo_tuned *t, int nranks);
+/* "allreduce", "allgather", ... (the names `channels` lines take), "?". */
+const char *kolo_tuning_coll_name(int coll);
 /* "shm", "socket", "ib", "cuda-p2p". */
 const char *kolo_link_name(int link);
 /* Writes f as a tuning file that kolo_tuning_parse reads back. */

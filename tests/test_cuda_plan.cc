@@ -403,7 +403,7 @@ TEST(CudaPlan, ChannelsAndGeometryMatchTheHostExecutor) {
                      std::to_string(ty));
         kolo_op op = make_op(coll, fake(0x1000), const_cast<void *>(fake(0x2000)), count, ty, 3);
         int nch = host_channels(sh, op);
-        EXPECT_EQ(kolo_op_channels(&op, sh.nranks, sh.nch, sh.min_channel_bytes), nch);
+        EXPECT_EQ(kolo_op_channels(&op, sh.nranks, sh.nch, sh.min_channel_bytes, nullptr), nch);
         auto bs = plan(fc, {op});
         ASSERT_EQ(bs.size(), 1u);
         ASSERT_EQ(bs[0].ntasks, nch);

@@ -25,6 +25,11 @@
 //                to 8 bytes at counts {0, 1, 7, 4095}, in and out of place,
 //                unaligned buffers, and 1 MiB + 3 elements; and the model's
 //                own choice (tree when small, chain when large).
+//   TunedChannels a tuning file's `channels` lines set how many channels an
+//                all-reduce uses (seen in the ring pipes' step counts of
+//                every channel), raise the communicator's channels unless
+//                KOLO_NCHANNELS is set, and never exceed them; every
+//                element checked.
 //   AlgoConfig   a KOLO_ALGO that names no algorithm fails init, naming the
 //                algorithms there are; a bare "tree" (not an all-reduce
 //                algorithm) and an entry leaving a collective nothing fail.
@@ -37,8 +42,11 @@
 #include <tuple>
 #include <vector>
 
+#include <unistd.h>
+
 #include "util/coll_ref.h"
 #include "util/coll_run.h"
+#include "util/comm_peek.h"
 #include "util/proc_util.h"
 #include "util/thread_world.h"
 
@@ -291,6 +299,88 @@ TEST(TreeBcastChoice, ModelPicksTreeWhenSmallChainWhenLarge) {
   ThreadWorld chain(4);
   ASSERT_TRUE(chain.ok()) << chain.init_error;
   EXPECT_EQ(runs_bcast(chain.comms[0], KOLO_ALGO_RING), "");
+}
+
+// ---- channels from a tuning file ------------------------------------------------
+
+// A tuning file with text, removed when it goes.
+class TempTuning {
+ public:
+  explicit TempTuning(const std::string &text) {
+    int fd = mkstemp(path_);
+    ok_ = fd >= 0 && write(fd, text.data(), text.size()) == (ssize_t)text.size();
+    if (fd >= 0) close(fd);
+  }
+  ~TempTuning() { unlink(path_); }
+  bool ok() const { return ok_; }
+  const char *path() const { return path_; }
+
+ private:
+  char path_[40] = "/tmp/kolo-test-tune.XXXXXX";
+  bool ok_ = false;
+};
+
+// Which channels of comm's ring moved slices while a checked all-reduce of
+// count float32s ran on every rank of w: bit ch set for channel ch.
+unsigned channels_used(ThreadWorld &w, size_t count, std::string *err) {
+  int nch;
+  uint32_t nslots;
+  size_t slot_bytes, min_bytes;
+  kt_comm_shape(w.comms[0], &nch, &nslots, &slot_bytes, &min_bytes);
+  std::vector<uint32_t> before((size_t)nch);
+  for (int ch = 0; ch < nch; ch++) {
+    uint32_t recv;
+    kt_ring_steps(w.comms[0], ch, &before[(size_t)ch], &recv);
+  }
+  *err = run_identical(w, {make_case(Coll::AllReduce, koloFloat32, koloSum, w.nranks(), count, false, 11)});
+  unsigned used = 0;
+  for (int ch = 0; ch < nch; ch++) {
+    uint32_t send, recv;
+    kt_ring_steps(w.comms[0], ch, &send, &recv);
+    if (send != before[(size_t)ch]) used |= 1u << ch;
+  }
+  return used;
+}
+
+int comm_channels(koloComm_t comm) {
+  int nch;
+  uint32_t nslots;
+  size_t slot_bytes, min_bytes;
+  kt_comm_shape(comm, &nch, &nslots, &slot_bytes, &min_bytes);
+  return nch;
+}
+
+// 16 KiB on 3 channels, 4 MiB on 1 (where the default rule, one channel
+// per 256 KiB of a rank's share, would take 4).
+TEST(TunedChannels, TheFileSetsEachCallsChannels) {
+  TempTuning f("kolo-tuning 1\nchannels allreduce 3 0 65536 ranks 3\nchannels allreduce 1 65537 4611686018427387903\n"
+               "channels allreduce 4 0 4611686018427387903 ranks 5\n");
+  ASSERT_TRUE(f.ok());
+  ScopedEnv tune("KOLO_TUNING_FILE", f.path()), ring("KOLO_ALGO", "ring");
+  std::string err;
+  {
+    ScopedEnv nch("KOLO_NCHANNELS", "4");
+    ThreadWorld w(3);
+    ASSERT_TRUE(w.ok()) << w.init_error;
+    ASSERT_EQ(comm_channels(w.comms[0]), 4);
+    EXPECT_EQ(channels_used(w, 4096, &err), 0x7u);
+    EXPECT_EQ(err, "");
+    EXPECT_EQ(channels_used(w, (size_t)1 << 20, &err), 0x1u);
+    EXPECT_EQ(err, "");
+  }
+  {
+    ThreadWorld w(3);  // no KOLO_NCHANNELS: the file's 3 for 3 ranks, not the 4 for 5
+    ASSERT_TRUE(w.ok()) << w.init_error;
+    EXPECT_EQ(comm_channels(w.comms[0]), 3);
+    EXPECT_EQ(channels_used(w, 4096, &err), 0x7u);
+    EXPECT_EQ(err, "");
+  }
+  ScopedEnv two("KOLO_NCHANNELS", "2");  // set: kept, and a call gets at most 2
+  ThreadWorld w(3);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  EXPECT_EQ(comm_channels(w.comms[0]), 2);
+  EXPECT_EQ(channels_used(w, 4096, &err), 0x3u);
+  EXPECT_EQ(err, "");
 }
 
 TEST(AlgoConfig, UnknownNameFailsInitNamingTheAlgorithms) {

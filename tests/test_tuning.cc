@@ -8,6 +8,7 @@
 extern "C" {
 #include "ring/algo.h"
 #include "ring/algo_select.h"
+#include "ring/schedule.h"
 #include "ring/tuning.h"
 }
 
@@ -143,6 +144,57 @@ TEST(Tuning, OverridesForARankCount) {
   }
 }
 
+// `channels COLL C MIN MAX [ranks N]`: how many channels calls of a
+// collective and size use (core/op.h's kolo_op_channels reads it); the
+// first line holding a call wins, a line for N ranks only on N ranks.
+TEST(Tuning, ChannelsLines) {
+  kolo_tuning f;
+  std::string why;
+  ASSERT_EQ(parse("kolo-tuning 1\nchannels allreduce 1 0 4096 ranks 4\nchannels allreduce 4 0 65536\n"
+                  "channels allgather 16 100 200\nchannels alltoall 2 0 10 ranks 8\n",
+                  &f, &why),
+            0)
+      << why;
+  ASSERT_EQ(f.nchannel_lines, 4);
+  EXPECT_EQ(f.ch[0].coll, KOLO_COLL_ALL_REDUCE);
+  EXPECT_EQ(f.ch[2].coll, KOLO_COLL_ALL_GATHER);
+  EXPECT_EQ(f.ch[2].channels, 16);
+  kolo_tuned t;
+  kolo_tuning_resolve(&f, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &t);
+  EXPECT_EQ(kolo_tuned_channels(&t, KOLO_COLL_ALL_REDUCE, 4096, 4), 1);
+  EXPECT_EQ(kolo_tuned_channels(&t, KOLO_COLL_ALL_REDUCE, 4096, 5), 4);  // the line for 4 ranks does not hold
+  EXPECT_EQ(kolo_tuned_channels(&t, KOLO_COLL_ALL_REDUCE, 4097, 4), 4);
+  EXPECT_EQ(kolo_tuned_channels(&t, KOLO_COLL_ALL_REDUCE, 65537, 4), 0);  // no line: the default rule
+  EXPECT_EQ(kolo_tuned_channels(&t, KOLO_COLL_ALL_GATHER, 150, 3), 16);
+  EXPECT_EQ(kolo_tuned_channels(&t, KOLO_COLL_REDUCE_SCATTER, 150, 3), 0);
+  EXPECT_EQ(kolo_tuned_channels(nullptr, KOLO_COLL_ALL_REDUCE, 8, 4), 0);
+  EXPECT_EQ(kolo_tuned_max_channels(&t, 4), 16);
+  EXPECT_EQ(kolo_tuned_max_channels(&t, 8), 16);
+  ASSERT_EQ(parse("kolo-tuning 1\nchannels allreduce 1 0 4096 ranks 4\nchannels allreduce 2 0 9 ranks 8\n", &f), 0);
+  kolo_tuning_resolve(&f, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &t);
+  EXPECT_EQ(kolo_tuned_max_channels(&t, 4), 1);
+  EXPECT_EQ(kolo_tuned_max_channels(&t, 3), 0);
+  const std::pair<const char *, const char *> bad[] = {
+      {"channels allreduce 0 0 5", "channels is a whole number in 1..16, not \"0\""},
+      {"channels allreduce 17 0 5", "channels is a whole number in 1..16"},
+      {"channels allreduce 2x 0 5", "channels is a whole number in 1..16"},
+      {"channels allreduce -1 0 5", "channels is a whole number in 1..16"},
+      {"channels send 2 0 5", "no collective (allreduce, reducescatter, allgather, broadcast, reduce, alltoall, gather, "
+                              "scatter) named \"send\""},
+      {"channels allreduce 2 9 5", "the size range is empty"},
+      {"channels allreduce 2 0", "a channels line is: channels COLLECTIVE CHANNELS MIN_BYTES MAX_BYTES [ranks N]"},
+      {"channels allreduce 2 0 5 ranks 0", "ranks is a whole number"},
+      {"channels allreduce 2 0 5 cores 4", "after MAX_BYTES a line takes \"ranks N\", not \"cores\""}};
+  for (const auto &[line, want] : bad) {
+    EXPECT_EQ(parse(std::string("kolo-tuning 1\n") + line + "\n", &f, &why), -1) << line;
+    EXPECT_NE(why.find(std::string("t.tune:2: ") + want), std::string::npos) << line << ": " << why;
+  }
+  std::string many = "kolo-tuning 1\n";
+  for (int i = 0; i < 33; i++) many += "channels allreduce 1 0 1\n";
+  EXPECT_EQ(parse(many, &f, &why), -1);
+  EXPECT_NE(why.find("t.tune:34: more than 32 channels lines"), std::string::npos) << why;
+}
+
 TEST(Tuning, RefusesWithFileAndLine) {
   kolo_tuning f;
   std::string why;
@@ -158,6 +210,8 @@ TEST(Tuning, RefusesWithFileAndLine) {
   EXPECT_EQ(parse("kolo-tuning 1\noverride allreduce rd 10 5\n", &f, &why), -1);
   EXPECT_NE(why.find("empty"), std::string::npos) << why;
   EXPECT_EQ(parse("kolo-tuning 1\noverride broadcast ring 0 5\n", &f, &why), -1);
+  EXPECT_EQ(parse("kolo-tuning 1\noverride allreduce tree 0 5\n", &f, &why), -1);  // a broadcast algorithm
+  EXPECT_NE(why.find("t.tune:2: no all-reduce algorithm"), std::string::npos) << why;
   EXPECT_EQ(parse("kolo-tuning 1\nlink shm 1 2 3\n", &f, &why), -1);
   EXPECT_EQ(parse(std::string("kolo-tuning 1\nlink shm 1\0 2\n", 25), &f, &why), -1);
   EXPECT_NE(why.find("NUL"), std::string::npos) << why;
@@ -171,6 +225,9 @@ TEST(Tuning, WriteReadsBack) {
   f.ov[0] = {KOLO_ALGO_RABENSEIFNER, 1024, 65536, 0};
   f.ov[1] = {KOLO_ALGO_DIRECT, 65537, 1 << 20, 8};
   f.noverrides = 2;
+  f.ch[0] = {KOLO_COLL_ALL_REDUCE, 4, 0, 1 << 20, 4};
+  f.ch[1] = {KOLO_COLL_SCATTER, 16, 7, 7, 0};
+  f.nchannel_lines = 2;
   char *text = nullptr;
   size_t len = 0;
   FILE *m = open_memstream(&text, &len);
@@ -186,6 +243,15 @@ TEST(Tuning, WriteReadsBack) {
   EXPECT_EQ(g.ov[0].nranks, 0);
   EXPECT_EQ(g.ov[1].algo, KOLO_ALGO_DIRECT);
   EXPECT_EQ(g.ov[1].nranks, 8);
+  ASSERT_EQ(g.nchannel_lines, 2);
+  EXPECT_EQ(g.ch[0].coll, KOLO_COLL_ALL_REDUCE);
+  EXPECT_EQ(g.ch[0].channels, 4);
+  EXPECT_EQ(g.ch[0].hi, 1u << 20);
+  EXPECT_EQ(g.ch[0].nranks, 4);
+  EXPECT_EQ(g.ch[1].coll, KOLO_COLL_SCATTER);
+  EXPECT_EQ(g.ch[1].channels, 16);
+  EXPECT_EQ(g.ch[1].lo, 7u);
+  EXPECT_EQ(g.ch[1].nranks, 0);
 }
 
 // Two files that differ as the model says: a fast-latency host link makes

@@ -2,7 +2,7 @@
  * first byte picks the reader, the rest is its input.
  *   even: a tuning file (ring/tuning.c) -- refused with "name:LINE: ...",
  *     or parsed into values in their ranges that, written back, parse to
- *     the same links and overrides;
+ *     the same links, overrides and channels lines;
  *   odd: KOLO_ALGO in NCCL's syntax (ring/algo_select.c) -- refused with a
  *     sentence naming KOLO_ALGO, or a set within KOLO_ALGO_ALL. */
 #include <stdio.h>
@@ -20,6 +20,12 @@ static void check_ranges(const kolo_tuning *f) {
   FUZZ_REQUIRE(f->noverrides >= 0 && f->noverrides <= KOLO_TUNING_MAX_OVERRIDES);
   for (int i = 0; i < f->noverrides; i++)
     FUZZ_REQUIRE(f->ov[i].algo >= 0 && f->ov[i].algo < KOLO_ALGO_NUM && f->ov[i].lo <= f->ov[i].hi);
+  FUZZ_REQUIRE(f->nchannel_lines >= 0 && f->nchannel_lines <= KOLO_TUNING_MAX_CHANNEL_LINES);
+  for (int i = 0; i < f->nchannel_lines; i++) {
+    const kolo_tune_channels *l = &f->ch[i];
+    FUZZ_REQUIRE(strcmp(kolo_tuning_coll_name(l->coll), "?") != 0 && l->lo <= l->hi);
+    FUZZ_REQUIRE(l->channels >= 1 && l->channels <= KOLO_TUNING_MAX_CHANNELS && l->nranks >= 0);
+  }
 }
 
 static void check_file(const uint8_t *data, size_t size) {
@@ -37,6 +43,7 @@ static void check_file(const uint8_t *data, size_t size) {
   fclose(m);
   FUZZ_REQUIRE(kolo_tuning_parse(text, len, "again", &g, why, sizeof why) == 0);
   FUZZ_REQUIRE(g.noverrides == f.noverrides && memcmp(g.ov, f.ov, sizeof f.ov) == 0);
+  FUZZ_REQUIRE(g.nchannel_lines == f.nchannel_lines && memcmp(g.ch, f.ch, sizeof f.ch) == 0);
   for (int l = 0; l < KOLO_LINK_NUM; l++) FUZZ_REQUIRE(g.link[l].set == f.link[l].set);
   free(text);
 }
