@@ -26,7 +26,7 @@
 
 static const int algos[] = {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT};
 #define NALGOS ((int)(sizeof algos / sizeof algos[0]))
-#define MAX_REPEATS 3
+#define MAX_REPEATS 5
 
 /* Sizes 8 B, 32 B, ... by 4s up to 8 MiB (32 KiB when quick), each called
  * enough times to take about 64 MiB of data (1 MiB when quick). */
