@@ -8,10 +8,9 @@
  * shm: the ranks as one host; socket: each rank its own KOLO_HOSTID, so
  * they meet over TCP as tests/ do.  ib is not measured yet (the file then
  * leaves it out, and kolo keeps the compiled constant).  Then, on shm, the
- * crossovers: which all-reduce algorithm is fastest at each size, written
- * as overrides for N ranks (perf_tune_algos.c); and with them, how many
- * channels (perf_tune_channels.c).  --quick: few iterations and sizes, for
- * tests. */
+ * crossovers: which all-reduce algorithm on how many channels is fastest
+ * at each size, written as overrides and channels lines for N ranks
+ * (perf_tune_algos.c).  --quick: few iterations and sizes, for tests. */
 #define _GNU_SOURCE
 #include "perf/perf_tune.h"
 
@@ -192,7 +191,7 @@ int perf_tune_main(int argc, char **argv) {
   if (r != 0) return r > 0 ? 0 : 2;
   kolo_tuning f;
   memset(&f, 0, sizeof f);
-  if (fit_links(&a, &f) != 0 || perf_tune_crossovers(&a, &f) != 0 || perf_tune_channels(&a, &f) != 0) return 1;
+  if (fit_links(&a, &f) != 0 || perf_tune_crossovers(&a, &f) != 0) return 1;
   FILE *out = fopen(a.out, "w");
   char note[128];
   snprintf(note, sizeof note, "kolo-perf tune -P %d: ring all-reduce fits, crossovers and channels on shm; ib not measured",

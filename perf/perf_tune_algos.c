@@ -1,65 +1,125 @@
-/* perf_tune_algos.c - kolo-perf tune's crossover search: which all-reduce
- * algorithm is fastest at each size on this machine, for the -P rank
- * count, written as overrides ("override allreduce ALGO LO HI ranks N").
+/* perf_tune_algos.c - kolo-perf tune's search: which all-reduce algorithm
+ * on how many channels is fastest at each size on this machine, for the
+ * -P rank count, written as overrides and channels lines
+ * ("override allreduce ALGO LO HI ranks N", "channels allreduce C LO HI
+ * ranks N").
  *
  * Why measure rather than trust the model: the model is alpha-beta with
  * memory passes (ring/algo.h), and where ranks outnumber cores the waits
  * of an algorithm cost far more than its alpha: on this project's 2-core
  * VM the ring ran 1.7x slower than the direct all-reduce at 1 MiB with 4
  * processes (waits polling 64 times) though it makes fewer passes over
- * memory.  A measured choice
- * per size is what NCCL's tuner plugins give its users.
+ * memory.  Channels the same: on a GPU each is a block moving bytes at
+ * once, on the host one thread runs all of a call's channels in turn, and
+ * on that VM 2 channels ran up to 2x slower than 1 at 8 MiB on 8 ranks.
+ * A measured choice per size is what NCCL's tuner plugins give its users.
  *
- * Every algorithm runs the same sizes, REPEATS times, the algorithms in
- * turn within each repeat (a noisy second spreads over all); the median
- * per (algorithm, size) decides.  A size's range runs from the geometric
- * mean with the size below to that with the size above, the first from 0
- * and the last to 2^62-1; neighbours with the same winner merge.  Only shm
- * (one host): the algorithms that need one host (direct) would not run
- * across hosts, and the others' crossovers there come from the network. */
+ * Algorithm and channels are searched together (the best count depends on
+ * the algorithm): every pair runs the same sizes, REPEATS times, the pairs
+ * in turn within each repeat (a noisy second spreads over all); per size,
+ * of the pairs whose median is within 5% of the fastest, the one with the
+ * fewest channels, then the fastest, wins (more channels cost pipes and
+ * waits: they must win clearly).  Each job forces the algorithm
+ * (KOLO_ALGO) and loads a tuning file giving every all-reduce its channel
+ * count.  A size's range runs from the geometric mean with the size below
+ * to that with the size above, the first from 0 and the last to 2^62-1;
+ * neighbours with the same winner merge.  Only shm (one host): the
+ * algorithms that need one host (direct) would not run across hosts, and
+ * the others' crossovers there come from the network. */
+#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "perf/perf_tune_int.h"
 #include "ring/algo.h"
+#include "ring/schedule.h"
 
 static const int algos[] = {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT};
+static const int counts[] = {1, 2, 4};
 #define NALGOS ((int)(sizeof algos / sizeof algos[0]))
+#define NCOUNTS ((int)(sizeof counts / sizeof counts[0]))
+#define NPAIRS (NALGOS * NCOUNTS) /* pair p: algos[p / NCOUNTS] on counts[p % NCOUNTS] channels */
 #define MAX_REPEATS 5
+#define TIE 1.05 /* within 5% of the fastest counts as as fast */
 
-/* Sizes 8 B, 32 B, ... by 4s up to 8 MiB (32 KiB when quick), each called
+/* Sizes 8 B, 32 B, ... by 4s up to 32 MiB (32 KiB when quick), each called
  * enough times to take about 64 MiB of data (1 MiB when quick). */
 static void plan_sizes(const tune_args *a, tune_job *j) {
   if (a->quick) tune_plan_sizes(j, (size_t)32 << 10, (size_t)1 << 20, 2, 20);
-  else tune_plan_sizes(j, (size_t)8 << 20, (size_t)64 << 20, 8, 500);
+  else tune_plan_sizes(j, (size_t)32 << 20, (size_t)64 << 20, 4, 500);
 }
 
-/* t[repeat][algo][size] -> med[algo][size]. */
-static void medians(int repeats, int nsizes, double t[][NALGOS][TUNE_MAX_SIZES], double med[][TUNE_MAX_SIZES]) {
-  for (int k = 0; k < NALGOS; k++)
+/* A new temporary tuning file giving every all-reduce on a->nranks ranks
+ * `channels` channels; its path into path.  0 or -1. */
+static int write_job_file(const tune_args *a, int channels, char path[64]) {
+  kolo_tuning g;
+  memset(&g, 0, sizeof g);
+  g.nchannel_lines = 1;
+  g.ch[0] = (kolo_tune_channels){KOLO_COLL_ALL_REDUCE, channels, 0, (1ull << 62) - 1, a->nranks};
+  snprintf(path, 64, "/tmp/kolo-tune-job.XXXXXX");
+  int fd = mkstemp(path);
+  if (fd < 0) return -1;
+  FILE *out = fdopen(fd, "w");
+  if (out == NULL) {
+    close(fd);
+    unlink(path);
+    return -1;
+  }
+  int bad = kolo_tuning_write(out, &g, "kolo-perf tune: one job of the search") != 0;
+  bad |= fclose(out) != 0;
+  if (bad) unlink(path);
+  return bad ? -1 : 0;
+}
+
+/* One job: pair p at j's sizes, seconds per call into t. */
+static int measure_pair(const tune_args *a, tune_job *j, int p, double *t) {
+  char path[64];
+  if (write_job_file(a, counts[p % NCOUNTS], path) != 0) {
+    perror("kolo-perf tune: a temporary tuning file");
+    return -1;
+  }
+  j->algo = kolo_algo_name(algos[p / NCOUNTS]);
+  j->tuning = path;
+  int res = perf_tune_measure(a, j, t);
+  j->tuning = NULL;
+  unlink(path);
+  if (res != 0)
+    fprintf(stderr, "kolo-perf tune: the %s all-reduce on %d channels: the ranks failed (KOLO_DEBUG=WARN says why)\n",
+            j->algo, counts[p % NCOUNTS]);
+  return res;
+}
+
+/* t[repeat][pair][size] -> med[pair][size]. */
+static void medians(int repeats, int nsizes, double t[][NPAIRS][TUNE_MAX_SIZES], double med[][TUNE_MAX_SIZES]) {
+  for (int p = 0; p < NPAIRS; p++)
     for (int i = 0; i < nsizes; i++) {
       double v[MAX_REPEATS];
-      for (int r = 0; r < repeats; r++) v[r] = t[r][k][i];
-      med[k][i] = tune_median(v, repeats);
+      for (int r = 0; r < repeats; r++) v[r] = t[r][p][i];
+      med[p][i] = tune_median(v, repeats);
     }
 }
 
-/* The index into algos of the fastest at size i, and the table's row. */
+/* The winning pair at size i (see the header), and the table's row. */
 static int winner(const tune_job *j, int i, double med[][TUNE_MAX_SIZES]) {
-  int best = 0;
-  printf("%10zu", j->sizes[i]);
-  for (int k = 0; k < NALGOS; k++) {
-    printf(" %12.2f", med[k][i] * 1e6);
-    if (med[k][i] < med[best][i]) best = k;
+  int best = 0, pick = -1;
+  printf("%9zu", j->sizes[i]);
+  for (int p = 0; p < NPAIRS; p++) {
+    printf(" %8.1f", med[p][i] * 1e6);
+    if (med[p][i] < med[best][i]) best = p;
   }
-  printf("  %s\n", kolo_algo_name(algos[best]));
-  return best;
+  for (int p = 0; p < NPAIRS; p++) {
+    int as_fast = med[p][i] <= med[best][i] * TIE, fewer = pick < 0 || counts[p % NCOUNTS] < counts[pick % NCOUNTS];
+    if (as_fast && (fewer || (counts[p % NCOUNTS] == counts[pick % NCOUNTS] && med[p][i] < med[pick][i]))) pick = p;
+  }
+  printf("  %s/%d\n", kolo_algo_name(algos[pick / NCOUNTS]), counts[pick % NCOUNTS]);
+  return pick;
 }
 
-/* Appends override [lo, hi] -> algo for a->nranks ranks, merging it into
- * the last one when that has the same algorithm. */
-static int add_range(const tune_args *a, kolo_tuning *f, int algo, uint64_t lo, uint64_t hi) {
+/* Appends override [lo, hi] -> algo for a->nranks ranks, merged into the
+ * last one when that has the same algorithm. */
+static int add_override(const tune_args *a, kolo_tuning *f, int algo, uint64_t lo, uint64_t hi) {
   kolo_tune_override *last = f->noverrides > 0 ? &f->ov[f->noverrides - 1] : NULL;
   if (last != NULL && last->algo == algo && last->nranks == a->nranks && last->hi + 1 == lo) {
     last->hi = hi;
@@ -70,36 +130,43 @@ static int add_range(const tune_args *a, kolo_tuning *f, int algo, uint64_t lo, 
   return 0;
 }
 
-/* The winners' size ranges, as overrides. */
+/* The same for channels lines. */
+static int add_channels(const tune_args *a, kolo_tuning *f, int channels, uint64_t lo, uint64_t hi) {
+  kolo_tune_channels *last = f->nchannel_lines > 0 ? &f->ch[f->nchannel_lines - 1] : NULL;
+  if (last != NULL && last->channels == channels && last->nranks == a->nranks && last->hi + 1 == lo) {
+    last->hi = hi;
+    return 0;
+  }
+  if (f->nchannel_lines == KOLO_TUNING_MAX_CHANNEL_LINES) return -1;
+  f->ch[f->nchannel_lines++] = (kolo_tune_channels){KOLO_COLL_ALL_REDUCE, channels, lo, hi, a->nranks};
+  return 0;
+}
+
+/* The winners' size ranges, as overrides and channels lines. */
 static int write_ranges(const tune_args *a, const tune_job *j, double med[][TUNE_MAX_SIZES], kolo_tuning *f) {
-  printf("%10s", "bytes");
-  for (int k = 0; k < NALGOS; k++) printf(" %9s us", kolo_algo_name(algos[k]));
-  printf("  (medians; fastest)\n");
+  printf("all-reduce on shm, %d ranks, us per call (medians), algorithm/channels:\n%9s", a->nranks, "bytes");
+  for (int p = 0; p < NPAIRS; p++) printf(" %6.6s/%d", kolo_algo_name(algos[p / NCOUNTS]), counts[p % NCOUNTS]);
+  printf("  chosen\n");
   for (int i = 0; i < j->nsizes; i++) {
-    int k = winner(j, i, med);
+    int p = winner(j, i, med);
     uint64_t lo, hi;
     tune_size_range(j, i, &lo, &hi);
-    if (add_range(a, f, algos[k], lo, hi) != 0) return -1;
+    if (add_override(a, f, algos[p / NCOUNTS], lo, hi) != 0 || add_channels(a, f, counts[p % NCOUNTS], lo, hi) != 0)
+      return -1;
   }
   return 0;
 }
 
 int perf_tune_crossovers(const tune_args *a, kolo_tuning *f) {
-  static double t[MAX_REPEATS][NALGOS][TUNE_MAX_SIZES];
-  double med[NALGOS][TUNE_MAX_SIZES];
+  static double t[MAX_REPEATS][NPAIRS][TUNE_MAX_SIZES];
+  double med[NPAIRS][TUNE_MAX_SIZES];
   tune_job j = {KOLO_LINK_SHM, NULL, 0, {0}, {0}, NULL};
   plan_sizes(a, &j);
   const int repeats = a->quick ? 1 : MAX_REPEATS;
   for (int r = 0; r < repeats; r++)
-    for (int k = 0; k < NALGOS; k++) {
-      j.algo = kolo_algo_name(algos[k]);
-      if (perf_tune_measure(a, &j, t[r][k]) != 0) {
-        fprintf(stderr, "kolo-perf tune: the %s all-reduce: the ranks failed (KOLO_DEBUG=WARN says why)\n", j.algo);
-        return -1;
-      }
-    }
+    for (int p = 0; p < NPAIRS; p++)
+      if (measure_pair(a, &j, p, t[r][p]) != 0) return -1;
   medians(repeats, j.nsizes, t, med);
-  printf("all-reduce on shm, %d ranks:\n", a->nranks);
   if (write_ranges(a, &j, med, f) == 0) return 0;
   fprintf(stderr, "kolo-perf tune: more than %d size ranges\n", KOLO_TUNING_MAX_OVERRIDES);
   return -1;

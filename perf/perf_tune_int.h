@@ -32,18 +32,13 @@ typedef struct {
  * sizes[i] (rank 0's).  0, or -1 when a rank failed. */
 int perf_tune_measure(const tune_args *a, const tune_job *j, double *t);
 
-/* On shm, times every flat all-reduce algorithm at sizes 8 B .. 8 MiB (by
- * 4s), alternating, and appends to f's overrides the fastest one's size
- * ranges for a->nranks ranks.  0, or -1 (said on stderr). */
+/* On shm, times every flat all-reduce algorithm on 1, 2 and 4 channels at
+ * sizes 8 B .. 32 MiB (by 4s), alternating, and appends to f the fastest
+ * pair's size ranges for a->nranks ranks: overrides and channels lines
+ * (perf_tune_algos.c).  0, or -1 (said on stderr). */
 int perf_tune_crossovers(const tune_args *a, kolo_tuning *f);
 
-/* Then, on shm, with those overrides in a tuning file: the all-reduce on
- * 1, 2 and 4 channels at sizes 8 B .. 32 MiB (by 4s), alternating; appends
- * the fastest count's size ranges as `channels allreduce C LO HI ranks N`
- * lines.  0, or -1 (said on stderr). */
-int perf_tune_channels(const tune_args *a, kolo_tuning *f);
-
-/* Shared by both searches (perf_tune_ranges.c). */
+/* Helpers of the search (perf_tune_ranges.c). */
 /* Sizes 8 B, 32 B, ... by 4s up to top bytes, each called enough times to
  * move about `budget` bytes (at least lo, at most hi times). */
 void tune_plan_sizes(tune_job *j, size_t top, size_t budget, int lo, int hi);

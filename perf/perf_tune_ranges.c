@@ -1,5 +1,5 @@
-/* perf_tune_ranges.c - what kolo-perf tune's searches share: the sizes
- * they time, medians, and the size range each size stands for. */
+/* perf_tune_ranges.c - kolo-perf tune's search helpers: the sizes it
+ * times, medians, and the size range each size stands for. */
 #include <math.h>
 #include <stdlib.h>
 
