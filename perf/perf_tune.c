@@ -5,9 +5,11 @@
  * so that the fit reads the ring's formula of ring/algo.h):
  *   T(S) = 2(n-1) a + 2(n-1)/n S / b
  * and solve it for a (from the 8-byte time) and b (from the large one).
- * shm: the ranks as one host; socket: each rank its own KOLO_HOSTID, so
- * they meet over TCP as tests/ do.  ib is not measured yet (the file then
- * leaves it out, and kolo keeps the compiled constant).  Then, on shm, the
+ * shm: the ranks as one host; socket and ib: each rank its own
+ * KOLO_HOSTID, so they meet over the network as tests/ do (KOLO_NET says
+ * which).  ib only where kolo's ib provider has a usable port (KOLO_IB_HCA
+ * applies); elsewhere the file leaves it out, and kolo keeps the compiled
+ * constant.  Then, on shm, the
  * crossovers: which all-reduce algorithm on how many channels is fastest
  * at each size, written as overrides and channels lines for N ranks
  * (perf_tune_algos.c).  --quick: few iterations and sizes, for tests. */
@@ -24,6 +26,9 @@
 
 #include "kolo.h"
 #include "perf/perf_tune_int.h"
+#ifdef KOLO_HAVE_IBVERBS
+#include "transport/ib_dev.h"
+#endif
 
 static double now_s(void) {
   struct timespec ts;
@@ -60,8 +65,9 @@ static int warm_up(koloComm_t comm, int rank) {
 /* One forked rank: the job's times go to fd (rank 0 only). */
 static int rank_main(const tune_args *a, const tune_job *j, koloUniqueId id, int rank, int fd) {
   char host[32];
-  snprintf(host, sizeof host, "tune-%d", j->link == KOLO_LINK_SOCKET ? rank : 0);
+  snprintf(host, sizeof host, "tune-%d", j->link == KOLO_LINK_SHM ? 0 : rank);
   setenv("KOLO_HOSTID", host, 1);
+  if (j->link != KOLO_LINK_SHM) setenv("KOLO_NET", j->link == KOLO_LINK_IB ? "ib" : "socket", 1);
   if (j->algo != NULL) setenv("KOLO_ALGO", j->algo, 1);
   else unsetenv("KOLO_ALGO");
   if (j->tuning != NULL) setenv("KOLO_TUNING_FILE", j->tuning, 1);
@@ -168,10 +174,32 @@ static int parse(int argc, char **argv, tune_args *a) {
   return -1;
 }
 
-/* The ring's latency and bandwidth on each transport into f. */
+/* 1 when kolo's ib provider has a port to use here (KOLO_IB_HCA
+ * applied), else 0 with why. */
+static int ib_usable(char *why, size_t len) {
+#ifdef KOLO_HAVE_IBVERBS
+  kolo_ib_port port;
+  int n = 0;
+  why[0] = '\0';
+  if (kolo_ib_ports(&port, 1, &n, why, len, NULL) == koloSuccess && n > 0) return 1;
+  if (why[0] == '\0') snprintf(why, len, "no usable RDMA port");
+  return 0;
+#else
+  snprintf(why, len, "this build has no ibverbs");
+  return 0;
+#endif
+}
+
+/* The ring's latency and bandwidth on each transport into f: shm, socket,
+ * and ib where a port is usable. */
 static int fit_links(const tune_args *a, kolo_tuning *f) {
-  static const int links[] = {KOLO_LINK_SHM, KOLO_LINK_SOCKET};
-  for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
+  int links[] = {KOLO_LINK_SHM, KOLO_LINK_SOCKET, KOLO_LINK_IB}, nlinks = 3;
+  char why[256];
+  if (!ib_usable(why, sizeof why)) {
+    printf("ib       not measured: %s\n", why);
+    nlinks = 2;
+  }
+  for (int i = 0; i < nlinks; i++) {
     tune_job j = {links[i], "ring", 2, {8, a->big}, {a->iters * 10, a->iters}, NULL};
     double t[2];
     if (perf_tune_measure(a, &j, t) != 0) {
@@ -193,9 +221,9 @@ int perf_tune_main(int argc, char **argv) {
   memset(&f, 0, sizeof f);
   if (fit_links(&a, &f) != 0 || perf_tune_crossovers(&a, &f) != 0) return 1;
   FILE *out = fopen(a.out, "w");
-  char note[128];
-  snprintf(note, sizeof note, "kolo-perf tune -P %d: ring all-reduce fits, crossovers and channels on shm; ib not measured",
-           a.nranks);
+  char note[160];
+  snprintf(note, sizeof note, "kolo-perf tune -P %d: ring all-reduce fits (%s), crossovers and channels on shm",
+           a.nranks, f.link[KOLO_LINK_IB].set ? "shm, socket, ib" : "shm, socket; ib not measured");
   if (out == NULL || kolo_tuning_write(out, &f, note) != 0 || fclose(out) != 0) {
     perror(a.out);
     return 1;

@@ -106,7 +106,7 @@ static int winner(const tune_job *j, int i, double med[][TUNE_MAX_SIZES]) {
   int best = 0, pick = -1;
   printf("%9zu", j->sizes[i]);
   for (int p = 0; p < NPAIRS; p++) {
-    printf(" %8.1f", med[p][i] * 1e6);
+    printf(" %8.2f", med[p][i] * 1e6);
     if (med[p][i] < med[best][i]) best = p;
   }
   for (int p = 0; p < NPAIRS; p++) {

@@ -22,6 +22,8 @@
 #      SIGSTOPped at its first call or inside the 8 MiB all-reduce; the
 #      survivor must fail naming it within the timeout (2 s) + 3 s, leaving
 #      nothing behind.
+#   3d. kolo-perf tune --quick with KOLO_IB_HCA==rxe0: its file must hold a
+#      measured ib line.
 #   3c. two processes as two hosts over TCP through netem (delay, loss,
 #      reordering on lo): all-reduce and all-gather, every element checked.
 #   4. with BENCH=1 (KOLO_RXE_KOLO_BENCH=1): kolo's ib point to point beside
@@ -120,6 +122,21 @@ if [ -x "$BIN/kolo-fault" ]; then
   sed -n 's/^\(trial .*\|  VIOLATION.*\|  ranks: .*\|  leaks: .*\)$/KOLO-RXE:   \1/p' /tmp/fault.log | head -n 16
 else
   say "FAIL faults over ib: $BIN/kolo-fault is not built"; fail=$((fail+1))
+fi
+
+# 3d. kolo-perf tune measures ib where a port is usable: two ranks as two
+#    "hosts" on rxe0 (the tune's jobs share one environment), --quick; the
+#    file must hold an ib line (its figures are soft-RoCE's, not judged).
+s=$(up)
+KOLO_IB_HCA==rxe0 KOLO_TIMEOUT_MS=30000 timeout -k 5 120 "$BIN/kolo-perf" tune --quick -P 2 -o /tmp/rxe.tune \
+  > /tmp/tune.log 2>&1; rc=$?
+echo "----- kolo-perf tune --quick (rc $rc)"; cat /tmp/tune.log; cat /tmp/rxe.tune 2>/dev/null
+ibline=$(grep -E "^link ib [0-9.e+-]+ [0-9.e+-]+$" /tmp/rxe.tune 2>/dev/null)
+if [ $rc = 0 ] && [ -n "$ibline" ]; then
+  say "PASS kolo-perf tune measures ib on rxe0 ($(since $s)s): $ibline"
+else
+  say "FAIL kolo-perf tune on rxe0: rc $rc, ib line: ${ibline:-none}"; fail=$((fail+1))
+  grep -E "ib |failed|error" /tmp/tune.log | head -n 6 | sed 's/^/KOLO-RXE:   /'
 fi
 
 # 3c. TCP through netem (Debian's kernel has sch_netem; the CI host's may
