@@ -90,7 +90,8 @@ static int override_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
   if (f->noverrides == KOLO_TUNING_MAX_OVERRIDES) return bad(c, "more than 32 overrides", NULL);
   kolo_tune_override *o = &f->ov[f->noverrides];
   o->algo = kolo_algo_parse(w[2]);
-  if (o->algo < 0) return bad(c, "no algorithm (ring, hier, rd, rabenseifner, direct) named", w[2]);
+  if (o->algo < 0 || !((KOLO_ALGO_ALL_REDUCE_SET >> o->algo) & 1u)) /* not tree, bruck: never an all-reduce's */
+    return bad(c, "no algorithm (ring, hier, rd, rabenseifner, direct) named", w[2]);
   if (bytes(c, w[3], &o->lo) || bytes(c, w[4], &o->hi)) return -1;
   if (o->lo > o->hi) return bad(c, "the size range is empty: min is above max", NULL);
   o->nranks = 0;
