@@ -124,6 +124,7 @@ static koloResult_t resolve_config(struct koloComm *c, const koloConfig_t *cfg) 
     return kolo_error(NULL, koloInvalidArgument, "%s", why);
   c->algo.allowed = sets.all_reduce;
   c->algo.bcast_allowed = sets.broadcast;
+  c->algo.ag_allowed = sets.all_gather;
   c->algo.forced = kolo_algo_allow_single(c->algo.allowed); /* one name: forced, as before */
   int64_t ll_slot = kolo_param_int("KOLO_LL_SLOT_BYTES");
   if (c->memory != koloMemHost && c->memory != koloMemCuda)
@@ -216,7 +217,7 @@ static void owner_stop_all(kolo_exec_owner *o, int reason, int rank) {
 static kolo_comm_shape my_shape(const struct koloComm *c) {
   return (kolo_comm_shape){c->nchannels, (int32_t)c->nslots, c->memory, (int32_t)c->ll_slot_bytes,
                            c->slot_bytes, c->ll_threshold, c->algo.forced, c->sched_hash, c->algo.allowed,
-                           c->tuning_hash, c->algo.bcast_allowed, c->proto_off};
+                           c->tuning_hash, c->algo.bcast_allowed, c->proto_off, c->algo.ag_allowed};
 }
 
 /* "none", or "a file of hash H" (with its path: this rank's) */
@@ -241,19 +242,20 @@ static koloResult_t file_differs(struct koloComm *c, int r, const char *var, con
 }
 
 static koloResult_t shape_differs(struct koloComm *c, int r, const kolo_comm_shape *a, const kolo_comm_shape *mine) {
-  char sa[64], sm[64], ba[32], bm[32];
+  char sa[64], sm[64], ba[32], bm[32], ga[32], gm[32];
   return kolo_error(&c->err, koloInvalidUsage,
-                    "rank %d has channels=%d slots=%d slot bytes=%llu memory=%d LL=%llu/%d algo=%s broadcast=%s but "
-                    "rank %d has %d/%d/%llu/%d/%llu/%d/%s/%s: set KOLO_NCHANNELS, KOLO_NSLOTS, "
+                    "rank %d has channels=%d slots=%d slot bytes=%llu memory=%d LL=%llu/%d algo=%s broadcast=%s "
+                    "allgather=%s but rank %d has %d/%d/%llu/%d/%llu/%d/%s/%s/%s: set KOLO_NCHANNELS, KOLO_NSLOTS, "
                     "KOLO_BUFFSIZE, memory, KOLO_LL_THRESHOLD, KOLO_LL_SLOT_BYTES and KOLO_ALGO "
                     "alike on all ranks",
                     r, a->nchannels, a->nslots, (unsigned long long)a->slot_bytes, a->memory,
                     (unsigned long long)a->ll_threshold, a->ll_slot_bytes, kolo_algo_allow_text(a->algo_allowed, sa, sizeof sa),
-                    kolo_algo_allow_text(a->bcast_allowed, ba, sizeof ba), c->rank,
-                    mine->nchannels, mine->nslots, (unsigned long long)mine->slot_bytes, mine->memory,
-                    (unsigned long long)mine->ll_threshold, mine->ll_slot_bytes,
-                    kolo_algo_allow_text(mine->algo_allowed, sm, sizeof sm),
-                    kolo_algo_allow_text(mine->bcast_allowed, bm, sizeof bm));
+                    kolo_algo_allow_text(a->bcast_allowed, ba, sizeof ba),
+                    kolo_algo_allow_text(a->ag_allowed, ga, sizeof ga), c->rank, mine->nchannels, mine->nslots,
+                    (unsigned long long)mine->slot_bytes, mine->memory, (unsigned long long)mine->ll_threshold,
+                    mine->ll_slot_bytes, kolo_algo_allow_text(mine->algo_allowed, sm, sizeof sm),
+                    kolo_algo_allow_text(mine->bcast_allowed, bm, sizeof bm),
+                    kolo_algo_allow_text(mine->ag_allowed, gm, sizeof gm));
 }
 
 /* Rank r gave another KOLO_PROTO than this rank: a transfer between them
@@ -519,6 +521,7 @@ static koloResult_t init_steps(struct koloComm *c) {
   if (res == koloSuccess && cuda) kolo_cuda_comm_ring_ready(c);
   if (res == koloSuccess) res = kolo_comm_connect_doubling(c);
   if (res == koloSuccess) res = kolo_comm_connect_tree(c);
+  if (res == koloSuccess) res = kolo_comm_connect_bruck(c);
   /* CUDA calls enqueue and return whatever config.blocking says: no
    * progress thread. */
   if (res == koloSuccess && !c->blocking && !cuda) res = kolo_nb_start(c);

@@ -64,6 +64,7 @@ struct koloComm {
   uint64_t tuning_hash;
   _Atomic uint64_t algo_logged;
   _Atomic uint64_t bcast_logged; /* the same for the broadcast's choices */
+  _Atomic uint64_t ag_logged;    /* the same for the all-gather's choices */
   int hier_ready;
   kolo_program hier_prog[KOLO_HIER_PHASES];
   kolo_connector hier_send[2][KOLO_MAX_CHANNELS], hier_recv[2][KOLO_MAX_CHANNELS];
@@ -133,10 +134,13 @@ koloResult_t kolo_p2p_connect(const kolo_op *ops, int nops);
  * where the comm may run them (doubling_pipes.c). */
 koloResult_t kolo_comm_connect_doubling(struct koloComm *c);
 /* The pipes of ops (one comm's, multi-peer) made at init, with their
- * device ends on a CUDA comm (doubling_pipes.c; tree_pipes.c uses it). */
+ * device ends on a CUDA comm (doubling_pipes.c; tree_pipes.c and
+ * ag_pipes.c use it). */
 koloResult_t kolo_comm_connect_at_init(struct koloComm *c, const kolo_op *ops, int n);
 /* The same for the broadcast tree (tree_pipes.c). */
 koloResult_t kolo_comm_connect_tree(struct koloComm *c);
+/* The same for Bruck's all-gather (ag_pipes.c). */
+koloResult_t kolo_comm_connect_bruck(struct koloComm *c);
 
 /* The point-to-point pipes op needs (enqueue.c): calls f(c, peer, is_send,
  * arg) for the peer of a send or recv, and for each peer and direction the
@@ -154,14 +158,14 @@ koloResult_t kolo_proto_apply(struct koloComm *c);
 /* 1 when coll's programs on c may be multi-peer (they run over the
  * point-to-point pipes of their peers): all-to-all, gather, scatter, the
  * all-reduce (its doubling algorithms, ring/algo.h), the broadcast (its
- * tree), and the collectives a
- * schedule file gives programs for. */
+ * tree), the all-gather (Bruck's), and the collectives a schedule file
+ * gives programs for. */
 static inline int kolo_comm_multi_peer(const struct koloComm *c, int coll) {
   return kolo_coll_may_be_multi_peer(coll) || kolo_sched_has(c->sched, coll);
 }
 
 /* 1 when op's programs are multi-peer: its collective's (op.h), its
- * all-reduce or broadcast algorithm's, or a schedule file's. */
+ * all-reduce, broadcast or all-gather algorithm's, or a schedule file's. */
 static inline int kolo_op_runs_multi_peer(const kolo_op *op) {
   return kolo_op_is_multi_peer(op, op->comm->nranks) || kolo_sched_has(op->comm->sched, op->coll);
 }
@@ -180,6 +184,8 @@ koloResult_t kolo_comm_load_tuning(struct koloComm *c, const char *fn);
 void kolo_comm_log_choice(struct koloComm *c, size_t bytes, int channels, int algo);
 /* The same for a broadcast's choice of chain or tree. */
 void kolo_comm_log_bcast_choice(struct koloComm *c, size_t bytes, int channels, int algo);
+/* The same for an all-gather's choice of ring or Bruck's. */
+void kolo_comm_log_ag_choice(struct koloComm *c, size_t bytes, int channels, int algo);
 
 /* The program of `coll` with root/peer `arg` on channel `ch`, cached. */
 koloResult_t kolo_comm_program(struct koloComm *comm, int coll, int arg, int ch,

@@ -218,7 +218,7 @@ koloResult_t kolo_cuda_comm_init(struct koloComm *c) {
 /* ---- programs ------------------------------------------------------------ */
 
 static int slots_of(int coll, int nranks) {
-  return kolo_program_slots(coll, nranks); /* rooted and p2p: one per rank; all-reduce: per algorithm */
+  return kolo_program_slots(coll, nranks); /* rooted and p2p: one per rank; all-reduce, all-gather: per algorithm */
 }
 
 /* Calls f(c, program index, program, arg) for every program of coll: each

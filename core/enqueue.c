@@ -66,12 +66,14 @@ koloResult_t koloGroupSimulateEnd(koloSimInfo_t *simInfo) {
   return group_finish(0, simInfo);
 }
 
-/* An all-reduce or a broadcast runs the algorithm chosen now, when it is
- * recorded: every later stage (pipes, programs, tasks, launches) reads it
- * from op->arg (a broadcast's with its root: kolo_bcast_arg). */
+/* An all-reduce, an all-gather or a broadcast runs the algorithm chosen
+ * now, when it is recorded: every later stage (pipes, programs, tasks,
+ * launches) reads it from op->arg (a broadcast's with its root:
+ * kolo_bcast_arg). */
 static kolo_op recorded(const kolo_op *op) {
   kolo_op o = *op;
   if (o.coll == KOLO_COLL_ALL_REDUCE) o.arg = kolo_comm_all_reduce_algo(o.comm, o.count, o.type);
+  if (o.coll == KOLO_COLL_ALL_GATHER) o.arg = kolo_comm_ag_algo(o.comm, o.count, o.type);
   if (o.coll == KOLO_COLL_BROADCAST)
     o.arg = kolo_bcast_arg(o.arg, kolo_comm_bcast_algo(o.comm, o.count, o.type), o.comm->nranks);
   return o;
@@ -267,6 +269,13 @@ int kolo_comm_bcast_algo(struct koloComm *comm, size_t count, koloDataType_t typ
   kolo_op op = {KOLO_COLL_BROADCAST, NULL, NULL, count, type, koloSum, 0, comm, NULL, KOLO_PREMUL_NONE, 0, 0};
   int nch = channels_for(comm, &op), a = kolo_bcast_choose(&comm->algo, count * koloTypeSize(type), nch);
   kolo_comm_log_bcast_choice(comm, count * koloTypeSize(type), nch, a); /* KOLO_DEBUG=INFO */
+  return a;
+}
+
+int kolo_comm_ag_algo(struct koloComm *comm, size_t count, koloDataType_t type) {
+  kolo_op op = {KOLO_COLL_ALL_GATHER, NULL, NULL, count, type, koloSum, 0, comm, NULL, KOLO_PREMUL_NONE, 0, 0};
+  int nch = channels_for(comm, &op), a = kolo_ag_choose(&comm->algo, count * koloTypeSize(type), nch);
+  kolo_comm_log_ag_choice(comm, count * koloTypeSize(type), nch, a); /* KOLO_DEBUG=INFO */
   return a;
 }
 

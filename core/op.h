@@ -33,8 +33,8 @@ typedef struct kolo_op {
   size_t count;          /* elements per block (see ring/program.h) */
   koloDataType_t type;
   koloRedOp_t op;
-  int arg;               /* root, peer, or (all-reduce) algorithm: ring/algo.h's KOLO_ALGO_*;
-                          * a broadcast's carries its algorithm too (kolo_bcast_arg) */
+  int arg;               /* root, peer, or (all-reduce, all-gather) algorithm: ring/algo.h's
+                          * KOLO_ALGO_*; a broadcast's carries its algorithm too (kolo_bcast_arg) */
   struct koloComm *comm;
   koloStream_t stream;   /* CUDA communicators: where the call is enqueued */
   /* A premul-sum (core/redop.h): op is koloSum and each rank's input is
@@ -65,27 +65,30 @@ static inline int kolo_arg_root(int coll, int arg, int nranks) {
 }
 
 /* The algorithm of a call's arg (kolo_schedule_build's algo): the
- * all-reduce's, the broadcast's ring (chain) or tree, else the ring. */
+ * all-reduce's and the all-gather's (their arg is it), the broadcast's ring
+ * (chain) or tree, else the ring. */
 static inline int kolo_arg_algo(int coll, int arg, int nranks) {
-  if (coll == KOLO_COLL_ALL_REDUCE) return arg;
+  if (coll == KOLO_COLL_ALL_REDUCE || coll == KOLO_COLL_ALL_GATHER) return arg;
   return coll == KOLO_COLL_BROADCAST && arg >= nranks ? KOLO_ALGO_TREE : KOLO_ALGO_RING;
 }
 
 /* Programs depend on the root (broadcast, reduce, gather, scatter), peer
- * (send, recv) or algorithm (all-reduce: kolo_op.arg is the one the call
- * runs, chosen when it is recorded, ring/algo.h; broadcast: both,
+ * (send, recv) or algorithm (all-reduce, all-gather: kolo_op.arg is the one
+ * the call runs, chosen when it is recorded, ring/algo.h; broadcast: both,
  * kolo_bcast_arg) only: the index of a call's program among its
  * collective's programs. */
 static inline int kolo_program_slot(int coll, int arg) {
   return (coll == KOLO_COLL_BROADCAST || coll == KOLO_COLL_REDUCE || coll == KOLO_COLL_GATHER ||
-          coll == KOLO_COLL_SCATTER || coll == KOLO_COLL_ALL_REDUCE || kolo_coll_is_p2p(coll))
+          coll == KOLO_COLL_SCATTER || coll == KOLO_COLL_ALL_REDUCE || coll == KOLO_COLL_ALL_GATHER ||
+          kolo_coll_is_p2p(coll))
              ? arg
              : 0;
 }
 
 /* How many slots a collective's programs have on a comm of nranks. */
 static inline int kolo_program_slots(int coll, int nranks) {
-  if (coll == KOLO_COLL_ALL_REDUCE) return KOLO_ALGO_NUM; /* per algorithm (tree: unused) */
+  /* per algorithm; the slots of the other collectives' algorithms hold the ring's */
+  if (coll == KOLO_COLL_ALL_REDUCE || coll == KOLO_COLL_ALL_GATHER) return KOLO_ALGO_NUM;
   if (coll == KOLO_COLL_BROADCAST) return 2 * nranks; /* the chain's, then the tree's */
   return kolo_program_slot(coll, 1) == 1 ? nranks : 1;
 }
@@ -93,9 +96,10 @@ static inline int kolo_program_slots(int coll, int nranks) {
 /* 1 when op's programs are multi-peer (they run over point-to-point pipes)
  * on a comm of nranks. */
 static inline int kolo_op_is_multi_peer(const kolo_op *op, int nranks) {
-  return kolo_coll_is_multi_peer(op->coll) ||
-         ((op->coll == KOLO_COLL_ALL_REDUCE || op->coll == KOLO_COLL_BROADCAST) &&
-          kolo_algo_is_multi_peer(kolo_arg_algo(op->coll, op->arg, nranks)));
+  if (kolo_coll_is_multi_peer(op->coll)) return 1;
+  const int by_algo =
+      op->coll == KOLO_COLL_ALL_REDUCE || op->coll == KOLO_COLL_BROADCAST || op->coll == KOLO_COLL_ALL_GATHER;
+  return by_algo && kolo_algo_is_multi_peer(kolo_arg_algo(op->coll, op->arg, nranks));
 }
 
 /* Where the program of (coll, arg) for channel ch lies in a table of
@@ -112,6 +116,9 @@ static inline int kolo_program_index(int coll, int arg, int ch, int nrings) {
 int kolo_comm_all_reduce_algo(struct koloComm *comm, size_t count, koloDataType_t type);
 /* The same for a broadcast: KOLO_ALGO_RING (the chain) or KOLO_ALGO_TREE. */
 int kolo_comm_bcast_algo(struct koloComm *comm, size_t count, koloDataType_t type);
+/* The same for an all-gather of count elements per rank: KOLO_ALGO_RING or
+ * KOLO_ALGO_BRUCK. */
+int kolo_comm_ag_algo(struct koloComm *comm, size_t count, koloDataType_t type);
 
 /* Channels a call uses: what a tuning file's `channels` line for its
  * collective, bytes and rank count says (tuned: NULL for none), else one

@@ -52,8 +52,10 @@ static const char *net_name(alias *name, const char *v) {
 }
 
 /* kolo's all-reduce algorithms are ring, hier, rd, rabenseifner and direct,
- * its broadcast's ring and tree; NCCL's Ring is kolo's ring (NCCL's Tree is
- * an all-reduce algorithm, so a bare "Tree" is refused as KOLO_ALGO's is).
+ * its broadcast's ring and tree, its all-gather's ring and bruck (a name
+ * NCCL lacks, taken as KOLO_ALGO takes it); NCCL's Ring is kolo's ring
+ * (NCCL's Tree is an all-reduce algorithm, so a bare "Tree" is refused as
+ * KOLO_ALGO's is).
  * A value naming only those (KOLO_ALGO takes
  * NCCL_ALGO's syntax: ring/algo_select.h) is taken as it is; an exclusion
  * of NCCL's other algorithms that leaves Ring in changes nothing. */
@@ -61,8 +63,9 @@ static const char *algo_name(alias *name, const char *v) {
   char why[256];
   if (kolo_algo_allow_parse(v, why, sizeof why) >= 0) return v;
   if (v[0] == '^' && strcasestr(v, "ring") == NULL) return NULL;
-  return refuse(name, v, "kolo has the ring, its hierarchical ring, recursive doubling and Rabenseifner's (a tree for broadcast "
-                           "only), no all-reduce tree, NVLS or CollNet yet");
+  return refuse(name, v,
+                "kolo has the ring, its hierarchical ring, recursive doubling, Rabenseifner's and direct (a tree "
+                "for broadcast and Bruck's for all-gather only), no all-reduce tree, NVLS or CollNet yet");
 }
 
 /* NCCL_PROTO takes KOLO_PROTO's syntax (core/proto_select.h), which is

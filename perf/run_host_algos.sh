@@ -12,6 +12,7 @@
 #   perf/run_host_algos.sh                       # 4 processes, 8 B .. 4 KiB, ring rd rabenseifner auto
 #   NP=8 MAXBYTES=64M ALGOS="ring rabenseifner" perf/run_host_algos.sh
 #   COLL=broadcast ALGOS="broadcast:ring broadcast:tree" perf/run_host_algos.sh
+#   COLL=all_gather ALGOS="allgather:ring allgather:bruck" perf/run_host_algos.sh
 #
 # Environment: BUILD (build), COLL (all_reduce), NP (4), ALGOS ("ring rd
 # rabenseifner auto"),

@@ -35,7 +35,7 @@ static links links_of(const kolo_algo_topo *t) {
                  tuned_or(t->tuned->a_net, l.a_net), tuned_or(t->tuned->b_net, l.b_net)};
 }
 
-static const char *const names[KOLO_ALGO_NUM] = {"ring", "hier", "rd", "rabenseifner", "tree", "direct"};
+static const char *const names[KOLO_ALGO_NUM] = {"ring", "hier", "rd", "rabenseifner", "tree", "direct", "bruck"};
 
 int kolo_algo_parse(const char *s) {
   if (s == NULL || *s == '\0') return KOLO_ALGO_AUTO;
@@ -46,10 +46,11 @@ int kolo_algo_parse(const char *s) {
 
 const char *kolo_algo_name(int algo) { return algo >= 0 && algo < KOLO_ALGO_NUM ? names[algo] : "auto"; }
 
-const char *kolo_algo_names(void) { return "ring, hier, rd, rabenseifner, tree or direct"; }
+const char *kolo_algo_names(void) { return "ring, hier, rd, rabenseifner, tree, direct or bruck"; }
 
 int kolo_algo_is_multi_peer(int algo) {
-  return algo == KOLO_ALGO_RD || algo == KOLO_ALGO_RABENSEIFNER || algo == KOLO_ALGO_TREE || algo == KOLO_ALGO_DIRECT;
+  return algo == KOLO_ALGO_RD || algo == KOLO_ALGO_RABENSEIFNER || algo == KOLO_ALGO_TREE || algo == KOLO_ALGO_DIRECT ||
+         algo == KOLO_ALGO_BRUCK;
 }
 
 int kolo_algo_hier_possible(const kolo_algo_topo *t) {
@@ -122,10 +123,11 @@ double kolo_coll_cost(int coll, const kolo_algo_topo *t, size_t bytes, int chann
   ring_links(t, channels, &a, &b);
   switch (coll) {
   case KOLO_COLL_BROADCAST: return kolo_bcast_cost(kolo_bcast_choose(t, bytes, channels), t, bytes, channels);
+  case KOLO_COLL_ALL_GATHER: return kolo_ag_cost(kolo_ag_choose(t, bytes, channels), t, bytes, channels);
   case KOLO_COLL_REDUCE: return (n - 1) * a + S / b;
   case KOLO_COLL_SEND:
   case KOLO_COLL_RECV: return one_hop(t, S);
-  default: return (n - 1) * a + (n - 1) * S / b; /* reduce-scatter, all-gather, all-to-all, gather, scatter */
+  default: return (n - 1) * a + (n - 1) * S / b; /* reduce-scatter, all-to-all, gather, scatter */
   }
 }
 
@@ -195,4 +197,39 @@ int kolo_bcast_choose(const kolo_algo_topo *t, size_t bytes, int channels) {
   if (t->nranks <= 2 || !kolo_bcast_may_run(t, KOLO_ALGO_TREE)) return KOLO_ALGO_RING; /* the same hop */
   double chain = kolo_bcast_cost(KOLO_ALGO_RING, t, bytes, channels);
   return kolo_bcast_cost(KOLO_ALGO_TREE, t, bytes, channels) < chain ? KOLO_ALGO_TREE : KOLO_ALGO_RING;
+}
+
+/* ---- all-gather: the ring or Bruck's (algo.h).  Bruck's k = ceil(log2 n)
+ * levels each cost a step's latency; its peers lie 2^j away, on other
+ * hosts as often as not (network links, as the tree's), and each of the
+ * n-2 blocks it forwards costs one more pass over memory than the ring's
+ * recvCopySend (received into out, read back to send). */
+
+double kolo_ag_cost(int algo, const kolo_algo_topo *t, size_t bytes, int channels) {
+  if (t->nranks <= 1) return 0;
+  double S = (double)bytes, n = t->nranks, a, b;
+  if (algo != KOLO_ALGO_BRUCK) {
+    ring_links(t, channels, &a, &b);
+    return (n - 1) * a + (n - 1) * S / b;
+  }
+  const links l = links_of(t);
+  a = t->nhosts > 1 ? l.a_net : l.a_host;
+  b = t->nhosts > 1 ? l.b_net : l.b_host;
+  return ceil_log2(t->nranks) * a + (n - 1) * S / b + (n - 2) * S / l.b_host;
+}
+
+/* Bruck only where KOLO_ALGO's allgather entry allows it (algo.h: not yet
+ * measured, and the tree, another latency-bound algorithm, lost to the
+ * chain where it was). */
+int kolo_ag_may_run(const kolo_algo_topo *t, int algo) {
+  if (algo != KOLO_ALGO_RING && algo != KOLO_ALGO_BRUCK) return 0;
+  if (t->ag_allowed == 0) return algo == KOLO_ALGO_RING;
+  return (t->ag_allowed >> algo) & 1u;
+}
+
+int kolo_ag_choose(const kolo_algo_topo *t, size_t bytes, int channels) {
+  if (!kolo_ag_may_run(t, KOLO_ALGO_RING)) return KOLO_ALGO_BRUCK; /* forced */
+  if (t->nranks <= 2 || !kolo_ag_may_run(t, KOLO_ALGO_BRUCK)) return KOLO_ALGO_RING; /* the same hop */
+  double ring = kolo_ag_cost(KOLO_ALGO_RING, t, bytes, channels);
+  return kolo_ag_cost(KOLO_ALGO_BRUCK, t, bytes, channels) < ring ? KOLO_ALGO_BRUCK : KOLO_ALGO_RING;
 }

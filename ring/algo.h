@@ -1,9 +1,10 @@
 /* algo.h - choosing the all-reduce algorithm: the flat ring
  * (all_reduce.c), the hierarchical ring (all_reduce_hier.c), recursive
  * doubling (all_reduce_rd.c), Rabenseifner's (all_reduce_rab.c) or the
- * direct two-shot one (all_reduce_direct.c); and the broadcast's: the
+ * direct two-shot one (all_reduce_direct.c); the broadcast's: the
  * pipelined chain (chain.c, "ring") or the binomial tree (bcast_tree.c,
- * "tree").
+ * "tree"); and the all-gather's: the ring (all_gather.c) or Bruck's
+ * (all_gather_bruck.c, "bruck").
  *
  * The choice must be the same on every rank, so it is a pure function of
  * what every rank agrees on: the call's bytes and channels, the number of
@@ -82,7 +83,23 @@
  * time, but 0.96x at 128 KiB) and with 8 (1.0-1.4x), medians of 5
  * alternating runs.
  *
- * The multi-peer algorithms (rd, rabenseifner, direct, tree) run over point-to-point
+ * All-gather (kolo_ag_choose): with k = ceil(log2 n) and S_rank the bytes
+ * of one rank's block,
+ *   ring:  T = (n-1) a + (n-1) S_rank / b           (ring_links' a and b)
+ *   bruck: T = k a + (n-1) S_rank / b + (n-2) S_rank / m
+ *                                   (a and b of the network across hosts,
+ *                                    as the tree's: its peers lie 2^j
+ *                                    away; m the host's memory rate, b_host)
+ * Both move the same bytes; Bruck's n-2 forwarded blocks are received
+ * into out and read back from it when sent (recv, then send: 4 passes),
+ * where the ring forwards them in one recvCopySend (3): one more pass over
+ * each.  On one host (m = b) the model would give Bruck up to
+ * (n-1-k)/(n-2) a m per rank: 10 KB at 4 ranks, 13 KB at 8, 16 KB at 16;
+ * never at 3 (both take 2 hops) or 2.  As the tree, it weighs Bruck only
+ * where KOLO_ALGO's allgather entry names it (allgather:bruck forces it,
+ * allgather:ring,bruck lets the model choose): not yet measured.
+ *
+ * The multi-peer algorithms (rd, rabenseifner, direct, tree, bruck) run over point-to-point
  * pipes.  On a CUDA communicator the model leaves them out (no_auto_peers)
  * unless KOLO_ALGO asks for them: their kernels are checked element by
  * element on kolo's CPU model of the GPU (and check that calls match, as
@@ -102,16 +119,19 @@ enum {
   KOLO_ALGO_RABENSEIFNER = 3,
   KOLO_ALGO_TREE = 4, /* broadcast only (ring/bcast_tree.c) */
   KOLO_ALGO_DIRECT = 5,
+  KOLO_ALGO_BRUCK = 6, /* all-gather only (ring/all_gather_bruck.c) */
   KOLO_ALGO_NUM
 };
 
 /* The algorithms of each collective, as sets (bit 1 << KOLO_ALGO_*): the
- * all-reduce's five, the broadcast's chain ("ring") and tree; the other
- * collectives have the ring (their one program) only. */
+ * all-reduce's five, the broadcast's chain ("ring") and tree, the
+ * all-gather's ring and Bruck's; the other collectives have the ring (their
+ * one program) only. */
 #define KOLO_ALGO_ALL_REDUCE_SET                                                                       \
   ((1u << KOLO_ALGO_RING) | (1u << KOLO_ALGO_HIER) | (1u << KOLO_ALGO_RD) | (1u << KOLO_ALGO_RABENSEIFNER) | \
    (1u << KOLO_ALGO_DIRECT))
 #define KOLO_ALGO_BCAST_SET ((1u << KOLO_ALGO_RING) | (1u << KOLO_ALGO_TREE))
+#define KOLO_ALGO_AG_SET ((1u << KOLO_ALGO_RING) | (1u << KOLO_ALGO_BRUCK))
 
 /* What the choice depends on, equal on every rank. */
 typedef struct {
@@ -124,12 +144,14 @@ typedef struct {
   unsigned allowed;               /* KOLO_ALGO's set, bit 1 << KOLO_ALGO_*; 0: unset */
   const struct kolo_tuned *tuned; /* KOLO_TUNING_FILE's constants; NULL: compiled */
   unsigned bcast_allowed;         /* KOLO_ALGO's broadcast set (ring, tree); 0: no entry */
+  unsigned ag_allowed;            /* KOLO_ALGO's all-gather set (ring, bruck); 0: no entry */
 } kolo_algo_topo;
 
 /* KOLO_ALGO's value: NULL or "" -> AUTO, "ring", "hier", "rd",
- * "rabenseifner", "tree", "direct"; -2 for anything else. */
+ * "rabenseifner", "tree", "direct", "bruck"; -2 for anything else. */
 int kolo_algo_parse(const char *s);
-/* "ring", "hier", "rd", "rabenseifner", "tree", "direct", or "auto". */
+/* "ring", "hier", "rd", "rabenseifner", "tree", "direct", "bruck", or
+ * "auto". */
 const char *kolo_algo_name(int algo);
 /* The names kolo_algo_parse takes, for error sentences: "ring, hier, ...". */
 const char *kolo_algo_names(void);
@@ -155,12 +177,23 @@ int kolo_bcast_may_run(const kolo_algo_topo *t, int algo);
  * KOLO_ALGO_RING (the chain) or KOLO_ALGO_TREE. */
 int kolo_bcast_choose(const kolo_algo_topo *t, size_t bytes, int channels);
 
+/* Modelled seconds of an all-gather of `bytes` per rank by algorithm
+ * `algo` (KOLO_ALGO_RING, KOLO_ALGO_BRUCK) on `channels` channels. */
+double kolo_ag_cost(int algo, const kolo_algo_topo *t, size_t bytes, int channels);
+/* 1 when the model may choose `algo` for an all-gather on t (KOLO_ALGO's
+ * allgather entry; without one, the ring only). */
+int kolo_ag_may_run(const kolo_algo_topo *t, int algo);
+/* The algorithm of an all-gather of `bytes` per rank on `channels`
+ * channels: KOLO_ALGO_RING or KOLO_ALGO_BRUCK. */
+int kolo_ag_choose(const kolo_algo_topo *t, size_t bytes, int channels);
+
 /* Modelled seconds of one call of collective `coll` (ring/schedule.h's
  * KOLO_COLL_*; koloGroupSimulateEnd), `bytes` being the count times the
  * type size as the API takes it (per rank for reduce-scatter and
  * all-gather), with the links of the ring above:
  *   all-reduce: kolo_algo_cost of kolo_algo_choose's algorithm;
- *   reduce-scatter, all-gather, all-to-all, gather, scatter: (n-1) steps of
+ *   all-gather: kolo_ag_cost of kolo_ag_choose's algorithm;
+ *   reduce-scatter, all-to-all, gather, scatter: (n-1) steps of
  *     a rank's (a block's) bytes each, one after another:
  *     T = (n-1) a + (n-1) S_rank / (b min(ch, L))  (half an all-reduce of n S_rank);
  *   broadcast: kolo_bcast_cost of kolo_bcast_choose's algorithm;

@@ -10,6 +10,7 @@
 /* NCCL_ALGO's collective names; index 0 is the all-reduce. */
 static const char *const colls[] = {"allreduce", "broadcast", "reduce", "allgather", "reducescatter"};
 #define NCOLLS (int)(sizeof colls / sizeof colls[0])
+#define AG 3 /* colls[AG]: the all-gather */
 
 /* s..s+n without the blanks at either end. */
 static void trim(const char **s, size_t *n) {
@@ -46,11 +47,29 @@ static int list_set(const char *v, const char *s, size_t n, char *why, size_t wh
     const char *name = p;
     trim(&name, &m);
     int a = algo_of(name, m);
-    if (a < 0) return refuse(v, why, why_len, "no algorithm (kolo has ring, hier, rd, rabenseifner, tree, direct) named", name, m);
+    if (a < 0)
+      return refuse(v, why, why_len, "no algorithm (kolo has ring, hier, rd, rabenseifner, tree, direct, bruck) named",
+                    name, m);
     set |= 1u << a;
     p = comma ? comma + 1 : end + 1;
   }
   return (int)(exclude ? KOLO_ALGO_ALL & ~set : set);
+}
+
+/* -1 with a sentence when a list without a collective (the all-reduce's)
+ * names only another collective's algorithm: "tree" alone, "bruck" alone. */
+static int bare_other(const char *v, int set, char *why, size_t why_len) {
+  if (set == (1 << KOLO_ALGO_TREE))
+    return refuse(v, why, why_len,
+                  "kolo's tree is a broadcast algorithm, and an entry without a collective is the all-reduce's: "
+                  "write broadcast:tree, not",
+                  "tree", 4);
+  if (set == (1 << KOLO_ALGO_BRUCK))
+    return refuse(v, why, why_len,
+                  "kolo's bruck is an all-gather algorithm, and an entry without a collective is the all-reduce's: "
+                  "write allgather:bruck, not",
+                  "bruck", 5);
+  return 0;
 }
 
 /* One entry into masks[] (the all-reduce's when it names no collective). */
@@ -70,31 +89,30 @@ static int entry(const char *v, const char *s, size_t n, int masks[], char *why,
   int set = list_set(v, s, n, why, why_len);
   if (set < 0) return -1;
   trim(&s, &n);
-  if (k <= 0 && set == (1 << KOLO_ALGO_TREE) && *s != '^') /* "tree" alone, for the all-reduce */
-    return refuse(v, why, why_len,
-                  "kolo's tree is a broadcast algorithm, and an entry without a collective is the all-reduce's: "
-                  "write broadcast:tree, not",
-                  "tree", 4);
+  if (k <= 0 && *s != '^' && bare_other(v, set, why, why_len) < 0) return -1;
   masks[k < 0 ? 0 : k] = set; /* no collective: the all-reduce's, the only choice */
   return 0;
 }
 
 /* The all-reduce's set keeps its own algorithms; the broadcast has the
- * chain ("ring") and the tree; every other collective runs the ring only. */
+ * chain ("ring") and the tree, the all-gather the ring and Bruck's; every
+ * other collective runs the ring only. */
 static int check_masks(const char *v, const int masks[], char *why, size_t why_len) {
   if (masks[0] >= 0 && (masks[0] & (int)KOLO_ALGO_ALL_REDUCE_SET) == 0)
     return refuse(v, why, why_len, "leaves no algorithm for", colls[0], strlen(colls[0]));
   if (masks[1] >= 0 && (masks[1] & (int)KOLO_ALGO_BCAST_SET) == 0)
     return refuse(v, why, why_len, "leaves neither the ring (chain) nor the tree for", colls[1], strlen(colls[1]));
+  if (masks[AG] >= 0 && (masks[AG] & (int)KOLO_ALGO_AG_SET) == 0)
+    return refuse(v, why, why_len, "leaves neither the ring nor bruck for", colls[AG], strlen(colls[AG]));
   for (int k = 2; k < NCOLLS; k++)
-    if (masks[k] >= 0 && !(masks[k] & (1 << KOLO_ALGO_RING)))
+    if (k != AG && masks[k] >= 0 && !(masks[k] & (1 << KOLO_ALGO_RING)))
       return refuse(v, why, why_len, "leaves out the ring, the only algorithm kolo has for", colls[k],
                     strlen(colls[k]));
   return 0;
 }
 
 int kolo_algo_allow_parse_sets(const char *v, kolo_algo_sets *out, char *why, size_t why_len) {
-  out->all_reduce = out->broadcast = 0;
+  out->all_reduce = out->broadcast = out->all_gather = 0;
   if (v == NULL || *v == '\0') return 0;
   int masks[NCOLLS] = {-1, -1, -1, -1, -1}; /* -1: no entry */
   for (const char *p = v, *end = v + strlen(v); p <= end;) {
@@ -106,6 +124,7 @@ int kolo_algo_allow_parse_sets(const char *v, kolo_algo_sets *out, char *why, si
   if (check_masks(v, masks, why, why_len) < 0) return -1;
   out->all_reduce = masks[0] < 0 ? 0 : (unsigned)masks[0] & KOLO_ALGO_ALL_REDUCE_SET;
   out->broadcast = masks[1] < 0 ? 0 : (unsigned)masks[1] & KOLO_ALGO_BCAST_SET;
+  out->all_gather = masks[AG] < 0 ? 0 : (unsigned)masks[AG] & KOLO_ALGO_AG_SET;
   return 0;
 }
 

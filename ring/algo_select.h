@@ -4,24 +4,27 @@
  *   value   := entry (';' entry)*
  *   entry   := [coll ':'] ['^'] name (',' name)*
  *   coll    := allreduce | broadcast | reduce | allgather | reducescatter
- *   name    := ring | hier | rd | rabenseifner | direct | tree   (any case)
+ *   name    := ring | hier | rd | rabenseifner | direct | tree | bruck   (any case)
  *
  * '^' excludes the names that follow instead of listing those allowed; a
  * later entry for the same collective replaces an earlier one.  The
- * all-reduce has ring, hier, rd and rabenseifner; the broadcast has ring
- * (its pipelined chain) and tree (ring/bcast_tree.c); every other
+ * all-reduce has ring, hier, rd, rabenseifner and direct; the broadcast
+ * has ring (its pipelined chain) and tree (ring/bcast_tree.c); the
+ * all-gather has ring and bruck (ring/all_gather_bruck.c); every other
  * collective has the ring only.  An entry without a collective is the
  * all-reduce's (so "rd" still forces it, and the other collectives keep
  * their default); a list keeps the names of its collective's algorithms
- * and must leave one: so a bare "tree" is an error (the tree is not an
- * all-reduce algorithm in kolo: write broadcast:tree), and an entry for
- * reduce, allgather or reducescatter must leave the ring allowed (else kolo
- * would have nothing to run it with, and says so).  A one-name set forces
- * that algorithm ("broadcast:tree" runs every broadcast as a tree).  The
- * single names of old ("rd") are a one-name list.  Empty or unset: the
- * model chooses among the all-reduce's algorithms (algo.h's no_auto_peers
- * still applies, and direct needs naming) and the broadcast keeps the
- * chain (the tree needs naming: algo.h says why).
+ * and must leave one: so a bare "tree" or "bruck" is an error (neither is
+ * an all-reduce algorithm in kolo: write broadcast:tree, allgather:bruck),
+ * "allgather:^ring,bruck" leaves the all-gather nothing, and an entry for
+ * reduce or reducescatter must leave the ring allowed (else kolo would
+ * have nothing to run it with, and says so).  A one-name set forces that
+ * algorithm ("broadcast:tree" runs every broadcast as a tree,
+ * "allgather:bruck" every all-gather as Bruck's).  The single names of old
+ * ("rd") are a one-name list.  Empty or unset: the model chooses among the
+ * all-reduce's algorithms (algo.h's no_auto_peers still applies, and
+ * direct needs naming), the broadcast keeps the chain and the all-gather
+ * the ring (the tree and Bruck's need naming: algo.h says why).
  */
 #ifndef KOLO_RING_ALGO_SELECT_H
 #define KOLO_RING_ALGO_SELECT_H
@@ -37,6 +40,7 @@
 typedef struct {
   unsigned all_reduce; /* within KOLO_ALGO_ALL_REDUCE_SET */
   unsigned broadcast;  /* within KOLO_ALGO_BCAST_SET */
+  unsigned all_gather; /* within KOLO_ALGO_AG_SET */
 } kolo_algo_sets;
 
 /* Fills *out from KOLO_ALGO's value and returns 0, or returns -1 with what

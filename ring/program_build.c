@@ -107,12 +107,18 @@ static koloResult_t broadcast(const kolo_ring *ring, int rank, int root, int alg
   return kolo_sched_broadcast(ring, rank, root, out);
 }
 
+/* The all-gather of algorithm `algo`: Bruck's, or the ring. */
+static koloResult_t all_gather(const kolo_ring *ring, int rank, int algo, kolo_program *out) {
+  if (algo == KOLO_ALGO_BRUCK) return kolo_sched_all_gather_bruck(ring->nranks, rank, out);
+  return kolo_sched_all_gather(ring, rank, out);
+}
+
 koloResult_t kolo_schedule_build(int coll, const kolo_ring *ring, int rank, int arg, int algo,
                                  kolo_program *out) {
   switch (coll) {
   case KOLO_COLL_ALL_REDUCE: return all_reduce(ring, rank, algo, out);
   case KOLO_COLL_REDUCE_SCATTER: return kolo_sched_reduce_scatter(ring, rank, out);
-  case KOLO_COLL_ALL_GATHER: return kolo_sched_all_gather(ring, rank, out);
+  case KOLO_COLL_ALL_GATHER: return all_gather(ring, rank, algo, out);
   case KOLO_COLL_BROADCAST: return broadcast(ring, rank, arg, algo, out);
   case KOLO_COLL_REDUCE: return kolo_sched_reduce(ring, rank, arg, out);
   case KOLO_COLL_SEND:

@@ -1,9 +1,10 @@
 /* schedule.h - compiling collectives into step programs (one algorithm per
  * file: all_reduce.c, all_reduce_hier.c, reduce_scatter.c, all_gather.c,
  * chain.c, p2p.c, and the multi-peer ones all_to_all.c, gather_scatter.c,
- * all_reduce_rd.c, all_reduce_rab.c, all_reduce_direct.c, bcast_tree.c;
- * algo.h chooses among the all-reduces and between the broadcast's chain
- * and tree).
+ * all_reduce_rd.c, all_reduce_rab.c, all_reduce_direct.c, bcast_tree.c,
+ * all_gather_bruck.c; algo.h chooses among the all-reduces, between the
+ * broadcast's chain and tree and between the all-gather's ring and
+ * Bruck's).
  *
  * A schedule knows ranks and ring order, nothing about memory kinds or
  * transports.  The program for (rank, channel) depends only on the ring of
@@ -38,10 +39,12 @@ static inline int kolo_coll_is_multi_peer(int coll) {
 }
 
 /* 1 for the collectives some of whose programs are multi-peer: those above,
- * the all-reduce, whose recursive doubling and Rabenseifner programs are,
- * and the broadcast, whose tree is (ring/algo.h's kolo_algo_is_multi_peer). */
+ * the all-reduce, whose recursive doubling, Rabenseifner and direct
+ * programs are, the broadcast, whose tree is, and the all-gather, whose
+ * Bruck program is (ring/algo.h's kolo_algo_is_multi_peer). */
 static inline int kolo_coll_may_be_multi_peer(int coll) {
-  return kolo_coll_is_multi_peer(coll) || coll == KOLO_COLL_ALL_REDUCE || coll == KOLO_COLL_BROADCAST;
+  return kolo_coll_is_multi_peer(coll) || coll == KOLO_COLL_ALL_REDUCE || coll == KOLO_COLL_BROADCAST ||
+         coll == KOLO_COLL_ALL_GATHER;
 }
 
 /* A ring: order[i] is the rank at position i (nranks of them); pos[r] the
@@ -64,8 +67,8 @@ static inline int kolo_ring_prev(const kolo_ring *ring, int rank) {
  * gather, scatter) or the peer (send, recv), ignored otherwise; `algo` is
  * the algorithm (ring/algo.h's KOLO_ALGO_*) of the all-reduce (ring, rd,
  * rabenseifner, direct; hier's three programs come from kolo_sched_all_reduce_hier,
- * and hier here is the ring it falls back to) and of the broadcast (ring:
- * the chain, tree), ignored otherwise.  The multi-peer programs use the
+ * and hier here is the ring it falls back to), of the broadcast (ring: the
+ * chain, tree) and of the all-gather (ring, bruck), ignored otherwise.  The multi-peer programs use the
  * ring's rank count only.  koloSystemError when out of memory; *out is
  * untouched on failure. */
 koloResult_t kolo_schedule_build(int coll, const kolo_ring *ring, int rank, int arg, int algo,
@@ -85,6 +88,7 @@ koloResult_t kolo_sched_all_reduce_rd(int nranks, int rank, kolo_program *p);
 koloResult_t kolo_sched_all_reduce_rab(int nranks, int rank, kolo_program *p);
 koloResult_t kolo_sched_all_reduce_direct(int nranks, int rank, kolo_program *p);
 koloResult_t kolo_sched_broadcast_tree(int nranks, int rank, int root, kolo_program *p);
+koloResult_t kolo_sched_all_gather_bruck(int nranks, int rank, kolo_program *p);
 
 /* Hierarchical all-reduce (all_reduce_hier.c): three programs per rank, run
  * in this order on every channel, the intra ones over the ranks of rank's

@@ -491,8 +491,9 @@ TEST(CudaPlan, SlicesEqualTheHostExecutorsConnectorSteps) {
                           : coll == kt::Coll::Broadcast     ? KOLO_COLL_BROADCAST
                                                             : KOLO_COLL_REDUCE;
         for (int r = 0; r < n; r++) {
+          const bool by_algo = kcoll == KOLO_COLL_ALL_REDUCE || kcoll == KOLO_COLL_ALL_GATHER;  // arg: the ring
           kolo_op op = make_op(kcoll, fake(0x1000), const_cast<void *>(fake(0x2000)), count, c.type,
-                               kcoll == KOLO_COLL_ALL_REDUCE ? KOLO_ALGO_RING : c.root);
+                               by_algo ? KOLO_ALGO_RING : c.root);
           std::vector<uint64_t> want(2 * (size_t)sh.nch, 0);
           for (const TaskSlices &ts : plan_slices(op, fcs[(size_t)r]->pc)) {
             int ch = ts.task.channel;
@@ -810,6 +811,20 @@ TEST(CudaPlan, DoublingAllReduceSlicesEqualTheHostExecutorsConnectorSteps) {
     }
 }
 
+// The same for Bruck's all-gather (KOLO_ALGO=allgather:bruck), on a power of
+// two and not: each level's pipe carries its blocks' slices.
+TEST(CudaPlan, BruckAllGatherSlicesEqualTheHostExecutorsConnectorSteps) {
+  kt::ScopedEnv force("KOLO_ALGO", "allgather:bruck");
+  for (int n : {4, 5}) {
+    SmallSlotWorld sw(n);
+    ASSERT_TRUE(sw.w.ok());
+    for (size_t count : {size_t(1), size_t(4096 * 3 + 17), size_t(70001)}) {
+      kt::CollCase c = kt::make_case(kt::Coll::AllGather, koloFloat32, koloSum, n, count, count % 2 == 0, 1);
+      expect_peer_slices(sw.w, sw.sh, sw.fcs, c, KOLO_COLL_ALL_GATHER, KOLO_ALGO_BRUCK);
+    }
+  }
+}
+
 // A doubling all-reduce's task carries its program's peers and the end
 // table of (all-reduce, its algorithm, channel), like the other multi-peer
 // programs; its geometry is the host executor's, in its program's layout.
@@ -1089,7 +1104,7 @@ struct HierFake {
     kolo_ring_free(&intra);
     kolo_ring_free(&inter);
     kolo_hosts_free(&h);
-    topo = kolo_algo_topo{s.nranks, hosts, L, forced, 0, 0, nullptr, 0};
+    topo = kolo_algo_topo{s.nranks, hosts, L, forced, 0, 0, nullptr, 0, 0};
     hcounters.assign(4 * (size_t)s.nch, 0);
     for (int k = 0; k < 2; k++) {
       const kolo_program &p = hprog[k == 0 ? KOLO_HIER_INTRA_RS : KOLO_HIER_INTER_AR];
@@ -1380,6 +1395,7 @@ TEST(CudaPlan, RandomGroupsCannotDeadlockAcrossRanks) {
                           (int)(rng() % (uint64_t)n));
       if (coll == KOLO_COLL_ALL_REDUCE) o.arg %= KOLO_ALGO_RABENSEIFNER + 1;  // the algorithm: ring or a doubling one
       if (coll == KOLO_COLL_BROADCAST && peer_rng() % 2) o.arg = kolo_bcast_arg(o.arg, KOLO_ALGO_TREE, n);  // the tree
+      if (coll == KOLO_COLL_ALL_GATHER) o.arg = peer_rng() % 2 ? KOLO_ALGO_BRUCK : KOLO_ALGO_RING;  // its algorithm
       colls.push_back(o);
       parties[tag] = n;
     }

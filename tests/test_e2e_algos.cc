@@ -30,14 +30,26 @@
 //                every channel), raise the communicator's channels unless
 //                KOLO_NCHANNELS is set, and never exceed them; every
 //                element checked.
+//   BruckAllGather  Bruck's all-gather (KOLO_ALGO=allgather:bruck), ranks as
+//                threads, n in {1, 2, 3, 5, 6, 7, 8}: dtypes of 1 to 8 bytes
+//                at counts {0, 1, 7, 4095}, in and out of place, unaligned
+//                buffers, and 1 MiB + 3 elements per rank on up to 5 ranks;
+//                on 7 and 8 ranks with pipes of two slots (levels of 3 and 4
+//                blocks, many rounds); the model's own choice (Bruck's when
+//                small, the ring when large); 5 ranks as processes on one
+//                host and on two (net pipes between them); and ranks that
+//                disagree on it failing init.
 //   AlgoConfig   a KOLO_ALGO that names no algorithm fails init, naming the
-//                algorithms there are; a bare "tree" (not an all-reduce
-//                algorithm) and an entry leaving a collective nothing fail.
+//                algorithms there are; a bare "tree" or "bruck" (not
+//                all-reduce algorithms) and an entry leaving a collective
+//                nothing fail.
 // Large counts are skipped in sanitizer builds (KOLO_TEST_FULL=1 runs them).
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -177,9 +189,12 @@ uint64_t hash_bytes(const char *p, size_t n) {
   return h;
 }
 
+// "" when comm runs what the test forced, else what it runs instead.
+using RunsCheck = std::function<std::string(koloComm_t)>;
+
 // One process's rank: the cases, each checked, then every rank's hash of
 // its result all-gathered and compared with its own.
-int child(int rank, int n, const koloUniqueId &id, int algo, const std::vector<CollCase> &cases) {
+int child(int rank, int n, const koloUniqueId &id, const RunsCheck &runs, const std::vector<CollCase> &cases) {
   koloComm_t comm = nullptr;
   koloResult_t res = koloCommInitRank(&comm, n, id, rank);
   if (res != koloSuccess) {
@@ -187,7 +202,7 @@ int child(int rank, int n, const koloUniqueId &id, int algo, const std::vector<C
     return 2;
   }
   int failures = 0;
-  std::string why = runs_algo(comm, algo);
+  std::string why = runs(comm);
   if (!why.empty()) std::fprintf(stderr, "rank %d: %s\n", rank, why.c_str()), failures++;
   Expected e;
   std::vector<uint64_t> hashes((size_t)n);
@@ -197,7 +212,7 @@ int child(int rank, int n, const koloUniqueId &id, int algo, const std::vector<C
     prepare(c, rank, &b);
     expected_for_rank(c, rank, &e);
     res = issue(c, rank, &b, comm);
-    std::string err = res != koloSuccess ? result_text("koloAllReduce", res, comm) : check(c, rank, b, e);
+    std::string err = res != koloSuccess ? result_text(c.str().c_str(), res, comm) : check(c, rank, b, e);
     const GuardedBuf &out = output_of(c, b);
     uint64_t mine = out.data() ? hash_bytes(out.data(), out.bytes()) : 0;
     if (err.empty() && koloAllGather(&mine, hashes.data(), 1, koloUint64, comm, nullptr) != koloSuccess)
@@ -220,8 +235,11 @@ TEST_P(AlgoProcs, EveryElementSameOnEveryRank) {
       n, {{koloFloat32, koloSum}, {koloFloat16, koloAvg}, {koloInt32, koloSum}, {koloFloat8e5m2, kPreMulSum}}, true);
   std::string id_error;
   std::vector<ChildResult> res = run_children_with_id(
-      n, [&](int rank, const koloUniqueId &id) { return child(rank, n, id, kolo_algo_parse(algo), cases); }, 240000,
-      nullptr, &id_error);
+      n,
+      [&](int rank, const koloUniqueId &id) {
+        return child(rank, n, id, [&](koloComm_t c) { return runs_algo(c, kolo_algo_parse(algo)); }, cases);
+      },
+      240000, nullptr, &id_error);
   EXPECT_EQ(id_error, "");
   EXPECT_EQ(children_failures(res), "");
 }
@@ -383,19 +401,162 @@ TEST(TunedChannels, TheFileSetsEachCallsChannels) {
   EXPECT_EQ(err, "");
 }
 
+// ---- Bruck's all-gather ----------------------------------------------------------
+
+// "" when comm's all-gathers run `algo` at every size.
+std::string runs_ag(koloComm_t comm, int algo) {
+  for (size_t count : {(size_t)1, (size_t)4095, kLargeCount}) {
+    int got = kolo_comm_ag_algo(comm, count, koloFloat32);
+    if (got != algo)
+      return "an all-gather of " + std::to_string(count) + " float32 per rank runs " + kolo_algo_name(got) + ", not " +
+             kolo_algo_name(algo);
+  }
+  return "";
+}
+
+// Dtypes of 1, 2, 4 and 8 bytes at the small counts, in and out of place
+// (a third of them unaligned: make_case), and 1 MiB + 3 elements per rank
+// on few ranks (rounds repeat: chunks fill half a pipe).
+std::vector<CollCase> bruck_grid(int n) {
+  std::vector<CollCase> cases;
+  int v = 0;
+  for (koloDataType_t t : {koloFloat32, koloInt8, koloBfloat16, koloFloat64})
+    for (size_t count : kSmallCounts)
+      for (bool ip : {false, true}) cases.push_back(make_case(Coll::AllGather, t, koloSum, n, count, ip, v++));
+  if (n <= 5 && !sanitized_build()) {
+    cases.push_back(make_case(Coll::AllGather, koloFloat32, koloSum, n, kLargeCount, false, v++));
+    cases.push_back(make_case(Coll::AllGather, koloInt32, koloSum, n, kLargeCount, true, v++));
+  }
+  return cases;
+}
+
+class BruckAllGather : public ::testing::TestWithParam<int> {};
+
+TEST_P(BruckAllGather, EveryElementOnEveryRank) {
+  const int n = GetParam();
+  ScopedEnv force("KOLO_ALGO", "allgather:bruck");
+  ThreadWorld w(n);
+  ASSERT_TRUE(w.ok()) << koloGetErrorString(w.init_result) << ": " << w.init_error;
+  for (int r = 0; r < n; r++) ASSERT_EQ(runs_ag(w.comms[(size_t)r], KOLO_ALGO_BRUCK), "") << "rank " << r;
+  EXPECT_EQ(run_identical(w, bruck_grid(n)), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, BruckAllGather, ::testing::Values(1, 2, 3, 5, 6, 7, 8),
+                         [](const ::testing::TestParamInfo<int> &p) { return std::to_string(p.param) + "ranks"; });
+
+// Pipes at their fewest slots (KOLO_NSLOTS=2: a pipe holds two chunks of
+// one 4 KiB slot each) and many rounds, on 7 and 8 ranks, whose last level
+// moves 3 and 4 blocks each way: the order of a level's steps (two sends
+// ahead of the receives) is what keeps it from deadlocking.
+TEST(BruckAllGatherSlots, FewestSlotsManyRounds) {
+  ScopedEnv force("KOLO_ALGO", "allgather:bruck"), slots("KOLO_NSLOTS", "2"), bytes("KOLO_BUFFSIZE", "8192");
+  for (int n : {7, 8}) {
+    ThreadWorld w(n);
+    ASSERT_TRUE(w.ok()) << koloGetErrorString(w.init_result) << ": " << w.init_error;
+    ASSERT_EQ(runs_ag(w.comms[0], KOLO_ALGO_BRUCK), "");
+    const std::vector<CollCase> cases = {make_case(Coll::AllGather, koloFloat32, koloSum, n, 4095, false, 1),
+                                         make_case(Coll::AllGather, koloInt8, koloSum, n, 65539, true, 3),
+                                         make_case(Coll::AllGather, koloFloat64, koloSum, n, 20001, false, 6)};
+    EXPECT_EQ(run_identical(w, cases), "") << n << " ranks";
+  }
+}
+
+// Where KOLO_ALGO lets it choose ("allgather:ring,bruck"), the model takes
+// Bruck's for a small all-gather on 8 ranks and the ring for a large one,
+// and both run; unset, it keeps the ring (ring/algo.h), as
+// "allgather:ring" does.
+TEST(BruckAllGatherChoice, ModelPicksBruckWhenSmallRingWhenLarge) {
+  {
+    ScopedEnv allow("KOLO_ALGO", "allgather:ring,bruck");
+    ThreadWorld w(8);
+    ASSERT_TRUE(w.ok()) << w.init_error;
+    EXPECT_EQ(kolo_comm_ag_algo(w.comms[0], 16, koloFloat32), KOLO_ALGO_BRUCK);
+    EXPECT_EQ(kolo_comm_ag_algo(w.comms[0], kLargeCount, koloFloat32), KOLO_ALGO_RING);
+    std::vector<CollCase> cases = {make_case(Coll::AllGather, koloFloat32, koloSum, 8, 7, false, 3),
+                                   make_case(Coll::AllGather, koloInt32, koloSum, 8, 300000, true, 5)};
+    EXPECT_EQ(run_identical(w, cases), "");
+  }
+  ThreadWorld unset(8);
+  ASSERT_TRUE(unset.ok()) << unset.init_error;
+  EXPECT_EQ(runs_ag(unset.comms[0], KOLO_ALGO_RING), "");
+  ScopedEnv force("KOLO_ALGO", "allgather:ring");
+  ThreadWorld ring(4);
+  ASSERT_TRUE(ring.ok()) << ring.init_error;
+  EXPECT_EQ(runs_ag(ring.comms[0], KOLO_ALGO_RING), "");
+}
+
+// Ranks as processes, 5 of them, on one host (shared memory pipes) and on
+// two (KOLO_HOSTID: net pipes, TCP through the proxy, between ranks of
+// different hosts), with 64 KiB of slots per pipe (chunks of 32 KiB): the
+// small grid and one count of many rounds, each rank's output checked, and
+// its hash compared with every rank's through an all-gather that runs
+// Bruck's too.
+class BruckAllGatherProcs : public ::testing::TestWithParam<int> {};
+
+TEST_P(BruckAllGatherProcs, EveryElement) {
+  if (tsan_build()) GTEST_SKIP() << "ThreadSanitizer cannot follow fork() from a process with threads";
+  const int n = 5, hosts = GetParam();
+  ScopedEnv force("KOLO_ALGO", "allgather:bruck"), bytes("KOLO_BUFFSIZE", "65536");
+  std::vector<CollCase> cases;
+  int v = 0;
+  for (koloDataType_t t : {koloFloat32, koloInt8, koloFloat64})
+    for (size_t count : kSmallCounts)
+      for (bool ip : {false, true}) cases.push_back(make_case(Coll::AllGather, t, koloSum, n, count, ip, v++));
+  cases.push_back(make_case(Coll::AllGather, koloFloat32, koloSum, n, 300001, true, v++));
+  std::string id_error;
+  std::vector<ChildResult> res = run_children_with_id(
+      n,
+      [&](int rank, const koloUniqueId &id) {
+        if (hosts > 1) setenv("KOLO_HOSTID", ("bruck-host-" + std::to_string(rank % hosts)).c_str(), 1);
+        return child(rank, n, id, [](koloComm_t c) { return runs_ag(c, KOLO_ALGO_BRUCK); }, cases);
+      },
+      120000, nullptr, &id_error);
+  EXPECT_EQ(id_error, "");
+  EXPECT_EQ(children_failures(res), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Procs, BruckAllGatherProcs, ::testing::Values(1, 2),
+                         [](const ::testing::TestParamInfo<int> &p) { return std::to_string(p.param) + "hosts"; });
+
+// Ranks that set KOLO_ALGO's allgather entry differently could run
+// different programs over each other's pipes: init fails on both, naming
+// the all-gather's sets.
+TEST(BruckAllGatherConfig, RanksThatDisagreeFailInit) {
+  if (tsan_build()) GTEST_SKIP() << "ThreadSanitizer cannot follow fork() from a process with threads";
+  std::string id_error;
+  std::vector<ChildResult> res = run_children_with_id(
+      2,
+      [](int rank, const koloUniqueId &id) {
+        if (rank == 0) setenv("KOLO_ALGO", "allgather:bruck", 1);
+        else unsetenv("KOLO_ALGO");
+        koloComm_t comm = nullptr;
+        koloResult_t r = koloCommInitRank(&comm, 2, id, rank);
+        const std::string why = koloGetLastError(nullptr);
+        if (r == koloSuccess) koloCommDestroy(comm);
+        if (r == koloInvalidUsage && why.find("allgather=") != std::string::npos && why.find("bruck") != std::string::npos)
+          return 0;
+        std::fprintf(stderr, "rank %d: koloCommInitRank = %d: %s\n", rank, (int)r, why.c_str());
+        return 1;
+      },
+      60000, nullptr, &id_error);
+  EXPECT_EQ(id_error, "");
+  EXPECT_EQ(children_failures(res), "");
+}
+
 TEST(AlgoConfig, UnknownNameFailsInitNamingTheAlgorithms) {
   ScopedEnv force("KOLO_ALGO", "recursive");
   koloComm_t comms[2] = {nullptr, nullptr};
   EXPECT_EQ(koloCommInitAll(comms, 2, nullptr), koloInvalidArgument);
   EXPECT_STREQ(koloGetLastError(nullptr),
-               "KOLO_ALGO \"recursive\": no algorithm (kolo has ring, hier, rd, rabenseifner, tree, direct) named \"recursive\"");
+               "KOLO_ALGO \"recursive\": no algorithm (kolo has ring, hier, rd, rabenseifner, tree, direct, bruck) named "
+               "\"recursive\"");
 }
 
 // NCCL's syntax (ring/algo_select.h): a list and per-collective entries
 // init; an entry leaving a collective nothing to run fails init saying so.
 TEST(AlgoConfig, NcclSyntaxListsInitAndEmptySetsFail) {
   for (const char *ok : {"Ring,RD", "^hier", "allreduce:rabenseifner,ring;broadcast:ring", "broadcast:tree;reduce:ring",
-                         "ring,tree", "broadcast:^ring"}) {
+                         "ring,tree", "broadcast:^ring", "allgather:bruck", "allgather:ring,bruck;broadcast:tree"}) {
     ScopedEnv force("KOLO_ALGO", ok);
     koloComm_t comms[2] = {nullptr, nullptr};
     ASSERT_EQ(koloCommInitAll(comms, 2, nullptr), koloSuccess) << ok << ": " << koloGetLastError(nullptr);
@@ -405,7 +566,9 @@ TEST(AlgoConfig, NcclSyntaxListsInitAndEmptySetsFail) {
       {"reduce:rd", "the only algorithm kolo has for \"reduce\""},
       {"broadcast:rd", "leaves neither the ring (chain) nor the tree for \"broadcast\""},
       {"tree", "kolo's tree is a broadcast algorithm"},
-      {"reduce:tree", "the only algorithm kolo has for \"reduce\""}};
+      {"reduce:tree", "the only algorithm kolo has for \"reduce\""},
+      {"bruck", "kolo's bruck is an all-gather algorithm"},
+      {"allgather:^ring,bruck", "leaves neither the ring nor bruck for \"allgather\""}};
   for (const auto &[v, why] : bad) {
     ScopedEnv force("KOLO_ALGO", v);
     koloComm_t comms[2] = {nullptr, nullptr};

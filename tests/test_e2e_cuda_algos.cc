@@ -21,6 +21,11 @@
 //                 (LL), in and out of place, every root, and 1 MiB + 3
 //                 float32 (SIMPLE) at n = 3; unforced, a CUDA comm keeps
 //                 the chain (no_auto_peers).
+//   CudaBruckAllGather  Bruck's all-gather (KOLO_ALGO=allgather:bruck), n in
+//                 {1, 3, 5}: float32, int8 and float64 at the small counts
+//                 (LL), in and out of place, 20001 float32 in place at n = 5
+//                 and 1 MiB + 3 float32 at n = 3 (SIMPLE); unforced, the
+//                 ring.
 // Large counts are skipped in sanitizer builds (KOLO_TEST_FULL=1 runs them).
 #include <gtest/gtest.h>
 
@@ -178,6 +183,38 @@ TEST_P(CudaTreeBcast, EveryElement) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaTreeBcast, ::testing::Values(1, 3, 5),
+                         [](const ::testing::TestParamInfo<int> &p) { return std::to_string(p.param) + "ranks"; });
+
+std::vector<CollCase> bruck_grid(int n) {
+  std::vector<CollCase> cases;
+  int v = 0;
+  for (koloDataType_t t : {koloFloat32, koloInt8, koloFloat64})
+    for (size_t count : kSmallCounts)
+      for (bool ip : {false, true}) cases.push_back(make_case(Coll::AllGather, t, koloSum, n, count, ip, v++));
+  if (n == 5) cases.push_back(make_case(Coll::AllGather, koloFloat32, koloSum, n, 20001, true, v++));  // SIMPLE
+  if (n == 3 && !sanitized_build()) cases.push_back(make_case(Coll::AllGather, koloFloat32, koloSum, n, kLargeCount, false, v++));
+  return cases;
+}
+
+class CudaBruckAllGather : public ::testing::TestWithParam<int> {};
+
+TEST_P(CudaBruckAllGather, EveryElement) {
+  KT_REQUIRE_CUDA();
+  const int n = GetParam();
+  {
+    CudaWorld w(n);  // unforced: the model keeps the ring (ring/algo.h)
+    ASSERT_TRUE(w.ok()) << w.init_error;
+    EXPECT_EQ(kolo_comm_ag_algo(w.comms[0], 1, koloFloat32), KOLO_ALGO_RING);
+  }
+  ScopedEnv force("KOLO_ALGO", "allgather:bruck");
+  CudaWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  for (size_t count : {(size_t)1, kLargeCount}) ASSERT_EQ(kolo_comm_ag_algo(w.comms[0], count, koloFloat32), KOLO_ALGO_BRUCK);
+  GridReport rep = run_cuda_grid(w, bruck_grid(n), Issue::kPerThread);
+  EXPECT_GRID_OK(rep);
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaBruckAllGather, ::testing::Values(1, 3, 5),
                          [](const ::testing::TestParamInfo<int> &p) { return std::to_string(p.param) + "ranks"; });
 
 }  // namespace

@@ -56,6 +56,12 @@
 // before), over every count, channels, slot size, element size, op,
 // in-place and FIFO bound, plus the fewest slots; and their structure.
 //
+// Bruck's all-gather: its structure at N = 1..16 (ceil(log2 N) levels,
+// peers 2^k away, every block received once, sent only once held, two
+// sends ahead of the receives), the model over N x counts x geometry and
+// with the fewest slots, and a level's sends all put before its receives
+// caught as a deadlock by the model and the C checker (pipes of two chunks).
+//
 // The grids: N = 1..16 x counts {0, 1, 2, 7, 63, 64, 65, 1000, 4097} x
 // channels {1, 2, 3} x slot_elems {16, 64, 1024} x elem_size {4, 8}
 // (chunk_elems = 4 slots) in full for all-reduce; reduce-scatter,
@@ -643,14 +649,15 @@ struct Case {
   size_t capacity = 0;
   int nslots = 8;  // chunk_elems = nslots / 2 slots, as the core sizes it
   uint64_t seed = 1;
-  int algo = KOLO_ALGO_RING;  // all-reduce, broadcast: the program's algorithm (ring/algo.h)
+  int algo = KOLO_ALGO_RING;  // all-reduce, broadcast, all-gather: the program's algorithm (ring/algo.h)
 
   std::string str() const {
     std::ostringstream os;
     os << kolo_coll_name(coll) << " n=" << nranks << " count=" << count << " nch=" << nchannels
        << " slot=" << slot_elems << " esz=" << elem_size << " ring=" << ring_kind_name(ring_kind)
        << (in_place ? " in-place" : "") << " op=" << rop_name(op);
-    if (coll == KOLO_COLL_ALL_REDUCE || coll == KOLO_COLL_BROADCAST) os << " algo=" << kolo_algo_name(algo);
+    if (coll == KOLO_COLL_ALL_REDUCE || coll == KOLO_COLL_BROADCAST || coll == KOLO_COLL_ALL_GATHER)
+      os << " algo=" << kolo_algo_name(algo);
     if (coll == KOLO_COLL_BROADCAST || coll == KOLO_COLL_REDUCE) os << " root=" << root;
     os << " nslots=" << nslots << " cap=" << capacity << " seed=" << seed;
     return os.str();
@@ -788,6 +795,8 @@ std::string run_collective(const Case &c, const Mutator &mutate = nullptr) {
     if (c.coll == KOLO_COLL_ALL_REDUCE && kolo_algo_is_multi_peer(c.algo)) out_view[(size_t)r].can_read = true;
     // a tree's inner ranks send their children what they received into out
     if (c.coll == KOLO_COLL_BROADCAST && c.algo == KOLO_ALGO_TREE) out_view[(size_t)r].can_read = true;
+    // Bruck's sends the blocks it received into out at earlier levels
+    if (c.coll == KOLO_COLL_ALL_GATHER && c.algo == KOLO_ALGO_BRUCK) out_view[(size_t)r].can_read = true;
   }
 
   // Expected contents of every arena: start from the initial state.
@@ -2324,11 +2333,12 @@ TEST(ScheduleChecker, BothProveEveryBuiltin) {
     for (int coll : kCheckerColls)
       for (int root = 0; root < (is_rooted(coll) ? n : 1); root++)
         for (int algo = 0; algo < (coll == KOLO_COLL_ALL_REDUCE ? KOLO_ALGO_RABENSEIFNER + 1
-                                   : coll == KOLO_COLL_BROADCAST ? KOLO_ALGO_NUM
-                                                                 : 1);
+                                   : coll == KOLO_COLL_BROADCAST || coll == KOLO_COLL_ALL_GATHER ? KOLO_ALGO_NUM
+                                                                                                 : 1);
              algo++) {
           if (algo == KOLO_ALGO_HIER) continue;  // three programs in sequence: proved on their own below
           if (coll == KOLO_COLL_BROADCAST && algo != KOLO_ALGO_RING && algo != KOLO_ALGO_TREE) continue;
+          if (coll == KOLO_COLL_ALL_GATHER && algo != KOLO_ALGO_RING && algo != KOLO_ALGO_BRUCK) continue;
           std::string model, checker;
           Case c = checker_case(coll, n, root, mix(mix((uint64_t)n, (uint64_t)coll), (uint64_t)(root * 8 + algo)));
           c.algo = algo;
@@ -2778,6 +2788,193 @@ TEST(ScheduleModel, CatchesBrokenTreePrograms) {
       ASSERT_TRUE(both_verdicts(c, kind, 11, &model, &checker));
       EXPECT_NE(model, "") << mutation_name(kind);
       EXPECT_NE(checker, "") << mutation_name(kind);
+    }
+  }
+}
+
+// ---- Bruck's all-gather (ring/all_gather_bruck.c) ----------------------------------
+
+// The blocks a level of distance d = 2^k moves each way among n ranks:
+// m = min(d, n - d).
+int bruck_blocks(int n, int d) { return std::min(d, n - d); }
+
+// The structure of rank r's program among n: "" or what is wrong.  Its
+// levels come in order, ceil(log2 n) of them, level k sending to r - 2^k
+// and receiving from r + 2^k, m blocks each way, two sends ahead of the
+// receives; every block it sends it holds (its own, copied in -> out once
+// by the first step, or one it received before); it receives every other
+// block exactly once and never its own.
+std::string bruck_structure(const kolo_program &p, int n, int r) {
+  if (p.layout != KOLO_LAYOUT_FLAT || !p.out_blocked || p.in_blocked) return "not FLAT with a blocked out only";
+  if (n == 1)
+    return p.nsteps == 1 && p.steps[0].op == KOLO_STEP_COPY && p.steps[0].dst_chunk == 0 ? "" : "not one copy";
+  if (p.nsteps != 2 * (n - 1)) return "has " + std::to_string(p.nsteps) + " steps";
+  std::vector<int> got((size_t)n, 0);
+  int at = 0, levels = 0;
+  for (int d = 1; d < n; d *= 2, levels++) {
+    const int m = bruck_blocks(n, d);
+    int sent = 0, recvd = 0;
+    for (int i = at; i < at + 2 * m; i++) {
+      const kolo_step &s = p.steps[i];
+      if (s.flags != 0 || kolo_step_reduces(s.op)) return "step " + std::to_string(i) + " reduces or has flags";
+      const bool snd = kolo_step_sends(s.op), rcv = kolo_step_recvs(s.op);
+      // two sends ahead: S0 S1 R0 S2 R1 ... S(m-1) R(m-2) R(m-1)
+      const int k = i - at;
+      const bool want_send = k == 0 || (k % 2 == 1 && k < 2 * m - 1);
+      if (snd == rcv || snd != want_send) return "step " + std::to_string(i) + " is out of the two-ahead order";
+      if (snd) {
+        const int b = s.op == KOLO_STEP_COPY_SEND ? s.dst_chunk : s.src_chunk;
+        if (kolo_step_send_rank(&p, &s) != (r - d + n) % n) return "level " + std::to_string(d) + " sends elsewhere";
+        if (b != (r + sent) % n) return "step " + std::to_string(i) + " sends the wrong block";
+        const bool first = d == 1 && sent == 0;
+        if ((s.op == KOLO_STEP_COPY_SEND) != first || (first && s.src_buf != KOLO_BUF_IN) ||
+            (!first && (s.op != KOLO_STEP_SEND || s.src_buf != KOLO_BUF_OUT)))
+          return "step " + std::to_string(i) + " is not the own block's copySend or a send from out";
+        if (!first && got[(size_t)b] != 1) return "step " + std::to_string(i) + " sends a block it does not hold";
+        if (first) got[(size_t)b]++;
+        sent++;
+      } else {
+        if (s.op != KOLO_STEP_RECV || s.dst_buf != KOLO_BUF_OUT) return "step " + std::to_string(i) + " is no recv";
+        if (kolo_step_recv_rank(&p, &s) != (r + d) % n) return "level " + std::to_string(d) + " receives elsewhere";
+        if (s.dst_chunk != (r + d + recvd) % n) return "step " + std::to_string(i) + " receives the wrong block";
+        got[(size_t)s.dst_chunk]++;
+        recvd++;
+      }
+    }
+    at += 2 * m;
+  }
+  int want_levels = 0;
+  while ((1 << want_levels) < n) want_levels++;
+  if (levels != want_levels) return std::to_string(levels) + " levels";
+  for (int b = 0; b < n; b++)
+    if (got[(size_t)b] != 1) return "block " + std::to_string(b) + " written " + std::to_string(got[(size_t)b]) + " times";
+  for (int i = 0; i < p.npeers; i++)
+    for (int j = 0; j < i; j++)
+      if (p.peers[i].rank == p.peers[j].rank || p.peers[i].rank == r) return "peers repeat, or hold the rank itself";
+  return "";
+}
+
+// Every n 1..16: each rank's program as bruck_structure says, every peer
+// 2^k away (mod n), both ends of every pipe naming the same blocks in the
+// same order, and each rank's pipes to the others carrying n - 1 blocks in
+// all.
+TEST(ScheduleStructure, BruckAllGatherPrograms) {
+  for (int n = 1; n <= 16; n++) {
+    SCOPED_TRACE(::testing::Message() << "n=" << n);
+    Ring ring = identity_ring(n);
+    std::vector<std::unique_ptr<Prog>> progs;
+    for (int r = 0; r < n; r++) {
+      progs.push_back(build(KOLO_COLL_ALL_GATHER, ring, r, 0, KOLO_ALGO_BRUCK));
+      ASSERT_TRUE(progs.back());
+      EXPECT_EQ(bruck_structure(progs.back()->p, n, r), "") << "rank " << r;
+      const kolo_program &p = progs.back()->p;
+      for (int i = 0; i < p.npeers; i++) {
+        const int d = (p.peers[i].rank - r + n) % n, e = n - d;  // one way or the other: 2^k
+        EXPECT_TRUE((d & (d - 1)) == 0 || (e & (e - 1)) == 0) << "rank " << r << ": a peer " << d << " away";
+      }
+    }
+    // both ends of every pipe: the blocks the sender sends (its own, the
+    // copySend's dst) and those the receiver receives, in the same order
+    for (int a = 0; a < n; a++) {
+      size_t out = 0;
+      for (int b = 0; b < n; b++) {
+        std::vector<int> st, rt;
+        const kolo_program &pa = progs[(size_t)a]->p, &pb = progs[(size_t)b]->p;
+        for (int i = 0; i < pa.nsteps; i++)
+          if (kolo_step_send_rank(&pa, &pa.steps[i]) == b)
+            st.push_back(pa.steps[i].op == KOLO_STEP_COPY_SEND ? pa.steps[i].dst_chunk : pa.steps[i].src_chunk);
+        for (int i = 0; i < pb.nsteps; i++)
+          if (kolo_step_recv_rank(&pb, &pb.steps[i]) == a) rt.push_back(pb.steps[i].dst_chunk);
+        EXPECT_EQ(st, rt) << "pipe " << a << "->" << b;
+        out += st.size();
+      }
+      EXPECT_EQ(out, (size_t)(n - 1)) << "rank " << a << " sends every block but one it received";
+    }
+  }
+}
+
+// N = 1..16 x counts x three draws of geometry (channels, slots, element
+// sizes, ring kinds: the program ignores the ring), in and out of place,
+// the FIFO bound rotating, avg too (an all-gather must not divide): every
+// element of every rank's output, and no deadlock.
+TEST(ScheduleModel, BruckAllGatherGrid) {
+  Grid g;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int n = 1; n <= 16 && g.go(); n++)
+    for (size_t count : kCounts)
+      for (uint64_t draw = 0; draw < 3; draw++) {
+        Case c;
+        c.coll = KOLO_COLL_ALL_GATHER;
+        c.algo = KOLO_ALGO_BRUCK;
+        c.nranks = n;
+        c.count = count;
+        c.seed = mix(mix((uint64_t)n, count), 0xb7c4 + draw);
+        draw_geometry_ring_in_place(c);
+        c.op = (c.seed >> 24) & 1 ? ROp::kAvg : ROp::kSum;
+        if (!sampled(c)) continue;
+        g.check(c, c.op == ROp::kAvg ? run_collective<double>(c) : run_collective<int64_t>(c));
+      }
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  printf("[          ] %ld Bruck all-gather cases in %lld ms\n", g.cases, (long long)ms);
+}
+
+// Connectors of 2 or 4 slots (a chunk is 1 or 2 of them: the pipe holds
+// two chunks), FIFOs bounded to them, many rounds, levels of up to 8
+// blocks: no deadlock, every element.
+TEST(ScheduleModel, BruckAllGatherFewestSlots) {
+  Grid g;
+  for (int n : {3, 5, 6, 7, 8, 9, 12, 16})
+    for (int nslots : {2, 4}) {
+      Case c;
+      c.coll = KOLO_COLL_ALL_GATHER;
+      c.algo = KOLO_ALGO_BRUCK;
+      c.nranks = n;
+      c.count = 1000;
+      c.nslots = nslots;
+      c.capacity = (size_t)nslots;
+      c.seed = mix(mix((uint64_t)n, 1000), (uint64_t)nslots);
+      c.nchannels = kChannels[(c.seed >> 4) % 3];
+      c.in_place = (c.seed >> 12) & 1;
+      g.check(c, run_collective<int64_t>(c));
+    }
+}
+
+// Every level of p, reordered: its m sends, then its m receives.
+void sends_before_receives(kolo_program &p, int n) {
+  for (int d = 1, at = 0; d < n; at += 2 * bruck_blocks(n, d), d *= 2)
+    std::stable_partition(p.steps + at, p.steps + at + 2 * bruck_blocks(n, d),
+                          [](const kolo_step &s) { return kolo_step_sends(s.op) != 0; });
+}
+
+// The order matters: a level of m > 2 blocks whose sends all come before
+// its receives has every rank blocked on its third send into a pipe that
+// holds two chunks, around the cycle.  Both the model (FIFOs of two
+// chunks) and the C checker call it a deadlock, from 7 ranks up (below,
+// m <= 2 and the reordered program is the same); broken programs (a
+// dropped step, a peer or chunk changed) are refused by both.
+TEST(ScheduleModel, CatchesBrokenBruckPrograms) {
+  for (int n : {4, 6, 7, 8, 12}) {
+    Case c = checker_case(KOLO_COLL_ALL_GATHER, n, 0, (uint64_t)n);
+    c.algo = KOLO_ALGO_BRUCK;
+    c.ring_kind = kIdentity;
+    std::string checker;
+    Mutator sends_first = [&](int ch, std::vector<std::unique_ptr<Prog>> &progs) {
+      for (auto &pr : progs) sends_before_receives(pr->p, n);
+      if (ch == 0) checker = c_verdict(c.coll, n, 0, -1, progs);
+    };
+    std::string model = run_collective<double>(c, sends_first);
+    if (n < 7) {
+      EXPECT_EQ(model, "") << n;
+      EXPECT_EQ(checker, "") << n;
+    } else {
+      EXPECT_NE(model.find("deadlock"), std::string::npos) << n << ": " << model;
+      EXPECT_NE(checker.find("deadlock"), std::string::npos) << n << ": " << checker;
+    }
+    for (int kind : {(int)kDropStep, (int)kChangePeer, (int)kChangeChunk}) {
+      std::string m, k;
+      ASSERT_TRUE(both_verdicts(c, kind, 11, &m, &k));
+      EXPECT_NE(m, "") << n << " " << mutation_name(kind);
+      EXPECT_NE(k, "") << n << " " << mutation_name(kind);
     }
   }
 }

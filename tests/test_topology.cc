@@ -1,5 +1,6 @@
 // test_topology.cc - ranks grouped by host and the rings built from them
-// (ring/topology.h), and the all-reduce algorithm choice (ring/algo.h).
+// (ring/topology.h), and the all-reduce and all-gather algorithm choices
+// (ring/algo.h).
 //
 // Host assignments: blocks, interleaved (host of r = r % H), uneven, one
 // rank per host, and random ones, with arbitrary 64-bit ids.  Checked for
@@ -17,10 +18,12 @@
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 extern "C" {
 #include "ring/algo.h"
+#include "ring/schedule.h"
 #include "ring/topology.h"
 }
 
@@ -203,14 +206,14 @@ double one_host_cost(int algo, int n, double S) {
 TEST(Topology, AlgorithmNames) {
   EXPECT_EQ(kolo_algo_parse(nullptr), KOLO_ALGO_AUTO);
   EXPECT_EQ(kolo_algo_parse(""), KOLO_ALGO_AUTO);
-  const char *names[] = {"ring", "hier", "rd", "rabenseifner", "tree", "direct"};
+  const char *names[] = {"ring", "hier", "rd", "rabenseifner", "tree", "direct", "bruck"};
   static_assert(sizeof names / sizeof *names == KOLO_ALGO_NUM, "a name per algorithm");
   for (int a = 0; a < KOLO_ALGO_NUM; a++) {
     EXPECT_EQ(kolo_algo_parse(names[a]), a);
     EXPECT_STREQ(kolo_algo_name(a), names[a]);
     EXPECT_NE(std::string(kolo_algo_names()).find(names[a]), std::string::npos);
     EXPECT_EQ(kolo_algo_is_multi_peer(a), a == KOLO_ALGO_RD || a == KOLO_ALGO_RABENSEIFNER || a == KOLO_ALGO_TREE ||
-                                              a == KOLO_ALGO_DIRECT);
+                                              a == KOLO_ALGO_DIRECT || a == KOLO_ALGO_BRUCK);
   }
   for (const char *bad : {"nvls", "Ring", "rd ", "rab", "auto"}) EXPECT_LT(kolo_algo_parse(bad), KOLO_ALGO_AUTO) << bad;
   EXPECT_STREQ(kolo_algo_name(KOLO_ALGO_AUTO), "auto");
@@ -219,8 +222,8 @@ TEST(Topology, AlgorithmNames) {
 TEST(Topology, AlgorithmChoice) {
   // Not possible: one host, one rank per host, uneven hosts: a forced hier
   // runs the ring.
-  for (kolo_algo_topo t : {kolo_algo_topo{8, 1, 8, KOLO_ALGO_HIER, 0, 0, nullptr, 0}, kolo_algo_topo{4, 4, 1, KOLO_ALGO_HIER, 0, 0, nullptr, 0},
-                           kolo_algo_topo{5, 2, 0, KOLO_ALGO_HIER, 0, 0, nullptr, 0}}) {
+  for (kolo_algo_topo t : {kolo_algo_topo{8, 1, 8, KOLO_ALGO_HIER, 0, 0, nullptr, 0, 0}, kolo_algo_topo{4, 4, 1, KOLO_ALGO_HIER, 0, 0, nullptr, 0, 0},
+                           kolo_algo_topo{5, 2, 0, KOLO_ALGO_HIER, 0, 0, nullptr, 0, 0}}) {
     EXPECT_FALSE(kolo_algo_hier_possible(&t));
     for (size_t bytes : {(size_t)0, (size_t)1 << 10, (size_t)1 << 30})
       EXPECT_EQ(kolo_algo_choose(&t, bytes, 2), KOLO_ALGO_RING);
@@ -229,7 +232,7 @@ TEST(Topology, AlgorithmChoice) {
   // number; without the multi-peer ones when no_auto_peers.
   for (int H : {1, 2, 3, 8})
     for (int L : {1, 2, 3, 4, 8}) {
-      kolo_algo_topo t{H * L, H, L, KOLO_ALGO_AUTO, 0, 0, nullptr, 0};
+      kolo_algo_topo t{H * L, H, L, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
       for (size_t bytes : {(size_t)4, (size_t)1 << 16, (size_t)1 << 26})
         for (int ch : {1, 2, 4})
           for (int no_peers : {0, 1}) {
@@ -237,7 +240,7 @@ TEST(Topology, AlgorithmChoice) {
             for (int a = 0; a < KOLO_ALGO_NUM; a++) {
               t.forced = a;
               bool cannot = (a == KOLO_ALGO_HIER && !kolo_algo_hier_possible(&t)) || (a == KOLO_ALGO_DIRECT && H > 1) ||
-                            a == KOLO_ALGO_TREE;  // a broadcast algorithm
+                            a == KOLO_ALGO_TREE || a == KOLO_ALGO_BRUCK;  // a broadcast, an all-gather algorithm
               int want = cannot ? KOLO_ALGO_RING : a;
               EXPECT_EQ(kolo_algo_choose(&t, bytes, ch), want);
             }
@@ -246,7 +249,8 @@ TEST(Topology, AlgorithmChoice) {
             for (int a = 1; a < KOLO_ALGO_NUM; a++) {
               if (a == KOLO_ALGO_HIER && !kolo_algo_hier_possible(&t)) continue;
               if (no_peers && kolo_algo_is_multi_peer(a)) continue;
-              if (a == KOLO_ALGO_DIRECT || a == KOLO_ALGO_TREE) continue;  // by name only; a broadcast algorithm
+              // by name only; a broadcast, an all-gather algorithm
+              if (a == KOLO_ALGO_DIRECT || a == KOLO_ALGO_TREE || a == KOLO_ALGO_BRUCK) continue;
               if (t.nranks > 1) {
                 EXPECT_GT(kolo_algo_cost(a, &t, bytes, ch), 0);
               }
@@ -260,25 +264,70 @@ TEST(Topology, AlgorithmChoice) {
   // fewest passes over memory (the ring), Rabenseifner in between where
   // the ring's steps are many.
   for (int n = 2; n <= 16; n++) {
-    kolo_algo_topo t{n, 1, n, KOLO_ALGO_AUTO, 0, 0, nullptr, 0};
+    kolo_algo_topo t{n, 1, n, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
     for (double S : {0.0, 8.0, 4096.0, 1e6, 1e9})
       for (int a : {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT})
         EXPECT_NEAR(kolo_algo_cost(a, &t, (size_t)S, 1), one_host_cost(a, n, S), 1e-12) << a << " n=" << n;
     for (size_t bytes : {(size_t)8, (size_t)512}) EXPECT_EQ(kolo_algo_choose(&t, bytes, 1), KOLO_ALGO_RD) << n;
     EXPECT_EQ(kolo_algo_choose(&t, 64 << 20, 1), KOLO_ALGO_RING) << n;
   }
-  kolo_algo_topo eight{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, nullptr, 0};
+  kolo_algo_topo eight{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
   EXPECT_EQ(kolo_algo_choose(&eight, 64 << 10, 1), KOLO_ALGO_RABENSEIFNER);
   // Many ranks across hosts: the ring's 2(n-1) network latencies lose to
   // hier's 2(H-1) at small sizes, unless the doubling beats both.
   for (int H : {2, 3, 8})
     for (int L : {2, 4, 8}) {
-      kolo_algo_topo t{H * L, H, L, KOLO_ALGO_AUTO, 1, 0, nullptr, 0};
+      kolo_algo_topo t{H * L, H, L, KOLO_ALGO_AUTO, 1, 0, nullptr, 0, 0};
       EXPECT_EQ(kolo_algo_choose(&t, 1024, 1), KOLO_ALGO_HIER) << H << "x" << L;
     }
   // Costs grow with the size.
-  kolo_algo_topo t{8, 2, 4, KOLO_ALGO_AUTO, 0, 0, nullptr, 0};
+  kolo_algo_topo t{8, 2, 4, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
   for (int a = 0; a < KOLO_ALGO_NUM; a++) EXPECT_LT(kolo_algo_cost(a, &t, 1 << 10, 2), kolo_algo_cost(a, &t, 1 << 20, 2));
+}
+
+// The all-gather's two costs (ring/algo.h), one host: ring (n-1) a + (n-1)
+// S / b, Bruck ceil(log2 n) a + (n-1) S / b + (n-2) S / b (its forwarded
+// blocks read back from out), a = 1 us, b = 20 GB/s; so Bruck wins below
+// (n-1-k)/(n-2) a b per rank, where KOLO_ALGO lets the model weigh it.
+TEST(Topology, AllGatherChoice) {
+  const double a = 1e-6, b = 20e9;
+  for (int n = 1; n <= 16; n++) {
+    const int k = n > 1 ? 32 - __builtin_clz((unsigned)(n - 1)) : 0;  // ceil(log2 n)
+    kolo_algo_topo t{n, 1, n, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
+    for (double S : {0.0, 8.0, 4096.0, 1e6}) {
+      const double ring = n > 1 ? (n - 1) * a + (n - 1) * S / b : 0;
+      const double bruck = n > 1 ? k * a + (n - 1) * S / b + (n - 2) * S / b : 0;
+      EXPECT_NEAR(kolo_ag_cost(KOLO_ALGO_RING, &t, (size_t)S, 1), ring, 1e-12) << n;
+      EXPECT_NEAR(kolo_ag_cost(KOLO_ALGO_BRUCK, &t, (size_t)S, 1), bruck, 1e-12) << n;
+      EXPECT_EQ(kolo_ag_choose(&t, (size_t)S, 1), KOLO_ALGO_RING) << "unnamed, Bruck never runs: n=" << n;
+    }
+    EXPECT_TRUE(kolo_ag_may_run(&t, KOLO_ALGO_RING));
+    EXPECT_FALSE(kolo_ag_may_run(&t, KOLO_ALGO_BRUCK));
+    EXPECT_FALSE(kolo_ag_may_run(&t, KOLO_ALGO_TREE));
+    t.ag_allowed = 1u << KOLO_ALGO_BRUCK;  // allgather:bruck forces it at every size
+    for (size_t bytes : {(size_t)0, (size_t)1 << 30}) EXPECT_EQ(kolo_ag_choose(&t, bytes, 2), KOLO_ALGO_BRUCK);
+    t.ag_allowed = (1u << KOLO_ALGO_RING) | (1u << KOLO_ALGO_BRUCK);  // allgather:ring,bruck: the model's
+    const double cross = n > 2 ? (n - 1 - k) / (n - 2.0) * a * b : 0;
+    EXPECT_EQ(kolo_ag_choose(&t, 64 << 20, 1), KOLO_ALGO_RING) << n;
+    if (cross >= 64) {
+      EXPECT_EQ(kolo_ag_choose(&t, (size_t)(cross * 0.9), 1), KOLO_ALGO_BRUCK) << n;
+      EXPECT_EQ(kolo_ag_choose(&t, (size_t)(cross * 1.1), 1), KOLO_ALGO_RING) << n;
+    } else {
+      EXPECT_EQ(kolo_ag_choose(&t, 8, 1), KOLO_ALGO_RING) << n << ": as many hops, or one rank";
+    }
+  }
+  // The figures algo.h gives: 10 KB at 4 ranks, 13 KB at 8, 16 KB at 16, never at 3.
+  for (auto [n, kb] : {std::pair<int, double>{4, 10}, {8, 13.3}, {16, 15.7}}) {
+    kolo_algo_topo t{n, 1, n, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
+    t.ag_allowed = KOLO_ALGO_AG_SET;
+    EXPECT_EQ(kolo_ag_choose(&t, (size_t)(kb * 1000 * 0.98), 1), KOLO_ALGO_BRUCK) << n;
+    EXPECT_EQ(kolo_ag_choose(&t, (size_t)(kb * 1000 * 1.02), 1), KOLO_ALGO_RING) << n;
+  }
+  // koloGroupSimulateEnd's cost of an all-gather is the chosen one's.
+  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
+  t.ag_allowed = KOLO_ALGO_AG_SET;
+  EXPECT_DOUBLE_EQ(kolo_coll_cost(KOLO_COLL_ALL_GATHER, &t, 64, 1), kolo_ag_cost(KOLO_ALGO_BRUCK, &t, 64, 1));
+  EXPECT_DOUBLE_EQ(kolo_coll_cost(KOLO_COLL_ALL_GATHER, &t, 1 << 20, 1), kolo_ag_cost(KOLO_ALGO_RING, &t, 1 << 20, 1));
 }
 
 }  // namespace

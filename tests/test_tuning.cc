@@ -50,6 +50,34 @@ TEST(AlgoSelect, ListsExclusionsAndCase) {
   EXPECT_EQ(kolo_algo_allow_single(bit(KOLO_ALGO_RD) | bit(KOLO_ALGO_RING)), KOLO_ALGO_AUTO);
 }
 
+// The all-gather's entry (ring/algo_select.h): "allgather:bruck" forces
+// Bruck's, "allgather:ring,bruck" lets the model choose, other entries and
+// names leave it at 0 (the ring only: ring/algo.h).
+TEST(AlgoSelect, AllGatherEntries) {
+  kolo_algo_sets sets;
+  char why[256];
+  ASSERT_EQ(kolo_algo_allow_parse_sets("allgather:bruck", &sets, why, sizeof why), 0) << why;
+  EXPECT_EQ(sets.all_gather, bit(KOLO_ALGO_BRUCK));
+  EXPECT_EQ(sets.all_reduce, 0u);
+  EXPECT_EQ(sets.broadcast, 0u);
+  EXPECT_EQ(kolo_algo_allow_single(sets.all_gather), KOLO_ALGO_BRUCK);
+  ASSERT_EQ(kolo_algo_allow_parse_sets("AllGather:Ring,Bruck;broadcast:tree", &sets, why, sizeof why), 0) << why;
+  EXPECT_EQ(sets.all_gather, KOLO_ALGO_AG_SET);
+  EXPECT_EQ(sets.broadcast, bit(KOLO_ALGO_TREE));
+  EXPECT_EQ(kolo_algo_allow_single(sets.all_gather), KOLO_ALGO_AUTO);
+  ASSERT_EQ(kolo_algo_allow_parse_sets("allgather:^ring", &sets, why, sizeof why), 0) << why;
+  EXPECT_EQ(sets.all_gather, bit(KOLO_ALGO_BRUCK));
+  ASSERT_EQ(kolo_algo_allow_parse_sets("allgather:ring,bruck,rd;rd", &sets, why, sizeof why), 0) << why;
+  EXPECT_EQ(sets.all_gather, KOLO_ALGO_AG_SET);  // keeps its own algorithms
+  EXPECT_EQ(sets.all_reduce, bit(KOLO_ALGO_RD));
+  ASSERT_EQ(kolo_algo_allow_parse_sets("ring,bruck;broadcast:ring", &sets, why, sizeof why), 0) << why;
+  EXPECT_EQ(sets.all_reduce, bit(KOLO_ALGO_RING));  // the all-reduce keeps its own
+  EXPECT_EQ(sets.all_gather, 0u);
+  ASSERT_EQ(kolo_algo_allow_parse_sets("allgather:bruck;allgather:ring", &sets, why, sizeof why), 0) << why;
+  EXPECT_EQ(sets.all_gather, bit(KOLO_ALGO_RING));  // later entries win
+  EXPECT_EQ(allow("allgather:bruck"), 0);  // says nothing of the all-reduce
+}
+
 TEST(AlgoSelect, RefusesWithASentence) {
   std::string why;
   EXPECT_EQ(allow("tree", &why), -1);
@@ -58,13 +86,28 @@ TEST(AlgoSelect, RefusesWithASentence) {
   EXPECT_NE(why.find("no algorithm for"), std::string::npos) << why;
   EXPECT_EQ(allow("broadcast:rd", &why), -1);
   EXPECT_NE(why.find("broadcast"), std::string::npos) << why;
+  EXPECT_EQ(allow("bruck", &why), -1);
+  EXPECT_NE(why.find("kolo's bruck is an all-gather algorithm"), std::string::npos) << why;
+  EXPECT_NE(why.find("write allgather:bruck"), std::string::npos) << why;
+  EXPECT_EQ(allow(" Bruck ", &why), -1);
+  EXPECT_NE(why.find("write allgather:bruck"), std::string::npos) << why;
+  EXPECT_EQ(allow("allgather:^ring,bruck", &why), -1);
+  EXPECT_NE(why.find("leaves neither the ring nor bruck for \"allgather\""), std::string::npos) << why;
+  EXPECT_EQ(allow("allgather:rd", &why), -1);
+  EXPECT_NE(why.find("leaves neither the ring nor bruck for \"allgather\""), std::string::npos) << why;
+  EXPECT_EQ(allow("reduce:bruck", &why), -1);
+  EXPECT_NE(why.find("the only algorithm kolo has for \"reduce\""), std::string::npos) << why;
+  EXPECT_EQ(allow("broadcast:bruck", &why), -1);
+  EXPECT_NE(why.find("leaves neither the ring (chain) nor the tree for \"broadcast\""), std::string::npos) << why;
+  EXPECT_EQ(allow("allgather:brook", &why), -1);
+  EXPECT_NE(why.find("kolo has ring, hier, rd, rabenseifner, tree, direct, bruck"), std::string::npos) << why;
   EXPECT_EQ(allow("alltoall:ring", &why), -1);
   EXPECT_EQ(allow("ring,", &why), -1);
   EXPECT_EQ(allow("allreduce:", &why), -1);
 }
 
 TEST(AlgoSelect, TheModelChoosesAmongTheAllowed) {
-  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, nullptr, 0};
+  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
   ASSERT_EQ(kolo_algo_choose(&t, 8, 1), KOLO_ALGO_RD);  // small: recursive doubling
   t.allowed = KOLO_ALGO_ALL & ~bit(KOLO_ALGO_RD) & ~bit(KOLO_ALGO_DIRECT);
   int a = kolo_algo_choose(&t, 8, 1);
@@ -73,7 +116,7 @@ TEST(AlgoSelect, TheModelChoosesAmongTheAllowed) {
   EXPECT_EQ(kolo_algo_choose(&t, 8, 1), a);
   // the direct all-reduce runs only where KOLO_ALGO names it (or a tuning
   // file: Tuning.OverridesNameTheDirectAllReduce), and only on one host
-  kolo_algo_topo three{3, 1, 3, KOLO_ALGO_AUTO, 0, 0, nullptr, 0};
+  kolo_algo_topo three{3, 1, 3, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
   ASSERT_LT(kolo_algo_cost(KOLO_ALGO_DIRECT, &three, 8, 1), kolo_algo_cost(KOLO_ALGO_RD, &three, 8, 1));
   EXPECT_EQ(kolo_algo_choose(&three, 8, 1), KOLO_ALGO_RD);
   EXPECT_FALSE(kolo_algo_may_run(&three, KOLO_ALGO_DIRECT));
@@ -83,7 +126,7 @@ TEST(AlgoSelect, TheModelChoosesAmongTheAllowed) {
   three.local = 1;
   EXPECT_EQ(kolo_algo_choose(&three, 8, 1), KOLO_ALGO_RD);
   // a CUDA communicator leaves rd out unless KOLO_ALGO names it
-  kolo_algo_topo cuda{8, 1, 8, KOLO_ALGO_AUTO, 1, 0, nullptr, 0};
+  kolo_algo_topo cuda{8, 1, 8, KOLO_ALGO_AUTO, 1, 0, nullptr, 0, 0};
   EXPECT_NE(kolo_algo_choose(&cuda, 8, 1), KOLO_ALGO_RD);
   cuda.allowed = bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_RD);
   EXPECT_EQ(kolo_algo_choose(&cuda, 8, 1), KOLO_ALGO_RD);
@@ -135,7 +178,7 @@ TEST(Tuning, OverridesForARankCount) {
   EXPECT_EQ(kolo_tuned_override(&t, 1500, 4), KOLO_ALGO_RING);
   EXPECT_EQ(kolo_tuned_override(&t, 1500, 5), KOLO_ALGO_RD);  // no entry for 5: the one for any count
   EXPECT_EQ(kolo_tuned_override(&t, 1800, 5), -1);
-  kolo_algo_topo four{4, 1, 4, KOLO_ALGO_AUTO, 0, 0, &t, 0}, eight{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, &t, 0};
+  kolo_algo_topo four{4, 1, 4, KOLO_ALGO_AUTO, 0, 0, &t, 0, 0}, eight{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, &t, 0, 0};
   EXPECT_FALSE(kolo_algo_may_run(&four, KOLO_ALGO_DIRECT));  // named for 8 ranks only
   EXPECT_TRUE(kolo_algo_may_run(&eight, KOLO_ALGO_DIRECT));
   for (const char *bad : {"ranks 0", "ranks -1", "ranks 4x", "ranks", "rank 4", "ranks 2000000"}) {
@@ -210,8 +253,11 @@ TEST(Tuning, RefusesWithFileAndLine) {
   EXPECT_EQ(parse("kolo-tuning 1\noverride allreduce rd 10 5\n", &f, &why), -1);
   EXPECT_NE(why.find("empty"), std::string::npos) << why;
   EXPECT_EQ(parse("kolo-tuning 1\noverride broadcast ring 0 5\n", &f, &why), -1);
-  EXPECT_EQ(parse("kolo-tuning 1\noverride allreduce tree 0 5\n", &f, &why), -1);  // a broadcast algorithm
-  EXPECT_NE(why.find("t.tune:2: no all-reduce algorithm"), std::string::npos) << why;
+  for (const char *other : {"tree", "bruck"}) {  // another collective's: an override would be ignored
+    EXPECT_EQ(parse(std::string("kolo-tuning 1\noverride allreduce ") + other + " 0 5\n", &f, &why), -1) << other;
+    EXPECT_NE(why.find("t.tune:2: no all-reduce algorithm (ring, hier, rd, rabenseifner, direct) named"), std::string::npos)
+        << why;
+  }
   EXPECT_EQ(parse("kolo-tuning 1\nlink shm 1 2 3\n", &f, &why), -1);
   EXPECT_EQ(parse(std::string("kolo-tuning 1\nlink shm 1\0 2\n", 25), &f, &why), -1);
   EXPECT_NE(why.find("NUL"), std::string::npos) << why;
@@ -264,7 +310,7 @@ TEST(Tuning, TheFileChangesTheChoiceAsTheModelSays) {
   kolo_tuned tl, tb;
   kolo_tuning_resolve(&lat, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &tl);
   kolo_tuning_resolve(&bw, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &tb);
-  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_RD), &tl, 0};
+  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_RD), &tl, 0, 0};
   size_t bytes = 1 << 20;
   // model (algo.h): ring 14 a + 5.5 S/b (memory passes), rd 3 a + 15 S/b
   EXPECT_LT(kolo_algo_cost(KOLO_ALGO_RD, &t, bytes, 1), kolo_algo_cost(KOLO_ALGO_RING, &t, bytes, 1));
@@ -282,7 +328,7 @@ TEST(Tuning, AnOverrideWinsWhereAllowed) {
   ASSERT_EQ(parse("kolo-tuning 1\noverride allreduce ring 0 1000000\n", &f), 0);
   kolo_tuned tf;
   kolo_tuning_resolve(&f, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &tf);
-  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, &tf, 0};
+  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, &tf, 0, 0};
   EXPECT_EQ(kolo_algo_choose(&t, 8, 1), KOLO_ALGO_RING);
   t.allowed = bit(KOLO_ALGO_RD) | bit(KOLO_ALGO_RABENSEIFNER);  // KOLO_ALGO excludes the ring
   EXPECT_NE(kolo_algo_choose(&t, 8, 1), KOLO_ALGO_RING);
@@ -296,7 +342,7 @@ TEST(Tuning, OverridesNameTheDirectAllReduce) {
   ASSERT_EQ(parse("kolo-tuning 1\noverride allreduce direct 0 4096\n", &f), 0);
   kolo_tuned tf;
   kolo_tuning_resolve(&f, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &tf);
-  kolo_algo_topo t{4, 1, 4, KOLO_ALGO_AUTO, 0, 0, nullptr, 0};
+  kolo_algo_topo t{4, 1, 4, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
   EXPECT_FALSE(kolo_algo_may_run(&t, KOLO_ALGO_DIRECT));
   t.tuned = &tf;
   EXPECT_TRUE(kolo_algo_may_run(&t, KOLO_ALGO_DIRECT));

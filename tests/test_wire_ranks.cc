@@ -170,7 +170,8 @@ kolo_comm_shape sample_shape() {
                          1u << KOLO_ALGO_HIER, 0x1122334455667788ull, 1u << KOLO_ALGO_TREE,
                          // KOLO_PROTO=allreduce:Simple;sendrecv:LL
                          KOLO_PROTO_OFF_LL | KOLO_PROTO_OFF_SIMPLE << (2 * KOLO_COLL_SEND) |
-                             KOLO_PROTO_OFF_SIMPLE << (2 * KOLO_COLL_RECV)};
+                             KOLO_PROTO_OFF_SIMPLE << (2 * KOLO_COLL_RECV),
+                         KOLO_ALGO_AG_SET};  // KOLO_ALGO=allgather:ring,bruck
 }
 
 void encode_shape(const kolo_comm_shape &s, std::vector<uint8_t> *b) {
@@ -186,8 +187,11 @@ TEST(CommWire, ShapeRoundTripCutsAndRanges) {
   EXPECT_EQ(b[16 + 8 + 5], 1);  // bit 40 of the LL threshold, little-endian
   EXPECT_EQ(b[KOLO_COMM_SHAPE_BYTES - 8], 0xef);  // the schedule file's hash, little-endian, last
   EXPECT_EQ(b[KOLO_COMM_SHAPE_BYTES - 16], 0x88);  // the tuning file's, before it
-  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 20]), s.proto_off);  // KOLO_PROTO's record, before that
-  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 24]), s.bcast_allowed);  // KOLO_ALGO's broadcast set, before that
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 20]), s.ag_allowed);  // KOLO_ALGO's all-gather set, before that
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 24]), s.proto_off);  // KOLO_PROTO's record, before that
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 28]), s.bcast_allowed);  // KOLO_ALGO's broadcast set, before that
+  EXPECT_EQ(KOLO_COMM_SHAPE_BYTES, 68);
+  EXPECT_EQ(s.ag_allowed, 0x41u);
   EXPECT_EQ(s.proto_off, 0x2801u);
   char why[512] = "";
   ASSERT_EQ(kolo_decode_comm_shape(b.data(), b.size(), 5, &back, why, sizeof why), KOLO_COMM_WIRE_OK) << why;
@@ -205,9 +209,14 @@ TEST(CommWire, ShapeRoundTripCutsAndRanges) {
                       {[](S *x) { x->slot_bytes = 4097; }, "with slots of 4097 bytes"},
                       {[](S *x) { x->ll_threshold = (1ull << 40) + 1; }, "with an LL threshold of"},
                       {[](S *x) { x->algo = KOLO_ALGO_TREE; }, "with algorithm 4"},
-                      {[](S *x) { x->algo = KOLO_ALGO_NUM; }, "with algorithm 6"},
+                      {[](S *x) { x->algo = KOLO_ALGO_BRUCK; }, "with algorithm 6"},
+                      {[](S *x) { x->algo = KOLO_ALGO_NUM; }, "with algorithm 7"},
                       {[](S *x) { x->algo_allowed = 1u << KOLO_ALGO_TREE; }, "with allowed algorithms 0x10"},
+                      {[](S *x) { x->algo_allowed = 1u << KOLO_ALGO_BRUCK; }, "with allowed algorithms 0x40"},
                       {[](S *x) { x->bcast_allowed = 1u << KOLO_ALGO_RD; }, "with allowed broadcast algorithms 0x4"},
+                      {[](S *x) { x->bcast_allowed = 1u << KOLO_ALGO_BRUCK; }, "with allowed broadcast algorithms 0x40"},
+                      {[](S *x) { x->ag_allowed = 1u << KOLO_ALGO_TREE; }, "with allowed all-gather algorithms 0x10"},
+                      {[](S *x) { x->ag_allowed = 1u << KOLO_ALGO_NUM; }, "with allowed all-gather algorithms 0x80"},
                       {[](S *x) { x->algo_allowed = 3; }, "with algorithm 1 that its allowed set 0x3 does not force"},
                       {[](S *x) { x->proto_off = 1u << 20; },
                        "with protocols left out 0x100000 that has bits beyond its collectives'"},

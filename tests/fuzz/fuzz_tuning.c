@@ -4,7 +4,8 @@
  *     or parsed into values in their ranges that, written back, parse to
  *     the same links, overrides and channels lines;
  *   odd: KOLO_ALGO in NCCL's syntax (ring/algo_select.c) -- refused with a
- *     sentence naming KOLO_ALGO, or a set within KOLO_ALGO_ALL. */
+ *     sentence naming KOLO_ALGO, or sets each within its collective's
+ *     algorithms (all-reduce, broadcast, all-gather). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,8 @@ static void check_ranges(const kolo_tuning *f) {
     if (f->link[l].set) FUZZ_REQUIRE(f->link[l].alpha_us > 0 && f->link[l].beta_gbs > 0);
   FUZZ_REQUIRE(f->noverrides >= 0 && f->noverrides <= KOLO_TUNING_MAX_OVERRIDES);
   for (int i = 0; i < f->noverrides; i++)
-    FUZZ_REQUIRE(f->ov[i].algo >= 0 && f->ov[i].algo < KOLO_ALGO_NUM && f->ov[i].lo <= f->ov[i].hi);
+    FUZZ_REQUIRE(f->ov[i].algo >= 0 && f->ov[i].algo < KOLO_ALGO_NUM &&
+                 ((KOLO_ALGO_ALL_REDUCE_SET >> f->ov[i].algo) & 1u) && f->ov[i].lo <= f->ov[i].hi);
   FUZZ_REQUIRE(f->nchannel_lines >= 0 && f->nchannel_lines <= KOLO_TUNING_MAX_CHANNEL_LINES);
   for (int i = 0; i < f->nchannel_lines; i++) {
     const kolo_tune_channels *l = &f->ch[i];
@@ -50,9 +52,15 @@ static void check_file(const uint8_t *data, size_t size) {
 
 static void check_algo(const char *v) {
   char why[256] = "";
-  int set = kolo_algo_allow_parse(v, why, sizeof why);
-  if (set < 0) FUZZ_REQUIRE(strncmp(why, "KOLO_ALGO", 9) == 0);
-  else FUZZ_REQUIRE(((unsigned)set & ~KOLO_ALGO_ALL) == 0 && (*v != '\0' || set == 0));
+  kolo_algo_sets s;
+  if (kolo_algo_allow_parse_sets(v, &s, why, sizeof why) < 0) {
+    FUZZ_REQUIRE(strncmp(why, "KOLO_ALGO", 9) == 0);
+    return;
+  }
+  FUZZ_REQUIRE((s.all_reduce & ~KOLO_ALGO_ALL_REDUCE_SET) == 0 && (s.broadcast & ~KOLO_ALGO_BCAST_SET) == 0 &&
+               (s.all_gather & ~KOLO_ALGO_AG_SET) == 0);
+  FUZZ_REQUIRE(*v != '\0' || (s.all_reduce | s.broadcast | s.all_gather) == 0);
+  FUZZ_REQUIRE(kolo_algo_allow_parse(v, why, sizeof why) == (int)s.all_reduce);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

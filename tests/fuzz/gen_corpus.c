@@ -13,6 +13,7 @@
 #include "core/proto_select.h"
 #include "fusion/negotiate_wire.h"
 #include "kolo_fusion.h"
+#include "ring/algo.h"
 #include "transport/bootstrap_wire.h"
 #include "transport/conn_wire.h"
 #include "transport/net_wire.h"
@@ -206,10 +207,11 @@ static void uid_records(void) {
 }
 
 static void comm_records(void) {
-  uint8_t b[64];
+  uint8_t b[KOLO_COMM_SHAPE_BYTES]; /* the largest of these records */
   kolo_comm_shape s = {.nchannels = 4, .nslots = 8, .memory = koloMemCuda, .ll_slot_bytes = 8192,
                        .slot_bytes = 1 << 20, .ll_threshold = 1 << 16, .algo = -1,
-                       .proto_off = KOLO_PROTO_OFF_LL}; /* KOLO_PROTO=allreduce:Simple */
+                       .proto_off = KOLO_PROTO_OFF_LL, /* KOLO_PROTO=allreduce:Simple */
+                       .ag_allowed = 1u << KOLO_ALGO_BRUCK}; /* KOLO_ALGO=allgather:bruck */
   kolo_encode_comm_shape(&s, b);
   put_record("shape", 1, 0, b, KOLO_COMM_SHAPE_BYTES);
   kolo_split_entry e = {1, -2, 3};
