@@ -8,8 +8,9 @@
  * chosen to make fast, and a rank waiting there for a peer that never
  * calls could only be stopped by the timeout, not by koloCommRevoke or
  * koloCommAbort (core/doubling_pipes.c and tree_pipes.c have the same
- * reasons).  So a communicator whose all-gathers may run it (KOLO_ALGO's
- * allgather entry names bruck: ring/algo.h) makes them at init, on every
+ * reasons).  So a communicator whose all-gathers may run it (host memory
+ * and 3 ranks or more, or KOLO_ALGO's allgather entry names bruck:
+ * ring/algo.h) makes them at init, on every
  * channel: at most 2 ceil(log2 n) pipes per channel, most of them shared
  * with recursive doubling's and the tree's.
  *

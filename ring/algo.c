@@ -223,7 +223,7 @@ double kolo_ag_cost(int algo, const kolo_algo_topo *t, size_t bytes, int channel
  * chain where it was). */
 int kolo_ag_may_run(const kolo_algo_topo *t, int algo) {
   if (algo != KOLO_ALGO_RING && algo != KOLO_ALGO_BRUCK) return 0;
-  if (t->ag_allowed == 0) return algo == KOLO_ALGO_RING;
+  if (t->ag_allowed == 0) return algo == KOLO_ALGO_RING || !t->no_auto_peers; /* algo.h: measured */
   return (t->ag_allowed >> algo) & 1u;
 }
 

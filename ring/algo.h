@@ -95,9 +95,18 @@
  * where the ring forwards them in one recvCopySend (3): one more pass over
  * each.  On one host (m = b) the model would give Bruck up to
  * (n-1-k)/(n-2) a m per rank: 10 KB at 4 ranks, 13 KB at 8, 16 KB at 16;
- * never at 3 (both take 2 hops) or 2.  As the tree, it weighs Bruck only
- * where KOLO_ALGO's allgather entry names it (allgather:bruck forces it,
- * allgather:ring,bruck lets the model choose): not yet measured.
+ * never at 3 (both take 2 hops) or 2.  Unlike the tree, the model weighs
+ * Bruck's where KOLO_ALGO has no allgather entry (allgather:bruck forces
+ * it, allgather:ring keeps the ring), except on CUDA communicators
+ * (no_auto_peers).  Measured on this project's 2-core VM (release build,
+ * kolo-perf all_gather, ring and Bruck alternating, medians of 5-7, the
+ * sizes are the whole output): 8 ranks 0.76-0.86x the ring's time from
+ * 64 B to 64 KiB, 1.03x at 256 KiB, 1.25-1.44x at 1 MiB; 6 ranks
+ * 0.85-0.93x to 3 KiB, 0.98-1.04x at 12-48 KiB; 4 ranks one run 0.80-0.91x
+ * and another 0.98-1.19x to 128 KiB (4 ranks on 2 cores run fast or slow
+ * as the scheduler places them); 3 ranks 1.5x (the model keeps the ring
+ * there).  The model's crossovers sit a little high at 6 ranks (2 KiB per
+ * rank measured, 12 KB modelled) and close at 8 (8-32 KiB, 13 KB).
  *
  * The multi-peer algorithms (rd, rabenseifner, direct, tree, bruck) run over point-to-point
  * pipes.  On a CUDA communicator the model leaves them out (no_auto_peers)
@@ -181,7 +190,8 @@ int kolo_bcast_choose(const kolo_algo_topo *t, size_t bytes, int channels);
  * `algo` (KOLO_ALGO_RING, KOLO_ALGO_BRUCK) on `channels` channels. */
 double kolo_ag_cost(int algo, const kolo_algo_topo *t, size_t bytes, int channels);
 /* 1 when the model may choose `algo` for an all-gather on t (KOLO_ALGO's
- * allgather entry; without one, the ring only). */
+ * allgather entry; without one, the ring, and Bruck's except on CUDA
+ * communicators). */
 int kolo_ag_may_run(const kolo_algo_topo *t, int algo);
 /* The algorithm of an all-gather of `bytes` per rank on `channels`
  * channels: KOLO_ALGO_RING or KOLO_ALGO_BRUCK. */

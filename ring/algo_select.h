@@ -23,8 +23,9 @@
  * "allgather:bruck" every all-gather as Bruck's).  The single names of old
  * ("rd") are a one-name list.  Empty or unset: the model chooses among the
  * all-reduce's algorithms (algo.h's no_auto_peers still applies, and
- * direct needs naming), the broadcast keeps the chain and the all-gather
- * the ring (the tree and Bruck's need naming: algo.h says why).
+ * direct needs naming), the broadcast keeps the chain (the tree needs
+ * naming) and the all-gather chooses between the ring and Bruck's (the
+ * ring only on CUDA communicators): algo.h says why.
  */
 #ifndef KOLO_RING_ALGO_SELECT_H
 #define KOLO_RING_ALGO_SELECT_H

@@ -461,10 +461,10 @@ TEST(BruckAllGatherSlots, FewestSlotsManyRounds) {
   }
 }
 
-// Where KOLO_ALGO lets it choose ("allgather:ring,bruck"), the model takes
-// Bruck's for a small all-gather on 8 ranks and the ring for a large one,
-// and both run; unset, it keeps the ring (ring/algo.h), as
-// "allgather:ring" does.
+// Where KOLO_ALGO lets it choose ("allgather:ring,bruck") or is unset (a
+// host communicator: ring/algo.h), the model takes Bruck's for a small
+// all-gather on 8 ranks and the ring for a large one, and both run;
+// "allgather:ring" keeps the ring.
 TEST(BruckAllGatherChoice, ModelPicksBruckWhenSmallRingWhenLarge) {
   {
     ScopedEnv allow("KOLO_ALGO", "allgather:ring,bruck");
@@ -478,7 +478,9 @@ TEST(BruckAllGatherChoice, ModelPicksBruckWhenSmallRingWhenLarge) {
   }
   ThreadWorld unset(8);
   ASSERT_TRUE(unset.ok()) << unset.init_error;
-  EXPECT_EQ(runs_ag(unset.comms[0], KOLO_ALGO_RING), "");
+  EXPECT_EQ(kolo_comm_ag_algo(unset.comms[0], 16, koloFloat32), KOLO_ALGO_BRUCK);
+  EXPECT_EQ(kolo_comm_ag_algo(unset.comms[0], kLargeCount, koloFloat32), KOLO_ALGO_RING);
+  EXPECT_EQ(run_identical(unset, {make_case(Coll::AllGather, koloBfloat16, koloSum, 8, 33, true, 7)}), "");
   ScopedEnv force("KOLO_ALGO", "allgather:ring");
   ThreadWorld ring(4);
   ASSERT_TRUE(ring.ok()) << ring.init_error;

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <cstring>
 #include <string>
@@ -716,8 +717,13 @@ double model_us(Coll coll, int n, double bytes) {
   double s = 0;
   switch (coll) {
     case Coll::AllReduce: s = all_reduce_s(n, a, b, bytes); break;
+    case Coll::AllGather: {  // the ring, or Bruck's where cheaper (host memory: ring/algo.h)
+      const int k = (int)std::ceil(std::log2((double)n));
+      const double ring = (n - 1) * a + (n - 1) * bytes / b, bruck = k * a + (2 * n - 3) * bytes / b;
+      s = std::min(ring, bruck);
+      break;
+    }
     case Coll::ReduceScatter:
-    case Coll::AllGather:
     case Coll::AlltoAll:
     case Coll::Gather:
     case Coll::Scatter: s = (n - 1) * a + (n - 1) * bytes / b; break;

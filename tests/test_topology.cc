@@ -288,7 +288,8 @@ TEST(Topology, AlgorithmChoice) {
 // The all-gather's two costs (ring/algo.h), one host: ring (n-1) a + (n-1)
 // S / b, Bruck ceil(log2 n) a + (n-1) S / b + (n-2) S / b (its forwarded
 // blocks read back from out), a = 1 us, b = 20 GB/s; so Bruck wins below
-// (n-1-k)/(n-2) a b per rank, where KOLO_ALGO lets the model weigh it.
+// (n-1-k)/(n-2) a b per rank: unset, on host communicators, or where
+// KOLO_ALGO lets the model weigh it; never unset on CUDA ones.
 TEST(Topology, AllGatherChoice) {
   const double a = 1e-6, b = 20e9;
   for (int n = 1; n <= 16; n++) {
@@ -299,11 +300,17 @@ TEST(Topology, AllGatherChoice) {
       const double bruck = n > 1 ? k * a + (n - 1) * S / b + (n - 2) * S / b : 0;
       EXPECT_NEAR(kolo_ag_cost(KOLO_ALGO_RING, &t, (size_t)S, 1), ring, 1e-12) << n;
       EXPECT_NEAR(kolo_ag_cost(KOLO_ALGO_BRUCK, &t, (size_t)S, 1), bruck, 1e-12) << n;
-      EXPECT_EQ(kolo_ag_choose(&t, (size_t)S, 1), KOLO_ALGO_RING) << "unnamed, Bruck never runs: n=" << n;
+      t.no_auto_peers = 1;  // a CUDA communicator, KOLO_ALGO unset: the ring
+      EXPECT_EQ(kolo_ag_choose(&t, (size_t)S, 1), KOLO_ALGO_RING) << "CUDA, unnamed, Bruck never runs: n=" << n;
+      t.no_auto_peers = 0;
+      EXPECT_EQ(kolo_ag_choose(&t, (size_t)S, 1), n > 3 && bruck < ring ? KOLO_ALGO_BRUCK : KOLO_ALGO_RING) << n;
     }
     EXPECT_TRUE(kolo_ag_may_run(&t, KOLO_ALGO_RING));
-    EXPECT_FALSE(kolo_ag_may_run(&t, KOLO_ALGO_BRUCK));
+    EXPECT_TRUE(kolo_ag_may_run(&t, KOLO_ALGO_BRUCK));  // host memory, unset: the model weighs it
     EXPECT_FALSE(kolo_ag_may_run(&t, KOLO_ALGO_TREE));
+    t.no_auto_peers = 1;
+    EXPECT_FALSE(kolo_ag_may_run(&t, KOLO_ALGO_BRUCK));
+    t.no_auto_peers = 0;
     t.ag_allowed = 1u << KOLO_ALGO_BRUCK;  // allgather:bruck forces it at every size
     for (size_t bytes : {(size_t)0, (size_t)1 << 30}) EXPECT_EQ(kolo_ag_choose(&t, bytes, 2), KOLO_ALGO_BRUCK);
     t.ag_allowed = (1u << KOLO_ALGO_RING) | (1u << KOLO_ALGO_BRUCK);  // allgather:ring,bruck: the model's
