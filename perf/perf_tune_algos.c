@@ -44,11 +44,14 @@ static const int counts[] = {1, 2, 4};
 #define MAX_REPEATS 5
 #define TIE 1.05 /* within 5% of the fastest counts as as fast */
 
-/* Sizes 8 B, 32 B, ... by 4s up to 32 MiB (32 KiB when quick), each called
- * enough times to take about 64 MiB of data (1 MiB when quick). */
+/* Sizes 8 B, 16 B, ... by 2s up to 32 MiB, each called enough times to
+ * take about 32 MiB of data; quick: by 4s to 32 KiB, 1 MiB of data.  (By
+ * 4s the ranges' ends fell between measured sizes: at 8 ranks the direct
+ * all-reduce won at 128 B and held 256 B, where it took 1.3x Open MPI's
+ * time and recursive doubling would not have.) */
 static void plan_sizes(const tune_args *a, tune_job *j) {
-  if (a->quick) tune_plan_sizes(j, (size_t)32 << 10, (size_t)1 << 20, 2, 20);
-  else tune_plan_sizes(j, (size_t)32 << 20, (size_t)64 << 20, 4, 500);
+  if (a->quick) tune_plan_sizes(j, (size_t)32 << 10, 4, (size_t)1 << 20, 2, 20);
+  else tune_plan_sizes(j, (size_t)32 << 20, 2, (size_t)32 << 20, 4, 500);
 }
 
 /* A new temporary tuning file giving every all-reduce on a->nranks ranks

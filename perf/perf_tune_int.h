@@ -7,7 +7,7 @@
 
 #include "ring/tuning.h"
 
-#define TUNE_MAX_SIZES 16
+#define TUNE_MAX_SIZES 24
 
 typedef struct {
   int nranks, iters;
@@ -33,15 +33,15 @@ typedef struct {
 int perf_tune_measure(const tune_args *a, const tune_job *j, double *t);
 
 /* On shm, times every flat all-reduce algorithm on 1, 2 and 4 channels at
- * sizes 8 B .. 32 MiB (by 4s), alternating, and appends to f the fastest
+ * sizes 8 B .. 32 MiB (by 2s), alternating, and appends to f the fastest
  * pair's size ranges for a->nranks ranks: overrides and channels lines
  * (perf_tune_algos.c).  0, or -1 (said on stderr). */
 int perf_tune_crossovers(const tune_args *a, kolo_tuning *f);
 
 /* Helpers of the search (perf_tune_ranges.c). */
-/* Sizes 8 B, 32 B, ... by 4s up to top bytes, each called enough times to
+/* Sizes 8 B, 8 factor B, ... up to top bytes, each called enough times to
  * move about `budget` bytes (at least lo, at most hi times). */
-void tune_plan_sizes(tune_job *j, size_t top, size_t budget, int lo, int hi);
+void tune_plan_sizes(tune_job *j, size_t top, size_t factor, size_t budget, int lo, int hi);
 /* The median of v[0..n) (sorts v). */
 double tune_median(double *v, int n);
 /* The bytes size i of j stands for: from the geometric mean with the size

@@ -5,9 +5,9 @@
 
 #include "perf/perf_tune_int.h"
 
-void tune_plan_sizes(tune_job *j, size_t top, size_t budget, int lo, int hi) {
+void tune_plan_sizes(tune_job *j, size_t top, size_t factor, size_t budget, int lo, int hi) {
   j->nsizes = 0;
-  for (size_t s = 8; s <= top && j->nsizes < TUNE_MAX_SIZES; s *= 4) {
+  for (size_t s = 8; s <= top && j->nsizes < TUNE_MAX_SIZES; s *= factor) {
     size_t n = budget / s;
     j->sizes[j->nsizes] = s;
     j->iters[j->nsizes++] = n < (size_t)lo ? lo : n > (size_t)hi ? hi : (int)n;
