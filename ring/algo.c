@@ -192,11 +192,20 @@ int kolo_bcast_may_run(const kolo_algo_topo *t, int algo) {
   return (t->bcast_allowed >> algo) & 1u;
 }
 
+/* A collective with the ring and one other algorithm `other` (the
+ * broadcast's tree, the all-gather's Bruck's): `other` where the ring may
+ * not run (forced), the ring on 2 ranks (the same hop) or where `other`
+ * may not run, else the cheaper. */
+typedef int (*may_run_fn)(const kolo_algo_topo *t, int algo);
+typedef double (*cost_fn)(int algo, const kolo_algo_topo *t, size_t bytes, int channels);
+static int ring_or(int other, may_run_fn may, cost_fn cost, const kolo_algo_topo *t, size_t bytes, int channels) {
+  if (!may(t, KOLO_ALGO_RING)) return other;
+  if (t->nranks <= 2 || !may(t, other)) return KOLO_ALGO_RING;
+  return cost(other, t, bytes, channels) < cost(KOLO_ALGO_RING, t, bytes, channels) ? other : KOLO_ALGO_RING;
+}
+
 int kolo_bcast_choose(const kolo_algo_topo *t, size_t bytes, int channels) {
-  if (!kolo_bcast_may_run(t, KOLO_ALGO_RING)) return KOLO_ALGO_TREE; /* forced */
-  if (t->nranks <= 2 || !kolo_bcast_may_run(t, KOLO_ALGO_TREE)) return KOLO_ALGO_RING; /* the same hop */
-  double chain = kolo_bcast_cost(KOLO_ALGO_RING, t, bytes, channels);
-  return kolo_bcast_cost(KOLO_ALGO_TREE, t, bytes, channels) < chain ? KOLO_ALGO_TREE : KOLO_ALGO_RING;
+  return ring_or(KOLO_ALGO_TREE, kolo_bcast_may_run, kolo_bcast_cost, t, bytes, channels);
 }
 
 /* ---- all-gather: the ring or Bruck's (algo.h).  Bruck's k = ceil(log2 n)
@@ -218,18 +227,15 @@ double kolo_ag_cost(int algo, const kolo_algo_topo *t, size_t bytes, int channel
   return ceil_log2(t->nranks) * a + (n - 1) * S / b + (n - 2) * S / l.b_host;
 }
 
-/* Bruck only where KOLO_ALGO's allgather entry allows it (algo.h: not yet
- * measured, and the tree, another latency-bound algorithm, lost to the
- * chain where it was). */
+/* Bruck's where KOLO_ALGO's allgather entry allows it, or, without one,
+ * on host communicators (algo.h: measured faster at small sizes from 4
+ * ranks up). */
 int kolo_ag_may_run(const kolo_algo_topo *t, int algo) {
   if (algo != KOLO_ALGO_RING && algo != KOLO_ALGO_BRUCK) return 0;
-  if (t->ag_allowed == 0) return algo == KOLO_ALGO_RING || !t->no_auto_peers; /* algo.h: measured */
+  if (t->ag_allowed == 0) return algo == KOLO_ALGO_RING || !t->no_auto_peers;
   return (t->ag_allowed >> algo) & 1u;
 }
 
 int kolo_ag_choose(const kolo_algo_topo *t, size_t bytes, int channels) {
-  if (!kolo_ag_may_run(t, KOLO_ALGO_RING)) return KOLO_ALGO_BRUCK; /* forced */
-  if (t->nranks <= 2 || !kolo_ag_may_run(t, KOLO_ALGO_BRUCK)) return KOLO_ALGO_RING; /* the same hop */
-  double ring = kolo_ag_cost(KOLO_ALGO_RING, t, bytes, channels);
-  return kolo_ag_cost(KOLO_ALGO_BRUCK, t, bytes, channels) < ring ? KOLO_ALGO_BRUCK : KOLO_ALGO_RING;
+  return ring_or(KOLO_ALGO_BRUCK, kolo_ag_may_run, kolo_ag_cost, t, bytes, channels);
 }
