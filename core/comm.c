@@ -114,7 +114,11 @@ static koloResult_t resolve_config(struct koloComm *c, const koloConfig_t *cfg) 
   int bufsize = pick(cfg->bufferSize, kolo_param_int("KOLO_BUFFSIZE"));
   c->nslots = (uint32_t)kolo_param_int("KOLO_NSLOTS");
   c->nchannels = pick(cfg->nChannels, kolo_param_int("KOLO_NCHANNELS"));
-  c->min_channel_bytes = (size_t)kolo_param_int("KOLO_MIN_CHANNEL_BYTES");
+  int64_t min_channel_bytes = kolo_param_int("KOLO_MIN_CHANNEL_BYTES");
+  if (min_channel_bytes < 0 || min_channel_bytes > ((int64_t)1 << 62))
+    return kolo_error(NULL, koloInvalidArgument, "KOLO_MIN_CHANNEL_BYTES = %lld is outside 0..2^62",
+                      (long long)min_channel_bytes);
+  c->min_channel_bytes = (size_t)min_channel_bytes;
   int has_dev = cfg->size >= offsetof(koloConfig_t, cudaDev) + sizeof cfg->cudaDev;
   c->cuda_dev = pick(has_dev ? cfg->cudaDev : KOLO_CONFIG_UNDEF, -1);
   int64_t ll_threshold = kolo_param_int("KOLO_LL_THRESHOLD");
@@ -217,7 +221,8 @@ static void owner_stop_all(kolo_exec_owner *o, int reason, int rank) {
 static kolo_comm_shape my_shape(const struct koloComm *c) {
   return (kolo_comm_shape){c->nchannels, (int32_t)c->nslots, c->memory, (int32_t)c->ll_slot_bytes,
                            c->slot_bytes, c->ll_threshold, c->algo.forced, c->sched_hash, c->algo.allowed,
-                           c->tuning_hash, c->algo.bcast_allowed, c->proto_off, c->algo.ag_allowed};
+                           c->tuning_hash, c->algo.bcast_allowed, c->proto_off, c->algo.ag_allowed,
+                           (uint64_t)c->min_channel_bytes};
 }
 
 /* "none", or "a file of hash H" (with its path: this rank's) */
@@ -260,6 +265,15 @@ static koloResult_t shape_differs(struct koloComm *c, int r, const kolo_comm_sha
 
 /* Rank r gave another KOLO_PROTO than this rank: a transfer between them
  * would run LL at one end and Simple at the other. */
+/* A call's channels follow KOLO_MIN_CHANNEL_BYTES (core/op.h): ranks that
+ * differ in it would wait on channels their peers never use. */
+static koloResult_t min_channel_differs(struct koloComm *c, int r, uint64_t theirs) {
+  return kolo_error(&c->err, koloInvalidUsage,
+                    "rank %d: KOLO_MIN_CHANNEL_BYTES differs between ranks, and must be alike on all (it sets how "
+                    "many channels each call uses): rank %d has %llu, this rank %llu",
+                    c->rank, r, (unsigned long long)theirs, (unsigned long long)c->min_channel_bytes);
+}
+
 static koloResult_t proto_differs(struct koloComm *c, int r, uint32_t theirs) {
   char a[160], b[160];
   const char *v = kolo_param_str("KOLO_PROTO");
@@ -288,6 +302,8 @@ static koloResult_t check_shapes(struct koloComm *c) {
                          ", or they could choose different algorithms");
     else if (theirs.proto_off != mine.proto_off)
       res = proto_differs(c, r, theirs.proto_off);
+    else if (theirs.min_channel_bytes != mine.min_channel_bytes)
+      res = min_channel_differs(c, r, theirs.min_channel_bytes);
     else if (memcmp(rec, enc, sizeof enc) != 0)
       res = shape_differs(c, r, &theirs, &mine);
   }

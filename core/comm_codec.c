@@ -46,6 +46,7 @@ void kolo_encode_comm_shape(const kolo_comm_shape *s, uint8_t out[KOLO_COMM_SHAP
   kolo_put_u32(&w, s->bcast_allowed);
   kolo_put_u32(&w, s->proto_off);
   kolo_put_u32(&w, s->ag_allowed);
+  kolo_put_u64(&w, s->min_channel_bytes);
   kolo_put_u64(&w, s->tuning_hash);
   kolo_put_u64(&w, s->sched_hash);
 }
@@ -77,6 +78,8 @@ static const char *shape_wrong(const kolo_comm_shape *s, char *buf, size_t n) {
     snprintf(buf, n, "with allowed all-gather algorithms 0x%x (bits within 0x%x)", s->ag_allowed, KOLO_ALGO_AG_SET);
   else if (s->algo != kolo_algo_allow_single(s->algo_allowed))
     snprintf(buf, n, "with algorithm %d that its allowed set 0x%x does not force", s->algo, s->algo_allowed);
+  else if (s->min_channel_bytes > ((uint64_t)1 << 62))
+    snprintf(buf, n, "with %llu bytes a channel (KOLO_MIN_CHANNEL_BYTES, 0..2^62)", (unsigned long long)s->min_channel_bytes);
   else if (kolo_proto_off_wrong(s->proto_off) != NULL)
     snprintf(buf, n, "with protocols left out 0x%x that %s", s->proto_off, kolo_proto_off_wrong(s->proto_off));
   else
@@ -98,6 +101,7 @@ int kolo_decode_comm_shape(const void *in, size_t len, int peer, kolo_comm_shape
   s->bcast_allowed = kolo_get_u32(&r);
   s->proto_off = kolo_get_u32(&r);
   s->ag_allowed = kolo_get_u32(&r);
+  s->min_channel_bytes = kolo_get_u64(&r);
   s->tuning_hash = kolo_get_u64(&r);
   s->sched_hash = kolo_get_u64(&r);
   if (whole(&r, KOLO_COMM_SHAPE_BYTES, peer, what, why, why_len) != KOLO_COMM_WIRE_OK) return KOLO_COMM_WIRE_GARBLED;

@@ -41,8 +41,10 @@ typedef struct {
   uint32_t bcast_allowed; /* KOLO_ALGO's broadcast set: 0, or within KOLO_ALGO_BCAST_SET */
   uint32_t proto_off;     /* KOLO_PROTO's protocols left out per collective (core/proto_select.h); 0: none */
   uint32_t ag_allowed;    /* KOLO_ALGO's all-gather set: 0, or within KOLO_ALGO_AG_SET */
+  /* encoded after ag_allowed, before tuning_hash */
+  uint64_t min_channel_bytes; /* KOLO_MIN_CHANNEL_BYTES: 0..2^62 (a call's channels follow it) */
 } kolo_comm_shape;
-#define KOLO_COMM_SHAPE_BYTES (4 * 4 + 2 * 8 + 4 + 4 + 4 + 4 + 4 + 8 + 8)
+#define KOLO_COMM_SHAPE_BYTES (4 * 4 + 2 * 8 + 4 + 4 + 4 + 4 + 4 + 8 + 8 + 8)
 
 void kolo_encode_comm_shape(const kolo_comm_shape *s, uint8_t out[KOLO_COMM_SHAPE_BYTES]);
 int kolo_decode_comm_shape(const void *in, size_t len, int peer, kolo_comm_shape *s, char *why, size_t why_len);

@@ -278,6 +278,25 @@ TEST(TuningFileRefused, RanksThatLoadDifferentFiles) {
   unlink(b);
 }
 
+// KOLO_MIN_CHANNEL_BYTES sets how many channels each call uses: ranks that
+// differ in it fail init with a sentence naming it, and a negative value
+// fails it on its own.
+TEST(ChannelBytesRefused, RanksThatDiffer) {
+  if (tsan_build()) GTEST_SKIP() << "forks ranks (not under TSan)";
+  ScopedEnv env("KOLO_MIN_CHANNEL_BYTES", "262144");
+  expect_every_rank_refused(kRanks, koloInvalidUsage,
+                            {"KOLO_MIN_CHANNEL_BYTES differs between ranks, and must be alike on all", "4096"},
+                            [&](int rank) {
+                              if (rank == 1) setenv("KOLO_MIN_CHANNEL_BYTES", "4096", 1);
+                            });
+  ScopedEnv negative("KOLO_MIN_CHANNEL_BYTES", "-1");
+  koloComm_t comms[2] = {nullptr, nullptr};
+  EXPECT_EQ(koloCommInitAll(comms, 2, nullptr), koloInvalidArgument);
+  EXPECT_NE(std::string(koloGetLastError(nullptr)).find("KOLO_MIN_CHANNEL_BYTES = -1 is outside 0..2^62"),
+            std::string::npos)
+      << koloGetLastError(nullptr);
+}
+
 TEST(SchedFileRefused, RanksThatLoadDifferentFiles) {
   if (tsan_build()) GTEST_SKIP() << "forks ranks (not under TSan)";
   const std::string rd = schedule_path("rd_allreduce_4.sched"), ring = schedule_path("ring_allreduce_4.sched");
