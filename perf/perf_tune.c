@@ -29,6 +29,9 @@
 #ifdef KOLO_HAVE_IBVERBS
 #include "transport/ib_dev.h"
 #endif
+#ifdef KOLO_HAVE_CUDA
+#include "perf/perf_cuda.h"
+#endif
 
 static double now_s(void) {
   struct timespec ts;
@@ -40,12 +43,14 @@ static double now_s(void) {
  * (a pipe's 8 slots of shared memory fault their pages in on first use:
  * a few calls of a size touch them all); every rank makes the same number
  * of calls. */
-static double time_all_reduce(koloComm_t comm, char *buf, size_t bytes, int iters) {
+static double time_all_reduce(koloComm_t comm, tune_mem *m, size_t bytes, int iters) {
   for (int i = 0; i < (iters < 16 ? iters : 16); i++)
-    if (koloAllReduce(buf, buf, bytes, koloUint8, koloSum, comm, NULL) != koloSuccess) return -1;
+    if (koloAllReduce(m->buf, m->buf, bytes, koloUint8, koloSum, comm, m->stream) != koloSuccess) return -1;
+  if (tune_mem_sync(m, comm) != 0) return -1;
   double t0 = now_s();
   for (int i = 0; i < iters; i++)
-    if (koloAllReduce(buf, buf, bytes, koloUint8, koloSum, comm, NULL) != koloSuccess) return -1;
+    if (koloAllReduce(m->buf, m->buf, bytes, koloUint8, koloSum, comm, m->stream) != koloSuccess) return -1;
+  if (tune_mem_sync(m, comm) != 0) return -1;
   return (now_s() - t0) / iters;
 }
 
@@ -53,36 +58,50 @@ static double time_all_reduce(koloComm_t comm, char *buf, size_t bytes, int iter
  * timed: the ranks of the job before may still be leaving (measured: the
  * first size of a job ran up to 200x slow without).  Every rank makes
  * the same calls: each carries whether rank 0 wants another. */
-static int warm_up(koloComm_t comm, int rank) {
+static int warm_up(koloComm_t comm, tune_mem *m, int rank) {
   const double t0 = now_s();
   for (uint8_t more = 1; more;) {
     more = rank == 0 && now_s() - t0 < 0.05;
-    if (koloAllReduce(&more, &more, 1, koloUint8, koloMax, comm, NULL) != koloSuccess) return -1;
+    if (tune_mem_flag(m, &more, comm) != 0) return -1;
   }
   return 0;
 }
 
-/* One forked rank: the job's times go to fd (rank 0 only). */
-static int rank_main(const tune_args *a, const tune_job *j, koloUniqueId id, int rank, int fd) {
+/* The environment of a rank of job j: its host (one for shm and
+ * cuda-p2p, one per rank across a network), net provider, memory kind,
+ * KOLO_ALGO and tuning file. */
+static void job_env(const tune_args *a, const tune_job *j, int rank) {
   char host[32];
-  snprintf(host, sizeof host, "tune-%d", j->link == KOLO_LINK_SHM ? 0 : rank);
+  const int one_host = j->link == KOLO_LINK_SHM || j->link == KOLO_LINK_CUDA_P2P;
+  snprintf(host, sizeof host, "tune-%d", one_host ? 0 : rank);
   setenv("KOLO_HOSTID", host, 1);
-  if (j->link != KOLO_LINK_SHM) setenv("KOLO_NET", j->link == KOLO_LINK_IB ? "ib" : "socket", 1);
+  if (!one_host) setenv("KOLO_NET", j->link == KOLO_LINK_IB ? "ib" : "socket", 1);
+  setenv("KOLO_MEMORY", a->cuda ? "cuda" : "host", 1);
   if (j->algo != NULL) setenv("KOLO_ALGO", j->algo, 1);
   else unsetenv("KOLO_ALGO");
   if (j->tuning != NULL) setenv("KOLO_TUNING_FILE", j->tuning, 1);
   else unsetenv("KOLO_TUNING_FILE");
-  koloComm_t comm;
-  if (koloCommInitRank(&comm, a->nranks, id, rank) != koloSuccess) return 1;
+}
+
+/* One forked rank: the job's times go to fd (rank 0 only). */
+static int rank_main(const tune_args *a, const tune_job *j, koloUniqueId id, int rank, int fd) {
+  job_env(a, j, rank);
   size_t most = 8;
   for (int i = 0; i < j->nsizes; i++) most = j->sizes[i] > most ? j->sizes[i] : most;
-  char *buf = calloc(1, most);
+  tune_mem m;
+  if (tune_mem_open(&m, a->cuda, rank, a->ndev, most) != 0) return 1; /* before init: the device is set */
+  koloComm_t comm;
+  if (koloCommInitRank(&comm, a->nranks, id, rank) != koloSuccess) {
+    tune_mem_close(&m);
+    return 1;
+  }
   double t[TUNE_MAX_SIZES];
-  int bad = buf == NULL || warm_up(comm, rank) != 0;
-  for (int i = 0; i < j->nsizes && !bad; i++) bad = (t[i] = time_all_reduce(comm, buf, j->sizes[i], j->iters[i])) < 0;
+  int bad = warm_up(comm, &m, rank) != 0;
+  for (int i = 0; i < j->nsizes && !bad; i++) bad = (t[i] = time_all_reduce(comm, &m, j->sizes[i], j->iters[i])) < 0;
   if (!bad && rank == 0) bad = write(fd, t, (size_t)j->nsizes * sizeof t[0]) != (ssize_t)((size_t)j->nsizes * sizeof t[0]);
-  koloCommDestroy(comm);
-  free(buf);
+  if (bad) koloCommAbort(comm); /* peers stop waiting */
+  else koloCommDestroy(comm);
+  tune_mem_close(&m);
   return bad;
 }
 
@@ -159,13 +178,15 @@ static void fit(const tune_args *a, const double t[2], kolo_tune_link *l) {
 }
 
 static int parse(int argc, char **argv, tune_args *a) {
-  *a = (tune_args){2, 50, (size_t)64 << 20, "kolo-tuning.txt", 0};
+  *a = (tune_args){2, 50, (size_t)64 << 20, "kolo-tuning.txt", 0, 0, 0};
   for (int i = 2; i < argc; i++) {
     if (strcmp(argv[i], "-P") == 0 && i + 1 < argc) a->nranks = atoi(argv[++i]);
     else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) a->out = argv[++i];
     else if (strcmp(argv[i], "--quick") == 0) a->iters = 3, a->big = (size_t)1 << 20, a->quick = 1;
+    else if (strcmp(argv[i], "--mem") == 0 && i + 1 < argc && !strcmp(argv[i + 1], "cuda")) a->cuda = 1, i++;
+    else if (strcmp(argv[i], "--mem") == 0 && i + 1 < argc && !strcmp(argv[i + 1], "host")) a->cuda = 0, i++;
     else {
-      fprintf(stderr, "usage: kolo-perf tune [-P RANKS (2..64)] [-o FILE] [--quick]\n");
+      fprintf(stderr, "usage: kolo-perf tune [-P RANKS (2..64)] [-o FILE] [--quick] [--mem host|cuda]\n");
       return strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0 ? 1 : -1;
     }
   }
@@ -191,11 +212,13 @@ static int ib_usable(char *why, size_t len) {
 }
 
 /* The ring's latency and bandwidth on each transport into f: shm, socket,
- * and ib where a port is usable. */
+ * and ib where a port is usable; cuda-p2p alone for CUDA communicators
+ * (--mem cuda: the ranks as one host, rank r on device r % devices). */
 static int fit_links(const tune_args *a, kolo_tuning *f) {
   int links[] = {KOLO_LINK_SHM, KOLO_LINK_SOCKET, KOLO_LINK_IB}, nlinks = 3;
   char why[256];
-  if (!ib_usable(why, sizeof why)) {
+  if (a->cuda) links[0] = KOLO_LINK_CUDA_P2P, nlinks = 1;
+  else if (!ib_usable(why, sizeof why)) {
     printf("ib       not measured: %s\n", why);
     nlinks = 2;
   }
@@ -213,17 +236,33 @@ static int fit_links(const tune_args *a, kolo_tuning *f) {
   return 0;
 }
 
+/* --mem cuda: the visible devices, asked from a child (this process forks
+ * the ranks and must make no CUDA call first).  0, or -1 said. */
+static int count_devices(tune_args *a) {
+#ifdef KOLO_HAVE_CUDA
+  char why[256];
+  if (perf_cuda_probe(1, &a->ndev, why, sizeof why) == 0) return 0;
+  fprintf(stderr, "kolo-perf tune --mem cuda: no device: %s\n", why);
+#else
+  fprintf(stderr, "kolo-perf tune --mem cuda: this build has no CUDA\n");
+#endif
+  return -1;
+}
+
 int perf_tune_main(int argc, char **argv) {
   tune_args a;
   int r = parse(argc, argv, &a);
   if (r != 0) return r > 0 ? 0 : 2;
+  if (a.cuda && count_devices(&a) != 0) return 1;
   kolo_tuning f;
   memset(&f, 0, sizeof f);
   if (fit_links(&a, &f) != 0 || perf_tune_crossovers(&a, &f) != 0) return 1;
   FILE *out = fopen(a.out, "w");
   char note[160];
-  snprintf(note, sizeof note, "kolo-perf tune -P %d: ring all-reduce fits (%s), crossovers and channels on shm",
-           a.nranks, f.link[KOLO_LINK_IB].set ? "shm, socket, ib" : "shm, socket; ib not measured");
+  snprintf(note, sizeof note, "kolo-perf tune -P %d%s: ring all-reduce fits (%s), crossovers and channels on %s",
+           a.nranks, a.cuda ? " --mem cuda" : "",
+           a.cuda ? "cuda-p2p" : f.link[KOLO_LINK_IB].set ? "shm, socket, ib" : "shm, socket; ib not measured",
+           a.cuda ? "cuda-p2p" : "shm");
   if (out == NULL || kolo_tuning_write(out, &f, note) != 0 || fclose(out) != 0) {
     perror(a.out);
     return 1;

@@ -4,7 +4,9 @@
 #define KOLO_PERF_TUNE_INT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
+#include "kolo.h"
 #include "ring/tuning.h"
 
 #define TUNE_MAX_SIZES 24
@@ -14,10 +16,12 @@ typedef struct {
   size_t big;
   const char *out;
   int quick; /* --quick: few sizes and iterations, for tests */
+  int cuda;  /* --mem cuda: CUDA communicators, buffers on the ranks' devices */
+  int ndev;  /* the visible devices (cuda); rank r uses r % ndev */
 } tune_args;
 
 /* What the ranks of one measurement do: KOLO_ALGO=algo (NULL: unset), on
- * link (shm: one host; socket: a host each), with KOLO_TUNING_FILE=tuning
+ * link (shm, cuda-p2p: one host; socket, ib: a host each), with KOLO_TUNING_FILE=tuning
  * (NULL: none), all-reduces of sizes[i] bytes iters[i] times each. */
 typedef struct {
   int link;
@@ -27,6 +31,21 @@ typedef struct {
   int iters[TUNE_MAX_SIZES];
   const char *tuning;
 } tune_job;
+
+/* A rank's buffer: host memory, or (cuda) device memory and a stream of
+ * its own (perf_tune_mem.c). */
+typedef struct {
+  int cuda, rank;
+  void *buf;
+  void *stream; /* cudaStream_t; NULL on the host */
+} tune_mem;
+/* bytes of zeroes where m says; 0 or -1 (said on stderr). */
+int tune_mem_open(tune_mem *m, int cuda, int rank, int ndev, size_t bytes);
+/* Waits for the calls issued on m's stream; -1 when one failed. */
+int tune_mem_sync(tune_mem *m, koloComm_t comm);
+/* The max over the ranks of *flag, through m's memory; 0 or -1. */
+int tune_mem_flag(tune_mem *m, uint8_t *flag, koloComm_t comm);
+void tune_mem_close(tune_mem *m);
 
 /* Forks a->nranks ranks that run job j; t[i]: seconds per call of
  * sizes[i] (rank 0's).  0, or -1 when a rank failed. */

@@ -95,6 +95,9 @@ else
     step "kolo-perf --mem cuda on the CUDA model: 4 ranks on one model GPU, checked (model figures)"
     CUDA_DEVICE_MAX_CONNECTIONS=32 build-sim/bin/kolo-perf all_reduce --mem cuda -t 4 --devices 0 \
       -b 8 -e 1M -f 8 -n 2 -w 1 -c 1 || fail=1
+    step "kolo-perf tune --mem cuda --quick on the CUDA model: a cuda-p2p line, every size covered (model figures)"
+    CUDA_DEVICE_MAX_CONNECTIONS=32 KOLO_SIM_WATCHDOG_S=60 timeout -k 10 180 tests/perf/perf_tune_cuda.sh \
+      build-sim/bin/kolo-perf || fail=1
     step "fault matrix on CUDA communicators (the model): 12 fixed-seed trials, SIGKILL / SIGSTOP, every moment"
     CUDA_DEVICE_MAX_CONNECTIONS=32 KOLO_SIM_WATCHDOG_S=60 timeout -k 10 120 build-sim/bin/kolo-fault --mem cuda \
       --trials 12 --seed 15 --kinds kill,stop --at init,first_call,mid,group,destroy || fail=1
