@@ -99,6 +99,14 @@ def main():
                                                           args.compression, worst, args.tol), flush=True)
     if args.mode == "opt" and me == 0:
         print("rank 0: fusion stats %s" % opt.kolo_stats(), flush=True)
+    if args.mode == "ddp":
+        # gloo's worker threads must be joined before the interpreter ends:
+        # left to exit, they abort it now and then ("terminate called
+        # without an active exception", seen once in CI after every check
+        # had passed; pytorch/pytorch#190489).
+        import torch.distributed as dist
+
+        dist.destroy_process_group()
     kt.shutdown()
     return c.summary()
 
