@@ -244,6 +244,7 @@ static int count_devices(tune_args *a) {
   if (perf_cuda_probe(1, &a->ndev, why, sizeof why) == 0) return 0;
   fprintf(stderr, "kolo-perf tune --mem cuda: no device: %s\n", why);
 #else
+  (void)a;
   fprintf(stderr, "kolo-perf tune --mem cuda: this build has no CUDA\n");
 #endif
   return -1;
