@@ -95,15 +95,21 @@ std::vector<CollCase> algo_grid(int n, std::initializer_list<TypeOp> types, bool
 // The output of a prepared and issued case on one rank.
 const GuardedBuf &output_of(const CollCase &c, const RankBufs &b) { return c.in_place ? b.a : b.b; }
 
-// "" when the algorithm comm runs for an all-reduce is `algo` at every size.
-std::string runs_algo(koloComm_t comm, int algo) {
+// "" when comm runs `algo` for calls of `coll` ("an all-reduce", ...) of
+// every size; choose is kolo_comm_all_reduce_algo, _bcast_algo or _ag_algo.
+using AlgoOf = int (*)(koloComm_t, size_t, koloDataType_t);
+std::string runs_at_every_size(koloComm_t comm, AlgoOf choose, const char *coll, int algo) {
   for (size_t count : {(size_t)1, (size_t)4095, kLargeCount}) {
-    int got = kolo_comm_all_reduce_algo(comm, count, koloFloat32);
+    int got = choose(comm, count, koloFloat32);
     if (got != algo)
-      return "an all-reduce of " + std::to_string(count) + " float32 runs " + kolo_algo_name(got) + ", not " +
+      return std::string(coll) + " of " + std::to_string(count) + " float32 runs " + kolo_algo_name(got) + ", not " +
              kolo_algo_name(algo);
   }
   return "";
+}
+
+std::string runs_algo(koloComm_t comm, int algo) {
+  return runs_at_every_size(comm, kolo_comm_all_reduce_algo, "an all-reduce", algo);
 }
 
 // Every case on every rank of w: checked, then compared across ranks.
@@ -253,15 +259,8 @@ INSTANTIATE_TEST_SUITE_P(Procs, AlgoProcs,
 
 // ---- the broadcast tree ----------------------------------------------------------
 
-// "" when comm's broadcasts run `algo` at every size.
 std::string runs_bcast(koloComm_t comm, int algo) {
-  for (size_t count : {(size_t)1, (size_t)4095, kLargeCount}) {
-    int got = kolo_comm_bcast_algo(comm, count, koloFloat32);
-    if (got != algo)
-      return "a broadcast of " + std::to_string(count) + " float32 runs " + kolo_algo_name(got) + ", not " +
-             kolo_algo_name(algo);
-  }
-  return "";
+  return runs_at_every_size(comm, kolo_comm_bcast_algo, "a broadcast", algo);
 }
 
 // Every root (make_case takes variant % n), dtypes of 1, 2, 4 and 8 bytes,
@@ -403,15 +402,8 @@ TEST(TunedChannels, TheFileSetsEachCallsChannels) {
 
 // ---- Bruck's all-gather ----------------------------------------------------------
 
-// "" when comm's all-gathers run `algo` at every size.
 std::string runs_ag(koloComm_t comm, int algo) {
-  for (size_t count : {(size_t)1, (size_t)4095, kLargeCount}) {
-    int got = kolo_comm_ag_algo(comm, count, koloFloat32);
-    if (got != algo)
-      return "an all-gather of " + std::to_string(count) + " float32 per rank runs " + kolo_algo_name(got) + ", not " +
-             kolo_algo_name(algo);
-  }
-  return "";
+  return runs_at_every_size(comm, kolo_comm_ag_algo, "an all-gather", algo);
 }
 
 // Dtypes of 1, 2, 4 and 8 bytes at the small counts, in and out of place

@@ -166,20 +166,29 @@ std::vector<CollCase> tree_grid(int n) {
 
 class CudaTreeBcast : public ::testing::TestWithParam<int> {};
 
-TEST_P(CudaTreeBcast, EveryElement) {
-  KT_REQUIRE_CUDA();
-  const int n = GetParam();
+// A multi-peer algorithm of a collective with the ring and one other: an
+// unforced CUDA communicator of n ranks keeps the ring (the model leaves
+// multi-peer algorithms out on CUDA, ring/algo.h); forced by KOLO_ALGO=force
+// (choose says what a call runs), it runs `algo` at every size and every
+// element of `cases` is checked.
+using AlgoOf = int (*)(koloComm_t, size_t, koloDataType_t);
+void expect_forced_only(int n, AlgoOf choose, const char *force, int algo, const std::vector<CollCase> &cases) {
   {
-    CudaWorld w(n);  // unforced: the model leaves the tree out on CUDA
+    CudaWorld w(n);
     ASSERT_TRUE(w.ok()) << w.init_error;
-    EXPECT_EQ(kolo_comm_bcast_algo(w.comms[0], 1, koloFloat32), KOLO_ALGO_RING);
+    EXPECT_EQ(choose(w.comms[0], 1, koloFloat32), KOLO_ALGO_RING);
   }
-  ScopedEnv force("KOLO_ALGO", "broadcast:tree");
+  ScopedEnv forced("KOLO_ALGO", force);
   CudaWorld w(n);
   ASSERT_TRUE(w.ok()) << w.init_error;
-  for (size_t count : {(size_t)1, kLargeCount}) ASSERT_EQ(kolo_comm_bcast_algo(w.comms[0], count, koloFloat32), KOLO_ALGO_TREE);
-  GridReport rep = run_cuda_grid(w, tree_grid(n), Issue::kPerThread);
+  for (size_t count : {(size_t)1, kLargeCount}) ASSERT_EQ(choose(w.comms[0], count, koloFloat32), algo) << count;
+  GridReport rep = run_cuda_grid(w, cases, Issue::kPerThread);
   EXPECT_GRID_OK(rep);
+}
+
+TEST_P(CudaTreeBcast, EveryElement) {
+  KT_REQUIRE_CUDA();
+  expect_forced_only(GetParam(), kolo_comm_bcast_algo, "broadcast:tree", KOLO_ALGO_TREE, tree_grid(GetParam()));
 }
 
 INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaTreeBcast, ::testing::Values(1, 3, 5),
@@ -200,18 +209,7 @@ class CudaBruckAllGather : public ::testing::TestWithParam<int> {};
 
 TEST_P(CudaBruckAllGather, EveryElement) {
   KT_REQUIRE_CUDA();
-  const int n = GetParam();
-  {
-    CudaWorld w(n);  // unforced: the model keeps the ring (ring/algo.h)
-    ASSERT_TRUE(w.ok()) << w.init_error;
-    EXPECT_EQ(kolo_comm_ag_algo(w.comms[0], 1, koloFloat32), KOLO_ALGO_RING);
-  }
-  ScopedEnv force("KOLO_ALGO", "allgather:bruck");
-  CudaWorld w(n);
-  ASSERT_TRUE(w.ok()) << w.init_error;
-  for (size_t count : {(size_t)1, kLargeCount}) ASSERT_EQ(kolo_comm_ag_algo(w.comms[0], count, koloFloat32), KOLO_ALGO_BRUCK);
-  GridReport rep = run_cuda_grid(w, bruck_grid(n), Issue::kPerThread);
-  EXPECT_GRID_OK(rep);
+  expect_forced_only(GetParam(), kolo_comm_ag_algo, "allgather:bruck", KOLO_ALGO_BRUCK, bruck_grid(GetParam()));
 }
 
 INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaBruckAllGather, ::testing::Values(1, 3, 5),
