@@ -187,30 +187,33 @@ void kolo_tuning_resolve(const kolo_tuning *f, int host_link, int net_link, kolo
   memcpy(out->ch, f->ch, sizeof f->ch);
 }
 
-/* 1 when override o is for communicators of nranks ranks. */
-static int for_ranks(const kolo_tune_override *o, int nranks) { return o->nranks == 0 || o->nranks == nranks; }
+/* 1 when a line for `line_ranks` ranks (0: any) holds on communicators of
+ * nranks ranks. */
+static int for_ranks(int line_ranks, int nranks) { return line_ranks == 0 || line_ranks == nranks; }
 
-static int holds(const kolo_tune_override *o, size_t bytes, int nranks) {
-  return bytes >= o->lo && bytes <= o->hi && for_ranks(o, nranks);
+/* 1 when a line for lo..hi bytes on line_ranks ranks holds a call of
+ * `bytes` on nranks ranks. */
+static int holds(uint64_t lo, uint64_t hi, int line_ranks, size_t bytes, int nranks) {
+  return bytes >= lo && bytes <= hi && for_ranks(line_ranks, nranks);
 }
 
 int kolo_tuned_names(const kolo_tuned *t, int algo, int nranks) {
   for (int i = 0; i < t->noverrides; i++)
-    if (t->ov[i].algo == algo && for_ranks(&t->ov[i], nranks)) return 1;
+    if (t->ov[i].algo == algo && for_ranks(t->ov[i].nranks, nranks)) return 1;
   return 0;
 }
 
 /* The first override whose range (and rank count) holds the call wins. */
 int kolo_tuned_override(const kolo_tuned *t, size_t bytes, int nranks) {
   for (int i = 0; i < t->noverrides; i++)
-    if (holds(&t->ov[i], bytes, nranks)) return t->ov[i].algo;
+    if (holds(t->ov[i].lo, t->ov[i].hi, t->ov[i].nranks, bytes, nranks)) return t->ov[i].algo;
   return -1;
 }
 
 int kolo_tuned_channels(const kolo_tuned *t, int coll, size_t bytes, int nranks) {
   for (int i = 0; t != NULL && i < t->nchannel_lines; i++) {
     const kolo_tune_channels *l = &t->ch[i];
-    if (l->coll == coll && bytes >= l->lo && bytes <= l->hi && (l->nranks == 0 || l->nranks == nranks)) return l->channels;
+    if (l->coll == coll && holds(l->lo, l->hi, l->nranks, bytes, nranks)) return l->channels;
   }
   return 0;
 }
@@ -218,7 +221,7 @@ int kolo_tuned_channels(const kolo_tuned *t, int coll, size_t bytes, int nranks)
 int kolo_tuned_max_channels(const kolo_tuned *t, int nranks) {
   int most = 0;
   for (int i = 0; i < t->nchannel_lines; i++)
-    if ((t->ch[i].nranks == 0 || t->ch[i].nranks == nranks) && t->ch[i].channels > most) most = t->ch[i].channels;
+    if (for_ranks(t->ch[i].nranks, nranks) && t->ch[i].channels > most) most = t->ch[i].channels;
   return most;
 }
 
