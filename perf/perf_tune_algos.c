@@ -38,13 +38,18 @@
 
 static const int algos[] = {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT};
 /* Channel counts: 1, 2 and 4 on the host; on a GPU, where each channel is
- * a block, up to 16 (counts[0 .. ncounts)). */
+ * a block, up to 16. */
 static const int counts[] = {1, 2, 4, 8, 16};
 #define NALGOS ((int)(sizeof algos / sizeof algos[0]))
 #define MAX_COUNTS ((int)(sizeof counts / sizeof counts[0]))
-#define MAX_PAIRS (NALGOS * MAX_COUNTS) /* pair p: algos[p / ncounts] on counts[p % ncounts] channels */
-static int ncounts = 3;                 /* set by perf_tune_crossovers */
-static int npairs(void) { return NALGOS * ncounts; }
+#define MAX_PAIRS (NALGOS * MAX_COUNTS)
+
+/* The counts a tune tries: the first 3 on the host, all on a GPU.  Pair p
+ * is algorithm algo_of(a, p) on count_of(a, p) channels. */
+static int ncounts(const tune_args *a) { return a->cuda ? MAX_COUNTS : 3; }
+static int npairs(const tune_args *a) { return NALGOS * ncounts(a); }
+static int algo_of(const tune_args *a, int p) { return algos[p / ncounts(a)]; }
+static int count_of(const tune_args *a, int p) { return counts[p % ncounts(a)]; }
 #define MAX_REPEATS 5
 #define TIE 1.05 /* within 5% of the fastest counts as as fast */
 
@@ -83,24 +88,25 @@ static int write_job_file(const tune_args *a, int channels, char path[64]) {
 /* One job: pair p at j's sizes, seconds per call into t. */
 static int measure_pair(const tune_args *a, tune_job *j, int p, double *t) {
   char path[64];
-  if (write_job_file(a, counts[p % ncounts], path) != 0) {
+  if (write_job_file(a, count_of(a, p), path) != 0) {
     perror("kolo-perf tune: a temporary tuning file");
     return -1;
   }
-  j->algo = kolo_algo_name(algos[p / ncounts]);
+  j->algo = kolo_algo_name(algo_of(a, p));
   j->tuning = path;
   int res = perf_tune_measure(a, j, t);
   j->tuning = NULL;
   unlink(path);
   if (res != 0)
     fprintf(stderr, "kolo-perf tune: the %s all-reduce on %d channels: the ranks failed (KOLO_DEBUG=WARN says why)\n",
-            j->algo, counts[p % ncounts]);
+            j->algo, count_of(a, p));
   return res;
 }
 
 /* t[repeat][pair][size] -> med[pair][size]. */
-static void medians(int repeats, int nsizes, double t[][MAX_PAIRS][TUNE_MAX_SIZES], double med[][TUNE_MAX_SIZES]) {
-  for (int p = 0; p < npairs(); p++)
+static void medians(const tune_args *a, int repeats, int nsizes, double t[][MAX_PAIRS][TUNE_MAX_SIZES],
+                    double med[][TUNE_MAX_SIZES]) {
+  for (int p = 0; p < npairs(a); p++)
     for (int i = 0; i < nsizes; i++) {
       double v[MAX_REPEATS];
       for (int r = 0; r < repeats; r++) v[r] = t[r][p][i];
@@ -109,18 +115,18 @@ static void medians(int repeats, int nsizes, double t[][MAX_PAIRS][TUNE_MAX_SIZE
 }
 
 /* The winning pair at size i (see the header), and the table's row. */
-static int winner(const tune_job *j, int i, double med[][TUNE_MAX_SIZES]) {
+static int winner(const tune_args *a, const tune_job *j, int i, double med[][TUNE_MAX_SIZES]) {
   int best = 0, pick = -1;
   printf("%9zu", j->sizes[i]);
-  for (int p = 0; p < npairs(); p++) {
+  for (int p = 0; p < npairs(a); p++) {
     printf(" %8.2f", med[p][i] * 1e6);
     if (med[p][i] < med[best][i]) best = p;
   }
-  for (int p = 0; p < npairs(); p++) {
-    int as_fast = med[p][i] <= med[best][i] * TIE, fewer = pick < 0 || counts[p % ncounts] < counts[pick % ncounts];
-    if (as_fast && (fewer || (counts[p % ncounts] == counts[pick % ncounts] && med[p][i] < med[pick][i]))) pick = p;
+  for (int p = 0; p < npairs(a); p++) {
+    int as_fast = med[p][i] <= med[best][i] * TIE, fewer = pick < 0 || count_of(a, p) < count_of(a, pick);
+    if (as_fast && (fewer || (count_of(a, p) == count_of(a, pick) && med[p][i] < med[pick][i]))) pick = p;
   }
-  printf("  %s/%d\n", kolo_algo_name(algos[pick / ncounts]), counts[pick % ncounts]);
+  printf("  %s/%d\n", kolo_algo_name(algo_of(a, pick)), count_of(a, pick));
   return pick;
 }
 
@@ -153,13 +159,13 @@ static int add_channels(const tune_args *a, kolo_tuning *f, int channels, uint64
 static int write_ranges(const tune_args *a, const tune_job *j, double med[][TUNE_MAX_SIZES], kolo_tuning *f) {
   printf("all-reduce on %s, %d ranks, us per call (medians), algorithm/channels:\n%9s", kolo_link_name(j->link),
          a->nranks, "bytes");
-  for (int p = 0; p < npairs(); p++) printf(" %6.6s/%d", kolo_algo_name(algos[p / ncounts]), counts[p % ncounts]);
+  for (int p = 0; p < npairs(a); p++) printf(" %6.6s/%d", kolo_algo_name(algo_of(a, p)), count_of(a, p));
   printf("  chosen\n");
   for (int i = 0; i < j->nsizes; i++) {
-    int p = winner(j, i, med);
+    int p = winner(a, j, i, med);
     uint64_t lo, hi;
     tune_size_range(j, i, &lo, &hi);
-    if (add_override(a, f, algos[p / ncounts], lo, hi) != 0 || add_channels(a, f, counts[p % ncounts], lo, hi) != 0)
+    if (add_override(a, f, algo_of(a, p), lo, hi) != 0 || add_channels(a, f, count_of(a, p), lo, hi) != 0)
       return -1;
   }
   return 0;
@@ -169,13 +175,12 @@ int perf_tune_crossovers(const tune_args *a, kolo_tuning *f) {
   static double t[MAX_REPEATS][MAX_PAIRS][TUNE_MAX_SIZES];
   double med[MAX_PAIRS][TUNE_MAX_SIZES];
   tune_job j = {a->cuda ? KOLO_LINK_CUDA_P2P : KOLO_LINK_SHM, NULL, 0, {0}, {0}, NULL};
-  ncounts = a->cuda ? MAX_COUNTS : 3;
   plan_sizes(a, &j);
   const int repeats = a->quick ? 1 : MAX_REPEATS;
   for (int r = 0; r < repeats; r++)
-    for (int p = 0; p < npairs(); p++)
+    for (int p = 0; p < npairs(a); p++)
       if (measure_pair(a, &j, p, t[r][p]) != 0) return -1;
-  medians(repeats, j.nsizes, t, med);
+  medians(a, repeats, j.nsizes, t, med);
   if (write_ranges(a, &j, med, f) == 0) return 0;
   fprintf(stderr, "kolo-perf tune: more than %d size ranges\n", KOLO_TUNING_MAX_OVERRIDES);
   return -1;
