@@ -263,8 +263,6 @@ static koloResult_t shape_differs(struct koloComm *c, int r, const kolo_comm_sha
                     kolo_algo_allow_text(mine->ag_allowed, gm, sizeof gm));
 }
 
-/* Rank r gave another KOLO_PROTO than this rank: a transfer between them
- * would run LL at one end and Simple at the other. */
 /* A call's channels follow KOLO_MIN_CHANNEL_BYTES (core/op.h): ranks that
  * differ in it would wait on channels their peers never use. */
 static koloResult_t min_channel_differs(struct koloComm *c, int r, uint64_t theirs) {
@@ -274,6 +272,8 @@ static koloResult_t min_channel_differs(struct koloComm *c, int r, uint64_t thei
                     c->rank, r, (unsigned long long)theirs, (unsigned long long)c->min_channel_bytes);
 }
 
+/* Rank r gave another KOLO_PROTO than this rank: a transfer between them
+ * would run LL at one end and Simple at the other. */
 static koloResult_t proto_differs(struct koloComm *c, int r, uint32_t theirs) {
   char a[160], b[160];
   const char *v = kolo_param_str("KOLO_PROTO");

@@ -9,7 +9,7 @@
  * KOLO_HOSTID, so they meet over the network as tests/ do (KOLO_NET says
  * which).  ib only where kolo's ib provider has a usable port (KOLO_IB_HCA
  * applies); elsewhere the file leaves it out, and kolo keeps the compiled
- * constant.  Then, on shm, the
+ * constant.  Then, on shm (cuda-p2p with --mem cuda), the
  * crossovers: which all-reduce algorithm on how many channels is fastest
  * at each size, written as overrides and channels lines for N ranks
  * (perf_tune_algos.c).  --quick: few iterations and sizes, for tests. */
