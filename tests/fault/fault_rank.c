@@ -175,6 +175,21 @@ static int mem_setup(const rank_plan *p, mem_of_rank *mem, koloConfig_t *cfg) {
   return -1;
 }
 
+/* Threads after teardown, given the time to leave. pthread_join returns
+ * once the kernel clears the thread's tid, before the task leaves
+ * /proc/self/task: on a loaded machine (or an emulated guest) a joined
+ * thread is still listed for a moment. A leaked thread stays, so a count
+ * still above `before` after SETTLE_MS is a leak. */
+#define SETTLE_MS 2000
+static int settled_threads(const mem_of_rank *mem, int before) {
+  int now = mem->m->count_threads(mem->ctx);
+  for (int waited = 0; now > before && waited < SETTLE_MS; waited += 10) {
+    fu_sleep_ms(10);
+    now = mem->m->count_threads(mem->ctx);
+  }
+  return now;
+}
+
 int fault_rank_main(const rank_plan *p) {
   mem_of_rank mem;
   koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
@@ -198,7 +213,7 @@ int fault_rank_main(const rank_plan *p) {
     if (rc != koloSuccess && o.rc == koloSuccess) failed(&o, rc, "abort", NULL);
   }
   injector_join(&inj);
-  int fd1 = fu_count_fds(), thr1 = mem.m->count_threads(mem.ctx);
+  int fd1 = fu_count_fds(), thr1 = settled_threads(&mem, thr0);
   mem.m->teardown(mem.ctx);
   fu_line(p->report_fd, "R %d %d %lld %zu %d %d %d %d %d %s|%s", p->rank, (int)o.rc, o.t_ns, o.bad, o.calls, fd0,
           fd1, thr0, thr1, o.where, o.text);
