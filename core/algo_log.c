@@ -48,42 +48,51 @@ void kolo_comm_log_choice(struct koloComm *c, size_t bytes, int channels, int al
             why, how, channels, channels == 1 ? "" : "s", ch_how);
 }
 
-/* A collective with two algorithms, the ring and another: the broadcast,
- * the all-gather. */
+/* A collective with the ring and one or two others: the broadcast, the
+ * all-gather. */
 typedef struct {
   const char *coll, *per;  /* "broadcast", and what its bytes are of */
-  int algos[2];            /* KOLO_ALGO_RING, the other */
-  const char *names[2];    /* what the log calls them: "chain", "tree" */
+  int nalgos;              /* 2 or 3 */
+  int algos[3];            /* KOLO_ALGO_RING, the others */
+  const char *names[3];    /* what the log calls them: "chain", "tree", "dbtree" */
   unsigned allowed;        /* KOLO_ALGO's set for the collective */
   int (*may_run)(const kolo_algo_topo *t, int algo);
   double (*cost)(int algo, const kolo_algo_topo *t, size_t bytes, int channels);
-} two_algos;
+} some_algos;
 
-static void log_two(struct koloComm *c, _Atomic uint64_t *logged, const two_algos *w, size_t bytes, int channels,
-                    int algo) {
+static void log_some(struct koloComm *c, _Atomic uint64_t *logged, const some_algos *w, size_t bytes, int channels,
+                     int algo) {
   if (c->rank != 0 || kolo_log_level() < KOLO_LOG_INFO) return;
   uint64_t bit = 1ull << bucket(bytes);
   if (atomic_fetch_or(logged, bit) & bit) return;
-  char why[128] = "";
+  char why[160] = "";
   size_t at = 0;
-  for (int i = 0; i < 2; i++) {
+  int chosen = 0;
+  for (int i = 0; i < w->nalgos; i++) {
+    if (algo == w->algos[i]) chosen = i;
     if (!w->may_run(&c->algo, w->algos[i])) continue;
     double us = w->cost(w->algos[i], &c->algo, bytes, channels) * 1e6;
     at += (size_t)snprintf(why + at, sizeof why - at, "%s%s %.1f us", at ? ", " : "", w->names[i], us);
   }
   const char *how = kolo_algo_allow_single(w->allowed) != KOLO_ALGO_AUTO ? "; forced by KOLO_ALGO" : "";
-  KOLO_INFO("%s of %zu B%s on %d ranks: %s (cost %s%s)", w->coll, bytes, w->per, c->nranks,
-            w->names[algo == w->algos[1]], why, how);
+  KOLO_INFO("%s of %zu B%s on %d ranks: %s (cost %s%s)", w->coll, bytes, w->per, c->nranks, w->names[chosen], why,
+            how);
 }
 
 void kolo_comm_log_bcast_choice(struct koloComm *c, size_t bytes, int channels, int algo) {
-  const two_algos w = {"broadcast", "", {KOLO_ALGO_RING, KOLO_ALGO_TREE}, {"chain", "tree"},
-                       c->algo.bcast_allowed, kolo_bcast_may_run, kolo_bcast_cost};
-  log_two(c, &c->bcast_logged, &w, bytes, channels, algo);
+  const some_algos w = {"broadcast",
+                        "",
+                        3,
+                        {KOLO_ALGO_RING, KOLO_ALGO_TREE, KOLO_ALGO_DBTREE},
+                        {"chain", "tree", "dbtree"},
+                        c->algo.bcast_allowed,
+                        kolo_bcast_may_run,
+                        kolo_bcast_cost};
+  log_some(c, &c->bcast_logged, &w, bytes, channels, algo);
 }
 
 void kolo_comm_log_ag_choice(struct koloComm *c, size_t bytes, int channels, int algo) {
-  const two_algos w = {"all-gather", " per rank", {KOLO_ALGO_RING, KOLO_ALGO_BRUCK}, {"ring", "bruck"},
-                       c->algo.ag_allowed, kolo_ag_may_run, kolo_ag_cost};
-  log_two(c, &c->ag_logged, &w, bytes, channels, algo);
+  const some_algos w = {"all-gather",     " per rank", 2, {KOLO_ALGO_RING, KOLO_ALGO_BRUCK, 0}, {"ring", "bruck", ""},
+                        c->algo.ag_allowed, kolo_ag_may_run, kolo_ag_cost};
+  log_some(c, &c->ag_logged, &w, bytes, channels, algo);
 }

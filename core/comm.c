@@ -343,6 +343,16 @@ static koloResult_t build_hier(struct koloComm *c, const kolo_hosts *h) {
   return res;
 }
 
+/* Programs per slot: one per ring, or per channel with a schedule file;
+ * and two at least where the double binary tree may run on several
+ * channels, whose even and odd channels run different trees (its rings
+ * are 1 or nchannels: with nchannels, variant ch is channel ch). */
+static int program_variants(const struct koloComm *c) {
+  if (c->sched) return c->nchannels;
+  int dbtree = c->nranks > 2 && kolo_bcast_may_run(&c->algo, KOLO_ALGO_DBTREE);
+  return c->nrings == 1 && c->nchannels > 1 && dbtree ? 2 : c->nrings;
+}
+
 static koloResult_t build_topology(struct koloComm *c) {
   uint64_t *ids = malloc((size_t)c->nranks * sizeof *ids);
   if (ids == NULL) return kolo_error(&c->err, koloSystemError, "out of memory at init");
@@ -359,7 +369,7 @@ static koloResult_t build_topology(struct koloComm *c) {
   /* Rotating a ring moves its off-host hops: pointless on one host or with
    * one rank per host, where every channel keeps one ring. */
   c->nrings = h.nhosts > 1 && kolo_hosts_max_size(&h) > 1 ? c->nchannels : 1;
-  c->nvariants = c->sched ? c->nchannels : c->nrings;
+  c->nvariants = program_variants(c);
   for (int ch = 0; ch < c->nrings && res == koloSuccess; ch++)
     res = kolo_ring_build_channel(&h, ch, &c->rings[ch]);
   if (res == koloSuccess) res = build_hier(c, &h);

@@ -44,7 +44,8 @@ struct koloComm {
   int nrings;
   /* Programs per root/peer slot in the tables below: channel ch uses entry
    * ch % nvariants.  nrings, or nchannels when a schedule file is loaded
-   * (its programs are per channel). */
+   * (its programs are per channel), or 2 on one ring where the double
+   * binary tree may run (its odd channels run its second tree; comm.c). */
   int nvariants;
   /* KOLO_SCHEDULE_FILE (core/sched_env.c): the file's programs, proved at
    * init, and the hash every rank compares; NULL and 0 without one. */

@@ -101,13 +101,13 @@ koloResult_t kolo_enqueue(const kolo_op *op) {
 /* ---- programs ----------------------------------------------------------- */
 
 /* The file's program where KOLO_SCHEDULE_FILE gives one (a copy), else the
- * built-in one on channel ch's ring. */
-static koloResult_t make_program(struct koloComm *c, int coll, int arg, int ch, kolo_program *out) {
+ * built-in one of variant v (comm.h: v = ch % nvariants) on its ring. */
+static koloResult_t make_program(struct koloComm *c, int coll, int arg, int v, kolo_program *out) {
   const int root = kolo_arg_root(coll, arg, c->nranks);
-  const kolo_program *loaded = kolo_sched_find(c->sched, coll, root, ch, c->rank);
+  const kolo_program *loaded = kolo_sched_find(c->sched, coll, root, v, c->rank);
   if (loaded != NULL) return kolo_program_clone(loaded, out);
-  return kolo_schedule_build(coll, &c->rings[ch % c->nrings], c->rank, root, kolo_arg_algo(coll, arg, c->nranks),
-                             out);
+  return kolo_schedule_build_on(coll, &c->rings[v % c->nrings], c->rank, root, kolo_arg_algo(coll, arg, c->nranks),
+                                v, out);
 }
 
 koloResult_t kolo_comm_program(struct koloComm *c, int coll, int arg, int ch, const kolo_program **out) {

@@ -51,25 +51,27 @@ static inline int kolo_coll_is_p2p(int coll) {
   return coll == KOLO_COLL_SEND || coll == KOLO_COLL_RECV;
 }
 
-/* A broadcast's kolo_op.arg: its root, plus nranks when it runs the tree
- * (chosen when the call is recorded, as an all-reduce's algorithm is), so
- * that its chain's and its tree's programs have slots of their own and
- * every later stage reads the choice from the op. */
+/* A broadcast's kolo_op.arg: its root, plus nranks when it runs the
+ * binomial tree, plus 2 nranks when it runs the double binary tree (chosen
+ * when the call is recorded, as an all-reduce's algorithm is), so that the
+ * chain's and each tree's programs have slots of their own and every later
+ * stage reads the choice from the op. */
 static inline int kolo_bcast_arg(int root, int algo, int nranks) {
-  return algo == KOLO_ALGO_TREE ? root + nranks : root;
+  return algo == KOLO_ALGO_TREE ? root + nranks : algo == KOLO_ALGO_DBTREE ? root + 2 * nranks : root;
 }
 
 /* The root or peer of a call's arg (kolo_schedule_build's arg). */
 static inline int kolo_arg_root(int coll, int arg, int nranks) {
-  return coll == KOLO_COLL_BROADCAST && arg >= nranks ? arg - nranks : arg;
+  return coll == KOLO_COLL_BROADCAST && arg >= nranks ? arg % nranks : arg;
 }
 
 /* The algorithm of a call's arg (kolo_schedule_build's algo): the
  * all-reduce's and the all-gather's (their arg is it), the broadcast's ring
- * (chain) or tree, else the ring. */
+ * (chain), tree or dbtree, else the ring. */
 static inline int kolo_arg_algo(int coll, int arg, int nranks) {
   if (coll == KOLO_COLL_ALL_REDUCE || coll == KOLO_COLL_ALL_GATHER) return arg;
-  return coll == KOLO_COLL_BROADCAST && arg >= nranks ? KOLO_ALGO_TREE : KOLO_ALGO_RING;
+  if (coll != KOLO_COLL_BROADCAST || arg < nranks) return KOLO_ALGO_RING;
+  return arg < 2 * nranks ? KOLO_ALGO_TREE : KOLO_ALGO_DBTREE;
 }
 
 /* Programs depend on the root (broadcast, reduce, gather, scatter), peer
@@ -89,7 +91,7 @@ static inline int kolo_program_slot(int coll, int arg) {
 static inline int kolo_program_slots(int coll, int nranks) {
   /* per algorithm; the slots of the other collectives' algorithms hold the ring's */
   if (coll == KOLO_COLL_ALL_REDUCE || coll == KOLO_COLL_ALL_GATHER) return KOLO_ALGO_NUM;
-  if (coll == KOLO_COLL_BROADCAST) return 2 * nranks; /* the chain's, then the tree's */
+  if (coll == KOLO_COLL_BROADCAST) return 3 * nranks; /* the chain's, the tree's, the double tree's */
   return kolo_program_slot(coll, 1) == 1 ? nranks : 1;
 }
 
@@ -114,7 +116,8 @@ static inline int kolo_program_index(int coll, int arg, int ch, int nrings) {
  * of type runs on comm (core/enqueue.c): what kolo_enqueue puts in its
  * kolo_op.arg, and for logs and tests. */
 int kolo_comm_all_reduce_algo(struct koloComm *comm, size_t count, koloDataType_t type);
-/* The same for a broadcast: KOLO_ALGO_RING (the chain) or KOLO_ALGO_TREE. */
+/* The same for a broadcast: KOLO_ALGO_RING (the chain), KOLO_ALGO_TREE or
+ * KOLO_ALGO_DBTREE. */
 int kolo_comm_bcast_algo(struct koloComm *comm, size_t count, koloDataType_t type);
 /* The same for an all-gather of count elements per rank: KOLO_ALGO_RING or
  * KOLO_ALGO_BRUCK. */

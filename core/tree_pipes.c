@@ -1,4 +1,4 @@
-/* tree_pipes.c - the point-to-point pipes of the broadcast tree, made at
+/* tree_pipes.c - the point-to-point pipes of the broadcast trees, made at
  * init.
  *
  * The tree broadcast (ring/bcast_tree.c) is a multi-peer program: rank x
@@ -16,25 +16,43 @@
  *
  * Rank x asks for the pipes of the trees rooted at x (its sends to x + 2^j)
  * and at x - 2^j (its receive from x - 2^j): every pair (y, y + 2^j) is
- * then asked for by both of its ends, and no other. */
+ * then asked for by both of its ends, and no other.
+ *
+ * The double binary tree (ring/bcast_dbtree.c) relabels ranks from the
+ * root too, but its peers lie 2^j away in either direction (and, with an
+ * even rank count, its second tree's top P - 1 from the root): where it may
+ * run, rank x asks for the pipes of its programs for every root, which
+ * both ends of each pipe ask for alike, on both of its trees' channels.
+ * About 4 log2 n pipes per channel; the n small programs are built once. */
+#include <stdlib.h>
+
 #include "core/comm.h"
 #include "ring/algo_select.h"
 
 /* Every rank decides alike: KOLO_ALGO, the memory kind and the rank count
  * are checked equal at init. */
-static int may_tree(const struct koloComm *c) {
-  if (c->nranks == 1 || !kolo_bcast_may_run(&c->algo, KOLO_ALGO_TREE)) return 0;
+static int may_tree(const struct koloComm *c, int algo) {
+  if (c->nranks == 1 || !kolo_bcast_may_run(&c->algo, algo)) return 0;
   return c->nranks > 2 || !kolo_bcast_may_run(&c->algo, KOLO_ALGO_RING); /* 2 ranks: the model keeps the chain */
 }
 
+static kolo_op tree_op(struct koloComm *c, int root, int algo) {
+  return (kolo_op){KOLO_COLL_BROADCAST, NULL, NULL, 0, koloFloat32, koloSum,
+                   kolo_bcast_arg(root, algo, c->nranks), c, NULL, KOLO_PREMUL_NONE, 0, 0};
+}
+
+/* The binomial tree's roots x - 2^j (and x), the double tree's every
+ * root: its peers depend on the root's distance in both directions. */
 koloResult_t kolo_comm_connect_tree(struct koloComm *c) {
-  if (!may_tree(c)) return koloSuccess;
-  kolo_op ops[33];
-  int nops = 0, n = c->nranks;
-  for (int d = 0; d < n && nops < 33; d = d == 0 ? 1 : 2 * d) {
-    int root = (c->rank - d + n) % n;
-    ops[nops++] = (kolo_op){KOLO_COLL_BROADCAST, NULL, NULL, 0, koloFloat32, koloSum,
-                            kolo_bcast_arg(root, KOLO_ALGO_TREE, n), c, NULL, KOLO_PREMUL_NONE, 0, 0};
-  }
-  return kolo_comm_connect_at_init(c, ops, nops);
+  const int n = c->nranks, binomial = may_tree(c, KOLO_ALGO_TREE), dbtree = may_tree(c, KOLO_ALGO_DBTREE);
+  if (!binomial && !dbtree) return koloSuccess;
+  kolo_op *ops = malloc((size_t)(n + 33) * sizeof *ops);
+  if (ops == NULL) return kolo_error(&c->err, koloSystemError, "out of memory connecting the broadcast trees");
+  int nops = 0;
+  for (int d = 0; binomial && d < n && nops < 33; d = d == 0 ? 1 : 2 * d)
+    ops[nops++] = tree_op(c, (c->rank - d + n) % n, KOLO_ALGO_TREE);
+  for (int root = 0; dbtree && root < n; root++) ops[nops++] = tree_op(c, root, KOLO_ALGO_DBTREE);
+  koloResult_t res = kolo_comm_connect_at_init(c, ops, nops);
+  free(ops);
+  return res;
 }

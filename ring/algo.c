@@ -35,7 +35,7 @@ static links links_of(const kolo_algo_topo *t) {
                  tuned_or(t->tuned->a_net, l.a_net), tuned_or(t->tuned->b_net, l.b_net)};
 }
 
-static const char *const names[KOLO_ALGO_NUM] = {"ring", "hier", "rd", "rabenseifner", "tree", "direct", "bruck"};
+static const char *const names[KOLO_ALGO_NUM] = {"ring", "hier", "rd", "rabenseifner", "tree", "direct", "bruck", "dbtree"};
 
 int kolo_algo_parse(const char *s) {
   if (s == NULL || *s == '\0') return KOLO_ALGO_AUTO;
@@ -46,11 +46,11 @@ int kolo_algo_parse(const char *s) {
 
 const char *kolo_algo_name(int algo) { return algo >= 0 && algo < KOLO_ALGO_NUM ? names[algo] : "auto"; }
 
-const char *kolo_algo_names(void) { return "ring, hier, rd, rabenseifner, tree, direct or bruck"; }
+const char *kolo_algo_names(void) { return "ring, hier, rd, rabenseifner, tree, direct, bruck or dbtree"; }
 
 int kolo_algo_is_multi_peer(int algo) {
   return algo == KOLO_ALGO_RD || algo == KOLO_ALGO_RABENSEIFNER || algo == KOLO_ALGO_TREE || algo == KOLO_ALGO_DIRECT ||
-         algo == KOLO_ALGO_BRUCK;
+         algo == KOLO_ALGO_BRUCK || algo == KOLO_ALGO_DBTREE;
 }
 
 int kolo_algo_hier_possible(const kolo_algo_topo *t) {
@@ -157,11 +157,14 @@ int kolo_algo_choose(const kolo_algo_topo *t, size_t bytes, int channels) {
   return best;
 }
 
-/* ---- broadcast: the chain or the binomial tree (algo.h).  The tree's
- * k = ceil(log2 n) hops each cost a step's latency, and a rank with k
- * children sends every byte k times (the root does); its hops reach
- * ranks 2^j away, on other hosts as often as not, so with several hosts
- * they are network hops, and only the sender's link carries them. */
+/* ---- broadcast: the chain, the binomial tree or the double binary tree
+ * (algo.h).  The tree's k = ceil(log2 n) hops each cost a step's latency,
+ * and a rank with k children sends every byte k times (the root does);
+ * its hops reach ranks 2^j away, on other hosts as often as not, so with
+ * several hosts they are network hops, and only the sender's link carries
+ * them.  The double binary tree takes one hop more (the root hands each
+ * tree to its top), and a rank sends every byte of its inner tree twice:
+ * half the bytes when the channels carry both trees. */
 
 /* ceil(log2 n), n >= 1. */
 static int ceil_log2(int n) {
@@ -173,7 +176,7 @@ static int ceil_log2(int n) {
 double kolo_bcast_cost(int algo, const kolo_algo_topo *t, size_t bytes, int channels) {
   if (t->nranks <= 1) return 0;
   double S = (double)bytes, n = t->nranks, a, b;
-  if (algo != KOLO_ALGO_TREE) {
+  if (algo != KOLO_ALGO_TREE && algo != KOLO_ALGO_DBTREE) {
     ring_links(t, channels, &a, &b);
     return (n - 1) * a + S / b;
   }
@@ -181,13 +184,14 @@ double kolo_bcast_cost(int algo, const kolo_algo_topo *t, size_t bytes, int chan
   const links l = links_of(t);
   a = t->nhosts > 1 ? l.a_net : l.a_host;
   b = t->nhosts > 1 ? l.b_net : l.b_host;
+  if (algo == KOLO_ALGO_DBTREE) return (k + 1) * a + (channels >= 2 ? 1 : 2) * S / b;
   return k * a + k * S / b;
 }
 
-/* The tree only where KOLO_ALGO's broadcast entry allows it (algo.h: it
- * lost to the chain wherever it was measured). */
+/* The trees only where KOLO_ALGO's broadcast entry allows them (algo.h:
+ * the binomial tree lost to the chain wherever it was measured). */
 int kolo_bcast_may_run(const kolo_algo_topo *t, int algo) {
-  if (algo != KOLO_ALGO_RING && algo != KOLO_ALGO_TREE) return 0;
+  if (algo < 0 || algo >= KOLO_ALGO_NUM || !((KOLO_ALGO_BCAST_SET >> algo) & 1u)) return 0;
   if (t->bcast_allowed == 0) return algo == KOLO_ALGO_RING;
   return (t->bcast_allowed >> algo) & 1u;
 }
@@ -204,8 +208,15 @@ static int ring_or(int other, may_run_fn may, cost_fn cost, const kolo_algo_topo
   return cost(other, t, bytes, channels) < cost(KOLO_ALGO_RING, t, bytes, channels) ? other : KOLO_ALGO_RING;
 }
 
+/* The cheaper tree the entry allows (the binomial one where it allows
+ * neither: ring_or then keeps the chain), then ring_or's choice. */
 int kolo_bcast_choose(const kolo_algo_topo *t, size_t bytes, int channels) {
-  return ring_or(KOLO_ALGO_TREE, kolo_bcast_may_run, kolo_bcast_cost, t, bytes, channels);
+  int tree = KOLO_ALGO_TREE;
+  if (kolo_bcast_may_run(t, KOLO_ALGO_DBTREE) &&
+      (!kolo_bcast_may_run(t, KOLO_ALGO_TREE) || kolo_bcast_cost(KOLO_ALGO_DBTREE, t, bytes, channels) <
+                                                      kolo_bcast_cost(KOLO_ALGO_TREE, t, bytes, channels)))
+    tree = KOLO_ALGO_DBTREE;
+  return ring_or(tree, kolo_bcast_may_run, kolo_bcast_cost, t, bytes, channels);
 }
 
 /* ---- all-gather: the ring or Bruck's (algo.h).  Bruck's k = ceil(log2 n)

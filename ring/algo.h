@@ -2,8 +2,9 @@
  * (all_reduce.c), the hierarchical ring (all_reduce_hier.c), recursive
  * doubling (all_reduce_rd.c), Rabenseifner's (all_reduce_rab.c) or the
  * direct two-shot one (all_reduce_direct.c); the broadcast's: the
- * pipelined chain (chain.c, "ring") or the binomial tree (bcast_tree.c,
- * "tree"); and the all-gather's: the ring (all_gather.c) or Bruck's
+ * pipelined chain (chain.c, "ring"), the binomial tree (bcast_tree.c,
+ * "tree") or the double binary tree (bcast_dbtree.c, "dbtree"); and the
+ * all-gather's: the ring (all_gather.c) or Bruck's
  * (all_gather_bruck.c, "bruck").
  *
  * The choice must be the same on every rank, so it is a pure function of
@@ -74,6 +75,10 @@
  *   chain: T = (n-1) a + S / b            (ring_links' a and b)
  *   tree:  T = k a + k S / b              (the root sends every byte k
  *                                          times; network links across hosts)
+ *   dbtree: T = (k+1) a + c S / b         (c = 1 on 2 channels or more: a
+ *                                          rank sends half the bytes twice
+ *                                          in one tree, none in the other;
+ *                                          c = 2 on one channel, one tree)
  * so the model would give the tree small messages: on one host up to
  * 20 KB at 4 ranks, 40 KB at 8, 73 KB at 16; never at 3 (both are 2 hops)
  * or 2.  It weighs the tree only where KOLO_ALGO's broadcast entry allows
@@ -81,7 +86,9 @@
  * choose; algo_select.h): on this project's 2-core VM the chain was as
  * fast or faster from 8 B to 128 KiB, with 4 ranks (tree 1.0-1.4x its
  * time, but 0.96x at 128 KiB) and with 8 (1.0-1.4x), medians of 5
- * alternating runs.
+ * alternating runs.  The double binary tree likewise runs only where the
+ * entry allows it (broadcast:dbtree; README, "Broadcast algorithms", has
+ * its figures).
  *
  * All-gather (kolo_ag_choose): with k = ceil(log2 n) and S_rank the bytes
  * of one rank's block,
@@ -108,7 +115,7 @@
  * there).  The model's crossovers sit a little high at 6 ranks (2 KiB per
  * rank measured, 12 KB modelled) and close at 8 (8-32 KiB, 13 KB).
  *
- * The multi-peer algorithms (rd, rabenseifner, direct, tree, bruck) run over point-to-point
+ * The multi-peer algorithms (rd, rabenseifner, direct, tree, dbtree, bruck) run over point-to-point
  * pipes.  On a CUDA communicator the model leaves them out (no_auto_peers)
  * unless KOLO_ALGO asks for them: their kernels are checked element by
  * element on kolo's CPU model of the GPU (and check that calls match, as
@@ -129,17 +136,18 @@ enum {
   KOLO_ALGO_TREE = 4, /* broadcast only (ring/bcast_tree.c) */
   KOLO_ALGO_DIRECT = 5,
   KOLO_ALGO_BRUCK = 6, /* all-gather only (ring/all_gather_bruck.c) */
+  KOLO_ALGO_DBTREE = 7, /* broadcast only: the double binary tree (ring/bcast_dbtree.c) */
   KOLO_ALGO_NUM
 };
 
 /* The algorithms of each collective, as sets (bit 1 << KOLO_ALGO_*): the
- * all-reduce's five, the broadcast's chain ("ring") and tree, the
+ * all-reduce's five, the broadcast's chain ("ring") and two trees, the
  * all-gather's ring and Bruck's; the other collectives have the ring (their
  * one program) only. */
 #define KOLO_ALGO_ALL_REDUCE_SET                                                                       \
   ((1u << KOLO_ALGO_RING) | (1u << KOLO_ALGO_HIER) | (1u << KOLO_ALGO_RD) | (1u << KOLO_ALGO_RABENSEIFNER) | \
    (1u << KOLO_ALGO_DIRECT))
-#define KOLO_ALGO_BCAST_SET ((1u << KOLO_ALGO_RING) | (1u << KOLO_ALGO_TREE))
+#define KOLO_ALGO_BCAST_SET ((1u << KOLO_ALGO_RING) | (1u << KOLO_ALGO_TREE) | (1u << KOLO_ALGO_DBTREE))
 #define KOLO_ALGO_AG_SET ((1u << KOLO_ALGO_RING) | (1u << KOLO_ALGO_BRUCK))
 
 /* What the choice depends on, equal on every rank. */
@@ -152,15 +160,15 @@ typedef struct {
   /* tuning hook (ring/algo_select.h, ring/tuning.h) */
   unsigned allowed;               /* KOLO_ALGO's set, bit 1 << KOLO_ALGO_*; 0: unset */
   const struct kolo_tuned *tuned; /* KOLO_TUNING_FILE's constants; NULL: compiled */
-  unsigned bcast_allowed;         /* KOLO_ALGO's broadcast set (ring, tree); 0: no entry */
+  unsigned bcast_allowed;         /* KOLO_ALGO's broadcast set (ring, tree, dbtree); 0: no entry */
   unsigned ag_allowed;            /* KOLO_ALGO's all-gather set (ring, bruck); 0: no entry */
 } kolo_algo_topo;
 
 /* KOLO_ALGO's value: NULL or "" -> AUTO, "ring", "hier", "rd",
- * "rabenseifner", "tree", "direct", "bruck"; -2 for anything else. */
+ * "rabenseifner", "tree", "direct", "bruck", "dbtree"; -2 for anything else. */
 int kolo_algo_parse(const char *s);
-/* "ring", "hier", "rd", "rabenseifner", "tree", "direct", "bruck", or
- * "auto". */
+/* "ring", "hier", "rd", "rabenseifner", "tree", "direct", "bruck",
+ * "dbtree", or "auto". */
 const char *kolo_algo_name(int algo);
 /* The names kolo_algo_parse takes, for error sentences: "ring, hier, ...". */
 const char *kolo_algo_names(void);
@@ -177,13 +185,14 @@ double kolo_algo_cost(int algo, const kolo_algo_topo *t, size_t bytes, int chann
 int kolo_algo_choose(const kolo_algo_topo *t, size_t bytes, int channels);
 
 /* Modelled seconds of a broadcast of `bytes` by algorithm `algo`
- * (KOLO_ALGO_RING: the chain, KOLO_ALGO_TREE) on `channels` channels. */
+ * (KOLO_ALGO_RING: the chain, KOLO_ALGO_TREE, KOLO_ALGO_DBTREE) on
+ * `channels` channels. */
 double kolo_bcast_cost(int algo, const kolo_algo_topo *t, size_t bytes, int channels);
 /* 1 when the model may choose `algo` for a broadcast on t (KOLO_ALGO's
  * broadcast entry; without one, not the tree on a CUDA communicator). */
 int kolo_bcast_may_run(const kolo_algo_topo *t, int algo);
 /* The algorithm of a broadcast of `bytes` on `channels` channels:
- * KOLO_ALGO_RING (the chain) or KOLO_ALGO_TREE. */
+ * KOLO_ALGO_RING (the chain), KOLO_ALGO_TREE or KOLO_ALGO_DBTREE. */
 int kolo_bcast_choose(const kolo_algo_topo *t, size_t bytes, int channels);
 
 /* Modelled seconds of an all-gather of `bytes` per rank by algorithm

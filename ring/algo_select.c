@@ -48,7 +48,7 @@ static int list_set(const char *v, const char *s, size_t n, char *why, size_t wh
     trim(&name, &m);
     int a = algo_of(name, m);
     if (a < 0)
-      return refuse(v, why, why_len, "no algorithm (kolo has ring, hier, rd, rabenseifner, tree, direct, bruck) named",
+      return refuse(v, why, why_len, "no algorithm (kolo has ring, hier, rd, rabenseifner, tree, direct, bruck, dbtree) named",
                     name, m);
     set |= 1u << a;
     p = comma ? comma + 1 : end + 1;
@@ -57,19 +57,18 @@ static int list_set(const char *v, const char *s, size_t n, char *why, size_t wh
 }
 
 /* -1 with a sentence when a list without a collective (the all-reduce's)
- * names only another collective's algorithm: "tree" alone, "bruck" alone. */
+ * names only other collectives' algorithms: "tree" alone, "bruck" alone. */
 static int bare_other(const char *v, int set, char *why, size_t why_len) {
-  if (set == (1 << KOLO_ALGO_TREE))
-    return refuse(v, why, why_len,
-                  "kolo's tree is a broadcast algorithm, and an entry without a collective is the all-reduce's: "
-                  "write broadcast:tree, not",
-                  "tree", 4);
-  if (set == (1 << KOLO_ALGO_BRUCK))
-    return refuse(v, why, why_len,
-                  "kolo's bruck is an all-gather algorithm, and an entry without a collective is the all-reduce's: "
-                  "write allgather:bruck, not",
-                  "bruck", 5);
-  return 0;
+  if (set == 0 || (set & (int)KOLO_ALGO_ALL_REDUCE_SET) != 0) return 0;
+  int a = 0;
+  while (!((set >> a) & 1)) a++;
+  const int bcast = (KOLO_ALGO_BCAST_SET >> a) & 1u;
+  const char *name = kolo_algo_name(a);
+  char what[200];
+  snprintf(what, sizeof what,
+           "kolo's %s is %s algorithm, and an entry without a collective is the all-reduce's: write %s:%s, not",
+           name, bcast ? "a broadcast" : "an all-gather", bcast ? "broadcast" : "allgather", name);
+  return refuse(v, why, why_len, what, name, strlen(name));
 }
 
 /* One entry into masks[] (the all-reduce's when it names no collective). */
@@ -95,13 +94,13 @@ static int entry(const char *v, const char *s, size_t n, int masks[], char *why,
 }
 
 /* The all-reduce's set keeps its own algorithms; the broadcast has the
- * chain ("ring") and the tree, the all-gather the ring and Bruck's; every
+ * chain ("ring") and the two trees, the all-gather the ring and Bruck's; every
  * other collective runs the ring only. */
 static int check_masks(const char *v, const int masks[], char *why, size_t why_len) {
   if (masks[0] >= 0 && (masks[0] & (int)KOLO_ALGO_ALL_REDUCE_SET) == 0)
     return refuse(v, why, why_len, "leaves no algorithm for", colls[0], strlen(colls[0]));
   if (masks[1] >= 0 && (masks[1] & (int)KOLO_ALGO_BCAST_SET) == 0)
-    return refuse(v, why, why_len, "leaves neither the ring (chain) nor the tree for", colls[1], strlen(colls[1]));
+    return refuse(v, why, why_len, "leaves neither the ring (chain) nor a tree for", colls[1], strlen(colls[1]));
   if (masks[AG] >= 0 && (masks[AG] & (int)KOLO_ALGO_AG_SET) == 0)
     return refuse(v, why, why_len, "leaves neither the ring nor bruck for", colls[AG], strlen(colls[AG]));
   for (int k = 2; k < NCOLLS; k++)

@@ -4,18 +4,21 @@
  *   value   := entry (';' entry)*
  *   entry   := [coll ':'] ['^'] name (',' name)*
  *   coll    := allreduce | broadcast | reduce | allgather | reducescatter
- *   name    := ring | hier | rd | rabenseifner | direct | tree | bruck   (any case)
+ *   name    := ring | hier | rd | rabenseifner | direct | tree | dbtree | bruck   (any case)
  *
  * '^' excludes the names that follow instead of listing those allowed; a
  * later entry for the same collective replaces an earlier one.  The
  * all-reduce has ring, hier, rd, rabenseifner and direct; the broadcast
- * has ring (its pipelined chain) and tree (ring/bcast_tree.c); the
+ * has ring (its pipelined chain), tree (the binomial tree,
+ * ring/bcast_tree.c) and dbtree (the double binary tree,
+ * ring/bcast_dbtree.c); the
  * all-gather has ring and bruck (ring/all_gather_bruck.c); every other
  * collective has the ring only.  An entry without a collective is the
  * all-reduce's (so "rd" still forces it, and the other collectives keep
  * their default); a list keeps the names of its collective's algorithms
- * and must leave one: so a bare "tree" or "bruck" is an error (neither is
- * an all-reduce algorithm in kolo: write broadcast:tree, allgather:bruck),
+ * and must leave one: so a bare "tree", "dbtree" or "bruck" is an error
+ * (none is an all-reduce algorithm in kolo: write broadcast:tree,
+ * allgather:bruck),
  * "allgather:^ring,bruck" leaves the all-gather nothing, and an entry for
  * reduce or reducescatter must leave the ring allowed (else kolo would
  * have nothing to run it with, and says so).  A one-name set forces that
@@ -23,7 +26,7 @@
  * "allgather:bruck" every all-gather as Bruck's).  The single names of old
  * ("rd") are a one-name list.  Empty or unset: the model chooses among the
  * all-reduce's algorithms (algo.h's no_auto_peers still applies, and
- * direct needs naming), the broadcast keeps the chain (the tree needs
+ * direct needs naming), the broadcast keeps the chain (the trees need
  * naming) and the all-gather chooses between the ring and Bruck's (the
  * ring only on CUDA communicators): algo.h says why.
  */

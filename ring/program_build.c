@@ -101,9 +101,11 @@ static koloResult_t all_reduce(const kolo_ring *ring, int rank, int algo, kolo_p
   }
 }
 
-/* The broadcast of algorithm `algo`: the binomial tree, or the chain. */
-static koloResult_t broadcast(const kolo_ring *ring, int rank, int root, int algo, kolo_program *out) {
+/* The broadcast of algorithm `algo`: the binomial tree, channel's tree of
+ * the double binary tree, or the chain. */
+static koloResult_t broadcast(const kolo_ring *ring, int rank, int root, int algo, int channel, kolo_program *out) {
   if (algo == KOLO_ALGO_TREE) return kolo_sched_broadcast_tree(ring->nranks, rank, root, out);
+  if (algo == KOLO_ALGO_DBTREE) return kolo_sched_broadcast_dbtree(ring->nranks, rank, root, channel, out);
   return kolo_sched_broadcast(ring, rank, root, out);
 }
 
@@ -115,11 +117,16 @@ static koloResult_t all_gather(const kolo_ring *ring, int rank, int algo, kolo_p
 
 koloResult_t kolo_schedule_build(int coll, const kolo_ring *ring, int rank, int arg, int algo,
                                  kolo_program *out) {
+  return kolo_schedule_build_on(coll, ring, rank, arg, algo, 0, out);
+}
+
+koloResult_t kolo_schedule_build_on(int coll, const kolo_ring *ring, int rank, int arg, int algo, int channel,
+                                    kolo_program *out) {
   switch (coll) {
   case KOLO_COLL_ALL_REDUCE: return all_reduce(ring, rank, algo, out);
   case KOLO_COLL_REDUCE_SCATTER: return kolo_sched_reduce_scatter(ring, rank, out);
   case KOLO_COLL_ALL_GATHER: return all_gather(ring, rank, algo, out);
-  case KOLO_COLL_BROADCAST: return broadcast(ring, rank, arg, algo, out);
+  case KOLO_COLL_BROADCAST: return broadcast(ring, rank, arg, algo, channel, out);
   case KOLO_COLL_REDUCE: return kolo_sched_reduce(ring, rank, arg, out);
   case KOLO_COLL_SEND:
   case KOLO_COLL_RECV: return kolo_sched_p2p(coll, rank, arg, out);

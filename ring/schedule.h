@@ -68,11 +68,16 @@ static inline int kolo_ring_prev(const kolo_ring *ring, int rank) {
  * the algorithm (ring/algo.h's KOLO_ALGO_*) of the all-reduce (ring, rd,
  * rabenseifner, direct; hier's three programs come from kolo_sched_all_reduce_hier,
  * and hier here is the ring it falls back to), of the broadcast (ring: the
- * chain, tree) and of the all-gather (ring, bruck), ignored otherwise.  The multi-peer programs use the
+ * chain, tree, dbtree) and of the all-gather (ring, bruck), ignored otherwise.  The multi-peer programs use the
  * ring's rank count only.  koloSystemError when out of memory; *out is
- * untouched on failure. */
+ * untouched on failure.  The program of channel 0: the same on every
+ * channel except the double binary tree's (kolo_schedule_build_on). */
 koloResult_t kolo_schedule_build(int coll, const kolo_ring *ring, int rank, int arg, int algo,
                                  kolo_program *out);
+/* The same for channel `channel`: the double binary tree's broadcast runs
+ * its first tree on even channels and its second on odd ones. */
+koloResult_t kolo_schedule_build_on(int coll, const kolo_ring *ring, int rank, int arg, int algo, int channel,
+                                    kolo_program *out);
 
 /* Per-algorithm builders (called by kolo_schedule_build). */
 koloResult_t kolo_sched_all_reduce(const kolo_ring *ring, int rank, kolo_program *p);
@@ -88,6 +93,7 @@ koloResult_t kolo_sched_all_reduce_rd(int nranks, int rank, kolo_program *p);
 koloResult_t kolo_sched_all_reduce_rab(int nranks, int rank, kolo_program *p);
 koloResult_t kolo_sched_all_reduce_direct(int nranks, int rank, kolo_program *p);
 koloResult_t kolo_sched_broadcast_tree(int nranks, int rank, int root, kolo_program *p);
+koloResult_t kolo_sched_broadcast_dbtree(int nranks, int rank, int root, int channel, kolo_program *p);
 koloResult_t kolo_sched_all_gather_bruck(int nranks, int rank, kolo_program *p);
 
 /* Hierarchical all-reduce (all_reduce_hier.c): three programs per rank, run

@@ -1394,7 +1394,8 @@ TEST(CudaPlan, RandomGroupsCannotDeadlockAcrossRanks) {
       kolo_op o = make_op(coll, fake(tag), const_cast<void *>(fake(tag)), counts[rng() % 3], types[rng() % 3],
                           (int)(rng() % (uint64_t)n));
       if (coll == KOLO_COLL_ALL_REDUCE) o.arg %= KOLO_ALGO_RABENSEIFNER + 1;  // the algorithm: ring or a doubling one
-      if (coll == KOLO_COLL_BROADCAST && peer_rng() % 2) o.arg = kolo_bcast_arg(o.arg, KOLO_ALGO_TREE, n);  // the tree
+      if (coll == KOLO_COLL_BROADCAST && peer_rng() % 2)  // a tree
+        o.arg = kolo_bcast_arg(o.arg, peer_rng() % 2 ? KOLO_ALGO_TREE : KOLO_ALGO_DBTREE, n);
       if (coll == KOLO_COLL_ALL_GATHER) o.arg = peer_rng() % 2 ? KOLO_ALGO_BRUCK : KOLO_ALGO_RING;  // its algorithm
       colls.push_back(o);
       parties[tag] = n;

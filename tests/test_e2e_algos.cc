@@ -294,6 +294,46 @@ TEST_P(TreeBcast, EveryElementEveryRoot) {
 INSTANTIATE_TEST_SUITE_P(Threads, TreeBcast, ::testing::Values(1, 2, 3, 5, 6, 8),
                          [](const ::testing::TestParamInfo<int> &p) { return std::to_string(p.param) + "ranks"; });
 
+// The double binary tree (ring/bcast_dbtree.c) forced, on 1 channel (its
+// first tree alone), 2 (both) and 3 (the first twice), with every call
+// spread over the channels (KOLO_MIN_CHANNEL_BYTES=64): every element of
+// every root's broadcast, in and out of place, unaligned, every rank's
+// bits alike.
+class DoubleTreeBcast : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(DoubleTreeBcast, EveryElementEveryRoot) {
+  const int n = std::get<0>(GetParam()), nch = std::get<1>(GetParam());
+  ScopedEnv force("KOLO_ALGO", "broadcast:dbtree");
+  ScopedEnv channels("KOLO_NCHANNELS", std::to_string(nch));
+  ScopedEnv spread("KOLO_MIN_CHANNEL_BYTES", "64");
+  ThreadWorld w(n);
+  ASSERT_TRUE(w.ok()) << koloGetErrorString(w.init_result) << ": " << w.init_error;
+  for (int r = 0; r < n; r++) ASSERT_EQ(runs_bcast(w.comms[(size_t)r], KOLO_ALGO_DBTREE), "") << "rank " << r;
+  EXPECT_EQ(run_identical(w, tree_grid(n)), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, DoubleTreeBcast,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 5, 8), ::testing::Values(1, 2, 3)),
+                         [](const ::testing::TestParamInfo<std::tuple<int, int>> &p) {
+                           return std::to_string(std::get<0>(p.param)) + "ranks_" +
+                                  std::to_string(std::get<1>(p.param)) + "ch";
+                         });
+
+// "broadcast:ring,tree,dbtree": the model's cheapest of the three, run.
+TEST(TreeBcastChoice, ModelWeighsTheDoubleTree) {
+  ScopedEnv allow("KOLO_ALGO", "broadcast:ring,tree,dbtree");
+  ThreadWorld w(8);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  for (size_t count : {(size_t)16, (size_t)4095, kLargeCount}) {
+    int got = kolo_comm_bcast_algo(w.comms[0], count, koloFloat32);
+    EXPECT_TRUE(got == KOLO_ALGO_RING || got == KOLO_ALGO_TREE || got == KOLO_ALGO_DBTREE) << got;
+  }
+  EXPECT_EQ(kolo_comm_bcast_algo(w.comms[0], kLargeCount, koloFloat32), KOLO_ALGO_DBTREE);  // algo.h's model
+  std::vector<CollCase> cases = {make_case(Coll::Broadcast, koloFloat32, koloSum, 8, 7, false, 3),
+                                 make_case(Coll::Broadcast, koloInt32, koloSum, 8, 300000, true, 5)};
+  EXPECT_EQ(run_identical(w, cases), "");
+}
+
 // Where KOLO_ALGO lets it choose ("broadcast:ring,tree"), the model takes
 // the tree for a small broadcast on 8 ranks and the chain for a large one,
 // and both run; unset, it keeps the chain (the tree lost where measured:

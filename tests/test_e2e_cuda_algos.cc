@@ -194,6 +194,23 @@ TEST_P(CudaTreeBcast, EveryElement) {
 INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaTreeBcast, ::testing::Values(1, 3, 5),
                          [](const ::testing::TestParamInfo<int> &p) { return std::to_string(p.param) + "ranks"; });
 
+// The double binary tree on 2 channels (its two trees), every call spread
+// over both (KOLO_MIN_CHANNEL_BYTES=64), both protocols (20001 elements
+// run SIMPLE).
+class CudaDoubleTreeBcast : public ::testing::TestWithParam<int> {};
+
+TEST_P(CudaDoubleTreeBcast, EveryElement) {
+  KT_REQUIRE_CUDA();
+  ScopedEnv channels("KOLO_NCHANNELS", "2");
+  ScopedEnv spread("KOLO_MIN_CHANNEL_BYTES", "64");
+  std::vector<CollCase> cases = tree_grid(GetParam());
+  cases.push_back(make_case(Coll::Broadcast, koloFloat32, koloSum, GetParam(), 20001, true, 7));
+  expect_forced_only(GetParam(), kolo_comm_bcast_algo, "broadcast:dbtree", KOLO_ALGO_DBTREE, cases);
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaDoubleTreeBcast, ::testing::Values(1, 3, 4, 6),
+                         [](const ::testing::TestParamInfo<int> &p) { return std::to_string(p.param) + "ranks"; });
+
 std::vector<CollCase> bruck_grid(int n) {
   std::vector<CollCase> cases;
   int v = 0;

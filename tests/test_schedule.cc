@@ -206,11 +206,12 @@ struct Prog {
   ~Prog() { kolo_program_free(&p); }
 };
 
-// arg: the root or peer, or (all-reduce) the algorithm; algo: the broadcast's.
-std::unique_ptr<Prog> build(int coll, const Ring &ring, int rank, int arg, int algo = KOLO_ALGO_RING) {
+// arg: the root or peer, or (all-reduce) the algorithm; algo: the broadcast's;
+// channel: the double binary tree's (its odd channels run its second tree).
+std::unique_ptr<Prog> build(int coll, const Ring &ring, int rank, int arg, int algo = KOLO_ALGO_RING, int channel = 0) {
   auto pr = std::make_unique<Prog>();
   if (coll == KOLO_COLL_ALL_REDUCE) algo = arg;
-  koloResult_t res = kolo_schedule_build(coll, &ring.r, rank, arg, algo, &pr->p);
+  koloResult_t res = kolo_schedule_build_on(coll, &ring.r, rank, arg, algo, channel, &pr->p);
   if (res != koloSuccess) {
     ADD_FAILURE() << "kolo_schedule_build(" << kolo_coll_name(coll) << ", rank " << rank << ", arg "
                   << arg << ") = " << res;
@@ -738,7 +739,7 @@ std::string run_collective(const Case &c, const Mutator &mutate = nullptr) {
   const int arg = c.coll == KOLO_COLL_ALL_REDUCE ? c.algo : c.root;
   for (int ch = 0; ch < c.nchannels; ch++)
     for (int r = 0; r < n; r++) {
-      progs[(size_t)ch].push_back(build(c.coll, rings[(size_t)ch], r, arg, c.algo));
+      progs[(size_t)ch].push_back(build(c.coll, rings[(size_t)ch], r, arg, c.algo, ch));
       if (!progs[(size_t)ch].back()) return "build failed";
     }
   for (int ch = 0; mutate && ch < c.nchannels; ch++) mutate(ch, progs[(size_t)ch]);
@@ -794,7 +795,8 @@ std::string run_collective(const Case &c, const Mutator &mutate = nullptr) {
     // recursive doubling and Rabenseifner go on from what they wrote
     if (c.coll == KOLO_COLL_ALL_REDUCE && kolo_algo_is_multi_peer(c.algo)) out_view[(size_t)r].can_read = true;
     // a tree's inner ranks send their children what they received into out
-    if (c.coll == KOLO_COLL_BROADCAST && c.algo == KOLO_ALGO_TREE) out_view[(size_t)r].can_read = true;
+    if (c.coll == KOLO_COLL_BROADCAST && (c.algo == KOLO_ALGO_TREE || c.algo == KOLO_ALGO_DBTREE))
+      out_view[(size_t)r].can_read = true;
     // Bruck's sends the blocks it received into out at earlier levels
     if (c.coll == KOLO_COLL_ALL_GATHER && c.algo == KOLO_ALGO_BRUCK) out_view[(size_t)r].can_read = true;
   }
@@ -2288,14 +2290,18 @@ bool model_has_in_place(int coll) { return coll != KOLO_COLL_ALL_TO_ALL; }
 // Returns false when the mutation found nothing to break.
 bool both_verdicts(Case c, int kind, uint64_t seed, std::string *model, std::string *checker) {
   bool applied = kind < 0;
+  // The checker proves every channel's programs (the double binary tree's
+  // differ); a mutation goes into channel 0's.
   Mutator mut = [&](int ch, std::vector<std::unique_ptr<Prog>> &progs) {
-    if (ch != 0) return;
+    if (ch != 0 && kind >= 0) return;
     if (kind >= 0) applied = mutate_programs(kind, progs, c.nranks, seed);
-    *checker = c_verdict(c.coll, c.nranks, c.root, -1, progs);
+    std::string verdict = c_verdict(c.coll, c.nranks, c.root, -1, progs);
+    if (checker->empty()) *checker = verdict;
   };
   *model = "";
   for (int ip = 0; ip <= (model_has_in_place(c.coll) ? 1 : 0) && model->empty(); ip++) {
     c.in_place = ip == 1;
+    *checker = "";
     *model = kolo_coll_is_multi_peer(c.coll) ? run_multi_peer<double>(c, mut) : run_collective<double>(c, mut);
     if (!applied) return false;
   }
@@ -2337,11 +2343,14 @@ TEST(ScheduleChecker, BothProveEveryBuiltin) {
                                                                                                  : 1);
              algo++) {
           if (algo == KOLO_ALGO_HIER) continue;  // three programs in sequence: proved on their own below
-          if (coll == KOLO_COLL_BROADCAST && algo != KOLO_ALGO_RING && algo != KOLO_ALGO_TREE) continue;
+          if (coll == KOLO_COLL_BROADCAST && algo != KOLO_ALGO_RING && algo != KOLO_ALGO_TREE &&
+              algo != KOLO_ALGO_DBTREE)
+            continue;
           if (coll == KOLO_COLL_ALL_GATHER && algo != KOLO_ALGO_RING && algo != KOLO_ALGO_BRUCK) continue;
           std::string model, checker;
           Case c = checker_case(coll, n, root, mix(mix((uint64_t)n, (uint64_t)coll), (uint64_t)(root * 8 + algo)));
           c.algo = algo;
+          if (algo == KOLO_ALGO_DBTREE) c.nchannels = 2;  // both of its trees
           both_verdicts(c, -1, 0, &model, &checker);
           ASSERT_EQ(model, "") << c.str();
           ASSERT_EQ(checker, "") << c.str();
@@ -2783,6 +2792,135 @@ TEST(ScheduleModel, CatchesBrokenTreePrograms) {
   for (int n : {4, 7}) {
     Case c = checker_case(KOLO_COLL_BROADCAST, n, 1, (uint64_t)n);
     c.algo = KOLO_ALGO_TREE;
+    for (int kind : {(int)kDropStep, (int)kChangePeer}) {
+      std::string model, checker;
+      ASSERT_TRUE(both_verdicts(c, kind, 11, &model, &checker));
+      EXPECT_NE(model, "") << mutation_name(kind);
+      EXPECT_NE(checker, "") << mutation_name(kind);
+    }
+  }
+}
+
+// ---- the double binary tree's broadcast (ring/bcast_dbtree.c) --------------------
+
+int floor_log2(int m) {
+  int k = 0;
+  while ((2 << k) <= m) k++;
+  return k;
+}
+
+// Every n 1..16, root and tree (channel 0 and 1): each non-root receives
+// every chunk once, from one parent, and sends it to at most two children;
+// the root sends to one; the hops from the root are at most
+// floor(log2(n-1)) + 1; no rank but the root is an inner node of both
+// trees, so none sends more than two chunks per pair of channels; every
+// peer lies 2^j away either way, or (second tree, n even) P - 1 from the
+// root, the set core/tree_pipes.c connects; sends and receives pair up.
+TEST(ScheduleStructure, DoubleTreeBroadcastPrograms) {
+  for (int n = 1; n <= 16; n++)
+    for (int root = 0; root < n; root++) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " root=" << root);
+      Ring ring = identity_ring(n);
+      std::vector<int> sends_per_rank((size_t)n, 0);
+      std::vector<int> inner_in((size_t)n, 0);
+      for (int tree = 0; tree < 2; tree++) {
+        std::vector<int> parent((size_t)n, -1);
+        std::map<std::pair<int, int>, int> sends, recvs;
+        for (int r = 0; r < n; r++) {
+          auto pr = build(KOLO_COLL_BROADCAST, ring, r, root, KOLO_ALGO_DBTREE, tree);
+          ASSERT_TRUE(pr);
+          const kolo_program &p = pr->p;
+          EXPECT_EQ(p.layout, KOLO_LAYOUT_FLAT);
+          int nrecv = 0, nsend = 0;
+          for (int i = 0; i < p.nsteps; i++) {
+            const kolo_step &st = p.steps[i];
+            EXPECT_FALSE(kolo_step_reduces(st.op));
+            EXPECT_EQ(st.flags, 0);
+            if (r != root && kolo_step_reads_src(st.op)) {
+              EXPECT_EQ(st.src_buf, KOLO_BUF_OUT) << "step " << i;
+            }
+            int to = kolo_step_send_rank(&p, &st), from = kolo_step_recv_rank(&p, &st);
+            if (to >= 0) {
+              sends[{r, to}]++, nsend++;
+              int d = (to - r + n) % n, back = n - d, top = 1 << floor_log2(std::max(1, n - 1));
+              bool pow2 = (d & (d - 1)) == 0 || (back & (back - 1)) == 0;
+              EXPECT_TRUE(pow2 || (tree == 1 && n % 2 == 0 && r == root && d == top - 1))
+                  << "rank " << r << " sends to " << to << ", " << d << " away";
+            }
+            if (from >= 0) recvs[{from, r}]++, nrecv++, parent[(size_t)r] = from;
+          }
+          EXPECT_EQ(nrecv, r == root ? 0 : 1) << "rank " << r;
+          EXPECT_LE(nsend, r == root ? (n > 1 ? 1 : 0) : 2) << "rank " << r;
+          sends_per_rank[(size_t)r] += nsend;
+          if (r != root && nsend > 0) inner_in[(size_t)r]++;
+        }
+        EXPECT_EQ(sends, recvs);
+        for (int r = 0; r < n; r++) {
+          int hops = 0;
+          for (int x = r; x != root && hops <= n; x = parent[(size_t)x]) hops++;
+          EXPECT_LE(hops, n > 1 ? floor_log2(n - 1) + 1 : 0) << "rank " << r << " tree " << tree;
+        }
+      }
+      for (int r = 0; r < n; r++) {
+        EXPECT_LE(inner_in[(size_t)r], 1) << "rank " << r << " is inner in both trees";
+        EXPECT_LE(sends_per_rank[(size_t)r], 2) << "rank " << r;
+      }
+    }
+}
+
+// N = 1..16 x every root x counts x geometry (1, 2 or 3 channels: one tree,
+// both, both with the first twice), in and out of place, avg too: every
+// element of every rank's output, and no deadlock.
+TEST(ScheduleModel, DoubleTreeBroadcastGrid) {
+  Grid g;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int n = 1; n <= 16 && g.go(); n++)
+    for (int root = 0; root < n; root++)
+      for (size_t count : {(size_t)0, (size_t)1, (size_t)63, (size_t)65, (size_t)1000, (size_t)4097}) {
+        Case c;
+        c.coll = KOLO_COLL_BROADCAST;
+        c.algo = KOLO_ALGO_DBTREE;
+        c.nranks = n;
+        c.root = root;
+        c.count = count;
+        c.seed = mix(mix((uint64_t)n * 16 + (uint64_t)root, count), 0xdb7ee);
+        draw_geometry_ring_in_place(c);
+        c.op = (c.seed >> 24) & 1 ? ROp::kAvg : ROp::kSum;
+        g.check(c, c.op == ROp::kAvg ? run_collective<double>(c) : run_collective<int64_t>(c));
+      }
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  printf("[          ] %ld double tree broadcast cases in %lld ms\n", g.cases, (long long)ms);
+}
+
+TEST(ScheduleModel, DoubleTreeBroadcastFewestSlots) {
+  // Connectors of 2 or 4 slots, FIFOs bounded to them, many rounds: no
+  // deadlock, whatever the root, on one tree or both.
+  Grid g;
+  for (int n : {3, 4, 5, 7, 12, 16})
+    for (int root : {0, 1, n - 1})
+      for (int nslots : {2, 4}) {
+        Case c;
+        c.coll = KOLO_COLL_BROADCAST;
+        c.algo = KOLO_ALGO_DBTREE;
+        c.nranks = n;
+        c.root = root;
+        c.count = 1000;
+        c.nslots = nslots;
+        c.capacity = (size_t)nslots;
+        c.seed = mix(mix((uint64_t)n * 16 + (uint64_t)root, 1000), (uint64_t)nslots + 0xdb);
+        c.nchannels = kChannels[(c.seed >> 4) % 3];
+        c.in_place = (c.seed >> 12) & 1;
+        g.check(c, run_collective<int64_t>(c));
+      }
+}
+
+// The model and the C checker refuse a double tree with a dropped step or
+// a wrong peer.
+TEST(ScheduleModel, CatchesBrokenDoubleTreePrograms) {
+  for (int n : {4, 7}) {
+    Case c = checker_case(KOLO_COLL_BROADCAST, n, 1, (uint64_t)n + 0xdb);
+    c.algo = KOLO_ALGO_DBTREE;
+    c.nchannels = 2;
     for (int kind : {(int)kDropStep, (int)kChangePeer}) {
       std::string model, checker;
       ASSERT_TRUE(both_verdicts(c, kind, 11, &model, &checker));

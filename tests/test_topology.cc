@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <set>
@@ -206,17 +207,51 @@ double one_host_cost(int algo, int n, double S) {
 TEST(Topology, AlgorithmNames) {
   EXPECT_EQ(kolo_algo_parse(nullptr), KOLO_ALGO_AUTO);
   EXPECT_EQ(kolo_algo_parse(""), KOLO_ALGO_AUTO);
-  const char *names[] = {"ring", "hier", "rd", "rabenseifner", "tree", "direct", "bruck"};
+  const char *names[] = {"ring", "hier", "rd", "rabenseifner", "tree", "direct", "bruck", "dbtree"};
   static_assert(sizeof names / sizeof *names == KOLO_ALGO_NUM, "a name per algorithm");
   for (int a = 0; a < KOLO_ALGO_NUM; a++) {
     EXPECT_EQ(kolo_algo_parse(names[a]), a);
     EXPECT_STREQ(kolo_algo_name(a), names[a]);
     EXPECT_NE(std::string(kolo_algo_names()).find(names[a]), std::string::npos);
     EXPECT_EQ(kolo_algo_is_multi_peer(a), a == KOLO_ALGO_RD || a == KOLO_ALGO_RABENSEIFNER || a == KOLO_ALGO_TREE ||
-                                              a == KOLO_ALGO_DIRECT || a == KOLO_ALGO_BRUCK);
+                                              a == KOLO_ALGO_DIRECT || a == KOLO_ALGO_BRUCK || a == KOLO_ALGO_DBTREE);
   }
   for (const char *bad : {"nvls", "Ring", "rd ", "rab", "auto"}) EXPECT_LT(kolo_algo_parse(bad), KOLO_ALGO_AUTO) << bad;
   EXPECT_STREQ(kolo_algo_name(KOLO_ALGO_AUTO), "auto");
+}
+
+// The broadcast's model (algo.h): the chain, the binomial tree and the
+// double binary tree's formulas on one host; the trees only where
+// KOLO_ALGO's broadcast entry names them, the cheapest of those it names.
+TEST(Topology, BroadcastChoice) {
+  const double a = 1e-6, b = 20e9;
+  for (int n : {2, 3, 5, 8, 16}) {
+    kolo_algo_topo t{n, 1, n, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
+    const double k = std::ceil(std::log2((double)n));
+    for (size_t bytes : {(size_t)8, (size_t)1 << 16, (size_t)1 << 24})
+      for (int ch : {1, 2, 4}) {
+        SCOPED_TRACE(::testing::Message() << "n=" << n << " bytes=" << bytes << " ch=" << ch);
+        const double S = (double)bytes, tree = k * a + k * S / b, dbtree = (k + 1) * a + (ch >= 2 ? 1 : 2) * S / b;
+        EXPECT_NEAR(kolo_bcast_cost(KOLO_ALGO_TREE, &t, bytes, ch), tree, 1e-12);
+        EXPECT_NEAR(kolo_bcast_cost(KOLO_ALGO_DBTREE, &t, bytes, ch), dbtree, 1e-12);
+        const double chain = kolo_bcast_cost(KOLO_ALGO_RING, &t, bytes, ch);
+        t.bcast_allowed = 0;  // no entry: the chain
+        EXPECT_EQ(kolo_bcast_choose(&t, bytes, ch), KOLO_ALGO_RING);
+        EXPECT_FALSE(kolo_bcast_may_run(&t, KOLO_ALGO_DBTREE));
+        t.bcast_allowed = 1u << KOLO_ALGO_DBTREE;  // broadcast:dbtree forces it
+        EXPECT_EQ(kolo_bcast_choose(&t, bytes, ch), KOLO_ALGO_DBTREE);
+        t.bcast_allowed = KOLO_ALGO_BCAST_SET;  // all three: the cheapest (the chain on 2 ranks)
+        int want = tree < chain ? KOLO_ALGO_TREE : KOLO_ALGO_RING;
+        if (dbtree < std::min(tree, chain)) want = KOLO_ALGO_DBTREE;
+        if (n == 2) want = KOLO_ALGO_RING;
+        EXPECT_EQ(kolo_bcast_choose(&t, bytes, ch), want);
+        t.bcast_allowed = (1u << KOLO_ALGO_RING) | (1u << KOLO_ALGO_DBTREE);
+        EXPECT_EQ(kolo_bcast_choose(&t, bytes, ch), n > 2 && dbtree < chain ? KOLO_ALGO_DBTREE : KOLO_ALGO_RING);
+        EXPECT_FALSE(kolo_bcast_may_run(&t, KOLO_ALGO_TREE));
+        EXPECT_FALSE(kolo_bcast_may_run(&t, KOLO_ALGO_BRUCK));
+        t.bcast_allowed = 0;
+      }
+  }
 }
 
 TEST(Topology, AlgorithmChoice) {
@@ -240,7 +275,8 @@ TEST(Topology, AlgorithmChoice) {
             for (int a = 0; a < KOLO_ALGO_NUM; a++) {
               t.forced = a;
               bool cannot = (a == KOLO_ALGO_HIER && !kolo_algo_hier_possible(&t)) || (a == KOLO_ALGO_DIRECT && H > 1) ||
-                            a == KOLO_ALGO_TREE || a == KOLO_ALGO_BRUCK;  // a broadcast, an all-gather algorithm
+                            a == KOLO_ALGO_TREE || a == KOLO_ALGO_BRUCK ||
+                            a == KOLO_ALGO_DBTREE;  // broadcast, all-gather algorithms
               int want = cannot ? KOLO_ALGO_RING : a;
               EXPECT_EQ(kolo_algo_choose(&t, bytes, ch), want);
             }
@@ -250,7 +286,7 @@ TEST(Topology, AlgorithmChoice) {
               if (a == KOLO_ALGO_HIER && !kolo_algo_hier_possible(&t)) continue;
               if (no_peers && kolo_algo_is_multi_peer(a)) continue;
               // by name only; a broadcast, an all-gather algorithm
-              if (a == KOLO_ALGO_DIRECT || a == KOLO_ALGO_TREE || a == KOLO_ALGO_BRUCK) continue;
+              if (a == KOLO_ALGO_DIRECT || a == KOLO_ALGO_TREE || a == KOLO_ALGO_BRUCK || a == KOLO_ALGO_DBTREE) continue;
               if (t.nranks > 1) {
                 EXPECT_GT(kolo_algo_cost(a, &t, bytes, ch), 0);
               }

@@ -38,8 +38,13 @@ TEST(AlgoSelect, ListsExclusionsAndCase) {
   EXPECT_EQ(sets.broadcast, bit(KOLO_ALGO_TREE));
   ASSERT_EQ(kolo_algo_allow_parse_sets("rd;broadcast:^ring", &sets, why, sizeof why), 0) << why;
   EXPECT_EQ(sets.all_reduce, bit(KOLO_ALGO_RD));
-  EXPECT_EQ(sets.broadcast, bit(KOLO_ALGO_TREE));
+  EXPECT_EQ(sets.broadcast, bit(KOLO_ALGO_TREE) | bit(KOLO_ALGO_DBTREE));
   ASSERT_EQ(kolo_algo_allow_parse_sets("broadcast:ring,tree,rd", &sets, why, sizeof why), 0) << why;
+  EXPECT_EQ(sets.broadcast, bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_TREE));
+  ASSERT_EQ(kolo_algo_allow_parse_sets("broadcast:DBTree", &sets, why, sizeof why), 0) << why;
+  EXPECT_EQ(sets.broadcast, bit(KOLO_ALGO_DBTREE));
+  EXPECT_EQ(kolo_algo_allow_single(sets.broadcast), KOLO_ALGO_DBTREE);
+  ASSERT_EQ(kolo_algo_allow_parse_sets("broadcast:ring,tree,dbtree", &sets, why, sizeof why), 0) << why;
   EXPECT_EQ(sets.broadcast, KOLO_ALGO_BCAST_SET);
   EXPECT_EQ(allow("allreduce:ring,rabenseifner;broadcast:ring"),
             (int)(bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_RABENSEIFNER)));
@@ -82,6 +87,11 @@ TEST(AlgoSelect, RefusesWithASentence) {
   std::string why;
   EXPECT_EQ(allow("tree", &why), -1);
   EXPECT_NE(why.find("write broadcast:tree"), std::string::npos) << why;
+  EXPECT_EQ(allow("dbtree", &why), -1);
+  EXPECT_NE(why.find("kolo's dbtree is a broadcast algorithm"), std::string::npos) << why;
+  EXPECT_NE(why.find("write broadcast:dbtree"), std::string::npos) << why;
+  EXPECT_EQ(allow("broadcast:^ring,tree,dbtree", &why), -1);
+  EXPECT_NE(why.find("leaves neither the ring (chain) nor a tree for \"broadcast\""), std::string::npos) << why;
   EXPECT_EQ(allow("^ring,hier,rd,rabenseifner,direct", &why), -1);
   EXPECT_NE(why.find("no algorithm for"), std::string::npos) << why;
   EXPECT_EQ(allow("broadcast:rd", &why), -1);
@@ -98,7 +108,7 @@ TEST(AlgoSelect, RefusesWithASentence) {
   EXPECT_EQ(allow("reduce:bruck", &why), -1);
   EXPECT_NE(why.find("the only algorithm kolo has for \"reduce\""), std::string::npos) << why;
   EXPECT_EQ(allow("broadcast:bruck", &why), -1);
-  EXPECT_NE(why.find("leaves neither the ring (chain) nor the tree for \"broadcast\""), std::string::npos) << why;
+  EXPECT_NE(why.find("leaves neither the ring (chain) nor a tree for \"broadcast\""), std::string::npos) << why;
   EXPECT_EQ(allow("allgather:brook", &why), -1);
   EXPECT_NE(why.find("kolo has ring, hier, rd, rabenseifner, tree, direct, bruck"), std::string::npos) << why;
   EXPECT_EQ(allow("alltoall:ring", &why), -1);
