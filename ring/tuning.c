@@ -112,7 +112,7 @@ static int override_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
   if (f->noverrides == KOLO_TUNING_MAX_OVERRIDES) return bad(c, "more than 32 overrides", NULL);
   kolo_tune_override *o = &f->ov[f->noverrides];
   o->algo = kolo_algo_parse(w[2]);
-  if (o->algo < 0 || !((KOLO_ALGO_ALL_REDUCE_SET >> o->algo) & 1u)) /* not tree, bruck: never an all-reduce's */
+  if (o->algo < 0 || !((KOLO_ALGO_ALL_REDUCE_SET >> o->algo) & 1u)) /* not tree, dbtree, bruck: never an all-reduce's */
     return bad(c, "no all-reduce algorithm (ring, hier, rd, rabenseifner, direct) named", w[2]);
   if (range_words(c, w + 3, n - 3, &o->lo, &o->hi, &o->nranks)) return -1;
   f->noverrides++;

@@ -263,7 +263,7 @@ TEST(Tuning, RefusesWithFileAndLine) {
   EXPECT_EQ(parse("kolo-tuning 1\noverride allreduce rd 10 5\n", &f, &why), -1);
   EXPECT_NE(why.find("empty"), std::string::npos) << why;
   EXPECT_EQ(parse("kolo-tuning 1\noverride broadcast ring 0 5\n", &f, &why), -1);
-  for (const char *other : {"tree", "bruck"}) {  // another collective's: an override would be ignored
+  for (const char *other : {"tree", "bruck", "dbtree"}) {  // another collective's: an override would be ignored
     EXPECT_EQ(parse(std::string("kolo-tuning 1\noverride allreduce ") + other + " 0 5\n", &f, &why), -1) << other;
     EXPECT_NE(why.find("t.tune:2: no all-reduce algorithm (ring, hier, rd, rabenseifner, direct) named"), std::string::npos)
         << why;
