@@ -582,7 +582,7 @@ TEST(AlgoConfig, UnknownNameFailsInitNamingTheAlgorithms) {
   koloComm_t comms[2] = {nullptr, nullptr};
   EXPECT_EQ(koloCommInitAll(comms, 2, nullptr), koloInvalidArgument);
   EXPECT_STREQ(koloGetLastError(nullptr),
-               "KOLO_ALGO \"recursive\": no algorithm (kolo has ring, hier, rd, rabenseifner, tree, direct, bruck) named "
+               "KOLO_ALGO \"recursive\": no algorithm (kolo has ring, hier, rd, rabenseifner, tree, direct, bruck, dbtree) named "
                "\"recursive\"");
 }
 
@@ -590,7 +590,7 @@ TEST(AlgoConfig, UnknownNameFailsInitNamingTheAlgorithms) {
 // init; an entry leaving a collective nothing to run fails init saying so.
 TEST(AlgoConfig, NcclSyntaxListsInitAndEmptySetsFail) {
   for (const char *ok : {"Ring,RD", "^hier", "allreduce:rabenseifner,ring;broadcast:ring", "broadcast:tree;reduce:ring",
-                         "ring,tree", "broadcast:^ring", "allgather:bruck", "allgather:ring,bruck;broadcast:tree"}) {
+                         "ring,tree", "broadcast:^ring", "broadcast:dbtree", "broadcast:ring,dbtree", "allgather:bruck", "allgather:ring,bruck;broadcast:tree"}) {
     ScopedEnv force("KOLO_ALGO", ok);
     koloComm_t comms[2] = {nullptr, nullptr};
     ASSERT_EQ(koloCommInitAll(comms, 2, nullptr), koloSuccess) << ok << ": " << koloGetLastError(nullptr);
@@ -598,8 +598,9 @@ TEST(AlgoConfig, NcclSyntaxListsInitAndEmptySetsFail) {
   }
   const std::pair<const char *, const char *> bad[] = {
       {"reduce:rd", "the only algorithm kolo has for \"reduce\""},
-      {"broadcast:rd", "leaves neither the ring (chain) nor the tree for \"broadcast\""},
+      {"broadcast:rd", "leaves neither the ring (chain) nor a tree for \"broadcast\""},
       {"tree", "kolo's tree is a broadcast algorithm"},
+      {"dbtree", "kolo's dbtree is a broadcast algorithm"},
       {"reduce:tree", "the only algorithm kolo has for \"reduce\""},
       {"bruck", "kolo's bruck is an all-gather algorithm"},
       {"allgather:^ring,bruck", "leaves neither the ring nor bruck for \"allgather\""}};
