@@ -36,7 +36,7 @@ void kolo_comm_log_choice(struct koloComm *c, size_t bytes, int channels, int al
   if (atomic_fetch_or(&c->algo_logged, bit) & bit) return;
   char why[256];
   costs(c, bytes, channels, why, sizeof why);
-  const int over = c->algo.tuned != NULL && kolo_tuned_override(c->algo.tuned, bytes, c->nranks) == algo;
+  const int over = c->algo.tuned != NULL && kolo_tuned_override(c->algo.tuned, KOLO_COLL_ALL_REDUCE, bytes, c->nranks) == algo;
   const char *how = c->algo.forced != KOLO_ALGO_AUTO ? "; forced by KOLO_ALGO"
                     : over                            ? "; a KOLO_TUNING_FILE override"
                     : c->algo.tuned                   ? "; KOLO_TUNING_FILE's constants"

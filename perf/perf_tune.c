@@ -10,8 +10,9 @@
  * which).  ib only where kolo's ib provider has a usable port (KOLO_IB_HCA
  * applies); elsewhere the file leaves it out, and kolo keeps the compiled
  * constant.  Then, on shm (cuda-p2p with --mem cuda), the
- * crossovers: which all-reduce algorithm on how many channels is fastest
- * at each size, written as overrides and channels lines for N ranks
+ * crossovers: which algorithm of the all-reduce, the broadcast and the
+ * all-gather on how many channels is fastest at each size, written as
+ * overrides and channels lines for N ranks and the memory kind
  * (perf_tune_algos.c).  --quick: few iterations and sizes, for tests. */
 #define _GNU_SOURCE
 #include "perf/perf_tune.h"
@@ -26,6 +27,7 @@
 
 #include "kolo.h"
 #include "perf/perf_tune_int.h"
+#include "ring/schedule.h"
 #ifdef KOLO_HAVE_IBVERBS
 #include "transport/ib_dev.h"
 #endif
@@ -39,17 +41,26 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Seconds per all-reduce of `bytes`, after min(iters, 16) warm-up calls
- * (a pipe's 8 slots of shared memory fault their pages in on first use:
- * a few calls of a size touch them all); every rank makes the same number
+/* One call of j's collective on `bytes` (an all-gather's per rank) in
+ * m's buffer (in place; the broadcast's root is rank 0). */
+static koloResult_t call_once(koloComm_t comm, tune_mem *m, int coll, size_t bytes, int rank) {
+  if (coll == KOLO_COLL_BROADCAST) return koloBroadcast(m->buf, m->buf, bytes, koloUint8, 0, comm, m->stream);
+  if (coll == KOLO_COLL_ALL_GATHER)
+    return koloAllGather((char *)m->buf + (size_t)rank * bytes, m->buf, bytes, koloUint8, comm, m->stream);
+  return koloAllReduce(m->buf, m->buf, bytes, koloUint8, koloSum, comm, m->stream);
+}
+
+/* Seconds per call of `bytes`, after min(iters, 16) warm-up calls (a
+ * pipe's 8 slots of shared memory fault their pages in on first use: a
+ * few calls of a size touch them all); every rank makes the same number
  * of calls. */
-static double time_all_reduce(koloComm_t comm, tune_mem *m, size_t bytes, int iters) {
+static double time_calls(koloComm_t comm, tune_mem *m, int coll, size_t bytes, int iters, int rank) {
   for (int i = 0; i < (iters < 16 ? iters : 16); i++)
-    if (koloAllReduce(m->buf, m->buf, bytes, koloUint8, koloSum, comm, m->stream) != koloSuccess) return -1;
+    if (call_once(comm, m, coll, bytes, rank) != koloSuccess) return -1;
   if (tune_mem_sync(m, comm) != 0) return -1;
   double t0 = now_s();
   for (int i = 0; i < iters; i++)
-    if (koloAllReduce(m->buf, m->buf, bytes, koloUint8, koloSum, comm, m->stream) != koloSuccess) return -1;
+    if (call_once(comm, m, coll, bytes, rank) != koloSuccess) return -1;
   if (tune_mem_sync(m, comm) != 0) return -1;
   return (now_s() - t0) / iters;
 }
@@ -88,6 +99,7 @@ static int rank_main(const tune_args *a, const tune_job *j, koloUniqueId id, int
   job_env(a, j, rank);
   size_t most = 8;
   for (int i = 0; i < j->nsizes; i++) most = j->sizes[i] > most ? j->sizes[i] : most;
+  if (j->coll == KOLO_COLL_ALL_GATHER) most *= (size_t)a->nranks; /* the whole output */
   tune_mem m;
   if (tune_mem_open(&m, a->cuda, rank, a->ndev, most) != 0) return 1; /* before init: the device is set */
   koloComm_t comm;
@@ -97,7 +109,8 @@ static int rank_main(const tune_args *a, const tune_job *j, koloUniqueId id, int
   }
   double t[TUNE_MAX_SIZES];
   int bad = warm_up(comm, &m, rank) != 0;
-  for (int i = 0; i < j->nsizes && !bad; i++) bad = (t[i] = time_all_reduce(comm, &m, j->sizes[i], j->iters[i])) < 0;
+  for (int i = 0; i < j->nsizes && !bad; i++)
+    bad = (t[i] = time_calls(comm, &m, j->coll, j->sizes[i], j->iters[i], rank)) < 0;
   if (!bad && rank == 0) bad = write(fd, t, (size_t)j->nsizes * sizeof t[0]) != (ssize_t)((size_t)j->nsizes * sizeof t[0]);
   if (bad) koloCommAbort(comm); /* peers stop waiting */
   else koloCommDestroy(comm);
@@ -223,7 +236,7 @@ static int fit_links(const tune_args *a, kolo_tuning *f) {
     nlinks = 2;
   }
   for (int i = 0; i < nlinks; i++) {
-    tune_job j = {links[i], "ring", 2, {8, a->big}, {a->iters * 10, a->iters}, NULL};
+    tune_job j = {links[i], "ring", 2, {8, a->big}, {a->iters * 10, a->iters}, NULL, KOLO_COLL_ALL_REDUCE};
     double t[2];
     if (perf_tune_measure(a, &j, t) != 0) {
       fprintf(stderr, "kolo-perf tune: %s: the ranks failed (KOLO_DEBUG=WARN says why)\n", kolo_link_name(links[i]));
@@ -259,8 +272,10 @@ int perf_tune_main(int argc, char **argv) {
   memset(&f, 0, sizeof f);
   if (fit_links(&a, &f) != 0 || perf_tune_crossovers(&a, &f) != 0) return 1;
   FILE *out = fopen(a.out, "w");
-  char note[160];
-  snprintf(note, sizeof note, "kolo-perf tune -P %d%s: ring all-reduce fits (%s), crossovers and channels on %s",
+  char note[200];
+  snprintf(note, sizeof note,
+           "kolo-perf tune -P %d%s: ring all-reduce fits (%s); all-reduce, broadcast and all-gather algorithms and "
+           "channels on %s",
            a.nranks, a.cuda ? " --mem cuda" : "",
            a.cuda ? "cuda-p2p" : f.link[KOLO_LINK_IB].set ? "shm, socket, ib" : "shm, socket; ib not measured",
            a.cuda ? "cuda-p2p" : "shm");

@@ -1,8 +1,9 @@
-/* perf_tune_algos.c - kolo-perf tune's search: which all-reduce algorithm
- * on how many channels is fastest at each size on this machine, for the
- * -P rank count, written as overrides and channels lines
- * ("override allreduce ALGO LO HI ranks N", "channels allreduce C LO HI
- * ranks N").
+/* perf_tune_algos.c - kolo-perf tune's search: which algorithm of the
+ * all-reduce, the broadcast and the all-gather on how many channels is
+ * fastest at each size on this machine, for the -P rank count and the
+ * memory kind, written as overrides and channels lines ("override
+ * allreduce ALGO LO HI ranks N mem host", "channels broadcast C LO HI
+ * ranks N mem host", ...).
  *
  * Why measure rather than trust the model: the model is alpha-beta with
  * memory passes (ring/algo.h), and where ranks outnumber cores the waits
@@ -20,12 +21,13 @@
  * of the pairs whose median is within 5% of the fastest, the one with the
  * fewest channels, then the fastest, wins (more channels cost pipes and
  * waits: they must win clearly).  Each job forces the algorithm
- * (KOLO_ALGO) and loads a tuning file giving every all-reduce its channel
- * count.  A size's range runs from the geometric mean with the size below
+ * (KOLO_ALGO, "broadcast:tree" for the broadcast's) and loads a tuning
+ * file giving every call of the collective its channel count.  A size's range runs from the geometric mean with the size below
  * to that with the size above, the first from 0 and the last to 2^62-1;
  * neighbours with the same winner merge.  Only shm (one host): the
  * algorithms that need one host (direct) would not run across hosts, and
- * the others' crossovers there come from the network. */
+ * the others' crossovers there come from the network.  The all-gather's
+ * sizes are per rank, to 32 MiB in all. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,40 +38,57 @@
 #include "ring/algo.h"
 #include "ring/schedule.h"
 
-static const int algos[] = {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT};
+/* One collective's search: its algorithms, and KOLO_ALGO's entry prefix
+ * that forces one ("" for the all-reduce, whose entry needs none). */
+typedef struct {
+  int coll;
+  const char *what, *entry;
+  int nalgos;
+  int algos[4];
+} tune_search;
+
+static const tune_search searches[] = {
+    {KOLO_COLL_ALL_REDUCE, "all-reduce", "", 4, {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT}},
+    {KOLO_COLL_BROADCAST, "broadcast", "broadcast:", 3, {KOLO_ALGO_RING, KOLO_ALGO_TREE, KOLO_ALGO_DBTREE, 0}},
+    {KOLO_COLL_ALL_GATHER, "all-gather", "allgather:", 2, {KOLO_ALGO_RING, KOLO_ALGO_BRUCK, 0, 0}}};
+#define NSEARCHES ((int)(sizeof searches / sizeof searches[0]))
+
 /* Channel counts: 1, 2 and 4 on the host; on a GPU, where each channel is
  * a block, up to 16. */
 static const int counts[] = {1, 2, 4, 8, 16};
-#define NALGOS ((int)(sizeof algos / sizeof algos[0]))
 #define MAX_COUNTS ((int)(sizeof counts / sizeof counts[0]))
-#define MAX_PAIRS (NALGOS * MAX_COUNTS)
+#define MAX_PAIRS (4 * MAX_COUNTS)
 
 /* The counts a tune tries: the first 3 on the host, all on a GPU.  Pair p
- * is algorithm algo_of(a, p) on count_of(a, p) channels. */
+ * of search s is algorithm algo_of(a, s, p) on count_of(a, p) channels. */
 static int ncounts(const tune_args *a) { return a->cuda ? MAX_COUNTS : 3; }
-static int npairs(const tune_args *a) { return NALGOS * ncounts(a); }
-static int algo_of(const tune_args *a, int p) { return algos[p / ncounts(a)]; }
+static int npairs(const tune_args *a, const tune_search *s) { return s->nalgos * ncounts(a); }
+static int algo_of(const tune_args *a, const tune_search *s, int p) { return s->algos[p / ncounts(a)]; }
 static int count_of(const tune_args *a, int p) { return counts[p % ncounts(a)]; }
+static int mem_of(const tune_args *a) { return a->cuda ? KOLO_TUNE_MEM_CUDA : KOLO_TUNE_MEM_HOST; }
 #define MAX_REPEATS 5
 #define TIE 1.05 /* within 5% of the fastest counts as as fast */
 
-/* Sizes 8 B, 16 B, ... by 2s up to 32 MiB, each called enough times to
- * take about 32 MiB of data; quick: by 4s to 32 KiB, 1 MiB of data.  (By
- * 4s the ranges' ends fell between measured sizes: at 8 ranks the direct
- * all-reduce won at 128 B and held 256 B, where it took 1.3x Open MPI's
- * time and recursive doubling would not have.) */
-static void plan_sizes(const tune_args *a, tune_job *j) {
+/* Sizes 8 B, 16 B, ... by 2s up to 32 MiB (an all-gather's per rank: to
+ * 32 MiB in all), each called enough times to take about 32 MiB of data;
+ * quick: by 4s to 32 KiB, 1 MiB of data.  (By 4s the ranges' ends fell
+ * between measured sizes: at 8 ranks the direct all-reduce won at 128 B
+ * and held 256 B, where it took 1.3x Open MPI's time and recursive
+ * doubling would not have.) */
+static void plan_sizes(const tune_args *a, const tune_search *s, tune_job *j) {
+  size_t top = (size_t)32 << 20;
+  if (s->coll == KOLO_COLL_ALL_GATHER) top /= (size_t)a->nranks;
   if (a->quick) tune_plan_sizes(j, (size_t)32 << 10, 4, (size_t)1 << 20, 2, 20);
-  else tune_plan_sizes(j, (size_t)32 << 20, 2, (size_t)32 << 20, 4, 500);
+  else tune_plan_sizes(j, top, 2, (size_t)32 << 20, 4, 500);
 }
 
-/* A new temporary tuning file giving every all-reduce on a->nranks ranks
- * `channels` channels; its path into path.  0 or -1. */
-static int write_job_file(const tune_args *a, int channels, char path[64]) {
+/* A new temporary tuning file giving every call of s's collective on
+ * a->nranks ranks `channels` channels; its path into path.  0 or -1. */
+static int write_job_file(const tune_args *a, const tune_search *s, int channels, char path[64]) {
   kolo_tuning g;
   memset(&g, 0, sizeof g);
   g.nchannel_lines = 1;
-  g.ch[0] = (kolo_tune_channels){KOLO_COLL_ALL_REDUCE, channels, 0, (1ull << 62) - 1, a->nranks};
+  g.ch[0] = (kolo_tune_channels){s->coll, channels, 0, (1ull << 62) - 1, a->nranks, KOLO_TUNE_MEM_ANY};
   snprintf(path, 64, "/tmp/kolo-tune-job.XXXXXX");
   int fd = mkstemp(path);
   if (fd < 0) return -1;
@@ -85,28 +104,31 @@ static int write_job_file(const tune_args *a, int channels, char path[64]) {
   return bad ? -1 : 0;
 }
 
-/* One job: pair p at j's sizes, seconds per call into t. */
-static int measure_pair(const tune_args *a, tune_job *j, int p, double *t) {
-  char path[64];
-  if (write_job_file(a, count_of(a, p), path) != 0) {
+/* One job: pair p of s at j's sizes, seconds per call into t. */
+static int measure_pair(const tune_args *a, const tune_search *s, tune_job *j, int p, double *t) {
+  char path[64], algo[48];
+  if (write_job_file(a, s, count_of(a, p), path) != 0) {
     perror("kolo-perf tune: a temporary tuning file");
     return -1;
   }
-  j->algo = kolo_algo_name(algo_of(a, p));
+  snprintf(algo, sizeof algo, "%s%s", s->entry, kolo_algo_name(algo_of(a, s, p)));
+  j->algo = algo;
   j->tuning = path;
+  j->coll = s->coll;
   int res = perf_tune_measure(a, j, t);
   j->tuning = NULL;
+  j->algo = NULL;
   unlink(path);
   if (res != 0)
-    fprintf(stderr, "kolo-perf tune: the %s all-reduce on %d channels: the ranks failed (KOLO_DEBUG=WARN says why)\n",
-            j->algo, count_of(a, p));
+    fprintf(stderr, "kolo-perf tune: the %s %s on %d channels: the ranks failed (KOLO_DEBUG=WARN says why)\n",
+            kolo_algo_name(algo_of(a, s, p)), s->what, count_of(a, p));
   return res;
 }
 
 /* t[repeat][pair][size] -> med[pair][size]. */
-static void medians(const tune_args *a, int repeats, int nsizes, double t[][MAX_PAIRS][TUNE_MAX_SIZES],
+static void medians(int npair, int repeats, int nsizes, double t[][MAX_PAIRS][TUNE_MAX_SIZES],
                     double med[][TUNE_MAX_SIZES]) {
-  for (int p = 0; p < npairs(a); p++)
+  for (int p = 0; p < npair; p++)
     for (int i = 0; i < nsizes; i++) {
       double v[MAX_REPEATS];
       for (int r = 0; r < repeats; r++) v[r] = t[r][p][i];
@@ -115,73 +137,84 @@ static void medians(const tune_args *a, int repeats, int nsizes, double t[][MAX_
 }
 
 /* The winning pair at size i (see the header), and the table's row. */
-static int winner(const tune_args *a, const tune_job *j, int i, double med[][TUNE_MAX_SIZES]) {
+static int winner(const tune_args *a, const tune_search *s, const tune_job *j, int i, double med[][TUNE_MAX_SIZES]) {
   int best = 0, pick = -1;
   printf("%9zu", j->sizes[i]);
-  for (int p = 0; p < npairs(a); p++) {
+  for (int p = 0; p < npairs(a, s); p++) {
     printf(" %8.2f", med[p][i] * 1e6);
     if (med[p][i] < med[best][i]) best = p;
   }
-  for (int p = 0; p < npairs(a); p++) {
+  for (int p = 0; p < npairs(a, s); p++) {
     int as_fast = med[p][i] <= med[best][i] * TIE, fewer = pick < 0 || count_of(a, p) < count_of(a, pick);
     if (as_fast && (fewer || (count_of(a, p) == count_of(a, pick) && med[p][i] < med[pick][i]))) pick = p;
   }
-  printf("  %s/%d\n", kolo_algo_name(algo_of(a, pick)), count_of(a, pick));
+  printf("  %s/%d\n", kolo_algo_name(algo_of(a, s, pick)), count_of(a, pick));
   return pick;
 }
 
-/* Appends override [lo, hi] -> algo for a->nranks ranks, merged into the
- * last one when that has the same algorithm. */
-static int add_override(const tune_args *a, kolo_tuning *f, int algo, uint64_t lo, uint64_t hi) {
+/* Appends override [lo, hi] -> algo for s's collective on a->nranks
+ * ranks, merged into the last one when that has the same collective and
+ * algorithm. */
+static int add_override(const tune_args *a, const tune_search *s, kolo_tuning *f, int algo, uint64_t lo, uint64_t hi) {
   kolo_tune_override *last = f->noverrides > 0 ? &f->ov[f->noverrides - 1] : NULL;
-  if (last != NULL && last->algo == algo && last->nranks == a->nranks && last->hi + 1 == lo) {
+  if (last != NULL && last->coll == s->coll && last->algo == algo && last->nranks == a->nranks && last->hi + 1 == lo) {
     last->hi = hi;
     return 0;
   }
   if (f->noverrides == KOLO_TUNING_MAX_OVERRIDES) return -1;
-  f->ov[f->noverrides++] = (kolo_tune_override){algo, lo, hi, a->nranks};
+  f->ov[f->noverrides++] = (kolo_tune_override){s->coll, algo, lo, hi, a->nranks, mem_of(a)};
   return 0;
 }
 
 /* The same for channels lines. */
-static int add_channels(const tune_args *a, kolo_tuning *f, int channels, uint64_t lo, uint64_t hi) {
+static int add_channels(const tune_args *a, const tune_search *s, kolo_tuning *f, int channels, uint64_t lo,
+                        uint64_t hi) {
   kolo_tune_channels *last = f->nchannel_lines > 0 ? &f->ch[f->nchannel_lines - 1] : NULL;
-  if (last != NULL && last->channels == channels && last->nranks == a->nranks && last->hi + 1 == lo) {
+  if (last != NULL && last->coll == s->coll && last->channels == channels && last->nranks == a->nranks &&
+      last->hi + 1 == lo) {
     last->hi = hi;
     return 0;
   }
   if (f->nchannel_lines == KOLO_TUNING_MAX_CHANNEL_LINES) return -1;
-  f->ch[f->nchannel_lines++] = (kolo_tune_channels){KOLO_COLL_ALL_REDUCE, channels, lo, hi, a->nranks};
+  f->ch[f->nchannel_lines++] = (kolo_tune_channels){s->coll, channels, lo, hi, a->nranks, mem_of(a)};
   return 0;
 }
 
 /* The winners' size ranges, as overrides and channels lines. */
-static int write_ranges(const tune_args *a, const tune_job *j, double med[][TUNE_MAX_SIZES], kolo_tuning *f) {
-  printf("all-reduce on %s, %d ranks, us per call (medians), algorithm/channels:\n%9s", kolo_link_name(j->link),
-         a->nranks, "bytes");
-  for (int p = 0; p < npairs(a); p++) printf(" %6.6s/%d", kolo_algo_name(algo_of(a, p)), count_of(a, p));
+static int write_ranges(const tune_args *a, const tune_search *s, const tune_job *j, double med[][TUNE_MAX_SIZES],
+                        kolo_tuning *f) {
+  printf("%s on %s, %d ranks, us per call (medians), algorithm/channels:\n%9s", s->what, kolo_link_name(j->link),
+         a->nranks, s->coll == KOLO_COLL_ALL_GATHER ? "B/rank" : "bytes");
+  for (int p = 0; p < npairs(a, s); p++) printf(" %6.6s/%d", kolo_algo_name(algo_of(a, s, p)), count_of(a, p));
   printf("  chosen\n");
   for (int i = 0; i < j->nsizes; i++) {
-    int p = winner(a, j, i, med);
+    int p = winner(a, s, j, i, med);
     uint64_t lo, hi;
     tune_size_range(j, i, &lo, &hi);
-    if (add_override(a, f, algo_of(a, p), lo, hi) != 0 || add_channels(a, f, count_of(a, p), lo, hi) != 0)
+    if (add_override(a, s, f, algo_of(a, s, p), lo, hi) != 0 || add_channels(a, s, f, count_of(a, p), lo, hi) != 0)
       return -1;
   }
   return 0;
 }
 
-int perf_tune_crossovers(const tune_args *a, kolo_tuning *f) {
+/* One collective's search into f. */
+static int search(const tune_args *a, const tune_search *s, kolo_tuning *f) {
   static double t[MAX_REPEATS][MAX_PAIRS][TUNE_MAX_SIZES];
   double med[MAX_PAIRS][TUNE_MAX_SIZES];
-  tune_job j = {a->cuda ? KOLO_LINK_CUDA_P2P : KOLO_LINK_SHM, NULL, 0, {0}, {0}, NULL};
-  plan_sizes(a, &j);
+  tune_job j = {a->cuda ? KOLO_LINK_CUDA_P2P : KOLO_LINK_SHM, NULL, 0, {0}, {0}, NULL, s->coll};
+  plan_sizes(a, s, &j);
   const int repeats = a->quick ? 1 : MAX_REPEATS;
   for (int r = 0; r < repeats; r++)
-    for (int p = 0; p < npairs(a); p++)
-      if (measure_pair(a, &j, p, t[r][p]) != 0) return -1;
-  medians(a, repeats, j.nsizes, t, med);
-  if (write_ranges(a, &j, med, f) == 0) return 0;
-  fprintf(stderr, "kolo-perf tune: more than %d size ranges\n", KOLO_TUNING_MAX_OVERRIDES);
+    for (int p = 0; p < npairs(a, s); p++)
+      if (measure_pair(a, s, &j, p, t[r][p]) != 0) return -1;
+  medians(npairs(a, s), repeats, j.nsizes, t, med);
+  if (write_ranges(a, s, &j, med, f) == 0) return 0;
+  fprintf(stderr, "kolo-perf tune: more than %d size ranges in all\n", KOLO_TUNING_MAX_OVERRIDES);
   return -1;
+}
+
+int perf_tune_crossovers(const tune_args *a, kolo_tuning *f) {
+  for (int k = 0; k < NSEARCHES; k++)
+    if (search(a, &searches[k], f) != 0) return -1;
+  return 0;
 }

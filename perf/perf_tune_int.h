@@ -22,7 +22,9 @@ typedef struct {
 
 /* What the ranks of one measurement do: KOLO_ALGO=algo (NULL: unset), on
  * link (shm, cuda-p2p: one host; socket, ib: a host each), with KOLO_TUNING_FILE=tuning
- * (NULL: none), all-reduces of sizes[i] bytes iters[i] times each. */
+ * (NULL: none), calls of collective coll (an all-reduce, a broadcast from
+ * rank 0, an all-gather) of sizes[i] bytes (an all-gather's per rank)
+ * iters[i] times each. */
 typedef struct {
   int link;
   const char *algo;
@@ -30,6 +32,7 @@ typedef struct {
   size_t sizes[TUNE_MAX_SIZES];
   int iters[TUNE_MAX_SIZES];
   const char *tuning;
+  int coll; /* KOLO_COLL_ALL_REDUCE, _BROADCAST or _ALL_GATHER (ring/schedule.h) */
 } tune_job;
 
 /* A rank's buffer: host memory, or (cuda) device memory and a stream of
@@ -51,10 +54,11 @@ void tune_mem_close(tune_mem *m);
  * sizes[i] (rank 0's).  0, or -1 when a rank failed. */
 int perf_tune_measure(const tune_args *a, const tune_job *j, double *t);
 
-/* On shm, times every flat all-reduce algorithm on 1, 2 and 4 channels at
+/* On shm (cuda-p2p), times every flat algorithm of the all-reduce, the
+ * broadcast and the all-gather on 1, 2 and 4 channels (1..16 on a GPU) at
  * sizes 8 B .. 32 MiB (by 2s), alternating, and appends to f the fastest
- * pair's size ranges for a->nranks ranks: overrides and channels lines
- * (perf_tune_algos.c).  0, or -1 (said on stderr). */
+ * pair's size ranges for a->nranks ranks and the memory kind: overrides
+ * and channels lines (perf_tune_algos.c).  0, or -1 (said on stderr). */
 int perf_tune_crossovers(const tune_args *a, kolo_tuning *f);
 
 /* Helpers of the search (perf_tune_ranges.c). */

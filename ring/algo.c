@@ -142,7 +142,7 @@ int kolo_algo_possible(const kolo_algo_topo *t, int a) {
 
 int kolo_algo_choose(const kolo_algo_topo *t, size_t bytes, int channels) {
   if (t->forced != KOLO_ALGO_AUTO) return kolo_algo_possible(t, t->forced) ? t->forced : KOLO_ALGO_RING;
-  int o = t->tuned ? kolo_tuned_override(t->tuned, bytes, t->nranks) : -1; /* tuning hook */
+  int o = t->tuned ? kolo_tuned_override(t->tuned, KOLO_COLL_ALL_REDUCE, bytes, t->nranks) : -1; /* tuning hook */
   if (o >= 0 && kolo_algo_possible(t, o) && kolo_algo_may_run(t, o)) return o;
   int best = KOLO_ALGO_RING; /* also when KOLO_ALGO's set leaves nothing possible */
   double best_cost = -1;
@@ -188,11 +188,18 @@ double kolo_bcast_cost(int algo, const kolo_algo_topo *t, size_t bytes, int chan
   return k * a + k * S / b;
 }
 
-/* The trees only where KOLO_ALGO's broadcast entry allows them (algo.h:
- * the binomial tree lost to the chain wherever it was measured). */
+/* 1 when a tuning file's override of coll names algo for t (on a CUDA
+ * communicator, a line that says its memory kind: measured there). */
+static int measured(const kolo_algo_topo *t, int coll, int algo) {
+  return t->tuned != NULL && kolo_tuned_names(t->tuned, coll, algo, t->nranks, t->no_auto_peers);
+}
+
+/* The trees only where KOLO_ALGO's broadcast entry allows them, or where
+ * it has none and a tuning file's override names them (algo.h: the
+ * binomial tree lost to the chain wherever it was measured here). */
 int kolo_bcast_may_run(const kolo_algo_topo *t, int algo) {
   if (algo < 0 || algo >= KOLO_ALGO_NUM || !((KOLO_ALGO_BCAST_SET >> algo) & 1u)) return 0;
-  if (t->bcast_allowed == 0) return algo == KOLO_ALGO_RING;
+  if (t->bcast_allowed == 0) return algo == KOLO_ALGO_RING || measured(t, KOLO_COLL_BROADCAST, algo);
   return (t->bcast_allowed >> algo) & 1u;
 }
 
@@ -208,9 +215,19 @@ static int ring_or(int other, may_run_fn may, cost_fn cost, const kolo_algo_topo
   return cost(other, t, bytes, channels) < cost(KOLO_ALGO_RING, t, bytes, channels) ? other : KOLO_ALGO_RING;
 }
 
-/* The cheaper tree the entry allows (the binomial one where it allows
- * neither: ring_or then keeps the chain), then ring_or's choice. */
+/* The algorithm a tuning file's override gives a call of coll where it
+ * may run, else -1. */
+static int overridden(const kolo_algo_topo *t, int coll, may_run_fn may, size_t bytes) {
+  int o = t->tuned != NULL ? kolo_tuned_override(t->tuned, coll, bytes, t->nranks) : -1;
+  return o >= 0 && may(t, o) ? o : -1;
+}
+
+/* An override's algorithm where it may run; else the cheaper tree the
+ * entry allows (the binomial one where it allows neither: ring_or then
+ * keeps the chain), then ring_or's choice. */
 int kolo_bcast_choose(const kolo_algo_topo *t, size_t bytes, int channels) {
+  int o = overridden(t, KOLO_COLL_BROADCAST, kolo_bcast_may_run, bytes);
+  if (o >= 0) return o;
   int tree = KOLO_ALGO_TREE;
   if (kolo_bcast_may_run(t, KOLO_ALGO_DBTREE) &&
       (!kolo_bcast_may_run(t, KOLO_ALGO_TREE) || kolo_bcast_cost(KOLO_ALGO_DBTREE, t, bytes, channels) <
@@ -243,10 +260,12 @@ double kolo_ag_cost(int algo, const kolo_algo_topo *t, size_t bytes, int channel
  * ranks up). */
 int kolo_ag_may_run(const kolo_algo_topo *t, int algo) {
   if (algo != KOLO_ALGO_RING && algo != KOLO_ALGO_BRUCK) return 0;
-  if (t->ag_allowed == 0) return algo == KOLO_ALGO_RING || !t->no_auto_peers;
+  if (t->ag_allowed == 0)
+    return algo == KOLO_ALGO_RING || !t->no_auto_peers || measured(t, KOLO_COLL_ALL_GATHER, algo);
   return (t->ag_allowed >> algo) & 1u;
 }
 
 int kolo_ag_choose(const kolo_algo_topo *t, size_t bytes, int channels) {
-  return ring_or(KOLO_ALGO_BRUCK, kolo_ag_may_run, kolo_ag_cost, t, bytes, channels);
+  int o = overridden(t, KOLO_COLL_ALL_GATHER, kolo_ag_may_run, bytes);
+  return o >= 0 ? o : ring_or(KOLO_ALGO_BRUCK, kolo_ag_may_run, kolo_ag_cost, t, bytes, channels);
 }

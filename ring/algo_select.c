@@ -1,6 +1,7 @@
 /* algo_select.c - KOLO_ALGO's lists, exclusions and per-collective entries
  * (algo_select.h).  Pure string work: the fuzz target links it. */
 #include "ring/algo_select.h"
+#include "ring/schedule.h"
 #include "ring/tuning.h"
 
 #include <stdio.h>
@@ -142,9 +143,12 @@ int kolo_algo_allow_single(unsigned allowed) {
 int kolo_algo_may_run(const kolo_algo_topo *t, int algo) {
   if (algo < 0 || algo >= KOLO_ALGO_NUM || !((KOLO_ALGO_ALL_REDUCE_SET >> algo) & 1u)) return 0;
   if (t->allowed != 0) return (t->allowed >> algo) & 1u;
-  if (algo == KOLO_ALGO_DIRECT) /* by name only: algo.h */
-    return t->tuned != NULL && kolo_tuned_names(t->tuned, algo, t->nranks) && !t->no_auto_peers;
-  return !(t->no_auto_peers && kolo_algo_is_multi_peer(algo));
+  /* a tuning file's override names it (on a CUDA communicator, one that
+   * says its memory kind: measured on a GPU) */
+  const int measured =
+      t->tuned != NULL && kolo_tuned_names(t->tuned, KOLO_COLL_ALL_REDUCE, algo, t->nranks, t->no_auto_peers);
+  if (algo == KOLO_ALGO_DIRECT) return measured; /* by name only: algo.h */
+  return !(t->no_auto_peers && kolo_algo_is_multi_peer(algo)) || measured;
 }
 
 const char *kolo_algo_allow_text(unsigned allowed, char *out, size_t len) {

@@ -10,7 +10,7 @@
 #include "ring/schedule.h"
 
 #define MAX_LINE 256
-#define MAX_WORDS 8
+#define MAX_WORDS 10
 
 static const char *const link_names[KOLO_LINK_NUM] = {"shm", "socket", "ib", "cuda-p2p"};
 
@@ -89,43 +89,89 @@ static int link_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
 /* "ranks N" at w[0..1]: N in 1..2^20 into *out. */
 static int ranks_words(const ctx *c, char *w[], int *out) {
   char *end;
-  if (strcmp(w[0], "ranks") != 0) return bad(c, "after MAX_BYTES a line takes \"ranks N\", not", w[0]);
   long v = (*w[1] >= '1' && *w[1] <= '9') ? strtol(w[1], &end, 10) : -1;
   if (v < 1 || v > (1 << 20) || *end != '\0') return bad(c, "ranks is a whole number in 1..2^20, not", w[1]);
   *out = (int)v;
   return 0;
 }
 
-/* A size range "MIN MAX" at w[0..1], then "[ranks N]" at w[2..3] when
- * nwords is 4: into *lo, *hi, *nranks (0: any). */
-static int range_words(const ctx *c, char *w[], int nwords, uint64_t *lo, uint64_t *hi, int *nranks) {
-  if (bytes(c, w[0], lo) || bytes(c, w[1], hi)) return -1;
-  if (*lo > *hi) return bad(c, "the size range is empty: min is above max", NULL);
-  *nranks = 0;
-  return nwords == 4 ? ranks_words(c, w + 2, nranks) : 0;
+/* "mem host|cuda" at w[0..1] into *out. */
+static int mem_words(const ctx *c, char *w[], int *out) {
+  if (strcmp(w[1], "host") == 0) *out = KOLO_TUNE_MEM_HOST;
+  else if (strcmp(w[1], "cuda") == 0) *out = KOLO_TUNE_MEM_CUDA;
+  else return bad(c, "mem is host or cuda, not", w[1]);
+  return 0;
+}
+
+typedef struct {
+  uint64_t lo, hi;
+  int nranks, mem; /* 0: any */
+} line_scope;
+
+/* "MIN MAX [ranks N] [mem host|cuda]": the nwords words at w. */
+static int scope_words(const ctx *c, char *w[], int nwords, line_scope *out) {
+  *out = (line_scope){0, 0, 0, KOLO_TUNE_MEM_ANY};
+  if (bytes(c, w[0], &out->lo) || bytes(c, w[1], &out->hi)) return -1;
+  if (out->lo > out->hi) return bad(c, "the size range is empty: min is above max", NULL);
+  int i = 2;
+  if (i + 1 < nwords && strcmp(w[i], "ranks") == 0) {
+    if (ranks_words(c, w + i, &out->nranks)) return -1;
+    i += 2;
+  }
+  if (i + 1 < nwords && strcmp(w[i], "mem") == 0) {
+    if (mem_words(c, w + i, &out->mem)) return -1;
+    i += 2;
+  }
+  if (i < nwords) return bad(c, "after MAX_BYTES a line takes \"ranks N\", then \"mem host|cuda\", not", w[i]);
+  return 0;
+}
+
+/* The collective named w, or -1. */
+static int coll_of(const char *w) {
+  for (int k = 0; k < KOLO_COLL_NUM; k++)
+    if (coll_names[k] && strcmp(w, coll_names[k]) == 0) return k;
+  return -1;
+}
+
+/* The algorithms an override of coll may name (ring/algo.h's sets), 0:
+ * coll has no choice. */
+static unsigned override_set(int coll) {
+  return coll == KOLO_COLL_ALL_REDUCE  ? KOLO_ALGO_ALL_REDUCE_SET
+         : coll == KOLO_COLL_BROADCAST ? KOLO_ALGO_BCAST_SET
+         : coll == KOLO_COLL_ALL_GATHER ? KOLO_ALGO_AG_SET
+                                        : 0u;
 }
 
 static int override_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
-  if (n != 5 && n != 7)
-    return bad(c, "an override line is: override allreduce ALGORITHM MIN_BYTES MAX_BYTES [ranks N]", NULL);
-  if (strcmp(w[1], "allreduce") != 0) return bad(c, "only the all-reduce has a choice of algorithm, not", w[1]);
+  if (n < 5)
+    return bad(c, "an override line is: override COLLECTIVE ALGORITHM MIN_BYTES MAX_BYTES [ranks N] [mem host|cuda]",
+               NULL);
   if (f->noverrides == KOLO_TUNING_MAX_OVERRIDES) return bad(c, "more than 32 overrides", NULL);
   kolo_tune_override *o = &f->ov[f->noverrides];
+  o->coll = coll_of(w[1]);
+  unsigned set = override_set(o->coll);
+  if (set == 0)
+    return bad(c, "only the all-reduce, the broadcast and the all-gather have a choice of algorithm, not", w[1]);
   o->algo = kolo_algo_parse(w[2]);
-  if (o->algo < 0 || !((KOLO_ALGO_ALL_REDUCE_SET >> o->algo) & 1u)) /* not tree, dbtree, bruck: never an all-reduce's */
-    return bad(c, "no all-reduce algorithm (ring, hier, rd, rabenseifner, direct) named", w[2]);
-  if (range_words(c, w + 3, n - 3, &o->lo, &o->hi, &o->nranks)) return -1;
+  if (o->algo < 0 || !((set >> o->algo) & 1u)) {
+    const char *what = o->coll == KOLO_COLL_ALL_REDUCE ? "no all-reduce algorithm (ring, hier, rd, rabenseifner, direct) named"
+                       : o->coll == KOLO_COLL_BROADCAST ? "no broadcast algorithm (ring, tree, dbtree) named"
+                                                        : "no all-gather algorithm (ring, bruck) named";
+    return bad(c, what, w[2]);
+  }
+  line_scope sc;
+  if (scope_words(c, w + 3, n - 3, &sc)) return -1;
+  o->lo = sc.lo, o->hi = sc.hi, o->nranks = sc.nranks, o->mem = sc.mem;
   f->noverrides++;
   return 0;
 }
 
 static int channels_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
-  if (n != 5 && n != 7) return bad(c, "a channels line is: channels COLLECTIVE CHANNELS MIN_BYTES MAX_BYTES [ranks N]", NULL);
+  if (n < 5)
+    return bad(c, "a channels line is: channels COLLECTIVE CHANNELS MIN_BYTES MAX_BYTES [ranks N] [mem host|cuda]", NULL);
   if (f->nchannel_lines == KOLO_TUNING_MAX_CHANNEL_LINES) return bad(c, "more than 32 channels lines", NULL);
   kolo_tune_channels *l = &f->ch[f->nchannel_lines];
-  l->coll = -1;
-  for (int k = 0; k < KOLO_COLL_NUM; k++)
-    if (coll_names[k] && strcmp(w[1], coll_names[k]) == 0) l->coll = k;
+  l->coll = coll_of(w[1]);
   if (l->coll < 0)
     return bad(c, "no collective (allreduce, reducescatter, allgather, broadcast, reduce, alltoall, gather, scatter) named",
                w[1]);
@@ -133,7 +179,9 @@ static int channels_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
   long v = (*w[2] >= '1' && *w[2] <= '9') ? strtol(w[2], &end, 10) : -1;
   if (v < 1 || v > KOLO_TUNING_MAX_CHANNELS || *end != '\0') return bad(c, "channels is a whole number in 1..16, not", w[2]);
   l->channels = (int)v;
-  if (range_words(c, w + 3, n - 3, &l->lo, &l->hi, &l->nranks)) return -1;
+  line_scope sc;
+  if (scope_words(c, w + 3, n - 3, &sc)) return -1;
+  l->lo = sc.lo, l->hi = sc.hi, l->nranks = sc.nranks, l->mem = sc.mem;
   f->nchannel_lines++;
   return 0;
 }
@@ -176,15 +224,19 @@ int kolo_tuning_parse(const char *text, size_t len, const char *name, kolo_tunin
   return 0;
 }
 
+/* 1 when a line for memory kind `mem` holds on communicators of `kind`. */
+static int for_mem(int mem, int kind) { return mem == KOLO_TUNE_MEM_ANY || mem == kind; }
+
 void kolo_tuning_resolve(const kolo_tuning *f, int host_link, int net_link, kolo_tuned *out) {
   memset(out, 0, sizeof *out);
   const kolo_tune_link *h = &f->link[host_link], *n = &f->link[net_link];
   if (h->set) out->a_host = h->alpha_us * 1e-6, out->b_host = h->beta_gbs * 1e9;
   if (n->set) out->a_net = n->alpha_us * 1e-6, out->b_net = n->beta_gbs * 1e9;
-  out->noverrides = f->noverrides;
-  memcpy(out->ov, f->ov, sizeof f->ov);
-  out->nchannel_lines = f->nchannel_lines;
-  memcpy(out->ch, f->ch, sizeof f->ch);
+  const int kind = host_link == KOLO_LINK_CUDA_P2P ? KOLO_TUNE_MEM_CUDA : KOLO_TUNE_MEM_HOST;
+  for (int i = 0; i < f->noverrides; i++)
+    if (for_mem(f->ov[i].mem, kind)) out->ov[out->noverrides++] = f->ov[i];
+  for (int i = 0; i < f->nchannel_lines; i++)
+    if (for_mem(f->ch[i].mem, kind)) out->ch[out->nchannel_lines++] = f->ch[i];
 }
 
 /* 1 when a line for `line_ranks` ranks (0: any) holds on communicators of
@@ -197,16 +249,20 @@ static int holds(uint64_t lo, uint64_t hi, int line_ranks, size_t bytes, int nra
   return bytes >= lo && bytes <= hi && for_ranks(line_ranks, nranks);
 }
 
-int kolo_tuned_names(const kolo_tuned *t, int algo, int nranks) {
-  for (int i = 0; i < t->noverrides; i++)
-    if (t->ov[i].algo == algo && for_ranks(t->ov[i].nranks, nranks)) return 1;
+int kolo_tuned_names(const kolo_tuned *t, int coll, int algo, int nranks, int mem_only) {
+  for (int i = 0; i < t->noverrides; i++) {
+    const kolo_tune_override *o = &t->ov[i];
+    if (o->coll == coll && o->algo == algo && for_ranks(o->nranks, nranks) && (!mem_only || o->mem != KOLO_TUNE_MEM_ANY))
+      return 1;
+  }
   return 0;
 }
 
-/* The first override whose range (and rank count) holds the call wins. */
-int kolo_tuned_override(const kolo_tuned *t, size_t bytes, int nranks) {
+/* The first override of coll whose range (and rank count) holds the call
+ * wins. */
+int kolo_tuned_override(const kolo_tuned *t, int coll, size_t bytes, int nranks) {
   for (int i = 0; i < t->noverrides; i++)
-    if (holds(t->ov[i].lo, t->ov[i].hi, t->ov[i].nranks, bytes, nranks)) return t->ov[i].algo;
+    if (t->ov[i].coll == coll && holds(t->ov[i].lo, t->ov[i].hi, t->ov[i].nranks, bytes, nranks)) return t->ov[i].algo;
   return -1;
 }
 
@@ -225,10 +281,11 @@ int kolo_tuned_max_channels(const kolo_tuned *t, int nranks) {
   return most;
 }
 
-/* " ranks N\n", or "\n" for a line that holds on any rank count. */
-static void write_ranks(FILE *out, int nranks) {
-  if (nranks > 0) fprintf(out, " ranks %d\n", nranks);
-  else fputc('\n', out);
+/* " ranks N", " mem host|cuda" where the line has them, then "\n". */
+static void write_scope(FILE *out, int nranks, int mem) {
+  if (nranks > 0) fprintf(out, " ranks %d", nranks);
+  if (mem != KOLO_TUNE_MEM_ANY) fprintf(out, " mem %s", mem == KOLO_TUNE_MEM_CUDA ? "cuda" : "host");
+  fputc('\n', out);
 }
 
 int kolo_tuning_write(FILE *out, const kolo_tuning *f, const char *comment) {
@@ -237,15 +294,16 @@ int kolo_tuning_write(FILE *out, const kolo_tuning *f, const char *comment) {
   for (int l = 0; l < KOLO_LINK_NUM; l++)
     if (f->link[l].set) fprintf(out, "link %s %.6g %.6g\n", link_names[l], f->link[l].alpha_us, f->link[l].beta_gbs);
   for (int i = 0; i < f->noverrides; i++) {
-    fprintf(out, "override allreduce %s %llu %llu", kolo_algo_name(f->ov[i].algo), (unsigned long long)f->ov[i].lo,
-            (unsigned long long)f->ov[i].hi);
-    write_ranks(out, f->ov[i].nranks);
+    const kolo_tune_override *o = &f->ov[i];
+    fprintf(out, "override %s %s %llu %llu", kolo_tuning_coll_name(o->coll), kolo_algo_name(o->algo),
+            (unsigned long long)o->lo, (unsigned long long)o->hi);
+    write_scope(out, o->nranks, o->mem);
   }
   for (int i = 0; i < f->nchannel_lines; i++) {
     const kolo_tune_channels *l = &f->ch[i];
     fprintf(out, "channels %s %d %llu %llu", kolo_tuning_coll_name(l->coll), l->channels, (unsigned long long)l->lo,
             (unsigned long long)l->hi);
-    write_ranks(out, l->nranks);
+    write_scope(out, l->nranks, l->mem);
   }
   return ferror(out) ? -1 : 0;
 }

@@ -8,8 +8,14 @@
  *   link socket 18 1.1
  *   override allreduce rd 0 65536 # collective, algorithm, bytes min..max
  *   override allreduce direct 65537 1048576 ranks 8   # ... for 8 ranks only
+ *   override broadcast dbtree 131072 1048576 ranks 8 mem host   # ... host memory only
  *   channels allreduce 1 0 4194304 ranks 4   # collective, channels, bytes min..max
  *
+ * Overrides name the all-reduce's, the broadcast's or the all-gather's
+ * algorithms.  After MAX, "ranks N" and "mem host|cuda" (in that order,
+ * either left out) narrow a line to communicators of N ranks and of that
+ * memory kind: kolo-perf tune measures on one, and what wins in host memory
+ * need not win on a GPU.
  * Transports: shm (ranks of one host, host memory), socket and ib (the
  * network), cuda-p2p (ranks of one host, CUDA memory).  A transport the
  * file leaves out keeps the compiled constant (ring/algo.c).  The parser
@@ -29,6 +35,9 @@
 #define KOLO_TUNING_MAX_CHANNEL_LINES 32
 #define KOLO_TUNING_MAX_CHANNELS 16 /* core/comm.h's KOLO_MAX_CHANNELS (checked there) */
 
+/* The memory kind a line holds for (its "mem" word). */
+enum { KOLO_TUNE_MEM_ANY = 0, KOLO_TUNE_MEM_HOST, KOLO_TUNE_MEM_CUDA };
+
 enum { KOLO_LINK_SHM, KOLO_LINK_SOCKET, KOLO_LINK_IB, KOLO_LINK_CUDA_P2P, KOLO_LINK_NUM };
 
 typedef struct {
@@ -38,9 +47,11 @@ typedef struct {
 } kolo_tune_link;
 
 typedef struct {
-  int algo;         /* KOLO_ALGO_* (ring/algo.h) */
-  uint64_t lo, hi;  /* all-reduces of lo..hi bytes */
+  int coll;         /* KOLO_COLL_ALL_REDUCE, _BROADCAST or _ALL_GATHER (ring/schedule.h) */
+  int algo;         /* KOLO_ALGO_* (ring/algo.h), one of coll's */
+  uint64_t lo, hi;  /* calls of lo..hi bytes (a broadcast's, an all-gather's per rank) */
   int nranks;       /* on communicators of this many ranks; 0: any */
+  int mem;          /* KOLO_TUNE_MEM_* */
 } kolo_tune_override;
 
 /* How many channels calls of one collective and size range use. */
@@ -49,6 +60,7 @@ typedef struct {
   int channels;     /* 1..KOLO_TUNING_MAX_CHANNELS */
   uint64_t lo, hi;  /* calls of lo..hi bytes (count x type size, as the API takes it) */
   int nranks;       /* on communicators of this many ranks; 0: any */
+  int mem;          /* KOLO_TUNE_MEM_* */
 } kolo_tune_channels;
 
 typedef struct {
@@ -74,13 +86,17 @@ typedef struct kolo_tuned {
  * in why. */
 int kolo_tuning_parse(const char *text, size_t len, const char *name, kolo_tuning *out, char *why, size_t why_len);
 /* The constants of one communicator: host_link (shm or cuda-p2p) within a
- * host, net_link (socket or ib) between hosts. */
+ * host, net_link (socket or ib) between hosts; and the lines that hold for
+ * its memory kind (CUDA where host_link is cuda-p2p, else host). */
 void kolo_tuning_resolve(const kolo_tuning *f, int host_link, int net_link, kolo_tuned *out);
-/* The algorithm an override gives an all-reduce of `bytes` on nranks
- * ranks, or -1. */
-int kolo_tuned_override(const kolo_tuned *t, size_t bytes, int nranks);
-/* 1 when some override for nranks ranks names algo. */
-int kolo_tuned_names(const kolo_tuned *t, int algo, int nranks);
+/* The algorithm an override gives a call of collective coll and `bytes`
+ * on nranks ranks (the first line holding it), or -1. */
+int kolo_tuned_override(const kolo_tuned *t, int coll, size_t bytes, int nranks);
+/* 1 when some override of coll for nranks ranks names algo; with
+ * mem_only, only an override whose line says its memory kind counts
+ * (kolo_algo_topo.no_auto_peers: a CUDA communicator weighs the
+ * multi-peer algorithms only where they were measured on a GPU). */
+int kolo_tuned_names(const kolo_tuned *t, int coll, int algo, int nranks, int mem_only);
 /* The channels a `channels` line gives a call of collective coll and
  * `bytes` on nranks ranks (the first line holding it), or 0: none does. */
 int kolo_tuned_channels(const kolo_tuned *t, int coll, size_t bytes, int nranks);

@@ -166,8 +166,9 @@ TEST(Tuning, ParsesLinksAndOverrides) {
   kolo_tuning_resolve(&f, KOLO_LINK_SHM, KOLO_LINK_IB, &t);
   EXPECT_DOUBLE_EQ(t.a_host, 0.5e-6);
   EXPECT_EQ(t.a_net, 0.0);  // ib left out: the compiled constant stays
-  EXPECT_EQ(kolo_tuned_override(&t, 100, 4), KOLO_ALGO_RD);
-  EXPECT_EQ(kolo_tuned_override(&t, 5000, 4), -1);
+  EXPECT_EQ(kolo_tuned_override(&t, KOLO_COLL_ALL_REDUCE, 100, 4), KOLO_ALGO_RD);
+  EXPECT_EQ(kolo_tuned_override(&t, KOLO_COLL_ALL_REDUCE, 5000, 4), -1);
+  EXPECT_EQ(kolo_tuned_override(&t, KOLO_COLL_BROADCAST, 100, 4), -1);  // the all-reduce's only
 }
 
 // "ranks N" narrows an override to communicators of N ranks: a file may
@@ -184,10 +185,10 @@ TEST(Tuning, OverridesForARankCount) {
   EXPECT_EQ(f.ov[2].nranks, 0);
   kolo_tuned t;
   kolo_tuning_resolve(&f, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &t);
-  EXPECT_EQ(kolo_tuned_override(&t, 1500, 8), KOLO_ALGO_DIRECT);
-  EXPECT_EQ(kolo_tuned_override(&t, 1500, 4), KOLO_ALGO_RING);
-  EXPECT_EQ(kolo_tuned_override(&t, 1500, 5), KOLO_ALGO_RD);  // no entry for 5: the one for any count
-  EXPECT_EQ(kolo_tuned_override(&t, 1800, 5), -1);
+  EXPECT_EQ(kolo_tuned_override(&t, KOLO_COLL_ALL_REDUCE, 1500, 8), KOLO_ALGO_DIRECT);
+  EXPECT_EQ(kolo_tuned_override(&t, KOLO_COLL_ALL_REDUCE, 1500, 4), KOLO_ALGO_RING);
+  EXPECT_EQ(kolo_tuned_override(&t, KOLO_COLL_ALL_REDUCE, 1500, 5), KOLO_ALGO_RD);  // no entry for 5: the one for any
+  EXPECT_EQ(kolo_tuned_override(&t, KOLO_COLL_ALL_REDUCE, 1800, 5), -1);
   kolo_algo_topo four{4, 1, 4, KOLO_ALGO_AUTO, 0, 0, &t, 0, 0}, eight{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, &t, 0, 0};
   EXPECT_FALSE(kolo_algo_may_run(&four, KOLO_ALGO_DIRECT));  // named for 8 ranks only
   EXPECT_TRUE(kolo_algo_may_run(&eight, KOLO_ALGO_DIRECT));
@@ -195,6 +196,51 @@ TEST(Tuning, OverridesForARankCount) {
     EXPECT_EQ(parse(std::string("kolo-tuning 1\noverride allreduce rd 0 1 ") + bad + "\n", &f, &why), -1) << bad;
     EXPECT_NE(why.find("t.tune:2:"), std::string::npos) << why;
   }
+}
+
+// Overrides of the broadcast and the all-gather, and "mem host|cuda": a
+// line holds on communicators of that memory kind only (resolve keeps it
+// or drops it), and on a CUDA communicator only a line that says "mem
+// cuda" lets the model run a multi-peer algorithm it leaves out there.
+TEST(Tuning, OverridesPerCollectiveAndMemory) {
+  kolo_tuning f;
+  std::string why;
+  ASSERT_EQ(parse("kolo-tuning 1\noverride broadcast dbtree 1000 2000 ranks 8 mem host\n"
+                  "override broadcast tree 1000 2000 ranks 8\noverride allgather bruck 0 64 mem cuda\n"
+                  "override allreduce rd 0 64 mem cuda\noverride allreduce rabenseifner 0 64\n"
+                  "channels broadcast 2 0 100 mem host\nchannels broadcast 3 0 100\n",
+                  &f, &why),
+            0)
+      << why;
+  kolo_tuned host, cuda;
+  kolo_tuning_resolve(&f, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &host);
+  kolo_tuning_resolve(&f, KOLO_LINK_CUDA_P2P, KOLO_LINK_SOCKET, &cuda);
+  EXPECT_EQ(host.noverrides, 3);
+  EXPECT_EQ(cuda.noverrides, 4);
+  EXPECT_EQ(kolo_tuned_override(&host, KOLO_COLL_BROADCAST, 1500, 8), KOLO_ALGO_DBTREE);
+  EXPECT_EQ(kolo_tuned_override(&cuda, KOLO_COLL_BROADCAST, 1500, 8), KOLO_ALGO_TREE);  // the host line dropped
+  EXPECT_EQ(kolo_tuned_override(&host, KOLO_COLL_ALL_GATHER, 10, 8), -1);
+  EXPECT_EQ(kolo_tuned_override(&cuda, KOLO_COLL_ALL_GATHER, 10, 8), KOLO_ALGO_BRUCK);
+  EXPECT_EQ(kolo_tuned_override(&host, KOLO_COLL_ALL_REDUCE, 10, 8), KOLO_ALGO_RABENSEIFNER);
+  EXPECT_EQ(kolo_tuned_override(&cuda, KOLO_COLL_ALL_REDUCE, 10, 8), KOLO_ALGO_RD);
+  EXPECT_EQ(kolo_tuned_channels(&host, KOLO_COLL_BROADCAST, 10, 8), 2);
+  EXPECT_EQ(kolo_tuned_channels(&cuda, KOLO_COLL_BROADCAST, 10, 8), 3);
+  // The model: host, no KOLO_ALGO entry, the overrides' trees run; CUDA
+  // (no_auto_peers) runs only what a "mem cuda" line names.
+  kolo_algo_topo h{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, &host, 0, 0}, c{8, 1, 8, KOLO_ALGO_AUTO, 1, 0, &cuda, 0, 0};
+  EXPECT_EQ(kolo_bcast_choose(&h, 1500, 1), KOLO_ALGO_DBTREE);
+  // no override holds: the model, weighing the trees the file names (as
+  // an override naming the direct all-reduce lets it weigh that)
+  EXPECT_EQ(kolo_bcast_choose(&h, 5000, 1), KOLO_ALGO_TREE);
+  EXPECT_EQ(kolo_bcast_choose(&h, 1 << 24, 1), KOLO_ALGO_RING);
+  EXPECT_EQ(kolo_bcast_choose(&c, 1500, 1), KOLO_ALGO_RING);  // tree: a line without "mem"
+  EXPECT_FALSE(kolo_bcast_may_run(&c, KOLO_ALGO_TREE));
+  EXPECT_EQ(kolo_ag_choose(&c, 10, 1), KOLO_ALGO_BRUCK);
+  EXPECT_TRUE(kolo_algo_may_run(&c, KOLO_ALGO_RD));
+  EXPECT_FALSE(kolo_algo_may_run(&c, KOLO_ALGO_RABENSEIFNER));
+  EXPECT_EQ(kolo_algo_choose(&c, 10, 1), KOLO_ALGO_RD);
+  h.bcast_allowed = 1u << KOLO_ALGO_RING;  // KOLO_ALGO's entry wins over the file
+  EXPECT_EQ(kolo_bcast_choose(&h, 1500, 1), KOLO_ALGO_RING);
 }
 
 // `channels COLL C MIN MAX [ranks N]`: how many channels calls of a
@@ -235,9 +281,13 @@ TEST(Tuning, ChannelsLines) {
       {"channels send 2 0 5", "no collective (allreduce, reducescatter, allgather, broadcast, reduce, alltoall, gather, "
                               "scatter) named \"send\""},
       {"channels allreduce 2 9 5", "the size range is empty"},
-      {"channels allreduce 2 0", "a channels line is: channels COLLECTIVE CHANNELS MIN_BYTES MAX_BYTES [ranks N]"},
+      {"channels allreduce 2 0",
+       "a channels line is: channels COLLECTIVE CHANNELS MIN_BYTES MAX_BYTES [ranks N] [mem host|cuda]"},
       {"channels allreduce 2 0 5 ranks 0", "ranks is a whole number"},
-      {"channels allreduce 2 0 5 cores 4", "after MAX_BYTES a line takes \"ranks N\", not \"cores\""}};
+      {"channels allreduce 2 0 5 cores 4", "after MAX_BYTES a line takes \"ranks N\", then \"mem host|cuda\", not \"cores\""},
+      {"channels allreduce 2 0 5 mem gpu", "mem is host or cuda, not \"gpu\""},
+      {"channels allreduce 2 0 5 mem cuda ranks 4", "after MAX_BYTES a line takes \"ranks N\", then \"mem host|cuda\", not \"ranks\""},
+      {"channels allreduce 2 0 5 ranks", "after MAX_BYTES a line takes \"ranks N\", then \"mem host|cuda\", not \"ranks\""}};
   for (const auto &[line, want] : bad) {
     EXPECT_EQ(parse(std::string("kolo-tuning 1\n") + line + "\n", &f, &why), -1) << line;
     EXPECT_NE(why.find(std::string("t.tune:2: ") + want), std::string::npos) << line << ": " << why;
@@ -262,7 +312,14 @@ TEST(Tuning, RefusesWithFileAndLine) {
   EXPECT_EQ(parse("kolo-tuning 1\nlink shm 1 nan\n", &f, &why), -1);
   EXPECT_EQ(parse("kolo-tuning 1\noverride allreduce rd 10 5\n", &f, &why), -1);
   EXPECT_NE(why.find("empty"), std::string::npos) << why;
-  EXPECT_EQ(parse("kolo-tuning 1\noverride broadcast ring 0 5\n", &f, &why), -1);
+  EXPECT_EQ(parse("kolo-tuning 1\noverride reduce ring 0 5\n", &f, &why), -1);
+  EXPECT_NE(why.find("only the all-reduce, the broadcast and the all-gather have a choice of algorithm, not \"reduce\""),
+            std::string::npos)
+      << why;
+  EXPECT_EQ(parse("kolo-tuning 1\noverride broadcast rd 0 5\n", &f, &why), -1);
+  EXPECT_NE(why.find("t.tune:2: no broadcast algorithm (ring, tree, dbtree) named \"rd\""), std::string::npos) << why;
+  EXPECT_EQ(parse("kolo-tuning 1\noverride allgather tree 0 5\n", &f, &why), -1);
+  EXPECT_NE(why.find("t.tune:2: no all-gather algorithm (ring, bruck) named \"tree\""), std::string::npos) << why;
   for (const char *other : {"tree", "bruck", "dbtree"}) {  // another collective's: an override would be ignored
     EXPECT_EQ(parse(std::string("kolo-tuning 1\noverride allreduce ") + other + " 0 5\n", &f, &why), -1) << other;
     EXPECT_NE(why.find("t.tune:2: no all-reduce algorithm (ring, hier, rd, rabenseifner, direct) named"), std::string::npos)
@@ -278,11 +335,12 @@ TEST(Tuning, WriteReadsBack) {
   f.link[KOLO_LINK_SHM] = {1, 0.75, 9.5};
   f.link[KOLO_LINK_SOCKET] = {1, 25, 1.1};
   f.noverrides = 1;
-  f.ov[0] = {KOLO_ALGO_RABENSEIFNER, 1024, 65536, 0};
-  f.ov[1] = {KOLO_ALGO_DIRECT, 65537, 1 << 20, 8};
-  f.noverrides = 2;
-  f.ch[0] = {KOLO_COLL_ALL_REDUCE, 4, 0, 1 << 20, 4};
-  f.ch[1] = {KOLO_COLL_SCATTER, 16, 7, 7, 0};
+  f.ov[0] = {KOLO_COLL_ALL_REDUCE, KOLO_ALGO_RABENSEIFNER, 1024, 65536, 0, KOLO_TUNE_MEM_ANY};
+  f.ov[1] = {KOLO_COLL_ALL_REDUCE, KOLO_ALGO_DIRECT, 65537, 1 << 20, 8, KOLO_TUNE_MEM_HOST};
+  f.ov[2] = {KOLO_COLL_BROADCAST, KOLO_ALGO_DBTREE, 9, 10, 0, KOLO_TUNE_MEM_CUDA};
+  f.noverrides = 3;
+  f.ch[0] = {KOLO_COLL_ALL_REDUCE, 4, 0, 1 << 20, 4, KOLO_TUNE_MEM_ANY};
+  f.ch[1] = {KOLO_COLL_SCATTER, 16, 7, 7, 0, KOLO_TUNE_MEM_CUDA};
   f.nchannel_lines = 2;
   char *text = nullptr;
   size_t len = 0;
@@ -295,9 +353,15 @@ TEST(Tuning, WriteReadsBack) {
   EXPECT_DOUBLE_EQ(g.link[KOLO_LINK_SHM].alpha_us, 0.75);
   EXPECT_DOUBLE_EQ(g.link[KOLO_LINK_SOCKET].beta_gbs, 1.1);
   EXPECT_EQ(g.ov[0].hi, 65536u);
-  ASSERT_EQ(g.noverrides, 2);
+  ASSERT_EQ(g.noverrides, 3);
   EXPECT_EQ(g.ov[0].nranks, 0);
   EXPECT_EQ(g.ov[1].algo, KOLO_ALGO_DIRECT);
+  EXPECT_EQ(g.ov[1].mem, KOLO_TUNE_MEM_HOST);
+  EXPECT_EQ(g.ov[2].coll, KOLO_COLL_BROADCAST);
+  EXPECT_EQ(g.ov[2].algo, KOLO_ALGO_DBTREE);
+  EXPECT_EQ(g.ov[2].mem, KOLO_TUNE_MEM_CUDA);
+  EXPECT_EQ(g.ch[1].mem, KOLO_TUNE_MEM_CUDA);
+  EXPECT_EQ(g.ch[0].mem, KOLO_TUNE_MEM_ANY);
   EXPECT_EQ(g.ov[1].nranks, 8);
   ASSERT_EQ(g.nchannel_lines, 2);
   EXPECT_EQ(g.ch[0].coll, KOLO_COLL_ALL_REDUCE);

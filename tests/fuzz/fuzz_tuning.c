@@ -12,6 +12,7 @@
 
 #include "ring/algo.h"
 #include "ring/algo_select.h"
+#include "ring/schedule.h"
 #include "ring/tuning.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -19,14 +20,21 @@ static void check_ranges(const kolo_tuning *f) {
   for (int l = 0; l < KOLO_LINK_NUM; l++)
     if (f->link[l].set) FUZZ_REQUIRE(f->link[l].alpha_us > 0 && f->link[l].beta_gbs > 0);
   FUZZ_REQUIRE(f->noverrides >= 0 && f->noverrides <= KOLO_TUNING_MAX_OVERRIDES);
-  for (int i = 0; i < f->noverrides; i++)
-    FUZZ_REQUIRE(f->ov[i].algo >= 0 && f->ov[i].algo < KOLO_ALGO_NUM &&
-                 ((KOLO_ALGO_ALL_REDUCE_SET >> f->ov[i].algo) & 1u) && f->ov[i].lo <= f->ov[i].hi);
+  for (int i = 0; i < f->noverrides; i++) {
+    const kolo_tune_override *o = &f->ov[i];
+    unsigned set = o->coll == KOLO_COLL_ALL_REDUCE  ? KOLO_ALGO_ALL_REDUCE_SET
+                   : o->coll == KOLO_COLL_BROADCAST ? KOLO_ALGO_BCAST_SET
+                   : o->coll == KOLO_COLL_ALL_GATHER ? KOLO_ALGO_AG_SET
+                                                     : 0u;
+    FUZZ_REQUIRE(o->algo >= 0 && o->algo < KOLO_ALGO_NUM && ((set >> o->algo) & 1u) && o->lo <= o->hi);
+    FUZZ_REQUIRE(o->mem >= KOLO_TUNE_MEM_ANY && o->mem <= KOLO_TUNE_MEM_CUDA && o->nranks >= 0);
+  }
   FUZZ_REQUIRE(f->nchannel_lines >= 0 && f->nchannel_lines <= KOLO_TUNING_MAX_CHANNEL_LINES);
   for (int i = 0; i < f->nchannel_lines; i++) {
     const kolo_tune_channels *l = &f->ch[i];
     FUZZ_REQUIRE(strcmp(kolo_tuning_coll_name(l->coll), "?") != 0 && l->lo <= l->hi);
     FUZZ_REQUIRE(l->channels >= 1 && l->channels <= KOLO_TUNING_MAX_CHANNELS && l->nranks >= 0);
+    FUZZ_REQUIRE(l->mem >= KOLO_TUNE_MEM_ANY && l->mem <= KOLO_TUNE_MEM_CUDA);
   }
 }
 

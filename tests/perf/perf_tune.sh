@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/perf/perf_tune.sh KOLO_PERF - kolo-perf tune --quick writes a
 # tuning file with positive shm and socket constants, overrides and
-# channels lines covering every size, which
+# channels lines of the all-reduce, the broadcast and the all-gather
+# covering every size (for host memory), which
 # KOLO_TUNING_FILE loads at init (said at INFO, with each all-reduce
 # choice once per size bucket); a file with a bad line is refused at init
 # with FILE:LINE.  No timing is asserted: the figures only have to exist.
@@ -16,23 +17,24 @@ head -1 "$WORK/t.tune" | grep -qx "kolo-tuning 1" || fail "no header line in $(c
 for l in shm socket; do
   grep -Eq "^link $l [0-9.e+-]+ [0-9.e+-]+$" "$WORK/t.tune" || fail "no $l line in $(cat "$WORK/t.tune")"
 done
-# the crossovers: overrides for 2 ranks that cover every size once, in order
-awk '/^override/ {
-       if ($2 != "allreduce" || $3 !~ /^(ring|rd|rabenseifner|direct)$/ || $6 != "ranks" || $7 != 2) bad = 1
-       if ($4 != next_lo) bad = 1
-       next_lo = $5 + 1; n++ }
-     BEGIN { next_lo = 0 }
-     END { exit !(n > 0 && !bad && next_lo == 4611686018427387904) }' "$WORK/t.tune" ||
-  fail "the overrides do not cover 0 .. 2^62-1 once for 2 ranks: $(cat "$WORK/t.tune")"
-# the channel search: channels lines for 2 ranks, 1, 2 or 4 channels, covering every size once
-awk '/^channels/ {
-       if ($2 != "allreduce" || $3 !~ /^(1|2|4)$/ || $6 != "ranks" || $7 != 2) bad = 1
-       if ($4 != next_lo) bad = 1
-       next_lo = $5 + 1; n++ }
-     BEGIN { next_lo = 0 }
-     END { exit !(n > 0 && !bad && next_lo == 4611686018427387904) }' "$WORK/t.tune" ||
-  fail "the channels lines do not cover 0 .. 2^62-1 once for 2 ranks: $(cat "$WORK/t.tune")"
-want=$(awk '/^override/ && $4 == 0 { print $3 }' "$WORK/t.tune")
+# the crossovers: for each of the all-reduce, the broadcast and the
+# all-gather, overrides and channels lines for 2 ranks in host memory that
+# cover every size once, in order
+covers() {  # covers KIND: the KIND lines of the three collectives
+  awk -v k="$1" '$1 == k {
+       ok = $2 == "allreduce" && (k == "channels" || $3 ~ /^(ring|rd|rabenseifner|direct)$/)
+       ok = ok || ($2 == "broadcast" && (k == "channels" || $3 ~ /^(ring|tree|dbtree)$/))
+       ok = ok || ($2 == "allgather" && (k == "channels" || $3 ~ /^(ring|bruck)$/))
+       if (k == "channels" && $3 !~ /^(1|2|4)$/) ok = 0
+       if (!ok || $6 != "ranks" || $7 != 2 || $8 != "mem" || $9 != "host" || NF != 9) bad = 1
+       if ($4 != next_lo[$2] + 0) bad = 1
+       next_lo[$2] = $5 + 1; n++ }
+     END { for (c in next_lo) if (next_lo[c] != 4611686018427387904) bad = 1
+           exit !(n > 0 && !bad && length(next_lo) == 3) }' "$WORK/t.tune"
+}
+covers override || fail "the overrides do not cover 0 .. 2^62-1 once per collective for 2 ranks: $(cat "$WORK/t.tune")"
+covers channels || fail "the channels lines do not cover 0 .. 2^62-1 once per collective for 2 ranks: $(cat "$WORK/t.tune")"
+want=$(awk '/^override allreduce/ && $4 == 0 { print $3 }' "$WORK/t.tune")
 
 KOLO_TUNING_FILE="$WORK/t.tune" KOLO_DEBUG=INFO "$BIN" -P 2 -b 8 -e 4K -f 8 -n 1 -w 0 all_reduce > "$WORK/out.txt" 2>&1 ||
   fail "kolo-perf all_reduce with the tuned file"
@@ -41,7 +43,7 @@ n=$(grep -c "all-reduce of 8 B on 2 ranks" "$WORK/out.txt")
 [ "$n" -eq 1 ] || fail "the 8 B choice was logged $n times, not once"
 grep -q "all-reduce of 8 B on 2 ranks: $want (.*a KOLO_TUNING_FILE override), " "$WORK/out.txt" ||
   fail "8 B did not run the override's $want"
-ch=$(awk '/^channels/ && $4 == 0 { print $3 }' "$WORK/t.tune")
+ch=$(awk '/^channels allreduce/ && $4 == 0 { print $3 }' "$WORK/t.tune")
 grep -Eq "all-reduce of 8 B on 2 ranks: .*, $ch channels? \(a KOLO_TUNING_FILE channels line\)" "$WORK/out.txt" ||
   fail "8 B did not run on the channels line's $ch"
 
