@@ -51,6 +51,7 @@ void kolo_comm_log_choice(struct koloComm *c, size_t bytes, int channels, int al
 /* A collective with the ring and one or two others: the broadcast, the
  * all-gather. */
 typedef struct {
+  int kind;                /* KOLO_COLL_BROADCAST, KOLO_COLL_ALL_GATHER */
   const char *coll, *per;  /* "broadcast", and what its bytes are of */
   int nalgos;              /* 2 or 3 */
   int algos[3];            /* KOLO_ALGO_RING, the others */
@@ -74,13 +75,17 @@ static void log_some(struct koloComm *c, _Atomic uint64_t *logged, const some_al
     double us = w->cost(w->algos[i], &c->algo, bytes, channels) * 1e6;
     at += (size_t)snprintf(why + at, sizeof why - at, "%s%s %.1f us", at ? ", " : "", w->names[i], us);
   }
-  const char *how = kolo_algo_allow_single(w->allowed) != KOLO_ALGO_AUTO ? "; forced by KOLO_ALGO" : "";
+  const int over = c->algo.tuned != NULL && kolo_tuned_override(c->algo.tuned, w->kind, bytes, c->nranks) == algo;
+  const char *how = kolo_algo_allow_single(w->allowed) != KOLO_ALGO_AUTO ? "; forced by KOLO_ALGO"
+                    : over                                                ? "; a KOLO_TUNING_FILE override"
+                                                                          : "";
   KOLO_INFO("%s of %zu B%s on %d ranks: %s (cost %s%s)", w->coll, bytes, w->per, c->nranks, w->names[chosen], why,
             how);
 }
 
 void kolo_comm_log_bcast_choice(struct koloComm *c, size_t bytes, int channels, int algo) {
-  const some_algos w = {"broadcast",
+  const some_algos w = {KOLO_COLL_BROADCAST,
+                        "broadcast",
                         "",
                         3,
                         {KOLO_ALGO_RING, KOLO_ALGO_TREE, KOLO_ALGO_DBTREE},
@@ -92,7 +97,7 @@ void kolo_comm_log_bcast_choice(struct koloComm *c, size_t bytes, int channels, 
 }
 
 void kolo_comm_log_ag_choice(struct koloComm *c, size_t bytes, int channels, int algo) {
-  const some_algos w = {"all-gather",     " per rank", 2, {KOLO_ALGO_RING, KOLO_ALGO_BRUCK, 0}, {"ring", "bruck", ""},
-                        c->algo.ag_allowed, kolo_ag_may_run, kolo_ag_cost};
+  const some_algos w = {KOLO_COLL_ALL_GATHER, "all-gather",     " per rank", 2, {KOLO_ALGO_RING, KOLO_ALGO_BRUCK, 0},
+                        {"ring", "bruck", ""}, c->algo.ag_allowed, kolo_ag_may_run, kolo_ag_cost};
   log_some(c, &c->ag_logged, &w, bytes, channels, algo);
 }

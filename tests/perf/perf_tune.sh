@@ -47,6 +47,13 @@ ch=$(awk '/^channels allreduce/ && $4 == 0 { print $3 }' "$WORK/t.tune")
 grep -Eq "all-reduce of 8 B on 2 ranks: .*, $ch channels? \(a KOLO_TUNING_FILE channels line\)" "$WORK/out.txt" ||
   fail "8 B did not run on the channels line's $ch"
 
+# the broadcast's override at 8 B runs too (the log calls the ring "chain")
+wantb=$(awk '/^override broadcast/ && $4 == 0 { print ($3 == "ring" ? "chain" : $3) }' "$WORK/t.tune")
+KOLO_TUNING_FILE="$WORK/t.tune" KOLO_DEBUG=INFO "$BIN" -P 2 -b 8 -e 8 -n 1 -w 0 broadcast > "$WORK/out.txt" 2>&1 ||
+  fail "kolo-perf broadcast with the tuned file"
+grep -q "broadcast of 8 B on 2 ranks: $wantb (.*a KOLO_TUNING_FILE override)" "$WORK/out.txt" ||
+  fail "the 8 B broadcast did not run the override's $wantb"
+
 printf 'kolo-tuning 1\nlink shm 1 2\nlink shm 1 nope\n' > "$WORK/bad.tune"
 KOLO_TUNING_FILE="$WORK/bad.tune" "$BIN" -P 2 -b 8 -e 8 -n 1 -w 0 all_reduce > "$WORK/out.txt" 2>&1 &&
   fail "a bad tuning file was accepted"
