@@ -2739,10 +2739,8 @@ TEST(ScheduleStructure, TreeBroadcastPrograms) {
     }
 }
 
-// N = 1..16 x every root x counts x geometry, in and out of place, the
-// FIFO bound rotating, avg too (a broadcast must not divide): every
-// element of every rank's output, and no deadlock.
-TEST(ScheduleModel, TreeBroadcastGrid) {
+// A broadcast tree's grid (algo, seeds salted): every n, root, count.
+void broadcast_grid(int algo, uint64_t salt, const char *what) {
   Grid g;
   auto t0 = std::chrono::steady_clock::now();
   for (int n = 1; n <= 16 && g.go(); n++)
@@ -2750,40 +2748,47 @@ TEST(ScheduleModel, TreeBroadcastGrid) {
       for (size_t count : {(size_t)0, (size_t)1, (size_t)63, (size_t)65, (size_t)1000, (size_t)4097}) {
         Case c;
         c.coll = KOLO_COLL_BROADCAST;
-        c.algo = KOLO_ALGO_TREE;
+        c.algo = algo;
         c.nranks = n;
         c.root = root;
         c.count = count;
-        c.seed = mix(mix((uint64_t)n * 16 + (uint64_t)root, count), 0x72ee);
+        c.seed = mix(mix((uint64_t)n * 16 + (uint64_t)root, count), salt);
         draw_geometry_ring_in_place(c);
         c.op = (c.seed >> 24) & 1 ? ROp::kAvg : ROp::kSum;
         g.check(c, c.op == ROp::kAvg ? run_collective<double>(c) : run_collective<int64_t>(c));
       }
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
-  printf("[          ] %ld tree broadcast cases in %lld ms\n", g.cases, (long long)ms);
+  printf("[          ] %ld %s broadcast cases in %lld ms\n", g.cases, what, (long long)ms);
 }
 
-TEST(ScheduleModel, TreeBroadcastFewestSlots) {
-  // Connectors of 2 or 4 slots (a chunk is 1 or 2 of them), FIFOs bounded
-  // to them, many rounds: no deadlock, whatever the root.
+// Connectors of 2 or 4 slots (a chunk is 1 or 2 of them), FIFOs bounded
+// to them, many rounds: no deadlock, whatever the root (1-3 channels).
+void broadcast_fewest_slots(int algo, uint64_t salt, std::initializer_list<int> ns) {
   Grid g;
-  for (int n : {3, 5, 7, 12, 16})
+  for (int n : ns)
     for (int root : {0, 1, n - 1})
       for (int nslots : {2, 4}) {
         Case c;
         c.coll = KOLO_COLL_BROADCAST;
-        c.algo = KOLO_ALGO_TREE;
+        c.algo = algo;
         c.nranks = n;
         c.root = root;
         c.count = 1000;
         c.nslots = nslots;
         c.capacity = (size_t)nslots;
-        c.seed = mix(mix((uint64_t)n * 16 + (uint64_t)root, 1000), (uint64_t)nslots);
+        c.seed = mix(mix((uint64_t)n * 16 + (uint64_t)root, 1000), (uint64_t)nslots + salt);
         c.nchannels = kChannels[(c.seed >> 4) % 3];
         c.in_place = (c.seed >> 12) & 1;
         g.check(c, run_collective<int64_t>(c));
       }
 }
+
+// N = 1..16 x every root x counts x geometry, in and out of place, the
+// FIFO bound rotating, avg too (a broadcast must not divide): every
+// element of every rank's output, and no deadlock.
+TEST(ScheduleModel, TreeBroadcastGrid) { broadcast_grid(KOLO_ALGO_TREE, 0x72ee, "tree"); }
+
+TEST(ScheduleModel, TreeBroadcastFewestSlots) { broadcast_fewest_slots(KOLO_ALGO_TREE, 0, {3, 5, 7, 12, 16}); }
 
 // The model and the C checker refuse a tree whose inner rank forwards
 // nothing (a dropped step) or the wrong peer, and one whose ranks all
@@ -2871,47 +2876,10 @@ TEST(ScheduleStructure, DoubleTreeBroadcastPrograms) {
 // N = 1..16 x every root x counts x geometry (1, 2 or 3 channels: one tree,
 // both, both with the first twice), in and out of place, avg too: every
 // element of every rank's output, and no deadlock.
-TEST(ScheduleModel, DoubleTreeBroadcastGrid) {
-  Grid g;
-  auto t0 = std::chrono::steady_clock::now();
-  for (int n = 1; n <= 16 && g.go(); n++)
-    for (int root = 0; root < n; root++)
-      for (size_t count : {(size_t)0, (size_t)1, (size_t)63, (size_t)65, (size_t)1000, (size_t)4097}) {
-        Case c;
-        c.coll = KOLO_COLL_BROADCAST;
-        c.algo = KOLO_ALGO_DBTREE;
-        c.nranks = n;
-        c.root = root;
-        c.count = count;
-        c.seed = mix(mix((uint64_t)n * 16 + (uint64_t)root, count), 0xdb7ee);
-        draw_geometry_ring_in_place(c);
-        c.op = (c.seed >> 24) & 1 ? ROp::kAvg : ROp::kSum;
-        g.check(c, c.op == ROp::kAvg ? run_collective<double>(c) : run_collective<int64_t>(c));
-      }
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
-  printf("[          ] %ld double tree broadcast cases in %lld ms\n", g.cases, (long long)ms);
-}
+TEST(ScheduleModel, DoubleTreeBroadcastGrid) { broadcast_grid(KOLO_ALGO_DBTREE, 0xdb7ee, "double tree"); }
 
 TEST(ScheduleModel, DoubleTreeBroadcastFewestSlots) {
-  // Connectors of 2 or 4 slots, FIFOs bounded to them, many rounds: no
-  // deadlock, whatever the root, on one tree or both.
-  Grid g;
-  for (int n : {3, 4, 5, 7, 12, 16})
-    for (int root : {0, 1, n - 1})
-      for (int nslots : {2, 4}) {
-        Case c;
-        c.coll = KOLO_COLL_BROADCAST;
-        c.algo = KOLO_ALGO_DBTREE;
-        c.nranks = n;
-        c.root = root;
-        c.count = 1000;
-        c.nslots = nslots;
-        c.capacity = (size_t)nslots;
-        c.seed = mix(mix((uint64_t)n * 16 + (uint64_t)root, 1000), (uint64_t)nslots + 0xdb);
-        c.nchannels = kChannels[(c.seed >> 4) % 3];
-        c.in_place = (c.seed >> 12) & 1;
-        g.check(c, run_collective<int64_t>(c));
-      }
+  broadcast_fewest_slots(KOLO_ALGO_DBTREE, 0xdb, {3, 4, 5, 7, 12, 16});
 }
 
 // The model and the C checker refuse a double tree with a dropped step or
