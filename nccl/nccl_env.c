@@ -5,7 +5,7 @@
  * translated where the two spell it differently (NCCL_NET=IB is kolo's ib,
  * NCCL_ALGO=Ring its ring, NCCL_DEBUG=VERSION a WARN log with the version
  * line); kolo's own name wins when both are set.  A value kolo cannot honour
- * (NCCL_ALGO=Tree: kolo has no tree yet; NCCL_PROTO=LL128) is said once at
+ * (NCCL_ALGO=Tree: kolo has no all-reduce tree yet; NCCL_PROTO=LL128) is said once at
  * WARN and kolo's own choice is used; an NCCL_PROTO kolo cannot read fails
  * init, as KOLO_PROTO does (and NCCL does).  At the first init, the NCCL_*
  * variables set that kolo does not know are listed once at INFO. */
@@ -52,7 +52,7 @@ static const char *net_name(alias *name, const char *v) {
 }
 
 /* kolo's all-reduce algorithms are ring, hier, rd, rabenseifner and direct,
- * its broadcast's ring and tree, its all-gather's ring and bruck (a name
+ * its broadcast's ring, tree and dbtree, its all-gather's ring and bruck (a name
  * NCCL lacks, taken as KOLO_ALGO takes it); NCCL's Ring is kolo's ring
  * (NCCL's Tree is an all-reduce algorithm, so a bare "Tree" is refused as
  * KOLO_ALGO's is).
@@ -64,8 +64,9 @@ static const char *algo_name(alias *name, const char *v) {
   if (kolo_algo_allow_parse(v, why, sizeof why) >= 0) return v;
   if (v[0] == '^' && strcasestr(v, "ring") == NULL) return NULL;
   return refuse(name, v,
-                "kolo has the ring, its hierarchical ring, recursive doubling, Rabenseifner's and direct (a tree "
-                "for broadcast and Bruck's for all-gather only), no all-reduce tree, NVLS or CollNet yet");
+                "kolo has the ring, its hierarchical ring, recursive doubling, Rabenseifner's and direct (binomial "
+                "and double binary trees for broadcast and Bruck's for all-gather only), no all-reduce tree, NVLS "
+                "or CollNet yet");
 }
 
 /* NCCL_PROTO takes KOLO_PROTO's syntax (core/proto_select.h), which is
