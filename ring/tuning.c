@@ -146,7 +146,7 @@ static int override_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
   if (n < 5)
     return bad(c, "an override line is: override COLLECTIVE ALGORITHM MIN_BYTES MAX_BYTES [ranks N] [mem host|cuda]",
                NULL);
-  if (f->noverrides == KOLO_TUNING_MAX_OVERRIDES) return bad(c, "more than 32 overrides", NULL);
+  if (f->noverrides == KOLO_TUNING_MAX_OVERRIDES) return bad(c, "more than 128 overrides", NULL);
   kolo_tune_override *o = &f->ov[f->noverrides];
   o->coll = coll_of(w[1]);
   unsigned set = override_set(o->coll);
@@ -169,7 +169,7 @@ static int override_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
 static int channels_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
   if (n < 5)
     return bad(c, "a channels line is: channels COLLECTIVE CHANNELS MIN_BYTES MAX_BYTES [ranks N] [mem host|cuda]", NULL);
-  if (f->nchannel_lines == KOLO_TUNING_MAX_CHANNEL_LINES) return bad(c, "more than 32 channels lines", NULL);
+  if (f->nchannel_lines == KOLO_TUNING_MAX_CHANNEL_LINES) return bad(c, "more than 128 channels lines", NULL);
   kolo_tune_channels *l = &f->ch[f->nchannel_lines];
   l->coll = coll_of(w[1]);
   if (l->coll < 0)

@@ -31,8 +31,10 @@
 #include <stdio.h>
 
 #define KOLO_TUNING_VERSION 1
-#define KOLO_TUNING_MAX_OVERRIDES 32
-#define KOLO_TUNING_MAX_CHANNEL_LINES 32
+/* Lines a file may hold: a tune writes a few per collective (three of
+ * them) and rank count, and a file joins several rank counts. */
+#define KOLO_TUNING_MAX_OVERRIDES 128
+#define KOLO_TUNING_MAX_CHANNEL_LINES 128
 #define KOLO_TUNING_MAX_CHANNELS 16 /* core/comm.h's KOLO_MAX_CHANNELS (checked there) */
 
 /* The memory kind a line holds for (its "mem" word). */

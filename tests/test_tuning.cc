@@ -293,9 +293,13 @@ TEST(Tuning, ChannelsLines) {
     EXPECT_NE(why.find(std::string("t.tune:2: ") + want), std::string::npos) << line << ": " << why;
   }
   std::string many = "kolo-tuning 1\n";
-  for (int i = 0; i < 33; i++) many += "channels allreduce 1 0 1\n";
+  for (int i = 0; i < 129; i++) many += "channels allreduce 1 0 1\n";
   EXPECT_EQ(parse(many, &f, &why), -1);
-  EXPECT_NE(why.find("t.tune:34: more than 32 channels lines"), std::string::npos) << why;
+  EXPECT_NE(why.find("t.tune:130: more than 128 channels lines"), std::string::npos) << why;
+  std::string overrides = "kolo-tuning 1\n";
+  for (int i = 0; i < 129; i++) overrides += "override broadcast tree 0 1\n";
+  EXPECT_EQ(parse(overrides, &f, &why), -1);
+  EXPECT_NE(why.find("t.tune:130: more than 128 overrides"), std::string::npos) << why;
 }
 
 TEST(Tuning, RefusesWithFileAndLine) {
