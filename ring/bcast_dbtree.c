@@ -88,41 +88,9 @@ static int tree_peers(int n, int root, int v, int tree, int *parent, int kids[2]
   return k;
 }
 
-/* Fills q: first step from the parent (or in, at the root) to out and the
- * first child, then out to the second. */
-static koloResult_t fill(kolo_program *q, int has_parent, int parent, const int kids[2], int nkids) {
-  if (kolo_program_alloc(q, nkids > 1 ? 2 : 1, KOLO_LAYOUT_FLAT) != koloSuccess ||
-      kolo_program_alloc_peers(q, nkids + has_parent) != koloSuccess)
-    return koloSystemError;
-  for (int k = 0; k < nkids; k++) q->peers[k].rank = kids[k];
-  if (has_parent) q->peers[nkids].rank = parent;
-  int first = !has_parent ? KOLO_STEP_COPY_SEND : nkids > 0 ? KOLO_STEP_RECV_COPY_SEND : KOLO_STEP_RECV;
-  kolo_program_set(q, 0, first, 0, KOLO_BUF_IN, 0, KOLO_BUF_OUT, 0);
-  kolo_program_set_peers(q, 0, 0, has_parent ? nkids : 0);
-  if (nkids > 1) {
-    kolo_program_set(q, 1, KOLO_STEP_SEND, 0, has_parent ? KOLO_BUF_OUT : KOLO_BUF_IN, 0, KOLO_BUF_OUT, 0);
-    kolo_program_set_peers(q, 1, 1, 0);
-  }
-  return koloSuccess;
-}
-
 koloResult_t kolo_sched_broadcast_dbtree(int n, int rank, int root, int channel, kolo_program *out) {
-  kolo_program q = {0};
-  koloResult_t res;
-  if (n == 1) {
-    res = kolo_program_alloc(&q, 1, KOLO_LAYOUT_FLAT);
-    if (res == koloSuccess) kolo_program_set(&q, 0, KOLO_STEP_COPY, 0, KOLO_BUF_IN, 0, KOLO_BUF_OUT, 0);
-  } else {
-    int v = (rank - root + n) % n, parent = -1, kids[2], nkids;
-    if (v == 0) kids[0] = (v_of(pow2_floor(n - 1), n - 1, channel % 2) + root) % n, nkids = 1;
-    else nkids = tree_peers(n, root, v, channel % 2, &parent, kids);
-    res = fill(&q, v != 0, parent, kids, nkids);
-    if (res == koloSuccess) kolo_program_index_peers(&q);
-  }
-  if (res != koloSuccess) {
-    kolo_program_free(&q);
-    return res;
-  }
-  *out = q;
-  return koloSuccess;
+  int v = (rank - root + n) % n, parent = -1, kids[2], nkids = 0;
+  if (n > 1 && v == 0) kids[nkids++] = (v_of(pow2_floor(n - 1), n - 1, channel % 2) + root) % n;
+  else if (n > 1) nkids = tree_peers(n, root, v, channel % 2, &parent, kids);
+  return kolo_sched_tree_program(parent, kids, nkids, out);
 }

@@ -44,37 +44,40 @@ static int child_offsets(int n, int v, int offs[32]) {
   return k;
 }
 
-/* Fills q (steps and peers allocated) for relabelled rank v. */
-static void fill(kolo_program *q, int n, int rank, int v, const int offs[], int nkids) {
-  int s = 0, parent = v > 0;
-  if (parent) q->peers[nkids].rank = (rank - top_bit(v) + n) % n; /* peer nkids: the parent */
-  for (int k = 0; k < nkids; k++) q->peers[k].rank = (rank + offs[k]) % n;
-  int first = !parent ? KOLO_STEP_COPY_SEND : nkids > 0 ? KOLO_STEP_RECV_COPY_SEND : KOLO_STEP_RECV;
-  kolo_program_set(q, s, first, 0, KOLO_BUF_IN, 0, KOLO_BUF_OUT, 0);
-  kolo_program_set_peers(q, s++, 0, parent ? nkids : 0);
+/* Steps: the chunk from the parent (or in, at the root) to out and the
+ * first child, then out (in) to each other child; a root without children
+ * (one rank) copies in to out. */
+static void fill_tree(kolo_program *q, int parent, const int *kids, int nkids) {
+  const int has_parent = parent >= 0;
+  if (has_parent) q->peers[nkids].rank = parent; /* peer nkids: the parent */
+  for (int k = 0; k < nkids; k++) q->peers[k].rank = kids[k];
+  int first = has_parent ? (nkids > 0 ? KOLO_STEP_RECV_COPY_SEND : KOLO_STEP_RECV)
+                         : (nkids > 0 ? KOLO_STEP_COPY_SEND : KOLO_STEP_COPY);
+  kolo_program_set(q, 0, first, 0, KOLO_BUF_IN, 0, KOLO_BUF_OUT, 0);
+  kolo_program_set_peers(q, 0, 0, has_parent ? nkids : 0);
   for (int k = 1; k < nkids; k++) {
-    kolo_program_set(q, s, KOLO_STEP_SEND, 0, parent ? KOLO_BUF_OUT : KOLO_BUF_IN, 0, KOLO_BUF_OUT, 0);
-    kolo_program_set_peers(q, s++, k, 0);
+    kolo_program_set(q, k, KOLO_STEP_SEND, 0, has_parent ? KOLO_BUF_OUT : KOLO_BUF_IN, 0, KOLO_BUF_OUT, 0);
+    kolo_program_set_peers(q, k, k, 0);
   }
 }
 
-koloResult_t kolo_sched_broadcast_tree(int n, int rank, int root, kolo_program *out) {
+koloResult_t kolo_sched_tree_program(int parent, const int *kids, int nkids, kolo_program *out) {
   kolo_program q = {0};
-  if (n == 1) {
-    if (kolo_program_alloc(&q, 1, KOLO_LAYOUT_FLAT) != koloSuccess) return koloSystemError;
-    kolo_program_set(&q, 0, KOLO_STEP_COPY, 0, KOLO_BUF_IN, 0, KOLO_BUF_OUT, 0);
-    *out = q;
-    return koloSuccess;
-  }
-  int offs[32], v = (rank - root + n) % n;
-  int nkids = child_offsets(n, v, offs);
+  const int npeers = nkids + (parent >= 0);
   if (kolo_program_alloc(&q, nkids > 0 ? nkids : 1, KOLO_LAYOUT_FLAT) != koloSuccess ||
-      kolo_program_alloc_peers(&q, nkids + (v > 0)) != koloSuccess) {
+      (npeers > 0 && kolo_program_alloc_peers(&q, npeers) != koloSuccess)) {
     kolo_program_free(&q);
     return koloSystemError;
   }
-  fill(&q, n, rank, v, offs, nkids);
-  kolo_program_index_peers(&q);
+  fill_tree(&q, parent, kids, nkids);
+  if (npeers > 0) kolo_program_index_peers(&q);
   *out = q;
   return koloSuccess;
+}
+
+koloResult_t kolo_sched_broadcast_tree(int n, int rank, int root, kolo_program *out) {
+  int offs[32], kids[32], v = (rank - root + n) % n;
+  int nkids = n == 1 ? 0 : child_offsets(n, v, offs);
+  for (int k = 0; k < nkids; k++) kids[k] = (rank + offs[k]) % n;
+  return kolo_sched_tree_program(v > 0 ? (rank - top_bit(v) + n) % n : -1, kids, nkids, out);
 }

@@ -94,6 +94,12 @@ koloResult_t kolo_sched_all_reduce_rab(int nranks, int rank, kolo_program *p);
 koloResult_t kolo_sched_all_reduce_direct(int nranks, int rank, kolo_program *p);
 koloResult_t kolo_sched_broadcast_tree(int nranks, int rank, int root, kolo_program *p);
 koloResult_t kolo_sched_broadcast_dbtree(int nranks, int rank, int root, int channel, kolo_program *p);
+/* A broadcast tree's program for one rank (bcast_tree.c, bcast_dbtree.c):
+ * parent -1 at the root; kids[0..nkids) its children, in the order it
+ * serves them: the chunk from the parent (or in, at the root) to out and
+ * the first child, then to each other child; a root without children
+ * copies in to out. */
+koloResult_t kolo_sched_tree_program(int parent, const int *kids, int nkids, kolo_program *out);
 koloResult_t kolo_sched_all_gather_bruck(int nranks, int rank, kolo_program *p);
 
 /* Hierarchical all-reduce (all_reduce_hier.c): three programs per rank, run
