@@ -29,7 +29,6 @@ static int may_bruck(const struct koloComm *c) {
 
 koloResult_t kolo_comm_connect_bruck(struct koloComm *c) {
   if (!may_bruck(c)) return koloSuccess;
-  const kolo_op op = {KOLO_COLL_ALL_GATHER, NULL, NULL, 0, koloFloat32, koloSum, KOLO_ALGO_BRUCK,
-                      c, NULL, KOLO_PREMUL_NONE, 0, 0};
+  const kolo_op op = kolo_pipes_op(c, KOLO_COLL_ALL_GATHER, KOLO_ALGO_BRUCK);
   return kolo_comm_connect_at_init(c, &op, 1);
 }

@@ -138,7 +138,12 @@ koloResult_t kolo_comm_connect_doubling(struct koloComm *c);
  * device ends on a CUDA comm (doubling_pipes.c; tree_pipes.c and
  * ag_pipes.c use it). */
 koloResult_t kolo_comm_connect_at_init(struct koloComm *c, const kolo_op *ops, int n);
-/* The same for the broadcast tree (tree_pipes.c). */
+/* A call of coll with arg (its algorithm, or a broadcast's kolo_bcast_arg)
+ * and no buffers: what kolo_comm_connect_at_init reads the pipes of. */
+static inline kolo_op kolo_pipes_op(struct koloComm *c, int coll, int arg) {
+  return (kolo_op){coll, NULL, NULL, 0, koloFloat32, koloSum, arg, c, NULL, KOLO_PREMUL_NONE, 0, 0};
+}
+/* The same for the broadcast trees (tree_pipes.c). */
 koloResult_t kolo_comm_connect_tree(struct koloComm *c);
 /* The same for Bruck's all-gather (ag_pipes.c). */
 koloResult_t kolo_comm_connect_bruck(struct koloComm *c);

@@ -40,6 +40,6 @@ koloResult_t kolo_comm_connect_doubling(struct koloComm *c) {
   int n = 0;
   for (int a = 0; a < KOLO_ALGO_NUM; a++)
     if (may_run(c, a))
-      ops[n++] = (kolo_op){KOLO_COLL_ALL_REDUCE, NULL, NULL, 0, koloFloat32, koloSum, a, c, NULL, KOLO_PREMUL_NONE, 0, 0};
+      ops[n++] = kolo_pipes_op(c, KOLO_COLL_ALL_REDUCE, a);
   return kolo_comm_connect_at_init(c, ops, n);
 }

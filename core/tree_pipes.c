@@ -36,11 +36,6 @@ static int may_tree(const struct koloComm *c, int algo) {
   return c->nranks > 2 || !kolo_bcast_may_run(&c->algo, KOLO_ALGO_RING); /* 2 ranks: the model keeps the chain */
 }
 
-static kolo_op tree_op(struct koloComm *c, int root, int algo) {
-  return (kolo_op){KOLO_COLL_BROADCAST, NULL, NULL, 0, koloFloat32, koloSum,
-                   kolo_bcast_arg(root, algo, c->nranks), c, NULL, KOLO_PREMUL_NONE, 0, 0};
-}
-
 /* The binomial tree's roots x - 2^j (and x), the double tree's every
  * root: its peers depend on the root's distance in both directions. */
 koloResult_t kolo_comm_connect_tree(struct koloComm *c) {
@@ -50,8 +45,9 @@ koloResult_t kolo_comm_connect_tree(struct koloComm *c) {
   if (ops == NULL) return kolo_error(&c->err, koloSystemError, "out of memory connecting the broadcast trees");
   int nops = 0;
   for (int d = 0; binomial && d < n && nops < 33; d = d == 0 ? 1 : 2 * d)
-    ops[nops++] = tree_op(c, (c->rank - d + n) % n, KOLO_ALGO_TREE);
-  for (int root = 0; dbtree && root < n; root++) ops[nops++] = tree_op(c, root, KOLO_ALGO_DBTREE);
+    ops[nops++] = kolo_pipes_op(c, KOLO_COLL_BROADCAST, kolo_bcast_arg((c->rank - d + n) % n, KOLO_ALGO_TREE, n));
+  for (int root = 0; dbtree && root < n; root++)
+    ops[nops++] = kolo_pipes_op(c, KOLO_COLL_BROADCAST, kolo_bcast_arg(root, KOLO_ALGO_DBTREE, n));
   koloResult_t res = kolo_comm_connect_at_init(c, ops, nops);
   free(ops);
   return res;
