@@ -460,6 +460,7 @@ static void free_comm(struct koloComm *c) {
     free(c->programs[k]);
     free(c->program_ready[k]);
   }
+  free(c->scratch);
   free(c->p2p_send);
   free(c->p2p_recv);
   free(c->p2p_send_ready);

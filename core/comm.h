@@ -51,6 +51,11 @@ struct koloComm {
    * init, and the hash every rank compares; NULL and 0 without one. */
   kolo_sched_file *sched;
   uint64_t sched_hash;
+  /* Host calls' scratch (KOLO_BUF_SCRATCH, ring/program.h): one arena,
+   * grown to the most a call has needed; each task of a call whose program
+   * names scratch gets its own part (core/enqueue.c). */
+  char *scratch;
+  size_t scratch_bytes;
   int nhosts;
   /* Ring pipes, per channel: to its ring's next / from its ring's prev. */
   kolo_connector ring_send[KOLO_MAX_CHANNELS], ring_recv[KOLO_MAX_CHANNELS];

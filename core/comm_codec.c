@@ -68,7 +68,7 @@ static const char *shape_wrong(const kolo_comm_shape *s, char *buf, size_t n) {
     snprintf(buf, n, "with an LL threshold of %llu bytes (0..2^40)", (unsigned long long)s->ll_threshold);
   else if (s->algo != KOLO_ALGO_AUTO &&
            !(in_range(s->algo, 0, KOLO_ALGO_NUM - 1) && ((KOLO_ALGO_ALL_REDUCE_SET >> s->algo) & 1u)))
-    snprintf(buf, n, "with algorithm %d (-1 auto, 0 ring, 1 hier, 2 rd, 3 rabenseifner, 5 direct)", s->algo);
+    snprintf(buf, n, "with algorithm %d (-1 auto, 0 ring, 1 hier, 2 rd, 3 rabenseifner, 5 direct, 8 oneshot)", s->algo);
   else if ((s->algo_allowed & ~KOLO_ALGO_ALL_REDUCE_SET) != 0)
     snprintf(buf, n, "with allowed algorithms 0x%x (bits within 0x%x)", s->algo_allowed, KOLO_ALGO_ALL_REDUCE_SET);
   else if ((s->bcast_allowed & ~KOLO_ALGO_BCAST_SET) != 0)

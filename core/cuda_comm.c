@@ -13,6 +13,7 @@
 #include "core/comm_init.h"
 #include "core/comm_wire.h"
 #include "core/proto_select.h"
+#include "ring/algo_select.h"
 #include "kernels/stall_text.h"
 #include "transport/proxy.h"
 
@@ -265,6 +266,33 @@ static void place_hier_steps(struct koloComm *c, step_cursor *cur) {
     place_program(c, cur, &c->hier_prog[k], &c->cuda->hier_steps[k]);
 }
 
+/* Sets *(int *)arg when p names scratch and may run: an all-reduce
+ * algorithm the comm may choose, or any other program. */
+static void find_scratch(struct koloComm *c, int k, int i, const kolo_program *p, void *arg) {
+  int slot = i / c->nvariants; /* kolo_program_index: slot * nvariants + variant */
+  int may = k != KOLO_COLL_ALL_REDUCE || c->sched != NULL ||
+            (kolo_algo_may_run(&c->algo, slot) && kolo_algo_possible(&c->algo, slot));
+  if (may && kolo_program_uses_scratch(p)) *(int *)arg = 1;
+}
+
+/* The launch's scratch, where a program that may run needs it: one part
+ * per block, each as large as a task's can be (SIMPLE chunks: LL's are
+ * smaller). */
+static koloResult_t alloc_scratch(struct koloComm *c) {
+  kolo_cuda_comm *cc = c->cuda;
+  int needed = 0;
+  for (int k = 0; k < KOLO_COLL_NUM; k++) each_program(c, k, find_scratch, &needed); /* built: no failure */
+  if (!needed) return koloSuccess;
+  cc->scratch_task_bytes = (size_t)KOLO_SCRATCH_CHUNKS * c->slot_bytes * (c->nslots / 2);
+  void *p = NULL;
+  cudaError_t e = cudaMalloc(&p, KOLO_DEV_MAX_TASKS * cc->scratch_task_bytes);
+  if (e != cudaSuccess) return cuda_fail(c, e, "cudaMalloc of the scratch of the one-shot all-reduce or schedule");
+  cc->scratch = p;
+  KOLO_INFO("rank %d: %zu bytes of scratch on CUDA device %d", c->rank,
+            KOLO_DEV_MAX_TASKS * cc->scratch_task_bytes, cc->dev);
+  return koloSuccess;
+}
+
 koloResult_t kolo_cuda_comm_programs(struct koloComm *c) {
   kolo_cuda_comm *cc = c->cuda;
   size_t total = 0;
@@ -297,7 +325,8 @@ koloResult_t kolo_cuda_comm_programs(struct koloComm *c) {
   place_hier_steps(c, &cur);
   KOLO_INFO("rank %d: %zu program steps (%zu bytes) on CUDA device %d", c->rank, total,
             total * sizeof(kolo_step), cc->dev);
-  return kolo_cuda_peers_init(c);
+  koloResult_t res = alloc_scratch(c);
+  return res != koloSuccess ? res : kolo_cuda_peers_init(c);
 }
 
 /* ---- device connector ends -------------------------------------------- */
@@ -398,6 +427,8 @@ void kolo_cuda_comm_ring_ready(struct koloComm *c) {
   pc->p2p_send = cc->p2p_send;
   pc->p2p_recv = cc->p2p_recv;
   pc->hier_programs = c->hier_ready ? c->hier_prog : NULL;
+  pc->scratch = cc->scratch;
+  pc->scratch_task_bytes = cc->scratch_task_bytes;
   for (int k = 0; k < KOLO_HIER_PHASES; k++) pc->hier_steps[k] = cc->hier_steps[k];
   for (int k = 0; k < 2; k++) {
     pc->hier_send[k] = cc->hier_send[k];
@@ -573,6 +604,7 @@ void kolo_cuda_comm_free(struct koloComm *c) {
   if (cc->dev >= 0) cudaSetDevice(cc->dev);
   kolo_cuda_peers_free(c);
   if (cc->dev_steps_mem) cudaFree(cc->dev_steps_mem);
+  if (cc->scratch) cudaFree(cc->scratch);
   if (cc->counters) cudaFree(cc->counters);
   if (cc->words) cudaFreeHost(cc->words);
   if (cc->order_event) cudaEventDestroy((cudaEvent_t)cc->order_event);
@@ -592,6 +624,33 @@ int kolo_cuda_current_device(void) { return -1; }
 koloResult_t kolo_cuda_comm_init(struct koloComm *c) {
   return kolo_error(&c->err, koloInvalidUsage, "koloMemCuda communicators need CUDA, which this build of kolo does not have");
 }
+/* Sets *(int *)arg when p names scratch and may run: an all-reduce
+ * algorithm the comm may choose, or any other program. */
+static void find_scratch(struct koloComm *c, int k, int i, const kolo_program *p, void *arg) {
+  int slot = i / c->nvariants; /* kolo_program_index: slot * nvariants + variant */
+  int may = k != KOLO_COLL_ALL_REDUCE || c->sched != NULL ||
+            (kolo_algo_may_run(&c->algo, slot) && kolo_algo_possible(&c->algo, slot));
+  if (may && kolo_program_uses_scratch(p)) *(int *)arg = 1;
+}
+
+/* The launch's scratch, where a program that may run needs it: one part
+ * per block, each as large as a task's can be (SIMPLE chunks: LL's are
+ * smaller). */
+static koloResult_t alloc_scratch(struct koloComm *c) {
+  kolo_cuda_comm *cc = c->cuda;
+  int needed = 0;
+  for (int k = 0; k < KOLO_COLL_NUM; k++) each_program(c, k, find_scratch, &needed); /* built: no failure */
+  if (!needed) return koloSuccess;
+  cc->scratch_task_bytes = (size_t)KOLO_SCRATCH_CHUNKS * c->slot_bytes * (c->nslots / 2);
+  void *p = NULL;
+  cudaError_t e = cudaMalloc(&p, KOLO_DEV_MAX_TASKS * cc->scratch_task_bytes);
+  if (e != cudaSuccess) return cuda_fail(c, e, "cudaMalloc of the scratch of the one-shot all-reduce or schedule");
+  cc->scratch = p;
+  KOLO_INFO("rank %d: %zu bytes of scratch on CUDA device %d", c->rank,
+            KOLO_DEV_MAX_TASKS * cc->scratch_task_bytes, cc->dev);
+  return koloSuccess;
+}
+
 koloResult_t kolo_cuda_comm_programs(struct koloComm *c) { return kolo_cuda_comm_init(c); }
 void kolo_cuda_comm_ring_ready(struct koloComm *c) { (void)c; }
 koloResult_t kolo_cuda_comm_p2p_ready(struct koloComm *c, int peer, int is_send, void *arg) {

@@ -69,6 +69,11 @@ typedef struct kolo_cuda_comm {
   uint32_t *words;         /* mapped pinned host memory, KOLO_CW_* */
   uint32_t *dev_words;     /* the same words as kernels address them */
   kolo_step *dev_steps_mem;                   /* every program's steps */
+  /* Device scratch (KOLO_BUF_SCRATCH) for the blocks of one launch:
+   * KOLO_DEV_MAX_TASKS parts of scratch_task_bytes, made at init when a
+   * program that may run names scratch; NULL otherwise. */
+  char *scratch;
+  size_t scratch_task_bytes;
   const kolo_step **dev_steps[KOLO_COLL_NUM]; /* [kolo_program_slots * nvariants]: kolo_program_index */
   uint32_t *counters;      /* device memory: KOLO_DEV_END_WORDS per end (count, owner) */
   kolo_dev_conn ring_send[KOLO_MAX_CHANNELS], ring_recv[KOLO_MAX_CHANNELS];

@@ -184,6 +184,15 @@ static int seq_fits(kolo_dev_batch *b, int i, const kolo_op *op, kolo_dev_task *
   return 1;
 }
 
+/* Task t, in its launch b, gets the part of the scratch of its block; -1
+ * when the comm has none or a part is too small. */
+static int place_scratch(const kolo_cuda_plan_comm *pc, kolo_dev_batch *b, const kolo_dev_task *t) {
+  if (pc->scratch == NULL || kolo_geo_scratch_bytes(&t->geo) > pc->scratch_task_bytes) return -1;
+  b->scratch = pc->scratch;
+  b->scratch_task_bytes = pc->scratch_task_bytes;
+  return 0;
+}
+
 /* Fills one task (*prog: its program); -1 when a program or connector end
  * is missing. */
 static int fill_task(const kolo_op *op, const kolo_cuda_plan_item *it, const kolo_cuda_plan_comm *pc,
@@ -288,6 +297,8 @@ int kolo_cuda_plan_next(const kolo_op *ops, const kolo_cuda_plan_comm *pc,
   batch->status = pc->status;
   batch->rank = pc->rank;
   batch->seq_base = 0;
+  batch->scratch = NULL;
+  batch->scratch_task_bytes = 0;
   memset(batch->root, 0, sizeof batch->root);
   const kolo_program *progs[KOLO_DEV_MAX_TASKS]; /* of the batch's tasks */
   while (i < nitems) {
@@ -321,6 +332,10 @@ int kolo_cuda_plan_next(const kolo_op *ops, const kolo_cuda_plan_comm *pc,
         return 1;
       }
     for (int u = 0; u < unit; u++) {
+      if (kolo_program_uses_scratch(tp[u]) && place_scratch(pc, batch, &t[u]) != 0) {
+        *next = i;
+        return -1;
+      }
       progs[batch->ntasks] = tp[u];
       batch->tasks[batch->ntasks++] = t[u];
     }
@@ -347,10 +362,10 @@ static void count_slices(const kolo_program *prog, const kolo_dev_task *t, const
       const int rv = kolo_step_recvs(st->op), sd = kolo_step_sends(st->op);
       if (!rv && !sd) continue; /* moves nothing through a connector */
       size_t soff, doff, ns, nd;
-      kolo_geo_chunk_range(g, base, rce, t->channel, st->src_chunk,
-                           st->src_buf == KOLO_BUF_IN ? t->in_blocked : t->out_blocked, &soff, &ns);
-      kolo_geo_chunk_range(g, base, rce, t->channel, st->dst_chunk,
-                           st->dst_buf == KOLO_BUF_IN ? t->in_blocked : t->out_blocked, &doff, &nd);
+      kolo_geo_buf_range(g, base, rce, t->channel, st->src_buf, st->src_chunk, t->in_blocked, t->out_blocked, &soff,
+                         &ns);
+      kolo_geo_buf_range(g, base, rce, t->channel, st->dst_buf, st->dst_chunk, t->in_blocked, t->out_blocked, &doff,
+                         &nd);
       const size_t n = ns < nd ? ns : nd;
       const uint64_t slices = (n + slot_elems - 1) / slot_elems;
       if (sd) counts[multi ? 2 * (size_t)st->to : 0] += slices;

@@ -108,6 +108,12 @@ typedef struct kolo_cuda_plan_comm {
   const kolo_program *hier_programs;
   const kolo_step *hier_steps[KOLO_HIER_PHASES];
   const kolo_dev_conn *hier_send[2], *hier_recv[2];
+  /* Device scratch: KOLO_DEV_MAX_TASKS parts of scratch_task_bytes; the
+   * task in block i of a launch gets part i (launches of one comm run one
+   * after the other).  NULL: a task whose program names scratch cannot be
+   * planned. */
+  char *scratch;
+  size_t scratch_task_bytes;
 } kolo_cuda_plan_comm;
 
 /* One task before it is placed: which op, which channel, and its key. */

@@ -9,6 +9,7 @@
 #include "core/op_sig.h"
 #include "core/cuda_comm.h"
 #include "common/log.h"
+#include "ring/geometry.h"
 #include "transport/transport.h"
 
 #define TAG_P2P_PIPE 0x2000u
@@ -426,6 +427,37 @@ static koloResult_t peer_store_init(peer_store *st, const kolo_op *ops, int nops
   return kolo_error(&ops[0].comm->err, koloSystemError, "out of memory running a call");
 }
 
+/* Scratch bytes of the tasks of comm c among tasks[0, n), each task's
+ * offset in t->scratch (as an address from 0) when `assign`. */
+static size_t scratch_need(const struct koloComm *c, kolo_exec_task *tasks, int n, int assign) {
+  size_t need = 0;
+  for (int i = 0; i < n; i++) {
+    kolo_exec_task *t = &tasks[i];
+    if (t->owner != &c->owner || !kolo_program_uses_scratch(t->prog)) continue;
+    if (assign) t->scratch = c->scratch + need;
+    need += (kolo_geo_scratch_bytes(&t->geo) + 63) & ~(size_t)63;
+  }
+  return need;
+}
+
+/* Gives each task whose program names scratch its part of its
+ * communicator's arena, grown when this call needs more than any before. */
+static koloResult_t attach_scratch(kolo_op *ops, int nops, kolo_exec_task *tasks, int n) {
+  for (int i = 0; i < nops; i++) {
+    struct koloComm *c = ops[i].comm;
+    size_t need = scratch_need(c, tasks, n, 0);
+    if (need > c->scratch_bytes) {
+      free(c->scratch);
+      c->scratch_bytes = 0;
+      c->scratch = aligned_alloc(64, need);
+      if (c->scratch == NULL) return kolo_error(&c->err, koloSystemError, "out of memory: %zu bytes of scratch", need);
+      c->scratch_bytes = need;
+    }
+    if (need > 0) scratch_need(c, tasks, n, 1);
+  }
+  return koloSuccess;
+}
+
 /* Runs ops of blocking communicators on this thread. */
 static koloResult_t run_here(kolo_op *ops, int nops) {
   koloResult_t res = kolo_p2p_connect(ops, nops);
@@ -444,6 +476,7 @@ static koloResult_t run_here(kolo_op *ops, int nops) {
     ops[i].comm->owner.failed = koloSuccess;
     res = add_tasks(&ops[i], tasks, &n, &st);
   }
+  if (res == koloSuccess) res = attach_scratch(ops, nops, tasks, n);
   if (res == koloSuccess) res = kolo_host_exec_run(tasks, n);
   for (int i = 0; i < nops; i++)
     if (ops[i].comm->owner.failed != koloSuccess) ops[i].comm->failed = ops[i].comm->owner.failed;

@@ -263,6 +263,12 @@ typedef struct {
   /* The collective number of the launch's first call (0: send / recv
    * only); a task's is seq_base + seq_off (see kolo_dev_task). */
   uint32_t seq_base;
+  /* KOLO_BUF_SCRATCH (ring/program.h): the task of block i has
+   * scratch_task_bytes at scratch + i * scratch_task_bytes (at least
+   * kolo_geo_scratch_bytes of its geometry); NULL when no task's program
+   * names scratch.  (One base for all: a pointer per task outgrew 4 KiB.) */
+  char *scratch;
+  uint64_t scratch_task_bytes;
   kolo_dev_task tasks[KOLO_DEV_MAX_TASKS];
   int32_t root[KOLO_DEV_MAX_TASKS]; /* the call's root per task (0: none) */
 } kolo_dev_batch;

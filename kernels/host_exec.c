@@ -8,6 +8,7 @@
 
 #include "kernels/host_checks.h"
 #include "kernels/host_reduce.h"
+#include "ring/geometry.h"
 #include "transport/bootstrap.h"
 #include "transport/transport.h"
 
@@ -51,10 +52,8 @@ void kolo_exec_task_init(kolo_exec_task *t) {
   t->blocker = NULL;
 }
 
-static char *buf_of(const kolo_exec_task *t, int buf) { return buf == KOLO_BUF_IN ? t->in : t->out; }
-
-static int blocked_of(const kolo_exec_task *t, int buf) {
-  return buf == KOLO_BUF_IN ? t->prog->in_blocked : t->prog->out_blocked;
+static char *buf_of(const kolo_exec_task *t, int buf) {
+  return buf == KOLO_BUF_IN ? t->in : buf == KOLO_BUF_OUT ? t->out : t->scratch;
 }
 
 /* The connector step s sends into / receives from (NULL: it does not). */
@@ -79,10 +78,11 @@ static size_t slot_elems_of(const kolo_exec_task *t, const kolo_step *s) {
 /* Locates the current step's chunk; returns its element count. */
 static size_t ready_chunk(kolo_exec_task *t, const kolo_step *s) {
   size_t n_src, n_dst;
-  kolo_chunk_range(&t->geo, t->base, t->rce, t->channel, s->src_chunk,
-                   blocked_of(t, s->src_buf), &t->src_off, &n_src);
-  kolo_chunk_range(&t->geo, t->base, t->rce, t->channel, s->dst_chunk,
-                   blocked_of(t, s->dst_buf), &t->dst_off, &n_dst);
+  const kolo_program *p = t->prog;
+  kolo_geo_buf_range(&t->geo, t->base, t->rce, t->channel, s->src_buf, s->src_chunk, p->in_blocked,
+                     p->out_blocked, &t->src_off, &n_src);
+  kolo_geo_buf_range(&t->geo, t->base, t->rce, t->channel, s->dst_buf, s->dst_chunk, p->in_blocked,
+                     p->out_blocked, &t->dst_off, &n_dst);
   t->n = n_src < n_dst ? n_src : n_dst;
   size_t slot_elems = slot_elems_of(t, s);
   if (!kolo_step_sends(s->op) && !kolo_step_recvs(s->op)) slot_elems = t->n ? t->n : 1;

@@ -59,6 +59,9 @@ typedef struct kolo_exec_task {
   const kolo_program *prog;
   kolo_geometry geo;
   char *in, *out;
+  /* KOLO_BUF_SCRATCH: kolo_geo_scratch_bytes(&geo) of the task's own, NULL
+   * when its program names none (kolo_program_uses_scratch) */
+  char *scratch;
   koloDataType_t type;
   koloRedOp_t op;
   int div;                  /* post-op divisor of final steps (avg), 1: none */

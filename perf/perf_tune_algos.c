@@ -45,20 +45,24 @@ typedef struct {
   int coll;
   const char *what, *entry;
   int nalgos;
-  int algos[4];
+  int algos[5];
 } tune_search;
 
 static const tune_search searches[] = {
-    {KOLO_COLL_ALL_REDUCE, "all-reduce", "", 4, {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT}},
-    {KOLO_COLL_BROADCAST, "broadcast", "broadcast:", 3, {KOLO_ALGO_RING, KOLO_ALGO_TREE, KOLO_ALGO_DBTREE, 0}},
-    {KOLO_COLL_ALL_GATHER, "all-gather", "allgather:", 2, {KOLO_ALGO_RING, KOLO_ALGO_BRUCK, 0, 0}}};
+    {KOLO_COLL_ALL_REDUCE,
+     "all-reduce",
+     "",
+     5,
+     {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT, KOLO_ALGO_ONESHOT}},
+    {KOLO_COLL_BROADCAST, "broadcast", "broadcast:", 3, {KOLO_ALGO_RING, KOLO_ALGO_TREE, KOLO_ALGO_DBTREE, 0, 0}},
+    {KOLO_COLL_ALL_GATHER, "all-gather", "allgather:", 2, {KOLO_ALGO_RING, KOLO_ALGO_BRUCK, 0, 0, 0}}};
 #define NSEARCHES ((int)(sizeof searches / sizeof searches[0]))
 
 /* Channel counts: 1, 2 and 4 on the host; on a GPU, where each channel is
  * a block, up to 16. */
 static const int counts[] = {1, 2, 4, 8, 16};
 #define MAX_COUNTS ((int)(sizeof counts / sizeof counts[0]))
-#define MAX_PAIRS (4 * MAX_COUNTS)
+#define MAX_PAIRS (5 * MAX_COUNTS)
 
 /* The counts a tune tries: the first 3 on the host, all on a GPU.  Pair p
  * of search s is algorithm algo_of(a, s, p) on count_of(a, p) channels. */

@@ -35,7 +35,8 @@ static links links_of(const kolo_algo_topo *t) {
                  tuned_or(t->tuned->a_net, l.a_net), tuned_or(t->tuned->b_net, l.b_net)};
 }
 
-static const char *const names[KOLO_ALGO_NUM] = {"ring", "hier", "rd", "rabenseifner", "tree", "direct", "bruck", "dbtree"};
+static const char *const names[KOLO_ALGO_NUM] = {"ring",   "hier",  "rd",     "rabenseifner", "tree",
+                                                 "direct", "bruck", "dbtree", "oneshot"};
 
 int kolo_algo_parse(const char *s) {
   if (s == NULL || *s == '\0') return KOLO_ALGO_AUTO;
@@ -46,11 +47,11 @@ int kolo_algo_parse(const char *s) {
 
 const char *kolo_algo_name(int algo) { return algo >= 0 && algo < KOLO_ALGO_NUM ? names[algo] : "auto"; }
 
-const char *kolo_algo_names(void) { return "ring, hier, rd, rabenseifner, tree, direct, bruck or dbtree"; }
+const char *kolo_algo_names(void) { return "ring, hier, rd, rabenseifner, tree, direct, bruck, dbtree or oneshot"; }
 
 int kolo_algo_is_multi_peer(int algo) {
   return algo == KOLO_ALGO_RD || algo == KOLO_ALGO_RABENSEIFNER || algo == KOLO_ALGO_TREE || algo == KOLO_ALGO_DIRECT ||
-         algo == KOLO_ALGO_BRUCK || algo == KOLO_ALGO_DBTREE;
+         algo == KOLO_ALGO_BRUCK || algo == KOLO_ALGO_DBTREE || algo == KOLO_ALGO_ONESHOT;
 }
 
 int kolo_algo_hier_possible(const kolo_algo_topo *t) {
@@ -72,6 +73,9 @@ static flat_shape ring_shape(double n) {
 static flat_shape doubling_shape(int algo, int n) {
   const int p = kolo_pow2_floor(n), k = kolo_log2(p), f = p < n;
   if (algo == KOLO_ALGO_DIRECT) return (flat_shape){2 + DIRECT_STEP * (n - 2), 9.0 * (n - 1) / n, 2.0 * (n - 1) / n};
+  /* one exchange; every rank reads its input n times (n - 1 sends and its
+   * fold), and folds n - 1 received chunks into scratch (3 passes each) */
+  if (algo == KOLO_ALGO_ONESHOT) return (flat_shape){1 + DIRECT_STEP * (n - 2), 5.0 * n - 3, n - 1.0};
   if (algo == KOLO_ALGO_RD) return (flat_shape){k + 2.0 * f, 5.0 * (k + f), k + (double)f};
   return (flat_shape){2.0 * k + 2 * f, 9.0 * (p - 1) / p + 5 * f, 2.0 * (p - 1) / p + f};
 }
@@ -132,11 +136,11 @@ double kolo_coll_cost(int coll, const kolo_algo_topo *t, size_t bytes, int chann
 }
 
 /* 1 when all-reduce algorithm a can run on t: hier on hosts alike, direct
- * within one host (it needs a pipe between every two ranks: on a network,
+ * and one-shot within one host (it needs a pipe between every two ranks: on a network,
  * n-1 queue pairs per rank and channel). */
 int kolo_algo_possible(const kolo_algo_topo *t, int a) {
   if (a == KOLO_ALGO_HIER) return kolo_algo_hier_possible(t);
-  if (a == KOLO_ALGO_DIRECT) return t->nhosts <= 1;
+  if (a == KOLO_ALGO_DIRECT || a == KOLO_ALGO_ONESHOT) return t->nhosts <= 1;
   return a >= 0 && a < KOLO_ALGO_NUM && ((KOLO_ALGO_ALL_REDUCE_SET >> a) & 1u);
 }
 

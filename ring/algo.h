@@ -137,6 +137,7 @@ enum {
   KOLO_ALGO_DIRECT = 5,
   KOLO_ALGO_BRUCK = 6, /* all-gather only (ring/all_gather_bruck.c) */
   KOLO_ALGO_DBTREE = 7, /* broadcast only: the double binary tree (ring/bcast_dbtree.c) */
+  KOLO_ALGO_ONESHOT = 8, /* all-reduce: the one-shot direct all-reduce (ring/all_reduce_oneshot.c) */
   KOLO_ALGO_NUM
 };
 
@@ -146,7 +147,7 @@ enum {
  * one program) only. */
 #define KOLO_ALGO_ALL_REDUCE_SET                                                                       \
   ((1u << KOLO_ALGO_RING) | (1u << KOLO_ALGO_HIER) | (1u << KOLO_ALGO_RD) | (1u << KOLO_ALGO_RABENSEIFNER) | \
-   (1u << KOLO_ALGO_DIRECT))
+   (1u << KOLO_ALGO_DIRECT) | (1u << KOLO_ALGO_ONESHOT))
 #define KOLO_ALGO_BCAST_SET ((1u << KOLO_ALGO_RING) | (1u << KOLO_ALGO_TREE) | (1u << KOLO_ALGO_DBTREE))
 #define KOLO_ALGO_AG_SET ((1u << KOLO_ALGO_RING) | (1u << KOLO_ALGO_BRUCK))
 
@@ -165,10 +166,11 @@ typedef struct {
 } kolo_algo_topo;
 
 /* KOLO_ALGO's value: NULL or "" -> AUTO, "ring", "hier", "rd",
- * "rabenseifner", "tree", "direct", "bruck", "dbtree"; -2 for anything else. */
+ * "rabenseifner", "tree", "direct", "bruck", "dbtree", "oneshot"; -2 for
+ * anything else. */
 int kolo_algo_parse(const char *s);
 /* "ring", "hier", "rd", "rabenseifner", "tree", "direct", "bruck",
- * "dbtree", or "auto". */
+ * "dbtree", "oneshot", or "auto". */
 const char *kolo_algo_name(int algo);
 /* The names kolo_algo_parse takes, for error sentences: "ring, hier, ...". */
 const char *kolo_algo_names(void);

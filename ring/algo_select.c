@@ -147,7 +147,7 @@ int kolo_algo_may_run(const kolo_algo_topo *t, int algo) {
    * says its memory kind: measured on a GPU) */
   const int measured =
       t->tuned != NULL && kolo_tuned_names(t->tuned, KOLO_COLL_ALL_REDUCE, algo, t->nranks, t->no_auto_peers);
-  if (algo == KOLO_ALGO_DIRECT) return measured; /* by name only: algo.h */
+  if (algo == KOLO_ALGO_DIRECT || algo == KOLO_ALGO_ONESHOT) return measured; /* by name only: algo.h */
   return !(t->no_auto_peers && kolo_algo_is_multi_peer(algo)) || measured;
 }
 

@@ -111,11 +111,13 @@ static int alloc_state(kc_state *st) {
   st->arena = calloc(n, sizeof *st->arena);
   st->fifos = calloc(n * n, sizeof *st->fifos);
   st->pc = calloc(n, sizeof *st->pc);
+  st->scratch_set = calloc(n, sizeof *st->scratch_set);
   st->tmp = malloc(3 * (size_t)KOLO_CHECK_ELEMS * (size_t)st->W * sizeof *st->tmp);
-  if (!st->bufs || !st->arena || !st->fifos || !st->pc || !st->tmp) return -2;
+  if (!st->bufs || !st->arena || !st->fifos || !st->pc || !st->scratch_set || !st->tmp) return -2;
   for (int r = 0; r < st->n; r++) {
     st->bufs[r] = kc_bufs_of(st->spec, r, st->count, st->in_place);
-    st->arena[r] = malloc((st->bufs[r].arena_len + 1) * (size_t)st->W * sizeof(kc_word));
+    size_t vals = st->bufs[r].arena_len + (size_t)KOLO_SCRATCH_CHUNKS * KOLO_CHECK_ELEMS;
+    st->arena[r] = malloc(vals * (size_t)st->W * sizeof(kc_word));
     if (st->arena[r] == NULL) return -2;
   }
   return 0;
@@ -128,6 +130,7 @@ static void free_state(kc_state *st) {
   free(st->arena);
   free(st->fifos);
   free(st->pc);
+  free(st->scratch_set);
   free(st->tmp);
 }
 

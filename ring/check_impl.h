@@ -81,6 +81,7 @@ typedef struct {
   kc_word **arena;   /* [n]: arena_len values each */
   kc_fifo **fifos;   /* [from * n + to], made on first use */
   int *pc;           /* [n]: each rank's next step */
+  unsigned *scratch_set; /* [n]: bit k: rank wrote its scratch chunk k (values after its arena) */
   kc_word *tmp;      /* 3 chunks of values: src, received, result */
   char *why;
   size_t len;

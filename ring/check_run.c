@@ -43,7 +43,7 @@ static int step_key(const kc_state *st, const kolo_step *s) {
 
 /* A step's access that the collective does not allow. */
 static int access_fail(kc_state *st, int r, const char *what, int buf, int chunk, size_t len) {
-  const char *name = buf == KOLO_BUF_IN ? "IN" : "OUT";
+  const char *name = buf == KOLO_BUF_IN ? "IN" : buf == KOLO_BUF_OUT ? "OUT" : "SCRATCH";
   char step[160];
   kc_step_text(st, r, st->pc[r], step, sizeof step);
   if (len == 0) return kc_fail(st, "%s %s %s, which this collective does not give rank %d", step, what, name, r);
@@ -51,9 +51,22 @@ static int access_fail(kc_state *st, int r, const char *what, int buf, int chunk
                  chunk, len / st->count, st->count, r, name);
 }
 
+/* Scratch chunk `chunk` of rank r, after its arena: read only once this
+ * round wrote it. */
+static int locate_scratch(kc_state *st, int r, int chunk, int write, size_t *at) {
+  *at = st->bufs[r].arena_len + (size_t)chunk * E;
+  if (write) st->scratch_set[r] |= 1u << chunk;
+  if (st->scratch_set[r] & (1u << chunk)) return 0;
+  char step[160];
+  kc_step_text(st, r, st->pc[r], step, sizeof step);
+  return kc_fail(st, "%s reads SCRATCH[%d] before any step of the round wrote it (scratch keeps nothing from one "
+                 "round to the next)", step, chunk);
+}
+
 /* Where chunk `chunk` of rank r's buffer `buf` starts in its arena; -1
  * when the step may not touch it there. */
 static int locate(kc_state *st, int r, int buf, int chunk, int write, size_t *at) {
+  if (buf == KOLO_BUF_SCRATCH) return locate_scratch(st, r, chunk, write, at);
   const kolo_program *p = kc_prog(st, r);
   const kc_bufs *b = &st->bufs[r];
   size_t off, m, len = buf == KOLO_BUF_IN ? b->in_len : b->out_len;
@@ -79,12 +92,13 @@ static int check_key(kc_state *st, int r, kc_fifo *f, int from, const kolo_step 
                  "a round's last chunks, and the pipe's two ends fall out of step", mine, key, theirs, f->key[f->head]);
 }
 
-/* The values the step produces, in res (E values). */
+/* The values the step produces, in res (E values); rcv: what it received,
+ * or what its dst held for a step that accumulates into it. */
 static void compute(kc_state *st, const kolo_step *s, const kc_word *src, const kc_word *rcv, kc_word *res) {
   int W = st->W, op = s->op;
   for (int e = 0; e < E; e++) {
     kc_word *v = res + (size_t)e * (size_t)W;
-    if (kolo_step_recvs(op) && kolo_step_reduces(op)) kc_val_combine(v, rcv + (size_t)e * W, src + (size_t)e * W, W);
+    if ((kolo_step_recvs(op) || kolo_step_accumulates(op)) && kolo_step_reduces(op)) kc_val_combine(v, rcv + (size_t)e * W, src + (size_t)e * W, W);
     else memcpy(v, (kolo_step_recvs(op) ? rcv : src) + (size_t)e * W, (size_t)W * sizeof *v);
     if ((s->flags & KOLO_STEP_FINAL) && kolo_step_post_applies(op)) kc_val_post(v);
   }
@@ -127,9 +141,13 @@ static int exec_step(kc_state *st, int r) {
   if ((in && in->n == 0) || (out && out->n == CAP && out != in)) return 0;
   if (in && check_key(st, r, in, kolo_step_recv_rank(p, s), s) < 0) return -1;
   if (kolo_step_reads_src(s->op) && locate(st, r, s->src_buf, s->src_chunk, 0, &sat) < 0) return -1;
+  int acc = kolo_step_accumulates(s->op);
+  if (acc && locate(st, r, s->dst_buf, s->dst_chunk, 0, &dat) < 0) return -1;
   if (kolo_step_writes_dst(s->op) && locate(st, r, s->dst_buf, s->dst_chunk, 1, &dat) < 0) return -1;
   for (int e = 0; kolo_step_reads_src(s->op) && e < E; e++)
     kc_val_read(st->tmp + (size_t)e * st->W, st->arena[r] + (sat + (size_t)e) * (size_t)st->W, st->W);
+  for (int e = 0; acc && e < E; e++)
+    kc_val_read(st->tmp + (size_t)(E + e) * st->W, st->arena[r] + (dat + (size_t)e) * (size_t)st->W, st->W);
   move(st, r, s, in, out);
   kc_word *res = st->tmp + 2 * (size_t)E * st->W;
   if (kolo_step_writes_dst(s->op))

@@ -34,13 +34,16 @@ static int bad(const shape_ctx *c, const char *fmt, ...) {
   return -1;
 }
 
-static const char *buf_name(int b) { return b == KOLO_BUF_IN ? "IN" : "OUT"; }
+static const char *buf_name(int b) { return b == KOLO_BUF_IN ? "IN" : b == KOLO_BUF_OUT ? "OUT" : "SCRATCH"; }
 
-/* A buffer and chunk a step uses: a buffer id, a chunk index in 0..n-1. */
+/* A buffer and chunk a step uses: a buffer id, a chunk index in 0..n-1
+ * (scratch: 0..KOLO_SCRATCH_CHUNKS-1). */
 static int check_side(const shape_ctx *c, const char *role, int buf, int chunk) {
-  if (buf != KOLO_BUF_IN && buf != KOLO_BUF_OUT) return bad(c, "its %s buffer is %d, neither IN (0) nor OUT (1)", role, buf);
-  if (chunk < 0 || chunk >= c->s->nranks)
-    return bad(c, "its %s chunk %s[%d] is outside 0..%d", role, buf_name(buf), chunk, c->s->nranks - 1);
+  if (buf < 0 || buf >= KOLO_BUF_NUM)
+    return bad(c, "its %s buffer is %d, none of IN (0), OUT (1) and SCRATCH (2)", role, buf);
+  int nchunks = buf == KOLO_BUF_SCRATCH ? KOLO_SCRATCH_CHUNKS : c->s->nranks;
+  if (chunk < 0 || chunk >= nchunks)
+    return bad(c, "its %s chunk %s[%d] is outside 0..%d", role, buf_name(buf), chunk, nchunks - 1);
   return 0;
 }
 

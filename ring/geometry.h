@@ -35,4 +35,22 @@ KOLO_HD void kolo_geo_chunk_range(const kolo_geometry *g, size_t base, size_t rc
   *off = start + ((g->layout != KOLO_LAYOUT_RING && blocked) ? (size_t)chunk * g->count : 0);
 }
 
+/* [*off, *off + *n) of chunk `chunk` of buffer `buf` (kolo_buf_id) of
+ * channel ch in the round at base with chunk size rce; a scratch chunk's
+ * offset is within the task's scratch (program.h). */
+KOLO_HD void kolo_geo_buf_range(const kolo_geometry *g, size_t base, size_t rce, int ch, int buf, int chunk,
+                                int in_blocked, int out_blocked, size_t *off, size_t *n) {
+  if (buf == KOLO_BUF_SCRATCH) {
+    kolo_geo_chunk_range(g, base, rce, ch, chunk, 0, off, n);
+    *off = (size_t)chunk * g->chunk_elems;
+    return;
+  }
+  kolo_geo_chunk_range(g, base, rce, ch, chunk, buf == KOLO_BUF_IN ? in_blocked : out_blocked, off, n);
+}
+
+/* Bytes of a task's scratch (KOLO_SCRATCH_CHUNKS chunks). */
+KOLO_HD size_t kolo_geo_scratch_bytes(const kolo_geometry *g) {
+  return (size_t)KOLO_SCRATCH_CHUNKS * g->chunk_elems * g->elem_size;
+}
+
 #endif

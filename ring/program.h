@@ -63,7 +63,8 @@ enum {
   KOLO_ROLE_SRC = 1u << 2,    /* reads its src chunk */
   KOLO_ROLE_DST = 1u << 3,    /* writes its dst chunk */
   KOLO_ROLE_REDUCE = 1u << 4, /* combines the received slot with src (else copies) */
-  KOLO_ROLE_POST = 1u << 5    /* on a FINAL step, applies the post-op to what it writes */
+  KOLO_ROLE_POST = 1u << 5,   /* on a FINAL step, applies the post-op to what it writes */
+  KOLO_ROLE_ACC = 1u << 6     /* reads its dst chunk as the other operand (a local reduce) */
 };
 
 /* X(name, roles): every step op, in kolo_step_op's order. */
@@ -78,13 +79,26 @@ enum {
   X(RECV_REDUCE_COPY,                                                /* recv OP src -> dst */   \
     KOLO_ROLE_RECV | KOLO_ROLE_SRC | KOLO_ROLE_REDUCE | KOLO_ROLE_DST | KOLO_ROLE_POST)          \
   X(RECV_REDUCE_COPY_SEND,                                           /* ... -> dst and send */  \
-    KOLO_ROLE_RECV | KOLO_ROLE_SRC | KOLO_ROLE_REDUCE | KOLO_ROLE_DST | KOLO_ROLE_POST | KOLO_ROLE_SEND)
+    KOLO_ROLE_RECV | KOLO_ROLE_SRC | KOLO_ROLE_REDUCE | KOLO_ROLE_DST | KOLO_ROLE_POST | KOLO_ROLE_SEND) \
+  X(REDUCE,                                                          /* dst OP src -> dst */    \
+    KOLO_ROLE_ACC | KOLO_ROLE_SRC | KOLO_ROLE_REDUCE | KOLO_ROLE_DST | KOLO_ROLE_POST)
 
 #define KOLO_STEP_ENUM_(name, roles) KOLO_STEP_##name,
 typedef enum { KOLO_STEP_OPS(KOLO_STEP_ENUM_) KOLO_STEP_NUM_OPS } kolo_step_op;
 #undef KOLO_STEP_ENUM_
 
-typedef enum { KOLO_BUF_IN = 0, KOLO_BUF_OUT = 1 } kolo_buf_id;
+/* The buffers a step reads and writes: the call's two, and SCRATCH, the
+ * task's own: KOLO_SCRATCH_CHUNKS chunks per (call, channel), which keep
+ * nothing from one round to the next.  Scratch chunk k of a round has the
+ * length of the round's chunk k of an unblocked buffer (FLAT: of the
+ * channel's chunk) and lies at k * chunk_elems in the task's scratch; a
+ * program that reads a scratch chunk writes it first in the same round.
+ * It holds what neither call buffer may: a running result beside a rank's
+ * own input (one-shot all-reduce, in-place calls included) or at a rank
+ * whose output buffer the collective does not give it (a reduce tree's
+ * inner ranks). */
+typedef enum { KOLO_BUF_IN = 0, KOLO_BUF_OUT = 1, KOLO_BUF_SCRATCH = 2, KOLO_BUF_NUM = 3 } kolo_buf_id;
+#define KOLO_SCRATCH_CHUNKS 2
 
 typedef enum { KOLO_LAYOUT_RING = 0, KOLO_LAYOUT_FLAT = 1 } kolo_layout;
 
@@ -154,11 +168,13 @@ KOLO_HD int kolo_step_sends(int op) { return (kolo_step_roles(op) & KOLO_ROLE_SE
 KOLO_HD int kolo_step_reads_src(int op) { return (kolo_step_roles(op) & KOLO_ROLE_SRC) != 0; }
 KOLO_HD int kolo_step_writes_dst(int op) { return (kolo_step_roles(op) & KOLO_ROLE_DST) != 0; }
 KOLO_HD int kolo_step_reduces(int op) { return (kolo_step_roles(op) & KOLO_ROLE_REDUCE) != 0; }
+KOLO_HD int kolo_step_accumulates(int op) { return (kolo_step_roles(op) & KOLO_ROLE_ACC) != 0; }
 
 /* What one slice of a step computes, from the op's roles:
  *   o0[i] = post(a[i] OP b[i]), and the same into o1 when o1 is not NULL;
  *   b == NULL: o0[i] = post(a[i]), a copy.
- * a is the received slot (or src when the op receives nothing), b is src
+ * a is the received slot (or, when the op receives nothing, dst for an op
+ * that accumulates into it, else src), b is src
  * when the op reduces (a and b the other way round when src_first: the
  * step's KOLO_STEP_SRC_FIRST); the outputs are dst and the send slot,
  * whichever the op has (dst first).  post: 1 when the op applies the
@@ -176,7 +192,7 @@ KOLO_HD kolo_step_operands kolo_step_operands_of(int op, int src_first, char *rs
   const unsigned r = kolo_step_roles(op);
   kolo_step_operands x;
   char *d = (r & KOLO_ROLE_DST) ? dst : NULL, *sl = (r & KOLO_ROLE_SEND) ? sslot : NULL;
-  x.a = (r & KOLO_ROLE_RECV) ? rslot : (r & KOLO_ROLE_SRC) ? src : NULL;
+  x.a = (r & KOLO_ROLE_RECV) ? rslot : (r & KOLO_ROLE_ACC) ? dst : (r & KOLO_ROLE_SRC) ? src : NULL;
   x.b = (r & KOLO_ROLE_REDUCE) ? src : NULL;
   if (x.b != NULL && src_first) {
     x.b = x.a;
@@ -198,6 +214,17 @@ KOLO_HD int kolo_step_send_rank(const kolo_program *p, const kolo_step *s) {
 KOLO_HD int kolo_step_recv_rank(const kolo_program *p, const kolo_step *s) {
   if (!kolo_step_recvs(s->op)) return -1;
   return p->npeers == 0 ? p->recv_peer : (s->from < p->npeers ? p->peers[s->from].rank : -1);
+}
+
+/* 1 when a step of p reads or writes KOLO_BUF_SCRATCH. */
+KOLO_HD int kolo_program_uses_scratch(const kolo_program *p) {
+  for (int i = 0; i < p->nsteps; i++) {
+    const kolo_step *s = &p->steps[i];
+    if ((kolo_step_reads_src(s->op) && s->src_buf == KOLO_BUF_SCRATCH) ||
+        (kolo_step_writes_dst(s->op) && s->dst_buf == KOLO_BUF_SCRATCH))
+      return 1;
+  }
+  return 0;
 }
 
 /* Round geometry: both ends of every connector compute the same values. */

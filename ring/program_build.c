@@ -97,6 +97,7 @@ static koloResult_t all_reduce(const kolo_ring *ring, int rank, int algo, kolo_p
   case KOLO_ALGO_RD: return kolo_sched_all_reduce_rd(ring->nranks, rank, out);
   case KOLO_ALGO_RABENSEIFNER: return kolo_sched_all_reduce_rab(ring->nranks, rank, out);
   case KOLO_ALGO_DIRECT: return kolo_sched_all_reduce_direct(ring->nranks, rank, out);
+  case KOLO_ALGO_ONESHOT: return kolo_sched_all_reduce_oneshot(ring->nranks, rank, out);
   default: return kolo_sched_all_reduce(ring, rank, out);
   }
 }

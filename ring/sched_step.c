@@ -9,17 +9,20 @@
 
 #define WORD(w) (int)((w)->n > 64 ? 64 : (w)->n), (w)->p
 
-/* "in", "out", "in[3]", "out[12]": the buffer and chunk (0 when not said). */
+/* "in", "out", "scratch", "in[3]", "out[12]", "scratch[1]": the buffer
+ * and chunk (0 when not said). */
 static int parse_buffer(sp_state *s, const sp_word *w, int *buf, int *chunk) {
   size_t k = 0;
   if (w->n >= 2 && memcmp(w->p, "in", 2) == 0) k = 2, *buf = KOLO_BUF_IN;
   else if (w->n >= 3 && memcmp(w->p, "out", 3) == 0) k = 3, *buf = KOLO_BUF_OUT;
+  else if (w->n >= 7 && memcmp(w->p, "scratch", 7) == 0) k = 7, *buf = KOLO_BUF_SCRATCH;
   *chunk = 0;
   if (k > 0 && w->n == k) return 0;
   if (k == 0 || w->n < k + 3 || w->p[k] != '[' || w->p[w->n - 1] != ']')
-    return sp_fail(s, "\"%.*s\" is no buffer: in, out, in[CHUNK] or out[CHUNK]", WORD(w));
+    return sp_fail(s, "\"%.*s\" is no buffer: in, out, scratch, or one of them with [CHUNK]", WORD(w));
   sp_word idx = {w->p + k + 1, w->n - k - 2};
-  return sp_number(s, &idx, "the chunk", 0, s->f->nranks - 1, chunk);
+  int last = *buf == KOLO_BUF_SCRATCH ? KOLO_SCRATCH_CHUNKS - 1 : s->f->nranks - 1;
+  return sp_number(s, &idx, *buf == KOLO_BUF_SCRATCH ? "the scratch chunk" : "the chunk", 0, last, chunk);
 }
 
 /* The index of rank among the program's peers, added when new; -1 when
@@ -39,23 +42,26 @@ static int peer_index(sp_state *s, int rank) {
 }
 
 typedef struct {
-  int from, to, final;
+  int from, to, final, src_first;
 } step_extras;
 
-/* `from R`, `to R` and `final` after the buffers, each at most once. */
+/* `from R`, `to R`, `final` and `srcFirst` after the buffers, each at most
+ * once. */
 static int parse_extras(sp_state *s, const sp_word *w, int n, step_extras *x) {
-  *x = (step_extras){-1, -1, 0};
+  *x = (step_extras){-1, -1, 0, 0};
   for (int i = 0; i < n; i++) {
     int is_from = sp_is(&w[i], "from", 0), is_to = sp_is(&w[i], "to", 0);
     if (sp_is(&w[i], "final", 0) && !x->final) {
       x->final = 1;
+    } else if (sp_is(&w[i], "srcFirst", 0) && !x->src_first) {
+      x->src_first = 1;
     } else if ((is_from && x->from < 0) || (is_to && x->to < 0)) {
       if (i + 1 == n) return sp_fail(s, "\"%.*s\" without a rank after it", WORD(&w[i]));
       if (sp_number(s, &w[i + 1], "the peer", 0, s->f->nranks - 1, is_from ? &x->from : &x->to) < 0) return -1;
       i++;
     } else {
-      return sp_fail(s, "\"%.*s\" is not one of from RANK, to RANK and final (each once), which may follow the "
-                     "buffers", WORD(&w[i]));
+      return sp_fail(s, "\"%.*s\" is not one of from RANK, to RANK, final and srcFirst (each once), which may "
+                     "follow the buffers", WORD(&w[i]));
     }
   }
   return 0;
@@ -69,8 +75,10 @@ static int check_roles(sp_state *s, int op, const step_extras *x) {
   if (kolo_step_sends(op) != (x->to >= 0))
     return sp_fail(s, x->to < 0 ? "%s sends: say to which rank (to RANK)" : "%s does not send: no `to`", name);
   if (x->final && !kolo_step_post_applies(op))
-    return sp_fail(s, "`final` does nothing on %s: the post-op is applied by copy, recvReduceCopy and "
+    return sp_fail(s, "`final` does nothing on %s: the post-op is applied by copy, reduce, recvReduceCopy and "
                    "recvReduceCopySend", name);
+  if (x->src_first && !kolo_step_reduces(op))
+    return sp_fail(s, "`srcFirst` does nothing on %s: it orders the two operands of a step that reduces", name);
   return 0;
 }
 
@@ -95,7 +103,7 @@ int sp_step(sp_state *s, const sp_word *w, int n) {
   if (nbuf == 0) return sp_fail(s, "%s touches no buffer, which a schedule file cannot say", kolo_step_op_name(op));
   for (int i = 0; i < nbuf; i++) {
     const sp_word *bw = &w[1 + i];
-    if (i + 1 >= n || sp_is(bw, "from", 0) || sp_is(bw, "to", 0) || sp_is(bw, "final", 0))
+    if (i + 1 >= n || sp_is(bw, "from", 0) || sp_is(bw, "to", 0) || sp_is(bw, "final", 0) || sp_is(bw, "srcFirst", 0))
       return sp_fail(s, "%s takes %s", kolo_step_op_name(op),
                      nbuf == 2 ? "2 buffers: src then dst" : rs ? "1 buffer: src" : "1 buffer: dst");
     if (parse_buffer(s, bw, &b[i], &c[i]) < 0) return -1;
@@ -104,8 +112,8 @@ int sp_step(sp_state *s, const sp_word *w, int n) {
   if (parse_extras(s, w + 1 + nbuf, n - 1 - nbuf, &x) < 0 || check_roles(s, op, &x) < 0) return -1;
   /* one side used: the other names the same chunk (the executor sizes a
    * step by both) */
-  kolo_step st = {(uint8_t)op, (uint8_t)(x.final ? KOLO_STEP_FINAL : 0), (uint8_t)b[0], (uint8_t)b[nbuf - 1],
-                  c[0], c[nbuf - 1], 0, 0};
+  const int flags = (x.final ? KOLO_STEP_FINAL : 0) | (x.src_first ? KOLO_STEP_SRC_FIRST : 0);
+  kolo_step st = {(uint8_t)op, (uint8_t)flags, (uint8_t)b[0], (uint8_t)b[nbuf - 1], c[0], c[nbuf - 1], 0, 0};
   int to = x.to >= 0 ? peer_index(s, x.to) : 0, from = x.from >= 0 ? peer_index(s, x.from) : 0;
   if (to < 0 || from < 0) return -2;
   st.to = (uint16_t)to;

@@ -92,6 +92,7 @@ koloResult_t kolo_sched_scatter(int nranks, int rank, int root, kolo_program *p)
 koloResult_t kolo_sched_all_reduce_rd(int nranks, int rank, kolo_program *p);
 koloResult_t kolo_sched_all_reduce_rab(int nranks, int rank, kolo_program *p);
 koloResult_t kolo_sched_all_reduce_direct(int nranks, int rank, kolo_program *p);
+koloResult_t kolo_sched_all_reduce_oneshot(int nranks, int rank, kolo_program *p);
 koloResult_t kolo_sched_broadcast_tree(int nranks, int rank, int root, kolo_program *p);
 koloResult_t kolo_sched_broadcast_dbtree(int nranks, int rank, int root, int channel, kolo_program *p);
 /* A broadcast tree's program for one rank (bcast_tree.c, bcast_dbtree.c):

@@ -14,6 +14,7 @@ static const char *const names[KOLO_STEP_NUM_OPS] = {
     [KOLO_STEP_RECV_REDUCE_SEND] = "recvReduceSend",
     [KOLO_STEP_RECV_REDUCE_COPY] = "recvReduceCopy",
     [KOLO_STEP_RECV_REDUCE_COPY_SEND] = "recvReduceCopySend",
+    [KOLO_STEP_REDUCE] = "reduce",
 };
 
 const char *kolo_step_op_name(int op) {

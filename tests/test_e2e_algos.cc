@@ -136,7 +136,7 @@ std::string run_identical(ThreadWorld &w, const std::vector<CollCase> &cases) {
   return "";
 }
 
-const char *const kAlgos[] = {"ring", "rd", "rabenseifner", "direct"};
+const char *const kAlgos[] = {"ring", "rd", "rabenseifner", "direct", "oneshot"};
 
 class AlgoThreads : public ::testing::TestWithParam<std::tuple<const char *, int>> {};
 
@@ -251,7 +251,7 @@ TEST_P(AlgoProcs, EveryElementSameOnEveryRank) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Procs, AlgoProcs,
-                         ::testing::Combine(::testing::Values("rd", "rabenseifner", "direct"), ::testing::Values(3, 4)),
+                         ::testing::Combine(::testing::Values("rd", "rabenseifner", "direct", "oneshot"), ::testing::Values(3, 4)),
                          [](const ::testing::TestParamInfo<std::tuple<const char *, int>> &p) {
                            return std::string(std::get<0>(p.param)) + "_" + std::to_string(std::get<1>(p.param)) +
                                   "ranks";

@@ -92,7 +92,7 @@ TEST_P(CudaAlgoGrid, EveryElement) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaAlgoGrid,
-                         ::testing::Combine(::testing::Values("ring", "rd", "rabenseifner", "direct"),
+                         ::testing::Combine(::testing::Values("ring", "rd", "rabenseifner", "direct", "oneshot"),
                                             ::testing::Values(1, 2, 3, 4, 5, 8)),
                          param_name);
 
@@ -151,7 +151,7 @@ TEST_P(CudaAlgoBits, MaxOfSignedZerosGivesTheSameBitsOnEveryRank) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaAlgoBits,
-                         ::testing::Combine(::testing::Values("ring", "rd", "rabenseifner", "direct"), ::testing::Values(3, 4)),
+                         ::testing::Combine(::testing::Values("ring", "rd", "rabenseifner", "direct", "oneshot"), ::testing::Values(3, 4)),
                          param_name);
 
 std::vector<CollCase> tree_grid(int n) {

@@ -50,6 +50,7 @@
 #endif
 
 extern "C" {
+#include "ring/algo.h"
 #include "ring/schedule.h"
 }
 
@@ -89,14 +90,16 @@ std::vector<CollCase> all_reduce_cases() {
 enum FileKind { kRingFile, kRdFile, kBuiltinsFile };
 
 // The file of every built-in schedule (8 collectives, every root, two
-// channels) for kRanks ranks, in a temporary file; its path.
-std::string write_builtins_file() {
+// channels) for kRanks ranks, in a temporary file; its path.  With an
+// all-reduce algorithm: that all-reduce's programs alone (the one-shot's
+// use scratch and local reduces).
+std::string write_builtins_file(int algo = -1) {
   const int colls[] = {KOLO_COLL_ALL_REDUCE, KOLO_COLL_REDUCE_SCATTER, KOLO_COLL_ALL_GATHER, KOLO_COLL_BROADCAST,
                        KOLO_COLL_REDUCE,     KOLO_COLL_ALL_TO_ALL,     KOLO_COLL_GATHER,     KOLO_COLL_SCATTER};
   std::string text = "kolo-schedule 1\nranks " + std::to_string(kRanks) + "\n";
   for (int coll : colls)
-    for (int root = 0; root < (sched_rooted(coll) ? kRanks : 1); root++)
-      text += "\n" + sched_builtin_section(coll, kRanks, root, 2);
+    for (int root = 0; root < (sched_rooted(coll) ? kRanks : 1) && (algo < 0 || coll == KOLO_COLL_ALL_REDUCE); root++)
+      text += "\n" + sched_builtin_section(coll, kRanks, root, 2, nullptr, algo < 0 ? KOLO_ALGO_RING : algo);
   char path[] = "/tmp/kolo-builtins-XXXXXX";
   int fd = mkstemp(path);
   if (fd < 0 || write(fd, text.data(), text.size()) != (ssize_t)text.size()) std::abort();
@@ -213,6 +216,18 @@ TEST(SchedFileHost, EveryCollectiveFromTheBuiltinsWrittenOut) {
   unlink(file.c_str());
   EXPECT_EQ(children_failures(res), "");
   std::printf("[          ] %zu cases of 8 collectives on %d processes in %.0f ms\n", cases.size(), kRanks, now_ms() - t0);
+}
+
+TEST(SchedFileHost, TheOneshotAllReduceWrittenOut) {
+  if (tsan_build()) GTEST_SKIP() << "forks ranks (not under TSan)";
+  const std::string file = write_builtins_file(KOLO_ALGO_ONESHOT);
+  ScopedEnv env("KOLO_SCHEDULE_FILE", file);
+  const std::vector<CollCase> cases = all_reduce_cases();
+  std::vector<ChildResult> res = run_children_with_id(
+      kRanks, [&](int rank, const koloUniqueId &id) { return host_child(rank, id, cases, kBuiltinsFile); },
+      kChildTimeoutMs);
+  unlink(file.c_str());
+  EXPECT_EQ(children_failures(res), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, SchedFileHost, ::testing::Values("ring_allreduce_4.sched", "rd_allreduce_4.sched"),
@@ -383,11 +398,14 @@ class SchedFileCuda : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(SchedFileCuda, EveryElementOnFourProcesses) {
   if (tsan_build()) GTEST_SKIP() << "forks ranks (not under TSan)";
-  const std::string file = GetParam()[0] == '*' ? write_builtins_file() : schedule_path(GetParam());
-  const FileKind kind = GetParam()[0] == '*' ? kBuiltinsFile : std::string(GetParam()).rfind("ring", 0) == 0 ? kRingFile : kRdFile;
+  const bool oneshot = GetParam()[0] == '+', builtins = GetParam()[0] == '*' || oneshot;
+  const std::string file = oneshot    ? write_builtins_file(KOLO_ALGO_ONESHOT)
+                           : builtins ? write_builtins_file()
+                                      : schedule_path(GetParam());
+  const FileKind kind = builtins ? kBuiltinsFile : std::string(GetParam()).rfind("ring", 0) == 0 ? kRingFile : kRdFile;
   ScopedEnv env("KOLO_SCHEDULE_FILE", file);
   ScopedEnv queues("CUDA_DEVICE_MAX_CONNECTIONS", "32");
-  const std::vector<CollCase> cases = kind == kBuiltinsFile ? every_collective_cases() : all_reduce_cases();
+  const std::vector<CollCase> cases = kind == kBuiltinsFile && !oneshot ? every_collective_cases() : all_reduce_cases();
   double t0 = now_ms();
   std::vector<ChildResult> res = run_children_with_id(
       kRanks, [&](int rank, const koloUniqueId &id) { return cuda_child(rank, id, cases, kind); }, kChildTimeoutMs);
@@ -400,12 +418,14 @@ TEST_P(SchedFileCuda, EveryElementOnFourProcesses) {
               now_ms() - t0);
 }
 
-// "*": the file of every built-in schedule, every collective's cases.
+// "*": the file of every built-in schedule, every collective's cases;
+// "+": the one-shot all-reduce written out (scratch on the device).
 INSTANTIATE_TEST_SUITE_P(Examples, SchedFileCuda,
-                         ::testing::Values("ring_allreduce_4.sched", "rd_allreduce_4.sched", "*"),
+                         ::testing::Values("ring_allreduce_4.sched", "rd_allreduce_4.sched", "*", "+"),
                          [](const ::testing::TestParamInfo<const char *> &p) {
-                           return p.param[0] == '*' ? std::string("builtins")
-                                                    : std::string(p.param).substr(0, std::string(p.param).find('_'));
+                           return p.param[0] == '*'   ? std::string("builtins")
+                                  : p.param[0] == '+' ? std::string("oneshot")
+                                                      : std::string(p.param).substr(0, std::string(p.param).find('_'));
                          });
 #endif
 

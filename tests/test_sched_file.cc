@@ -16,6 +16,7 @@
 #include "util/sched_text.h"
 
 extern "C" {
+#include "ring/algo.h"
 #include "ring/sched_file.h"
 #include "ring/schedule.h"
 #include "ring/step_names.h"
@@ -61,7 +62,7 @@ std::string parse_and_check(const std::string &text, const char *name = "t.sched
 
 TEST(SchedFile, ExamplesAreProvedAndTheWrongOneRefused) {
   const std::string dir = repo_dir() + "/perf/schedules/";
-  for (const char *good : {"ring_allreduce_4.sched", "rd_allreduce_4.sched"}) {
+  for (const char *good : {"ring_allreduce_4.sched", "rd_allreduce_4.sched", "oneshot_allreduce_3.sched"}) {
     std::string text = read_text(dir + good);
     ASSERT_FALSE(text.empty()) << dir + good;
     EXPECT_EQ(parse_and_check(text, good), "") << good;
@@ -139,6 +140,45 @@ TEST(SchedFile, EveryBuiltinScheduleReadsBackAndIsProved) {
   }
 }
 
+// The multi-peer all-reduces (operand order, scratch and local reduces
+// included) written out, read back the same and proved.
+TEST(SchedFile, EveryAllReduceAlgorithmReadsBackAndIsProved) {
+  for (int algo : {KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT, KOLO_ALGO_ONESHOT})
+    for (int n : {1, 2, 3, 4, 5, 8}) {
+      std::vector<kolo_program> built;
+      std::string text = "kolo-schedule 1\nranks " + std::to_string(n) + "\n\n" +
+                         kt::sched_builtin_section(KOLO_COLL_ALL_REDUCE, n, 0, 1, &built, algo);
+      kolo_sched_file f;
+      ASSERT_EQ(parse(text, &f), "") << text;
+      char why[1024];
+      EXPECT_EQ(kolo_sched_check(&f, "t.sched", why, sizeof why), koloSuccess) << why;
+      for (int r = 0; r < n; r++) {
+        const kolo_program *p = kolo_sched_find(&f, KOLO_COLL_ALL_REDUCE, -1, 0, r);
+        ASSERT_NE(p, nullptr);
+        expect_same(*p, built[(size_t)r], std::string(kolo_algo_name(algo)) + " n=" + std::to_string(n) + " rank=" +
+                                              std::to_string(r));
+      }
+      kolo_sched_free(&f);
+      for (kolo_program &p : built) kolo_program_free(&p);
+    }
+}
+
+// Scratch holds nothing from one round to the next: a program that reads it
+// before writing it in the round is refused, naming the step.
+TEST(SchedFile, ScratchReadBeforeWrittenIsRefused) {
+  const std::string H = "kolo-schedule 1\nranks 2\ncollective AllReduce\nlayout flat\n";
+  const std::string good = H +
+                           "rank 0\nsend in to 1\nrecv scratch from 1\nreduce in scratch\ncopy scratch out final\n"
+                           "rank 1\nsend in to 0\nrecvReduceCopy in out from 0 final\n";
+  EXPECT_EQ(parse_and_check(good), "");
+  const std::string bad = H +
+                          "rank 0\nsend in to 1\nreduce in scratch\nrecvReduceCopy scratch out from 1 final\n"
+                          "rank 1\nsend in to 0\nrecvReduceCopy in out from 0 final\n";
+  EXPECT_EQ(parse_and_check(bad),
+            "t.sched:3: AllReduce on 2 ranks: rank 0 step 1 (reduce) reads SCRATCH[0] before any step of the round "
+            "wrote it (scratch keeps nothing from one round to the next)");
+}
+
 TEST(SchedFile, SectionsByRootAndTheHash) {
   const std::string text =
       "kolo-schedule 1\nranks 2\n"
@@ -210,8 +250,8 @@ TEST(SchedFile, MalformedLinesAreNamed) {
        "t.sched:5: \"sendd\" is neither a directive nor a step op (send, recv, copy, copySend, ...)"},
       {H + "rank 0\nsend to 1\n", "t.sched:5: send takes 1 buffer: src"},
       {H + "rank 0\nrecvReduceCopy in from 1\n", "t.sched:5: recvReduceCopy takes 2 buffers: src then dst"},
-      {H + "rank 0\nsend input to 1\n", "t.sched:5: \"input\" is no buffer: in, out, in[CHUNK] or out[CHUNK]"},
-      {H + "rank 0\nsend in[ to 1\n", "t.sched:5: \"in[\" is no buffer: in, out, in[CHUNK] or out[CHUNK]"},
+      {H + "rank 0\nsend input to 1\n", "t.sched:5: \"input\" is no buffer: in, out, scratch, or one of them with [CHUNK]"},
+      {H + "rank 0\nsend in[ to 1\n", "t.sched:5: \"in[\" is no buffer: in, out, scratch, or one of them with [CHUNK]"},
       {H + "rank 0\nsend in[2] to 1\n", "t.sched:5: the chunk \"2\" is not a number in 0..1"},
       {H + "rank 0\nsend in[-1] to 1\n", "t.sched:5: the chunk \"-1\" is not a number in 0..1"},
       {H + "rank 0\nsend in[99999999999] to 1\n",
@@ -220,11 +260,17 @@ TEST(SchedFile, MalformedLinesAreNamed) {
       {H + "rank 0\nsend in to 1 from 1\n", "t.sched:5: send does not receive: no `from`"},
       {H + "rank 0\nrecv out to 1\n", "t.sched:5: recv receives: say from which rank (from RANK)"},
       {H + "rank 0\nsend in to 1 to 1\n",
-       "t.sched:5: \"to\" is not one of from RANK, to RANK and final (each once), which may follow the buffers"},
+       "t.sched:5: \"to\" is not one of from RANK, to RANK, final and srcFirst (each once), which may follow the "
+       "buffers"},
       {H + "rank 0\nsend in to\n", "t.sched:5: \"to\" without a rank after it"},
       {H + "rank 0\nsend in to 2\n", "t.sched:5: the peer \"2\" is not a number in 0..1"},
       {H + "rank 0\nsend in to 1 final\n",
-       "t.sched:5: `final` does nothing on send: the post-op is applied by copy, recvReduceCopy and recvReduceCopySend"},
+       "t.sched:5: `final` does nothing on send: the post-op is applied by copy, reduce, recvReduceCopy and "
+       "recvReduceCopySend"},
+      {H + "rank 0\nsend in to 1 srcFirst\n",
+       "t.sched:5: `srcFirst` does nothing on send: it orders the two operands of a step that reduces"},
+      {H + "rank 0\nreduce in scratch[2]\n", "t.sched:5: the scratch chunk \"2\" is not a number in 0..1"},
+      {H + "rank 0\nreduce in\n", "t.sched:5: reduce takes 2 buffers: src then dst"},
       {H + "rank 0\nsend in to 1 a b c d e f g h i j k l m\n", "t.sched:5: more than 16 words on one line"},
       {H + "rank 0\n" + std::string(5000, ' ') + "\n", "t.sched:5: a line of more than 4096 bytes"},
   };

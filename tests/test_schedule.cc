@@ -264,6 +264,15 @@ struct ModelParams {
 };
 
 template <typename T>
+T poison() {
+  // Positive and large: it dominates a max and spoils a sum if it leaks in.
+  if constexpr (std::is_floating_point<T>::value)
+    return (T)1e300;
+  else
+    return (T)0x5eadbeef5eadbeefll;
+}
+
+template <typename T>
 class Model {
  public:
   explicit Model(const ModelParams &mp)
@@ -310,6 +319,7 @@ class Model {
         t.deps.push_back((int)i);
     }
     for (int a : after) t.deps.push_back(a);
+    t.scratch.assign((size_t)KOLO_SCRATCH_CHUNKS * mp_.chunk_elems, poison<T>());
     tasks_.push_back(t);
     return (int)tasks_.size() - 1;
   }
@@ -370,6 +380,7 @@ class Model {
     int rank = 0, channel = 0;
     const kolo_program *prog = nullptr;
     View in, out;
+    std::vector<T> scratch;  // KOLO_BUF_SCRATCH: poisoned at the start of every round
     kolo_geometry geo{};
     std::vector<int> send_fifos, recv_fifos;  // every connector end it uses, sorted
     std::vector<int> deps;
@@ -460,17 +471,22 @@ class Model {
     return (t.prog->layout == KOLO_LAYOUT_RING || blocked(t, buf)) ? chunk : -1;
   }
 
+  // Where chunk `chunk` of buffer `buf` lies this round (program.h): a
+  // scratch chunk has the size of the channel's chunk k of an unblocked
+  // buffer and sits at k chunk_elems in the task's scratch.
+  void locate(const Task &t, int buf, int chunk, size_t *off, size_t *n) const {
+    bool scratch = buf == KOLO_BUF_SCRATCH;
+    kolo_chunk_range(&t.geo, t.base, t.rce, t.channel, chunk, !scratch && blocked(t, buf), off, n);
+    if (scratch) *off = (size_t)chunk * mp_.chunk_elems;
+  }
+
   // Locates the current step's chunk.
   int prepare(Task &t, const kolo_step &s) {
     bool rs = kolo_step_reads_src(s.op), wd = kolo_step_writes_dst(s.op);
     if (!rs && !wd) return fail(t, "step neither reads nor writes a buffer");
     size_t n_src = 0, n_dst = 0;
-    if (rs)
-      kolo_chunk_range(&t.geo, t.base, t.rce, t.channel, s.src_chunk, blocked(t, s.src_buf),
-                       &t.src_off, &n_src);
-    if (wd)
-      kolo_chunk_range(&t.geo, t.base, t.rce, t.channel, s.dst_chunk, blocked(t, s.dst_buf),
-                       &t.dst_off, &n_dst);
+    if (rs) locate(t, s.src_buf, s.src_chunk, &t.src_off, &n_src);
+    if (wd) locate(t, s.dst_buf, s.dst_chunk, &t.dst_off, &n_dst);
     if (rs && wd && n_src != n_dst) {
       std::ostringstream os;
       os << "src chunk has " << n_src << " elements, dst chunk " << n_dst;
@@ -487,7 +503,21 @@ class Model {
     return 0;
   }
 
-  int read(const Task &t, int buf, size_t off, size_t n, std::vector<T> &v) {
+  // The task's scratch: its own, KOLO_SCRATCH_CHUNKS chunks of chunk_elems.
+  int scratch_io(Task &t, size_t off, size_t n, std::vector<T> &v, bool write) {
+    if (off + n > t.scratch.size()) {
+      std::ostringstream os;
+      os << (write ? "writes" : "reads") << " [" << off << ", " << off + n << ") of SCRATCH of " << t.scratch.size()
+         << " elements";
+      return fail(t, os.str());
+    }
+    if (write) std::copy(v.begin(), v.begin() + (ptrdiff_t)n, t.scratch.begin() + (ptrdiff_t)off);
+    else v.assign(t.scratch.begin() + (ptrdiff_t)off, t.scratch.begin() + (ptrdiff_t)(off + n));
+    return 0;
+  }
+
+  int read(Task &t, int buf, size_t off, size_t n, std::vector<T> &v) {
+    if (buf == KOLO_BUF_SCRATCH) return scratch_io(t, off, n, v, false);
     const View &w = view(t, buf);
     if (!w.can_read)
       return fail(t, std::string("reads ") + (buf ? "OUT" : "IN") + ", which it must not");
@@ -502,7 +532,8 @@ class Model {
     return 0;
   }
 
-  int write(const Task &t, int buf, size_t off, const std::vector<T> &v) {
+  int write(Task &t, int buf, size_t off, std::vector<T> &v) {
+    if (buf == KOLO_BUF_SCRATCH) return scratch_io(t, off, v.size(), v, true);
     const View &w = view(t, buf);
     if (!w.can_write)
       return fail(t, std::string("writes ") + (buf ? "OUT" : "IN") + ", which it must not");
@@ -536,6 +567,7 @@ class Model {
         t.base += span;
         t.rce = kolo_round_chunk(&t.geo, t.base);
         t.step = 0;
+        std::fill(t.scratch.begin(), t.scratch.end(), poison<T>());  // scratch keeps nothing between rounds
         if (t.rce == 0) {
           t.done = true;
           return 1;
@@ -589,6 +621,9 @@ class Model {
         break;
       case KOLO_STEP_COPY_SEND: v.assign(a.begin(), a.end()); break;
       case KOLO_STEP_RECV_COPY_SEND: v.assign(r.begin(), r.end()); break;
+      case KOLO_STEP_REDUCE:  // dst OP src: the other operand is what dst holds
+        if (read(t, s.dst_buf, t.dst_off + off, n, r) < 0) return -1;
+        [[fallthrough]];
       case KOLO_STEP_RECV_REDUCE_SEND:
       case KOLO_STEP_RECV_REDUCE_COPY:
       case KOLO_STEP_RECV_REDUCE_COPY_SEND:
@@ -627,14 +662,6 @@ class Model {
 
 // ---- collectives in the model ---------------------------------------------
 
-template <typename T>
-T poison() {
-  // Positive and large: it dominates a max and spoils a sum if it leaks in.
-  if constexpr (std::is_floating_point<T>::value)
-    return (T)1e300;
-  else
-    return (T)0x5eadbeef5eadbeefll;
-}
 
 struct Case {
   int coll = KOLO_COLL_ALL_REDUCE;
@@ -2428,7 +2455,7 @@ std::vector<std::vector<size_t>> expect_pipes_in_step(const std::vector<std::uni
 
 const int kDoublingAlgos[] = {KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER};
 // The multi-peer all-reduces: the doubling ones and the direct one.
-const int kPeerAlgos[] = {KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT};
+const int kPeerAlgos[] = {KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT, KOLO_ALGO_ONESHOT};
 
 // The structure of rank's program of a doubling all-reduce (algo), with
 // what it reads and writes counted per chunk into reads / finals.
@@ -2542,6 +2569,55 @@ TEST(ScheduleStructure, DirectAllReducePrograms) {
   }
 }
 
+// The one-shot all-reduce: rank r sends its input to every other rank, once,
+// receives every other rank's once, reads its own input n times (n - 1 sends
+// and its fold), keeps its running result in SCRATCH[0] (from 3 ranks: with
+// 2 the one receive carries it) and finishes OUT with one FINAL.
+TEST(ScheduleStructure, OneshotAllReducePrograms) {
+  for (int n = 1; n <= 16; n++) {
+    Ring ring = identity_ring(n);
+    std::vector<std::unique_ptr<Prog>> progs;
+    for (int r = 0; r < n; r++) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " rank=" << r);
+      progs.push_back(build(KOLO_COLL_ALL_REDUCE, ring, r, KOLO_ALGO_ONESHOT));
+      ASSERT_TRUE(progs.back());
+      const kolo_program &p = progs.back()->p;
+      EXPECT_EQ(p.layout, KOLO_LAYOUT_FLAT);
+      ASSERT_EQ(p.npeers, n == 1 ? 0 : n - 1);
+      EXPECT_LE(p.nsteps, 2 * n);
+      std::vector<int> sends((size_t)n, 0), recvs((size_t)n, 0);
+      int reads = 0, finals = 0;
+      for (int i = 0; i < p.nsteps; i++) {
+        const kolo_step &st = p.steps[i];
+        EXPECT_EQ(st.src_chunk + st.dst_chunk, 0) << "step " << i;
+        if (kolo_step_sends(st.op)) sends[(size_t)p.peers[st.to].rank]++;
+        if (kolo_step_recvs(st.op)) recvs[(size_t)p.peers[st.from].rank]++;
+        reads += kolo_step_reads_src(st.op) && st.src_buf == KOLO_BUF_IN;
+        if (kolo_step_writes_dst(st.op)) {
+          EXPECT_NE(st.dst_buf, KOLO_BUF_IN) << "step " << i << " writes IN";
+        }
+        if (st.flags & KOLO_STEP_FINAL) {  // the last fold: into OUT, or into SCRATCH and copied there
+          const bool copied = i == p.nsteps - 2 && p.steps[i + 1].op == KOLO_STEP_COPY &&
+                              p.steps[i + 1].src_buf == KOLO_BUF_SCRATCH && p.steps[i + 1].dst_buf == KOLO_BUF_OUT;
+          EXPECT_TRUE((i == p.nsteps - 1 && st.dst_buf == KOLO_BUF_OUT) || copied) << "step " << i;
+          finals++;
+        }
+      }
+      for (int q = 0; q < n; q++) {
+        EXPECT_EQ(sends[(size_t)q], q != r) << "sends to rank " << q;
+        EXPECT_EQ(recvs[(size_t)q], q != r) << "receives from rank " << q;
+      }
+      EXPECT_EQ(reads, n);
+      EXPECT_EQ(finals, 1);
+      EXPECT_EQ(kolo_program_uses_scratch(&p), n >= 3);
+    }
+    std::vector<std::vector<size_t>> chunks = expect_pipes_in_step(progs, "oneshot n=" + std::to_string(n));
+    for (int a = 0; a < n; a++)
+      for (int b = 0; b < n; b++)
+        EXPECT_EQ(chunks[(size_t)a][(size_t)b], a == b || n == 1 ? 0u : 1u) << "n=" << n << " pipe " << a << "->" << b;
+  }
+}
+
 // N = 1..16 x every count x geometry for both algorithms, op (sum, max,
 // avg, ordered), in place and FIFO bound rotating; the full geometry
 // product at a few N.
@@ -2578,7 +2654,7 @@ TEST(ScheduleModel, DoublingAllReduceGrid) {
 // too, which must give every rank the same values (kOrdered) as well.
 TEST(ScheduleModel, AllReduceEveryAlgorithmAndOp) {
   Grid g;
-  for (int algo : {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT})
+  for (int algo : {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT, KOLO_ALGO_ONESHOT})
     for (int n = 1; n <= 16 && g.go(); n++)
       for (size_t count : {(size_t)1, (size_t)65, (size_t)4097})
         for (bool inplace : {false, true})
@@ -2659,11 +2735,14 @@ TEST(ScheduleModel, CatchesBrokenDoublingPrograms) {
       };
       EXPECT_EQ(run(ROp::kOrdered, [](kolo_program &) {}), "");
       EXPECT_EQ(run(ROp::kOrdered, each_step([](kolo_step &s) { s.flags &= ~KOLO_STEP_SRC_FIRST; })),
-                algo == KOLO_ALGO_RD ? "ranks differ" : "")
+                algo == KOLO_ALGO_RD || algo == KOLO_ALGO_ONESHOT ? "ranks differ" : "")
           << "rabenseifner and direct reduce each element once: their order cannot make ranks differ";
-      std::string err = run(ROp::kSum, [](kolo_program &p) {
-        for (int i = 0; i + 1 < p.nsteps; i++)
-          if (p.steps[i].op == KOLO_STEP_SEND && kolo_step_recvs(p.steps[i + 1].op)) std::swap(p.steps[i], p.steps[i + 1]);
+      std::string err = run(ROp::kSum, [](kolo_program &p) {  // each rank's first receive before its sends
+        for (int i = 0; i < p.nsteps; i++)
+          if (kolo_step_recvs(p.steps[i].op)) {
+            std::rotate(p.steps, p.steps + i, p.steps + i + 1);
+            break;
+          }
       });
       EXPECT_NE(err.find("deadlock"), std::string::npos) << err;
     }

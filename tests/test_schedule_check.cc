@@ -118,7 +118,8 @@ TEST(ScheduleCheck, EveryOpHasAName) {
 // The algorithms of coll whose programs kolo_schedule_build makes (hier's
 // three: HierarchicalAllReduceInSequence).
 std::vector<int> algos_of(int coll) {
-  if (coll == KOLO_COLL_ALL_REDUCE) return {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT};
+  if (coll == KOLO_COLL_ALL_REDUCE)
+    return {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT, KOLO_ALGO_ONESHOT};
   if (coll == KOLO_COLL_BROADCAST) return {KOLO_ALGO_RING, KOLO_ALGO_TREE};
   if (coll == KOLO_COLL_ALL_GATHER) return {KOLO_ALGO_RING, KOLO_ALGO_BRUCK};
   return {KOLO_ALGO_RING};

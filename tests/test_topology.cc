@@ -200,6 +200,7 @@ double one_host_cost(int algo, int n, double S) {
   case KOLO_ALGO_RD: return (k + 2 * f) * a + 5.0 * (k + f) * S / m;
   case KOLO_ALGO_RABENSEIFNER: return (2 * k + 2 * f) * a + (9.0 * (p - 1) / p + 5 * f) * S / m;
   case KOLO_ALGO_DIRECT: return (2 + 0.5 * (n - 2)) * a + 9.0 * (n - 1) / n * S / m;
+  case KOLO_ALGO_ONESHOT: return (1 + 0.5 * (n - 2)) * a + (5.0 * n - 3) * S / m;
   default: return 2 * (n - 1) * a + (6.0 * n - 4) / n * S / m;
   }
 }
@@ -207,14 +208,15 @@ double one_host_cost(int algo, int n, double S) {
 TEST(Topology, AlgorithmNames) {
   EXPECT_EQ(kolo_algo_parse(nullptr), KOLO_ALGO_AUTO);
   EXPECT_EQ(kolo_algo_parse(""), KOLO_ALGO_AUTO);
-  const char *names[] = {"ring", "hier", "rd", "rabenseifner", "tree", "direct", "bruck", "dbtree"};
+  const char *names[] = {"ring", "hier", "rd", "rabenseifner", "tree", "direct", "bruck", "dbtree", "oneshot"};
   static_assert(sizeof names / sizeof *names == KOLO_ALGO_NUM, "a name per algorithm");
   for (int a = 0; a < KOLO_ALGO_NUM; a++) {
     EXPECT_EQ(kolo_algo_parse(names[a]), a);
     EXPECT_STREQ(kolo_algo_name(a), names[a]);
     EXPECT_NE(std::string(kolo_algo_names()).find(names[a]), std::string::npos);
     EXPECT_EQ(kolo_algo_is_multi_peer(a), a == KOLO_ALGO_RD || a == KOLO_ALGO_RABENSEIFNER || a == KOLO_ALGO_TREE ||
-                                              a == KOLO_ALGO_DIRECT || a == KOLO_ALGO_BRUCK || a == KOLO_ALGO_DBTREE);
+                                              a == KOLO_ALGO_DIRECT || a == KOLO_ALGO_BRUCK || a == KOLO_ALGO_DBTREE ||
+                                              a == KOLO_ALGO_ONESHOT);
   }
   for (const char *bad : {"nvls", "Ring", "rd ", "rab", "auto"}) EXPECT_LT(kolo_algo_parse(bad), KOLO_ALGO_AUTO) << bad;
   EXPECT_STREQ(kolo_algo_name(KOLO_ALGO_AUTO), "auto");
@@ -274,7 +276,8 @@ TEST(Topology, AlgorithmChoice) {
             t.no_auto_peers = no_peers;
             for (int a = 0; a < KOLO_ALGO_NUM; a++) {
               t.forced = a;
-              bool cannot = (a == KOLO_ALGO_HIER && !kolo_algo_hier_possible(&t)) || (a == KOLO_ALGO_DIRECT && H > 1) ||
+              bool cannot = (a == KOLO_ALGO_HIER && !kolo_algo_hier_possible(&t)) ||
+                            ((a == KOLO_ALGO_DIRECT || a == KOLO_ALGO_ONESHOT) && H > 1) ||
                             a == KOLO_ALGO_TREE || a == KOLO_ALGO_BRUCK ||
                             a == KOLO_ALGO_DBTREE;  // broadcast, all-gather algorithms
               int want = cannot ? KOLO_ALGO_RING : a;
@@ -286,7 +289,9 @@ TEST(Topology, AlgorithmChoice) {
               if (a == KOLO_ALGO_HIER && !kolo_algo_hier_possible(&t)) continue;
               if (no_peers && kolo_algo_is_multi_peer(a)) continue;
               // by name only; a broadcast, an all-gather algorithm
-              if (a == KOLO_ALGO_DIRECT || a == KOLO_ALGO_TREE || a == KOLO_ALGO_BRUCK || a == KOLO_ALGO_DBTREE) continue;
+              if (a == KOLO_ALGO_DIRECT || a == KOLO_ALGO_ONESHOT || a == KOLO_ALGO_TREE || a == KOLO_ALGO_BRUCK ||
+                  a == KOLO_ALGO_DBTREE)
+                continue;
               if (t.nranks > 1) {
                 EXPECT_GT(kolo_algo_cost(a, &t, bytes, ch), 0);
               }
@@ -302,7 +307,7 @@ TEST(Topology, AlgorithmChoice) {
   for (int n = 2; n <= 16; n++) {
     kolo_algo_topo t{n, 1, n, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
     for (double S : {0.0, 8.0, 4096.0, 1e6, 1e9})
-      for (int a : {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT})
+      for (int a : {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT, KOLO_ALGO_ONESHOT})
         EXPECT_NEAR(kolo_algo_cost(a, &t, (size_t)S, 1), one_host_cost(a, n, S), 1e-12) << a << " n=" << n;
     for (size_t bytes : {(size_t)8, (size_t)512}) EXPECT_EQ(kolo_algo_choose(&t, bytes, 1), KOLO_ALGO_RD) << n;
     EXPECT_EQ(kolo_algo_choose(&t, 64 << 20, 1), KOLO_ALGO_RING) << n;

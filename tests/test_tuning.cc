@@ -92,7 +92,7 @@ TEST(AlgoSelect, RefusesWithASentence) {
   EXPECT_NE(why.find("write broadcast:dbtree"), std::string::npos) << why;
   EXPECT_EQ(allow("broadcast:^ring,tree,dbtree", &why), -1);
   EXPECT_NE(why.find("leaves neither the ring (chain) nor a tree for \"broadcast\""), std::string::npos) << why;
-  EXPECT_EQ(allow("^ring,hier,rd,rabenseifner,direct", &why), -1);
+  EXPECT_EQ(allow("^ring,hier,rd,rabenseifner,direct,oneshot", &why), -1);
   EXPECT_NE(why.find("no algorithm for"), std::string::npos) << why;
   EXPECT_EQ(allow("broadcast:rd", &why), -1);
   EXPECT_NE(why.find("broadcast"), std::string::npos) << why;
@@ -119,7 +119,7 @@ TEST(AlgoSelect, RefusesWithASentence) {
 TEST(AlgoSelect, TheModelChoosesAmongTheAllowed) {
   kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
   ASSERT_EQ(kolo_algo_choose(&t, 8, 1), KOLO_ALGO_RD);  // small: recursive doubling
-  t.allowed = KOLO_ALGO_ALL & ~bit(KOLO_ALGO_RD) & ~bit(KOLO_ALGO_DIRECT);
+  t.allowed = KOLO_ALGO_ALL & ~bit(KOLO_ALGO_RD) & ~bit(KOLO_ALGO_DIRECT) & ~bit(KOLO_ALGO_ONESHOT);
   int a = kolo_algo_choose(&t, 8, 1);
   EXPECT_NE(a, KOLO_ALGO_RD);
   t.allowed = bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_RABENSEIFNER);
@@ -132,6 +132,13 @@ TEST(AlgoSelect, TheModelChoosesAmongTheAllowed) {
   EXPECT_FALSE(kolo_algo_may_run(&three, KOLO_ALGO_DIRECT));
   three.allowed = bit(KOLO_ALGO_RD) | bit(KOLO_ALGO_DIRECT);
   EXPECT_EQ(kolo_algo_choose(&three, 8, 1), KOLO_ALGO_DIRECT);
+  // the one-shot likewise: by name, one host
+  three.allowed = 0;
+  ASSERT_LT(kolo_algo_cost(KOLO_ALGO_ONESHOT, &three, 8, 1), kolo_algo_cost(KOLO_ALGO_RD, &three, 8, 1));
+  EXPECT_FALSE(kolo_algo_may_run(&three, KOLO_ALGO_ONESHOT));
+  three.allowed = bit(KOLO_ALGO_RD) | bit(KOLO_ALGO_ONESHOT);
+  EXPECT_EQ(kolo_algo_choose(&three, 8, 1), KOLO_ALGO_ONESHOT);
+  EXPECT_EQ(kolo_algo_choose(&three, 1 << 20, 1), KOLO_ALGO_RD);  // n - 1 times the bytes sent
   three.nhosts = 3;
   three.local = 1;
   EXPECT_EQ(kolo_algo_choose(&three, 8, 1), KOLO_ALGO_RD);

@@ -458,6 +458,13 @@ __device__ __forceinline__ uint64_t premul_scalar(const kolo_dev_task &t) {
   return bits;
 }
 
+/* Where buffer `buf` (kolo_buf_id) of the task of this block starts. */
+__device__ __forceinline__ char *task_buf(const kolo_dev_batch &b, const kolo_dev_task &t, int buf) {
+  if (buf == KOLO_BUF_IN) return t.in;
+  if (buf == KOLO_BUF_OUT) return t.out;
+  return b.scratch + (size_t)blockIdx.x * b.scratch_task_bytes;
+}
+
 /* A step's divisor: its post-op's (1: none), or 0 where a premul-sum's
  * step reads this rank's input (src in IN: where the schedules of ring/ read
  * each input element, once), which it scales.  (One variable for both: a
@@ -811,16 +818,17 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
       const bool rv = kolo_step_recvs(sop), sd = kolo_step_sends(sop);
       if (kolo_step_roles(sop) == 0) continue; /* not a step op */
       size_t soff, doff, ns, nd;
-      kolo_geo_chunk_range(&t.geo, base, rce, t.channel, st.src_chunk,
-                           st.src_buf == KOLO_BUF_IN ? t.in_blocked : t.out_blocked, &soff, &ns);
-      kolo_geo_chunk_range(&t.geo, base, rce, t.channel, st.dst_chunk,
-                           st.dst_buf == KOLO_BUF_IN ? t.in_blocked : t.out_blocked, &doff, &nd);
+      kolo_geo_buf_range(&t.geo, base, rce, t.channel, st.src_buf, st.src_chunk, t.in_blocked, t.out_blocked, &soff,
+                         &ns);
+      kolo_geo_buf_range(&t.geo, base, rce, t.channel, st.dst_buf, st.dst_chunk, t.in_blocked, t.out_blocked, &doff,
+                         &nd);
       const size_t n = ns < nd ? ns : nd;
-      char *src = (st.src_buf == KOLO_BUF_IN ? t.in : t.out) + soff * esz;
-      char *dst = (st.dst_buf == KOLO_BUF_IN ? t.in : t.out) + doff * esz;
+      char *src = task_buf(b, t, st.src_buf) + soff * esz;
+      char *dst = task_buf(b, t, st.dst_buf) + doff * esz;
       const int div = step_div(t, st);
       const bool swap = (st.flags & KOLO_STEP_SRC_FIRST) && div != 0; /* not where a premul-sum scales */
-      if (!rv && !sd && dst == src && div == 1) continue; /* a local copy onto itself: nothing to do */
+      /* a local copy onto itself: nothing to do */
+      if (!rv && !sd && dst == src && div == 1 && !kolo_step_reduces(sop)) continue;
       if (t.npeers > 0 && n > 0) take_ends(t, st, sd, rv, e);
       const size_t per = (rv || sd) ? slot_elems : n;
       for (size_t off = 0; off < n; off += per) {
@@ -833,7 +841,7 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
           ok = false;
           break;
         }
-        if (kLL) {
+        if (kLL && !kolo_step_accumulates(sop)) { /* a local reduce has no lines: SIMPLE's code does it */
           stop = ll_slice<T>(b, t, e.S, e.R, sop, swap, s_, d_, cnt, div, e.rstep, e.sstep, &s_stop);
           /* every line of the slice is consumed before the credit returns */
           if (kolo_dev::block_sync_or(stop)) {

@@ -15,7 +15,8 @@ namespace kt {
 
 namespace {
 std::string buffer_text(int buf, int chunk) {
-  return std::string(buf == KOLO_BUF_IN ? "in" : "out") + "[" + std::to_string(chunk) + "]";
+  return std::string(buf == KOLO_BUF_IN ? "in" : buf == KOLO_BUF_OUT ? "out" : "scratch") + "[" +
+         std::to_string(chunk) + "]";
 }
 }  // namespace
 
@@ -34,13 +35,14 @@ std::string sched_program_text(const kolo_program &p, int rank, int ch) {
     if (kolo_step_writes_dst(s.op)) os << " " << buffer_text(s.dst_buf, s.dst_chunk);
     if (kolo_step_recvs(s.op)) os << " from " << kolo_step_recv_rank(&p, &s);
     if (kolo_step_sends(s.op)) os << "   to " << kolo_step_send_rank(&p, &s);
+    if (s.flags & KOLO_STEP_SRC_FIRST) os << " srcFirst";
     if (s.flags & KOLO_STEP_FINAL) os << " final  # the last addend";
     os << "\n";
   }
   return os.str();
 }
 
-std::string sched_builtin_section(int coll, int n, int root, int nch, std::vector<kolo_program> *built) {
+std::string sched_builtin_section(int coll, int n, int root, int nch, std::vector<kolo_program> *built, int algo) {
   std::ostringstream os;
   os << "collective " << kolo_coll_name(coll);
   if (sched_rooted(coll)) os << " root " << root;
@@ -51,7 +53,7 @@ std::string sched_builtin_section(int coll, int n, int root, int nch, std::vecto
     kolo_ring ring{n, order.data(), pos.data()};
     for (int r = 0; r < n; r++) {
       kolo_program p{};
-      EXPECT_EQ(kolo_schedule_build(coll, &ring, r, root, KOLO_ALGO_RING, &p), koloSuccess);
+      EXPECT_EQ(kolo_schedule_build(coll, &ring, r, root, algo, &p), koloSuccess);
       if (ch == 0 && r == 0) os << "layout " << (p.layout == KOLO_LAYOUT_RING ? "ring" : "flat") << "\n";
       os << sched_program_text(p, r, ch);
       if (built) built->push_back(p);

@@ -21,7 +21,9 @@ std::string sched_program_text(const kolo_program &p, int rank, int ch);
 // nch channels: channel ch holds the built-in programs on the ring in rank
 // order (even ch) or reversed (odd ch).  *built, when given, gets those
 // programs ([ch * n + rank]; the caller frees them).
-std::string sched_builtin_section(int coll, int n, int root, int nch, std::vector<kolo_program> *built = nullptr);
+// algo: the all-reduce's (ring/algo.h); the other collectives take their one.
+std::string sched_builtin_section(int coll, int n, int root, int nch, std::vector<kolo_program> *built = nullptr,
+                                  int algo = 0);
 
 // 1 for broadcast, reduce, gather and scatter.
 bool sched_rooted(int coll);
