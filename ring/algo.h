@@ -1,7 +1,8 @@
 /* algo.h - choosing the all-reduce algorithm: the flat ring
  * (all_reduce.c), the hierarchical ring (all_reduce_hier.c), recursive
- * doubling (all_reduce_rd.c), Rabenseifner's (all_reduce_rab.c) or the
- * direct two-shot one (all_reduce_direct.c); the broadcast's: the
+ * doubling (all_reduce_rd.c), Rabenseifner's (all_reduce_rab.c), the
+ * direct two-shot one (all_reduce_direct.c) or the one-shot one
+ * (all_reduce_oneshot.c, "oneshot"); the broadcast's: the
  * pipelined chain (chain.c, "ring"), the binomial tree (bcast_tree.c,
  * "tree") or the double binary tree (bcast_dbtree.c, "dbtree"); and the
  * all-gather's: the ring (all_gather.c) or Bruck's
@@ -19,7 +20,7 @@
  * two <= n, k = log2 p, f = 1 when p < n (the fold of the other n - p
  * ranks: two more steps of the whole message).
  *
- *   flat algorithms (ring, rd, rabenseifner, direct):
+ *   flat algorithms (ring, rd, rabenseifner, direct, oneshot):
  *     T = steps a + passes S / m                      one host
  *     T = steps a + passes S / m + sent S / (b s)     several hosts
  *   passes: bytes read and written per rank (slots and buffers), counted
@@ -39,6 +40,9 @@
  *                 (two dependent exchanges; each of the other n-2 peers
  *                 a phase talks to costs the work of a slot handed over,
  *                 counted as half a step)
+ *   oneshot:      steps 1 + (n-2)/2, passes 5n-3, sent n-1
+ *                 (one exchange of the whole message with every peer;
+ *                 the input read n times, n-1 chunks folded into scratch)
  *   hier: the intra phases are H ring passes of L-1 steps each way, the
  *     inter phase 2(H-1) steps over S/L bytes, on all L ranks' links at once:
  *       T = 2H(L-1) a_host + 2(H-1) a_net
@@ -52,14 +56,19 @@
  * ring's time, rd 2.2x; their passes' ratios are 1.35 and 2).
  *
  * Hierarchical needs H >= 2 hosts, each with the same L >= 2 ranks, and
- * direct one host (a pipe between every two ranks: over a network, n-1
- * connections per rank and channel); the model picks the cheapest
- * algorithm that can run.  KOLO_ALGO=ring|hier|rd|rabenseifner|direct
- * forces one; a forced hier or direct where the hosts do not allow it
+ * direct and oneshot one host (a pipe between every two ranks: over a
+ * network, n-1 connections per rank and channel); the model picks the
+ * cheapest algorithm that can run.  KOLO_ALGO=ring|hier|rd|rabenseifner|
+ * direct|oneshot forces one; a forced hier, direct or oneshot where the
+ * hosts do not allow it
  * runs the ring (the communicator says so once, at INFO, at init).
  *
- * The model never picks direct by itself: it runs where KOLO_ALGO's set
- * holds it or a tuning file's override names it.  What decides between it
+ * The model never picks direct or oneshot by itself: they run where
+ * KOLO_ALGO's set holds them or a tuning file's override names them.
+ * The one-shot shows why: on the 2-core VM it took 0.71-0.78x recursive
+ * doubling's time at 8 B - 1 KiB with 8 processes, but 1.07-1.15x with 4
+ * (ranks outnumbering cores make rd's log2 n dependent waits dear, which
+ * steps counted at one alpha each cannot say).  What decides between it
  * and the ring is what a wait costs, and that the model cannot say: with
  * a core per rank the ring's fused steps and fewer passes should win;
  * where ranks outnumber cores every wait of the ring's 2(n-1) costs a
