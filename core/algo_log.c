@@ -51,7 +51,7 @@ void kolo_comm_log_choice(struct koloComm *c, size_t bytes, int channels, int al
 /* A collective with the ring and one or two others: the broadcast, the
  * all-gather. */
 typedef struct {
-  int kind;                /* KOLO_COLL_BROADCAST, KOLO_COLL_ALL_GATHER */
+  int kind;                /* KOLO_COLL_BROADCAST, KOLO_COLL_ALL_GATHER, KOLO_COLL_REDUCE */
   const char *coll, *per;  /* "broadcast", and what its bytes are of */
   int nalgos;              /* 2 or 3 */
   int algos[3];            /* KOLO_ALGO_RING, the others */
@@ -100,4 +100,10 @@ void kolo_comm_log_ag_choice(struct koloComm *c, size_t bytes, int channels, int
   const some_algos w = {KOLO_COLL_ALL_GATHER, "all-gather",     " per rank", 2, {KOLO_ALGO_RING, KOLO_ALGO_BRUCK, 0},
                         {"ring", "bruck", ""}, c->algo.ag_allowed, kolo_ag_may_run, kolo_ag_cost};
   log_some(c, &c->ag_logged, &w, bytes, channels, algo);
+}
+
+void kolo_comm_log_reduce_choice(struct koloComm *c, size_t bytes, int channels, int algo) {
+  const some_algos w = {KOLO_COLL_REDUCE,     "reduce",           "", 2, {KOLO_ALGO_RING, KOLO_ALGO_TREE, 0},
+                        {"chain", "tree", ""}, c->algo.reduce_allowed, kolo_reduce_may_run, kolo_reduce_cost};
+  log_some(c, &c->reduce_logged, &w, bytes, channels, algo);
 }

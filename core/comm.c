@@ -129,6 +129,7 @@ static koloResult_t resolve_config(struct koloComm *c, const koloConfig_t *cfg) 
   c->algo.allowed = sets.all_reduce;
   c->algo.bcast_allowed = sets.broadcast;
   c->algo.ag_allowed = sets.all_gather;
+  c->algo.reduce_allowed = sets.reduce;
   c->algo.forced = kolo_algo_allow_single(c->algo.allowed); /* one name: forced, as before */
   int64_t ll_slot = kolo_param_int("KOLO_LL_SLOT_BYTES");
   if (c->memory != koloMemHost && c->memory != koloMemCuda)
@@ -222,7 +223,7 @@ static kolo_comm_shape my_shape(const struct koloComm *c) {
   return (kolo_comm_shape){c->nchannels, (int32_t)c->nslots, c->memory, (int32_t)c->ll_slot_bytes,
                            c->slot_bytes, c->ll_threshold, c->algo.forced, c->sched_hash, c->algo.allowed,
                            c->tuning_hash, c->algo.bcast_allowed, c->proto_off, c->algo.ag_allowed,
-                           (uint64_t)c->min_channel_bytes};
+                           (uint64_t)c->min_channel_bytes, c->algo.reduce_allowed};
 }
 
 /* "none", or "a file of hash H" (with its path: this rank's) */
@@ -247,20 +248,22 @@ static koloResult_t file_differs(struct koloComm *c, int r, const char *var, con
 }
 
 static koloResult_t shape_differs(struct koloComm *c, int r, const kolo_comm_shape *a, const kolo_comm_shape *mine) {
-  char sa[64], sm[64], ba[32], bm[32], ga[32], gm[32];
+  char sa[64], sm[64], ba[32], bm[32], ga[32], gm[32], ra[32], rm[32];
   return kolo_error(&c->err, koloInvalidUsage,
                     "rank %d has channels=%d slots=%d slot bytes=%llu memory=%d LL=%llu/%d algo=%s broadcast=%s "
-                    "allgather=%s but rank %d has %d/%d/%llu/%d/%llu/%d/%s/%s/%s: set KOLO_NCHANNELS, KOLO_NSLOTS, "
-                    "KOLO_BUFFSIZE, memory, KOLO_LL_THRESHOLD, KOLO_LL_SLOT_BYTES and KOLO_ALGO "
+                    "allgather=%s reduce=%s but rank %d has %d/%d/%llu/%d/%llu/%d/%s/%s/%s/%s: set KOLO_NCHANNELS, "
+                    "KOLO_NSLOTS, KOLO_BUFFSIZE, memory, KOLO_LL_THRESHOLD, KOLO_LL_SLOT_BYTES and KOLO_ALGO "
                     "alike on all ranks",
                     r, a->nchannels, a->nslots, (unsigned long long)a->slot_bytes, a->memory,
                     (unsigned long long)a->ll_threshold, a->ll_slot_bytes, kolo_algo_allow_text(a->algo_allowed, sa, sizeof sa),
                     kolo_algo_allow_text(a->bcast_allowed, ba, sizeof ba),
-                    kolo_algo_allow_text(a->ag_allowed, ga, sizeof ga), c->rank, mine->nchannels, mine->nslots,
+                    kolo_algo_allow_text(a->ag_allowed, ga, sizeof ga),
+                    kolo_algo_allow_text(a->reduce_allowed, ra, sizeof ra), c->rank, mine->nchannels, mine->nslots,
                     (unsigned long long)mine->slot_bytes, mine->memory, (unsigned long long)mine->ll_threshold,
                     mine->ll_slot_bytes, kolo_algo_allow_text(mine->algo_allowed, sm, sizeof sm),
                     kolo_algo_allow_text(mine->bcast_allowed, bm, sizeof bm),
-                    kolo_algo_allow_text(mine->ag_allowed, gm, sizeof gm));
+                    kolo_algo_allow_text(mine->ag_allowed, gm, sizeof gm),
+                    kolo_algo_allow_text(mine->reduce_allowed, rm, sizeof rm));
 }
 
 /* A call's channels follow KOLO_MIN_CHANNEL_BYTES (core/op.h): ranks that

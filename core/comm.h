@@ -71,6 +71,7 @@ struct koloComm {
   _Atomic uint64_t algo_logged;
   _Atomic uint64_t bcast_logged; /* the same for the broadcast's choices */
   _Atomic uint64_t ag_logged;    /* the same for the all-gather's choices */
+  _Atomic uint64_t reduce_logged; /* the same for the reduce's choices */
   int hier_ready;
   kolo_program hier_prog[KOLO_HIER_PHASES];
   kolo_connector hier_send[2][KOLO_MAX_CHANNELS], hier_recv[2][KOLO_MAX_CHANNELS];
@@ -168,9 +169,9 @@ koloResult_t kolo_proto_apply(struct koloComm *c);
 
 /* 1 when coll's programs on c may be multi-peer (they run over the
  * point-to-point pipes of their peers): all-to-all, gather, scatter, the
- * all-reduce (its doubling algorithms, ring/algo.h), the broadcast (its
- * tree), the all-gather (Bruck's), and the collectives a schedule file
- * gives programs for. */
+ * all-reduce (its doubling algorithms, ring/algo.h), the broadcast and the
+ * reduce (their trees), the all-gather (Bruck's), and the collectives a
+ * schedule file gives programs for. */
 static inline int kolo_comm_multi_peer(const struct koloComm *c, int coll) {
   return kolo_coll_may_be_multi_peer(coll) || kolo_sched_has(c->sched, coll);
 }
@@ -197,6 +198,8 @@ void kolo_comm_log_choice(struct koloComm *c, size_t bytes, int channels, int al
 void kolo_comm_log_bcast_choice(struct koloComm *c, size_t bytes, int channels, int algo);
 /* The same for an all-gather's choice of ring or Bruck's. */
 void kolo_comm_log_ag_choice(struct koloComm *c, size_t bytes, int channels, int algo);
+/* The same for a reduce's choice of chain or tree. */
+void kolo_comm_log_reduce_choice(struct koloComm *c, size_t bytes, int channels, int algo);
 
 /* The program of `coll` with root/peer `arg` on channel `ch`, cached. */
 koloResult_t kolo_comm_program(struct koloComm *comm, int coll, int arg, int ch,

@@ -47,6 +47,7 @@ void kolo_encode_comm_shape(const kolo_comm_shape *s, uint8_t out[KOLO_COMM_SHAP
   kolo_put_u32(&w, s->proto_off);
   kolo_put_u32(&w, s->ag_allowed);
   kolo_put_u64(&w, s->min_channel_bytes);
+  kolo_put_u32(&w, s->reduce_allowed);
   kolo_put_u64(&w, s->tuning_hash);
   kolo_put_u64(&w, s->sched_hash);
 }
@@ -76,6 +77,9 @@ static const char *shape_wrong(const kolo_comm_shape *s, char *buf, size_t n) {
              KOLO_ALGO_BCAST_SET);
   else if ((s->ag_allowed & ~KOLO_ALGO_AG_SET) != 0)
     snprintf(buf, n, "with allowed all-gather algorithms 0x%x (bits within 0x%x)", s->ag_allowed, KOLO_ALGO_AG_SET);
+  else if ((s->reduce_allowed & ~KOLO_ALGO_REDUCE_SET) != 0)
+    snprintf(buf, n, "with allowed reduce algorithms 0x%x (bits within 0x%x)", s->reduce_allowed,
+             KOLO_ALGO_REDUCE_SET);
   else if (s->algo != kolo_algo_allow_single(s->algo_allowed))
     snprintf(buf, n, "with algorithm %d that its allowed set 0x%x does not force", s->algo, s->algo_allowed);
   else if (s->min_channel_bytes > ((uint64_t)1 << 62))
@@ -102,6 +106,7 @@ int kolo_decode_comm_shape(const void *in, size_t len, int peer, kolo_comm_shape
   s->proto_off = kolo_get_u32(&r);
   s->ag_allowed = kolo_get_u32(&r);
   s->min_channel_bytes = kolo_get_u64(&r);
+  s->reduce_allowed = kolo_get_u32(&r);
   s->tuning_hash = kolo_get_u64(&r);
   s->sched_hash = kolo_get_u64(&r);
   if (whole(&r, KOLO_COMM_SHAPE_BYTES, peer, what, why, why_len) != KOLO_COMM_WIRE_OK) return KOLO_COMM_WIRE_GARBLED;

@@ -266,13 +266,15 @@ static void place_hier_steps(struct koloComm *c, step_cursor *cur) {
     place_program(c, cur, &c->hier_prog[k], &c->cuda->hier_steps[k]);
 }
 
-/* Sets *(int *)arg when p names scratch and may run: an all-reduce
- * algorithm the comm may choose, or any other program. */
+/* Sets *(int *)arg when p names scratch and may run: a schedule file's, an
+ * all-reduce or reduce algorithm the comm may choose, or any other. */
 static void find_scratch(struct koloComm *c, int k, int i, const kolo_program *p, void *arg) {
-  int slot = i / c->nvariants; /* kolo_program_index: slot * nvariants + variant */
-  int may = k != KOLO_COLL_ALL_REDUCE || c->sched != NULL ||
-            (kolo_algo_may_run(&c->algo, slot) && kolo_algo_possible(&c->algo, slot));
-  if (may && kolo_program_uses_scratch(p)) *(int *)arg = 1;
+  const int slot = i / c->nvariants; /* kolo_program_index: slot * nvariants + variant */
+  const int algo = kolo_arg_algo(k, slot, c->nranks);
+  int may = 1;
+  if (k == KOLO_COLL_ALL_REDUCE) may = kolo_algo_may_run(&c->algo, algo) && kolo_algo_possible(&c->algo, algo);
+  if (k == KOLO_COLL_REDUCE) may = kolo_reduce_may_run(&c->algo, algo);
+  if ((may || c->sched != NULL) && kolo_program_uses_scratch(p)) *(int *)arg = 1;
 }
 
 /* The launch's scratch, where a program that may run needs it: one part
@@ -286,7 +288,7 @@ static koloResult_t alloc_scratch(struct koloComm *c) {
   cc->scratch_task_bytes = (size_t)KOLO_SCRATCH_CHUNKS * c->slot_bytes * (c->nslots / 2);
   void *p = NULL;
   cudaError_t e = cudaMalloc(&p, KOLO_DEV_MAX_TASKS * cc->scratch_task_bytes);
-  if (e != cudaSuccess) return cuda_fail(c, e, "cudaMalloc of the scratch of the one-shot all-reduce or schedule");
+  if (e != cudaSuccess) return cuda_fail(c, e, "cudaMalloc of the scratch of the one-shot all-reduce, reduce tree or schedule");
   cc->scratch = p;
   KOLO_INFO("rank %d: %zu bytes of scratch on CUDA device %d", c->rank,
             KOLO_DEV_MAX_TASKS * cc->scratch_task_bytes, cc->dev);
@@ -623,32 +625,6 @@ int kolo_cuda_current_device(void) { return -1; }
 
 koloResult_t kolo_cuda_comm_init(struct koloComm *c) {
   return kolo_error(&c->err, koloInvalidUsage, "koloMemCuda communicators need CUDA, which this build of kolo does not have");
-}
-/* Sets *(int *)arg when p names scratch and may run: an all-reduce
- * algorithm the comm may choose, or any other program. */
-static void find_scratch(struct koloComm *c, int k, int i, const kolo_program *p, void *arg) {
-  int slot = i / c->nvariants; /* kolo_program_index: slot * nvariants + variant */
-  int may = k != KOLO_COLL_ALL_REDUCE || c->sched != NULL ||
-            (kolo_algo_may_run(&c->algo, slot) && kolo_algo_possible(&c->algo, slot));
-  if (may && kolo_program_uses_scratch(p)) *(int *)arg = 1;
-}
-
-/* The launch's scratch, where a program that may run needs it: one part
- * per block, each as large as a task's can be (SIMPLE chunks: LL's are
- * smaller). */
-static koloResult_t alloc_scratch(struct koloComm *c) {
-  kolo_cuda_comm *cc = c->cuda;
-  int needed = 0;
-  for (int k = 0; k < KOLO_COLL_NUM; k++) each_program(c, k, find_scratch, &needed); /* built: no failure */
-  if (!needed) return koloSuccess;
-  cc->scratch_task_bytes = (size_t)KOLO_SCRATCH_CHUNKS * c->slot_bytes * (c->nslots / 2);
-  void *p = NULL;
-  cudaError_t e = cudaMalloc(&p, KOLO_DEV_MAX_TASKS * cc->scratch_task_bytes);
-  if (e != cudaSuccess) return cuda_fail(c, e, "cudaMalloc of the scratch of the one-shot all-reduce or schedule");
-  cc->scratch = p;
-  KOLO_INFO("rank %d: %zu bytes of scratch on CUDA device %d", c->rank,
-            KOLO_DEV_MAX_TASKS * cc->scratch_task_bytes, cc->dev);
-  return koloSuccess;
 }
 
 koloResult_t kolo_cuda_comm_programs(struct koloComm *c) { return kolo_cuda_comm_init(c); }

@@ -77,6 +77,8 @@ static kolo_op recorded(const kolo_op *op) {
   if (o.coll == KOLO_COLL_ALL_GATHER) o.arg = kolo_comm_ag_algo(o.comm, o.count, o.type);
   if (o.coll == KOLO_COLL_BROADCAST)
     o.arg = kolo_bcast_arg(o.arg, kolo_comm_bcast_algo(o.comm, o.count, o.type), o.comm->nranks);
+  if (o.coll == KOLO_COLL_REDUCE)
+    o.arg = kolo_reduce_arg(o.arg, kolo_comm_reduce_algo(o.comm, o.count, o.type), o.comm->nranks);
   return o;
 }
 
@@ -270,6 +272,13 @@ int kolo_comm_bcast_algo(struct koloComm *comm, size_t count, koloDataType_t typ
   kolo_op op = {KOLO_COLL_BROADCAST, NULL, NULL, count, type, koloSum, 0, comm, NULL, KOLO_PREMUL_NONE, 0, 0};
   int nch = channels_for(comm, &op), a = kolo_bcast_choose(&comm->algo, count * koloTypeSize(type), nch);
   kolo_comm_log_bcast_choice(comm, count * koloTypeSize(type), nch, a); /* KOLO_DEBUG=INFO */
+  return a;
+}
+
+int kolo_comm_reduce_algo(struct koloComm *comm, size_t count, koloDataType_t type) {
+  kolo_op op = {KOLO_COLL_REDUCE, NULL, NULL, count, type, koloSum, 0, comm, NULL, KOLO_PREMUL_NONE, 0, 0};
+  int nch = channels_for(comm, &op), a = kolo_reduce_choose(&comm->algo, count * koloTypeSize(type), nch);
+  kolo_comm_log_reduce_choice(comm, count * koloTypeSize(type), nch, a); /* KOLO_DEBUG=INFO */
   return a;
 }
 

@@ -60,17 +60,27 @@ static inline int kolo_bcast_arg(int root, int algo, int nranks) {
   return algo == KOLO_ALGO_TREE ? root + nranks : algo == KOLO_ALGO_DBTREE ? root + 2 * nranks : root;
 }
 
+/* A reduce's kolo_op.arg likewise: its root, plus nranks when it runs the
+ * binomial tree (ring/reduce_tree.c). */
+static inline int kolo_reduce_arg(int root, int algo, int nranks) {
+  return algo == KOLO_ALGO_TREE ? root + nranks : root;
+}
+
+/* 1 for the collectives whose arg carries the root and the algorithm. */
+static inline int kolo_coll_rooted_algo(int coll) { return coll == KOLO_COLL_BROADCAST || coll == KOLO_COLL_REDUCE; }
+
 /* The root or peer of a call's arg (kolo_schedule_build's arg). */
 static inline int kolo_arg_root(int coll, int arg, int nranks) {
-  return coll == KOLO_COLL_BROADCAST && arg >= nranks ? arg % nranks : arg;
+  return kolo_coll_rooted_algo(coll) && arg >= nranks ? arg % nranks : arg;
 }
 
 /* The algorithm of a call's arg (kolo_schedule_build's algo): the
  * all-reduce's and the all-gather's (their arg is it), the broadcast's ring
- * (chain), tree or dbtree, else the ring. */
+ * (chain), tree or dbtree, the reduce's ring (chain) or tree, else the
+ * ring. */
 static inline int kolo_arg_algo(int coll, int arg, int nranks) {
   if (coll == KOLO_COLL_ALL_REDUCE || coll == KOLO_COLL_ALL_GATHER) return arg;
-  if (coll != KOLO_COLL_BROADCAST || arg < nranks) return KOLO_ALGO_RING;
+  if (!kolo_coll_rooted_algo(coll) || arg < nranks) return KOLO_ALGO_RING;
   return arg < 2 * nranks ? KOLO_ALGO_TREE : KOLO_ALGO_DBTREE;
 }
 
@@ -92,6 +102,7 @@ static inline int kolo_program_slots(int coll, int nranks) {
   /* per algorithm; the slots of the other collectives' algorithms hold the ring's */
   if (coll == KOLO_COLL_ALL_REDUCE || coll == KOLO_COLL_ALL_GATHER) return KOLO_ALGO_NUM;
   if (coll == KOLO_COLL_BROADCAST) return 3 * nranks; /* the chain's, the tree's, the double tree's */
+  if (coll == KOLO_COLL_REDUCE) return 2 * nranks;    /* the chain's, the tree's */
   return kolo_program_slot(coll, 1) == 1 ? nranks : 1;
 }
 
@@ -99,8 +110,7 @@ static inline int kolo_program_slots(int coll, int nranks) {
  * on a comm of nranks. */
 static inline int kolo_op_is_multi_peer(const kolo_op *op, int nranks) {
   if (kolo_coll_is_multi_peer(op->coll)) return 1;
-  const int by_algo =
-      op->coll == KOLO_COLL_ALL_REDUCE || op->coll == KOLO_COLL_BROADCAST || op->coll == KOLO_COLL_ALL_GATHER;
+  const int by_algo = op->coll == KOLO_COLL_ALL_REDUCE || op->coll == KOLO_COLL_ALL_GATHER || kolo_coll_rooted_algo(op->coll);
   return by_algo && kolo_algo_is_multi_peer(kolo_arg_algo(op->coll, op->arg, nranks));
 }
 
@@ -122,6 +132,8 @@ int kolo_comm_bcast_algo(struct koloComm *comm, size_t count, koloDataType_t typ
 /* The same for an all-gather of count elements per rank: KOLO_ALGO_RING or
  * KOLO_ALGO_BRUCK. */
 int kolo_comm_ag_algo(struct koloComm *comm, size_t count, koloDataType_t type);
+/* The same for a reduce: KOLO_ALGO_RING (the chain) or KOLO_ALGO_TREE. */
+int kolo_comm_reduce_algo(struct koloComm *comm, size_t count, koloDataType_t type);
 
 /* Channels a call uses: what a tuning file's `channels` line for its
  * collective, bytes and rank count says (tuned: NULL for none), else one

@@ -23,7 +23,13 @@
  * even rank count, its second tree's top P - 1 from the root): where it may
  * run, rank x asks for the pipes of its programs for every root, which
  * both ends of each pipe ask for alike, on both of its trees' channels.
- * About 4 log2 n pipes per channel; the n small programs are built once. */
+ * About 4 log2 n pipes per channel; the n small programs are built once.
+ *
+ * The reduce's binomial tree (ring/reduce_tree.c) walks the broadcast
+ * tree's edges the other way: where it may run (KOLO_ALGO's reduce entry
+ * or a tuning override names it), rank x asks for the reduce programs of
+ * roots x and x - 2^j, whose pipes, y + 2^j to y, both ends ask for by the
+ * same argument. */
 #include <stdlib.h>
 
 #include "core/comm.h"
@@ -36,16 +42,25 @@ static int may_tree(const struct koloComm *c, int algo) {
   return c->nranks > 2 || !kolo_bcast_may_run(&c->algo, KOLO_ALGO_RING); /* 2 ranks: the model keeps the chain */
 }
 
+/* The reduce's binomial tree (ring/reduce_tree.c) likewise. */
+static int may_reduce_tree(const struct koloComm *c) {
+  if (c->nranks == 1 || !kolo_reduce_may_run(&c->algo, KOLO_ALGO_TREE)) return 0;
+  return c->nranks > 2 || !kolo_reduce_may_run(&c->algo, KOLO_ALGO_RING);
+}
+
 /* The binomial tree's roots x - 2^j (and x), the double tree's every
  * root: its peers depend on the root's distance in both directions. */
 koloResult_t kolo_comm_connect_tree(struct koloComm *c) {
   const int n = c->nranks, binomial = may_tree(c, KOLO_ALGO_TREE), dbtree = may_tree(c, KOLO_ALGO_DBTREE);
-  if (!binomial && !dbtree) return koloSuccess;
-  kolo_op *ops = malloc((size_t)(n + 33) * sizeof *ops);
+  const int reduce = may_reduce_tree(c);
+  if (!binomial && !dbtree && !reduce) return koloSuccess;
+  kolo_op *ops = malloc((size_t)(n + 66) * sizeof *ops);
   if (ops == NULL) return kolo_error(&c->err, koloSystemError, "out of memory connecting the broadcast trees");
   int nops = 0;
   for (int d = 0; binomial && d < n && nops < 33; d = d == 0 ? 1 : 2 * d)
     ops[nops++] = kolo_pipes_op(c, KOLO_COLL_BROADCAST, kolo_bcast_arg((c->rank - d + n) % n, KOLO_ALGO_TREE, n));
+  for (int d = 0, k = 0; reduce && d < n && k < 33; d = d == 0 ? 1 : 2 * d, k++) /* the same roots, edges reversed */
+    ops[nops++] = kolo_pipes_op(c, KOLO_COLL_REDUCE, kolo_reduce_arg((c->rank - d + n) % n, KOLO_ALGO_TREE, n));
   for (int root = 0; dbtree && root < n; root++)
     ops[nops++] = kolo_pipes_op(c, KOLO_COLL_BROADCAST, kolo_bcast_arg(root, KOLO_ALGO_DBTREE, n));
   koloResult_t res = kolo_comm_connect_at_init(c, ops, nops);

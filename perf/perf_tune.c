@@ -45,6 +45,7 @@ static double now_s(void) {
  * m's buffer (in place; the broadcast's root is rank 0). */
 static koloResult_t call_once(koloComm_t comm, tune_mem *m, int coll, size_t bytes, int rank) {
   if (coll == KOLO_COLL_BROADCAST) return koloBroadcast(m->buf, m->buf, bytes, koloUint8, 0, comm, m->stream);
+  if (coll == KOLO_COLL_REDUCE) return koloReduce(m->buf, m->buf, bytes, koloUint8, koloSum, 0, comm, m->stream);
   if (coll == KOLO_COLL_ALL_GATHER)
     return koloAllGather((char *)m->buf + (size_t)rank * bytes, m->buf, bytes, koloUint8, comm, m->stream);
   return koloAllReduce(m->buf, m->buf, bytes, koloUint8, koloSum, comm, m->stream);

@@ -128,7 +128,7 @@ double kolo_coll_cost(int coll, const kolo_algo_topo *t, size_t bytes, int chann
   switch (coll) {
   case KOLO_COLL_BROADCAST: return kolo_bcast_cost(kolo_bcast_choose(t, bytes, channels), t, bytes, channels);
   case KOLO_COLL_ALL_GATHER: return kolo_ag_cost(kolo_ag_choose(t, bytes, channels), t, bytes, channels);
-  case KOLO_COLL_REDUCE: return (n - 1) * a + S / b;
+  case KOLO_COLL_REDUCE: return kolo_reduce_cost(kolo_reduce_choose(t, bytes, channels), t, bytes, channels);
   case KOLO_COLL_SEND:
   case KOLO_COLL_RECV: return one_hop(t, S);
   default: return (n - 1) * a + (n - 1) * S / b; /* reduce-scatter, all-to-all, gather, scatter */
@@ -238,6 +238,28 @@ int kolo_bcast_choose(const kolo_algo_topo *t, size_t bytes, int channels) {
                                                       kolo_bcast_cost(KOLO_ALGO_TREE, t, bytes, channels)))
     tree = KOLO_ALGO_DBTREE;
   return ring_or(tree, kolo_bcast_may_run, kolo_bcast_cost, t, bytes, channels);
+}
+
+/* ---- reduce: the chain or the binomial tree, the broadcast's shapes
+ * walked the other way (the tree's rank adds what it receives; the
+ * modelled bytes are the same). */
+
+double kolo_reduce_cost(int algo, const kolo_algo_topo *t, size_t bytes, int channels) {
+  return kolo_bcast_cost(algo == KOLO_ALGO_TREE ? KOLO_ALGO_TREE : KOLO_ALGO_RING, t, bytes, channels);
+}
+
+/* The tree only where KOLO_ALGO's reduce entry allows it, or where it has
+ * none and a tuning file's override names it (as the broadcast's). */
+int kolo_reduce_may_run(const kolo_algo_topo *t, int algo) {
+  if (algo < 0 || algo >= KOLO_ALGO_NUM || !((KOLO_ALGO_REDUCE_SET >> algo) & 1u)) return 0;
+  if (t->reduce_allowed == 0) return algo == KOLO_ALGO_RING || measured(t, KOLO_COLL_REDUCE, algo);
+  return (t->reduce_allowed >> algo) & 1u;
+}
+
+int kolo_reduce_choose(const kolo_algo_topo *t, size_t bytes, int channels) {
+  int o = overridden(t, KOLO_COLL_REDUCE, kolo_reduce_may_run, bytes);
+  if (o >= 0) return o;
+  return ring_or(KOLO_ALGO_TREE, kolo_reduce_may_run, kolo_reduce_cost, t, bytes, channels);
 }
 
 /* ---- all-gather: the ring or Bruck's (algo.h).  Bruck's k = ceil(log2 n)

@@ -12,6 +12,7 @@
 static const char *const colls[] = {"allreduce", "broadcast", "reduce", "allgather", "reducescatter"};
 #define NCOLLS (int)(sizeof colls / sizeof colls[0])
 #define AG 3 /* colls[AG]: the all-gather */
+#define RED 2 /* colls[RED]: the reduce */
 
 /* s..s+n without the blanks at either end. */
 static void trim(const char **s, size_t *n) {
@@ -49,7 +50,7 @@ static int list_set(const char *v, const char *s, size_t n, char *why, size_t wh
     trim(&name, &m);
     int a = algo_of(name, m);
     if (a < 0)
-      return refuse(v, why, why_len, "no algorithm (kolo has ring, hier, rd, rabenseifner, tree, direct, bruck, dbtree) named",
+      return refuse(v, why, why_len, "no algorithm (kolo has ring, hier, rd, rabenseifner, tree, direct, bruck, dbtree, oneshot) named",
                     name, m);
     set |= 1u << a;
     p = comma ? comma + 1 : end + 1;
@@ -95,8 +96,9 @@ static int entry(const char *v, const char *s, size_t n, int masks[], char *why,
 }
 
 /* The all-reduce's set keeps its own algorithms; the broadcast has the
- * chain ("ring") and the two trees, the all-gather the ring and Bruck's; every
- * other collective runs the ring only. */
+ * chain ("ring") and the two trees, the reduce the chain and the binomial
+ * tree, the all-gather the ring and Bruck's; every other collective runs
+ * the ring only. */
 static int check_masks(const char *v, const int masks[], char *why, size_t why_len) {
   if (masks[0] >= 0 && (masks[0] & (int)KOLO_ALGO_ALL_REDUCE_SET) == 0)
     return refuse(v, why, why_len, "leaves no algorithm for", colls[0], strlen(colls[0]));
@@ -104,15 +106,17 @@ static int check_masks(const char *v, const int masks[], char *why, size_t why_l
     return refuse(v, why, why_len, "leaves neither the ring (chain) nor a tree for", colls[1], strlen(colls[1]));
   if (masks[AG] >= 0 && (masks[AG] & (int)KOLO_ALGO_AG_SET) == 0)
     return refuse(v, why, why_len, "leaves neither the ring nor bruck for", colls[AG], strlen(colls[AG]));
+  if (masks[RED] >= 0 && (masks[RED] & (int)KOLO_ALGO_REDUCE_SET) == 0)
+    return refuse(v, why, why_len, "leaves neither the ring (chain) nor the tree for", colls[RED], strlen(colls[RED]));
   for (int k = 2; k < NCOLLS; k++)
-    if (k != AG && masks[k] >= 0 && !(masks[k] & (1 << KOLO_ALGO_RING)))
+    if (k != AG && k != RED && masks[k] >= 0 && !(masks[k] & (1 << KOLO_ALGO_RING)))
       return refuse(v, why, why_len, "leaves out the ring, the only algorithm kolo has for", colls[k],
                     strlen(colls[k]));
   return 0;
 }
 
 int kolo_algo_allow_parse_sets(const char *v, kolo_algo_sets *out, char *why, size_t why_len) {
-  out->all_reduce = out->broadcast = out->all_gather = 0;
+  out->all_reduce = out->broadcast = out->all_gather = out->reduce = 0;
   if (v == NULL || *v == '\0') return 0;
   int masks[NCOLLS] = {-1, -1, -1, -1, -1}; /* -1: no entry */
   for (const char *p = v, *end = v + strlen(v); p <= end;) {
@@ -125,6 +129,7 @@ int kolo_algo_allow_parse_sets(const char *v, kolo_algo_sets *out, char *why, si
   out->all_reduce = masks[0] < 0 ? 0 : (unsigned)masks[0] & KOLO_ALGO_ALL_REDUCE_SET;
   out->broadcast = masks[1] < 0 ? 0 : (unsigned)masks[1] & KOLO_ALGO_BCAST_SET;
   out->all_gather = masks[AG] < 0 ? 0 : (unsigned)masks[AG] & KOLO_ALGO_AG_SET;
+  out->reduce = masks[RED] < 0 ? 0 : (unsigned)masks[RED] & KOLO_ALGO_REDUCE_SET;
   return 0;
 }
 

@@ -45,6 +45,7 @@ typedef struct {
   unsigned all_reduce; /* within KOLO_ALGO_ALL_REDUCE_SET */
   unsigned broadcast;  /* within KOLO_ALGO_BCAST_SET */
   unsigned all_gather; /* within KOLO_ALGO_AG_SET */
+  unsigned reduce;     /* within KOLO_ALGO_REDUCE_SET */
 } kolo_algo_sets;
 
 /* Fills *out from KOLO_ALGO's value and returns 0, or returns -1 with what

@@ -75,9 +75,15 @@ koloResult_t kolo_sched_tree_program(int parent, const int *kids, int nkids, kol
   return koloSuccess;
 }
 
-koloResult_t kolo_sched_broadcast_tree(int n, int rank, int root, kolo_program *out) {
-  int offs[32], kids[32], v = (rank - root + n) % n;
+int kolo_sched_binomial_peers(int n, int rank, int root, int *parent, int kids[32]) {
+  int offs[32], v = (rank - root + n) % n;
   int nkids = n == 1 ? 0 : child_offsets(n, v, offs);
   for (int k = 0; k < nkids; k++) kids[k] = (rank + offs[k]) % n;
-  return kolo_sched_tree_program(v > 0 ? (rank - top_bit(v) + n) % n : -1, kids, nkids, out);
+  *parent = v > 0 ? (rank - top_bit(v) + n) % n : -1;
+  return nkids;
+}
+
+koloResult_t kolo_sched_broadcast_tree(int n, int rank, int root, kolo_program *out) {
+  int parent, kids[32], nkids = kolo_sched_binomial_peers(n, rank, root, &parent, kids);
+  return kolo_sched_tree_program(parent, kids, nkids, out);
 }

@@ -39,12 +39,13 @@ static inline int kolo_coll_is_multi_peer(int coll) {
 }
 
 /* 1 for the collectives some of whose programs are multi-peer: those above,
- * the all-reduce, whose recursive doubling, Rabenseifner and direct
- * programs are, the broadcast, whose tree is, and the all-gather, whose
- * Bruck program is (ring/algo.h's kolo_algo_is_multi_peer). */
+ * the all-reduce, whose recursive doubling, Rabenseifner, direct and
+ * one-shot programs are, the broadcast and the reduce, whose trees are,
+ * and the all-gather, whose Bruck program is (ring/algo.h's
+ * kolo_algo_is_multi_peer). */
 static inline int kolo_coll_may_be_multi_peer(int coll) {
   return kolo_coll_is_multi_peer(coll) || coll == KOLO_COLL_ALL_REDUCE || coll == KOLO_COLL_BROADCAST ||
-         coll == KOLO_COLL_ALL_GATHER;
+         coll == KOLO_COLL_ALL_GATHER || coll == KOLO_COLL_REDUCE;
 }
 
 /* A ring: order[i] is the rank at position i (nranks of them); pos[r] the
@@ -66,9 +67,10 @@ static inline int kolo_ring_prev(const kolo_ring *ring, int rank) {
 /* Fills *out with rank's program.  `arg` is the root (broadcast, reduce,
  * gather, scatter) or the peer (send, recv), ignored otherwise; `algo` is
  * the algorithm (ring/algo.h's KOLO_ALGO_*) of the all-reduce (ring, rd,
- * rabenseifner, direct; hier's three programs come from kolo_sched_all_reduce_hier,
- * and hier here is the ring it falls back to), of the broadcast (ring: the
- * chain, tree, dbtree) and of the all-gather (ring, bruck), ignored otherwise.  The multi-peer programs use the
+ * rabenseifner, direct, oneshot; hier's three programs come from
+ * kolo_sched_all_reduce_hier, and hier here is the ring it falls back to),
+ * of the broadcast (ring: the chain, tree, dbtree), of the reduce (ring:
+ * the chain, tree) and of the all-gather (ring, bruck), ignored otherwise.  The multi-peer programs use the
  * ring's rank count only.  koloSystemError when out of memory; *out is
  * untouched on failure.  The program of channel 0: the same on every
  * channel except the double binary tree's (kolo_schedule_build_on). */
@@ -94,6 +96,10 @@ koloResult_t kolo_sched_all_reduce_rab(int nranks, int rank, kolo_program *p);
 koloResult_t kolo_sched_all_reduce_direct(int nranks, int rank, kolo_program *p);
 koloResult_t kolo_sched_all_reduce_oneshot(int nranks, int rank, kolo_program *p);
 koloResult_t kolo_sched_broadcast_tree(int nranks, int rank, int root, kolo_program *p);
+/* rank's parent (-1: the root) and children (largest subtree first; returns
+ * how many) in the binomial tree rooted at root (bcast_tree.c). */
+int kolo_sched_binomial_peers(int nranks, int rank, int root, int *parent, int kids[32]);
+koloResult_t kolo_sched_reduce_tree(int nranks, int rank, int root, kolo_program *p);
 koloResult_t kolo_sched_broadcast_dbtree(int nranks, int rank, int root, int channel, kolo_program *p);
 /* A broadcast tree's program for one rank (bcast_tree.c, bcast_dbtree.c):
  * parent -1 at the root; kids[0..nkids) its children, in the order it

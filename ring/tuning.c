@@ -139,6 +139,7 @@ static unsigned override_set(int coll) {
   return coll == KOLO_COLL_ALL_REDUCE  ? KOLO_ALGO_ALL_REDUCE_SET
          : coll == KOLO_COLL_BROADCAST ? KOLO_ALGO_BCAST_SET
          : coll == KOLO_COLL_ALL_GATHER ? KOLO_ALGO_AG_SET
+         : coll == KOLO_COLL_REDUCE     ? KOLO_ALGO_REDUCE_SET
                                         : 0u;
 }
 
@@ -151,11 +152,14 @@ static int override_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
   o->coll = coll_of(w[1]);
   unsigned set = override_set(o->coll);
   if (set == 0)
-    return bad(c, "only the all-reduce, the broadcast and the all-gather have a choice of algorithm, not", w[1]);
+    return bad(c, "only the all-reduce, the broadcast, the reduce and the all-gather have a choice of algorithm, not",
+               w[1]);
   o->algo = kolo_algo_parse(w[2]);
   if (o->algo < 0 || !((set >> o->algo) & 1u)) {
-    const char *what = o->coll == KOLO_COLL_ALL_REDUCE ? "no all-reduce algorithm (ring, hier, rd, rabenseifner, direct) named"
+    const char *what = o->coll == KOLO_COLL_ALL_REDUCE
+                           ? "no all-reduce algorithm (ring, hier, rd, rabenseifner, direct, oneshot) named"
                        : o->coll == KOLO_COLL_BROADCAST ? "no broadcast algorithm (ring, tree, dbtree) named"
+                       : o->coll == KOLO_COLL_REDUCE    ? "no reduce algorithm (ring, tree) named"
                                                         : "no all-gather algorithm (ring, bruck) named";
     return bad(c, what, w[2]);
   }

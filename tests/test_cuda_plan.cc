@@ -1104,7 +1104,7 @@ struct HierFake {
     kolo_ring_free(&intra);
     kolo_ring_free(&inter);
     kolo_hosts_free(&h);
-    topo = kolo_algo_topo{s.nranks, hosts, L, forced, 0, 0, nullptr, 0, 0};
+    topo = kolo_algo_topo{s.nranks, hosts, L, forced, 0, 0, nullptr, 0, 0, 0};
     hcounters.assign(4 * (size_t)s.nch, 0);
     for (int k = 0; k < 2; k++) {
       const kolo_program &p = hprog[k == 0 ? KOLO_HIER_INTRA_RS : KOLO_HIER_INTER_AR];

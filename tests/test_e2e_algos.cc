@@ -112,8 +112,9 @@ std::string runs_algo(koloComm_t comm, int algo) {
   return runs_at_every_size(comm, kolo_comm_all_reduce_algo, "an all-reduce", algo);
 }
 
-// Every case on every rank of w: checked, then compared across ranks.
-std::string run_identical(ThreadWorld &w, const std::vector<CollCase> &cases) {
+// Every case on every rank of w: checked, then (same_bits) compared across
+// ranks (not for a reduce: only its root has a result).
+std::string run_identical(ThreadWorld &w, const std::vector<CollCase> &cases, bool same_bits = true) {
   const int n = w.nranks();
   for (const CollCase &c : cases) {
     Expected e;
@@ -129,7 +130,7 @@ std::string run_identical(ThreadWorld &w, const std::vector<CollCase> &cases) {
     for (int r = 0; r < n; r++)
       if (!errs[(size_t)r].empty()) return c.str() + ": rank " + std::to_string(r) + ": " + errs[(size_t)r];
     const GuardedBuf &first = output_of(c, bufs[0]);
-    for (int r = 1; r < n && first.data() != nullptr; r++)
+    for (int r = 1; r < n && first.data() != nullptr && same_bits; r++)
       if (memcmp(output_of(c, bufs[(size_t)r]).data(), first.data(), first.bytes()) != 0)
         return c.str() + ": rank " + std::to_string(r) + "'s result differs from rank 0's in its bits";
   }
@@ -266,16 +267,20 @@ std::string runs_bcast(koloComm_t comm, int algo) {
 // Every root (make_case takes variant % n), dtypes of 1, 2, 4 and 8 bytes,
 // the small counts in and out of place (a third of them unaligned), and
 // one large count on few ranks.
-std::vector<CollCase> tree_grid(int n) {
+std::vector<CollCase> tree_grid(int n, Coll coll = Coll::Broadcast) {
   std::vector<CollCase> cases;
   int v = 0;
+  const koloRedOp_t ops[] = {koloSum, koloAvg, koloMax, kPreMulSum};  // a reduce's; a broadcast ignores them
   for (koloDataType_t t : {koloFloat32, koloInt8, koloBfloat16, koloFloat64})
     for (size_t count : kSmallCounts)
       for (bool ip : {false, true})
-        for (int k = 0; k < (n > 1 ? 2 : 1); k++) cases.push_back(make_case(Coll::Broadcast, t, koloSum, n, count, ip, v++));
+        for (int k = 0; k < (n > 1 ? 2 : 1); k++) {
+          const koloRedOp_t op = coll == Coll::Reduce ? ops[v % 4] : koloSum;
+          cases.push_back(make_case(coll, t, op == kPreMulSum && t == koloInt8 ? koloSum : op, n, count, ip, v++));
+        }
   if (n <= 5 && !sanitized_build()) {
-    cases.push_back(make_case(Coll::Broadcast, koloFloat32, koloSum, n, kLargeCount, false, v++));
-    cases.push_back(make_case(Coll::Broadcast, koloInt32, koloSum, n, kLargeCount, true, v++));
+    cases.push_back(make_case(coll, koloFloat32, koloSum, n, kLargeCount, false, v++));
+    cases.push_back(make_case(coll, koloInt32, koloSum, n, kLargeCount, true, v++));
   }
   return cases;
 }
@@ -293,6 +298,30 @@ TEST_P(TreeBcast, EveryElementEveryRoot) {
 
 INSTANTIATE_TEST_SUITE_P(Threads, TreeBcast, ::testing::Values(1, 2, 3, 5, 6, 8),
                          [](const ::testing::TestParamInfo<int> &p) { return std::to_string(p.param) + "ranks"; });
+
+// The reduce's binomial tree (ring/reduce_tree.c) forced: every root, sum,
+// avg, max and premul-sum, in and out of place, unaligned, on 1 and 3
+// channels (every call spread over them).
+class TreeReduce : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(TreeReduce, EveryElementEveryRoot) {
+  const int n = std::get<0>(GetParam()), nch = std::get<1>(GetParam());
+  ScopedEnv force("KOLO_ALGO", "reduce:tree");
+  ScopedEnv channels("KOLO_NCHANNELS", std::to_string(nch));
+  ScopedEnv spread("KOLO_MIN_CHANNEL_BYTES", "64");
+  ThreadWorld w(n);
+  ASSERT_TRUE(w.ok()) << koloGetErrorString(w.init_result) << ": " << w.init_error;
+  for (int r = 0; r < n; r++)
+    ASSERT_EQ(runs_at_every_size(w.comms[(size_t)r], kolo_comm_reduce_algo, "a reduce", KOLO_ALGO_TREE), "");
+  EXPECT_EQ(run_identical(w, tree_grid(n, Coll::Reduce), false), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, TreeReduce,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 5, 8), ::testing::Values(1, 3)),
+                         [](const ::testing::TestParamInfo<std::tuple<int, int>> &p) {
+                           return std::to_string(std::get<0>(p.param)) + "ranks_" +
+                                  std::to_string(std::get<1>(p.param)) + "ch";
+                         });
 
 // The double binary tree (ring/bcast_dbtree.c) forced, on 1 channel (its
 // first tree alone), 2 (both) and 3 (the first twice), with every call
@@ -577,31 +606,55 @@ TEST(BruckAllGatherConfig, RanksThatDisagreeFailInit) {
   EXPECT_EQ(children_failures(res), "");
 }
 
+// KOLO_ALGO's reduce entry travels in the init shape too.
+TEST(TreeReduceConfig, RanksThatDisagreeFailInit) {
+  if (tsan_build()) GTEST_SKIP() << "ThreadSanitizer cannot follow fork() from a process with threads";
+  std::string id_error;
+  std::vector<ChildResult> res = run_children_with_id(
+      2,
+      [](int rank, const koloUniqueId &id) {
+        if (rank == 1) setenv("KOLO_ALGO", "reduce:tree", 1);
+        else unsetenv("KOLO_ALGO");
+        koloComm_t comm = nullptr;
+        koloResult_t r = koloCommInitRank(&comm, 2, id, rank);
+        const std::string why = koloGetLastError(nullptr);
+        if (r == koloSuccess) koloCommDestroy(comm);
+        if (r == koloInvalidUsage && why.find("reduce=") != std::string::npos && why.find("tree") != std::string::npos)
+          return 0;
+        std::fprintf(stderr, "rank %d: koloCommInitRank = %d: %s\n", rank, (int)r, why.c_str());
+        return 1;
+      },
+      60000, nullptr, &id_error);
+  EXPECT_EQ(id_error, "");
+  EXPECT_EQ(children_failures(res), "");
+}
+
 TEST(AlgoConfig, UnknownNameFailsInitNamingTheAlgorithms) {
   ScopedEnv force("KOLO_ALGO", "recursive");
   koloComm_t comms[2] = {nullptr, nullptr};
   EXPECT_EQ(koloCommInitAll(comms, 2, nullptr), koloInvalidArgument);
   EXPECT_STREQ(koloGetLastError(nullptr),
-               "KOLO_ALGO \"recursive\": no algorithm (kolo has ring, hier, rd, rabenseifner, tree, direct, bruck, dbtree) named "
-               "\"recursive\"");
+               "KOLO_ALGO \"recursive\": no algorithm (kolo has ring, hier, rd, rabenseifner, tree, direct, bruck, dbtree, "
+               "oneshot) named \"recursive\"");
 }
 
 // NCCL's syntax (ring/algo_select.h): a list and per-collective entries
 // init; an entry leaving a collective nothing to run fails init saying so.
 TEST(AlgoConfig, NcclSyntaxListsInitAndEmptySetsFail) {
   for (const char *ok : {"Ring,RD", "^hier", "allreduce:rabenseifner,ring;broadcast:ring", "broadcast:tree;reduce:ring",
-                         "ring,tree", "broadcast:^ring", "broadcast:dbtree", "broadcast:ring,dbtree", "allgather:bruck", "allgather:ring,bruck;broadcast:tree"}) {
+                         "ring,tree", "broadcast:^ring", "broadcast:dbtree", "broadcast:ring,dbtree", "allgather:bruck",
+                         "allgather:ring,bruck;broadcast:tree", "reduce:tree", "reduce:ring,tree", "oneshot"}) {
     ScopedEnv force("KOLO_ALGO", ok);
     koloComm_t comms[2] = {nullptr, nullptr};
     ASSERT_EQ(koloCommInitAll(comms, 2, nullptr), koloSuccess) << ok << ": " << koloGetLastError(nullptr);
     for (koloComm_t c : comms) koloCommDestroy(c);
   }
   const std::pair<const char *, const char *> bad[] = {
-      {"reduce:rd", "the only algorithm kolo has for \"reduce\""},
+      {"reduce:rd", "leaves neither the ring (chain) nor the tree for \"reduce\""},
+      {"reducescatter:tree", "the only algorithm kolo has for \"reducescatter\""},
       {"broadcast:rd", "leaves neither the ring (chain) nor a tree for \"broadcast\""},
       {"tree", "kolo's tree is a broadcast algorithm"},
       {"dbtree", "kolo's dbtree is a broadcast algorithm"},
-      {"reduce:tree", "the only algorithm kolo has for \"reduce\""},
       {"bruck", "kolo's bruck is an all-gather algorithm"},
       {"allgather:^ring,bruck", "leaves neither the ring nor bruck for \"allgather\""}};
   for (const auto &[v, why] : bad) {

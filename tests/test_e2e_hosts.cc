@@ -159,7 +159,7 @@ int want_algo(const Layout &l, const char *algo, size_t count) {
   for (int h : l.host_of) hosts = std::max(hosts, h + 1);
   int n = (int)l.host_of.size();
   // forced (hier where the hosts allow it, else the ring) or the cost model's
-  kolo_algo_topo t{n, hosts, l.uniform ? n / hosts : 0, *algo ? kolo_algo_parse(algo) : KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
+  kolo_algo_topo t{n, hosts, l.uniform ? n / hosts : 0, *algo ? kolo_algo_parse(algo) : KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0, 0};
   // the channels the core gives that call: one per 4 KiB of a rank's share, at most 3
   size_t want = count * 4 / (size_t)n / 4096;
   int nch = want < 1 ? 1 : want > 3 ? 3 : (int)want;

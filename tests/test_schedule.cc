@@ -2819,14 +2819,14 @@ TEST(ScheduleStructure, TreeBroadcastPrograms) {
 }
 
 // A broadcast tree's grid (algo, seeds salted): every n, root, count.
-void broadcast_grid(int algo, uint64_t salt, const char *what) {
+void broadcast_grid(int algo, uint64_t salt, const char *what, int coll = KOLO_COLL_BROADCAST) {
   Grid g;
   auto t0 = std::chrono::steady_clock::now();
   for (int n = 1; n <= 16 && g.go(); n++)
     for (int root = 0; root < n; root++)
       for (size_t count : {(size_t)0, (size_t)1, (size_t)63, (size_t)65, (size_t)1000, (size_t)4097}) {
         Case c;
-        c.coll = KOLO_COLL_BROADCAST;
+        c.coll = coll;
         c.algo = algo;
         c.nranks = n;
         c.root = root;
@@ -2837,18 +2837,18 @@ void broadcast_grid(int algo, uint64_t salt, const char *what) {
         g.check(c, c.op == ROp::kAvg ? run_collective<double>(c) : run_collective<int64_t>(c));
       }
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
-  printf("[          ] %ld %s broadcast cases in %lld ms\n", g.cases, what, (long long)ms);
+  printf("[          ] %ld %s %s cases in %lld ms\n", g.cases, what, kolo_coll_name(coll), (long long)ms);
 }
 
 // Connectors of 2 or 4 slots (a chunk is 1 or 2 of them), FIFOs bounded
 // to them, many rounds: no deadlock, whatever the root (1-3 channels).
-void broadcast_fewest_slots(int algo, uint64_t salt, std::initializer_list<int> ns) {
+void broadcast_fewest_slots(int algo, uint64_t salt, std::initializer_list<int> ns, int coll = KOLO_COLL_BROADCAST) {
   Grid g;
   for (int n : ns)
     for (int root : {0, 1, n - 1})
       for (int nslots : {2, 4}) {
         Case c;
-        c.coll = KOLO_COLL_BROADCAST;
+        c.coll = coll;
         c.algo = algo;
         c.nranks = n;
         c.root = root;
@@ -2875,6 +2875,68 @@ TEST(ScheduleModel, TreeBroadcastFewestSlots) { broadcast_fewest_slots(KOLO_ALGO
 TEST(ScheduleModel, CatchesBrokenTreePrograms) {
   for (int n : {4, 7}) {
     Case c = checker_case(KOLO_COLL_BROADCAST, n, 1, (uint64_t)n);
+    c.algo = KOLO_ALGO_TREE;
+    for (int kind : {(int)kDropStep, (int)kChangePeer}) {
+      std::string model, checker;
+      ASSERT_TRUE(both_verdicts(c, kind, 11, &model, &checker));
+      EXPECT_NE(model, "") << mutation_name(kind);
+      EXPECT_NE(checker, "") << mutation_name(kind);
+    }
+  }
+}
+
+// ---- the reduce tree (ring/reduce_tree.c) ----------------------------------------
+
+// Every n 1..16 and root: the broadcast tree's edges reversed (each rank
+// sends once, to its binomial parent, and receives once from each child),
+// the root's last fold FINAL into OUT, a rank with two or more children
+// keeps its running sum in SCRATCH, and no step writes IN.
+TEST(ScheduleStructure, TreeReducePrograms) {
+  for (int n = 1; n <= 16; n++)
+    for (int root = 0; root < n; root++) {
+      Ring ring = identity_ring(n);
+      for (int r = 0; r < n; r++) {
+        SCOPED_TRACE(::testing::Message() << "n=" << n << " root=" << root << " rank=" << r);
+        std::unique_ptr<Prog> prog = build(KOLO_COLL_REDUCE, ring, r, root, KOLO_ALGO_TREE);
+        ASSERT_TRUE(prog);
+        const kolo_program &p = prog->p;
+        int parent, kids[32], nkids = kolo_sched_binomial_peers(n, r, root, &parent, kids);
+        std::vector<int> sends((size_t)n, 0), recvs((size_t)n, 0);
+        int finals = 0;
+        for (int i = 0; i < p.nsteps; i++) {
+          const kolo_step &s = p.steps[i];
+          const int to = kolo_step_send_rank(&p, &s), from = kolo_step_recv_rank(&p, &s);
+          if (to >= 0) sends[(size_t)to]++;
+          if (from >= 0) recvs[(size_t)from]++;
+          if (kolo_step_writes_dst(s.op)) {
+            EXPECT_NE(s.dst_buf, KOLO_BUF_IN);
+            EXPECT_TRUE(r == root || s.dst_buf != KOLO_BUF_OUT) << "a non-root writes OUT";
+          }
+          finals += (s.flags & KOLO_STEP_FINAL) != 0;
+        }
+        for (int q = 0; q < n; q++) {
+          EXPECT_EQ(sends[(size_t)q], q == parent && n > 1) << "sends to " << q;
+          EXPECT_EQ(recvs[(size_t)q], std::count(kids, kids + nkids, q)) << "receives from " << q;
+        }
+        EXPECT_EQ(finals, r == root);
+        EXPECT_EQ(kolo_program_uses_scratch(&p), nkids >= 2);
+      }
+    }
+}
+
+// N = 1..16 x every root x counts x geometry, in and out of place, sum and
+// avg: the root's every element, the others' outputs untouched, no deadlock.
+TEST(ScheduleModel, TreeReduceGrid) { broadcast_grid(KOLO_ALGO_TREE, 0x7ed, "tree", KOLO_COLL_REDUCE); }
+
+TEST(ScheduleModel, TreeReduceFewestSlots) {
+  broadcast_fewest_slots(KOLO_ALGO_TREE, 0x7ed, {3, 5, 7, 12, 16}, KOLO_COLL_REDUCE);
+}
+
+// The model and the C checker refuse a reduce tree with a dropped step or
+// a step moved to another peer.
+TEST(ScheduleModel, CatchesBrokenTreeReducePrograms) {
+  for (int n : {4, 7}) {
+    Case c = checker_case(KOLO_COLL_REDUCE, n, 1, (uint64_t)n);
     c.algo = KOLO_ALGO_TREE;
     for (int kind : {(int)kDropStep, (int)kChangePeer}) {
       std::string model, checker;

@@ -121,6 +121,7 @@ std::vector<int> algos_of(int coll) {
   if (coll == KOLO_COLL_ALL_REDUCE)
     return {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT, KOLO_ALGO_ONESHOT};
   if (coll == KOLO_COLL_BROADCAST) return {KOLO_ALGO_RING, KOLO_ALGO_TREE};
+  if (coll == KOLO_COLL_REDUCE) return {KOLO_ALGO_RING, KOLO_ALGO_TREE};
   if (coll == KOLO_COLL_ALL_GATHER) return {KOLO_ALGO_RING, KOLO_ALGO_BRUCK};
   return {KOLO_ALGO_RING};
 }

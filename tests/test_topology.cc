@@ -228,7 +228,7 @@ TEST(Topology, AlgorithmNames) {
 TEST(Topology, BroadcastChoice) {
   const double a = 1e-6, b = 20e9;
   for (int n : {2, 3, 5, 8, 16}) {
-    kolo_algo_topo t{n, 1, n, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
+    kolo_algo_topo t{n, 1, n, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0, 0};
     const double k = std::ceil(std::log2((double)n));
     for (size_t bytes : {(size_t)8, (size_t)1 << 16, (size_t)1 << 24})
       for (int ch : {1, 2, 4}) {
@@ -259,8 +259,8 @@ TEST(Topology, BroadcastChoice) {
 TEST(Topology, AlgorithmChoice) {
   // Not possible: one host, one rank per host, uneven hosts: a forced hier
   // runs the ring.
-  for (kolo_algo_topo t : {kolo_algo_topo{8, 1, 8, KOLO_ALGO_HIER, 0, 0, nullptr, 0, 0}, kolo_algo_topo{4, 4, 1, KOLO_ALGO_HIER, 0, 0, nullptr, 0, 0},
-                           kolo_algo_topo{5, 2, 0, KOLO_ALGO_HIER, 0, 0, nullptr, 0, 0}}) {
+  for (kolo_algo_topo t : {kolo_algo_topo{8, 1, 8, KOLO_ALGO_HIER, 0, 0, nullptr, 0, 0, 0}, kolo_algo_topo{4, 4, 1, KOLO_ALGO_HIER, 0, 0, nullptr, 0, 0, 0},
+                           kolo_algo_topo{5, 2, 0, KOLO_ALGO_HIER, 0, 0, nullptr, 0, 0, 0}}) {
     EXPECT_FALSE(kolo_algo_hier_possible(&t));
     for (size_t bytes : {(size_t)0, (size_t)1 << 10, (size_t)1 << 30})
       EXPECT_EQ(kolo_algo_choose(&t, bytes, 2), KOLO_ALGO_RING);
@@ -269,7 +269,7 @@ TEST(Topology, AlgorithmChoice) {
   // number; without the multi-peer ones when no_auto_peers.
   for (int H : {1, 2, 3, 8})
     for (int L : {1, 2, 3, 4, 8}) {
-      kolo_algo_topo t{H * L, H, L, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
+      kolo_algo_topo t{H * L, H, L, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0, 0};
       for (size_t bytes : {(size_t)4, (size_t)1 << 16, (size_t)1 << 26})
         for (int ch : {1, 2, 4})
           for (int no_peers : {0, 1}) {
@@ -305,24 +305,24 @@ TEST(Topology, AlgorithmChoice) {
   // fewest passes over memory (the ring), Rabenseifner in between where
   // the ring's steps are many.
   for (int n = 2; n <= 16; n++) {
-    kolo_algo_topo t{n, 1, n, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
+    kolo_algo_topo t{n, 1, n, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0, 0};
     for (double S : {0.0, 8.0, 4096.0, 1e6, 1e9})
       for (int a : {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT, KOLO_ALGO_ONESHOT})
         EXPECT_NEAR(kolo_algo_cost(a, &t, (size_t)S, 1), one_host_cost(a, n, S), 1e-12) << a << " n=" << n;
     for (size_t bytes : {(size_t)8, (size_t)512}) EXPECT_EQ(kolo_algo_choose(&t, bytes, 1), KOLO_ALGO_RD) << n;
     EXPECT_EQ(kolo_algo_choose(&t, 64 << 20, 1), KOLO_ALGO_RING) << n;
   }
-  kolo_algo_topo eight{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
+  kolo_algo_topo eight{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0, 0};
   EXPECT_EQ(kolo_algo_choose(&eight, 64 << 10, 1), KOLO_ALGO_RABENSEIFNER);
   // Many ranks across hosts: the ring's 2(n-1) network latencies lose to
   // hier's 2(H-1) at small sizes, unless the doubling beats both.
   for (int H : {2, 3, 8})
     for (int L : {2, 4, 8}) {
-      kolo_algo_topo t{H * L, H, L, KOLO_ALGO_AUTO, 1, 0, nullptr, 0, 0};
+      kolo_algo_topo t{H * L, H, L, KOLO_ALGO_AUTO, 1, 0, nullptr, 0, 0, 0};
       EXPECT_EQ(kolo_algo_choose(&t, 1024, 1), KOLO_ALGO_HIER) << H << "x" << L;
     }
   // Costs grow with the size.
-  kolo_algo_topo t{8, 2, 4, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
+  kolo_algo_topo t{8, 2, 4, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0, 0};
   for (int a = 0; a < KOLO_ALGO_NUM; a++) EXPECT_LT(kolo_algo_cost(a, &t, 1 << 10, 2), kolo_algo_cost(a, &t, 1 << 20, 2));
 }
 
@@ -335,7 +335,7 @@ TEST(Topology, AllGatherChoice) {
   const double a = 1e-6, b = 20e9;
   for (int n = 1; n <= 16; n++) {
     const int k = n > 1 ? 32 - __builtin_clz((unsigned)(n - 1)) : 0;  // ceil(log2 n)
-    kolo_algo_topo t{n, 1, n, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
+    kolo_algo_topo t{n, 1, n, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0, 0};
     for (double S : {0.0, 8.0, 4096.0, 1e6}) {
       const double ring = n > 1 ? (n - 1) * a + (n - 1) * S / b : 0;
       const double bruck = n > 1 ? k * a + (n - 1) * S / b + (n - 2) * S / b : 0;
@@ -366,13 +366,13 @@ TEST(Topology, AllGatherChoice) {
   }
   // The figures algo.h gives: 10 KB at 4 ranks, 13 KB at 8, 16 KB at 16, never at 3.
   for (auto [n, kb] : {std::pair<int, double>{4, 10}, {8, 13.3}, {16, 15.7}}) {
-    kolo_algo_topo t{n, 1, n, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
+    kolo_algo_topo t{n, 1, n, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0, 0};
     t.ag_allowed = KOLO_ALGO_AG_SET;
     EXPECT_EQ(kolo_ag_choose(&t, (size_t)(kb * 1000 * 0.98), 1), KOLO_ALGO_BRUCK) << n;
     EXPECT_EQ(kolo_ag_choose(&t, (size_t)(kb * 1000 * 1.02), 1), KOLO_ALGO_RING) << n;
   }
   // koloGroupSimulateEnd's cost of an all-gather is the chosen one's.
-  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
+  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0, 0};
   t.ag_allowed = KOLO_ALGO_AG_SET;
   EXPECT_DOUBLE_EQ(kolo_coll_cost(KOLO_COLL_ALL_GATHER, &t, 64, 1), kolo_ag_cost(KOLO_ALGO_BRUCK, &t, 64, 1));
   EXPECT_DOUBLE_EQ(kolo_coll_cost(KOLO_COLL_ALL_GATHER, &t, 1 << 20, 1), kolo_ag_cost(KOLO_ALGO_RING, &t, 1 << 20, 1));

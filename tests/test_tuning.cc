@@ -58,6 +58,27 @@ TEST(AlgoSelect, ListsExclusionsAndCase) {
 // The all-gather's entry (ring/algo_select.h): "allgather:bruck" forces
 // Bruck's, "allgather:ring,bruck" lets the model choose, other entries and
 // names leave it at 0 (the ring only: ring/algo.h).
+// The reduce's entry: the chain ("ring") and the binomial tree; the tree
+// weighed only where named (or a tuning override names it).
+TEST(AlgoSelect, ReduceEntries) {
+  kolo_algo_sets sets;
+  char why[256];
+  ASSERT_EQ(kolo_algo_allow_parse_sets("reduce:tree", &sets, why, sizeof why), 0) << why;
+  EXPECT_EQ(sets.reduce, bit(KOLO_ALGO_TREE));
+  EXPECT_EQ(sets.all_reduce | sets.broadcast | sets.all_gather, 0u);
+  ASSERT_EQ(kolo_algo_allow_parse_sets("Reduce:ring,tree,rd", &sets, why, sizeof why), 0) << why;
+  EXPECT_EQ(sets.reduce, KOLO_ALGO_REDUCE_SET);
+  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0, 0};
+  EXPECT_EQ(kolo_reduce_choose(&t, 8, 1), KOLO_ALGO_RING);  // no entry: the chain
+  EXPECT_FALSE(kolo_reduce_may_run(&t, KOLO_ALGO_TREE));
+  t.reduce_allowed = KOLO_ALGO_REDUCE_SET;
+  EXPECT_EQ(kolo_reduce_choose(&t, 8, 1), KOLO_ALGO_TREE);         // 3 hops against 7
+  EXPECT_EQ(kolo_reduce_choose(&t, 64 << 20, 1), KOLO_ALGO_RING);  // 3 S against S
+  t.reduce_allowed = bit(KOLO_ALGO_TREE);
+  EXPECT_EQ(kolo_reduce_choose(&t, 64 << 20, 1), KOLO_ALGO_TREE);  // forced
+  EXPECT_DOUBLE_EQ(kolo_coll_cost(KOLO_COLL_REDUCE, &t, 4096, 1), kolo_reduce_cost(KOLO_ALGO_TREE, &t, 4096, 1));
+}
+
 TEST(AlgoSelect, AllGatherEntries) {
   kolo_algo_sets sets;
   char why[256];
@@ -106,7 +127,9 @@ TEST(AlgoSelect, RefusesWithASentence) {
   EXPECT_EQ(allow("allgather:rd", &why), -1);
   EXPECT_NE(why.find("leaves neither the ring nor bruck for \"allgather\""), std::string::npos) << why;
   EXPECT_EQ(allow("reduce:bruck", &why), -1);
-  EXPECT_NE(why.find("the only algorithm kolo has for \"reduce\""), std::string::npos) << why;
+  EXPECT_NE(why.find("leaves neither the ring (chain) nor the tree for \"reduce\""), std::string::npos) << why;
+  EXPECT_EQ(allow("reducescatter:tree", &why), -1);
+  EXPECT_NE(why.find("the only algorithm kolo has for \"reducescatter\""), std::string::npos) << why;
   EXPECT_EQ(allow("broadcast:bruck", &why), -1);
   EXPECT_NE(why.find("leaves neither the ring (chain) nor a tree for \"broadcast\""), std::string::npos) << why;
   EXPECT_EQ(allow("allgather:brook", &why), -1);
@@ -117,7 +140,7 @@ TEST(AlgoSelect, RefusesWithASentence) {
 }
 
 TEST(AlgoSelect, TheModelChoosesAmongTheAllowed) {
-  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
+  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0, 0};
   ASSERT_EQ(kolo_algo_choose(&t, 8, 1), KOLO_ALGO_RD);  // small: recursive doubling
   t.allowed = KOLO_ALGO_ALL & ~bit(KOLO_ALGO_RD) & ~bit(KOLO_ALGO_DIRECT) & ~bit(KOLO_ALGO_ONESHOT);
   int a = kolo_algo_choose(&t, 8, 1);
@@ -126,7 +149,7 @@ TEST(AlgoSelect, TheModelChoosesAmongTheAllowed) {
   EXPECT_EQ(kolo_algo_choose(&t, 8, 1), a);
   // the direct all-reduce runs only where KOLO_ALGO names it (or a tuning
   // file: Tuning.OverridesNameTheDirectAllReduce), and only on one host
-  kolo_algo_topo three{3, 1, 3, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
+  kolo_algo_topo three{3, 1, 3, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0, 0};
   ASSERT_LT(kolo_algo_cost(KOLO_ALGO_DIRECT, &three, 8, 1), kolo_algo_cost(KOLO_ALGO_RD, &three, 8, 1));
   EXPECT_EQ(kolo_algo_choose(&three, 8, 1), KOLO_ALGO_RD);
   EXPECT_FALSE(kolo_algo_may_run(&three, KOLO_ALGO_DIRECT));
@@ -143,7 +166,7 @@ TEST(AlgoSelect, TheModelChoosesAmongTheAllowed) {
   three.local = 1;
   EXPECT_EQ(kolo_algo_choose(&three, 8, 1), KOLO_ALGO_RD);
   // a CUDA communicator leaves rd out unless KOLO_ALGO names it
-  kolo_algo_topo cuda{8, 1, 8, KOLO_ALGO_AUTO, 1, 0, nullptr, 0, 0};
+  kolo_algo_topo cuda{8, 1, 8, KOLO_ALGO_AUTO, 1, 0, nullptr, 0, 0, 0};
   EXPECT_NE(kolo_algo_choose(&cuda, 8, 1), KOLO_ALGO_RD);
   cuda.allowed = bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_RD);
   EXPECT_EQ(kolo_algo_choose(&cuda, 8, 1), KOLO_ALGO_RD);
@@ -196,7 +219,7 @@ TEST(Tuning, OverridesForARankCount) {
   EXPECT_EQ(kolo_tuned_override(&t, KOLO_COLL_ALL_REDUCE, 1500, 4), KOLO_ALGO_RING);
   EXPECT_EQ(kolo_tuned_override(&t, KOLO_COLL_ALL_REDUCE, 1500, 5), KOLO_ALGO_RD);  // no entry for 5: the one for any
   EXPECT_EQ(kolo_tuned_override(&t, KOLO_COLL_ALL_REDUCE, 1800, 5), -1);
-  kolo_algo_topo four{4, 1, 4, KOLO_ALGO_AUTO, 0, 0, &t, 0, 0}, eight{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, &t, 0, 0};
+  kolo_algo_topo four{4, 1, 4, KOLO_ALGO_AUTO, 0, 0, &t, 0, 0, 0}, eight{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, &t, 0, 0, 0};
   EXPECT_FALSE(kolo_algo_may_run(&four, KOLO_ALGO_DIRECT));  // named for 8 ranks only
   EXPECT_TRUE(kolo_algo_may_run(&eight, KOLO_ALGO_DIRECT));
   for (const char *bad : {"ranks 0", "ranks -1", "ranks 4x", "ranks", "rank 4", "ranks 2000000"}) {
@@ -209,6 +232,26 @@ TEST(Tuning, OverridesForARankCount) {
 // line holds on communicators of that memory kind only (resolve keeps it
 // or drops it), and on a CUDA communicator only a line that says "mem
 // cuda" lets the model run a multi-peer algorithm it leaves out there.
+// An override of the reduce names its tree: the model runs it there and
+// weighs it elsewhere; a CUDA communicator only for a "mem cuda" line.
+TEST(Tuning, ReduceOverride) {
+  kolo_tuning f;
+  std::string why;
+  ASSERT_EQ(parse("kolo-tuning 1\noverride reduce tree 0 4096 ranks 8 mem host\n", &f, &why), 0) << why;
+  kolo_tuned host, cuda;
+  kolo_tuning_resolve(&f, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &host);
+  kolo_tuning_resolve(&f, KOLO_LINK_CUDA_P2P, KOLO_LINK_SOCKET, &cuda);
+  kolo_algo_topo h{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, &host, 0, 0, 0}, c{8, 1, 8, KOLO_ALGO_AUTO, 1, 0, &cuda, 0, 0, 0};
+  EXPECT_EQ(kolo_tuned_override(&host, KOLO_COLL_REDUCE, 100, 8), KOLO_ALGO_TREE);
+  EXPECT_EQ(kolo_reduce_choose(&h, 100, 1), KOLO_ALGO_TREE);
+  EXPECT_TRUE(kolo_reduce_may_run(&h, KOLO_ALGO_TREE));
+  EXPECT_EQ(kolo_reduce_choose(&h, 1 << 24, 1), KOLO_ALGO_RING);
+  EXPECT_EQ(kolo_reduce_choose(&c, 100, 1), KOLO_ALGO_RING);
+  EXPECT_FALSE(kolo_reduce_may_run(&c, KOLO_ALGO_TREE));
+  h.reduce_allowed = bit(KOLO_ALGO_RING);  // KOLO_ALGO's entry wins over the file
+  EXPECT_EQ(kolo_reduce_choose(&h, 100, 1), KOLO_ALGO_RING);
+}
+
 TEST(Tuning, OverridesPerCollectiveAndMemory) {
   kolo_tuning f;
   std::string why;
@@ -234,7 +277,7 @@ TEST(Tuning, OverridesPerCollectiveAndMemory) {
   EXPECT_EQ(kolo_tuned_channels(&cuda, KOLO_COLL_BROADCAST, 10, 8), 3);
   // The model: host, no KOLO_ALGO entry, the overrides' trees run; CUDA
   // (no_auto_peers) runs only what a "mem cuda" line names.
-  kolo_algo_topo h{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, &host, 0, 0}, c{8, 1, 8, KOLO_ALGO_AUTO, 1, 0, &cuda, 0, 0};
+  kolo_algo_topo h{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, &host, 0, 0, 0}, c{8, 1, 8, KOLO_ALGO_AUTO, 1, 0, &cuda, 0, 0, 0};
   EXPECT_EQ(kolo_bcast_choose(&h, 1500, 1), KOLO_ALGO_DBTREE);
   // no override holds: the model, weighing the trees the file names (as
   // an override naming the direct all-reduce lets it weigh that)
@@ -323,17 +366,21 @@ TEST(Tuning, RefusesWithFileAndLine) {
   EXPECT_EQ(parse("kolo-tuning 1\nlink shm 1 nan\n", &f, &why), -1);
   EXPECT_EQ(parse("kolo-tuning 1\noverride allreduce rd 10 5\n", &f, &why), -1);
   EXPECT_NE(why.find("empty"), std::string::npos) << why;
-  EXPECT_EQ(parse("kolo-tuning 1\noverride reduce ring 0 5\n", &f, &why), -1);
-  EXPECT_NE(why.find("only the all-reduce, the broadcast and the all-gather have a choice of algorithm, not \"reduce\""),
+  EXPECT_EQ(parse("kolo-tuning 1\noverride reducescatter ring 0 5\n", &f, &why), -1);
+  EXPECT_NE(why.find("only the all-reduce, the broadcast, the reduce and the all-gather have a choice of algorithm, "
+                     "not \"reducescatter\""),
             std::string::npos)
       << why;
+  EXPECT_EQ(parse("kolo-tuning 1\noverride reduce dbtree 0 5\n", &f, &why), -1);
+  EXPECT_NE(why.find("t.tune:2: no reduce algorithm (ring, tree) named \"dbtree\""), std::string::npos) << why;
   EXPECT_EQ(parse("kolo-tuning 1\noverride broadcast rd 0 5\n", &f, &why), -1);
   EXPECT_NE(why.find("t.tune:2: no broadcast algorithm (ring, tree, dbtree) named \"rd\""), std::string::npos) << why;
   EXPECT_EQ(parse("kolo-tuning 1\noverride allgather tree 0 5\n", &f, &why), -1);
   EXPECT_NE(why.find("t.tune:2: no all-gather algorithm (ring, bruck) named \"tree\""), std::string::npos) << why;
   for (const char *other : {"tree", "bruck", "dbtree"}) {  // another collective's: an override would be ignored
     EXPECT_EQ(parse(std::string("kolo-tuning 1\noverride allreduce ") + other + " 0 5\n", &f, &why), -1) << other;
-    EXPECT_NE(why.find("t.tune:2: no all-reduce algorithm (ring, hier, rd, rabenseifner, direct) named"), std::string::npos)
+    EXPECT_NE(why.find("t.tune:2: no all-reduce algorithm (ring, hier, rd, rabenseifner, direct, oneshot) named"),
+              std::string::npos)
         << why;
   }
   EXPECT_EQ(parse("kolo-tuning 1\nlink shm 1 2 3\n", &f, &why), -1);
@@ -395,7 +442,7 @@ TEST(Tuning, TheFileChangesTheChoiceAsTheModelSays) {
   kolo_tuned tl, tb;
   kolo_tuning_resolve(&lat, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &tl);
   kolo_tuning_resolve(&bw, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &tb);
-  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_RD), &tl, 0, 0};
+  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_RD), &tl, 0, 0, 0};
   size_t bytes = 1 << 20;
   // model (algo.h): ring 14 a + 5.5 S/b (memory passes), rd 3 a + 15 S/b
   EXPECT_LT(kolo_algo_cost(KOLO_ALGO_RD, &t, bytes, 1), kolo_algo_cost(KOLO_ALGO_RING, &t, bytes, 1));
@@ -413,7 +460,7 @@ TEST(Tuning, AnOverrideWinsWhereAllowed) {
   ASSERT_EQ(parse("kolo-tuning 1\noverride allreduce ring 0 1000000\n", &f), 0);
   kolo_tuned tf;
   kolo_tuning_resolve(&f, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &tf);
-  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, &tf, 0, 0};
+  kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, &tf, 0, 0, 0};
   EXPECT_EQ(kolo_algo_choose(&t, 8, 1), KOLO_ALGO_RING);
   t.allowed = bit(KOLO_ALGO_RD) | bit(KOLO_ALGO_RABENSEIFNER);  // KOLO_ALGO excludes the ring
   EXPECT_NE(kolo_algo_choose(&t, 8, 1), KOLO_ALGO_RING);
@@ -427,7 +474,7 @@ TEST(Tuning, OverridesNameTheDirectAllReduce) {
   ASSERT_EQ(parse("kolo-tuning 1\noverride allreduce direct 0 4096\n", &f), 0);
   kolo_tuned tf;
   kolo_tuning_resolve(&f, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &tf);
-  kolo_algo_topo t{4, 1, 4, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0};
+  kolo_algo_topo t{4, 1, 4, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0, 0};
   EXPECT_FALSE(kolo_algo_may_run(&t, KOLO_ALGO_DIRECT));
   t.tuned = &tf;
   EXPECT_TRUE(kolo_algo_may_run(&t, KOLO_ALGO_DIRECT));

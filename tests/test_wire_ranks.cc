@@ -172,7 +172,8 @@ kolo_comm_shape sample_shape() {
                          KOLO_PROTO_OFF_LL | KOLO_PROTO_OFF_SIMPLE << (2 * KOLO_COLL_SEND) |
                              KOLO_PROTO_OFF_SIMPLE << (2 * KOLO_COLL_RECV),
                          KOLO_ALGO_AG_SET,  // KOLO_ALGO=allgather:ring,bruck
-                         0x0000000012345678ull};  // KOLO_MIN_CHANNEL_BYTES
+                         0x0000000012345678ull,  // KOLO_MIN_CHANNEL_BYTES
+                         1u << KOLO_ALGO_TREE};  // KOLO_ALGO=reduce:tree
 }
 
 void encode_shape(const kolo_comm_shape &s, std::vector<uint8_t> *b) {
@@ -188,12 +189,13 @@ TEST(CommWire, ShapeRoundTripCutsAndRanges) {
   EXPECT_EQ(b[16 + 8 + 5], 1);  // bit 40 of the LL threshold, little-endian
   EXPECT_EQ(b[KOLO_COMM_SHAPE_BYTES - 8], 0xef);  // the schedule file's hash, little-endian, last
   EXPECT_EQ(b[KOLO_COMM_SHAPE_BYTES - 16], 0x88);  // the tuning file's, before it
-  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 24]), 0x12345678u);  // KOLO_MIN_CHANNEL_BYTES, low half, before it
-  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 20]), 0u);           // and its high half
-  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 28]), s.ag_allowed);  // KOLO_ALGO's all-gather set, before that
-  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 32]), s.proto_off);  // KOLO_PROTO's record, before that
-  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 36]), s.bcast_allowed);  // KOLO_ALGO's broadcast set, before that
-  EXPECT_EQ(KOLO_COMM_SHAPE_BYTES, 76);
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 20]), s.reduce_allowed);  // KOLO_ALGO's reduce set, before it
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 28]), 0x12345678u);  // KOLO_MIN_CHANNEL_BYTES, low half, before that
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 24]), 0u);           // and its high half
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 32]), s.ag_allowed);  // KOLO_ALGO's all-gather set, before that
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 36]), s.proto_off);  // KOLO_PROTO's record, before that
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 40]), s.bcast_allowed);  // KOLO_ALGO's broadcast set, before that
+  EXPECT_EQ(KOLO_COMM_SHAPE_BYTES, 80);
   EXPECT_EQ(s.ag_allowed, 0x41u);
   EXPECT_EQ(s.proto_off, 0x2801u);
   char why[512] = "";
@@ -224,6 +226,7 @@ TEST(CommWire, ShapeRoundTripCutsAndRanges) {
                       {[](S *x) { x->ag_allowed = 1u << KOLO_ALGO_ONESHOT; }, "with allowed all-gather algorithms 0x100"},
                       {[](S *x) { x->bcast_allowed = 1u << KOLO_ALGO_ONESHOT; }, "with allowed broadcast algorithms 0x100"},
                       {[](S *x) { x->algo_allowed = 1u << KOLO_ALGO_NUM; }, "with allowed algorithms 0x200"},
+                      {[](S *x) { x->reduce_allowed = 1u << KOLO_ALGO_DBTREE; }, "with allowed reduce algorithms 0x80"},
                       {[](S *x) { x->algo_allowed = 3; }, "with algorithm 1 that its allowed set 0x3 does not force"},
                       {[](S *x) { x->min_channel_bytes = (1ull << 62) + 1; },
                        "with 4611686018427387905 bytes a channel (KOLO_MIN_CHANNEL_BYTES, 0..2^62)"},

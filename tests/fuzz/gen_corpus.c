@@ -212,7 +212,8 @@ static void comm_records(void) {
                        .slot_bytes = 1 << 20, .ll_threshold = 1 << 16, .algo = -1,
                        .proto_off = KOLO_PROTO_OFF_LL, /* KOLO_PROTO=allreduce:Simple */
                        .ag_allowed = 1u << KOLO_ALGO_BRUCK, /* KOLO_ALGO=allgather:bruck */
-                       .min_channel_bytes = 1 << 18};       /* KOLO_MIN_CHANNEL_BYTES */
+                       .min_channel_bytes = 1 << 18,        /* KOLO_MIN_CHANNEL_BYTES */
+                       .reduce_allowed = 1u << KOLO_ALGO_TREE}; /* KOLO_ALGO=reduce:tree */
   kolo_encode_comm_shape(&s, b);
   put_record("shape", 1, 0, b, KOLO_COMM_SHAPE_BYTES);
   kolo_split_entry e = {1, -2, 3};

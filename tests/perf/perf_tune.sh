@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/perf/perf_tune.sh KOLO_PERF - kolo-perf tune --quick writes a
 # tuning file with positive shm and socket constants, overrides and
-# channels lines of the all-reduce, the broadcast and the all-gather
+# channels lines of the all-reduce, the broadcast, the reduce and the all-gather
 # covering every size (for host memory), which
 # KOLO_TUNING_FILE loads at init (said at INFO, with each all-reduce
 # choice once per size bucket); a file with a bad line is refused at init
@@ -17,20 +17,21 @@ head -1 "$WORK/t.tune" | grep -qx "kolo-tuning 1" || fail "no header line in $(c
 for l in shm socket; do
   grep -Eq "^link $l [0-9.e+-]+ [0-9.e+-]+$" "$WORK/t.tune" || fail "no $l line in $(cat "$WORK/t.tune")"
 done
-# the crossovers: for each of the all-reduce, the broadcast and the
-# all-gather, overrides and channels lines for 2 ranks in host memory that
-# cover every size once, in order
-covers() {  # covers KIND: the KIND lines of the three collectives
+# the crossovers: for each of the all-reduce, the broadcast, the reduce
+# and the all-gather, overrides and channels lines for 2 ranks in host
+# memory that cover every size once, in order
+covers() {  # covers KIND: the KIND lines of the four collectives
   awk -v k="$1" '$1 == k {
-       ok = $2 == "allreduce" && (k == "channels" || $3 ~ /^(ring|rd|rabenseifner|direct)$/)
+       ok = $2 == "allreduce" && (k == "channels" || $3 ~ /^(ring|rd|rabenseifner|direct|oneshot)$/)
        ok = ok || ($2 == "broadcast" && (k == "channels" || $3 ~ /^(ring|tree|dbtree)$/))
+       ok = ok || ($2 == "reduce" && (k == "channels" || $3 ~ /^(ring|tree)$/))
        ok = ok || ($2 == "allgather" && (k == "channels" || $3 ~ /^(ring|bruck)$/))
        if (k == "channels" && $3 !~ /^(1|2|4)$/) ok = 0
        if (!ok || $6 != "ranks" || $7 != 2 || $8 != "mem" || $9 != "host" || NF != 9) bad = 1
        if ($4 != next_lo[$2] + 0) bad = 1
        next_lo[$2] = $5 + 1; n++ }
      END { for (c in next_lo) if (next_lo[c] != 4611686018427387904) bad = 1
-           exit !(n > 0 && !bad && length(next_lo) == 3) }' "$WORK/t.tune"
+           exit !(n > 0 && !bad && length(next_lo) == 4) }' "$WORK/t.tune"
 }
 covers override || fail "the overrides do not cover 0 .. 2^62-1 once per collective for 2 ranks: $(cat "$WORK/t.tune")"
 covers channels || fail "the channels lines do not cover 0 .. 2^62-1 once per collective for 2 ranks: $(cat "$WORK/t.tune")"

@@ -18,12 +18,12 @@ grep -q "^link shm" "$WORK/t.tune" && fail "a shm line from a CUDA tune: $(cat "
 # overrides and in channels lines (1..16 channels)
 for kind in override channels; do
   awk -v k="$kind" '$1 == k {
-         if ($2 !~ /^(allreduce|broadcast|allgather)$/ || $6 != "ranks" || $7 != 2 || $8 != "mem" || $9 != "cuda") bad = 1
+         if ($2 !~ /^(allreduce|broadcast|reduce|allgather)$/ || $6 != "ranks" || $7 != 2 || $8 != "mem" || $9 != "cuda") bad = 1
          if (k == "channels" && $3 !~ /^(1|2|4|8|16)$/) bad = 1
          if ($4 != next_lo[$2] + 0) bad = 1
          next_lo[$2] = $5 + 1; n++ }
        END { for (c in next_lo) if (next_lo[c] != 4611686018427387904) bad = 1
-             exit !(n > 0 && !bad && length(next_lo) == 3) }' "$WORK/t.tune" ||
+             exit !(n > 0 && !bad && length(next_lo) == 4) }' "$WORK/t.tune" ||
     fail "the $kind lines do not cover 0 .. 2^62-1 once per collective for 2 ranks: $(cat "$WORK/t.tune")"
 done
 KOLO_TUNING_FILE="$WORK/t.tune" KOLO_DEBUG=INFO "$BIN" all_reduce --mem cuda -t 2 --devices 0 -b 8 -e 4K -f 8 -n 1 -w 0 \
