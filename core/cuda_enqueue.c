@@ -224,7 +224,8 @@ static koloResult_t launch_comm(struct koloComm *c, const kolo_op *mine, int n, 
     if (r < 0) {
       const kolo_op *op = &mine[items[next].op];
       res = kolo_error(&c->err, koloInternalError,
-                       "rank %d: %s (root/peer %d) on channel %d has no program or pipe on the device (a kolo bug)",
+                       "rank %d: %s (root/peer/algorithm %d) on channel %d has no program, pipe or scratch on the "
+                       "device (a kolo bug)",
                        c->rank, kolo_coll_name(op->coll), op->arg, items[next].channel);
       break;
     }

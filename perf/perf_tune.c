@@ -275,7 +275,7 @@ int perf_tune_main(int argc, char **argv) {
   FILE *out = fopen(a.out, "w");
   char note[200];
   snprintf(note, sizeof note,
-           "kolo-perf tune -P %d%s: ring all-reduce fits (%s); all-reduce, broadcast and all-gather algorithms and "
+           "kolo-perf tune -P %d%s: ring all-reduce fits (%s); all-reduce, broadcast, reduce and all-gather algorithms and "
            "channels on %s",
            a.nranks, a.cuda ? " --mem cuda" : "",
            a.cuda ? "cuda-p2p" : f.link[KOLO_LINK_IB].set ? "shm, socket, ib" : "shm, socket; ib not measured",

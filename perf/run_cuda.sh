@@ -10,6 +10,7 @@
 #   gpu        a probe (a small CUDA program) that device GPU is usable; with
 #              none, the check says so in one line and exits 2 after building.
 #   tests      ctest on the CUDA tests (TESTS_REGEX: test_e2e_cuda,
+#              test_e2e_cuda_algos (the multi-peer algorithms, scratch),
 #              test_cuda_reduce, test_cuda_plan, test_fusion's FusionCuda,
 #              test_ll_format), KOLO_TIMEOUT_MS short so that a hang fails.
 #   sanitizer  compute-sanitizer runs the probe; where it is missing or refuses
@@ -139,11 +140,12 @@ BUDGET_SYNCCHECK=${BUDGET_SYNCCHECK:-60}
 BUDGET_PRIMS=${BUDGET_PRIMS:-60}
 BUDGET_ALLREDUCE=${BUDGET_ALLREDUCE:-90}
 BUDGET_LATENCY=${BUDGET_LATENCY:-30}
-# The CUDA tests by ctest name: every suite of test_e2e_cuda, test_cuda_plan
-# (Cuda*), test_cuda_reduce (CudaReduce, AllTypesOps/CudaReduceTest), the
-# FusionCuda suite of test_fusion, and test_ll_format (LLFormat).
+# The CUDA tests by ctest name: every suite of test_e2e_cuda and
+# test_e2e_cuda_algos, test_cuda_plan (Cuda*), test_cuda_reduce (CudaReduce,
+# AllTypesOps/CudaReduceTest), the FusionCuda suite of test_fusion, and
+# test_ll_format (LLFormat).
 TESTS_REGEX=${TESTS_REGEX:-'^(Cuda|AllTypesOps/CudaReduceTest\.|FusionCuda\.|LLFormat\.)'}
-TEST_BINARIES=(test_e2e_cuda test_cuda_reduce test_cuda_plan test_fusion test_ll_format)
+TEST_BINARIES=(test_e2e_cuda test_e2e_cuda_algos test_cuda_reduce test_cuda_plan test_fusion test_ll_format)
 TEST_JOBS=${TEST_JOBS:-1}
 # Small cases for the sanitizers: both protocols around the LL threshold
 # (reduce, chain, send/recv programs), a graph replay, and the grid of every

@@ -856,6 +856,44 @@ TEST(CudaPlan, DoublingAllReduceTasksCarryTheirEndTables) {
     }
 }
 
+// A program that names scratch (the one-shot all-reduce, the reduce tree)
+// gets the comm's scratch in its launch (block i: part i); without scratch,
+// or with parts too small for its chunks, the planner refuses it; a launch
+// of programs without scratch carries none.
+int plan_result(const FakeComm &fc, const kolo_op &op, kolo_dev_batch *b) {
+  int n = kolo_cuda_plan_count(&op, 1, &fc.pc);
+  std::vector<kolo_cuda_plan_item> items((size_t)n + 1);
+  kolo_cuda_plan_items(&op, 1, &fc.pc, items.data());
+  int next = 0;
+  return kolo_cuda_plan_next(&op, &fc.pc, items.data(), n, &next, b);
+}
+
+TEST(CudaPlan, ScratchProgramsGetTheLaunchsScratch) {
+  Shape sh;
+  sh.nranks = 5;
+  FakeComm fc(sh, 2);
+  const size_t part = (size_t)KOLO_SCRATCH_CHUNKS * sh.slot_bytes * (sh.nslots / 2);
+  const kolo_op oneshot = make_op(KOLO_COLL_ALL_REDUCE, fake(0x10), const_cast<void *>(fake(0x20)), 1 << 20,
+                                  koloFloat32, KOLO_ALGO_ONESHOT, koloSum);
+  const kolo_op tree = make_op(KOLO_COLL_REDUCE, fake(0x10), const_cast<void *>(fake(0x20)), 1000, koloFloat32,
+                               kolo_reduce_arg(2, KOLO_ALGO_TREE, sh.nranks), koloSum);  // rank 2 is the root: 2 children
+  const kolo_op ring = make_op(KOLO_COLL_ALL_REDUCE, fake(0x10), const_cast<void *>(fake(0x20)), 1 << 20, koloFloat32,
+                               KOLO_ALGO_RING, koloSum);
+  kolo_dev_batch b;
+  EXPECT_EQ(plan_result(fc, oneshot, &b), -1) << "no scratch";
+  fc.pc.scratch = static_cast<char *>(const_cast<void *>(fake(0x9000000)));
+  fc.pc.scratch_task_bytes = part / 2;
+  EXPECT_EQ(plan_result(fc, oneshot, &b), -1) << "parts too small";
+  fc.pc.scratch_task_bytes = part;
+  for (const kolo_op &op : {oneshot, tree}) {
+    ASSERT_EQ(plan_result(fc, op, &b), 1) << kolo_coll_name(op.coll);
+    EXPECT_EQ(b.scratch, fc.pc.scratch);
+    EXPECT_EQ(b.scratch_task_bytes, part);
+  }
+  ASSERT_EQ(plan_result(fc, ring, &b), 1);
+  EXPECT_EQ(b.scratch, nullptr);
+}
+
 // ---- protocol ----------------------------------------------------------------------------
 
 TEST(CudaPlan, ProtocolIsLLUpToTheThreshold) {

@@ -584,19 +584,21 @@ INSTANTIATE_TEST_SUITE_P(Procs, BruckAllGatherProcs, ::testing::Values(1, 2),
 // Ranks that set KOLO_ALGO's allgather entry differently could run
 // different programs over each other's pipes: init fails on both, naming
 // the all-gather's sets.
-TEST(BruckAllGatherConfig, RanksThatDisagreeFailInit) {
+// Two processes, rank `who` with KOLO_ALGO=value and the other without:
+// both fail init with a sentence that names `field` and `algo`.
+void expect_disagreement_fails_init(int who, const char *value, const char *field, const char *algo) {
   if (tsan_build()) GTEST_SKIP() << "ThreadSanitizer cannot follow fork() from a process with threads";
   std::string id_error;
   std::vector<ChildResult> res = run_children_with_id(
       2,
-      [](int rank, const koloUniqueId &id) {
-        if (rank == 0) setenv("KOLO_ALGO", "allgather:bruck", 1);
+      [&](int rank, const koloUniqueId &id) {
+        if (rank == who) setenv("KOLO_ALGO", value, 1);
         else unsetenv("KOLO_ALGO");
         koloComm_t comm = nullptr;
         koloResult_t r = koloCommInitRank(&comm, 2, id, rank);
         const std::string why = koloGetLastError(nullptr);
         if (r == koloSuccess) koloCommDestroy(comm);
-        if (r == koloInvalidUsage && why.find("allgather=") != std::string::npos && why.find("bruck") != std::string::npos)
+        if (r == koloInvalidUsage && why.find(field) != std::string::npos && why.find(algo) != std::string::npos)
           return 0;
         std::fprintf(stderr, "rank %d: koloCommInitRank = %d: %s\n", rank, (int)r, why.c_str());
         return 1;
@@ -606,28 +608,12 @@ TEST(BruckAllGatherConfig, RanksThatDisagreeFailInit) {
   EXPECT_EQ(children_failures(res), "");
 }
 
-// KOLO_ALGO's reduce entry travels in the init shape too.
-TEST(TreeReduceConfig, RanksThatDisagreeFailInit) {
-  if (tsan_build()) GTEST_SKIP() << "ThreadSanitizer cannot follow fork() from a process with threads";
-  std::string id_error;
-  std::vector<ChildResult> res = run_children_with_id(
-      2,
-      [](int rank, const koloUniqueId &id) {
-        if (rank == 1) setenv("KOLO_ALGO", "reduce:tree", 1);
-        else unsetenv("KOLO_ALGO");
-        koloComm_t comm = nullptr;
-        koloResult_t r = koloCommInitRank(&comm, 2, id, rank);
-        const std::string why = koloGetLastError(nullptr);
-        if (r == koloSuccess) koloCommDestroy(comm);
-        if (r == koloInvalidUsage && why.find("reduce=") != std::string::npos && why.find("tree") != std::string::npos)
-          return 0;
-        std::fprintf(stderr, "rank %d: koloCommInitRank = %d: %s\n", rank, (int)r, why.c_str());
-        return 1;
-      },
-      60000, nullptr, &id_error);
-  EXPECT_EQ(id_error, "");
-  EXPECT_EQ(children_failures(res), "");
+TEST(BruckAllGatherConfig, RanksThatDisagreeFailInit) {
+  expect_disagreement_fails_init(0, "allgather:bruck", "allgather=", "bruck");
 }
+
+// KOLO_ALGO's reduce entry travels in the init shape too.
+TEST(TreeReduceConfig, RanksThatDisagreeFailInit) { expect_disagreement_fails_init(1, "reduce:tree", "reduce=", "tree"); }
 
 TEST(AlgoConfig, UnknownNameFailsInitNamingTheAlgorithms) {
   ScopedEnv force("KOLO_ALGO", "recursive");

@@ -2872,18 +2872,20 @@ TEST(ScheduleModel, TreeBroadcastFewestSlots) { broadcast_fewest_slots(KOLO_ALGO
 // The model and the C checker refuse a tree whose inner rank forwards
 // nothing (a dropped step) or the wrong peer, and one whose ranks all
 // wait to receive first (a cycle: the root made to receive from a leaf).
-TEST(ScheduleModel, CatchesBrokenTreePrograms) {
+void expect_broken_trees_caught(int coll) {
   for (int n : {4, 7}) {
-    Case c = checker_case(KOLO_COLL_BROADCAST, n, 1, (uint64_t)n);
+    Case c = checker_case(coll, n, 1, (uint64_t)n);
     c.algo = KOLO_ALGO_TREE;
     for (int kind : {(int)kDropStep, (int)kChangePeer}) {
       std::string model, checker;
       ASSERT_TRUE(both_verdicts(c, kind, 11, &model, &checker));
-      EXPECT_NE(model, "") << mutation_name(kind);
-      EXPECT_NE(checker, "") << mutation_name(kind);
+      EXPECT_NE(model, "") << kolo_coll_name(coll) << " " << mutation_name(kind);
+      EXPECT_NE(checker, "") << kolo_coll_name(coll) << " " << mutation_name(kind);
     }
   }
 }
+
+TEST(ScheduleModel, CatchesBrokenTreePrograms) { expect_broken_trees_caught(KOLO_COLL_BROADCAST); }
 
 // ---- the reduce tree (ring/reduce_tree.c) ----------------------------------------
 
@@ -2934,18 +2936,7 @@ TEST(ScheduleModel, TreeReduceFewestSlots) {
 
 // The model and the C checker refuse a reduce tree with a dropped step or
 // a step moved to another peer.
-TEST(ScheduleModel, CatchesBrokenTreeReducePrograms) {
-  for (int n : {4, 7}) {
-    Case c = checker_case(KOLO_COLL_REDUCE, n, 1, (uint64_t)n);
-    c.algo = KOLO_ALGO_TREE;
-    for (int kind : {(int)kDropStep, (int)kChangePeer}) {
-      std::string model, checker;
-      ASSERT_TRUE(both_verdicts(c, kind, 11, &model, &checker));
-      EXPECT_NE(model, "") << mutation_name(kind);
-      EXPECT_NE(checker, "") << mutation_name(kind);
-    }
-  }
-}
+TEST(ScheduleModel, CatchesBrokenTreeReducePrograms) { expect_broken_trees_caught(KOLO_COLL_REDUCE); }
 
 // ---- the double binary tree's broadcast (ring/bcast_dbtree.c) --------------------
 
