@@ -2,7 +2,8 @@
  *
  * A collective is compiled (ring/) into one program per rank and channel: a
  * short list of steps over connectors and the rank's two buffers (IN =
- * sendbuff, OUT = recvbuff).  Programs do not grow with the message size:
+ * sendbuff, OUT = recvbuff), and kolo's SCRATCH chunks (below, at
+ * kolo_buf_id).  Programs do not grow with the message size:
  * the executor runs the whole list once per *round*, each round covering the
  * next part of the buffers, until the buffers are exhausted.
  *
