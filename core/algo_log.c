@@ -83,16 +83,17 @@ static void log_some(struct koloComm *c, _Atomic uint64_t *logged, const some_al
             how);
 }
 
+/* The broadcast and the reduce: the chain and the two trees. */
+static some_algos chain_and_trees(int kind, const char *coll, unsigned allowed,
+                                  int (*may_run)(const kolo_algo_topo *t, int algo),
+                                  double (*cost)(int algo, const kolo_algo_topo *t, size_t bytes, int channels)) {
+  return (some_algos){kind, coll, "", 3, {KOLO_ALGO_RING, KOLO_ALGO_TREE, KOLO_ALGO_DBTREE},
+                      {"chain", "tree", "dbtree"}, allowed, may_run, cost};
+}
+
 void kolo_comm_log_bcast_choice(struct koloComm *c, size_t bytes, int channels, int algo) {
-  const some_algos w = {KOLO_COLL_BROADCAST,
-                        "broadcast",
-                        "",
-                        3,
-                        {KOLO_ALGO_RING, KOLO_ALGO_TREE, KOLO_ALGO_DBTREE},
-                        {"chain", "tree", "dbtree"},
-                        c->algo.bcast_allowed,
-                        kolo_bcast_may_run,
-                        kolo_bcast_cost};
+  const some_algos w =
+      chain_and_trees(KOLO_COLL_BROADCAST, "broadcast", c->algo.bcast_allowed, kolo_bcast_may_run, kolo_bcast_cost);
   log_some(c, &c->bcast_logged, &w, bytes, channels, algo);
 }
 
@@ -103,7 +104,7 @@ void kolo_comm_log_ag_choice(struct koloComm *c, size_t bytes, int channels, int
 }
 
 void kolo_comm_log_reduce_choice(struct koloComm *c, size_t bytes, int channels, int algo) {
-  const some_algos w = {KOLO_COLL_REDUCE,     "reduce",           "", 2, {KOLO_ALGO_RING, KOLO_ALGO_TREE, 0},
-                        {"chain", "tree", ""}, c->algo.reduce_allowed, kolo_reduce_may_run, kolo_reduce_cost};
+  const some_algos w =
+      chain_and_trees(KOLO_COLL_REDUCE, "reduce", c->algo.reduce_allowed, kolo_reduce_may_run, kolo_reduce_cost);
   log_some(c, &c->reduce_logged, &w, bytes, channels, algo);
 }

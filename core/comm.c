@@ -352,7 +352,8 @@ static koloResult_t build_hier(struct koloComm *c, const kolo_hosts *h) {
  * are 1 or nchannels: with nchannels, variant ch is channel ch). */
 static int program_variants(const struct koloComm *c) {
   if (c->sched) return c->nchannels;
-  int dbtree = c->nranks > 2 && kolo_bcast_may_run(&c->algo, KOLO_ALGO_DBTREE);
+  int dbtree = c->nranks > 2 && (kolo_bcast_may_run(&c->algo, KOLO_ALGO_DBTREE) ||
+                                 kolo_reduce_may_run(&c->algo, KOLO_ALGO_DBTREE));
   return c->nrings == 1 && c->nchannels > 1 && dbtree ? 2 : c->nrings;
 }
 

@@ -60,11 +60,9 @@ static inline int kolo_bcast_arg(int root, int algo, int nranks) {
   return algo == KOLO_ALGO_TREE ? root + nranks : algo == KOLO_ALGO_DBTREE ? root + 2 * nranks : root;
 }
 
-/* A reduce's kolo_op.arg likewise: its root, plus nranks when it runs the
- * binomial tree (ring/reduce_tree.c). */
-static inline int kolo_reduce_arg(int root, int algo, int nranks) {
-  return algo == KOLO_ALGO_TREE ? root + nranks : root;
-}
+/* A reduce's kolo_op.arg likewise: its root, plus nranks for the binomial
+ * tree, 2 nranks for the double binary tree (ring/reduce_tree.c). */
+static inline int kolo_reduce_arg(int root, int algo, int nranks) { return kolo_bcast_arg(root, algo, nranks); }
 
 /* 1 for the collectives whose arg carries the root and the algorithm. */
 static inline int kolo_coll_rooted_algo(int coll) { return coll == KOLO_COLL_BROADCAST || coll == KOLO_COLL_REDUCE; }
@@ -102,7 +100,7 @@ static inline int kolo_program_slots(int coll, int nranks) {
   /* per algorithm; the slots of the other collectives' algorithms hold the ring's */
   if (coll == KOLO_COLL_ALL_REDUCE || coll == KOLO_COLL_ALL_GATHER) return KOLO_ALGO_NUM;
   if (coll == KOLO_COLL_BROADCAST) return 3 * nranks; /* the chain's, the tree's, the double tree's */
-  if (coll == KOLO_COLL_REDUCE) return 2 * nranks;    /* the chain's, the tree's */
+  if (coll == KOLO_COLL_REDUCE) return 3 * nranks;    /* the chain's and the two trees' */
   return kolo_program_slot(coll, 1) == 1 ? nranks : 1;
 }
 

@@ -29,7 +29,7 @@
  * tree's edges the other way: where it may run (KOLO_ALGO's reduce entry
  * or a tuning override names it), rank x asks for the reduce programs of
  * roots x and x - 2^j, whose pipes, y + 2^j to y, both ends ask for by the
- * same argument. */
+ * same argument; its double binary tree, every root's, as the broadcast's. */
 #include <stdlib.h>
 
 #include "core/comm.h"
@@ -42,9 +42,9 @@ static int may_tree(const struct koloComm *c, int algo) {
   return c->nranks > 2 || !kolo_bcast_may_run(&c->algo, KOLO_ALGO_RING); /* 2 ranks: the model keeps the chain */
 }
 
-/* The reduce's binomial tree (ring/reduce_tree.c) likewise. */
-static int may_reduce_tree(const struct koloComm *c) {
-  if (c->nranks == 1 || !kolo_reduce_may_run(&c->algo, KOLO_ALGO_TREE)) return 0;
+/* The reduce's trees (ring/reduce_tree.c) likewise. */
+static int may_reduce_tree(const struct koloComm *c, int algo) {
+  if (c->nranks == 1 || !kolo_reduce_may_run(&c->algo, algo)) return 0;
   return c->nranks > 2 || !kolo_reduce_may_run(&c->algo, KOLO_ALGO_RING);
 }
 
@@ -52,9 +52,9 @@ static int may_reduce_tree(const struct koloComm *c) {
  * root: its peers depend on the root's distance in both directions. */
 koloResult_t kolo_comm_connect_tree(struct koloComm *c) {
   const int n = c->nranks, binomial = may_tree(c, KOLO_ALGO_TREE), dbtree = may_tree(c, KOLO_ALGO_DBTREE);
-  const int reduce = may_reduce_tree(c);
-  if (!binomial && !dbtree && !reduce) return koloSuccess;
-  kolo_op *ops = malloc((size_t)(n + 66) * sizeof *ops);
+  const int reduce = may_reduce_tree(c, KOLO_ALGO_TREE), reduce_db = may_reduce_tree(c, KOLO_ALGO_DBTREE);
+  if (!binomial && !dbtree && !reduce && !reduce_db) return koloSuccess;
+  kolo_op *ops = malloc((size_t)(2 * n + 66) * sizeof *ops);
   if (ops == NULL) return kolo_error(&c->err, koloSystemError, "out of memory connecting the broadcast trees");
   int nops = 0;
   for (int d = 0; binomial && d < n && nops < 33; d = d == 0 ? 1 : 2 * d)
@@ -63,6 +63,8 @@ koloResult_t kolo_comm_connect_tree(struct koloComm *c) {
     ops[nops++] = kolo_pipes_op(c, KOLO_COLL_REDUCE, kolo_reduce_arg((c->rank - d + n) % n, KOLO_ALGO_TREE, n));
   for (int root = 0; dbtree && root < n; root++)
     ops[nops++] = kolo_pipes_op(c, KOLO_COLL_BROADCAST, kolo_bcast_arg(root, KOLO_ALGO_DBTREE, n));
+  for (int root = 0; reduce_db && root < n; root++)
+    ops[nops++] = kolo_pipes_op(c, KOLO_COLL_REDUCE, kolo_reduce_arg(root, KOLO_ALGO_DBTREE, n));
   koloResult_t res = kolo_comm_connect_at_init(c, ops, nops);
   free(ops);
   return res;

@@ -55,7 +55,7 @@ static const tune_search searches[] = {
      5,
      {KOLO_ALGO_RING, KOLO_ALGO_RD, KOLO_ALGO_RABENSEIFNER, KOLO_ALGO_DIRECT, KOLO_ALGO_ONESHOT}},
     {KOLO_COLL_BROADCAST, "broadcast", "broadcast:", 3, {KOLO_ALGO_RING, KOLO_ALGO_TREE, KOLO_ALGO_DBTREE, 0, 0}},
-    {KOLO_COLL_REDUCE, "reduce", "reduce:", 2, {KOLO_ALGO_RING, KOLO_ALGO_TREE, 0, 0, 0}},
+    {KOLO_COLL_REDUCE, "reduce", "reduce:", 3, {KOLO_ALGO_RING, KOLO_ALGO_TREE, KOLO_ALGO_DBTREE, 0, 0}},
     {KOLO_COLL_ALL_GATHER, "all-gather", "allgather:", 2, {KOLO_ALGO_RING, KOLO_ALGO_BRUCK, 0, 0, 0}}};
 #define NSEARCHES ((int)(sizeof searches / sizeof searches[0]))
 

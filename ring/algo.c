@@ -226,18 +226,22 @@ static int overridden(const kolo_algo_topo *t, int coll, may_run_fn may, size_t 
   return o >= 0 && may(t, o) ? o : -1;
 }
 
-/* An override's algorithm where it may run; else the cheaper tree the
- * entry allows (the binomial one where it allows neither: ring_or then
- * keeps the chain), then ring_or's choice. */
+/* The cheaper tree the entry allows (the binomial one where it allows
+ * neither: ring_or then keeps the chain). */
+static int cheaper_tree(const kolo_algo_topo *t, may_run_fn may, cost_fn cost, size_t bytes, int channels) {
+  if (may(t, KOLO_ALGO_DBTREE) &&
+      (!may(t, KOLO_ALGO_TREE) || cost(KOLO_ALGO_DBTREE, t, bytes, channels) < cost(KOLO_ALGO_TREE, t, bytes, channels)))
+    return KOLO_ALGO_DBTREE;
+  return KOLO_ALGO_TREE;
+}
+
+/* An override's algorithm where it may run; else ring_or's choice between
+ * the chain and the cheaper tree. */
 int kolo_bcast_choose(const kolo_algo_topo *t, size_t bytes, int channels) {
   int o = overridden(t, KOLO_COLL_BROADCAST, kolo_bcast_may_run, bytes);
   if (o >= 0) return o;
-  int tree = KOLO_ALGO_TREE;
-  if (kolo_bcast_may_run(t, KOLO_ALGO_DBTREE) &&
-      (!kolo_bcast_may_run(t, KOLO_ALGO_TREE) || kolo_bcast_cost(KOLO_ALGO_DBTREE, t, bytes, channels) <
-                                                      kolo_bcast_cost(KOLO_ALGO_TREE, t, bytes, channels)))
-    tree = KOLO_ALGO_DBTREE;
-  return ring_or(tree, kolo_bcast_may_run, kolo_bcast_cost, t, bytes, channels);
+  return ring_or(cheaper_tree(t, kolo_bcast_may_run, kolo_bcast_cost, bytes, channels), kolo_bcast_may_run,
+                 kolo_bcast_cost, t, bytes, channels);
 }
 
 /* ---- reduce: the chain or the binomial tree, the broadcast's shapes
@@ -245,11 +249,12 @@ int kolo_bcast_choose(const kolo_algo_topo *t, size_t bytes, int channels) {
  * modelled bytes are the same). */
 
 double kolo_reduce_cost(int algo, const kolo_algo_topo *t, size_t bytes, int channels) {
-  return kolo_bcast_cost(algo == KOLO_ALGO_TREE ? KOLO_ALGO_TREE : KOLO_ALGO_RING, t, bytes, channels);
+  return kolo_bcast_cost(algo == KOLO_ALGO_TREE || algo == KOLO_ALGO_DBTREE ? algo : KOLO_ALGO_RING, t, bytes,
+                         channels);
 }
 
-/* The tree only where KOLO_ALGO's reduce entry allows it, or where it has
- * none and a tuning file's override names it (as the broadcast's). */
+/* The trees only where KOLO_ALGO's reduce entry allows them, or where it
+ * has none and a tuning file's override names them (as the broadcast's). */
 int kolo_reduce_may_run(const kolo_algo_topo *t, int algo) {
   if (algo < 0 || algo >= KOLO_ALGO_NUM || !((KOLO_ALGO_REDUCE_SET >> algo) & 1u)) return 0;
   if (t->reduce_allowed == 0) return algo == KOLO_ALGO_RING || measured(t, KOLO_COLL_REDUCE, algo);
@@ -259,7 +264,8 @@ int kolo_reduce_may_run(const kolo_algo_topo *t, int algo) {
 int kolo_reduce_choose(const kolo_algo_topo *t, size_t bytes, int channels) {
   int o = overridden(t, KOLO_COLL_REDUCE, kolo_reduce_may_run, bytes);
   if (o >= 0) return o;
-  return ring_or(KOLO_ALGO_TREE, kolo_reduce_may_run, kolo_reduce_cost, t, bytes, channels);
+  return ring_or(cheaper_tree(t, kolo_reduce_may_run, kolo_reduce_cost, bytes, channels), kolo_reduce_may_run,
+                 kolo_reduce_cost, t, bytes, channels);
 }
 
 /* ---- all-gather: the ring or Bruck's (algo.h).  Bruck's k = ceil(log2 n)

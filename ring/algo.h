@@ -159,7 +159,7 @@ enum {
    (1u << KOLO_ALGO_DIRECT) | (1u << KOLO_ALGO_ONESHOT))
 #define KOLO_ALGO_BCAST_SET ((1u << KOLO_ALGO_RING) | (1u << KOLO_ALGO_TREE) | (1u << KOLO_ALGO_DBTREE))
 #define KOLO_ALGO_AG_SET ((1u << KOLO_ALGO_RING) | (1u << KOLO_ALGO_BRUCK))
-#define KOLO_ALGO_REDUCE_SET ((1u << KOLO_ALGO_RING) | (1u << KOLO_ALGO_TREE))
+#define KOLO_ALGO_REDUCE_SET ((1u << KOLO_ALGO_RING) | (1u << KOLO_ALGO_TREE) | (1u << KOLO_ALGO_DBTREE))
 
 /* What the choice depends on, equal on every rank. */
 typedef struct {
@@ -173,7 +173,7 @@ typedef struct {
   const struct kolo_tuned *tuned; /* KOLO_TUNING_FILE's constants; NULL: compiled */
   unsigned bcast_allowed;         /* KOLO_ALGO's broadcast set (ring, tree, dbtree); 0: no entry */
   unsigned ag_allowed;            /* KOLO_ALGO's all-gather set (ring, bruck); 0: no entry */
-  unsigned reduce_allowed;        /* KOLO_ALGO's reduce set (ring: the chain, tree); 0: no entry */
+  unsigned reduce_allowed;        /* KOLO_ALGO's reduce set (ring: the chain, tree, dbtree); 0: no entry */
 } kolo_algo_topo;
 
 /* KOLO_ALGO's value: NULL or "" -> AUTO, "ring", "hier", "rd",
@@ -210,10 +210,11 @@ int kolo_bcast_choose(const kolo_algo_topo *t, size_t bytes, int channels);
 
 /* Modelled seconds of a reduce of `bytes` by algorithm `algo`
  * (KOLO_ALGO_RING: the chain, KOLO_ALGO_TREE: the binomial tree,
- * ring/reduce_tree.c) on `channels` channels. */
+ * KOLO_ALGO_DBTREE: the double binary tree, ring/reduce_tree.c) on
+ * `channels` channels: the broadcast's of the same shape. */
 double kolo_reduce_cost(int algo, const kolo_algo_topo *t, size_t bytes, int channels);
-/* 1 when the model may choose `algo` for a reduce on t: the tree only
- * where KOLO_ALGO's reduce entry or a tuning file's override names it. */
+/* 1 when the model may choose `algo` for a reduce on t: the trees only
+ * where KOLO_ALGO's reduce entry or a tuning file's override names them. */
 int kolo_reduce_may_run(const kolo_algo_topo *t, int algo);
 /* The algorithm of a reduce of `bytes` on `channels` channels. */
 int kolo_reduce_choose(const kolo_algo_topo *t, size_t bytes, int channels);
@@ -240,8 +241,7 @@ int kolo_ag_choose(const kolo_algo_topo *t, size_t bytes, int channels);
  *     T = (n-1) a + (n-1) S_rank / (b min(ch, L))  (half an all-reduce of n S_rank);
  *   broadcast: kolo_bcast_cost of kolo_bcast_choose's algorithm;
  *   reduce: kolo_reduce_cost of kolo_reduce_choose's algorithm (the
- *     chain: T = (n-1) a + S / (b min(ch, L)), as the broadcast's;
- *     the tree: k a + k S / b, k = ceil(log2 n), as the broadcast's);
+ *     broadcast's cost of the same shape: chain, tree, dbtree);
  *   send, recv: one hop: T = a + S / b;
  * 0 on one rank (nothing moves between ranks). */
 double kolo_coll_cost(int coll, const kolo_algo_topo *t, size_t bytes, int channels);

@@ -107,7 +107,7 @@ static int check_masks(const char *v, const int masks[], char *why, size_t why_l
   if (masks[AG] >= 0 && (masks[AG] & (int)KOLO_ALGO_AG_SET) == 0)
     return refuse(v, why, why_len, "leaves neither the ring nor bruck for", colls[AG], strlen(colls[AG]));
   if (masks[RED] >= 0 && (masks[RED] & (int)KOLO_ALGO_REDUCE_SET) == 0)
-    return refuse(v, why, why_len, "leaves neither the ring (chain) nor the tree for", colls[RED], strlen(colls[RED]));
+    return refuse(v, why, why_len, "leaves neither the ring (chain) nor a tree for", colls[RED], strlen(colls[RED]));
   for (int k = 2; k < NCOLLS; k++)
     if (k != AG && k != RED && masks[k] >= 0 && !(masks[k] & (1 << KOLO_ALGO_RING)))
       return refuse(v, why, why_len, "leaves out the ring, the only algorithm kolo has for", colls[k],

@@ -88,9 +88,15 @@ static int tree_peers(int n, int root, int v, int tree, int *parent, int kids[2]
   return k;
 }
 
-koloResult_t kolo_sched_broadcast_dbtree(int n, int rank, int root, int channel, kolo_program *out) {
-  int v = (rank - root + n) % n, parent = -1, kids[2], nkids = 0;
+int kolo_sched_dbtree_peers(int n, int rank, int root, int channel, int *parent, int kids[2]) {
+  int v = (rank - root + n) % n, nkids = 0;
+  *parent = -1;
   if (n > 1 && v == 0) kids[nkids++] = (v_of(pow2_floor(n - 1), n - 1, channel % 2) + root) % n;
-  else if (n > 1) nkids = tree_peers(n, root, v, channel % 2, &parent, kids);
+  else if (n > 1) nkids = tree_peers(n, root, v, channel % 2, parent, kids);
+  return nkids;
+}
+
+koloResult_t kolo_sched_broadcast_dbtree(int n, int rank, int root, int channel, kolo_program *out) {
+  int parent, kids[2], nkids = kolo_sched_dbtree_peers(n, rank, root, channel, &parent, kids);
   return kolo_sched_tree_program(parent, kids, nkids, out);
 }

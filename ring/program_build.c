@@ -129,8 +129,9 @@ koloResult_t kolo_schedule_build_on(int coll, const kolo_ring *ring, int rank, i
   case KOLO_COLL_ALL_GATHER: return all_gather(ring, rank, algo, out);
   case KOLO_COLL_BROADCAST: return broadcast(ring, rank, arg, algo, channel, out);
   case KOLO_COLL_REDUCE:
-    return algo == KOLO_ALGO_TREE ? kolo_sched_reduce_tree(ring->nranks, rank, arg, out)
-                                  : kolo_sched_reduce(ring, rank, arg, out);
+    if (algo == KOLO_ALGO_TREE) return kolo_sched_reduce_tree(ring->nranks, rank, arg, out);
+    if (algo == KOLO_ALGO_DBTREE) return kolo_sched_reduce_dbtree(ring->nranks, rank, arg, channel, out);
+    return kolo_sched_reduce(ring, rank, arg, out);
   case KOLO_COLL_SEND:
   case KOLO_COLL_RECV: return kolo_sched_p2p(coll, rank, arg, out);
   case KOLO_COLL_ALL_TO_ALL: return kolo_sched_all_to_all(ring->nranks, rank, out);

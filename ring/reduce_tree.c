@@ -1,6 +1,9 @@
 /* reduce_tree.c - reduce as a binomial tree: the broadcast tree's edges
  * (bcast_tree.c) walked from the leaves to the root, ceil(log2 n)
- * dependent hops instead of the chain's n - 1, for small messages.
+ * dependent hops instead of the chain's n - 1, for small messages; and as
+ * the double binary tree (bcast_dbtree.c: even channels on the first
+ * tree, odd on the second), about log2 n hops with no rank sending more
+ * than its share of the bytes, for larger ones.
  *
  * A multi-peer program (ring/program.h), FLAT layout, one chunk per round:
  * each rank adds its children's partial results to its own input, the
@@ -22,6 +25,8 @@
  * No rank waits in a cycle: sends go to the parent only, receives come from
  * children only, and a pipe carries one chunk per round of the two it holds.
  * Steps: children, + 1 at a rank with a parent; with one rank, one copy.
+ * (The double binary tree's root has one child: it folds that child's
+ * sum with its input, FINAL, into its output.)
  */
 #include "ring/schedule.h"
 
@@ -49,7 +54,9 @@ static void fill(kolo_program *p, int parent, const int *kids, int nkids) {
   if (nkids == 0) add(p, &s, KOLO_STEP_SEND, 0, KOLO_BUF_IN, KOLO_BUF_OUT, up, 0); /* a leaf */
 }
 
-koloResult_t kolo_sched_reduce_tree(int n, int rank, int root, kolo_program *out) {
+/* The program of a rank with this parent (-1: the root) and children, of
+ * a tree over n ranks. */
+static koloResult_t tree_program(int n, int parent, const int *kids, int nkids, kolo_program *out) {
   kolo_program p = {0};
   if (n == 1) {
     if (kolo_program_alloc(&p, 1, KOLO_LAYOUT_FLAT) != koloSuccess) return koloSystemError;
@@ -57,7 +64,6 @@ koloResult_t kolo_sched_reduce_tree(int n, int rank, int root, kolo_program *out
     *out = p;
     return koloSuccess;
   }
-  int parent, kids[32], nkids = kolo_sched_binomial_peers(n, rank, root, &parent, kids);
   const int npeers = nkids + (parent >= 0);
   if (kolo_program_alloc(&p, nkids > 0 ? nkids : 1, KOLO_LAYOUT_FLAT) != koloSuccess ||
       kolo_program_alloc_peers(&p, npeers) != koloSuccess) {
@@ -68,4 +74,14 @@ koloResult_t kolo_sched_reduce_tree(int n, int rank, int root, kolo_program *out
   kolo_program_index_peers(&p);
   *out = p;
   return koloSuccess;
+}
+
+koloResult_t kolo_sched_reduce_tree(int n, int rank, int root, kolo_program *out) {
+  int parent, kids[32], nkids = kolo_sched_binomial_peers(n, rank, root, &parent, kids);
+  return tree_program(n, parent, kids, nkids, out);
+}
+
+koloResult_t kolo_sched_reduce_dbtree(int n, int rank, int root, int channel, kolo_program *out) {
+  int parent, kids[2], nkids = kolo_sched_dbtree_peers(n, rank, root, channel, &parent, kids);
+  return tree_program(n, parent, kids, nkids, out);
 }

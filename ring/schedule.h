@@ -100,6 +100,10 @@ koloResult_t kolo_sched_broadcast_tree(int nranks, int rank, int root, kolo_prog
  * how many) in the binomial tree rooted at root (bcast_tree.c). */
 int kolo_sched_binomial_peers(int nranks, int rank, int root, int *parent, int kids[32]);
 koloResult_t kolo_sched_reduce_tree(int nranks, int rank, int root, kolo_program *p);
+/* rank's parent (-1: the root) and children (0..2; returns how many) in the
+ * double binary tree of channel `channel` rooted at root (bcast_dbtree.c). */
+int kolo_sched_dbtree_peers(int nranks, int rank, int root, int channel, int *parent, int kids[2]);
+koloResult_t kolo_sched_reduce_dbtree(int nranks, int rank, int root, int channel, kolo_program *p);
 koloResult_t kolo_sched_broadcast_dbtree(int nranks, int rank, int root, int channel, kolo_program *p);
 /* A broadcast tree's program for one rank (bcast_tree.c, bcast_dbtree.c):
  * parent -1 at the root; kids[0..nkids) its children, in the order it

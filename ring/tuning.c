@@ -159,7 +159,7 @@ static int override_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
     const char *what = o->coll == KOLO_COLL_ALL_REDUCE
                            ? "no all-reduce algorithm (ring, hier, rd, rabenseifner, direct, oneshot) named"
                        : o->coll == KOLO_COLL_BROADCAST ? "no broadcast algorithm (ring, tree, dbtree) named"
-                       : o->coll == KOLO_COLL_REDUCE    ? "no reduce algorithm (ring, tree) named"
+                       : o->coll == KOLO_COLL_REDUCE    ? "no reduce algorithm (ring, tree, dbtree) named"
                                                         : "no all-gather algorithm (ring, bruck) named";
     return bad(c, what, w[2]);
   }

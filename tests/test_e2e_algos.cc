@@ -299,28 +299,31 @@ TEST_P(TreeBcast, EveryElementEveryRoot) {
 INSTANTIATE_TEST_SUITE_P(Threads, TreeBcast, ::testing::Values(1, 2, 3, 5, 6, 8),
                          [](const ::testing::TestParamInfo<int> &p) { return std::to_string(p.param) + "ranks"; });
 
-// The reduce's binomial tree (ring/reduce_tree.c) forced: every root, sum,
-// avg, max and premul-sum, in and out of place, unaligned, on 1 and 3
-// channels (every call spread over them).
-class TreeReduce : public ::testing::TestWithParam<std::tuple<int, int>> {};
+// The reduce's trees (ring/reduce_tree.c) forced, the binomial one and the
+// double binary one: every root, sum, avg, max and premul-sum, in and out
+// of place, unaligned, on 1, 2 and 3 channels (every call spread over
+// them: the double tree's two trees on alternate channels).
+class TreeReduce : public ::testing::TestWithParam<std::tuple<const char *, int, int>> {};
 
 TEST_P(TreeReduce, EveryElementEveryRoot) {
-  const int n = std::get<0>(GetParam()), nch = std::get<1>(GetParam());
-  ScopedEnv force("KOLO_ALGO", "reduce:tree");
+  const char *algo = std::get<0>(GetParam());
+  const int n = std::get<1>(GetParam()), nch = std::get<2>(GetParam());
+  ScopedEnv force("KOLO_ALGO", std::string("reduce:") + algo);
   ScopedEnv channels("KOLO_NCHANNELS", std::to_string(nch));
   ScopedEnv spread("KOLO_MIN_CHANNEL_BYTES", "64");
   ThreadWorld w(n);
   ASSERT_TRUE(w.ok()) << koloGetErrorString(w.init_result) << ": " << w.init_error;
   for (int r = 0; r < n; r++)
-    ASSERT_EQ(runs_at_every_size(w.comms[(size_t)r], kolo_comm_reduce_algo, "a reduce", KOLO_ALGO_TREE), "");
+    ASSERT_EQ(runs_at_every_size(w.comms[(size_t)r], kolo_comm_reduce_algo, "a reduce", kolo_algo_parse(algo)), "");
   EXPECT_EQ(run_identical(w, tree_grid(n, Coll::Reduce), false), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, TreeReduce,
-                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 5, 8), ::testing::Values(1, 3)),
-                         [](const ::testing::TestParamInfo<std::tuple<int, int>> &p) {
-                           return std::to_string(std::get<0>(p.param)) + "ranks_" +
-                                  std::to_string(std::get<1>(p.param)) + "ch";
+                         ::testing::Combine(::testing::Values("tree", "dbtree"), ::testing::Values(1, 2, 3, 4, 5, 8),
+                                            ::testing::Values(1, 2, 3)),
+                         [](const ::testing::TestParamInfo<std::tuple<const char *, int, int>> &p) {
+                           return std::string(std::get<0>(p.param)) + "_" + std::to_string(std::get<1>(p.param)) +
+                                  "ranks_" + std::to_string(std::get<2>(p.param)) + "ch";
                          });
 
 // The double binary tree (ring/bcast_dbtree.c) forced, on 1 channel (its
@@ -629,14 +632,15 @@ TEST(AlgoConfig, UnknownNameFailsInitNamingTheAlgorithms) {
 TEST(AlgoConfig, NcclSyntaxListsInitAndEmptySetsFail) {
   for (const char *ok : {"Ring,RD", "^hier", "allreduce:rabenseifner,ring;broadcast:ring", "broadcast:tree;reduce:ring",
                          "ring,tree", "broadcast:^ring", "broadcast:dbtree", "broadcast:ring,dbtree", "allgather:bruck",
-                         "allgather:ring,bruck;broadcast:tree", "reduce:tree", "reduce:ring,tree", "oneshot"}) {
+                         "allgather:ring,bruck;broadcast:tree", "reduce:tree", "reduce:ring,tree", "reduce:dbtree",
+                         "oneshot"}) {
     ScopedEnv force("KOLO_ALGO", ok);
     koloComm_t comms[2] = {nullptr, nullptr};
     ASSERT_EQ(koloCommInitAll(comms, 2, nullptr), koloSuccess) << ok << ": " << koloGetLastError(nullptr);
     for (koloComm_t c : comms) koloCommDestroy(c);
   }
   const std::pair<const char *, const char *> bad[] = {
-      {"reduce:rd", "leaves neither the ring (chain) nor the tree for \"reduce\""},
+      {"reduce:rd", "leaves neither the ring (chain) nor a tree for \"reduce\""},
       {"reducescatter:tree", "the only algorithm kolo has for \"reducescatter\""},
       {"broadcast:rd", "leaves neither the ring (chain) nor a tree for \"broadcast\""},
       {"tree", "kolo's tree is a broadcast algorithm"},

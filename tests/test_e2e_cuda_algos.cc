@@ -194,16 +194,18 @@ TEST_P(CudaTreeBcast, EveryElement) {
 INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaTreeBcast, ::testing::Values(1, 3, 5),
                          [](const ::testing::TestParamInfo<int> &p) { return std::to_string(p.param) + "ranks"; });
 
-// The reduce's binomial tree (its inner ranks' sums in the launch's device
-// scratch): every root, sum, avg and premul-sum, both protocols (20001
-// elements run SIMPLE), on 2 channels with every call spread over both.
-class CudaTreeReduce : public ::testing::TestWithParam<int> {};
+// The reduce's trees, binomial and double binary (their inner ranks' sums
+// in the launch's device scratch): every root, sum, avg and premul-sum,
+// both protocols (20001 elements run SIMPLE), on 2 channels with every
+// call spread over both (the double tree's two trees).
+class CudaTreeReduce : public ::testing::TestWithParam<std::tuple<const char *, int>> {};
 
 TEST_P(CudaTreeReduce, EveryElement) {
   KT_REQUIRE_CUDA();
   ScopedEnv channels("KOLO_NCHANNELS", "2");
   ScopedEnv spread("KOLO_MIN_CHANNEL_BYTES", "64");
-  const int n = GetParam();
+  const char *algo = std::get<0>(GetParam());
+  const int n = std::get<1>(GetParam());
   std::vector<CollCase> cases;
   int v = 0;
   const koloRedOp_t ops[] = {koloSum, koloAvg, kPreMulSum};
@@ -214,11 +216,12 @@ TEST_P(CudaTreeReduce, EveryElement) {
         cases.push_back(make_case(Coll::Reduce, t, op, n, count, ip, v++));
       }
   cases.push_back(make_case(Coll::Reduce, koloFloat32, koloSum, n, 20001, true, v++));
-  expect_forced_only(n, kolo_comm_reduce_algo, "reduce:tree", KOLO_ALGO_TREE, cases);
+  expect_forced_only(n, kolo_comm_reduce_algo, (std::string("reduce:") + algo).c_str(), kolo_algo_parse(algo), cases);
 }
 
-INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaTreeReduce, ::testing::Values(1, 3, 4, 7),
-                         [](const ::testing::TestParamInfo<int> &p) { return std::to_string(p.param) + "ranks"; });
+INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaTreeReduce,
+                         ::testing::Combine(::testing::Values("tree", "dbtree"), ::testing::Values(1, 3, 4, 7)),
+                         param_name);
 
 // The double binary tree on 2 channels (its two trees), every call spread
 // over both (KOLO_MIN_CHANNEL_BYTES=64), both protocols (20001 elements

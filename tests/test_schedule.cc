@@ -2365,15 +2365,14 @@ TEST(ScheduleChecker, BothProveEveryBuiltin) {
   for (int n = 1; n <= 16; n++)
     for (int coll : kCheckerColls)
       for (int root = 0; root < (is_rooted(coll) ? n : 1); root++)
-        for (int algo = 0; algo < (coll == KOLO_COLL_ALL_REDUCE ? KOLO_ALGO_RABENSEIFNER + 1
-                                   : coll == KOLO_COLL_BROADCAST || coll == KOLO_COLL_ALL_GATHER ? KOLO_ALGO_NUM
-                                                                                                 : 1);
-             algo++) {
+        for (int algo = 0; algo < KOLO_ALGO_NUM; algo++) {
           if (algo == KOLO_ALGO_HIER) continue;  // three programs in sequence: proved on their own below
-          if (coll == KOLO_COLL_BROADCAST && algo != KOLO_ALGO_RING && algo != KOLO_ALGO_TREE &&
-              algo != KOLO_ALGO_DBTREE)
-            continue;
-          if (coll == KOLO_COLL_ALL_GATHER && algo != KOLO_ALGO_RING && algo != KOLO_ALGO_BRUCK) continue;
+          const unsigned set = coll == KOLO_COLL_ALL_REDUCE ? KOLO_ALGO_ALL_REDUCE_SET
+                               : coll == KOLO_COLL_BROADCAST ? KOLO_ALGO_BCAST_SET
+                               : coll == KOLO_COLL_REDUCE    ? KOLO_ALGO_REDUCE_SET
+                               : coll == KOLO_COLL_ALL_GATHER ? KOLO_ALGO_AG_SET
+                                                              : 1u << KOLO_ALGO_RING;
+          if (!((set >> algo) & 1u)) continue;
           std::string model, checker;
           Case c = checker_case(coll, n, root, mix(mix((uint64_t)n, (uint64_t)coll), (uint64_t)(root * 8 + algo)));
           c.algo = algo;
@@ -2872,10 +2871,10 @@ TEST(ScheduleModel, TreeBroadcastFewestSlots) { broadcast_fewest_slots(KOLO_ALGO
 // The model and the C checker refuse a tree whose inner rank forwards
 // nothing (a dropped step) or the wrong peer, and one whose ranks all
 // wait to receive first (a cycle: the root made to receive from a leaf).
-void expect_broken_trees_caught(int coll) {
+void expect_broken_trees_caught(int coll, int algo = KOLO_ALGO_TREE) {
   for (int n : {4, 7}) {
     Case c = checker_case(coll, n, 1, (uint64_t)n);
-    c.algo = KOLO_ALGO_TREE;
+    c.algo = algo;
     for (int kind : {(int)kDropStep, (int)kChangePeer}) {
       std::string model, checker;
       ASSERT_TRUE(both_verdicts(c, kind, 11, &model, &checker));
@@ -2889,41 +2888,49 @@ TEST(ScheduleModel, CatchesBrokenTreePrograms) { expect_broken_trees_caught(KOLO
 
 // ---- the reduce tree (ring/reduce_tree.c) ----------------------------------------
 
-// Every n 1..16 and root: the broadcast tree's edges reversed (each rank
-// sends once, to its binomial parent, and receives once from each child),
-// the root's last fold FINAL into OUT, a rank with two or more children
-// keeps its running sum in SCRATCH, and no step writes IN.
-TEST(ScheduleStructure, TreeReducePrograms) {
-  for (int n = 1; n <= 16; n++)
-    for (int root = 0; root < n; root++) {
-      Ring ring = identity_ring(n);
-      for (int r = 0; r < n; r++) {
-        SCOPED_TRACE(::testing::Message() << "n=" << n << " root=" << root << " rank=" << r);
-        std::unique_ptr<Prog> prog = build(KOLO_COLL_REDUCE, ring, r, root, KOLO_ALGO_TREE);
-        ASSERT_TRUE(prog);
-        const kolo_program &p = prog->p;
-        int parent, kids[32], nkids = kolo_sched_binomial_peers(n, r, root, &parent, kids);
-        std::vector<int> sends((size_t)n, 0), recvs((size_t)n, 0);
-        int finals = 0;
-        for (int i = 0; i < p.nsteps; i++) {
-          const kolo_step &s = p.steps[i];
-          const int to = kolo_step_send_rank(&p, &s), from = kolo_step_recv_rank(&p, &s);
-          if (to >= 0) sends[(size_t)to]++;
-          if (from >= 0) recvs[(size_t)from]++;
-          if (kolo_step_writes_dst(s.op)) {
-            EXPECT_NE(s.dst_buf, KOLO_BUF_IN);
-            EXPECT_TRUE(r == root || s.dst_buf != KOLO_BUF_OUT) << "a non-root writes OUT";
-          }
-          finals += (s.flags & KOLO_STEP_FINAL) != 0;
-        }
-        for (int q = 0; q < n; q++) {
-          EXPECT_EQ(sends[(size_t)q], q == parent && n > 1) << "sends to " << q;
-          EXPECT_EQ(recvs[(size_t)q], std::count(kids, kids + nkids, q)) << "receives from " << q;
-        }
-        EXPECT_EQ(finals, r == root);
-        EXPECT_EQ(kolo_program_uses_scratch(&p), nkids >= 2);
-      }
+// Rank r's reduce program of algo (channel ch, n ranks, root): the
+// broadcast tree's edges reversed (it sends once, to its parent, and
+// receives once from each child), the root's last fold FINAL into OUT, a
+// rank with two or more children keeps its running sum in SCRATCH, and no
+// step writes IN.
+void check_reduce_tree(int algo, int ch, int n, int root, int r) {
+  SCOPED_TRACE(::testing::Message() << kolo_algo_name(algo) << " ch=" << ch << " n=" << n << " root=" << root
+                                    << " rank=" << r);
+  std::unique_ptr<Prog> prog = build(KOLO_COLL_REDUCE, identity_ring(n), r, root, algo, ch);
+  ASSERT_TRUE(prog);
+  const kolo_program &p = prog->p;
+  int parent, kids[32];
+  const int nkids = algo == KOLO_ALGO_TREE ? kolo_sched_binomial_peers(n, r, root, &parent, kids)
+                                           : kolo_sched_dbtree_peers(n, r, root, ch, &parent, kids);
+  std::vector<int> sends((size_t)n, 0), recvs((size_t)n, 0);
+  int finals = 0;
+  for (int i = 0; i < p.nsteps; i++) {
+    const kolo_step &s = p.steps[i];
+    const int to = kolo_step_send_rank(&p, &s), from = kolo_step_recv_rank(&p, &s);
+    if (to >= 0) sends[(size_t)to]++;
+    if (from >= 0) recvs[(size_t)from]++;
+    if (kolo_step_writes_dst(s.op)) {
+      EXPECT_NE(s.dst_buf, KOLO_BUF_IN);
+      EXPECT_TRUE(r == root || s.dst_buf != KOLO_BUF_OUT) << "a non-root writes OUT";
     }
+    finals += (s.flags & KOLO_STEP_FINAL) != 0;
+  }
+  for (int q = 0; q < n; q++) {
+    EXPECT_EQ(sends[(size_t)q], q == parent && n > 1) << "sends to " << q;
+    EXPECT_EQ(recvs[(size_t)q], std::count(kids, kids + nkids, q)) << "receives from " << q;
+  }
+  EXPECT_EQ(finals, r == root);
+  EXPECT_EQ(kolo_program_uses_scratch(&p), nkids >= 2);
+}
+
+// Every n 1..16, root and rank, the binomial tree and both trees of the
+// double binary tree (channels 0 and 1).
+TEST(ScheduleStructure, TreeReducePrograms) {
+  for (int algo : {KOLO_ALGO_TREE, KOLO_ALGO_DBTREE})
+    for (int ch = 0; ch < (algo == KOLO_ALGO_DBTREE ? 2 : 1); ch++)
+      for (int n = 1; n <= 16; n++)
+        for (int root = 0; root < n; root++)
+          for (int r = 0; r < n; r++) check_reduce_tree(algo, ch, n, root, r);
 }
 
 // N = 1..16 x every root x counts x geometry, in and out of place, sum and
@@ -2934,9 +2941,20 @@ TEST(ScheduleModel, TreeReduceFewestSlots) {
   broadcast_fewest_slots(KOLO_ALGO_TREE, 0x7ed, {3, 5, 7, 12, 16}, KOLO_COLL_REDUCE);
 }
 
+TEST(ScheduleModel, DoubleTreeReduceGrid) {
+  broadcast_grid(KOLO_ALGO_DBTREE, 0xdb7ed, "double tree", KOLO_COLL_REDUCE);
+}
+
+TEST(ScheduleModel, DoubleTreeReduceFewestSlots) {
+  broadcast_fewest_slots(KOLO_ALGO_DBTREE, 0xdb7ed, {3, 4, 5, 8, 13, 16}, KOLO_COLL_REDUCE);
+}
+
 // The model and the C checker refuse a reduce tree with a dropped step or
 // a step moved to another peer.
-TEST(ScheduleModel, CatchesBrokenTreeReducePrograms) { expect_broken_trees_caught(KOLO_COLL_REDUCE); }
+TEST(ScheduleModel, CatchesBrokenTreeReducePrograms) {
+  expect_broken_trees_caught(KOLO_COLL_REDUCE);
+  expect_broken_trees_caught(KOLO_COLL_REDUCE, KOLO_ALGO_DBTREE);
+}
 
 // ---- the double binary tree's broadcast (ring/bcast_dbtree.c) --------------------
 

@@ -66,14 +66,17 @@ TEST(AlgoSelect, ReduceEntries) {
   ASSERT_EQ(kolo_algo_allow_parse_sets("reduce:tree", &sets, why, sizeof why), 0) << why;
   EXPECT_EQ(sets.reduce, bit(KOLO_ALGO_TREE));
   EXPECT_EQ(sets.all_reduce | sets.broadcast | sets.all_gather, 0u);
-  ASSERT_EQ(kolo_algo_allow_parse_sets("Reduce:ring,tree,rd", &sets, why, sizeof why), 0) << why;
+  ASSERT_EQ(kolo_algo_allow_parse_sets("Reduce:ring,tree,dbtree,rd", &sets, why, sizeof why), 0) << why;
   EXPECT_EQ(sets.reduce, KOLO_ALGO_REDUCE_SET);
   kolo_algo_topo t{8, 1, 8, KOLO_ALGO_AUTO, 0, 0, nullptr, 0, 0, 0};
   EXPECT_EQ(kolo_reduce_choose(&t, 8, 1), KOLO_ALGO_RING);  // no entry: the chain
   EXPECT_FALSE(kolo_reduce_may_run(&t, KOLO_ALGO_TREE));
-  t.reduce_allowed = KOLO_ALGO_REDUCE_SET;
+  t.reduce_allowed = bit(KOLO_ALGO_RING) | bit(KOLO_ALGO_TREE);
   EXPECT_EQ(kolo_reduce_choose(&t, 8, 1), KOLO_ALGO_TREE);         // 3 hops against 7
   EXPECT_EQ(kolo_reduce_choose(&t, 64 << 20, 1), KOLO_ALGO_RING);  // 3 S against S
+  t.reduce_allowed = KOLO_ALGO_REDUCE_SET;  // the double tree: log2 n hops, S on 2 channels
+  EXPECT_EQ(kolo_reduce_choose(&t, 4 << 20, 2), KOLO_ALGO_DBTREE);
+  EXPECT_DOUBLE_EQ(kolo_reduce_cost(KOLO_ALGO_DBTREE, &t, 4096, 2), kolo_bcast_cost(KOLO_ALGO_DBTREE, &t, 4096, 2));
   t.reduce_allowed = bit(KOLO_ALGO_TREE);
   EXPECT_EQ(kolo_reduce_choose(&t, 64 << 20, 1), KOLO_ALGO_TREE);  // forced
   EXPECT_DOUBLE_EQ(kolo_coll_cost(KOLO_COLL_REDUCE, &t, 4096, 1), kolo_reduce_cost(KOLO_ALGO_TREE, &t, 4096, 1));
@@ -127,7 +130,7 @@ TEST(AlgoSelect, RefusesWithASentence) {
   EXPECT_EQ(allow("allgather:rd", &why), -1);
   EXPECT_NE(why.find("leaves neither the ring nor bruck for \"allgather\""), std::string::npos) << why;
   EXPECT_EQ(allow("reduce:bruck", &why), -1);
-  EXPECT_NE(why.find("leaves neither the ring (chain) nor the tree for \"reduce\""), std::string::npos) << why;
+  EXPECT_NE(why.find("leaves neither the ring (chain) nor a tree for \"reduce\""), std::string::npos) << why;
   EXPECT_EQ(allow("reducescatter:tree", &why), -1);
   EXPECT_NE(why.find("the only algorithm kolo has for \"reducescatter\""), std::string::npos) << why;
   EXPECT_EQ(allow("broadcast:bruck", &why), -1);
@@ -371,8 +374,8 @@ TEST(Tuning, RefusesWithFileAndLine) {
                      "not \"reducescatter\""),
             std::string::npos)
       << why;
-  EXPECT_EQ(parse("kolo-tuning 1\noverride reduce dbtree 0 5\n", &f, &why), -1);
-  EXPECT_NE(why.find("t.tune:2: no reduce algorithm (ring, tree) named \"dbtree\""), std::string::npos) << why;
+  EXPECT_EQ(parse("kolo-tuning 1\noverride reduce bruck 0 5\n", &f, &why), -1);
+  EXPECT_NE(why.find("t.tune:2: no reduce algorithm (ring, tree, dbtree) named \"bruck\""), std::string::npos) << why;
   EXPECT_EQ(parse("kolo-tuning 1\noverride broadcast rd 0 5\n", &f, &why), -1);
   EXPECT_NE(why.find("t.tune:2: no broadcast algorithm (ring, tree, dbtree) named \"rd\""), std::string::npos) << why;
   EXPECT_EQ(parse("kolo-tuning 1\noverride allgather tree 0 5\n", &f, &why), -1);

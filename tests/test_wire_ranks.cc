@@ -226,7 +226,7 @@ TEST(CommWire, ShapeRoundTripCutsAndRanges) {
                       {[](S *x) { x->ag_allowed = 1u << KOLO_ALGO_ONESHOT; }, "with allowed all-gather algorithms 0x100"},
                       {[](S *x) { x->bcast_allowed = 1u << KOLO_ALGO_ONESHOT; }, "with allowed broadcast algorithms 0x100"},
                       {[](S *x) { x->algo_allowed = 1u << KOLO_ALGO_NUM; }, "with allowed algorithms 0x200"},
-                      {[](S *x) { x->reduce_allowed = 1u << KOLO_ALGO_DBTREE; }, "with allowed reduce algorithms 0x80"},
+                      {[](S *x) { x->reduce_allowed = 1u << KOLO_ALGO_RD; }, "with allowed reduce algorithms 0x4"},
                       {[](S *x) { x->algo_allowed = 3; }, "with algorithm 1 that its allowed set 0x3 does not force"},
                       {[](S *x) { x->min_channel_bytes = (1ull << 62) + 1; },
                        "with 4611686018427387905 bytes a channel (KOLO_MIN_CHANNEL_BYTES, 0..2^62)"},

@@ -24,7 +24,7 @@ covers() {  # covers KIND: the KIND lines of the four collectives
   awk -v k="$1" '$1 == k {
        ok = $2 == "allreduce" && (k == "channels" || $3 ~ /^(ring|rd|rabenseifner|direct|oneshot)$/)
        ok = ok || ($2 == "broadcast" && (k == "channels" || $3 ~ /^(ring|tree|dbtree)$/))
-       ok = ok || ($2 == "reduce" && (k == "channels" || $3 ~ /^(ring|tree)$/))
+       ok = ok || ($2 == "reduce" && (k == "channels" || $3 ~ /^(ring|tree|dbtree)$/))
        ok = ok || ($2 == "allgather" && (k == "channels" || $3 ~ /^(ring|bruck)$/))
        if (k == "channels" && $3 !~ /^(1|2|4)$/) ok = 0
        if (!ok || $6 != "ranks" || $7 != 2 || $8 != "mem" || $9 != "host" || NF != 9) bad = 1
