@@ -2,8 +2,9 @@
  * KOLO_SCHEDULE_FILE is read by every rank at init, so the parser must
  * refuse anything malformed with a terminated sentence that names the
  * line, and what it accepts must be programs the executors can index:
- * ops that exist, buffers IN or OUT, chunk indices and peers that are
- * ranks, every peer index in its program's peer list.  What it accepts
+ * ops that exist, buffers IN, OUT or SCRATCH, chunk indices in range
+ * (ranks; scratch chunks) and peers that are ranks, every peer index in its
+ * program's peer list.  What it accepts
  * then goes through the checker, which must answer within its bounds
  * (the input's size bounds the steps). */
 #include <stdint.h>
@@ -14,6 +15,9 @@
 #include "ring/step_names.h"
 #include "tests/fuzz/fuzz_util.h"
 
+/* The chunk indices a buffer has: a rank's, or kolo's scratch chunks. */
+static int chunks_of(int buf, int nranks) { return buf == KOLO_BUF_SCRATCH ? KOLO_SCRATCH_CHUNKS : nranks; }
+
 static void check_program(const kolo_program *p, int nranks) {
   FUZZ_REQUIRE(p->nsteps >= 0 && p->nsteps <= KOLO_SCHED_MAX_STEPS);
   FUZZ_REQUIRE(p->npeers >= 0 && p->npeers <= nranks);
@@ -22,8 +26,9 @@ static void check_program(const kolo_program *p, int nranks) {
   for (int i = 0; i < p->nsteps; i++) {
     const kolo_step *s = &p->steps[i];
     FUZZ_REQUIRE(kolo_step_op_name(s->op) != NULL);
-    FUZZ_REQUIRE(s->src_buf <= KOLO_BUF_OUT && s->dst_buf <= KOLO_BUF_OUT);
-    FUZZ_REQUIRE(s->src_chunk >= 0 && s->src_chunk < nranks && s->dst_chunk >= 0 && s->dst_chunk < nranks);
+    FUZZ_REQUIRE(s->src_buf < KOLO_BUF_NUM && s->dst_buf < KOLO_BUF_NUM);
+    FUZZ_REQUIRE(s->src_chunk >= 0 && s->src_chunk < chunks_of(s->src_buf, nranks));
+    FUZZ_REQUIRE(s->dst_chunk >= 0 && s->dst_chunk < chunks_of(s->dst_buf, nranks));
     if (kolo_step_sends(s->op)) FUZZ_REQUIRE(s->to < p->npeers && p->peers[s->to].sends);
     if (kolo_step_recvs(s->op)) FUZZ_REQUIRE(s->from < p->npeers && p->peers[s->from].recvs);
   }
