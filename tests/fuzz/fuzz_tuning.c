@@ -25,6 +25,7 @@ static void check_ranges(const kolo_tuning *f) {
     unsigned set = o->coll == KOLO_COLL_ALL_REDUCE  ? KOLO_ALGO_ALL_REDUCE_SET
                    : o->coll == KOLO_COLL_BROADCAST ? KOLO_ALGO_BCAST_SET
                    : o->coll == KOLO_COLL_ALL_GATHER ? KOLO_ALGO_AG_SET
+                   : o->coll == KOLO_COLL_REDUCE     ? KOLO_ALGO_REDUCE_SET
                                                      : 0u;
     FUZZ_REQUIRE(o->algo >= 0 && o->algo < KOLO_ALGO_NUM && ((set >> o->algo) & 1u) && o->lo <= o->hi);
     FUZZ_REQUIRE(o->mem >= KOLO_TUNE_MEM_ANY && o->mem <= KOLO_TUNE_MEM_CUDA && o->nranks >= 0);
