@@ -30,11 +30,20 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 fail=0
+failed_steps=()
+step_name=""
 step_t0=$SECONDS
 step() {
   echo "(took $((SECONDS - step_t0)) s)"
   step_t0=$SECONDS
+  step_name=$*
   echo; echo "=== $*"
+}
+# A failed step is named again at the very end, with the ctest cases that
+# failed in it: a CI log is often read from its tail only.
+failed() {
+  fail=1
+  failed_steps+=("$step_name")
 }
 
 step "setup"
@@ -44,19 +53,19 @@ step "build (release)"
 scripts/build.sh build || exit 1
 if grep -q "ptxas info" build/build.log; then
   step "CUDA register/spill report"
-  tests/check_spills.sh build/build.log || fail=1
+  tests/check_spills.sh build/build.log || failed
 else
   echo "no CUDA kernels built (no nvcc): spill check skipped"
 fi
 
 step "ctest (release)"
-(cd build && ctest --output-on-failure -j1 --timeout 900) || fail=1
+(cd build && ctest --output-on-failure -j1 --timeout 900) || failed
 
 step "install + examples: kolo as another project uses it (find_package, pkg-config, no CUDA runtime)"
-tests/check_install.sh build || fail=1
+tests/check_install.sh build || failed
 
 step "PyTorch: kolo.torch (python/) pip-installed in a venv; collectives on 1-4 ranks, training, faults, timeline"
-timeout -k 10 300 tests/torch/run.sh build || fail=1
+timeout -k 10 300 tests/torch/run.sh build || failed
 
 # The CUDA tests, on the CPU model: the ranks share its 2 model devices, so
 # every rank gets its own hardware queue (CUDA_DEVICE_MAX_CONNECTIONS, set by
@@ -91,25 +100,25 @@ else
   if sim_build build-sim; then
     step "ctest on the CUDA model: every CUDA test"
     (cd build-sim && CUDA_DEVICE_MAX_CONNECTIONS=32 KOLO_SIM_WATCHDOG_S=60 \
-       ctest --output-on-failure -j1 --timeout 600 -R "$CUDA_TESTS") || fail=1
+       ctest --output-on-failure -j1 --timeout 600 -R "$CUDA_TESTS") || failed
     step "kolo-perf --mem cuda on the CUDA model: 4 ranks on one model GPU, checked (model figures)"
     CUDA_DEVICE_MAX_CONNECTIONS=32 build-sim/bin/kolo-perf all_reduce --mem cuda -t 4 --devices 0 \
-      -b 8 -e 1M -f 8 -n 2 -w 1 -c 1 || fail=1
+      -b 8 -e 1M -f 8 -n 2 -w 1 -c 1 || failed
     step "kolo-perf tune --mem cuda --quick on the CUDA model: a cuda-p2p line, every size covered (model figures)"
     CUDA_DEVICE_MAX_CONNECTIONS=32 KOLO_SIM_WATCHDOG_S=60 timeout -k 10 180 tests/perf/perf_tune_cuda.sh \
-      build-sim/bin/kolo-perf || fail=1
+      build-sim/bin/kolo-perf || failed
     step "fault matrix on CUDA communicators (the model): 12 fixed-seed trials, SIGKILL / SIGSTOP, every moment"
     CUDA_DEVICE_MAX_CONNECTIONS=32 KOLO_SIM_WATCHDOG_S=60 timeout -k 10 120 build-sim/bin/kolo-fault --mem cuda \
-      --trials 12 --seed 15 --kinds kill,stop --at init,first_call,mid,group,destroy || fail=1
-  else fail=1; fi
+      --trials 12 --seed 15 --kinds kill,stop --at init,first_call,mid,group,destroy || failed
+  else failed; fi
   if [ "${KOLO_SKIP_SANITIZERS:-0}" != 1 ]; then
     step "build (CUDA model under TSan: build-sim-tsan)"
     if sim_build build-sim-tsan -DKOLO_SANITIZE=thread; then
       step "ctest on the CUDA model under TSan: kernels with 4-thread blocks"
       (cd build-sim-tsan && KOLO_SIM_BLOCK_THREADS=4 CUDA_DEVICE_MAX_CONNECTIONS=32 \
          TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-         ctest --output-on-failure -j1 --timeout 600 -R "$CUDA_TSAN_TESTS") || fail=1
-    else fail=1; fi
+         ctest --output-on-failure -j1 --timeout 600 -R "$CUDA_TSAN_TESTS") || failed
+    else failed; fi
   fi
 fi
 
@@ -117,18 +126,18 @@ if [ "${KOLO_SKIP_SANITIZERS:-0}" != 1 ]; then
   step "build + ctest under ASan+UBSan"
   if scripts/build.sh build-asan -DKOLO_CUDA=OFF -DKOLO_SANITIZE=address,undefined; then
     (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-       ctest --output-on-failure -j1 --timeout 900 -E "${KOLO_ASAN_EXCLUDE:-LargeGrid|HugeGrid|CudaReduce}") || fail=1
-  else fail=1; fi
+       ctest --output-on-failure -j1 --timeout 900 -E "${KOLO_ASAN_EXCLUDE:-LargeGrid|HugeGrid|CudaReduce}") || failed
+  else failed; fi
   step "build + threaded tests under TSan"
   if scripts/build.sh build-tsan -DKOLO_CUDA=OFF -DKOLO_SANITIZE=thread; then
     (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-       ctest --output-on-failure -j1 --timeout 900 -R "${KOLO_TSAN_TESTS:-Threads|P2PSelf|Bootstrap}" -E "LargeGrid|HugeGrid") || fail=1
-  else fail=1; fi
+       ctest --output-on-failure -j1 --timeout 900 -R "${KOLO_TSAN_TESTS:-Threads|P2PSelf|Bootstrap}" -E "LargeGrid|HugeGrid") || failed
+  else failed; fi
 fi
 
 if [ "${KOLO_SKIP_FUZZ:-0}" != 1 ]; then
   step "fuzz: every libFuzzer target of tests/fuzz, 30 s each over its corpus (clang, ASan+UBSan)"
-  tests/fuzz/run.sh "${KOLO_FUZZ_SECONDS:-30}" build-fuzz || fail=1
+  tests/fuzz/run.sh "${KOLO_FUZZ_SECONDS:-30}" build-fuzz || failed
 fi
 
 step "soft-RoCE smoke: verbs_smoke + perftest in a QEMU guest (tests/rdma)"
@@ -139,7 +148,7 @@ else
   # run_smoke.sh bounds itself (KOLO_RXE_TIMEOUT, default 150 s); the outer
   # timeout is a backstop that takes QEMU down with it (same process group).
   KOLO_RXE_OPTIONAL=${KOLO_RXE_OPTIONAL:-1} timeout -k 10 $(( ${KOLO_RXE_TIMEOUT:-150} + 20 )) \
-    tests/rdma/run_smoke.sh || fail=1
+    tests/rdma/run_smoke.sh || failed
 fi
 
 step "soft-RoCE: kolo's ib provider (test_net_ib) and 2-host collectives over KOLO_NET=ib in the guest"
@@ -150,33 +159,39 @@ if [ "${KOLO_SKIP_RXE:-0}" = 1 ]; then
   echo "skipped (KOLO_SKIP_RXE=1)"
 elif [ $rxe_left -lt 90 ]; then
   echo "SKIP: the smoke test used $((SECONDS - rxe_t0)) s of the ${KOLO_RXE_STEP_BUDGET:-240} s soft-RoCE budget"
-  [ "${KOLO_RXE_OPTIONAL:-1}" = 1 ] || fail=1
+  [ "${KOLO_RXE_OPTIONAL:-1}" = 1 ] || failed
 else
   KOLO_RXE_OPTIONAL=${KOLO_RXE_OPTIONAL:-1} KOLO_RXE_KOLO_TIMEOUT=$rxe_left timeout -k 10 $((rxe_left + 20)) \
-    tests/rdma/run_kolo.sh build || fail=1
+    tests/rdma/run_kolo.sh build || failed
 fi
 
 step "main job, small sizes, checked: 4-rank all-reduce; 3-rank all-to-all, gather, scatter"
-build/bin/kolo-perf all_reduce -P 4 -b 8 -e 4M -f 8 -n 5 -w 2 -c 1 || fail=1
+build/bin/kolo-perf all_reduce -P 4 -b 8 -e 4M -f 8 -n 5 -w 2 -c 1 || failed
 # The multi-peer collectives through kolo-perf's own check: an odd rank
 # count, a root that is not rank 0.
 for coll in alltoall gather scatter; do
-  build/bin/kolo-perf $coll -P 3 -r 1 -b 12 -e 3M -f 16 -n 3 -w 1 -c 1 || fail=1
+  build/bin/kolo-perf $coll -P 3 -r 1 -b 12 -e 3M -f 16 -n 3 -w 1 -c 1 || failed
 done
 
 step "fault matrix: 30 fixed-seed trials over shm, 15 over TCP on loopback (tests/fault/kolo_fault.c)"
-timeout -k 10 240 build/bin/kolo-fault --trials 30 --seed 15 || fail=1
-timeout -k 10 120 build/bin/kolo-fault --trials 15 --seed 15 --tcp || fail=1
+timeout -k 10 240 build/bin/kolo-fault --trials 30 --seed 15 || failed
+timeout -k 10 120 build/bin/kolo-fault --trials 15 --seed 15 --tcp || failed
 
 step "soak: 25 s of mixed checked collectives over shm, 25 s over TCP (tests/fault/kolo_soak.c)"
-timeout -k 10 180 build/bin/kolo-soak --seconds 25 --seed 15 || fail=1
-timeout -k 10 180 build/bin/kolo-soak --seconds 25 --seed 16 --tcp || fail=1
+timeout -k 10 180 build/bin/kolo-soak --seconds 25 --seed 15 || failed
+timeout -k 10 180 build/bin/kolo-soak --seconds 25 --seed 16 --tcp || failed
 
 step "checked all-reduce / all-gather across network namespaces, with netem where the kernel has it"
-timeout -k 10 300 tests/fault/netns.sh build --netem --no-faults || fail=1
+timeout -k 10 300 tests/fault/netns.sh build --netem --no-faults || failed
 
 echo "(took $((SECONDS - step_t0)) s)"
 echo
 echo "run_all: $SECONDS s in all"
-if [ $fail = 0 ]; then echo "run_all: all steps passed"; else echo "run_all: FAILED"; fi
-exit $fail
+if [ $fail = 0 ]; then echo "run_all: all steps passed"; exit 0; fi
+for s in "${failed_steps[@]}"; do echo "run_all: FAILED step: $s"; done
+for d in build build-sim build-sim-tsan build-asan build-tsan; do
+  f=$d/Testing/Temporary/LastTestsFailed.log
+  [ -s "$f" ] && sed "s|^|run_all: failed ctest case in $d: |" "$f"
+done
+echo "run_all: FAILED"
+exit 1
