@@ -39,6 +39,8 @@
 //                small, the ring when large); 5 ranks as processes on one
 //                host and on two (net pipes between them); and ranks that
 //                disagree on it failing init.
+//   ScratchGroup one-shot all-reduces and tree reduces grouped on one
+//                communicator (3 and 5 ranks): each call's scratch its own.
 //   AlgoConfig   a KOLO_ALGO that names no algorithm fails init, naming the
 //                algorithms there are; a bare "tree" or "bruck" (not
 //                all-reduce algorithms) and an entry leaving a collective
@@ -350,6 +352,54 @@ INSTANTIATE_TEST_SUITE_P(Threads, DoubleTreeBcast,
                            return std::to_string(std::get<0>(p.param)) + "ranks_" +
                                   std::to_string(std::get<1>(p.param)) + "ch";
                          });
+
+// Calls that run programs naming scratch, grouped on one communicator:
+// one-shot all-reduces and tree reduces (whose inner ranks reduce into
+// scratch) of several sizes, each needing its own part of the
+// communicator's arena (core/enqueue.c attach_scratch); a part shared by
+// two calls would mix their partial sums.  One call runs alone first,
+// then a group of ten, so the arena grows between them (a task's part
+// holds two chunks of its pipe's slot size, whatever the call's count).
+class ScratchGroup : public ::testing::TestWithParam<int> {};
+
+TEST_P(ScratchGroup, EveryCallGetsItsOwnScratch) {
+  const int n = GetParam();
+  ScopedEnv force("KOLO_ALGO", "allreduce:oneshot;reduce:tree");
+  ScopedEnv channels("KOLO_NCHANNELS", "3");
+  ThreadWorld w(n);
+  ASSERT_TRUE(w.ok()) << koloGetErrorString(w.init_result) << ": " << w.init_error;
+  const std::vector<std::vector<size_t>> passes = {{13}, {7, 1, 13, 1000, 65539}};
+  for (const std::vector<size_t> &counts : passes) {
+    std::vector<CollCase> cases;
+    int v = 0;
+    for (size_t count : counts)
+      for (Coll coll : {Coll::AllReduce, Coll::Reduce})
+        cases.push_back(make_case(coll, koloFloat32, koloSum, n, count, v % 2 == 1, v)), v++;
+    if (counts.size() == 1) cases.resize(1);  // the first pass: one call alone
+    std::vector<RankBufs> bufs(cases.size() * (size_t)n);  // [k * n + r]
+    std::vector<std::string> errs((size_t)n);
+    w.pool.run([&](int r) {
+      koloResult_t res = koloGroupStart();
+      for (size_t k = 0; k < cases.size() && res == koloSuccess; k++) {
+        prepare(cases[k], r, &bufs[k * n + r]);
+        res = issue(cases[k], r, &bufs[k * n + r], w.comms[(size_t)r]);
+      }
+      koloResult_t end = koloGroupEnd();
+      if (res == koloSuccess) res = end;
+      if (res != koloSuccess) errs[(size_t)r] = result_text("the group", res, w.comms[(size_t)r]);
+    });
+    for (int r = 0; r < n; r++) ASSERT_EQ(errs[(size_t)r], "") << "rank " << r;
+    for (size_t k = 0; k < cases.size(); k++) {
+      Expected e;
+      expected_for(cases[k], &e);
+      for (int r = 0; r < n; r++)
+        EXPECT_EQ(check(cases[k], r, bufs[k * n + r], e), "") << cases[k].str() << ", rank " << r;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, ScratchGroup, ::testing::Values(3, 5),
+                         [](const ::testing::TestParamInfo<int> &p) { return std::to_string(p.param) + "ranks"; });
 
 // "broadcast:ring,tree,dbtree": the model's cheapest of the three, run.
 TEST(TreeBcastChoice, ModelWeighsTheDoubleTree) {
