@@ -200,10 +200,29 @@ static int first_op_of_comm(const kolo_op *ops, int i) {
   return 1;
 }
 
+/* kolo_pipe_fn: koloInProgress when a pipe of (peer, direction) is
+ * missing on some channel. */
+static koloResult_t pipe_missing(struct koloComm *c, int peer, int send, void *arg) {
+  (void)arg;
+  const unsigned char *ready = send ? c->p2p_send_ready : c->p2p_recv_ready;
+  for (int ch = 0; ch < c->nchannels; ch++)
+    if (!ready[(size_t)peer * (size_t)c->nchannels + (size_t)ch]) return koloInProgress;
+  return koloSuccess;
+}
+
+/* 1 when some op needs a point-to-point pipe that does not exist yet. */
+static int pipes_missing(const kolo_op *ops, int nops) {
+  for (int i = 0; i < nops; i++) {
+    if (!is_p2p(ops[i].coll) && !kolo_op_runs_multi_peer(&ops[i])) continue;
+    if (kolo_op_pipes(ops[i].comm, &ops[i], pipe_missing, NULL) != koloSuccess) return 1;
+  }
+  return 0;
+}
+
 koloResult_t kolo_p2p_connect(const kolo_op *ops, int nops) {
-  int any = 0;
-  for (int i = 0; i < nops && !any; i++) any = is_p2p(ops[i].coll) || kolo_op_runs_multi_peer(&ops[i]);
-  if (!any) return koloSuccess;
+  /* The latency path: after a call's first time its pipes exist, and
+   * nothing is allocated to find that out. */
+  if (!pipes_missing(ops, nops)) return koloSuccess;
   kolo_conn_set *sets = calloc((size_t)nops, sizeof *sets);
   struct koloComm **comms = calloc((size_t)nops, sizeof *comms);
   koloResult_t res = sets && comms ? koloSuccess
@@ -424,14 +443,26 @@ static koloResult_t add_tasks(const kolo_op *op, kolo_exec_task *tasks, int *nta
   return res;
 }
 
-/* Sizes *st for the multi-peer ops among ops (nothing when there are none). */
-static koloResult_t peer_store_init(peer_store *st, const kolo_op *ops, int nops) {
+/* Room for the peers of the multi-peer ops of most calls, on the stack. */
+#define PEER_STORE_LOCAL 256
+typedef struct {
+  kolo_connector *ends[PEER_STORE_LOCAL];
+  int deps[PEER_STORE_LOCAL];
+} peer_store_local;
+
+/* Sizes *st for the multi-peer ops among ops (nothing when there are none):
+ * in *local where they fit (the latency path), else on the heap. */
+static koloResult_t peer_store_init(peer_store *st, peer_store_local *local, const kolo_op *ops, int nops) {
   size_t cap = 0;
   for (int i = 0; i < nops; i++)
     if (kolo_op_runs_multi_peer(&ops[i]))
       cap += 2 * (size_t)ops[i].comm->nchannels * (size_t)ops[i].comm->nranks;
   *st = (peer_store){NULL, NULL, 0, 0};
   if (cap == 0) return koloSuccess;
+  if (cap <= PEER_STORE_LOCAL) {
+    *st = (peer_store){local->ends, local->deps, 0, 0};
+    return koloSuccess;
+  }
   st->ends = malloc(cap * sizeof *st->ends);
   st->deps = malloc(cap * sizeof *st->deps);
   if (st->ends && st->deps) return koloSuccess;
@@ -439,6 +470,12 @@ static koloResult_t peer_store_init(peer_store *st, const kolo_op *ops, int nops
   free(st->deps);
   *st = (peer_store){NULL, NULL, 0, 0};
   return kolo_error(&ops[0].comm->err, koloSystemError, "out of memory running a call");
+}
+
+static void peer_store_free(peer_store *st, peer_store_local *local) {
+  if (st->ends == local->ends) return;
+  free(st->ends);
+  free(st->deps);
 }
 
 /* Scratch bytes of the tasks of comm c among tasks[0, n), each task's
@@ -489,7 +526,8 @@ static koloResult_t run_here(kolo_op *ops, int nops) {
   kolo_exec_task *tasks = cap <= KOLO_HIER_PHASES * KOLO_MAX_CHANNELS ? local : malloc((size_t)cap * sizeof *tasks);
   if (tasks == NULL) return kolo_error(&ops[0].comm->err, koloSystemError, "out of memory running a call");
   peer_store st;
-  res = peer_store_init(&st, ops, nops);
+  peer_store_local st_local;
+  res = peer_store_init(&st, &st_local, ops, nops);
   int n = 0;
   for (int i = 0; i < nops && res == koloSuccess; i++) {
     ops[i].comm->owner.failed = koloSuccess;
@@ -500,8 +538,7 @@ static koloResult_t run_here(kolo_op *ops, int nops) {
   for (int i = 0; i < nops; i++)
     if (ops[i].comm->owner.failed != koloSuccess) ops[i].comm->failed = ops[i].comm->owner.failed;
   if (tasks != local) free(tasks);
-  free(st.ends);
-  free(st.deps);
+  peer_store_free(&st, &st_local);
   return res;
 }
 

@@ -131,6 +131,11 @@ typedef struct kolo_connector {
    * this end stamped (send) or compared (recv).  0: in ctrl->sig[]. */
   int sig_box;
   uint32_t sig_calls;
+  /* Send ends: ctrl->head and ctrl->sig_seen as last read.  Both only
+   * grow, so an old value is a safe bound: the sender reloads them (one
+   * line the receiver wrote, a transfer between cores) only when the old
+   * values would make it wait.  Zero at connect, like the counters. */
+  uint32_t seen_head, seen_sig;
   size_t slot_bytes;
   int peer;      /* rank at the other end */
   int is_send;
@@ -188,11 +193,14 @@ static inline void kolo_conn_publish(_Atomic uint32_t *counter, _Atomic uint32_t
 /* A sender that shares the control block also needs a free signature box
  * (for any slice, not only a call's first: the receiver frees boxes in the
  * order of calls already sent, so waiting never forms a cycle). */
-static inline int kolo_conn_can_send(const kolo_connector *c) {
-  uint32_t head = atomic_load_explicit(&c->ctrl->head, memory_order_acquire);
-  if ((uint32_t)(c->step - head) >= c->nslots) return 0;
-  return !c->sig_box ||
-         c->sig_calls - atomic_load_explicit(&c->ctrl->sig_seen, memory_order_acquire) < KOLO_SIG_BOXES;
+static inline int kolo_conn_can_send(kolo_connector *c) {
+  if ((uint32_t)(c->step - c->seen_head) >= c->nslots) {
+    c->seen_head = atomic_load_explicit(&c->ctrl->head, memory_order_acquire);
+    if ((uint32_t)(c->step - c->seen_head) >= c->nslots) return 0;
+  }
+  if (!c->sig_box || c->sig_calls - c->seen_sig < KOLO_SIG_BOXES) return 1;
+  c->seen_sig = atomic_load_explicit(&c->ctrl->sig_seen, memory_order_acquire);
+  return c->sig_calls - c->seen_sig < KOLO_SIG_BOXES;
 }
 static inline int kolo_conn_can_recv(const kolo_connector *c) {
   uint32_t tail = atomic_load_explicit(&c->ctrl->tail, memory_order_acquire);
