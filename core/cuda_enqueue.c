@@ -27,13 +27,6 @@ static int is_legacy(koloStream_t s) {
   return s == NULL || (cudaStream_t)s == cudaStreamLegacy;
 }
 
-/* Index of the first op of comm c, or -1: ops of one comm share checks. */
-static int first_of(const kolo_op *ops, int i) {
-  for (int j = 0; j < i; j++)
-    if (ops[j].comm == ops[i].comm) return j;
-  return -1;
-}
-
 static koloResult_t check_comm(const kolo_op *ops, int nops, int i) {
   struct koloComm *c = ops[i].comm;
   koloResult_t res = kolo_cuda_comm_status(c);
@@ -110,7 +103,7 @@ static koloResult_t make_pipes(kolo_op *ops, int nops) {
   int any = 0;
   for (int i = 0; i < nops; i++) {
     struct koloComm *c = ops[i].comm;
-    if (first_of(ops, i) >= 0) continue;
+    if (!kolo_op_first_of_comm(ops, i)) continue; /* ops of one comm share checks */
     int missing[2];
     const kolo_op *op = needs_pipe(ops, nops, c, missing);
     if (op == NULL) continue;
@@ -287,7 +280,7 @@ static void number_calls(kolo_op *ops, int nops) {
 static koloResult_t run_ops_on_devices(kolo_op *ops, int nops) {
   if (nops <= 0) return koloSuccess;
   for (int i = 0; i < nops; i++) {
-    if (first_of(ops, i) >= 0) continue;
+    if (!kolo_op_first_of_comm(ops, i)) continue;
     koloResult_t res = check_comm(ops, nops, i);
     if (res == koloSuccess) res = set_device(ops[i].comm);
     if (res != koloSuccess) return res;
@@ -308,7 +301,7 @@ static koloResult_t run_ops_on_devices(kolo_op *ops, int nops) {
     return kolo_error(&ops[0].comm->err, koloSystemError, "out of memory enqueueing a group");
   }
   for (int i = 0; i < nops && res == koloSuccess; i++) {
-    if (first_of(ops, i) >= 0) continue;
+    if (!kolo_op_first_of_comm(ops, i)) continue;
     int n = 0;
     for (int j = i; j < nops; j++)
       if (ops[j].comm == ops[i].comm) mine[n++] = ops[j];

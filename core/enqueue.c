@@ -193,13 +193,6 @@ static void p2p_mark(struct koloComm *c, const kolo_conn_set *set, koloResult_t 
   }
 }
 
-/* 1 when ops[i] is the first of ops[0, i] on its communicator. */
-static int first_op_of_comm(const kolo_op *ops, int i) {
-  for (int j = 0; j < i; j++)
-    if (ops[j].comm == ops[i].comm) return 0;
-  return 1;
-}
-
 /* kolo_pipe_fn: koloInProgress when a pipe of (peer, direction) is
  * missing on some channel. */
 static koloResult_t pipe_missing(struct koloComm *c, int peer, int send, void *arg) {
@@ -229,7 +222,7 @@ koloResult_t kolo_p2p_connect(const kolo_op *ops, int nops) {
                                    : kolo_error(&ops[0].comm->err, koloSystemError, "out of memory making pipes");
   int nsets = 0;
   for (int i = 0; i < nops && res == koloSuccess; i++) {
-    if (!first_op_of_comm(ops, i)) continue;
+    if (!kolo_op_first_of_comm(ops, i)) continue;
     comms[nsets] = ops[i].comm;
     res = p2p_requests(ops[i].comm, ops, nops, &sets[nsets]);
     nsets++;
@@ -499,7 +492,7 @@ static koloResult_t attach_scratch(kolo_op *ops, int nops, kolo_exec_task *tasks
   int any = 0;
   for (int i = 0; i < n && !any; i++) any = kolo_program_uses_scratch(tasks[i].prog);
   for (int i = 0; i < nops && any; i++) {
-    if (!first_op_of_comm(ops, i)) continue;
+    if (!kolo_op_first_of_comm(ops, i)) continue;
     struct koloComm *c = ops[i].comm;
     size_t need = scratch_need(c, tasks, n, 0);
     if (need > c->scratch_bytes) {
@@ -549,7 +542,7 @@ static koloResult_t submit_nonblocking(kolo_op *ops, int nops) {
   kolo_op *mine = malloc((size_t)nops * sizeof *mine);
   if (mine == NULL) return kolo_error(&ops[0].comm->err, koloSystemError, "out of memory queueing a call");
   for (int i = 0; i < nops; i++) {
-    if (!first_op_of_comm(ops, i)) continue;
+    if (!kolo_op_first_of_comm(ops, i)) continue;
     int n = 0;
     for (int j = i; j < nops; j++)
       if (ops[j].comm == ops[i].comm) mine[n++] = ops[j];

@@ -112,6 +112,14 @@ static inline int kolo_op_is_multi_peer(const kolo_op *op, int nranks) {
   return by_algo && kolo_algo_is_multi_peer(kolo_arg_algo(op->coll, op->arg, nranks));
 }
 
+/* 1 when ops[i] is the first of ops[0, i] on its communicator (work done
+ * once per communicator of a group). */
+static inline int kolo_op_first_of_comm(const kolo_op *ops, int i) {
+  for (int j = 0; j < i; j++)
+    if (ops[j].comm == ops[i].comm) return 0;
+  return 1;
+}
+
 /* Where the program of (coll, arg) for channel ch lies in a table of
  * programs per slot and ring: channels share a ring (and its programs) with
  * the channel nrings before them (core/comm.h). */

@@ -45,9 +45,8 @@ static double comm_seconds(const kolo_op *ops, int nops, int first) {
 koloResult_t kolo_sim_estimate(const kolo_op *ops, int nops, koloSimInfo_t *info) {
   double worst = 0;
   for (int i = 0; i < nops; i++) {
-    int first = 1; /* each communicator once, at its first call */
-    for (int j = 0; j < i && first; j++) first = ops[j].comm != ops[i].comm;
-    double t = first ? comm_seconds(ops, nops, i) : 0;
+    /* each communicator once, at its first call */
+    double t = kolo_op_first_of_comm(ops, i) ? comm_seconds(ops, nops, i) : 0;
     if (t > worst) worst = t;
   }
   info->estimatedTime = (float)(worst * 1e6);
