@@ -24,9 +24,38 @@ enum { TASK_PROGRESS, TASK_BLOCKED, TASK_DONE, TASK_MISMATCH };
  * them from the socket after the close): only a wait that also saw no
  * progress for this long blames it. */
 #define KOLO_DEAD_PEER_GRACE_NS (250 * 1000 * 1000LL)
-/* A blocked wait on a net pipe takes a proxy turn itself every this many
- * polls while it spins, and before each yield. */
-#define CALLER_PROGRESS_EVERY 16
+/* Receive ends drained in this pass whose transport credits in batches
+ * (kick: net pipes), credited once when the pass ends; one end at most
+ * once per pass (kolo_connector.credit_owed). */
+#define OWED_MAX 64
+typedef struct {
+  kolo_connector *c[OWED_MAX];
+  int n;
+} owed_list;
+static _Thread_local owed_list owed;
+
+static void pay_credits(void) {
+  for (int i = 0; i < owed.n; i++) {
+    owed.c[i]->credit_owed = 0;
+    owed.c[i]->transport->kick(owed.c[i]);
+  }
+  owed.n = 0;
+}
+
+/* After draining a slot of rc. */
+static inline void drained(kolo_connector *rc) {
+  const kolo_transport *tr = rc->transport;
+  if (tr == NULL || tr->kick == NULL || rc->credit_owed) return;
+  if (owed.n == OWED_MAX) pay_credits();
+  rc->credit_owed = 1;
+  owed.c[owed.n++] = rc;
+}
+
+/* After filling a slot of sc. */
+static inline void filled(kolo_connector *sc) {
+  const kolo_transport *tr = sc->transport;
+  if (tr != NULL && tr->kick != NULL) tr->kick(sc);
+}
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -140,9 +169,15 @@ static void do_slice(kolo_exec_task *t, const kolo_step *s, kolo_connector *sc, 
     kolo_host_reduce_premul(x.o0, x.o1, x.a, x.b, n, t->type, &t->scalar);
   else if (x.o0 != NULL)
     kolo_host_reduce(x.o0, x.o1, x.a, x.b, n, t->type, t->op, div);
-  if (sslot) stamp_call(t, sc);
-  if (sslot) kolo_conn_sent_bytes(sc, n * esz); /* a net pipe sends only these */
-  if (rslot) kolo_conn_received(rc);
+  if (sslot) {
+    stamp_call(t, sc);
+    kolo_conn_sent_bytes(sc, n * esz); /* a net pipe sends only these */
+    filled(sc);
+  }
+  if (rslot) {
+    kolo_conn_received(rc);
+    drained(rc);
+  }
 }
 
 /* Advances a task as far as its connectors allow (a bounded number of
@@ -348,6 +383,7 @@ static int run_pass(kolo_exec_task *tasks, int n, int *remaining, kolo_exec_task
       *blocker = c;
     }
   }
+  if (owed.n > 0) pay_credits();
   return moved;
 }
 
@@ -367,11 +403,10 @@ koloResult_t kolo_host_exec_run(kolo_exec_task *tasks, int ntasks) {
       stall_start = 0;
       continue;
     }
-    /* A pipe moved by a progress thread (net): move it from here while
-     * spinning, every few polls (a turn is a system call or two). */
+    /* A pipe whose bytes move by system calls (net): nothing moves its
+     * counter but a turn, so every poll is one, from this thread. */
     const kolo_transport *tr = bc->transport;
-    if (tr != NULL && tr->progress != NULL && (idle % CALLER_PROGRESS_EVERY == 0 || idle >= spin_limit))
-      tr->progress(bc);
+    if (tr != NULL && tr->progress != NULL) tr->progress(bc);
     if (++idle < spin_limit) {
       cpu_relax();
       continue;
@@ -391,7 +426,9 @@ koloResult_t kolo_host_exec_run(kolo_exec_task *tasks, int ntasks) {
       if (t->done || t->blocker == NULL || t->owner->failed != koloSuccess) continue;
       check_stalled(t, t->blocker, now - stall_start, liveness);
     }
-    if (bt->owner->failed == koloSuccess) kolo_conn_sleep(bc, KOLO_SLEEP_US);
+    if (bt->owner->failed != koloSuccess) continue;
+    if (tr != NULL && tr->wait != NULL) tr->wait(bc, KOLO_SLEEP_US);
+    else kolo_conn_sleep(bc, KOLO_SLEEP_US);
   }
   koloResult_t res = koloSuccess;
   for (int i = 0; i < ntasks && res == koloSuccess; i++) res = tasks[i].owner->failed;

@@ -82,9 +82,10 @@ typedef struct kolo_conn_ctrl {
   _Atomic uint32_t sig_seen;
   _Alignas(KOLO_CACHELINE) _Atomic uint32_t abort;
   _Atomic uint32_t refs; /* ends still attached (plain-memory transport) */
-  /* Net pipes (transport/proxy.h): an eventfd + 1 while the proxy sleeps
-   * and wants a ring when a counter or the stop word moves; 0 otherwise.
-   * Only in a pipe end's own memory (net pipes), never shared. */
+  /* Net pipes (transport/proxy.h): the proxy's eventfd + 1, rung once
+   * when this end stops (kolo_conn_stop), so that the proxy sends the stop
+   * word to the peer; 0 otherwise.  Only in a pipe end's own memory (net
+   * pipes), never shared. */
   _Atomic int32_t doorbell;
   /* Bytes the sender filled in the slot of step s, at [s % KOLO_CONN_MAX_SLOTS],
    * written before tail moves past s: a net pipe sends only those (the
@@ -92,11 +93,10 @@ typedef struct kolo_conn_ctrl {
   _Alignas(KOLO_CACHELINE) uint32_t filled[KOLO_CONN_MAX_SLOTS];
   /* The call of the slice of step s, at [s % KOLO_CONN_MAX_SLOTS], when it
    * is the first slice of its call on this pipe; written before tail moves
-   * past s, like `filled`.  A net pipe's proxy carries it to the other
-   * end's block over the control channel, which may trail the slot's data
-   * (kolo_connector.sig_late); there `set` is read and cleared with
-   * atomics (__atomic builtins: the proxy writes it while the receiver
-   * polls). */
+   * past s, like `filled`.  A net pipe carries it with the slice to the
+   * other end's block, where it is written before tail moves too; there
+   * `set` is read and cleared with atomics (__atomic builtins: the
+   * receiver's engine writes it while the executor may poll). */
   kolo_call_sig sig[KOLO_CONN_MAX_SLOTS];
   /* A mismatch report for the stop word KOLO_STOP_MISMATCH: mismatch_state
    * 0 none, 1 being written, 2 readable. */
@@ -121,10 +121,11 @@ typedef struct kolo_connector {
   /* The executor's local number (+ 1) of the last call that sent (stamped
    * its signature) or received (checked it) on this end; this end only. */
   uint32_t sig_call;
-  /* Receive ends whose signatures arrive on their own, after the slot's
-   * data may have (net pipes: the proxy's control channel): the receiver
-   * waits for one on the first slice of each call, and clears it after
-   * the comparison.  0 where the sender writes it before tail. */
+  /* Receive ends whose signatures another party writes (net pipes: the
+   * engine, with the slice, before tail): the receiver waits for one on the
+   * first slice of each call, and clears it after the comparison, so that
+   * the place is empty for a later step.  0 where the sender writes it
+   * before tail. */
   int sig_late;
   /* 1 where both ends share the control block (shm, plain memory): the
    * signatures travel in ctrl->sig_box, and sig_calls counts the calls
@@ -144,6 +145,9 @@ typedef struct kolo_connector {
   void *mem;       /* what this end maps or owns */
   size_t mem_bytes;
   int64_t close_by; /* flush no later than this at close (kolo_now_ms; 0: the transport's bound) */
+  /* Receive ends whose transport credits in batches (kick): the executor
+   * drained slots since it last kicked this end (its own bookkeeping). */
+  int credit_owed;
   char name[64];   /* shm segment name while it exists (receiver) */
   /* Device connectors (transport p2p): ctrl is NULL, `slots` and these
    * words are in the receiver's GPU memory, used by kernels only (see
@@ -171,9 +175,8 @@ void kolo_futex_wake(_Atomic uint32_t *word);
 
 /* Rings the doorbell eventfd (connector.c). */
 void kolo_doorbell_ring(int fd);
-/* After this end moved a counter (seq_cst store): wakes a proxy that armed
- * the doorbell (seq_cst store, then a look at the counters): one of the two
- * sees the other.  One ring per arming: the exchange disarms it. */
+/* After this end stored its stop word: wakes the proxy of a net pipe end.
+ * One ring per arming: the exchange disarms it. */
 static inline void kolo_conn_ring(kolo_conn_ctrl *ctrl) {
   if (atomic_load_explicit(&ctrl->doorbell, memory_order_seq_cst) == 0) return;
   int32_t fd1 = atomic_exchange_explicit(&ctrl->doorbell, 0, memory_order_seq_cst);
@@ -226,13 +229,11 @@ static inline void kolo_conn_sent_bytes(kolo_connector *c, size_t bytes) {
   c->ctrl->filled[c->step % KOLO_CONN_MAX_SLOTS] = (uint32_t)bytes;
   c->step++;
   kolo_conn_publish(&c->ctrl->tail, &c->ctrl->tail_waiters, c->step);
-  kolo_conn_ring(c->ctrl);
 }
 static inline void kolo_conn_sent(kolo_connector *c) { kolo_conn_sent_bytes(c, c->slot_bytes); }
 static inline void kolo_conn_received(kolo_connector *c) {
   c->step++;
   kolo_conn_publish(&c->ctrl->head, &c->ctrl->head_waiters, c->step);
-  kolo_conn_ring(c->ctrl);
 }
 
 /* Sleeps until this end's blocking counter may have moved, or timeout_us. */

@@ -1,11 +1,27 @@
-/* net.h - network providers behind the proxy (DESIGN.md, "Connectors": net).
+/* net.h - network providers behind net pipes (DESIGN.md, "Connectors": net).
  *
  * A provider is an ops table, the way libfabric's providers or NCCL's net
- * plugins are: it finds its devices, listens, connects and accepts, and
- * moves buffer regions (slots) one way over a connection, with a small
- * control channel both ways (credits, stop words).  The proxy (proxy.h) is
- * its only user; executors never see it.  Two backends: TCP sockets
- * (net_socket.c) and ibverbs RDMA (net_ib.c, built with libibverbs).
+ * plugins are: it finds its devices, listens, connects and accepts, and then
+ * carries one net pipe between its two ends:
+ *   sender -> receiver: slices (a step number, a length and, on the first
+ *                       slice of a call, the call's signature) and the
+ *                       sender's stop word;
+ *   receiver -> sender: credits (the receiver's head: slots drained) and the
+ *                       receiver's stop word, with its mismatch report.
+ * One message per slice: what the receiver needs travels with the bytes
+ * (socket: one frame of header and payload; ib: one chain of writes).
+ *
+ * Slots.  After connecting, each end binds its connection once to its pipe
+ * end's ring of slots (bind): the sender's provider reads slice `step` from
+ * slot step % nslots, the receiver's writes it there.  The engine above
+ * (proxy.h) never sends a slice beyond the credits it got, so a receiver's
+ * slot is written only once drained; a sender's slot may be read by the
+ * provider until the credit for its step comes back.  A slice may be shorter
+ * than a slot (the filled part): its bytes land at the start of the slot.
+ *
+ * Arrivals are told to the engine through the sink given at bind, from
+ * inside the provider's calls (bind, progress, the send calls), in order:
+ * slices in step order, each whole, its signature in hand.
  *
  * Connection setup: the receiver listens and writes a handle (address plus
  * a random per-pipe token) that travels to the sender in the pipe
@@ -13,19 +29,11 @@
  * the sender connects and presents the token; accept drops connections that
  * do not present it.
  *
- * Data: isend (sender) / irecv (receiver) post one region each; regions
- * match in posting order.  A sent region may be shorter than the receive
- * it meets (the proxy sends only the filled part of a slot; the receiver's
- * executor knows how much it needs): its bytes land at the start of the
- * receive, the rest is left as it was.  Longer is an error.  test()
- * progresses the connection and says whether request `id` finished (the
- * sender's buffer may be reused; the receiver's holds the bytes).  Requests
- * finish in order and are tested in order.  Control: 8-byte messages
- * (kind, value), either direction, delivered in order.
- *
  * Errors name the peer ("rank 3 (10.0.0.2:41234) closed its connection").
- * All calls are non-blocking except listen / connect / accept, which wait
- * until the deadline.  One connection is used by one thread at a time.
+ * A provider reports the peer's end (a close, a reset) only after it told the
+ * sink everything that arrived before it.  All calls are non-blocking except
+ * listen / connect / accept, which wait until the deadline.  One connection
+ * is used by one thread at a time (the engine holds the pipe's lock).
  */
 #ifndef KOLO_TRANSPORT_NET_H
 #define KOLO_TRANSPORT_NET_H
@@ -36,10 +44,11 @@
 #include <sys/socket.h>
 
 #include "common/error.h"
+#include "transport/connector.h"
 
 #define KOLO_NET_HANDLE_BYTES 64
 #define KOLO_NET_MAX_STREAMS 8
-/* Requests one connection may have in flight (>= the largest KOLO_NSLOTS). */
+/* Slices one connection may have in flight (>= the largest KOLO_NSLOTS). */
 #define KOLO_NET_MAX_REQS 64
 
 /* What the receiver publishes for the sender (opaque to everyone else). */
@@ -47,36 +56,43 @@ typedef struct {
   unsigned char bytes[KOLO_NET_HANDLE_BYTES];
 } kolo_net_handle;
 
-enum kolo_net_ctrl_kind {
-  KOLO_NET_CTRL_CREDIT = 1, /* receiver -> sender: its head (slots drained) */
-  KOLO_NET_CTRL_STOP = 2,   /* either way: a connector stop word */
-  /* Records longer than one message (transport/proxy_records.c): words of
-   * a record, then the message that says what they were. */
-  KOLO_NET_CTRL_WORD = 3,   /* one 32-bit word of the record being sent */
-  KOLO_NET_CTRL_SIG = 4     /* sender -> receiver: the words are the call
-                             * signature of the slice of step `value` */
-  /* A STOP whose reason is a mismatch follows the words of its report. */
+/* A pipe end's slots, as bind gives them to the provider. */
+typedef struct {
+  char *slots;       /* nslots * slot_bytes; page aligned */
+  uint32_t nslots;   /* a power of two, <= KOLO_NET_MAX_REQS */
+  size_t slot_bytes;
+  int devmem;        /* the slots are GPU memory registered with reg_dmabuf */
+} kolo_net_ring;
+
+/* Where a provider reports what arrived (the engine's callbacks, with its
+ * pipe as ctx).  Called from inside the provider's calls, never later. */
+typedef struct {
+  void *ctx;
+  /* Receiver: slice `step` is whole in its slot (`len` bytes from its start);
+   * sig: the call signature that came with it, or NULL. */
+  void (*slice)(void *ctx, uint32_t step, uint32_t len, const kolo_call_sig *sig);
+  /* Sender: the receiver drained every slot before `head`. */
+  void (*credit)(void *ctx, uint32_t head);
+  /* Either end: the peer's stop word, with its mismatch report or NULL. */
+  void (*stop)(void *ctx, uint32_t word, const kolo_call_mismatch *report);
+} kolo_net_sink;
+
+/* Which way progress moves bytes. */
+enum {
+  KOLO_NET_OUT = 1u << 0, /* what the send calls queued */
+  KOLO_NET_IN = 1u << 1   /* what arrived (reads or polls the network) */
 };
 
 /* What a provider can do beyond the table's contract (its `flags`). */
 enum {
-  /* An isend may be shorter than the irecv it meets (see Data above);
-   * without it the proxy sends whole slots. */
-  KOLO_NET_SHORT_SENDS = 1u << 0,
   /* The fds of pollfds() become ready for every event the provider has
-   * (no completion can slip in unannounced): the proxy may sleep up to
-   * 50 ms on them; without it the proxy looks again every 1 ms. */
+   * (no arrival can slip in unannounced): a waiter may sleep up to its
+   * bound on them; without it, it looks again every 1 ms. */
   KOLO_NET_EXACT_POLL = 1u << 1,
-  /* Waking up costs more than a completion takes to come (a kernel-bypass
-   * completion queue: on soft-RoCE in a VM a sleeping vCPU wakes in ms,
-   * a half round trip takes ~50 us): `kolo-perf net` polls without
-   * sleeping while its side sends (a send is in flight, or one finished
-   * less than KOLO_NET_SPIN_MS ago: an answer is due), up to
-   * KOLO_NET_SPIN_MS after the last progress; a side that only receives
-   * sleeps as before, leaving the CPU to whoever moves the bytes.  The
-   * proxy does not (yet): it shares the cores with the executors, and in
-   * the 2-vCPU soft-RoCE guest a proxy spinning so made the 2-rank
-   * collectives of tests/rdma slower (1.3-2.3 s instead of 1.0-1.6 s). */
+  /* Waking up costs more than an arrival takes to come (a kernel-bypass
+   * completion queue: on soft-RoCE in a VM a sleeping vCPU wakes in ms, a
+   * half round trip takes ~50 us): `kolo-perf net` polls without sleeping
+   * while its side sends, up to KOLO_NET_SPIN_MS after the last progress. */
   KOLO_NET_SPIN = 1u << 2
 };
 #define KOLO_NET_SPIN_MS 20
@@ -101,31 +117,37 @@ typedef struct kolo_net_provider {
   koloResult_t (*accept)(void *lcomm, int64_t deadline, int timeout_ms, const char *who,
                          void **comm, kolo_errbuf *eb);
   void (*close_listen)(void *lcomm);
-  /* *id: the request, or *queued = 0 when too many are in flight (retry). */
-  koloResult_t (*isend)(void *comm, const void *buf, size_t len, uint32_t *id, int *queued,
-                        kolo_errbuf *eb);
-  koloResult_t (*irecv)(void *comm, void *buf, size_t len, uint32_t *id, int *queued,
-                        kolo_errbuf *eb);
-  koloResult_t (*test)(void *comm, uint32_t id, int *done, kolo_errbuf *eb);
-  /* *queued = 0 when the control queue is full (retry later). */
-  koloResult_t (*ctrl_send)(void *comm, uint32_t kind, uint32_t value, int *queued,
+  /* Binds the connection to this end's slots and sink (once, before any
+   * other data call; after reg_dmabuf when the slots are GPU memory).  The
+   * slots must stay mapped until close. */
+  koloResult_t (*bind)(void *comm, const kolo_net_ring *ring, const kolo_net_sink *sink, kolo_errbuf *eb);
+  /* Sender: slice `step` (the next one: steps go in order) of `len` bytes
+   * (<= slot_bytes) from its slot, with the call's signature when sig is
+   * not NULL (copied).  *queued = 0 when the provider has no room now
+   * (progress, then retry). */
+  koloResult_t (*send_slice)(void *comm, uint32_t step, size_t len, const kolo_call_sig *sig, int *queued,
+                             kolo_errbuf *eb);
+  /* Receiver: its head.  A credit not yet on the wire is replaced by a
+   * newer one (heads only grow). */
+  koloResult_t (*send_credit)(void *comm, uint32_t head, int *queued, kolo_errbuf *eb);
+  /* Either end, once: its stop word, after everything sent before it, with
+   * the mismatch report when report is not NULL (copied). */
+  koloResult_t (*send_stop)(void *comm, uint32_t word, const kolo_call_mismatch *report, int *queued,
                             kolo_errbuf *eb);
-  /* *got = 1 with a message, 0 when none is there. */
-  koloResult_t (*ctrl_recv)(void *comm, uint32_t *kind, uint32_t *value, int *got,
-                            kolo_errbuf *eb);
-  /* 1 while output (data or control) is still queued in user space. */
+  /* Moves what it can in the directions `dir` names (KOLO_NET_OUT | IN),
+   * telling the sink what arrived. */
+  koloResult_t (*progress)(void *comm, unsigned dir, kolo_errbuf *eb);
+  /* 1 while output is queued in user space or not yet acknowledged. */
   int (*pending)(void *comm);
   /* The fds and events worth waking for now (at most max); the count. */
   int (*pollfds)(void *comm, struct pollfd *pf, int max);
-  /* Stops watching the control channel (after its peer went away). */
-  void (*ctrl_forget)(void *comm);
   void (*close)(void *comm);
   /* Optional (NULL: the provider cannot): registers [buf, buf + len) of
    * device memory, exported as the dma-buf fd (from offset), with the
-   * connection, so that later isend / irecv of regions inside it go
-   * straight from and to GPU memory (GPUDirect RDMA).  The fd may be closed
-   * after the call.  Fails, saying why, where the NIC or its driver cannot
-   * take dma-bufs; the caller then stays with staging. */
+   * connection, so that its slots may live there (GPUDirect RDMA); called
+   * before bind.  The fd may be closed after the call.  Fails, saying why,
+   * where the NIC or its driver cannot take dma-bufs; the caller then stays
+   * with staging. */
   koloResult_t (*reg_dmabuf)(void *comm, void *buf, size_t len, int fd, uint64_t offset, kolo_errbuf *eb);
 } kolo_net_provider;
 

@@ -55,45 +55,127 @@ int kolo_decode_sock_hello(const uint8_t *in, size_t len, kolo_sock_hello *h, ui
   h->index = kolo_get_u32(&r);
   h->nstreams = kolo_get_u32(&r);
   kolo_get_bytes(&r, h->token, sizeof h->token);
-  if (h->nstreams >= 1 && h->nstreams <= KOLO_NET_MAX_STREAMS && h->index <= h->nstreams) return KOLO_NET_WIRE_OK;
-  snprintf(why, why_len, "it sent a hello for stream %u of %u (1..%d streams)", h->index, h->nstreams,
+  if (h->nstreams >= 1 && h->nstreams <= KOLO_NET_MAX_STREAMS && h->index < h->nstreams) return KOLO_NET_WIRE_OK;
+  snprintf(why, why_len, "it sent a hello for stream %u of %u (streams 0..n-1, 1..%d of them)", h->index, h->nstreams,
            KOLO_NET_MAX_STREAMS);
   return KOLO_NET_WIRE_GARBLED;
 }
 
-#define FRAME_MAGIC 0x6b6c656eu /* "klen", mixed into the sequence number */
+#define FRAME_MAGIC 0x6b46u          /* "kF" */
+#define FRAME_CHECK 0x6b6f6c6fu      /* mixed into the check word */
 
-void kolo_encode_sock_frame(uint8_t out[KOLO_SOCK_FRAME_BYTES], uint32_t len, uint32_t seq) {
-  kolo_wire_out w = kolo_wire_writer(out, KOLO_SOCK_FRAME_BYTES);
-  kolo_put_u32(&w, len);
-  kolo_put_u32(&w, seq ^ FRAME_MAGIC);
+static uint32_t frame_check(const kolo_sock_frame *f) {
+  return f->value ^ (f->len * 0x9e3779b1u) ^ FRAME_CHECK ^ ((uint32_t)f->kind << 8 | f->flags);
 }
 
-int kolo_decode_sock_frame(const uint8_t in[KOLO_SOCK_FRAME_BYTES], uint32_t seq, size_t cap, uint32_t *len,
-                           char *why, size_t why_len) {
-  kolo_wire_in r = kolo_wire_reader(in, KOLO_SOCK_FRAME_BYTES);
-  uint32_t n = kolo_get_u32(&r), theirs = kolo_get_u32(&r) ^ FRAME_MAGIC;
-  if (theirs != seq)
-    snprintf(why, why_len, "is out of step on its network connection (request %u, header of %u)", seq, theirs);
-  else if (n > cap)
-    snprintf(why, why_len, "sent a region of %u bytes for a receive of %zu", n, cap);
-  else {
-    *len = n;
+void kolo_encode_sock_frame(uint8_t out[KOLO_SOCK_HDR_BYTES], const kolo_sock_frame *f) {
+  kolo_wire_out w = kolo_wire_writer(out, KOLO_SOCK_HDR_BYTES);
+  kolo_put_u32(&w, FRAME_MAGIC << 16 | (uint32_t)f->kind << 8 | f->flags);
+  kolo_put_u32(&w, f->value);
+  kolo_put_u32(&w, f->len);
+  kolo_put_u32(&w, frame_check(f));
+}
+
+static const char *kind_name(int kind) {
+  return kind == KOLO_SOCK_DATA ? "a slice" : kind == KOLO_SOCK_CREDIT ? "a credit" : "a stop word";
+}
+
+/* Why a frame of a known kind does not belong here, or NULL. */
+static const char *frame_fault(const kolo_sock_frame *f, int to_sender, uint32_t expect, size_t cap, char *why,
+                               size_t why_len) {
+  int ours = f->kind == KOLO_SOCK_STOP || (f->kind == KOLO_SOCK_CREDIT) == (to_sender != 0);
+  if (!ours) snprintf(why, why_len, "sent %s to its %s", kind_name(f->kind), to_sender ? "sender" : "receiver");
+  else if (f->flags & ~1u) snprintf(why, why_len, "sent a frame with unknown flags 0x%x", f->flags);
+  else if (f->kind == KOLO_SOCK_CREDIT && f->flags) snprintf(why, why_len, "sent a credit with flags");
+  else if (f->kind != KOLO_SOCK_DATA && f->len != 0) snprintf(why, why_len, "sent %s with a length", kind_name(f->kind));
+  else if (f->kind == KOLO_SOCK_DATA && f->value != expect)
+    snprintf(why, why_len, "is out of step on its network connection (slice %u came where %u was due)", f->value,
+             expect);
+  else if (f->kind == KOLO_SOCK_DATA && f->len > cap)
+    snprintf(why, why_len, "sent a slice of %u bytes for slots of %zu", f->len, cap);
+  else return NULL;
+  return why;
+}
+
+int kolo_decode_sock_frame(const uint8_t in[KOLO_SOCK_HDR_BYTES], int to_sender, uint32_t expect, size_t cap,
+                           kolo_sock_frame *f, char *why, size_t why_len) {
+  kolo_wire_in r = kolo_wire_reader(in, KOLO_SOCK_HDR_BYTES);
+  uint32_t head = kolo_get_u32(&r);
+  f->kind = (uint8_t)(head >> 8);
+  f->flags = (uint8_t)head;
+  f->value = kolo_get_u32(&r);
+  f->len = kolo_get_u32(&r);
+  uint32_t check = kolo_get_u32(&r);
+  if (head >> 16 != FRAME_MAGIC || check != frame_check(f))
+    snprintf(why, why_len, "sent bytes that are no kolo frame (header 0x%08x)", head);
+  else if (f->kind < KOLO_SOCK_DATA || f->kind > KOLO_SOCK_STOP)
+    snprintf(why, why_len, "sent a frame of unknown kind %u", f->kind);
+  else if (frame_fault(f, to_sender, expect, cap, why, why_len) == NULL)
     return KOLO_NET_WIRE_OK;
-  }
   return KOLO_NET_WIRE_GARBLED;
 }
 
-void kolo_encode_sock_ctrl(uint8_t out[KOLO_SOCK_CTRL_BYTES], uint32_t kind, uint32_t value) {
-  kolo_wire_out w = kolo_wire_writer(out, KOLO_SOCK_CTRL_BYTES);
-  kolo_put_u32(&w, kind);
-  kolo_put_u32(&w, value);
+size_t kolo_sock_frame_extra(const kolo_sock_frame *f) {
+  if (!(f->flags & 1u)) return 0;
+  return f->kind == KOLO_SOCK_DATA ? KOLO_NET_SIG_BYTES : f->kind == KOLO_SOCK_STOP ? KOLO_NET_REPORT_BYTES : 0;
 }
 
-void kolo_decode_sock_ctrl(const uint8_t in[KOLO_SOCK_CTRL_BYTES], uint32_t *kind, uint32_t *value) {
-  kolo_wire_in r = kolo_wire_reader(in, KOLO_SOCK_CTRL_BYTES);
-  *kind = kolo_get_u32(&r);
-  *value = kolo_get_u32(&r);
+/* ---- call signatures and mismatch reports -------------------------------------- */
+
+static void put_sig(kolo_wire_out *w, const kolo_call_sig *s) {
+  kolo_put_u64(w, s->count);
+  kolo_put_u32(w, s->seq);
+  kolo_put_i32(w, s->root);
+  kolo_put_u8(w, s->coll);
+  kolo_put_u8(w, s->type);
+  kolo_put_u8(w, s->op);
+  kolo_put_u8(w, 1);
+  kolo_put_u32(w, 0);
+}
+
+static int get_sig(kolo_wire_in *r, kolo_call_sig *s, char *why, size_t why_len) {
+  memset(s, 0, sizeof *s);
+  s->count = kolo_get_u64(r);
+  s->seq = kolo_get_u32(r);
+  s->root = kolo_get_i32(r);
+  s->coll = kolo_get_u8(r);
+  s->type = kolo_get_u8(r);
+  s->op = kolo_get_u8(r);
+  s->set = kolo_get_u8(r);
+  uint32_t pad = kolo_get_u32(r);
+  if (!r->bad && s->set == 1 && pad == 0) return KOLO_NET_WIRE_OK;
+  snprintf(why, why_len, "sent a call signature that is not one (marked %u, padding 0x%x)", s->set, pad);
+  return KOLO_NET_WIRE_GARBLED;
+}
+
+void kolo_encode_call_sig(const kolo_call_sig *s, uint8_t out[KOLO_NET_SIG_BYTES]) {
+  kolo_wire_out w = kolo_wire_writer(out, KOLO_NET_SIG_BYTES);
+  put_sig(&w, s);
+}
+
+int kolo_decode_call_sig(const uint8_t in[KOLO_NET_SIG_BYTES], kolo_call_sig *s, char *why, size_t why_len) {
+  kolo_wire_in r = kolo_wire_reader(in, KOLO_NET_SIG_BYTES);
+  return get_sig(&r, s, why, why_len);
+}
+
+void kolo_encode_mismatch(const kolo_call_mismatch *m, uint8_t out[KOLO_NET_REPORT_BYTES]) {
+  kolo_wire_out w = kolo_wire_writer(out, KOLO_NET_REPORT_BYTES);
+  kolo_put_i32(&w, m->rank[0]);
+  kolo_put_i32(&w, m->rank[1]);
+  put_sig(&w, &m->sig[0]);
+  put_sig(&w, &m->sig[1]);
+}
+
+int kolo_decode_mismatch(const uint8_t in[KOLO_NET_REPORT_BYTES], kolo_call_mismatch *m, char *why,
+                         size_t why_len) {
+  kolo_wire_in r = kolo_wire_reader(in, KOLO_NET_REPORT_BYTES);
+  m->rank[0] = kolo_get_i32(&r);
+  m->rank[1] = kolo_get_i32(&r);
+  if (get_sig(&r, &m->sig[0], why, why_len) != KOLO_NET_WIRE_OK) return KOLO_NET_WIRE_GARBLED;
+  if (get_sig(&r, &m->sig[1], why, why_len) != KOLO_NET_WIRE_OK) return KOLO_NET_WIRE_GARBLED;
+  if (m->rank[0] >= 0 && m->rank[1] >= 0) return KOLO_NET_WIRE_OK;
+  snprintf(why, why_len, "sent a mismatch report naming ranks %d and %d", m->rank[0], m->rank[1]);
+  return KOLO_NET_WIRE_GARBLED;
 }
 
 /* ---- ib provider ---------------------------------------------------------------- */

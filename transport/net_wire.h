@@ -32,7 +32,7 @@ int kolo_net_hello_prefix(const uint8_t *in, size_t len, uint32_t magic, uint32_
 #define KOLO_SOCK_HELLO_MAGIC_V1 0x6b6e6574u /* "knet" */
 #define KOLO_SOCK_TOKEN_BYTES 16
 typedef struct {
-  uint32_t index, nstreams; /* stream index: 0 control, 1..nstreams data */
+  uint32_t index, nstreams; /* stream index: 0 (frames both ways) .. nstreams - 1 */
   uint8_t token[KOLO_SOCK_TOKEN_BYTES];
 } kolo_sock_hello;
 #define KOLO_SOCK_HELLO_BYTES (KOLO_NET_HELLO_PREFIX_BYTES + 8 + KOLO_SOCK_TOKEN_BYTES)
@@ -43,18 +43,42 @@ void kolo_encode_sock_hello(const kolo_sock_hello *h, uint8_t out[KOLO_SOCK_HELL
 int kolo_decode_sock_hello(const uint8_t *in, size_t len, kolo_sock_hello *h, uint32_t *version, char *why,
                            size_t why_len);
 
-/* A request's header on stream 0: its length and its sequence number
- * (mixed with a magic, a check that both ends are in step). */
-#define KOLO_SOCK_FRAME_BYTES 8
-void kolo_encode_sock_frame(uint8_t out[KOLO_SOCK_FRAME_BYTES], uint32_t len, uint32_t seq);
-/* The length of request `seq` into *len: GARBLED (why says) when the header
- * is of another request or announces more than cap bytes. */
-int kolo_decode_sock_frame(const uint8_t in[KOLO_SOCK_FRAME_BYTES], uint32_t seq, size_t cap, uint32_t *len,
-                           char *why, size_t why_len);
+/* Frames (stream 0, both ways; the provider's other streams carry only the
+ * further parts of large slices).  A 16-byte header: a magic with the kind
+ * and its flags, a value, a length and a check word; then, by flag, a call
+ * signature (DATA) or a mismatch report (STOP); then a DATA frame's first
+ * part.  sender -> receiver: DATA, STOP; receiver -> sender: CREDIT, STOP. */
+enum { KOLO_SOCK_DATA = 1, KOLO_SOCK_CREDIT = 2, KOLO_SOCK_STOP = 3 };
+#define KOLO_SOCK_FLAG_SIG 1u    /* DATA: a call signature follows the header */
+#define KOLO_SOCK_FLAG_REPORT 1u /* STOP: a mismatch report follows the header */
+#define KOLO_SOCK_HDR_BYTES 16
+typedef struct {
+  uint8_t kind, flags;
+  uint32_t value; /* DATA: the step; CREDIT: the receiver's head; STOP: the word */
+  uint32_t len;   /* DATA: the slice's bytes (every part); else 0 */
+} kolo_sock_frame;
+void kolo_encode_sock_frame(uint8_t out[KOLO_SOCK_HDR_BYTES], const kolo_sock_frame *f);
+/* A header arriving at a sender end (to_sender: CREDIT or STOP) or at a
+ * receiver end (DATA or STOP).  DATA must be step `expect` (slices come in
+ * order) and at most `cap` bytes.  GARBLED with why (a phrase that follows
+ * the peer's name) otherwise. */
+int kolo_decode_sock_frame(const uint8_t in[KOLO_SOCK_HDR_BYTES], int to_sender, uint32_t expect, size_t cap,
+                           kolo_sock_frame *f, char *why, size_t why_len);
+/* Bytes that follow a decoded header before a DATA frame's payload. */
+size_t kolo_sock_frame_extra(const kolo_sock_frame *f);
 
-#define KOLO_SOCK_CTRL_BYTES 8
-void kolo_encode_sock_ctrl(uint8_t out[KOLO_SOCK_CTRL_BYTES], uint32_t kind, uint32_t value);
-void kolo_decode_sock_ctrl(const uint8_t in[KOLO_SOCK_CTRL_BYTES], uint32_t *kind, uint32_t *value);
+/* ---- records both providers carry (explicit bytes, never the structs) ---------- */
+
+#define KOLO_NET_SIG_BYTES 24
+void kolo_encode_call_sig(const kolo_call_sig *s, uint8_t out[KOLO_NET_SIG_BYTES]);
+/* Checks that it is marked set and that its padding is zero. */
+int kolo_decode_call_sig(const uint8_t in[KOLO_NET_SIG_BYTES], kolo_call_sig *s, char *why, size_t why_len);
+
+#define KOLO_NET_REPORT_BYTES (8 + 2 * KOLO_NET_SIG_BYTES)
+void kolo_encode_mismatch(const kolo_call_mismatch *m, uint8_t out[KOLO_NET_REPORT_BYTES]);
+/* Checks both signatures and that the ranks are >= 0. */
+int kolo_decode_mismatch(const uint8_t in[KOLO_NET_REPORT_BYTES], kolo_call_mismatch *m, char *why,
+                         size_t why_len);
 
 /* ---- ib provider ---------------------------------------------------------------- */
 

@@ -61,12 +61,20 @@ typedef struct kolo_transport {
   void (*recv_attached)(kolo_connector *c);
   /* either end: release this end's share */
   void (*close)(kolo_connector *c);
-  /* Optional (NULL: nothing to do): moves, from the calling thread, what a
-   * progress thread would move for this end (net: the proxy's turn over
-   * its pipes, when the proxy is not busy with it).  A blocked executor
-   * calls it while it spins, so a small message costs no thread hand-off
-   * on the critical path (as MPI progresses in the caller). */
+  /* Optional (NULL: the counters say it all, as in shared memory).  The
+   * executor moved this end's counter: a send end filled a slice (called
+   * right after each one), a receive end drained slots (called once at the
+   * end of the executor's pass over them).  Net: a small slice goes out
+   * from the calling thread, drained slots go back as one credit. */
+  void (*kick)(kolo_connector *c);
+  /* Optional (NULL: nothing to do): moves, from the calling thread, what
+   * has arrived for this end (net: this pipe's turn).  A blocked executor
+   * calls it on every poll while it spins, so a small message costs no
+   * thread hand-off on the critical path (as MPI progresses in the caller). */
   void (*progress)(kolo_connector *c);
+  /* Optional (NULL: kolo_conn_sleep, a futex on the counter): a blocked
+   * executor's sleep of at most timeout_us (net: on the pipe's own fds). */
+  void (*wait)(kolo_connector *c, int timeout_us);
 } kolo_transport;
 
 extern const kolo_transport kolo_transport_local;

@@ -95,7 +95,8 @@ static void try_gdr(kolo_connector *c, kolo_net_pipe *p) {
       kolo_net_devmem_free(e->slot_mem);
       e->slot_mem = NULL;
       e->gdr_raw = raw;
-      p->slots = slots; /* the proxy passes its addresses to the NIC, never reads it */
+      p->slots = slots; /* the provider passes its addresses to the NIC, never reads it */
+      p->devmem = 1;
       c->slots = slots;
       p->flush_dev1 = !p->is_send && flush ? e->dev + 1 : 0;
       KOLO_INFO("rank %d: network pipe %s %s: GPUDirect RDMA (dma-buf) on CUDA device %d%s", p->self,
@@ -180,7 +181,7 @@ kolo_net_pipe *kolo_net_pipe_of(const kolo_connector *c) {
 static koloResult_t net_recv_create(const kolo_conn_setup *s, kolo_connector *c, char *desc) {
   koloResult_t res = pipe_new(s, c, 0);
   if (res != koloSuccess) return res;
-  c->sig_late = 1; /* the proxy brings call signatures over its control channel */
+  c->sig_late = 1; /* the engine writes each call's signature with its slice */
   kolo_net_pipe *p = c->mem;
   int ndev = 0;
   res = p->net->devices(&ndev, s->eb);
@@ -259,10 +260,9 @@ static void net_close(kolo_connector *c) {
   c->slots = NULL;
 }
 
-static void net_progress(kolo_connector *c) {
-  (void)c; /* the proxy's turn covers every pipe: the send pipe just filled too */
-  kolo_proxy_progress();
-}
+static void net_kick(kolo_connector *c) { kolo_net_pipe_kick(c->mem); }
+static void net_progress(kolo_connector *c) { kolo_net_pipe_pull(c->mem); }
+static void net_wait(kolo_connector *c, int timeout_us) { kolo_net_pipe_wait(c->mem, timeout_us); }
 
 const kolo_transport kolo_transport_net = {
     .name = "net",
@@ -272,5 +272,7 @@ const kolo_transport kolo_transport_net = {
     .recv_accept = net_recv_accept,
     .recv_attached = net_recv_attached,
     .close = net_close,
+    .kick = net_kick,
     .progress = net_progress,
+    .wait = net_wait,
 };
