@@ -117,9 +117,12 @@ typedef struct kolo_net_provider {
   koloResult_t (*accept)(void *lcomm, int64_t deadline, int timeout_ms, const char *who,
                          void **comm, kolo_errbuf *eb);
   void (*close_listen)(void *lcomm);
-  /* Binds the connection to this end's slots and sink (once, before any
-   * other data call; after reg_dmabuf when the slots are GPU memory).  The
-   * slots must stay mapped until close. */
+  /* Binds the connection to this end's slots and sink, before any other
+   * data call (after reg_dmabuf when the slots are GPU memory).  Again
+   * only while nothing is in flight either way (every slice sent was
+   * credited and delivered, nothing queued): `kolo-perf net` binds each
+   * size's buffers so; step numbers go on.  The slots must stay mapped
+   * until the next bind or close. */
   koloResult_t (*bind)(void *comm, const kolo_net_ring *ring, const kolo_net_sink *sink, kolo_errbuf *eb);
   /* Sender: slice `step` (the next one: steps go in order) of `len` bytes
    * (<= slot_bytes) from its slot, with the call's signature when sig is
