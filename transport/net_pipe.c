@@ -80,10 +80,12 @@ static koloResult_t ship_slices(kolo_net_pipe *p) {
   return res;
 }
 
-/* Receiver: the head, when it moved. */
-static koloResult_t give_credit(kolo_net_pipe *p) {
+/* Receiver: the head, when it moved and is due (see KOLO_NET_PIPE_PAY):
+ * credits go back in batches, a system call or a write for several slots. */
+static koloResult_t give_credit(kolo_net_pipe *p, unsigned dir) {
   uint32_t head = atomic_load_explicit(&p->ctrl->head, memory_order_acquire);
-  if (head == atomic_load_explicit(&p->credit_sent, memory_order_relaxed)) return koloSuccess;
+  uint32_t owed = head - atomic_load_explicit(&p->credit_sent, memory_order_relaxed);
+  if (owed == 0 || (!(dir & KOLO_NET_PIPE_PAY) && !p->polled && 2 * owed < p->nslots)) return koloSuccess;
   int queued = 0;
   koloResult_t res = p->net->send_credit(p->comm, head, &queued, &p->err);
   if (queued) atomic_store_explicit(&p->credit_sent, head, memory_order_relaxed);
@@ -128,9 +130,9 @@ int kolo_net_pipe_turn(kolo_net_pipe *p, unsigned dir) {
   if (p->failed) return 0;
   uint32_t before = p->arrivals, posted = p->posted, credited = atomic_load(&p->credit_sent);
   int stop_sent = p->stop_sent;
-  koloResult_t res = p->is_send ? ship_slices(p) : give_credit(p);
+  koloResult_t res = p->is_send ? ship_slices(p) : give_credit(p, dir);
   if (res == koloSuccess) res = give_stop(p);
-  if (res == koloSuccess) res = p->net->progress(p->comm, dir | KOLO_NET_OUT, &p->err);
+  if (res == koloSuccess) res = p->net->progress(p->comm, (dir & KOLO_NET_IN) | KOLO_NET_OUT, &p->err);
   if (!p->is_send) publish_landed(p);
   if (res != koloSuccess) {
     pipe_failed(p);

@@ -76,10 +76,15 @@ typedef struct kolo_net_pipe {
  * (net.h's bind); once, after connecting (and GPUDirect registration). */
 koloResult_t kolo_net_pipe_bind(kolo_net_pipe *p, kolo_errbuf *eb);
 
+/* A turn that credits the drained slots whatever their number (a receive
+ * end credits on its own only when half its slots are drained, or when it
+ * is polled). */
+#define KOLO_NET_PIPE_PAY (1u << 8)
+
 /* One turn, with mu held: hands the provider what the counters say (slices
- * up to the tail, the head as a credit, the stop word), then moves bytes in
- * the directions `dir` names (KOLO_NET_OUT, | KOLO_NET_IN to read what
- * arrived).  1 when something moved. */
+ * up to the tail, the head as a credit when it is due, the stop word), then
+ * moves bytes in the directions `dir` names (KOLO_NET_OUT, | KOLO_NET_IN to
+ * read what arrived; | KOLO_NET_PIPE_PAY).  1 when something moved. */
 int kolo_net_pipe_turn(kolo_net_pipe *p, unsigned dir);
 
 /* With mu held: 1 when the pipe cannot be left to its executor's turns: it

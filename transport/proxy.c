@@ -176,7 +176,7 @@ static void pay_lazy(void) {
   pthread_mutex_lock(&lazy_mu);
   for (kolo_net_pipe *p = lazy_head; p; p = p->lazy_next) {
     p->lazy = 0;
-    drive(p, KOLO_NET_OUT);
+    drive(p, KOLO_NET_OUT | KOLO_NET_PIPE_PAY);
   }
   lazy_head = NULL;
   atomic_store_explicit(&nlazy, 0, memory_order_relaxed);
@@ -205,6 +205,9 @@ void kolo_net_pipe_kick(kolo_net_pipe *p) {
       owe_lazily(p);
       return;
     }
+    drive(p, KOLO_NET_OUT | KOLO_NET_PIPE_PAY);
+    atomic_fetch_add_explicit(&caller_turns, 1, memory_order_relaxed);
+    return;
   } else if (atomic_load_explicit(&p->bulk, memory_order_relaxed) || kolo_net_pipe_last_bytes(p) > p->caller_bytes) {
     atomic_store_explicit(&p->bulk, 1, memory_order_relaxed);
     hand_off(p);
