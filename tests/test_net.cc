@@ -307,6 +307,28 @@ TEST(NetPolled, KernelStylePipesWakeOnPost) {
   }
 }
 
+// Executor-style threads on a pipe pair with the proxy beside them: small
+// slices from the sending thread, larger ones handed to the proxy, credits
+// paid at half the slots or lazily; the bytes checked as above.  Under TSan
+// (tests/run_all.sh runs NetCallers there) this checks the pipes' locking.
+TEST(NetCallers, ExecutorStyleThreadsBesideTheProxy) {
+  for (size_t slot : {size_t(4096), size_t(65536) + 64}) {
+    kt_polled_cfg cfg{};
+    cfg.provider = "socket";
+    cfg.slot_bytes = slot;
+    cfg.nslots = 4;
+    cfg.launches = 40;
+    cfg.max_slices = 11;
+    cfg.pause_us = 200;
+    cfg.stall_ms = 10000;
+    cfg.seed = 4321 + (unsigned)slot;
+    cfg.caller = 1;
+    cfg.caller_bytes = slot / 2;  // some slices from the thread, some through the proxy
+    char err[512] = "";
+    EXPECT_EQ(kt_polled_pipe_run(&cfg, err, sizeof err), 0) << "slot " << slot << ": " << err;
+  }
+}
+
 // ---- ranks as processes over the net transport -------------------------------
 
 struct NetEnv {

@@ -48,18 +48,30 @@ static uint32_t launch_start(const run_state *st, int k) {
   return s;
 }
 
+/* While a thread waits on pipe p: a kernel only yields; an executor takes
+ * the pipe's turn itself, and now and then sleeps on its fds. */
+static void idle(const run_state *st, kolo_net_pipe *p, unsigned *polls) {
+  if (!st->cfg->caller) {
+    sched_yield();
+    return;
+  }
+  if (++*polls % 64 == 0) kolo_net_pipe_wait(p, 200);
+  else kolo_net_pipe_pull(p);
+}
+
 /* Waits until `ready` says yes, the run failed, or stall_ms passed. */
-#define WAIT_FOR(st, cond, what, step)                                                   \
+#define WAIT_FOR(st, p, cond, what, step)                                                \
   do {                                                                                   \
-    int64_t t0_ = kolo_now_ms();                                                              \
+    int64_t t0_ = kolo_now_ms();                                                         \
+    unsigned polls_ = 0;                                                                 \
     while (!(cond)) {                                                                    \
       if (atomic_load(&(st)->failed)) return NULL;                                       \
-      if (kolo_now_ms() - t0_ > (st)->cfg->stall_ms) {                                        \
-        fail(st, "stalled %u ms waiting for " what " of step %u (the proxy did not move)", \
+      if (kolo_now_ms() - t0_ > (st)->cfg->stall_ms) {                                   \
+        fail(st, "stalled %u ms waiting for " what " of step %u (nothing moved the pipe)", \
              (unsigned)(st)->cfg->stall_ms, (unsigned)(step));                           \
         return NULL;                                                                     \
       }                                                                                  \
-      sched_yield();                                                                     \
+      idle(st, p, &polls_);                                                              \
     }                                                                                    \
   } while (0)
 
@@ -68,14 +80,15 @@ static void *sender(void *arg) {
   run_state *st = arg;
   kolo_net_pipe *p = st->send;
   for (int k = 0; k < st->cfg->launches; k++) {
-    WAIT_FOR(st, atomic_load(&st->released) > k, "launch", k);
+    WAIT_FOR(st, p, atomic_load(&st->released) > k, "launch", k);
     uint32_t first = launch_start(st, k);
     for (uint32_t step = first; step < first + st->slices[k]; step++) {
-      WAIT_FOR(st, step - atomic_load_explicit(&p->ctrl->head, memory_order_acquire) < p->nslots, "credit", step);
+      WAIT_FOR(st, p, step - atomic_load_explicit(&p->ctrl->head, memory_order_acquire) < p->nslots, "credit", step);
       unsigned char *slot = (unsigned char *)p->slots + (size_t)(step % p->nslots) * p->slot_bytes;
       for (size_t i = 0; i < st->bytes[step]; i++) slot[i] = pattern(st->cfg->seed, step, i);
       p->ctrl->filled[step % KOLO_CONN_MAX_SLOTS] = st->bytes[step];
       atomic_store_explicit(&p->ctrl->tail, step + 1, memory_order_release); /* no wake, no ring */
+      if (st->cfg->caller) kolo_net_pipe_kick(p);
     }
     atomic_store(&st->sent, first + st->slices[k]);
   }
@@ -87,10 +100,10 @@ static void *receiver(void *arg) {
   run_state *st = arg;
   kolo_net_pipe *p = st->recv;
   for (int k = 0; k < st->cfg->launches; k++) {
-    WAIT_FOR(st, atomic_load(&st->released) > k, "launch", k);
+    WAIT_FOR(st, p, atomic_load(&st->released) > k, "launch", k);
     uint32_t first = launch_start(st, k);
     for (uint32_t step = first; step < first + st->slices[k]; step++) {
-      WAIT_FOR(st, (int32_t)(atomic_load_explicit(&p->ctrl->tail, memory_order_acquire) - step) > 0, "data", step);
+      WAIT_FOR(st, p, (int32_t)(atomic_load_explicit(&p->ctrl->tail, memory_order_acquire) - step) > 0, "data", step);
       unsigned char *slot = (unsigned char *)p->slots + (size_t)(step % p->nslots) * p->slot_bytes;
       for (size_t i = 0; i < p->slot_bytes; i++) {
         unsigned char want = i < st->bytes[step] ? pattern(st->cfg->seed, step, i) : POISON;
@@ -103,6 +116,7 @@ static void *receiver(void *arg) {
       }
       memset(slot, POISON, p->slot_bytes);
       atomic_store_explicit(&p->ctrl->head, step + 1, memory_order_release);
+      if (st->cfg->caller) kolo_net_pipe_kick(p);
     }
     atomic_store(&st->drained, first + st->slices[k]);
   }
@@ -130,7 +144,8 @@ static kolo_net_pipe *pipe_make(const kt_polled_cfg *cfg, const kolo_net_provide
   p->self = is_send ? 0 : 1;
   p->peer = is_send ? 1 : 0;
   p->flush_ms = 5000;
-  p->polled = 1;
+  p->polled = !cfg->caller;
+  p->caller_bytes = cfg->caller_bytes;
   snprintf(p->who, sizeof p->who, "rank %d (loopback)", p->peer);
   return p;
 }
@@ -213,8 +228,10 @@ static void drive_launches(run_state *st) {
   for (int k = 0; k < cfg->launches && !atomic_load(&st->failed); k++) {
     uint32_t end = launch_start(st, k) + st->slices[k];
     atomic_store(&st->released, k + 1);
-    kolo_proxy_post(st->send, st->slices[k]);
-    kolo_proxy_post(st->recv, st->slices[k]);
+    if (!cfg->caller) {
+      kolo_proxy_post(st->send, st->slices[k]);
+      kolo_proxy_post(st->recv, st->slices[k]);
+    }
     while (!atomic_load(&st->failed) && (atomic_load(&st->sent) != end || atomic_load(&st->drained) != end))
       usleep(50);
     usleep((useconds_t)cfg->pause_us);
