@@ -131,7 +131,7 @@ if [ "${KOLO_SKIP_SANITIZERS:-0}" != 1 ]; then
   step "build + threaded tests under TSan"
   if scripts/build.sh build-tsan -DKOLO_CUDA=OFF -DKOLO_SANITIZE=thread; then
     (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-       ctest --output-on-failure -j1 --timeout 900 -R "${KOLO_TSAN_TESTS:-Threads|P2PSelf|Bootstrap}" -E "LargeGrid|HugeGrid") || failed
+       ctest --output-on-failure -j1 --timeout 900 -R "${KOLO_TSAN_TESTS:-Threads|P2PSelf|Bootstrap|NetCallers|NetPolled|NetSocket}" -E "LargeGrid|HugeGrid") || failed
   else failed; fi
 fi
 

@@ -269,12 +269,18 @@ static void drain_eventfd(int fd) {
 /* The pipes handed over since the last look. */
 static int take_hand_offs(void) {
   pthread_mutex_lock(&hand_mu);
-  kolo_net_pipe *list = handed;
+  kolo_net_pipe *p = handed;
   handed = NULL;
-  for (kolo_net_pipe *p = list; p; p = p->handed_next) atomic_store(&p->handed, 0);
   pthread_mutex_unlock(&hand_mu);
   int moved = 0;
-  for (kolo_net_pipe *p = list; p; p = p->handed_next) moved |= drive(p, KOLO_NET_OUT | KOLO_NET_IN);
+  while (p) {
+    /* Its link is read before its flag clears: from then on a hand-off may
+     * put it on the list again, rewriting the link. */
+    kolo_net_pipe *next = p->handed_next;
+    atomic_store_explicit(&p->handed, 0, memory_order_seq_cst);
+    moved |= drive(p, KOLO_NET_OUT | KOLO_NET_IN);
+    p = next;
+  }
   return moved;
 }
 
