@@ -419,14 +419,16 @@ static int lat_send(const net_link *l, net_end *tx, const net_round *r, net_bufs
 }
 
 /* Waits for message i on rx, checks it, credits when half the ring is
- * drained. */
-static int lat_recv(const net_link *l, net_end *rx, const net_round *r, net_bufs *recv, uint64_t i,
+ * drained.  What tx could not write at once goes on meanwhile: the peer's
+ * answer waits for it. */
+static int lat_recv(const net_link *l, net_end *tx, net_end *rx, const net_round *r, net_bufs *recv, uint64_t i,
                     uint64_t *wrong) {
   pacer p;
   pacer_start(&p, l);
   while (rx->landed - rx->base <= i) {
-    if (end_turn(l, rx, KOLO_NET_OUT | KOLO_NET_IN) != 0) return -1;
-    if (rx->landed - rx->base <= i && pacer_turn(&p, l, rx->comm, 0, 0) != 0) return -1;
+    int out = l->net->pending(tx->comm);
+    if ((out && end_turn(l, tx, KOLO_NET_OUT) != 0) || end_turn(l, rx, KOLO_NET_OUT | KOLO_NET_IN) != 0) return -1;
+    if (rx->landed - rx->base <= i && pacer_turn2(&p, l, rx->comm, out ? tx->comm : NULL, 0, out) != 0) return -1;
   }
   drain(rx, r, recv, wrong);
   return credit(l, rx, recv->n, 0);
@@ -450,7 +452,7 @@ int net_lat_client(const net_link *l, const net_round *r, net_bufs *send, net_bu
    * coarse_ms), so two per round trip would weigh on a ~50 us figure. */
   double prev = now_us();
   for (uint64_t i = 0; i < r->iters; i++) {
-    if (lat_send(l, tx, r, send, i) != 0 || lat_recv(l, rx, r, recv, i, &wrong) != 0) return -1;
+    if (lat_send(l, tx, r, send, i) != 0 || lat_recv(l, tx, rx, r, recv, i, &wrong) != 0) return -1;
     double now = now_us();
     if (r->rtt_us) r->rtt_us[i] = now - prev;
     prev = now;
@@ -467,7 +469,7 @@ int net_lat_server(const net_link *l, const net_round *r, net_bufs *send, net_bu
   uint64_t wrong = 0;
   if (lat_begin(l, tx, rx, r, send, recv) != 0 || net_msg_send(l, NET_MSG_READY, 0) != 0) return -1;
   for (uint64_t i = 0; i < r->iters; i++)
-    if (lat_recv(l, rx, r, recv, i, &wrong) != 0 || lat_send(l, tx, r, send, i) != 0) return -1;
+    if (lat_recv(l, tx, rx, r, recv, i, &wrong) != 0 || lat_send(l, tx, r, send, i) != 0) return -1;
   if (settle(l, tx, rx, recv->n) != 0) return -1;
   return net_msg_send(l, NET_MSG_DONE, wrong);
 }
