@@ -65,7 +65,7 @@ typedef struct kolo_net_pipe {
   uint64_t key;          /* its epoll data: the slot and the slot's generation */
   _Atomic int handed;    /* on the proxy's hand-off list */
   _Atomic int bulk;      /* the proxy moves its output (a slice above the caller's share) */
-  int lazy;              /* on the list of credits owed lazily (proxy.c, its lock) */
+  _Atomic int lazy;      /* on the list of credits owed lazily (proxy.c; changed under its lock) */
   struct kolo_net_pipe *lazy_next;
   struct kolo_net_pipe *handed_next;
   struct pollfd watched[KOLO_NET_PIPE_MAX_FDS]; /* what the proxy's epoll has of it */

@@ -159,9 +159,14 @@ static void hand_off(kolo_net_pipe *p) {
 /* A receive end whose drained slots wait for more before they are credited
  * (kolo_net_pipe_kick). */
 static void owe_lazily(kolo_net_pipe *p) {
+  /* On the list already (it stays there until paid): no lock on the way of
+   * a small call.  seq_cst against pay_lazy's clear then look at the head:
+   * either this sees the clear and lists the pipe again, or the payment
+   * sees the head this executor stored before its kick. */
+  if (atomic_load_explicit(&p->lazy, memory_order_seq_cst)) return;
   pthread_mutex_lock(&lazy_mu);
-  if (!p->lazy) {
-    p->lazy = 1;
+  if (!atomic_load_explicit(&p->lazy, memory_order_relaxed)) {
+    atomic_store_explicit(&p->lazy, 1, memory_order_release);
     p->lazy_next = lazy_head;
     lazy_head = p;
     atomic_fetch_add_explicit(&nlazy, 1, memory_order_relaxed);
@@ -175,7 +180,7 @@ static void pay_lazy(void) {
   if (atomic_load_explicit(&nlazy, memory_order_relaxed) == 0) return;
   pthread_mutex_lock(&lazy_mu);
   for (kolo_net_pipe *p = lazy_head; p; p = p->lazy_next) {
-    p->lazy = 0;
+    atomic_store_explicit(&p->lazy, 0, memory_order_seq_cst);
     drive(p, KOLO_NET_OUT | KOLO_NET_PIPE_PAY);
   }
   lazy_head = NULL;
@@ -191,7 +196,7 @@ static void unlist_lazy(kolo_net_pipe *p) {
       atomic_fetch_sub_explicit(&nlazy, 1, memory_order_relaxed);
       break;
     }
-  p->lazy = 0;
+  atomic_store_explicit(&p->lazy, 0, memory_order_release);
   pthread_mutex_unlock(&lazy_mu);
 }
 
