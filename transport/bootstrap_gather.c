@@ -83,8 +83,12 @@ static koloResult_t bruck(kolo_bootstrap *bs, uint32_t tag, char *all, size_t le
   koloResult_t res = koloSuccess;
   for (int d = 1; d < n && res == koloSuccess; d *= 2) {
     int to = (r - d + n) % n, from = (r + d) % n, cnt = d < n - d ? d : n - d;
-    res = send_blocks(bs, to, tag, all, len, r, cnt);
-    if (res == koloSuccess) res = recv_blocks(bs, from, tag, all, len, from, cnt);
+    /* 2d == n: the partner sends to this rank as this rank to it; the
+     * lower one connects and sends first, so that they do not both connect. */
+    int second = to == from && r > to;
+    if (second) res = recv_blocks(bs, from, tag, all, len, from, cnt);
+    if (res == koloSuccess) res = send_blocks(bs, to, tag, all, len, r, cnt);
+    if (res == koloSuccess && !second) res = recv_blocks(bs, from, tag, all, len, from, cnt);
     if (res == koloSuccess && next && 2 * d < n) res = pass_next(bs, to, from, d);
   }
   return res;

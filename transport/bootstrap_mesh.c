@@ -236,7 +236,9 @@ static const char *hello_fault(const kolo_bootstrap *bs, const kolo_mesh_hello *
   if (h->job != bs->uid.job || h->nranks != bs->nranks) return "belongs to another job";
   if (h->rank == bs->rank) return "claims this rank's own rank";
   const mesh_link *l = bs->links[h->rank];
-  if (l && l->fd >= 0) return "claims a rank that is already connected";
+  /* A higher rank's hello while linked: it crossed this rank's own
+   * connection, which won (adopt answers it).  A lower one's is a stranger. */
+  if (l && l->fd >= 0 && h->rank < bs->rank) return "claims a rank that is already connected";
   if (l && l->down) return "claims a rank whose connection is down";
   return NULL;
 }
@@ -284,7 +286,7 @@ static void adopt(kolo_bootstrap *bs, kolo_pending_hello *p, const kolo_mesh_hel
     p->fd = -1;
     return;
   }
-  int mine = l->out.state == OUT_CONNECTING || l->out.state == OUT_HELLO_SENT;
+  int mine = l->out.state == OUT_CONNECTING || l->out.state == OUT_HELLO_SENT || l->fd >= 0;
   if (mine && bs->rank < h->rank) {
     KOLO_TRACE("%s: rank %d connected while this rank connects to it: this rank's connection wins", bs->name,
                h->rank);
@@ -300,6 +302,12 @@ static void serve_pending(kolo_bootstrap *bs, kolo_pending_hello *p) {
   const char *fault = why;
   int s = kolo_pending_step(p, KOLO_TAG_MESH_HELLO, KOLO_TAG_MESH_HELLO_V1, why, sizeof why);
   if (s == KOLO_HELLO_MORE) return;
+  if (s == KOLO_HELLO_GONE) {
+    KOLO_TRACE("%s: a connection from %s %s", bs->name, p->from, why);
+    close(p->fd);
+    p->fd = -1;
+    return;
+  }
   kolo_mesh_hello h;
   uint32_t version = 1; /* KOLO_HELLO_REFUSE: version 1's tag */
   int d = s == KOLO_HELLO_DONE ? kolo_decode_mesh_hello(p->body, (size_t)p->hdr.len, &h, &version, why, sizeof why)

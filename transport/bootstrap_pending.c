@@ -63,6 +63,10 @@ int kolo_pending_step(kolo_pending_hello *p, uint32_t tag, uint32_t v1_tag, char
     int err = 0;
     ssize_t n = kolo_sock_read_some(p->fd, dst, want, &err);
     if (n == 0) return KOLO_HELLO_MORE;
+    if (n < 0 && err == 0 && p->got == 0) {
+      snprintf(why, why_len, "closed the connection before sending a byte");
+      return KOLO_HELLO_GONE;
+    }
     if (n < 0 && err == 0) {
       snprintf(why, why_len, "closed the connection after %zu bytes (truncated hello)", p->got);
       return KOLO_HELLO_DROP;

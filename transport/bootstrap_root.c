@@ -416,8 +416,9 @@ static void root_take(root_state *st, int fd, const kolo_rank_hello *h, const ch
   close(fd);
 }
 
-static void root_drop_pending(root_state *st, kolo_pending_hello *p, const char *why) {
-  KOLO_WARN("%s: dropped a connection from %s: %s", st->name, p->from, why);
+static void root_drop_pending(root_state *st, kolo_pending_hello *p, const char *why, int quiet) {
+  if (quiet) KOLO_INFO("%s: dropped a connection from %s: %s", st->name, p->from, why);
+  else KOLO_WARN("%s: dropped a connection from %s: %s", st->name, p->from, why);
   close(p->fd);
   p->fd = -1;
 }
@@ -442,8 +443,8 @@ static void root_serve_pending(root_state *st, kolo_pending_hello *p) {
   char why[200];
   int s = kolo_pending_step(p, KOLO_TAG_RANK_HELLO, KOLO_TAG_RANK_HELLO_V1, why, sizeof why);
   if (s == KOLO_HELLO_MORE) return;
-  if (s == KOLO_HELLO_DROP) {
-    root_drop_pending(st, p, why);
+  if (s == KOLO_HELLO_DROP || s == KOLO_HELLO_GONE) {
+    root_drop_pending(st, p, why, s == KOLO_HELLO_GONE);
     return;
   }
   kolo_rank_hello h;

@@ -140,8 +140,10 @@ typedef struct {
 } kolo_pending_hello;
 
 /* KOLO_HELLO_REFUSE: a peer that speaks another wire version; it is told
- * why (a refusal) before the connection closes. */
-enum { KOLO_HELLO_MORE = 0, KOLO_HELLO_DONE = 1, KOLO_HELLO_DROP = -1, KOLO_HELLO_REFUSE = -2 };
+ * why (a refusal) before the connection closes.  KOLO_HELLO_GONE: it closed
+ * without sending a byte (a rank that gave up its own connection attempt
+ * for its peer's, or a port scan): dropped without a warning. */
+enum { KOLO_HELLO_MORE = 0, KOLO_HELLO_DONE = 1, KOLO_HELLO_DROP = -1, KOLO_HELLO_REFUSE = -2, KOLO_HELLO_GONE = -3 };
 
 /* Starts reading a hello on a freshly accepted fd (taken over). */
 void kolo_pending_start(kolo_pending_hello *p, int fd, const struct sockaddr_storage *from);
@@ -150,7 +152,8 @@ void kolo_pending_start(kolo_pending_hello *p, int fd, const struct sockaddr_sto
  * bytes in body, for the caller's decoder); KOLO_HELLO_DROP with a
  * sentence in why when the peer sent garbage, an oversized length, closed
  * early (truncated) or failed; KOLO_HELLO_REFUSE when the tag is version
- * 1's (`v1_tag`).  KOLO_HELLO_MORE otherwise. */
+ * 1's (`v1_tag`); KOLO_HELLO_GONE when it closed before its first byte.
+ * KOLO_HELLO_MORE otherwise. */
 int kolo_pending_step(kolo_pending_hello *p, uint32_t tag, uint32_t v1_tag, char *why, size_t why_len);
 /* A listener whose table of pending connections is full makes room for a
  * newcomer by dropping the one that has been silent longest, once silent
