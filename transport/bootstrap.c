@@ -181,10 +181,23 @@ static koloResult_t send_self(kolo_bootstrap *bs, mesh_link *l, uint32_t tag, co
   return koloSuccess;
 }
 
+/* What a connection that did not come up within the timeout got to. */
+static const char *stuck_at(const mesh_link *l, char *buf, size_t len) {
+  char text[200];
+  switch (l->out.state) {
+  case OUT_CROSSED: return "said it would connect to this rank and did not";
+  case OUT_HELLO_SENT: return "did not answer this rank's bootstrap hello (stopped, or its host overloaded)";
+  case OUT_CONNECTING:
+    snprintf(buf, len, "did not take this rank's connection (%s)", kolo_connect_errtext(ETIMEDOUT, text, sizeof text));
+    return buf;
+  default: return "could not be reached (its address did not answer)";
+  }
+}
+
 /* The link to peer is up, or why not (its error, or a timeout naming the
  * stage the connection got to). */
 static koloResult_t link_ready(kolo_bootstrap *bs, mesh_link *l, int64_t dl) {
-  char who[112];
+  char who[112], why[240];
   if (l->fd < 0 && !l->down && bs->peers[l->peer].addr.ss_family == 0)
     return kolo_error(bs->eb, koloInternalError, "%s: the address of rank %d is not known yet", bs->name, l->peer);
   while (l->fd < 0 && !l->down) {
@@ -192,9 +205,7 @@ static koloResult_t link_ready(kolo_bootstrap *bs, mesh_link *l, int64_t dl) {
     if (res == koloSuccess) res = kolo_bs_wait(bs, -1, dl);
     if (res == koloTimeout)
       return kolo_error(bs->eb, koloTimeout, "%s %s within %d ms", kolo_bs_peer_name(bs, l->peer, who, sizeof who),
-                        l->out.state == OUT_CROSSED ? "said it would connect to this rank and did not"
-                                                    : "did not accept this rank's bootstrap connection",
-                        bs->timeout_ms);
+                        stuck_at(l, why, sizeof why), bs->timeout_ms);
     if (res != koloSuccess) return res;
   }
   return l->down ? kolo_bs_link_error(bs, l->peer) : koloSuccess;

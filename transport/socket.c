@@ -128,6 +128,26 @@ int kolo_fd_allow(long need, char *why, size_t len) {
   return -1;
 }
 
+/* net.core.somaxconn, or -1. */
+static long somaxconn(void) {
+  FILE *f = fopen("/proc/sys/net/core/somaxconn", "re");
+  long v = -1;
+  if (f != NULL) {
+    if (fscanf(f, "%ld", &v) != 1) v = -1;
+    fclose(f);
+  }
+  return v;
+}
+
+const char *kolo_connect_errtext(int err, char *buf, size_t len) {
+  if (err == ETIMEDOUT)
+    snprintf(buf, len, "no answer to the connection request: the host is unreachable, or the listen backlog is "
+             "full and drops requests (net.core.somaxconn %ld)", somaxconn());
+  else
+    snprintf(buf, len, "%s", strerror(err));
+  return buf;
+}
+
 /* ---- connections --------------------------------------------------------- */
 
 static int set_nodelay(int fd) {
@@ -268,9 +288,10 @@ koloResult_t kolo_sock_connect(const struct sockaddr_storage *addr, int64_t dead
       return kolo_error(eb, koloSystemError, "cannot connect to %s: %s", who, kolo_fd_errtext(err, text, sizeof text));
     notice_still_connecting(who, start, &next_notice, timeout_ms, err);
     int64_t left = deadline == 0 ? delay_ms : deadline - kolo_now_ms();
+    char why[200];
     if (left <= 0)
-      return kolo_error(eb, koloTimeout, "%s did not answer within %d ms (last attempt: %s)", who,
-                        timeout_ms, strerror(err));
+      return kolo_error(eb, koloTimeout, "%s did not answer within %d ms (last attempt: %s)", who, timeout_ms,
+                        kolo_connect_errtext(err, why, sizeof why));
     struct timespec ts = {0, (left < delay_ms ? left : delay_ms) * 1000000L};
     nanosleep(&ts, NULL);
   }

@@ -46,6 +46,9 @@ int kolo_secret_equal(const uint8_t *a, const uint8_t *b, size_t len);
 /* errno's text; for a descriptor that could not be made it names the limit:
  * "too many open files (RLIMIT_NOFILE 1024, hard limit 4096: ...)". */
 const char *kolo_fd_errtext(int err, char *buf, size_t len);
+/* errno's text for a connect that failed; ETIMEDOUT says what it may mean
+ * (an unreachable host, or a listen backlog that overflowed). */
+const char *kolo_connect_errtext(int err, char *buf, size_t len);
 /* Raises this process's soft RLIMIT_NOFILE to `need` descriptors where it
  * allows fewer (up to the hard limit; kolo waits with poll, never select,
  * so a soft limit above 1024 is safe): 0 when it now allows them, else -1
