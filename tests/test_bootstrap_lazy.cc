@@ -5,13 +5,16 @@
 // elsewhere, the allgather on 1..13 ranks with every entry checked and the
 // links each rank holds bounded by 2 ceil(log2 n), a rank that dies in the
 // middle of an allgather named by the others, and strangers at a rank's
-// listener refused and logged.  Every test ends with a leak check.
+// listener refused and logged, and a process out of descriptors named with
+// its RLIMIT_NOFILE.  Every test ends with a leak check.
 #include <gtest/gtest.h>
 
 #include <dirent.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -278,6 +281,88 @@ TEST_P(BootstrapDeath, RankDyingMidAllgatherIsNamed) {
 
 INSTANTIATE_TEST_SUITE_P(AfterFirstSend, BootstrapDeath, ::testing::Bool());
 
+// A rank that joins at the root by hand and is gone right after the root
+// answered (its listener closed: as a process killed there).
+struct GoneAfterRendezvous {
+  bool join(const kolo_uid &uid, int rank, int nranks) {
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_storage at;
+    memset(&at, 0, sizeof at);
+    auto *a = reinterpret_cast<sockaddr_in *>(&at);
+    a->sin_family = AF_INET;
+    a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(sockaddr_in);
+    bool ok = lfd >= 0 && bind(lfd, reinterpret_cast<sockaddr *>(&at), len) == 0 && listen(lfd, 8) == 0 &&
+              getsockname(lfd, reinterpret_cast<sockaddr *>(&at), &len) == 0;
+    kolo_rank_hello h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.secret, uid.secret, sizeof h.secret);
+    h.rank = rank;
+    h.nranks = nranks;
+    h.role = KOLO_HELLO_RANK;
+    h.info.addr = at;
+    h.info.rank = rank;
+    uint8_t m[KOLO_WIRE_HDR_BYTES + KOLO_RANK_HELLO_BYTES];
+    kolo_encode_header(m, KOLO_TAG_RANK_HELLO, KOLO_RANK_HELLO_BYTES);
+    kolo_encode_rank_hello(&h, m + KOLO_WIRE_HDR_BYTES);
+    int root = ok ? raw_connect_to(uid.root) : -1;
+    ok = root >= 0 && send(root, m, sizeof m, MSG_NOSIGNAL) == (ssize_t)sizeof m;
+    uint8_t answer[KOLO_WIRE_HDR_BYTES + KOLO_PEER_INFO_BYTES];
+    pollfd pf{root, POLLIN, 0};
+    ok = ok && poll(&pf, 1, 10000) == 1 && recv(root, answer, sizeof answer, MSG_WAITALL) == (ssize_t)sizeof answer;
+    if (root >= 0) close(root);
+    if (lfd >= 0) close(lfd);  // gone
+    return ok;
+  }
+  static int raw_connect_to(const sockaddr_storage &to) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, reinterpret_cast<const sockaddr *>(&to), sizeof(sockaddr_in)) != 0) {
+      close(fd);
+      return -1;
+    }
+    return fd;
+  }
+};
+
+// Rank 2 of 4 is gone right after the rendezvous: every other rank's init
+// fails naming rank 2, also those that only meet rank 2 through a rank
+// that failed on it first (a failed init answers the ranks that come to it
+// later with its goodbye, which blames rank 2), and before the timeout: a
+// rank waiting in the gather on one that will never send ends when another
+// link says a rank failed (rank 1 waits on rank 2, whose address it does
+// not know).  5 jobs over.
+TEST_F(BootstrapLazy, RankGoneAfterRendezvousIsNamedByEveryInit) {
+  const int n = 4, victim = 2, timeout_ms = 3000;
+  for (int job = 0; job < 5; job++) {
+    kolo_uid uid = start_root(timeout_ms);
+    std::vector<std::string> errors(n);
+    std::vector<koloResult_t> res(n, koloSuccess);
+    std::vector<int64_t> took(n);
+    std::vector<std::thread> ts;
+    for (int r = 0; r < n; r++) {
+      if (r == victim) continue;
+      ts.emplace_back([&, r] {
+        kolo_errbuf eb{};
+        kolo_bootstrap *bs = nullptr;
+        auto t0 = Clock::now();
+        res[r] = kolo_bootstrap_init(&uid, r, n, timeout_ms, &eb, &bs);
+        took[r] = ms_since(t0);
+        errors[r] = eb.msg;
+        if (bs) kolo_bootstrap_destroy(bs);
+      });
+    }
+    GoneAfterRendezvous gone;
+    EXPECT_TRUE(gone.join(uid, victim, n));
+    for (auto &t : ts) t.join();
+    for (int r = 0; r < n; r++) {
+      if (r == victim) continue;
+      EXPECT_NE(res[r], koloSuccess) << "job " << job << " rank " << r;
+      EXPECT_TRUE(contains(errors[r], "rank 2")) << "job " << job << " rank " << r << ": " << errors[r];
+      EXPECT_LT(took[r], timeout_ms - 500) << "job " << job << " rank " << r << ": " << errors[r];
+    }
+  }
+}
+
 // ---- strangers at a rank's listener -------------------------------------------------------
 
 // Captures what kolo logs at WARN for the scope (KOLO_DEBUG_FILE).
@@ -402,6 +487,71 @@ TEST_F(BootstrapLazy, StrangersAtARankListenerAreRefusedAndLogged) {
   EXPECT_TRUE(contains(log.text(), "rank 1 dropped a mesh connection from 127.0.0.1:")) << log.text();
   strays_done = true;
   for (auto &t : ts) t.join();
+}
+
+// ---- descriptors ---------------------------------------------------------------------------
+
+// Runs fn in a forked child (its limits are its own) and returns what it
+// wrote to the pipe: the sentence it got.
+std::string in_child(const std::function<std::string()> &fn) {
+  int p[2];
+  if (pipe(p) != 0) return "pipe failed";
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(p[0]);
+    std::string text = fn();
+    ssize_t w = write(p[1], text.data(), text.size());
+    _exit(w == (ssize_t)text.size() ? 0 : 1);
+  }
+  close(p[1]);
+  std::string out;
+  char buf[512];
+  ssize_t n;
+  while ((n = read(p[0], buf, sizeof buf)) > 0) out.append(buf, (size_t)n);
+  close(p[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return out;
+}
+
+// A rank whose process has no descriptor left to connect with says so,
+// naming the limit.
+TEST_F(BootstrapLazy, OutOfDescriptorsNamesTheLimit) {
+  std::string text = in_child([] {
+    kolo_uid uid = start_root(5000);
+    int lowest_free = dup(0);  // every descriptor below it is taken
+    close(lowest_free);
+    rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    rl.rlim_cur = (rlim_t)lowest_free;  // not one more
+    setrlimit(RLIMIT_NOFILE, &rl);
+    kolo_errbuf eb{};
+    kolo_bootstrap *bs = nullptr;
+    koloResult_t res = kolo_bootstrap_init(&uid, 0, 2, 2000, &eb, &bs);
+    return std::string(res == koloSystemError ? "" : "not koloSystemError: ") + eb.msg;
+  });
+  EXPECT_TRUE(contains(text, "too many open files (RLIMIT_NOFILE ")) << text;
+  EXPECT_FALSE(contains(text, "not koloSystemError")) << text;
+}
+
+// A root whose process cannot hold a connection per rank even at its hard
+// limit refuses the job at the first hello, saying what it needs and how
+// to get it.
+TEST_F(BootstrapLazy, RootBeyondItsHardLimitSaysSo) {
+  std::string text = in_child([] {
+    rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    rl.rlim_cur = rl.rlim_max = (rlim_t)count_fds() + 40;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    kolo_uid uid = start_root(5000);
+    kolo_errbuf eb{};
+    kolo_bootstrap *bs = nullptr;
+    kolo_bootstrap_init(&uid, 0, 500, 5000, &eb, &bs);
+    return std::string(eb.msg);
+  });
+  EXPECT_TRUE(contains(text, "cannot hold a connection per rank of its 500")) << text;
+  EXPECT_TRUE(contains(text, "RLIMIT_NOFILE allows")) << text;
+  EXPECT_TRUE(contains(text, "koloCommInitRankScalable")) << text;
 }
 
 }  // namespace

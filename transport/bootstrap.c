@@ -42,23 +42,30 @@ const char *kolo_peer_fate_text(int fate) {
   }
 }
 
-void kolo_bootstrap_goodbye(kolo_bootstrap *bs, int reason) {
-  if (bs->said_goodbye || bs->pid != getpid()) return; /* a forked child's copy is not its to close */
-  bs->said_goodbye = 1;
+void kolo_bs_goodbye_new_links(kolo_bootstrap *bs) {
   uint8_t m[KOLO_WIRE_HDR_BYTES + KOLO_GOODBYE_BYTES];
   kolo_encode_header(m, KOLO_TAG_GOODBYE, KOLO_GOODBYE_BYTES);
   kolo_wire_out w = kolo_wire_writer(m + KOLO_WIRE_HDR_BYTES, KOLO_GOODBYE_BYTES);
-  kolo_put_u32(&w, (uint32_t)reason);
-  /* Whom this rank's leaving is due to, so that a peer that fails on it
-   * names the rank that failed first, not this one. */
-  kolo_put_i32(&w, reason == KOLO_BYE_LEFT ? kolo_bootstrap_culprit(bs, NULL) : -1);
+  kolo_put_u32(&w, (uint32_t)bs->bye_reason);
+  kolo_put_i32(&w, bs->bye_blamed);
   for (int u = 0; u < bs->nused; u++) {
-    const mesh_link *l = bs->links[bs->used[u]];
-    if (l->fd < 0) continue;
+    mesh_link *l = bs->links[bs->used[u]];
+    if (l->fd < 0 || l->told) continue;
+    l->told = 1;
     /* never waits: a peer that does not read learns it from the close */
     if (send(l->fd, m, sizeof m, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof m)
       KOLO_INFO("%s could not say goodbye to rank %d: %s", bs->name, l->peer, strerror(errno));
   }
+}
+
+void kolo_bootstrap_goodbye(kolo_bootstrap *bs, int reason) {
+  if (bs->said_goodbye || bs->pid != getpid()) return; /* a forked child's copy is not its to close */
+  bs->said_goodbye = 1;
+  bs->bye_reason = reason;
+  /* Whom this rank's leaving is due to, so that a peer that fails on it
+   * names the rank that failed first, not this one. */
+  bs->bye_blamed = reason == KOLO_BYE_LEFT ? kolo_bootstrap_culprit(bs, NULL) : -1;
+  kolo_bs_goodbye_new_links(bs);
 }
 
 /* At exit: goodbyes on the bootstraps of this process that are still up.
@@ -151,6 +158,41 @@ int kolo_bootstrap_links(const kolo_bootstrap *bs) {
   return n;
 }
 
+/* The first peer lost without a word (a dead process: the first to fail). */
+static int first_lost(const kolo_bootstrap *bs) {
+  const mesh_link *best = NULL;
+  for (int u = 0; u < bs->nused; u++) {
+    const mesh_link *l = bs->links[bs->used[u]];
+    if (l->down && l->fate == KOLO_PEER_LOST && (best == NULL || l->down_seq < best->down_seq)) best = l;
+  }
+  return best ? best->peer : -1;
+}
+
+/* The first peer that left blaming another rank (not this one). */
+static int first_blamer(const kolo_bootstrap *bs) {
+  const mesh_link *best = NULL;
+  for (int u = 0; u < bs->nused; u++) {
+    const mesh_link *l = bs->links[bs->used[u]];
+    if (l->down && l->victim >= 0 && l->victim != bs->rank && (best == NULL || l->down_seq < best->down_seq))
+      best = l;
+  }
+  return best ? best->peer : -1;
+}
+
+/* Inside an allgather every rank's entry is needed: a wait there ends as
+ * soon as a peer is known to have failed (lost without a word, or gone
+ * blaming another rank), not only the one waited on, with that link's
+ * error.  So a failure spreads along the links at once instead of leaving
+ * ranks to time out on peers that will never send.  A peer that left with
+ * a plain goodbye has done its part and ends nothing. */
+static koloResult_t wait_on(kolo_bootstrap *bs, int peer, int out_peer, int64_t dl) {
+  koloResult_t res = kolo_bs_wait(bs, out_peer, dl);
+  if (res != koloSuccess || !bs->whole_job) return res;
+  int failed = first_lost(bs);
+  if (failed < 0) failed = first_blamer(bs);
+  return failed >= 0 && failed != peer ? kolo_bs_link_error(bs, failed) : koloSuccess;
+}
+
 /* ---- messages -------------------------------------------------------------------- */
 
 static koloResult_t check_call(kolo_bootstrap *bs, const char *what, int peer, const void *data,
@@ -202,7 +244,7 @@ static koloResult_t link_ready(kolo_bootstrap *bs, mesh_link *l, int64_t dl) {
     return kolo_error(bs->eb, koloInternalError, "%s: the address of rank %d is not known yet", bs->name, l->peer);
   while (l->fd < 0 && !l->down) {
     koloResult_t res = kolo_bs_reach(bs, l);
-    if (res == koloSuccess) res = kolo_bs_wait(bs, -1, dl);
+    if (res == koloSuccess) res = wait_on(bs, l->peer, -1, dl);
     if (res == koloTimeout)
       return kolo_error(bs->eb, koloTimeout, "%s %s within %d ms", kolo_bs_peer_name(bs, l->peer, who, sizeof who),
                         stuck_at(l, why, sizeof why), bs->timeout_ms);
@@ -243,7 +285,7 @@ static koloResult_t send_on(kolo_bootstrap *bs, mesh_link *l, const uint8_t *hdr
     } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       KOLO_TRACE("%s: send to rank %d waits after %zu of %zu bytes", bs->name, l->peer, sent,
                  KOLO_WIRE_HDR_BYTES + len);
-      koloResult_t res = kolo_bs_wait(bs, l->peer, dl); /* reads meanwhile: no deadlock */
+      koloResult_t res = wait_on(bs, l->peer, l->peer, dl); /* reads meanwhile: no deadlock */
       if (res == koloTimeout) return send_timed_out(bs, l, len, sent);
       if (res != koloSuccess) return res;
     } else if (n < 0 && errno != EINTR) {
@@ -283,11 +325,12 @@ static koloResult_t deliver(kolo_bootstrap *bs, int peer, queued_msg *m, void *d
   return res;
 }
 
-/* When a receiver connects to a peer that has not connected to it. */
-static int64_t reach_at(const kolo_bootstrap *bs, int64_t start) {
-  int grace = bs->timeout_ms > 0 && bs->timeout_ms / 4 < RECV_REACH_MS ? bs->timeout_ms / 4 : RECV_REACH_MS;
-  return start + grace;
+int kolo_bs_reach_grace_ms(const kolo_bootstrap *bs) {
+  return bs->timeout_ms > 0 && bs->timeout_ms / 4 < RECV_REACH_MS ? bs->timeout_ms / 4 : RECV_REACH_MS;
 }
+
+/* When a receiver connects to a peer that has not connected to it. */
+static int64_t reach_at(const kolo_bootstrap *bs, int64_t start) { return start + kolo_bs_reach_grace_ms(bs); }
 
 /* One wait of a recv from the link l: connects to the peer once the grace
  * is over (where its address is known). */
@@ -299,7 +342,7 @@ static koloResult_t recv_wait(kolo_bootstrap *bs, mesh_link *l, int64_t start, i
     if (res != koloSuccess) return res;
   }
   int64_t until = l->fd < 0 && known && kolo_now_ms() < reach && (dl == 0 || reach < dl) ? reach : dl;
-  koloResult_t res = kolo_bs_wait(bs, -1, until);
+  koloResult_t res = wait_on(bs, l->peer, -1, until);
   return res == koloTimeout && until != dl ? koloSuccess : res;
 }
 
@@ -348,27 +391,6 @@ int kolo_bootstrap_peer_blamed(kolo_bootstrap *bs, int rank) {
   if (kolo_bootstrap_peer_dead(bs, rank) == KOLO_PEER_ALIVE) return -1;
   int victim = bs->links[rank]->victim;
   return victim != bs->rank && victim != rank ? victim : -1;
-}
-
-/* The first peer lost without a word (a dead process: the first to fail). */
-static int first_lost(const kolo_bootstrap *bs) {
-  const mesh_link *best = NULL;
-  for (int u = 0; u < bs->nused; u++) {
-    const mesh_link *l = bs->links[bs->used[u]];
-    if (l->down && l->fate == KOLO_PEER_LOST && (best == NULL || l->down_seq < best->down_seq)) best = l;
-  }
-  return best ? best->peer : -1;
-}
-
-/* The first peer that left blaming another rank (not this one). */
-static int first_blamer(const kolo_bootstrap *bs) {
-  const mesh_link *best = NULL;
-  for (int u = 0; u < bs->nused; u++) {
-    const mesh_link *l = bs->links[bs->used[u]];
-    if (l->down && l->victim >= 0 && l->victim != bs->rank && (best == NULL || l->down_seq < best->down_seq))
-      best = l;
-  }
-  return best ? best->peer : -1;
 }
 
 int kolo_bootstrap_culprit(kolo_bootstrap *bs, int *via) {

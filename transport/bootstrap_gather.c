@@ -81,6 +81,7 @@ static koloResult_t pass_next(kolo_bootstrap *bs, int to, int from, int d) {
 static koloResult_t bruck(kolo_bootstrap *bs, uint32_t tag, char *all, size_t len, int next) {
   int n = bs->nranks, r = bs->rank;
   koloResult_t res = koloSuccess;
+  bs->whole_job = 1; /* any rank failing fails it: each one's entry is needed */
   for (int d = 1; d < n && res == koloSuccess; d *= 2) {
     int to = (r - d + n) % n, from = (r + d) % n, cnt = d < n - d ? d : n - d;
     /* 2d == n: the partner sends to this rank as this rank to it; the
@@ -91,6 +92,7 @@ static koloResult_t bruck(kolo_bootstrap *bs, uint32_t tag, char *all, size_t le
     if (res == koloSuccess && !second) res = recv_blocks(bs, from, tag, all, len, from, cnt);
     if (res == koloSuccess && next && 2 * d < n) res = pass_next(bs, to, from, d);
   }
+  bs->whole_job = 0;
   return res;
 }
 

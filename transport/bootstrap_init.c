@@ -176,6 +176,21 @@ static koloResult_t rendezvous(kolo_bootstrap *bs) {
   return res;
 }
 
+/* A rank whose gather failed because a peer failed keeps its listener a
+ * moment, answering the ranks that come to it later with its goodbye,
+ * which names that peer: they wait on this rank in the gather (for its
+ * entries, or to send it theirs) and, finding nothing listening, would
+ * blame this rank.  As long as a waiter's grace before it connects, and a
+ * little more. */
+#define LINGER_SLACK_MS 500
+
+static void linger_for_late_peers(kolo_bootstrap *bs) {
+  if (kolo_bootstrap_culprit(bs, NULL) < 0) return; /* no peer to name: nothing to tell */
+  kolo_bootstrap_goodbye(bs, KOLO_BYE_LEFT);
+  int64_t end = kolo_now_ms() + kolo_bs_reach_grace_ms(bs) + LINGER_SLACK_MS;
+  while (kolo_now_ms() < end && kolo_bs_wait(bs, -1, end) != koloSystemError) kolo_bs_goodbye_new_links(bs);
+}
+
 koloResult_t kolo_bootstrap_init(const kolo_uid *uid, int rank, int nranks, int timeout_ms,
                                  kolo_errbuf *eb, kolo_bootstrap **out) {
   return kolo_bootstrap_init_multi(uid, 1, rank, nranks, timeout_ms, eb, out);
@@ -198,7 +213,10 @@ koloResult_t kolo_bootstrap_init_multi(const kolo_uid *uids, int nids, int rank,
   bs->root_index = kolo_root_of(rank, nranks, nids);
   bs->meet = uids[bs->root_index];
   res = rendezvous(bs);
-  if (res == koloSuccess) res = kolo_bs_gather_peers(bs);
+  if (res == koloSuccess) {
+    res = kolo_bs_gather_peers(bs);
+    if (res != koloSuccess) linger_for_late_peers(bs);
+  }
   if (res != koloSuccess) {
     kolo_bootstrap_destroy(bs); /* says goodbye to the peers it reached, closes everything */
     return res;

@@ -58,6 +58,7 @@ typedef struct {
   size_t rx_got;
   queued_msg *head, *last; /* whole messages not yet asked for */
   link_out out;
+  int told;                /* this rank's goodbye went out on it */
 } mesh_link;
 
 struct kolo_bootstrap {
@@ -79,6 +80,8 @@ struct kolo_bootstrap {
   int cap_pfd;
   pid_t pid;             /* the process that made it (a forked child says no goodbye) */
   int said_goodbye;
+  int bye_reason, bye_blamed; /* what the goodbye said */
+  int whole_job;         /* in an allgather: a wait fails when any link is down */
   struct kolo_bootstrap *next_live; /* in the list the exit hook walks */
 };
 
@@ -131,6 +134,10 @@ koloResult_t kolo_bs_alloc(const kolo_uid *uid, int rank, int nranks, int timeou
 koloResult_t kolo_bs_listen(kolo_bootstrap *bs, struct sockaddr_storage *listen_on);
 /* Adds bs to the bootstraps the exit hook says goodbye for. */
 void kolo_bs_enlist(kolo_bootstrap *bs);
+/* After kolo_bootstrap_goodbye: the same goodbye on links made since. */
+void kolo_bs_goodbye_new_links(kolo_bootstrap *bs);
+/* How long a receiver waits for its peer to connect before it connects. */
+int kolo_bs_reach_grace_ms(const kolo_bootstrap *bs);
 
 /* ---- bootstrap_gather.c ------------------------------------------------------- */
 
