@@ -17,7 +17,10 @@
 # Environment: BUILD (build), NPROCS ("64 256 1024"), REPEATS (3), MPI_REPEATS_MAX
 # (REPEATS; fewer MPI runs at large N: MPI_REPEATS_1024 etc. override per N),
 # KOLO_TIMEOUT_S (600) and MPI_TIMEOUT_S (2400): a run past it counts as
-# failed, OUT (a directory; default a temporary one).  The soft RLIMIT_NOFILE
+# failed, MPI_RESOURCES_MAX (256: MPI's per-rank figures up to that many
+# ranks), BASE_PERF (another kolo-perf, e.g. one built before this bootstrap:
+# timed beside the others up to BASE_MAX=256 ranks), OUT (a directory;
+# default a temporary one).  The soft RLIMIT_NOFILE
 # is raised to the hard limit first (kolo-perf's parent holds two pipes per
 # rank, mpirun's daemon more).
 set -uo pipefail
@@ -27,6 +30,9 @@ NPROCS=${NPROCS:-64 256 1024}
 REPEATS=${REPEATS:-3}
 KOLO_TIMEOUT_S=${KOLO_TIMEOUT_S:-600}
 MPI_TIMEOUT_S=${MPI_TIMEOUT_S:-2400}
+MPI_RESOURCES_MAX=${MPI_RESOURCES_MAX:-256}
+BASE_PERF=${BASE_PERF:-}
+BASE_MAX=${BASE_MAX:-256}
 for b in kolo-perf kolo-mpi-ref kolo-boot-scale kolo-boot-scale-mpi; do
   [ -x "$BUILD/bin/$b" ] || { echo "boot_scale: $BUILD/bin/$b is missing (scripts/build.sh $BUILD)" >&2; exit 1; }
 done
@@ -65,20 +71,24 @@ median() {
   echo "# $(mpirun --version 2>/dev/null | head -1); RLIMIT_NOFILE $(ulimit -n)"
   echo "# kolo: $BUILD/bin/kolo-perf -P N ${FLAGS[*]}"
   echo "# mpi:  ${MPIRUN[*]} -np N $BUILD/bin/kolo-mpi-ref ${FLAGS[*]}"
+  [ -n "$BASE_PERF" ] && echo "# base: $BASE_PERF -P N ${FLAGS[*]} (up to $BASE_MAX ranks)"
   echo "# $REPEATS alternating repeats (MPI_REPEATS_<N> may cut MPI's), medians of the runs that succeeded"
 } | tee "$OUT/summary.txt"
 
 for n in $NPROCS; do
   mpi_repeats_var="MPI_REPEATS_$n"
   mpi_repeats=${!mpi_repeats_var:-$REPEATS}
-  rm -f "$OUT/kolo.n$n.ms" "$OUT/mpi.n$n.ms"
+  rm -f "$OUT/kolo.n$n.ms" "$OUT/mpi.n$n.ms" "$OUT/base.n$n.ms"
   for i in $(seq 1 "$REPEATS"); do
     timed "$OUT/kolo.n$n.ms" "$OUT/kolo.n$n.$i.txt" "$KOLO_TIMEOUT_S" "$BUILD/bin/kolo-perf" "${FLAGS[0]}" -P "$n" \
       "${FLAGS[@]:1}"
     [ "$i" -le "$mpi_repeats" ] &&
       timed "$OUT/mpi.n$n.ms" "$OUT/mpi.n$n.$i.txt" "$MPI_TIMEOUT_S" "${MPIRUN[@]}" -np "$n" "$BUILD/bin/kolo-mpi-ref" \
         "${FLAGS[@]}"
-    echo "n=$n repeat $i: kolo $(tail -1 "$OUT/kolo.n$n.ms"), mpi $(tail -1 "$OUT/mpi.n$n.ms" 2>/dev/null) (ms status)"
+    [ -n "$BASE_PERF" ] && [ "$n" -le "$BASE_MAX" ] &&
+      timed "$OUT/base.n$n.ms" "$OUT/base.n$n.$i.txt" "$KOLO_TIMEOUT_S" "$BASE_PERF" "${FLAGS[0]}" -P "$n" "${FLAGS[@]:1}"
+    echo "n=$n repeat $i: kolo $(tail -1 "$OUT/kolo.n$n.ms"), mpi $(tail -1 "$OUT/mpi.n$n.ms" 2>/dev/null)," \
+      "base $(tail -1 "$OUT/base.n$n.ms" 2>/dev/null) (ms status)"
   done
   k=$(median "$OUT/kolo.n$n.ms")
   m=$(median "$OUT/mpi.n$n.ms")
@@ -87,9 +97,16 @@ for n in $NPROCS; do
   ratio=$(awk -v k="$k" -v m="$m" 'BEGIN { if (k + 0 > 0 && m + 0 > 0) printf "%.1f", m / k; else print "-" }')
   {
     echo "N=$n  kolo median ${k} ms ($kf of $REPEATS failed)  Open MPI median ${m} ms ($mf of $mpi_repeats failed)  MPI/kolo ${ratio}x"
+    if [ -s "$OUT/base.n$n.ms" ]; then
+      echo "  base ($BASE_PERF): median $(median "$OUT/base.n$n.ms") ms ($(awk '$2 != 0' "$OUT/base.n$n.ms" | wc -l) of $REPEATS failed)"
+    fi
     echo "  per rank after init (median/max):"
     echo "    $(timeout -k 10 "$KOLO_TIMEOUT_S" "$BUILD/bin/kolo-boot-scale" "$n" 2>"$OUT/kolo-boot-scale.n$n.err")"
-    echo "    $(timeout -k 10 "$MPI_TIMEOUT_S" "${MPIRUN[@]}" -np "$n" "$BUILD/bin/kolo-boot-scale-mpi" 2>"$OUT/mpi-boot-scale.n$n.err" | grep '^mpi ')"
+    if [ "$n" -le "$MPI_RESOURCES_MAX" ]; then
+      echo "    $(timeout -k 10 "$MPI_TIMEOUT_S" "${MPIRUN[@]}" -np "$n" "$BUILD/bin/kolo-boot-scale-mpi" 2>"$OUT/mpi-boot-scale.n$n.err" | grep '^mpi ')"
+    else
+      echo "    mpi: not measured above MPI_RESOURCES_MAX=$MPI_RESOURCES_MAX ranks (one more MPI job of this size)"
+    fi
     echo "  kolo checked run: $(BOUND_S=$KOLO_TIMEOUT_S tests/bootstrap_scale.sh "$BUILD/bin/kolo-perf" "$n" | head -1)"
   } | tee -a "$OUT/summary.txt"
 done
