@@ -82,12 +82,15 @@ for n in $NPROCS; do
   for i in $(seq 1 "$REPEATS"); do
     timed "$OUT/kolo.n$n.ms" "$OUT/kolo.n$n.$i.txt" "$KOLO_TIMEOUT_S" "$BUILD/bin/kolo-perf" "${FLAGS[0]}" -P "$n" \
       "${FLAGS[@]:1}"
-    [ "$i" -le "$mpi_repeats" ] &&
+    mpi_now="-"
+    if [ "$i" -le "$mpi_repeats" ]; then
       timed "$OUT/mpi.n$n.ms" "$OUT/mpi.n$n.$i.txt" "$MPI_TIMEOUT_S" "${MPIRUN[@]}" -np "$n" "$BUILD/bin/kolo-mpi-ref" \
         "${FLAGS[@]}"
+      mpi_now=$(tail -1 "$OUT/mpi.n$n.ms")
+    fi
     [ -n "$BASE_PERF" ] && [ "$n" -le "$BASE_MAX" ] &&
       timed "$OUT/base.n$n.ms" "$OUT/base.n$n.$i.txt" "$KOLO_TIMEOUT_S" "$BASE_PERF" "${FLAGS[0]}" -P "$n" "${FLAGS[@]:1}"
-    echo "n=$n repeat $i: kolo $(tail -1 "$OUT/kolo.n$n.ms"), mpi $(tail -1 "$OUT/mpi.n$n.ms" 2>/dev/null)," \
+    echo "n=$n repeat $i: kolo $(tail -1 "$OUT/kolo.n$n.ms"), mpi $mpi_now," \
       "base $(tail -1 "$OUT/base.n$n.ms" 2>/dev/null) (ms status)"
   done
   k=$(median "$OUT/kolo.n$n.ms")
