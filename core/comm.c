@@ -592,12 +592,17 @@ koloResult_t kolo_comm_connect(struct koloComm *c) {
   koloResult_t res = init_steps(c);
   if (res != koloSuccess) name_first_failure(c, res);
   /* The root this rank started has served (it exits once every rank has
-   * the table) or cannot any more: a failed init leaves no thread or
+   * its answer) or cannot any more: a failed init leaves no thread or
    * socket of it behind. */
   kolo_bootstrap_root_stop(c->root);
   c->root = NULL;
-  if (res != koloSuccess) atomic_store(&c->failed, (int)res);
-  else atomic_store(&c->ready, 1);
+  if (res != koloSuccess) {
+    atomic_store(&c->failed, (int)res);
+    return res;
+  }
+  KOLO_INFO("rank %d of %d: communicator ready; %d bootstrap connection(s) to other ranks", c->rank, c->nranks,
+            kolo_bootstrap_links(c->bs));
+  atomic_store(&c->ready, 1);
   return res;
 }
 

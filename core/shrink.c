@@ -3,8 +3,8 @@
  * be dead.
  *
  * koloCommSplit cannot do it: its allgather over the parent's out-of-band
- * mesh needs every rank.  The mesh is a TCP connection per pair of ranks,
- * so the links among the survivors still work when other ranks died: the
+ * links needs every rank.  Those links are made between two ranks when
+ * first needed, so survivors reach each other whatever other ranks died: the
  * lowest surviving rank starts a new rendezvous root and sends its id, with
  * a digest of the exclusion list, to each other survivor over those links
  * only; every survivor checks the digest against its own list (the same list

@@ -1,19 +1,24 @@
-/* bootstrap.h - TCP rendezvous and the out-of-band mesh between ranks.
+/* bootstrap.h - TCP rendezvous and the out-of-band links between ranks.
  *
  * A job starts with a root (kolo_bootstrap_root_start): a detached thread
  * listening on a TCP socket.  Its address and a random 16-byte secret form
- * the unique id.  Every rank connects to the root, presents the secret and
- * its own listening address; when all `nranks` have arrived the root sends
- * each rank the table of all ranks and exits.  Ranks then connect to each
- * other (rank i connects to every j < i), so each pair shares one TCP
- * connection: the out-of-band channel for connector setup, allgathers,
- * barriers and liveness (a process that dies closes its sockets, so its peers
- * see EOF and can name it).
+ * the unique id.  Every rank opens a listener of its own, connects to the
+ * root and presents the secret and its peer info (listening address, host,
+ * process); when all `nranks` have arrived the root tells each rank only its
+ * ring predecessor's peer info and exits.  The ranks then gather the whole
+ * peer table among themselves in log2(n) rounds (Bruck's allgather), each
+ * round telling a rank the address of its next partner.  Connections
+ * between ranks are made when first needed (a send, or a recv whose peer has
+ * not connected after a moment), so a rank holds about 2 log2(n) of them
+ * after init, plus those to the peers it sets pipes up with: the
+ * out-of-band channel for connector setup, allgathers, barriers and
+ * liveness (a process that dies closes its sockets, so the peers connected
+ * to it see EOF and can name it).  docs/dev/bootstrap.md: the protocol.
  *
  * Every connection starts with a hello carrying the secret; a connection
  * that does not present it, sends garbage, or a truncated or oversized
- * message is dropped and logged (the root and the mesh keep waiting for the
- * real peers).  All waits are bounded by timeout_ms (0: unbounded) and
+ * message is dropped and logged (the root and the listeners keep serving
+ * the real peers).  All waits are bounded by timeout_ms (0: unbounded) and
  * errors name the rank(s) concerned.
  *
  * Thread safety: one kolo_bootstrap is used by one thread at a time.  The
@@ -86,8 +91,8 @@ koloResult_t kolo_bootstrap_root_start_owned(const struct sockaddr_storage *bind
                                              int timeout_ms, kolo_uid *uid, kolo_errbuf *eb, kolo_root **owner);
 void kolo_bootstrap_root_stop(kolo_root *root);
 
-/* Joins the job as `rank` of `nranks`: rendezvous at the root, then the full
- * mesh.  On failure nothing is left open and eb says why (e.g. "rank 3 of 4
+/* Joins the job as `rank` of `nranks`: rendezvous at the root, then the
+ * peer table among the ranks.  On failure nothing is left open and eb says why (e.g. "rank 3 of 4
  * did not join within 2000 ms", "root 10.0.0.1:4000 did not answer within
  * 2000 ms", "root refused: nranks 4 differs from rank 0's 8"). */
 koloResult_t kolo_bootstrap_init(const kolo_uid *uid, int rank, int nranks,
@@ -109,23 +114,28 @@ kolo_errbuf *kolo_bootstrap_errbuf(kolo_bootstrap *bs);
 /* Points error reports to another buffer (e.g. the communicator's). */
 void kolo_bootstrap_set_errbuf(kolo_bootstrap *bs, kolo_errbuf *eb);
 
-/* Tagged messages to one peer over the mesh (peer == own rank is allowed:
- * the message is queued locally).  send does not wait for a matching recv
- * (small messages are buffered by the kernel; large ones wait for the peer
- * to read, bounded by timeout_ms).  recv returns the first message from
+/* The connections to other ranks this rank holds now. */
+int kolo_bootstrap_links(const kolo_bootstrap *bs);
+
+/* Tagged messages to one peer (peer == own rank is allowed: the message is
+ * queued locally), over the link to it, connected first if there is none.
+ * send does not wait for a matching recv (small messages are buffered by
+ * the kernel; large ones wait for the peer to read, bounded by timeout_ms).  recv returns the first message from
  * `peer` with `tag`, queueing others it meets; its length must be `len`
  * exactly, else koloRemoteError naming the peer. */
 koloResult_t kolo_bootstrap_send(kolo_bootstrap *bs, int peer, uint32_t tag,
                                  const void *data, size_t len);
 koloResult_t kolo_bootstrap_recv(kolo_bootstrap *bs, int peer, uint32_t tag,
                                  void *data, size_t len);
-/* all holds nranks * len bytes; this rank's part must be filled in. */
+/* all holds nranks * len bytes; this rank's part must be filled in.
+ * log2(nranks) rounds; a rank exchanges with ranks r +- 2^k only. */
 koloResult_t kolo_bootstrap_allgather(kolo_bootstrap *bs, uint32_t tag, void *all,
                                       size_t len);
 koloResult_t kolo_bootstrap_barrier(kolo_bootstrap *bs, uint32_t tag);
 
-/* Non-blocking liveness check: the lowest rank whose mesh connection was
- * closed or failed, or -1 when all peers are still connected.  Cheap enough
+/* Non-blocking liveness check: the lowest rank whose connection was closed
+ * or failed, or -1 when every peer this rank is connected to still is (a
+ * peer it never talked to counts as alive).  Cheap enough
  * to call every few milliseconds from a waiting executor. */
 int kolo_bootstrap_dead_peer(kolo_bootstrap *bs);
 /* Same check, answering for one peer: KOLO_PEER_ALIVE (0) while its

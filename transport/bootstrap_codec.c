@@ -94,8 +94,8 @@ static int check_version(kolo_wire_in *r, uint32_t *version, char *why, size_t w
     snprintf(why, why_len, "sent a hello too short to hold a wire version (%zu bytes)", r->len);
     return KOLO_WIRE_GARBLED;
   }
-  if (*version == KOLO_WIRE_VERSION) return KOLO_WIRE_OK;
-  snprintf(why, why_len, "speaks kolo wire version %u, this process speaks %u", *version, KOLO_WIRE_VERSION);
+  if (*version == KOLO_BOOTSTRAP_WIRE_VERSION) return KOLO_WIRE_OK;
+  snprintf(why, why_len, "speaks kolo wire version %u, this process speaks %u", *version, KOLO_BOOTSTRAP_WIRE_VERSION);
   return KOLO_WIRE_OTHER_VERSION;
 }
 
@@ -111,7 +111,7 @@ static int check_end(const kolo_wire_in *r, const char *what, size_t want, char 
 
 void kolo_encode_rank_hello(const kolo_rank_hello *h, uint8_t out[KOLO_RANK_HELLO_BYTES]) {
   kolo_wire_out w = kolo_wire_writer(out, KOLO_RANK_HELLO_BYTES);
-  kolo_put_u32(&w, KOLO_WIRE_VERSION);
+  kolo_put_u32(&w, KOLO_BOOTSTRAP_WIRE_VERSION);
   kolo_put_bytes(&w, h->secret, sizeof h->secret);
   kolo_put_i32(&w, h->rank);
   kolo_put_i32(&w, h->nranks);
@@ -162,7 +162,7 @@ int kolo_decode_rank_hello(const void *body, size_t len, kolo_rank_hello *h, uin
 
 void kolo_encode_mesh_hello(const kolo_mesh_hello *h, uint8_t out[KOLO_MESH_HELLO_BYTES]) {
   kolo_wire_out w = kolo_wire_writer(out, KOLO_MESH_HELLO_BYTES);
-  kolo_put_u32(&w, KOLO_WIRE_VERSION);
+  kolo_put_u32(&w, KOLO_BOOTSTRAP_WIRE_VERSION);
   kolo_put_bytes(&w, h->secret, sizeof h->secret);
   kolo_put_u64(&w, h->job);
   kolo_put_i32(&w, h->rank);
@@ -214,6 +214,39 @@ int kolo_decode_peer_table(const void *body, size_t len, int lo, int hi, kolo_pe
   return KOLO_WIRE_OK;
 }
 
+void kolo_encode_peer_info(const kolo_peer_info *p, uint8_t out[KOLO_PEER_INFO_BYTES]) {
+  kolo_wire_out w = kolo_wire_writer(out, KOLO_PEER_INFO_BYTES);
+  put_peer_info(&w, p);
+}
+
+int kolo_decode_peer_info(const void *body, size_t len, int rank, kolo_peer_info *p, char *why, size_t why_len) {
+  if (len != KOLO_PEER_INFO_BYTES) {
+    snprintf(why, why_len, "sent a peer entry of %zu bytes, expected %d", len, KOLO_PEER_INFO_BYTES);
+    return KOLO_WIRE_GARBLED;
+  }
+  kolo_wire_in r = kolo_wire_reader(body, len);
+  kolo_peer_info q;
+  if (get_peer_info(&r, &q, 0) != 0 || q.rank != rank) {
+    snprintf(why, why_len, "sent the entry of rank %d as rank %d%s", rank, q.rank,
+             q.rank == rank ? " with an address that is neither IPv4 nor IPv6" : "");
+    return KOLO_WIRE_GARBLED;
+  }
+  *p = q;
+  return KOLO_WIRE_OK;
+}
+
+void kolo_encode_verdict(uint32_t verdict, uint8_t out[KOLO_VERDICT_BYTES]) {
+  kolo_wire_out w = kolo_wire_writer(out, KOLO_VERDICT_BYTES);
+  kolo_put_u32(&w, verdict);
+}
+
+int kolo_decode_verdict(const void *body, size_t len, uint32_t *verdict) {
+  if (len != KOLO_VERDICT_BYTES) return KOLO_WIRE_GARBLED;
+  kolo_wire_in r = kolo_wire_reader(body, len);
+  *verdict = kolo_get_u32(&r);
+  return *verdict == KOLO_MESH_ACCEPTED || *verdict == KOLO_MESH_CROSSED ? KOLO_WIRE_OK : KOLO_WIRE_GARBLED;
+}
+
 size_t kolo_encode_refusal(koloResult_t res, const char *text, uint8_t out[KOLO_REFUSAL_MAX_BYTES]) {
   kolo_wire_out w = kolo_wire_writer(out, KOLO_REFUSAL_MAX_BYTES);
   kolo_put_i32(&w, (int32_t)res);
@@ -233,21 +266,21 @@ int kolo_decode_refusal(const void *body, size_t len, koloResult_t *res, char *t
   return KOLO_WIRE_OK;
 }
 
-koloResult_t kolo_root_decode_reply(const uint8_t *msg, size_t len, int nranks, kolo_peer_info *table,
+koloResult_t kolo_root_decode_reply(const uint8_t *msg, size_t len, int rank, kolo_peer_info *info,
                                     const char *who, kolo_errbuf *eb) {
   if (len < KOLO_WIRE_HDR_BYTES)
     return kolo_error(eb, koloRemoteError, "%s sent %zu bytes, less than a message header", who, len);
   kolo_wire_header h = kolo_decode_header(msg);
   const uint8_t *body = msg + KOLO_WIRE_HDR_BYTES;
   size_t blen = len - KOLO_WIRE_HDR_BYTES;
-  if (h.magic != KOLO_WIRE_MAGIC || (h.tag != KOLO_TAG_REFUSED && h.tag != KOLO_TAG_TABLE))
+  if (h.magic != KOLO_WIRE_MAGIC || (h.tag != KOLO_TAG_REFUSED && h.tag != KOLO_TAG_NEIGHBOR))
     return kolo_error(eb, koloRemoteError, "%s sent garbage (magic 0x%08x, tag 0x%08x)", who, h.magic, h.tag);
   if (h.len != blen)
     return kolo_error(eb, koloRemoteError, "%s announced %llu bytes and sent %zu", who, (unsigned long long)h.len,
                       blen);
   char text[KOLO_ERR_LEN];
-  if (h.tag == KOLO_TAG_TABLE) {
-    if (kolo_decode_peer_table(body, blen, 0, nranks, table, text, sizeof text) == KOLO_WIRE_OK) return koloSuccess;
+  if (h.tag == KOLO_TAG_NEIGHBOR) {
+    if (kolo_decode_peer_info(body, blen, rank, info, text, sizeof text) == KOLO_WIRE_OK) return koloSuccess;
     return kolo_error(eb, koloRemoteError, "%s %s", who, text);
   }
   koloResult_t res;

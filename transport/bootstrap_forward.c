@@ -4,10 +4,11 @@
  *
  * Each root receives only its own block of ranks.  Once its block is
  * complete, root k > 0 connects to root 0 like a rank, presents root 0's
- * secret and its block, and waits for root 0's answer: the table of every
- * rank (or why the job failed), which it passes on to its ranks.  Root 0
- * answers when its own block and every other root's block are in.  So a
- * root handles about nranks / nids + nids connections instead of nranks. */
+ * secret and its block, and waits for root 0's answer: the peer info of the
+ * rank before its block (the ring predecessor of its first rank), or why the
+ * job failed, which it passes on to its ranks.  Root 0 answers when its own
+ * block and every other root's block are in.  So a root handles about
+ * nranks / nids + nids connections instead of nranks. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,28 +34,24 @@ void kolo_root_block(int k, int nranks, int nids, int *lo, int *hi) {
 
 /* The body length a reply may announce: checked before anything is
  * allocated.  0 when the header is garbage. */
-static size_t reply_len_ok(kolo_wire_header h, int nranks) {
+static size_t reply_len_ok(kolo_wire_header h) {
   if (h.magic != KOLO_WIRE_MAGIC) return 0;
-  if (h.tag == KOLO_TAG_TABLE) return h.len == (uint64_t)nranks * KOLO_PEER_INFO_BYTES;
+  if (h.tag == KOLO_TAG_NEIGHBOR) return h.len == KOLO_PEER_INFO_BYTES;
   if (h.tag == KOLO_TAG_REFUSED) return h.len >= 4 && h.len <= KOLO_REFUSAL_MAX_BYTES;
   return 0;
 }
 
-koloResult_t kolo_root_read_reply(int fd, int nranks, kolo_peer_info *table, int64_t dl, const char *who,
+koloResult_t kolo_root_read_reply(int fd, int rank, kolo_peer_info *info, int64_t dl, const char *who,
                                   kolo_errbuf *eb) {
-  uint8_t raw[KOLO_WIRE_HDR_BYTES];
-  koloResult_t res = kolo_sock_recv_all(fd, raw, sizeof raw, dl, who, eb);
+  uint8_t m[KOLO_WIRE_HDR_BYTES + KOLO_REFUSAL_MAX_BYTES];
+  koloResult_t res = kolo_sock_recv_all(fd, m, KOLO_WIRE_HDR_BYTES, dl, who, eb);
   if (res != koloSuccess) return res;
-  kolo_wire_header h = kolo_decode_header(raw);
-  if (!reply_len_ok(h, nranks)) /* the decoder says what is wrong with it */
-    return kolo_root_decode_reply(raw, sizeof raw, nranks, table, who, eb);
-  uint8_t *m = malloc(sizeof raw + (size_t)h.len);
-  if (m == NULL) return kolo_error(eb, koloSystemError, "out of memory reading the answer of %s", who);
-  memcpy(m, raw, sizeof raw);
-  res = kolo_sock_recv_all(fd, m + sizeof raw, (size_t)h.len, dl, who, eb);
-  if (res == koloSuccess) res = kolo_root_decode_reply(m, sizeof raw + (size_t)h.len, nranks, table, who, eb);
-  free(m);
-  return res;
+  kolo_wire_header h = kolo_decode_header(m);
+  if (!reply_len_ok(h)) /* the decoder says what is wrong with it */
+    return kolo_root_decode_reply(m, KOLO_WIRE_HDR_BYTES, rank, info, who, eb);
+  res = kolo_sock_recv_all(fd, m + KOLO_WIRE_HDR_BYTES, (size_t)h.len, dl, who, eb);
+  if (res != koloSuccess) return res;
+  return kolo_root_decode_reply(m, KOLO_WIRE_HDR_BYTES + (size_t)h.len, rank, info, who, eb);
 }
 
 /* The hello and block root `index` presents to root 0. */
@@ -100,7 +97,10 @@ koloResult_t kolo_root_forward(const kolo_uid *first, int nranks, int nids, int 
   koloResult_t res = kolo_sock_connect(&first->root, dl, timeout_ms, who, eb, &fd);
   if (res != koloSuccess) return res;
   res = send_block(fd, first, nranks, nids, index, table, dl, who, eb);
-  if (res == koloSuccess || refusal_waiting(fd)) res = kolo_root_read_reply(fd, nranks, table, dl, who, eb);
+  int lo, hi;
+  kolo_root_block(index, nranks, nids, &lo, &hi);
+  int before = (lo + nranks - 1) % nranks; /* the ring predecessor of the block */
+  if (res == koloSuccess || refusal_waiting(fd)) res = kolo_root_read_reply(fd, before, &table[before], dl, who, eb);
   close(fd);
   return res;
 }

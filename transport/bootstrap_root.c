@@ -8,7 +8,9 @@
  * dropped and logged, and the root keeps serving.  A hello with the right
  * secret but an inconsistent job (nranks differs, rank out of range, a rank
  * twice) fails the job: every rank that joined is told why.  Once all
- * nranks have joined, each gets the table of all ranks and the root exits.
+ * nranks have joined, each gets the peer info of its ring predecessor
+ * (rank - 1, mod nranks: where it starts the ranks' own allgather of the
+ * table, bootstrap_gather.c) and the root exits.
  * A job of several roots (koloCommInitRankScalable, bootstrap_forward.c):
  * each root waits for its block of ranks only; root 0 also for the other
  * roots, which forward their blocks and pass root 0's answer on.
@@ -19,6 +21,7 @@
 #include <errno.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <sys/eventfd.h>
@@ -98,6 +101,8 @@ koloResult_t kolo_bootstrap_pick_addr(struct sockaddr_storage *addr, kolo_errbuf
 
 /* ---- the root's state ------------------------------------------------------- */
 
+/* Connections without a hello yet, before the silent ones are dropped for
+ * newcomers (a rank dropped before its answer connects again). */
 #define ROOT_MAX_PENDING 64
 /* After a failure the root still answers late ranks for timeout_ms, but
  * no longer than this (nor longer when the job has no timeout). */
@@ -124,8 +129,8 @@ typedef struct {
   koloResult_t failed;         /* koloSuccess while the job can still form */
   char why[KOLO_ERR_LEN];      /* the failure, told to every rank */
   int64_t linger_until;
-  int npend;
-  kolo_pending_hello pend[ROOT_MAX_PENDING];
+  kolo_pending_set pend;
+  uint64_t sent_bytes;         /* what the answers took, for the log */
   struct pollfd *pfd;          /* 1 + ROOT_MAX_PENDING + nslots + 1 */
   int stop_fd;                 /* an owned root's stop signal (eventfd, the owner's); -1: detached */
   int stopped;                 /* the owner said stop */
@@ -138,7 +143,7 @@ struct kolo_root {
 };
 
 static void root_free(root_state *st) {
-  for (int i = 0; i < st->npend; i++) close(st->pend[i].fd);
+  kolo_pending_set_free(&st->pend);
   for (int r = 0; st->fd && r < st->nslots; r++)
     if (st->fd[r] >= 0) close(st->fd[r]);
   close(st->lfd);
@@ -156,8 +161,30 @@ static int hello_slot(const root_state *st, const kolo_rank_hello *h) {
   return h->role == KOLO_HELLO_SUBROOT ? sub_slot(st, h->root_index) : h->rank;
 }
 
-/* Sizes the job from its first hello: 0 or -1. */
-static int root_alloc(root_state *st, const kolo_rank_hello *h) {
+/* Descriptors this process has open now (0 when /proc cannot tell). */
+static int open_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  if (d == NULL) return 0;
+  int n = 0;
+  while (readdir(d) != NULL) n++;
+  closedir(d);
+  return n;
+}
+
+/* The root holds a connection per rank of its block until it answers: the
+ * process must allow that many more descriptors (a soft limit of 1024
+ * stops a root of 1024 ranks).  0, or -1 and why. */
+static int root_fd_room(const root_state *st, char *why, size_t len) {
+  long need = (long)open_fds() + (st->hi - st->lo) + (st->nslots - st->nranks) + ROOT_MAX_PENDING + 16;
+  char how[200];
+  if (kolo_fd_allow(need, how, sizeof how) == 0) return 0;
+  snprintf(why, len, "%s cannot hold a connection per rank of its %d: %s, or spread the ranks over several "
+           "roots (koloCommInitRankScalable)", st->name, st->hi - st->lo, how);
+  return -1;
+}
+
+/* Sizes the job from its first hello: 0, or -1 and why. */
+static int root_alloc(root_state *st, const kolo_rank_hello *h, char *why, size_t len) {
   int nranks = h->nranks, nids = hello_nids(h);
   int index = h->role == KOLO_HELLO_SUBROOT ? 0 : h->root_index;
   int nslots = nranks + (index == 0 ? nids - 1 : 0);
@@ -168,6 +195,7 @@ static int root_alloc(root_state *st, const kolo_rank_hello *h) {
     free(pfd);
     free(table);
     free(fd);
+    snprintf(why, len, "%s is out of memory for %d ranks", st->name, nranks);
     return -1;
   }
   for (int r = 0; r < nslots; r++) fd[r] = -1;
@@ -182,7 +210,7 @@ static int root_alloc(root_state *st, const kolo_rank_hello *h) {
   st->first = h->first;
   kolo_root_block(index, nranks, nids, &st->lo, &st->hi);
   st->expected = st->hi - st->lo + (nslots - nranks);
-  return 0;
+  return root_fd_room(st, why, len);
 }
 
 /* ---- telling ranks ------------------------------------------------------------ */
@@ -210,32 +238,44 @@ static void root_fail(root_state *st, koloResult_t res, const char *why) {
   st->arrived = 0;
 }
 
-/* To every rank of this root's block and every root that forwarded one. */
-static void root_send_table(root_state *st) {
-  size_t len = (size_t)st->nranks * KOLO_PEER_INFO_BYTES;
-  uint8_t *m = malloc(KOLO_WIRE_HDR_BYTES + len);
-  if (m == NULL) {
-    root_fail(st, koloSystemError, "out of memory encoding the table of ranks");
-    return;
-  }
-  kolo_encode_header(m, KOLO_TAG_TABLE, len);
-  kolo_encode_peer_table(st->table, 0, st->nranks, m + KOLO_WIRE_HDR_BYTES);
+/* The peer info of rank `of` to fd, as the answer to a hello. */
+static void root_send_neighbor(root_state *st, int fd, int of, const char *to) {
+  uint8_t m[KOLO_WIRE_HDR_BYTES + KOLO_PEER_INFO_BYTES];
+  kolo_encode_header(m, KOLO_TAG_NEIGHBOR, KOLO_PEER_INFO_BYTES);
+  kolo_encode_peer_info(&st->table[of], m + KOLO_WIRE_HDR_BYTES);
+  kolo_errbuf eb = {0};
+  if (kolo_sock_send_all(fd, m, sizeof m, kolo_deadline(KOLO_HELLO_TIMEOUT_MS), to, &eb) != koloSuccess)
+    KOLO_WARN("%s: could not answer %s: %s", st->name, to, eb.msg);
+  else st->sent_bytes += sizeof m;
+}
+
+/* The job formed: each rank of this root's block gets its ring
+ * predecessor (rank - 1, mod nranks), each root that forwarded a block
+ * that of its first rank.  A few dozen bytes per rank: the ranks gather
+ * the table among themselves. */
+static void root_answer(root_state *st) {
   for (int r = 0; r < st->nslots; r++) {
     if (st->fd[r] < 0) continue;
-    kolo_errbuf eb = {0};
-    if (kolo_sock_send_all(st->fd[r], m, KOLO_WIRE_HDR_BYTES + len, kolo_deadline(KOLO_HELLO_TIMEOUT_MS), "a rank",
-                           &eb) != koloSuccess)
-      KOLO_WARN("%s: could not send the table to slot %d: %s", st->name, r, eb.msg);
+    int first = r;
+    char to[48];
+    if (r >= st->nranks) { /* the root of block k */
+      int hi;
+      kolo_root_block(r - st->nranks + 1, st->nranks, st->nids, &first, &hi);
+      snprintf(to, sizeof to, "the root of commIds[%d]", r - st->nranks + 1);
+    } else {
+      snprintf(to, sizeof to, "rank %d", r);
+    }
+    root_send_neighbor(st, st->fd[r], (first + st->nranks - 1) % st->nranks, to);
   }
-  free(m);
-  KOLO_INFO("%s: all %d ranks joined", st->name, st->nranks);
+  KOLO_INFO("%s: all %d ranks joined; answered %d connection(s) with %llu bytes", st->name, st->nranks,
+            st->expected, (unsigned long long)st->sent_bytes);
 }
 
 /* Root k > 0 of several, its block complete: root 0's answer, passed on. */
 static void root_forward(root_state *st) {
   kolo_errbuf eb = {0};
   koloResult_t res = kolo_root_forward(&st->first, st->nranks, st->nids, st->index, st->table, st->timeout_ms, &eb);
-  if (res == koloSuccess) root_send_table(st);
+  if (res == koloSuccess) root_answer(st);
   else root_fail(st, res, eb.msg);
 }
 
@@ -352,8 +392,7 @@ static void root_take(root_state *st, int fd, const kolo_rank_hello *h, const ch
   } else if (root_check_hello(st, h, why, sizeof why) != 0) {
     root_send_refusal(st, fd, koloInvalidUsage, why);
     root_fail(st, koloInvalidUsage, why);
-  } else if (st->nranks == 0 && root_alloc(st, h) != 0) {
-    snprintf(why, sizeof why, "%s is out of memory for %d ranks", st->name, h->nranks);
+  } else if (st->nranks == 0 && root_alloc(st, h, why, sizeof why) != 0) {
     root_send_refusal(st, fd, koloSystemError, why);
     root_fail(st, koloSystemError, why);
   } else if (root_take_block(st, fd, h, why, sizeof why) != 0) {
@@ -377,8 +416,9 @@ static void root_take(root_state *st, int fd, const kolo_rank_hello *h, const ch
   close(fd);
 }
 
-static void root_drop_pending(root_state *st, kolo_pending_hello *p, const char *why) {
-  KOLO_WARN("%s: dropped a connection from %s: %s", st->name, p->from, why);
+static void root_drop_pending(root_state *st, kolo_pending_hello *p, const char *why, int quiet) {
+  if (quiet) KOLO_INFO("%s: dropped a connection from %s: %s", st->name, p->from, why);
+  else KOLO_WARN("%s: dropped a connection from %s: %s", st->name, p->from, why);
   close(p->fd);
   p->fd = -1;
 }
@@ -390,7 +430,7 @@ static void root_refuse_pending(root_state *st, kolo_pending_hello *p, int other
   char text[KOLO_ERR_LEN];
   if (other)
     snprintf(text, sizeof text, "%s: peer %s speaks kolo wire version %u, this root speaks %u", st->name, p->from,
-             version, KOLO_WIRE_VERSION);
+             version, KOLO_BOOTSTRAP_WIRE_VERSION);
   else
     snprintf(text, sizeof text, "%s: peer %s %s", st->name, p->from, why);
   KOLO_WARN("%s; refused it", text);
@@ -403,8 +443,8 @@ static void root_serve_pending(root_state *st, kolo_pending_hello *p) {
   char why[200];
   int s = kolo_pending_step(p, KOLO_TAG_RANK_HELLO, KOLO_TAG_RANK_HELLO_V1, why, sizeof why);
   if (s == KOLO_HELLO_MORE) return;
-  if (s == KOLO_HELLO_DROP) {
-    root_drop_pending(st, p, why);
+  if (s == KOLO_HELLO_DROP || s == KOLO_HELLO_GONE) {
+    root_drop_pending(st, p, why, s == KOLO_HELLO_GONE);
     return;
   }
   kolo_rank_hello h;
@@ -420,37 +460,16 @@ static void root_serve_pending(root_state *st, kolo_pending_hello *p) {
   root_refuse_pending(st, p, d == KOLO_WIRE_OTHER_VERSION, version, why);
 }
 
-/* Removes the pending entries whose fd was taken or dropped. */
-static void root_compact(root_state *st) {
-  int k = 0;
-  for (int i = 0; i < st->npend; i++)
-    if (st->pend[i].fd >= 0) st->pend[k++] = st->pend[i];
-  st->npend = k;
-}
-
-/* Accepts newcomers while there is room, or a stranger to make room of
- * (bootstrap_wire.h): it takes the silent one's slot. */
+/* Accepts newcomers while there is room (bootstrap_pending.c).  A root that
+ * cannot accept (out of descriptors) cannot form the job: it says why to
+ * the ranks that joined rather than spin on a listener it cannot serve. */
 static void root_accept(root_state *st) {
-  for (;;) {
-    int slot = st->npend < ROOT_MAX_PENDING ? st->npend : kolo_pending_evictable(st->pend, st->npend, kolo_now_ms());
-    if (slot < 0) return;
-    kolo_errbuf eb = {0};
-    struct sockaddr_storage from;
-    int fd;
-    if (kolo_sock_accept(st->lfd, &from, &eb, &fd) != koloSuccess) {
-      KOLO_WARN("%s: %s", st->name, eb.msg);
-      return;
-    }
-    if (fd < 0) return;
-    if (slot < st->npend) {
-      KOLO_INFO("%s: dropped a connection from %s that sent nothing for %d ms, for a newcomer", st->name,
-                st->pend[slot].from, KOLO_HELLO_SILENT_MS);
-      close(st->pend[slot].fd);
-    } else {
-      st->npend++;
-    }
-    kolo_pending_start(&st->pend[slot], fd, &from);
-  }
+  kolo_errbuf eb = {0};
+  if (kolo_pending_accept(&st->pend, st->lfd, st->name, &eb) == koloSuccess) return;
+  char why[KOLO_ERR_LEN + 100];
+  snprintf(why, sizeof why, "%s: %s", st->name, eb.msg);
+  if (!st->failed) root_fail(st, koloSystemError, why);
+  else KOLO_WARN("%s", why);
 }
 
 /* A rank that joined sends nothing more: readable means it left (its init
@@ -474,23 +493,18 @@ static void root_check_joined(root_state *st, int r) {
 
 static int64_t earlier(int64_t a, int64_t b) { return a == 0 ? b : (b == 0 || a < b) ? a : b; }
 
-static int root_full(const root_state *st) {
-  return st->npend == ROOT_MAX_PENDING && kolo_pending_evictable(st->pend, st->npend, kolo_now_ms()) < 0;
-}
-
-static int64_t root_next_deadline(const root_state *st) {
+static int64_t root_next_deadline(root_state *st) {
   int64_t dl = st->failed ? st->linger_until : st->deadline;
-  for (int i = 0; i < st->npend; i++) dl = earlier(dl, st->pend[i].deadline);
-  if (root_full(st)) dl = earlier(dl, kolo_pending_next_evictable(st->pend, st->npend)); /* room then */
-  return dl;
+  return earlier(dl, kolo_pending_next_due(&st->pend, kolo_now_ms()));
 }
 
 /* Fills st->pfd: the listener, the pending connections, the joined ranks,
  * last the owner's stop signal (-1 for a detached root: poll skips it). */
 static nfds_t root_fill_pollfds(root_state *st) {
   nfds_t n = 0;
-  st->pfd[n++] = (struct pollfd){root_full(st) ? -1 : st->lfd, POLLIN, 0};
-  for (int i = 0; i < st->npend; i++) st->pfd[n++] = (struct pollfd){st->pend[i].fd, POLLIN, 0};
+  int full = kolo_pending_set_full(&st->pend, kolo_now_ms());
+  st->pfd[n++] = (struct pollfd){full ? -1 : st->lfd, POLLIN, 0};
+  for (int i = 0; i < st->pend.n; i++) st->pfd[n++] = (struct pollfd){st->pend.p[i].fd, POLLIN, 0};
   for (int r = 0; r < st->nslots; r++)
     if (st->fd[r] >= 0) st->pfd[n++] = (struct pollfd){st->fd[r], POLLIN, 0};
   st->pfd[n++] = (struct pollfd){st->stop_fd, POLLIN, 0};
@@ -499,23 +513,19 @@ static nfds_t root_fill_pollfds(root_state *st) {
 
 static void root_handle_events(root_state *st, nfds_t n) {
   if (st->pfd[n - 1].revents) st->stopped = 1;
-  int npend = st->npend;
+  int npend = st->pend.n;
   nfds_t k = 1 + (nfds_t)npend;
   for (int r = 0; r < st->nslots; r++) /* same order as root_fill_pollfds */
     if (st->fd[r] >= 0 && st->pfd[k++].revents) root_check_joined(st, r);
   for (int i = 0; i < npend; i++)
-    if (st->pfd[1 + i].revents && st->pend[i].fd >= 0) root_serve_pending(st, &st->pend[i]);
-  root_compact(st);
+    if (st->pfd[1 + i].revents && st->pend.p[i].fd >= 0) root_serve_pending(st, &st->pend.p[i]);
+  kolo_pending_compact(&st->pend);
   if (st->pfd[0].revents) root_accept(st);
 }
 
 static void root_expire(root_state *st) {
   int64_t now = kolo_now_ms();
-  char why[80];
-  snprintf(why, sizeof why, "sent no complete hello within %d ms", KOLO_HELLO_TIMEOUT_MS);
-  for (int i = 0; i < st->npend; i++)
-    if (now >= st->pend[i].deadline) root_drop_pending(st, &st->pend[i], why);
-  root_compact(st);
+  kolo_pending_expire(&st->pend, now, st->name);
   if (!st->failed && st->deadline != 0 && now >= st->deadline && st->arrived < st->expected)
     root_fail_missing(st);
 }
@@ -533,8 +543,8 @@ static int root_step(root_state *st) {
   if (st->stopped) return 0; /* its owner's init ended: no one to serve */
   root_expire(st);
   if (!st->failed && st->nranks != 0 && st->arrived == st->expected) {
-    if (st->index > 0) root_forward(st); /* the table comes from root 0 */
-    else root_send_table(st);
+    if (st->index > 0) root_forward(st); /* the block's predecessor comes from root 0 */
+    else root_answer(st);
     if (!st->failed) return 0;
   }
   return !st->failed || kolo_now_ms() < st->linger_until;
@@ -642,6 +652,7 @@ koloResult_t kolo_bootstrap_root_start_owned(const struct sockaddr_storage *bind
     goto free_owned;
   }
   st->stop_fd = owned ? owned->stop_fd : -1;
+  kolo_pending_set_init(&st->pend, ROOT_MAX_PENDING);
   st->pfd = calloc(2 + ROOT_MAX_PENDING, sizeof *st->pfd);
   if (st->pfd == NULL) {
     res = kolo_error(eb, koloSystemError, "out of memory starting the bootstrap root");

@@ -3,10 +3,12 @@
  * Every message, on root and mesh connections alike, is a header
  * {magic, tag, len} followed by len bytes.  A connection opens with a hello:
  * a rank_hello to the root, a mesh_hello between ranks, whose first field
- * is the sender's KOLO_WIRE_VERSION.  Nothing travels as a C struct: each
- * message has an encoder and a decoder (bootstrap_codec.c, on wire_codec.h:
- * fixed widths, little-endian), and decoders check every field, so a peer
- * of another version or a garbled message is refused, never misread.
+ * is the sender's KOLO_BOOTSTRAP_WIRE_VERSION; a mesh hello is answered with a verdict
+ * (accepted, or crossed: the peer's own connection wins).  Nothing travels
+ * as a C struct: each message has an encoder and a decoder
+ * (bootstrap_codec.c, on wire_codec.h: fixed widths, little-endian), and
+ * decoders check every field, so a peer of another version or a garbled
+ * message is refused, never misread.  docs/dev/bootstrap.md: the protocol.
  */
 #ifndef KOLO_TRANSPORT_BOOTSTRAP_WIRE_H
 #define KOLO_TRANSPORT_BOOTSTRAP_WIRE_H
@@ -16,6 +18,13 @@
 #include "transport/wire_codec.h"
 
 #define KOLO_WIRE_MAGIC 0x6b6f6c6fu /* "kolo" */
+/* The revision of the bootstrap's messages, first in every hello.  Up to 4
+ * it was KOLO_WIRE_VERSION (wire_codec.h), whose series it continues: 4's
+ * root sent every rank the whole table of ranks, and each rank connected to
+ * every other at init; since 5 the root sends each rank its ring
+ * predecessor, the ranks gather the table in log2(n) rounds and connect
+ * when first needed, and a mesh hello is answered with a verdict. */
+#define KOLO_BOOTSTRAP_WIRE_VERSION 5u
 /* Largest message: bigger lengths are garbage or an attack. */
 #define KOLO_MAX_MSG_BYTES ((uint64_t)64 << 20)
 /* Most ranks a job may have (as in koloCommInitRank). */
@@ -28,14 +37,24 @@
  * own: a hello with one of those is from a version 1 peer. */
 enum {
   KOLO_TAG_RANK_HELLO_V1 = 0x6b000001u, /* version 1's rank_hello (host-order struct) */
-  KOLO_TAG_TABLE = 0x6b000002u,      /* root -> rank: nranks peer infos */
+  KOLO_TAG_TABLE_V4 = 0x6b000002u,   /* versions up to 4: root -> rank, the whole table (never sent now) */
   KOLO_TAG_REFUSED = 0x6b000003u,    /* root -> rank, rank -> rank: root_refusal */
   KOLO_TAG_MESH_HELLO_V1 = 0x6b000004u, /* version 1's mesh_hello */
   KOLO_TAG_BLOCK = 0x6b000005u,      /* root k -> root 0: its block of peer infos */
   KOLO_TAG_GOODBYE = 0x6b000006u,    /* rank -> rank: why it is leaving (u32 KOLO_BYE_*, i32 blamed) */
+  KOLO_TAG_NEIGHBOR = 0x6b000007u,   /* root -> rank, root 0 -> root k: one peer info, the ring predecessor */
+  KOLO_TAG_MESH_VERDICT = 0x6b000008u, /* rank -> rank: the answer to a mesh hello (u32 KOLO_MESH_*) */
+  KOLO_TAG_PEERS = 0x6b000009u,      /* rank -> rank, init's allgather: peer infos (Bruck blocks) */
+  KOLO_TAG_NEXT = 0x6b00000au,       /* rank -> rank, init's allgather: the peer info of the receiver's next target */
   KOLO_TAG_RANK_HELLO = 0x6b000011u, /* rank -> root: rank_hello, version first */
   KOLO_TAG_MESH_HELLO = 0x6b000014u  /* rank -> rank: mesh_hello, version first */
 };
+
+/* A mesh hello's verdict.  Two ranks that connect to each other at the same
+ * time keep the connection the lower rank made: the higher one answers the
+ * lower's hello ACCEPTED and drops its own attempt, the lower one answers the
+ * higher's CROSSED (wait for my connection) and closes it. */
+enum { KOLO_MESH_ACCEPTED = 1, KOLO_MESH_CROSSED = 2 };
 
 /* On the wire: magic u32, tag u32, len u64 (bytes that follow). */
 #define KOLO_WIRE_HDR_BYTES 16
@@ -70,13 +89,15 @@ typedef struct {
 int kolo_root_of(int rank, int nranks, int nids);
 void kolo_root_block(int k, int nranks, int nids, int *lo, int *hi);
 
-/* Reads a root's answer on fd: the table of nranks entries into table, or
- * its refusal (its result code, its sentence into eb). */
-koloResult_t kolo_root_read_reply(int fd, int nranks, kolo_peer_info *table, int64_t dl, const char *who,
+/* Reads a root's answer on fd: the peer info of rank `rank` (this rank's
+ * ring predecessor) into *info, or its refusal (its result code, its
+ * sentence into eb). */
+koloResult_t kolo_root_read_reply(int fd, int rank, kolo_peer_info *info, int64_t dl, const char *who,
                                   kolo_errbuf *eb);
 /* Root k > 0: sends table[lo..hi) to root 0 (`first`) and reads back the
- * whole table (nranks entries) into table, within timeout_ms (0: none).
- * Fails with root 0's refusal (its code, why in eb), or naming root 0. */
+ * peer info of rank lo - 1 (mod nranks), the ring predecessor of its first
+ * rank, into that entry of table, within timeout_ms (0: none).  Fails with
+ * root 0's refusal (its code, why in eb), or naming root 0. */
 koloResult_t kolo_root_forward(const kolo_uid *first, int nranks, int nids, int index,
                                kolo_peer_info *table, int timeout_ms, kolo_errbuf *eb);
 /* Root 0: reads the block of the root that sent hello h on fd into table,
@@ -119,8 +140,10 @@ typedef struct {
 } kolo_pending_hello;
 
 /* KOLO_HELLO_REFUSE: a peer that speaks another wire version; it is told
- * why (a refusal) before the connection closes. */
-enum { KOLO_HELLO_MORE = 0, KOLO_HELLO_DONE = 1, KOLO_HELLO_DROP = -1, KOLO_HELLO_REFUSE = -2 };
+ * why (a refusal) before the connection closes.  KOLO_HELLO_GONE: it closed
+ * without sending a byte (a rank that gave up its own connection attempt
+ * for its peer's, or a port scan): dropped without a warning. */
+enum { KOLO_HELLO_MORE = 0, KOLO_HELLO_DONE = 1, KOLO_HELLO_DROP = -1, KOLO_HELLO_REFUSE = -2, KOLO_HELLO_GONE = -3 };
 
 /* Starts reading a hello on a freshly accepted fd (taken over). */
 void kolo_pending_start(kolo_pending_hello *p, int fd, const struct sockaddr_storage *from);
@@ -129,19 +152,48 @@ void kolo_pending_start(kolo_pending_hello *p, int fd, const struct sockaddr_sto
  * bytes in body, for the caller's decoder); KOLO_HELLO_DROP with a
  * sentence in why when the peer sent garbage, an oversized length, closed
  * early (truncated) or failed; KOLO_HELLO_REFUSE when the tag is version
- * 1's (`v1_tag`).  KOLO_HELLO_MORE otherwise. */
+ * 1's (`v1_tag`); KOLO_HELLO_GONE when it closed before its first byte.
+ * KOLO_HELLO_MORE otherwise. */
 int kolo_pending_step(kolo_pending_hello *p, uint32_t tag, uint32_t v1_tag, char *why, size_t why_len);
 /* A listener whose table of pending connections is full makes room for a
  * newcomer by dropping the one that has been silent longest, once silent
  * for KOLO_HELLO_SILENT_MS: a real peer sends its whole hello at once, so
  * a connection that sends nothing for that long is a stranger, and
- * strangers cost a newcomer at most this wait, not KOLO_HELLO_TIMEOUT_MS. */
+ * strangers cost a newcomer at most this wait, not KOLO_HELLO_TIMEOUT_MS.
+ * (A real peer on a host so loaded that it is preempted for longer between
+ * its connect and its hello may be dropped too: a rank that loses its
+ * connection before the verdict connects again.) */
 #define KOLO_HELLO_SILENT_MS 250
-/* The index of that connection among pend[0..n), or -1 when none is
- * silent long enough yet. */
-int kolo_pending_evictable(const kolo_pending_hello *pend, int n, int64_t now);
-/* When one will be (kolo_now_ms), for a poll deadline; 0 when n is 0. */
-int64_t kolo_pending_next_evictable(const kolo_pending_hello *pend, int n);
+
+/* The connections a listener has accepted that have not presented a hello
+ * yet (bootstrap_pending.c): up to `max` of them, the table growing as
+ * they come. */
+typedef struct {
+  kolo_pending_hello *p;
+  int n, cap, max;
+} kolo_pending_set;
+
+void kolo_pending_set_init(kolo_pending_set *s, int max);
+/* Closes every connection still pending and frees the table. */
+void kolo_pending_set_free(kolo_pending_set *s);
+/* No room for a newcomer: the table is at its most and no connection in it
+ * has been silent long enough to drop.  Silence is what the peer did, not
+ * what the listener saw: a connection with bytes waiting unread is not
+ * silent (a listener preempted for longer than KOLO_HELLO_SILENT_MS would
+ * otherwise drop real peers whose hellos it had not read yet). */
+int kolo_pending_set_full(kolo_pending_set *s, int64_t now);
+/* Accepts every connection waiting on lfd while there is room (dropping a
+ * silent one for a newcomer where the table is full); `who` names the
+ * listener in logs ("root 1.2.3.4:5", "rank 3").  koloSuccess, or why
+ * accept failed in eb (too many open files names RLIMIT_NOFILE). */
+koloResult_t kolo_pending_accept(kolo_pending_set *s, int lfd, const char *who, kolo_errbuf *eb);
+/* Drops (closing, logging why) the connections whose hello is overdue. */
+void kolo_pending_expire(kolo_pending_set *s, int64_t now, const char *who);
+/* Removes the entries whose fd was taken over or dropped (fd -1). */
+void kolo_pending_compact(kolo_pending_set *s);
+/* The next moment something is due: a hello deadline or, when full, the
+ * moment a silent connection may go; 0 when nothing is pending. */
+int64_t kolo_pending_next_due(kolo_pending_set *s, int64_t now);
 
 /* Sends a refusal (result, text) on fd, bounded by KOLO_HELLO_TIMEOUT_MS;
  * koloSuccess or why not in eb. */
@@ -157,6 +209,7 @@ koloResult_t kolo_send_refusal(int fd, koloResult_t res, const char *text, const
 #define KOLO_MESH_HELLO_BYTES (4 + KOLO_SECRET_BYTES + 8 + 4 + 4)
 #define KOLO_REFUSAL_MAX_BYTES (4 + KOLO_ERR_LEN)
 #define KOLO_GOODBYE_BYTES 8 /* reason u32, the rank blamed i32 (-1: none); 4-byte ones are read too */
+#define KOLO_VERDICT_BYTES 4 /* KOLO_MESH_ACCEPTED or KOLO_MESH_CROSSED, u32 */
 
 /* A decoder's verdict: fine, garbled (why says how) or another version
  * (*version says which). */
@@ -199,14 +252,20 @@ void kolo_encode_peer_table(const kolo_peer_info *table, int lo, int hi, uint8_t
 /* Into table[lo..hi): the length must be exact, entry k must be rank k. */
 int kolo_decode_peer_table(const void *body, size_t len, int lo, int hi, kolo_peer_info *table, char *why,
                            size_t why_len);
+/* One peer info (KOLO_PEER_INFO_BYTES): that of rank `rank`, or garbled. */
+void kolo_encode_peer_info(const kolo_peer_info *p, uint8_t out[KOLO_PEER_INFO_BYTES]);
+int kolo_decode_peer_info(const void *body, size_t len, int rank, kolo_peer_info *p, char *why, size_t why_len);
+/* A mesh hello's verdict (KOLO_MESH_*); decode: garbled unless it is one. */
+void kolo_encode_verdict(uint32_t verdict, uint8_t out[KOLO_VERDICT_BYTES]);
+int kolo_decode_verdict(const void *body, size_t len, uint32_t *verdict);
 /* Returns the bytes written (at most KOLO_REFUSAL_MAX_BYTES). */
 size_t kolo_encode_refusal(koloResult_t res, const char *text, uint8_t out[KOLO_REFUSAL_MAX_BYTES]);
 /* A valid failure code into *res (koloRemoteError for any other), the
  * sentence NUL-terminated into text (cut to text_len - 1). */
 int kolo_decode_refusal(const void *body, size_t len, koloResult_t *res, char *text, size_t text_len);
-/* A root's answer as a rank reads it, header and body in msg: the table
- * into table (nranks entries), or the refusal as the error in eb. */
-koloResult_t kolo_root_decode_reply(const uint8_t *msg, size_t len, int nranks, kolo_peer_info *table,
+/* A root's answer as a rank reads it, header and body in msg: the peer
+ * info of rank `rank` into *info, or the refusal as the error in eb. */
+koloResult_t kolo_root_decode_reply(const uint8_t *msg, size_t len, int rank, kolo_peer_info *info,
                                     const char *who, kolo_errbuf *eb);
 
 #endif

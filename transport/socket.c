@@ -9,6 +9,7 @@
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -91,6 +92,62 @@ int kolo_secret_equal(const uint8_t *a, const uint8_t *b, size_t len) {
   return diff == 0;
 }
 
+/* ---- descriptors --------------------------------------------------------- */
+
+const char *kolo_fd_errtext(int err, char *buf, size_t len) {
+  struct rlimit rl;
+  if (err == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0)
+    snprintf(buf, len, "too many open files (RLIMIT_NOFILE %llu, hard limit %llu: raise it with ulimit -n)",
+             (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max);
+  else if (err == ENFILE)
+    snprintf(buf, len, "too many open files in the system (fs.file-max)");
+  else
+    snprintf(buf, len, "%s", strerror(err));
+  return buf;
+}
+
+int kolo_fd_allow(long need, char *why, size_t len) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+    snprintf(why, len, "getrlimit(RLIMIT_NOFILE) failed: %s", strerror(errno));
+    return -1;
+  }
+  if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= (rlim_t)need) return 0;
+  rlim_t was = rl.rlim_cur;
+  rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= (rlim_t)need ? (rlim_t)need : rl.rlim_max;
+  if (rl.rlim_cur > was && setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+    snprintf(why, len, "setrlimit(RLIMIT_NOFILE) to %llu failed: %s", (unsigned long long)rl.rlim_cur,
+             strerror(errno));
+    return -1;
+  }
+  KOLO_INFO("raised RLIMIT_NOFILE from %llu to %llu (%ld descriptors wanted)", (unsigned long long)was,
+            (unsigned long long)rl.rlim_cur, need);
+  if (rl.rlim_cur >= (rlim_t)need) return 0;
+  snprintf(why, len, "%ld descriptors are needed but RLIMIT_NOFILE allows %llu (its hard limit): raise it with "
+           "ulimit -n", need, (unsigned long long)rl.rlim_cur);
+  return -1;
+}
+
+/* net.core.somaxconn, or -1. */
+static long somaxconn(void) {
+  FILE *f = fopen("/proc/sys/net/core/somaxconn", "re");
+  long v = -1;
+  if (f != NULL) {
+    if (fscanf(f, "%ld", &v) != 1) v = -1;
+    fclose(f);
+  }
+  return v;
+}
+
+const char *kolo_connect_errtext(int err, char *buf, size_t len) {
+  if (err == ETIMEDOUT)
+    snprintf(buf, len, "no answer to the connection request: the host is unreachable, or the listen backlog is "
+             "full and drops requests (net.core.somaxconn %ld)", somaxconn());
+  else
+    snprintf(buf, len, "%s", strerror(err));
+  return buf;
+}
+
 /* ---- connections --------------------------------------------------------- */
 
 static int set_nodelay(int fd) {
@@ -111,15 +168,25 @@ static int make_socket(int family) {
   return fd;
 }
 
+/* Connections the kernel queues for accept: it caps this at
+ * net.core.somaxconn (4096 on Linux 5.4 and later), which is what should
+ * decide, not an older libc's SOMAXCONN of 128: a root that thousands of
+ * ranks reach at once would drop their SYNs, and each would wait for a
+ * retransmission (1 s, then 3 s ...). */
+#define LISTEN_BACKLOG 65535
+
 koloResult_t kolo_sock_listen(struct sockaddr_storage *addr, kolo_errbuf *eb, int *fd) {
   char name[80];
   kolo_addr_str(addr, name, sizeof name);
   int s = make_socket(addr->ss_family);
-  if (s < 0) return kolo_syserror(eb, errno, "cannot create a socket to listen on %s", name);
+  char text[160];
+  if (s < 0)
+    return kolo_error(eb, koloSystemError, "cannot create a socket to listen on %s: %s", name,
+                      kolo_fd_errtext(errno, text, sizeof text));
   int one = 1;
   socklen_t len = kolo_addr_len(addr);
   if (setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-      bind(s, (struct sockaddr *)addr, len) != 0 || listen(s, SOMAXCONN) != 0 ||
+      bind(s, (struct sockaddr *)addr, len) != 0 || listen(s, LISTEN_BACKLOG) != 0 ||
       getsockname(s, (struct sockaddr *)addr, &len) != 0) {
     int err = errno;
     close(s);
@@ -140,22 +207,36 @@ static int connected_to_self(int fd) {
   return ml == pl && memcmp(&me, &peer, ml) == 0;
 }
 
+int kolo_sock_connect_start(const struct sockaddr_storage *addr, int *fd) {
+  int s = make_socket(addr->ss_family);
+  if (s < 0) return errno;
+  if (connect(s, (const struct sockaddr *)addr, kolo_addr_len(addr)) != 0 && errno != EINPROGRESS &&
+      errno != EINTR) {
+    int err = errno;
+    close(s);
+    return err;
+  }
+  *fd = s;
+  return 0;
+}
+
+int kolo_sock_connect_done(int fd) {
+  int err = 0;
+  socklen_t l = sizeof err;
+  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l) != 0) return errno;
+  if (err == 0 && connected_to_self(fd)) err = ECONNREFUSED;
+  return err;
+}
+
 /* One attempt: 0 and *fd on success, else an errno (ETIMEDOUT at the
  * deadline). */
 static int try_connect(const struct sockaddr_storage *addr, int64_t deadline, int *fd) {
-  int s = make_socket(addr->ss_family);
-  if (s < 0) return errno;
-  int err = 0;
-  if (connect(s, (const struct sockaddr *)addr, kolo_addr_len(addr)) != 0) err = errno;
-  if (err == EINPROGRESS || err == EINTR) {
-    struct pollfd p = {s, POLLOUT, 0};
-    int n = kolo_poll(&p, 1, deadline);
-    socklen_t l = sizeof err;
-    if (n < 0) err = errno;
-    else if (n == 0) err = ETIMEDOUT;
-    else if (getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &l) != 0) err = errno;
-  }
-  if (err == 0 && connected_to_self(s)) err = ECONNREFUSED;
+  int s;
+  int err = kolo_sock_connect_start(addr, &s);
+  if (err != 0) return err;
+  struct pollfd p = {s, POLLOUT, 0};
+  int n = kolo_poll(&p, 1, deadline);
+  err = n < 0 ? errno : n == 0 ? ETIMEDOUT : kolo_sock_connect_done(s);
   if (err != 0) {
     close(s);
     return err;
@@ -202,12 +283,15 @@ koloResult_t kolo_sock_connect(const struct sockaddr_storage *addr, int64_t dead
   for (int delay_ms = 1;; delay_ms = delay_ms < 100 ? delay_ms * 2 : 100) {
     int err = try_connect(addr, attempt_deadline(deadline, &attempt_ms), fd);
     if (err == 0) return koloSuccess;
-    if (!retryable(err)) return kolo_syserror(eb, err, "cannot connect to %s", who);
+    char text[160];
+    if (!retryable(err))
+      return kolo_error(eb, koloSystemError, "cannot connect to %s: %s", who, kolo_fd_errtext(err, text, sizeof text));
     notice_still_connecting(who, start, &next_notice, timeout_ms, err);
     int64_t left = deadline == 0 ? delay_ms : deadline - kolo_now_ms();
+    char why[200];
     if (left <= 0)
-      return kolo_error(eb, koloTimeout, "%s did not answer within %d ms (last attempt: %s)", who,
-                        timeout_ms, strerror(err));
+      return kolo_error(eb, koloTimeout, "%s did not answer within %d ms (last attempt: %s)", who, timeout_ms,
+                        kolo_connect_errtext(err, why, sizeof why));
     struct timespec ts = {0, (left < delay_ms ? left : delay_ms) * 1000000L};
     nanosleep(&ts, NULL);
   }
@@ -230,7 +314,9 @@ koloResult_t kolo_sock_accept(int lfd, struct sockaddr_storage *from, kolo_errbu
       return koloSuccess;
     }
     if (errno == EINTR || errno == ECONNABORTED) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return kolo_syserror(eb, errno, "accept failed");
+    char text[160];
+    if (errno != EAGAIN && errno != EWOULDBLOCK)
+      return kolo_error(eb, koloSystemError, "accept failed: %s", kolo_fd_errtext(errno, text, sizeof text));
     *fd = -1;
     return koloSuccess;
   }

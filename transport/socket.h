@@ -43,6 +43,18 @@ void kolo_addr_from_wire(uint16_t family, uint16_t port, const uint8_t bytes[16]
  * taken does not tell a stray how much of a guess was right. */
 int kolo_secret_equal(const uint8_t *a, const uint8_t *b, size_t len);
 
+/* errno's text; for a descriptor that could not be made it names the limit:
+ * "too many open files (RLIMIT_NOFILE 1024, hard limit 4096: ...)". */
+const char *kolo_fd_errtext(int err, char *buf, size_t len);
+/* errno's text for a connect that failed; ETIMEDOUT says what it may mean
+ * (an unreachable host, or a listen backlog that overflowed). */
+const char *kolo_connect_errtext(int err, char *buf, size_t len);
+/* Raises this process's soft RLIMIT_NOFILE to `need` descriptors where it
+ * allows fewer (up to the hard limit; kolo waits with poll, never select,
+ * so a soft limit above 1024 is safe): 0 when it now allows them, else -1
+ * and why. */
+int kolo_fd_allow(long need, char *why, size_t len);
+
 /* Listens on *addr (port 0: any free port) and writes the bound address
  * back into *addr. */
 koloResult_t kolo_sock_listen(struct sockaddr_storage *addr, kolo_errbuf *eb, int *fd);
@@ -51,6 +63,12 @@ koloResult_t kolo_sock_listen(struct sockaddr_storage *addr, kolo_errbuf *eb, in
  * not answer within <timeout_ms> ms". */
 koloResult_t kolo_sock_connect(const struct sockaddr_storage *addr, int64_t deadline,
                                int timeout_ms, const char *who, kolo_errbuf *eb, int *fd);
+/* A connect that does not wait: 0 and *fd once started (poll it for
+ * POLLOUT, then ask kolo_sock_connect_done), or the errno. */
+int kolo_sock_connect_start(const struct sockaddr_storage *addr, int *fd);
+/* 0 once fd is connected, else the errno (ECONNREFUSED for a connection to
+ * its own port: TCP's simultaneous open when nobody listens there). */
+int kolo_sock_connect_done(int fd);
 /* Accepts one pending connection without waiting: *fd = -1 when there is
  * none.  *from (may be NULL) receives the peer's address. */
 koloResult_t kolo_sock_accept(int lfd, struct sockaddr_storage *from, kolo_errbuf *eb,

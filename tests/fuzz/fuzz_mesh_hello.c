@@ -1,7 +1,9 @@
 /* fuzz_mesh_hello.c - what a rank decodes on its mesh: the hello of a new
- * connection, then (once it is a link) the last words a peer may send: a
- * goodbye or a refusal.  Input: header and hello body, then a header and
- * body of a message on the link. */
+ * connection, then a message of the bootstrap's own on the link: the
+ * verdict on a hello, a peer entry of init's allgather (its blocks, or the
+ * next partner's entry), or the last words a peer may send: a goodbye or a
+ * refusal.  Input: header and hello body, then a header and body of a
+ * message on the link. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,23 @@ static void decode_last_word(const uint8_t *data, size_t size) {
       kolo_decode_refusal(data + KOLO_WIRE_HDR_BYTES, len, &res, text, sizeof text) == KOLO_WIRE_OK &&
       (res == koloSuccess || strnlen(text, sizeof text) == sizeof text))
     abort(); /* a refusal must fail, and its sentence end within the buffer */
+  uint32_t verdict;
+  if (hdr.tag == KOLO_TAG_MESH_VERDICT &&
+      kolo_decode_verdict(data + KOLO_WIRE_HDR_BYTES, len, &verdict) == KOLO_WIRE_OK &&
+      verdict != KOLO_MESH_ACCEPTED && verdict != KOLO_MESH_CROSSED)
+    abort(); /* a verdict the decoder should have refused */
+  kolo_peer_info p;
+  char why[256];
+  if (hdr.tag == KOLO_TAG_NEXT && kolo_decode_peer_info(data + KOLO_WIRE_HDR_BYTES, len, 5, &p, why, sizeof why) ==
+                                      KOLO_WIRE_OK && p.rank != 5)
+    abort();
+  if (hdr.tag == KOLO_TAG_PEERS && len <= 8 * KOLO_PEER_INFO_BYTES) {
+    kolo_peer_info t[8];
+    int hi = (int)(len / KOLO_PEER_INFO_BYTES);
+    if (kolo_decode_peer_table(data + KOLO_WIRE_HDR_BYTES, len, 0, hi, t, why, sizeof why) == KOLO_WIRE_OK)
+      for (int k = 0; k < hi; k++)
+        if (t[k].rank != k) abort();
+  }
   kolo_wire_in r = kolo_wire_reader(data + KOLO_WIRE_HDR_BYTES, len);
   if (hdr.tag == KOLO_TAG_GOODBYE) (void)kolo_get_u32(&r);
   if (hdr.tag == KOLO_TAG_GOODBYE && len >= 8) (void)kolo_get_i32(&r);

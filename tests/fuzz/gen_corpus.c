@@ -74,12 +74,12 @@ static void root_hello(void) {
 }
 
 static void root_reply(void) {
-  uint8_t m[1 + KOLO_WIRE_HDR_BYTES + 3 * KOLO_PEER_INFO_BYTES];
-  kolo_peer_info t[3] = {info(0), info(1), info(2)};
-  m[0] = 2; /* nranks 3 */
-  kolo_encode_header(m + 1, KOLO_TAG_TABLE, 3 * KOLO_PEER_INFO_BYTES);
-  kolo_encode_peer_table(t, 0, 3, m + 1 + KOLO_WIRE_HDR_BYTES);
-  put_file("root_reply", "table3", m, sizeof m);
+  uint8_t m[1 + KOLO_WIRE_HDR_BYTES + KOLO_PEER_INFO_BYTES];
+  kolo_peer_info before = info(2);
+  m[0] = 2; /* rank 3's ring predecessor */
+  kolo_encode_header(m + 1, KOLO_TAG_NEIGHBOR, KOLO_PEER_INFO_BYTES);
+  kolo_encode_peer_info(&before, m + 1 + KOLO_WIRE_HDR_BYTES);
+  put_file("root_reply", "neighbor", m, sizeof m);
   uint8_t r[1 + KOLO_WIRE_HDR_BYTES + KOLO_REFUSAL_MAX_BYTES];
   r[0] = 0;
   size_t n = kolo_encode_refusal(koloInvalidUsage, "root 1.2.3.4:5 refused rank 3: nranks 4 differs from rank 0's 8",
@@ -103,6 +103,17 @@ static void mesh_hello(void) {
   size_t n = kolo_encode_refusal(koloInvalidUsage, "rank 0 refused a mesh connection", w + KOLO_WIRE_HDR_BYTES);
   kolo_encode_header(w, KOLO_TAG_REFUSED, n);
   put_file("mesh_hello", "hello_refusal", m, 2 * KOLO_WIRE_HDR_BYTES + KOLO_MESH_HELLO_BYTES + n);
+  kolo_encode_header(w, KOLO_TAG_MESH_VERDICT, KOLO_VERDICT_BYTES);
+  kolo_encode_verdict(KOLO_MESH_CROSSED, w + KOLO_WIRE_HDR_BYTES);
+  put_file("mesh_hello", "hello_verdict", m, 2 * KOLO_WIRE_HDR_BYTES + KOLO_MESH_HELLO_BYTES + KOLO_VERDICT_BYTES);
+  kolo_peer_info five = info(5);
+  kolo_encode_header(w, KOLO_TAG_NEXT, KOLO_PEER_INFO_BYTES);
+  kolo_encode_peer_info(&five, w + KOLO_WIRE_HDR_BYTES);
+  put_file("mesh_hello", "hello_next", m, 2 * KOLO_WIRE_HDR_BYTES + KOLO_MESH_HELLO_BYTES + KOLO_PEER_INFO_BYTES);
+  kolo_peer_info t[3] = {info(0), info(1), info(2)};
+  kolo_encode_header(w, KOLO_TAG_PEERS, 3 * KOLO_PEER_INFO_BYTES);
+  kolo_encode_peer_table(t, 0, 3, w + KOLO_WIRE_HDR_BYTES);
+  put_file("mesh_hello", "hello_peers", m, 2 * KOLO_WIRE_HDR_BYTES + KOLO_MESH_HELLO_BYTES + 3 * KOLO_PEER_INFO_BYTES);
 }
 
 static void net_corpus(void) {

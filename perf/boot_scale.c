@@ -1,0 +1,179 @@
+/* boot_scale.c - kolo-boot-scale N: what the bootstrap costs each rank.
+ *
+ * Forks N processes (first, while this process has one thread, as
+ * kolo-perf does), then starts the root here (koloGetUniqueId) and hands
+ * them its id.  Each rank inits a host communicator and runs one 8-byte
+ * all-reduce (two floats, checked), then measures itself: descriptors open,
+ * resident memory, bootstrap connections to other ranks, its init time; it
+ * reports, and waits until every rank has measured before it destroys its
+ * communicator.  This process samples its own descriptors meanwhile (the
+ * root's peak) and reads from its log what the root sent.  Prints one line:
+ *
+ *   kolo N ranks wall_ms W fds M/X rss_mib M/X links M/X init_ms M/X root_fds P root_bytes B failed F
+ *
+ * (M/X: median/max over the ranks).  perf/boot_scale.sh runs it. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/comm.h"
+#include "kolo.h"
+#include "perf/perf_proc.h"
+
+#define WAIT_MS 600000
+
+static int64_t now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int read_full(int fd, void *buf, size_t len) {
+  char *p = buf;
+  while (len > 0) {
+    ssize_t r = read(fd, p, len);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    p += r;
+    len -= (size_t)r;
+  }
+  return 0;
+}
+
+/* ---- a rank ------------------------------------------------------------------- */
+
+/* Init, one checked all-reduce, the measurements. */
+static perf_rank_stat rank_run(int rank, int n, const koloUniqueId *id, koloComm_t *comm) {
+  perf_rank_stat s = {rank, 0, -1, -1, -1, 0};
+  int64_t t0 = now_us();
+  koloResult_t res = koloCommInitRank(comm, n, *id, rank);
+  s.init_us = now_us() - t0;
+  if (res != koloSuccess) {
+    fprintf(stderr, "rank %d: koloCommInitRank: %s\n", rank, koloGetLastError(NULL));
+    return s;
+  }
+  float v[2] = {(float)(rank + 1), 1.0f};
+  res = koloAllReduce(v, v, 2, koloFloat32, koloSum, *comm, NULL);
+  if (res != koloSuccess) fprintf(stderr, "rank %d: koloAllReduce: %s\n", rank, koloGetLastError(*comm));
+  s.ok = res == koloSuccess && v[0] == (float)n * (float)(n + 1) / 2 && v[1] == (float)n;
+  if (res == koloSuccess && !s.ok) fprintf(stderr, "rank %d: wrong sum %g, %g\n", rank, v[0], v[1]);
+  s.fds = perf_proc_fds();
+  s.rss_kib = perf_proc_rss_kib();
+  s.links = kolo_bootstrap_links((*comm)->bs);
+  return s;
+}
+
+static int child_main(int rank, int n, int id_fd, int res_fd, int go_fd) {
+  koloUniqueId id;
+  if (read_full(id_fd, &id, sizeof id) != 0) return 3; /* the parent could not start the root */
+  koloComm_t comm = NULL;
+  perf_rank_stat s = rank_run(rank, n, &id, &comm);
+  if (write(res_fd, &s, sizeof s) != (ssize_t)sizeof s) return 2;
+  char go;
+  struct pollfd p = {go_fd, POLLIN, 0};
+  if (poll(&p, 1, WAIT_MS) > 0 && read(go_fd, &go, 1) < 0) go = 0; /* every rank has measured */
+  if (comm) koloCommDestroy(comm);
+  return s.ok ? 0 : 2;
+}
+
+/* ---- the parent ------------------------------------------------------------------ */
+
+typedef struct {
+  int id[2], res[2], go[2];
+} pipes;
+
+static pid_t fork_rank(int rank, int n, const pipes *p) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  close(p->id[1]);
+  close(p->res[0]);
+  close(p->go[1]);
+  _exit(child_main(rank, n, p->id[0], p->res[1], p->go[0]));
+}
+
+/* The records of n ranks, sampling this process's descriptors meanwhile. */
+static int collect(int fd, perf_rank_stat *s, int n, int *peak_fds) {
+  size_t want = (size_t)n * sizeof *s, got = 0;
+  int64_t end = now_us() + (int64_t)WAIT_MS * 1000;
+  while (got < want && now_us() < end) {
+    struct pollfd p = {fd, POLLIN, 0};
+    int r = poll(&p, 1, 5);
+    int fds = perf_proc_fds();
+    if (fds > *peak_fds) *peak_fds = fds;
+    if (r <= 0) continue;
+    ssize_t k = read(fd, (char *)s + got, want - got);
+    if (k <= 0) break; /* every rank closed its end */
+    got += (size_t)k;
+  }
+  return (int)(got / sizeof *s);
+}
+
+/* What the root said it sent ("answered N connection(s) with B bytes"). */
+static long long root_bytes(const char *log) {
+  FILE *f = fopen(log, "re");
+  if (f == NULL) return -1;
+  char line[1024];
+  long long bytes = -1, conns;
+  while (fgets(line, sizeof line, f) != NULL) {
+    const char *at = strstr(line, "answered ");
+    if (at && sscanf(at, "answered %lld connection(s) with %lld bytes", &conns, &bytes) == 2) break;
+  }
+  fclose(f);
+  return bytes;
+}
+
+static int run(int n) {
+  pipes p;
+  if (pipe(p.id) != 0 || pipe(p.res) != 0 || pipe(p.go) != 0) return perror("kolo-boot-scale: pipe"), 2;
+  int64_t t0 = now_us();
+  int forked = 0;
+  for (; forked < n; forked++)
+    if (fork_rank(forked, n, &p) < 0) break;
+  close(p.id[0]);
+  close(p.res[1]);
+  close(p.go[0]);
+  char log[64];
+  snprintf(log, sizeof log, "/tmp/kolo-boot-scale-%d.log", (int)getpid());
+  setenv("KOLO_DEBUG", "INFO", 1); /* this process only: the root says what it sent */
+  setenv("KOLO_DEBUG_FILE", log, 1);
+  koloUniqueId id;
+  int ok = forked == n && koloGetUniqueId(&id) == koloSuccess;
+  for (int i = 0; ok && i < n; i++) ok = write(p.id[1], &id, sizeof id) == (ssize_t)sizeof id;
+  close(p.id[1]);
+  perf_rank_stat *s = calloc((size_t)n, sizeof *s);
+  int peak = perf_proc_fds(), got = s && ok ? collect(p.res[0], s, n, &peak) : 0;
+  int64_t wall = now_us() - t0;
+  for (int i = 0; i < n; i++)
+    if (write(p.go[1], "g", 1) != 1) break;
+  close(p.go[1]);
+  close(p.res[0]);
+  int failed_exit = 0, status;
+  while (wait(&status) > 0) failed_exit += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+  char sum[256];
+  int failed;
+  perf_proc_summary(s, got, sum, sizeof sum, &failed);
+  failed += n - got;
+  printf("kolo %d ranks wall_ms %lld %s root_fds %d root_bytes %lld failed %d\n", n, (long long)(wall / 1000), sum,
+         peak, root_bytes(log), failed > failed_exit ? failed : failed_exit);
+  unlink(log);
+  free(s);
+  return failed || failed_exit ? 2 : 0;
+}
+
+int main(int argc, char **argv) {
+  int n = argc == 2 ? atoi(argv[1]) : 0;
+  if (n < 1) {
+    fprintf(stderr, "usage: kolo-boot-scale NRANKS\n");
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  fflush(NULL);
+  return run(n);
+}

@@ -1,0 +1,51 @@
+/* boot_scale_mpi.c - kolo-boot-scale-mpi: kolo-boot-scale's twin over MPI,
+ * for the figures beside kolo's.
+ *
+ *   mpirun -np N kolo-boot-scale-mpi
+ *
+ * Each rank runs MPI_Init and one checked 8-byte MPI_Allreduce (two
+ * floats), measures its descriptors, resident memory and init time, and
+ * rank 0 prints the same line as kolo-boot-scale ("links" and the root's
+ * figures: -1, MPI's launcher has no such thing):
+ *
+ *   mpi N ranks wall_ms W fds M/X rss_mib M/X links -1/-1 init_ms M/X root_fds -1 root_bytes -1 failed F
+ *
+ * wall_ms is rank 0's time from MPI_Init's start to the gather. */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "perf/perf_proc.h"
+
+static int64_t now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int main(int argc, char **argv) {
+  int64_t t0 = now_us();
+  MPI_Init(&argc, &argv);
+  int64_t init_us = now_us() - t0;
+  int rank, n;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  float v[2] = {(float)(rank + 1), 1.0f}, sum[2];
+  int err = MPI_Allreduce(v, sum, 2, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  perf_rank_stat s = {rank, err == MPI_SUCCESS && sum[0] == (float)n * (float)(n + 1) / 2 && sum[1] == (float)n,
+                      perf_proc_fds(), -1, perf_proc_rss_kib(), init_us};
+  perf_rank_stat *all = rank == 0 ? calloc((size_t)n, sizeof *all) : NULL;
+  MPI_Gather(&s, (int)sizeof s, MPI_BYTE, all, (int)sizeof s, MPI_BYTE, 0, MPI_COMM_WORLD);
+  if (rank == 0 && all) {
+    char line[256];
+    int failed;
+    perf_proc_summary(all, n, line, sizeof line, &failed);
+    printf("mpi %d ranks wall_ms %lld %s root_fds -1 root_bytes -1 failed %d\n", n,
+           (long long)((now_us() - t0) / 1000), line, failed);
+  }
+  free(all);
+  MPI_Finalize();
+  return s.ok ? 0 : 2;
+}

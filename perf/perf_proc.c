@@ -1,0 +1,62 @@
+/* perf_proc.c - descriptors and memory of this process (perf_proc.h). */
+#include "perf/perf_proc.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int perf_proc_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  if (d == NULL) return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) n += e->d_name[0] != '.';
+  closedir(d);
+  return n - 1; /* the directory's own descriptor */
+}
+
+int64_t perf_proc_rss_kib(void) {
+  FILE *f = fopen("/proc/self/status", "re");
+  if (f == NULL) return -1;
+  char line[256];
+  long long kib = -1;
+  while (fgets(line, sizeof line, f) != NULL)
+    if (sscanf(line, "VmRSS: %lld kB", &kib) == 1) break;
+  fclose(f);
+  return kib;
+}
+
+static int cmp64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Median and maximum of field `at` (bytes into each record) over the
+ * records that succeeded. */
+static void med_max(const perf_rank_stat *s, int n, int field, int64_t *med, int64_t *max) {
+  int64_t *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+  int k = 0;
+  for (int i = 0; v && i < n; i++) {
+    if (!s[i].ok) continue;
+    int64_t x = field == 0 ? s[i].fds : field == 1 ? s[i].rss_kib : field == 2 ? s[i].links : s[i].init_us;
+    v[k++] = x;
+  }
+  *med = *max = -1;
+  if (v && k > 0) {
+    qsort(v, (size_t)k, sizeof *v, cmp64);
+    *med = v[k / 2];
+    *max = v[k - 1];
+  }
+  free(v);
+}
+
+void perf_proc_summary(const perf_rank_stat *s, int n, char *buf, int len, int *failed) {
+  int64_t m[4], x[4];
+  for (int f = 0; f < 4; f++) med_max(s, n, f, &m[f], &x[f]);
+  *failed = 0;
+  for (int i = 0; i < n; i++) *failed += !s[i].ok;
+  snprintf(buf, (size_t)len, "fds %lld/%lld rss_mib %.1f/%.1f links %lld/%lld init_ms %lld/%lld", (long long)m[0],
+           (long long)x[0], (double)m[1] / 1024, (double)x[1] / 1024, (long long)m[2], (long long)x[2],
+           (long long)m[3] / 1000, (long long)x[3] / 1000);
+}

@@ -1,0 +1,26 @@
+/* perf_proc.h - what a process holds, from /proc/self (Linux): its open
+ * descriptors and resident memory, for the bootstrap's scale figures
+ * (kolo-boot-scale and its MPI twin), and the summary both print. */
+#ifndef KOLO_PERF_PROC_H
+#define KOLO_PERF_PROC_H
+
+#include <stdint.h>
+
+/* Descriptors open now (entries of /proc/self/fd, less the one reading it);
+ * -1 when /proc cannot tell. */
+int perf_proc_fds(void);
+/* Resident set size in KiB (VmRSS), -1 when unknown. */
+int64_t perf_proc_rss_kib(void);
+
+/* What one rank measured after init and a checked all-reduce. */
+typedef struct {
+  int32_t rank, ok;     /* ok: init and the all-reduce succeeded, the sum was right */
+  int32_t fds, links;   /* links: bootstrap connections to other ranks (-1: not known) */
+  int64_t rss_kib, init_us;
+} perf_rank_stat;
+
+/* "fds 12/14 rss_mib 9.1/9.4 links 15/15 init_ms 480/1100" (median/max)
+ * of n records into buf; the number that failed into *failed. */
+void perf_proc_summary(const perf_rank_stat *s, int n, char *buf, int len, int *failed);
+
+#endif
