@@ -81,7 +81,7 @@ TEST(NetWire, IbHelloRoundTripCutsAndVersions) {
   kolo_encode_ib_hello(&h, b.data());
   b[4] = 2;  // version 2 (older)
   EXPECT_EQ(kolo_decode_ib_hello(b.data(), b.size(), &back, &version, why, sizeof why), KOLO_NET_WIRE_OTHER_VERSION);
-  EXPECT_TRUE(contains(why, "speaks kolo wire version 2, this rank speaks 4")) << why;
+  EXPECT_TRUE(contains(why, "speaks kolo wire version 2, this rank speaks 5")) << why;
   const uint8_t v1[8] = {0x31, 0x62, 0x69, 0x6b, 1, 0, 0, 0};  // "kib1" as version 1 sent it, then nqps
   EXPECT_EQ(kolo_decode_ib_hello(v1, sizeof v1, &back, &version, why, sizeof why), KOLO_NET_WIRE_OTHER_VERSION);
   EXPECT_EQ(version, 1u);
@@ -246,7 +246,7 @@ TEST(NetWire, SocketListenerRefusesVersion1AndGarbageByName) {
   kolo_log_level();  // closes the log file
   std::string log = read_file(path);
   unlink(path.c_str());
-  EXPECT_TRUE(contains(log, "while waiting for rank 0 (test): it speaks kolo wire version 1, this rank speaks 4"))
+  EXPECT_TRUE(contains(log, "while waiting for rank 0 (test): it speaks kolo wire version 1, this rank speaks 5"))
       << log;
   EXPECT_TRUE(contains(log, "it is not a kolo connection")) << log;
 }

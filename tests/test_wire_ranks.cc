@@ -139,8 +139,8 @@ TEST(UidWire, RefusesOtherVersionsShortIdsAndGarbledFields) {
   kolo_uid_encode(&u, &good);
   expect_uid_refused(good, KOLO_WIRE_GARBLED, "is 127 bytes, a koloUniqueId has 128", 127);
   id = good;
-  id.internal[4] = 5;  // version 5
-  expect_uid_refused(id, KOLO_WIRE_OTHER_VERSION, "comes from a kolo of wire version 5, this process speaks 4");
+  id.internal[4] = 6;  // version 6
+  expect_uid_refused(id, KOLO_WIRE_OTHER_VERSION, "comes from a kolo of wire version 6, this process speaks 5");
   kolo_uid_decode(&good, &u, nullptr);
   memset(&id, 0, sizeof id);
   memcpy(id.internal, &u, 32);  // version 3's id: the struct's head, then a raw sockaddr_in6

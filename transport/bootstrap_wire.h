@@ -18,13 +18,13 @@
 #include "transport/wire_codec.h"
 
 #define KOLO_WIRE_MAGIC 0x6b6f6c6fu /* "kolo" */
-/* The revision of the bootstrap's messages, first in every hello.  Up to 4
- * it was KOLO_WIRE_VERSION (wire_codec.h), whose series it continues: 4's
- * root sent every rank the whole table of ranks, and each rank connected to
- * every other at init; since 5 the root sends each rank its ring
- * predecessor, the ranks gather the table in log2(n) rounds and connect
- * when first needed, and a mesh hello is answered with a verdict. */
-#define KOLO_BOOTSTRAP_WIRE_VERSION 5u
+/* The revision of the bootstrap's messages, first in every hello: kolo's
+ * one wire version (wire_codec.h).  4's root sent every rank the whole
+ * table of ranks, and each rank connected to every other at init; since 5
+ * the root sends each rank its ring predecessor, the ranks gather the table
+ * in log2(n) rounds and connect when first needed, and a mesh hello is
+ * answered with a verdict. */
+#define KOLO_BOOTSTRAP_WIRE_VERSION KOLO_WIRE_VERSION
 /* Largest message: bigger lengths are garbage or an attack. */
 #define KOLO_MAX_MSG_BYTES ((uint64_t)64 << 20)
 /* Most ranks a job may have (as in koloCommInitRank). */

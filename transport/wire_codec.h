@@ -22,8 +22,13 @@
  * (conn_wire.h encodes them since 3); 3: the unique id, and what ranks tell
  * each other at init, split, shrink and in a fusion, still host-order
  * structs (uid_codec.c, core/comm_wire.h and fusion/negotiate_wire.h encode
- * them since 4). */
-#define KOLO_WIRE_VERSION 4u
+ * them since 4); 4: the bootstrap's root sent every rank the whole table,
+ * ranks connected to every other at init, and a net pipe sent a call's
+ * signature as control messages beside its slices.  Since 5 the ranks
+ * gather the table themselves and connect when first needed
+ * (bootstrap_wire.h), and a net pipe carries each slice in one message with
+ * its signature (net_wire.h). */
+#define KOLO_WIRE_VERSION 5u
 
 typedef struct {
   uint8_t *p;
