@@ -41,7 +41,7 @@ static const kolo_param params[] = {
     {"KOLO_NET_FORCE", "0", "1: ranks in different processes of one host use the net transport (tests)"},
     {"KOLO_NET_GDR", "0", "1: net pipes of CUDA communicators put their slots in GPU memory registered with the NIC (GPUDirect RDMA, dma-buf) where supported; 0: staged in pinned host memory"},
     {"KOLO_PROXY_IDLE_MS", "50", "longest sleep of an idle network proxy, in ms (hand-offs, stop words and sockets wake it sooner)"},
-    {"KOLO_NET_CALLER_BYTES", "65536", "net pipes: slices of at most this many bytes are sent by the calling thread itself; larger ones by the network proxy"},
+    {"KOLO_NET_CALLER_BYTES", NULL, "net pipes: slices of at most this many bytes are sent by the calling thread itself, larger ones by the network proxy (unset: 64K where the host has two CPUs per rank, else all)"},
     {"KOLO_SOCKET_NSTREAMS", "2", "TCP streams per net connection (1..8), chosen by the receiver"},
     {"KOLO_SOCKET_IFNAME", NULL, "network interface(s) for bootstrap and net pipes (prefix, ^ excludes, = exact)"},
     {"KOLO_SOCKET_FAMILY", NULL, "AF_INET or AF_INET6 for bootstrap addresses"},

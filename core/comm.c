@@ -408,7 +408,7 @@ static koloResult_t connect_ring(struct koloComm *c) {
   }
   /* the ring and hierarchy pipes are closed by free_comm (CUDA: in IPC's order) */
   kolo_conn_set set = {c->bs, c->job, c->slot_bytes, c->nslots, kolo_comm_conn_mem(c), reqs, n, &c->err, NULL,
-                       koloSuccess, 1};
+                       koloSuccess, 1, 0};
   return kolo_connect_sets(&set, 1);
 }
 

@@ -176,7 +176,7 @@ static koloResult_t request_pipes(struct koloComm *c, int peer, int send, void *
 static koloResult_t p2p_requests(struct koloComm *c, const kolo_op *ops, int nops, kolo_conn_set *set) {
   pipe_requests pr = {set, 0};
   *set = (kolo_conn_set){c->bs,   c->job, c->slot_bytes, c->nslots, kolo_comm_conn_mem(c),
-                         NULL,    0,      &c->err,       NULL,      koloSuccess, 0};
+                         NULL,    0,      &c->err,       NULL,      koloSuccess, 0, 0};
   for (int i = 0; i < nops; i++) {
     if (ops[i].comm != c) continue;
     koloResult_t res = kolo_op_pipes(c, &ops[i], request_pipes, &pr);

@@ -387,6 +387,18 @@ static int run_pass(kolo_exec_task *tasks, int n, int *remaining, kolo_exec_task
   return moved;
 }
 
+/* Pipes whose bytes move by system calls (net): nothing moves their
+ * counters but a turn, so every poll takes one of each pipe a task waits
+ * on, from this thread (not only the last one's: two ranks whose sends wait
+ * for credits would wait for ever if neither read the other's slices). */
+static void pull_blockers(kolo_exec_task *tasks, int ntasks) {
+  for (int i = 0; i < ntasks; i++) {
+    kolo_connector *c = tasks[i].blocker;
+    if (tasks[i].done || c == NULL || c->transport == NULL || c->transport->progress == NULL) continue;
+    c->transport->progress(c);
+  }
+}
+
 koloResult_t kolo_host_exec_run(kolo_exec_task *tasks, int ntasks) {
   int remaining = 0;
   for (int i = 0; i < ntasks; i++) remaining += !tasks[i].done;
@@ -403,10 +415,8 @@ koloResult_t kolo_host_exec_run(kolo_exec_task *tasks, int ntasks) {
       stall_start = 0;
       continue;
     }
-    /* A pipe whose bytes move by system calls (net): nothing moves its
-     * counter but a turn, so every poll is one, from this thread. */
+    pull_blockers(tasks, ntasks);
     const kolo_transport *tr = bc->transport;
-    if (tr != NULL && tr->progress != NULL) tr->progress(bc);
     if (++idle < spin_limit) {
       cpu_relax();
       continue;

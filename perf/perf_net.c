@@ -240,7 +240,7 @@ static int bw_round(const net_link *l, const net_plan *p, int server, const net_
 }
 
 static int bw_size(const net_link *l, const net_plan *p, int server, net_row *row) {
-  net_bufs bufs, bufs2 = {NULL, 0, 0}; /* send pool (server: receive pool); --bidir: receive pool */
+  net_bufs bufs, bufs2 = {NULL, NULL, 0, 0}; /* send pool (server: receive pool); --bidir: receive pool */
   net_round r = {row->bytes, 0, row->window, p->check, 0, NULL};
   if (net_bufs_init(&bufs, row->window, row->bytes) != 0) return -1;
   if ((p->tests & TEST_BIDIR) && net_bufs_init(&bufs2, row->window, row->bytes) != 0) {
@@ -264,7 +264,7 @@ static int bw_size(const net_link *l, const net_plan *p, int server, net_row *ro
   return rc;
 }
 
-/* Latency: receive buffers per side, LAT_AHEAD + 1 (receives posted ahead,
+/* Latency: buffers in each ring, LAT_AHEAD + 1 (credits lag by up to half,
  * perf_net_xfer.h) while they fit the pool cap, at least 2. */
 #define LAT_AHEAD 8
 static int lat_bufs(uint64_t bytes) {
@@ -275,11 +275,11 @@ static int lat_bufs(uint64_t bytes) {
 static int lat_size(const net_link *l, const net_plan *p, int server, net_row *row) {
   net_bufs sb, rb;
   double *rtt = server ? NULL : calloc(row->lat_n, sizeof *rtt);
-  if ((!server && rtt == NULL) || net_bufs_init(&sb, 1, row->bytes) != 0) {
+  int nrecv = lat_bufs(row->bytes);
+  if ((!server && rtt == NULL) || net_bufs_init(&sb, nrecv, row->bytes) != 0) {
     free(rtt);
     return -1;
   }
-  int nrecv = lat_bufs(row->bytes);
   if (net_bufs_init(&rb, nrecv, row->bytes) != 0) {
     net_bufs_fini(&sb);
     free(rtt);
@@ -423,6 +423,8 @@ static int connect_link(net_link *l, int server) {
     res = server ? l->net->connect(&theirs, 0, deadline, l->timeout_ms, l->who, &l->back, &eb)
                  : l->net->accept(lcomm, deadline, l->timeout_ms, l->who, &l->back, &eb);
   l->net->close_listen(lcomm);
+  l->fwd_end->comm = l->fwd;
+  l->back_end->comm = l->back;
   if (res == koloSuccess) return 0;
   fprintf(stderr, "kolo-perf net: connecting the %s provider to %s: %s\n", l->net->name, l->who, eb.msg);
   close_link(l); /* the forward connection, when only the backward one failed */
@@ -449,7 +451,8 @@ static const kolo_net_provider *pick_provider(net_plan *p) {
 /* The client's side over a connected setup socket. */
 static int run_client(const net_args *a, int oob, const char *peer) {
   net_plan p = a->plan;
-  net_link l = {pick_provider(&p), NULL, NULL, oob, p.timeout_ms, peer, p.busy};
+  net_end fe = {0}, be = {0};
+  net_link l = {pick_provider(&p), NULL, NULL, &fe, &be, oob, p.timeout_ms, peer, p.busy};
   if (l.net == NULL) return 2;
   kolo_errbuf eb = {0};
   if (kolo_sock_send_all(oob, &p, sizeof p, kolo_deadline(p.timeout_ms), peer, &eb) != koloSuccess) {
@@ -493,7 +496,8 @@ static int run_server(const net_args *a, int oob, const char *peer) {
             a->plan.provider);
     return 2;
   }
-  net_link l = {pick_provider(&p), NULL, NULL, oob, p.timeout_ms, peer, p.busy};
+  net_end fe = {0}, be = {0};
+  net_link l = {pick_provider(&p), NULL, NULL, &fe, &be, oob, p.timeout_ms, peer, p.busy};
   if (l.net == NULL || connect_link(&l, 1) != 0) return 2;
   int code = sweep(&l, &p, 1, NULL);
   close_link(&l);

@@ -35,9 +35,7 @@ static uint64_t mix(uint64_t x) { /* splitmix64's finalizer */
 
 static uint64_t pat_word(uint64_t seed, size_t j) { return mix(seed * 0x9e3779b97f4a7c15ull + j); }
 
-/* Buffer k of a pool (and the k-th receive of a round: k = iteration mod
- * window) carries seed k + 1. */
-static uint64_t seed_of(uint64_t iter, int window) { return iter % (uint64_t)window + 1; }
+/* Buffer k of a ring (the slot of steps k mod n) carries seed k + 1. */
 static uint64_t stamp_of(uint64_t iter) { return mix(iter + 0x6b6f6c6full); }
 
 static size_t nwords(size_t bytes) { return (bytes + 7) / 8; }
@@ -94,23 +92,25 @@ int net_bufs_init(net_bufs *b, int n, size_t bytes) {
   b->n = n;
   b->bytes = bytes;
   b->pool = calloc((size_t)n, sizeof *b->pool);
-  if (b->pool == NULL) goto oom;
+  /* Page aligned, as kolo's net slots are (ib registers them). */
+  if (b->pool == NULL || posix_memalign((void **)&b->base, 4096, (size_t)n * bytes + 1) != 0) {
+    fprintf(stderr, "kolo-perf net: cannot allocate %d buffers of %zu bytes\n", n, bytes);
+    free(b->pool);
+    b->pool = NULL;
+    b->base = NULL;
+    return -1;
+  }
   for (int k = 0; k < n; k++) {
-    /* Page aligned, as kolo's net slots are (ib registers them). */
-    if (posix_memalign((void **)&b->pool[k], 4096, bytes ? bytes : 1) != 0) goto oom;
+    b->pool[k] = b->base + (size_t)k * bytes;
     fill(b->pool[k], bytes, (uint64_t)k + 1);
   }
   return 0;
-oom:
-  fprintf(stderr, "kolo-perf net: cannot allocate %d buffers of %zu bytes\n", n, bytes);
-  net_bufs_fini(b);
-  return -1;
 }
 
 void net_bufs_fini(net_bufs *b) {
-  if (b->pool != NULL)
-    for (int k = 0; k < b->n; k++) free(b->pool[k]);
+  free(b->base);
   free(b->pool);
+  b->base = NULL;
   b->pool = NULL;
 }
 
@@ -194,38 +194,105 @@ static int pacer_turn(pacer *p, const net_link *l, void *comm, int moved, int se
   return pacer_turn2(p, l, comm, NULL, moved, sending);
 }
 
-/* Waits for request id of comm (a send when is_send). */
-static int wait_req(const net_link *l, void *comm, uint32_t id, int is_send, const char *what) {
+/* ---- one end of a connection ------------------------------------------------------ */
+
+static void on_slice(void *ctx, uint32_t step, uint32_t len, const kolo_call_sig *sig) {
+  (void)len;
+  (void)sig;
+  ((net_end *)ctx)->landed = step + 1;
+}
+static void on_credit(void *ctx, uint32_t head) { ((net_end *)ctx)->head = head; }
+static void on_stop(void *ctx, uint32_t word, const kolo_call_mismatch *report) {
+  (void)word;
+  (void)report;
+  ((net_end *)ctx)->stopped = 1;
+}
+
+/* Binds the ring to the end for a round (nothing is in flight between
+ * rounds: each ends settled). */
+static int bind_end(const net_link *l, net_end *e, net_bufs *b) {
+  kolo_net_ring ring = {b->base, (uint32_t)b->n, b->bytes, 0};
+  kolo_net_sink sink = {e, on_slice, on_credit, on_stop};
+  kolo_errbuf eb = {0};
+  if (l->net->bind(e->comm, &ring, &sink, &eb) != koloSuccess) return provider_failed(l, "bind", &eb);
+  e->base = e->next;
+  return 0;
+}
+
+/* One progress call in the directions dir. */
+static int end_turn(const net_link *l, net_end *e, unsigned dir) {
+  kolo_errbuf eb = {0};
+  if (l->net->progress(e->comm, dir, &eb) != koloSuccess) return provider_failed(l, "progress", &eb);
+  if (!e->stopped) return 0;
+  fprintf(stderr, "kolo-perf net: %s sent a stop word (%s provider)\n", l->who, l->net->name);
+  return -1;
+}
+
+/* Sender: hands message `e->next` (its buffer is its step's slot) to the
+ * provider; *sent = 0 when it has no room now. */
+static int send_msg(const net_link *l, net_end *e, size_t bytes, int *sent) {
+  kolo_errbuf eb = {0};
+  *sent = 0;
+  if (l->net->send_slice(e->comm, e->next, bytes, NULL, sent, &eb) != koloSuccess)
+    return provider_failed(l, "send", &eb);
+  if (*sent) e->next++, sent_now();
+  return 0;
+}
+
+/* Receiver: credits what it drained, when half the ring is, or `force`. */
+static int credit(const net_link *l, net_end *e, int window, int force) {
+  uint32_t owed = e->next - e->credited;
+  if (owed == 0 || (!force && owed < (uint32_t)(window + 1) / 2)) return 0;
+  kolo_errbuf eb = {0};
+  int queued = 0;
+  if (l->net->send_credit(e->comm, e->next, &queued, &eb) != koloSuccess) return provider_failed(l, "credit", &eb);
+  if (queued) e->credited = e->next;
+  return 0;
+}
+
+/* Ends a round settled (perf_net_xfer.h): what rx drained credited and
+ * written, and every message tx sent credited by the peer (either may be
+ * NULL). */
+static int settle(const net_link *l, net_end *tx, net_end *rx, int window) {
   pacer p;
   pacer_start(&p, l);
   for (;;) {
-    kolo_errbuf eb = {0};
-    int done = 0;
-    if (l->net->test(comm, id, &done, &eb) != koloSuccess) return provider_failed(l, what, &eb);
-    if (done) {
-      if (is_send) sent_now();
-      return 0;
-    }
-    if (pacer_turn(&p, l, comm, 0, is_send) != 0) return -1;
+    if (rx && (credit(l, rx, window, 1) != 0 || end_turn(l, rx, KOLO_NET_OUT) != 0)) return -1;
+    if (tx && end_turn(l, tx, KOLO_NET_OUT | KOLO_NET_IN) != 0) return -1;
+    int done = (!rx || (rx->credited == rx->next && !l->net->pending(rx->comm))) &&
+               (!tx || (tx->head == tx->next && !l->net->pending(tx->comm)));
+    if (done) return 0;
+    if (pacer_turn2(&p, l, tx ? tx->comm : rx->comm, tx && rx ? rx->comm : NULL, 0, tx != NULL) != 0) return -1;
   }
 }
 
-/* Posts one request, retrying while the provider's queue is full. */
-static int post(const net_link *l, void *comm, int is_send, char *buf, size_t bytes, uint32_t *id) {
-  pacer p;
-  pacer_start(&p, l);
-  for (;;) {
-    kolo_errbuf eb = {0};
-    int queued = 0;
-    koloResult_t res = is_send ? l->net->isend(comm, buf, bytes, id, &queued, &eb)
-                               : l->net->irecv(comm, buf, bytes, id, &queued, &eb);
-    if (res != koloSuccess) return provider_failed(l, is_send ? "isend" : "irecv", &eb);
-    if (queued) {
-      if (is_send) sent_now();
-      return 0;
-    }
-    if (pacer_turn(&p, l, comm, 0, is_send) != 0) return -1;
+/* Receiver: checks every message that arrived (and poisons its buffer for
+ * the next lap when checking fully); 1 when one did. */
+static int drain(net_end *e, const net_round *r, net_bufs *b, uint64_t *wrong) {
+  int moved = 0;
+  for (; e->next != e->landed; e->next++, moved = 1) {
+    int k = (int)(e->next % (uint32_t)b->n);
+    *wrong += check(b->pool[k], r->bytes, (uint64_t)k + 1, e->next - e->base, r->full);
+    if (r->full) memset(b->pool[k], POISON, r->bytes);
   }
+  return moved;
+}
+
+/* Sender: hands over the round's messages before `upto` that the window
+ * allows (*moved when it did). */
+static int feed(const net_link *l, net_end *e, const net_round *r, net_bufs *b, uint64_t upto, int *moved) {
+  for (int sent = 1; sent && e->next - e->base < upto && e->next - e->head < (uint32_t)b->n;) {
+    int k = (int)(e->next % (uint32_t)b->n);
+    stamp(b->pool[k], r->bytes, (uint64_t)k + 1, e->next - e->base);
+    if (send_msg(l, e, r->bytes, &sent) != 0) return -1;
+    *moved |= sent;
+  }
+  return 0;
+}
+
+static void poison_all(const net_round *r, net_bufs *b) {
+  if (r->full)
+    for (int k = 0; k < b->n; k++) memset(b->pool[k], POISON, r->bytes);
 }
 
 /* ---- setup socket -------------------------------------------------------------- */
@@ -263,32 +330,18 @@ int net_msg_recv(const net_link *l, uint32_t tag, uint64_t *value) {
 /* ---- bandwidth --------------------------------------------------------------- */
 
 int net_bw_client(const net_link *l, const net_round *r, net_bufs *send, net_round_result *out) {
-  uint32_t ids[KOLO_NET_MAX_REQS];
-  uint64_t posted = 0, done = 0, wrong = 0;
-  if (net_msg_recv(l, NET_MSG_READY, NULL) != 0) return -1;
+  net_end *e = l->fwd_end;
+  uint64_t wrong = 0;
+  if (bind_end(l, e, send) != 0 || net_msg_recv(l, NET_MSG_READY, NULL) != 0) return -1;
   double t0 = now_us();
   pacer p;
   pacer_start(&p, l);
-  while (done < r->iters) {
+  while (e->head - e->base < r->iters) {
     int moved = 0;
-    while (posted < r->iters && posted - done < (uint64_t)r->window) {
-      char *buf = send->pool[posted % (uint64_t)r->window];
-      stamp(buf, r->bytes, seed_of(posted, r->window), posted);
-      kolo_errbuf eb = {0};
-      int queued = 0;
-      if (l->net->isend(l->fwd, buf, r->bytes, &ids[posted % KOLO_NET_MAX_REQS], &queued, &eb) != koloSuccess)
-        return provider_failed(l, "isend", &eb);
-      if (!queued) break;
-      posted++;
-      moved = 1;
-    }
-    kolo_errbuf eb = {0};
-    int fin = 0;
-    if (l->net->test(l->fwd, ids[done % KOLO_NET_MAX_REQS], &fin, &eb) != koloSuccess)
-      return provider_failed(l, "test", &eb);
-    if (fin) done++;
-    if (moved || fin) sent_now();
-    if (pacer_turn(&p, l, l->fwd, moved || fin, posted > done) != 0) return -1;
+    uint32_t head = e->head;
+    if (feed(l, e, r, send, r->iters, &moved) != 0 || end_turn(l, e, KOLO_NET_OUT | KOLO_NET_IN) != 0) return -1;
+    moved |= e->head != head;
+    if (pacer_turn(&p, l, e->comm, moved, e->next != e->head) != 0) return -1;
   }
   if (net_msg_recv(l, NET_MSG_DONE, &wrong) != 0) return -1;
   out->seconds = (now_us() - t0) * 1e-6;
@@ -297,89 +350,50 @@ int net_bw_client(const net_link *l, const net_round *r, net_bufs *send, net_rou
 }
 
 int net_bw_server(const net_link *l, const net_round *r, net_bufs *recv) {
-  uint32_t ids[KOLO_NET_MAX_REQS];
-  uint64_t posted = 0, done = 0, wrong = 0;
-  int ready = 0;
+  net_end *e = l->fwd_end;
+  uint64_t wrong = 0;
+  poison_all(r, recv);
+  if (bind_end(l, e, recv) != 0 || net_msg_send(l, NET_MSG_READY, 0) != 0) return -1;
   pacer p;
   pacer_start(&p, l);
-  while (done < r->iters) {
-    int moved = 0;
-    while (posted < r->iters && posted - done < (uint64_t)r->window) {
-      char *buf = recv->pool[posted % (uint64_t)r->window];
-      if (r->full) memset(buf, POISON, r->bytes);
-      if (post(l, l->fwd, 0, buf, r->bytes, &ids[posted % KOLO_NET_MAX_REQS]) != 0) return -1;
-      posted++;
-      moved = 1;
-    }
-    if (!ready && net_msg_send(l, NET_MSG_READY, 0) != 0) return -1;
-    ready = 1;
-    kolo_errbuf eb = {0};
-    int fin = 0;
-    if (l->net->test(l->fwd, ids[done % KOLO_NET_MAX_REQS], &fin, &eb) != koloSuccess)
-      return provider_failed(l, "test", &eb);
-    if (fin) {
-      char *buf = recv->pool[done % (uint64_t)r->window];
-      wrong += check(buf, r->bytes, seed_of(done, r->window), done, r->full);
-      done++;
-    }
-    if (pacer_turn(&p, l, l->fwd, moved || fin, 0) != 0) return -1;
+  while (e->next - e->base < r->iters) {
+    if (end_turn(l, e, KOLO_NET_OUT | KOLO_NET_IN) != 0) return -1;
+    int moved = drain(e, r, recv, &wrong);
+    if (credit(l, e, recv->n, 0) != 0 || pacer_turn(&p, l, e->comm, moved, 0) != 0) return -1;
   }
+  if (settle(l, NULL, e, recv->n) != 0) return -1;
   return net_msg_send(l, NET_MSG_DONE, wrong);
 }
 
 /* Both ways at once: sends on this side's send end, receives on the other,
- * each with its window; the client's clock runs from both "ready"s to its
- * last receive and the server's "got all", whichever is later. */
+ * each with its window; the clock runs from both "ready"s until this side
+ * has all its credits and all the peer's messages, and the peer said so
+ * too. */
 int net_bw_bidir(const net_link *l, const net_round *r, int server, net_bufs *send, net_bufs *recv,
                  net_round_result *out) {
-  void *tx = server ? l->back : l->fwd, *rx = server ? l->fwd : l->back;
-  uint32_t sids[KOLO_NET_MAX_REQS], rids[KOLO_NET_MAX_REQS];
-  uint64_t sp = 0, sd = 0, rp = 0, rd = 0, wrong = 0, theirs = 0, w = (uint64_t)r->window;
-  for (; rp < r->iters && rp < w; rp++) {
-    if (r->full) memset(recv->pool[rp], POISON, r->bytes);
-    if (post(l, rx, 0, recv->pool[rp], r->bytes, &rids[rp % KOLO_NET_MAX_REQS]) != 0) return -1;
-  }
-  /* The client's "ready" first, then the server's: each side's receives
-   * are posted before the other starts sending. */
+  net_end *tx = server ? l->back_end : l->fwd_end, *rx = server ? l->fwd_end : l->back_end;
+  uint64_t wrong = 0, theirs = 0;
+  poison_all(r, recv);
+  if (bind_end(l, tx, send) != 0 || bind_end(l, rx, recv) != 0) return -1;
+  /* The client's "ready" first, then the server's: each side's ring is
+   * bound before the other starts sending. */
   if (server ? net_msg_recv(l, NET_MSG_READY, NULL) || net_msg_send(l, NET_MSG_READY, 0)
              : net_msg_send(l, NET_MSG_READY, 0) || net_msg_recv(l, NET_MSG_READY, NULL))
     return -1;
   double t0 = now_us();
   pacer p;
   pacer_start(&p, l);
-  while (sd < r->iters || rd < r->iters) {
-    int moved = 0, fin = 0;
-    kolo_errbuf eb = {0};
-    for (; sp < r->iters && sp - sd < w; sp++, moved = 1) {
-      char *buf = send->pool[sp % w];
-      int queued = 0;
-      stamp(buf, r->bytes, seed_of(sp, r->window), sp);
-      if (l->net->isend(tx, buf, r->bytes, &sids[sp % KOLO_NET_MAX_REQS], &queued, &eb) != koloSuccess)
-        return provider_failed(l, "isend", &eb);
-      if (!queued) break;
-    }
-    for (; rp < r->iters && rp - rd < w; rp++, moved = 1) {
-      char *buf = recv->pool[rp % w];
-      int queued = 0;
-      if (r->full) memset(buf, POISON, r->bytes);
-      if (l->net->irecv(rx, buf, r->bytes, &rids[rp % KOLO_NET_MAX_REQS], &queued, &eb) != koloSuccess)
-        return provider_failed(l, "irecv", &eb);
-      if (!queued) break;
-    }
-    if (sd < sp && l->net->test(tx, sids[sd % KOLO_NET_MAX_REQS], &fin, &eb) != koloSuccess)
-      return provider_failed(l, "test", &eb);
-    if (fin) sd++, moved = 1;
-    if (moved) sent_now();
-    fin = 0;
-    if (rd < rp && l->net->test(rx, rids[rd % KOLO_NET_MAX_REQS], &fin, &eb) != koloSuccess)
-      return provider_failed(l, "test", &eb);
-    if (fin) {
-      wrong += check(recv->pool[rd % w], r->bytes, seed_of(rd, r->window), rd, r->full);
-      rd++;
-      moved = 1;
-    }
-    if (pacer_turn2(&p, l, tx, rx, moved, sp > sd) != 0) return -1;
+  while (tx->head - tx->base < r->iters || rx->next - rx->base < r->iters) {
+    int moved = 0;
+    uint32_t head = tx->head;
+    if (feed(l, tx, r, send, r->iters, &moved) != 0 || end_turn(l, tx, KOLO_NET_OUT | KOLO_NET_IN) != 0 ||
+        end_turn(l, rx, KOLO_NET_OUT | KOLO_NET_IN) != 0)
+      return -1;
+    moved |= drain(rx, r, recv, &wrong) | (tx->head != head);
+    if (credit(l, rx, recv->n, 0) != 0 || pacer_turn2(&p, l, tx->comm, rx->comm, moved, tx->next != tx->head) != 0)
+      return -1;
   }
+  if (settle(l, tx, rx, recv->n) != 0) return -1;
   /* Both say "got all" (with their wrong bytes), then read the other's. */
   if (net_msg_send(l, NET_MSG_DONE, wrong) != 0 || net_msg_recv(l, NET_MSG_DONE, &theirs) != 0) return -1;
   out->seconds = (now_us() - t0) * 1e-6;
@@ -389,28 +403,46 @@ int net_bw_bidir(const net_link *l, const net_round *r, int server, net_bufs *se
 
 /* ---- latency ------------------------------------------------------------------- */
 
-/* The send pool has one buffer (seed 1): iteration i's message is stamped
- * i.  The receive pool has r->window >= 2 buffers: receive i lands in
- * buffer i % window, and receives are kept posted window - 1 messages
- * ahead, the next one posted right after this side's send, as the proxy
- * keeps its ring of slots posted: the receiver's advertisement (ib) is
- * then no step of the round trip. */
-static int lat_post_recv(const net_link *l, void *comm, const net_round *r, net_bufs *recv, uint64_t i,
-                         uint32_t *rids) {
-  if (i >= r->iters) return 0;
-  char *buf = recv->pool[i % (uint64_t)r->window];
-  if (r->full) memset(buf, POISON, r->bytes);
-  return post(l, comm, 0, buf, r->bytes, &rids[i % KOLO_NET_MAX_REQS]);
+/* Sends message i of the round on tx once the window allows (credits come
+ * back when half the peer's ring is drained: rarely waited for). */
+static int lat_send(const net_link *l, net_end *tx, const net_round *r, net_bufs *send, uint64_t i) {
+  pacer p;
+  pacer_start(&p, l);
+  for (;;) {
+    int moved = 0;
+    uint32_t next = tx->next;
+    if (feed(l, tx, r, send, i + 1, &moved) != 0 || end_turn(l, tx, moved ? KOLO_NET_OUT : KOLO_NET_OUT | KOLO_NET_IN) != 0)
+      return -1;
+    if (tx->next != next) return 0;
+    if (pacer_turn(&p, l, tx->comm, 0, 1) != 0) return -1;
+  }
+}
+
+/* Waits for message i on rx, checks it, credits when half the ring is
+ * drained. */
+static int lat_recv(const net_link *l, net_end *rx, const net_round *r, net_bufs *recv, uint64_t i,
+                    uint64_t *wrong) {
+  pacer p;
+  pacer_start(&p, l);
+  while (rx->landed - rx->base <= i) {
+    if (end_turn(l, rx, KOLO_NET_OUT | KOLO_NET_IN) != 0) return -1;
+    if (rx->landed - rx->base <= i && pacer_turn(&p, l, rx->comm, 0, 0) != 0) return -1;
+  }
+  drain(rx, r, recv, wrong);
+  return credit(l, rx, recv->n, 0);
+}
+
+static int lat_begin(const net_link *l, net_end *tx, net_end *rx, const net_round *r, net_bufs *send,
+                     net_bufs *recv) {
+  poison_all(r, recv);
+  return bind_end(l, tx, send) != 0 || bind_end(l, rx, recv) != 0 ? -1 : 0;
 }
 
 int net_lat_client(const net_link *l, const net_round *r, net_bufs *send, net_bufs *recv,
                    net_round_result *out) {
-  uint64_t wrong = 0, ahead = (uint64_t)r->window - 1;
-  uint32_t rids[KOLO_NET_MAX_REQS];
-  char *sbuf = send->pool[0];
-  for (uint64_t k = 0; k < ahead; k++)
-    if (lat_post_recv(l, l->back, r, recv, k, rids) != 0) return -1;
-  if (net_msg_recv(l, NET_MSG_READY, NULL) != 0) return -1;
+  net_end *tx = l->fwd_end, *rx = l->back_end;
+  uint64_t wrong = 0;
+  if (lat_begin(l, tx, rx, r, send, recv) != 0 || net_msg_recv(l, NET_MSG_READY, NULL) != 0) return -1;
   /* One clock read per round trip, as perftest takes the time between
    * consecutive posts: round trip i runs from the read that ended round
    * trip i - 1 (its check and the next stamp, a few words, fall inside).
@@ -418,38 +450,24 @@ int net_lat_client(const net_link *l, const net_round *r, net_bufs *send, net_bu
    * coarse_ms), so two per round trip would weigh on a ~50 us figure. */
   double prev = now_us();
   for (uint64_t i = 0; i < r->iters; i++) {
-    uint32_t sid;
-    stamp(sbuf, r->bytes, 1, i);
-    if (post(l, l->fwd, 1, sbuf, r->bytes, &sid) != 0 || lat_post_recv(l, l->back, r, recv, i + ahead, rids) != 0 ||
-        wait_req(l, l->fwd, sid, 1, "send") != 0 ||
-        wait_req(l, l->back, rids[i % KOLO_NET_MAX_REQS], 0, "receive") != 0)
-      return -1;
+    if (lat_send(l, tx, r, send, i) != 0 || lat_recv(l, rx, r, recv, i, &wrong) != 0) return -1;
     double now = now_us();
     if (r->rtt_us) r->rtt_us[i] = now - prev;
     prev = now;
-    wrong += check(recv->pool[i % (uint64_t)r->window], r->bytes, 1, i, r->full);
   }
   uint64_t theirs = 0;
-  if (net_msg_recv(l, NET_MSG_DONE, &theirs) != 0) return -1;
+  if (settle(l, tx, rx, recv->n) != 0 || net_msg_recv(l, NET_MSG_DONE, &theirs) != 0) return -1;
   out->seconds = 0;
   out->wrong = wrong + theirs;
   return 0;
 }
 
 int net_lat_server(const net_link *l, const net_round *r, net_bufs *send, net_bufs *recv) {
-  uint64_t wrong = 0, ahead = (uint64_t)r->window - 1;
-  uint32_t rids[KOLO_NET_MAX_REQS], sid;
-  char *sbuf = send->pool[0];
-  for (uint64_t k = 0; k < ahead; k++)
-    if (lat_post_recv(l, l->fwd, r, recv, k, rids) != 0) return -1;
-  if (net_msg_send(l, NET_MSG_READY, 0) != 0) return -1;
-  for (uint64_t i = 0; i < r->iters; i++) {
-    if (wait_req(l, l->fwd, rids[i % KOLO_NET_MAX_REQS], 0, "receive") != 0) return -1;
-    wrong += check(recv->pool[i % (uint64_t)r->window], r->bytes, 1, i, r->full);
-    stamp(sbuf, r->bytes, 1, i);
-    if (post(l, l->back, 1, sbuf, r->bytes, &sid) != 0 || lat_post_recv(l, l->fwd, r, recv, i + ahead, rids) != 0 ||
-        wait_req(l, l->back, sid, 1, "send") != 0)
-      return -1;
-  }
+  net_end *tx = l->back_end, *rx = l->fwd_end;
+  uint64_t wrong = 0;
+  if (lat_begin(l, tx, rx, r, send, recv) != 0 || net_msg_send(l, NET_MSG_READY, 0) != 0) return -1;
+  for (uint64_t i = 0; i < r->iters; i++)
+    if (lat_recv(l, rx, r, recv, i, &wrong) != 0 || lat_send(l, tx, r, send, i) != 0) return -1;
+  if (settle(l, tx, rx, recv->n) != 0) return -1;
   return net_msg_send(l, NET_MSG_DONE, wrong);
 }

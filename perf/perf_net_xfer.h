@@ -1,14 +1,16 @@
 /* perf_net_xfer.h - the timed rounds of `kolo-perf net` (perf_net.h): one
  * round of the bandwidth test or of the latency test at one size, each side
- * calling its half, driving a net provider (transport/net.h) directly.
+ * calling its half, driving a net provider (transport/net.h) directly, as
+ * kolo's net pipes do: each side binds a ring of buffers to its end of each
+ * connection, a message is a slice (its step's buffer), and the receiver
+ * credits what it drained (when half its ring is drained, and at the end).
  *
  * Bandwidth (ib_write_bw's shape): the client sends `iters` messages of
- * `bytes` on the forward connection, keeping up to `window` in flight, out
- * of a pool of `window` buffers; the server receives them into its own pool
+ * `bytes` on the forward connection, keeping up to `window` uncredited, out
+ * of a ring of `window` buffers; the server receives them into its own ring
  * of `window` buffers.  The client's clock runs from the server's "ready"
- * (every receive of the first window posted) to the server's "got all" on
- * the setup socket, so the time covers delivery, not only hand-off to the
- * kernel or the NIC.
+ * to the last credit, so the time covers delivery and the check, not only
+ * hand-off to the kernel or the NIC.
  *
  * Both ways (--bidir, ib_write_bw -b's shape): each side sends `iters`
  * messages on its own connection and receives the other's at the same
@@ -16,17 +18,19 @@
  *
  * Latency (ib_write_lat's shape): ping-pong, one message each way per
  * iteration (client -> server on the forward connection, back on the other);
- * the client times each round trip (from posting its send to the answer's
- * arrival); half of it is the latency.  Each side keeps `window` - 1
- * receives posted ahead (as the proxy keeps its ring of slots posted) and
- * posts the next one right after its send.
+ * the client times each round trip (from its send to the answer's
+ * arrival); half of it is the latency.  Both rings hold `window` buffers, so
+ * that credits, sent when half a ring is drained, stay off the round trip.
+ *
+ * A round ends settled: every message sent was credited and every credit
+ * read, so that the next size may bind other buffers (net.h).
  *
  * Payload check: every message carries a pattern of 64-bit words that
  * depends on its buffer (seed) and, in its first and last word, on its
  * iteration number, so stale or misplaced data shows.  Rounds with
- * full = 1 (warm-up) poison each receive buffer before posting it and check
- * every byte; timed rounds check the first and last word and one word in
- * every 4 KiB.  Wrong bytes are counted, never fatal.
+ * full = 1 (warm-up) poison each receive buffer before it is credited and
+ * check every byte; timed rounds check the first and last word and one word
+ * in every 4 KiB.  Wrong bytes are counted, never fatal.
  */
 #ifndef KOLO_PERF_NET_XFER_H
 #define KOLO_PERF_NET_XFER_H
@@ -36,10 +40,23 @@
 
 #include "transport/net.h"
 
+/* One end of one provider connection, as kolo-perf drives it (the sink's
+ * counters and this side's own). */
+typedef struct {
+  void *comm;
+  uint32_t base;     /* the step of the round's first message */
+  uint32_t next;     /* sender: messages handed over; receiver: messages drained */
+  uint32_t landed;   /* receiver: messages that arrived */
+  uint32_t head;     /* sender: the receiver's last credit */
+  uint32_t credited; /* receiver: the head handed over */
+  int stopped;       /* the peer sent a stop word */
+} net_end;
+
 typedef struct {
   const kolo_net_provider *net;
   void *fwd;      /* client -> server: the client's send end, the server's receive end */
   void *back;     /* server -> client */
+  net_end *fwd_end, *back_end; /* this side's state of each */
   int oob;        /* the setup socket: handshakes of each round */
   int timeout_ms; /* bound on any wait for the peer */
   const char *who;
@@ -49,8 +66,7 @@ typedef struct {
 typedef struct {
   size_t bytes;
   uint64_t iters;
-  int window;     /* messages in flight (bandwidth); buffers in each pool (latency: in
-                   * the receive pool, >= 2) */
+  int window;     /* buffers in each ring: messages in flight at most (latency: >= 2) */
   int full;       /* poison and check every byte (untimed rounds) */
   int timed;      /* the client records times */
   double *rtt_us; /* latency, client: one round trip per iteration (iters entries) */
@@ -61,9 +77,11 @@ typedef struct {
   uint64_t wrong;  /* bytes found wrong, both sides (the server's come back to the client) */
 } net_round_result;
 
-/* Buffers of one size: allocated by net_bufs_init, filled with the pattern. */
+/* A ring of n buffers of one size, one after another (the slots bound to a
+ * connection): allocated by net_bufs_init, filled with the pattern. */
 typedef struct {
-  char **pool;
+  char *base;
+  char **pool; /* pool[k] = base + k * bytes */
   int n;
   size_t bytes;
 } net_bufs;

@@ -1,9 +1,11 @@
 // test_net.cc - the net transport (issue 4, socket provider and proxy).
 //
-//  - NetSocket: the TCP provider alone: a region round trip over several
-//    streams, control messages both ways, a stray connection (no token)
-//    refused while the real sender gets through, and the peer's close
-//    reported as an error naming it.
+//  - NetSocket: the TCP provider alone: slices of 0 bytes to a whole slot
+//    over three streams, two laps of a ring, with and without signatures,
+//    every byte and signature checked; credits (a newer one replacing one
+//    not sent); stop words both ways, with a mismatch report; a stray
+//    connection (no token) refused while the real sender gets through; the
+//    peer's close reported as an error naming it; no fd left.
 //  - NetProcs.Grid: ranks as processes of this host forced onto the net
 //    transport (KOLO_NET_FORCE=1, KOLO_SHM_DISABLE=1, so nothing else could
 //    connect them), every collective for float32 sum, int32 max and
@@ -131,26 +133,74 @@ struct Loopback {
   }
 };
 
-// Drives test() on one request until it finishes (or 10 s pass).
-koloResult_t wait_req(void *comm, uint32_t id, kolo_errbuf *eb) {
-  double t0 = now_ms();
-  for (;;) {
-    int done = 0;
-    koloResult_t r = kolo_net_socket.test(comm, id, &done, eb);
-    if (r != koloSuccess || done) return r;
-    if (now_ms() - t0 > 10000) return koloTimeout;
-    usleep(100);
-  }
+// One end of a provider connection as the test drives it: the sink's
+// records.
+struct End {
+  void *comm = nullptr;
+  std::vector<unsigned char> ring;
+  std::vector<std::pair<uint32_t, uint32_t>> slices;  // (step, len)
+  std::vector<kolo_call_sig> sigs;                     // of the slices that had one
+  std::vector<uint32_t> sig_steps;
+  uint32_t head = 0;
+  int stops = 0;
+  uint32_t stop_word = 0;
+  bool has_report = false;
+  kolo_call_mismatch report{};
+};
+
+kolo_net_sink sink_of(End *e) {
+  kolo_net_sink k{};
+  k.ctx = e;
+  k.slice = [](void *ctx, uint32_t step, uint32_t len, const kolo_call_sig *sig) {
+    End *x = static_cast<End *>(ctx);
+    x->slices.emplace_back(step, len);
+    if (sig) x->sigs.push_back(*sig), x->sig_steps.push_back(step);
+  };
+  k.credit = [](void *ctx, uint32_t head) { static_cast<End *>(ctx)->head = head; };
+  k.stop = [](void *ctx, uint32_t word, const kolo_call_mismatch *m) {
+    End *x = static_cast<End *>(ctx);
+    x->stops++;
+    x->stop_word = word;
+    x->has_report = m != nullptr;
+    if (m) x->report = *m;
+  };
+  return k;
 }
 
-TEST(NetSocket, RoundTripControlStrayAndClose) {
+// Both ends progress from this one thread until done() (or 10 s pass).
+template <class F>
+koloResult_t pump(End &s, End &r, F done, kolo_errbuf *eb) {
+  double t0 = now_ms();
+  while (!done()) {
+    koloResult_t res = kolo_net_socket.progress(s.comm, KOLO_NET_OUT | KOLO_NET_IN, eb);
+    if (res == koloSuccess) res = kolo_net_socket.progress(r.comm, KOLO_NET_OUT | KOLO_NET_IN, eb);
+    if (res != koloSuccess) return res;
+    if (now_ms() - t0 > 10000) return koloTimeout;
+  }
+  return koloSuccess;
+}
+
+kolo_call_sig test_sig(uint32_t k) {
+  kolo_call_sig g{};
+  g.count = 1000003ull * k + 7;
+  g.seq = k;
+  g.root = (int32_t)k % 3;
+  g.coll = (uint8_t)k;
+  g.type = 9;
+  g.op = 0xff;
+  g.set = 1;
+  return g;
+}
+
+TEST(NetSocket, SlicesCreditsStopsStrayAndClose) {
   ScopedEnv streams("KOLO_SOCKET_NSTREAMS", "3");
   int fds_before = count_fds();
   const kolo_net_provider &net = kolo_net_socket;
   kolo_errbuf eb{};
   Loopback lo;
   kolo_net_handle h;
-  void *lcomm = nullptr, *scomm = nullptr, *rcomm = nullptr;
+  void *lcomm = nullptr;
+  End s, r;
   ASSERT_EQ(net.listen(&lo.local, 0, &h, &lcomm, &eb), koloSuccess) << eb.msg;
 
   // A stray connection to the listener: right port, no token.
@@ -163,63 +213,78 @@ TEST(NetSocket, RoundTripControlStrayAndClose) {
   const char junk[40] = "GET / HTTP/1.0\r\n\r\n";
   ASSERT_EQ(kolo_sock_send_all(stray, junk, sizeof junk, kolo_deadline(2000), "listener", &eb), koloSuccess);
 
-  ASSERT_EQ(net.connect(&h, 0, kolo_deadline(5000), 5000, "rank 1 (test)", &scomm, &eb), koloSuccess) << eb.msg;
-  ASSERT_EQ(net.accept(lcomm, kolo_deadline(5000), 5000, "rank 0 (test)", &rcomm, &eb), koloSuccess) << eb.msg;
+  ASSERT_EQ(net.connect(&h, 0, kolo_deadline(5000), 5000, "rank 1 (test)", &s.comm, &eb), koloSuccess) << eb.msg;
+  ASSERT_EQ(net.accept(lcomm, kolo_deadline(5000), 5000, "rank 0 (test)", &r.comm, &eb), koloSuccess) << eb.msg;
   net.close_listen(lcomm);
   close(stray);
 
-  // Two regions of 1 MiB + 5 bytes (not a multiple of the stream count).
-  const size_t len = (1u << 20) + 5;
-  std::vector<unsigned char> src(2 * len), dst(2 * len, 0);
-  for (size_t i = 0; i < src.size(); i++) src[i] = (unsigned char)(i * 131 + 7);
-  uint32_t sid[2], rid[2];
+  // Four slots of 1 MiB + 5 bytes (parts over all three streams, not a
+  // multiple of the stream count); slices of every shape, two laps.
+  const size_t slot = (1u << 20) + 5;
+  const uint32_t nslots = 4;
+  s.ring.resize(slot * nslots);
+  r.ring.assign(slot * nslots, 0xa5);
+  kolo_net_ring sr = {reinterpret_cast<char *>(s.ring.data()), nslots, slot, 0};
+  kolo_net_ring rr = {reinterpret_cast<char *>(r.ring.data()), nslots, slot, 0};
+  kolo_net_sink ss = sink_of(&s), rs = sink_of(&r);
+  ASSERT_EQ(net.bind(s.comm, &sr, &ss, &eb), koloSuccess) << eb.msg;
+  ASSERT_EQ(net.bind(r.comm, &rr, &rs, &eb), koloSuccess) << eb.msg;
+  const size_t lens[8] = {slot, 7, 0, 200000, 1, slot - 1, 65536 * 2 + 3, 4096};
+  for (uint32_t lap = 0; lap < 2; lap++) {
+    for (uint32_t k = 4 * lap; k < 4 * lap + 4; k++) {
+      unsigned char *src = s.ring.data() + (k % nslots) * slot;
+      for (size_t i = 0; i < lens[k]; i++) src[i] = (unsigned char)(i * 131 + 7 * k + 1);
+      kolo_call_sig g = test_sig(k);
+      int q = 0;
+      ASSERT_EQ(net.send_slice(s.comm, k, lens[k], k % 2 ? nullptr : &g, &q, &eb), koloSuccess) << eb.msg;
+      ASSERT_EQ(q, 1);
+    }
+    ASSERT_EQ(pump(s, r, [&] { return r.slices.size() == 4 * (lap + 1); }, &eb), koloSuccess) << eb.msg;
+    for (uint32_t k = 4 * lap; k < 4 * lap + 4; k++) {
+      EXPECT_EQ(r.slices[k].first, k);
+      EXPECT_EQ(r.slices[k].second, lens[k]);
+      EXPECT_EQ(memcmp(r.ring.data() + (k % nslots) * slot, s.ring.data() + (k % nslots) * slot, lens[k]), 0)
+          << "slice " << k << " differs";
+    }
+    // Credits: two in a row, the second replacing the first if it has not left.
+    int q = 0;
+    ASSERT_EQ(net.send_credit(r.comm, 4 * lap + 2, &q, &eb), koloSuccess);
+    ASSERT_EQ(net.send_credit(r.comm, 4 * lap + 4, &q, &eb), koloSuccess);
+    ASSERT_EQ(pump(s, r, [&] { return s.head == 4 * lap + 4; }, &eb), koloSuccess) << eb.msg;
+  }
+  ASSERT_EQ(r.sigs.size(), 4u);
+  for (size_t i = 0; i < r.sigs.size(); i++) {
+    kolo_call_sig want = test_sig(r.sig_steps[i]);
+    EXPECT_EQ(r.sig_steps[i] % 2, 0u);
+    const kolo_call_sig &got = r.sigs[i];
+    EXPECT_TRUE(got.count == want.count && got.seq == want.seq && got.root == want.root && got.coll == want.coll &&
+                got.type == want.type && got.op == want.op && got.set == 1)
+        << "signature of step " << r.sig_steps[i];
+  }
+
+  // Stop words both ways, with and without a report.
+  kolo_call_mismatch m{{0, 2}, {test_sig(3), test_sig(4)}};
   int q = 0;
-  for (int k = 0; k < 2; k++) {
-    ASSERT_EQ(net.irecv(rcomm, dst.data() + k * len, len, &rid[k], &q, &eb), koloSuccess) << eb.msg;
-    ASSERT_EQ(q, 1);
-    ASSERT_EQ(net.isend(scomm, src.data() + k * len, len, &sid[k], &q, &eb), koloSuccess) << eb.msg;
-    ASSERT_EQ(q, 1);
-  }
-  // Both ends progress from this one thread: alternate until all finish.
-  int sdone = 0, rdone = 0;
-  double t0 = now_ms();
-  while ((sdone < 2 || rdone < 2) && now_ms() - t0 < 10000) {
-    int d = 0;
-    if (sdone < 2) {
-      ASSERT_EQ(net.test(scomm, sid[sdone], &d, &eb), koloSuccess) << eb.msg;
-      sdone += d;
-    }
-    if (rdone < 2) {
-      ASSERT_EQ(net.test(rcomm, rid[rdone], &d, &eb), koloSuccess) << eb.msg;
-      rdone += d;
-    }
-  }
-  ASSERT_EQ(sdone, 2);
-  ASSERT_EQ(rdone, 2);
-  EXPECT_TRUE(src == dst) << "received bytes differ";
+  ASSERT_EQ(net.send_stop(s.comm, (7u << 24) | 1, &m, &q, &eb), koloSuccess);
+  ASSERT_EQ(net.send_stop(r.comm, (1u << 24) | 2, nullptr, &q, &eb), koloSuccess);
+  ASSERT_EQ(pump(s, r, [&] { return s.stops == 1 && r.stops == 1; }, &eb), koloSuccess) << eb.msg;
+  EXPECT_EQ(r.stop_word, (7u << 24) | 1);
+  ASSERT_TRUE(r.has_report);
+  EXPECT_EQ(r.report.rank[0], 0);
+  EXPECT_EQ(r.report.rank[1], 2);
+  EXPECT_EQ(r.report.sig[0].count, m.sig[0].count);
+  EXPECT_EQ(r.report.sig[1].count, m.sig[1].count);
+  EXPECT_EQ(s.stop_word, (1u << 24) | 2);
+  EXPECT_FALSE(s.has_report);
 
-  // Control both ways.
-  ASSERT_EQ(net.ctrl_send(rcomm, KOLO_NET_CTRL_CREDIT, 42, &q, &eb), koloSuccess);
-  ASSERT_EQ(net.ctrl_send(scomm, KOLO_NET_CTRL_STOP, 0x3000002, &q, &eb), koloSuccess);
-  uint32_t kind = 0, value = 0;
-  int got = 0;
-  for (t0 = now_ms(); !got && now_ms() - t0 < 5000; usleep(100))
-    ASSERT_EQ(net.ctrl_recv(scomm, &kind, &value, &got, &eb), koloSuccess);
-  EXPECT_EQ(kind, (uint32_t)KOLO_NET_CTRL_CREDIT);
-  EXPECT_EQ(value, 42u);
-  got = 0;
-  for (t0 = now_ms(); !got && now_ms() - t0 < 5000; usleep(100))
-    ASSERT_EQ(net.ctrl_recv(rcomm, &kind, &value, &got, &eb), koloSuccess);
-  EXPECT_EQ(kind, (uint32_t)KOLO_NET_CTRL_STOP);
-  EXPECT_EQ(value, 0x3000002u);
-
-  // The sender goes away: a posted receive fails naming it.
-  net.close(scomm);
-  koloResult_t r = net.irecv(rcomm, dst.data(), len, &rid[0], &q, &eb);  // may see it at once
-  if (r == koloSuccess) r = wait_req(rcomm, rid[0], &eb);
-  EXPECT_EQ(r, koloRemoteError);
+  // The sender goes away: the receiver's progress fails naming it.
+  net.close(s.comm);
+  koloResult_t res = koloSuccess;
+  for (double t0 = now_ms(); res == koloSuccess && now_ms() - t0 < 5000; usleep(100))
+    res = net.progress(r.comm, KOLO_NET_OUT | KOLO_NET_IN, &eb);
+  EXPECT_EQ(res, koloRemoteError);
   EXPECT_NE(std::string(eb.msg).find("rank 0 (test)"), std::string::npos) << eb.msg;
-  net.close(rcomm);
+  net.close(r.comm);
   EXPECT_EQ(count_fds(), fds_before) << "file descriptors leaked";
 }
 

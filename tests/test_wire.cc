@@ -87,7 +87,12 @@ TEST(NetWire, IbHelloRoundTripCutsAndVersions) {
   EXPECT_EQ(version, 1u);
 }
 
-TEST(NetWire, SocketHelloFramesAndControl) {
+bool same_sig(const kolo_call_sig &a, const kolo_call_sig &b) {  // field by field: padding is no field
+  return a.count == b.count && a.seq == b.seq && a.root == b.root && a.coll == b.coll && a.type == b.type &&
+         a.op == b.op && a.set == b.set;
+}
+
+TEST(NetWire, SocketHelloFramesAndRecords) {
   kolo_sock_hello h = {2, 4, {0}}, back;
   memset(h.token, 0x5e, sizeof h.token);
   uint8_t b[KOLO_SOCK_HELLO_BYTES];
@@ -101,28 +106,67 @@ TEST(NetWire, SocketHelloFramesAndControl) {
   EXPECT_EQ(memcmp(back.token, h.token, sizeof h.token), 0);
   for (size_t n = 0; n < sizeof b; n++)
     EXPECT_NE(kolo_decode_sock_hello(b, n, &back, &version, why, sizeof why), KOLO_NET_WIRE_OK) << n;
-  h.index = 5;
+  h.index = 4;
   kolo_encode_sock_hello(&h, b);
   EXPECT_EQ(kolo_decode_sock_hello(b, sizeof b, &back, &version, why, sizeof why), KOLO_NET_WIRE_GARBLED);
-  EXPECT_TRUE(contains(why, "stream 5 of 4")) << why;
+  EXPECT_TRUE(contains(why, "stream 4 of 4")) << why;
 
-  uint8_t f[KOLO_SOCK_FRAME_BYTES];
-  kolo_encode_sock_frame(f, 1000, 7);
-  uint32_t len = 0;
-  EXPECT_EQ(kolo_decode_sock_frame(f, 7, 1000, &len, why, sizeof why), KOLO_NET_WIRE_OK);
-  EXPECT_EQ(len, 1000u);
-  EXPECT_EQ(kolo_decode_sock_frame(f, 8, 1000, &len, why, sizeof why), KOLO_NET_WIRE_GARBLED);
-  EXPECT_TRUE(contains(why, "out of step on its network connection (request 8, header of 7)")) << why;
-  EXPECT_EQ(kolo_decode_sock_frame(f, 7, 999, &len, why, sizeof why), KOLO_NET_WIRE_GARBLED);
-  EXPECT_TRUE(contains(why, "1000 bytes for a receive of 999")) << why;
+  // Frames: each kind where it belongs, refused where it does not.
+  uint8_t f[KOLO_SOCK_HDR_BYTES];
+  kolo_sock_frame fr = {KOLO_SOCK_DATA, KOLO_SOCK_FLAG_SIG, 7, 1000}, back_f;
+  kolo_encode_sock_frame(f, &fr);
+  ASSERT_EQ(kolo_decode_sock_frame(f, 0, 7, 1000, &back_f, why, sizeof why), KOLO_NET_WIRE_OK) << why;
+  EXPECT_EQ(back_f.kind, KOLO_SOCK_DATA);
+  EXPECT_EQ(back_f.flags, KOLO_SOCK_FLAG_SIG);
+  EXPECT_EQ(back_f.value, 7u);
+  EXPECT_EQ(back_f.len, 1000u);
+  EXPECT_EQ(kolo_sock_frame_extra(&back_f), (size_t)KOLO_NET_SIG_BYTES);
+  EXPECT_EQ(kolo_decode_sock_frame(f, 0, 8, 1000, &back_f, why, sizeof why), KOLO_NET_WIRE_GARBLED);
+  EXPECT_TRUE(contains(why, "out of step on its network connection (slice 7 came where 8 was due)")) << why;
+  EXPECT_EQ(kolo_decode_sock_frame(f, 0, 7, 999, &back_f, why, sizeof why), KOLO_NET_WIRE_GARBLED);
+  EXPECT_TRUE(contains(why, "slice of 1000 bytes for slots of 999")) << why;
+  EXPECT_EQ(kolo_decode_sock_frame(f, 1, 7, 1000, &back_f, why, sizeof why), KOLO_NET_WIRE_GARBLED);
+  EXPECT_TRUE(contains(why, "sent a slice to its sender")) << why;
+  for (size_t i = 0; i < sizeof f; i++) {  // any flipped byte is caught
+    uint8_t g[KOLO_SOCK_HDR_BYTES];
+    memcpy(g, f, sizeof g);
+    g[i] ^= 0x10;
+    EXPECT_NE(kolo_decode_sock_frame(g, 0, 7, 1000, &back_f, why, sizeof why), KOLO_NET_WIRE_OK) << i;
+  }
+  kolo_sock_frame cr = {KOLO_SOCK_CREDIT, 0, 0x01020304u, 0};
+  kolo_encode_sock_frame(f, &cr);
+  EXPECT_EQ(f[4], 0x04);  // the value, little-endian
+  ASSERT_EQ(kolo_decode_sock_frame(f, 1, 0, 0, &back_f, why, sizeof why), KOLO_NET_WIRE_OK) << why;
+  EXPECT_EQ(back_f.value, 0x01020304u);
+  EXPECT_EQ(kolo_decode_sock_frame(f, 0, 0, 0, &back_f, why, sizeof why), KOLO_NET_WIRE_GARBLED);
+  EXPECT_TRUE(contains(why, "sent a credit to its receiver")) << why;
+  kolo_sock_frame st = {KOLO_SOCK_STOP, KOLO_SOCK_FLAG_REPORT, 0x07000003u, 0};
+  kolo_encode_sock_frame(f, &st);
+  for (int to_sender = 0; to_sender < 2; to_sender++) {
+    ASSERT_EQ(kolo_decode_sock_frame(f, to_sender, 0, 0, &back_f, why, sizeof why), KOLO_NET_WIRE_OK) << why;
+    EXPECT_EQ(kolo_sock_frame_extra(&back_f), (size_t)KOLO_NET_REPORT_BYTES);
+  }
 
-  uint8_t c[KOLO_SOCK_CTRL_BYTES];
-  kolo_encode_sock_ctrl(c, KOLO_NET_CTRL_STOP, 0x01020304u);
-  uint32_t kind = 0, value = 0;
-  kolo_decode_sock_ctrl(c, &kind, &value);
-  EXPECT_EQ(kind, (uint32_t)KOLO_NET_CTRL_STOP);
-  EXPECT_EQ(value, 0x01020304u);
-  EXPECT_EQ(c[4], 0x04);
+  // Signatures and reports: explicit bytes, and garbage refused.
+  kolo_call_sig sig = {1ull << 40 | 5, 9, -1, 2, 7, 0xff, 1}, sback;
+  uint8_t sb[KOLO_NET_SIG_BYTES];
+  kolo_encode_call_sig(&sig, sb);
+  ASSERT_EQ(kolo_decode_call_sig(sb, &sback, why, sizeof why), KOLO_NET_WIRE_OK) << why;
+  EXPECT_TRUE(same_sig(sig, sback));
+  EXPECT_EQ(sb[5], 0x01);  // count, little-endian: bit 40
+  sb[19] = 0;              // not marked set
+  EXPECT_EQ(kolo_decode_call_sig(sb, &sback, why, sizeof why), KOLO_NET_WIRE_GARBLED);
+  kolo_call_mismatch m = {{1, 4}, {sig, sig}}, mback;
+  m.sig[1].count = 3;
+  uint8_t mb[KOLO_NET_REPORT_BYTES];
+  kolo_encode_mismatch(&m, mb);
+  ASSERT_EQ(kolo_decode_mismatch(mb, &mback, why, sizeof why), KOLO_NET_WIRE_OK) << why;
+  EXPECT_EQ(m.rank[0], mback.rank[0]);
+  EXPECT_EQ(m.rank[1], mback.rank[1]);
+  EXPECT_TRUE(same_sig(m.sig[0], mback.sig[0]) && same_sig(m.sig[1], mback.sig[1]));
+  mb[0] = 0xff, mb[1] = 0xff, mb[2] = 0xff, mb[3] = 0xff;  // rank -1
+  EXPECT_EQ(kolo_decode_mismatch(mb, &mback, why, sizeof why), KOLO_NET_WIRE_GARBLED);
+  EXPECT_TRUE(contains(why, "naming ranks -1 and 4")) << why;
 }
 
 std::string read_file(const std::string &path) {
@@ -176,16 +220,25 @@ TEST(NetWire, SocketListenerRefusesVersion1AndGarbageByName) {
     net.close_listen(lcomm);
     close(old);
     close(garbage);
-    // The pipe works: one control message across.
-    int q = 0, got = 0;
-    uint32_t kind = 0, value = 0;
-    ASSERT_EQ(net.ctrl_send(scomm, KOLO_NET_CTRL_CREDIT, 42, &q, &eb), koloSuccess) << eb.msg;
-    for (int i = 0; i < 2000 && !got; i++) {
-      ASSERT_EQ(net.ctrl_recv(rcomm, &kind, &value, &got, &eb), koloSuccess) << eb.msg;
-      if (!got) usleep(1000);
+    // The pipe works: a credit across.
+    char ring[64];
+    uint32_t credited = 0;
+    kolo_net_ring sr = {ring, 1, sizeof ring, 0}, rr = sr;
+    kolo_net_sink sink{};
+    sink.ctx = &credited;
+    sink.slice = [](void *, uint32_t, uint32_t, const kolo_call_sig *) {};
+    sink.credit = [](void *ctx, uint32_t head) { *static_cast<uint32_t *>(ctx) = head; };
+    sink.stop = [](void *, uint32_t, const kolo_call_mismatch *) {};
+    ASSERT_EQ(net.bind(scomm, &sr, &sink, &eb), koloSuccess) << eb.msg;
+    ASSERT_EQ(net.bind(rcomm, &rr, &sink, &eb), koloSuccess) << eb.msg;
+    int q = 0;
+    ASSERT_EQ(net.send_credit(rcomm, 42, &q, &eb), koloSuccess) << eb.msg;
+    for (int i = 0; i < 2000 && credited != 42; i++) {
+      ASSERT_EQ(net.progress(rcomm, KOLO_NET_OUT, &eb), koloSuccess) << eb.msg;
+      ASSERT_EQ(net.progress(scomm, KOLO_NET_IN, &eb), koloSuccess) << eb.msg;
+      if (credited != 42) usleep(1000);
     }
-    EXPECT_EQ(got, 1);
-    EXPECT_EQ(value, 42u);
+    EXPECT_EQ(credited, 42u);
     net.close(scomm);
     net.close(rcomm);
   }

@@ -36,7 +36,16 @@ static int is_candidate(const kolo_conn_mem *mem, uint32_t t) {
   return 0;
 }
 
-static void setup_for(const kolo_conn_set *set, const kolo_conn_request *r, kolo_conn_setup *s) {
+static int count_local(kolo_bootstrap *bs) {
+  int n = kolo_bootstrap_nranks(bs), local = 0;
+  uint64_t me = kolo_bootstrap_peer(bs, kolo_bootstrap_rank(bs))->host_hash;
+  for (int r = 0; r < n; r++) local += kolo_bootstrap_peer(bs, r)->host_hash == me;
+  return local;
+}
+
+static void setup_for(kolo_conn_set *set, const kolo_conn_request *r, kolo_conn_setup *s) {
+  if (set->local_ranks == 0) set->local_ranks = count_local(set->bs);
+  s->local_ranks = set->local_ranks;
   s->job = set->job;
   s->self = kolo_bootstrap_peer(set->bs, kolo_bootstrap_rank(set->bs));
   s->peer = kolo_bootstrap_peer(set->bs, r->peer);
@@ -187,7 +196,7 @@ koloResult_t kolo_connect_sets(kolo_conn_set *sets, int nsets) {
 koloResult_t kolo_connect(kolo_bootstrap *bs, uint64_t job, size_t slot_bytes, uint32_t nslots,
                           const kolo_conn_mem *mem, kolo_conn_request *reqs, int n,
                           kolo_errbuf *eb) {
-  kolo_conn_set set = {bs, job, slot_bytes, nslots, mem, reqs, n, eb, NULL, koloSuccess, 0};
+  kolo_conn_set set = {bs, job, slot_bytes, nslots, mem, reqs, n, eb, NULL, koloSuccess, 0, 0};
   return kolo_connect_sets(&set, 1);
 }
 

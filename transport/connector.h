@@ -24,6 +24,7 @@
 
 #include "common/error.h"
 #include "kolo.h"
+#include "transport/call_sig_types.h"
 
 #define KOLO_CACHELINE 64
 
@@ -40,25 +41,6 @@ enum kolo_stop_reason {
 
 /* Most slots a connector may have (KOLO_NSLOTS). */
 #define KOLO_CONN_MAX_SLOTS 64
-
-/* What a call is, as every rank of it must agree (issue 15): the sender
- * writes its own with the first slice of each call it sends on a pipe, the
- * receiver compares it with its own before it consumes that slice.  Fields
- * a call's ranks may differ in are 0 (see kernels/call_sig.h). */
-typedef struct kolo_call_sig {
-  uint64_t count;
-  uint32_t seq;   /* the communicator's count of collective calls (0: send/recv) */
-  int32_t root;
-  uint8_t coll, type, op;
-  uint8_t set;    /* 1 once a sender wrote it */
-} kolo_call_sig;
-
-/* Two calls that do not match, as the rank that found them tells its peers
- * (written once per pipe, before the stop word). */
-typedef struct kolo_call_mismatch {
-  int32_t rank[2];
-  kolo_call_sig sig[2];
-} kolo_call_mismatch;
 
 /* Call signatures a sender may have written ahead of its receiver on a
  * pipe whose ends share the control block (kolo_connector.sig_box). */

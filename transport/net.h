@@ -44,7 +44,7 @@
 #include <sys/socket.h>
 
 #include "common/error.h"
-#include "transport/connector.h"
+#include "transport/call_sig_types.h"
 
 #define KOLO_NET_HANDLE_BYTES 64
 #define KOLO_NET_MAX_STREAMS 8

@@ -80,13 +80,15 @@ static koloResult_t ship_slices(kolo_net_pipe *p) {
   return res;
 }
 
-/* Receiver: the head, when it moved. */
-static koloResult_t give_credit(kolo_net_pipe *p) {
+/* Receiver: the head, when it moved and is due (see KOLO_NET_PIPE_PAY):
+ * credits go back in batches, a system call or a write for several slots. */
+static koloResult_t give_credit(kolo_net_pipe *p, unsigned dir) {
   uint32_t head = atomic_load_explicit(&p->ctrl->head, memory_order_acquire);
-  if (head == p->credit_sent) return koloSuccess;
+  uint32_t owed = head - atomic_load_explicit(&p->credit_sent, memory_order_relaxed);
+  if (owed == 0 || (!(dir & KOLO_NET_PIPE_PAY) && !p->polled && 2 * owed < p->nslots)) return koloSuccess;
   int queued = 0;
   koloResult_t res = p->net->send_credit(p->comm, head, &queued, &p->err);
-  if (queued) p->credit_sent = head;
+  if (queued) atomic_store_explicit(&p->credit_sent, head, memory_order_relaxed);
   return res;
 }
 
@@ -126,17 +128,18 @@ static void publish_landed(kolo_net_pipe *p) {
 
 int kolo_net_pipe_turn(kolo_net_pipe *p, unsigned dir) {
   if (p->failed) return 0;
-  uint32_t before = p->arrivals, posted = p->posted, credited = p->credit_sent;
+  uint32_t before = p->arrivals, posted = p->posted, credited = atomic_load(&p->credit_sent);
   int stop_sent = p->stop_sent;
-  koloResult_t res = p->is_send ? ship_slices(p) : give_credit(p);
+  koloResult_t res = p->is_send ? ship_slices(p) : give_credit(p, dir);
   if (res == koloSuccess) res = give_stop(p);
-  if (res == koloSuccess) res = p->net->progress(p->comm, dir | KOLO_NET_OUT, &p->err);
+  if (res == koloSuccess) res = p->net->progress(p->comm, (dir & KOLO_NET_IN) | KOLO_NET_OUT, &p->err);
   if (!p->is_send) publish_landed(p);
   if (res != koloSuccess) {
     pipe_failed(p);
     return 1;
   }
-  return p->arrivals != before || p->posted != posted || p->credit_sent != credited || p->stop_sent != stop_sent;
+  return p->arrivals != before || p->posted != posted || atomic_load(&p->credit_sent) != credited ||
+         p->stop_sent != stop_sent;
 }
 
 int kolo_net_pipe_needs_proxy(kolo_net_pipe *p) {
@@ -152,7 +155,8 @@ int kolo_net_pipe_needs_proxy(kolo_net_pipe *p) {
 int kolo_net_pipe_hot(kolo_net_pipe *p) {
   if (!p->polled || p->failed) return 0;
   uint32_t due = atomic_load_explicit(&p->due, memory_order_seq_cst);
-  int outstanding = p->is_send ? (p->posted != due || p->net->pending(p->comm)) : p->credit_sent != due;
+  int outstanding = p->is_send ? (p->posted != due || p->net->pending(p->comm))
+                               : atomic_load(&p->credit_sent) != due;
   if (!outstanding) return 0;
   uint32_t word = atomic_load_explicit(&p->ctrl->abort, memory_order_acquire);
   return word == 0 || (!p->stop_sent && !p->stop_remote);

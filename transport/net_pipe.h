@@ -46,13 +46,14 @@ typedef struct kolo_net_pipe {
   int is_send, self, peer;
   int flush_ms;         /* bound on the flush at close */
   int polled;           /* the executor is a kernel: the proxy takes every turn (kolo_proxy_post) */
+  size_t caller_bytes;  /* the largest slice the executor sends itself; larger: the proxy */
   int flush_dev1;       /* device + 1 whose GPUDirect writes are flushed before tail moves (0: none) */
   char who[96];         /* "rank 3 (10.0.0.2:4711)" */
   /* the turn's state, under mu */
   pthread_mutex_t mu;
   _Atomic unsigned want; /* turns asked for (KOLO_NET_OUT | IN) while mu was held */
   uint32_t posted;       /* sender: slices handed to the provider */
-  uint32_t credit_sent;  /* receiver: head handed to the provider */
+  _Atomic uint32_t credit_sent; /* receiver: head handed to the provider (read without mu by kicks) */
   uint32_t landed;       /* receiver: slices that arrived (the tail to publish) */
   uint32_t arrivals;     /* what the sink was told, counted (a turn that moved) */
   int stop_sent, stop_remote, failed;
@@ -64,6 +65,8 @@ typedef struct kolo_net_pipe {
   uint64_t key;          /* its epoll data: the slot and the slot's generation */
   _Atomic int handed;    /* on the proxy's hand-off list */
   _Atomic int bulk;      /* the proxy moves its output (a slice above the caller's share) */
+  int lazy;              /* on the list of credits owed lazily (proxy.c, its lock) */
+  struct kolo_net_pipe *lazy_next;
   struct kolo_net_pipe *handed_next;
   struct pollfd watched[KOLO_NET_PIPE_MAX_FDS]; /* what the proxy's epoll has of it */
   int nwatched;
@@ -73,10 +76,15 @@ typedef struct kolo_net_pipe {
  * (net.h's bind); once, after connecting (and GPUDirect registration). */
 koloResult_t kolo_net_pipe_bind(kolo_net_pipe *p, kolo_errbuf *eb);
 
+/* A turn that credits the drained slots whatever their number (a receive
+ * end credits on its own only when half its slots are drained, or when it
+ * is polled). */
+#define KOLO_NET_PIPE_PAY (1u << 8)
+
 /* One turn, with mu held: hands the provider what the counters say (slices
- * up to the tail, the head as a credit, the stop word), then moves bytes in
- * the directions `dir` names (KOLO_NET_OUT, | KOLO_NET_IN to read what
- * arrived).  1 when something moved. */
+ * up to the tail, the head as a credit when it is due, the stop word), then
+ * moves bytes in the directions `dir` names (KOLO_NET_OUT, | KOLO_NET_IN to
+ * read what arrived; | KOLO_NET_PIPE_PAY).  1 when something moved. */
 int kolo_net_pipe_turn(kolo_net_pipe *p, unsigned dir);
 
 /* With mu held: 1 when the pipe cannot be left to its executor's turns: it

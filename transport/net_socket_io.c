@@ -267,15 +267,20 @@ static ssize_t read_some(sock_comm *c, int s, void *buf, size_t len, koloResult_
   }
 }
 
-/* Reads more of stream 0 into the staging buffer: 1 when bytes came. */
+/* Reads more of stream 0 into the staging buffer: 1 when bytes came.  Not
+ * again in this progress call once a read came back short: the socket had
+ * no more, and asking again costs a system call for nothing. */
 static int refill(sock_comm *c, koloResult_t *res, kolo_errbuf *eb) {
+  if (c->drained0) return 0;
   if (c->stage_lo == c->stage_hi) c->stage_lo = c->stage_hi = 0;
   if (c->stage_hi == c->stage_cap) { /* what is left moves to the front */
     memmove(c->stage, c->stage + c->stage_lo, c->stage_hi - c->stage_lo);
     c->stage_hi -= c->stage_lo;
     c->stage_lo = 0;
   }
-  ssize_t k = read_some(c, 0, c->stage + c->stage_hi, c->stage_cap - c->stage_hi, res, eb);
+  size_t room = c->stage_cap - c->stage_hi;
+  ssize_t k = read_some(c, 0, c->stage + c->stage_hi, room, res, eb);
+  c->drained0 = k < (ssize_t)room;
   if (k <= 0) return 0;
   c->stage_hi += (size_t)k;
   return 1;
@@ -371,7 +376,9 @@ static int payload_in(sock_comm *c, koloResult_t *res, kolo_errbuf *eb) {
   if (want > 0 && c->stage_lo != c->stage_hi) {
     c->pay_got += take_staged(c, c->pay + c->pay_got, want);
   } else if (want >= c->stage_cap / 2) {
+    if (c->drained0) return 0;
     ssize_t k = read_some(c, 0, c->pay + c->pay_got, want, res, eb);
+    c->drained0 = k < (ssize_t)want;
     if (k <= 0) return 0;
     c->pay_got += (size_t)k;
   } else if (want > 0 && !refill(c, res, eb)) {
@@ -438,6 +445,7 @@ koloResult_t kolo_sock_progress(void *comm, unsigned dir, kolo_errbuf *eb) {
   if (c->failed) return failed_earlier(c, eb);
   if (!c->bound) return koloSuccess;
   koloResult_t res = (dir & KOLO_NET_OUT) ? flush_out(c, eb) : koloSuccess;
+  c->drained0 = 0;
   if (res == koloSuccess && (dir & KOLO_NET_IN)) res = read_in(c, eb);
   return res;
 }

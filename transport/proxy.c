@@ -23,11 +23,13 @@
 #define STOP_ID (UINT64_MAX - 1)
 
 static int idle_ms = 50;        /* KOLO_PROXY_IDLE_MS */
-static size_t caller_bytes;     /* KOLO_NET_CALLER_BYTES */
 
 static pthread_mutex_t life_mu = PTHREAD_MUTEX_INITIALIZER;  /* thread start / stop */
 static pthread_mutex_t table_mu = PTHREAD_MUTEX_INITIALIZER; /* the pipes; held for the thread's turns */
 static pthread_mutex_t hand_mu = PTHREAD_MUTEX_INITIALIZER;  /* the hand-off list */
+static pthread_mutex_t lazy_mu = PTHREAD_MUTEX_INITIALIZER;  /* credits owed lazily */
+static kolo_net_pipe *lazy_head;
+static _Atomic int nlazy;
 static kolo_net_pipe **table;
 static uint32_t *gens;
 static int table_cap, npipes, npolled;
@@ -45,6 +47,9 @@ static void atfork_child(void) {
   pthread_mutex_init(&life_mu, NULL);
   pthread_mutex_init(&table_mu, NULL);
   pthread_mutex_init(&hand_mu, NULL);
+  pthread_mutex_init(&lazy_mu, NULL);
+  lazy_head = NULL;
+  atomic_store(&nlazy, 0);
   table = NULL;
   gens = NULL;
   table_cap = npipes = npolled = 0;
@@ -149,8 +154,61 @@ static void hand_off(kolo_net_pipe *p) {
   ring(bell_fd);
 }
 
+/* ---- credits owed lazily ------------------------------------------------------------ */
+
+/* A receive end whose drained slots wait for more before they are credited
+ * (kolo_net_pipe_kick). */
+static void owe_lazily(kolo_net_pipe *p) {
+  pthread_mutex_lock(&lazy_mu);
+  if (!p->lazy) {
+    p->lazy = 1;
+    p->lazy_next = lazy_head;
+    lazy_head = p;
+    atomic_fetch_add_explicit(&nlazy, 1, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&lazy_mu);
+}
+
+/* Credits every lazily owed head of this process (under lazy_mu, so that no
+ * pipe leaves meanwhile; drive never blocks). */
+static void pay_lazy(void) {
+  if (atomic_load_explicit(&nlazy, memory_order_relaxed) == 0) return;
+  pthread_mutex_lock(&lazy_mu);
+  for (kolo_net_pipe *p = lazy_head; p; p = p->lazy_next) {
+    p->lazy = 0;
+    drive(p, KOLO_NET_OUT | KOLO_NET_PIPE_PAY);
+  }
+  lazy_head = NULL;
+  atomic_store_explicit(&nlazy, 0, memory_order_relaxed);
+  pthread_mutex_unlock(&lazy_mu);
+}
+
+static void unlist_lazy(kolo_net_pipe *p) {
+  pthread_mutex_lock(&lazy_mu);
+  for (kolo_net_pipe **pp = &lazy_head; *pp; pp = &(*pp)->lazy_next)
+    if (*pp == p) {
+      *pp = p->lazy_next;
+      atomic_fetch_sub_explicit(&nlazy, 1, memory_order_relaxed);
+      break;
+    }
+  p->lazy = 0;
+  pthread_mutex_unlock(&lazy_mu);
+}
+
+/* ---- the callers' turns ------------------------------------------------------------- */
+
 void kolo_net_pipe_kick(kolo_net_pipe *p) {
-  if (p->is_send && (atomic_load_explicit(&p->bulk, memory_order_relaxed) || kolo_net_pipe_last_bytes(p) > caller_bytes)) {
+  if (!p->is_send) {
+    uint32_t head = atomic_load_explicit(&p->ctrl->head, memory_order_relaxed);
+    uint32_t owed = head - atomic_load_explicit(&p->credit_sent, memory_order_relaxed);
+    if (2 * owed < p->nslots) { /* the sender has half its window or more: later */
+      owe_lazily(p);
+      return;
+    }
+    drive(p, KOLO_NET_OUT | KOLO_NET_PIPE_PAY);
+    atomic_fetch_add_explicit(&caller_turns, 1, memory_order_relaxed);
+    return;
+  } else if (atomic_load_explicit(&p->bulk, memory_order_relaxed) || kolo_net_pipe_last_bytes(p) > p->caller_bytes) {
     atomic_store_explicit(&p->bulk, 1, memory_order_relaxed);
     hand_off(p);
     return;
@@ -159,8 +217,15 @@ void kolo_net_pipe_kick(kolo_net_pipe *p) {
   atomic_fetch_add_explicit(&caller_turns, 1, memory_order_relaxed);
 }
 
+/* Pulls without anything arriving, in a row, after which a waiting thread
+ * pays the credits owed lazily: a peer may wait for them (a wait of a
+ * round trip's length does not get here). */
+#define PULLS_BEFORE_PAYING 64
+static _Thread_local unsigned idle_pulls;
+
 void kolo_net_pipe_pull(kolo_net_pipe *p) {
-  drive(p, KOLO_NET_OUT | KOLO_NET_IN);
+  if (drive(p, KOLO_NET_OUT | KOLO_NET_IN)) idle_pulls = 0;
+  else if (++idle_pulls == PULLS_BEFORE_PAYING) pay_lazy();
   atomic_fetch_add_explicit(&caller_turns, 1, memory_order_relaxed);
 }
 
@@ -173,6 +238,7 @@ void kolo_net_pipe_wait(kolo_net_pipe *p, int timeout_us) {
   }
   if (!(p->net->flags & KOLO_NET_EXACT_POLL) && timeout_us > PROXY_SLEEP_MS * 1000) timeout_us = PROXY_SLEEP_MS * 1000;
   struct timespec ts = {timeout_us / 1000000, (long)(timeout_us % 1000000) * 1000L};
+  pay_lazy(); /* before sleeping: a peer may wait for them */
   if (n > 0) ppoll(pf, (nfds_t)n, &ts, NULL);
   else nanosleep(&ts, NULL);
   kolo_net_pipe_pull(p);
@@ -278,6 +344,7 @@ static void *proxy_main(void *arg) {
     moved |= handle_events(ev, n > 0 ? n : 0, &swept);
     moved |= take_hand_offs();
     if (swept || kolo_now_ms() >= next_sweep) {
+      pay_lazy(); /* bounds what a peer waits for them when this rank is outside any call */
       moved |= sweep();
       next_sweep = kolo_now_ms() + idle_ms;
     }
@@ -331,8 +398,6 @@ static koloResult_t start_thread(kolo_errbuf *eb, const kolo_net_pipe *p) {
   if (res != koloSuccess || running) return res;
   int64_t ms = kolo_param_int("KOLO_PROXY_IDLE_MS");
   idle_ms = ms < 1 ? 1 : ms > 60000 ? 60000 : (int)ms;
-  int64_t bytes = kolo_param_int("KOLO_NET_CALLER_BYTES");
-  caller_bytes = bytes < 0 ? 0 : (size_t)bytes;
   atomic_store(&stop_flag, 0);
   int err = pthread_create(&thread, NULL, proxy_main, NULL);
   if (err != 0)
@@ -448,6 +513,7 @@ void kolo_proxy_remove(kolo_net_pipe *p, int64_t deadline) {
   pthread_mutex_lock(&p->mu);
   flush_until(p, deadline);
   pthread_mutex_unlock(&p->mu);
+  unlist_lazy(p);
   int last = delist(p);
   pthread_mutex_destroy(&p->mu);
   if (last) stop_thread();

@@ -39,6 +39,7 @@ typedef struct kolo_conn_setup {
   uint32_t tag;          /* unique per pipe within the communicator */
   kolo_errbuf *eb;
   const kolo_conn_mem *mem; /* never NULL here (connect.c fills in host) */
+  int local_ranks;       /* ranks of the communicator on this rank's host (they share its CPUs) */
 } kolo_conn_setup;
 
 /* Ranks of one process: the same process token, pid and host (a child made
@@ -143,6 +144,7 @@ typedef struct {
    * processes open (a peer may have opened them already): the owner's
    * teardown frees them in CUDA IPC's order (core/cuda_teardown.c). */
   int keep_exported;
+  int local_ranks;  /* internal (0 at first): counted once per set */
 } kolo_conn_set;
 
 /* Sets up the pipes of several communicators of this thread at once (one

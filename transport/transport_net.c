@@ -55,6 +55,21 @@ static int timeout_ms(void) {
 
 static int on_device(const kolo_conn_setup *s) { return s->mem->memory == koloMemCuda; }
 
+/* The largest slice the executor sends itself (proxy.h).  The proxy moves
+ * larger ones while the executor reduces, where it has a CPU of its own:
+ * with fewer than two CPUs per rank of this host it only takes the CPU its
+ * executor (or a peer's) needs, and each hand-off costs a wake-up (2 ranks
+ * on 2 CPUs, 16 MiB all-reduce over TCP: ~19.8 ms through the proxy, ~10.5
+ * ms from the executor alone). */
+static size_t caller_bytes(const kolo_conn_setup *s) {
+  if (kolo_param_is_set("KOLO_NET_CALLER_BYTES")) {
+    int64_t b = kolo_param_int("KOLO_NET_CALLER_BYTES");
+    return b < 0 ? 0 : (size_t)b;
+  }
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus >= 2L * s->local_ranks ? (size_t)64 << 10 : SIZE_MAX;
+}
+
 /* What a net pipe end owns besides the proxy's record (kolo_net_pipe). */
 typedef struct {
   kolo_net_pipe pipe;  /* first: c->mem points at both */
@@ -154,6 +169,7 @@ static koloResult_t pipe_new(const kolo_conn_setup *s, kolo_connector *c, int is
   p->peer = s->peer->rank;
   int t = timeout_ms();
   p->flush_ms = t > 0 && t < 10000 ? t : 10000;
+  p->caller_bytes = caller_bytes(s);
   char addr[80];
   kolo_addr_str(&s->peer->addr, addr, sizeof addr);
   snprintf(p->who, sizeof p->who, "rank %d (%s)", s->peer->rank, addr);

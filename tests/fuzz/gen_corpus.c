@@ -108,12 +108,16 @@ static void mesh_hello(void) {
 static void net_corpus(void) {
   kolo_sock_hello sh = {2, 3, {0}};
   memset(sh.token, 0x77, sizeof sh.token);
-  uint8_t m[KOLO_SOCK_HELLO_BYTES + 3 * KOLO_SOCK_FRAME_BYTES];
+  uint8_t m[KOLO_SOCK_HELLO_BYTES + 4 * KOLO_SOCK_HDR_BYTES + KOLO_NET_REPORT_BYTES];
   kolo_encode_sock_hello(&sh, m);
-  kolo_encode_sock_frame(m + KOLO_SOCK_HELLO_BYTES, 1, 0);
-  kolo_encode_sock_frame(m + KOLO_SOCK_HELLO_BYTES + 8, 2, 1);
-  kolo_encode_sock_ctrl(m + KOLO_SOCK_HELLO_BYTES + 16, KOLO_NET_CTRL_CREDIT, 5);
-  put_file("socket_frame", "hello_frames_ctrl", m, sizeof m);
+  const kolo_sock_frame fr[4] = {{KOLO_SOCK_DATA, KOLO_SOCK_FLAG_SIG, 0, 1},
+                                 {KOLO_SOCK_DATA, 0, 1, 2},
+                                 {KOLO_SOCK_CREDIT, 0, 5, 0},
+                                 {KOLO_SOCK_STOP, KOLO_SOCK_FLAG_REPORT, 0x07000002u, 0}};
+  for (int i = 0; i < 4; i++) kolo_encode_sock_frame(m + KOLO_SOCK_HELLO_BYTES + i * KOLO_SOCK_HDR_BYTES, &fr[i]);
+  kolo_call_mismatch mm = {{0, 1}, {{16, 3, 0, 1, 7, 0, 1}, {17, 3, 0, 1, 7, 0, 1}}};
+  kolo_encode_mismatch(&mm, m + KOLO_SOCK_HELLO_BYTES + 4 * KOLO_SOCK_HDR_BYTES);
+  put_file("socket_frame", "hello_frames_report", m, sizeof m);
   kolo_ib_hello ih;
   memset(&ih, 0, sizeof ih);
   ih.nqps = 2;
