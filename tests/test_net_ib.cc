@@ -4,6 +4,7 @@
 //  - IbHca: the KOLO_IB_HCA parser and matcher (NCCL's syntax), pure code:
 //    always runs.
 //  - NetRegistry: providers by name and KOLO_NET's choice: always runs.
+//  - IbWire: the ib provider's records (net_wire.h): always runs.
 //  - NetIb: the provider alone (util/net_ends.h), both ends in this process
 //    and driven from this thread: slices of 0, 1, odd and multi-QP sizes
 //    (around the 224 bytes that travel in an entry, the MTU, the 64 KiB
@@ -51,6 +52,8 @@
 
 extern "C" {
 #include "transport/ib_select.h"
+#include "transport/net.h"
+#include "transport/net_wire.h"
 }
 
 using namespace kt;
@@ -131,30 +134,151 @@ TEST(IbHca, MalformedListsSayWhy) {
 // ---- the registry ------------------------------------------------------------------
 
 TEST(NetRegistry, FindAndChoose) {
-  EXPECT_EQ(kt_net_find("socket"), kt_net_socket());
-  EXPECT_EQ(kt_net_find("nope"), nullptr);
-  EXPECT_EQ(kt_net_find(nullptr), nullptr);
-  EXPECT_EQ(kt_net_find("ib"), kt_net_ib());  // nullptr without libibverbs
-  char err[512];
+  EXPECT_EQ(kolo_net_find("socket"), &kolo_net_socket);
+  EXPECT_EQ(kolo_net_find("nope"), nullptr);
+  EXPECT_EQ(kolo_net_find(nullptr), nullptr);
+#ifdef KOLO_HAVE_IBVERBS
+  EXPECT_EQ(kolo_net_find("ib"), &kolo_net_ib);
+#else
+  EXPECT_EQ(kolo_net_find("ib"), nullptr);
+#endif
+  kolo_errbuf eb{};
   {
     ScopedEnv net("KOLO_NET", "socket");
-    EXPECT_EQ(kt_net_default(err, sizeof err), kt_net_socket());
+    EXPECT_EQ(kolo_net_default(&eb), &kolo_net_socket);
   }
   {
     ScopedEnv net("KOLO_NET", "carrier-pigeon");
-    EXPECT_EQ(kt_net_default(err, sizeof err), nullptr);
-    EXPECT_NE(std::string(err).find("carrier-pigeon"), std::string::npos) << err;
+    EXPECT_EQ(kolo_net_default(&eb), nullptr);
+    EXPECT_NE(std::string(eb.msg).find("carrier-pigeon"), std::string::npos) << eb.msg;
   }
   unsetenv("KOLO_NET");
-  const void *p = kt_net_default(err, sizeof err);
+  const kolo_net_provider *p = kolo_net_default(&eb);
   ASSERT_NE(p, nullptr);
   int ndev = 0;
-  char why[512] = "";
-  const void *ib = kt_net_find("ib");
-  bool ib_usable = ib && kt_net_devices(ib, &ndev, why, sizeof why) == 0 && ndev > 0;
-  EXPECT_EQ(p, ib_usable ? ib : kt_net_socket()) << "automatic choice: " << kt_net_name(p);
-  std::printf("  automatic choice here: %s%s%s\n", kt_net_name(p), ib_usable ? "" : " (ib: ",
-              ib_usable ? "" : (std::string(why) + ")").c_str());
+  kolo_errbuf deb{};
+  const kolo_net_provider *ib = kolo_net_find("ib");
+  bool ib_usable = ib && ib->devices(&ndev, &deb) == koloSuccess && ndev > 0;
+  EXPECT_EQ(p, ib_usable ? ib : &kolo_net_socket) << "automatic choice: " << p->name;
+  std::printf("  automatic choice here: %s%s%s\n", p->name, ib_usable ? "" : " (ib: ",
+              ib_usable ? "" : (std::string(deb.msg) + ")").c_str());
+}
+
+// ---- the ib records (net_wire.h), no device needed ------------------------------------
+
+TEST(IbWire, HelloCarriesTheControlArea) {
+  kolo_ib_hello h{};
+  h.nqps = 2;
+  h.link_layer = 2, h.mtu = 3;
+  snprintf(h.dev, sizeof h.dev, "rxe0");
+  h.in_addr = 0x7f0012345000ull, h.in_rkey = 0xabcd, h.in_bytes = 16384;
+  uint8_t b[KOLO_IB_HELLO_BYTES];
+  kolo_encode_ib_hello(&h, b);
+  kolo_ib_hello g;
+  uint32_t version;
+  char why[160] = "";
+  ASSERT_EQ(kolo_decode_ib_hello(b, sizeof b, &g, &version, why, sizeof why), KOLO_NET_WIRE_OK) << why;
+  EXPECT_EQ(g.in_addr, h.in_addr);
+  EXPECT_EQ(g.in_rkey, h.in_rkey);
+  EXPECT_EQ(g.in_bytes, h.in_bytes);
+  for (uint32_t bad : {0u, KOLO_IB_IN_MIN - 1, KOLO_IB_IN_MAX + 1}) {
+    h.in_bytes = bad;
+    kolo_encode_ib_hello(&h, b);
+    EXPECT_EQ(kolo_decode_ib_hello(b, sizeof b, &g, &version, why, sizeof why), KOLO_NET_WIRE_GARBLED) << bad;
+    EXPECT_NE(std::string(why).find("control area"), std::string::npos) << why;
+  }
+}
+
+kolo_ib_msg ring_msg() {
+  kolo_ib_msg m{};
+  m.kind = KOLO_IB_MSG_RING;
+  m.ring = {3, 77, 0x7f0000200000ull, 0x1234, 8, 524288, KOLO_IB_INBOX_MAX};
+  return m;
+}
+
+TEST(IbWire, MessagesRoundTrip) {
+  kolo_ib_msg stop{};
+  stop.kind = KOLO_IB_MSG_STOP, stop.flags = KOLO_IB_FLAG_REPORT, stop.value = 0x07000003u;
+  stop.report.rank[0] = 2, stop.report.rank[1] = 5;
+  stop.report.sig[0] = {64, 9, -1, 1, 7, 0, 1};
+  stop.report.sig[1] = {65, 9, -1, 1, 7, 0, 1};
+  kolo_ib_msg plain{};
+  plain.kind = KOLO_IB_MSG_STOP, plain.value = 0x03000001u;
+  for (const kolo_ib_msg &m : {ring_msg(), stop, plain}) {
+    uint8_t b[KOLO_IB_MSG_MAX];
+    size_t n = kolo_encode_ib_msg(&m, b);
+    kolo_ib_msg g;
+    char why[200] = "";
+    ASSERT_EQ(kolo_decode_ib_msg(b, n, 1, &g, why, sizeof why), KOLO_NET_WIRE_OK) << why;
+    EXPECT_EQ(g.kind, m.kind);
+    EXPECT_EQ(g.value, m.value);
+    EXPECT_EQ(memcmp(&g.ring, &m.ring, sizeof g.ring), 0);
+    if (m.flags) {
+      EXPECT_EQ(g.report.sig[1].count, 65u);
+    }
+    // a receiver takes stop words only
+    EXPECT_EQ(kolo_decode_ib_msg(b, n, 0, &g, why, sizeof why) == KOLO_NET_WIRE_OK, m.kind == KOLO_IB_MSG_STOP);
+    // one byte short, one byte flipped in the header: refused
+    EXPECT_EQ(kolo_decode_ib_msg(b, n - 1, 1, &g, why, sizeof why), KOLO_NET_WIRE_GARBLED);
+    b[5] ^= 1;
+    EXPECT_EQ(kolo_decode_ib_msg(b, n, 1, &g, why, sizeof why), KOLO_NET_WIRE_GARBLED);
+  }
+}
+
+TEST(IbWire, RingsASenderCannotUseRefused) {
+  struct Bad {
+    uint32_t gen, nslots, slot_bytes, inbox;
+    const char *says;
+  };
+  for (Bad bad : {Bad{0, 8, 4096, 0, "bind 0"}, Bad{1, 0, 4096, 0, "0 slots"}, Bad{1, 6, 4096, 0, "6 slots"},
+                  Bad{1, 128, 4096, 0, "128 slots"}, Bad{1, 8, KOLO_IB_MAX_SLICE + 1, 0, "slots of"},
+                  Bad{1, 8, 4096, KOLO_IB_INBOX_MAX + 1, "small slices"}}) {
+    kolo_ib_msg m = ring_msg();
+    m.ring.gen = bad.gen, m.ring.nslots = bad.nslots, m.ring.slot_bytes = bad.slot_bytes, m.ring.inbox_max = bad.inbox;
+    uint8_t b[KOLO_IB_MSG_MAX];
+    size_t n = kolo_encode_ib_msg(&m, b);
+    kolo_ib_msg g;
+    char why[200] = "";
+    EXPECT_EQ(kolo_decode_ib_msg(b, n, 1, &g, why, sizeof why), KOLO_NET_WIRE_GARBLED) << bad.says;
+    EXPECT_NE(std::string(why).find(bad.says), std::string::npos) << why;
+  }
+}
+
+TEST(IbWire, CreditRecordsTornOrEmptyAreNotTaken) {
+  uint8_t a[KOLO_IB_CREDIT_BYTES], b[KOLO_IB_CREDIT_BYTES], zero[KOLO_IB_CREDIT_BYTES] = {0};
+  uint32_t head = 0;
+  kolo_encode_ib_credit(0x000000ff, a);
+  kolo_encode_ib_credit(0x00000100, b);
+  ASSERT_EQ(kolo_decode_ib_credit(b, &head), KOLO_NET_WIRE_OK);
+  EXPECT_EQ(head, 0x100u);
+  EXPECT_EQ(kolo_decode_ib_credit(zero, &head), KOLO_NET_WIRE_GARBLED);
+  for (int cut = 1; cut < KOLO_IB_CREDIT_BYTES; cut++) {  // written in address order, read mid-way
+    uint8_t torn[KOLO_IB_CREDIT_BYTES];
+    memcpy(torn, b, (size_t)cut);
+    memcpy(torn + cut, a + cut, sizeof torn - (size_t)cut);
+    if (kolo_decode_ib_credit(torn, &head) == KOLO_NET_WIRE_OK) {
+      EXPECT_TRUE(head == 0xffu || head == 0x100u) << cut;
+    }
+  }
+}
+
+TEST(IbWire, SignatureHeaders) {
+  uint8_t h[KOLO_IB_SIGHDR_BYTES] = {0};
+  kolo_call_sig s{}, g{};
+  int has = 1;
+  char why[200] = "";
+  ASSERT_EQ(kolo_decode_ib_sighdr(h, &g, &has, why, sizeof why), KOLO_NET_WIRE_OK);
+  EXPECT_EQ(has, 0);
+  s = {1 << 20, 12, 3, 2, 7, 1, 1};
+  kolo_encode_ib_sighdr(&s, h);
+  ASSERT_EQ(kolo_decode_ib_sighdr(h, &g, &has, why, sizeof why), KOLO_NET_WIRE_OK) << why;
+  EXPECT_EQ(has, 1);
+  EXPECT_EQ(g.count, s.count);
+  EXPECT_EQ(g.seq, s.seq);
+  EXPECT_EQ(g.root, s.root);
+  EXPECT_EQ(g.coll, s.coll);
+  h[KOLO_IB_SIGHDR_BYTES - 1] = 1;  // reserved bytes must be zero
+  EXPECT_EQ(kolo_decode_ib_sighdr(h, &g, &has, why, sizeof why), KOLO_NET_WIRE_GARBLED);
 }
 
 // ---- the provider alone ---------------------------------------------------------------
@@ -167,16 +291,16 @@ int count_fds() {
 }
 
 // The ib provider, or nullptr with the reason it cannot run here.
-const void *usable_ib(std::string *why) {
-  const void *ib = kt_net_find("ib");
+const kolo_net_provider *usable_ib(std::string *why) {
+  const kolo_net_provider *ib = kolo_net_find("ib");
   if (ib == nullptr) {
     *why = "kolo was built without libibverbs";
     return nullptr;
   }
   int ndev = 0;
-  char err[512] = "";
-  if (kt_net_devices(ib, &ndev, err, sizeof err) != 0 || ndev == 0) {
-    *why = std::string("no usable ibverbs device: ") + err;
+  kolo_errbuf eb{};
+  if (ib->devices(&ndev, &eb) != koloSuccess || ndev == 0) {
+    *why = std::string("no usable ibverbs device: ") + eb.msg;
     return nullptr;
   }
   return ib;
@@ -184,7 +308,7 @@ const void *usable_ib(std::string *why) {
 
 #define REQUIRE_IB(net)                                                        \
   std::string skip_why_;                                                       \
-  const void *net = usable_ib(&skip_why_);                                     \
+  const kolo_net_provider *net = usable_ib(&skip_why_);                        \
   if (net == nullptr) GTEST_SKIP() << "SKIP: " << skip_why_
 
 // Both ends of one ib connection (net_ends.h), the sender on
@@ -591,7 +715,7 @@ TEST(NetIb, PollfdsAfterArrival) {
   Pair p;
   ASSERT_TRUE(p.open(1));
   ASSERT_TRUE(p.bind_both(4, 64));
-  EXPECT_FALSE(kt_net_exact_poll(p.e)) << "plain credit writes raise no event";
+  EXPECT_FALSE(net->flags & KOLO_NET_EXACT_POLL) << "plain credit writes raise no event";
   Stream s(&p);
   s.sizes = {5};
   ASSERT_TRUE(s.run(64));

@@ -103,6 +103,13 @@ static koloResult_t post_marker(ib_comm *c, int q, kolo_errbuf *eb) {
   return kolo_ib_post_chain(c, q, &wr, 1, 1, "empty RDMA WRITE closing the connection", eb);
 }
 
+/* The peer's setup socket ended: nobody acknowledges any more. */
+static int peer_left(ib_comm *c) {
+  unsigned char b;
+  int err = 0;
+  return kolo_sock_read_some(c->fd, &b, 1, &err) < 0;
+}
+
 void kolo_ib_drain(ib_comm *c, int ms) {
   if (c->failed || c->gone || !c->ready || !kolo_ib_sq_busy(c)) return;
   kolo_errbuf eb = {0};
@@ -110,7 +117,7 @@ void kolo_ib_drain(ib_comm *c, int ms) {
   for (int q = 0; q < c->nqps && res == koloSuccess; q++)
     if (c->sq[q].signaled_to != c->sq[q].posted && kolo_ib_sq_room(c, q, 1)) res = post_marker(c, q, &eb);
   int64_t deadline = kolo_now_ms() + ms;
-  while (res == koloSuccess && kolo_ib_sq_busy(c) && kolo_now_ms() < deadline) {
+  while (res == koloSuccess && kolo_ib_sq_busy(c) && kolo_now_ms() < deadline && !peer_left(c)) {
     res = kolo_ib_poll(c, &eb);
     struct timespec ts = {0, 50000};
     if (res == koloSuccess && kolo_ib_sq_busy(c)) nanosleep(&ts, NULL);

@@ -264,36 +264,6 @@ int kt_net_pollfds(kt_net_ends *e, int end, struct pollfd *pf, int max) {
   return e->net->pollfds(e->comm[end], pf, max);
 }
 
-int kt_net_exact_poll(kt_net_ends *e) { return (e->net->flags & KOLO_NET_EXACT_POLL) != 0; }
-
-const void *kt_net_find(const char *name) { return kolo_net_find(name); }
-const void *kt_net_socket(void) { return &kolo_net_socket; }
-
-const void *kt_net_ib(void) {
-#ifdef KOLO_HAVE_IBVERBS
-  return &kolo_net_ib;
-#else
-  return NULL;
-#endif
-}
-
-const void *kt_net_default(char *err, size_t errlen) {
-  kolo_errbuf eb = {0};
-  const kolo_net_provider *p = kolo_net_default(&eb);
-  snprintf(err, errlen, "%s", eb.msg);
-  return p;
-}
-
-const char *kt_net_name(const void *provider) { return ((const kolo_net_provider *)provider)->name; }
-
-int kt_net_devices(const void *provider, int *ndev, char *err, size_t errlen) {
-  kolo_errbuf eb = {0};
-  *ndev = 0;
-  koloResult_t r = ((const kolo_net_provider *)provider)->devices(ndev, &eb);
-  snprintf(err, errlen, "%s", eb.msg);
-  return r == koloSuccess ? 0 : -1;
-}
-
 int kt_net_cross_connect(const char *listen_provider, const char *connect_provider, const char *who, char *err,
                          size_t errlen) {
   const kolo_net_provider *l = kolo_net_find(listen_provider), *c = kolo_net_find(connect_provider);

@@ -1,5 +1,5 @@
-/* net_ends.h - the two ends of one net provider connection (transport/net.h),
- * for tests written in C++ (net.h's types are C only): listen, connect and
+/* net_ends.h - the two ends of one net provider connection (transport/net.h)
+ * for tests: listen, connect and
  * accept over loopback, rings of slots the harness allocates (poisoned),
  * and sinks that record what each end is told, in order.  Everything is
  * driven from the calling thread: nothing moves unless the test calls
@@ -76,23 +76,9 @@ int kt_net_send_stop(kt_net_ends *e, int end, uint32_t word, const kt_report *r,
 int kt_net_progress(kt_net_ends *e, int end, char *err, size_t errlen);
 int kt_net_pending(kt_net_ends *e, int end);
 int kt_net_pollfds(kt_net_ends *e, int end, struct pollfd *pf, int max);
-/* Whether the provider claims KOLO_NET_EXACT_POLL (net.h). */
-int kt_net_exact_poll(kt_net_ends *e);
-
 /* The oldest event an end's sink recorded and not yet taken; 1 when there
  * was one. */
 int kt_net_take(kt_net_ends *e, int end, kt_net_event *ev);
-
-/* The registry (net.h), for C++: providers as opaque pointers. */
-const void *kt_net_find(const char *name);
-const void *kt_net_socket(void);
-const void *kt_net_ib(void); /* NULL where kolo was built without libibverbs */
-/* kolo_net_default(); NULL with its sentence in err. */
-const void *kt_net_default(char *err, size_t errlen);
-const char *kt_net_name(const void *provider);
-/* The provider's devices(); -1 on failure, with err filled (also a note
- * saying why there is none). */
-int kt_net_devices(const void *provider, int *ndev, char *err, size_t errlen);
 
 /* Connects the named provider to a listener of the other one; 0 when the
  * connect failed, with its sentence in err (which must name `who`). */

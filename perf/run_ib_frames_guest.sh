@@ -1,0 +1,101 @@
+# perf/run_ib_frames_guest.sh - kolo's ib provider beside perftest, inside the
+# soft-RoCE guest (tests/rdma/vm.sh), in a work directory holding ib.env
+# (BIN: the host's build/bin; REPEATS; AR_N; SR_N; LAT_N; BW_N; SIZES).
+# REPEATS times, all on the same devices in this one boot (server / rank 0
+# on rxe0 / veth0 / 10.77.0.1, client / rank 1 on rxe1 / veth1 / 10.77.0.2):
+#   ib_write_lat -s 8                                the half round trip
+#   kolo-perf all_reduce -b 8 -e 8, 2 ranks as 2 hosts (KOLO_NET=ib)
+#   ib_write_lat -s S, ib_write_bw -s S, ib_write_bw -b -s S   for S in SIZES
+#   kolo-perf sendrecv -b 8 -e 4M -f 8, 2 ranks as 2 hosts
+#   kolo-perf net -P ib --lat -s 8, --bw -s 65536     the provider alone
+# Prints "KOLO-IBF: <name> <size> <value>" lines (us; MB/s as 1e6 bytes,
+# perftest's MB/sec of 2^20 bytes converted) and every output in full.
+# POSIX sh (the guest runs it with /bin/sh).  Exit status: failed steps.
+[ -f ./ib.env ] && . ./ib.env
+BIN=${BIN:?ib.env names no BIN}
+REPEATS=${REPEATS:-3} AR_N=${AR_N:-2000} SR_N=${SR_N:-20} LAT_N=${LAT_N:-2000} BW_N=${BW_N:-200}
+SIZES=${SIZES:-"8 64 512 4096 32768 262144 2097152"}
+fail=0
+say() { echo "KOLO-IBF: $*"; }
+gid() { ibv_devinfo -v -d "$1" | sed -n 's/.*GID\[ *\([0-9]*\)\]:.*::ffff:.*RoCE v2.*/\1/p' | head -n 1; }
+G0=$(gid rxe0); G1=$(gid rxe1)
+[ -n "$G0" ] || G0=1; [ -n "$G1" ] || G1=1
+
+# pt NAME CMD ARGS...: perftest server on rxe0, client on rxe1; the first
+# result row into /tmp/NAME.row.
+pt() {
+  name=$1; shift
+  timeout -k 2 180 "$@" -d rxe0 -x "$G0" -p 18515 > /tmp/$name.srv 2>&1 & sp=$!
+  for try in 1 2 3 4 5; do
+    sleep 1
+    timeout -k 2 180 "$@" -d rxe1 -x "$G1" -p 18515 10.77.0.1 > /tmp/$name.cli 2>&1; cr=$?
+    [ $cr = 0 ] || ! grep -q "Couldn't connect" /tmp/$name.cli || continue
+    break
+  done
+  wait $sp; sr=$?
+  echo "----- $* ($name): client rc $cr, server rc $sr"; cat /tmp/$name.cli
+  awk '/#bytes/{h=1; next} h && $1 ~ /^[0-9]+$/ && NF >= 5 {print; exit}' /tmp/$name.cli > /tmp/$name.row
+  [ $cr = 0 ] && [ $sr = 0 ] && [ -s /tmp/$name.row ]
+}
+
+# kp NAME ARGS...: kolo-perf ARGS as 2 ranks on 2 "hosts" over ib.
+kp() {
+  name=$1; shift
+  common="KOLO_NET=ib KOLO_ROOT=10.77.0.1:29517 KOLO_WORLD_SIZE=2 KOLO_SECRET=0123456789abcdef0123456789abcdef KOLO_TIMEOUT_MS=60000"
+  env $common KOLO_RANK=0 KOLO_HOSTID=rxe-host-0 KOLO_IB_HCA==rxe0 KOLO_SOCKET_IFNAME==veth0 \
+    timeout -k 5 300 "$BIN/kolo-perf" "$@" > /tmp/$name.r0 2>&1 & p0=$!
+  env $common KOLO_RANK=1 KOLO_HOSTID=rxe-host-1 KOLO_IB_HCA==rxe1 KOLO_SOCKET_IFNAME==veth1 \
+    timeout -k 5 300 "$BIN/kolo-perf" "$@" > /tmp/$name.r1 2>&1; r1=$?
+  wait $p0; r0=$?
+  echo "----- kolo-perf $* ($name): rank 0 rc $r0, rank 1 rc $r1"; cat /tmp/$name.r0
+  [ $r1 = 0 ] || { echo "(rank 1)"; cat /tmp/$name.r1; }
+  [ $r0 = 0 ] && [ $r1 = 0 ]
+}
+
+# kn NAME ARGS...: kolo-perf net -P ib, server on rxe0, client on rxe1.
+kn() {
+  name=$1; shift
+  KOLO_IB_HCA==rxe0 timeout -k 2 180 "$BIN/kolo-perf" net -P ib --server -p 18600 > /tmp/$name.srv 2>&1 & sp=$!
+  sleep 1
+  KOLO_IB_HCA==rxe1 timeout -k 2 180 "$BIN/kolo-perf" net -P ib "$@" 10.77.0.1:18600 > /tmp/$name.cli 2>&1; cr=$?
+  wait $sp; sr=$?
+  echo "----- kolo-perf net -P ib $* ($name): client rc $cr, server rc $sr"; cat /tmp/$name.cli
+  [ $sr = 0 ] || { echo "(server)"; cat /tmp/$name.srv; }
+  awk '!/^#/ && NF >= 9 {print; exit}' /tmp/$name.cli > /tmp/$name.row
+  [ $cr = 0 ] && [ $sr = 0 ] && [ -s /tmp/$name.row ]
+}
+
+# Rows of a kolo-perf table: "size time_oop algbw busbw" per size.
+rows() { awk '!/^#/ && $1 ~ /^[0-9]+$/ && NF >= 8 {print $1, $6, $7, $8}' "$1"; }
+
+i=1
+while [ $i -le "$REPEATS" ]; do
+  say "repeat $i"
+  if pt lat8.$i ib_write_lat -s 8 -n "$LAT_N"; then say "ib_write_lat_us 8 $(awk '{print $5}' /tmp/lat8.$i.row)"
+  else fail=$((fail + 1)); fi
+  if kp ar.$i all_reduce -b 8 -e 8 -n "$AR_N" -w 200 -c 1 --inplace 0; then
+    rows /tmp/ar.$i.r0 | while read -r sz t a b; do say "kolo_allreduce_us $sz $t"; done
+  else fail=$((fail + 1)); fi
+  for s in $SIZES; do
+    n=$BW_N; [ "$s" -ge 1048576 ] && n=40
+    if pt lat.$s.$i ib_write_lat -s "$s" -n "$((LAT_N / 4))"; then
+      say "ib_write_lat_us $s $(awk '{print $5}' /tmp/lat.$s.$i.row)"
+    else fail=$((fail + 1)); fi
+    if pt bw.$s.$i ib_write_bw -s "$s" -n "$n"; then
+      say "ib_write_bw_MBps $s $(awk '{printf "%.2f", $4 * 1.048576}' /tmp/bw.$s.$i.row)"
+    else fail=$((fail + 1)); fi
+    if pt bwb.$s.$i ib_write_bw -b -s "$s" -n "$n"; then
+      say "ib_write_bw_bidir_MBps $s $(awk '{printf "%.2f", $4 * 1.048576}' /tmp/bwb.$s.$i.row)"
+    else fail=$((fail + 1)); fi
+  done
+  if kp sr.$i sendrecv -b 8 -e 2M -f 8 -n "$SR_N" -w 3 -c 1 --inplace 0; then
+    rows /tmp/sr.$i.r0 | while read -r sz t a b; do say "kolo_sendrecv_us $sz $t"; say "kolo_sendrecv_MBps $sz $(awk -v a="$a" 'BEGIN{printf "%.2f", a * 1000}')"; done
+  else fail=$((fail + 1)); fi
+  if kn nlat.$i --lat -s 8 -n "$LAT_N"; then say "kolo_net_lat_us 8 $(awk '{print $7}' /tmp/nlat.$i.row)"
+  else fail=$((fail + 1)); fi
+  if kn nbw.$i --bw -s 65536 -n "$BW_N"; then say "kolo_net_bw_MBps 65536 $(awk '{print $4}' /tmp/nbw.$i.row)"
+  else fail=$((fail + 1)); fi
+  i=$((i + 1))
+done
+[ $fail -le 100 ] || fail=100
+exit $fail
