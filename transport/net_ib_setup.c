@@ -268,7 +268,9 @@ static koloResult_t qps_ready(ib_comm *c, const ib_hello *them, kolo_errbuf *eb)
                            c->qp[q]->qp_num, c->who);
   }
   char g[64];
-  kolo_ib_gid_str((const union ibv_gid *)them->gid, g, sizeof g);
+  union ibv_gid gid; /* the hello's bytes are not aligned as the union needs */
+  memcpy(gid.raw, them->gid, sizeof gid.raw);
+  kolo_ib_gid_str(&gid, g, sizeof g);
   KOLO_INFO("ib connection with %s: %s port %d (GID index %d) <-> %s (%s), %d QP(s), MTU %d", c->who,
             c->port.name, c->port.port, c->port.gid_index, dev, g, c->nqps,
             128 << (int)mtu);
