@@ -3,18 +3,22 @@
 # (BIN: the host's build/bin; REPEATS; AR_N; SR_N; LAT_N; BW_N; SIZES).
 # REPEATS times, all on the same devices in this one boot (server / rank 0
 # on rxe0 / veth0 / 10.77.0.1, client / rank 1 on rxe1 / veth1 / 10.77.0.2):
-#   ib_write_lat -s 8                                the half round trip
-#   kolo-perf all_reduce -b 8 -e 8, 2 ranks as 2 hosts (KOLO_NET=ib)
-#   ib_write_lat -s S, ib_write_bw -s S, ib_write_bw -b -s S   for S in SIZES
-#   kolo-perf sendrecv -b 8 -e 4M -f 8, 2 ranks as 2 hosts
-#   kolo-perf net -P ib --lat -s 8, --bw -s 65536     the provider alone
+#   ib_write_lat -s 8                         the half round trip (typical: the median)
+#   test_net_ib IbBench.Latency               the provider alone, no engine: 8 B
+#                                             ping-pong and exchange (medians)
+#   kolo-perf all_reduce -b 8 -e 8, 2 ranks as 2 hosts (KOLO_NET=ib): one
+#                                             call per row (the median), and the mean
+#   ib_write_lat -s 8                         again, after
+#   ib_write_bw -s S, ib_write_bw -b -s S     for S in SIZES (one way, both ways)
+#   kolo-perf sendrecv -b 8 -e 4M -f 8, 2 ranks as 2 hosts (both ways at once)
+#   kolo-perf net -P ib --bw -s 65536, --lat -s 8   the provider under kolo-perf net
 # Prints "KOLO-IBF: <name> <size> <value>" lines (us; MB/s as 1e6 bytes,
 # perftest's MB/sec of 2^20 bytes converted) and every output in full.
 # POSIX sh (the guest runs it with /bin/sh).  Exit status: failed steps.
 [ -f ./ib.env ] && . ./ib.env
 BIN=${BIN:?ib.env names no BIN}
-REPEATS=${REPEATS:-3} AR_N=${AR_N:-2000} SR_N=${SR_N:-20} LAT_N=${LAT_N:-2000} BW_N=${BW_N:-200}
-SIZES=${SIZES:-"8 64 512 4096 32768 262144 2097152"}
+REPEATS=${REPEATS:-3} AR_N=${AR_N:-1000} SR_N=${SR_N:-10} LAT_N=${LAT_N:-2000} BW_N=${BW_N:-200}
+SIZES=${SIZES:-"8 512 32768 65536 262144 2097152"}
 fail=0
 say() { echo "KOLO-IBF: $*"; }
 gid() { ibv_devinfo -v -d "$1" | sed -n 's/.*GID\[ *\([0-9]*\)\]:.*::ffff:.*RoCE v2.*/\1/p' | head -n 1; }
@@ -67,20 +71,36 @@ kn() {
 
 # Rows of a kolo-perf table: "size time_oop algbw busbw" per size.
 rows() { awk '!/^#/ && $1 ~ /^[0-9]+$/ && NF >= 8 {print $1, $6, $7, $8}' "$1"; }
+# The median of a column of numbers on stdin.
+median() { sort -n | awk '{a[NR] = $1} END {if (NR) print a[int((NR + 1) / 2)]; else print "?"}'; }
 
 i=1
 while [ $i -le "$REPEATS" ]; do
   say "repeat $i"
-  if pt lat8.$i ib_write_lat -s 8 -n "$LAT_N"; then say "ib_write_lat_us 8 $(awk '{print $5}' /tmp/lat8.$i.row)"
-  else fail=$((fail + 1)); fi
-  if kp ar.$i all_reduce -b 8 -e 8 -n "$AR_N" -w 200 -c 1 --inplace 0; then
-    rows /tmp/ar.$i.r0 | while read -r sz t a b; do say "kolo_allreduce_us $sz $t"; done
-  else fail=$((fail + 1)); fi
-  for s in $SIZES; do
-    n=$BW_N; [ "$s" -ge 1048576 ] && n=40
-    if pt lat.$s.$i ib_write_lat -s "$s" -n "$((LAT_N / 4))"; then
-      say "ib_write_lat_us $s $(awk '{print $5}' /tmp/lat.$s.$i.row)"
+  # -- 8 B latency: perftest, the provider alone, the all-reduce, perftest again
+  for k in a b; do
+    if pt lat8$k.$i ib_write_lat -s 8 -n "$LAT_N"; then
+      say "ib_write_lat_us 8 $(awk '{print $5}' /tmp/lat8$k.$i.row)"
     else fail=$((fail + 1)); fi
+    [ $k = b ] && break
+    KOLO_TEST_IB_HCA_RANK0==rxe0 KOLO_TEST_IB_HCA_RANK1==rxe1 KOLO_IB_BENCH=1 KOLO_IB_BENCH_ITERS="$LAT_N" \
+      timeout -k 5 180 "$BIN/test_net_ib" --gtest_filter=IbBench.Latency > /tmp/bench.$i 2>&1 || fail=$((fail + 1))
+    grep "KOLO-IB-BENCH" /tmp/bench.$i
+    for m in pingpong exchange; do
+      say "kolo_ib_${m}_p50_us 8 $(sed -n "s/^KOLO-IB-BENCH: $m .*p50 \([0-9.]*\) us.*/\1/p" /tmp/bench.$i)"
+    done
+    # one call per row, AR_N rows: the median call, as perftest's typical
+    if kp ar.$i all_reduce -b 8 -e 8 -n 1 -w 1 -N "$AR_N" -c 0 --inplace 0; then
+      say "kolo_allreduce_p50_us 8 $(rows /tmp/ar.$i.r0 | awk '{print $2}' | median)"
+    else fail=$((fail + 1)); fi
+    if kp arm.$i all_reduce -b 8 -e 8 -n "$AR_N" -w 100 -c 1 --inplace 0; then
+      say "kolo_allreduce_mean_us 8 $(rows /tmp/arm.$i.r0 | awk '{print $2}')"
+    else fail=$((fail + 1)); fi
+  done
+  # -- bandwidth: perftest one way and both ways, kolo's send/recv (both
+  #    ways at once, 2 ranks), the provider alone one way
+  for s in $SIZES; do
+    n=$BW_N; [ "$s" -ge 1048576 ] && n=20
     if pt bw.$s.$i ib_write_bw -s "$s" -n "$n"; then
       say "ib_write_bw_MBps $s $(awk '{printf "%.2f", $4 * 1.048576}' /tmp/bw.$s.$i.row)"
     else fail=$((fail + 1)); fi
@@ -88,12 +108,15 @@ while [ $i -le "$REPEATS" ]; do
       say "ib_write_bw_bidir_MBps $s $(awk '{printf "%.2f", $4 * 1.048576}' /tmp/bwb.$s.$i.row)"
     else fail=$((fail + 1)); fi
   done
-  if kp sr.$i sendrecv -b 8 -e 2M -f 8 -n "$SR_N" -w 3 -c 1 --inplace 0; then
-    rows /tmp/sr.$i.r0 | while read -r sz t a b; do say "kolo_sendrecv_us $sz $t"; say "kolo_sendrecv_MBps $sz $(awk -v a="$a" 'BEGIN{printf "%.2f", a * 1000}')"; done
-  else fail=$((fail + 1)); fi
-  if kn nlat.$i --lat -s 8 -n "$LAT_N"; then say "kolo_net_lat_us 8 $(awk '{print $7}' /tmp/nlat.$i.row)"
+  if kp sr.$i sendrecv -b 8 -e 4M -f 8 -n "$SR_N" -w 2 -c 1 --inplace 0; then
+    rows /tmp/sr.$i.r0 | while read -r sz t a b; do
+      say "kolo_sendrecv_us $sz $t"
+      say "kolo_sendrecv_MBps $sz $(awk -v a="$a" 'BEGIN{printf "%.2f", a * 1000}')"
+    done
   else fail=$((fail + 1)); fi
   if kn nbw.$i --bw -s 65536 -n "$BW_N"; then say "kolo_net_bw_MBps 65536 $(awk '{print $4}' /tmp/nbw.$i.row)"
+  else fail=$((fail + 1)); fi
+  if kn nlat.$i --lat -s 8 -n "$LAT_N"; then say "kolo_net_lat_p50_us 8 $(awk '{print $7}' /tmp/nlat.$i.row)"
   else fail=$((fail + 1)); fi
   i=$((i + 1))
 done

@@ -108,11 +108,10 @@ static koloResult_t ring_keys(ib_comm *c, const kolo_net_ring *r, kolo_errbuf *e
 static koloResult_t ib_bind(void *comm, const kolo_net_ring *ring, const kolo_net_sink *sink, kolo_errbuf *eb) {
   ib_comm *c = comm;
   if (c->failed) return kolo_ib_failed_earlier(c, eb);
-  if (ring->nslots == 0 || ring->nslots > KOLO_NET_MAX_REQS || (ring->nslots & (ring->nslots - 1)) != 0 ||
-      ring->slot_bytes > KOLO_IB_MAX_SLICE)
+  if (ring->nslots == 0 || ring->nslots > KOLO_NET_MAX_REQS || ring->slot_bytes > KOLO_IB_MAX_SLICE)
     return kolo_error(eb, koloInvalidArgument,
-                      "the ib connection with %s cannot carry %u slots of %zu bytes (a power of two up to %d "
-                      "slots of at most %u bytes: fewer bytes per slot, KOLO_BUFFSIZE / KOLO_NSLOTS)",
+                      "the ib connection with %s cannot carry %u slots of %zu bytes (up to %d slots of at "
+                      "most %u bytes: fewer bytes per slot, KOLO_BUFFSIZE / KOLO_NSLOTS)",
                       c->who, ring->nslots, ring->slot_bytes, KOLO_NET_MAX_REQS, KOLO_IB_MAX_SLICE);
   koloResult_t res = ring_keys(c, ring, eb);
   if (res != koloSuccess) {

@@ -280,8 +280,8 @@ size_t kolo_encode_ib_msg(const kolo_ib_msg *m, uint8_t out[KOLO_IB_MSG_MAX]) {
 /* Why a decoded ring cannot be one, or NULL. */
 static const char *ring_fault(const kolo_ib_ring *g, char *why, size_t why_len) {
   if (g->gen == 0) snprintf(why, why_len, "advertised a ring of bind 0");
-  else if (g->nslots == 0 || g->nslots > KOLO_NET_MAX_REQS || (g->nslots & (g->nslots - 1)) != 0)
-    snprintf(why, why_len, "advertised a ring of %u slots (a power of two, 1..%d)", g->nslots, KOLO_NET_MAX_REQS);
+  else if (g->nslots == 0 || g->nslots > KOLO_NET_MAX_REQS)
+    snprintf(why, why_len, "advertised a ring of %u slots (1..%d)", g->nslots, KOLO_NET_MAX_REQS);
   else if (g->slot_bytes > KOLO_IB_MAX_SLICE)
     snprintf(why, why_len, "advertised slots of %u bytes (at most %u)", g->slot_bytes, KOLO_IB_MAX_SLICE);
   else if (g->inbox_max > KOLO_IB_INBOX_MAX)

@@ -150,7 +150,7 @@ typedef struct {
 size_t kolo_encode_ib_msg(const kolo_ib_msg *m, uint8_t out[KOLO_IB_MSG_MAX]);
 /* A message of len bytes arriving at a sender end (to_sender: RING or
  * STOP) or at a receiver end (STOP only).  Checks the header, the length,
- * the ring (gen >= 1, nslots a power of two in 1..KOLO_NET_MAX_REQS,
+ * the ring (gen >= 1, nslots in 1..KOLO_NET_MAX_REQS,
  * slot_bytes <= KOLO_IB_MAX_SLICE, inbox_max <= KOLO_IB_INBOX_MAX) and the
  * report.  GARBLED with why (a phrase that follows the peer's name). */
 int kolo_decode_ib_msg(const uint8_t *in, size_t len, int to_sender, kolo_ib_msg *m, char *why, size_t why_len);
