@@ -111,7 +111,7 @@ while [ $i -le "$REPEATS" ]; do
   if kp sr.$i sendrecv -b 8 -e 4M -f 8 -n "$SR_N" -w 2 -c 1 --inplace 0; then
     rows /tmp/sr.$i.r0 | while read -r sz t a b; do
       say "kolo_sendrecv_us $sz $t"
-      say "kolo_sendrecv_MBps $sz $(awk -v a="$a" 'BEGIN{printf "%.2f", a * 1000}')"
+      say "kolo_sendrecv_MBps $sz $(awk -v s="$sz" -v t="$t" 'BEGIN{if (t > 0) printf "%.3f", s / t}')"
     done
   else fail=$((fail + 1)); fi
   if kn nbw.$i --bw -s 65536 -n "$BW_N"; then say "kolo_net_bw_MBps 65536 $(awk '{print $4}' /tmp/nbw.$i.row)"

@@ -418,12 +418,7 @@ static int found_now(ib_comm *c) {
     c->st.polls++;
     c->nstash = k > 0 ? k : 0;
   }
-  if (c->nstash > 0 || !c->is_send) return c->nstash > 0;
-  uint64_t word = __atomic_load_n((const uint64_t *)(c->area + IB_AREA_IN), __ATOMIC_ACQUIRE);
-  uint8_t rec[KOLO_IB_CREDIT_BYTES];
-  uint32_t head;
-  memcpy(rec, &word, sizeof rec);
-  return kolo_decode_ib_credit(rec, &head) == KOLO_NET_WIRE_OK && head != c->credited;
+  return c->nstash > 0 || (c->is_send && kolo_ib_credit_waiting(c));
 }
 
 static int ib_pollfds(void *comm, struct pollfd *pf, int max) {

@@ -197,6 +197,8 @@ int kolo_ib_sq_busy(const ib_comm *c);
 koloResult_t kolo_ib_poll(ib_comm *c, kolo_errbuf *eb);
 /* Sender: a new head in its credit record, told to the sink. */
 koloResult_t kolo_ib_read_credit(ib_comm *c, kolo_errbuf *eb);
+/* Sender: 1 when the credit record holds a head not yet told. */
+int kolo_ib_credit_waiting(const ib_comm *c);
 /* Sender: the receiver's ring for this end's bind, once both are there
  * (checked against this end's ring and step). */
 koloResult_t kolo_ib_take_ring(ib_comm *c, kolo_errbuf *eb);

@@ -157,13 +157,23 @@ static koloResult_t take_credit(ib_comm *c, uint32_t head, kolo_errbuf *eb) {
   return koloSuccess;
 }
 
-koloResult_t kolo_ib_read_credit(ib_comm *c, kolo_errbuf *eb) {
+/* The head in the credit record (one 8-byte load); 0 when there is none
+ * yet or it was caught mid-write (look again later). */
+static int credit_record(const ib_comm *c, uint32_t *head) {
   uint64_t word = __atomic_load_n((const uint64_t *)(c->area + IB_AREA_IN), __ATOMIC_ACQUIRE);
   uint8_t rec[KOLO_IB_CREDIT_BYTES];
-  uint32_t head;
   memcpy(rec, &word, sizeof rec);
-  if (kolo_decode_ib_credit(rec, &head) != KOLO_NET_WIRE_OK) return koloSuccess; /* none yet, or mid-write */
-  return take_credit(c, head, eb);
+  return kolo_decode_ib_credit(rec, head) == KOLO_NET_WIRE_OK;
+}
+
+koloResult_t kolo_ib_read_credit(ib_comm *c, kolo_errbuf *eb) {
+  uint32_t head;
+  return credit_record(c, &head) ? take_credit(c, head, eb) : koloSuccess;
+}
+
+int kolo_ib_credit_waiting(const ib_comm *c) {
+  uint32_t head;
+  return credit_record(c, &head) && head != c->credited;
 }
 
 /* A ring the receiver advertised; it applies from the sender's bind of the

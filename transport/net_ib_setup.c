@@ -252,8 +252,8 @@ static koloResult_t qps_ready(ib_comm *c, const ib_hello *them, kolo_errbuf *eb)
     int e = ibv_modify_qp(c->qp[q], &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
                                             IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
     if (e != 0)
-      return kolo_syserror(eb, e, "ibv_modify_qp(%s qpn 0x%x, INIT -> RTR) towards %s (%s qpn 0x%x) failed",
-                           c->port.name, c->qp[q]->qp_num, c->who, dev, them->qpn[q]);
+      return kolo_syserror(eb, e, "ibv_modify_qp(%s port %d qpn 0x%x, INIT -> RTR) towards %s (%s qpn 0x%x) failed",
+                           c->port.name, c->port.port, c->qp[q]->qp_num, c->who, dev, them->qpn[q]);
     memset(&a, 0, sizeof a);
     a.qp_state = IBV_QPS_RTS;
     a.timeout = (uint8_t)timeout_exp; /* see ack_timeout() */
@@ -264,8 +264,8 @@ static koloResult_t qps_ready(ib_comm *c, const ib_hello *them, kolo_errbuf *eb)
     e = ibv_modify_qp(c->qp[q], &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                                         IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
     if (e != 0)
-      return kolo_syserror(eb, e, "ibv_modify_qp(%s qpn 0x%x, RTR -> RTS) towards %s failed", c->port.name,
-                           c->qp[q]->qp_num, c->who);
+      return kolo_syserror(eb, e, "ibv_modify_qp(%s port %d qpn 0x%x, RTR -> RTS) towards %s failed", c->port.name,
+                           c->port.port, c->qp[q]->qp_num, c->who);
   }
   char g[64];
   union ibv_gid gid; /* the hello's bytes are not aligned as the union needs */
@@ -327,8 +327,11 @@ void kolo_ib_close(void *comm) {
   c->closing = 1;
   if (c->cq) kolo_ib_drain(c, CLOSE_DRAIN_MS);
   log_stats(c);
-  for (int q = 0; q < IB_MAX_QPS; q++)
-    if (c->qp[q]) warn_rc(ibv_destroy_qp(c->qp[q]), "ibv_destroy_qp", c);
+  for (int q = 0; q < IB_MAX_QPS; q++) {
+    char what[64];
+    snprintf(what, sizeof what, "ibv_destroy_qp(qpn 0x%x)", c->qp[q] ? c->qp[q]->qp_num : 0);
+    if (c->qp[q]) warn_rc(ibv_destroy_qp(c->qp[q]), what, c);
+  }
   kolo_ib_dereg(c, &c->ring_mr, "ibv_dereg_mr (the ring)");
   kolo_ib_dereg(c, &c->dmabuf_mr, "ibv_dereg_mr (GPUDirect slots)");
   kolo_ib_dereg(c, &c->area_mr, "ibv_dereg_mr (the control area)");
