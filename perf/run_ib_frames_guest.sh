@@ -1,6 +1,7 @@
 # perf/run_ib_frames_guest.sh - kolo's ib provider beside perftest, inside the
 # soft-RoCE guest (tests/rdma/vm.sh), in a work directory holding ib.env
-# (BIN: the host's build/bin; REPEATS; AR_N; SR_N; LAT_N; BW_N; SIZES).
+# (BIN: the host's build/bin; REPEATS; AR_N; SR_N; LAT_N; BW_N; SIZES;
+# BASE_BIN: optionally an older build's bin, whose all-reduce runs too).
 # REPEATS times, all on the same devices in this one boot (server / rank 0
 # on rxe0 / veth0 / 10.77.0.1, client / rank 1 on rxe1 / veth1 / 10.77.0.2):
 #   ib_write_lat -s 8                         the half round trip (typical: the median)
@@ -42,14 +43,16 @@ pt() {
   [ $cr = 0 ] && [ $sr = 0 ] && [ -s /tmp/$name.row ]
 }
 
-# kp NAME ARGS...: kolo-perf ARGS as 2 ranks on 2 "hosts" over ib.
+# kp NAME ARGS...: kolo-perf ARGS as 2 ranks on 2 "hosts" over ib ($PERF:
+# this build's, or BASE_BIN's).
 kp() {
   name=$1; shift
+  PERF=${PERF:-$BIN/kolo-perf}
   common="KOLO_NET=ib KOLO_ROOT=10.77.0.1:29517 KOLO_WORLD_SIZE=2 KOLO_SECRET=0123456789abcdef0123456789abcdef KOLO_TIMEOUT_MS=60000"
   env $common KOLO_RANK=0 KOLO_HOSTID=rxe-host-0 KOLO_IB_HCA==rxe0 KOLO_SOCKET_IFNAME==veth0 \
-    timeout -k 5 300 "$BIN/kolo-perf" "$@" > /tmp/$name.r0 2>&1 & p0=$!
+    timeout -k 5 300 "$PERF" "$@" > /tmp/$name.r0 2>&1 & p0=$!
   env $common KOLO_RANK=1 KOLO_HOSTID=rxe-host-1 KOLO_IB_HCA==rxe1 KOLO_SOCKET_IFNAME==veth1 \
-    timeout -k 5 300 "$BIN/kolo-perf" "$@" > /tmp/$name.r1 2>&1; r1=$?
+    timeout -k 5 300 "$PERF" "$@" > /tmp/$name.r1 2>&1; r1=$?
   wait $p0; r0=$?
   echo "----- kolo-perf $* ($name): rank 0 rc $r0, rank 1 rc $r1"; cat /tmp/$name.r0
   [ $r1 = 0 ] || { echo "(rank 1)"; cat /tmp/$name.r1; }
@@ -65,7 +68,7 @@ kn() {
   wait $sp; sr=$?
   echo "----- kolo-perf net -P ib $* ($name): client rc $cr, server rc $sr"; cat /tmp/$name.cli
   [ $sr = 0 ] || { echo "(server)"; cat /tmp/$name.srv; }
-  awk '!/^#/ && NF >= 9 {print; exit}' /tmp/$name.cli > /tmp/$name.row
+  awk '$1 ~ /^[0-9]+$/ && NF >= 9 {print; exit}' /tmp/$name.cli > /tmp/$name.row
   [ $cr = 0 ] && [ $sr = 0 ] && [ -s /tmp/$name.row ]
 }
 
@@ -96,6 +99,12 @@ while [ $i -le "$REPEATS" ]; do
     if kp arm.$i all_reduce -b 8 -e 8 -n "$AR_N" -w 100 -c 1 --inplace 0; then
       say "kolo_allreduce_mean_us 8 $(rows /tmp/arm.$i.r0 | awk '{print $2}')"
     else fail=$((fail + 1)); fi
+    # the same with an older kolo (BASE_BIN): before and after in one boot
+    if [ -n "${BASE_BIN:-}" ]; then
+      if PERF=$BASE_BIN/kolo-perf kp base.$i all_reduce -b 8 -e 8 -n 1 -w 1 -N "$AR_N" -c 0 --inplace 0; then
+        say "base_allreduce_p50_us 8 $(rows /tmp/base.$i.r0 | awk '{print $2}' | median)"
+      else fail=$((fail + 1)); fi
+    fi
   done
   # -- bandwidth: perftest one way and both ways, kolo's send/recv (both
   #    ways at once, 2 ranks), the provider alone one way
@@ -107,14 +116,18 @@ while [ $i -le "$REPEATS" ]; do
     if pt bwb.$s.$i ib_write_bw -b -s "$s" -n "$n"; then
       say "ib_write_bw_bidir_MBps $s $(awk '{printf "%.2f", $4 * 1.048576}' /tmp/bwb.$s.$i.row)"
     else fail=$((fail + 1)); fi
+    [ "$s" = 65536 ] || continue # the provider one way right after perftest's
+    if kn nbw.$i --bw -s 65536 -n "$((BW_N * 5))"; then say "kolo_net_bw_MBps 65536 $(awk '{print $4}' /tmp/nbw.$i.row)"
+    else fail=$((fail + 1)); fi
+    if pt bw2.$s.$i ib_write_bw -s "$s" -n "$((BW_N * 5))"; then
+      say "ib_write_bw_MBps $s $(awk '{printf "%.2f", $4 * 1.048576}' /tmp/bw2.$s.$i.row)"
+    else fail=$((fail + 1)); fi
   done
   if kp sr.$i sendrecv -b 8 -e 4M -f 8 -n "$SR_N" -w 2 -c 1 --inplace 0; then
     rows /tmp/sr.$i.r0 | while read -r sz t a b; do
       say "kolo_sendrecv_us $sz $t"
       say "kolo_sendrecv_MBps $sz $(awk -v s="$sz" -v t="$t" 'BEGIN{if (t > 0) printf "%.3f", s / t}')"
     done
-  else fail=$((fail + 1)); fi
-  if kn nbw.$i --bw -s 65536 -n "$BW_N"; then say "kolo_net_bw_MBps 65536 $(awk '{print $4}' /tmp/nbw.$i.row)"
   else fail=$((fail + 1)); fi
   if kn nlat.$i --lat -s 8 -n "$LAT_N"; then say "kolo_net_lat_p50_us 8 $(awk '{print $7}' /tmp/nlat.$i.row)"
   else fail=$((fail + 1)); fi
