@@ -56,6 +56,8 @@ awk '
     printf "provider ping-pong 8 B / ib_write_lat 8 B: median %.2f\n", med(x, n); delete x
     n = 0; for (i = 1; i <= R; i++) if (("kolo_net_bw_MBps 65536", i) in v && v["ib_write_bw_MBps 65536", i]) x[++n] = v["kolo_net_bw_MBps 65536", i] / v["ib_write_bw_MBps 65536", i]
     printf "kolo-perf net --bw 64 KiB / ib_write_bw 64 KiB: median %.2f (target >= 0.95)\n", med(x, n); delete x
+    n = 0; for (i = 1; i <= R; i++) if (("kolo_ib_bw_MBps 65536", i) in v && v["ib_write_bw_MBps 65536", i]) x[++n] = v["kolo_ib_bw_MBps 65536", i] / v["ib_write_bw_MBps 65536", i]
+    printf "provider alone (IbBench) 64 KiB / ib_write_bw 64 KiB: median %.2f\n", med(x, n); delete x
     # perftest -b reports both directions together: a direction is half
     for (k in keys) if (k ~ /^kolo_sendrecv_MBps/) { split(k, p, " "); s = p[2]; n = 0; nu = 0
       for (i = 1; i <= R; i++) {

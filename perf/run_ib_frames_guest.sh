@@ -12,7 +12,9 @@
 #   ib_write_lat -s 8                         again, after
 #   ib_write_bw -s S, ib_write_bw -b -s S     for S in SIZES (one way, both ways)
 #   kolo-perf sendrecv -b 8 -e 4M -f 8, 2 ranks as 2 hosts (both ways at once)
-#   kolo-perf net -P ib --bw -s 65536, --lat -s 8   the provider under kolo-perf net
+#   kolo-perf net -P ib --bw -s 65536 and test_net_ib IbBench.Bandwidth (the
+#     provider alone, both polling), between two ib_write_bw -s 65536
+#   kolo-perf net -P ib --lat -s 8
 # Prints "KOLO-IBF: <name> <size> <value>" lines (us; MB/s as 1e6 bytes,
 # perftest's MB/sec of 2^20 bytes converted) and every output in full.
 # POSIX sh (the guest runs it with /bin/sh).  Exit status: failed steps.
@@ -119,6 +121,9 @@ while [ $i -le "$REPEATS" ]; do
     [ "$s" = 65536 ] || continue # the provider one way right after perftest's
     if kn nbw.$i --bw -s 65536 -n "$((BW_N * 5))"; then say "kolo_net_bw_MBps 65536 $(awk '{print $4}' /tmp/nbw.$i.row)"
     else fail=$((fail + 1)); fi
+    KOLO_TEST_IB_HCA_RANK0==rxe1 KOLO_TEST_IB_HCA_RANK1==rxe0 KOLO_IB_BENCH=1 KOLO_IB_BENCH_ITERS="$((BW_N * 10))" \
+      timeout -k 5 180 "$BIN/test_net_ib" --gtest_filter=IbBench.Bandwidth > /tmp/bbw.$i 2>&1 || fail=$((fail + 1))
+    say "kolo_ib_bw_MBps 65536 $(sed -n 's/^KOLO-IB-BENCH: bandwidth .*: \([0-9.]*\) MB\/s.*/\1/p' /tmp/bbw.$i)"
     if pt bw2.$s.$i ib_write_bw -s "$s" -n "$((BW_N * 5))"; then
       say "ib_write_bw_MBps $s $(awk '{printf "%.2f", $4 * 1.048576}' /tmp/bw2.$s.$i.row)"
     else fail=$((fail + 1)); fi

@@ -755,6 +755,21 @@ TEST(IbBench, Latency) {
   }
 }
 
+// KOLO_IB_BENCH=1: the provider's own bandwidth one way between two
+// processes (util/net_bench.h), 64 KiB slices with 16 in flight, both
+// polling: ib_write_bw -s 65536's counterpart without kolo's engine.
+TEST(IbBench, Bandwidth) {
+  const char *on = getenv("KOLO_IB_BENCH");
+  if (on == nullptr || std::strcmp(on, "1") != 0) GTEST_SKIP() << "a measurement: runs with KOLO_IB_BENCH=1";
+  REQUIRE_IB(net);
+  (void)net;
+  const int iters = getenv("KOLO_IB_BENCH_ITERS") ? atoi(getenv("KOLO_IB_BENCH_ITERS")) : 2000;
+  double mbps = 0;
+  char err[512] = "";
+  ASSERT_EQ(kt_net_bench_bw("ib", iters / 2, 65536, 16, &mbps, err, sizeof err), 0) << err;
+  std::printf("KOLO-IB-BENCH: bandwidth 65536 B x %d, 16 in flight: %.2f MB/s\n", iters / 2, mbps);
+}
+
 // ---- ranks over ib ------------------------------------------------------------------
 
 std::vector<CollCase> ib_cases(int n) {

@@ -15,9 +15,12 @@
 
 #define NSLOTS 8
 #define SLOT_BYTES 4096
+#define BW_SLOT_BYTES ((size_t)1 << 20)
 
 typedef struct {
   const kolo_net_provider *net;
+  uint32_t nslots;
+  size_t slot_bytes;
   void *tx, *rx;        /* send end to the peer, receive end from it */
   char *tx_slots, *rx_slots;
   uint32_t sent, credited, landed, drained;
@@ -46,11 +49,13 @@ static int open_ends(bench_end *b, int me, kolo_net_handle h[2], void *lcomm[2])
   if (b->net->connect(&h[1 - me], 0, kolo_deadline(10000), 10000, who[1 - me], &b->tx, &b->eb) != koloSuccess ||
       b->net->accept(lcomm[me], kolo_deadline(10000), 10000, who[1 - me], &b->rx, &b->eb) != koloSuccess)
     return -1;
-  b->tx_slots = aligned_alloc(4096, NSLOTS * SLOT_BYTES);
-  b->rx_slots = aligned_alloc(4096, NSLOTS * SLOT_BYTES);
+  size_t bytes = b->nslots * b->slot_bytes;
+  b->tx_slots = aligned_alloc(4096, bytes);
+  b->rx_slots = aligned_alloc(4096, bytes);
   if (b->tx_slots == NULL || b->rx_slots == NULL) return -1;
-  memset(b->tx_slots, 1, NSLOTS * SLOT_BYTES);
-  kolo_net_ring tr = {b->tx_slots, NSLOTS, SLOT_BYTES, 0}, rr = {b->rx_slots, NSLOTS, SLOT_BYTES, 0};
+  memset(b->tx_slots, 1, bytes);
+  memset(b->rx_slots, 0, bytes);
+  kolo_net_ring tr = {b->tx_slots, b->nslots, b->slot_bytes, 0}, rr = {b->rx_slots, b->nslots, b->slot_bytes, 0};
   kolo_net_sink sink = {b, on_slice, on_credit, on_stop};
   if (b->net->bind(b->tx, &tr, &sink, &b->eb) != koloSuccess || b->net->bind(b->rx, &rr, &sink, &b->eb) != koloSuccess)
     return -1;
@@ -69,7 +74,7 @@ static int send_one(bench_end *b, size_t bytes) {
   kolo_call_sig sig = {bytes / 4, b->sent + 1, -1, 1, 7, 0, 1};
   for (;;) {
     int q = 0;
-    if (b->sent - b->credited < NSLOTS &&
+    if (b->sent - b->credited < b->nslots &&
         b->net->send_slice(b->tx, b->sent, bytes, &sig, &q, &b->eb) != koloSuccess)
       return -1;
     if (q) {
@@ -86,7 +91,7 @@ static int recv_upto(bench_end *b, uint32_t n) {
     if (turn(b) != 0) return -1;
   b->drained = n;
   int q = 1;
-  if (n % (NSLOTS / 2) == 0 && b->net->send_credit(b->rx, n, &q, &b->eb) != koloSuccess) return -1;
+  if (n % (b->nslots / 2) == 0 && b->net->send_credit(b->rx, n, &q, &b->eb) != koloSuccess) return -1;
   return 0;
 }
 
@@ -128,29 +133,32 @@ static void summarize(double *t, int n, kt_bench_lat *out) {
   out->p99_us = t[(int)(n * 0.99)];
 }
 
-int kt_net_bench_lat(const char *provider, int exchange, int iters, size_t bytes, kt_bench_lat *out, char *err,
-                     size_t errlen) {
-  bench_end b = {0};
-  b.net = kolo_net_find(provider);
+/* Both processes' setup: two listeners here, then a fork; the child is
+ * process 1.  *me says which this is; -1 with err filled on failure. */
+static int start(bench_end *b, const char *provider, int *me, pid_t *child, char *err, size_t errlen) {
+  b->net = kolo_net_find(provider);
   struct sockaddr_storage lo = {0};
   ((struct sockaddr_in *)&lo)->sin_family = AF_INET;
   ((struct sockaddr_in *)&lo)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   kolo_net_handle h[2];
   void *lcomm[2] = {NULL, NULL};
-  double *t = calloc((size_t)iters, sizeof *t);
-  if (b.net == NULL || t == NULL || bytes > SLOT_BYTES || b.net->listen(&lo, 0, &h[0], &lcomm[0], &b.eb) != koloSuccess ||
-      b.net->listen(&lo, 0, &h[1], &lcomm[1], &b.eb) != koloSuccess) {
-    snprintf(err, errlen, "setup: %s", b.eb.msg);
-    free(t);
+  if (b->net == NULL || b->net->listen(&lo, 0, &h[0], &lcomm[0], &b->eb) != koloSuccess ||
+      b->net->listen(&lo, 0, &h[1], &lcomm[1], &b->eb) != koloSuccess) {
+    snprintf(err, errlen, "setup: %s", b->eb.msg);
+    if (lcomm[0]) b->net->close_listen(lcomm[0]);
     return -1;
   }
-  pid_t child = fork();
-  int me = child == 0 ? 1 : 0;
-  int rc = child < 0 ? -1 : open_ends(&b, me, h, lcomm);
-  if (rc == 0) rc = run(&b, me, exchange, iters, bytes, t);
-  if (rc != 0) snprintf(err, errlen, "process %d: %s", me, b.eb.msg);
-  close_ends(&b);
-  for (int i = 0; i < 2; i++) b.net->close_listen(lcomm[i]);
+  *child = fork();
+  *me = *child == 0 ? 1 : 0;
+  int rc = *child < 0 ? -1 : open_ends(b, *me, h, lcomm);
+  for (int i = 0; i < 2; i++) b->net->close_listen(lcomm[i]);
+  if (rc != 0) snprintf(err, errlen, "process %d: %s", *me, b->eb.msg);
+  return rc;
+}
+
+/* Both processes' end: the child exits with rc; the parent reaps it. */
+static int finish(bench_end *b, int me, pid_t child, int rc, char *err, size_t errlen) {
+  close_ends(b);
   if (me == 1) {
     if (rc != 0) fprintf(stderr, "%s\n", err);
     _exit(rc == 0 ? 0 : 1);
@@ -160,7 +168,54 @@ int kt_net_bench_lat(const char *provider, int exchange, int iters, size_t bytes
     snprintf(err, errlen, "process 1 failed (status 0x%x)", status);
     rc = -1;
   }
+  return rc;
+}
+
+int kt_net_bench_lat(const char *provider, int exchange, int iters, size_t bytes, kt_bench_lat *out, char *err,
+                     size_t errlen) {
+  bench_end b = {.nslots = NSLOTS, .slot_bytes = SLOT_BYTES};
+  double *t = calloc((size_t)iters, sizeof *t);
+  int me = 0;
+  pid_t child = -1;
+  int rc = t == NULL || bytes > SLOT_BYTES ? -1 : start(&b, provider, &me, &child, err, errlen);
+  if (rc == 0 && run(&b, me, exchange, iters, bytes, t) != 0) {
+    snprintf(err, errlen, "process %d: %s", me, b.eb.msg);
+    rc = -1;
+  }
+  rc = finish(&b, me, child, rc, err, errlen);
   if (rc == 0) summarize(t, iters, out);
   free(t);
+  return rc;
+}
+
+/* Process 0 sends, process 1 receives and credits; 0 or -1. */
+static int run_bw(bench_end *b, int me, int iters, size_t bytes, double *seconds) {
+  int warm = b->nslots;
+  double t0 = 0;
+  for (int i = 0; i < warm + iters; i++) {
+    if (i == warm) t0 = now_us();
+    if (me == 0 && send_one(b, bytes) != 0) return -1;
+    if (me == 1 && recv_upto(b, (uint32_t)i + 1) != 0) return -1;
+  }
+  while (me == 0 && b->credited != b->sent) /* the last one drained */
+    if (turn(b) != 0) return -1;
+  *seconds = (now_us() - t0) * 1e-6;
+  for (int k = 0; k < 2000 && (b->net->pending(b->tx) || b->net->pending(b->rx)); k++) turn(b), usleep(100);
+  return 0;
+}
+
+int kt_net_bench_bw(const char *provider, int iters, size_t bytes, int window, double *mbps, char *err,
+                    size_t errlen) {
+  bench_end b = {.nslots = (uint32_t)window, .slot_bytes = bytes};
+  int me = 0;
+  pid_t child = -1;
+  double secs = 0;
+  int rc = bytes > BW_SLOT_BYTES || window < 2 || window > 64 ? -1 : start(&b, provider, &me, &child, err, errlen);
+  if (rc == 0 && run_bw(&b, me, iters, bytes, &secs) != 0) {
+    snprintf(err, errlen, "process %d: %s", me, b.eb.msg);
+    rc = -1;
+  }
+  rc = finish(&b, me, child, rc, err, errlen);
+  if (rc == 0) *mbps = (double)bytes * iters / secs / 1e6;
   return rc;
 }

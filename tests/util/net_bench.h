@@ -28,6 +28,13 @@ typedef struct {
 int kt_net_bench_lat(const char *provider, int exchange, int iters, size_t bytes, kt_bench_lat *out, char *err,
                      size_t errlen);
 
+/* One way: process 0 sends iters slices of `bytes` (at most 1 MiB) with
+ * `window` in flight (<= 64), process 1 credits every window / 2, both
+ * polling without sleeping (ib_write_bw's way); *mbps: 1e6 bytes per
+ * second over the timed slices. */
+int kt_net_bench_bw(const char *provider, int iters, size_t bytes, int window, double *mbps, char *err,
+                    size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif
