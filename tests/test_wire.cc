@@ -46,6 +46,7 @@ kolo_ib_hello sample_ib(uint32_t nqps) {
   h.link_layer = 2;
   h.mtu = 3;
   snprintf(h.dev, sizeof h.dev, "rxe0");
+  h.in_addr = 0x7f0012340000ull, h.in_rkey = 0x5678, h.in_bytes = 16384;
   return h;
 }
 
@@ -70,7 +71,8 @@ TEST(NetWire, IbHelloRoundTripCutsAndVersions) {
              {[](kolo_ib_hello *x) { x->nqps = KOLO_IB_MAX_QPS + 1; }, "offers 9 QPs"},
              {[](kolo_ib_hello *x) { x->mtu = 6; }, "MTU code 6"},
              {[](kolo_ib_hello *x) { x->link_layer = 3; }, "link layer 3"},
-             {[](kolo_ib_hello *x) { memset(x->dev, 'x', sizeof x->dev); }, "not terminated"}};
+             {[](kolo_ib_hello *x) { memset(x->dev, 'x', sizeof x->dev); }, "not terminated"},
+             {[](kolo_ib_hello *x) { x->in_bytes = 0; }, "control area of 0 bytes"}};
   for (const auto &c : bad) {
     kolo_ib_hello x = sample_ib(1);
     c.spoil(&x);

@@ -1,48 +1,65 @@
-/* net_ib.c - the ibverbs provider's data path (see net.h; setup and
- * teardown in net_ib_setup.c, the connection's state in net_ib_conn.h).
+/* net_ib.c - the ibverbs provider's calls (net.h): bind, slices, credits,
+ * stop words, progress.  Setup and teardown in net_ib_setup.c, send queues
+ * in net_ib_sq.c, arrivals in net_ib_rx.c, the state in net_ib_conn.h.
  *
- * Regions: the receiver's irecv registers its buffer (once: registrations
- * are cached by address range for the connection's life, and the proxy's
- * slots never move, so later posts cost nothing; a region's memory must
- * stay mapped until close) and advertises it to the sender as a control
- * message {ADVERT, request number, address, rkey, length}.  The sender's
- * isend is accepted at once; when the advert with its number is there it
- * writes the region (which may be shorter than the receive: the proxy sends
- * only the filled part of a slot, KOLO_NET_SHORT_SENDS) with RDMA WRITE
- * WITH IMMEDIATE, in pieces: one piece below 64 KiB, else one per QP
- * (KOLO_IB_QPS_PER_CONN), and none larger than 4 MiB; piece i of request r
- * goes on QP (r + i) % nqps.  Every piece's immediate is
- * (r % KOLO_NET_MAX_REQS) << 26 | the region's length (below 64 MiB), so
- * the receiver knows the request and how many bytes come, computes the
- * same pieces from that length, and is done when all of them arrived (each
- * completion's byte_len counts its piece).  Adverts, credits and stop words
- * are SENDs on QP 0, so they arrive in order; the receive of a control
- * message is reposted at once, and RNR retries are unbounded so a peer
- * slow to repost only waits.  One SEND carries up to IB_CTRL_BATCH
- * messages: all that are queued when it is posted.
+ * The protocol, perftest-style (one write per slice, nothing per request):
  *
- * Adverts are held back while the sender still holds more unused ones than
- * are waiting here (a piece of request r arriving says the sender used
- * advert r), and go out with any other control message (the proxy's
- * credit): a receiver that keeps several regions posted (the proxy's ring
- * of slots) advertises them a batch per SEND, not one SEND each, and a
- * sender never runs dry (when it has used all it holds, the rest go).  On
- * soft-RoCE every SEND costs as much kernel work as a write, and that is
- * what a half round trip is made of.  Every work request is signaled: a send's
- * completion frees its place in the send queue (sq_used), a write's marks
- * its piece done.  A piece of at most the QP's max_inline bytes (from host
- * memory) goes inline, as perftest's latency tests send: done when posted.
+ * Rings.  At setup each end's hello names its registered control area (the
+ * receiver's per-step entries, the sender's credit record).  At each bind
+ * the receiver registers its slots and advertises them in a RING message
+ * (a SEND on QP 0, once the sender's QPs are ready): address, rkey, nslots,
+ * slot bytes, the largest slice that travels in an entry, the first step it
+ * applies to and the bind's number.  The sender's k-th bind uses the
+ * receiver's k-th ring (both ends bind again together, as `kolo-perf net`
+ * does); until it has it, send_slice queues nothing.
  *
- * The peer going away: its TCP setup socket ends.  Control messages and
- * regions that arrived before are still delivered: requests still open
- * fail only GONE_GRACE_MS after the end was seen, while the CQ is drained.
+ * Slices.  Slice s lands in the receiver's slot s % nslots; every write of
+ * it carries the immediate (s % 64) << 26 | its length, which completes a
+ * receive at the receiver and says which step it is and how many bytes come.
+ *  - Small (at most the ring's inbox_max: 224 bytes, host slots): ONE RDMA
+ *    WRITE WITH IMMEDIATE into the receiver's entry s % 64, inline where the
+ *    device allows: the call's signature header (32 bytes, net_wire.h) when
+ *    the slice starts a call, then its bytes, contiguous; the receiver
+ *    copies the bytes into the slot when it delivers (no extra packet for
+ *    the signature: on soft-RoCE every packet is kernel work at both ends).
+ *  - Larger (or into GPU slots): written into the slot itself, one piece
+ *    below 64 KiB, else one per QP (KOLO_IB_QPS_PER_CONN), none over 4 MiB,
+ *    piece i on QP (s + i) % nqps, each WITH IMMEDIATE; a signature header
+ *    goes first as an unsignaled (inline) RDMA WRITE into the entry,
+ *    chained before piece 0 in the same ibv_post_send on piece 0's QP: RC
+ *    places one QP's writes in order, so the completion of piece 0 proves
+ *    the header landed.
+ * The receiver reads the entry's header once all pieces came (all zero: no
+ * signature), clears it, and tells the sink, in step order.
  *
- * Waking the proxy (KOLO_NET_EXACT_POLL): pollfds() arms the CQ's
- * completion channel (once per event) and returns its fd, plus the TCP
- * socket while the peer is there.  After arming it polls the CQ once more:
- * a completion that came before the arming (and so raises no event) is
- * kept for the next progress, and the socket is returned for POLLOUT,
- * which is ready at once, so the proxy does not sleep on it. */
+ * Credits.  The receiver writes its head as an 8-byte record (head and a
+ * check word) into the sender's credit record: an inline, unsignaled RDMA
+ * WRITE; a newer head replaces one not yet written.  The sender reads the
+ * record in every progress call.  A plain write raises no completion, so a
+ * waiter sleeping on the sender's fds would not wake for it; two things
+ * cover that: (1) the provider does not claim KOLO_NET_EXACT_POLL, so such a
+ * waiter looks again within 1 ms (proxy.c); (2) a credit written when the
+ * receiver sees the sender's window full (it delivered nslots slices past
+ * the last credit it wrote: the sender cannot send before it hears of this
+ * one) goes WITH IMMEDIATE (the head), which completes a receive at the
+ * sender and wakes it at once.
+ *
+ * Stop words: a STOP message (SEND on QP 0, with the mismatch report when
+ * there is one), signaled; pending() until it completed.
+ *
+ * Signaling and close (net_ib_sq.c): selective; slices and credits are done
+ * once posted (as bytes handed to a socket), and close waits, bounded,
+ * until the QPs acknowledged everything posted.
+ *
+ * The peer going away: its TCP setup socket ends.  The CQ is still drained
+ * and what arrived delivered for GONE_GRACE_MS, then every call reports
+ * "closed its network connection" naming the peer.
+ *
+ * Waking: pollfds() arms the CQ's completion channel and returns its fd and
+ * the TCP socket; after arming it polls the CQ once more (a completion that
+ * came before the arming raises no event) and looks at the credit record:
+ * with something found it returns the socket for POLLOUT, ready at once, so
+ * the waiter does not sleep. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
@@ -53,369 +70,249 @@
 #include "transport/net_ib_conn.h"
 #include "transport/socket.h"
 
-#define IMM_LEN_BITS 26
-#define MAX_REGION ((1u << IMM_LEN_BITS) - 1)
-#define MAX_PIECE (4u << 20)
-#define SPLIT_MIN (64u << 10)
 #define GONE_GRACE_MS 20
 /* The peer's socket is looked at every PEER_CHECK_CALLS progress calls (and
  * on the first call after pollfds, that is after a sleep), at most once a
- * millisecond.  Only then is the clock read, and a coarse one: a VM
- * without a usable TSC (QEMU's software emulation) reads the HPET, ~2 us
- * and an exit to the emulator per read, which slowed the polling loop and
- * the other vCPU, busy with the kernel's soft-RoCE, alike. */
+ * millisecond, with a coarse clock: a VM without a usable TSC (QEMU's
+ * software emulation) reads the HPET, ~2 us and an exit to the emulator per
+ * read, which slowed the polling loop and the other vCPU alike. */
 #define PEER_CHECK_CALLS 64
-#define OUTQ_USER (IB_OUTQ - KOLO_NET_MAX_REQS) /* adverts always find room */
-#define CQ_BATCH 16
 
-_Static_assert(KOLO_NET_MAX_REQS <= (1 << (32 - IMM_LEN_BITS)), "a request number must fit the immediate");
+/* ---- bind ---------------------------------------------------------------------- */
 
-/* ---- pieces ------------------------------------------------------------------ */
-
-static uint32_t npieces(size_t len, int nqps) {
-  uint32_t n = (uint32_t)((len + MAX_PIECE - 1) / MAX_PIECE);
-  if (len >= SPLIT_MIN && n < (uint32_t)nqps) n = (uint32_t)nqps;
-  return n < 1 ? 1 : n;
+static char *slot_of(const ib_comm *c, uint32_t step) {
+  return c->ring.slots + (size_t)(step % c->ring.nslots) * c->ring.slot_bytes;
 }
 
-static size_t piece_lo(size_t len, uint32_t n, uint32_t i) { return len / n * i; }
-static size_t piece_hi(size_t len, uint32_t n, uint32_t i) { return i == n - 1 ? len : len / n * (i + 1); }
-
-/* ---- errors ------------------------------------------------------------------ */
-
-static koloResult_t failed_earlier(ib_comm *c, kolo_errbuf *eb) {
-  return kolo_error_quiet(eb, koloRemoteError, "the ib network connection to %s failed earlier", c->who);
-}
-
-/* The peer left: reported without logging (the proxy decides whether that
- * is a failure: a sender that finished and left is none). */
-static koloResult_t peer_closed(ib_comm *c, kolo_errbuf *eb) {
-  c->failed = 1;
-  return kolo_error_quiet(eb, koloRemoteError, "%s closed its network connection", c->who);
-}
-
-static const char *wr_kind(uint64_t wr_id) {
-  switch ((int)(wr_id >> 56)) {
-  case IB_WR_WRITE: return "RDMA WRITE WITH IMMEDIATE";
-  case IB_WR_WRITE_INLINE: return "RDMA WRITE WITH IMMEDIATE (inline)";
-  case IB_WR_CTRL: return "control SEND";
-  case IB_WR_RECV: return "RECV";
-  default: return "unknown work request";
-  }
-}
-
-static koloResult_t wc_failed(ib_comm *c, const struct ibv_wc *wc, kolo_errbuf *eb) {
-  if (c->gone) return peer_closed(c, eb);
-  c->failed = 1;
-  int q = (int)((wc->wr_id >> 48) & 0xff);
-  int remote = wc->status == IBV_WC_RETRY_EXC_ERR || wc->status == IBV_WC_RNR_RETRY_EXC_ERR ||
-               wc->status == IBV_WC_REM_ACCESS_ERR || wc->status == IBV_WC_REM_INV_REQ_ERR ||
-               wc->status == IBV_WC_REM_OP_ERR || wc->status == IBV_WC_REM_ABORT_ERR;
-  return kolo_error(eb, remote ? koloRemoteError : koloSystemError,
-                    "completion error on %s port %d (qpn 0x%x) with %s: %s: status '%s' (%d), vendor_err 0x%x",
-                    c->port.name, c->port.port, q < c->nqps ? c->qp[q]->qp_num : 0, c->who, wr_kind(wc->wr_id),
-                    ibv_wc_status_str(wc->status), (int)wc->status, wc->vendor_err);
-}
-
-/* ---- memory registrations ----------------------------------------------------- */
-
-/* The lkey/rkey of a registration covering [buf, buf + len), made (page
- * aligned) on a miss; the least recently used one goes when all are taken. */
-static koloResult_t mr_for(ib_comm *c, void *buf, size_t len, struct ibv_mr **mr, kolo_errbuf *eb) {
-  uintptr_t lo = (uintptr_t)buf, hi = lo + len;
-  int victim = 0;
-  if (c->dmabuf.mr && c->dmabuf.lo <= lo && hi <= c->dmabuf.hi) { /* device memory: cannot be re-registered */
-    *mr = c->dmabuf.mr;
+/* The lkey (and, for the receiver, the rkey) of the ring's slots: the
+ * GPUDirect registration, or a registration of its own, made anew at every
+ * bind (the previous slots may be gone). */
+static koloResult_t ring_keys(ib_comm *c, const kolo_net_ring *r, kolo_errbuf *eb) {
+  kolo_ib_dereg(c, &c->ring_mr, "ibv_dereg_mr (the previous ring)");
+  size_t bytes = (size_t)r->nslots * r->slot_bytes;
+  uintptr_t lo = (uintptr_t)r->slots;
+  if (r->devmem) {
+    if (c->dmabuf_mr == NULL || lo < c->dmabuf_lo || lo + bytes > c->dmabuf_hi)
+      return kolo_error(eb, koloInvalidUsage, "the ib connection with %s: GPU slots outside its GPUDirect registration",
+                        c->who);
+    c->ring_lkey = c->dmabuf_mr->lkey;
     return koloSuccess;
   }
-  c->mr_clock++;
-  for (int k = 0; k < IB_MR_CACHE; k++) {
-    int i = (c->mr_last + k) % IB_MR_CACHE;
-    ib_mr_entry *e = &c->mrs[i];
-    if (e->mr && e->lo <= lo && hi <= e->hi) {
-      e->used = c->mr_clock;
-      c->mr_last = i;
-      *mr = e->mr;
-      return koloSuccess;
-    }
-    if (e->used < c->mrs[victim].used) victim = i;
-  }
-  ib_mr_entry *e = &c->mrs[victim];
-  if (e->mr) {
-    int err = ibv_dereg_mr(e->mr);
-    e->mr = NULL;
-    if (err != 0) return kolo_syserror(eb, err, "ibv_dereg_mr(%s) failed", c->port.name);
-  }
-  uintptr_t plo = lo & ~(uintptr_t)4095, phi = (hi + 4095) & ~(uintptr_t)4095;
+  if (bytes == 0) bytes = 1;
   int access = IBV_ACCESS_LOCAL_WRITE | (c->is_send ? 0 : IBV_ACCESS_REMOTE_WRITE);
-  koloResult_t res = kolo_ib_reg(c->pd, c->port.name, (void *)plo, phi - plo, access, &e->mr, eb);
-  if (res != koloSuccess) return res;
-  e->lo = plo;
-  e->hi = phi;
-  e->used = c->mr_clock;
-  c->mr_last = victim;
-  *mr = e->mr;
-  return koloSuccess;
+  koloResult_t res = kolo_ib_reg_for(c, r->slots, bytes, access, &c->ring_mr, eb);
+  if (res == koloSuccess) c->ring_lkey = c->ring_mr->lkey;
+  return res;
 }
 
-/* GPUDirect RDMA: device memory exported as a dma-buf, registered once for
- * the connection's life (the sender's NIC reads it, the receiver's writes
- * it, as with host slots). */
+static koloResult_t ib_bind(void *comm, const kolo_net_ring *ring, const kolo_net_sink *sink, kolo_errbuf *eb) {
+  ib_comm *c = comm;
+  if (c->failed) return kolo_ib_failed_earlier(c, eb);
+  if (ring->nslots == 0 || ring->nslots > KOLO_NET_MAX_REQS || ring->slot_bytes > KOLO_IB_MAX_SLICE)
+    return kolo_error(eb, koloInvalidArgument,
+                      "the ib connection with %s cannot carry %u slots of %zu bytes (up to %d slots of at "
+                      "most %u bytes: fewer bytes per slot, KOLO_BUFFSIZE / KOLO_NSLOTS)",
+                      c->who, ring->nslots, ring->slot_bytes, KOLO_NET_MAX_REQS, KOLO_IB_MAX_SLICE);
+  koloResult_t res = ring_keys(c, ring, eb);
+  if (res != koloSuccess) {
+    c->bound = 0; /* the previous ring's registration is gone too */
+    return res;
+  }
+  c->ring = *ring;
+  c->sink = *sink;
+  c->bound = 1;
+  c->binds++;
+  if (!c->is_send) { /* advertised as soon as the sender is ready */
+    c->inbox_max = ring->devmem ? 0 : KOLO_IB_INBOX_MAX;
+    c->ring_due = 1;
+    return koloSuccess;
+  }
+  c->have_peer = 0;
+  return kolo_ib_take_ring(c, eb);
+}
+
 static koloResult_t ib_reg_dmabuf(void *comm, void *buf, size_t len, int fd, uint64_t offset, kolo_errbuf *eb) {
   ib_comm *c = comm;
-  if (c->dmabuf.mr != NULL)
+  if (c->dmabuf_mr != NULL)
     return kolo_error(eb, koloInternalError, "the ib connection with %s already has GPUDirect slots", c->who);
   int access = IBV_ACCESS_LOCAL_WRITE | (c->is_send ? 0 : IBV_ACCESS_REMOTE_WRITE);
   struct ibv_mr *mr = ibv_reg_dmabuf_mr(c->pd, offset, len, (uint64_t)(uintptr_t)buf, fd, access);
   if (mr == NULL)
     return kolo_syserror(eb, errno,
-                         "ibv_reg_dmabuf_mr of %zu bytes of GPU memory on %s failed (the NIC driver must "
-                         "support dma-buf, e.g. mlx5 with rdma-core 34+ and Linux 5.12+)",
-                         len, c->port.name);
-  c->dmabuf.mr = mr;
-  c->dmabuf.lo = (uintptr_t)buf;
-  c->dmabuf.hi = (uintptr_t)buf + len;
+                         "ibv_reg_dmabuf_mr of %zu bytes of GPU memory on %s port %d for %s failed (the NIC driver "
+                         "must support dma-buf, e.g. mlx5 with rdma-core 34+ and Linux 5.12+)",
+                         len, c->port.name, c->port.port, c->who);
+  c->dmabuf_mr = mr;
+  c->dmabuf_lo = (uintptr_t)buf;
+  c->dmabuf_hi = (uintptr_t)buf + len;
   return koloSuccess;
 }
 
-/* ---- control messages ---------------------------------------------------------- */
+/* ---- slices (sender) ------------------------------------------------------------ */
 
-static void outq_push(ib_comm *c, const ib_msg *m) { c->outq[c->out_tail++ % IB_OUTQ] = *m; }
-
-/* Queues the adverts held back (see the top of this file) when the sender
- * holds no more unused ones than wait here, or when another message goes
- * out anyway. */
-static void queue_adverts(ib_comm *c) {
-  uint32_t waiting = c->tail - c->adv_next, held = c->adv_next - c->seen;
-  if (waiting == 0 || (held > waiting && c->out_head == c->out_tail)) return;
-  for (; c->adv_next != c->tail; c->adv_next++) {
-    ib_req *r = &c->reqs[c->adv_next % KOLO_NET_MAX_REQS];
-    ib_msg m = {.kind = IB_MSG_ADVERT, .seq = c->adv_next, .rkey = r->rkey, .addr = (uintptr_t)r->buf,
-                .len = r->len};
-    outq_push(c, &m);
-  }
+/* The signature header of step's slice, encoded where it is written from. */
+static uint8_t *stage_sig(ib_comm *c, uint32_t step, const kolo_call_sig *sig) {
+  uint8_t *hdr = c->area + IB_AREA_STAGE + (size_t)(step % IB_STEPS) * KOLO_IB_SIGHDR_BYTES;
+  kolo_encode_ib_sighdr(sig, hdr);
+  return hdr;
 }
 
-/* Posts queued control messages as SENDs on QP 0 while it has room, up to
- * IB_CTRL_BATCH per SEND.  A SEND's sbufs slot is reused IB_SQ_DEPTH SENDs
- * later, when it has completed (one QP completes in posting order). */
-static koloResult_t flush_out(ib_comm *c, kolo_errbuf *eb) {
-  while (c->out_head != c->out_tail && c->sq_used[0] < IB_SQ_DEPTH) {
-    ib_msg *m = &c->sbufs[(size_t)(c->ctrl_posted % IB_SQ_DEPTH) * IB_CTRL_BATCH];
-    uint32_t k = 0;
-    for (; k < IB_CTRL_BATCH && c->out_head + k != c->out_tail; k++) m[k] = c->outq[(c->out_head + k) % IB_OUTQ];
-    struct ibv_sge sge = {.addr = (uintptr_t)m, .length = k * (uint32_t)sizeof *m, .lkey = c->smr->lkey};
-    struct ibv_send_wr wr = {.wr_id = ib_wrid(IB_WR_CTRL, 0, c->ctrl_posted), .sg_list = &sge, .num_sge = 1,
-                             .opcode = IBV_WR_SEND,
-                             .send_flags = IBV_SEND_SIGNALED | (c->inline_ok ? IBV_SEND_INLINE : 0)},
-                       *bad;
-    int e = ibv_post_send(c->qp[0], &wr, &bad);
-    if (e != 0) {
-      c->failed = 1;
-      return kolo_syserror(eb, e, "ibv_post_send(%s qpn 0x%x, control SEND) to %s failed", c->port.name,
-                           c->qp[0]->qp_num, c->who);
-    }
-    c->sq_used[0]++;
-    c->st.send_posts++;
-    c->st.ctrl_sends++;
-    c->st.ctrl_msgs += k;
-    c->ctrl_posted++;
-    c->out_head += k;
-  }
-  return koloSuccess;
+static uint64_t entry_addr(const ib_comm *c, uint32_t step) {
+  return c->them.in_addr + (uint64_t)(step % IB_STEPS) * KOLO_IB_ENTRY_BYTES;
 }
 
-/* A control message arrived. */
-static koloResult_t got_msg(ib_comm *c, const ib_msg *m, kolo_errbuf *eb) {
-  if (m->kind == IB_MSG_ADVERT && c->is_send) {
-    ib_advert *a = &c->adv[m->seq % KOLO_NET_MAX_REQS];
-    *a = (ib_advert){m->addr, m->len, m->rkey, m->seq, 1};
-    return koloSuccess;
-  }
-  if (m->kind != IB_MSG_CREDIT && m->kind != IB_MSG_STOP && m->kind != KOLO_NET_CTRL_WORD &&
-      m->kind != KOLO_NET_CTRL_SIG) {
-    c->failed = 1;
-    return kolo_error(eb, koloRemoteError, "%s sent an unknown ib control message (kind %u)", c->who, m->kind);
-  }
-  if (c->in_tail - c->in_head == IB_INBOX) {
-    /* Full (nobody reads): a credit carries the peer's head, so a newer
-     * one replaces an older one at the end without losing anything. */
-    ib_msg *last = &c->inbox[(c->in_tail - 1) % IB_INBOX];
-    if (m->kind == IB_MSG_CREDIT && last->kind == IB_MSG_CREDIT) {
-      *last = *m;
-      return koloSuccess;
-    }
-    c->failed = 1;
-    return kolo_error(eb, koloInternalError, "%d control messages from %s are waiting to be read", IB_INBOX,
-                      c->who);
-  }
-  c->inbox[c->in_tail++ % IB_INBOX] = *m;
-  return koloSuccess;
-}
-
-/* A piece of a region arrived (receiver). */
-static koloResult_t got_piece(ib_comm *c, uint32_t imm, uint32_t byte_len, kolo_errbuf *eb) {
-  uint32_t slot = imm >> IMM_LEN_BITS, total = imm & MAX_REGION;
-  ib_req *r = &c->reqs[slot % KOLO_NET_MAX_REQS];
-  uint32_t id = c->head + ((slot - c->head) % KOLO_NET_MAX_REQS);
-  int bad = c->is_send || (int32_t)(c->tail - id) <= 0 || total > r->len ||
-            (r->npieces != 0 && r->total != total);
-  if (!bad && r->npieces == 0) { /* the first piece says how many come */
-    r->total = total;
-    r->npieces = npieces(total, c->nqps);
-  }
-  if (bad || r->done >= r->npieces || r->bytes + byte_len > total) {
-    c->failed = 1;
-    return kolo_error(eb, koloRemoteError,
-                      "%s wrote a region this end did not expect (immediate 0x%08x, %u bytes; request %u "
-                      "receives at most %zu)", c->who, imm, byte_len, id, r->len);
-  }
-  r->done++;
-  r->bytes += byte_len;
-  if ((int32_t)(id + 1 - c->seen) > 0) c->seen = id + 1; /* the sender used advert id */
-  return koloSuccess;
-}
-
-/* ---- completions ----------------------------------------------------------------- */
-
-static koloResult_t completion(ib_comm *c, const struct ibv_wc *wc, kolo_errbuf *eb) {
-  if (wc->status != IBV_WC_SUCCESS) return wc_failed(c, wc, eb);
-  int kind = (int)(wc->wr_id >> 56), q = (int)((wc->wr_id >> 48) & 0xff);
-  uint32_t n = (uint32_t)wc->wr_id;
-  switch (kind) {
-  case IB_WR_CTRL:
-    c->sq_used[q]--;
-    return koloSuccess;
-  case IB_WR_WRITE:
-    c->sq_used[q]--;
-    c->reqs[n % KOLO_NET_MAX_REQS].done++;
-    return koloSuccess;
-  case IB_WR_WRITE_INLINE: /* counted written when posted */
-    c->sq_used[q]--;
-    return koloSuccess;
-  case IB_WR_RECV: {
-    ib_msg m[IB_CTRL_BATCH]; /* copied: the receive goes back at once */
-    uint32_t k = wc->byte_len / (uint32_t)sizeof m[0];
-    if (wc->opcode == IBV_WC_RECV && k <= IB_CTRL_BATCH)
-      memcpy(m, &c->rbufs[((size_t)q * IB_RQ_DEPTH + n) * IB_CTRL_BATCH], k * sizeof m[0]);
-    koloResult_t res = kolo_ib_post_recv(c, q, n, eb);
-    c->st.recv_posts++;
-    if (res != koloSuccess) {
-      c->failed = 1;
-      return res;
-    }
-    if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) return got_piece(c, ntohl(wc->imm_data), wc->byte_len, eb);
-    if (wc->opcode == IBV_WC_RECV && k >= 1 && k <= IB_CTRL_BATCH && wc->byte_len == k * sizeof m[0]) {
-      for (uint32_t i = 0; i < k && res == koloSuccess; i++) res = got_msg(c, &m[i], eb);
-      return res;
-    }
-    c->failed = 1;
-    return kolo_error(eb, koloRemoteError, "%s sent an ib message of %u bytes (opcode %d)", c->who, wc->byte_len,
-                      (int)wc->opcode);
-  }
-  default:
-    c->failed = 1;
-    return kolo_error(eb, koloInternalError, "completion of an unknown ib work request 0x%llx from %s",
-                      (unsigned long long)wc->wr_id, c->who);
-  }
-}
-
-static koloResult_t poll_cq(ib_comm *c, kolo_errbuf *eb) {
-  struct ibv_wc wc[CQ_BATCH];
-  for (int i = 0; i < c->nstash; i++) { /* polled by pollfds, first in line */
-    koloResult_t res = completion(c, &c->stash[i], eb);
-    if (res != koloSuccess) {
-      c->nstash = 0;
-      return res;
-    }
-  }
-  c->nstash = 0;
-  for (;;) {
-    int n = ibv_poll_cq(c->cq, CQ_BATCH, wc);
-    c->st.polls++;
-    c->st.cqes += n > 0 ? (uint64_t)n : 0;
-    if (n < 0) {
-      c->failed = 1;
-      return kolo_error(eb, koloSystemError, "ibv_poll_cq(%s) for %s failed (%d)", c->port.name, c->who, n);
-    }
-    for (int i = 0; i < n; i++) {
-      koloResult_t res = completion(c, &wc[i], eb);
-      if (res != koloSuccess) return res;
-    }
-    if (n < CQ_BATCH) return koloSuccess;
-  }
-}
-
-/* ---- writes (sender) ----------------------------------------------------------------- */
-
-/* Takes request id's advert into it; 0 when it is not there yet. */
-static koloResult_t take_advert(ib_comm *c, uint32_t id, ib_req *r, int *have, kolo_errbuf *eb) {
-  ib_advert *a = &c->adv[id % KOLO_NET_MAX_REQS];
-  *have = a->valid && a->seq == id;
-  if (!*have) return koloSuccess;
-  a->valid = 0;
-  if (a->len < r->len) {
-    c->failed = 1;
-    return kolo_error(eb, koloInvalidUsage, "region %u: %s receives at most %llu bytes, this end sends %zu", id,
-                      c->who, (unsigned long long)a->len, r->len);
-  }
-  r->raddr = a->addr;
-  r->rkey = a->rkey;
-  r->have_advert = 1;
-  return koloSuccess;
-}
-
-static koloResult_t post_piece(ib_comm *c, uint32_t id, ib_req *r, int q, kolo_errbuf *eb) {
-  uint32_t i = r->posted;
-  size_t lo = piece_lo(r->len, r->npieces, i), hi = piece_hi(r->len, r->npieces, i);
-  /* A small piece goes inline, as perftest's latency tests send: the NIC
-   * (on soft-RoCE, the kernel) takes its bytes from the work request
-   * instead of reading them through the registration, and the buffer is
-   * free again once posted.  Never from GPU memory (GPUDirect slots): the
-   * copy into the work request is the CPU's. */
-  int inl = hi > lo && hi - lo <= c->max_inline && !r->devmem;
-  struct ibv_sge sge = {.addr = (uintptr_t)(r->buf + lo), .length = (uint32_t)(hi - lo), .lkey = r->lkey};
-  struct ibv_send_wr wr = {.wr_id = ib_wrid(inl ? IB_WR_WRITE_INLINE : IB_WR_WRITE, q, id), .sg_list = &sge,
-                           .num_sge = hi > lo, .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
-                           .send_flags = IBV_SEND_SIGNALED | (inl ? IBV_SEND_INLINE : 0),
-                           .imm_data = htonl((id % KOLO_NET_MAX_REQS) << IMM_LEN_BITS | (uint32_t)r->len),
-                           .wr.rdma = {.remote_addr = r->raddr + lo, .rkey = r->rkey}},
-                     *bad;
-  int e = ibv_post_send(c->qp[q], &wr, &bad);
-  if (e != 0) {
-    c->failed = 1;
-    return kolo_syserror(eb, e, "ibv_post_send(%s qpn 0x%x, RDMA WRITE WITH IMMEDIATE of %zu bytes) to %s failed",
-                         c->port.name, c->qp[q]->qp_num, hi - lo, c->who);
-  }
-  c->sq_used[q]++;
-  c->st.send_posts++;
+/* A small slice: header (when it starts a call) and bytes as one write
+ * into the receiver's entry.  Inline unless the slots are GPU memory (the
+ * CPU cannot copy from there). */
+static koloResult_t post_small(ib_comm *c, uint32_t step, size_t len, const kolo_call_sig *sig, kolo_errbuf *eb) {
+  int q = (int)(step % (uint32_t)c->nqps);
+  struct ibv_sge sge[2];
+  int n = 0;
+  if (sig) sge[n++] = (struct ibv_sge){(uintptr_t)stage_sig(c, step, sig), KOLO_IB_SIGHDR_BYTES, c->area_mr->lkey};
+  if (len) sge[n++] = (struct ibv_sge){(uintptr_t)slot_of(c, step), (uint32_t)len, c->ring_lkey};
+  size_t total = len + (sig ? KOLO_IB_SIGHDR_BYTES : 0);
+  int inl = total <= c->max_inline && !c->ring.devmem;
+  struct ibv_send_wr wr = {.sg_list = sge, .num_sge = n, .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+                           .send_flags = inl ? IBV_SEND_INLINE : 0, .imm_data = htonl(ib_imm(step, (uint32_t)len)),
+                           .wr.rdma = {.remote_addr = entry_addr(c, step) + (sig ? 0 : KOLO_IB_SIGHDR_BYTES),
+                                       .rkey = c->them.in_rkey}};
+  koloResult_t res = kolo_ib_post_chain(c, q, &wr, 1, 0, "RDMA WRITE WITH IMMEDIATE of a small slice", eb);
   c->st.writes++;
   c->st.inline_writes += (uint64_t)inl;
-  r->posted++;
-  r->done += (uint32_t)inl;
+  return res;
+}
+
+/* Piece i of a large slice (the signature header chained before piece 0). */
+static koloResult_t post_piece(ib_comm *c, uint32_t step, size_t len, uint32_t np, uint32_t i,
+                               const kolo_call_sig *sig, kolo_errbuf *eb) {
+  int q = (int)((step + i) % (uint32_t)c->nqps);
+  size_t lo = kolo_ib_piece_lo(len, np, i), hi = kolo_ib_piece_hi(len, np, i);
+  int with_hdr = sig != NULL && i == 0;
+  struct ibv_sge hs = {(uintptr_t)(with_hdr ? stage_sig(c, step, sig) : NULL), KOLO_IB_SIGHDR_BYTES,
+                       c->area_mr->lkey};
+  struct ibv_sge ps = {(uintptr_t)(slot_of(c, step) + lo), (uint32_t)(hi - lo), c->ring_lkey};
+  int inl = hi - lo <= c->max_inline && !c->ring.devmem;
+  struct ibv_send_wr wr[2] = {
+      {.sg_list = &hs, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+       .send_flags = KOLO_IB_SIGHDR_BYTES <= c->max_inline ? IBV_SEND_INLINE : 0,
+       .wr.rdma = {.remote_addr = entry_addr(c, step), .rkey = c->them.in_rkey}},
+      {.sg_list = &ps, .num_sge = hi > lo, .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+       .send_flags = inl ? IBV_SEND_INLINE : 0, .imm_data = htonl(ib_imm(step, (uint32_t)len)),
+       .wr.rdma = {.remote_addr = c->peer.addr + (uint64_t)(step % c->peer.nslots) * c->peer.slot_bytes + lo,
+                   .rkey = c->peer.rkey}}};
+  koloResult_t res = kolo_ib_post_chain(c, q, wr + !with_hdr, 1 + with_hdr, 0, "RDMA WRITE WITH IMMEDIATE of a slice", eb);
+  c->st.writes++;
+  c->st.sig_writes += (uint64_t)with_hdr;
+  c->st.inline_writes += (uint64_t)inl;
+  return res;
+}
+
+/* Room for every work request of a slice of np pieces (and its header). */
+static int slice_room(const ib_comm *c, uint32_t step, uint32_t np, int sig) {
+  uint32_t need[IB_MAX_QPS] = {0};
+  for (uint32_t i = 0; i < np; i++) need[(step + i) % (uint32_t)c->nqps] += 1 + (i == 0 && sig);
+  for (int q = 0; q < c->nqps; q++)
+    if (need[q] && !kolo_ib_sq_room(c, q, need[q])) return 0;
+  return 1;
+}
+
+static koloResult_t ib_send_slice(void *comm, uint32_t step, size_t len, const kolo_call_sig *sig, int *queued,
+                                  kolo_errbuf *eb) {
+  ib_comm *c = comm;
+  *queued = 0;
+  if (c->failed) return kolo_ib_failed_earlier(c, eb);
+  if (!c->bound || !c->is_send || step != c->next_step || len > c->ring.slot_bytes)
+    return kolo_error(eb, koloInternalError, "slice %u of %zu bytes to %s does not fit its ib connection (next %u)",
+                      step, len, c->who, c->next_step);
+  if (!c->ready || !c->have_peer) return koloSuccess; /* the receiver's ring is not here yet */
+  if (len > c->peer.slot_bytes)
+    return kolo_error(eb, koloInvalidUsage, "slice %u of %zu bytes: %s receives at most %u bytes per slot", step, len,
+                      c->who, c->peer.slot_bytes);
+  int small = len <= c->peer.inbox_max;
+  uint32_t np = small ? 1 : kolo_ib_pieces(len, c->nqps);
+  if (!slice_room(c, step, small ? 1 : np, sig != NULL && !small)) return koloSuccess;
+  koloResult_t res = koloSuccess;
+  if (small) res = post_small(c, step, len, sig, eb);
+  for (uint32_t i = 0; !small && i < np && res == koloSuccess; i++) res = post_piece(c, step, len, np, i, sig, eb);
+  if (res != koloSuccess) return res;
+  c->next_step++;
+  c->st.slices++;
+  *queued = 1;
   return koloSuccess;
 }
 
-/* Writes the requests whose adverts arrived, in order, as far as the send
- * queues have room. */
-static koloResult_t post_writes(ib_comm *c, kolo_errbuf *eb) {
-  while (c->next_post != c->tail) {
-    uint32_t id = c->next_post;
-    ib_req *r = &c->reqs[id % KOLO_NET_MAX_REQS];
-    if (!r->have_advert) {
-      int have = 0;
-      koloResult_t res = take_advert(c, id, r, &have, eb);
-      if (res != koloSuccess || !have) return res;
-    }
-    while (r->posted < r->npieces) {
-      int q = (int)((id + r->posted) % (uint32_t)c->nqps);
-      if (c->sq_used[q] >= IB_SQ_DEPTH) return koloSuccess;
-      koloResult_t res = post_piece(c, id, r, q, eb);
-      if (res != koloSuccess) return res;
-    }
-    c->next_post++;
-  }
+/* ---- credits and rings (receiver), stop words ------------------------------------------- */
+
+/* The due credit, when QP 0 has room; WITH IMMEDIATE when the sender's
+ * window is full (see the top). */
+static koloResult_t post_credit(ib_comm *c, kolo_errbuf *eb) {
+  if (!c->ready || c->credit_due == c->credit_sent || !kolo_ib_sq_room(c, 0, 1)) return koloSuccess;
+  uint8_t *rec = c->area + IB_AREA_STAGE + (size_t)(c->credit_writes % (IB_STAGE_BYTES / KOLO_IB_CREDIT_BYTES)) *
+                                              KOLO_IB_CREDIT_BYTES;
+  kolo_encode_ib_credit(c->credit_due, rec);
+  int wake = c->delivered - c->credit_sent >= c->ring.nslots;
+  struct ibv_sge sge = {(uintptr_t)rec, KOLO_IB_CREDIT_BYTES, c->area_mr->lkey};
+  struct ibv_send_wr wr = {.sg_list = &sge, .num_sge = 1,
+                           .opcode = wake ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE,
+                           .send_flags = KOLO_IB_CREDIT_BYTES <= c->max_inline ? IBV_SEND_INLINE : 0,
+                           .imm_data = htonl(c->credit_due),
+                           .wr.rdma = {.remote_addr = c->them.in_addr, .rkey = c->them.in_rkey}};
+  koloResult_t res = kolo_ib_post_chain(c, 0, &wr, 1, 0, "RDMA WRITE of a credit", eb);
+  if (res != koloSuccess) return res;
+  c->credit_sent = c->credit_due;
+  c->credit_writes++;
+  c->st.credits++;
+  c->st.imm_credits += (uint64_t)wake;
   return koloSuccess;
+}
+
+static koloResult_t ib_send_credit(void *comm, uint32_t head, int *queued, kolo_errbuf *eb) {
+  ib_comm *c = comm;
+  *queued = 0;
+  if (c->failed) return kolo_ib_failed_earlier(c, eb);
+  if (c->is_send || !c->bound)
+    return kolo_error(eb, koloInternalError, "a credit for %s on an ib connection that does not receive", c->who);
+  c->credit_due = head; /* replaces one not yet written: heads only grow */
+  *queued = 1;
+  return post_credit(c, eb);
+}
+
+static koloResult_t post_ring(ib_comm *c, kolo_errbuf *eb) {
+  if (!c->ready || !c->ring_due) return koloSuccess;
+  kolo_ib_msg m = {.kind = KOLO_IB_MSG_RING};
+  m.ring = (kolo_ib_ring){c->binds, c->delivered, (uintptr_t)c->ring.slots,
+                          c->ring_mr ? c->ring_mr->rkey : c->dmabuf_mr->rkey, c->ring.nslots,
+                          (uint32_t)c->ring.slot_bytes, c->inbox_max};
+  int posted = 0;
+  koloResult_t res = kolo_ib_send_msg(c, &m, &posted, eb);
+  if (posted) c->ring_due = 0;
+  return res;
+}
+
+static koloResult_t post_stop(ib_comm *c, kolo_errbuf *eb) {
+  if (!c->ready || !c->stop_due || c->stop_posted) return koloSuccess;
+  kolo_ib_msg m = {.kind = KOLO_IB_MSG_STOP, .flags = c->stop_has_report ? KOLO_IB_FLAG_REPORT : 0,
+                   .value = c->stop_word, .report = c->stop_report};
+  uint32_t n = c->sq[0].posted;
+  int posted = 0;
+  koloResult_t res = kolo_ib_send_msg(c, &m, &posted, eb);
+  if (posted) c->stop_posted = 1, c->stop_wr = n + 1;
+  return res;
+}
+
+static koloResult_t ib_send_stop(void *comm, uint32_t word, const kolo_call_mismatch *report, int *queued,
+                                 kolo_errbuf *eb) {
+  ib_comm *c = comm;
+  *queued = 0;
+  if (c->failed) return kolo_ib_failed_earlier(c, eb);
+  if (!c->stop_due) { /* once: a second one has nothing to add */
+    c->stop_due = 1;
+    c->stop_word = word;
+    c->stop_has_report = report != NULL;
+    if (report) c->stop_report = *report;
+  }
+  *queued = 1;
+  return post_stop(c, eb);
 }
 
 /* ---- progress ----------------------------------------------------------------------- */
@@ -444,130 +341,57 @@ static koloResult_t check_peer(ib_comm *c, kolo_errbuf *eb) {
   }
   c->gone = 1;
   c->gone_at = kolo_now_ms(); /* the grace is measured with kolo_now_ms */
-  return poll_cq(c, eb); /* what arrived before the end */
-}
-
-static koloResult_t progress(ib_comm *c, kolo_errbuf *eb) {
-  if (c->failed) return failed_earlier(c, eb);
-  koloResult_t res = koloSuccess;
-  if (!c->ready) {
-    int eof = 0;
-    res = kolo_ib_handshake_step(c, &eof, eb);
-    if (res != koloSuccess) c->failed = 1;
-    if (eof) return peer_closed(c, eb);
-  }
-  if (res == koloSuccess) res = poll_cq(c, eb);
-  if (res == koloSuccess && c->ready && !c->is_send) queue_adverts(c);
-  if (res == koloSuccess && c->ready) res = flush_out(c, eb);
-  if (res == koloSuccess && c->ready && c->is_send) res = post_writes(c, eb);
-  if (res == koloSuccess && c->ready) res = check_peer(c, eb);
-  return res;
-}
-
-/* The peer left and everything it sent before should have been seen. */
-static int gone_for_good(const ib_comm *c) {
-  return c->gone && kolo_now_ms() - c->gone_at >= GONE_GRACE_MS;
-}
-
-/* ---- the provider's calls --------------------------------------------------------------- */
-
-static koloResult_t post(ib_comm *c, void *buf, size_t len, uint32_t *id, int *queued, kolo_errbuf *eb) {
-  *queued = 0;
-  if (c->failed) return failed_earlier(c, eb);
-  if (c->tail - c->head >= KOLO_NET_MAX_REQS) return progress(c, eb);
-  if (len > MAX_REGION)
-    return kolo_error(eb, koloInvalidArgument,
-                      "the ib provider moves regions of at most %u bytes, not %zu (fewer bytes per slot: "
-                      "KOLO_BUFFSIZE / KOLO_NSLOTS)", MAX_REGION, len);
-  struct ibv_mr *mr = c->rmr; /* zero bytes: any registration will do */
-  if (len > 0) {
-    koloResult_t res = mr_for(c, buf, len, &mr, eb);
-    if (res != koloSuccess) return res;
-  }
-  ib_req *r = &c->reqs[c->tail % KOLO_NET_MAX_REQS];
-  memset(r, 0, sizeof *r);
-  r->buf = len > 0 ? buf : (char *)c->rbufs;
-  r->len = len;
-  r->lkey = mr->lkey;
-  r->devmem = c->dmabuf.mr != NULL && mr == c->dmabuf.mr;
-  r->npieces = c->is_send ? npieces(len, c->nqps) : 0; /* receiver: from the first piece */
-  if (!c->is_send) r->rkey = mr->rkey; /* advertised by queue_adverts */
-  *id = c->tail++;
-  c->st.regions++;
-  *queued = 1;
-  return progress(c, eb);
-}
-
-static koloResult_t ib_isend(void *comm, const void *buf, size_t len, uint32_t *id, int *queued,
-                             kolo_errbuf *eb) {
-  return post(comm, (void *)buf, len, id, queued, eb);
-}
-
-static koloResult_t ib_irecv(void *comm, void *buf, size_t len, uint32_t *id, int *queued, kolo_errbuf *eb) {
-  return post(comm, buf, len, id, queued, eb);
-}
-
-static koloResult_t ib_test(void *comm, uint32_t id, int *done, kolo_errbuf *eb) {
-  ib_comm *c = comm;
-  *done = 0;
-  koloResult_t res = progress(c, eb);
-  if (res != koloSuccess) return res;
-  ib_req *r = &c->reqs[id % KOLO_NET_MAX_REQS];
-  if (r->npieces == 0 || r->done < r->npieces) return gone_for_good(c) ? peer_closed(c, eb) : koloSuccess;
-  *done = 1;
-  if (id == c->head) c->head++;
   return koloSuccess;
 }
 
-static koloResult_t ib_ctrl_send(void *comm, uint32_t kind, uint32_t value, int *queued, kolo_errbuf *eb) {
-  ib_comm *c = comm;
-  *queued = 0;
-  if (c->ctrl_gone || c->gone)
-    return kolo_error(eb, koloRemoteError, "the network connection to %s is closed", c->who);
-  if (c->out_tail - c->out_head >= OUTQ_USER) return progress(c, eb);
-  ib_msg m = {.kind = kind, .value = value};
-  outq_push(c, &m);
-  *queued = 1;
-  return progress(c, eb);
+/* What arrived: completions, the sender's credit record, whole slices. */
+static koloResult_t take_in(ib_comm *c, kolo_errbuf *eb) {
+  koloResult_t res = kolo_ib_poll(c, eb);
+  if (res == koloSuccess && c->is_send) res = kolo_ib_read_credit(c, eb);
+  if (res == koloSuccess && !c->is_send) res = kolo_ib_deliver(c, eb);
+  return res;
 }
 
-static koloResult_t ib_ctrl_recv(void *comm, uint32_t *kind, uint32_t *value, int *got, kolo_errbuf *eb) {
+/* What waits for room or for the sender's readiness. */
+static koloResult_t give_out(ib_comm *c, kolo_errbuf *eb) {
+  koloResult_t res = post_ring(c, eb);
+  if (res == koloSuccess) res = post_credit(c, eb);
+  if (res == koloSuccess) res = post_stop(c, eb);
+  return res;
+}
+
+static koloResult_t ib_progress(void *comm, unsigned dir, kolo_errbuf *eb) {
   ib_comm *c = comm;
-  *got = 0;
-  if (c->ctrl_gone) return kolo_error(eb, koloRemoteError, "the network connection to %s is closed", c->who);
-  koloResult_t res = c->failed ? koloSuccess : progress(c, eb);
-  if (c->in_head != c->in_tail) { /* what arrived goes first, failure or not */
-    ib_msg *m = &c->inbox[c->in_head++ % IB_INBOX];
-    *kind = m->kind;
-    *value = m->value;
-    *got = 1;
-    return koloSuccess;
+  (void)dir; /* the CQ holds both ways: polling it is what moves either */
+  if (c->failed) return kolo_ib_failed_earlier(c, eb);
+  if (!c->bound) return koloSuccess;
+  if (!c->ready) {
+    int eof = 0;
+    koloResult_t res = kolo_ib_handshake_step(c, &eof, eb);
+    if (res != koloSuccess) c->failed = 1;
+    if (res != koloSuccess || eof) return eof ? kolo_ib_peer_closed(c, eb) : res;
+    if (c->ready && c->is_send) res = kolo_ib_take_ring(c, eb);
+    if (res != koloSuccess) return res;
   }
-  if (res != koloSuccess) return res;
-  if (c->failed) return failed_earlier(c, eb);
-  return gone_for_good(c) ? peer_closed(c, eb) : koloSuccess;
+  koloResult_t res = take_in(c, eb);
+  if (res == koloSuccess) res = give_out(c, eb);
+  if (res == koloSuccess && c->ready) res = check_peer(c, eb);
+  if (res == koloSuccess && c->gone && kolo_now_ms() - c->gone_at >= GONE_GRACE_MS) res = kolo_ib_peer_closed(c, eb);
+  return res;
 }
 
-static void ib_ctrl_forget(void *comm) {
-  ib_comm *c = comm;
-  c->ctrl_gone = 1;
-  c->out_head = c->out_tail;
-}
-
+/* Output held in user space (a credit, a ring, a stop word not yet
+ * posted), or a stop word not yet acknowledged. */
 static int ib_pending(void *comm) {
   ib_comm *c = comm;
   if (c->failed || c->gone) return 0;
-  if (c->out_head != c->out_tail) return 1;
-  for (int q = 0; q < c->nqps; q++)
-    if (c->sq_used[q] > 0) return 1; /* not acknowledged yet: closing the QP could lose it */
-  return c->is_send && c->next_post != c->tail;
+  if (c->ring_due || c->credit_due != c->credit_sent || (c->stop_due && !c->stop_posted)) return 1;
+  return c->stop_posted && (int32_t)(c->sq[0].acked - c->stop_wr) < 0;
 }
 
-static int ib_pollfds(void *comm, struct pollfd *pf, int max) {
-  ib_comm *c = comm;
-  int n = 0;
-  if (c->failed) return 0;
-  if (c->armed) { /* consume the event, if it fired, so the fd goes quiet */
+/* Consumes the channel's event, if it fired, and arms it again; 1 when armed. */
+static int arm(ib_comm *c) {
+  if (c->armed) {
     struct ibv_cq *cq;
     void *ctx;
     if (ibv_get_cq_event(c->chan, &cq, &ctx) == 0) {
@@ -580,17 +404,31 @@ static int ib_pollfds(void *comm, struct pollfd *pf, int max) {
     int e = ibv_req_notify_cq(c->cq, 0);
     c->st.arms++;
     if (e == 0) c->armed = 1;
-    else KOLO_WARN("ibv_req_notify_cq(%s) failed: %s (polling instead)", c->port.name, strerror(e));
+    else KOLO_WARN("ibv_req_notify_cq(%s port %d) for %s failed: %s (polling instead)", c->port.name, c->port.port,
+                   c->who, strerror(e));
   }
-  if (c->armed && c->nstash == 0) { /* what came before the arming raised no event */
+  return c->armed;
+}
+
+/* Something to take now that raised no event: completions that came before
+ * the arming, a credit record newer than the last one seen. */
+static int found_now(ib_comm *c) {
+  if (c->nstash == 0) {
     int k = ibv_poll_cq(c->cq, IB_STASH, c->stash);
     c->st.polls++;
-    c->st.cqes += k > 0 ? (uint64_t)k : 0;
     c->nstash = k > 0 ? k : 0;
   }
-  if (c->armed && n < max) pf[n++] = (struct pollfd){c->chan->fd, POLLIN, 0};
+  return c->nstash > 0 || (c->is_send && kolo_ib_credit_waiting(c));
+}
+
+static int ib_pollfds(void *comm, struct pollfd *pf, int max) {
+  ib_comm *c = comm;
+  int n = 0;
+  if (c->failed) return 0;
+  int armed = arm(c);
+  if (armed && n < max) pf[n++] = (struct pollfd){c->chan->fd, POLLIN, 0};
   c->peer_calls = PEER_CHECK_CALLS; /* after the sleep, look at the socket first */
-  if (c->nstash > 0 && n < max) pf[n++] = (struct pollfd){c->fd, POLLOUT, 0}; /* ready now: no sleep */
+  if (found_now(c) && n < max) pf[n++] = (struct pollfd){c->fd, POLLOUT, 0}; /* ready now: no sleep */
   else if (!c->gone && n < max) pf[n++] = (struct pollfd){c->fd, POLLIN, 0};
   return n;
 }
@@ -608,20 +446,20 @@ static koloResult_t ib_devices(int *ndev, kolo_errbuf *eb) {
 
 const kolo_net_provider kolo_net_ib = {
     .name = "ib",
-    .flags = KOLO_NET_SHORT_SENDS | KOLO_NET_EXACT_POLL | KOLO_NET_SPIN,
+    /* Not KOLO_NET_EXACT_POLL: a plain credit write raises no event (see the top). */
+    .flags = KOLO_NET_SPIN,
     .devices = ib_devices,
     .listen = kolo_ib_listen,
     .connect = kolo_ib_connect,
     .accept = kolo_ib_accept,
     .close_listen = kolo_ib_close_listen,
-    .isend = ib_isend,
-    .irecv = ib_irecv,
-    .test = ib_test,
-    .ctrl_send = ib_ctrl_send,
-    .ctrl_recv = ib_ctrl_recv,
+    .bind = ib_bind,
+    .send_slice = ib_send_slice,
+    .send_credit = ib_send_credit,
+    .send_stop = ib_send_stop,
+    .progress = ib_progress,
     .pending = ib_pending,
     .pollfds = ib_pollfds,
-    .ctrl_forget = ib_ctrl_forget,
     .close = kolo_ib_close,
     .reg_dmabuf = ib_reg_dmabuf,
 };

@@ -87,43 +87,69 @@ void kolo_ib_close_listen(void *lcomm) {
 
 /* ---- verbs resources -------------------------------------------------------- */
 
-koloResult_t kolo_ib_post_recv(ib_comm *c, int q, uint32_t i, kolo_errbuf *eb) {
-  ib_msg *m = &c->rbufs[((size_t)q * IB_RQ_DEPTH + i) * IB_CTRL_BATCH];
-  struct ibv_sge sge = {.addr = (uintptr_t)m, .length = IB_CTRL_BATCH * sizeof *m, .lkey = c->rmr->lkey};
-  struct ibv_recv_wr wr = {.wr_id = ib_wrid(IB_WR_RECV, q, i), .sg_list = &sge, .num_sge = 1}, *bad;
-  int e = ibv_post_recv(c->qp[q], &wr, &bad);
+koloResult_t kolo_ib_post_recvs(ib_comm *c, int q, const uint32_t *idx, int n, kolo_errbuf *eb) {
+  struct ibv_sge sge[IB_RQ_DEPTH];
+  struct ibv_recv_wr wr[IB_RQ_DEPTH], *bad = NULL;
+  for (int k = 0; k < n; k++) {
+    /* QP 0 takes control messages into rbufs; the others only writes with
+     * immediates, which need no buffer. */
+    sge[k] = (struct ibv_sge){(uintptr_t)(c->area + IB_AREA_RBUFS + (size_t)idx[k] * IB_MSG_SLOT), IB_MSG_SLOT,
+                              c->area_mr->lkey};
+    wr[k] = (struct ibv_recv_wr){.wr_id = ib_wrid(IB_WR_RECV, q, idx[k]), .next = k + 1 < n ? &wr[k + 1] : NULL,
+                                 .sg_list = &sge[k], .num_sge = q == 0};
+  }
+  int e = ibv_post_recv(c->qp[q], wr, &bad);
+  c->st.recv_posts++;
   if (e != 0)
-    return kolo_syserror(eb, e, "ibv_post_recv(%s qpn 0x%x) for %s failed", c->port.name,
-                         c->qp[q]->qp_num, c->who);
+    return kolo_syserror(eb, e, "ibv_post_recv(%s port %d qpn 0x%x, %d receives) for %s failed", c->port.name,
+                         c->port.port, c->qp[q]->qp_num, n, c->who);
   return koloSuccess;
+}
+
+koloResult_t kolo_ib_reg_for(ib_comm *c, void *addr, size_t len, int access, struct ibv_mr **mr, kolo_errbuf *eb) {
+  char dev[256];
+  snprintf(dev, sizeof dev, "%s port %d, connection with %s", c->port.name, c->port.port, c->who);
+  return kolo_ib_reg(c->pd, dev, addr, len, access, mr, eb);
+}
+
+/* Creates QP q with as much inline room as the device gives, up to
+ * IB_INLINE_WANT (some devices refuse any: then none). */
+static struct ibv_qp *create_qp(ib_comm *c, struct ibv_qp_init_attr *ia) {
+  static const uint32_t tries[] = {IB_INLINE_WANT, 64, 0};
+  struct ibv_qp *qp = NULL;
+  for (size_t t = 0; qp == NULL && t < sizeof tries / sizeof tries[0]; t++) {
+    ia->cap.max_inline_data = tries[t];
+    qp = ibv_create_qp(c->pd, ia);
+  }
+  return qp;
+}
+
+/* Receives 0 .. IB_RQ_DEPTH - 1 of QP q. */
+static koloResult_t first_recvs(ib_comm *c, int q, kolo_errbuf *eb) {
+  uint32_t idx[IB_RQ_DEPTH];
+  for (uint32_t i = 0; i < IB_RQ_DEPTH; i++) idx[i] = i;
+  return kolo_ib_post_recvs(c, q, idx, IB_RQ_DEPTH, eb);
 }
 
 static koloResult_t make_qp(ib_comm *c, int q, kolo_errbuf *eb) {
   struct ibv_qp_init_attr ia = {.send_cq = c->cq, .recv_cq = c->cq, .qp_type = IBV_QPT_RC,
                                 .cap = {.max_send_wr = IB_SQ_DEPTH, .max_recv_wr = IB_RQ_DEPTH,
-                                        .max_send_sge = 1, .max_recv_sge = 1,
-                                        .max_inline_data = IB_CTRL_BATCH * sizeof(ib_msg)}};
-  c->qp[q] = ibv_create_qp(c->pd, &ia);
-  if (c->qp[q] == NULL) { /* some devices have no inline data: try without */
-    ia.cap.max_inline_data = 0;
-    c->qp[q] = ibv_create_qp(c->pd, &ia);
-  }
+                                        .max_send_sge = 2, .max_recv_sge = 1}};
+  c->qp[q] = create_qp(c, &ia);
   if (c->qp[q] == NULL) {
     int err = errno;
     char hint[200];
-    return kolo_syserror(eb, err, "ibv_create_qp(%s, RC, %d+%d work requests)%s", c->port.name,
-                         IB_SQ_DEPTH, IB_RQ_DEPTH, kolo_ib_memlock_hint(err, hint, sizeof hint));
+    return kolo_syserror(eb, err, "ibv_create_qp(%s port %d, RC, %d+%d work requests) for %s%s", c->port.name,
+                         c->port.port, IB_SQ_DEPTH, IB_RQ_DEPTH, c->who, kolo_ib_memlock_hint(err, hint, sizeof hint));
   }
-  if (q == 0) c->inline_ok = ia.cap.max_inline_data >= IB_CTRL_BATCH * sizeof(ib_msg);
   if (q == 0 || ia.cap.max_inline_data < c->max_inline) c->max_inline = ia.cap.max_inline_data;
   struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = (uint8_t)c->port.port,
                           .pkey_index = 0, .qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
   int e = ibv_modify_qp(c->qp[q], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
   if (e != 0)
-    return kolo_syserror(eb, e, "ibv_modify_qp(%s qpn 0x%x, RESET -> INIT) failed", c->port.name,
-                         c->qp[q]->qp_num);
-  koloResult_t res = koloSuccess;
-  for (uint32_t i = 0; i < IB_RQ_DEPTH && res == koloSuccess; i++) res = kolo_ib_post_recv(c, q, i, eb);
+    return kolo_syserror(eb, e, "ibv_modify_qp(%s port %d qpn 0x%x, RESET -> INIT) for %s failed", c->port.name,
+                         c->port.port, c->qp[q]->qp_num, c->who);
+  koloResult_t res = first_recvs(c, q, eb);
   uint32_t psn = 0;
   if (getrandom(&psn, sizeof psn, 0) != (ssize_t)sizeof psn) psn = (uint32_t)getpid() * 2654435761u;
   c->me.qpn[q] = c->qp[q]->qp_num;
@@ -131,9 +157,8 @@ static koloResult_t make_qp(ib_comm *c, int q, kolo_errbuf *eb) {
   return res;
 }
 
-/* The device, PD, channel, CQ, control rings and QPs (in INIT, receives
- * posted) of a new connection; fills c->me. */
-/* Opens port `dev` (modulo their number) of the usable ones, in
+/* The device, PD, channel, CQ, control area and QPs (in INIT, receives
+ * posted) of a new connection; fills c->me.  Opens port `dev` (modulo their number) of the usable ones, in
  * KOLO_IB_HCA's order: pipes of channel ch use port ch % nports, so the
  * channels of a communicator spread over the NICs. */
 static koloResult_t make_verbs(ib_comm *c, int dev, kolo_errbuf *eb) {
@@ -148,32 +173,35 @@ static koloResult_t make_verbs(ib_comm *c, int dev, kolo_errbuf *eb) {
   if (res != koloSuccess) return res;
   char hint[200];
   if ((c->pd = ibv_alloc_pd(c->ctx)) == NULL)
-    return kolo_syserror(eb, errno, "ibv_alloc_pd(%s) failed", c->port.name);
+    return kolo_syserror(eb, errno, "ibv_alloc_pd(%s port %d) for %s failed", c->port.name, c->port.port, c->who);
   if ((c->chan = ibv_create_comp_channel(c->ctx)) == NULL)
-    return kolo_syserror(eb, errno, "ibv_create_comp_channel(%s) failed", c->port.name);
+    return kolo_syserror(eb, errno, "ibv_create_comp_channel(%s port %d) for %s failed", c->port.name, c->port.port,
+                         c->who);
   int fl = fcntl(c->chan->fd, F_GETFL);
   if (fl < 0 || fcntl(c->chan->fd, F_SETFL, fl | O_NONBLOCK) != 0)
-    return kolo_syserror(eb, errno, "cannot make %s's completion channel non-blocking", c->port.name);
+    return kolo_syserror(eb, errno, "cannot make %s port %d's completion channel for %s non-blocking", c->port.name,
+                         c->port.port, c->who);
+  /* Room for every receive and every send work request of every QP: only
+   * some sends are signaled, so this is more than enough. */
   int cqe = c->nqps * (IB_SQ_DEPTH + IB_RQ_DEPTH) + 16;
   if ((c->cq = ibv_create_cq(c->ctx, cqe, NULL, c->chan, 0)) == NULL) {
     int err = errno;
-    return kolo_syserror(eb, err, "ibv_create_cq(%s, %d entries)%s", c->port.name, cqe,
-                         kolo_ib_memlock_hint(err, hint, sizeof hint));
+    return kolo_syserror(eb, err, "ibv_create_cq(%s port %d, %d entries) for %s%s", c->port.name, c->port.port, cqe,
+                         c->who, kolo_ib_memlock_hint(err, hint, sizeof hint));
   }
-  size_t rbytes = (size_t)c->nqps * IB_RQ_DEPTH * IB_CTRL_BATCH * sizeof(ib_msg),
-         sbytes = (size_t)IB_SQ_DEPTH * IB_CTRL_BATCH * sizeof(ib_msg);
-  c->rbufs = aligned_alloc(4096, rbytes);
-  c->sbufs = aligned_alloc(4096, sbytes);
-  if (c->rbufs == NULL || c->sbufs == NULL)
-    return kolo_error(eb, koloSystemError, "out of memory for the control rings of %s", c->who);
-  memset(c->rbufs, 0, rbytes);
-  memset(c->sbufs, 0, sbytes);
-  res = kolo_ib_reg(c->pd, c->port.name, c->rbufs, rbytes, IBV_ACCESS_LOCAL_WRITE, &c->rmr, eb);
-  if (res == koloSuccess)
-    res = kolo_ib_reg(c->pd, c->port.name, c->sbufs, sbytes, IBV_ACCESS_LOCAL_WRITE, &c->smr, eb);
+  /* The control area (net_ib_conn.h), registered once; the peer writes
+   * into its first part. */
+  c->area = aligned_alloc(4096, IB_AREA_BYTES);
+  if (c->area == NULL)
+    return kolo_error(eb, koloSystemError, "out of memory for the ib control area of the connection with %s", c->who);
+  memset(c->area, 0, IB_AREA_BYTES);
+  res = kolo_ib_reg_for(c, c->area, IB_AREA_BYTES, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &c->area_mr, eb);
   for (int q = 0; q < c->nqps && res == koloSuccess; q++) res = make_qp(c, q, eb);
   if (res != koloSuccess) return res;
   c->me.nqps = (uint32_t)c->nqps;
+  c->me.in_addr = (uintptr_t)(c->area + IB_AREA_IN);
+  c->me.in_rkey = c->area_mr->rkey;
+  c->me.in_bytes = IB_IN_BYTES;
   memcpy(c->me.gid, c->port.gid.raw, 16);
   c->me.lid = c->port.lid;
   c->me.link_layer = c->port.link_layer;
@@ -224,8 +252,8 @@ static koloResult_t qps_ready(ib_comm *c, const ib_hello *them, kolo_errbuf *eb)
     int e = ibv_modify_qp(c->qp[q], &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
                                             IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
     if (e != 0)
-      return kolo_syserror(eb, e, "ibv_modify_qp(%s qpn 0x%x, INIT -> RTR) towards %s (%s qpn 0x%x) failed",
-                           c->port.name, c->qp[q]->qp_num, c->who, dev, them->qpn[q]);
+      return kolo_syserror(eb, e, "ibv_modify_qp(%s port %d qpn 0x%x, INIT -> RTR) towards %s (%s qpn 0x%x) failed",
+                           c->port.name, c->port.port, c->qp[q]->qp_num, c->who, dev, them->qpn[q]);
     memset(&a, 0, sizeof a);
     a.qp_state = IBV_QPS_RTS;
     a.timeout = (uint8_t)timeout_exp; /* see ack_timeout() */
@@ -236,11 +264,13 @@ static koloResult_t qps_ready(ib_comm *c, const ib_hello *them, kolo_errbuf *eb)
     e = ibv_modify_qp(c->qp[q], &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                                         IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
     if (e != 0)
-      return kolo_syserror(eb, e, "ibv_modify_qp(%s qpn 0x%x, RTR -> RTS) towards %s failed", c->port.name,
-                           c->qp[q]->qp_num, c->who);
+      return kolo_syserror(eb, e, "ibv_modify_qp(%s port %d qpn 0x%x, RTR -> RTS) towards %s failed", c->port.name,
+                           c->port.port, c->qp[q]->qp_num, c->who);
   }
   char g[64];
-  kolo_ib_gid_str((const union ibv_gid *)them->gid, g, sizeof g);
+  union ibv_gid gid; /* the hello's bytes are not aligned as the union needs */
+  memcpy(gid.raw, them->gid, sizeof gid.raw);
+  kolo_ib_gid_str(&gid, g, sizeof g);
   KOLO_INFO("ib connection with %s: %s port %d (GID index %d) <-> %s (%s), %d QP(s), MTU %d", c->who,
             c->port.name, c->port.port, c->port.gid_index, dev, g, c->nqps,
             128 << (int)mtu);
@@ -260,41 +290,57 @@ static ib_comm *comm_new(int is_send, int nqps, const char *who) {
 }
 
 static void warn_rc(int e, const char *what, const ib_comm *c) {
-  if (e != 0) KOLO_WARN("%s (%s, connection with %s) failed: %s", what, c->port.name, c->who, strerror(e));
+  if (e != 0)
+    KOLO_WARN("%s (%s port %d, connection with %s) failed: %s", what, c->port.name, c->port.port, c->who, strerror(e));
 }
 
-/* What the connection's regions cost in verbs calls (see ib_stats). */
+void kolo_ib_dereg(ib_comm *c, struct ibv_mr **mr, const char *what) {
+  if (*mr) warn_rc(ibv_dereg_mr(*mr), what, c);
+  *mr = NULL;
+}
+
+/* What the connection cost in verbs calls (see ib_stats). */
 static void log_stats(const ib_comm *c) {
   const ib_stats *s = &c->st;
-  if (s->regions == 0) return;
-  double r = (double)s->regions;
-  KOLO_INFO("ib connection with %s (%s) closed: %llu regions %s; per region: %.2f writes (%.2f inline), %.2f control "
-            "SENDs (%.2f messages), %.2f ibv_post_send, %.2f receives reposted, %.2f CQ polls returning "
-            "%.2f completions, %.2f CQ arms, %.2f channel events",
-            c->who, c->port.name, (unsigned long long)s->regions, c->is_send ? "sent" : "received",
-            (double)s->writes / r, (double)s->inline_writes / r, (double)s->ctrl_sends / r, (double)s->ctrl_msgs / r,
-            (double)s->send_posts / r, (double)s->recv_posts / r, (double)s->polls / r,
-            (double)s->cqes / r, (double)s->arms / r, (double)s->events / r);
+  if (s->slices == 0) return;
+  double r = (double)s->slices;
+  KOLO_INFO("ib connection with %s (%s port %d) closed: %llu slices %s; per slice: %.2f writes (%.2f inline, %.2f in "
+            "an entry, %.2f signature headers apart), %.2f credits (%.2f with an immediate), %.2f ibv_post_send "
+            "(%.2f signaled), %.2f ibv_post_recv, %.2f CQ polls returning %.2f completions, %.2f CQ arms, %.2f "
+            "channel events",
+            c->who, c->port.name, c->port.port, (unsigned long long)s->slices, c->is_send ? "sent" : "received",
+            (double)s->writes / r, (double)s->inline_writes / r, (double)s->inbox / r, (double)s->sig_writes / r,
+            (double)s->credits / r, (double)s->imm_credits / r, (double)s->send_posts / r, (double)s->signaled / r,
+            (double)s->recv_posts / r, (double)s->polls / r, (double)s->cqes / r, (double)s->arms / r,
+            (double)s->events / r);
 }
 
+/* The drain before the QPs go: long enough for an acknowledgement from a
+ * loaded soft-RoCE guest, short enough for a close after a failure. */
+#define CLOSE_DRAIN_MS 250
+
+/* Mirrors make_verbs and bind: QPs, the registrations, CQ, channel, PD,
+ * device, then the socket. */
 void kolo_ib_close(void *comm) {
   ib_comm *c = comm;
   if (c == NULL) return;
+  c->closing = 1;
+  if (c->cq) kolo_ib_drain(c, CLOSE_DRAIN_MS);
   log_stats(c);
-  for (int q = 0; q < IB_MAX_QPS; q++)
-    if (c->qp[q]) warn_rc(ibv_destroy_qp(c->qp[q]), "ibv_destroy_qp", c);
-  for (int i = 0; i < IB_MR_CACHE; i++)
-    if (c->mrs[i].mr) warn_rc(ibv_dereg_mr(c->mrs[i].mr), "ibv_dereg_mr", c);
-  if (c->dmabuf.mr) warn_rc(ibv_dereg_mr(c->dmabuf.mr), "ibv_dereg_mr (GPUDirect slots)", c);
-  if (c->rmr) warn_rc(ibv_dereg_mr(c->rmr), "ibv_dereg_mr", c);
-  if (c->smr) warn_rc(ibv_dereg_mr(c->smr), "ibv_dereg_mr", c);
+  for (int q = 0; q < IB_MAX_QPS; q++) {
+    char what[64];
+    snprintf(what, sizeof what, "ibv_destroy_qp(qpn 0x%x)", c->qp[q] ? c->qp[q]->qp_num : 0);
+    if (c->qp[q]) warn_rc(ibv_destroy_qp(c->qp[q]), what, c);
+  }
+  kolo_ib_dereg(c, &c->ring_mr, "ibv_dereg_mr (the ring)");
+  kolo_ib_dereg(c, &c->dmabuf_mr, "ibv_dereg_mr (GPUDirect slots)");
+  kolo_ib_dereg(c, &c->area_mr, "ibv_dereg_mr (the control area)");
   if (c->cq) warn_rc(ibv_destroy_cq(c->cq), "ibv_destroy_cq", c);
   if (c->chan) warn_rc(ibv_destroy_comp_channel(c->chan), "ibv_destroy_comp_channel", c);
   if (c->pd) warn_rc(ibv_dealloc_pd(c->pd), "ibv_dealloc_pd", c);
   if (c->ctx) warn_rc(ibv_close_device(c->ctx), "ibv_close_device", c);
   if (c->fd >= 0) close(c->fd);
-  free(c->rbufs);
-  free(c->sbufs);
+  free(c->area);
   free(c);
 }
 
@@ -378,6 +424,7 @@ koloResult_t kolo_ib_accept(void *lcomm, int64_t deadline, int timeout_ms, const
   if (c == NULL) return kolo_error(eb, koloSystemError, "out of memory accepting %s", who);
   ib_hello them;
   koloResult_t res = accept_sender(l, deadline, timeout_ms, who, &them, &c->fd, eb);
+  c->them = them;
   if (res == koloSuccess) res = make_verbs(c, l->dev, eb);
   if (res == koloSuccess) res = qps_ready(c, &them, eb);
   if (res == koloSuccess) res = send_hello(c, deadline, eb);
@@ -420,6 +467,10 @@ koloResult_t kolo_ib_handshake_step(ib_comm *c, int *eof, kolo_errbuf *eb) {
   if (them.nqps != (uint32_t)c->nqps)
     return kolo_error(eb, koloRemoteError, "%s answered the ib setup with %u QPs, expected %d", c->who, them.nqps,
                       c->nqps);
+  if (them.in_bytes < IB_IN_BYTES)
+    return kolo_error(eb, koloRemoteError, "%s answered the ib setup with a control area of %u bytes, expected %u",
+                      c->who, them.in_bytes, (unsigned)IB_IN_BYTES);
+  c->them = them;
   koloResult_t res = qps_ready(c, &them, eb);
   unsigned char b = READY_BYTE;
   if (res == koloSuccess) res = kolo_sock_send_all(c->fd, &b, 1, kolo_deadline(HELLO_WAIT_MS), c->who, eb);

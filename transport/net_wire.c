@@ -192,6 +192,9 @@ void kolo_encode_ib_hello(const kolo_ib_hello *h, uint8_t out[KOLO_IB_HELLO_BYTE
   kolo_put_u8(&w, h->link_layer);
   kolo_put_u8(&w, h->mtu);
   kolo_put_bytes(&w, h->dev, sizeof h->dev);
+  kolo_put_u64(&w, h->in_addr);
+  kolo_put_u32(&w, h->in_rkey);
+  kolo_put_u32(&w, h->in_bytes);
 }
 
 static int ib_hello_fault(const kolo_ib_hello *h, char *why, size_t why_len) {
@@ -203,6 +206,9 @@ static int ib_hello_fault(const kolo_ib_hello *h, char *why, size_t why_len) {
     snprintf(why, why_len, "it names MTU code %u (1..5)", h->mtu);
   else if (memchr(h->dev, '\0', sizeof h->dev) == NULL)
     snprintf(why, why_len, "its device name is not terminated");
+  else if (h->in_bytes < KOLO_IB_IN_MIN || h->in_bytes > KOLO_IB_IN_MAX)
+    snprintf(why, why_len, "it offers a control area of %u bytes (%u..%u)", h->in_bytes, KOLO_IB_IN_MIN,
+             KOLO_IB_IN_MAX);
   else
     return KOLO_NET_WIRE_OK;
   return KOLO_NET_WIRE_GARBLED;
@@ -224,5 +230,133 @@ int kolo_decode_ib_hello(const uint8_t *in, size_t len, kolo_ib_hello *h, uint32
   h->link_layer = kolo_get_u8(&r);
   h->mtu = kolo_get_u8(&r);
   kolo_get_bytes(&r, h->dev, sizeof h->dev);
+  h->in_addr = kolo_get_u64(&r);
+  h->in_rkey = kolo_get_u32(&r);
+  h->in_bytes = kolo_get_u32(&r);
   return ib_hello_fault(h, why, why_len);
+}
+
+#define IB_MSG_MAGIC 0x6b49u      /* "kI" */
+#define IB_MSG_CHECK 0x6b69626du  /* mixed into the check word */
+
+static uint32_t ib_msg_check(uint32_t head, uint32_t value, uint32_t len) {
+  return head ^ (value * 0x9e3779b1u) ^ (len << 20) ^ IB_MSG_CHECK;
+}
+
+static void put_ring(kolo_wire_out *w, const kolo_ib_ring *g) {
+  kolo_put_u32(w, g->gen);
+  kolo_put_u32(w, g->from_step);
+  kolo_put_u64(w, g->addr);
+  kolo_put_u32(w, g->rkey);
+  kolo_put_u32(w, g->nslots);
+  kolo_put_u32(w, g->slot_bytes);
+  kolo_put_u32(w, g->inbox_max);
+}
+
+static void get_ring(kolo_wire_in *r, kolo_ib_ring *g) {
+  g->gen = kolo_get_u32(r);
+  g->from_step = kolo_get_u32(r);
+  g->addr = kolo_get_u64(r);
+  g->rkey = kolo_get_u32(r);
+  g->nslots = kolo_get_u32(r);
+  g->slot_bytes = kolo_get_u32(r);
+  g->inbox_max = kolo_get_u32(r);
+}
+
+size_t kolo_encode_ib_msg(const kolo_ib_msg *m, uint8_t out[KOLO_IB_MSG_MAX]) {
+  uint32_t body = m->kind == KOLO_IB_MSG_RING ? KOLO_IB_RING_BYTES
+                  : (m->flags & KOLO_IB_FLAG_REPORT) ? KOLO_NET_REPORT_BYTES : 0;
+  uint32_t head = IB_MSG_MAGIC << 16 | (uint32_t)m->kind << 8 | m->flags;
+  kolo_wire_out w = kolo_wire_writer(out, KOLO_IB_MSG_MAX);
+  kolo_put_u32(&w, head);
+  kolo_put_u32(&w, m->value);
+  kolo_put_u32(&w, body);
+  kolo_put_u32(&w, ib_msg_check(head, m->value, body));
+  if (m->kind == KOLO_IB_MSG_RING) put_ring(&w, &m->ring);
+  else if (body) kolo_encode_mismatch(&m->report, out + KOLO_IB_MSG_HDR_BYTES);
+  return KOLO_IB_MSG_HDR_BYTES + body;
+}
+
+/* Why a decoded ring cannot be one, or NULL. */
+static const char *ring_fault(const kolo_ib_ring *g, char *why, size_t why_len) {
+  if (g->gen == 0) snprintf(why, why_len, "advertised a ring of bind 0");
+  else if (g->nslots == 0 || g->nslots > KOLO_NET_MAX_REQS)
+    snprintf(why, why_len, "advertised a ring of %u slots (1..%d)", g->nslots, KOLO_NET_MAX_REQS);
+  else if (g->slot_bytes > KOLO_IB_MAX_SLICE)
+    snprintf(why, why_len, "advertised slots of %u bytes (at most %u)", g->slot_bytes, KOLO_IB_MAX_SLICE);
+  else if (g->inbox_max > KOLO_IB_INBOX_MAX)
+    snprintf(why, why_len, "advertised small slices of up to %u bytes (at most %u)", g->inbox_max,
+             KOLO_IB_INBOX_MAX);
+  else return NULL;
+  return why;
+}
+
+/* The header's verdict: the body length it announces, or -1 with why. */
+static long ib_msg_header(const uint8_t *in, size_t len, int to_sender, kolo_ib_msg *m, char *why, size_t why_len) {
+  kolo_wire_in r = kolo_wire_reader(in, len < KOLO_IB_MSG_HDR_BYTES ? len : KOLO_IB_MSG_HDR_BYTES);
+  uint32_t head = kolo_get_u32(&r);
+  m->value = kolo_get_u32(&r);
+  uint32_t body = kolo_get_u32(&r), check = kolo_get_u32(&r);
+  m->kind = (uint8_t)(head >> 8);
+  m->flags = (uint8_t)head;
+  uint32_t want = m->kind == KOLO_IB_MSG_RING ? KOLO_IB_RING_BYTES
+                  : (m->flags & KOLO_IB_FLAG_REPORT) ? KOLO_NET_REPORT_BYTES : 0;
+  if (r.bad || head >> 16 != IB_MSG_MAGIC || check != ib_msg_check(head, m->value, body))
+    snprintf(why, why_len, "sent an ib control message that is no kolo message (%zu bytes)", len);
+  else if (m->kind != KOLO_IB_MSG_STOP && (m->kind != KOLO_IB_MSG_RING || !to_sender))
+    snprintf(why, why_len, "sent an ib control message of kind %u to its %s", m->kind, to_sender ? "sender" : "receiver");
+  else if (m->flags & ~(m->kind == KOLO_IB_MSG_STOP ? KOLO_IB_FLAG_REPORT : 0u))
+    snprintf(why, why_len, "sent an ib control message with unknown flags 0x%x", m->flags);
+  else if (body != want || len != KOLO_IB_MSG_HDR_BYTES + (size_t)body)
+    snprintf(why, why_len, "sent an ib control message of %zu bytes announcing %u, expected %u", len, body, want);
+  else return (long)body;
+  return -1;
+}
+
+int kolo_decode_ib_msg(const uint8_t *in, size_t len, int to_sender, kolo_ib_msg *m, char *why, size_t why_len) {
+  memset(m, 0, sizeof *m);
+  long body = ib_msg_header(in, len, to_sender, m, why, why_len);
+  if (body < 0) return KOLO_NET_WIRE_GARBLED;
+  if (m->kind == KOLO_IB_MSG_RING) {
+    kolo_wire_in r = kolo_wire_reader(in + KOLO_IB_MSG_HDR_BYTES, (size_t)body);
+    get_ring(&r, &m->ring);
+    return ring_fault(&m->ring, why, why_len) == NULL ? KOLO_NET_WIRE_OK : KOLO_NET_WIRE_GARBLED;
+  }
+  if (body == 0) return KOLO_NET_WIRE_OK;
+  return kolo_decode_mismatch(in + KOLO_IB_MSG_HDR_BYTES, &m->report, why, why_len);
+}
+
+#define IB_CREDIT_CHECK 0x6b435244u /* "kCRD" */
+
+void kolo_encode_ib_credit(uint32_t head, uint8_t out[KOLO_IB_CREDIT_BYTES]) {
+  kolo_wire_out w = kolo_wire_writer(out, KOLO_IB_CREDIT_BYTES);
+  kolo_put_u32(&w, head);
+  kolo_put_u32(&w, head ^ IB_CREDIT_CHECK);
+}
+
+int kolo_decode_ib_credit(const uint8_t in[KOLO_IB_CREDIT_BYTES], uint32_t *head) {
+  kolo_wire_in r = kolo_wire_reader(in, KOLO_IB_CREDIT_BYTES);
+  uint32_t h = kolo_get_u32(&r), check = kolo_get_u32(&r);
+  if (check != (h ^ IB_CREDIT_CHECK)) return KOLO_NET_WIRE_GARBLED;
+  *head = h;
+  return KOLO_NET_WIRE_OK;
+}
+
+void kolo_encode_ib_sighdr(const kolo_call_sig *s, uint8_t out[KOLO_IB_SIGHDR_BYTES]) {
+  memset(out, 0, KOLO_IB_SIGHDR_BYTES);
+  kolo_encode_call_sig(s, out);
+}
+
+int kolo_decode_ib_sighdr(const uint8_t in[KOLO_IB_SIGHDR_BYTES], kolo_call_sig *s, int *has, char *why,
+                          size_t why_len) {
+  static const uint8_t zero[KOLO_IB_SIGHDR_BYTES];
+  *has = 0;
+  if (memcmp(in, zero, KOLO_IB_SIGHDR_BYTES) == 0) return KOLO_NET_WIRE_OK;
+  if (memcmp(in + KOLO_NET_SIG_BYTES, zero, KOLO_IB_SIGHDR_BYTES - KOLO_NET_SIG_BYTES) != 0) {
+    snprintf(why, why_len, "wrote a call signature header whose reserved bytes are not zero");
+    return KOLO_NET_WIRE_GARBLED;
+  }
+  if (kolo_decode_call_sig(in, s, why, why_len) != KOLO_NET_WIRE_OK) return KOLO_NET_WIRE_GARBLED;
+  *has = 1;
+  return KOLO_NET_WIRE_OK;
 }

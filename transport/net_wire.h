@@ -97,14 +97,76 @@ typedef struct {
   uint16_t lid;
   uint8_t link_layer, mtu; /* enum ibv_port_link_layer (0..2), enum ibv_mtu (1..5) */
   char dev[KOLO_IB_DEV_BYTES]; /* NUL-terminated */
+  /* The registered area the peer writes into, for the connection's life:
+   * the receiver's per-step entries (call signatures, small slices), the
+   * sender's credit record. */
+  uint64_t in_addr;
+  uint32_t in_rkey, in_bytes;
 } kolo_ib_hello;
 #define KOLO_IB_HELLO_BYTES \
-  (KOLO_NET_HELLO_PREFIX_BYTES + 4 + KOLO_IB_TOKEN_BYTES + 8 * KOLO_IB_MAX_QPS + 16 + 4 + KOLO_IB_DEV_BYTES)
+  (KOLO_NET_HELLO_PREFIX_BYTES + 4 + KOLO_IB_TOKEN_BYTES + 8 * KOLO_IB_MAX_QPS + 16 + 4 + KOLO_IB_DEV_BYTES + 16)
+/* Bounds of in_bytes a hello may name. */
+#define KOLO_IB_IN_MIN 8u
+#define KOLO_IB_IN_MAX (1u << 20)
 
 void kolo_encode_ib_hello(const kolo_ib_hello *h, uint8_t out[KOLO_IB_HELLO_BYTES]);
 /* Checks the prefix, the length, 1 <= nqps <= KOLO_IB_MAX_QPS, the link
  * layer, the MTU and that dev is NUL-terminated. */
 int kolo_decode_ib_hello(const uint8_t *in, size_t len, kolo_ib_hello *h, uint32_t *version, char *why,
                          size_t why_len);
+
+/* Control messages (SENDs on QP 0, rare): the receiver's ring of slots,
+ * after each bind; either end's stop word, with its mismatch report.  A
+ * 16-byte header (a magic with the kind and its flags, a value, the body's
+ * length, a check word), then the body: RING: the ring (32 bytes); STOP
+ * with KOLO_IB_FLAG_REPORT: the report. */
+enum { KOLO_IB_MSG_RING = 1, KOLO_IB_MSG_STOP = 2 };
+#define KOLO_IB_FLAG_REPORT 1u
+#define KOLO_IB_MSG_HDR_BYTES 16
+#define KOLO_IB_RING_BYTES 32
+#define KOLO_IB_MSG_MAX (KOLO_IB_MSG_HDR_BYTES + KOLO_NET_REPORT_BYTES)
+/* Slices of at most this many bytes may travel in the receiver's per-step
+ * entries (KOLO_IB_ENTRY_BYTES each, a KOLO_IB_SIGHDR_BYTES header first). */
+#define KOLO_IB_ENTRY_BYTES 256u
+#define KOLO_IB_SIGHDR_BYTES 32u
+#define KOLO_IB_INBOX_MAX (KOLO_IB_ENTRY_BYTES - KOLO_IB_SIGHDR_BYTES)
+/* Largest slice: its length travels in the immediate's low 26 bits. */
+#define KOLO_IB_IMM_LEN_BITS 26
+#define KOLO_IB_MAX_SLICE ((1u << KOLO_IB_IMM_LEN_BITS) - 1)
+typedef struct {
+  uint32_t gen;        /* the receiver's binds so far, this one included (1, 2, ...) */
+  uint32_t from_step;  /* the first step that lands in this ring */
+  uint64_t addr;       /* the slots, nslots * slot_bytes */
+  uint32_t rkey, nslots, slot_bytes;
+  uint32_t inbox_max;  /* slices of at most this many bytes go to the per-step entries (0: none do) */
+} kolo_ib_ring;
+typedef struct {
+  uint8_t kind, flags;
+  uint32_t value;      /* STOP: the word */
+  kolo_ib_ring ring;   /* RING */
+  kolo_call_mismatch report; /* STOP with KOLO_IB_FLAG_REPORT */
+} kolo_ib_msg;
+/* Bytes written to out. */
+size_t kolo_encode_ib_msg(const kolo_ib_msg *m, uint8_t out[KOLO_IB_MSG_MAX]);
+/* A message of len bytes arriving at a sender end (to_sender: RING or
+ * STOP) or at a receiver end (STOP only).  Checks the header, the length,
+ * the ring (gen >= 1, nslots in 1..KOLO_NET_MAX_REQS,
+ * slot_bytes <= KOLO_IB_MAX_SLICE, inbox_max <= KOLO_IB_INBOX_MAX) and the
+ * report.  GARBLED with why (a phrase that follows the peer's name). */
+int kolo_decode_ib_msg(const uint8_t *in, size_t len, int to_sender, kolo_ib_msg *m, char *why, size_t why_len);
+
+/* The receiver's head as it lands in the sender's memory (an RDMA WRITE):
+ * the head and a check word, so that a record read while it is being
+ * written is not taken. */
+#define KOLO_IB_CREDIT_BYTES 8
+void kolo_encode_ib_credit(uint32_t head, uint8_t out[KOLO_IB_CREDIT_BYTES]);
+/* OK with *head, or GARBLED (empty, or caught mid-write: look again). */
+int kolo_decode_ib_credit(const uint8_t in[KOLO_IB_CREDIT_BYTES], uint32_t *head);
+
+/* A per-step entry's header: the slice's call signature, or zeros. */
+void kolo_encode_ib_sighdr(const kolo_call_sig *s, uint8_t out[KOLO_IB_SIGHDR_BYTES]);
+/* OK with *has = 0 (all zero) or 1 (*s), else GARBLED with why. */
+int kolo_decode_ib_sighdr(const uint8_t in[KOLO_IB_SIGHDR_BYTES], kolo_call_sig *s, int *has, char *why,
+                          size_t why_len);
 
 #endif

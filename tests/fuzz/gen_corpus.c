@@ -116,6 +116,28 @@ static void mesh_hello(void) {
   put_file("mesh_hello", "hello_peers", m, 2 * KOLO_WIRE_HDR_BYTES + KOLO_MESH_HELLO_BYTES + 3 * KOLO_PEER_INFO_BYTES);
 }
 
+/* A hello, then what follows it on an ib connection: a ring, a stop word
+ * with its report and one without (each after a 2-byte length), and a
+ * credit record and a signature header at the end (fuzz_ib_handshake.c). */
+static void ib_records(const kolo_ib_hello *ih) {
+  uint8_t m[KOLO_IB_HELLO_BYTES + 3 * (2 + KOLO_IB_MSG_MAX) + KOLO_IB_SIGHDR_BYTES + KOLO_IB_CREDIT_BYTES];
+  size_t at = KOLO_IB_HELLO_BYTES;
+  kolo_encode_ib_hello(ih, m);
+  kolo_ib_msg msgs[3] = {{.kind = KOLO_IB_MSG_RING, .ring = {2, 40, 0x7f0000100000ull, 0x77, 8, 524288, 224}},
+                         {.kind = KOLO_IB_MSG_STOP, .flags = KOLO_IB_FLAG_REPORT, .value = 0x07000002u,
+                          .report = {{0, 1}, {{16, 3, 0, 1, 7, 0, 1}, {17, 3, 0, 1, 7, 0, 1}}}},
+                         {.kind = KOLO_IB_MSG_STOP, .value = 0x03000001u}};
+  for (int i = 0; i < 3; i++) {
+    size_t n = kolo_encode_ib_msg(&msgs[i], m + at + 2);
+    m[at] = (uint8_t)n, m[at + 1] = (uint8_t)(n >> 8);
+    at += 2 + n;
+  }
+  kolo_call_sig sig = {4096, 9, -1, 1, 7, 0, 1};
+  kolo_encode_ib_sighdr(&sig, m + at);
+  kolo_encode_ib_credit(41, m + at + KOLO_IB_SIGHDR_BYTES);
+  put_file("ib_handshake", "hello_msgs_records", m, at + KOLO_IB_SIGHDR_BYTES + KOLO_IB_CREDIT_BYTES);
+}
+
 static void net_corpus(void) {
   kolo_sock_hello sh = {2, 3, {0}};
   memset(sh.token, 0x77, sizeof sh.token);
@@ -136,6 +158,7 @@ static void net_corpus(void) {
   ih.qpn[0] = 0x11, ih.qpn[1] = 0x12, ih.psn[0] = 0x123456, ih.psn[1] = 0x654321;
   ih.gid[10] = 0xff, ih.gid[11] = 0xff, ih.gid[12] = 10, ih.gid[15] = 2;
   ih.lid = 0, ih.link_layer = 2, ih.mtu = 3;
+  ih.in_addr = 0x7f1234560000ull, ih.in_rkey = 0x1a2b, ih.in_bytes = 16384;
   snprintf(ih.dev, sizeof ih.dev, "rxe0");
   uint8_t b[KOLO_IB_HELLO_BYTES];
   kolo_encode_ib_hello(&ih, b);
@@ -144,6 +167,7 @@ static void net_corpus(void) {
   snprintf(ih.dev, sizeof ih.dev, "mlx5_0");
   kolo_encode_ib_hello(&ih, b);
   put_file("ib_handshake", "ib_1qp", b, sizeof b);
+  ib_records(&ih);
 }
 
 /* One offer per transport, as connect.c sends it (transport numbers as in

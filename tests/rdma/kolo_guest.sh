@@ -3,8 +3,8 @@
 # read-only view of the host's /).  Lines starting with "KOLO-RXE:" are the
 # summary that run_kolo.sh prints.  Every run is bounded by timeout.
 #   1. test_net_ib: the ib provider's tests on real devices, the sender on
-#      rxe1 and the receiver on rxe0 (across the veth), plus the HCA parser
-#      and registry tests, plus IbProcs.TwoHosts (two forked ranks as two
+#      rxe1 and the receiver on rxe0 (across the veth), plus the HCA parser,
+#      registry and record tests, plus IbProcs.TwoHosts (two forked ranks as two
 #      hosts, rank 0 on rxe0, rank 1 on rxe1).
 #   2. two ranks launched as two "hosts" (KOLO_HOSTID): rank 0 on
 #      rxe0 / veth0 / 10.77.0.1, rank 1 on rxe1 / veth1 / 10.77.0.2,
@@ -26,8 +26,9 @@
 #      measured ib line.
 #   3c. two processes as two hosts over TCP through netem (delay, loss,
 #      reordering on lo): all-reduce and all-gather, every element checked.
-#   4. with BENCH=1 (KOLO_RXE_KOLO_BENCH=1): kolo's ib point to point beside
-#      ib_write_bw / ib_write_lat on the same devices.
+#   4. with BENCH=1 (KOLO_RXE_KOLO_BENCH=1): kolo's ib point to point
+#      (kolo-perf net -P ib) beside ib_write_bw / ib_write_lat on the same
+#      devices.
 # Exit status: the number of failed checks.
 [ -f ./kolo.env ] && . ./kolo.env
 BIN=${BIN:?kolo.env names no BIN}
@@ -42,7 +43,7 @@ gsum() { sed -n 's/^\[  \(PASSED\|SKIPPED\|FAILED\) *\] \([0-9]* tests\?\)[,.].*
 s=$(up)
 KOLO_TEST_IB_SEND_HCA==rxe1 KOLO_TEST_IB_RECV_HCA==rxe0 \
 KOLO_TEST_IB_HCA_RANK0==rxe0 KOLO_TEST_IB_HCA_RANK1==rxe1 \
-  timeout -k 5 "$T1" "$BIN/test_net_ib" --gtest_filter='IbHca.*:NetRegistry.*:NetIb.*:IbProcs.*' \
+  timeout -k 5 "$T1" "$BIN/test_net_ib" --gtest_filter='IbHca.*:NetRegistry.*:IbWire.*:NetIb.*:IbProcs.*' \
   > /tmp/net_ib.log 2>&1; rc=$?
 echo "----- test_net_ib (rc $rc)"; cat /tmp/net_ib.log
 if [ $rc = 0 ] && ! grep -q "SKIPPED" /tmp/net_ib.log; then
@@ -176,8 +177,8 @@ else
 fi
 
 # 4. (BENCH=1) kolo's ib provider point to point beside perftest on the same
-#    devices, rxe1 -> rxe0: ib_write_bw -s 65536 / IbBench bandwidth, and
-#    ib_write_lat -s 8 / IbBench 8-byte ping-pong (half round trip).
+#    devices, rxe1 -> rxe0: ib_write_bw -s 65536 / kolo-perf net --bw, and
+#    ib_write_lat -s 8 / kolo-perf net --lat (half round trip).
 if [ "${BENCH:-0}" = 1 ]; then
   gid() { ibv_devinfo -v -d "$1" | sed -n 's/.*GID\[ *\([0-9]*\)\]:.*::ffff:.*RoCE v2.*/\1/p' | head -n 1; }
   G0=$(gid rxe0); G1=$(gid rxe1)
@@ -192,20 +193,23 @@ if [ "${BENCH:-0}" = 1 ]; then
     wait $sp
     awk '/#bytes/{h=1; next} h && $1 ~ /^[0-9]+$/ && NF >= 5 {print; exit}' /tmp/$n.cli
   }
+  kn() { # kn ARGS...: kolo-perf net -P ib, server rxe0, client rxe1; the first result row
+    KOLO_IB_HCA==rxe0 timeout -k 2 120 "$BIN/kolo-perf" net -P ib --server -p 18600 > /tmp/kn.srv 2>&1 & sp=$!
+    sleep 1
+    KOLO_IB_HCA==rxe1 timeout -k 2 120 "$BIN/kolo-perf" net -P ib "$@" 10.77.0.1:18600 > /tmp/kn.cli 2>&1
+    wait $sp
+    awk '!/^#/ && NF >= 9 {print; exit}' /tmp/kn.cli
+  }
   for i in 1 2; do
-    # odd runs spin on test(), even runs sleep in poll() on the provider's fds
-    wait_mode=spin; [ $((i % 2)) = 0 ] && wait_mode=poll
     bw=$(pt bw ib_write_bw -s 65536 -n ${BW_N:-1000} | awk '{printf "%.2f", $4 * 1.048576}')
-    KOLO_IB_BENCH_WAIT=$wait_mode KOLO_IB_BENCH=1 KOLO_IB_BENCH_ITERS=${BW_N:-1000} KOLO_TEST_IB_SEND_HCA==rxe1 KOLO_TEST_IB_RECV_HCA==rxe0 \
-      timeout -k 2 120 "$BIN/test_net_ib" --gtest_filter=IbBench.* > /tmp/bench.log 2>&1
-    kb=$(sed -n 's/^KOLO-IB-BENCH: bw [^:]*: \([0-9.]*\) MB.*/\1/p' /tmp/bench.log)
-    kl=$(sed -n 's/^KOLO-IB-BENCH: .*lat [^:]*: \([0-9.]*\) us.*/\1/p' /tmp/bench.log)
+    kb=$(kn --bw -s 65536 -n ${BW_N:-1000} | awk '{print $4}')
     lat=$(pt lat ib_write_lat -s 8 -n ${LAT_N:-1000} | awk '{print $5}')
-    say "bench $i ($wait_mode): 64 KiB rxe1->rxe0: ib_write_bw ${bw:-?} MB/s, kolo ib ${kb:-?} MB/s" \
+    kl=$(kn --lat -s 8 -n ${LAT_N:-1000} | awk '{print $7}')
+    say "bench $i: 64 KiB rxe1->rxe0: ib_write_bw ${bw:-?} MB/s, kolo ib ${kb:-?} MB/s" \
         "($(awk -v a="$kb" -v b="$bw" 'BEGIN{if (a > 0 && b > 0) printf "%.2fx", a / b; else print "?"}'));" \
         "8 B latency: ib_write_lat ${lat:-?} us (typical), kolo ib ${kl:-?} us" \
         "($(awk -v a="$kl" -v b="$lat" 'BEGIN{if (a > 0 && b > 0) printf "%.2fx", a / b; else print "?"}'))"
-    [ -n "$kb" ] || { cat /tmp/bench.log; fail=$((fail+1)); }
+    [ -n "$kb" ] && [ -n "$kl" ] || { cat /tmp/kn.cli /tmp/kn.srv; fail=$((fail+1)); }
   done
 fi
 

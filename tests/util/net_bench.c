@@ -1,0 +1,221 @@
+/* net_bench.c - see net_bench.h. */
+#define _GNU_SOURCE
+#include "util/net_bench.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "transport/net.h"
+#include "transport/socket.h"
+
+#define NSLOTS 8
+#define SLOT_BYTES 4096
+#define BW_SLOT_BYTES ((size_t)1 << 20)
+
+typedef struct {
+  const kolo_net_provider *net;
+  uint32_t nslots;
+  size_t slot_bytes;
+  void *tx, *rx;        /* send end to the peer, receive end from it */
+  char *tx_slots, *rx_slots;
+  uint32_t sent, credited, landed, drained;
+  kolo_errbuf eb;
+} bench_end;
+
+static void on_slice(void *ctx, uint32_t step, uint32_t len, const kolo_call_sig *sig) {
+  (void)step, (void)len, (void)sig;
+  ((bench_end *)ctx)->landed++;
+}
+static void on_credit(void *ctx, uint32_t head) { ((bench_end *)ctx)->credited = head; }
+static void on_stop(void *ctx, uint32_t word, const kolo_call_mismatch *r) { (void)ctx, (void)word, (void)r; }
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* Connects this process's send end, accepts its receive end, binds both. */
+static int open_ends(bench_end *b, int me, kolo_net_handle h[2], void *lcomm[2]) {
+  char var[64];
+  snprintf(var, sizeof var, "KOLO_TEST_IB_HCA_RANK%d", me);
+  if (getenv(var)) setenv("KOLO_IB_HCA", getenv(var), 1);
+  const char *who[2] = {"process 0", "process 1"};
+  if (b->net->connect(&h[1 - me], 0, kolo_deadline(10000), 10000, who[1 - me], &b->tx, &b->eb) != koloSuccess ||
+      b->net->accept(lcomm[me], kolo_deadline(10000), 10000, who[1 - me], &b->rx, &b->eb) != koloSuccess)
+    return -1;
+  size_t bytes = b->nslots * b->slot_bytes;
+  b->tx_slots = aligned_alloc(4096, bytes);
+  b->rx_slots = aligned_alloc(4096, bytes);
+  if (b->tx_slots == NULL || b->rx_slots == NULL) return -1;
+  memset(b->tx_slots, 1, bytes);
+  memset(b->rx_slots, 0, bytes);
+  kolo_net_ring tr = {b->tx_slots, b->nslots, b->slot_bytes, 0}, rr = {b->rx_slots, b->nslots, b->slot_bytes, 0};
+  kolo_net_sink sink = {b, on_slice, on_credit, on_stop};
+  if (b->net->bind(b->tx, &tr, &sink, &b->eb) != koloSuccess || b->net->bind(b->rx, &rr, &sink, &b->eb) != koloSuccess)
+    return -1;
+  return 0;
+}
+
+static int turn(bench_end *b) {
+  return b->net->progress(b->tx, KOLO_NET_OUT | KOLO_NET_IN, &b->eb) == koloSuccess &&
+                 b->net->progress(b->rx, KOLO_NET_OUT | KOLO_NET_IN, &b->eb) == koloSuccess
+             ? 0
+             : -1;
+}
+
+/* Sends the next slice (with a signature) once the window allows. */
+static int send_one(bench_end *b, size_t bytes) {
+  kolo_call_sig sig = {bytes / 4, b->sent + 1, -1, 1, 7, 0, 1};
+  for (;;) {
+    int q = 0;
+    if (b->sent - b->credited < b->nslots &&
+        b->net->send_slice(b->tx, b->sent, bytes, &sig, &q, &b->eb) != koloSuccess)
+      return -1;
+    if (q) {
+      b->sent++;
+      return 0;
+    }
+    if (turn(b) != 0) return -1;
+  }
+}
+
+/* Waits for slice `n - 1` to land, then drains it, crediting every 4. */
+static int recv_upto(bench_end *b, uint32_t n) {
+  while (b->landed < n)
+    if (turn(b) != 0) return -1;
+  b->drained = n;
+  int q = 1;
+  if (n % (b->nslots / 2) == 0 && b->net->send_credit(b->rx, n, &q, &b->eb) != koloSuccess) return -1;
+  return 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* One process's loop; process 0 keeps the times. */
+static int run(bench_end *b, int me, int exchange, int iters, size_t bytes, double *t) {
+  int warm = iters / 10 + 10;
+  for (int i = 0; i < warm + iters; i++) {
+    double t0 = now_us();
+    int rc = 0;
+    if (exchange || me == 0) rc = send_one(b, bytes);
+    if (rc == 0) rc = recv_upto(b, (uint32_t)i + 1);
+    if (rc == 0 && !exchange && me == 1) rc = send_one(b, bytes);
+    if (rc != 0) return -1;
+    if (i >= warm && me == 0) t[i - warm] = (now_us() - t0) / (exchange ? 1 : 2);
+  }
+  for (int k = 0; k < 2000 && (b->net->pending(b->tx) || b->net->pending(b->rx)); k++) turn(b), usleep(100);
+  return 0;
+}
+
+static void close_ends(bench_end *b) {
+  if (b->tx) b->net->close(b->tx);
+  if (b->rx) b->net->close(b->rx);
+  free(b->tx_slots);
+  free(b->rx_slots);
+}
+
+static void summarize(double *t, int n, kt_bench_lat *out) {
+  double sum = 0;
+  for (int i = 0; i < n; i++) sum += t[i];
+  qsort(t, (size_t)n, sizeof *t, cmp_double);
+  out->iters = n;
+  out->mean_us = sum / n;
+  out->p50_us = t[n / 2];
+  out->p99_us = t[(int)(n * 0.99)];
+}
+
+/* Both processes' setup: two listeners here, then a fork; the child is
+ * process 1.  *me says which this is; -1 with err filled on failure. */
+static int start(bench_end *b, const char *provider, int *me, pid_t *child, char *err, size_t errlen) {
+  b->net = kolo_net_find(provider);
+  struct sockaddr_storage lo = {0};
+  ((struct sockaddr_in *)&lo)->sin_family = AF_INET;
+  ((struct sockaddr_in *)&lo)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  kolo_net_handle h[2];
+  void *lcomm[2] = {NULL, NULL};
+  if (b->net == NULL || b->net->listen(&lo, 0, &h[0], &lcomm[0], &b->eb) != koloSuccess ||
+      b->net->listen(&lo, 0, &h[1], &lcomm[1], &b->eb) != koloSuccess) {
+    snprintf(err, errlen, "setup: %s", b->eb.msg);
+    if (lcomm[0]) b->net->close_listen(lcomm[0]);
+    return -1;
+  }
+  *child = fork();
+  *me = *child == 0 ? 1 : 0;
+  int rc = *child < 0 ? -1 : open_ends(b, *me, h, lcomm);
+  for (int i = 0; i < 2; i++) b->net->close_listen(lcomm[i]);
+  if (rc != 0) snprintf(err, errlen, "process %d: %s", *me, b->eb.msg);
+  return rc;
+}
+
+/* Both processes' end: the child exits with rc; the parent reaps it. */
+static int finish(bench_end *b, int me, pid_t child, int rc, char *err, size_t errlen) {
+  close_ends(b);
+  if (me == 1) {
+    if (rc != 0) fprintf(stderr, "%s\n", err);
+    _exit(rc == 0 ? 0 : 1);
+  }
+  int status = 0;
+  if (child > 0 && (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) && rc == 0) {
+    snprintf(err, errlen, "process 1 failed (status 0x%x)", status);
+    rc = -1;
+  }
+  return rc;
+}
+
+int kt_net_bench_lat(const char *provider, int exchange, int iters, size_t bytes, kt_bench_lat *out, char *err,
+                     size_t errlen) {
+  bench_end b = {.nslots = NSLOTS, .slot_bytes = SLOT_BYTES};
+  double *t = calloc((size_t)iters, sizeof *t);
+  int me = 0;
+  pid_t child = -1;
+  int rc = t == NULL || bytes > SLOT_BYTES ? -1 : start(&b, provider, &me, &child, err, errlen);
+  if (rc == 0 && run(&b, me, exchange, iters, bytes, t) != 0) {
+    snprintf(err, errlen, "process %d: %s", me, b.eb.msg);
+    rc = -1;
+  }
+  rc = finish(&b, me, child, rc, err, errlen);
+  if (rc == 0) summarize(t, iters, out);
+  free(t);
+  return rc;
+}
+
+/* Process 0 sends, process 1 receives and credits; 0 or -1. */
+static int run_bw(bench_end *b, int me, int iters, size_t bytes, double *seconds) {
+  int warm = b->nslots;
+  double t0 = 0;
+  for (int i = 0; i < warm + iters; i++) {
+    if (i == warm) t0 = now_us();
+    if (me == 0 && send_one(b, bytes) != 0) return -1;
+    if (me == 1 && recv_upto(b, (uint32_t)i + 1) != 0) return -1;
+  }
+  while (me == 0 && b->credited != b->sent) /* the last one drained */
+    if (turn(b) != 0) return -1;
+  *seconds = (now_us() - t0) * 1e-6;
+  for (int k = 0; k < 2000 && (b->net->pending(b->tx) || b->net->pending(b->rx)); k++) turn(b), usleep(100);
+  return 0;
+}
+
+int kt_net_bench_bw(const char *provider, int iters, size_t bytes, int window, double *mbps, char *err,
+                    size_t errlen) {
+  bench_end b = {.nslots = (uint32_t)window, .slot_bytes = bytes};
+  int me = 0;
+  pid_t child = -1;
+  double secs = 0;
+  int rc = bytes > BW_SLOT_BYTES || window < 2 || window > 64 ? -1 : start(&b, provider, &me, &child, err, errlen);
+  if (rc == 0 && run_bw(&b, me, iters, bytes, &secs) != 0) {
+    snprintf(err, errlen, "process %d: %s", me, b.eb.msg);
+    rc = -1;
+  }
+  rc = finish(&b, me, child, rc, err, errlen);
+  if (rc == 0) *mbps = (double)bytes * iters / secs / 1e6;
+  return rc;
+}
