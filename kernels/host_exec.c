@@ -399,20 +399,34 @@ static void pull_blockers(kolo_exec_task *tasks, int ntasks) {
   }
 }
 
+/* Whether a wait that has polled `idle` times should yield again rather
+ * than sleep: up to the owner's count of yields, or, with a yield time,
+ * for that long since the yields began (*since: when, 0 until then; the
+ * clock is read once every 32 yields). */
+static int keep_yielding(const kolo_exec_owner *o, int64_t idle, int64_t *since) {
+  if (o->yield_ns <= 0) return idle < (int64_t)o->spin + o->yields;
+  if ((idle - o->spin) % 32 != 0) return 1;
+  int64_t now = now_ns();
+  if (*since == 0) *since = now;
+  return now - *since < o->yield_ns;
+}
+
 koloResult_t kolo_host_exec_run(kolo_exec_task *tasks, int ntasks) {
   int remaining = 0;
   for (int i = 0; i < ntasks; i++) remaining += !tasks[i].done;
   if (ntasks == 0) return koloSuccess;
-  const int64_t spin_limit = tasks[0].owner->spin;
-  const int64_t yield_limit = spin_limit + tasks[0].owner->yields;
-  int64_t idle = 0, stall_start = 0, last_liveness = 0, warn_ns = -1;
+  const kolo_exec_owner *first = tasks[0].owner;
+  const int64_t spin_limit = first->spin;
+  int64_t idle = 0, stall_start = 0, last_liveness = 0, warn_ns = -1, yields_since = 0;
+  int yielding = 1;
   for (int i = 0; i < ntasks; i++) tasks[i].owner->stall_warned = tasks[i].owner->has_mismatch = 0;
   while (remaining > 0) {
     kolo_exec_task *bt = NULL;
     kolo_connector *bc = NULL;
     if (run_pass(tasks, ntasks, &remaining, &bt, &bc) > 0 || bt == NULL) {
       idle = 0;
-      stall_start = 0;
+      stall_start = yields_since = 0;
+      yielding = 1;
       continue;
     }
     pull_blockers(tasks, ntasks);
@@ -421,7 +435,7 @@ koloResult_t kolo_host_exec_run(kolo_exec_task *tasks, int ntasks) {
       cpu_relax();
       continue;
     }
-    if (idle < yield_limit) {
+    if (yielding && (yielding = keep_yielding(first, idle, &yields_since))) {
       sched_yield();
       continue;
     }

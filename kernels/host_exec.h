@@ -7,7 +7,8 @@
  * one thread) all move.  Programs that share a connector run one after the
  * other in issue order, which keeps both ends of every pipe in step.
  *
- * A blocked pass spins, then yields, then sleeps on a connector's futex;
+ * A blocked pass spins, then yields (a count of times, or for a time where
+ * the host has more ranks than CPUs), then sleeps on a connector's futex;
  * while sleeping it checks, every few milliseconds, that no peer died, no
  * stop word was set, the owner did not abort, and the wait did not exceed
  * the owner's timeout.  Any failure stops every connector of that owner so
@@ -34,6 +35,7 @@ typedef struct kolo_exec_owner {
   int rank;
   int timeout_ms;          /* 0: no bound */
   int spin, yields;        /* polls, then sched_yield()s, before sleeping */
+  int64_t yield_ns;        /* > 0: yield for this long instead, whatever `yields` says */
   _Atomic int *abort_flag; /* set by koloCommAbort */
   kolo_errbuf *eb;
   /* 1 when `peer` is known to be dead (called every few ms).  Only the
