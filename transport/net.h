@@ -59,7 +59,7 @@ typedef struct {
 /* A pipe end's slots, as bind gives them to the provider. */
 typedef struct {
   char *slots;       /* nslots * slot_bytes; page aligned */
-  uint32_t nslots;   /* a power of two, <= KOLO_NET_MAX_REQS */
+  uint32_t nslots;   /* 1 .. KOLO_NET_MAX_REQS (net pipes: a power of two; kolo-perf net: any) */
   size_t slot_bytes;
   int devmem;        /* the slots are GPU memory registered with reg_dmabuf */
 } kolo_net_ring;
@@ -120,9 +120,10 @@ typedef struct kolo_net_provider {
   /* Binds the connection to this end's slots and sink, before any other
    * data call (after reg_dmabuf when the slots are GPU memory).  Again
    * only while nothing is in flight either way (every slice sent was
-   * credited and delivered, nothing queued): `kolo-perf net` binds each
-   * size's buffers so; step numbers go on.  The slots must stay mapped
-   * until the next bind or close. */
+   * credited and delivered, nothing queued), and at both ends as often
+   * (the ib provider pairs the sender's k-th bind with the receiver's
+   * k-th ring): `kolo-perf net` binds each size's buffers so; step numbers
+   * go on.  The slots must stay mapped until the next bind or close. */
   koloResult_t (*bind)(void *comm, const kolo_net_ring *ring, const kolo_net_sink *sink, kolo_errbuf *eb);
   /* Sender: slice `step` (the next one: steps go in order) of `len` bytes
    * (<= slot_bytes) from its slot, with the call's signature when sig is
