@@ -75,6 +75,7 @@ typedef struct {
   uint8_t *stage; /* SOCK_STAGE_BYTES (receiver), SOCK_SENDER_STAGE_BYTES (sender) */
   size_t stage_cap, stage_lo, stage_hi;
   int drained0;    /* a read of stream 0 came back short in this progress call */
+  int idle_in;     /* the last reads found nothing: poll() before reading again */
   int in_state;    /* IN_HEADER, IN_EXTRA, IN_PAYLOAD (net_socket_io.c) */
   uint8_t in_hdr[KOLO_SOCK_HDR_BYTES + KOLO_NET_REPORT_BYTES];
   size_t in_got, in_need;
