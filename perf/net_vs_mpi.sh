@@ -130,7 +130,21 @@ ns_mpi() {
   # when mpirun knows they are oversubscribed (the lo part).
   local yield=0
   [ "$n" -gt "$(nproc)" ] && yield=1
-  ip netns exec "${NS_TAG}r0" "${MPI[@]}" -np "$n" --hostfile "$hosts" --mca plm_rsh_agent "$agent" \
+  # mpirun's launch through the agent now and then never starts one
+  # daemon: bound each try and try once more.
+  local try
+  for try in 1 2; do
+    ns_mpi_once "$n" "$out" "$label" "$agent" "$hosts" "$yield" && return 0
+    [ $? -ne 124 ] && return 1
+    pkill -f "orted.*$agent" 2>/dev/null || true
+    echo "# Open MPI's launch in namespaces hung (try $try)" >&2
+  done
+  return 1
+}
+
+ns_mpi_once() {
+  local n=$1 out=$2 label=$3 agent=$4 hosts=$5 yield=$6
+  timeout "${MPI_TIMEOUT:-300}" ip netns exec "${NS_TAG}r0" "${MPI[@]}" -np "$n" --hostfile "$hosts" --mca plm_rsh_agent "$agent" \
     --mca mpi_yield_when_idle "$yield" \
     --mca plm_rsh_no_tree_spawn 1 --mca oob_tcp_if_include eth0 --mca btl_tcp_if_include eth0 "${MPI_TCP[@]}" \
     "$BUILD/bin/kolo-mpi-ref" all_reduce "${sweep[@]}" --label "$label" --json "$out.json" > "$out.txt" 2>&1
