@@ -297,6 +297,25 @@ static koloResult_t send_on(kolo_bootstrap *bs, mesh_link *l, const uint8_t *hdr
   return koloSuccess;
 }
 
+/* Links to the ranks of this process, made before init returns.  A thread
+ * may drive several of this process's ranks in one group (one thread per
+ * process, several devices); a link made on first use there would wait for
+ * the verdict of a rank whose thread is this one, busy waiting: it never
+ * comes.  During init every rank waits in the bootstrap, so all of them
+ * answer. */
+koloResult_t kolo_bs_link_process_peers(kolo_bootstrap *bs) {
+  uint64_t mine = bs->peers[bs->rank].proc_token;
+  int64_t dl = kolo_deadline(bs->timeout_ms);
+  for (int r = 0; r < bs->nranks; r++) {
+    if (r == bs->rank || bs->peers[r].proc_token != mine) continue;
+    mesh_link *l = kolo_bs_link(bs, r);
+    if (l == NULL) return koloSystemError;
+    koloResult_t res = link_ready(bs, l, dl);
+    if (res != koloSuccess) return res;
+  }
+  return koloSuccess;
+}
+
 koloResult_t kolo_bootstrap_send(kolo_bootstrap *bs, int peer, uint32_t tag, const void *data,
                                  size_t len) {
   koloResult_t res = check_call(bs, "send to", peer, data, len);

@@ -215,6 +215,7 @@ koloResult_t kolo_bootstrap_init_multi(const kolo_uid *uids, int nids, int rank,
   res = rendezvous(bs);
   if (res == koloSuccess) {
     res = kolo_bs_gather_peers(bs);
+    if (res == koloSuccess) res = kolo_bs_link_process_peers(bs);
     if (res != koloSuccess) linger_for_late_peers(bs);
   }
   if (res != koloSuccess) {

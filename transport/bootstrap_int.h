@@ -146,5 +146,7 @@ int kolo_bs_reach_grace_ms(const kolo_bootstrap *bs);
  * rounds, each rank learning the address of its next partner from its
  * last. */
 koloResult_t kolo_bs_gather_peers(kolo_bootstrap *bs);
+/* Makes the links to the other ranks of this process (bootstrap.c). */
+koloResult_t kolo_bs_link_process_peers(kolo_bootstrap *bs);
 
 #endif
