@@ -111,8 +111,14 @@ class StartLine {
 
 class BootstrapLazy : public ::testing::Test {
  protected:
-  void SetUp() override { fds_before_ = count_fds(); }
+  // Threads stand for processes here: their links are made on first use,
+  // as between processes.
+  void SetUp() override {
+    setenv("KOLO_BOOTSTRAP_PROCESS_LINKS", "0", 1);
+    fds_before_ = count_fds();
+  }
   void TearDown() override {
+    unsetenv("KOLO_BOOTSTRAP_PROCESS_LINKS");
     auto t0 = Clock::now();  // roots close theirs just after the job formed
     while (count_fds() != fds_before_ && ms_since(t0) < 8000) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     EXPECT_EQ(count_fds(), fds_before_) << "file descriptors leaked";

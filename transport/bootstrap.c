@@ -19,6 +19,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "common/config.h"
 #include "common/log.h"
 #include "transport/bootstrap_int.h"
 
@@ -304,13 +305,21 @@ static koloResult_t send_on(kolo_bootstrap *bs, mesh_link *l, const uint8_t *hdr
  * comes.  During init every rank waits in the bootstrap, so all of them
  * answer. */
 koloResult_t kolo_bs_link_process_peers(kolo_bootstrap *bs) {
+  if (kolo_param_int("KOLO_BOOTSTRAP_PROCESS_LINKS") == 0) return koloSuccess;
   uint64_t mine = bs->peers[bs->rank].proc_token;
   int64_t dl = kolo_deadline(bs->timeout_ms);
   for (int r = 0; r < bs->nranks; r++) {
     if (r == bs->rank || bs->peers[r].proc_token != mine) continue;
     mesh_link *l = kolo_bs_link(bs, r);
     if (l == NULL) return koloSystemError;
+    kolo_errbuf before = *bs->eb;
     koloResult_t res = link_ready(bs, l, dl);
+    /* A peer that finished its init and already left said goodbye on the
+     * link: it was made.  Its leaving is for the calls that use it. */
+    if (res != koloSuccess && l->down && l->fate != KOLO_PEER_LOST && l->victim < 0) {
+      *bs->eb = before;
+      res = koloSuccess;
+    }
     if (res != koloSuccess) return res;
   }
   return koloSuccess;
