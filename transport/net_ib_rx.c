@@ -8,6 +8,7 @@
  * came, in step order, and of a stop word only after every slice that came
  * whole before it. */
 #include <arpa/inet.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "transport/net_ib_conn.h"
@@ -116,7 +117,7 @@ static koloResult_t deliver_one(ib_comm *c, ib_step *st, kolo_errbuf *eb) {
   kolo_call_sig sig;
   int has = 0;
   char why[200];
-  __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the entry after the completion that announced it */
+  atomic_thread_fence(memory_order_acquire); /* the entry after the completion that announced it */
   if (!st->inbox && st->bytes != st->len) {
     snprintf(why, sizeof why, "wrote %llu bytes of slice %u, which has %u", (unsigned long long)st->bytes,
              c->delivered, st->len);
