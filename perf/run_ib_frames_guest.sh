@@ -24,26 +24,8 @@ REPEATS=${REPEATS:-3} AR_N=${AR_N:-1000} SR_N=${SR_N:-10} LAT_N=${LAT_N:-2000} B
 SIZES=${SIZES:-"8 512 32768 65536 262144 2097152"}
 fail=0
 say() { echo "KOLO-IBF: $*"; }
-gid() { ibv_devinfo -v -d "$1" | sed -n 's/.*GID\[ *\([0-9]*\)\]:.*::ffff:.*RoCE v2.*/\1/p' | head -n 1; }
-G0=$(gid rxe0); G1=$(gid rxe1)
-[ -n "$G0" ] || G0=1; [ -n "$G1" ] || G1=1
-
-# pt NAME CMD ARGS...: perftest server on rxe0, client on rxe1; the first
-# result row into /tmp/NAME.row.
-pt() {
-  name=$1; shift
-  timeout -k 2 180 "$@" -d rxe0 -x "$G0" -p 18515 > /tmp/$name.srv 2>&1 & sp=$!
-  for try in 1 2 3 4 5; do
-    sleep 1
-    timeout -k 2 180 "$@" -d rxe1 -x "$G1" -p 18515 10.77.0.1 > /tmp/$name.cli 2>&1; cr=$?
-    [ $cr = 0 ] || ! grep -q "Couldn't connect" /tmp/$name.cli || continue
-    break
-  done
-  wait $sp; sr=$?
-  echo "----- $* ($name): client rc $cr, server rc $sr"; cat /tmp/$name.cli
-  awk '/#bytes/{h=1; next} h && $1 ~ /^[0-9]+$/ && NF >= 5 {print; exit}' /tmp/$name.cli > /tmp/$name.row
-  [ $cr = 0 ] && [ $sr = 0 ] && [ -s /tmp/$name.row ]
-}
+PT_TIMEOUT=180
+. "$(dirname "$0")/rxe_perftest.sh" # gid, G0, G1, perftest
 
 # kp NAME ARGS...: kolo-perf ARGS as 2 ranks on 2 "hosts" over ib ($PERF:
 # this build's, or BASE_BIN's).
@@ -84,7 +66,7 @@ while [ $i -le "$REPEATS" ]; do
   say "repeat $i"
   # -- 8 B latency: perftest, the provider alone, the all-reduce, perftest again
   for k in a b; do
-    if pt lat8$k.$i ib_write_lat -s 8 -n "$LAT_N"; then
+    if perftest lat8$k.$i ib_write_lat -s 8 -n "$LAT_N"; then
       say "ib_write_lat_us 8 $(awk '{print $5}' /tmp/lat8$k.$i.row)"
     else fail=$((fail + 1)); fi
     [ $k = b ] && break
@@ -112,10 +94,10 @@ while [ $i -le "$REPEATS" ]; do
   #    ways at once, 2 ranks), the provider alone one way
   for s in $SIZES; do
     n=$BW_N; [ "$s" -ge 1048576 ] && n=20
-    if pt bw.$s.$i ib_write_bw -s "$s" -n "$n"; then
+    if perftest bw.$s.$i ib_write_bw -s "$s" -n "$n"; then
       say "ib_write_bw_MBps $s $(awk '{printf "%.2f", $4 * 1.048576}' /tmp/bw.$s.$i.row)"
     else fail=$((fail + 1)); fi
-    if pt bwb.$s.$i ib_write_bw -b -s "$s" -n "$n"; then
+    if perftest bwb.$s.$i ib_write_bw -b -s "$s" -n "$n"; then
       say "ib_write_bw_bidir_MBps $s $(awk '{printf "%.2f", $4 * 1.048576}' /tmp/bwb.$s.$i.row)"
     else fail=$((fail + 1)); fi
     [ "$s" = 65536 ] || continue # the provider one way right after perftest's
@@ -124,7 +106,7 @@ while [ $i -le "$REPEATS" ]; do
     KOLO_TEST_IB_HCA_RANK0==rxe1 KOLO_TEST_IB_HCA_RANK1==rxe0 KOLO_IB_BENCH=1 KOLO_IB_BENCH_ITERS="$((BW_N * 10))" \
       timeout -k 5 180 "$BIN/test_net_ib" --gtest_filter=IbBench.Bandwidth > /tmp/bbw.$i 2>&1 || fail=$((fail + 1))
     say "kolo_ib_bw_MBps 65536 $(sed -n 's/^KOLO-IB-BENCH: bandwidth .*: \([0-9.]*\) MB\/s.*/\1/p' /tmp/bbw.$i)"
-    if pt bw2.$s.$i ib_write_bw -s "$s" -n "$((BW_N * 5))"; then
+    if perftest bw2.$s.$i ib_write_bw -s "$s" -n "$((BW_N * 5))"; then
       say "ib_write_bw_MBps $s $(awk '{printf "%.2f", $4 * 1.048576}' /tmp/bw2.$s.$i.row)"
     else fail=$((fail + 1)); fi
   done
