@@ -21,6 +21,9 @@ static const kolo_param params[] = {
     {"KOLO_TIMEOUT_MS", "300000", "bound on any wait for a peer, in ms (0: none)"},
     {"KOLO_STALL_WARN_S", "60", "a rank waiting this many seconds in a call for peers that have not reached it logs them and the call once, at WARN, host and CUDA communicators alike (0: never)"},
     {"KOLO_BUFFSIZE", "4194304", "bytes of slots per connector (per channel and peer)"},
+    {"KOLO_P2P_BUFFSIZE", "1048576",
+     "bytes of slots per point-to-point pipe (send/receive, all-to-all, gather, scatter and the latency "
+     "algorithms' pipes), per channel and peer; at most the communicator's KOLO_BUFFSIZE"},
     {"KOLO_NSLOTS", "8", "slots per connector: a power of two in 2..64"},
     {"KOLO_NCHANNELS", "2", "channels (rings) per communicator"},
     {"KOLO_MIN_NCHANNELS", "1", "channels per communicator at least (config.minChannels)"},

@@ -100,6 +100,19 @@ static koloResult_t tuned_channels(struct koloComm *c, const koloConfig_t *cfg) 
   return bound_channels(c, cfg);
 }
 
+/* The point-to-point pipes' slots (comm.h): KOLO_P2P_BUFFSIZE over the
+ * same slot count, 4 KiB multiples, capped by the collectives' slots (a
+ * communicator given a small bufferSize keeps it for every pipe). */
+static koloResult_t resolve_p2p_slots(struct koloComm *c) {
+  int64_t bytes = kolo_param_int("KOLO_P2P_BUFFSIZE");
+  if (bytes < (int64_t)c->nslots * 4096 || bytes > ((int64_t)1 << 40))
+    return kolo_error(NULL, koloInvalidArgument, "KOLO_P2P_BUFFSIZE = %lld is outside %u..2^40 (nslots x 4 KiB at least)",
+                      (long long)bytes, c->nslots * 4096u);
+  size_t slot = ((size_t)bytes / c->nslots) & ~(size_t)4095;
+  c->p2p_slot_bytes = slot < c->slot_bytes ? slot : c->slot_bytes;
+  return koloSuccess;
+}
+
 static koloResult_t resolve_config(struct koloComm *c, const koloConfig_t *cfg) {
   koloConfig_t def = KOLO_CONFIG_INITIALIZER;
   if (cfg == NULL) cfg = &def;
@@ -168,7 +181,7 @@ static koloResult_t resolve_config(struct koloComm *c, const koloConfig_t *cfg) 
     return kolo_error(NULL, koloInvalidArgument, "bufferSize = %d is below %u (nslots x 4 KiB)", bufsize, c->nslots * 4096u);
   /* Slots are a multiple of 4 KiB: chunks stay 64-byte aligned for every type. */
   c->slot_bytes = ((size_t)bufsize / c->nslots) & ~(size_t)4095;
-  return koloSuccess;
+  return resolve_p2p_slots(c);
 }
 
 /* ---- executor hooks ----------------------------------------------------- */

@@ -30,6 +30,10 @@ struct koloComm {
   int nchannels;
   uint32_t nslots;
   size_t slot_bytes;
+  /* Slots of the point-to-point pipes (send/recv and multi-peer programs):
+   * there are up to 2 (n - 1) of them per channel, so they get a ring of
+   * their own, KOLO_P2P_BUFFSIZE / nslots, never above slot_bytes. */
+  size_t p2p_slot_bytes;
   size_t min_channel_bytes;
   int cuda_dev;          /* koloMemCuda: the device asked for (-1: current) */
   size_t ll_threshold;   /* koloMemCuda: KOLO_LL_THRESHOLD: calls of at most this many bytes use LL (0: never) */

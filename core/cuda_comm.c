@@ -398,6 +398,7 @@ void kolo_cuda_comm_ring_ready(struct koloComm *c) {
   pc->nchannels = c->nchannels;
   pc->nslots = c->nslots;
   pc->slot_bytes = c->slot_bytes;
+  pc->p2p_slot_bytes = c->p2p_slot_bytes;
   pc->min_channel_bytes = c->min_channel_bytes;
   pc->tuned = c->algo.tuned;
   pc->max_tasks = cc->max_blocks;

@@ -206,7 +206,8 @@ static int fill_task(const kolo_op *op, const kolo_cuda_plan_item *it, const kol
   t->nsteps = prog->nsteps;
   t->in_blocked = prog->in_blocked;
   t->out_blocked = prog->out_blocked;
-  t->geo = kolo_op_geometry(op, prog, pc->nranks, it->nch, pc->slot_bytes, pc->nslots);
+  size_t slot_bytes = kolo_on_p2p_pipes(op->coll, prog) ? pc->p2p_slot_bytes : pc->slot_bytes;
+  t->geo = kolo_op_geometry(op, prog, pc->nranks, it->nch, slot_bytes, pc->nslots);
   t->in = (char *)(uintptr_t)op->sendbuff;
   t->out = (char *)op->recvbuff;
   t->type = (int16_t)op->type;

@@ -67,7 +67,8 @@ extern "C" {
 typedef struct kolo_cuda_plan_comm {
   int rank, nranks, nchannels;
   uint32_t nslots;
-  size_t slot_bytes;
+  size_t slot_bytes;     /* ring pipes' slots */
+  size_t p2p_slot_bytes; /* point-to-point pipes' slots (kolo_on_p2p_pipes) */
   size_t min_channel_bytes;
   const struct kolo_tuned *tuned; /* KOLO_TUNING_FILE's channels lines (the comm's); NULL: none */
   /* Tasks (blocks) a launch may have: the rank's share of its device

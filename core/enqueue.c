@@ -175,7 +175,7 @@ static koloResult_t request_pipes(struct koloComm *c, int peer, int send, void *
  * that do not exist yet. */
 static koloResult_t p2p_requests(struct koloComm *c, const kolo_op *ops, int nops, kolo_conn_set *set) {
   pipe_requests pr = {set, 0};
-  *set = (kolo_conn_set){c->bs,   c->job, c->slot_bytes, c->nslots, kolo_comm_conn_mem(c),
+  *set = (kolo_conn_set){c->bs,   c->job, c->p2p_slot_bytes, c->nslots, kolo_comm_conn_mem(c),
                          NULL,    0,      &c->err,       NULL,      koloSuccess, 0, 0};
   for (int i = 0; i < nops; i++) {
     if (ops[i].comm != c) continue;
@@ -327,7 +327,8 @@ static void add_task(const kolo_op *op, const kolo_program *prog, int nch, int c
   kolo_exec_task *t = &tasks[*ntasks];
   memset(t, 0, sizeof *t);
   t->prog = prog;
-  t->geo = kolo_op_geometry(op, prog, c->nranks, nch, c->slot_bytes, c->nslots);
+  size_t slot_bytes = kolo_on_p2p_pipes(op->coll, prog) ? c->p2p_slot_bytes : c->slot_bytes;
+  t->geo = kolo_op_geometry(op, prog, c->nranks, nch, slot_bytes, c->nslots);
   t->in = (char *)(uintptr_t)op->sendbuff;
   t->out = op->recvbuff;
   t->type = op->type;

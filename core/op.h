@@ -158,6 +158,13 @@ static inline int kolo_op_channels(const kolo_op *op, int nranks, int nchannels,
   return want < (size_t)nchannels ? (int)want : nchannels;
 }
 
+/* 1 when a task of coll running prog moves its data over point-to-point
+ * pipes (a send/recv, or a multi-peer program), whose slots are the
+ * communicator's p2p_slot_bytes, not its ring pipes' slot_bytes. */
+static inline int kolo_on_p2p_pipes(int coll, const kolo_program *prog) {
+  return kolo_coll_is_p2p(coll) || prog->npeers > 0;
+}
+
 /* The round geometry of a call on nch channels: the largest chunk is half
  * a connector's slots, so a pipe holds two chunks in flight. */
 static inline kolo_geometry kolo_op_geometry(const kolo_op *op, const kolo_program *prog,

@@ -11,7 +11,12 @@
  *
  *   kolo N ranks wall_ms W fds M/X rss_mib M/X links M/X init_ms M/X root_fds P root_bytes B failed F
  *
- * (M/X: median/max over the ranks).  perf/boot_scale.sh runs it. */
+ * (M/X: median/max over the ranks).  perf/boot_scale.sh runs it.
+ *
+ * kolo-boot-scale N BYTES: each rank also runs one checked all-to-all of
+ * BYTES per peer before it measures, and the line adds pipes_mib: the
+ * slots and control blocks of the pipes the rank holds (its ring's, and the
+ * point-to-point pipes the all-to-all made).  perf/p2p_memory.sh runs it. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
@@ -28,6 +33,8 @@
 #include "perf/perf_proc.h"
 
 #define WAIT_MS 600000
+
+static size_t a2a_bytes; /* per peer; 0: no all-to-all */
 
 static int64_t now_us(void) {
   struct timespec ts;
@@ -49,9 +56,41 @@ static int read_full(int fd, void *buf, size_t len) {
 
 /* ---- a rank ------------------------------------------------------------------- */
 
-/* Init, one checked all-reduce, the measurements. */
+/* One all-to-all of a2a_bytes per peer, every element checked. */
+static int alltoall_checked(koloComm_t comm, int rank, int n) {
+  size_t count = a2a_bytes / sizeof(int32_t), total = count * (size_t)n;
+  int32_t *in = malloc(total * sizeof *in + 1), *out = malloc(total * sizeof *out + 1);
+  koloResult_t res = in && out ? koloSuccess : koloSystemError;
+  if (res == koloSuccess) {
+    perf_a2a_fill(in, rank, n, count);
+    memset(out, 0xa5, total * sizeof *out);
+    res = koloAlltoAll(in, out, count, koloInt32, comm, NULL);
+  }
+  if (res != koloSuccess) fprintf(stderr, "rank %d: koloAlltoAll: %s\n", rank, koloGetLastError(comm));
+  int ok = res == koloSuccess && perf_a2a_check(out, rank, n, count);
+  if (res == koloSuccess && !ok) fprintf(stderr, "rank %d: wrong all-to-all data\n", rank);
+  free(in);
+  free(out);
+  return ok;
+}
+
+static int64_t pipes_of(const kolo_connector *c, size_t n, const unsigned char *ready) {
+  int64_t bytes = 0;
+  for (size_t i = 0; i < n; i++)
+    if (ready == NULL || ready[i] == 1) bytes += (int64_t)c[i].mem_bytes;
+  return bytes;
+}
+
+/* Bytes of the pipes comm holds: its rings' and its point-to-point ones. */
+static int64_t pipe_kib(koloComm_t c) {
+  size_t np = (size_t)c->nranks * (size_t)c->nchannels;
+  int64_t b = pipes_of(c->ring_send, (size_t)c->nchannels, NULL) + pipes_of(c->ring_recv, (size_t)c->nchannels, NULL);
+  return (b + pipes_of(c->p2p_send, np, c->p2p_send_ready) + pipes_of(c->p2p_recv, np, c->p2p_recv_ready)) / 1024;
+}
+
+/* Init, one checked all-reduce (and all-to-all), the measurements. */
 static perf_rank_stat rank_run(int rank, int n, const koloUniqueId *id, koloComm_t *comm) {
-  perf_rank_stat s = {rank, 0, -1, -1, -1, 0};
+  perf_rank_stat s = {rank, 0, -1, -1, -1, 0, -1};
   int64_t t0 = now_us();
   koloResult_t res = koloCommInitRank(comm, n, *id, rank);
   s.init_us = now_us() - t0;
@@ -64,6 +103,8 @@ static perf_rank_stat rank_run(int rank, int n, const koloUniqueId *id, koloComm
   if (res != koloSuccess) fprintf(stderr, "rank %d: koloAllReduce: %s\n", rank, koloGetLastError(*comm));
   s.ok = res == koloSuccess && v[0] == (float)n * (float)(n + 1) / 2 && v[1] == (float)n;
   if (res == koloSuccess && !s.ok) fprintf(stderr, "rank %d: wrong sum %g, %g\n", rank, v[0], v[1]);
+  if (s.ok && a2a_bytes > 0) s.ok = alltoall_checked(*comm, rank, n);
+  s.pipe_kib = a2a_bytes > 0 ? pipe_kib(*comm) : -1;
   s.fds = perf_proc_fds();
   s.rss_kib = perf_proc_rss_kib();
   s.links = kolo_bootstrap_links((*comm)->bs);
@@ -168,11 +209,13 @@ static int run(int n) {
 }
 
 int main(int argc, char **argv) {
-  int n = argc == 2 ? atoi(argv[1]) : 0;
-  if (n < 1) {
-    fprintf(stderr, "usage: kolo-boot-scale NRANKS\n");
+  int n = argc == 2 || argc == 3 ? atoi(argv[1]) : 0;
+  long long bytes = argc == 3 ? atoll(argv[2]) : 0;
+  if (n < 1 || bytes < 0 || bytes % 4 != 0 || bytes > (1ll << 30)) {
+    fprintf(stderr, "usage: kolo-boot-scale NRANKS [ALLTOALL_BYTES_PER_PEER (a multiple of 4, at most 1 GiB)]\n");
     return 2;
   }
+  a2a_bytes = (size_t)bytes;
   signal(SIGPIPE, SIG_IGN);
   fflush(NULL);
   return run(n);

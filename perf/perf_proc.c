@@ -39,7 +39,8 @@ static void med_max(const perf_rank_stat *s, int n, int field, int64_t *med, int
   int k = 0;
   for (int i = 0; v && i < n; i++) {
     if (!s[i].ok) continue;
-    int64_t x = field == 0 ? s[i].fds : field == 1 ? s[i].rss_kib : field == 2 ? s[i].links : s[i].init_us;
+    int64_t x = field == 0 ? s[i].fds : field == 1 ? s[i].rss_kib : field == 2 ? s[i].links
+              : field == 3 ? s[i].init_us : s[i].pipe_kib;
     v[k++] = x;
   }
   *med = *max = -1;
@@ -52,11 +53,29 @@ static void med_max(const perf_rank_stat *s, int n, int field, int64_t *med, int
 }
 
 void perf_proc_summary(const perf_rank_stat *s, int n, char *buf, int len, int *failed) {
-  int64_t m[4], x[4];
-  for (int f = 0; f < 4; f++) med_max(s, n, f, &m[f], &x[f]);
+  int64_t m[5], x[5];
+  for (int f = 0; f < 5; f++) med_max(s, n, f, &m[f], &x[f]);
   *failed = 0;
   for (int i = 0; i < n; i++) *failed += !s[i].ok;
-  snprintf(buf, (size_t)len, "fds %lld/%lld rss_mib %.1f/%.1f links %lld/%lld init_ms %lld/%lld", (long long)m[0],
-           (long long)x[0], (double)m[1] / 1024, (double)x[1] / 1024, (long long)m[2], (long long)x[2],
-           (long long)m[3] / 1000, (long long)x[3] / 1000);
+  int k = snprintf(buf, (size_t)len, "fds %lld/%lld rss_mib %.1f/%.1f links %lld/%lld init_ms %lld/%lld",
+                   (long long)m[0], (long long)x[0], (double)m[1] / 1024, (double)x[1] / 1024, (long long)m[2],
+                   (long long)x[2], (long long)m[3] / 1000, (long long)x[3] / 1000);
+  if (m[4] >= 0 && k > 0 && k < len)
+    snprintf(buf + k, (size_t)(len - k), " pipes_mib %.1f/%.1f", (double)m[4] / 1024, (double)x[4] / 1024);
+}
+
+static int32_t a2a_value(int from, int to, int n, size_t i) {
+  return (int32_t)((((uint64_t)from * (uint64_t)n + (uint64_t)to) * 2654435761u + i) & 0x7fffffff);
+}
+
+void perf_a2a_fill(int32_t *in, int rank, int n, size_t count) {
+  for (int to = 0; to < n; to++)
+    for (size_t i = 0; i < count; i++) in[(size_t)to * count + i] = a2a_value(rank, to, n, i);
+}
+
+int perf_a2a_check(const int32_t *out, int rank, int n, size_t count) {
+  for (int from = 0; from < n; from++)
+    for (size_t i = 0; i < count; i++)
+      if (out[(size_t)from * count + i] != a2a_value(from, rank, n, i)) return 0;
+  return 1;
 }

@@ -4,6 +4,7 @@
 #ifndef KOLO_PERF_PROC_H
 #define KOLO_PERF_PROC_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Descriptors open now (entries of /proc/self/fd, less the one reading it);
@@ -17,10 +18,18 @@ typedef struct {
   int32_t rank, ok;     /* ok: init and the all-reduce succeeded, the sum was right */
   int32_t fds, links;   /* links: bootstrap connections to other ranks (-1: not known) */
   int64_t rss_kib, init_us;
+  int64_t pipe_kib;     /* slots and control blocks of the rank's pipes (-1: not known) */
 } perf_rank_stat;
 
-/* "fds 12/14 rss_mib 9.1/9.4 links 15/15 init_ms 480/1100" (median/max)
- * of n records into buf; the number that failed into *failed. */
+/* "fds 12/14 rss_mib 9.1/9.4 links 15/15 init_ms 480/1100 pipes_mib 2.0/2.0"
+ * (median/max; pipes_mib only where known) of n records into buf; the
+ * number that failed into *failed. */
 void perf_proc_summary(const perf_rank_stat *s, int n, char *buf, int len, int *failed);
+
+/* The checked all-to-all of the scale runs: rank `from`'s block for rank
+ * `to` holds count int32 values that name both and the index (exact). */
+void perf_a2a_fill(int32_t *in, int rank, int n, size_t count);
+/* 1 when out holds, from every rank, the block that rank made for this one. */
+int perf_a2a_check(const int32_t *out, int rank, int n, size_t count);
 
 #endif

@@ -63,6 +63,7 @@ struct Shape {
   int nranks = 4, nch = 2;
   uint32_t nslots = 8;
   size_t slot_bytes = 512 * 1024;
+  size_t p2p_slot_bytes = 128 * 1024;  // KOLO_P2P_BUFFSIZE / nslots: point-to-point pipes' own
   size_t min_channel_bytes = 256 * 1024;
   size_t ll_threshold = 64 * 1024;  // KOLO_LL_THRESHOLD
   uint32_t proto_off = 0;            // KOLO_PROTO's record (core/proto_select.h)
@@ -121,8 +122,8 @@ struct FakeComm {
     }
     for (size_t k = 0; k < np; k++) {
       int peer = (int)(k / (size_t)sh.nch);
-      p2p_send.push_back(conn(peer, &counters[2 * (size_t)sh.nch + k], 0x10000 + k));
-      p2p_recv.push_back(conn(peer, &counters[2 * (size_t)sh.nch + np + k], 0x20000 + k));
+      p2p_send.push_back(conn(peer, &counters[2 * (size_t)sh.nch + k], 0x10000 + k, sh.p2p_slot_bytes));
+      p2p_recv.push_back(conn(peer, &counters[2 * (size_t)sh.nch + np + k], 0x20000 + k, sh.p2p_slot_bytes));
     }
     if (sh.nranks == 1) {  // a comm of one rank has no ring pipes
       ring_send.assign((size_t)sh.nch, kolo_dev_conn{});
@@ -133,6 +134,7 @@ struct FakeComm {
     pc.nchannels = sh.nch;
     pc.nslots = sh.nslots;
     pc.slot_bytes = sh.slot_bytes;
+    pc.p2p_slot_bytes = sh.p2p_slot_bytes;
     pc.min_channel_bytes = sh.min_channel_bytes;
     pc.max_tasks = sh.max_tasks;
     set_ll_thresholds(&pc, sh);
@@ -167,7 +169,7 @@ struct FakeComm {
   static uintptr_t end_table_value(int coll, int slot, int ch) {
     return 0x7c00000000ull + (uintptr_t)coll * 0x100000 + (uintptr_t)slot * 0x100 + (uintptr_t)ch * 8;
   }
-  kolo_dev_conn conn(int peer, uint32_t *step, uintptr_t tag) const {
+  kolo_dev_conn conn(int peer, uint32_t *step, uintptr_t tag, size_t slot_bytes = 0) const {
     kolo_dev_conn d{};
     d.slots = (char *)fake(0x5000000000ull + tag * 0x1000);
     d.ll_slots = (char *)fake(0x6000000000ull + tag * 0x1000);
@@ -177,7 +179,7 @@ struct FakeComm {
     d.stop = d.tail + 64;
     d.step = step;
     d.nslots = sh.nslots;
-    d.slot_bytes = (uint32_t)sh.slot_bytes;
+    d.slot_bytes = (uint32_t)(slot_bytes ? slot_bytes : sh.slot_bytes);
     d.peer = peer;
     return d;
   }
@@ -255,8 +257,9 @@ bool same_end(const kolo_dev_conn &a, const kolo_dev_conn &b) {
 
 // The host executor's geometry (core/enqueue.c: add_tasks), written out;
 // for an LL call, chunks are half the slots' worth of LL slices (half an LL
-// slot each) instead of SIMPLE slots.
-kolo_geometry host_geometry(const Shape &sh, const kolo_op &op, int layout, int nch) {
+// slot each) instead of SIMPLE slots; a task on point-to-point pipes (p2p)
+// counts their slots.
+kolo_geometry host_geometry(const Shape &sh, const kolo_op &op, int layout, int nch, bool p2p = false) {
   size_t esz = koloTypeSize(op.type);
   kolo_geometry g{};
   g.count = op.count;
@@ -264,7 +267,7 @@ kolo_geometry host_geometry(const Shape &sh, const kolo_op &op, int layout, int 
   g.nranks = sh.nranks;
   g.nchannels = nch;
   bool ll = protocol_of(sh, op) == KOLO_PROTO_LL;
-  size_t slice_bytes = ll ? sh.ll_slot_bytes / 2 : sh.slot_bytes;
+  size_t slice_bytes = ll ? sh.ll_slot_bytes / 2 : p2p ? sh.p2p_slot_bytes : sh.slot_bytes;
   g.chunk_elems = slice_bytes * (sh.nslots / 2) / esz;
   g.layout = layout;
   return g;
@@ -410,7 +413,7 @@ TEST(CudaPlan, ChannelsAndGeometryMatchTheHostExecutor) {
         int slot = kolo_program_slot(coll, 3);
         const kolo_program &prog = fc.progs[coll][(size_t)slot];
         for (int ch = 0; ch < nch; ch++) {
-          expect_geometry(bs[0].tasks[ch].geo, host_geometry(sh, op, prog.layout, nch));
+          expect_geometry(bs[0].tasks[ch].geo, host_geometry(sh, op, prog.layout, nch, prog.npeers > 0));
           EXPECT_EQ((uintptr_t)bs[0].tasks[ch].steps, FakeComm::dev_steps_value(coll, slot));
           EXPECT_EQ(bs[0].tasks[ch].in_blocked, prog.in_blocked);
           EXPECT_EQ(bs[0].tasks[ch].out_blocked, prog.out_blocked);
@@ -457,6 +460,7 @@ TEST(CudaPlan, SlicesEqualTheHostExecutorsConnectorSteps) {
     Shape sh;
     sh.nranks = n;
     kt_comm_shape(w.comms[0], &sh.nch, &sh.nslots, &sh.slot_bytes, &sh.min_channel_bytes);
+    sh.p2p_slot_bytes = kt_comm_p2p_slot_bytes(w.comms[0]);
     ASSERT_EQ(sh.slot_bytes, 4096u);
     sh.ll_threshold = 0;  // net pipes: SIMPLE only
     std::vector<std::unique_ptr<FakeComm>> fcs;
@@ -617,7 +621,7 @@ TEST(CudaPlan, MultiPeerTasksCarryTheirEndTables) {
         EXPECT_EQ((uintptr_t)t.steps, FakeComm::dev_steps_value(coll, slot));
         EXPECT_EQ(t.in_blocked, p.in_blocked);
         EXPECT_EQ(t.out_blocked, p.out_blocked);
-        expect_geometry(t.geo, host_geometry(sh, op, KOLO_LAYOUT_FLAT, sh.nch));
+        expect_geometry(t.geo, host_geometry(sh, op, KOLO_LAYOUT_FLAT, sh.nch, true));
       }
     }
 }
@@ -765,8 +769,10 @@ void expect_peer_slices(kt::ThreadWorld &w, const Shape &sh, const std::vector<s
 // A host world of n threads with 4 KiB slots (many slices and rounds) and
 // 3 channels, a channel per 4 KiB, and a FakeComm per rank of its shape.
 struct SmallSlotWorld {
-  kt::ScopedEnv buf{"KOLO_BUFFSIZE", "32768"}, slots{"KOLO_NSLOTS", "8"}, chans{"KOLO_NCHANNELS", "3"},
-      minch{"KOLO_MIN_CHANNEL_BYTES", "4096"};
+  // point-to-point pipes of 4 KiB slots, ring pipes of 8 KiB: a planner
+  // that slices one kind by the other's slots is caught
+  kt::ScopedEnv buf{"KOLO_BUFFSIZE", "65536"}, p2p{"KOLO_P2P_BUFFSIZE", "32768"}, slots{"KOLO_NSLOTS", "8"},
+      chans{"KOLO_NCHANNELS", "3"}, minch{"KOLO_MIN_CHANNEL_BYTES", "4096"};
   kt::ThreadWorld w;
   Shape sh;
   std::vector<std::unique_ptr<FakeComm>> fcs;
@@ -774,6 +780,9 @@ struct SmallSlotWorld {
     EXPECT_TRUE(w.ok()) << w.init_error;
     sh.nranks = n;
     if (w.ok()) kt_comm_shape(w.comms[0], &sh.nch, &sh.nslots, &sh.slot_bytes, &sh.min_channel_bytes);
+    if (w.ok()) sh.p2p_slot_bytes = kt_comm_p2p_slot_bytes(w.comms[0]);
+    EXPECT_EQ(sh.slot_bytes, 8192u);
+    EXPECT_EQ(sh.p2p_slot_bytes, 4096u);
     sh.ll_threshold = 0;
     for (int r = 0; r < n; r++) fcs.emplace_back(new FakeComm(sh, r));
   }
@@ -850,7 +859,7 @@ TEST(CudaPlan, DoublingAllReduceTasksCarryTheirEndTables) {
           EXPECT_EQ((uintptr_t)t.steps, FakeComm::dev_steps_value(KOLO_COLL_ALL_REDUCE, algo));
           EXPECT_FALSE(t.has_send || t.has_recv);
           EXPECT_EQ(t.div, n);
-          expect_geometry(t.geo, host_geometry(sh, op, p.layout, bs[0].ntasks));
+          expect_geometry(t.geo, host_geometry(sh, op, p.layout, bs[0].ntasks, true));
         }
       }
     }
@@ -872,7 +881,8 @@ TEST(CudaPlan, ScratchProgramsGetTheLaunchsScratch) {
   Shape sh;
   sh.nranks = 5;
   FakeComm fc(sh, 2);
-  const size_t part = (size_t)KOLO_SCRATCH_CHUNKS * sh.slot_bytes * (sh.nslots / 2);
+  // both programs are multi-peer: their chunks are the point-to-point slots'
+  const size_t part = (size_t)KOLO_SCRATCH_CHUNKS * sh.p2p_slot_bytes * (sh.nslots / 2);
   const kolo_op oneshot = make_op(KOLO_COLL_ALL_REDUCE, fake(0x10), const_cast<void *>(fake(0x20)), 1 << 20,
                                   koloFloat32, KOLO_ALGO_ONESHOT, koloSum);
   const kolo_op tree = make_op(KOLO_COLL_REDUCE, fake(0x10), const_cast<void *>(fake(0x20)), 1000, koloFloat32,
@@ -1200,7 +1210,7 @@ TEST(CudaPlan, HierarchicalAllReducePhasesRunInConsecutiveLaunches) {
         EXPECT_EQ(t.nsteps, prog.nsteps);
         EXPECT_EQ(t.in_blocked, prog.in_blocked);
         EXPECT_EQ(t.out_blocked, prog.out_blocked);
-        expect_geometry(t.geo, host_geometry(sh, op, prog.layout, sh.nch));
+        expect_geometry(t.geo, host_geometry(sh, op, prog.layout, sh.nch, prog.npeers > 0));
         EXPECT_EQ(t.in, (const char *)in);
         EXPECT_EQ(t.out, (char *)out);
         EXPECT_EQ(t.div, sh.nranks);  // the average divides by every rank, as on the host
@@ -1296,6 +1306,7 @@ TEST(CudaPlan, HierarchicalSlicesBalanceAcrossRanks) {
   sh.nranks = 6;
   sh.nch = 2;
   sh.slot_bytes = 4096;
+  sh.p2p_slot_bytes = 4096;
   sh.min_channel_bytes = 4096;
   sh.ll_threshold = 0;
   std::vector<std::unique_ptr<HierFake>> fs;

@@ -22,6 +22,9 @@
 //                    complete on the progress threads
 //   PeerTimeout      a rank that never calls: the root's gather fails within
 //                    the timeout, naming it
+//   PeerPipes        point-to-point pipes have KOLO_P2P_BUFFSIZE's slots, the
+//                    ring's KOLO_BUFFSIZE's; calls many times their ring
+//                    still come out right
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -32,6 +35,8 @@
 
 #include "util/coll_ref.h"
 #include "util/coll_run.h"
+#include "util/comm_peek.h"
+#include "util/proc_util.h"
 #include "util/thread_world.h"
 
 using namespace kt;
@@ -74,6 +79,55 @@ TEST_P(PeerLargeGrid, OneMiBPlus3) {
 INSTANTIATE_TEST_SUITE_P(Threads, PeerLargeGrid,
                          ::testing::Combine(::testing::ValuesIn(kPeerColls), ::testing::Values(2, 3, 8)),
                          param_name);
+
+// ---- the point-to-point pipes' own slots ---------------------------------------------
+
+// 3 ranks, 2 channels, point-to-point rings of 8 x 8 KiB beside the ring's
+// 8 x 64 KiB: all-to-all, gather, scatter and send/recv of counts that wrap
+// the small ring many times (and of 1 element), checked, and then every
+// pipe made has the slots of its kind.
+TEST(PeerPipes, PointToPointPipesHaveTheirOwnSlots) {
+  ScopedEnv ring("KOLO_BUFFSIZE", "524288"), p2p("KOLO_P2P_BUFFSIZE", "65536"), chans("KOLO_NCHANNELS", "2"),
+      minch("KOLO_MIN_CHANNEL_BYTES", "4096");
+  const int n = 3;
+  ThreadWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  ASSERT_EQ(kt_comm_p2p_slot_bytes(w.comms[0]), 8192u);
+  std::vector<CollCase> cases;
+  int v = 0;
+  for (Coll coll : {Coll::AlltoAll, Coll::Gather, Coll::Scatter, Coll::SendRecv, Coll::AllReduce})
+    for (size_t count : {(size_t)1, (size_t)100003}) cases.push_back(make_case(coll, koloFloat32, koloSum, n, count, false, v++));
+  GridReport rep = run_grid(w, cases);
+  EXPECT_GRID_OK(rep);
+  int p2p_pipes = 0;
+  for (int r = 0; r < n; r++)
+    for (int ch = 0; ch < 2; ch++) {
+      EXPECT_EQ(kt_pipe_slot_bytes(w.comms[(size_t)r], 0, 0, ch, 1), 65536u) << "rank " << r << " ring channel " << ch;
+      for (int peer = 0; peer < n; peer++)
+        for (int send : {0, 1}) {
+          size_t b = kt_pipe_slot_bytes(w.comms[(size_t)r], 1, peer, ch, send);
+          if (b == 0) continue;
+          p2p_pipes++;
+          EXPECT_EQ(b, 8192u) << "rank " << r << (send ? " to " : " from ") << peer << " channel " << ch;
+        }
+    }
+  EXPECT_GE(p2p_pipes, 2 * n * (n - 1)) << "the all-to-all made a pipe each way between every two ranks";
+}
+
+// KOLO_P2P_BUFFSIZE above KOLO_BUFFSIZE: the ring's slots, not more; below
+// 8 slots of 4 KiB: refused, naming the variable.
+TEST(PeerPipes, P2pBuffsizeIsBounded) {
+  {
+    ScopedEnv ring("KOLO_BUFFSIZE", "65536"), p2p("KOLO_P2P_BUFFSIZE", "16777216");
+    ThreadWorld w(2);
+    ASSERT_TRUE(w.ok()) << w.init_error;
+    EXPECT_EQ(kt_comm_p2p_slot_bytes(w.comms[0]), 8192u);
+  }
+  ScopedEnv p2p("KOLO_P2P_BUFFSIZE", "16384");
+  ThreadWorld w(2);
+  EXPECT_EQ(w.init_result, koloInvalidArgument);
+  EXPECT_NE(w.init_error.find("KOLO_P2P_BUFFSIZE = 16384"), std::string::npos) << w.init_error;
+}
 
 // ---- groups -----------------------------------------------------------------------
 

@@ -11,6 +11,8 @@
 //    carries signatures and reports on its control channel).
 //  - A send and a recv of different counts; a mismatch in the second call of
 //    a group; matching calls in a group still succeed.
+//  - A rank whose point-to-point pipes have other slots (KOLO_P2P_BUFFSIZE):
+//    its pipes are refused at connect, with a sentence naming the variable.
 //  - KOLO_STALL_WARN_S=1: a rank whose peer never calls logs, at WARN, the
 //    call and the missing rank, before its timeout error.
 #include <gtest/gtest.h>
@@ -181,6 +183,50 @@ TEST(MismatchProcs, EveryKindFailsEveryRank) {
 
 // Every rank on a host of its own: every pipe is a net pipe, whose proxy
 // carries the signatures and the report over TCP.
+// Rank 2's point-to-point pipes have 8 KiB slots, the others' 128 KiB: the
+// first pipe between them (at init for the latency algorithms' pipes, else
+// at the first send) fails on both ends, naming KOLO_P2P_BUFFSIZE, in
+// bounded time; every rank fails, and nothing is left in /dev/shm.
+TEST(MismatchProcs, PointToPointSlotsThatDifferAreNamed) {
+  if (tsan_build()) GTEST_SKIP() << "TSan cannot follow fork() from a process with threads";
+  std::set<std::string> before = shm_entries();
+  std::vector<pid_t> pids;
+  auto res = run_children_with_id(3, [&](int rank, const koloUniqueId &id) {
+    if (rank == 2) setenv("KOLO_P2P_BUFFSIZE", "65536", 1);
+    koloConfig_t cfg = long_timeout();
+    koloComm_t comm = nullptr;
+    double t0 = now_ms();
+    koloResult_t rc = koloCommInitRankConfig(&comm, 3, id, rank, &cfg);
+    std::string text = rc == koloSuccess ? "" : koloGetLastError(nullptr);
+    if (rc == koloSuccess) {
+      std::vector<float> out(1000, 1.0f), in(1000);
+      koloGroupStart();
+      koloSend(out.data(), out.size(), koloFloat32, (rank + 1) % 3, comm, nullptr);
+      koloRecv(in.data(), in.size(), koloFloat32, (rank + 2) % 3, comm, nullptr);
+      rc = koloGroupEnd();
+      text = koloGetLastError(comm);
+    }
+    std::fprintf(stderr, "RESULT %d %.1f %s\n", (int)rc, now_ms() - t0, text.c_str());
+    if (comm) koloCommAbort(comm);
+    return 0;
+  }, 120000, [&](const std::vector<pid_t> &p) { pids = p; });
+  EXPECT_EQ(children_failures(res), "");
+  int named = 0;
+  for (int r = 0; r < 3; r++) {
+    const std::string &out = res[(size_t)r].output;
+    size_t at = out.find("RESULT ");
+    ASSERT_NE(at, std::string::npos) << "rank " << r << ": " << res[(size_t)r].describe();
+    Outcome o = parse_outcome(out, at);
+    EXPECT_NE(o.rc, koloSuccess) << "rank " << r;
+    EXPECT_LT(o.ms, kBoundMs) << "rank " << r << ": " << o.text;
+    named += o.text.find("KOLO_P2P_BUFFSIZE") != std::string::npos;
+    std::printf("  rank %d after %.0f ms: %s\n", r, o.ms, o.text.c_str());
+  }
+  EXPECT_GE(named, 2) << "both ends of a refused pipe say why";
+  std::vector<std::string> leaks = shm_leaks(before, shm_entries(), pids);
+  EXPECT_TRUE(leaks.empty()) << "left in /dev/shm: " << ::testing::PrintToString(leaks);
+}
+
 TEST(MismatchHosts, EveryKindFailsEveryRankOverTcp) {
   if (tsan_build()) GTEST_SKIP() << "TSan cannot follow fork() from a process with threads";
   for (const Case &k : cases()) run_procs(k, {"host-a", "host-b", "host-c"});

@@ -121,7 +121,7 @@ static koloResult_t send_attach(kolo_bootstrap *bs, const kolo_conn_setup *s,
       msg.nslots != s->nslots || msg.ll_slot_bytes != ll_bytes_of(s))
     return kolo_error(s->eb, koloInvalidUsage,
                       "rank %d offers a pipe of %u slots of %llu bytes (LL %u, transport %u), rank %d "
-                      "expects %u of %zu (LL %u): are KOLO_BUFFSIZE / KOLO_NSLOTS / "
+                      "expects %u of %zu (LL %u): are KOLO_BUFFSIZE / KOLO_P2P_BUFFSIZE / KOLO_NSLOTS / "
                       "KOLO_LL_SLOT_BYTES the same on all ranks?",
                       r->peer, msg.nslots, (unsigned long long)msg.slot_bytes, msg.ll_slot_bytes, msg.transport,
                       s->self->rank, s->nslots, s->slot_bytes, ll_bytes_of(s));

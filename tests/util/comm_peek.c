@@ -25,6 +25,18 @@ void kt_comm_shape(koloComm_t comm, int *nchannels, uint32_t *nslots, size_t *sl
   *min_channel_bytes = comm->min_channel_bytes;
 }
 
+size_t kt_comm_p2p_slot_bytes(koloComm_t comm) { return comm->p2p_slot_bytes; }
+
+size_t kt_pipe_slot_bytes(koloComm_t comm, int p2p, int peer, int ch, int send) {
+  if (!p2p) {
+    const kolo_connector *c = send ? &comm->ring_send[ch] : &comm->ring_recv[ch];
+    return c->ctrl ? c->slot_bytes : 0;
+  }
+  size_t k = (size_t)peer * (size_t)comm->nchannels + (size_t)ch;
+  if ((send ? comm->p2p_send_ready : comm->p2p_recv_ready)[k] != 1) return 0;
+  return (send ? comm->p2p_send : comm->p2p_recv)[k].slot_bytes;
+}
+
 uint64_t kt_proxy_caller_turns(void) { return kolo_proxy_caller_turns(); }
 
 int kt_reg_count(koloComm_t comm) { return kolo_reg_count(comm); }

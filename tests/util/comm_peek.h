@@ -22,6 +22,11 @@ void kt_p2p_steps(koloComm_t comm, int peer, int ch, uint32_t *send, uint32_t *r
  * a channel must have before another is used. */
 void kt_comm_shape(koloComm_t comm, int *nchannels, uint32_t *nslots, size_t *slot_bytes,
                    size_t *min_channel_bytes);
+/* Bytes per slot of the comm's point-to-point pipes (KOLO_P2P_BUFFSIZE). */
+size_t kt_comm_p2p_slot_bytes(koloComm_t comm);
+/* Bytes per slot of the pipe that exists to (send) / from peer on channel
+ * ch, point-to-point (p2p) or the ring's (peer ignored); 0 where none. */
+size_t kt_pipe_slot_bytes(koloComm_t comm, int p2p, int peer, int ch, int send);
 /* Turns blocked executors of this process took over the net proxy's pipes
  * themselves (transport/proxy.h: kolo_proxy_caller_turns). */
 uint64_t kt_proxy_caller_turns(void);
