@@ -50,7 +50,7 @@ step "setup"
 scripts/setup.sh || exit 1
 
 step "build (release)"
-scripts/build.sh build || exit 1
+scripts/build.sh build -DKOLO_TESTS=ON || exit 1 # ON: perf/run_main.sh configures a new build/ without tests
 if grep -q "ptxas info" build/build.log; then
   step "CUDA register/spill report"
   tests/check_spills.sh build/build.log || failed
