@@ -169,12 +169,16 @@ koloResult_t koloCommInitRankConfig(koloComm_t *comm, int nranks,
 koloResult_t koloCommInitAll(koloComm_t *comms, int ndev, const int *devlist);
 koloResult_t koloCommInitAllConfig(koloComm_t *comms, int ndev,
                                    const int *devlist, koloConfig_t *config);
-/* Joins a job started by a launcher.  Rank and size come from KOLO_RANK /
- * KOLO_WORLD_SIZE, OMPI_COMM_WORLD_RANK / _SIZE, SLURM_PROCID / SLURM_NTASKS
- * or RANK / WORLD_SIZE; the rendezvous from KOLO_ROOT=host:port or
- * MASTER_ADDR / MASTER_PORT.  Rank 0 serves the rendezvous itself.  The
- * per-job secret comes from KOLO_SECRET (hex), else it is derived from the job
- * (and a warning says so). */
+/* Joins a job started by a launcher.  Rank and size come from the first of
+ * KOLO_RANK / KOLO_WORLD_SIZE, OMPI_COMM_WORLD_RANK / _SIZE, SLURM_PROCID /
+ * SLURM_NTASKS, RANK / WORLD_SIZE (torchrun) that is set.  The rendezvous:
+ * KOLO_ROOT=host:port; else, under a PMIx launcher (mpirun, srun --mpi=pmix),
+ * an id that rank 0 publishes in the launcher's store; else MASTER_ADDR at
+ * MASTER_PORT + KOLO_TORCH_PORT_OFFSET (default 1; torchrun's own store holds
+ * MASTER_PORT).  Rank 0 serves the rendezvous itself.  The per-job secret
+ * comes from KOLO_SECRET (32 hex digits) or KOLO_SECRET_FILE; under PMIx
+ * without KOLO_ROOT it is random; else it is derived from the job's
+ * variables, and a warning says so (docs/running.md). */
 koloResult_t koloCommInitFromEnv(koloComm_t *comm, koloConfig_t *config);
 /* color < 0 (KOLO_SPLIT_NOCOLOR): this rank gets *newcomm = NULL. */
 #define KOLO_SPLIT_NOCOLOR (-1)

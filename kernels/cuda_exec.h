@@ -37,7 +37,7 @@
  * words' stall slot (the peer, the call, why), for the host to warn about
  * (KOLO_STALL_WARN_S); the block keeps waiting.
  *
- * Calls that do not match (issue 15): a single-peer task stamps its call's
+ * Calls that do not match: a single-peer task stamps its call's
  * signature (kolo_dev_sig, below) into each send end's control page on the
  * first slice of the call, and on the first slice it receives waits for the
  * sender's before it waits for the slice, clears it and compares.  A
@@ -79,7 +79,7 @@ enum {
    * replayed concurrently with other calls of it. */
   KOLO_DEV_CONCURRENT = 4,
   /* A block found, on the first slice of a call from a pipe, that the
-   * sender's call signature differs from its own (issue 15): the report is
+   * sender's call signature differs from its own: the report is
    * in the status words (below) and in the task's pipes, before the stop
    * word KOLO_STOP_MISMATCH. */
   KOLO_DEV_MISMATCH = 5

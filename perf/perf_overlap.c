@@ -17,7 +17,7 @@
 #include <cuda_runtime.h>
 #endif
 
-/* Issue 5's targets. */
+/* The fusion's targets (docs/benchmarking.md, "overlap"). */
 #define TARGET_OVERLAP 1.15 /* overlap step <= 1.15 x max(compute, communication) */
 #define TARGET_SMALL 10.0   /* separate / fused, 1000 x 4 KiB */
 
@@ -371,7 +371,7 @@ static int stats(const ov_rank *ov, ov_grads *g, koloFusionStats_t *s) {
 }
 
 /* Prints the counters of `steps` fusion steps (between s0 and s1) per step,
- * and whether they keep issue 5's rule; sets ov->wrong when not (on every
+ * and whether they keep the copy rule; sets ov->wrong when not (on every
  * rank: the verdicts are combined). */
 static int copy_rule(ov_rank *ov, const ov_grads *g, const koloFusionStats_t *s0, const koloFusionStats_t *s1,
                      int steps, const char *label) {
@@ -471,7 +471,7 @@ static void print_compute_header(const ov_rank *ov, const double *rate_lo, const
   fprintf(f, "# step time: from a common start (a one-element all-reduce) to the end of koloFusionWait, the "
              "slowest rank's; medians over the rounds (each round: comm-only, compute-only, no-overlap, "
              "overlap)\n");
-  fprintf(f, "# bound = max(compute-only, comm-only) of the medians; ovl/bnd = overlap / bound, the target (issue 5) "
+  fprintf(f, "# bound = max(compute-only, comm-only) of the medians; ovl/bnd = overlap / bound, the target "
              "is <= %.2f; ovl/bnd rounds = the median over rounds of each round's own ratio\n", TARGET_OVERLAP);
 }
 
@@ -754,7 +754,7 @@ static int run_small(ov_rank *ov) {
                      "StepEnd, Wait); separate = one koloAllReduce per tensor, in place, blocking%s\n",
             n, ov->o->small_bytes, ov->cuda ? " (then a stream sync)" : "");
     fprintf(ov->out, "# rounds of (fused, separate), each step from a common start, the slowest rank's; medians; "
-                     "target: separate / fused >= %.0f (issue 5)\n#\n", TARGET_SMALL);
+                     "target: separate / fused >= %.0f\n#\n", TARGET_SMALL);
     fprintf(ov->out, "# %-9s %7s %7s %11s %12s %9s %-6s %7s %8s\n", "fusion", "tensors", "bytes", "fused(us)",
             "separate(us)", "sep/fused", "target", "#wrong", "#wrong");
     fprintf(ov->out, "# %-9s %7s %7s %11s %12s %9s %-6s %7s %8s\n", "", "", "", "", "", "", ">=10", "fused", "separate");

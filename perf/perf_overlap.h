@@ -1,5 +1,5 @@
 /* perf_overlap.h - `kolo-perf overlap`: a simulated data-parallel training
- * step over kolo's fusion API (include/kolo_fusion.h, issue 5).
+ * step over kolo's fusion API (include/kolo_fusion.h).
  *
  * Models.  The gradients are the parameters of a real model (perf/models/
  * *.txt: ResNet-50 and BERT-base, perf_models.h), float32, declared to one
@@ -21,7 +21,7 @@
  *   no-overlap    all compute, then every gradient marked ready at once
  *   overlap       MarkReady after each layer's compute
  * The report gives the medians over -n rounds (after -w untimed ones), the
- * bound max(compute-only, comm-only) and overlap / bound against issue 5's
+ * bound max(compute-only, comm-only) and overlap / bound against the
  * target of 1.15; the ideal step of the fusion's layout (each all-reduce
  * starting when its bucket -- external: its tensor -- is complete and the
  * one before it is done, at the comm-only rate: what any scheduler could

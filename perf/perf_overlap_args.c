@@ -50,7 +50,7 @@ void perf_overlap_usage(FILE *out, const char *prog) {
   fprintf(out,
           "usage: %s overlap [flags]\n"
           "  a simulated training step: the gradients of real models all-reduced through kolo's\n"
-          "  fusion API while a calibrated backward pass produces them (issue 5)\n"
+          "  fusion API while a calibrated backward pass produces them\n"
           "      --model LIST      model names (files in the models directory) or paths, comma-\n"
           "                        separated (default resnet50,bert-base)\n"
           "      --models DIR      the models directory (default: $KOLO_PERF_MODELS, else the\n"

@@ -82,13 +82,11 @@ static void usage_own(FILE *out, int tool) {
           "                           buffers, one non-blocking stream per rank, cudaEvent timing\n"
           "      --devices LIST       CUDA devices, e.g. 0 or 0,1,2,3 (default: every visible one);\n"
           "                           rank r of this machine runs on LIST[r mod length], so -t 8\n"
-          "                           --devices 0 puts 8 ranks on device 0 (old name: --gpu)\n"
+          "                           --devices 0 puts 8 ranks on device 0 (--gpu: the same)\n"
           "      --graph              as -G 1\n"
           "      --schedule FILE      run the collectives FILE declares with its programs\n"
           "                           (KOLO_SCHEDULE_FILE; docs/schedule-format.md)\n"
-          "      --params             print kolo's KOLO_* parameters and exit\n"
-          "  moved for nccl-tests' letters: -p PROCS is now -P, -m KIND --mem, -a 0|1 --inplace,\n"
-          "  -g LIST --devices\n");
+          "      --params             print kolo's KOLO_* parameters and exit\n");
 }
 
 static void usage_subcommands(FILE *out, const char *prog) {

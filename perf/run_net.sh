@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kolo's network path beside the reference tools, on the same devices in one
-# run (issue 4's targets):
+# run:
 #
 #   socket: two network namespaces joined by one veth pair (10.78.0.1 <->
 #   10.78.0.2), and on them, REPEATS times each:

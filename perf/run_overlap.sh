@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5's overlap figures on this machine: `kolo-perf overlap` over 2 forked
+# The fusion's overlap figures on this machine: `kolo-perf overlap` over 2 forked
 # processes (host memory), each run REPEATS times (3), then the medians over
 # the runs:
 #   - both models (ResNet-50, BERT-base), both compute stand-ins (spin: a loop

@@ -3,7 +3,8 @@
 #  1. packages (scripts/setup.sh)
 #  2. release build (+ CUDA kernels when nvcc exists; fails on any register spill)
 #  3. ctest: unit tests, end-to-end tests as threads and as processes, and
-#     libkolo.so's exports; then tests/check_install.sh: `cmake --install`
+#     libkolo.so's exports; then tests/check_docs.sh (docs/dev/testing.md);
+#     then tests/check_install.sh: `cmake --install`
 #     into build/install-staging, examples/ built against it and run;
 #     then tests/torch/run.sh: the Python package (python/) in a venv, its
 #     collectives under mpirun on 1-4 ranks and from torchrun's variables,
@@ -50,7 +51,7 @@ step "setup"
 scripts/setup.sh || exit 1
 
 step "build (release)"
-scripts/build.sh build || exit 1
+scripts/build.sh build -DKOLO_TESTS=ON || exit 1 # ON: perf/run_main.sh configures a new build/ without tests
 if grep -q "ptxas info" build/build.log; then
   step "CUDA register/spill report"
   tests/check_spills.sh build/build.log || failed
@@ -60,6 +61,9 @@ fi
 
 step "ctest (release)"
 (cd build && ctest --output-on-failure -j1 --timeout 900) || failed
+
+step "docs: links, sh blocks, KOLO_* variables, versions; README's example and the two-host recipe as written"
+tests/check_docs.sh build || failed
 
 step "install + examples: kolo as another project uses it (find_package, pkg-config, no CUDA runtime)"
 tests/check_install.sh build || failed

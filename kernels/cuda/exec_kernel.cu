@@ -238,7 +238,7 @@ __device__ __forceinline__ bool must_leave(const kolo_dev_batch &b, const kolo_d
   return true;
 }
 
-/* ---- call signatures (issue 15) ------------------------------------------ */
+/* ---- call signatures ------------------------------------------------------ */
 
 /* The signature place of `step` on pipe c (kolo_dev_sig, see cuda_exec.h). */
 __device__ __forceinline__ kolo_dev_sig *sig_at(const kolo_dev_conn *c, uint32_t step) {
