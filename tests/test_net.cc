@@ -53,6 +53,7 @@
 #endif
 
 extern "C" {
+#include "transport/conn_wire.h"
 #include "transport/net.h"
 #include "transport/socket.h"
 }
@@ -204,10 +205,11 @@ TEST(NetSocket, SlicesCreditsStopsStrayAndClose) {
   ASSERT_EQ(net.listen(&lo.local, 0, &h, &lcomm, &eb), koloSuccess) << eb.msg;
 
   // A stray connection to the listener: right port, no token.
-  sockaddr_storage addr{};
-  socklen_t alen = sizeof addr;
-  int lfd = *static_cast<int *>(lcomm);  // sock_listen starts with its fd
-  ASSERT_EQ(getsockname(lfd, reinterpret_cast<sockaddr *>(&addr), &alen), 0);
+  kolo_net_listen_info info{};
+  char why[KOLO_ERR_LEN];
+  ASSERT_EQ(kolo_decode_net_handle(&h, KOLO_NET_HANDLE_SOCK_MAGIC, "test", &info, why, sizeof why), KOLO_CONN_WIRE_OK)
+      << why;
+  sockaddr_storage addr = info.addr;
   int stray = -1;
   ASSERT_EQ(kolo_sock_connect(&addr, kolo_deadline(2000), 2000, "listener", &eb, &stray), koloSuccess) << eb.msg;
   const char junk[40] = "GET / HTTP/1.0\r\n\r\n";
@@ -286,6 +288,86 @@ TEST(NetSocket, SlicesCreditsStopsStrayAndClose) {
   EXPECT_NE(std::string(eb.msg).find("rank 0 (test)"), std::string::npos) << eb.msg;
   net.close(r.comm);
   EXPECT_EQ(count_fds(), fds_before) << "file descriptors leaked";
+}
+
+// The pipes of a process share one listener: 8 receiving pipes listen on
+// one port; their senders connect in the reverse order, with a stray
+// connection among them; 8 threads accept at once, each its own pipe.  A
+// credit sent back on each pipe reaches that pipe's sender and no other;
+// the listener closes with its last pipe.
+TEST(NetSocket, PipesShareOneListenerAndTakeTheirOwnConnections) {
+  ScopedEnv streams("KOLO_SOCKET_NSTREAMS", "2");
+  const int fds_before = count_fds();
+  const kolo_net_provider &net = kolo_net_socket;
+  Loopback lo;
+  constexpr int kPipes = 8;
+  kolo_net_handle h[kPipes];
+  void *lcomm[kPipes];
+  End s[kPipes], r[kPipes];
+  int port = -1;
+  for (int i = 0; i < kPipes; i++) {
+    kolo_errbuf eb{};
+    ASSERT_EQ(net.listen(&lo.local, 0, &h[i], &lcomm[i], &eb), koloSuccess) << eb.msg;
+    kolo_net_listen_info info{};
+    char why[KOLO_ERR_LEN];
+    ASSERT_EQ(kolo_decode_net_handle(&h[i], KOLO_NET_HANDLE_SOCK_MAGIC, "test", &info, why, sizeof why),
+              KOLO_CONN_WIRE_OK) << why;
+    int p = ntohs(reinterpret_cast<sockaddr_in *>(&info.addr)->sin_port);
+    if (i == 0) port = p;
+    EXPECT_EQ(p, port) << "pipe " << i << " listens on a port of its own";
+  }
+  kolo_net_listen_info info{};
+  char why[KOLO_ERR_LEN];
+  ASSERT_EQ(kolo_decode_net_handle(&h[0], KOLO_NET_HANDLE_SOCK_MAGIC, "test", &info, why, sizeof why),
+            KOLO_CONN_WIRE_OK);
+  kolo_errbuf eb{};
+  int stray = -1;
+  for (int i = kPipes - 1; i >= 0; i--) {
+    if (i == kPipes / 2) {
+      ASSERT_EQ(kolo_sock_connect(&info.addr, kolo_deadline(2000), 2000, "listener", &eb, &stray), koloSuccess);
+      const char junk[40] = "GET / HTTP/1.0\r\n\r\n";
+      ASSERT_EQ(kolo_sock_send_all(stray, junk, sizeof junk, kolo_deadline(2000), "listener", &eb), koloSuccess);
+    }
+    std::string who = "rank " + std::to_string(i) + " (test)";
+    ASSERT_EQ(net.connect(&h[i], 0, kolo_deadline(5000), 5000, who.c_str(), &s[i].comm, &eb), koloSuccess) << eb.msg;
+  }
+  std::vector<std::thread> acceptors;
+  std::vector<koloResult_t> got(kPipes, koloInternalError);
+  for (int i = 0; i < kPipes; i++)
+    acceptors.emplace_back([&, i] {
+      kolo_errbuf e{};
+      got[(size_t)i] = net.accept(lcomm[i], kolo_deadline(10000), 10000, "a sender (test)", &r[i].comm, &e);
+    });
+  for (auto &t : acceptors) t.join();
+  close(stray);
+  char ring[kPipes][64];
+  kolo_net_sink sinks[2 * kPipes];
+  for (int i = 0; i < kPipes; i++) {
+    ASSERT_EQ(got[(size_t)i], koloSuccess) << "pipe " << i;
+    kolo_net_ring rg = {ring[i], 1, sizeof ring[i], 0};
+    sinks[2 * i] = sink_of(&s[i]);
+    sinks[2 * i + 1] = sink_of(&r[i]);
+    ASSERT_EQ(net.bind(s[i].comm, &rg, &sinks[2 * i], &eb), koloSuccess) << eb.msg;
+    ASSERT_EQ(net.bind(r[i].comm, &rg, &sinks[2 * i + 1], &eb), koloSuccess) << eb.msg;
+    int q = 0;
+    ASSERT_EQ(net.send_credit(r[i].comm, 100 + (uint32_t)i, &q, &eb), koloSuccess) << eb.msg;
+  }
+  for (double t0 = now_ms(); now_ms() - t0 < 5000; usleep(200)) {
+    int done = 0;
+    for (int i = 0; i < kPipes; i++) {
+      ASSERT_EQ(net.progress(r[i].comm, KOLO_NET_OUT, &eb), koloSuccess) << eb.msg;
+      ASSERT_EQ(net.progress(s[i].comm, KOLO_NET_IN, &eb), koloSuccess) << eb.msg;
+      done += s[i].head != 0;
+    }
+    if (done == kPipes) break;
+  }
+  for (int i = 0; i < kPipes; i++) EXPECT_EQ(s[i].head, 100u + (uint32_t)i) << "pipe " << i << "'s sender";
+  for (int i = 0; i < kPipes; i++) {
+    net.close_listen(lcomm[i]);
+    net.close(s[i].comm);
+    net.close(r[i].comm);
+  }
+  EXPECT_EQ(count_fds(), fds_before) << "file descriptors leaked (the listener outlived its pipes?)";
 }
 
 // ---- polled pipes (CUDA communicators' net pipes) ------------------------------

@@ -178,13 +178,14 @@ std::string read_file(const std::string &path) {
   return ss.str();
 }
 
-// Sends `bytes` on a new connection to the listener of lcomm (kept open
+// Sends `bytes` on a new connection to the listener of handle h (kept open
 // until the accept has judged it).
-int send_stray(void *lcomm, const void *bytes, size_t n) {
-  sockaddr_storage addr{};
-  socklen_t alen = sizeof addr;
-  int lfd = *static_cast<int *>(lcomm);  // sock_listen starts with its fd
-  if (getsockname(lfd, reinterpret_cast<sockaddr *>(&addr), &alen) != 0) return -1;
+int send_stray(const kolo_net_handle *h, const void *bytes, size_t n) {
+  kolo_net_listen_info info{};
+  char why[KOLO_ERR_LEN];
+  if (kolo_decode_net_handle(h, KOLO_NET_HANDLE_SOCK_MAGIC, "test", &info, why, sizeof why) != KOLO_CONN_WIRE_OK)
+    return -1;
+  sockaddr_storage addr = info.addr;
   kolo_errbuf eb{};
   int fd = -1;
   if (kolo_sock_connect(&addr, kolo_deadline(2000), 2000, "listener", &eb, &fd) != koloSuccess) return -1;
@@ -212,10 +213,10 @@ TEST(NetWire, SocketListenerRefusesVersion1AndGarbageByName) {
     ASSERT_EQ(net.listen(&local, 0, &h, &lcomm, &eb), koloSuccess) << eb.msg;
     // Version 1's hello: "knet", index 0, 1 stream, a token (host order).
     uint32_t v1[7] = {0x6b6e6574u, 0, 1, 0, 0, 0, 0};
-    int old = send_stray(lcomm, v1, sizeof v1);
+    int old = send_stray(&h, v1, sizeof v1);
     ASSERT_GE(old, 0);
     char junk[40] = "GET / HTTP/1.0\r\n\r\n";
-    int garbage = send_stray(lcomm, junk, sizeof junk);
+    int garbage = send_stray(&h, junk, sizeof junk);
     ASSERT_GE(garbage, 0);
     ASSERT_EQ(net.connect(&h, 0, kolo_deadline(5000), 5000, "rank 1 (test)", &scomm, &eb), koloSuccess) << eb.msg;
     ASSERT_EQ(net.accept(lcomm, kolo_deadline(5000), 5000, "rank 0 (test)", &rcomm, &eb), koloSuccess) << eb.msg;
@@ -248,8 +249,9 @@ TEST(NetWire, SocketListenerRefusesVersion1AndGarbageByName) {
   kolo_log_level();  // closes the log file
   std::string log = read_file(path);
   unlink(path.c_str());
-  EXPECT_TRUE(contains(log, "while waiting for rank 0 (test): it speaks kolo wire version 1, this rank speaks 5"))
+  EXPECT_TRUE(contains(log, "refused a network connection from 127.0.0.1:"))
       << log;
+  EXPECT_TRUE(contains(log, ": it speaks kolo wire version 1, this rank speaks 5")) << log;
   EXPECT_TRUE(contains(log, "it is not a kolo connection")) << log;
 }
 

@@ -3,10 +3,12 @@
  * connection's state net_socket_conn.h's.
  *
  * Each socket starts with a hello from the sender: magic, wire version,
- * stream index, stream count and the listener's random 16-byte token.
- * accept() drops connections whose hello is wrong, of another version (the
- * log names both) or does not arrive within a second.  Hellos are encoded
- * explicitly (net_wire.h).
+ * stream index, stream count and the receiving pipe's random 16-byte token.
+ * The pipes of a process share one listening socket per address
+ * (net_socket_listen.h), which files each connection under the token it
+ * presents and drops connections whose hello is wrong, of another version
+ * (the log names both), of no pipe, or does not arrive within a second.
+ * Hellos are encoded explicitly (net_wire.h).
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -20,14 +22,14 @@
 #include "common/log.h"
 #include "transport/conn_wire.h"
 #include "transport/net_socket_conn.h"
+#include "transport/net_socket_listen.h"
 #include "transport/socket.h"
 
 #define TOKEN_BYTES KOLO_SOCK_TOKEN_BYTES
 _Static_assert(TOKEN_BYTES == KOLO_NET_TOKEN_BYTES, "the handle carries the hello's token");
-#define HELLO_WAIT_MS 1000
 
 typedef struct {
-  int fd;
+  kolo_sock_listener *shared;
   struct sockaddr_storage addr;
   uint8_t token[TOKEN_BYTES];
   int nstreams;
@@ -58,15 +60,13 @@ static koloResult_t sock_listen_fn(const struct sockaddr_storage *local, int dev
   (void)dev; /* the bootstrap's interface (KOLO_SOCKET_IFNAME); routes pick the rest */
   sock_listen *l = calloc(1, sizeof *l);
   if (l == NULL) return kolo_error(eb, koloSystemError, "out of memory for a network listener");
-  l->addr = *local;
-  kolo_addr_set_port(&l->addr, 0);
   l->nstreams = nstreams_param();
   if (getrandom(l->token, sizeof l->token, 0) != (ssize_t)sizeof l->token) {
     koloResult_t res = kolo_syserror(eb, errno, "getrandom for a pipe token failed");
     free(l);
     return res;
   }
-  koloResult_t res = kolo_sock_listen(&l->addr, eb, &l->fd);
+  koloResult_t res = kolo_sock_listener_join(local, l->token, l->nstreams, &l->shared, &l->addr, eb);
   if (res != koloSuccess) {
     free(l);
     return res;
@@ -79,7 +79,7 @@ static koloResult_t sock_listen_fn(const struct sockaddr_storage *local, int dev
 static void sock_close_listen(void *lcomm) {
   sock_listen *l = lcomm;
   if (l == NULL) return;
-  if (l->fd >= 0) close(l->fd);
+  kolo_sock_listener_leave(l->shared, l->token);
   free(l);
 }
 
@@ -142,35 +142,6 @@ static koloResult_t sock_connect(const kolo_net_handle *handle, int dev, int64_t
   return koloSuccess;
 }
 
-/* Reads and checks the hello of an accepted connection; the stream index,
- * or -1 (with the reason in why) when it is no connection of this pipe.
- * The magic and version come first: a peer of another version is named
- * as such even when its hello is shorter. */
-static int read_hello(sock_listen *l, int fd, int64_t deadline, char *why, size_t why_len) {
-  uint8_t m[KOLO_SOCK_HELLO_BYTES];
-  kolo_errbuf tmp = {0};
-  int64_t soon = kolo_deadline(HELLO_WAIT_MS);
-  if (deadline != 0 && deadline < soon) soon = deadline;
-  uint32_t version;
-  size_t got = KOLO_NET_HELLO_PREFIX_BYTES;
-  int ok = kolo_sock_recv_all(fd, m, got, soon, "a connecting peer", &tmp) == koloSuccess;
-  if (ok && kolo_net_hello_prefix(m, got, KOLO_SOCK_HELLO_MAGIC, KOLO_SOCK_HELLO_MAGIC_V1, &version) ==
-                KOLO_NET_WIRE_OK) {
-    ok = kolo_sock_recv_all(fd, m + got, sizeof m - got, soon, "a connecting peer", &tmp) == koloSuccess;
-    got = sizeof m;
-  }
-  if (!ok) {
-    snprintf(why, why_len, "it sent no complete hello");
-    return -1;
-  }
-  kolo_sock_hello h;
-  if (kolo_decode_sock_hello(m, got, &h, &version, why, why_len) != KOLO_NET_WIRE_OK) return -1;
-  if (!kolo_secret_equal(h.token, l->token, TOKEN_BYTES)) snprintf(why, why_len, "it did not present this pipe's token");
-  else if (h.nstreams != (uint32_t)l->nstreams) snprintf(why, why_len, "its stream numbers do not match");
-  else return (int)h.index;
-  return -1;
-}
-
 static koloResult_t sock_accept(void *lcomm, int64_t deadline, int timeout_ms, const char *who,
                                 void **comm, kolo_errbuf *eb) {
   sock_listen *l = lcomm;
@@ -179,34 +150,18 @@ static koloResult_t sock_accept(void *lcomm, int64_t deadline, int timeout_ms, c
   int have = 0;
   koloResult_t res = koloSuccess;
   while (have < l->nstreams && res == koloSuccess) {
-    struct pollfd p = {l->fd, POLLIN, 0};
-    int n = kolo_poll(&p, 1, deadline);
-    if (n < 0) {
-      res = kolo_syserror(eb, errno, "poll on the network listener for %s failed", who);
-      break;
-    }
-    if (n == 0) {
-      res = kolo_error(eb, koloTimeout,
-                       "%s did not open its %d network connection(s) within %d ms (%d arrived)", who,
-                       l->nstreams, timeout_ms, have);
-      break;
-    }
-    struct sockaddr_storage from;
-    int fd = -1;
-    res = kolo_sock_accept(l->fd, &from, eb, &fd);
-    if (res != koloSuccess || fd < 0) continue;
-    char why[160] = "";
-    int idx = read_hello(l, fd, deadline, why, sizeof why);
-    int *slot = idx < 0 ? NULL : &c->fds[idx];
-    if (slot == NULL || *slot >= 0) {
-      char a[80];
-      kolo_addr_str(&from, a, sizeof a);
-      KOLO_WARN("refused a network connection from %s while waiting for %s: %s", a, who,
-                slot ? "it repeated a stream" : why);
+    int fd = -1, idx = -1;
+    res = kolo_sock_listener_take(l->shared, l->token, deadline, &fd, &idx, eb);
+    if (res == koloTimeout)
+      res = kolo_error(eb, koloTimeout, "%s did not open its %d network connection(s) within %d ms (%d arrived)",
+                       who, l->nstreams, timeout_ms, have);
+    if (res != koloSuccess) break;
+    if (idx < 0 || idx >= l->nstreams || c->fds[idx] >= 0) {
+      KOLO_WARN("refused a network connection of %s: it repeated stream %d", who, idx);
       close(fd);
       continue;
     }
-    *slot = fd;
+    c->fds[idx] = fd;
     have++;
   }
   if (res != koloSuccess) {
