@@ -16,8 +16,8 @@ together, as one kolo group, at the first wait() on one of them or the
 group's next other call, so that every rank may send before it receives.
 """
 import atexit
+import collections
 import inspect
-import os
 import weakref
 
 import torch
@@ -35,6 +35,7 @@ NAME = "kolo"
 _UID_KEY = "kolo/unique_id"
 _OPS = {"SUM": Sum, "PRODUCT": Product, "MIN": Min, "MAX": Max, "AVG": Average}
 _WorkBase = getattr(dist, "_Work", None) or dist.Work
+_TORCH_DEFAULT_TIMEOUT = dist.distributed_c10d.default_pg_timeout
 _create_work_from_future = torch._C._distributed_c10d._create_work_from_future
 
 
@@ -75,29 +76,20 @@ def _flat_bytes(t):
     return as_bytes(t.contiguous())
 
 
-def _done_work(result, error=None, device=None):
-    """The Work of a call that has run (or been enqueued on a CUDA stream):
-    PyTorch's own Work over a done future, as Gloo's: wait() returns or
-    raises kolo's sentence, get_future() has the result tensors; CUDA: a
-    CUDA-aware future, whose wait makes the current stream wait."""
-    future = torch.futures.Future(devices=[device]) if device is not None else torch.futures.Future()
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(result)
-    return _create_work_from_future(future)
+class KoloWork(_WorkBase):
+    """A Python Work, for a queued send or recv (its first wait() or
+    get_future() issues every queued one, as one kolo group) and for a call
+    that failed (wait() raises kolo's sentence: PyTorch's Work over a
+    future would return).  The group keeps the failed ones alive for C++
+    callers, which hold only the C++ half of a Python Work."""
 
-
-class KoloP2PWork(_WorkBase):
-    """The Work of a queued send or recv: its first wait() (or
-    get_future()) issues every queued one, as one kolo group.  A Python
-    Work: torch calls it from Python only (isend, irecv, batch_isend_irecv)."""
-
-    def __init__(self, tensor, pg, peer, finish):
+    def __init__(self, result, pg=None, peer=-1, finish=None, error=None):
         super().__init__()
-        self._result, self._pg, self._source, self._finish = [tensor], pg, peer, finish
+        self._result, self._pg, self._source, self._finish = result, pg, peer, finish
         self._error, self._done, self._device, self._event = None, False, None, None
         self._future = torch.futures.Future()
+        if pg is None:
+            self._complete(error)
 
     def _complete(self, error, device=None):
         self._error, self._done, self._pg = error, True, None
@@ -180,9 +172,11 @@ class KoloProcessGroup(dist.ProcessGroup):
     def __init__(self, store, rank, size, timeout=None):
         super().__init__(rank, size)
         self._rank, self._size = rank, size
+        # A timeout given to init_process_group / new_group bounds kolo's
+        # waits for a peer; torch's default leaves KOLO_TIMEOUT_MS or kolo's.
         self._timeout_ms = None
-        if timeout is not None and "KOLO_TIMEOUT_MS" not in os.environ:
-            self._timeout_ms = max(1, int(timeout.total_seconds() * 1000))
+        if timeout is not None and timeout != _TORCH_DEFAULT_TIMEOUT:
+            self._timeout_ms = max(1, min(2 ** 31 - 1, int(timeout.total_seconds() * 1000)))
         uid = ffi.new("koloUniqueId *")
         if rank == 0:
             check(lib.koloGetUniqueId(uid), None, "kolo backend: koloGetUniqueId")
@@ -196,6 +190,7 @@ class KoloProcessGroup(dist.ProcessGroup):
               "kolo backend: joining a group of %d ranks as rank %d" % (size, rank))
         self._host, self._cuda, self._device, self._async, self._progress = comm[0], None, None, None, None
         self._queued = []  # (call, work) of sends and receives not issued yet
+        self._failed = collections.deque(maxlen=64)
         _live.add(self)
 
     # ---- names torch asks for
@@ -267,7 +262,20 @@ class KoloProcessGroup(dist.ProcessGroup):
                                                    ffi.string(lib.koloGetErrorString(res)).decode()))
         if error is None and finish is not None:
             finish()
-        return _done_work(result, error, device if kind == "cuda" else None)
+        return self._work(result, error, device if kind == "cuda" else None)
+
+    def _work(self, result, error=None, device=None):
+        """The Work of a call that has run (or been enqueued on a CUDA
+        stream).  Done: PyTorch's Work over a done future, as Gloo's (its
+        future has the result tensors; CUDA: a CUDA-aware future, and wait()
+        makes the current stream wait).  Failed: a KoloWork that raises."""
+        if error is not None:
+            work = KoloWork(result, error=error)
+            self._failed.append(work)
+            return work
+        future = torch.futures.Future(devices=[device]) if device is not None else torch.futures.Future()
+        future.set_result(result)
+        return _create_work_from_future(future)
 
     def _flush(self):
         """Issues the queued sends and receives as one kolo group."""
@@ -318,7 +326,7 @@ class KoloProcessGroup(dist.ProcessGroup):
         except KoloError as e:
             error = e
         kind, device = memory_kind(tensors, what)
-        return _done_work(list(tensors), error, device if kind == "cuda" else None)
+        return self._work(list(tensors), error, device if kind == "cuda" else None)
 
     def reduce(self, tensors, opts):
         what = "kolo backend: reduce"
@@ -562,7 +570,7 @@ class KoloProcessGroup(dist.ProcessGroup):
         memory_kind([tensor], what)
         work = tensor if tensor.is_contiguous() else tensor.contiguous()
         buf = as_bytes(work)
-        w = KoloP2PWork(tensor, self, peer, None if send or work is tensor else (lambda: tensor.copy_(work)))
+        w = KoloWork([tensor], self, peer, None if send or work is tensor else (lambda: tensor.copy_(work)))
         self._queued.append(((_send if send else _recv)(buf, peer) if buf.numel() else None, w))
         return w
 
