@@ -40,7 +40,8 @@ check() {
     grep -E "FAIL|Error|error" "$LOG/$n.log" | head -8 | sed 's/^/    /'
   fi
 }
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# a free port below the ephemeral range (launch.py says why)
+free_port() { "$PY" -c 'import sys; sys.path.insert(0, "tests/torch"); import launch; print(launch.free_port_pair())'; }
 T=tests/torch
 
 for np in 1 2 3 4; do

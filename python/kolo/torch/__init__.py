@@ -10,6 +10,9 @@ Host tensors use host communicators; CUDA tensors the CUDA communicator
 of this process's device on PyTorch's current stream (init(device=...), or
 made at every rank's first CUDA call, collectively).  The CUDA path has
 not run on a GPU yet (README, "Training with PyTorch").
+
+Importing kolo.torch also registers the torch.distributed backend "kolo":
+torch.distributed.init_process_group(backend="kolo") (docs/pytorch-backend.md).
 """
 import torch.distributed as _dist
 
