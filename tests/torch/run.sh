@@ -55,7 +55,7 @@ for args in "--model mlp --mode opt" "--model cnn --mode opt --steps 100" "--mod
             "--model mlp --mode ddp --compression fp16 --tol 1e-3 --steps 100" \
             "--model mlp --mode opt --passes 2 --steps 100"; do
   # shellcheck disable=SC2086
-  check "training $args, 2 ranks" 120 "${MPIRUN[@]}" -x MASTER_ADDR -x MASTER_PORT=$(free_port) -np 2 "$PY" \
+  check "training $args, 2 ranks" 120 "${MPIRUN[@]}" -x MASTER_ADDR -x "MASTER_PORT=$(free_port)" -np 2 "$PY" \
     $T/check_training.py $args
 done
 check "training --model mlp --mode opt, 4 ranks" 180 "${MPIRUN[@]}" -np 4 "$PY" $T/check_training.py --model mlp --mode opt
@@ -73,7 +73,7 @@ check "examples/torch_train.py, mpirun -np 2" 60 "${MPIRUN[@]}" -np 2 "$PY" exam
 
 # backend="kolo": RANK / WORLD_SIZE from Open MPI's variables, the store on MASTER_PORT
 for np in 1 2 3 4; do
-  check "backend kolo: every call, mpirun -np $np" 90 "${MPIRUN[@]}" -x MASTER_ADDR -x MASTER_PORT=$(free_port) \
+  check "backend kolo: every call, mpirun -np $np" 90 "${MPIRUN[@]}" -x MASTER_ADDR -x "MASTER_PORT=$(free_port)" \
     -np $np "$PY" $T/check_backend.py
 done
 check "backend kolo: every call, torchrun's variables, 2 ranks" 60 "$PY" $T/launch.py -n 2 --torchrun -- \
@@ -81,10 +81,10 @@ check "backend kolo: every call, torchrun's variables, 2 ranks" 60 "$PY" $T/laun
 for args in "--model mlp --mode ddp-backend" "--model mlp --mode ddp-backend-hook" \
             "--model cnn --mode ddp-backend --steps 100" "--model cnn --mode ddp-backend-hook --steps 100"; do
   # shellcheck disable=SC2086
-  check "training $args, 2 ranks" 60 "${MPIRUN[@]}" -x MASTER_ADDR -x MASTER_PORT=$(free_port) -np 2 "$PY" \
+  check "training $args, 2 ranks" 60 "${MPIRUN[@]}" -x MASTER_ADDR -x "MASTER_PORT=$(free_port)" -np 2 "$PY" \
     $T/check_training.py $args
 done
-check "training --model mlp --mode ddp-backend, 3 ranks" 90 "${MPIRUN[@]}" -x MASTER_ADDR -x MASTER_PORT=$(free_port) \
+check "training --model mlp --mode ddp-backend, 3 ranks" 90 "${MPIRUN[@]}" -x MASTER_ADDR -x "MASTER_PORT=$(free_port)" \
   -np 3 "$PY" $T/check_training.py --model mlp --mode ddp-backend --steps 100
 check "examples/torch_ddp.py, torchrun's variables, 2 ranks" 60 "$PY" $T/launch.py -n 2 --torchrun -- \
   "$PY" examples/torch_ddp.py
