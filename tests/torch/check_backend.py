@@ -253,6 +253,12 @@ def check_refusals(c, n, me):
         except RuntimeError as e:
             c.true("ReduceOp.%s" % op in str(e) and "kolo has no bitwise reductions" in str(e),
                    "all_reduce %s refused in words" % op, str(e))
+    if hasattr(dist, "_make_nccl_premul_sum"):
+        try:
+            dist.all_reduce(torch.ones(2), op=dist._make_nccl_premul_sum(2.0))
+            c.true(False, "all_reduce PREMUL_SUM is refused")
+        except RuntimeError as e:
+            c.true("PREMUL_SUM" in str(e) and "use SUM" in str(e), "all_reduce PREMUL_SUM refused in words", str(e))
     if n > 1:
         try:
             dist.recv(t)
