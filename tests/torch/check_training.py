@@ -1,10 +1,13 @@
-"""Training on N ranks with kolo: DistributedOptimizer (--mode opt) or DDP
-with kolo's comm hook (--mode ddp), a small MLP or CNN on synthetic data.
+"""Training on N ranks with kolo: DistributedOptimizer (--mode opt), DDP
+with kolo's comm hook (--mode ddp: over Gloo's group), or DDP over the
+"kolo" torch.distributed backend (--mode ddp-backend: PyTorch's own
+allreduce of buckets; ddp-backend-hook: kolo's hook on the kolo group,
+kolo.torch.init() never called), a small MLP or CNN on synthetic data.
 At every step: the parameters are identical on every rank (a digest of
 them gathered), and equal, within --tol, to one model trained here on the
 union of every rank's batches (what data-parallel training must compute).
 
-  check_training.py --model mlp|cnn --mode opt|ddp [--steps S] [--passes K]
+  check_training.py --model mlp|cnn --mode opt|ddp|ddp-backend|ddp-backend-hook [--steps S] [--passes K]
                     [--compression none|fp16] [--tol T]
 """
 import argparse
@@ -30,6 +33,12 @@ def digest(model):
 def distributed(model, args):
     """(the model to run, its optimizer) for --mode."""
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    if args.mode.startswith("ddp-backend"):
+        ddp = torch.nn.parallel.DistributedDataParallel(model)
+        if args.mode == "ddp-backend-hook":  # no group named: the default one, kolo's
+            ddp.register_comm_hook(kt.KoloHookState(compression=getattr(kt.Compression, args.compression)),
+                                   kt.kolo_hook)
+        return ddp, opt
     if args.mode == "ddp":
         import torch.distributed as dist
 
@@ -60,15 +69,29 @@ def check_views(c, opt, model):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", choices=MODELS, default="mlp")
-    ap.add_argument("--mode", choices=("opt", "ddp"), default="opt")
+    ap.add_argument("--mode", choices=("opt", "ddp", "ddp-backend", "ddp-backend-hook"), default="opt")
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--passes", type=int, default=1)
     ap.add_argument("--compression", choices=("none", "fp16"), default="none")
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--tol", type=float, default=1e-5)  # float32; measured: 1.3e-7 after 200 steps
     args = ap.parse_args()
-    kt.init()
-    n, me = kt.size(), kt.rank()
+    backend = args.mode.startswith("ddp-backend")
+    if backend:  # RANK / WORLD_SIZE: torchrun's, else Open MPI's; MASTER_ADDR / MASTER_PORT given
+        import torch.distributed as dist
+
+        dist.init_process_group("kolo", rank=int(os.environ.get("RANK", os.environ.get("OMPI_COMM_WORLD_RANK"))),
+                                world_size=int(os.environ.get("WORLD_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE"))))
+        n, me = dist.get_world_size(), dist.get_rank()
+
+        def allgather(t):
+            out = [torch.empty_like(t) for _ in range(n)]
+            dist.all_gather(out, t)
+            return torch.stack(out)
+    else:
+        kt.init()
+        n, me = kt.size(), kt.rank()
+        allgather = kt.allgather
     c = Checks(me)
     torch.manual_seed(1)
     reference = MODELS[args.model]()
@@ -83,8 +106,8 @@ def main():
             loss_fn(reference, *union(args.model, step, pss, n)).backward()
         opt.step()
         ref_opt.step()
-        mine = model.module if args.mode == "ddp" else model
-        digests = kt.allgather(digest(mine).unsqueeze(0))
+        mine = model.module if args.mode.startswith("ddp") else model
+        digests = allgather(digest(mine)) if backend else allgather(digest(mine).unsqueeze(0))
         c.true(bool((digests == digests[0]).all()), "step %d: parameters identical on every rank" % step)
         diff = max(float((p - q).abs().max()) for p, q in zip(mine.parameters(), reference.parameters()))
         worst = max(worst, diff)
@@ -99,7 +122,9 @@ def main():
                                                           args.compression, worst, args.tol), flush=True)
     if args.mode == "opt" and me == 0:
         print("rank 0: fusion stats %s" % opt.kolo_stats(), flush=True)
-    if args.mode == "ddp":
+    if backend:
+        c.true(not kt.is_initialized(), "kolo.torch.init() was not needed")
+    if args.mode.startswith("ddp"):
         # gloo's worker threads must be joined before the interpreter ends:
         # left to exit, they abort it now and then ("terminate called
         # without an active exception", seen once in CI after every check

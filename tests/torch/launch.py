@@ -10,6 +10,7 @@ named by --killed must have died of a signal instead).
 """
 import argparse
 import os
+import random
 import secrets
 import socket
 import subprocess
@@ -19,11 +20,18 @@ import time
 
 
 def free_port_pair():
-    """A port p with p + 1 free too (torchrun's store and kolo's root)."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+    """A port p with p + 1 free too (torchrun's store and kolo's root),
+    below the kernel's ephemeral range: a port from bind(0) is in that
+    range, where any process's outgoing connection may take it before the
+    store listens (seen in CI as "Address already in use")."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(10000, max(10002, low - 1))
         try:
             with socket.socket() as a, socket.socket() as b:
                 a.bind(("127.0.0.1", port))

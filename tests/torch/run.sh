@@ -10,6 +10,10 @@
 #  - check_faults.py: a mismatched gradient set, a killed rank (launch.py)
 #  - check_timeline.py: KOLO_TIMELINE shows buckets reduced during backward
 #  - examples/torch_train.py, as README shows it
+#  - the "kolo" torch.distributed backend: check_backend.py (every call of a
+#    process group) under mpirun with 1..4 processes and from torchrun's
+#    variables; DDP over it, with PyTorch's allreduce and with kolo_hook
+#    (check_training.py --mode ddp-backend[-hook]); examples/torch_ddp.py
 # Ends with "torch: N passed, M failed"; exit 0 when none failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
@@ -36,7 +40,8 @@ check() {
     grep -E "FAIL|Error|error" "$LOG/$n.log" | head -8 | sed 's/^/    /'
   fi
 }
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# a free port below the ephemeral range (launch.py says why)
+free_port() { "$PY" -c 'import sys; sys.path.insert(0, "tests/torch"); import launch; print(launch.free_port_pair())'; }
 T=tests/torch
 
 for np in 1 2 3 4; do
@@ -50,7 +55,7 @@ for args in "--model mlp --mode opt" "--model cnn --mode opt --steps 100" "--mod
             "--model mlp --mode ddp --compression fp16 --tol 1e-3 --steps 100" \
             "--model mlp --mode opt --passes 2 --steps 100"; do
   # shellcheck disable=SC2086
-  check "training $args, 2 ranks" 120 "${MPIRUN[@]}" -x MASTER_ADDR -x MASTER_PORT=$(free_port) -np 2 "$PY" \
+  check "training $args, 2 ranks" 120 "${MPIRUN[@]}" -x MASTER_ADDR -x "MASTER_PORT=$(free_port)" -np 2 "$PY" \
     $T/check_training.py $args
 done
 check "training --model mlp --mode opt, 4 ranks" 180 "${MPIRUN[@]}" -np 4 "$PY" $T/check_training.py --model mlp --mode opt
@@ -65,6 +70,24 @@ mkdir -p "$LOG/timeline"
 check "KOLO_TIMELINE: buckets reduced while backward runs" 60 env KOLO_TIMELINE="$LOG/timeline/tl.%r.json" \
   "${MPIRUN[@]}" -x KOLO_TIMELINE -np 2 "$PY" $T/check_timeline.py
 check "examples/torch_train.py, mpirun -np 2" 60 "${MPIRUN[@]}" -np 2 "$PY" examples/torch_train.py
+
+# backend="kolo": RANK / WORLD_SIZE from Open MPI's variables, the store on MASTER_PORT
+for np in 1 2 3 4; do
+  check "backend kolo: every call, mpirun -np $np" 90 "${MPIRUN[@]}" -x MASTER_ADDR -x "MASTER_PORT=$(free_port)" \
+    -np $np "$PY" $T/check_backend.py
+done
+check "backend kolo: every call, torchrun's variables, 2 ranks" 60 "$PY" $T/launch.py -n 2 --torchrun -- \
+  "$PY" $T/check_backend.py
+for args in "--model mlp --mode ddp-backend" "--model mlp --mode ddp-backend-hook" \
+            "--model cnn --mode ddp-backend --steps 100" "--model cnn --mode ddp-backend-hook --steps 100"; do
+  # shellcheck disable=SC2086
+  check "training $args, 2 ranks" 60 "${MPIRUN[@]}" -x MASTER_ADDR -x "MASTER_PORT=$(free_port)" -np 2 "$PY" \
+    $T/check_training.py $args
+done
+check "training --model mlp --mode ddp-backend, 3 ranks" 90 "${MPIRUN[@]}" -x MASTER_ADDR -x "MASTER_PORT=$(free_port)" \
+  -np 3 "$PY" $T/check_training.py --model mlp --mode ddp-backend --steps 100
+check "examples/torch_ddp.py, torchrun's variables, 2 ranks" 60 "$PY" $T/launch.py -n 2 --torchrun -- \
+  "$PY" examples/torch_ddp.py
 
 echo "torch: $passed passed, $failed failed"
 [ $failed = 0 ]

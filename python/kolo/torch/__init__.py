@@ -10,7 +10,12 @@ Host tensors use host communicators; CUDA tensors the CUDA communicator
 of this process's device on PyTorch's current stream (init(device=...), or
 made at every rank's first CUDA call, collectively).  The CUDA path has
 not run on a GPU yet (README, "Training with PyTorch").
+
+Importing kolo.torch also registers the torch.distributed backend "kolo":
+torch.distributed.init_process_group(backend="kolo") (docs/pytorch-backend.md).
 """
+import torch.distributed as _dist
+
 from kolo._lib import KoloError
 from kolo.torch import _comms, _local
 from kolo.torch._compression import Compression
@@ -23,6 +28,11 @@ from kolo.torch._optimizer import DistributedOptimizer
 from kolo.torch._reduce import (allreduce, allreduce_, allreduce_async, allreduce_async_, grouped_allreduce,
                                 grouped_allreduce_, grouped_allreduce_async, grouped_allreduce_async_)
 from kolo.torch._state_sync import broadcast_object, broadcast_optimizer_state, broadcast_parameters
+
+if _dist.is_available():
+    from kolo.torch import _backend
+
+    _backend.register()  # torch.distributed.init_process_group(backend="kolo")
 
 rank, size, shutdown, is_initialized = _comms.rank, _comms.size, _comms.shutdown, _comms.initialized
 local_rank, local_size = _local.local_rank, _local.local_size

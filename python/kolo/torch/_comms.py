@@ -73,11 +73,14 @@ def size():
     return _state["size"]
 
 
-def split(parent, memory, blocking=None, device=None):
-    """A communicator of every rank of `parent` (collective)."""
+def split(parent, memory, blocking=None, device=None, key=None, timeout_ms=None):
+    """A communicator of every rank of `parent` (collective); key: this
+    rank in `parent` (default: kolo.torch's rank in the job)."""
     comm = ffi.new("koloComm_t *")
-    cfg = new_config(memory=memory, blocking=blocking, device=device, timeout_ms=_state.get("timeout_ms"))
-    check(lib.koloCommSplit(parent, 0, _state["rank"], comm, cfg), parent, "kolo.torch: making a communicator")
+    timeout_ms = _state.get("timeout_ms") if timeout_ms is None else timeout_ms
+    cfg = new_config(memory=memory, blocking=blocking, device=device, timeout_ms=timeout_ms)
+    key = _state["rank"] if key is None else key
+    check(lib.koloCommSplit(parent, 0, key, comm, cfg), parent, "kolo.torch: making a communicator")
     if blocking == 0:  # a non-blocking split returns before its init is done
         wait_ready(comm[0])
     return comm[0]

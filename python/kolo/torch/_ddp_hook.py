@@ -15,20 +15,23 @@ import torch
 from kolo.torch._compression import Compression
 from kolo.torch._ops_names import Average, Sum
 from kolo.torch._placement import memory_kind
-from kolo.torch._reduce import allreduce_async_
+from kolo.torch._reduce import _issue, _single
 
 _pending = queue.Queue()
 _completer = []
 
 
 class KoloHookState:
-    """State for kolo_hook: op (Average or Sum) and compression
-    (Compression.none or Compression.fp16)."""
+    """State for kolo_hook: op (Average or Sum), compression
+    (Compression.none or Compression.fp16), and process_group: a group of
+    the "kolo" torch.distributed backend whose communicators carry the
+    buckets.  Without one, the buckets go to kolo.torch's job (init()), or,
+    when init() was not called, to the default group if it is kolo's."""
 
-    def __init__(self, op=Average, compression=Compression.none):
+    def __init__(self, op=Average, compression=Compression.none, process_group=None):
         if op not in (Average, Sum):
             raise ValueError("kolo.torch.kolo_hook: gradients are averaged (Average) or summed (Sum)")
-        self.op, self.compression = op, compression
+        self.op, self.compression, self.process_group = op, compression, process_group
 
 
 def _complete():
@@ -41,7 +44,11 @@ def _complete():
 
 
 def kolo_hook(state, bucket):
-    """DDP communication hook (torch.distributed.GradBucket -> Future)."""
+    """DDP communication hook (torch.distributed.GradBucket -> Future).
+    state: a KoloHookState, a process group of the "kolo" backend, or None."""
+    from kolo.torch._backend import group_of
+
+    group = group_of(state)
     state = state if isinstance(state, KoloHookState) else KoloHookState()
     grads = bucket.buffer()
     kind, device = memory_kind([grads], "kolo.torch.kolo_hook")
@@ -51,7 +58,7 @@ def kolo_hook(state, bucket):
     def finish(reduced):
         return grads.copy_(reduced) if reduced is not grads else grads
 
-    handle = allreduce_async_(buf, op=state.op)
+    handle = _single(_issue([buf], state.op, True, True, "kolo.torch.kolo_hook", comms=group), True)
     if kind == "cuda":
         future = torch.futures.Future(devices=[device])
         future.set_result(finish(handle.wait()))  # the stream waits; the host does not

@@ -43,18 +43,20 @@ def host_progress():
     return _progress[comm]
 
 
-def run(kind, device, call, what, finish, keep, async_):
-    """Issues call(comm, stream) on the right communicator.  Blocking: runs
-    it and returns finish(); async: returns a Handle."""
+def run(kind, device, call, what, finish, keep, async_, comms=None):
+    """Issues call(comm, stream) on the right communicator (kolo.torch's,
+    or those of `comms`: an object with comm_and_stream(kind, device) and
+    host_progress(), as a process group of the "kolo" backend).  Blocking:
+    runs it and returns finish(); async: returns a Handle."""
     if not async_ or kind == "cuda":
-        comm, stream = comm_and_stream(kind, device)
+        comm, stream = (comms.comm_and_stream if comms is not None else comm_and_stream)(kind, device)
         check(call(comm, stream), comm, what)
         if not async_:
             return finish()
         event = torch.cuda.Event()
         event.record(torch.cuda.current_stream(device))
         return Handle(finish, keep, event=event, device=device)
-    progress = host_progress()
+    progress = comms.host_progress() if comms is not None else host_progress()
     seq = progress.issue(lambda comm: call(comm, ffi.NULL), what)
     return Handle(finish, keep, seq=seq, progress=progress)
 

@@ -16,7 +16,7 @@ def _prepare(tensor, op, inplace, what):
     return out, work, buf, copied
 
 
-def _issue(tensors, op, inplace, async_, what):
+def _issue(tensors, op, inplace, async_, what, comms=None):
     check_op(op, what)
     kind, device = memory_kind(tensors, what)
     parts = [_prepare(t, op, inplace, what) for t in tensors]
@@ -43,7 +43,7 @@ def _issue(tensors, op, inplace, async_, what):
                 out.copy_(work)
         return [p[0] for p in parts]
 
-    return run(kind, device, call, what, finish, parts, async_)
+    return run(kind, device, call, what, finish, parts, async_, comms)
 
 
 def _single(result_or_handle, async_):
