@@ -1,8 +1,9 @@
 /* net_ib_setup.c - ib provider connections: listen, connect, accept, the
  * TCP handshake that trades QP numbers, and teardown (see net_ib_conn.h).
  *
- * The handle (from listen) is the TCP address of the receiver's listener,
- * a random 16-byte token and the number of QPs (KOLO_IB_QPS_PER_CONN of the
+ * The handle (from listen) is the TCP address of the process's listener
+ * (one per address, shared by its ib pipes: net_listen.h), the pipe's
+ * random 16-byte token and the number of QPs (KOLO_IB_QPS_PER_CONN of the
  * receiver).  The sender's connect opens its device, makes its QPs, posts
  * its receives and sends its hello (token, QP numbers, PSNs, GID, LID, MTU)
  * without waiting for an answer: in transport_net the receiver accepts only
@@ -29,24 +30,45 @@
 #include "common/log.h"
 #include "transport/conn_wire.h"
 #include "transport/net_ib_conn.h"
+#include "transport/net_listen.h"
 #include "transport/socket.h"
 
-#define HELLO_WAIT_MS 1000
 #define READY_BYTE 'R'
+/* The sender's ready byte goes out within this. */
+#define READY_WAIT_MS 1000
 
 /* Ports one process spreads its connections over. */
 #define IB_MAX_PORTS 16
 
-_Static_assert(IB_TOKEN_BYTES == KOLO_NET_TOKEN_BYTES && IB_MAX_QPS <= KOLO_NET_MAX_STREAMS,
-               "the handle (conn_wire.h) carries the token and QP count");
+_Static_assert(IB_TOKEN_BYTES == KOLO_NET_TOKEN_BYTES && IB_MAX_QPS <= KOLO_NET_MAX_STREAMS &&
+                   IB_TOKEN_BYTES == KOLO_NET_LISTEN_TOKEN_BYTES,
+               "the handle (conn_wire.h) carries the token and QP count; the listener files by the token");
 
 typedef struct {
-  int fd;
+  kolo_net_listener *shared;
   struct sockaddr_storage addr;
   uint8_t token[IB_TOKEN_BYTES];
   int nqps;
   int dev; /* which usable port the accepted connection uses (listen's dev) */
 } ib_listener;
+
+/* The sender's hello, as the process's listener reads it (net_listen.h). */
+static int read_hello(int fd, int64_t soon, void *out, uint8_t *token, uint32_t *nstreams, char *why,
+                      size_t why_len) {
+  uint8_t m[KOLO_IB_HELLO_BYTES];
+  size_t got;
+  uint32_t version;
+  ib_hello *h = out;
+  if (kolo_net_listen_read(fd, soon, m, sizeof m, KOLO_IB_HELLO_MAGIC, KOLO_IB_HELLO_MAGIC_V1, &got, why,
+                           why_len) != 0 ||
+      kolo_decode_ib_hello(m, got, h, &version, why, why_len) != KOLO_NET_WIRE_OK)
+    return -1;
+  memcpy(token, h->token, IB_TOKEN_BYTES);
+  *nstreams = h->nqps;
+  return 0;
+}
+
+static const kolo_net_hello_kind hello_kind = {"ib", sizeof(ib_hello), read_hello};
 
 static int nqps_param(void) {
   int64_t n = kolo_param_int("KOLO_IB_QPS_PER_CONN");
@@ -60,13 +82,11 @@ koloResult_t kolo_ib_listen(const struct sockaddr_storage *local, int dev, kolo_
   ib_listener *l = calloc(1, sizeof *l);
   if (l == NULL) return kolo_error(eb, koloSystemError, "out of memory for an ib network listener");
   l->dev = dev;
-  l->addr = *local;
-  kolo_addr_set_port(&l->addr, 0);
   l->nqps = nqps_param();
   koloResult_t res = koloSuccess;
   if (getrandom(l->token, sizeof l->token, 0) != (ssize_t)sizeof l->token)
     res = kolo_syserror(eb, errno, "getrandom for a pipe token failed");
-  if (res == koloSuccess) res = kolo_sock_listen(&l->addr, eb, &l->fd);
+  if (res == koloSuccess) res = kolo_net_listener_join(local, &hello_kind, l->token, l->nqps, &l->shared, &l->addr, eb);
   if (res != koloSuccess) {
     free(l);
     return res;
@@ -81,7 +101,7 @@ koloResult_t kolo_ib_listen(const struct sockaddr_storage *local, int dev, kolo_
 void kolo_ib_close_listen(void *lcomm) {
   ib_listener *l = lcomm;
   if (l == NULL) return;
-  if (l->fd >= 0) close(l->fd);
+  kolo_net_listener_leave(l->shared, l->token);
   free(l);
 }
 
@@ -371,50 +391,14 @@ koloResult_t kolo_ib_connect(const kolo_net_handle *handle, int dev, int64_t dea
   return koloSuccess;
 }
 
-/* Reads and checks the hello of an accepted TCP connection; 0, or -1 with
- * the reason in why when it is no sender of this pipe.  The magic and
- * version come first: a peer of another version is named as such. */
-static int read_hello(const ib_listener *l, int fd, int64_t deadline, ib_hello *h, char *why, size_t why_len) {
-  kolo_errbuf tmp = {0};
-  int64_t soon = kolo_deadline(HELLO_WAIT_MS);
-  if (deadline != 0 && deadline < soon) soon = deadline;
-  uint8_t m[KOLO_IB_HELLO_BYTES];
-  uint32_t version;
-  size_t got = KOLO_NET_HELLO_PREFIX_BYTES;
-  int ok = kolo_sock_recv_all(fd, m, got, soon, "a connecting peer", &tmp) == koloSuccess;
-  if (ok && kolo_net_hello_prefix(m, got, KOLO_IB_HELLO_MAGIC, KOLO_IB_HELLO_MAGIC_V1, &version) == KOLO_NET_WIRE_OK) {
-    ok = kolo_sock_recv_all(fd, m + got, sizeof m - got, soon, "a connecting peer", &tmp) == koloSuccess;
-    got = sizeof m;
-  }
-  if (!ok) snprintf(why, why_len, "it sent no complete hello");
-  else if (kolo_decode_ib_hello(m, got, h, &version, why, why_len) != KOLO_NET_WIRE_OK) return -1;
-  else if (!kolo_secret_equal(h->token, l->token, IB_TOKEN_BYTES)) snprintf(why, why_len, "it did not present this pipe's token");
-  else if (h->nqps != (uint32_t)l->nqps) snprintf(why, why_len, "its number of QPs does not match");
-  else return 0;
-  return -1;
-}
-
-/* Waits for the sender's TCP connection with its hello, refusing strays. */
+/* Waits for the sender's TCP connection with its hello (the listener
+ * refuses strays). */
 static koloResult_t accept_sender(ib_listener *l, int64_t deadline, int timeout_ms, const char *who,
                                   ib_hello *them, int *fd, kolo_errbuf *eb) {
-  for (;;) {
-    struct pollfd p = {l->fd, POLLIN, 0};
-    int n = kolo_poll(&p, 1, deadline);
-    if (n < 0) return kolo_syserror(eb, errno, "poll on the ib listener for %s failed", who);
-    if (n == 0)
-      return kolo_error(eb, koloTimeout, "%s did not open its ib connection within %d ms", who, timeout_ms);
-    struct sockaddr_storage from;
-    koloResult_t res = kolo_sock_accept(l->fd, &from, eb, fd);
-    if (res != koloSuccess) return res;
-    if (*fd < 0) continue;
-    char why[160] = "";
-    if (read_hello(l, *fd, deadline, them, why, sizeof why) == 0) return koloSuccess;
-    char a[80];
-    kolo_addr_str(&from, a, sizeof a);
-    KOLO_WARN("refused a network connection from %s while waiting for %s: %s", a, who, why);
-    close(*fd);
-    *fd = -1;
-  }
+  koloResult_t res = kolo_net_listener_take(l->shared, l->token, deadline, fd, them, eb);
+  if (res == koloTimeout)
+    return kolo_error(eb, koloTimeout, "%s did not open its ib connection within %d ms", who, timeout_ms);
+  return res;
 }
 
 koloResult_t kolo_ib_accept(void *lcomm, int64_t deadline, int timeout_ms, const char *who, void **comm,
@@ -473,7 +457,7 @@ koloResult_t kolo_ib_handshake_step(ib_comm *c, int *eof, kolo_errbuf *eb) {
   c->them = them;
   koloResult_t res = qps_ready(c, &them, eb);
   unsigned char b = READY_BYTE;
-  if (res == koloSuccess) res = kolo_sock_send_all(c->fd, &b, 1, kolo_deadline(HELLO_WAIT_MS), c->who, eb);
+  if (res == koloSuccess) res = kolo_sock_send_all(c->fd, &b, 1, kolo_deadline(READY_WAIT_MS), c->who, eb);
   if (res == koloSuccess) c->ready = 1;
   return res;
 }

@@ -22,18 +22,37 @@
 #include "common/log.h"
 #include "transport/conn_wire.h"
 #include "transport/net_socket_conn.h"
-#include "transport/net_socket_listen.h"
+#include "transport/net_listen.h"
 #include "transport/socket.h"
 
 #define TOKEN_BYTES KOLO_SOCK_TOKEN_BYTES
-_Static_assert(TOKEN_BYTES == KOLO_NET_TOKEN_BYTES, "the handle carries the hello's token");
+_Static_assert(TOKEN_BYTES == KOLO_NET_TOKEN_BYTES && TOKEN_BYTES == KOLO_NET_LISTEN_TOKEN_BYTES,
+               "the handle carries the hello's token, the listener files by it");
 
 typedef struct {
-  kolo_sock_listener *shared;
+  kolo_net_listener *shared;
   struct sockaddr_storage addr;
   uint8_t token[TOKEN_BYTES];
   int nstreams;
 } sock_listen;
+
+/* The sender's hello, as the process's listener reads it (net_listen.h). */
+static int read_hello(int fd, int64_t soon, void *out, uint8_t *token, uint32_t *nstreams, char *why,
+                      size_t why_len) {
+  uint8_t m[KOLO_SOCK_HELLO_BYTES];
+  size_t got;
+  uint32_t version;
+  kolo_sock_hello *h = out;
+  if (kolo_net_listen_read(fd, soon, m, sizeof m, KOLO_SOCK_HELLO_MAGIC, KOLO_SOCK_HELLO_MAGIC_V1, &got, why,
+                           why_len) != 0 ||
+      kolo_decode_sock_hello(m, got, h, &version, why, why_len) != KOLO_NET_WIRE_OK)
+    return -1;
+  memcpy(token, h->token, TOKEN_BYTES);
+  *nstreams = h->nstreams;
+  return 0;
+}
+
+static const kolo_net_hello_kind hello_kind = {"socket", sizeof(kolo_sock_hello), read_hello};
 
 static int nstreams_param(void) {
   int64_t n = kolo_param_int("KOLO_SOCKET_NSTREAMS");
@@ -66,7 +85,7 @@ static koloResult_t sock_listen_fn(const struct sockaddr_storage *local, int dev
     free(l);
     return res;
   }
-  koloResult_t res = kolo_sock_listener_join(local, l->token, l->nstreams, &l->shared, &l->addr, eb);
+  koloResult_t res = kolo_net_listener_join(local, &hello_kind, l->token, l->nstreams, &l->shared, &l->addr, eb);
   if (res != koloSuccess) {
     free(l);
     return res;
@@ -79,7 +98,7 @@ static koloResult_t sock_listen_fn(const struct sockaddr_storage *local, int dev
 static void sock_close_listen(void *lcomm) {
   sock_listen *l = lcomm;
   if (l == NULL) return;
-  kolo_sock_listener_leave(l->shared, l->token);
+  kolo_net_listener_leave(l->shared, l->token);
   free(l);
 }
 
@@ -150,13 +169,15 @@ static koloResult_t sock_accept(void *lcomm, int64_t deadline, int timeout_ms, c
   int have = 0;
   koloResult_t res = koloSuccess;
   while (have < l->nstreams && res == koloSuccess) {
-    int fd = -1, idx = -1;
-    res = kolo_sock_listener_take(l->shared, l->token, deadline, &fd, &idx, eb);
+    int fd = -1;
+    kolo_sock_hello h;
+    res = kolo_net_listener_take(l->shared, l->token, deadline, &fd, &h, eb);
     if (res == koloTimeout)
       res = kolo_error(eb, koloTimeout, "%s did not open its %d network connection(s) within %d ms (%d arrived)",
                        who, l->nstreams, timeout_ms, have);
     if (res != koloSuccess) break;
-    if (idx < 0 || idx >= l->nstreams || c->fds[idx] >= 0) {
+    int idx = (int)h.index;
+    if (idx >= l->nstreams || c->fds[idx] >= 0) {
       KOLO_WARN("refused a network connection of %s: it repeated stream %d", who, idx);
       close(fd);
       continue;

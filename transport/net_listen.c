@@ -1,5 +1,5 @@
-/* net_socket_listen.c - the process's shared listeners (net_socket_listen.h). */
-#include "transport/net_socket_listen.h"
+/* net_listen.c - the process's shared listeners (net_listen.h). */
+#include "transport/net_listen.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -14,7 +14,8 @@
 #include "common/log.h"
 #include "transport/socket.h"
 
-#define TOKEN_BYTES KOLO_SOCK_TOKEN_BYTES
+#define TOKEN_BYTES KOLO_NET_LISTEN_TOKEN_BYTES
+/* A connection's hello arrives within this, or the connection is refused. */
 #define HELLO_WAIT_MS 1000
 /* How long the accepting thread polls before it lets another pipe's
  * thread see what it filed; how long a waiting thread sleeps between looks. */
@@ -22,9 +23,10 @@
 #define WAIT_TURN_NS 1000000L
 
 typedef struct filed {
-  int fd, index;
+  int fd;
   uint8_t token[TOKEN_BYTES];
   struct filed *next;
+  unsigned char hello[]; /* the kind's decoded hello */
 } filed;
 
 typedef struct reg {
@@ -33,17 +35,18 @@ typedef struct reg {
   struct reg *next;
 } reg;
 
-struct kolo_sock_listener {
+struct kolo_net_listener {
   struct sockaddr_storage addr; /* bound: the address and port peers connect to */
+  const kolo_net_hello_kind *kind;
   int fd, users, accepting;
   pid_t pid;
   reg *regs;
   filed *filed;
-  kolo_sock_listener *next;
+  kolo_net_listener *next;
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static kolo_sock_listener *listeners;
+static kolo_net_listener *listeners;
 
 static int same_address(const struct sockaddr_storage *a, const struct sockaddr_storage *b) {
   if (a->ss_family != b->ss_family) return 0;
@@ -53,7 +56,7 @@ static int same_address(const struct sockaddr_storage *a, const struct sockaddr_
   return memcmp(&x->sin6_addr, &y->sin6_addr, sizeof x->sin6_addr) == 0 && x->sin6_scope_id == y->sin6_scope_id;
 }
 
-static void free_listener(kolo_sock_listener *l) {
+static void free_listener(kolo_net_listener *l) {
   for (reg *r = l->regs, *n; r; r = n) {
     n = r->next;
     free(r);
@@ -71,8 +74,8 @@ static void free_listener(kolo_sock_listener *l) {
  * (the parent's stay open). Under lock. */
 static void forget_foreign(void) {
   pid_t me = getpid();
-  for (kolo_sock_listener **p = &listeners; *p;) {
-    kolo_sock_listener *l = *p;
+  for (kolo_net_listener **p = &listeners; *p;) {
+    kolo_net_listener *l = *p;
     if (l->pid == me) {
       p = &l->next;
       continue;
@@ -82,15 +85,17 @@ static void forget_foreign(void) {
   }
 }
 
-static kolo_sock_listener *find_or_make(const struct sockaddr_storage *local, kolo_errbuf *eb) {
-  for (kolo_sock_listener *l = listeners; l; l = l->next)
-    if (same_address(&l->addr, local)) return l;
-  kolo_sock_listener *l = calloc(1, sizeof *l);
+static kolo_net_listener *find_or_make(const struct sockaddr_storage *local, const kolo_net_hello_kind *kind,
+                                       kolo_errbuf *eb) {
+  for (kolo_net_listener *l = listeners; l; l = l->next)
+    if (l->kind == kind && same_address(&l->addr, local)) return l;
+  kolo_net_listener *l = calloc(1, sizeof *l);
   if (l == NULL) {
     kolo_error(eb, koloSystemError, "out of memory for a network listener");
     return NULL;
   }
   l->addr = *local;
+  l->kind = kind;
   kolo_addr_set_port(&l->addr, 0);
   if (kolo_sock_listen(&l->addr, eb, &l->fd) != koloSuccess) {
     free(l);
@@ -102,15 +107,16 @@ static kolo_sock_listener *find_or_make(const struct sockaddr_storage *local, ko
   return l;
 }
 
-koloResult_t kolo_sock_listener_join(const struct sockaddr_storage *local, const uint8_t *token, int nstreams,
-                                     kolo_sock_listener **out, struct sockaddr_storage *addr, kolo_errbuf *eb) {
+koloResult_t kolo_net_listener_join(const struct sockaddr_storage *local, const kolo_net_hello_kind *kind,
+                                    const uint8_t *token, int nstreams, kolo_net_listener **out,
+                                    struct sockaddr_storage *addr, kolo_errbuf *eb) {
   reg *r = calloc(1, sizeof *r);
   if (r == NULL) return kolo_error(eb, koloSystemError, "out of memory for a network listener");
   memcpy(r->token, token, TOKEN_BYTES);
   r->nstreams = nstreams;
   pthread_mutex_lock(&lock);
   forget_foreign();
-  kolo_sock_listener *l = find_or_make(local, eb);
+  kolo_net_listener *l = find_or_make(local, kind, eb);
   if (l != NULL) {
     r->next = l->regs;
     l->regs = r;
@@ -126,21 +132,21 @@ koloResult_t kolo_sock_listener_join(const struct sockaddr_storage *local, const
 static int token_is(const uint8_t *a, const uint8_t *b) { return kolo_secret_equal(a, b, TOKEN_BYTES); }
 
 /* Under lock: the registration of token, NULL if none. */
-static reg **reg_of(kolo_sock_listener *l, const uint8_t *token) {
+static reg **reg_of(kolo_net_listener *l, const uint8_t *token) {
   for (reg **p = &l->regs; *p; p = &(*p)->next)
     if (token_is((*p)->token, token)) return p;
   return NULL;
 }
 
-static void unlink_listener(kolo_sock_listener *l) {
-  for (kolo_sock_listener **p = &listeners; *p; p = &(*p)->next)
+static void unlink_listener(kolo_net_listener *l) {
+  for (kolo_net_listener **p = &listeners; *p; p = &(*p)->next)
     if (*p == l) {
       *p = l->next;
       return;
     }
 }
 
-void kolo_sock_listener_leave(kolo_sock_listener *l, const uint8_t *token) {
+void kolo_net_listener_leave(kolo_net_listener *l, const uint8_t *token) {
   if (l == NULL) return;
   pthread_mutex_lock(&lock);
   reg **r = reg_of(l, token);
@@ -166,59 +172,50 @@ void kolo_sock_listener_leave(kolo_sock_listener *l, const uint8_t *token) {
 }
 
 /* Under lock: takes a connection filed under token; 1 when there was one. */
-static int unfile(kolo_sock_listener *l, const uint8_t *token, int *fd, int *index) {
+static int unfile(kolo_net_listener *l, const uint8_t *token, int *fd, void *hello) {
   for (filed **p = &l->filed; *p; p = &(*p)->next) {
     filed *f = *p;
     if (!token_is(f->token, token)) continue;
     *p = f->next;
     *fd = f->fd;
-    *index = f->index;
+    memcpy(hello, f->hello, l->kind->bytes);
     free(f);
     return 1;
   }
   return 0;
 }
 
-/* Reads an accepted connection's hello (a second at most); 0 and its
- * fields, or -1 with the reason in why.  The magic and version come first:
- * a peer of another version is named as such even when its hello is
- * shorter. */
-static int read_hello(int fd, int64_t deadline, kolo_sock_hello *h, char *why, size_t why_len) {
-  uint8_t m[KOLO_SOCK_HELLO_BYTES];
+int kolo_net_listen_read(int fd, int64_t soon, uint8_t *m, size_t len, uint32_t magic, uint32_t magic_v1,
+                         size_t *got, char *why, size_t why_len) {
   kolo_errbuf tmp = {0};
-  int64_t soon = kolo_deadline(HELLO_WAIT_MS);
-  if (deadline != 0 && deadline < soon) soon = deadline;
   uint32_t version;
-  size_t got = KOLO_NET_HELLO_PREFIX_BYTES;
-  int ok = kolo_sock_recv_all(fd, m, got, soon, "a connecting peer", &tmp) == koloSuccess;
-  if (ok && kolo_net_hello_prefix(m, got, KOLO_SOCK_HELLO_MAGIC, KOLO_SOCK_HELLO_MAGIC_V1, &version) ==
-                KOLO_NET_WIRE_OK) {
-    ok = kolo_sock_recv_all(fd, m + got, sizeof m - got, soon, "a connecting peer", &tmp) == koloSuccess;
-    got = sizeof m;
+  *got = KOLO_NET_HELLO_PREFIX_BYTES;
+  int ok = kolo_sock_recv_all(fd, m, *got, soon, "a connecting peer", &tmp) == koloSuccess;
+  if (ok && kolo_net_hello_prefix(m, *got, magic, magic_v1, &version) == KOLO_NET_WIRE_OK) {
+    ok = kolo_sock_recv_all(fd, m + *got, len - *got, soon, "a connecting peer", &tmp) == koloSuccess;
+    *got = len;
   }
-  if (!ok) {
-    snprintf(why, why_len, "it sent no complete hello");
-    return -1;
-  }
-  return kolo_decode_sock_hello(m, got, h, &version, why, why_len) == KOLO_NET_WIRE_OK ? 0 : -1;
+  if (!ok) snprintf(why, why_len, "it sent no complete hello");
+  return ok ? 0 : -1;
 }
 
 /* Files fd under its hello's token when a pipe registered that token with
  * as many streams; else refuses it, saying why. */
-static void file_or_refuse(kolo_sock_listener *l, int fd, const struct sockaddr_storage *from, int64_t deadline) {
-  kolo_sock_hello h;
-  char why[160] = "";
-  int ok = read_hello(fd, deadline, &h, why, sizeof why) == 0;
-  filed *f = ok ? calloc(1, sizeof *f) : NULL;
+static void file_or_refuse(kolo_net_listener *l, int fd, const struct sockaddr_storage *from, int64_t deadline) {
+  filed *f = calloc(1, sizeof *f + l->kind->bytes);
+  uint32_t nstreams = 0;
+  char why[160] = "out of memory";
+  int64_t soon = kolo_deadline(HELLO_WAIT_MS);
+  if (deadline != 0 && deadline < soon) soon = deadline;
+  int ok = f != NULL && l->kind->read(fd, soon, f->hello, f->token, &nstreams, why, sizeof why) == 0;
   pthread_mutex_lock(&lock);
-  reg **r = ok ? reg_of(l, h.token) : NULL;
+  reg **r = ok ? reg_of(l, f->token) : NULL;
   if (ok && r == NULL) snprintf(why, sizeof why, "it did not present a pipe's token");
-  else if (ok && h.nstreams != (uint32_t)(*r)->nstreams) snprintf(why, sizeof why, "its stream numbers do not match");
-  else if (ok && f == NULL) snprintf(why, sizeof why, "out of memory");
-  int keep = ok && r != NULL && h.nstreams == (uint32_t)(*r)->nstreams && f != NULL;
+  else if (ok && nstreams != (uint32_t)(*r)->nstreams) snprintf(why, sizeof why, "its stream count does not match");
+  int keep = ok && r != NULL && nstreams == (uint32_t)(*r)->nstreams;
   if (keep) {
-    *f = (filed){fd, (int)h.index, {0}, l->filed};
-    memcpy(f->token, h.token, TOKEN_BYTES);
+    f->fd = fd;
+    f->next = l->filed;
     l->filed = f;
   }
   pthread_mutex_unlock(&lock);
@@ -226,13 +223,13 @@ static void file_or_refuse(kolo_sock_listener *l, int fd, const struct sockaddr_
   free(f);
   char a[80];
   kolo_addr_str(from, a, sizeof a);
-  KOLO_WARN("refused a network connection from %s: %s", a, why);
+  KOLO_WARN("refused a network connection (%s) from %s: %s", l->kind->name, a, why);
   close(fd);
 }
 
 /* The accepting thread's turn: waits up to ACCEPT_TURN_MS for a connection
  * and files it. */
-static koloResult_t accept_turn(kolo_sock_listener *l, int64_t deadline, kolo_errbuf *eb) {
+static koloResult_t accept_turn(kolo_net_listener *l, int64_t deadline, kolo_errbuf *eb) {
   int64_t turn = kolo_deadline(ACCEPT_TURN_MS);
   struct pollfd p = {l->fd, POLLIN, 0};
   int n = kolo_poll(&p, 1, deadline != 0 && deadline < turn ? deadline : turn);
@@ -245,11 +242,11 @@ static koloResult_t accept_turn(kolo_sock_listener *l, int64_t deadline, kolo_er
   return res;
 }
 
-koloResult_t kolo_sock_listener_take(kolo_sock_listener *l, const uint8_t *token, int64_t deadline, int *fd,
-                                     int *index, kolo_errbuf *eb) {
+koloResult_t kolo_net_listener_take(kolo_net_listener *l, const uint8_t *token, int64_t deadline, int *fd,
+                                    void *hello, kolo_errbuf *eb) {
   koloResult_t res = koloSuccess;
   pthread_mutex_lock(&lock);
-  while (res == koloSuccess && !unfile(l, token, fd, index)) {
+  while (res == koloSuccess && !unfile(l, token, fd, hello)) {
     if (deadline != 0 && kolo_now_ms() >= deadline) {
       res = koloTimeout;
       break;
@@ -269,5 +266,3 @@ koloResult_t kolo_sock_listener_take(kolo_sock_listener *l, const uint8_t *token
   pthread_mutex_unlock(&lock);
   return res;
 }
-
-int kolo_sock_listener_fd(const kolo_sock_listener *l) { return l->fd; }
