@@ -249,7 +249,7 @@ TEST(NetWire, SocketListenerRefusesVersion1AndGarbageByName) {
   kolo_log_level();  // closes the log file
   std::string log = read_file(path);
   unlink(path.c_str());
-  EXPECT_TRUE(contains(log, "refused a network connection from 127.0.0.1:"))
+  EXPECT_TRUE(contains(log, "refused a network connection (socket) from 127.0.0.1:"))
       << log;
   EXPECT_TRUE(contains(log, ": it speaks kolo wire version 1, this rank speaks 5")) << log;
   EXPECT_TRUE(contains(log, "it is not a kolo connection")) << log;
