@@ -160,7 +160,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t sh, cudaEvent_t h, unsigned flags) 
     e = cudaErrorInvalidResourceHandle;
   } else if (ev->in_capture || s->capture) {
     /* Joining captures across streams is not modelled: the model captures
-     * one stream at a time (docs/cuda-model.md). */
+     * one stream at a time (docs/dev/cuda-model.md). */
     e = cudaErrorStreamCaptureUnsupported;
   } else if (ev->rec != NULL) {
     sim_op *op = sim_op_new(SIM_OP_MARK, s);

@@ -1,5 +1,5 @@
 /* kolo_sim.h - what kolo's CPU model of the GPU offers beyond the CUDA
- * runtime API it implements (docs/cuda-model.md): the calls that device code
+ * runtime API it implements (docs/dev/cuda-model.md): the calls that device code
  * compiled for the host makes (kernels/cuda/device_prims.cuh), the kernel
  * registry behind cudaLaunchKernel, and a few questions and settings for
  * tests.  Plain C.
@@ -7,7 +7,7 @@
  * The model is a test double.  It runs kolo's kernels on CPU threads with
  * CUDA's rules for streams, events, graphs, residency and errors; nothing it
  * measures is a GPU figure.  Where it cannot be faithful (the full list is in
- * docs/cuda-model.md): memory scopes and the PTX memory model (its atomics
+ * docs/dev/cuda-model.md): memory scopes and the PTX memory model (its atomics
  * are C++'s on the host, stronger than a GPU's), L1 coherence, timing,
  * device-side faults other than writing past an allocation, host code
  * touching device memory, GPUDirect RDMA, the driver API, captures across
@@ -74,7 +74,7 @@ int kolo_sim_register_kernel(const kolo_sim_kernel_desc *k);
 /* The resources the model charges a block of the kernel named `name`
  * (registers per thread, static shared memory bytes): from the build's
  * ptxas report, overridden by kolo_sim_set_kernel_resources.  Returns 0, or
- * -1 when the kernel is unknown (then the defaults of docs/cuda-model.md). */
+ * -1 when the kernel is unknown (then the defaults of docs/dev/cuda-model.md). */
 int kolo_sim_kernel_resources(const char *name, int *regs, int *smem);
 /* Overrides them for every kernel whose name starts with `prefix` (regs <
  * 0: back to the report).  For tests of residency. */

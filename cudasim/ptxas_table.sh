@@ -4,7 +4,7 @@
 # (cudasim/kernel.c): demangled name, registers per thread, static shared
 # memory bytes.  A kernel reported more than once keeps its largest figures.
 # With no log, or no kernel in the logs, the table is empty and the model
-# charges every kernel sm_90's most (docs/cuda-model.md).
+# charges every kernel sm_90's most (docs/dev/cuda-model.md).
 set -eu
 out=$1
 shift

@@ -1,6 +1,6 @@
 /*
  * kolo_fusion.h - gradient fusion for data-parallel training
- * (docs/pytorch.md, docs/architecture.md): Horovod's tensor fusion and DDP's buckets, in C,
+ * (docs/pytorch.md, docs/dev/architecture.md): Horovod's tensor fusion and DDP's buckets, in C,
  * for host and CUDA communicators.
  *
  * One koloFusion_t drives the gradient all-reduces of one communicator.

@@ -91,7 +91,7 @@ void perf_cuda_describe(int dev, char *buf, size_t len) {
   }
   prop.name[sizeof prop.name - 1] = '\0';
 #ifdef KOLO_CUDA_SIM
-  /* Never to be read as a GPU's figures (docs/cuda-model.md). */
+  /* Never to be read as a GPU's figures (docs/dev/cuda-model.md). */
   snprintf(buf, len, "cuda device %d: CPU MODEL, not a GPU", dev);
 #else
   snprintf(buf, len, "cuda device %d [0x%02x] %s", dev, (unsigned)prop.pciBusID, prop.name);

@@ -9,7 +9,7 @@
 #     then tests/torch/run.sh: the Python package (python/) in a venv, its
 #     collectives under mpirun on 1-4 ranks and from torchrun's variables,
 #     training checked against one process, faults, the timeline
-#  4. the CUDA path on kolo's CPU model of the GPU (docs/cuda-model.md):
+#  4. the CUDA path on kolo's CPU model of the GPU (docs/dev/cuda-model.md):
 #     build-sim (-DKOLO_CUDA=SIM, kernel resources from step 2's ptxas
 #     report) and every CUDA test there; then build-sim-tsan: the reduce
 #     kernels and a set of the executor's end-to-end cases under TSan, with

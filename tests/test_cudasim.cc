@@ -1,5 +1,5 @@
 // test_cudasim.cc - the CPU model of the GPU (cudasim/) against the CUDA
-// rules kolo depends on (docs/cuda-model.md): stream order, the legacy
+// rules kolo depends on (docs/dev/cuda-model.md): stream order, the legacy
 // stream, shared hardware queues, residency, events and the last error,
 // capture, memory.  Built only with -DKOLO_CUDA=SIM: its kernels are host
 // code launched through kernels/cuda/device_prims.cuh, as kolo's are.

@@ -1,5 +1,5 @@
 /* connector.h - a one-way pipe between two ranks, the same shape for every
- * transport (docs/architecture.md, "Connectors").
+ * transport (docs/dev/architecture.md, "Connectors").
  *
  * nslots slots of slot_bytes each, a `tail` the sender bumps after filling a
  * slot and a `head` the receiver bumps after draining one.  The sender may

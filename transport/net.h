@@ -1,4 +1,4 @@
-/* net.h - network providers behind net pipes (docs/architecture.md, "Net pipes").
+/* net.h - network providers behind net pipes (docs/dev/architecture.md, "Net pipes").
  *
  * A provider is an ops table, the way libfabric's providers or NCCL's net
  * plugins are: it finds its devices, listens, connects and accepts, and then

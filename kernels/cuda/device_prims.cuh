@@ -12,7 +12,7 @@
  * the host C++ atomics with the same order: relaxed, acquire, release.  The
  * host build's atomics are what ThreadSanitizer reasons with; the GPU's
  * scopes (cta / gpu / sys), L1 coherence and the PTX memory model's details
- * are not modelled (docs/cuda-model.md).
+ * are not modelled (docs/dev/cuda-model.md).
  *
  * Spinning.  Every spin loop calls poll() once per turn: nothing on the GPU;
  * on the host it lets the block's other threads (fibers) and other blocks
