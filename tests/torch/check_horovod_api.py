@@ -215,7 +215,8 @@ def check_optimizer(c, n, me):
            str(g.tolist()))
     ranks = lambda r: rank_input(torch.float32, (6,), ("pre",), r)  # noqa: E731
     e, tol = reduce_exact([ranks(r) for r in range(n)], "avg", torch.float32)
-    c.close(grads_after_step(6, ranks, me, gradient_predivide_factor=3.0), e, 4 * tol + 1e-6, "predivide 3: the average")
+    g = grads_after_step(6, ranks, me, gradient_predivide_factor=3.0)
+    c.close(g, e, 4 * tol + 1e-6, "predivide 3: the average")
     fine = lambda r: torch.full((3,), 1.0 + 2.0 ** -10)  # noqa: E731 - bfloat16 rounds it to 1
     c.true(torch.equal(grads_after_step(3, fine, me, compression=kt.Compression.bf16), torch.ones(3)),
            "Compression.bf16: gradients travel as bfloat16")
@@ -268,8 +269,9 @@ def bn_pair(shape_rest, dtype, momentum):
 
 
 def check_sync_batch_norm(c, n, me):
-    for shape_rest, dtype, momentum, tol in (((3, 5), torch.float64, 0.1, 1e-10), ((2, 3, 2), torch.float64, None, 1e-10),
-                                             ((3, 5), torch.float32, 0.1, 2e-5)):
+    cases = (((3, 5), torch.float64, 0.1, 1e-10), ((2, 3, 2), torch.float64, None, 1e-10),
+             ((3, 5), torch.float32, 0.1, 2e-5))
+    for shape_rest, dtype, momentum, tol in cases:
         ref, sync = bn_pair(shape_rest, dtype, momentum)
         what = "SyncBatchNorm %s %s momentum %s" % (shape_rest, dtype, momentum)
         for step in range(2):

@@ -134,7 +134,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         mode, buf = self._modes[p], None
         with torch.no_grad():
             if mode == VIEW and (p.grad.is_sparse or p.grad.data_ptr() != self._views[p].data_ptr()):
-                self._views[p].copy_(p.grad.to_dense())  # the gradient was replaced (set to None, assigned): back to the view
+                # the gradient was replaced (set to None, assigned, or sparse): back to the view
+                self._views[p].copy_(p.grad.to_dense())
                 p.grad = self._views[p]
             elif mode == CAST:
                 self._views[p].copy_(p.grad.to_dense())

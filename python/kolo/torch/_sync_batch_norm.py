@@ -64,7 +64,7 @@ class SyncBatchNorm(_BatchNorm):
     def _synced(self, input, factor):
         x = input.to(torch.float64 if input.dtype == torch.float64 else torch.float32)
         shape = [1, x.shape[1]] + [1] * (x.dim() - 2)
-        count_here = torch.tensor([x.numel() // x.shape[1]], dtype=x.dtype)
+        count_here = torch.tensor([x.numel() // x.shape[1]], dtype=x.dtype, device=x.device)
         totals = _SumOverRanks.apply(torch.cat([_channel_sums(x), count_here]))
         count = float(totals[-1])
         if count <= 1:
