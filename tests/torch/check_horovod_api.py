@@ -178,6 +178,8 @@ def check_reducescatter_forms(c, n, me):
     check_refused(c, lambda: kt.reducescatter(torch.tensor(1.0)), ValueError, "no first dimension", "a 0-d tensor")
     check_refused(c, lambda: kt.reducescatter(torch.ones(2), op=kt.Max), ValueError, "sums (Sum) or averages",
                   "reducescatter with Max")
+    check_refused(c, lambda: kt.reducescatter(torch.ones(2, dtype=torch.bool), op=kt.Sum), TypeError,
+                  "kolo has no type for torch.bool", "reducescatter of bool")
 
 
 # ---- gathers ---------------------------------------------------------------
