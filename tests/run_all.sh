@@ -69,7 +69,7 @@ step "install + examples: kolo as another project uses it (find_package, pkg-con
 tests/check_install.sh build || failed
 
 step "PyTorch: kolo.torch (python/) pip-installed in a venv; collectives on 1-4 ranks, training, faults, timeline"
-timeout -k 10 300 tests/torch/run.sh build || failed
+timeout -k 10 360 tests/torch/run.sh build || failed
 
 # The CUDA tests, on the CPU model: the ranks share its 2 model devices, so
 # every rank gets its own hardware queue (CUDA_DEVICE_MAX_CONNECTIONS, set by

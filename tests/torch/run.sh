@@ -10,6 +10,10 @@
 #  - check_faults.py: a mismatched gradient set, a killed rank (launch.py)
 #  - check_timeline.py: KOLO_TIMELINE shows buckets reduced during backward
 #  - examples/torch_train.py, as README shows it
+#  - check_horovod_api.py under mpirun with 1, 2, 3 and 4 processes: cross
+#    ranks, barrier, pre/postscale factors, reducescatter, grouped_allgather,
+#    allgather_object, the optimizer's predivide / sparse_as_dense / bf16,
+#    SyncBatchNorm against BatchNorm over the whole batch
 #  - the "kolo" torch.distributed backend: check_backend.py (every call of a
 #    process group) under mpirun with 1..4 processes and from torchrun's
 #    variables; DDP over it, with PyTorch's allreduce and with kolo_hook
@@ -70,6 +74,9 @@ mkdir -p "$LOG/timeline"
 check "KOLO_TIMELINE: buckets reduced while backward runs" 60 env KOLO_TIMELINE="$LOG/timeline/tl.%r.json" \
   "${MPIRUN[@]}" -x KOLO_TIMELINE -np 2 "$PY" $T/check_timeline.py
 check "examples/torch_train.py, mpirun -np 2" 60 "${MPIRUN[@]}" -np 2 "$PY" examples/torch_train.py
+for np in 1 2 3 4; do
+  check "Horovod's further calls, mpirun -np $np" 60 "${MPIRUN[@]}" -np $np "$PY" $T/check_horovod_api.py
+done
 
 # backend="kolo": RANK / WORLD_SIZE from Open MPI's variables, the store on MASTER_PORT
 for np in 1 2 3 4; do

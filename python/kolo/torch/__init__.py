@@ -20,14 +20,17 @@ from kolo._lib import KoloError
 from kolo.torch import _comms, _local
 from kolo.torch._compression import Compression
 from kolo.torch._copies import (allgather, allgather_async, alltoall, alltoall_async, broadcast, broadcast_,
-                                broadcast_async, broadcast_async_)
+                                broadcast_async, broadcast_async_, grouped_allgather, grouped_allgather_async)
 from kolo.torch._ddp_hook import KoloHookState, kolo_hook
 from kolo.torch._handle import poll, synchronize
 from kolo.torch._ops_names import Average, Max, Min, Product, Sum
 from kolo.torch._optimizer import DistributedOptimizer
 from kolo.torch._reduce import (allreduce, allreduce_, allreduce_async, allreduce_async_, grouped_allreduce,
                                 grouped_allreduce_, grouped_allreduce_async, grouped_allreduce_async_)
-from kolo.torch._state_sync import broadcast_object, broadcast_optimizer_state, broadcast_parameters
+from kolo.torch._scatter import (grouped_reducescatter, grouped_reducescatter_async, reducescatter,
+                                reducescatter_async)
+from kolo.torch._state_sync import allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters
+from kolo.torch._sync_batch_norm import SyncBatchNorm
 
 if _dist.is_available():
     from kolo.torch import _backend
@@ -36,6 +39,8 @@ if _dist.is_available():
 
 rank, size, shutdown, is_initialized = _comms.rank, _comms.size, _comms.shutdown, _comms.initialized
 local_rank, local_size = _local.local_rank, _local.local_size
+cross_rank, cross_size, is_homogeneous = _local.cross_rank, _local.cross_size, _local.is_homogeneous
+barrier = _comms.barrier
 
 
 def init(device=None, timeout_ms=None):
@@ -44,14 +49,17 @@ def init(device=None, timeout_ms=None):
     device: also make the CUDA communicator for it now (collective).
     timeout_ms: kolo's bound on waiting for a peer (KOLO_TIMEOUT_MS)."""
     _comms.init(device, timeout_ms)
-    _local.local()  # may gather host identities: every rank, now
+    _local.topology()  # may gather host identities, and gathers local ranks: every rank, now
 
 
 __all__ = ["init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
+           "cross_rank", "cross_size", "is_homogeneous", "barrier",
            "allreduce", "allreduce_", "allreduce_async", "allreduce_async_",
            "grouped_allreduce", "grouped_allreduce_", "grouped_allreduce_async", "grouped_allreduce_async_",
-           "allgather", "allgather_async", "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
+           "reducescatter", "reducescatter_async", "grouped_reducescatter", "grouped_reducescatter_async",
+           "allgather", "allgather_async", "grouped_allgather", "grouped_allgather_async",
+           "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
            "alltoall", "alltoall_async", "poll", "synchronize",
-           "broadcast_parameters", "broadcast_optimizer_state", "broadcast_object",
-           "DistributedOptimizer", "Compression", "kolo_hook", "KoloHookState",
+           "broadcast_parameters", "broadcast_optimizer_state", "broadcast_object", "allgather_object",
+           "DistributedOptimizer", "Compression", "SyncBatchNorm", "kolo_hook", "KoloHookState",
            "Average", "Sum", "Min", "Max", "Product", "KoloError"]

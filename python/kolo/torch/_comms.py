@@ -73,6 +73,14 @@ def size():
     return _state["size"]
 
 
+def barrier():
+    """Returns once every rank has called barrier(): a one-byte allreduce
+    on the host communicator."""
+    comm = world()
+    one = ffi.new("uint8_t[1]")
+    check(lib.koloAllReduce(one, one, 1, lib.koloUint8, lib.koloMax, comm, ffi.NULL), comm, "kolo.torch.barrier")
+
+
 def split(parent, memory, blocking=None, device=None, key=None, timeout_ms=None):
     """A communicator of every rank of `parent` (collective); key: this
     rank in `parent` (default: kolo.torch's rank in the job)."""

@@ -12,6 +12,7 @@ from kolo.torch import _comms
 from kolo.torch._dtypes import as_bytes
 from kolo.torch._handle import run
 from kolo.torch._placement import memory_kind, ptr
+from kolo.torch._reduce import single, grouped
 
 
 def _exchange_sizes(values, what):
@@ -29,43 +30,70 @@ def _rows_shape(tensor, rows):
     return (rows,) + tuple(tensor.shape[1:])
 
 
-def _allgather(tensor, async_, what):
-    kind, device = memory_kind([tensor], what)
-    if tensor.dim() == 0:
-        tensor = tensor.reshape(1)
-    row = math.prod(tensor.shape[1:])
-    sizes = _exchange_sizes([tensor.shape[0], row], what)
-    if (sizes[:, 1] != row).any():
-        raise ValueError("%s: ranks' tensors differ beyond the first dimension (elements per row: %s)" %
-                         (what, sizes[:, 1].tolist()))
-    rows = sizes[:, 0].tolist()
-    most = max(rows)
-    send = torch.zeros(_rows_shape(tensor, most), dtype=tensor.dtype, device=tensor.device)
-    send[:rows[_comms.rank()]] = tensor
-    recv = torch.empty(_rows_shape(tensor, most * len(rows)), dtype=tensor.dtype, device=tensor.device)
-    nbytes = send.numel() * send.element_size()
+def _gather_rows(tensors, what):
+    """Each tensor at least 1-D, and every rank's rows of it: one exchange
+    of sizes for all the tensors of the call."""
+    flat = [t.reshape(1) if t.dim() == 0 else t for t in tensors]
+    row = [math.prod(t.shape[1:]) for t in flat]
+    sizes = _exchange_sizes([v for t, r in zip(flat, row) for v in (t.shape[0], r)], what)
+    for i, r in enumerate(row):
+        if (sizes[:, 2 * i + 1] != r).any():
+            raise ValueError("%s: ranks' tensors differ beyond the first dimension (tensor %d, elements per row: "
+                             "%s)" % (what, i, sizes[:, 2 * i + 1].tolist()))
+    return flat, [sizes[:, 2 * i].tolist() for i in range(len(flat))]
+
+
+class _Gather:
+    """One tensor of an allgather: sent in a block padded to the most rows."""
+
+    def __init__(self, tensor, rows):
+        self.rows, self.most = rows, max(rows)
+        self.send = torch.zeros(_rows_shape(tensor, self.most), dtype=tensor.dtype, device=tensor.device)
+        self.send[:rows[_comms.rank()]] = tensor
+        self.recv = torch.empty(_rows_shape(tensor, self.most * len(rows)), dtype=tensor.dtype, device=tensor.device)
+        self.nbytes = self.send.numel() * self.send.element_size()
+
+    def call(self, stream):
+        def one(comm):
+            return lib.koloAllGather(ptr(as_bytes(self.send)), ptr(as_bytes(self.recv)), self.nbytes, lib.koloUint8,
+                                     comm, stream)
+        return one
+
+    def result(self):
+        if all(r == self.most for r in self.rows):
+            return self.recv
+        return torch.cat([self.recv[i * self.most:i * self.most + r] for i, r in enumerate(self.rows)])
+
+
+def _allgather(tensors, async_, what):
+    kind, device = memory_kind(tensors, what) if tensors else ("host", None)
+    flat, rows = _gather_rows(tensors, what) if tensors else ([], [])
+    parts = [_Gather(t, r) for t, r in zip(flat, rows)]
 
     def call(comm, stream):
-        if nbytes == 0:
-            return lib.koloSuccess
-        return lib.koloAllGather(ptr(as_bytes(send)), ptr(as_bytes(recv)), nbytes, lib.koloUint8, comm, stream)
+        return grouped([p.call(stream) for p in parts if p.nbytes], [], comm)
 
-    def finish():
-        if all(r == most for r in rows):
-            return recv
-        return torch.cat([recv[i * most:i * most + r] for i, r in enumerate(rows)])
-
-    return run(kind, device, call, what, finish, (send, recv), async_)
+    return run(kind, device, call, what, lambda: [p.result() for p in parts], parts, async_)
 
 
 def allgather(tensor, name=None):
     """Every rank's tensor, concatenated along the first dimension (which may
     differ between ranks; the other dimensions may not)."""
-    return _allgather(tensor, False, "kolo.torch.allgather")
+    return single(_allgather([tensor], False, "kolo.torch.allgather"), False)
 
 
 def allgather_async(tensor, name=None):
-    return _allgather(tensor, True, "kolo.torch.allgather_async")
+    return single(_allgather([tensor], True, "kolo.torch.allgather_async"), True)
+
+
+def grouped_allgather(tensors, name=None):
+    """allgather of each tensor (first dimensions may differ between ranks),
+    issued as one kolo group; a list."""
+    return _allgather(list(tensors), False, "kolo.torch.grouped_allgather")
+
+
+def grouped_allgather_async(tensors, name=None):
+    return _allgather(list(tensors), True, "kolo.torch.grouped_allgather_async")
 
 
 def _broadcast(tensor, root_rank, inplace, async_, what):

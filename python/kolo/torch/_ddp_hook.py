@@ -15,7 +15,7 @@ import torch
 from kolo.torch._compression import Compression
 from kolo.torch._ops_names import Average, Sum
 from kolo.torch._placement import memory_kind
-from kolo.torch._reduce import _issue, _single
+from kolo.torch._reduce import _issue, single
 
 _pending = queue.Queue()
 _completer = []
@@ -23,7 +23,7 @@ _completer = []
 
 class KoloHookState:
     """State for kolo_hook: op (Average or Sum), compression
-    (Compression.none or Compression.fp16), and process_group: a group of
+    (Compression.none, fp16 or bf16), and process_group: a group of
     the "kolo" torch.distributed backend whose communicators carry the
     buckets.  Without one, the buckets go to kolo.torch's job (init()), or,
     when init() was not called, to the default group if it is kolo's."""
@@ -58,7 +58,7 @@ def kolo_hook(state, bucket):
     def finish(reduced):
         return grads.copy_(reduced) if reduced is not grads else grads
 
-    handle = _single(_issue([buf], state.op, True, True, "kolo.torch.kolo_hook", comms=group), True)
+    handle = single(_issue([buf], state.op, True, True, "kolo.torch.kolo_hook", comms=group), True)
     if kind == "cuda":
         future = torch.futures.Future(devices=[device])
         future.set_result(finish(handle.wait()))  # the stream waits; the host does not

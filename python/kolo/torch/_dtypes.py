@@ -60,3 +60,15 @@ def reducible(tensor, op, what):
 def as_bytes(tensor):
     """A uint8 view of a contiguous tensor's bytes (copies move any dtype)."""
     return tensor.reshape(-1).view(torch.uint8)
+
+
+def restored(buf, dtype):
+    """The values of a reducible() buffer as `dtype` again (a view, or a
+    narrowing copy for a widened integer)."""
+    if buf.dtype == dtype:
+        return buf
+    if dtype.is_complex:
+        return torch.view_as_complex(buf)
+    if dtype == torch.bool:
+        return buf.view(torch.bool)
+    return buf.to(dtype)

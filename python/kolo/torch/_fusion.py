@@ -10,13 +10,13 @@ _UNDEF_SIZE = 2 ** (8 * ffi.sizeof("size_t")) - 1  # KOLO_FUSION_UNDEF_SIZE: (si
 
 
 class Fusion:
-    def __init__(self, comm, op, stream=None, rebuild=True):
+    def __init__(self, comm, op, stream=None, rebuild=True, prescale=1.0):
         cfg = ffi.new("koloFusionConfig_t *")
         undef = macros["KOLO_CONFIG_UNDEF"]
         cfg.size = ffi.sizeof("koloFusionConfig_t")
         cfg.bucketBytes = cfg.firstBucketBytes = cfg.fusionBytes = _UNDEF_SIZE
         cfg.cycleTimeUs = cfg.minBuckets = undef
-        cfg.op, cfg.preScale, cfg.rebuildBuckets = op, 0.0, int(rebuild)
+        cfg.op, cfg.preScale, cfg.rebuildBuckets = op, prescale, int(rebuild)
         cfg.stream = ffi.cast("koloStream_t", stream or 0)
         handle = ffi.new("koloFusion_t *")
         check_fusion(lib.koloFusionCreate(handle, comm, cfg), ffi.NULL, "koloFusionCreate")

@@ -1,8 +1,13 @@
 """local_rank() and local_size(): this process's place among the ranks on
-its host.  From the launcher where it says (Open MPI, torchrun, Slurm,
+its host, from the launcher where it says (Open MPI, torchrun, Slurm,
 KOLO_LOCAL_RANK / KOLO_LOCAL_SIZE); else every rank's host identity is
 gathered over kolo once, the identity being kolo's own rule: KOLO_HOSTID
-when set, else the host name and boot id."""
+when set, else the host name and boot id.
+
+cross_rank() and cross_size(), Horovod's: the ranks of one local rank,
+one per host, ordered by rank; this rank's place among those of its local
+rank, and their number.  is_homogeneous(): every host has as many ranks.
+Both from every rank's local rank and size, gathered once at init."""
 import hashlib
 import os
 import socket
@@ -50,6 +55,35 @@ def local():
     if "local" not in _cached:
         _cached["local"] = _from_launcher() or _gathered()
     return _cached["local"]
+
+
+def _gathered_topology():
+    from kolo.torch._copies import allgather
+
+    rank, size = local()
+    every = allgather(torch.tensor([[rank, size]], dtype=torch.int64)).tolist()
+    peers = [r for r, (lr, _) in enumerate(every) if lr == rank]
+    return peers.index(_comms.rank()), len(peers), len({ls for _, ls in every}) == 1
+
+
+def topology():
+    """(cross rank, cross size, homogeneous); collective the first time (init)."""
+    _comms.world()
+    if "cross" not in _cached:
+        _cached["cross"] = _gathered_topology()
+    return _cached["cross"]
+
+
+def cross_rank():
+    return topology()[0]
+
+
+def cross_size():
+    return topology()[1]
+
+
+def is_homogeneous():
+    return topology()[2]
 
 
 def local_rank():

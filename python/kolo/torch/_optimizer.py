@@ -16,8 +16,14 @@ Where a gradient lives (DDP's gradient_as_bucket_view):
     reduced in place, with no copy;
   - a dense but not contiguous one (channels_last) stays PyTorch's and is
     reduced where it is, through the fusion buffer (KOLO_FUSION_EXTERNAL);
-  - with Compression.fp16, a float32/float64 gradient stays PyTorch's; the
-    hook casts it into a float16 bucket view, step() casts the average back.
+  - with Compression.fp16 (bf16), a float32/float64 gradient stays
+    PyTorch's; the hook casts it into a float16 (bfloat16) bucket view,
+    step() casts the average back.
+
+gradient_predivide_factor f (Horovod's): the fusion multiplies every
+gradient by 1/f before the sum (its preScale) and averages; step() then
+multiplies by f.  A sparse gradient (an embedding's) is reduced as dense
+with sparse_as_dense=True, and refused with a sentence otherwise.
 """
 import contextlib
 
@@ -58,13 +64,12 @@ def _mode(p, compression):
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
-    def __init__(self, params, named_parameters, compression, backward_passes_per_step, op):
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step, op, predivide,
+                 sparse_as_dense):
         super(self.__class__, self).__init__(params)
-        if op not in (Average, Sum):
-            raise ValueError("%s: op %s: gradients are averaged (Average) or summed (Sum)" % (_WHAT, op_name(op)))
-        if backward_passes_per_step < 1:
-            raise ValueError("%s: backward_passes_per_step is %d, not 1 or more" % (_WHAT, backward_passes_per_step))
-        self._passes = backward_passes_per_step
+        _check_arguments(op, backward_passes_per_step, predivide)
+        self._passes, self._sparse_as_dense = backward_passes_per_step, sparse_as_dense
+        self._predivide = float(predivide)
         self._synchronized = False
         self._names = _names(self.param_groups, named_parameters)
         self._params = _reduced_params(self.param_groups)
@@ -85,7 +90,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             index = self._device.index if self._device.index is not None else torch.cuda.current_device()
             self._stream = torch.cuda.Stream(device=self._device)
         self._comm = _comms.split(_comms.world(), memory, device=index)
-        self._fusion = Fusion(self._comm, op, self._stream.cuda_stream if self._stream else None)
+        self._fusion = Fusion(self._comm, op, self._stream.cuda_stream if self._stream else None,
+                              prescale=1.0 / self._predivide)
         self._ids = {}
         for p in reversed(self._params):  # backward meets the last parameters first
             storage = lib.KOLO_FUSION_EXTERNAL if self._modes[p] == EXTERNAL else lib.KOLO_FUSION_ALLOCATE
@@ -111,11 +117,14 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def _hook(self, p):
         accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
-        accumulator.register_hook(lambda *_: self._gradient_ready(p))
+        accumulator.register_hook(lambda _, incoming: self._gradient_ready(p, incoming))
         return accumulator
 
     # ---- backward -------------------------------------------------------
-    def _gradient_ready(self, p):
+    def _gradient_ready(self, p, incoming):
+        if incoming and incoming[0] is not None and incoming[0].is_sparse and not self._sparse_as_dense:
+            raise RuntimeError("%s: the gradient of %s is sparse: kolo reduces dense gradients; pass "
+                               "sparse_as_dense=True" % (_WHAT, self._names[p]))
         self._delay[p] -= 1
         if self._delay[p] > 0:
             return
@@ -124,11 +133,12 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                                "(%d), before step()" % (_WHAT, self._names[p], self._passes - self._delay[p], self._passes))
         mode, buf = self._modes[p], None
         with torch.no_grad():
-            if mode == VIEW and p.grad.data_ptr() != self._views[p].data_ptr():
-                self._views[p].copy_(p.grad)  # the gradient was replaced (set to None, assigned): back to the view
+            if mode == VIEW and (p.grad.is_sparse or p.grad.data_ptr() != self._views[p].data_ptr()):
+                # the gradient was replaced (set to None, assigned, or sparse): back to the view
+                self._views[p].copy_(p.grad.to_dense())
                 p.grad = self._views[p]
             elif mode == CAST:
-                self._views[p].copy_(p.grad)
+                self._views[p].copy_(p.grad.to_dense())
             elif mode == EXTERNAL:
                 buf = p.grad.data_ptr()
         event = None
@@ -159,11 +169,17 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             torch.cuda.current_stream(self._device).wait_stream(self._stream)
         if self._fusion.version() != self._version:
             self._bind_views(first=False)
-        with torch.no_grad():
-            for p in self._params:
-                if self._modes[p] == CAST:
-                    p.grad.copy_(self._views[p])
+        self._unpack()
         self._synchronized = True
+
+    @torch.no_grad()
+    def _unpack(self):
+        """Cast gradients take their averages back; a predivide factor is undone."""
+        for p in self._params:
+            if self._modes[p] == CAST:
+                p.grad.copy_(self._views[p])
+        if self._predivide != 1.0 and self._params:
+            torch._foreach_mul_([p.grad for p in self._params], self._predivide)
 
     @contextlib.contextmanager
     def skip_synchronize(self):
@@ -211,6 +227,17 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         _comms.destroy(self._comm, "DistributedOptimizer's")
 
 
+def _check_arguments(op, passes, predivide):
+    if op not in (Average, Sum):
+        raise ValueError("%s: op %s: gradients are averaged (Average) or summed (Sum)" % (_WHAT, op_name(op)))
+    if passes < 1:
+        raise ValueError("%s: backward_passes_per_step is %d, not 1 or more" % (_WHAT, passes))
+    if not float(predivide) > 0 or float(predivide) == float("inf"):
+        raise ValueError("%s: gradient_predivide_factor is %r, not a finite number above 0" % (_WHAT, predivide))
+    if float(predivide) != 1.0 and op != Average:
+        raise ValueError("%s: gradient_predivide_factor %g needs op Average, not %s" % (_WHAT, predivide, op_name(op)))
+
+
 def _names(param_groups, named_parameters):
     params = [p for g in param_groups for p in g["params"]]
     if named_parameters is None:
@@ -237,9 +264,13 @@ def _reduced_params(param_groups):
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none, backward_passes_per_step=1,
-                         op=Average):
+                         op=Average, gradient_predivide_factor=1.0, sparse_as_dense=False):
     """Wraps `optimizer` (Horovod's API): its gradients are averaged over
     every rank (op=Sum: summed) by kolo's fusion layer while backward runs.
+    gradient_predivide_factor f: gradients are multiplied by 1/f before
+    the sum and by f / size after it (op Average).  sparse_as_dense: reduce
+    sparse gradients as dense ones (else they are refused).
     Collective: every rank wraps the same parameters, in the same order."""
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__))
-    return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op)
+    return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
+               gradient_predivide_factor, sparse_as_dense)

@@ -6,37 +6,53 @@ from kolo.torch._dtypes import KOLO_TYPES, reducible
 from kolo.torch._handle import run
 from kolo.torch._ops_names import Average, check_op
 from kolo.torch._placement import memory_kind, ptr
+from kolo.torch._scale import Scaling
 
 
-def _prepare(tensor, op, inplace, what):
-    """(output, contiguous work tensor, kolo buffer, whether the buffer is a copy)."""
+def _prepare(tensor, op, inplace, scales, what):
+    """(output, contiguous work tensor, kolo buffer, whether the buffer is a copy, its Scaling)."""
     out = tensor if inplace else tensor.clone(memory_format=torch.contiguous_format)
     work = out if out.is_contiguous() else out.contiguous()
     buf, copied = reducible(work, op, what)
-    return out, work, buf, copied
+    return out, work, buf, copied, Scaling(op, tensor.dtype, scales[0], scales[1], what)
 
 
-def _issue(tensors, op, inplace, async_, what, comms=None):
+def grouped(calls, scalings, comm):
+    """Runs call(comm) -> koloResult_t for each of `calls` in one kolo
+    group, then frees the premul-sum ops of `scalings`."""
+    res = lib.koloGroupStart()
+    if res != lib.koloSuccess:
+        return res
+    try:
+        for one in calls:
+            res = one(comm)
+            if res not in (lib.koloSuccess, lib.koloInProgress):
+                return res
+    finally:
+        end = lib.koloGroupEnd()
+        for s in scalings:
+            s.release(comm)
+    return end
+
+
+def _issue(tensors, op, inplace, async_, what, comms=None, scales=(1.0, 1.0)):
     check_op(op, what)
     kind, device = memory_kind(tensors, what)
-    parts = [_prepare(t, op, inplace, what) for t in tensors]
+    parts = [_prepare(t, op, inplace, scales, what) for t in tensors]
+
+    def reduce(buf, scaling, stream):
+        def one(comm):
+            return lib.koloAllReduce(ptr(buf), ptr(buf), buf.numel(), KOLO_TYPES[buf.dtype],
+                                     scaling.kolo_op(comm, buf.dtype), comm, stream)
+        return one
 
     def call(comm, stream):
-        res = lib.koloGroupStart()
-        if res != lib.koloSuccess:
-            return res
-        try:
-            for _, _, buf, _ in parts:
-                if buf.numel():
-                    res = lib.koloAllReduce(ptr(buf), ptr(buf), buf.numel(), KOLO_TYPES[buf.dtype], op, comm, stream)
-                    if res not in (lib.koloSuccess, lib.koloInProgress):
-                        return res
-        finally:
-            end = lib.koloGroupEnd()
-        return end
+        calls = [reduce(p[2], p[4], stream) for p in parts if p[2].numel()]
+        return grouped(calls, [p[4] for p in parts], comm)
 
     def finish():
-        for out, work, buf, copied in parts:
+        for out, work, buf, copied, scaling in parts:
+            scaling.after(buf)
             if copied:
                 work.copy_(buf)  # a widened integer narrows back, wrapping as its own type
             if work is not out:
@@ -46,7 +62,7 @@ def _issue(tensors, op, inplace, async_, what, comms=None):
     return run(kind, device, call, what, finish, parts, async_, comms)
 
 
-def _single(result_or_handle, async_):
+def single(result_or_handle, async_):
     if async_:
         finish = result_or_handle._finish
         result_or_handle._finish = lambda: finish()[0]
@@ -54,37 +70,47 @@ def _single(result_or_handle, async_):
     return result_or_handle[0]
 
 
-def allreduce(tensor, op=Average, name=None):
-    """A new tensor: `tensor` reduced over every rank (op: Average, Sum, Min, Max, Product)."""
-    return _single(_issue([tensor], op, False, False, "kolo.torch.allreduce"), False)
+def allreduce(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+    """A new tensor: `tensor` reduced over every rank (op: Average, Sum,
+    Min, Max, Product); prescale_factor multiplies every rank's tensor
+    before the reduction (Sum and Average), postscale_factor the result."""
+    scales = (prescale_factor, postscale_factor)
+    return single(_issue([tensor], op, False, False, "kolo.torch.allreduce", scales=scales), False)
 
 
-def allreduce_(tensor, op=Average, name=None):
+def allreduce_(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
     """Reduces `tensor` over every rank, in place; returns it."""
-    return _single(_issue([tensor], op, True, False, "kolo.torch.allreduce_"), False)
+    scales = (prescale_factor, postscale_factor)
+    return single(_issue([tensor], op, True, False, "kolo.torch.allreduce_", scales=scales), False)
 
 
-def allreduce_async(tensor, op=Average, name=None):
-    return _single(_issue([tensor], op, False, True, "kolo.torch.allreduce_async"), True)
+def allreduce_async(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+    scales = (prescale_factor, postscale_factor)
+    return single(_issue([tensor], op, False, True, "kolo.torch.allreduce_async", scales=scales), True)
 
 
-def allreduce_async_(tensor, op=Average, name=None):
-    return _single(_issue([tensor], op, True, True, "kolo.torch.allreduce_async_"), True)
+def allreduce_async_(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+    scales = (prescale_factor, postscale_factor)
+    return single(_issue([tensor], op, True, True, "kolo.torch.allreduce_async_", scales=scales), True)
 
 
-def grouped_allreduce(tensors, op=Average, name=None):
+def grouped_allreduce(tensors, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
     """New tensors, each reduced over every rank, issued as one kolo group;
     the tensors must all be in host memory or all on one CUDA device."""
-    return _issue(list(tensors), op, False, False, "kolo.torch.grouped_allreduce")
+    scales = (prescale_factor, postscale_factor)
+    return _issue(list(tensors), op, False, False, "kolo.torch.grouped_allreduce", scales=scales)
 
 
-def grouped_allreduce_(tensors, op=Average, name=None):
-    return _issue(list(tensors), op, True, False, "kolo.torch.grouped_allreduce_")
+def grouped_allreduce_(tensors, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+    scales = (prescale_factor, postscale_factor)
+    return _issue(list(tensors), op, True, False, "kolo.torch.grouped_allreduce_", scales=scales)
 
 
-def grouped_allreduce_async(tensors, op=Average, name=None):
-    return _issue(list(tensors), op, False, True, "kolo.torch.grouped_allreduce_async")
+def grouped_allreduce_async(tensors, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+    scales = (prescale_factor, postscale_factor)
+    return _issue(list(tensors), op, False, True, "kolo.torch.grouped_allreduce_async", scales=scales)
 
 
-def grouped_allreduce_async_(tensors, op=Average, name=None):
-    return _issue(list(tensors), op, True, True, "kolo.torch.grouped_allreduce_async_")
+def grouped_allreduce_async_(tensors, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+    scales = (prescale_factor, postscale_factor)
+    return _issue(list(tensors), op, True, True, "kolo.torch.grouped_allreduce_async_", scales=scales)

@@ -4,7 +4,7 @@ import io
 
 import torch
 
-from kolo.torch._copies import broadcast_
+from kolo.torch._copies import allgather, broadcast_
 from kolo.torch import _comms
 
 
@@ -21,13 +21,21 @@ def broadcast_parameters(params, root_rank=0):
             broadcast_(tensor.data if isinstance(tensor, torch.nn.Parameter) else tensor, root_rank)
 
 
+def _serialized(obj):
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return torch.frombuffer(bytearray(buf.getvalue()), dtype=torch.uint8)
+
+
+def _loaded(data):
+    return torch.load(io.BytesIO(data.numpy().tobytes()), map_location="cpu")
+
+
 def broadcast_object(obj, root_rank=0, name=None):
     """root_rank's `obj` (anything torch.save takes), on every rank: its
     length, then its bytes, broadcast over the host communicator."""
     if _comms.rank() == root_rank:
-        buf = io.BytesIO()
-        torch.save(obj, buf)
-        data = torch.frombuffer(bytearray(buf.getvalue()), dtype=torch.uint8)
+        data = _serialized(obj)
         length = torch.tensor([data.numel()], dtype=torch.int64)
     else:
         length = torch.zeros(1, dtype=torch.int64)
@@ -37,7 +45,17 @@ def broadcast_object(obj, root_rank=0, name=None):
     broadcast_(data, root_rank)
     if _comms.rank() == root_rank:
         return obj
-    return torch.load(io.BytesIO(data.numpy().tobytes()), map_location="cpu")
+    return _loaded(data)
+
+
+def allgather_object(obj, name=None):
+    """Every rank's `obj` (anything torch.save takes), in a list in rank
+    order (loaded on the host, as broadcast_object's)."""
+    data = _serialized(obj)
+    lengths = allgather(torch.tensor([data.numel()], dtype=torch.int64)).tolist()
+    every = allgather(data)
+    starts = [sum(lengths[:r]) for r in range(len(lengths))]
+    return [_loaded(every[s:s + n]) for s, n in zip(starts, lengths)]
 
 
 def broadcast_optimizer_state(optimizer, root_rank=0):
