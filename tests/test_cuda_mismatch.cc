@@ -1,5 +1,5 @@
 // test_cuda_mismatch.cc - calls that do not match on koloMemCuda
-// communicators (issue 15 part 6; the host executor's are in
+// communicators (the host executor's are in
 // test_mismatch.cc): one rank's call differs from the others' in count,
 // dtype or op.  The calls only enqueue; every rank's kernel must stop with
 // koloCommGetAsyncError = koloInvalidUsage and a sentence naming the rank

@@ -244,7 +244,7 @@ TEST(CudaProcsTimeout, PeerNeverCallsKernelGivesUp) {
   run_cuda_procs("timeout", 2);
 }
 
-// Calls that do not match (issue 15), processes: over device pipes (CUDA
+// Calls that do not match, processes: over device pipes (CUDA
 // IPC) and over net pipes (socket, the proxy carrying signatures and the
 // report): every rank fails naming the highest rank's call (child_mismatch).
 class CudaMismatchProcs : public ::testing::TestWithParam<std::tuple<bool, int>> {};
@@ -438,7 +438,7 @@ INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaInitRankThreads, ::testing::Values(2, 
                            return std::to_string(p.param) + "ranks";
                          });
 
-// Issue 13, 4.1: a launch's result is the launch's own, not an earlier
+// A launch's result is the launch's own, not an earlier
 // error of the calling thread that cudaGetLastError would also return.
 // Rank 0 makes a call its peer has not made yet, queries its stream (busy:
 // the query leaves cudaErrorNotReady as the thread's last error, as CUDA
@@ -1487,7 +1487,7 @@ std::string child_case(const CollCase &c, int rank, koloComm_t comm, cudaStream_
   return dev_check(c, rank, &d, s, e);
 }
 
-// Mode "mismatch" (issue 15): after a warm-up all-reduce (call #1), the
+// Mode "mismatch": after a warm-up all-reduce (call #1), the
 // highest rank calls all-reduce #2 with 99000 float32s and the others with
 // 100000; every rank's kernel must stop with koloInvalidUsage and the
 // sentence naming that rank and both calls, well before the 60 s timeout.
@@ -1645,7 +1645,7 @@ TEST(CudaProcsChild, DISABLED_Rank) {
   EXPECT_EQ(failures, 0) << "rank " << rank << " of " << n << " (" << mode << ")";
 }
 
-// ===== issue 13: what the CPU model of the GPU found ========================================
+// ===== what the CPU model of the GPU found =================================================
 //   CudaResidency     ranks of one process share a device: the channels are
 //                     capped to the blocks it holds at once (KOLO_SIM_SMS), and
 //                     what cannot be resident even with one channel is refused
@@ -1964,7 +1964,7 @@ TEST(CudaFinalize, CompletesIssuedWorkThenRefusesCalls) {
   std::printf("  koloCommFinalize returned %.0f ms after rank 0's call (rank 1 called at 500 ms)\n", ms);
 }
 
-// ===== NCCL 2.28 calls (issue 14) on CUDA communicators =============================
+// ===== NCCL 2.28 calls on CUDA communicators =====================================
 
 // One thread makes every rank in a group, on device 1 (the current device
 // when each init is called; the inits run on other threads, whose current

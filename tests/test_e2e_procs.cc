@@ -306,7 +306,7 @@ TEST(ProcsCommId, NotHostPortIsNamed) {
       << koloGetLastError(nullptr);
 }
 
-// ==== NCCL 2.28 calls (issue 14): scalable init, shrink after a death ==========
+// ==== NCCL 2.28 calls: scalable init, shrink after a death ==========
 
 void run_ranks_with_ids(int n, int nids, const std::function<int(int, const std::vector<koloUniqueId> &)> &body) {
   std::set<std::string> before = shm_entries();

@@ -582,7 +582,7 @@ TEST(Finalize, CompletesIssuedCallsThenRefusesCalls) {
   EXPECT_EQ(check(c, 1, bufs[1], e), "") << "rank 1 after koloCommFinalize";
 }
 
-// ==== NCCL 2.28 calls (issue 14): group and non-blocking init, simulated
+// ==== NCCL 2.28 calls: group and non-blocking init, simulated
 // groups, revoke, shrink, registration ===================================
 
 namespace {

@@ -649,11 +649,11 @@ TEST(FailingRanks, AbortWakesWaitingPeers) {
 }
 
 
-// ---- NCCL 2.28 calls (issue 14): bad input ------------------------------------------
+// ---- NCCL 2.28 calls: bad input ------------------------------------------------------
 
 // Result codes: 8 is NCCL's ncclNumResults, never kolo's; kolo's codes
 // start at 9, and every one has its own string.
-static_assert(koloTimeout == 9 && koloNumResults == 10, "issue 14: koloTimeout 9, koloNumResults 10");
+static_assert(koloTimeout == 9 && koloNumResults == 10, "the ABI: koloTimeout 9, koloNumResults 10");
 TEST(ResultCodes, EightIsReservedEveryCodeNamed) {
   EXPECT_CONTAINS(koloGetErrorString((koloResult_t)8), "reserved");
   EXPECT_CONTAINS(koloGetErrorString(koloTimeout), "koloTimeout");

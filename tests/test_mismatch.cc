@@ -1,5 +1,5 @@
-// test_mismatch.cc - calls that do not match, and the stall warning (issue 15
-// parts 6 and 7), on host communicators.
+// test_mismatch.cc - calls that do not match, and the stall warning, on host
+// communicators.
 //
 //  - Three ranks; ranks 0 and 1 make one call, rank 2 one that differs in
 //    count, dtype, op, root or collective: every rank fails with

@@ -1,4 +1,4 @@
-// test_net.cc - the net transport (issue 4, socket provider and proxy).
+// test_net.cc - the net transport (socket provider and proxy).
 //
 //  - NetSocket: the TCP provider alone: slices of 0 bytes to a whole slot
 //    over three streams, two laps of a ring, with and without signatures,

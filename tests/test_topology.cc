@@ -301,7 +301,7 @@ TEST(Topology, AlgorithmChoice) {
           }
     }
   // One host: the costs are the model's; small messages take the fewest
-  // steps (recursive doubling: 8 B to 512 B, issue 16), large ones the
+  // steps (recursive doubling: 8 B to 512 B), large ones the
   // fewest passes over memory (the ring), Rabenseifner in between where
   // the ring's steps are many.
   for (int n = 2; n <= 16; n++) {

@@ -50,7 +50,7 @@
 namespace kt {
 
 enum class Coll { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, SendRecv, AlltoAll, Gather, Scatter, Bcast };
-// The collectives of the original grids, and those issue 14 added (their
+// The collectives of the first grids, and the multi-peer ones (their
 // own, smaller grids: see peer_grid).
 constexpr Coll kAllColls[] = {Coll::AllReduce, Coll::ReduceScatter, Coll::AllGather,
                               Coll::Broadcast, Coll::Reduce,        Coll::SendRecv};
