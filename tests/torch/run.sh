@@ -9,7 +9,8 @@
 #    passes per step; DDP from torchrun's variables)
 #  - check_faults.py: a mismatched gradient set, a killed rank (launch.py)
 #  - check_timeline.py: KOLO_TIMELINE shows buckets reduced during backward
-#  - examples/torch_train.py, as README shows it
+#  - examples/torch_train.py, as README shows it; examples/horovod_train.py,
+#    a script written for Horovod with only its import changed
 #  - check_horovod_api.py under mpirun with 1, 2, 3 and 4 processes: cross
 #    ranks, barrier, pre/postscale factors, reducescatter, grouped_allgather,
 #    allgather_object, the optimizer's predivide / sparse_as_dense / bf16,
@@ -74,6 +75,8 @@ mkdir -p "$LOG/timeline"
 check "KOLO_TIMELINE: buckets reduced while backward runs" 60 env KOLO_TIMELINE="$LOG/timeline/tl.%r.json" \
   "${MPIRUN[@]}" -x KOLO_TIMELINE -np 2 "$PY" $T/check_timeline.py
 check "examples/torch_train.py, mpirun -np 2" 60 "${MPIRUN[@]}" -np 2 "$PY" examples/torch_train.py
+check "examples/horovod_train.py (Horovod's script, its import changed), mpirun -np 2" 60 "${MPIRUN[@]}" -np 2 "$PY" \
+  examples/horovod_train.py --fp16-allreduce
 for np in 1 2 3 4; do
   check "Horovod's further calls, mpirun -np $np" 60 "${MPIRUN[@]}" -np $np "$PY" $T/check_horovod_api.py
 done
