@@ -15,6 +15,9 @@
 #    ranks, barrier, pre/postscale factors, reducescatter, grouped_allgather,
 #    allgather_object, the optimizer's predivide / sparse_as_dense / bf16,
 #    SyncBatchNorm against BatchNorm over the whole batch
+#  - check_process_sets.py under mpirun with 1, 2, 3 and 4 processes: every
+#    collective and DistributedOptimizer with process_set= a subset, a rank
+#    outside a set refused, remove and add again (about 20 s in all)
 #  - the "kolo" torch.distributed backend: check_backend.py (every call of a
 #    process group) under mpirun with 1..4 processes and from torchrun's
 #    variables; DDP over it, with PyTorch's allreduce and with kolo_hook
@@ -79,6 +82,9 @@ check "examples/horovod_train.py (Horovod's script, its import changed), mpirun 
   examples/horovod_train.py --fp16-allreduce
 for np in 1 2 3 4; do
   check "Horovod's further calls, mpirun -np $np" 60 "${MPIRUN[@]}" -np $np "$PY" $T/check_horovod_api.py
+done
+for np in 1 2 3 4; do
+  check "process sets, mpirun -np $np" 60 "${MPIRUN[@]}" -np $np "$PY" $T/check_process_sets.py
 done
 
 # backend="kolo": RANK / WORLD_SIZE from Open MPI's variables, the store on MASTER_PORT

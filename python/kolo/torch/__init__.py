@@ -25,6 +25,7 @@ from kolo.torch._ddp_hook import KoloHookState, kolo_hook
 from kolo.torch._handle import poll, synchronize
 from kolo.torch._ops_names import Average, Max, Min, Product, Sum
 from kolo.torch._optimizer import DistributedOptimizer
+from kolo.torch._process_sets import ProcessSet, add_process_set, barrier, global_process_set, remove_process_set
 from kolo.torch._reduce import (allreduce, allreduce_, allreduce_async, allreduce_async_, grouped_allreduce,
                                 grouped_allreduce_, grouped_allreduce_async, grouped_allreduce_async_)
 from kolo.torch._scatter import (grouped_reducescatter, grouped_reducescatter_async, reducescatter,
@@ -40,20 +41,24 @@ if _dist.is_available():
 rank, size, shutdown, is_initialized = _comms.rank, _comms.size, _comms.shutdown, _comms.initialized
 local_rank, local_size = _local.local_rank, _local.local_size
 cross_rank, cross_size, is_homogeneous = _local.cross_rank, _local.cross_size, _local.is_homogeneous
-barrier = _comms.barrier
 
 
-def init(device=None, timeout_ms=None):
+def init(device=None, timeout_ms=None, process_sets=None):
     """Joins the job: from mpirun (PMIx), srun, torchrun's variables or
     KOLO_ROOT / KOLO_RANK / KOLO_WORLD_SIZE, as koloCommInitFromEnv does.
     device: also make the CUDA communicator for it now (collective).
-    timeout_ms: kolo's bound on waiting for a peer (KOLO_TIMEOUT_MS)."""
+    timeout_ms: kolo's bound on waiting for a peer (KOLO_TIMEOUT_MS).
+    process_sets: ProcessSets to add now, in order (as add_process_set);
+    "dynamic" is taken and changes nothing (sets may always be added)."""
     _comms.init(device, timeout_ms)
     _local.topology()  # may gather host identities, and gathers local ranks: every rank, now
+    for process_set in [] if process_sets in (None, "dynamic") else process_sets:
+        add_process_set(process_set)
 
 
 __all__ = ["init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
            "cross_rank", "cross_size", "is_homogeneous", "barrier",
+           "ProcessSet", "add_process_set", "remove_process_set", "global_process_set",
            "allreduce", "allreduce_", "allreduce_async", "allreduce_async_",
            "grouped_allreduce", "grouped_allreduce_", "grouped_allreduce_async", "grouped_allreduce_async_",
            "reducescatter", "reducescatter_async", "grouped_reducescatter", "grouped_reducescatter_async",

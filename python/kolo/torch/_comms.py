@@ -73,22 +73,17 @@ def size():
     return _state["size"]
 
 
-def barrier():
-    """Returns once every rank has called barrier(): a one-byte allreduce
-    on the host communicator."""
-    comm = world()
-    one = ffi.new("uint8_t[1]")
-    check(lib.koloAllReduce(one, one, 1, lib.koloUint8, lib.koloMax, comm, ffi.NULL), comm, "kolo.torch.barrier")
-
-
-def split(parent, memory, blocking=None, device=None, key=None, timeout_ms=None):
+def split(parent, memory, blocking=None, device=None, key=None, timeout_ms=None, color=0):
     """A communicator of every rank of `parent` (collective); key: this
-    rank in `parent` (default: kolo.torch's rank in the job)."""
+    rank in `parent` (default: kolo.torch's rank in the job).  color
+    KOLO_SPLIT_NOCOLOR: this rank joins none (None)."""
     comm = ffi.new("koloComm_t *")
     timeout_ms = _state.get("timeout_ms") if timeout_ms is None else timeout_ms
     cfg = new_config(memory=memory, blocking=blocking, device=device, timeout_ms=timeout_ms)
     key = _state["rank"] if key is None else key
-    check(lib.koloCommSplit(parent, 0, key, comm, cfg), parent, "kolo.torch: making a communicator")
+    check(lib.koloCommSplit(parent, color, key, comm, cfg), parent, "kolo.torch: making a communicator")
+    if comm[0] == ffi.NULL:
+        return None
     if blocking == 0:  # a non-blocking split returns before its init is done
         wait_ready(comm[0])
     return comm[0]

@@ -36,6 +36,7 @@ from kolo.torch._dtypes import kolo_type
 from kolo.torch._fusion import Fusion
 from kolo.torch._ops_names import Average, Sum, op_name
 from kolo.torch._placement import memory_kind
+from kolo.torch._process_sets import global_process_set, member
 
 _WHAT = "kolo.torch.DistributedOptimizer"
 VIEW, EXTERNAL, CAST = "view", "external", "cast"
@@ -65,9 +66,10 @@ def _mode(p, compression):
 
 class _DistributedOptimizer(torch.optim.Optimizer):
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op, predivide,
-                 sparse_as_dense):
+                 sparse_as_dense, process_set):
         super(self.__class__, self).__init__(params)
         _check_arguments(op, backward_passes_per_step, predivide)
+        self._process_set = member(process_set, _WHAT)
         self._passes, self._sparse_as_dense = backward_passes_per_step, sparse_as_dense
         self._predivide = float(predivide)
         self._synchronized = False
@@ -89,7 +91,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if self._kind == "cuda":
             index = self._device.index if self._device.index is not None else torch.cuda.current_device()
             self._stream = torch.cuda.Stream(device=self._device)
-        self._comm = _comms.split(_comms.world(), memory, device=index)
+        self._comm = _comms.split(self._process_set.host(), memory, device=index)
         self._fusion = Fusion(self._comm, op, self._stream.cuda_stream if self._stream else None,
                               prescale=1.0 / self._predivide)
         self._ids = {}
@@ -264,13 +266,16 @@ def _reduced_params(param_groups):
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none, backward_passes_per_step=1,
-                         op=Average, gradient_predivide_factor=1.0, sparse_as_dense=False):
+                         op=Average, gradient_predivide_factor=1.0, sparse_as_dense=False,
+                         process_set=global_process_set):
     """Wraps `optimizer` (Horovod's API): its gradients are averaged over
-    every rank (op=Sum: summed) by kolo's fusion layer while backward runs.
+    every rank (op=Sum: summed) by kolo's fusion layer while backward runs;
+    with process_set, over its ranks only (the others may not wrap one).
     gradient_predivide_factor f: gradients are multiplied by 1/f before
     the sum and by f / size after it (op Average).  sparse_as_dense: reduce
     sparse gradients as dense ones (else they are refused).
-    Collective: every rank wraps the same parameters, in the same order."""
+    Collective: every rank (of the set) wraps the same parameters, in the
+    same order."""
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
-               gradient_predivide_factor, sparse_as_dense)
+               gradient_predivide_factor, sparse_as_dense, process_set)

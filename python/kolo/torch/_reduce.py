@@ -6,6 +6,7 @@ from kolo.torch._dtypes import KOLO_TYPES, reducible
 from kolo.torch._handle import run
 from kolo.torch._ops_names import Average, check_op
 from kolo.torch._placement import memory_kind, ptr
+from kolo.torch._process_sets import global_process_set, member
 from kolo.torch._scale import Scaling
 
 
@@ -62,6 +63,10 @@ def _issue(tensors, op, inplace, async_, what, comms=None, scales=(1.0, 1.0)):
     return run(kind, device, call, what, finish, parts, async_, comms)
 
 
+def _public(tensors, op, inplace, async_, what, scales, process_set):
+    return _issue(tensors, op, inplace, async_, what, scales=scales, comms=member(process_set, what))
+
+
 def single(result_or_handle, async_):
     if async_:
         finish = result_or_handle._finish
@@ -70,47 +75,55 @@ def single(result_or_handle, async_):
     return result_or_handle[0]
 
 
-def allreduce(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+def allreduce(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+              process_set=global_process_set):
     """A new tensor: `tensor` reduced over every rank (op: Average, Sum,
     Min, Max, Product); prescale_factor multiplies every rank's tensor
     before the reduction (Sum and Average), postscale_factor the result."""
     scales = (prescale_factor, postscale_factor)
-    return single(_issue([tensor], op, False, False, "kolo.torch.allreduce", scales=scales), False)
+    return single(_public([tensor], op, False, False, "kolo.torch.allreduce", scales, process_set), False)
 
 
-def allreduce_(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+def allreduce_(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+               process_set=global_process_set):
     """Reduces `tensor` over every rank, in place; returns it."""
     scales = (prescale_factor, postscale_factor)
-    return single(_issue([tensor], op, True, False, "kolo.torch.allreduce_", scales=scales), False)
+    return single(_public([tensor], op, True, False, "kolo.torch.allreduce_", scales, process_set), False)
 
 
-def allreduce_async(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+def allreduce_async(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                    process_set=global_process_set):
     scales = (prescale_factor, postscale_factor)
-    return single(_issue([tensor], op, False, True, "kolo.torch.allreduce_async", scales=scales), True)
+    return single(_public([tensor], op, False, True, "kolo.torch.allreduce_async", scales, process_set), True)
 
 
-def allreduce_async_(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+def allreduce_async_(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                     process_set=global_process_set):
     scales = (prescale_factor, postscale_factor)
-    return single(_issue([tensor], op, True, True, "kolo.torch.allreduce_async_", scales=scales), True)
+    return single(_public([tensor], op, True, True, "kolo.torch.allreduce_async_", scales, process_set), True)
 
 
-def grouped_allreduce(tensors, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+def grouped_allreduce(tensors, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                      process_set=global_process_set):
     """New tensors, each reduced over every rank, issued as one kolo group;
     the tensors must all be in host memory or all on one CUDA device."""
     scales = (prescale_factor, postscale_factor)
-    return _issue(list(tensors), op, False, False, "kolo.torch.grouped_allreduce", scales=scales)
+    return _public(list(tensors), op, False, False, "kolo.torch.grouped_allreduce", scales, process_set)
 
 
-def grouped_allreduce_(tensors, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+def grouped_allreduce_(tensors, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                       process_set=global_process_set):
     scales = (prescale_factor, postscale_factor)
-    return _issue(list(tensors), op, True, False, "kolo.torch.grouped_allreduce_", scales=scales)
+    return _public(list(tensors), op, True, False, "kolo.torch.grouped_allreduce_", scales, process_set)
 
 
-def grouped_allreduce_async(tensors, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+def grouped_allreduce_async(tensors, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                            process_set=global_process_set):
     scales = (prescale_factor, postscale_factor)
-    return _issue(list(tensors), op, False, True, "kolo.torch.grouped_allreduce_async", scales=scales)
+    return _public(list(tensors), op, False, True, "kolo.torch.grouped_allreduce_async", scales, process_set)
 
 
-def grouped_allreduce_async_(tensors, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+def grouped_allreduce_async_(tensors, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                             process_set=global_process_set):
     scales = (prescale_factor, postscale_factor)
-    return _issue(list(tensors), op, True, True, "kolo.torch.grouped_allreduce_async_", scales=scales)
+    return _public(list(tensors), op, True, True, "kolo.torch.grouped_allreduce_async_", scales, process_set)

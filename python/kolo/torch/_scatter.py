@@ -3,15 +3,16 @@ has them: every rank gives a tensor of the same shape, reduced over the
 ranks (Sum or Average); the first dimension is split among the ranks,
 rows // size each and one more for each of the first rows % size ranks,
 and each rank gets its part.  kolo's koloReduceScatter takes one count on
-every rank: uneven parts travel in blocks padded to the largest."""
+every rank: uneven parts travel in blocks padded to the largest.  With a
+process set, "the ranks" are the set's, in their order."""
 import torch
 
 from kolo._lib import lib
-from kolo.torch import _comms
 from kolo.torch._dtypes import KOLO_TYPES, reducible, restored
 from kolo.torch._handle import run
 from kolo.torch._ops_names import Average, Sum, op_name
 from kolo.torch._placement import memory_kind, ptr
+from kolo.torch._process_sets import global_process_set, member
 from kolo.torch._reduce import single, grouped
 from kolo.torch._scale import Scaling
 
@@ -36,11 +37,11 @@ def _padded(tensor, counts):
 
 
 class _Part:
-    def __init__(self, tensor, op, scales, what):
+    def __init__(self, tensor, op, scales, what, ps):
         if tensor.dim() == 0:
             raise ValueError("%s: a 0-dimensional tensor has no first dimension to split among the ranks" % what)
-        counts = split_rows(tensor.shape[0], _comms.size())
-        self.dtype, self.rows = tensor.dtype, counts[_comms.rank()]
+        counts = split_rows(tensor.shape[0], ps.size())
+        self.dtype, self.rows = tensor.dtype, counts[ps.rank()]
         self.send, _ = reducible(_padded(tensor, counts), op, what)
         self.recv = torch.empty((counts[0],) + tuple(self.send.shape[1:]), dtype=self.send.dtype,
                                 device=tensor.device)
@@ -58,38 +59,43 @@ class _Part:
         return restored(self.recv[:self.rows], self.dtype)
 
 
-def _issue(tensors, op, scales, async_, what):
+def _issue(tensors, op, scales, async_, what, process_set):
     if op not in (Sum, Average):
         raise ValueError("%s: op %s: a reduce-scatter sums (Sum) or averages (Average)" % (what, op_name(op)))
+    ps = member(process_set, what)
     kind, device = memory_kind(tensors, what)
-    parts = [_Part(t, op, scales, what) for t in tensors]
+    parts = [_Part(t, op, scales, what, ps) for t in tensors]
 
     def call(comm, stream):
         calls = [p.call(stream) for p in parts if p.recv.numel()]
         return grouped(calls, [p.scaling for p in parts], comm)
 
-    return run(kind, device, call, what, lambda: [p.result() for p in parts], parts, async_)
+    return run(kind, device, call, what, lambda: [p.result() for p in parts], parts, async_, ps)
 
 
-def reducescatter(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+def reducescatter(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                  process_set=global_process_set):
     """This rank's part of `tensor` reduced over every rank (op: Average or
     Sum): the first dimension is split among the ranks, the first
     rows % size ranks getting one row more.  Every rank gives the same shape."""
     scales = (prescale_factor, postscale_factor)
-    return single(_issue([tensor], op, scales, False, "kolo.torch.reducescatter"), False)
+    return single(_issue([tensor], op, scales, False, "kolo.torch.reducescatter", process_set), False)
 
 
-def reducescatter_async(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+def reducescatter_async(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                        process_set=global_process_set):
     scales = (prescale_factor, postscale_factor)
-    return single(_issue([tensor], op, scales, True, "kolo.torch.reducescatter_async"), True)
+    return single(_issue([tensor], op, scales, True, "kolo.torch.reducescatter_async", process_set), True)
 
 
-def grouped_reducescatter(tensors, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+def grouped_reducescatter(tensors, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                          process_set=global_process_set):
     """reducescatter of each tensor, issued as one kolo group; a list."""
     scales = (prescale_factor, postscale_factor)
-    return _issue(list(tensors), op, scales, False, "kolo.torch.grouped_reducescatter")
+    return _issue(list(tensors), op, scales, False, "kolo.torch.grouped_reducescatter", process_set)
 
 
-def grouped_reducescatter_async(tensors, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+def grouped_reducescatter_async(tensors, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                                process_set=global_process_set):
     scales = (prescale_factor, postscale_factor)
-    return _issue(list(tensors), op, scales, True, "kolo.torch.grouped_reducescatter_async")
+    return _issue(list(tensors), op, scales, True, "kolo.torch.grouped_reducescatter_async", process_set)

@@ -6,6 +6,7 @@ import torch
 
 from kolo.torch._copies import allgather, broadcast_
 from kolo.torch import _comms
+from kolo.torch._process_sets import global_process_set
 
 
 def broadcast_parameters(params, root_rank=0):
@@ -31,29 +32,31 @@ def _loaded(data):
     return torch.load(io.BytesIO(data.numpy().tobytes()), map_location="cpu")
 
 
-def broadcast_object(obj, root_rank=0, name=None):
-    """root_rank's `obj` (anything torch.save takes), on every rank: its
-    length, then its bytes, broadcast over the host communicator."""
+def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
+    """root_rank's `obj` (anything torch.save takes), on every rank (of
+    process_set; root_rank is a rank of the job): its length, then its
+    bytes, broadcast over the host communicator."""
     if _comms.rank() == root_rank:
         data = _serialized(obj)
         length = torch.tensor([data.numel()], dtype=torch.int64)
     else:
         length = torch.zeros(1, dtype=torch.int64)
-    broadcast_(length, root_rank)
+    broadcast_(length, root_rank, process_set=process_set)
     if _comms.rank() != root_rank:
         data = torch.empty(int(length[0]), dtype=torch.uint8)
-    broadcast_(data, root_rank)
+    broadcast_(data, root_rank, process_set=process_set)
     if _comms.rank() == root_rank:
         return obj
     return _loaded(data)
 
 
-def allgather_object(obj, name=None):
+def allgather_object(obj, name=None, process_set=global_process_set):
     """Every rank's `obj` (anything torch.save takes), in a list in rank
-    order (loaded on the host, as broadcast_object's)."""
+    order (loaded on the host, as broadcast_object's); with process_set,
+    those of its ranks."""
     data = _serialized(obj)
-    lengths = allgather(torch.tensor([data.numel()], dtype=torch.int64)).tolist()
-    every = allgather(data)
+    lengths = allgather(torch.tensor([data.numel()], dtype=torch.int64), process_set=process_set).tolist()
+    every = allgather(data, process_set=process_set)
     starts = [sum(lengths[:r]) for r in range(len(lengths))]
     return [_loaded(every[s:s + n]) for s, n in zip(starts, lengths)]
 
