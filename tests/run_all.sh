@@ -60,7 +60,7 @@ else
 fi
 
 step "ctest (release)"
-(cd build && ctest --output-on-failure -j1 --timeout 900) || failed
+(cd build && ctest --no-tests=error --output-on-failure -j1 --timeout 900) || failed
 
 step "docs: links, sh blocks, KOLO_* variables, versions; README's example and the two-host recipe as written"
 tests/check_docs.sh build || failed
@@ -104,7 +104,7 @@ else
   if sim_build build-sim; then
     step "ctest on the CUDA model: every CUDA test"
     (cd build-sim && CUDA_DEVICE_MAX_CONNECTIONS=32 KOLO_SIM_WATCHDOG_S=60 \
-       ctest --output-on-failure -j1 --timeout 600 -R "$CUDA_TESTS") || failed
+       ctest --no-tests=error --output-on-failure -j1 --timeout 600 -R "$CUDA_TESTS") || failed
     step "kolo-perf --mem cuda on the CUDA model: 4 ranks on one model GPU, checked (model figures)"
     CUDA_DEVICE_MAX_CONNECTIONS=32 build-sim/bin/kolo-perf all_reduce --mem cuda -t 4 --devices 0 \
       -b 8 -e 1M -f 8 -n 2 -w 1 -c 1 || failed
@@ -121,7 +121,7 @@ else
       step "ctest on the CUDA model under TSan: kernels with 4-thread blocks"
       (cd build-sim-tsan && KOLO_SIM_BLOCK_THREADS=4 CUDA_DEVICE_MAX_CONNECTIONS=32 \
          TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-         ctest --output-on-failure -j1 --timeout 600 -R "$CUDA_TSAN_TESTS") || failed
+         ctest --no-tests=error --output-on-failure -j1 --timeout 600 -R "$CUDA_TSAN_TESTS") || failed
     else failed; fi
   fi
 fi
@@ -130,12 +130,12 @@ if [ "${KOLO_SKIP_SANITIZERS:-0}" != 1 ]; then
   step "build + ctest under ASan+UBSan"
   if scripts/build.sh build-asan -DKOLO_CUDA=OFF -DKOLO_SANITIZE=address,undefined; then
     (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-       ctest --output-on-failure -j1 --timeout 900 -E "${KOLO_ASAN_EXCLUDE:-LargeGrid|HugeGrid|CudaReduce}") || failed
+       ctest --no-tests=error --output-on-failure -j1 --timeout 900 -E "${KOLO_ASAN_EXCLUDE:-LargeGrid|HugeGrid|CudaReduce}") || failed
   else failed; fi
   step "build + threaded tests under TSan"
   if scripts/build.sh build-tsan -DKOLO_CUDA=OFF -DKOLO_SANITIZE=thread; then
     (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-       ctest --output-on-failure -j1 --timeout 900 -R "${KOLO_TSAN_TESTS:-Threads|P2PSelf|Bootstrap|NetCallers|NetPolled|NetSocket}" -E "LargeGrid|HugeGrid") || failed
+       ctest --no-tests=error --output-on-failure -j1 --timeout 900 -R "${KOLO_TSAN_TESTS:-Threads|P2PSelf|Bootstrap|NetCallers|NetPolled|NetSocket}" -E "LargeGrid|HugeGrid") || failed
   else failed; fi
 fi
 
