@@ -25,145 +25,17 @@ import torch.distributed as dist
 
 from kolo._lib import KoloError, check, ffi, last_error, lib
 from kolo.torch import _comms
-from kolo.torch._dtypes import KOLO_TYPES, as_bytes, reducible
-from kolo.torch._ops_names import Average, Max, Min, Product, Sum
+from kolo.torch._dtypes import KOLO_TYPES, as_bytes
 from kolo.torch._placement import cuda_stream, memory_kind, ptr
 from kolo.torch._progress import Progress
+from kolo.torch._backend_calls import _call_all, _flat_bytes, _from_kolo, _kolo_op, _nbytes, _recv, _send, _to_kolo
+from kolo.torch._backend_work import KoloWork
 from kolo.torch._reduce import _issue as _allreduce_issue
 
 NAME = "kolo"
 _UID_KEY = "kolo/unique_id"
-_OPS = {"SUM": Sum, "PRODUCT": Product, "MIN": Min, "MAX": Max, "AVG": Average}
-_WorkBase = getattr(dist, "_Work", None) or dist.Work
 _TORCH_DEFAULT_TIMEOUT = dist.distributed_c10d.default_pg_timeout
 _create_work_from_future = torch._C._distributed_c10d._create_work_from_future
-
-
-def _kolo_op(op, what):
-    """kolo's op for a torch ReduceOp (or RedOpType), or a sentence."""
-    name = getattr(getattr(op, "op", op), "name", str(op))
-    if name in _OPS:
-        return _OPS[name]
-    if name in ("BAND", "BOR", "BXOR"):
-        raise RuntimeError("%s: ReduceOp.%s: kolo has no bitwise reductions (it reduces with SUM, PRODUCT, MIN, "
-                           "MAX and AVG)" % (what, name))
-    if name == "PREMUL_SUM":
-        raise RuntimeError("%s: ReduceOp.PREMUL_SUM: PyTorch does not pass its factor to a Python backend; multiply "
-                           "the tensor by it and use SUM" % what)
-    raise RuntimeError("%s: ReduceOp %s is none of kolo's SUM, PRODUCT, MIN, MAX, AVG" % (what, name))
-
-
-def _to_kolo(tensor, op, what):
-    """A contiguous tensor of a kolo type with `tensor`'s values, for a
-    reduction with op (int16 widened, bool and complex as views)."""
-    return reducible(tensor.contiguous(), op, what)[0]
-
-
-def _from_kolo(buf, dtype):
-    """buf (of _to_kolo's type) as a tensor of dtype, to copy_ from."""
-    if dtype == buf.dtype:
-        return buf
-    if dtype.is_complex:
-        return torch.view_as_complex(buf)
-    return buf.view(dtype) if dtype == torch.bool else buf
-
-
-def _nbytes(t):
-    return t.numel() * t.element_size()
-
-
-def _flat_bytes(t):
-    return as_bytes(t.contiguous())
-
-
-class KoloWork(_WorkBase):
-    """A Python Work, for a queued send or recv (its first wait() or
-    get_future() issues every queued one, as one kolo group) and for a call
-    that failed (wait() raises kolo's sentence: PyTorch's Work over a
-    future would return).  The group keeps the failed ones alive for C++
-    callers, which hold only the C++ half of a Python Work."""
-
-    def __init__(self, result, pg=None, peer=-1, finish=None, error=None):
-        super().__init__()
-        self._result, self._pg, self._source, self._finish = result, pg, peer, finish
-        self._error, self._done, self._device, self._event = None, False, None, None
-        self._future = torch.futures.Future()
-        if pg is None:
-            self._complete(error)
-
-    def _complete(self, error, device=None):
-        self._error, self._done, self._pg = error, True, None
-        if error is None and device is not None:
-            self._device, self._event = device, torch.cuda.Event()
-            self._event.record(torch.cuda.current_stream(device))
-        if error is not None:
-            self._future.set_exception(error)
-        else:
-            self._future.set_result(self._result)
-
-    def _issued(self):
-        if not self._done:
-            self._pg._flush()
-
-    def wait(self, timeout=None):
-        self._issued()
-        if self._error is not None:
-            raise self._error
-        if self._event is not None:
-            torch.cuda.current_stream(self._device).wait_event(self._event)
-        return True
-
-    def is_completed(self):
-        return self._done and (self._event is None or self._event.query())
-
-    def is_success(self):
-        return self._done and self._error is None
-
-    def exception(self):
-        return self._error
-
-    def get_future(self):
-        self._issued()
-        return self._future
-
-    def result(self):
-        self.wait()
-        return self._result
-
-    def source_rank(self):
-        return self._source
-
-    def _source_rank(self):
-        return self._source
-
-    def synchronize(self):
-        self.wait()
-
-
-def _call_all(calls, comm, stream):
-    """Runs the kolo calls (each call(comm, stream)) as one kolo group;
-    the first failure's result."""
-    if len(calls) == 1:
-        return calls[0](comm, stream)
-    res = lib.koloGroupStart()
-    if res != lib.koloSuccess:
-        return res
-    try:
-        for call in calls:
-            res = call(comm, stream)
-            if res not in (lib.koloSuccess, lib.koloInProgress):
-                return res
-    finally:
-        end = lib.koloGroupEnd()
-    return end
-
-
-def _send(buf, peer):
-    return lambda comm, stream: lib.koloSend(ptr(buf), buf.numel(), lib.koloUint8, peer, comm, stream)
-
-
-def _recv(buf, peer):
-    return lambda comm, stream: lib.koloRecv(ptr(buf), buf.numel(), lib.koloUint8, peer, comm, stream)
 
 
 class KoloProcessGroup(dist.ProcessGroup):
