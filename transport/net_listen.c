@@ -199,6 +199,14 @@ int kolo_net_listen_read(int fd, int64_t soon, uint8_t *m, size_t len, uint32_t 
   return ok ? 0 : -1;
 }
 
+/* Under lock: NULL when a pipe registered token with nstreams streams,
+ * else why the connection presenting them is no pipe's. */
+static const char *unclaimed(kolo_net_listener *l, const uint8_t *token, uint32_t nstreams) {
+  reg **r = reg_of(l, token);
+  if (r == NULL) return "it did not present a pipe's token";
+  return nstreams == (uint32_t)(*r)->nstreams ? NULL : "its stream count does not match";
+}
+
 /* Files fd under its hello's token when a pipe registered that token with
  * as many streams; else refuses it, saying why. */
 static void file_or_refuse(kolo_net_listener *l, int fd, const struct sockaddr_storage *from, int64_t deadline) {
@@ -207,12 +215,13 @@ static void file_or_refuse(kolo_net_listener *l, int fd, const struct sockaddr_s
   char why[160] = "out of memory";
   int64_t soon = kolo_deadline(HELLO_WAIT_MS);
   if (deadline != 0 && deadline < soon) soon = deadline;
-  int ok = f != NULL && l->kind->read(fd, soon, f->hello, f->token, &nstreams, why, sizeof why) == 0;
+  int keep = f != NULL && l->kind->read(fd, soon, f->hello, f->token, &nstreams, why, sizeof why) == 0;
   pthread_mutex_lock(&lock);
-  reg **r = ok ? reg_of(l, f->token) : NULL;
-  if (ok && r == NULL) snprintf(why, sizeof why, "it did not present a pipe's token");
-  else if (ok && nstreams != (uint32_t)(*r)->nstreams) snprintf(why, sizeof why, "its stream count does not match");
-  int keep = ok && r != NULL && nstreams == (uint32_t)(*r)->nstreams;
+  const char *bad = keep ? unclaimed(l, f->token, nstreams) : NULL;
+  if (bad != NULL) {
+    snprintf(why, sizeof why, "%s", bad);
+    keep = 0;
+  }
   if (keep) {
     f->fd = fd;
     f->next = l->filed;
