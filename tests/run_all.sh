@@ -26,7 +26,9 @@
 #  8. the fault matrix (30 fixed-seed trials over shm, 15 over TCP), a short soak over shm
 #     and TCP, checked collectives across network namespaces (netem where
 #     the kernel has it): tests/fault/README.md
-# Each step prints its time; KOLO_SKIP_CUDA_MODEL=1 skips step 4.
+# Each step prints its time; KOLO_SKIP_CUDA_MODEL=1 skips step 4.  A skip in a
+# ctest, install or namespace step that tests/expected_skips.txt does not
+# list fails the step (tests/check_skips.py; docs/dev/testing.md).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
@@ -46,12 +48,38 @@ failed() {
   fail=1
   failed_steps+=("$step_name")
 }
+# Every skip of a step is either listed in tests/expected_skips.txt, with its
+# reason, or fails the step (tests/check_skips.py names it): a CI run cannot
+# pass because its tests quietly did not run.
+# ctest in DIR with ARGS, then the cases it did not run against the list.
+ctest_checked() { # dir, ctest args...
+  local dir=$1 junit=$ROOT/$1/Testing/ctest-junit.xml rc
+  shift
+  rm -f "$junit"
+  (cd "$dir" && ctest --no-tests=error --output-on-failure -j1 --output-junit "$junit" "$@")
+  rc=$?
+  tests/check_skips.py ctest "$dir" "$junit" | tee "$ROOT/build/skips-$dir.txt"
+  [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+  return $rc
+}
+# A script step, its output kept in build/step-WHERE.log, then its "SKIP:"
+# lines against the list's entries for WHERE.
+script_checked() { # where, command...
+  local where=$1 log=$ROOT/build/step-$1.log rc
+  shift
+  "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  tests/check_skips.py log "$where" "$log" | tee "$ROOT/build/skips-$where.txt"
+  [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+  return $rc
+}
 
 step "setup"
 scripts/setup.sh || exit 1
 
 step "build (release)"
 scripts/build.sh build -DKOLO_TESTS=ON || exit 1 # ON: perf/run_main.sh configures a new build/ without tests
+rm -f build/skips-*.txt build/step-*.log # this run's verdicts only (the summary at the end reads them)
 if grep -q "ptxas info" build/build.log; then
   step "CUDA register/spill report"
   tests/check_spills.sh build/build.log || failed
@@ -60,13 +88,13 @@ else
 fi
 
 step "ctest (release)"
-(cd build && ctest --no-tests=error --output-on-failure -j1 --timeout 900) || failed
+ctest_checked build --timeout 900 || failed
 
 step "docs: links, sh blocks, KOLO_* variables, versions; README's example and the two-host recipe as written"
 tests/check_docs.sh build || failed
 
 step "install + examples: kolo as another project uses it (find_package, pkg-config, no CUDA runtime)"
-tests/check_install.sh build || failed
+script_checked install tests/check_install.sh build || failed
 
 step "PyTorch: kolo.torch (python/) pip-installed in a venv; collectives on 1-4 ranks, training, faults, timeline"
 timeout -k 10 360 tests/torch/run.sh build || failed
@@ -106,8 +134,8 @@ else
   step "build (CUDA on the CPU model of the GPU: build-sim)"
   if sim_build build-sim; then
     step "ctest on the CUDA model: every CUDA test"
-    (cd build-sim && CUDA_DEVICE_MAX_CONNECTIONS=32 KOLO_SIM_WATCHDOG_S=60 \
-       ctest --no-tests=error --output-on-failure -j1 --timeout 600 -R "$CUDA_TESTS") || failed
+    CUDA_DEVICE_MAX_CONNECTIONS=32 KOLO_SIM_WATCHDOG_S=60 \
+      ctest_checked build-sim --timeout 600 -R "$CUDA_TESTS" || failed
     step "kolo-perf --mem cuda on the CUDA model: 4 ranks on one model GPU, checked (model figures)"
     CUDA_DEVICE_MAX_CONNECTIONS=32 build-sim/bin/kolo-perf all_reduce --mem cuda -t 4 --devices 0 \
       -b 8 -e 1M -f 8 -n 2 -w 1 -c 1 || failed
@@ -122,9 +150,8 @@ else
     step "build (CUDA model under TSan: build-sim-tsan)"
     if sim_build build-sim-tsan -DKOLO_SANITIZE=thread; then
       step "ctest on the CUDA model under TSan: kernels with 4-thread blocks"
-      (cd build-sim-tsan && KOLO_SIM_BLOCK_THREADS=4 CUDA_DEVICE_MAX_CONNECTIONS=32 \
-         TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-         ctest --no-tests=error --output-on-failure -j1 --timeout 600 -R "$CUDA_TSAN_TESTS") || failed
+      KOLO_SIM_BLOCK_THREADS=4 CUDA_DEVICE_MAX_CONNECTIONS=32 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+        ctest_checked build-sim-tsan --timeout 600 -R "$CUDA_TSAN_TESTS" || failed
     else failed; fi
   fi
 fi
@@ -154,14 +181,14 @@ if missing:
 if [ "${KOLO_SKIP_SANITIZERS:-0}" != 1 ]; then
   step "build + ctest under ASan+UBSan"
   if scripts/build.sh build-asan -DKOLO_CUDA=OFF -DKOLO_SANITIZE=address,undefined; then
-    (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-       ctest --no-tests=error --output-on-failure -j1 --timeout 900 -E "${KOLO_ASAN_EXCLUDE:-$ASAN_EXCLUDE}") || failed
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+      ctest_checked build-asan --timeout 900 -E "${KOLO_ASAN_EXCLUDE:-$ASAN_EXCLUDE}" || failed
   else failed; fi
   step "build + threaded tests under TSan"
   tsan_targets_cover_release || failed
   if KOLO_BUILD_TARGETS="${TSAN_TARGETS[*]}" scripts/build.sh build-tsan -DKOLO_CUDA=OFF -DKOLO_SANITIZE=thread; then
-    (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-       ctest --no-tests=error --output-on-failure -j1 --timeout 900 -R "${KOLO_TSAN_TESTS:-$TSAN_TESTS}" -E "LargeGrid|HugeGrid") || failed
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+      ctest_checked build-tsan --timeout 900 -R "${KOLO_TSAN_TESTS:-$TSAN_TESTS}" -E "LargeGrid|HugeGrid" || failed
   else failed; fi
 fi
 
@@ -212,7 +239,7 @@ timeout -k 10 180 build/bin/kolo-soak --seconds 15 --seed 15 || failed
 timeout -k 10 180 build/bin/kolo-soak --seconds 15 --seed 16 --tcp || failed
 
 step "checked all-reduce / all-gather across network namespaces, with netem where the kernel has it"
-timeout -k 10 300 tests/fault/netns.sh build --netem --no-faults || failed
+script_checked netns timeout -k 10 300 tests/fault/netns.sh build --netem --no-faults || failed
 
 echo "(took $((SECONDS - step_t0)) s)"
 echo
@@ -223,5 +250,6 @@ for d in build build-sim build-sim-tsan build-asan build-tsan; do
   f=$d/Testing/Temporary/LastTestsFailed.log
   [ -s "$f" ] && sed "s|^|run_all: failed ctest case in $d: |" "$f"
 done
+cat build/skips-*.txt 2>/dev/null | grep -E "UNEXPECTED SKIP|matched no skip" | sed "s|^check_skips: |run_all: |"
 echo "run_all: FAILED"
 exit 1
