@@ -11,7 +11,8 @@
 #     training checked against one process, faults, the timeline
 #  4. the CUDA path on kolo's CPU model of the GPU (docs/dev/cuda-model.md):
 #     build-sim (-DKOLO_CUDA=SIM, kernel resources from step 2's ptxas
-#     report) and every CUDA test there; then build-sim-tsan: the reduce
+#     report) and every CUDA test there, and examples/nccl.c against its
+#     libnccl.so.2 (tests/check_install.sh build-sim); then build-sim-tsan: the reduce
 #     kernels and a set of the executor's end-to-end cases under TSan, with
 #     4-thread blocks
 #  5. the host tests under ASan+UBSan and the threaded ones under TSan (both
@@ -138,6 +139,8 @@ else
     step "ctest on the CUDA model: every CUDA test"
     CUDA_DEVICE_MAX_CONNECTIONS=32 KOLO_SIM_WATCHDOG_S=60 \
       ctest_checked build-sim --timeout 600 -R "$CUDA_TESTS" || failed
+    step "examples/nccl.c, an unmodified NCCL program, on build-sim's libnccl.so.2 (the CUDA model)"
+    script_checked install-sim tests/check_install.sh build-sim || failed
     step "kolo-perf --mem cuda on the CUDA model: 4 ranks on one model GPU, checked (model figures)"
     CUDA_DEVICE_MAX_CONNECTIONS=32 build-sim/bin/kolo-perf all_reduce --mem cuda -t 4 --devices 0 \
       -b 8 -e 1M -f 8 -n 2 -w 1 -c 1 || failed
