@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # check_install.sh [BUILD] - kolo as another project uses it (run_all.sh's
-# "install + examples" step; BUILD defaults to build/, already built):
+# "install + examples" step; BUILD defaults to build/, already built).
+# BUILD on the CUDA model (-DKOLO_CUDA=SIM, which installs nothing): only
+# examples/nccl.c, built against BUILD's libnccl.so.2 and run on the model.
+# Otherwise:
 #  1. `cmake --install` into BUILD/install-staging: the files in place,
 #     libkolo.so.1 without a CUDA runtime dependency, no CPU model of the GPU
 #  2. README's example is examples/processes.c, and README's build line
@@ -59,6 +62,45 @@ run_example() { # name, min lines, command...
     expect_lines "$name" "$min"
   fi
 }
+
+# A build on the CUDA model installs nothing (cmake/kolo_package.cmake), and
+# a GPU-less machine skips examples/nccl.c against an installed kolo: here
+# the example, unmodified, is built against the model build's libnccl.so.2
+# and kolo's nccl.h and runs on the model's devices, where it must pass (its
+# "no CUDA device" exit 77 is a failure: the model has devices).
+nccl_on_model() {
+  local inc rc
+  echo "--- the NCCL example on the CUDA model: examples/nccl.c against $BUILD/lib/libnccl.so.2"
+  # The toolkit's include dir (cuda_runtime.h): where CMake found its nccl.h.
+  inc=$(dirname "$(sed -n 's/^KOLO_TOOLKIT_NCCL_H:FILEPATH=//p' "$BUILD/CMakeCache.txt")")
+  if [ ! -f "$BUILD/lib/libnccl.so.2" ] || [ ! -f "$BUILD/lib/libkolo_cudasim.so" ]; then
+    failed "$BUILD has no lib/libnccl.so.2 or lib/libkolo_cudasim.so (build its nccl target)"
+    return
+  fi
+  if ! cc -std=c11 -Wall -Wextra -Werror -I"$ROOT/nccl" -I"$inc" examples/nccl.c -o "$WORK/nccl" \
+       -L"$BUILD/lib" -lnccl -lkolo_cudasim -Wl,-rpath,"$BUILD/lib" > "$WORK/nccl-cc.log" 2>&1; then
+    failed "examples/nccl.c does not build against $BUILD's libnccl.so.2:"
+    head -10 "$WORK/nccl-cc.log"
+    return
+  fi
+  readelf -d "$WORK/nccl" | grep 'NEEDED.*\[libnccl\.so\.2\]' > /dev/null || failed "nccl does not load libnccl.so.2"
+  run nccl "$WORK/nccl"
+  rc=$?
+  if [ $rc = 77 ]; then
+    failed "nccl exited 77 on the CUDA model, where devices are the model's: $(sed -n '1s/^SKIP: //p' "$WORK/nccl.out")" \
+      "(KOLO_SIM_GPUS=${KOLO_SIM_GPUS:-unset, 2})"
+  elif [ $rc != 0 ]; then
+    failed "nccl exited $rc on the CUDA model:"
+    sed 's/^/    /' "$WORK/nccl.out" "$WORK/nccl.err" | head -20
+  else
+    expect_lines nccl "${KOLO_SIM_GPUS:-2}"
+  fi
+}
+if grep -x 'KOLO_CUDA:STRING=SIM' "$BUILD/CMakeCache.txt" > /dev/null; then
+  nccl_on_model
+  if [ $fail = 0 ]; then echo "check_install: passed (CUDA model: the NCCL example)"; else echo "check_install: FAILED"; fi
+  exit $fail
+fi
 
 echo "--- 1. cmake --install into $PREFIX"
 cmake --install "$BUILD" --prefix "$PREFIX" > "$WORK/install.log" 2>&1 || { failed "cmake --install:"; tail -5 "$WORK/install.log"; exit 1; }

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "util/coll_ref.h"
+#include "util/device_guard.h"
 
 namespace {
 
@@ -39,9 +40,10 @@ int device_count() {
   return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
 }
 
-#define NEED_DEVICES(n)                                                          \
-  do {                                                                           \
-    if (device_count() < (n)) GTEST_SKIP() << "needs " << (n) << " CUDA devices"; \
+// Fewer devices than n: a skip with real CUDA, a failure on the model.
+#define NEED_DEVICES(n)                                                                       \
+  do {                                                                                        \
+    if (device_count() < (n)) KT_NO_DEVICE("needs " << (n) << " CUDA devices, sees " << device_count()); \
   } while (0)
 
 std::string last(ncclComm_t c = nullptr) { return ncclGetLastError(c); }

@@ -7,7 +7,8 @@
 #      loopback, then ib_write_bw -s 65536 / ib_write_lat on the same pairs
 #   4. prints the summary; exit 1 on any failed check.
 # When the VM cannot be had (no apt network, no root, QEMU/kernel failing to
-# boot) it says "SKIP: <reason>" and exits 0 if KOLO_RXE_OPTIONAL=1, else 1.
+# boot, no time left) it says "FAIL: <reason>" and exits 1, the reason naming
+# the machine's fact (common.sh); KOLO_RXE_OPTIONAL=1: "SKIP: <reason>", exit 0.
 # Env: KOLO_RXE_TIMEOUT (s, whole run, default 150), KOLO_RXE_N (verbs_smoke
 #      messages per size, 16), KOLO_RXE_BW_N / KOLO_RXE_LAT_N (perftest -n, 500),
 #      KOLO_RXE_VERBOSE=1 (print the whole console), plus vm.sh's.
@@ -17,13 +18,11 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 CACHE=${KOLO_RXE_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kolo-rxe-vm}
 BUDGET=${KOLO_RXE_TIMEOUT:-150}
 T0=$SECONDS
-skip() {
-  if [ "${KOLO_RXE_OPTIONAL:-0}" = 1 ]; then echo "SKIP: $*"; exit 0; fi
-  echo "FAIL: $* (set KOLO_RXE_OPTIONAL=1 to skip instead)"; exit 1
-}
+# shellcheck source=tests/rdma/common.sh
+. "$HERE/common.sh"
 
 echo "rdma smoke: setup"
-"$HERE/setup.sh" || skip "the soft-RoCE VM cannot be set up here (see above and $CACHE/setup.log)"
+rxe_setup "$HERE" "$CACHE"
 
 WORK=$(mktemp -d /tmp/kolo-rxe.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
@@ -37,7 +36,7 @@ ENV
 chmod -R a+rX "$WORK"
 
 left=$((BUDGET - (SECONDS - T0)))
-[ $left -ge 60 ] || skip "setup used $((SECONDS - T0)) s of the ${BUDGET} s budget, no time left to boot"
+rxe_budget_left $left "$BUDGET" $((SECONDS - T0))
 LOG=$CACHE/smoke-console.log
 echo "rdma smoke: booting the guest (software emulation, limit ${left}s; console: $LOG)"
 "$HERE/vm.sh" -t "$left" -C "$WORK" -l "$LOG" "$HERE/smoke_guest.sh"; rc=$?
@@ -47,8 +46,7 @@ tr -d '\r' < "$LOG" | sed -n 's/^KOLO-RXE: /  /p; s/^KOLO-RXE-STAGE2: \(.*\) upt
 echo "  total $((SECONDS - T0)) s (guest rc $rc)"
 case $rc in
   0) echo "rdma smoke: PASS"; exit 0;;
-  125) skip "the soft-RoCE guest did not boot (console: $LOG)";;
-  126) skip "the soft-RoCE VM is not usable (vm.sh exit 126)";;
+  125 | 126) rxe_vm_failed $rc "$LOG";;
   124) echo "rdma smoke: FAIL: the guest script hit the time limit; end of the console:";;
   *) echo "rdma smoke: FAIL ($rc failed checks); end of the console:";;
 esac

@@ -38,6 +38,7 @@
 
 #include "kolo.h"
 #include "util/coll_ref.h"
+#include "util/device_guard.h"
 #include "util/coll_run.h"
 #include "util/thread_world.h"  // GridReport
 
@@ -49,11 +50,12 @@ namespace kt {
 // exec (the process tests exec a fresh copy of the test binary instead).
 std::string cuda_unavailable();
 
-// Skips the current test with a visible message when there is no device.
+// Without a device: skips the current test with a visible message, or on
+// the CUDA model fails it (util/device_guard.h says why).
 #define KT_REQUIRE_CUDA()                                                      \
   do {                                                                         \
     std::string kt_why_ = ::kt::cuda_unavailable();                            \
-    if (!kt_why_.empty()) GTEST_SKIP() << "no CUDA device: " << kt_why_;       \
+    if (!kt_why_.empty()) KT_NO_DEVICE("no CUDA device: " << kt_why_);         \
   } while (0)
 
 // "what: <cuda error string>" or "" for cudaSuccess.
