@@ -1412,7 +1412,8 @@ constexpr const char *kIdVar = "KOLO_TEST_CUDA_ID";        // the unique id in h
 
 // Forks n children, each execs this binary running CudaProcsChild.DISABLED_Rank
 // as rank i of a job of `mode`; asserts they all exit 0 and leave no
-// kolo-* segment in /dev/shm.
+// kolo-* segment in /dev/shm.  Each must have run and passed that test:
+// an exit status of 0 alone would also pass a child that skipped it.
 void run_cuda_procs(const std::string &mode, int n, int per_host) {
   koloUniqueId id;
   ASSERT_EQ(koloGetUniqueId(&id), koloSuccess) << koloGetLastError(nullptr);
@@ -1448,7 +1449,7 @@ void run_cuda_procs(const std::string &mode, int n, int per_host) {
         return 127;
       },
       kChildTimeoutMs, [&](const std::vector<pid_t> &p) { pids = p; });
-  EXPECT_EQ(children_failures(res), "");
+  EXPECT_EQ(children_gtest_failures(res, 1), "") << "each child runs CudaProcsChild.DISABLED_Rank";
   std::vector<std::string> leaks = shm_leaks(before, shm_entries(), pids);
   EXPECT_TRUE(leaks.empty()) << "left in /dev/shm:" << leaks_text(leaks);
 }
@@ -1727,7 +1728,7 @@ void run_model_child(const std::string &name, const std::vector<std::string> &en
         return 127;
       },
       kChildTimeoutMs);
-  EXPECT_EQ(children_failures(res), "");
+  EXPECT_EQ(children_gtest_failures(res, 1), "") << "the child runs " << name;
 }
 
 }  // namespace
