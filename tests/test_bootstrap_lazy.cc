@@ -37,6 +37,7 @@ extern "C" {
 }
 
 #include "util/proc_util.h"
+#include "util/time_scale.h"
 
 namespace {
 
@@ -120,7 +121,7 @@ class BootstrapLazy : public ::testing::Test {
   void TearDown() override {
     unsetenv("KOLO_BOOTSTRAP_PROCESS_LINKS");
     auto t0 = Clock::now();  // roots close theirs just after the job formed
-    while (count_fds() != fds_before_ && ms_since(t0) < 8000) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    while (count_fds() != fds_before_ && ms_since(t0) < kt_ms(8000)) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     EXPECT_EQ(count_fds(), fds_before_) << "file descriptors leaked";
   }
   int fds_before_ = 0;
@@ -188,6 +189,8 @@ TEST_F(BootstrapLazy, PeerBusyElsewhereAcceptsWhenItNextWaits) {
       ASSERT_EQ(kolo_bootstrap_send(bs, 3, 9, &word, sizeof word), koloSuccess) << kolo_bootstrap_errbuf(bs)->msg;
     }
     if (r == 3) {
+      // Paces only: whether rank 3 is busy when the connect comes or not,
+      // the word must arrive; the sleep makes the busy case the usual one.
       std::this_thread::sleep_for(std::chrono::milliseconds(400));
       word = 0;
       ASSERT_EQ(kolo_bootstrap_recv(bs, 0, 9, &word, sizeof word), koloSuccess) << kolo_bootstrap_errbuf(bs)->msg;
@@ -395,7 +398,7 @@ class LogCapture {
   }
   bool wait_for(const std::string &part, int timeout_ms) const {
     auto t0 = Clock::now();
-    while (!contains(text(), part) && ms_since(t0) < timeout_ms) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    while (!contains(text(), part) && ms_since(t0) < kt_ms(timeout_ms)) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     return contains(text(), part);
   }
 
@@ -418,7 +421,7 @@ int raw_connect(const sockaddr_storage &to) {
 bool closed_by_peer(int fd, int timeout_ms) {
   auto t0 = Clock::now();
   char buf[256];
-  while (ms_since(t0) < timeout_ms) {
+  while (ms_since(t0) < kt_ms(timeout_ms)) {
     pollfd pf{fd, POLLIN, 0};
     if (poll(&pf, 1, 50) > 0 && recv(fd, buf, sizeof buf, 0) <= 0) return true;
   }

@@ -105,28 +105,29 @@ std::string leaks_text(const std::vector<std::string> &leaks) {
   return s;
 }
 
-// Forks n ranks running `body`, asserts they all exit 0 and leave no
-// kolo-* segment in /dev/shm.
-void run_ranks(int n, const std::function<int(int)> &body) {
+// Forks n ranks running `body`, asserts they all exit 0 having checked
+// `cases` cases (run_cases says how many) and leave no kolo-* segment in
+// /dev/shm.
+void run_ranks(int n, size_t cases, const std::function<int(int)> &body) {
   std::set<std::string> before = shm_entries();
   std::vector<pid_t> pids;
   std::vector<ChildResult> res =
       run_children(n, body, kChildTimeoutMs, [&](const std::vector<pid_t> &p) { pids = p; });
-  EXPECT_EQ(children_failures(res), "");
+  EXPECT_EQ(children_checked(res, cases), "");
   std::vector<std::string> leaks = shm_leaks(before, shm_entries(), pids);
   EXPECT_TRUE(leaks.empty()) << "left in /dev/shm:" << leaks_text(leaks);
 }
 
 // The same, but the children are forked before the unique id (and its root
 // thread) exists; see run_children_with_id.
-void run_ranks_with_id(int n, const std::function<int(int, const koloUniqueId &)> &body) {
+void run_ranks_with_id(int n, size_t cases, const std::function<int(int, const koloUniqueId &)> &body) {
   std::set<std::string> before = shm_entries();
   std::vector<pid_t> pids;
   std::string id_error;
   std::vector<ChildResult> res = run_children_with_id(
       n, body, kChildTimeoutMs, [&](const std::vector<pid_t> &p) { pids = p; }, &id_error);
   EXPECT_EQ(id_error, "");
-  EXPECT_EQ(children_failures(res), "");
+  EXPECT_EQ(children_checked(res, cases), "");
   std::vector<std::string> leaks = shm_leaks(before, shm_entries(), pids);
   EXPECT_TRUE(leaks.empty()) << "left in /dev/shm:" << leaks_text(leaks);
 }
@@ -136,7 +137,8 @@ class Procs : public ::testing::TestWithParam<int> {};
 TEST_P(Procs, Grid) {
   const int n = GetParam();
   std::vector<CollCase> cases = proc_grid(n);
-  run_ranks_with_id(n, [&](int rank, const koloUniqueId &id) { return child_init_rank(rank, n, id, cases); });
+  run_ranks_with_id(n, cases.size(),
+                    [&](int rank, const koloUniqueId &id) { return child_init_rank(rank, n, id, cases); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Procs, Procs, ::testing::Values(1, 2, 3, 4, 8),
@@ -151,7 +153,8 @@ TEST_P(ProcsHuge, AllReduce64MiBFloat32) {
   const int n = GetParam();
   std::vector<CollCase> cases = {
       make_case(Coll::AllReduce, {koloFloat32, koloSum}, n, (64u << 20) / 4, false, 1)};
-  run_ranks_with_id(n, [&](int rank, const koloUniqueId &id) { return child_init_rank(rank, n, id, cases); });
+  run_ranks_with_id(n, cases.size(),
+                    [&](int rank, const koloUniqueId &id) { return child_init_rank(rank, n, id, cases); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Procs, ProcsHuge, ::testing::Values(2, 4),
@@ -176,14 +179,17 @@ TEST(ProcsAfterThreads, ForkAfterCommunicatorsInParent) {
   int v = 0;
   for (Coll coll : kAllColls) cases.push_back(make_case(coll, kProcTypes[v % 4], n, 4095, false, v)), v++;
   ScopedEnv timeout("KOLO_TIMEOUT_MS", "5000");  // a hang fails in 5 s
-  run_ranks_with_id(n, [&](int rank, const koloUniqueId &id) { return child_init_rank(rank, n, id, cases); });
+  run_ranks_with_id(n, cases.size(),
+                    [&](int rank, const koloUniqueId &id) { return child_init_rank(rank, n, id, cases); });
 }
 
 // ---- koloCommInitFromEnv ------------------------------------------------------
 
 // Child body: set the launcher's variables, join with koloCommInitFromEnv,
-// check rank and size, run a few collectives.
-int child_from_env(int rank, int n, const std::vector<std::pair<std::string, std::string>> &vars) {
+// check rank and size, run `cases` (made in the parent, which counts what
+// each child checked).
+int child_from_env(int rank, int n, const std::vector<std::pair<std::string, std::string>> &vars,
+                   const std::vector<CollCase> &cases) {
   clear_launcher_env();
   for (const auto &kv : vars) setenv(kv.first.c_str(), kv.second.c_str(), 1);
   koloComm_t comm = nullptr;
@@ -202,11 +208,6 @@ int child_from_env(int rank, int n, const std::vector<std::pair<std::string, std
     std::fprintf(stderr, "rank %d: koloCommUserRank says %d\n", rank, me);
     failures++;
   }
-  std::vector<CollCase> cases;
-  int v = 0;
-  for (Coll coll : kAllColls)
-    for (size_t count_ : {(size_t)1, (size_t)4095, (size_t)100003})
-      cases.push_back(make_case(coll, kProcTypes[v % 4], n, count_, v % 2 == 1 && has_in_place(coll), v)), v++;
   failures += run_cases(comm, rank, cases);
   koloCommDestroy(comm);
   return failures ? 1 : 0;
@@ -217,7 +218,12 @@ using EnvFn = std::function<std::vector<std::pair<std::string, std::string>>(int
 void from_env(int n, const EnvFn &env) {
   int port = free_tcp_port();
   ASSERT_GT(port, 0);
-  run_ranks(n, [&](int rank) { return child_from_env(rank, n, env(rank, n, port)); });
+  std::vector<CollCase> cases;
+  int v = 0;
+  for (Coll coll : kAllColls)
+    for (size_t count : {(size_t)1, (size_t)4095, (size_t)100003})
+      cases.push_back(make_case(coll, kProcTypes[v % 4], n, count, v % 2 == 1 && has_in_place(coll), v)), v++;
+  run_ranks(n, cases.size(), [&](int rank) { return child_from_env(rank, n, env(rank, n, port), cases); });
 }
 
 TEST(ProcsFromEnv, KoloVariables) {
@@ -263,7 +269,7 @@ TEST(ProcsFromEnv, TorchrunVariables) {
 
 // Child body: no id is passed between the processes; each one's
 // koloGetUniqueId reads KOLO_COMM_ID, and rank 0 starts the root at init.
-int child_comm_id(int rank, int n, int port) {
+int child_comm_id(int rank, int n, int port, const std::vector<CollCase> &cases) {
   clear_launcher_env();
   setenv("KOLO_COMM_ID", ("127.0.0.1:" + std::to_string(port)).c_str(), 1);
   setenv("KOLO_SECRET", "0f1e2d3c4b5a69788796a5b4c3d2e1f0", 1);
@@ -282,9 +288,6 @@ int child_comm_id(int rank, int n, int port) {
     std::fprintf(stderr, "rank %d: count %d rank %d\n", rank, count, me);
     failures++;
   }
-  std::vector<CollCase> cases;
-  int v = 0;
-  for (Coll coll : kAllColls) cases.push_back(make_case(coll, kProcTypes[v % 4], n, 1001, false, v)), v++;
   failures += run_cases(comm, rank, cases);
   koloCommDestroy(comm);
   return failures ? 1 : 0;
@@ -294,7 +297,10 @@ TEST(ProcsCommId, EveryProcessComputesTheId) {
   const int n = 3;
   int port = free_tcp_port();
   ASSERT_GT(port, 0);
-  run_ranks(n, [&](int rank) { return child_comm_id(rank, n, port); });
+  std::vector<CollCase> cases;
+  int v = 0;
+  for (Coll coll : kAllColls) cases.push_back(make_case(coll, kProcTypes[v % 4], n, 1001, false, v)), v++;
+  run_ranks(n, cases.size(), [&](int rank) { return child_comm_id(rank, n, port, cases); });
 }
 
 TEST(ProcsCommId, NotHostPortIsNamed) {
@@ -308,14 +314,15 @@ TEST(ProcsCommId, NotHostPortIsNamed) {
 
 // ==== NCCL 2.28 calls: scalable init, shrink after a death ==========
 
-void run_ranks_with_ids(int n, int nids, const std::function<int(int, const std::vector<koloUniqueId> &)> &body) {
+void run_ranks_with_ids(int n, int nids, size_t cases,
+                        const std::function<int(int, const std::vector<koloUniqueId> &)> &body) {
   std::set<std::string> before = shm_entries();
   std::vector<pid_t> pids;
   std::string id_error;
   std::vector<ChildResult> res = run_children_with_ids(
       n, nids, body, kChildTimeoutMs, [&](const std::vector<pid_t> &p) { pids = p; }, &id_error);
   EXPECT_EQ(id_error, "");
-  EXPECT_EQ(children_failures(res), "");
+  EXPECT_EQ(children_checked(res, cases), "");
   std::vector<std::string> leaks = shm_leaks(before, shm_entries(), pids);
   EXPECT_TRUE(leaks.empty()) << "left in /dev/shm:" << leaks_text(leaks);
 }
@@ -328,7 +335,7 @@ class ProcsScalable : public ::testing::TestWithParam<std::tuple<int, int>> {};
 TEST_P(ProcsScalable, EveryCollective) {
   auto [n, nids] = GetParam();
   std::vector<CollCase> cases = sample_cases(n, {1, 4095, 100003});
-  run_ranks_with_ids(n, nids, [&](int rank, const std::vector<koloUniqueId> &ids) {
+  run_ranks_with_ids(n, nids, cases.size(), [&](int rank, const std::vector<koloUniqueId> &ids) {
     std::vector<koloUniqueId> mine = ids;
     koloComm_t comm = nullptr;
     koloResult_t res = koloCommInitRankScalable(&comm, n, rank, nids, mine.data(), nullptr);
@@ -419,7 +426,8 @@ TEST_P(ProcsShrink, AfterAKilledRank) {
   auto res = run_children_with_id(4, [&](int rank, const koloUniqueId &id) { return shrink_child(rank, id, flags, cases); },
                                   120000, [&](const std::vector<pid_t> &p) { pids = p; });
   EXPECT_EQ(res[2].signal, SIGKILL) << res[2].describe();
-  for (int r : {0, 1, 3}) EXPECT_TRUE(res[r].exited && res[r].code == 0) << "rank " << r << ": " << res[r].describe();
+  // each survivor exits 0 having checked every case on the new communicator
+  for (int r : {0, 1, 3}) EXPECT_EQ(children_checked({res[r]}, cases.size()), "") << "rank " << r;
   std::vector<std::string> leaks = shm_leaks(before, shm_entries(), pids);
   EXPECT_TRUE(leaks.empty()) << "left in /dev/shm:" << leaks_text(leaks);
 }

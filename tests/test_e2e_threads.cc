@@ -33,7 +33,9 @@
 
 #include "util/coll_ref.h"
 #include "util/coll_run.h"
+#include "util/comm_peek.h"
 #include "util/thread_world.h"
+#include "util/time_scale.h"
 
 using namespace kt;
 
@@ -560,17 +562,20 @@ TEST(Finalize, CompletesIssuedCallsThenRefusesCalls) {
   std::vector<RankBufs> bufs(2);
   for (int r = 0; r < 2; r++) prepare(c, r, &bufs[r]);
   ASSERT_EQ(issue(c, 0, &bufs[0], w.comms[0]), koloInProgress) << koloGetLastError(w.comms[0]);
-  const double t0 = now_ms();
   koloResult_t late = koloInternalError;
+  double called_at = 0;
   std::thread rank1([&] {
+    // Paces only: rank 1 usually calls while rank 0 already waits in
+    // koloCommFinalize; the order is checked below, not assumed.
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    called_at = now_ms();
     late = issue(c, 1, &bufs[1], w.comms[1]);
   });
   koloResult_t fin = koloCommFinalize(w.comms[0]);
-  const double ms = now_ms() - t0;
+  const double finalized_at = now_ms();
   rank1.join();
   EXPECT_EQ(fin, koloSuccess) << koloGetLastError(w.comms[0]);
-  EXPECT_GE(ms, 250) << "koloCommFinalize returned before rank 1 called";
+  EXPECT_GE(finalized_at, called_at) << "koloCommFinalize returned before rank 1 called";
   EXPECT_EQ(late, koloInProgress) << koloGetLastError(w.comms[1]);
   Expected e;
   expected_for(c, &e);
@@ -610,7 +615,7 @@ TEST_P(ThreadsGroupInit, OneThreadMakesEveryRank) {
   double t0 = now_ms();
   ThreadWorld w(n, ThreadWorld::Init::kGroupOneThread);
   ASSERT_TRUE(w.ok()) << koloGetErrorString(w.init_result) << ": " << w.init_error;
-  EXPECT_LT(now_ms() - t0, 30000);
+  EXPECT_LT(now_ms() - t0, kt_ms(30000));
   for (int r = 0; r < n; r++) {
     int rank = -1, count = -1;
     EXPECT_EQ(koloCommUserRank(w.comms[r], &rank), koloSuccess);
@@ -834,16 +839,18 @@ TEST(ThreadsRevoke, StopsTheCallThenShrinkStillWorks) {
   std::vector<float> x(1 << 20, 1.0f);
   koloResult_t in_flight = koloSuccess;
   double done_at = 0;
+  const uint64_t arrived = kt_slices_in(w.comms[0]);
   std::thread rank1([&] {
     in_flight = koloAllReduce(x.data(), x.data(), x.size(), koloFloat32, koloSum, w.comms[1], nullptr);
     done_at = now_ms();
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Rank 1 is inside the call once its first slices reach rank 0's pipes.
+  EXPECT_TRUE(kt_wait_slices_in(w.comms[0], arrived, kt_ms(5000))) << "rank 1 never entered the all-reduce";
   double revoked_at = now_ms();
   EXPECT_EQ(koloCommRevoke(w.comms[1], KOLO_REVOKE_DEFAULT), koloSuccess) << koloGetLastError(w.comms[1]);
   rank1.join();
   EXPECT_NE(in_flight, koloSuccess);
-  EXPECT_LT(done_at - revoked_at, 3000) << koloGetLastError(w.comms[1]);
+  EXPECT_LT(done_at - revoked_at, kt_ms(3000)) << koloGetLastError(w.comms[1]);
   EXPECT_EQ(wait_async(w.comms[1]), koloSuccess);
   float y = 1;
   EXPECT_EQ(koloAllReduce(&y, &y, 1, koloFloat32, koloSum, w.comms[1], nullptr), koloInvalidUsage);
@@ -872,12 +879,14 @@ TEST(ThreadsRevoke, NonBlockingDrainsThenSucceeds) {
   ThreadWorld w(2, ThreadWorld::Init::kInitAll, &cfg);
   ASSERT_TRUE(w.ok()) << w.init_error;
   std::vector<float> x(1 << 20, 1.0f);
+  const uint64_t arrived = kt_slices_in(w.comms[0]);
   ASSERT_EQ(koloAllReduce(x.data(), x.data(), x.size(), koloFloat32, koloSum, w.comms[1], nullptr), koloInProgress);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // The queued call runs once its first slices reach rank 0's pipes.
+  EXPECT_TRUE(kt_wait_slices_in(w.comms[0], arrived, kt_ms(5000))) << "rank 1's call never started";
   double t0 = now_ms();
   EXPECT_EQ(koloCommRevoke(w.comms[1], KOLO_REVOKE_DEFAULT), koloSuccess);
   EXPECT_EQ(wait_async(w.comms[1]), koloSuccess);
-  EXPECT_LT(now_ms() - t0, 3000);
+  EXPECT_LT(now_ms() - t0, kt_ms(3000));
 }
 
 // 5 ranks; ranks 1 and 3 are excluded (alive, they just do not take part);

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -33,6 +34,7 @@ extern "C" {
 #include "util/coll_run.h"
 #include "util/proc_util.h"
 #include "util/thread_world.h"
+#include "util/time_scale.h"
 
 using namespace kt;
 
@@ -42,8 +44,8 @@ const bool kTimeoutSet = (default_test_timeout(60000), true);
 
 constexpr int kTimeoutMs = 2000;
 // Upper bound on any time to error: the timeout plus 3 s of slack (2 cores,
-// loaded CI machines).
-constexpr double kBoundMs = kTimeoutMs + 3000;
+// loaded CI machines), the slack scaled under sanitizers.
+const double kBoundMs = kTimeoutMs + kt_ms(3000);
 
 // KOLO_TIMEOUT_MS for the scope (the root thread started by koloGetUniqueId
 // and forked children read it).
@@ -133,11 +135,16 @@ void killed_rank(bool during) {
     }
     std::vector<float> x(count, 1.0f);
     if (rank == 2 && !during) {
-      usleep(300 * 1000);  // let the others enter the all-reduce
-      raise(SIGKILL);
+      if (!kt_wait_slices_in(comm, kt_slices_in(comm), kt_ms(5000))) {
+        std::fprintf(stderr, "rank 2: no peer entered the all-reduce\n");
+        return 5;
+      }
+      raise(SIGKILL);  // a peer is inside the all-reduce, sending to rank 2
     }
     if (rank == 2) {
       std::thread([] {
+        // Paces only: rank 2 is inside its call by then on any machine; were
+        // it not, its peers would fail naming it all the same.
         usleep(50 * 1000);
         raise(SIGKILL);
       }).detach();
@@ -198,7 +205,10 @@ void rank_goes(Going how, const char *sentence) {
     koloComm_t comm = init_warm(n, id, rank);
     if (comm == nullptr) return 2;
     if (rank == 1) {
-      usleep(300 * 1000);  // let rank 0 enter the all-reduce
+      if (!kt_wait_slices_in(comm, kt_slices_in(comm), kt_ms(5000))) {
+        std::fprintf(stderr, "rank 1: rank 0 never entered the all-reduce\n");
+        return 5;
+      }
       if (how == Going::kKilled) raise(SIGKILL);
       if (how == Going::kExited) exit(0);  // the communicator is never destroyed
       koloCommDestroy(comm);
@@ -229,6 +239,19 @@ TEST(FailingProcs, RankKilledWasLostWithoutAWord) {
   rank_goes(Going::kKilled, "rank 1 was lost without a word (killed or crashed; its connection closed)");
 }
 
+// Reads n bytes from fd within bound_ms; whether they came.
+bool read_bytes(int fd, int n, double bound_ms) {
+  const double t0 = now_ms();
+  char c;
+  for (int got = 0; got < n;) {
+    pollfd pf = {fd, POLLIN, 0};
+    int left = (int)(bound_ms - (now_ms() - t0));
+    if (left <= 0 || poll(&pf, 1, left) != 1 || read(fd, &c, 1) != 1) return false;
+    got++;
+  }
+  return true;
+}
+
 // Rank r sends x to rank r + 1 and receives from rank r - 1 (a chain).
 koloResult_t warm_p2p(koloComm_t comm, int rank, std::vector<float> &x) {
   koloResult_t rc = koloGroupStart();
@@ -248,6 +271,8 @@ void leaver_blamed(bool p2p_warm) {
   const int n = 3;
   std::set<std::string> before = shm_entries();
   std::vector<pid_t> pids;
+  int warmed[2];  // ranks 1 and 2 write a byte each once warmed up
+  ASSERT_EQ(pipe(warmed), 0);
   auto res = run_children_with_id(n, [&](int rank, const koloUniqueId &id) {
     koloComm_t comm = init_warm(n, id, rank);
     if (comm == nullptr) return 2;
@@ -256,8 +281,14 @@ void leaver_blamed(bool p2p_warm) {
       std::fprintf(stderr, "warm-up send/recv failed: %s\n", koloGetLastError(comm));
       return 2;
     }
+    if (rank != 0 && write(warmed[1], "w", 1) != 1) return 6;
     if (rank == 0) {
-      usleep(300 * 1000);  // its sends delivered (a net pipe's proxy may still hold one)
+      // Dies only once the others have their warm-up (its sends received,
+      // a net proxy's included): they must fail in the call below.
+      if (!read_bytes(warmed[0], 2, kt_ms(10000))) {
+        std::fprintf(stderr, "rank 0: the others never finished their warm-up\n");
+        return 5;
+      }
       raise(SIGKILL);
     }
     double t0 = now_ms();
@@ -267,6 +298,8 @@ void leaver_blamed(bool p2p_warm) {
     if (rank == 1) usleep(kTimeoutMs * 1000);  // alive, but gone from the communicator
     return 0;
   }, 60000, [&](const std::vector<pid_t> &p) { pids = p; });
+  close(warmed[0]);
+  close(warmed[1]);
   EXPECT_EQ(res[0].signal, SIGKILL) << res[0].describe();
   expect_failed_in_time(res, {1, 2}, "rank 0", kBoundMs);
   std::vector<std::string> leaks = shm_leaks(before, shm_entries(), pids);
@@ -406,7 +439,7 @@ TEST(BadArguments, InvalidArgumentNamingTheArgument) {
         double ms = now_ms() - t0;
         EXPECT_EQ(res, koloInvalidArgument) << b.what << " (" << n << " ranks, rank " << r << ")";
         EXPECT_CONTAINS(koloGetLastError(w.comms[r]), b.must_name) << b.what;
-        EXPECT_LT(ms, 1000) << b.what;
+        EXPECT_LT(ms, kt_ms(1000)) << b.what;
       }
     }
     expect_usable(w);
@@ -508,7 +541,7 @@ TEST(BadArguments, GroupEndWithoutStart) {
   EXPECT_EQ(koloGroupEnd(), koloSuccess);
   EXPECT_EQ(koloGroupEnd(), koloSuccess);
   EXPECT_EQ(koloGroupEnd(), koloInvalidUsage);
-  EXPECT_LT(now_ms() - t0, 1000);
+  EXPECT_LT(now_ms() - t0, kt_ms(1000));
 }
 
 // A bad call inside a group fails at once, and the rest of the group (and
@@ -623,9 +656,11 @@ TEST(FailingRanks, AbortWakesWaitingPeers) {
     std::vector<std::string> text((size_t)n);
     std::vector<double> done_at((size_t)n, 0);
     double abort_at = 0;
+    const uint64_t arrived = kt_slices_in(w.comms[0]);
     w.pool.run([&](int r) {
       if (r == 0) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        // Aborts once a peer is inside its all-reduce (its slices reach rank 0).
+        EXPECT_TRUE(kt_wait_slices_in(w.comms[0], arrived, kt_ms(5000))) << "no peer entered the all-reduce";
         abort_at = now_ms();
         rc[0] = koloCommAbort(w.comms[0]);
         w.comms[0] = nullptr;  // freed by the abort
@@ -641,7 +676,7 @@ TEST(FailingRanks, AbortWakesWaitingPeers) {
       EXPECT_TRUE(rc[r] == koloRemoteError || rc[r] == koloTimeout) << koloGetErrorString(rc[r]);
       EXPECT_CONTAINS(text[r], "rank 0") << n << " ranks, rank " << r;
       double ms = done_at[r] - abort_at;
-      EXPECT_LT(ms, 3000) << n << " ranks, rank " << r << " returned " << ms << " ms after the abort: " << text[r];
+      EXPECT_LT(ms, kt_ms(3000)) << n << " ranks, rank " << r << " returned " << ms << " ms after the abort: " << text[r];
       std::printf("  %d ranks: rank %d: %s %.0f ms after the abort: %s\n", n, r, koloGetErrorString(rc[r]), ms,
                   text[r].c_str());
     }

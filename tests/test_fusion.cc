@@ -40,6 +40,7 @@
 #include "util/coll_run.h"
 #include "util/proc_util.h"
 #include "util/thread_world.h"
+#include "util/time_scale.h"
 
 #ifdef KOLO_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -498,7 +499,7 @@ TEST(FusionThreads, CycleFlushesAPartialBucket) {
     for (int t = 0; t < nt - 1; t++) koloFusionMarkReady(f, t, nullptr, nullptr);
     koloFusionStats_t st{};
     double t0 = now_ms();
-    while (st.allReduces == 0 && now_ms() - t0 < 20000) {
+    while (st.allReduces == 0 && now_ms() - t0 < kt_ms(20000)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
       koloFusionGetStats(f, &st);
     }
@@ -562,7 +563,7 @@ void prompt_launch(bool first_late) {
     if (first_late && r == 0) koloFusionMarkReady(f, 1, nullptr, nullptr);
     koloFusionStats_t st{};
     double t0 = now_ms();
-    while (st.rounds == 0 && now_ms() - t0 < 2000) {  // the first round ran (at the first mark)
+    while (st.rounds == 0 && now_ms() - t0 < kt_ms(2000)) {  // the first round ran (at the first mark)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
       koloFusionGetStats(f, &st);
     }
@@ -768,7 +769,7 @@ TEST(FusionThreads, TensorMarkedOnOneRankOnlyFailsEveryRank) {
     next_res[(size_t)r] = koloFusionStepBegin(f);  // the failure is sticky
     koloFusionDestroy(f);
   });
-  EXPECT_LT(now_ms() - t0, 10000) << "the mismatch must be seen in a round, not after a timeout";
+  EXPECT_LT(now_ms() - t0, kt_ms(10000)) << "the mismatch must be seen in a round, not after a timeout";
   EXPECT_EQ(end_res[0], koloInvalidUsage);
   EXPECT_TRUE(end_res[1] == koloSuccess || end_res[1] == koloInvalidUsage) << end_res[1];
   for (int r = 0; r < n; r++) {
@@ -812,14 +813,14 @@ TEST(FusionThreads, StallIsBoundedByTheTimeout) {
       res[(size_t)r] = koloFusionWait(f);
     } else {
       double s = now_ms();  // rank 0 "hangs" in its backward pass
-      while (koloFusionGetLastError(f)[0] == '\0' && now_ms() - s < 20000)
+      while (koloFusionGetLastError(f)[0] == '\0' && now_ms() - s < kt_ms(20000))
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
       res[(size_t)r] = koloFusionStepEnd(f, nullptr);
     }
     msg[(size_t)r] = koloFusionGetLastError(f);
     koloFusionDestroy(f);
   });
-  EXPECT_LT(now_ms() - t0, 15000);
+  EXPECT_LT(now_ms() - t0, kt_ms(15000));
   for (int r = 0; r < n; r++) {
     EXPECT_EQ(res[(size_t)r], koloInvalidUsage) << "rank " << r << ": " << msg[(size_t)r];
     EXPECT_NE(msg[(size_t)r].find("tensor 1"), std::string::npos) << msg[(size_t)r];

@@ -21,10 +21,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -597,13 +599,34 @@ TEST(NcclProcsChild, DISABLED_Rank) {
   cudaStreamDestroy(st);
 }
 
+// What a child wrote to its output file, from the start.
+std::string output_of(FILE *f) {
+  std::string out;
+  char buf[4096];
+  size_t k;
+  rewind(f);
+  while ((k = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, k);
+  return out;
+}
+
+// A child that exits 0 may have run nothing (its filter matched no test,
+// or the helper test skipped): it passes only if gtest says it ran one.
+bool ran_one_test(const std::string &out) {
+  return out.find("[  PASSED  ] 1 test.") != std::string::npos && out.find("[  SKIPPED ]") == std::string::npos;
+}
+
 // n processes of this binary running NcclProcsChild.DISABLED_Rank; each must
-// pass (with shrink: the last one dies by SIGKILL), within 120 s.
+// pass, having run that test (with shrink: the last one dies by SIGKILL),
+// within 120 s.
 void run_procs(int n, bool shrink) {
   int port = free_port();
   ASSERT_GT(port, 0);
   std::vector<pid_t> pids;
+  std::vector<std::unique_ptr<FILE, int (*)(FILE *)>> outs;
   for (int r = 0; r < n; r++) {
+    outs.emplace_back(tmpfile(), fclose);
+    ASSERT_NE(outs.back().get(), nullptr);
+    const int out_fd = fileno(outs.back().get());
     std::vector<std::string> env = {"NCCL_COMM_ID=127.0.0.1:" + std::to_string(port),
                                     "KOLO_SECRET=a1b2c3d4e5f60718293a4b5c6d7e8f90", "KOLO_TIMEOUT_MS=20000",
                                     "NCCL_TEST_RANK=" + std::to_string(r), "NCCL_TEST_NRANKS=" + std::to_string(n)};
@@ -618,6 +641,8 @@ void run_procs(int n, bool shrink) {
     char *argv[] = {exe, f, d, nullptr};
     pid_t pid = fork();
     if (pid == 0) {
+      dup2(out_fd, 1);
+      dup2(out_fd, 2);
       execve(exe, argv, envp.data());
       _exit(127);
     }
@@ -642,7 +667,10 @@ void run_procs(int n, bool shrink) {
     } else if (shrink && r == n - 1) {
       EXPECT_TRUE(WIFSIGNALED(status[r]) && WTERMSIG(status[r]) == SIGKILL) << "rank " << r << ": " << status[r];
     } else {
-      EXPECT_TRUE(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0) << "rank " << r << ": status " << status[r];
+      const std::string out = output_of(outs[r].get());
+      EXPECT_TRUE(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0) << "rank " << r << ": status " << status[r]
+                                                                        << "; its output:\n" << out;
+      EXPECT_TRUE(ran_one_test(out)) << "rank " << r << " did not run its test; its output:\n" << out;
     }
   }
 }

@@ -91,6 +91,11 @@ koloResult_t kolo_bootstrap_root_start_owned(const struct sockaddr_storage *bind
                                              int timeout_ms, kolo_uid *uid, kolo_errbuf *eb, kolo_root **owner);
 void kolo_bootstrap_root_stop(kolo_root *root);
 
+/* Ranks (and forwarding roots) that the roots of this process have taken
+ * in, counted since the process started.  Lets a caller wait until a rank
+ * has really joined rather than guess how long joining takes. */
+int kolo_bootstrap_root_joins(void);
+
 /* Joins the job as `rank` of `nranks`: rendezvous at the root, then the
  * peer table among the ranks.  On failure nothing is left open and eb says why (e.g. "rank 3 of 4
  * did not join within 2000 ms", "root 10.0.0.1:4000 did not answer within

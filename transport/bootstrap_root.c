@@ -23,6 +23,7 @@
 #include <net/if.h>
 #include <dirent.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <sys/eventfd.h>
 #include <stdio.h>
@@ -135,6 +136,11 @@ typedef struct {
   int stop_fd;                 /* an owned root's stop signal (eventfd, the owner's); -1: detached */
   int stopped;                 /* the owner said stop */
 } root_state;
+
+/* Slots every root of this process has taken (kolo_bootstrap_root_joins). */
+static _Atomic int g_root_joins;
+
+int kolo_bootstrap_root_joins(void) { return atomic_load(&g_root_joins); }
 
 /* A root its starter owns: joined at kolo_bootstrap_root_stop. */
 struct kolo_root {
@@ -409,6 +415,7 @@ static void root_take(root_state *st, int fd, const kolo_rank_hello *h, const ch
     }
     st->fd[hello_slot(st, h)] = fd;
     st->arrived++;
+    atomic_fetch_add(&g_root_joins, 1);
     KOLO_INFO("%s: %s %d of %d joined from %s", st->name, h->role == KOLO_HELLO_SUBROOT ? "the root of block" : "rank",
               h->role == KOLO_HELLO_SUBROOT ? h->root_index : h->rank, h->nranks, from);
     return;

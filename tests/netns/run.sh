@@ -66,7 +66,14 @@ for N in 2 3; do
     pids+=($!)
   done
   for ((i = 0; i < N; i++)); do
-    if wait "${pids[$i]}"; then :; else
+    if wait "${pids[$i]}"; then
+      # exit 0 alone would pass a rank whose test skipped or matched nothing
+      if ! grep -qF '[  PASSED  ] 1 test.' "$WORK/n$N-r$i.log" || grep -qF '[  SKIPPED ]' "$WORK/n$N-r$i.log"; then
+        echo "FAIL: $N namespaces: rank $i (10.77.$N.$((i + 1))) exited 0 without running its test; its output:"
+        sed 's/^/    /' "$WORK/n$N-r$i.log"
+        status=1
+      fi
+    else
       rc=$?
       echo "FAIL: $N namespaces: rank $i (10.77.$N.$((i + 1))) exited with $rc; its output:"
       sed 's/^/    /' "$WORK/n$N-r$i.log"

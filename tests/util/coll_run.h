@@ -220,6 +220,9 @@ std::string result_text(const char *what, koloResult_t res, koloComm_t comm);
 // One rank's side of a list of cases on comm, in order: prepare, issue,
 // check; prints each failure to stderr and stops at the first failed call
 // (the communicator is unusable after it).  Returns the number of failures.
+// Last, it writes kCasesCheckedTag and the number of cases that passed their
+// check on a line of stderr, for a parent process to count.
+constexpr const char *kCasesCheckedTag = "kt: cases checked: ";
 int run_cases(koloComm_t comm, int rank, const std::vector<CollCase> &cases);
 
 }  // namespace kt

@@ -1,10 +1,14 @@
 /* comm_peek.c - see comm_peek.h. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, nanosleep */
 #include "util/comm_peek.h"
 
 #include "core/comm.h"
 #include "core/comm_init.h"
 #include "core/mem.h"
 #include "transport/proxy.h"
+
+#include <stdatomic.h>
+#include <time.h>
 
 void kt_ring_steps(koloComm_t comm, int ch, uint32_t *send, uint32_t *recv) {
   *send = comm->ring_send[ch].ctrl ? comm->ring_send[ch].step : 0;
@@ -52,4 +56,30 @@ int kt_program_shape(koloComm_t comm, int coll, int arg, int ch, int *nsteps, in
 int kt_mem_device(const void *p, size_t size) {
   int dev = -2;
   return kolo_mem_block_of(p, size, &dev) ? dev : -2;
+}
+
+static uint64_t tail_of(const kolo_connector *c) {
+  return c->ctrl ? atomic_load_explicit(&c->ctrl->tail, memory_order_acquire) : 0;
+}
+
+uint64_t kt_slices_in(koloComm_t comm) {
+  uint64_t n = 0;
+  for (int ch = 0; ch < comm->nchannels; ch++) n += tail_of(&comm->ring_recv[ch]);
+  size_t np2p = comm->p2p_recv ? (size_t)comm->nranks * (size_t)comm->nchannels : 0;
+  for (size_t k = 0; k < np2p; k++)
+    if (comm->p2p_recv_ready[k] == 1) n += tail_of(&comm->p2p_recv[k]);
+  return n;
+}
+
+static double mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int kt_wait_slices_in(koloComm_t comm, uint64_t above, double bound_ms) {
+  const double t0 = mono_ms();
+  const struct timespec tick = {0, 1000000};
+  while (kt_slices_in(comm) <= above && mono_ms() - t0 < bound_ms) nanosleep(&tick, NULL);
+  return kt_slices_in(comm) > above;
 }

@@ -18,6 +18,15 @@ void kt_ring_steps(koloComm_t comm, int ch, uint32_t *send, uint32_t *recv);
 /* The same for the point-to-point pipe ends to / from `peer` on channel ch
  * (send/recv's, and the multi-peer collectives'). */
 void kt_p2p_steps(koloComm_t comm, int peer, int ch, uint32_t *send, uint32_t *recv);
+/* Slices the comm's peers have put into its inbound pipes (ring and
+ * point-to-point, every channel) since it was made: when it grows, a peer
+ * is inside a call that sends to this rank.  Read with acquire loads, so
+ * another thread may call it while the peers run; the comm itself must be
+ * idle (its pipes are not being made meanwhile). */
+uint64_t kt_slices_in(koloComm_t comm);
+/* Waits until kt_slices_in(comm) exceeds `above`, for at most bound_ms;
+ * returns whether it did. */
+int kt_wait_slices_in(koloComm_t comm, uint64_t above, double bound_ms);
 /* The comm's shape: channels, slots per pipe, bytes per slot, and the bytes
  * a channel must have before another is used. */
 void kt_comm_shape(koloComm_t comm, int *nchannels, uint32_t *nslots, size_t *slot_bytes,

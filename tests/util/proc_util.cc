@@ -109,6 +109,32 @@ std::vector<ChildResult> run_children(int n, const std::function<int(int)> &fn, 
   return res;
 }
 
+std::string gtest_ran(const std::string &output, int tests) {
+  const std::string passed = "[  PASSED  ] " + std::to_string(tests) + (tests == 1 ? " test." : " tests.");
+  if (output.find("[  SKIPPED ]") != std::string::npos) return "it skipped a test";
+  if (output.find(passed) == std::string::npos) return "its output lacks \"" + passed + "\"";
+  return "";
+}
+
+std::string children_gtest_failures(const std::vector<ChildResult> &res, int tests) {
+  std::string s = children_failures(res);
+  for (const ChildResult &c : res) {
+    std::string why = gtest_ran(c.output, tests);
+    if (!why.empty()) s += "child " + std::to_string(c.pid) + ": " + why + "; its output:\n" + c.output + "\n";
+  }
+  return s;
+}
+
+std::string children_checked(const std::vector<ChildResult> &res, size_t cases) {
+  std::string s = children_failures(res);
+  const std::string said = std::string(kCasesCheckedTag) + std::to_string(cases) + "\n";
+  for (size_t i = 0; i < res.size(); i++)
+    if (res[i].output.find(said) == std::string::npos)
+      s += "\n  rank " + std::to_string(i) + " did not say \"" + said.substr(0, said.size() - 1) + "\": " +
+           res[i].describe();
+  return s;
+}
+
 std::vector<ChildResult> run_children_with_ids(
     int n, int nids, const std::function<int(int, const std::vector<koloUniqueId> &)> &fn, double timeout_ms,
     const std::function<void(const std::vector<pid_t> &)> &on_fork, std::string *id_error) {

@@ -59,6 +59,18 @@ std::vector<ChildResult> run_children_with_ids(
 // "" when every child exited with 0, else one line per child that did not.
 std::string children_failures(const std::vector<ChildResult> &res);
 
+// "" when a child's GoogleTest output says it ran and passed exactly
+// `tests` tests and skipped none, else what it said instead.  A child that
+// exits 0 may have run nothing (a filter that matches no test, a helper
+// test that skipped): its exit status alone does not say it checked.
+std::string gtest_ran(const std::string &output, int tests);
+// children_failures, and gtest_ran(tests) for each child's output.
+std::string children_gtest_failures(const std::vector<ChildResult> &res, int tests);
+
+// "" when every child exited with 0 and said (run_cases, coll_run.h) that
+// `cases` cases passed their check, else one line per child that did not.
+std::string children_checked(const std::vector<ChildResult> &res, size_t cases);
+
 // Names of /dev/shm entries that start with "kolo-".
 std::set<std::string> shm_entries();
 // Entries of `after` not in `before` that belong to one of `pids` (kolo names
