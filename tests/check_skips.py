@@ -6,10 +6,11 @@
 
 WHERE names the place in the list (a build dir, or a script step).  Exit 1,
 naming each, on a skip the list does not expect there (ctest's skipped and
-disabled cases alike: neither ran) and on a line for WHERE that matched no
-skip (a stale line would hide the next skip it happens to fit; for ctest,
-a line whose cases all ran, lines for cases this run did not have are left
-alone); exit 2 on an unreadable list or report.  Run by tests/run_all.sh.
+disabled cases alike: neither ran); exit 2 on an unreadable list or report.
+A line for WHERE that matched no skip is named as stale (for ctest, a line
+whose cases all ran; lines for cases this run did not have are left alone)
+but does not fail: a machine with what CI's lacks (a GPU, netem) runs what
+the line expects to skip, and that is no defect.  Run by tests/run_all.sh.
 """
 import os
 import re
@@ -80,9 +81,9 @@ def main():
     for no, pattern, reason in entries:
         if no not in used:
             ran = " though its cases ran" if names is not None else ""
-            print(f"check_skips: expected_skips.txt:{no} ({where}) matched no skip{ran}: the skip it lists "
-                  f"({reason}) no longer happens; drop or narrow the line")
-            bad = 1
+            print(f"check_skips: note: expected_skips.txt:{no} ({where}) matched no skip{ran}: the skip it "
+                  f"lists ({reason}) did not happen on this machine; where it no longer happens anywhere, "
+                  f"drop or narrow the line")
     state = "FAILED" if bad else "all expected"
     print(f"check_skips: {where}: {len(skips)} skipped, {len(used)} of {len(entries)} listed reasons seen: {state}")
     return bad
