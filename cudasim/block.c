@@ -103,6 +103,11 @@ typedef struct {
   int started;
   void *tsan;
   void *asan_fake;
+  /* The warp_leader() call it made last: where, in which barrier interval
+   * (the block's gen), and how many times there in that interval. */
+  const char *lead_file;
+  int lead_line;
+  unsigned lead_gen, lead_calls;
 } fiber;
 
 typedef struct {
@@ -110,6 +115,8 @@ typedef struct {
   fiber *f;
   int n;
   int cur, live, arrived, or_acc, or_result; /* relaxed atomics: fibers and the runner share them */
+  const char *site_file; /* the barrier the first arriving thread waits at */
+  int site_line, site_or;
   unsigned gen;
   const sim_op *op;
   void *tsan_main;
@@ -200,13 +207,32 @@ static void barrier_check(sim_block *b) {
     if (LD(b->f[i].state) == F_BARRIER) ST(b->f[i].state, F_RUN);
 }
 
-int kolo_sim_block_sync_or(int pred) {
+static const char *sync_name(int is_or) { return is_or ? "__syncthreads_or" : "__syncthreads"; }
+
+/* The first thread to arrive names the barrier; every later one must be at
+ * the same call site and kind (a site of NULL: a caller that did not say). */
+static void check_site(sim_block *b, int is_or, const char *file, int line) {
+  if (LD(b->arrived) == 0) {
+    ST(b->site_file, file), ST(b->site_line, line), ST(b->site_or, is_or);
+    return;
+  }
+  const char *first = LD(b->site_file);
+  int first_line = LD(b->site_line), first_or = LD(b->site_or);
+  int same_site = file == NULL || first == NULL || (line == first_line && strcmp(file, first) == 0);
+  if (same_site && is_or == first_or) return;
+  sim_undefined("thread %d of block %u waits at %s (%s:%d) while thread(s) of its block wait at %s (%s:%d): "
+                "every live thread of a block must reach the same barrier", LD(b->cur), blockIdx.x,
+                sync_name(is_or), file ? file : "?", line, sync_name(first_or), first ? first : "?", first_line);
+}
+
+static int block_sync(int is_or, int pred, const char *file, int line) {
   sim_block *b = cur;
   if (b == NULL) return pred; /* not in a kernel */
   fiber *f = &b->f[LD(b->cur)];
 #if SIM_TSAN
   __tsan_release(&b->sync_obj);
 #endif
+  check_site(b, is_or, file, line);
   ST(b->or_acc, LD(b->or_acc) | (pred != 0));
   ST(b->arrived, LD(b->arrived) + 1);
   unsigned gen = LD(b->gen);
@@ -221,7 +247,40 @@ int kolo_sim_block_sync_or(int pred) {
   return r;
 }
 
-void kolo_sim_block_sync(void) { (void)kolo_sim_block_sync_or(0); }
+int kolo_sim_block_sync_or(int pred) { return block_sync(1, pred, NULL, 0); }
+void kolo_sim_block_sync(void) { (void)block_sync(0, 0, NULL, 0); }
+int kolo_sim_block_sync_or_at(int pred, const char *file, int line) { return block_sync(1, pred, file, line); }
+void kolo_sim_block_sync_at(const char *file, int line) { (void)block_sync(0, 0, file, line); }
+
+/* Counts the caller's call at (file, line) in this barrier interval. */
+static unsigned count_lead_call(sim_block *b, fiber *f, const char *file, int line) {
+  unsigned gen = LD(b->gen);
+  if (LD(f->lead_file) == file && LD(f->lead_line) == line && LD(f->lead_gen) == gen) {
+    ST(f->lead_calls, LD(f->lead_calls) + 1);
+  } else {
+    ST(f->lead_file, file), ST(f->lead_line, line), ST(f->lead_gen, gen), ST(f->lead_calls, 1u);
+  }
+  return LD(f->lead_calls);
+}
+
+/* A warp's lanes run one after another here, lowest first, so a lower lane
+ * ran this line with the caller (converged, as a GPU runs a warp) exactly
+ * when it already made this call as often in this barrier interval, even
+ * if it ended since.  A lane that ended before, waits elsewhere or left the
+ * loop first is not active. */
+int kolo_sim_warp_leader_at(const char *file, int line) {
+  sim_block *b = cur;
+  if (b == NULL) return 1;
+  int me = LD(b->cur);
+  unsigned calls = count_lead_call(b, &b->f[me], file, line), gen = LD(b->gen);
+  for (int lane = me & ~31; lane < me; lane++) {
+    fiber *f = &b->f[lane];
+    if (LD(f->lead_file) == file && LD(f->lead_line) == line && LD(f->lead_gen) == gen &&
+        LD(f->lead_calls) >= calls)
+      return 0;
+  }
+  return 1;
+}
 
 void kolo_sim_poll(void) {
   sim_block *b = cur;
@@ -273,6 +332,7 @@ static void start_fiber(sim_block *b, int i) {
   ctx_make(&f->ctx, f->mem + GUARD_BYTES, STACK_BYTES, fiber_main);
   ST(f->state, F_RUN);
   ST(f->polled, 0);
+  ST(f->lead_file, NULL), ST(f->lead_line, 0), ST(f->lead_gen, 0u), ST(f->lead_calls, 0u);
   f->started = 0;
 #if SIM_TSAN
   f->tsan = __tsan_create_fiber(0);

@@ -44,6 +44,16 @@ void kolo_sim_block_sync(void);
 /* __syncthreads_or(pred): the same barrier; non-zero when any thread's pred
  * was non-zero. */
 int kolo_sim_block_sync_or(int pred);
+/* The same two barriers told their call site (file, line): CUDA requires
+ * every live thread of a block to reach the same __syncthreads, and the
+ * model checks it (a breach is undefined behaviour, below). */
+void kolo_sim_block_sync_at(const char *file, int line);
+int kolo_sim_block_sync_or_at(int pred, const char *file, int line);
+/* 1 when the calling thread is the lowest active lane of its 32-lane warp
+ * at this call site (file, line): __ffs(__activemask()) as the model sees a
+ * warp, whose active lanes are those that made this call as often since
+ * the block's last barrier (block.c).  Outside a kernel: 1. */
+int kolo_sim_warp_leader_at(const char *file, int line);
 /* The poll hook of spin loops: lets the other threads of the block run, and,
  * once every thread of the block is polling, the other host threads. */
 void kolo_sim_poll(void);

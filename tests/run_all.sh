@@ -11,7 +11,8 @@
 #     training checked against one process, faults, the timeline
 #  4. the CUDA path on kolo's CPU model of the GPU (docs/dev/cuda-model.md):
 #     build-sim (-DKOLO_CUDA=SIM, kernel resources from step 2's ptxas
-#     report) and every CUDA test there, and examples/nccl.c against its
+#     report) and every CUDA test there, a set of them again with blocks of
+#     256 and of 33 threads, and examples/nccl.c against its
 #     libnccl.so.2 (tests/check_install.sh build-sim); then build-sim-tsan: the reduce
 #     kernels and a set of the executor's end-to-end cases under TSan, with
 #     4-thread blocks
@@ -114,6 +115,11 @@ CUDA_TESTS='^(Cuda|AllTypesOps/CudaReduceTest|FusionCuda|NcclLayer|NcclEnv|NcclP
 # watcher thread).  ctest's names of parameterized cases end in a comment
 # ("  # GetParam() = ..."): an anchor at a case's end is "( |$)", not "$".
 CUDA_TSAN_TESTS='CudaReduceTest.MatchesReference/(int8_max|float32_sum|bfloat16_avg|float64_copy)( |$)|CudaGrid.SmallCounts/.*_[23]ranks|CudaPeerGrid.SmallCounts/(AlltoAll|Gather)_3ranks|CudaAlgoBits.*/(rd|rabenseifner)_3ranks|CudaAbort|CudaTimeout|CudaThreads/CudaMismatch|CudaStallWarning'
+# With the GPU's block of 256 threads and with 33 (a warp and one lane):
+# every collective of 2 and 3 ranks, the multi-peer ones, the doubling
+# all-reduces, reduce kernels, abort, timeout, mismatch and the stall
+# warning (read by warp leaders), and the model's own block checks.
+CUDA_BLOCK_TESTS='CudaGrid.SmallCounts/.*_[23]ranks_|CudaPeerGrid.SmallCounts/.*_3ranks|AllTypesOps/CudaReduceTest.MatchesReference/(int8_max|float32_sum|bfloat16_avg|float64_copy|int32_premulsum|float16_avg)( |$)|CudaAlgoBits.*/(rd|rabenseifner)_3ranks|CudaAbort|CudaTimeout|CudaThreads/CudaMismatch|CudaStallWarning|CudaSimBlocks'
 SIM_TSAN_TARGETS=(test_cuda_reduce test_e2e_cuda test_e2e_cuda_algos test_cuda_mismatch test_cuda_stall)
 SIM_TARGETS=(kolo kolo-perf test_e2e_cuda test_e2e_cuda_algos test_e2e_schedule test_cuda_mismatch test_cuda_stall test_cuda_reduce test_cuda_plan test_fusion nccl test_nccl_layer test_nccl_dlopen kolo-fault)
 sim_build() { # dir, extra cmake args...
@@ -141,6 +147,11 @@ else
       ctest_checked build-sim --timeout 600 -R "$CUDA_TESTS" || failed
     step "examples/nccl.c, an unmodified NCCL program, on build-sim's libnccl.so.2 (the CUDA model)"
     script_checked install-sim tests/check_install.sh build-sim || failed
+    for threads in 256 33; do
+      step "CUDA model with $threads threads per block: a set of every kind of CUDA case"
+      KOLO_SIM_BLOCK_THREADS=$threads CUDA_DEVICE_MAX_CONNECTIONS=32 KOLO_SIM_WATCHDOG_S=60 \
+        ctest_checked build-sim --timeout 300 -R "$CUDA_BLOCK_TESTS" || failed
+    done
     step "kolo-perf --mem cuda on the CUDA model: 4 ranks on one model GPU, checked (model figures)"
     CUDA_DEVICE_MAX_CONNECTIONS=32 build-sim/bin/kolo-perf all_reduce --mem cuda -t 4 --devices 0 \
       -b 8 -e 1M -f 8 -n 2 -w 1 -c 1 || failed

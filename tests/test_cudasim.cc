@@ -57,6 +57,33 @@ __global__ void iota_times(uint32_t *out, size_t n, uint32_t k) {
     out[i] = (uint32_t)i * k;
 }
 
+// Each thread notes in lead[threadIdx.x] whether it is its warp's leader
+// with every thread of the block running (converged); then the lanes
+// 16-31 note it again, in lead[blockDim.x + threadIdx.x], after the lower
+// half of each warp ended.
+__global__ void note_leaders(int *lead) {
+  lead[threadIdx.x] = kolo_dev::warp_leader();
+  kolo_dev::block_sync();
+  if ((threadIdx.x & 31) < 16) return;
+  lead[blockDim.x + threadIdx.x] = kolo_dev::warp_leader();
+}
+
+// Thread 0 waits at one barrier, the others at another: undefined in CUDA.
+__global__ void split_barrier(int *out) {
+  if (threadIdx.x == 0) {
+    kolo_dev::block_sync();
+  } else {
+    kolo_dev::block_sync();
+  }
+  out[threadIdx.x] = 1;
+}
+
+// Thread 0 waits at __syncthreads_or, the others at __syncthreads, on one
+// line: a barrier of another kind is another barrier.
+__global__ void mixed_barrier_kinds(int *out) {
+  out[threadIdx.x] = threadIdx.x == 0 ? kolo_dev::block_sync_or(1) : (kolo_dev::block_sync(), 0);
+}
+
 // ---- helpers ---------------------------------------------------------------------
 
 #define ASSERT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
@@ -364,6 +391,53 @@ TEST(CudaSimMemory, IpcHandlesAreForOtherProcesses) {
   EXPECT_NE(cudaIpcOpenMemHandle(&q, h, cudaIpcMemLazyEnablePeerAccess), cudaSuccess);
   (void)cudaGetLastError();
   cudaFree(p);
+}
+
+// ---- blocks as a GPU runs them -------------------------------------------------
+
+// Runs kernel K with one block of `threads` model threads (blockDim.x) and
+// `words` ints of mapped memory it writes; returns them.
+template <auto K>
+std::vector<int> run_block(int threads, size_t words) {
+  int before = kolo_sim_block_threads();
+  kolo_sim_set_block_threads(threads);
+  void *p = nullptr;
+  EXPECT_EQ(cudaHostAlloc(&p, words * sizeof(int), cudaHostAllocMapped), cudaSuccess);
+  std::memset(p, 0xff, words * sizeof(int));
+  void *d = nullptr;
+  EXPECT_EQ(cudaHostGetDevicePointer(&d, p, 0), cudaSuccess);
+  cudaStream_t s = new_stream();
+  EXPECT_EQ((kolo_dev::launch<K>(1, (unsigned)threads, 0, s, static_cast<int *>(d))), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  std::vector<int> out(static_cast<int *>(p), static_cast<int *>(p) + words);
+  cudaStreamDestroy(s);
+  cudaFreeHost(p);
+  kolo_sim_set_block_threads(before);
+  return out;
+}
+
+TEST(CudaSimBlocks, OneLeaderPerWarpTheLowestRunningLane) {
+  const int threads = 72;  // two whole warps and one of 8 lanes
+  std::vector<int> lead = run_block<note_leaders>(threads, 2 * threads);
+  for (int t = 0; t < threads; t++) {
+    EXPECT_EQ(lead[t], t % 32 == 0) << "converged, thread " << t;
+    // Once lanes 0-15 ended, lane 16 leads: the lowest lane still running.
+    int expect = t % 32 < 16 ? -1 : t % 32 == 16;
+    EXPECT_EQ(lead[threads + t], expect) << "lanes 0-15 ended, thread " << t;
+  }
+}
+
+TEST(CudaSimBlocks, ThreadsAtDifferentBarriersAreUndefined) {
+  // A forked child cannot use the model its parent started (as CUDA): the
+  // child runs this test again from exec.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(run_block<split_barrier>(8, 8), "thread [1-7] of block 0 waits at __syncthreads .*every live thread");
+  EXPECT_DEATH(run_block<mixed_barrier_kinds>(8, 8), "__syncthreads_or.*every live thread of a block");
+}
+
+TEST(CudaSimBlocks, ThreadsAtOneBarrierPass) {
+  std::vector<int> out = run_block<split_barrier>(1, 1);  // one thread: nobody waits elsewhere
+  EXPECT_EQ(out[0], 1);
 }
 
 }  // namespace

@@ -172,11 +172,19 @@ KOLO_DEVFN void st_line(char *p, uint64_t lo, uint64_t hi) {
   __atomic_store_n(q, lo, __ATOMIC_RELAXED);
   __atomic_store_n(q + 1, hi, __ATOMIC_RELAXED);
 }
-KOLO_DEVFN void block_sync() { kolo_sim_block_sync(); }
-KOLO_DEVFN int block_sync_or(int pred) { return kolo_sim_block_sync_or(pred); }
+/* Each barrier names its call site: the model checks that a block's
+ * threads meet at one. */
+KOLO_DEVFN void block_sync(const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
+  kolo_sim_block_sync_at(file, line);
+}
+KOLO_DEVFN int block_sync_or(int pred, const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return kolo_sim_block_sync_or_at(pred, file, line);
+}
 KOLO_DEVFN void pause() { kolo_sim_poll(); }
 KOLO_DEVFN void poll() { kolo_sim_poll(); }
-KOLO_DEVFN bool warp_leader() { return true; } /* every host thread is its own warp */
+KOLO_DEVFN bool warp_leader(const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return kolo_sim_warp_leader_at(file, line) != 0;
+}
 KOLO_DEVFN int popc64(uint64_t x) { return __builtin_popcountll(x); }
 /* The host build is compiled with -ffp-contract=off (CMakeLists.txt). */
 KOLO_DEVFN float mul_rn(float a, float b) { return a * b; }
