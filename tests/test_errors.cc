@@ -135,11 +135,13 @@ void killed_rank(bool during) {
     }
     std::vector<float> x(count, 1.0f);
     if (rank == 2 && !during) {
-      if (!kt_wait_slices_in(comm, kt_slices_in(comm), kt_ms(5000))) {
-        std::fprintf(stderr, "rank 2: no peer entered the all-reduce\n");
-        return 5;
-      }
-      raise(SIGKILL);  // a peer is inside the all-reduce, sending to rank 2
+      // Paces only, and decides nothing: usually a peer's slices arrive here
+      // first (it is inside the all-reduce when rank 2 dies), but they may
+      // have come before the count was taken, and the peers must name rank 2
+      // either way.  Bounded well under the peers' timeout, so that they are
+      // still waiting when it dies.
+      (void)kt_wait_slices_in(comm, kt_slices_in(comm), 200);
+      raise(SIGKILL);
     }
     if (rank == 2) {
       std::thread([] {
@@ -205,10 +207,11 @@ void rank_goes(Going how, const char *sentence) {
     koloComm_t comm = init_warm(n, id, rank);
     if (comm == nullptr) return 2;
     if (rank == 1) {
-      if (!kt_wait_slices_in(comm, kt_slices_in(comm), kt_ms(5000))) {
-        std::fprintf(stderr, "rank 1: rank 0 never entered the all-reduce\n");
-        return 5;
-      }
+      // Paces only, and decides nothing: rank 0's slices usually arrive here
+      // first (it is inside the all-reduce when rank 1 goes), but they may
+      // have come before the count was taken, and rank 0 must name rank 1
+      // either way.  Bounded well under rank 0's timeout.
+      (void)kt_wait_slices_in(comm, kt_slices_in(comm), 200);
       if (how == Going::kKilled) raise(SIGKILL);
       if (how == Going::kExited) exit(0);  // the communicator is never destroyed
       koloCommDestroy(comm);
