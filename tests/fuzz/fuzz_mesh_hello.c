@@ -14,14 +14,6 @@
 #include "transport/bootstrap_wire.h"
 #include "tests/fuzz/fuzz_util.h"
 
-#define POISON 0xA5
-
-static int is_poison(const void *p, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (((const uint8_t *)p)[i] != POISON) return 0;
-  return 1;
-}
-
 /* A refusal fails, its sentence ends within the buffer, and re-encoded it
  * decodes to the same code and sentence. */
 static void refusal(const uint8_t *in, size_t len) {
@@ -59,9 +51,9 @@ static void verdict(const uint8_t *in, size_t len) {
 static void next_entry(const uint8_t *in, size_t len) {
   kolo_peer_info p;
   char why[256] = "";
-  memset(&p, POISON, sizeof p);
+  memset(&p, FUZZ_POISON, sizeof p);
   if (kolo_decode_peer_info(in, len, 5, &p, why, sizeof why) != KOLO_WIRE_OK) {
-    FUZZ_REQUIRE(is_poison(&p, sizeof p) && why[0] != '\0' && memchr(why, '\0', sizeof why) != NULL);
+    FUZZ_REQUIRE(fuzz_is_poison(&p, sizeof p) && fuzz_said(why, sizeof why));
     return;
   }
   FUZZ_REQUIRE(p.rank == 5);
@@ -112,7 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     kolo_encode_mesh_hello(&h, again);
     FUZZ_REQUIRE(body == sizeof again && memcmp(again, data + KOLO_WIRE_HDR_BYTES, body) == 0);
   } else {
-    FUZZ_REQUIRE(why[0] != '\0' && memchr(why, '\0', sizeof why) != NULL);
+    FUZZ_REQUIRE(fuzz_said(why, sizeof why));
   }
   decode_last_word(data + KOLO_WIRE_HDR_BYTES + body, size - KOLO_WIRE_HDR_BYTES - body);
   return 0;

@@ -14,7 +14,6 @@
 
 /* A block of at most this many ranks is decoded into a table of its job. */
 #define FUZZ_MAX_TABLE 4096
-#define POISON 0xA5
 
 /* A header with kolo's magic re-encodes to its bytes. */
 static void header_round_trip(const uint8_t *in, kolo_wire_header h) {
@@ -53,10 +52,7 @@ static void hello_accepted(const kolo_rank_hello *h, const uint8_t *in, size_t l
 }
 
 static int all_poison(const kolo_peer_info *t, int from, int to) {
-  const uint8_t *p = (const uint8_t *)(t + from), *end = (const uint8_t *)(t + to);
-  for (; p < end; p++)
-    if (*p != POISON) return 0;
-  return 1;
+  return fuzz_is_poison(t + from, (size_t)(to - from) * sizeof *t);
 }
 
 /* The block's verdict: accepted entries are ranks lo..hi-1 and re-encode to
@@ -65,7 +61,7 @@ static void block_verdict(int v, const kolo_peer_info *table, int nranks, int lo
                           size_t len, const char *why) {
   FUZZ_REQUIRE(all_poison(table, 0, lo) && all_poison(table, hi, nranks));
   if (v != KOLO_WIRE_OK) {
-    FUZZ_REQUIRE(memchr(why, '\0', 256) != NULL && why[0] != '\0');
+    FUZZ_REQUIRE(fuzz_said(why, 256));
     return;
   }
   for (int k = lo; k < hi; k++) FUZZ_REQUIRE(table[k].rank == k);
@@ -87,7 +83,7 @@ static void decode_block(const kolo_rank_hello *h, const uint8_t *data, size_t s
   if (bh.len < blen) blen = (size_t)bh.len;
   kolo_peer_info *table = malloc((size_t)h->nranks * sizeof *table);
   if (table == NULL) return;
-  memset(table, POISON, (size_t)h->nranks * sizeof *table);
+  memset(table, FUZZ_POISON, (size_t)h->nranks * sizeof *table);
   char why[256] = "";
   const uint8_t *body = data + KOLO_WIRE_HDR_BYTES;
   int v = kolo_decode_peer_table(body, blen, lo, hi, table, why, sizeof why);
@@ -106,7 +102,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char why[256] = "";
   int v = kolo_decode_rank_hello(data + KOLO_WIRE_HDR_BYTES, body, &h, &version, why, sizeof why);
   if (v != KOLO_WIRE_OK) {
-    FUZZ_REQUIRE(memchr(why, '\0', sizeof why) != NULL && why[0] != '\0');
+    FUZZ_REQUIRE(fuzz_said(why, sizeof why));
     FUZZ_REQUIRE(v != KOLO_WIRE_OTHER_VERSION || version != KOLO_BOOTSTRAP_WIRE_VERSION);
     return 0;
   }

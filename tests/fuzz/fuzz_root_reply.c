@@ -12,14 +12,6 @@
 #include "transport/bootstrap_wire.h"
 #include "tests/fuzz/fuzz_util.h"
 
-#define POISON 0xA5
-
-static int is_poison(const void *p, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (((const uint8_t *)p)[i] != POISON) return 0;
-  return 1;
-}
-
 static void accepted(const kolo_peer_info *info, int rank, const uint8_t *msg, size_t len) {
   FUZZ_REQUIRE(info->rank == rank);
   uint8_t again[KOLO_WIRE_HDR_BYTES + KOLO_PEER_INFO_BYTES];
@@ -52,14 +44,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1) return 0;
   int rank = data[0] % 64;
   kolo_peer_info info;
-  memset(&info, POISON, sizeof info);
+  memset(&info, FUZZ_POISON, sizeof info);
   kolo_errbuf eb = {0};
   koloResult_t res = kolo_root_decode_reply(data + 1, size - 1, rank, &info, "root", &eb);
   if (res == koloSuccess) {
     accepted(&info, rank, data + 1, size - 1);
     return 0;
   }
-  FUZZ_REQUIRE(is_poison(&info, sizeof info));
+  FUZZ_REQUIRE(fuzz_is_poison(&info, sizeof info));
   FUZZ_REQUIRE(res != koloInProgress && memchr(eb.msg, '\0', sizeof eb.msg) != NULL);
   if (is_refusal(data + 1, size - 1)) refusal_again(res, &eb, rank);
   else FUZZ_REQUIRE(eb.msg[0] != '\0'); /* garbage is named; a refusal says what its root said */

@@ -13,15 +13,11 @@
 #include "transport/net_wire.h"
 #include "tests/fuzz/fuzz_util.h"
 
-static void refused(const char *why, size_t len) {
-  FUZZ_REQUIRE(memchr(why, '\0', len) != NULL && why[0] != '\0');
-}
-
 static void call_sig(const uint8_t *at) {
   char why[160] = "";
   kolo_call_sig s;
   if (kolo_decode_call_sig(at, &s, why, sizeof why) != KOLO_NET_WIRE_OK) {
-    refused(why, sizeof why);
+    FUZZ_REQUIRE(fuzz_said(why, sizeof why));
     return;
   }
   FUZZ_REQUIRE(s.set == 1);
@@ -34,7 +30,7 @@ static void mismatch(const uint8_t *at) {
   char why[160] = "";
   kolo_call_mismatch m;
   if (kolo_decode_mismatch(at, &m, why, sizeof why) != KOLO_NET_WIRE_OK) {
-    refused(why, sizeof why);
+    FUZZ_REQUIRE(fuzz_said(why, sizeof why));
     return;
   }
   FUZZ_REQUIRE(m.rank[0] >= 0 && m.rank[1] >= 0 && m.sig[0].set == 1 && m.sig[1].set == 1);
@@ -56,7 +52,7 @@ static void hello(const uint8_t *data, size_t n) {
   char why[160] = "";
   int v = kolo_decode_sock_hello(data, n, &h, &version, why, sizeof why);
   if (v != KOLO_NET_WIRE_OK) {
-    refused(why, sizeof why);
+    FUZZ_REQUIRE(fuzz_said(why, sizeof why));
     return;
   }
   FUZZ_REQUIRE(h.nstreams >= 1 && h.nstreams <= KOLO_NET_MAX_STREAMS && h.index < h.nstreams);
@@ -70,7 +66,7 @@ static void frame(const uint8_t *at, size_t left, int to_sender, uint32_t step, 
   char why[160] = "";
   kolo_sock_frame f;
   if (kolo_decode_sock_frame(at, to_sender, step, cap, &f, why, sizeof why) != KOLO_NET_WIRE_OK) {
-    refused(why, sizeof why);
+    FUZZ_REQUIRE(fuzz_said(why, sizeof why));
     return;
   }
   FUZZ_REQUIRE(f.kind == KOLO_SOCK_DATA || f.kind == KOLO_SOCK_CREDIT || f.kind == KOLO_SOCK_STOP);

@@ -29,4 +29,16 @@ static inline char *fuzz_cstr(const uint8_t *data, size_t size) {
     }                                                                           \
   } while (0)
 
+/* The byte a target fills an output with before a decode, to see what the
+ * decoder wrote; fuzz_is_poison: n bytes at p are all of it (untouched). */
+#define FUZZ_POISON 0xA5
+static inline int fuzz_is_poison(const void *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (((const uint8_t *)p)[i] != FUZZ_POISON) return 0;
+  return 1;
+}
+
+/* A refusal's sentence: not empty, and terminated within its len bytes. */
+static inline int fuzz_said(const char *why, size_t len) { return memchr(why, '\0', len) != NULL && why[0] != '\0'; }
+
 #endif
