@@ -128,17 +128,10 @@ SIM_TARGETS=(kolo kolo-perf test_cudasim test_e2e_cuda test_e2e_cuda_algos test_
 sim_build() { # dir, extra cmake args...
   local dir=$1 targets=("${SIM_TARGETS[@]}")
   shift
-  # TSan builds leave out the suites that fork ranks (tests/CMakeLists.txt)
   # TSan: only the binaries of the cases it runs (CUDA_TSAN_TESTS)
   [[ " $* " == *"SANITIZE=thread"* ]] && targets=("${SIM_TSAN_TARGETS[@]}")
-  if cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKOLO_CUDA=SIM \
-       -DKOLO_SIM_PTXAS_LOG="$ROOT/build/build.log" "$@" > /dev/null &&
-     cmake --build "$dir" -j"$(nproc)" --target "${targets[@]}" > "$dir/build.log" 2>&1; then
-    return 0
-  fi
-  grep -E -B2 -A8 "error" "$dir/build.log" | head -60
-  echo "build of $dir failed: see $dir/build.log"
-  return 1
+  KOLO_BUILD_TARGETS="${targets[*]}" scripts/build.sh "$dir" -DKOLO_CUDA=SIM \
+    -DKOLO_SIM_PTXAS_LOG="$ROOT/build/build.log" "$@"
 }
 if [ "${KOLO_SKIP_CUDA_MODEL:-0}" = 1 ]; then
   step "CUDA tests on the CPU model: skipped (KOLO_SKIP_CUDA_MODEL=1)"
