@@ -1,7 +1,7 @@
 /* block.c - running blocks: one host "runner" thread per resident block,
  * the block's CUDA threads as fibers of that runner.
  *
- * A fiber runs until it reaches __syncthreads (kolo_sim_block_sync*), polls
+ * A fiber runs until it reaches __syncthreads (kolo_sim_block_sync*_at), polls
  * (kolo_sim_poll: the hook of every spin loop) or ends; the runner then
  * resumes the next runnable fiber, round robin.  So a block runs on one
  * core, its threads interleave only at those points, and threadIdx is set
@@ -210,7 +210,7 @@ static void barrier_check(sim_block *b) {
 static const char *sync_name(int is_or) { return is_or ? "__syncthreads_or" : "__syncthreads"; }
 
 /* The first thread to arrive names the barrier; every later one must be at
- * the same call site and kind (a site of NULL: a caller that did not say). */
+ * the same call site and kind. */
 static void check_site(sim_block *b, int is_or, const char *file, int line) {
   if (LD(b->arrived) == 0) {
     ST(b->site_file, file), ST(b->site_line, line), ST(b->site_or, is_or);
@@ -218,11 +218,10 @@ static void check_site(sim_block *b, int is_or, const char *file, int line) {
   }
   const char *first = LD(b->site_file);
   int first_line = LD(b->site_line), first_or = LD(b->site_or);
-  int same_site = file == NULL || first == NULL || (line == first_line && strcmp(file, first) == 0);
-  if (same_site && is_or == first_or) return;
+  if (line == first_line && strcmp(file, first) == 0 && is_or == first_or) return;
   sim_undefined("thread %d of block %u waits at %s (%s:%d) while thread(s) of its block wait at %s (%s:%d): "
                 "every live thread of a block must reach the same barrier", LD(b->cur), blockIdx.x,
-                sync_name(is_or), file ? file : "?", line, sync_name(first_or), first ? first : "?", first_line);
+                sync_name(is_or), file, line, sync_name(first_or), first, first_line);
 }
 
 static int block_sync(int is_or, int pred, const char *file, int line) {
@@ -247,8 +246,6 @@ static int block_sync(int is_or, int pred, const char *file, int line) {
   return r;
 }
 
-int kolo_sim_block_sync_or(int pred) { return block_sync(1, pred, NULL, 0); }
-void kolo_sim_block_sync(void) { (void)block_sync(0, 0, NULL, 0); }
 int kolo_sim_block_sync_or_at(int pred, const char *file, int line) { return block_sync(1, pred, file, line); }
 void kolo_sim_block_sync_at(const char *file, int line) { (void)block_sync(0, 0, file, line); }
 

@@ -38,16 +38,14 @@ extern "C" {
 #endif
 extern KOLO_SIM_TLS uint3 threadIdx, blockIdx, blockDim, gridDim;
 
-/* __syncthreads(): every live thread of the block arrives before any leaves;
- * it orders the block's memory accesses (for ThreadSanitizer too). */
-void kolo_sim_block_sync(void);
-/* __syncthreads_or(pred): the same barrier; non-zero when any thread's pred
- * was non-zero. */
-int kolo_sim_block_sync_or(int pred);
-/* The same two barriers told their call site (file, line): CUDA requires
- * every live thread of a block to reach the same __syncthreads, and the
- * model checks it (a breach is undefined behaviour, below). */
+/* __syncthreads() called at (file, line): every live thread of the block
+ * arrives before any leaves; it orders the block's memory accesses (for
+ * ThreadSanitizer too).  CUDA requires every live thread of a block to reach
+ * the same __syncthreads, and the model checks it by the call site (a breach
+ * is undefined behaviour, below). */
 void kolo_sim_block_sync_at(const char *file, int line);
+/* __syncthreads_or(pred): the same barrier (another kind: threads at both
+ * breach the rule); non-zero when any thread's pred was non-zero. */
 int kolo_sim_block_sync_or_at(int pred, const char *file, int line);
 /* 1 when the calling thread is the lowest active lane of its 32-lane warp
  * at this call site (file, line): __ffs(__activemask()) as the model sees a
