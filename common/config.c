@@ -46,6 +46,7 @@ static const kolo_param params[] = {
     {"KOLO_BOOTSTRAP_PROCESS_LINKS", "1", "1: init links the ranks of one process to each other (a thread driving several of them needs it); 0: every link on first use"},
     {"KOLO_PROXY_IDLE_MS", "50", "longest sleep of an idle network proxy, in ms (hand-offs, stop words and sockets wake it sooner)"},
     {"KOLO_NET_CALLER_BYTES", NULL, "net pipes: slices of at most this many bytes are sent by the calling thread itself, larger ones by the network proxy (unset: 64K where the host has two CPUs per rank, else all)"},
+    {"KOLO_NET_SEND_DIRECT", "1", "net pipes: 1: a slice the calling thread sends goes out from the user's buffer, only what the socket does not take at once is copied into a slot; 0: every slice is copied into a slot first"},
     {"KOLO_SOCKET_NSTREAMS", "2", "TCP streams per net connection (1..8), chosen by the receiver"},
     {"KOLO_SOCKET_IFNAME", NULL, "network interface(s) for bootstrap and net pipes (prefix, ^ excludes, = exact)"},
     {"KOLO_SOCKET_FAMILY", NULL, "AF_INET or AF_INET6 for bootstrap addresses"},

@@ -148,6 +148,23 @@ static inline int call_check(const kolo_exec_task *t, kolo_connector *rc) {
   return SIG_MATCH;
 }
 
+/* Where the slice to send will lie outside the send slot, for a transport
+ * that moves it from there (net pipes: the socket copies from the user's
+ * buffer, and the slot copy is saved): the step's other output (the slot
+ * is dropped from the reduction's outputs), or its source when the step
+ * only copies it (no reduction, no division, no scaling).  NULL: the slot. */
+static const char *send_source(const kolo_connector *sc, kolo_step_operands *x, int div, int scales) {
+  if (sc == NULL || sc->transport == NULL || sc->transport->send_from == NULL) return NULL;
+  if (x->o1 != NULL) { /* o1 is the send slot: the reduction writes o0 only */
+    x->o1 = NULL;
+    return x->o0;
+  }
+  if (x->b != NULL || div != 1 || scales || x->a == NULL) return NULL;
+  const char *from = x->a; /* a pure copy into the slot: none at all */
+  x->o0 = NULL;
+  return from;
+}
+
 /* Moves one slice of the current step over its connectors sc and rc (NULL
  * where it does not send / receive): both are known ready. */
 static void do_slice(kolo_exec_task *t, const kolo_step *s, kolo_connector *sc, kolo_connector *rc) {
@@ -165,14 +182,19 @@ static void do_slice(kolo_exec_task *t, const kolo_step *s, kolo_connector *sc, 
   int src_first = (s->flags & KOLO_STEP_SRC_FIRST) && !scales;
   kolo_step_operands x = kolo_step_operands_of(s->op, src_first, rslot, sslot, src, dst);
   int div = x.post && (s->flags & KOLO_STEP_FINAL) ? t->div : 1;
+  const char *from = sslot ? send_source(sc, &x, div, scales) : NULL;
   if (scales)
     kolo_host_reduce_premul(x.o0, x.o1, x.a, x.b, n, t->type, &t->scalar);
   else if (x.o0 != NULL)
     kolo_host_reduce(x.o0, x.o1, x.a, x.b, n, t->type, t->op, div);
   if (sslot) {
     stamp_call(t, sc);
-    kolo_conn_sent_bytes(sc, n * esz); /* a net pipe sends only these */
-    filled(sc);
+    if (from != NULL) {
+      sc->transport->send_from(sc, from, n * esz);
+    } else {
+      kolo_conn_sent_bytes(sc, n * esz); /* a net pipe sends only these */
+      filled(sc);
+    }
   }
   if (rslot) {
     kolo_conn_received(rc);

@@ -290,6 +290,67 @@ TEST(NetSocket, SlicesCreditsStopsStrayAndClose) {
   EXPECT_EQ(count_fds(), fds_before) << "file descriptors leaked";
 }
 
+// Small socket buffers on every stream of a connection (its pollfds), so
+// that a few slices fill them whatever the host's TCP autotuning allows.
+void shrink_buffers(void *comm, int opt) {
+  struct pollfd pf[KOLO_NET_MAX_STREAMS + 2];
+  int n = kolo_net_socket.pollfds(comm, pf, KOLO_NET_MAX_STREAMS + 2);
+  int bytes = 64 << 10;
+  for (int i = 0; i < n; i++) ASSERT_EQ(setsockopt(pf[i].fd, SOL_SOCKET, opt, &bytes, sizeof bytes), 0);
+}
+
+// Slices sent from the caller's buffer (send_slice_from): the buffer is
+// poisoned as soon as each call returns, and the sender's slots were
+// still holds older slices, so a byte that went out from either place too
+// late, or from the wrong one, arrives wrong.  The socket buffers are
+// small: most of a large slice waits in its slot (the copied rest); a
+// small one goes out whole.
+TEST(NetSocket, SliceFromCallersBufferIsFreeOnReturn) {
+  ScopedEnv streams("KOLO_SOCKET_NSTREAMS", "2");
+  const kolo_net_provider &net = kolo_net_socket;
+  kolo_errbuf eb{};
+  Loopback lo;
+  kolo_net_handle h;
+  void *lcomm = nullptr;
+  End s, r;
+  ASSERT_EQ(net.listen(&lo.local, 0, &h, &lcomm, &eb), koloSuccess) << eb.msg;
+  ASSERT_EQ(net.connect(&h, 0, kolo_deadline(5000), 5000, "rank 1 (test)", &s.comm, &eb), koloSuccess) << eb.msg;
+  ASSERT_EQ(net.accept(lcomm, kolo_deadline(5000), 5000, "rank 0 (test)", &r.comm, &eb), koloSuccess) << eb.msg;
+  net.close_listen(lcomm);
+  shrink_buffers(s.comm, SO_SNDBUF);
+  shrink_buffers(r.comm, SO_RCVBUF);
+  const size_t slot = (1u << 20) + 5;
+  const uint32_t nslots = 4, nslices = 12;
+  s.ring.assign(slot * nslots, 0x5a);
+  r.ring.assign(slot * nslots, 0xa5);
+  kolo_net_ring sr = {reinterpret_cast<char *>(s.ring.data()), nslots, slot, 0};
+  kolo_net_ring rr = {reinterpret_cast<char *>(r.ring.data()), nslots, slot, 0};
+  kolo_net_sink ss = sink_of(&s), rs = sink_of(&r);
+  ASSERT_EQ(net.bind(s.comm, &sr, &ss, &eb), koloSuccess) << eb.msg;
+  ASSERT_EQ(net.bind(r.comm, &rr, &rs, &eb), koloSuccess) << eb.msg;
+  std::vector<unsigned char> user(slot + 1), want(slot);
+  int left_queued = 0;
+  for (uint32_t k = 0; k < nslices; k++) {
+    std::memset(r.ring.data() + (k % nslots) * slot, 0xa5, slot);  // the receiver's slot, poisoned again
+    size_t len = k % 3 == 2 ? 4096 + k : slot - k;
+    unsigned char *src = user.data() + (k & 1);  // odd addresses too
+    for (size_t i = 0; i < len; i++) src[i] = want[i] = (unsigned char)(rand() & 0xff);
+    kolo_call_sig g = test_sig(k);
+    int q = 0;
+    ASSERT_EQ(net.send_slice_from(s.comm, k, len, k % 2 ? nullptr : &g, src, &q, &eb), koloSuccess) << eb.msg;
+    ASSERT_EQ(q, 1);
+    std::memset(user.data(), 0xee, user.size());
+    left_queued += net.pending(s.comm);
+    ASSERT_EQ(pump(s, r, [&] { return r.slices.size() == k + 1; }, &eb), koloSuccess) << eb.msg;
+    ASSERT_EQ(r.slices[k].second, len);
+    ASSERT_EQ(memcmp(r.ring.data() + (k % nslots) * slot, want.data(), len), 0) << "slice " << k << " differs";
+    ASSERT_EQ(r.sigs.size(), (k + 2) / 2u);
+  }
+  EXPECT_GT(left_queued, 0) << "every slice went out at once: the copied rest was never sent";
+  net.close(s.comm);
+  net.close(r.comm);
+}
+
 // The pipes of a process share one listener: 8 receiving pipes listen on
 // one port; their senders connect in the reverse order, with a stray
 // connection among them; 8 threads accept at once, each its own pipe.  A

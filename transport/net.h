@@ -131,6 +131,13 @@ typedef struct kolo_net_provider {
    * (progress, then retry). */
   koloResult_t (*send_slice)(void *comm, uint32_t step, size_t len, const kolo_call_sig *sig, int *queued,
                              kolo_errbuf *eb);
+  /* Optional (NULL: the engine copies into the slot and calls send_slice).
+   * As send_slice, but the slice's bytes lie at src, outside the slot: the
+   * provider writes what the network takes now straight from src, and
+   * copies what it did not take into the slot (at the same offsets) before
+   * it returns, so that src is free again on return whatever happened. */
+  koloResult_t (*send_slice_from)(void *comm, uint32_t step, size_t len, const kolo_call_sig *sig, const void *src,
+                                  int *queued, kolo_errbuf *eb);
   /* Receiver: its head.  A credit not yet on the wire is replaced by a
    * newer one (heads only grow). */
   koloResult_t (*send_credit)(void *comm, uint32_t head, int *queued, kolo_errbuf *eb);

@@ -80,6 +80,25 @@ static koloResult_t ship_slices(kolo_net_pipe *p) {
   return res;
 }
 
+/* Sender: the executor's next slice, from src when nothing is ahead of it
+ * and the provider can take it from there; else into its slot, as the
+ * executor would have copied it.  A failed provider call is handled by the
+ * turn's caller (*res). */
+static int hand_from(kolo_net_pipe *p, kolo_connector *c, const void *src, size_t len, koloResult_t *res) {
+  uint32_t s = c->step;
+  char *slot = kolo_conn_slot(c);
+  int queued = 0;
+  if (p->send_direct && !p->failed && p->posted == s && p->net->send_slice_from != NULL) {
+    kolo_call_sig *sig = &p->ctrl->sig[s % KOLO_CONN_MAX_SLOTS];
+    *res = p->net->send_slice_from(p->comm, s, len, sig->set ? sig : NULL, src, &queued, &p->err);
+    if (queued) sig->set = 0;
+  }
+  if (!queued) memcpy(slot, src, len);
+  kolo_conn_sent_bytes(c, len); /* no turn ships it meanwhile: mu is held */
+  if (queued) p->posted++;
+  return queued;
+}
+
 /* Receiver: the head, when it moved and is due (see KOLO_NET_PIPE_PAY):
  * credits go back in batches, a system call or a write for several slots. */
 static koloResult_t give_credit(kolo_net_pipe *p, unsigned dir) {
@@ -140,6 +159,16 @@ int kolo_net_pipe_turn(kolo_net_pipe *p, unsigned dir) {
   }
   return p->arrivals != before || p->posted != posted || atomic_load(&p->credit_sent) != credited ||
          p->stop_sent != stop_sent;
+}
+
+int kolo_net_pipe_turn_from(kolo_net_pipe *p, kolo_connector *c, const void *src, size_t len) {
+  koloResult_t res = koloSuccess;
+  int sent = hand_from(p, c, src, len, &res);
+  if (res != koloSuccess) {
+    if (!p->failed) pipe_failed(p);
+    return 1;
+  }
+  return kolo_net_pipe_turn(p, KOLO_NET_OUT) | sent;
 }
 
 int kolo_net_pipe_needs_proxy(kolo_net_pipe *p) {

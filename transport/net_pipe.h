@@ -47,6 +47,7 @@ typedef struct kolo_net_pipe {
   int flush_ms;         /* bound on the flush at close */
   int polled;           /* the executor is a kernel: the proxy takes every turn (kolo_proxy_post) */
   size_t caller_bytes;  /* the largest slice the executor sends itself; larger: the proxy */
+  int send_direct;      /* the executor's slices go out from its buffers (KOLO_NET_SEND_DIRECT) */
   int flush_dev1;       /* device + 1 whose GPUDirect writes are flushed before tail moves (0: none) */
   char who[96];         /* "rank 3 (10.0.0.2:4711)" */
   /* the turn's state, under mu */
@@ -87,6 +88,12 @@ koloResult_t kolo_net_pipe_bind(kolo_net_pipe *p, kolo_errbuf *eb);
  * read what arrived; | KOLO_NET_PIPE_PAY).  1 when something moved. */
 int kolo_net_pipe_turn(kolo_net_pipe *p, unsigned dir);
 
+/* Sender, with mu held: the executor's next slice on connector c (this
+ * pipe's send end), `len` bytes at src outside its slot (the caller's
+ * buffer).  What the provider takes now goes from src; the rest is copied
+ * into the slot; the tail is published; then a turn as above (OUT).  src is
+ * free again on return.  1 when something moved. */
+int kolo_net_pipe_turn_from(kolo_net_pipe *p, kolo_connector *c, const void *src, size_t len);
 /* With mu held: 1 when the pipe cannot be left to its executor's turns: it
  * is polled, output is queued, slices wait to be handed over, or its stop
  * word has to go out. */

@@ -203,6 +203,7 @@ const kolo_net_provider kolo_net_socket = {
     .close_listen = sock_close_listen,
     .bind = kolo_sock_bind,
     .send_slice = kolo_sock_send_slice,
+    .send_slice_from = kolo_sock_send_slice_from,
     .send_credit = kolo_sock_send_credit,
     .send_stop = kolo_sock_send_stop,
     .progress = kolo_sock_progress,

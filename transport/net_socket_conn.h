@@ -92,6 +92,8 @@ typedef struct {
 koloResult_t kolo_sock_bind(void *comm, const kolo_net_ring *ring, const kolo_net_sink *sink, kolo_errbuf *eb);
 koloResult_t kolo_sock_send_slice(void *comm, uint32_t step, size_t len, const kolo_call_sig *sig, int *queued,
                                   kolo_errbuf *eb);
+koloResult_t kolo_sock_send_slice_from(void *comm, uint32_t step, size_t len, const kolo_call_sig *sig,
+                                       const void *src, int *queued, kolo_errbuf *eb);
 koloResult_t kolo_sock_send_credit(void *comm, uint32_t head, int *queued, kolo_errbuf *eb);
 koloResult_t kolo_sock_send_stop(void *comm, uint32_t word, const kolo_call_mismatch *report, int *queued,
                                  kolo_errbuf *eb);

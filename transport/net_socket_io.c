@@ -245,6 +245,48 @@ static koloResult_t flush_out(sock_comm *c, kolo_errbuf *eb) {
   return res;
 }
 
+/* ---- a slice from outside its slot --------------------------------------------- */
+
+/* The newest slice's frame and parts point into `to` where they pointed
+ * into `from` (both hold the slice at the same offsets). */
+static void point_slice(sock_comm *c, int k, const char *from, const char *to) {
+  sock_out *o = &c->out[(c->out_tail - 1) % SOCK_OUT_FRAMES];
+  o->payload = to + (o->payload - from);
+  for (int s = 1; s < k; s++) {
+    sock_part *p = &c->parts[s - 1][(c->part_tail[s] - 1) % KOLO_NET_MAX_REQS];
+    p->buf = (char *)to + (p->buf - from);
+  }
+}
+
+/* The newest slice's bytes not written yet move from src into its slot,
+ * and the slice points there: src is the caller's again. */
+static void keep_rest(sock_comm *c, int k, const char *src, char *slot) {
+  sock_out *o = &c->out[(c->out_tail - 1) % SOCK_OUT_FRAMES];
+  size_t p = o->off > o->hlen ? o->off - o->hlen : 0;
+  if (p < o->plen) memcpy(slot + (o->payload - src) + p, o->payload + p, o->plen - p);
+  for (int s = 1; s < k; s++) {
+    sock_part *q = &c->parts[s - 1][(c->part_tail[s] - 1) % KOLO_NET_MAX_REQS];
+    if (q->off < q->len) memcpy(slot + (q->buf - src) + q->off, q->buf + q->off, q->len - q->off);
+  }
+  point_slice(c, k, src, slot);
+}
+
+/* The kernel copies from src what its socket buffers take now; only the
+ * rest is copied into the slot, to go out later (a bulk slice on a busy
+ * socket: most of it). */
+koloResult_t kolo_sock_send_slice_from(void *comm, uint32_t step, size_t len, const kolo_call_sig *sig,
+                                       const void *src, int *queued, kolo_errbuf *eb) {
+  sock_comm *c = comm;
+  koloResult_t res = kolo_sock_send_slice(comm, step, len, sig, queued, eb);
+  if (res != koloSuccess || !*queued) return res;
+  int k = parts_of(len, c->nstreams);
+  char *slot = slot_of(c, step);
+  point_slice(c, k, slot, src);
+  res = flush_out(c, eb);
+  keep_rest(c, k, src, slot);
+  return res;
+}
+
 /* ---- input --------------------------------------------------------------------- */
 
 /* One recv on stream s into buf: bytes read, 0 when nothing is there or

@@ -222,6 +222,21 @@ void kolo_net_pipe_kick(kolo_net_pipe *p) {
   atomic_fetch_add_explicit(&caller_turns, 1, memory_order_relaxed);
 }
 
+void kolo_net_pipe_send(kolo_net_pipe *p, kolo_connector *c, const void *src, size_t len) {
+  if (atomic_load_explicit(&p->bulk, memory_order_relaxed) || len > p->caller_bytes) {
+    memcpy(kolo_conn_slot(c), src, len); /* the proxy's share: it sends while this thread reduces */
+    kolo_conn_sent_bytes(c, len);
+    kolo_net_pipe_kick(p);
+    return;
+  }
+  pthread_mutex_lock(&p->mu); /* src must be out or copied before this returns: no trylock */
+  kolo_net_pipe_turn_from(p, c, src, len);
+  update_watch(p);
+  pthread_mutex_unlock(&p->mu);
+  drive(p, 0); /* turns another thread asked for while this one held the pipe */
+  atomic_fetch_add_explicit(&caller_turns, 1, memory_order_relaxed);
+}
+
 /* Pulls without anything arriving, in a row, after which a waiting thread
  * pays the credits owed lazily: a peer may wait for them (a wait of a
  * round trip's length does not get here). */

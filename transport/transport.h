@@ -68,6 +68,12 @@ typedef struct kolo_transport {
    * end of the executor's pass over them).  Net: a small slice goes out
    * from the calling thread, drained slots go back as one credit. */
   void (*kick)(kolo_connector *c);
+  /* Optional (NULL: the executor fills the slot and kicks).  A send end's
+   * next slice of `bytes` lies at src, outside its slot (the caller's
+   * buffer, or a reduction's other output): the transport moves it from
+   * there and publishes the tail, as a fill and a kick would.  src is free
+   * again on return.  Net: the socket copies straight from src. */
+  void (*send_from)(kolo_connector *c, const void *src, size_t bytes);
   /* Optional (NULL: nothing to do): moves, from the calling thread, what
    * has arrived for this end (net: this pipe's turn).  A blocked executor
    * calls it on every poll while it spins, so a small message costs no
