@@ -3,6 +3,7 @@
 #include <stdint.h>
 
 #include "common/dtype.h"
+#include "core/adasum.h"
 #include "core/comm.h"
 #include "core/redop.h"
 
@@ -205,4 +206,21 @@ koloResult_t koloBcast(void *buff, size_t count, koloDataType_t datatype, int ro
   KOLO_CHECK(check_ptr(fn, comm, buff, "buff", count));
   kolo_op o = {KOLO_COLL_BROADCAST, buff, buff, count, datatype, koloSum, root, comm, stream, KOLO_PREMUL_NONE, 0, 0};
   return kolo_enqueue(&o);
+}
+
+/* ---- Adasum (adasum.c) -------------------------------------------------- */
+
+koloResult_t koloAdasum(const void *sendbuff, void *recvbuff, size_t count, koloDataType_t datatype,
+                        koloComm_t comm, koloStream_t stream) {
+  const char *fn = "koloAdasum";
+  (void)stream; /* host communicators only: their calls ignore it */
+  KOLO_CHECK(check_common(fn, comm, count, datatype, 0, koloSum, 1));
+  KOLO_CHECK(check_ptr(fn, comm, sendbuff, "sendbuff", count));
+  KOLO_CHECK(check_ptr(fn, comm, recvbuff, "recvbuff", count));
+  size_t bytes = count * koloTypeSize(datatype);
+  if (sendbuff != recvbuff && overlap(sendbuff, bytes, recvbuff, bytes))
+    return kolo_error(&comm->err, koloInvalidArgument,
+                      "%s: rank %d: sendbuff and recvbuff overlap (%zu bytes each) but are not the same buffer "
+                      "(in place is recvbuff == sendbuff)", fn, comm->rank, bytes);
+  return kolo_adasum(fn, comm, sendbuff, recvbuff, count, datatype);
 }

@@ -2,7 +2,9 @@
  *
  * Calls on a communicator with config.blocking = 0 are queued here and
  * return koloInProgress; the thread runs them in issue order.  It sleeps on
- * a condition variable when the queue is empty. */
+ * a condition variable when the queue is empty.  A call made of several
+ * exchanges with computation between them (koloAdasum) is queued as a
+ * function that the thread runs in its turn. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +12,8 @@
 
 typedef struct nb_batch {
   struct nb_batch *next;
+  kolo_nb_fn fn; /* a call composed of others (koloAdasum): run instead of ops */
+  void *fn_arg;
   int nops;
   kolo_op ops[];
 } nb_batch;
@@ -34,7 +38,9 @@ static void *progress_main(void *arg) {
     q->head = b->next;
     if (q->head == NULL) q->tail = NULL;
     pthread_mutex_unlock(&q->lock);
-    if (c->failed == koloSuccess && !atomic_load(&c->aborted)) kolo_run_ops_here(b->ops, b->nops);
+    int run = c->failed == koloSuccess && !atomic_load(&c->aborted);
+    if (b->fn != NULL) b->fn(b->fn_arg, run); /* told not to run, it still frees its argument */
+    else if (run) kolo_run_ops_here(b->ops, b->nops);
     free(b);
     pthread_mutex_lock(&q->lock);
     q->pending--;
@@ -61,12 +67,7 @@ koloResult_t kolo_nb_start(struct koloComm *c) {
   return koloSuccess;
 }
 
-koloResult_t kolo_nb_submit(struct koloComm *c, kolo_op *ops, int nops) {
-  nb_batch *b = malloc(sizeof *b + (size_t)nops * sizeof(kolo_op));
-  if (b == NULL) return kolo_error(&c->err, koloSystemError, "out of memory queueing a call");
-  b->next = NULL;
-  b->nops = nops;
-  memcpy(b->ops, ops, (size_t)nops * sizeof(kolo_op));
+static koloResult_t queue_batch(struct koloComm *c, nb_batch *b) {
   struct kolo_nb_queue *q = c->nbq;
   pthread_mutex_lock(&q->lock);
   if (q->tail) q->tail->next = b;
@@ -76,6 +77,21 @@ koloResult_t kolo_nb_submit(struct koloComm *c, kolo_op *ops, int nops) {
   pthread_cond_broadcast(&q->cond);
   pthread_mutex_unlock(&q->lock);
   return koloInProgress;
+}
+
+koloResult_t kolo_nb_submit(struct koloComm *c, kolo_op *ops, int nops) {
+  nb_batch *b = malloc(sizeof *b + (size_t)nops * sizeof(kolo_op));
+  if (b == NULL) return kolo_error(&c->err, koloSystemError, "out of memory queueing a call");
+  *b = (nb_batch){NULL, NULL, NULL, nops};
+  memcpy(b->ops, ops, (size_t)nops * sizeof(kolo_op));
+  return queue_batch(c, b);
+}
+
+koloResult_t kolo_nb_submit_fn(struct koloComm *c, kolo_nb_fn fn, void *arg) {
+  nb_batch *b = malloc(sizeof *b);
+  if (b == NULL) return kolo_error(&c->err, koloSystemError, "out of memory queueing a call");
+  *b = (nb_batch){NULL, fn, arg, 0};
+  return queue_batch(c, b);
 }
 
 koloResult_t kolo_nb_status(struct koloComm *c) {

@@ -245,6 +245,25 @@ koloResult_t koloScatter(const void *sendbuff, void *recvbuff, size_t count,
 koloResult_t koloBcast(void *buff, size_t count, koloDataType_t datatype,
                        int root, koloComm_t comm, koloStream_t stream);
 
+/* ---- Adasum (Horovod's adaptive summation) ----------------------------- */
+/* recvbuff = the Adasum of every rank's count elements of sendbuff, the
+ * same on every rank; in place when recvbuff == sendbuff (other overlaps
+ * are refused).  Two vectors combine as
+ *   adasum(a, b) = (1 - a.b / (2 |a|^2)) a + (1 - a.b / (2 |b|^2)) b
+ * (dot products and norms in double; a squared norm below 1e-8 counts as
+ * zero and its coefficient is 1), over Horovod's tree: vector halving,
+ * distance doubling, rank r's group combined with rank r ^ L's at level
+ * L = 1, 2, 4, ...  With p the largest power of two <= nranks, rank p + i
+ * is first folded into rank i: adasum(rank i's, rank p + i's).  datatype:
+ * float16, bfloat16, float32, float64.  Host communicators only (a CUDA
+ * one is refused, koloInvalidUsage: the dot products are computed on the
+ * host between exchanges); not inside a group (koloInvalidUsage).  On a
+ * non-blocking communicator it returns koloInProgress and runs on the
+ * progress thread in issue order.  stream is ignored (may be NULL). */
+koloResult_t koloAdasum(const void *sendbuff, void *recvbuff, size_t count,
+                        koloDataType_t datatype, koloComm_t comm,
+                        koloStream_t stream);
+
 /* Calls between GroupStart and GroupEnd are issued together at GroupEnd
  * (send/recv pairs among several peers cannot deadlock).  Groups nest. */
 koloResult_t koloGroupStart(void);

@@ -5,8 +5,9 @@ is_homogeneous (with a made-up layout of 2 ranks per host), barrier,
 prescale_factor / postscale_factor on every allreduce form, reducescatter
 (Horovod's uneven split), grouped_allgather, allgather_object,
 DistributedOptimizer's gradient_predivide_factor, sparse_as_dense and
-Compression.bf16, and SyncBatchNorm against BatchNorm over the whole batch
-in one process.  Run under mpirun; prints "rank r: N checks, M failed"."""
+Compression.bf16, SyncBatchNorm against BatchNorm over the whole batch
+in one process, and op=Adasum (allreduce forms and DistributedOptimizer)
+against an Adasum in Python floats.  Run under mpirun; prints "rank r: N checks, M failed"."""
 import os
 import sys
 import time
@@ -306,13 +307,95 @@ def bn_step(c, n, me, ref, sync, xs, tol, what):
     ref.zero_grad(), sync.zero_grad()
 
 
+# ---- Adasum ---------------------------------------------------------------------
+def adasum2(a, b):
+    """Horovod's combine rule on lists of Python floats (doubles; a squared
+    norm below 1e-8: coefficient 1), apart from kolo and torch."""
+    dot = sum(x * y for x, y in zip(a, b))
+    aa, bb = sum(x * x for x in a), sum(y * y for y in b)
+    ca = 1.0 - dot / (2 * aa) if aa >= 1e-8 else 1.0
+    cb = 1.0 - dot / (2 * bb) if bb >= 1e-8 else 1.0
+    return [ca * x + cb * y for x, y in zip(a, b)]
+
+
+def adasum_exact(xs):
+    """(expected, tolerance): ranks p+i folded into rank i, then the binary
+    tree over consecutive ranks, each element within 1e-5 (float32; 1e-12
+    float64) of max(|expected|, the largest input), as test_e2e_adasum.cc."""
+    vs = [x.to(torch.float64).reshape(-1).tolist() for x in xs]
+    p = 1
+    while 2 * p <= len(vs):
+        p *= 2
+    for i in range(len(vs) - p):
+        vs[i] = adasum2(vs[i], vs[i + p])
+    w = 1
+    while w < p:
+        for b in range(0, p, 2 * w):
+            vs[b] = adasum2(vs[b], vs[b + w])
+        w *= 2
+    expected = torch.tensor(vs[0], dtype=torch.float64).reshape(xs[0].shape)
+    scale = max([float(x.abs().max()) for x in xs if x.numel()] + [0.0])
+    rel = 1e-12 if xs[0].dtype == torch.float64 else 1e-5
+    return expected, rel * torch.clamp(expected.abs(), min=scale)
+
+
+def adasum_input(dtype, shape, case, r):
+    """A common part plus 0.6 x the rank's own, so that Adasum differs from a sum and an average."""
+    common = rank_input(torch.float64, shape, case + ("common",), 0)
+    return (common + 0.6 * rank_input(torch.float64, shape, case, r)).to(dtype)
+
+
+def check_adasum(c, n, me):
+    for dtype in (torch.float32, torch.float64):
+        for shape in ((0,), (1,), (7,), (33, 5)):
+            case = ("adasum", str(dtype), shape)
+            xs = [adasum_input(dtype, shape, case, r) for r in range(n)]
+            e, tol = adasum_exact(xs)
+            what = "Adasum %s %s" % (dtype, shape)
+            c.close(kt.allreduce(xs[me], op=kt.Adasum), e, tol, "allreduce " + what)
+            t = xs[me].clone()
+            c.true(kt.allreduce_(t, op=kt.Adasum) is t, "allreduce_ returns its tensor " + what)
+            c.close(t, e, tol, "allreduce_ " + what)
+            c.close(kt.synchronize(kt.allreduce_async(xs[me], op=kt.Adasum)), e, tol, "allreduce_async " + what)
+            c.close(kt.allreduce(xs[me], op=kt.Adasum, prescale_factor=2.0, postscale_factor=0.25), e / 2, tol / 2,
+                    "allreduce x2 /x0.25 " + what)
+    ys = [[adasum_input(torch.float32, (k + 3,), ("adasum-grouped", k), r) for r in range(n)] for k in range(3)]
+    outs = kt.synchronize(kt.grouped_allreduce_async([y[me] for y in ys], op=kt.Adasum))
+    for k, (out, y) in enumerate(zip(outs, ys)):
+        c.close(out, *adasum_exact(y), "grouped_allreduce_async Adasum, tensor %d (each its own)" % k)
+    x = adasum_input(torch.float32, (4, 3), ("adasum-t",), me).t()  # not contiguous
+    c.close(kt.allreduce(x, op=kt.Adasum),
+            *adasum_exact([adasum_input(torch.float32, (4, 3), ("adasum-t",), r).t() for r in range(n)]),
+            "allreduce Adasum of a transposed tensor")
+    check_refused(c, lambda: kt.allreduce(torch.ones(3, dtype=torch.int32), op=kt.Adasum), TypeError,
+                  "combines floating-point tensors", "Adasum of int32")
+    check_adasum_optimizer(c, n, me)
+
+
+def check_adasum_optimizer(c, n, me):
+    """SGD(lr): each rank's delta is -lr * its gradient; the parameter after
+    step() is its start plus the Adasum of the deltas, the same on every rank."""
+    case = ("adasum-opt",)
+    grads = [adasum_input(torch.float32, (6,), case, r) for r in range(n)]
+    start = torch.linspace(-1.0, 1.0, 6)
+    w = torch.nn.Parameter(start.clone())
+    opt = kt.DistributedOptimizer(torch.optim.SGD([w], lr=0.5), named_parameters=[("w", w)], op=kt.Adasum)
+    (w * grads[me]).sum().backward()
+    opt.step()
+    delta, tol = adasum_exact([-0.5 * g for g in grads])
+    c.close(w.detach(), start.double() + delta, tol + 1e-6, "DistributedOptimizer(op=Adasum) SGD step")
+    check_refused(c, lambda: kt.DistributedOptimizer(torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=1),
+                                                     op=kt.Adasum, gradient_predivide_factor=2.0),
+                  ValueError, "Adasum divides nothing", "Adasum with a predivide factor")
+
+
 def main():
     fake_hosts()
     kt.init()
     n, me = kt.size(), kt.rank()
     c = Checks(me)
     for part in (check_topology, check_barrier, check_scaled_allreduce, check_scaled_grouped, check_scale_refusals,
-                 check_reducescatter, check_gathers, check_optimizer, check_sync_batch_norm):
+                 check_reducescatter, check_gathers, check_optimizer, check_sync_batch_norm, check_adasum):
         part(c, n, me)
     kt.shutdown()
     return c.summary()

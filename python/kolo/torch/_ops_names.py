@@ -7,7 +7,18 @@ Max = lib.koloMax
 Min = lib.koloMin
 Average = lib.koloAvg
 
-_NAMES = {Sum: "Sum", Product: "Product", Max: "Max", Min: "Min", Average: "Average"}
+
+class _AdasumOp:
+    """Horovod's Adasum: not a koloRedOp_t but a call of its own
+    (koloAdasum), so an object that no kolo reduction takes by mistake."""
+
+    def __repr__(self):
+        return "Adasum"
+
+
+Adasum = _AdasumOp()
+
+_NAMES = {Sum: "Sum", Product: "Product", Max: "Max", Min: "Min", Average: "Average", Adasum: "Adasum"}
 
 
 def op_name(op):
@@ -16,5 +27,5 @@ def op_name(op):
 
 def check_op(op, what):
     if op not in _NAMES:
-        raise ValueError("%s: op %r is none of kolo.torch's Average, Sum, Min, Max, Product" % (what, op))
+        raise ValueError("%s: op %r is none of kolo.torch's Average, Sum, Min, Max, Product, Adasum" % (what, op))
     return op

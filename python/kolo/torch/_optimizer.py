@@ -34,7 +34,8 @@ from kolo.torch import _comms
 from kolo.torch._compression import Compression
 from kolo.torch._dtypes import kolo_type
 from kolo.torch._fusion import Fusion
-from kolo.torch._ops_names import Average, Sum, op_name
+from kolo.torch._ops_names import Adasum, Average, Sum, op_name
+from kolo.torch._optimizer_adasum import distributed_adasum_optimizer
 from kolo.torch._placement import memory_kind
 from kolo.torch._process_sets import global_process_set, member
 
@@ -231,7 +232,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
 def _check_arguments(op, passes, predivide):
     if op not in (Average, Sum):
-        raise ValueError("%s: op %s: gradients are averaged (Average) or summed (Sum)" % (_WHAT, op_name(op)))
+        raise ValueError("%s: op %s: gradients are averaged (Average) or summed (Sum), or the steps combined "
+                         "with Adasum" % (_WHAT, op_name(op)))
     if passes < 1:
         raise ValueError("%s: backward_passes_per_step is %d, not 1 or more" % (_WHAT, passes))
     if not float(predivide) > 0 or float(predivide) == float("inf"):
@@ -275,7 +277,13 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     the sum and by f / size after it (op Average).  sparse_as_dense: reduce
     sparse gradients as dense ones (else they are refused).
     Collective: every rank (of the set) wraps the same parameters, in the
-    same order."""
+    same order.
+    op=Adasum: Horovod's Adasum optimizer: each rank steps on its own
+    gradients and the parameters' changes are combined with Adasum in
+    step() (_optimizer_adasum.py; the learning rate is a single rank's)."""
+    if op is Adasum:
+        return distributed_adasum_optimizer(optimizer, compression, backward_passes_per_step,
+                                            gradient_predivide_factor, process_set)
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
                gradient_predivide_factor, sparse_as_dense, process_set)

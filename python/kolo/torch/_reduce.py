@@ -4,7 +4,8 @@ import torch
 from kolo._lib import lib
 from kolo.torch._dtypes import KOLO_TYPES, reducible
 from kolo.torch._handle import run
-from kolo.torch._ops_names import Average, check_op
+from kolo.torch import _adasum
+from kolo.torch._ops_names import Adasum, Average, check_op
 from kolo.torch._placement import memory_kind, ptr
 from kolo.torch._process_sets import global_process_set, member
 from kolo.torch._scale import Scaling
@@ -38,6 +39,8 @@ def grouped(calls, scalings, comm):
 
 def _issue(tensors, op, inplace, async_, what, comms=None, scales=(1.0, 1.0)):
     check_op(op, what)
+    if op is Adasum:
+        return _adasum.issue(tensors, inplace, async_, what, comms, scales)
     kind, device = memory_kind(tensors, what)
     parts = [_prepare(t, op, inplace, scales, what) for t in tensors]
 
@@ -78,8 +81,10 @@ def single(result_or_handle, async_):
 def allreduce(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
               process_set=global_process_set):
     """A new tensor: `tensor` reduced over every rank (op: Average, Sum,
-    Min, Max, Product); prescale_factor multiplies every rank's tensor
-    before the reduction (Sum and Average), postscale_factor the result."""
+    Min, Max, Product, or Adasum: Horovod's adaptive summation of float
+    tensors, kolo's koloAdasum); prescale_factor multiplies every rank's
+    tensor before the reduction (Sum, Average and Adasum), postscale_factor
+    the result."""
     scales = (prescale_factor, postscale_factor)
     return single(_public([tensor], op, False, False, "kolo.torch.allreduce", scales, process_set), False)
 

@@ -14,7 +14,7 @@ from kolo.torch._dtypes import KOLO_TYPES
 from kolo.torch._ops_names import Average, Sum, op_name
 
 
-def _check_factor(name, factor, dtype, what):
+def check_factor(name, factor, dtype, what):
     factor = float(factor)
     if factor != factor or factor in (float("inf"), float("-inf")):
         raise ValueError("%s: %s is %r, not a finite number" % (what, name, factor))
@@ -33,8 +33,8 @@ class Scaling:
     release(comm) frees it after the call, after(buf) scales the result."""
 
     def __init__(self, op, dtype, prescale, postscale, what):
-        self.pre = _check_factor("prescale_factor", prescale, dtype, what)
-        self.post = _check_factor("postscale_factor", postscale, dtype, what)
+        self.pre = check_factor("prescale_factor", prescale, dtype, what)
+        self.post = check_factor("postscale_factor", postscale, dtype, what)
         if self.pre != 1.0 and op not in (Sum, Average):
             raise ValueError("%s: prescale_factor %g needs op Sum or Average, not %s" % (what, self.pre, op_name(op)))
         self.op, self.size, self.made = op, None, None
