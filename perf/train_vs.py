@@ -1,0 +1,130 @@
+"""train_vs.py - one data-parallel training run, timed: a model, a method
+and this process's rank, launched by perf/run_train_vs.sh under mpirun
+(one method per launch, so that libraries never share a process).  Prints
+one line, "train_vs <method> <model> <ranks> <median step ms>", on rank 0;
+the median is the slowest rank's.  Not a test: the results' equality with
+one process is checked by tests/torch/check_training.py.
+
+Methods:
+  single     one process, no communication (the compute a step costs)
+  kolo       kolo.torch's DistributedOptimizer (Horovod's style)
+  ddp-kolo   torch DDP over init_process_group("kolo")
+  ddp-gloo   torch DDP over init_process_group("gloo")
+  horovod    horovod.torch's DistributedOptimizer (when Horovod is installed)
+
+Models (CPU, synthetic data, batch per rank fixed by --batch):
+  cnn        two 3x3 convolutions and a 1.6 M-weight classifier on 32x32 RGB
+             images (26 MB of float32 gradients)
+  resnet     a ResNet-style net: a stem and 4 stages of 2 residual blocks,
+             32 -> 256 channels (4.9 M parameters, 20 MB of gradients)"""
+import argparse
+import os
+import statistics
+import time
+
+import torch
+
+
+def cnn():
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 32, 3, padding=1), torch.nn.ReLU(),
+                               torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                               torch.nn.Flatten(), torch.nn.Linear(64 * 16 * 16, 400), torch.nn.ReLU(),
+                               torch.nn.Linear(400, 10))
+
+
+class Block(torch.nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.a = torch.nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.na = torch.nn.BatchNorm2d(cout)
+        self.b = torch.nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.nb = torch.nn.BatchNorm2d(cout)
+        self.skip = (torch.nn.Sequential(torch.nn.Conv2d(cin, cout, 1, stride, bias=False), torch.nn.BatchNorm2d(cout))
+                     if stride != 1 or cin != cout else torch.nn.Identity())
+
+    def forward(self, x):
+        y = torch.relu(self.na(self.a(x)))
+        return torch.relu(self.nb(self.b(y)) + self.skip(x))
+
+
+def resnet():
+    layers = [torch.nn.Conv2d(3, 32, 3, 1, 1, bias=False), torch.nn.BatchNorm2d(32), torch.nn.ReLU()]
+    cin = 32
+    for cout, stride in ((32, 1), (64, 2), (128, 2), (256, 2)):
+        layers += [Block(cin, cout, stride), Block(cout, cout, 1)]
+        cin = cout
+    layers += [torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(256, 10)]
+    return torch.nn.Sequential(*layers)
+
+
+MODELS = {"cnn": cnn, "resnet": resnet}
+
+
+def world():
+    """(rank, size) from mpirun's variables (1 process without them)."""
+    return int(os.environ.get("OMPI_COMM_WORLD_RANK", 0)), int(os.environ.get("OMPI_COMM_WORLD_SIZE", 1))
+
+
+def torch_group(backend):
+    rank, size = world()
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(size))
+    if backend == "kolo":
+        import kolo.torch  # noqa: F401 - registers the backend
+    torch.distributed.init_process_group(backend)
+
+    def slowest(t):
+        torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+        return t
+    return slowest
+
+
+def setup(method, model):
+    """(model, optimizer, max over ranks of a 1-element tensor)."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    if method == "single":
+        return model, opt, lambda t: t
+    if method in ("ddp-kolo", "ddp-gloo"):
+        mx = torch_group(method[4:])
+        model = torch.nn.parallel.DistributedDataParallel(model)
+        return model, torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9), mx
+    lib = __import__("horovod.torch" if method == "horovod" else "kolo.torch", fromlist=["torch"])
+    lib.init()
+    opt = lib.DistributedOptimizer(opt, named_parameters=model.named_parameters())
+    lib.broadcast_parameters(model.state_dict(), root_rank=0)
+    return model, opt, lambda t: lib.allreduce(t, op=lib.Max)
+
+
+def step_times(model, opt, batch, steps):
+    x, y = batch
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--method", required=True, choices=("single", "kolo", "ddp-kolo", "ddp-gloo", "horovod"))
+    ap.add_argument("--model", required=True, choices=sorted(MODELS))
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=12, help="timed steps (after 3 not timed)")
+    args = ap.parse_args()
+    torch.set_num_threads(1)  # one core per rank, for every method
+    torch.manual_seed(0)
+    model, opt, slowest = setup(args.method, MODELS[args.model]())
+    rank, size = world()
+    g = torch.Generator().manual_seed(1 + rank)
+    batch = (torch.randn(args.batch, 3, 32, 32, generator=g), torch.randint(0, 10, (args.batch,), generator=g))
+    step_times(model, opt, batch, 3)
+    median = statistics.median(step_times(model, opt, batch, args.steps))
+    worst = float(slowest(torch.tensor([median], dtype=torch.float64)))
+    if rank == 0:
+        print("train_vs %s %s %d %.3f" % (args.method, args.model, size, worst * 1e3), flush=True)
+
+
+if __name__ == "__main__":
+    main()
