@@ -15,7 +15,7 @@ import time
 import torch
 
 import kolo.torch as kt
-from reference import EPS, FLOATS, INTS, Checks, generator, rank_input, reduce_exact
+from reference import EPS, FLOATS, INTS, Checks, adasum_exact, adasum_input, generator, rank_input, reduce_exact
 
 RANKS_PER_HOST = 2  # the made-up layout, given to kolo.torch as KOLO_LOCAL_RANK / KOLO_LOCAL_SIZE
 NATIVE = FLOATS + INTS[:4]
@@ -308,43 +308,6 @@ def bn_step(c, n, me, ref, sync, xs, tol, what):
 
 
 # ---- Adasum ---------------------------------------------------------------------
-def adasum2(a, b):
-    """Horovod's combine rule on lists of Python floats (doubles; a squared
-    norm below 1e-8: coefficient 1), apart from kolo and torch."""
-    dot = sum(x * y for x, y in zip(a, b))
-    aa, bb = sum(x * x for x in a), sum(y * y for y in b)
-    ca = 1.0 - dot / (2 * aa) if aa >= 1e-8 else 1.0
-    cb = 1.0 - dot / (2 * bb) if bb >= 1e-8 else 1.0
-    return [ca * x + cb * y for x, y in zip(a, b)]
-
-
-def adasum_exact(xs):
-    """(expected, tolerance): ranks p+i folded into rank i, then the binary
-    tree over consecutive ranks, each element within 1e-5 (float32; 1e-12
-    float64) of max(|expected|, the largest input), as test_e2e_adasum.cc."""
-    vs = [x.to(torch.float64).reshape(-1).tolist() for x in xs]
-    p = 1
-    while 2 * p <= len(vs):
-        p *= 2
-    for i in range(len(vs) - p):
-        vs[i] = adasum2(vs[i], vs[i + p])
-    w = 1
-    while w < p:
-        for b in range(0, p, 2 * w):
-            vs[b] = adasum2(vs[b], vs[b + w])
-        w *= 2
-    expected = torch.tensor(vs[0], dtype=torch.float64).reshape(xs[0].shape)
-    scale = max([float(x.abs().max()) for x in xs if x.numel()] + [0.0])
-    rel = 1e-12 if xs[0].dtype == torch.float64 else 1e-5
-    return expected, rel * torch.clamp(expected.abs(), min=scale)
-
-
-def adasum_input(dtype, shape, case, r):
-    """A common part plus 0.6 x the rank's own, so that Adasum differs from a sum and an average."""
-    common = rank_input(torch.float64, shape, case + ("common",), 0)
-    return (common + 0.6 * rank_input(torch.float64, shape, case, r)).to(dtype)
-
-
 def check_adasum(c, n, me):
     for dtype in (torch.float32, torch.float64):
         for shape in ((0,), (1,), (7,), (33, 5)):

@@ -110,3 +110,41 @@ class Checks:
     def summary(self):
         print("rank %d: %d checks, %d failed" % (self.rank, self.count, self.failed), flush=True)
         return 1 if self.failed else 0
+
+
+# ---- Adasum ---------------------------------------------------------------------
+def adasum2(a, b):
+    """Horovod's combine rule on lists of Python floats (doubles; a squared
+    norm below 1e-8: coefficient 1), apart from kolo and torch."""
+    dot = sum(x * y for x, y in zip(a, b))
+    aa, bb = sum(x * x for x in a), sum(y * y for y in b)
+    ca = 1.0 - dot / (2 * aa) if aa >= 1e-8 else 1.0
+    cb = 1.0 - dot / (2 * bb) if bb >= 1e-8 else 1.0
+    return [ca * x + cb * y for x, y in zip(a, b)]
+
+
+def adasum_exact(xs):
+    """(expected, tolerance): ranks p+i folded into rank i, then the binary
+    tree over consecutive ranks, each element within 1e-5 (float32; 1e-12
+    float64) of max(|expected|, the largest input), as test_e2e_adasum.cc."""
+    vs = [x.to(torch.float64).reshape(-1).tolist() for x in xs]
+    p = 1
+    while 2 * p <= len(vs):
+        p *= 2
+    for i in range(len(vs) - p):
+        vs[i] = adasum2(vs[i], vs[i + p])
+    w = 1
+    while w < p:
+        for b in range(0, p, 2 * w):
+            vs[b] = adasum2(vs[b], vs[b + w])
+        w *= 2
+    expected = torch.tensor(vs[0], dtype=torch.float64).reshape(xs[0].shape)
+    scale = max([float(x.abs().max()) for x in xs if x.numel()] + [0.0])
+    rel = 1e-12 if xs[0].dtype == torch.float64 else 1e-5
+    return expected, rel * torch.clamp(expected.abs(), min=scale)
+
+
+def adasum_input(dtype, shape, case, r):
+    """A common part plus 0.6 x the rank's own, so that Adasum differs from a sum and an average."""
+    common = rank_input(torch.float64, shape, case + ("common",), 0)
+    return (common + 0.6 * rank_input(torch.float64, shape, case, r)).to(dtype)

@@ -18,6 +18,9 @@
 #  - check_process_sets.py under mpirun with 1, 2, 3 and 4 processes: every
 #    collective and DistributedOptimizer with process_set= a subset, a rank
 #    outside a set refused, remove and add again (about 20 s in all)
+#  - check_join.py under mpirun with 1, 2 and 3 processes: join() with
+#    uneven steps per rank (allreduce zeros, allgather, broadcast, refusals,
+#    DistributedOptimizer against one process, a mismatch failing at once)
 #  - the "kolo" torch.distributed backend: check_backend.py (every call of a
 #    process group) under mpirun with 1..4 processes and from torchrun's
 #    variables; DDP over it, with PyTorch's allreduce and with kolo_hook
@@ -85,6 +88,9 @@ for np in 1 2 3 4; do
 done
 for np in 1 2 3 4; do
   check "process sets, mpirun -np $np" 60 "${MPIRUN[@]}" -np $np "$PY" $T/check_process_sets.py
+done
+for np in 1 2 3; do
+  check "join with uneven steps, mpirun -np $np" 60 "${MPIRUN[@]}" -np $np "$PY" $T/check_join.py
 done
 
 # backend="kolo": RANK / WORLD_SIZE from Open MPI's variables, the store on MASTER_PORT

@@ -23,6 +23,7 @@ from kolo.torch._copies import (allgather, allgather_async, alltoall, alltoall_a
                                 broadcast_async, broadcast_async_, grouped_allgather, grouped_allgather_async)
 from kolo.torch._ddp_hook import KoloHookState, kolo_hook
 from kolo.torch._handle import poll, synchronize
+from kolo.torch._join import join
 from kolo.torch._ops_names import Adasum, Average, Max, Min, Product, Sum
 from kolo.torch._optimizer import DistributedOptimizer
 from kolo.torch._process_sets import ProcessSet, add_process_set, barrier, global_process_set, remove_process_set
@@ -64,7 +65,7 @@ __all__ = ["init", "shutdown", "is_initialized", "rank", "size", "local_rank", "
            "reducescatter", "reducescatter_async", "grouped_reducescatter", "grouped_reducescatter_async",
            "allgather", "allgather_async", "grouped_allgather", "grouped_allgather_async",
            "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
-           "alltoall", "alltoall_async", "poll", "synchronize",
+           "alltoall", "alltoall_async", "poll", "synchronize", "join",
            "broadcast_parameters", "broadcast_optimizer_state", "broadcast_object", "allgather_object",
            "DistributedOptimizer", "Compression", "SyncBatchNorm", "kolo_hook", "KoloHookState",
            "Average", "Sum", "Min", "Max", "Product", "Adasum", "KoloError"]

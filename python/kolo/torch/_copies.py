@@ -12,6 +12,7 @@ from kolo._lib import check, ffi, lib
 from kolo.torch import _comms
 from kolo.torch._dtypes import as_bytes
 from kolo.torch._handle import run
+from kolo.torch._join import ALLGATHER, ALLTOALL, BROADCAST, negotiate, tensors_desc
 from kolo.torch._placement import memory_kind, ptr
 from kolo.torch._process_sets import global_process_set, member
 from kolo.torch._reduce import single, grouped
@@ -69,6 +70,7 @@ class _Gather:
 def _allgather(tensors, async_, what, process_set):
     ps = member(process_set, what)
     kind, device = memory_kind(tensors, what) if tensors else ("host", None)
+    negotiate(ALLGATHER, what, [int(async_)] + tensors_desc(tensors, first_dim=0), ps, cuda=kind == "cuda")
     flat, rows = _gather_rows(tensors, what, ps) if tensors else ([], [])
     parts = [_Gather(t, r, ps.rank()) for t, r in zip(flat, rows)]
 
@@ -112,6 +114,8 @@ def _broadcast(tensor, root_rank, inplace, async_, what, process_set):
     ps = member(process_set, what)
     kind, device = memory_kind([tensor], what)
     root = _root(ps, root_rank, what)
+    negotiate(BROADCAST, what, [int(async_), root_rank] + tensors_desc([tensor]), ps, root=root_rank,
+              cuda=kind == "cuda")
     out = tensor if inplace else tensor.clone(memory_format=torch.contiguous_format)
     work = out if out.is_contiguous() else out.contiguous()
     nbytes = work.numel() * work.element_size()
@@ -166,6 +170,7 @@ def _alltoall(tensor, splits, async_, what, process_set):
     kind, device = memory_kind([tensor], what)
     n, me = ps.size(), ps.rank()
     sizes = _split_sizes(tensor, splits, what, n)
+    negotiate(ALLTOALL, what, [int(async_)] + tensors_desc([tensor], first_dim=0), ps, cuda=kind == "cuda")
     matrix = _exchange_sizes(sizes, what, ps)  # [sender, receiver]: rows sent
     received = matrix[:, me].tolist()
     most = int(matrix.max())

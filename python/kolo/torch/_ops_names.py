@@ -21,6 +21,15 @@ Adasum = _AdasumOp()
 _NAMES = {Sum: "Sum", Product: "Product", Max: "Max", Min: "Min", Average: "Average", Adasum: "Adasum"}
 
 
+def op_code(op):
+    """An int for every op (Adasum is no koloRedOp_t: -1), as join's call descriptions carry it."""
+    return -1 if op is Adasum else int(op)
+
+
+def op_of(code):
+    return Adasum if code == -1 else code
+
+
 def op_name(op):
     return _NAMES.get(op, "op %r" % (op,))
 

@@ -34,6 +34,7 @@ from kolo.torch import _comms
 from kolo.torch._compression import Compression
 from kolo.torch._dtypes import kolo_type
 from kolo.torch._fusion import Fusion
+from kolo.torch import _join
 from kolo.torch._ops_names import Adasum, Average, Sum, op_name
 from kolo.torch._optimizer_adasum import distributed_adasum_optimizer
 from kolo.torch._placement import memory_kind
@@ -71,6 +72,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         super(self.__class__, self).__init__(params)
         _check_arguments(op, backward_passes_per_step, predivide)
         self._process_set = member(process_set, _WHAT)
+        _join.negotiate(_join.SETUP, _WHAT, [], self._process_set)
         self._passes, self._sparse_as_dense = backward_passes_per_step, sparse_as_dense
         self._predivide = float(predivide)
         self._synchronized = False
@@ -82,6 +84,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._setup_fusion(op)
         self._delay = {p: self._passes for p in self._params}
         self._accumulators = [self._hook(p) for p in self._params]
+        self._join_index = _join.register_optimizer(self) if self._process_set is global_process_set else None
         _comms.on_shutdown(self._close)
 
     # ---- setup ----------------------------------------------------------
@@ -159,6 +162,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             if any(d != self._passes for d in self._delay.values()):
                 raise RuntimeError("%s: step() before backward produced every gradient" % _WHAT)
             return
+        if self._join_index is not None:  # the control round: a joined rank answers with zeros
+            _join.negotiate(_join.STEP, _WHAT + ".step", [self._join_index], self._process_set,
+                            cuda=self._kind == "cuda")
         unmarked = [self._names[p] for p in self._params if self._delay[p] != 0]
         try:
             self._fusion.end(wait=self._kind == "host")
@@ -174,6 +180,28 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             self._bind_views(first=False)
         self._unpack()
         self._synchronized = True
+
+    def _join_step(self):
+        """A joined rank's part in the others' step: zero gradients, every
+        one marked ready, reduced as theirs are (kolo.torch.join)."""
+        zeros = []
+        with torch.no_grad():
+            for p in reversed(self._params):
+                mode = self._modes[p]
+                if mode == VIEW:
+                    self._views[p].zero_()
+                    p.grad = self._views[p]
+                elif p.grad is None:
+                    p.grad = torch.zeros_like(p)
+                else:
+                    p.grad.zero_()
+                if mode == CAST:
+                    self._views[p].zero_()
+                zeros.append(p.grad)
+                self._delay[p] = 0
+                self._fusion.mark(self._ids[p], p.grad.data_ptr() if mode == EXTERNAL else None)
+        self.synchronize()
+        self._synchronized = False
 
     @torch.no_grad()
     def _unpack(self):

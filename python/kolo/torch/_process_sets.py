@@ -18,6 +18,7 @@ import torch
 from kolo._lib import check, ffi, lib, macros
 from kolo.torch import _comms
 from kolo.torch._handle import host_progress
+from kolo.torch._join import BARRIER, SETUP, negotiate
 from kolo.torch._placement import comm_and_stream, cuda_stream
 from kolo.torch._progress import Progress
 
@@ -140,7 +141,9 @@ def member(process_set, what):
 def barrier(process_set=global_process_set):
     """Returns once every rank of the set has called barrier(): a one-byte
     all-reduce on its host communicator."""
-    comm = member(process_set, "kolo.torch.barrier").host()
+    ps = member(process_set, "kolo.torch.barrier")
+    negotiate(BARRIER, "kolo.torch.barrier", [], ps)
+    comm = ps.host()
     one = ffi.new("uint8_t[1]")
     check(lib.koloAllReduce(one, one, 1, lib.koloUint8, lib.koloMax, comm, ffi.NULL), comm, "kolo.torch.barrier")
 
@@ -177,6 +180,7 @@ def add_process_set(process_set):
     adds its sets in the same order."""
     what = "kolo.torch.add_process_set"
     ps = process_set if isinstance(process_set, ProcessSet) else ProcessSet(process_set)
+    negotiate(SETUP, what, [], global_process_set)
     _same_everywhere(ps, what)  # first: ranks that differ are said so on every rank
     _check_new(ps, what)
     color = 0 if ps.included() else macros["KOLO_SPLIT_NOCOLOR"]

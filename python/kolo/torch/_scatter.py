@@ -10,6 +10,7 @@ import torch
 from kolo._lib import lib
 from kolo.torch._dtypes import KOLO_TYPES, reducible, restored
 from kolo.torch._handle import run
+from kolo.torch._join import REDUCESCATTER, float_bits, negotiate, tensors_desc
 from kolo.torch._ops_names import Average, Sum, op_name
 from kolo.torch._placement import memory_kind, ptr
 from kolo.torch._process_sets import global_process_set, member
@@ -64,6 +65,8 @@ def _issue(tensors, op, scales, async_, what, process_set):
         raise ValueError("%s: op %s: a reduce-scatter sums (Sum) or averages (Average)" % (what, op_name(op)))
     ps = member(process_set, what)
     kind, device = memory_kind(tensors, what)
+    desc = [int(async_), op, float_bits(scales[0]), float_bits(scales[1])] + tensors_desc(tensors)
+    negotiate(REDUCESCATTER, what, desc, ps, cuda=kind == "cuda")
     parts = [_Part(t, op, scales, what, ps) for t in tensors]
 
     def call(comm, stream):

@@ -1,0 +1,258 @@
+"""join(): Horovod's answer to uneven data.  A rank that ran out of data
+calls join(); until every rank has, it takes part in the collectives the
+others still make: zeros in an allreduce (Average still divides by the
+job's size), no rows in an allgather, a receiver in a broadcast, its part
+of a barrier, zero gradients in a DistributedOptimizer's step.
+
+How a joined rank learns the others' calls: every collective of
+kolo.torch on the global process set starts with a control round, one
+koloAllGather of a record of RECORD int64s per rank on the job's host
+communicator:
+
+    [kind, digest, description length, call name, root, CUDA]
+
+kind is the call's family (allreduce, allgather, ...) or JOINED; digest
+a hash of the call's description (dtypes, shapes, op, factors, root,
+blocking or not); a joined rank sends [JOINED, fresh, 0, name, -1, 0],
+fresh being 1 in its first round.  Every rank reads the same table, so
+every rank reaches the same verdict without another message:
+  - callers of different kinds or digests: a mismatch, raised on every
+    rank (joined ones too) with a sentence naming both calls;
+  - every rank joined: join() returns, on every rank, the highest rank
+    among those that joined in that last round;
+  - callers agree and some rank joined: the lowest caller broadcasts the
+    description (int64s) and the joined ranks replay the call with
+    neutral tensors through the same code, which therefore makes the same
+    kolo calls in the same order;
+  - a call that cannot run with a joined rank (reducescatter, alltoall,
+    a broadcast from a joined root, CUDA tensors, making communicators):
+    its callers raise a sentence naming it; joined ranks wait on.
+A job of one rank makes no round.  Calls on another process set make
+none either: join covers the global set.
+"""
+import struct
+import threading
+
+import torch
+
+from kolo._lib import KoloError, check, ffi, lib
+
+from kolo.torch import _comms
+
+RECORD = 6
+JOINED, ALLREDUCE, ALLGATHER, BROADCAST, REDUCESCATTER, ALLTOALL, BARRIER, STEP, SETUP = range(1, 10)
+_FAMILY = {ALLREDUCE: "an allreduce", ALLGATHER: "an allgather", BROADCAST: "a broadcast",
+           REDUCESCATTER: "a reducescatter", ALLTOALL: "an alltoall", BARRIER: "a barrier",
+           STEP: "a DistributedOptimizer step", SETUP: "a call that makes communicators"}
+_RUNS_JOINED = (ALLREDUCE, ALLGATHER, BROADCAST, BARRIER, STEP)
+
+# the names a record carries (an index), for sentences
+NAMES = tuple("kolo.torch." + n for n in (
+    "allreduce", "allreduce_", "allreduce_async", "allreduce_async_", "grouped_allreduce", "grouped_allreduce_",
+    "grouped_allreduce_async", "grouped_allreduce_async_", "reducescatter", "reducescatter_async",
+    "grouped_reducescatter", "grouped_reducescatter_async", "allgather", "allgather_async", "grouped_allgather",
+    "grouped_allgather_async", "broadcast", "broadcast_", "broadcast_async", "broadcast_async_", "alltoall",
+    "alltoall_async", "barrier", "DistributedOptimizer", "DistributedOptimizer.step", "add_process_set", "join"))
+_NAME_INDEX = {n: i for i, n in enumerate(NAMES)}
+
+DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16,
+          torch.int32, torch.int64, torch.bool, torch.complex64, torch.complex128)
+_DTYPE_CODE = {d: i for i, d in enumerate(DTYPES)}
+
+_state = threading.local()
+_optimizers = []  # DistributedOptimizers of the global set, in the (collective) order they were made
+_buffers = {}
+
+
+def dtype_code(dtype):
+    return _DTYPE_CODE.get(dtype, -1)
+
+
+def tensors_desc(tensors, first_dim=None):
+    """[count, (dtype, ndim, *shape) per tensor]; first_dim replaces every
+    first dimension (allgather: ranks' first dimensions may differ)."""
+    out = [len(tensors)]
+    for t in tensors:
+        shape = list(t.shape)
+        if first_dim is not None:
+            shape = [first_dim] + shape[1:] if shape else [first_dim]
+        out += [dtype_code(t.dtype), len(shape)] + shape
+    return out
+
+
+def read_tensors(desc, at):
+    """(tensors of desc[at:] (tensors_desc's layout), the index after them)."""
+    count, at, out = desc[at], at + 1, []
+    for _ in range(count):
+        code, ndim = desc[at], desc[at + 1]
+        if not 0 <= code < len(DTYPES):
+            raise KoloError(lib.koloInvalidUsage, "kolo.torch.join: the others call a collective on a tensor of a "
+                                                  "dtype a joined rank cannot make")
+        shape = desc[at + 2:at + 2 + ndim]
+        out.append(torch.zeros(shape, dtype=DTYPES[code]))
+        at += 2 + ndim
+    return out, at
+
+
+def float_bits(x):
+    """A factor as an int64: its IEEE bits, or -1 for 1.0 (the common case, and a NaN's bits: refused)."""
+    return -1 if x == 1.0 else struct.unpack("<q", struct.pack("<d", float(x)))[0]
+
+
+def bits_float(b):
+    return 1.0 if b == -1 else struct.unpack("<d", struct.pack("<q", b))[0]
+
+
+# ---- the control round --------------------------------------------------
+def _round(record):
+    """Every rank's record: one koloAllGather on the job's host communicator."""
+    n = _comms.size()
+    if n not in _buffers:
+        _buffers[n] = (ffi.new("int64_t[%d]" % RECORD), ffi.new("int64_t[%d]" % (RECORD * n)))
+    mine, every = _buffers[n]
+    mine[0:RECORD] = record
+    comm = _comms.world()
+    check(lib.koloAllGather(mine, every, RECORD, lib.koloInt64, comm, ffi.NULL), comm, "kolo.torch (control round)")
+    return ffi.unpack(every, RECORD * n)
+
+
+def _rows(flat):
+    return [flat[r:r + RECORD] for r in range(0, len(flat), RECORD)]
+
+
+def _name(row):
+    return NAMES[row[3]] if 0 <= row[3] < len(NAMES) else "a kolo.torch call"
+
+
+def _mismatch(table, callers):
+    first = table[callers[0]]
+    for r in callers[1:]:
+        row = table[r]
+        if row[0] != first[0]:
+            return ("kolo.torch: calls do not match: rank %d calls %s and rank %d calls %s; every rank makes the "
+                    "same collective calls in the same order" % (callers[0], _name(first), r, _name(row)))
+        if row[1] != first[1]:
+            return ("kolo.torch: calls do not match: rank %d's %s and rank %d's %s differ in their tensors' "
+                    "dtypes or shapes, op, factors, root or blocking" % (callers[0], _name(first), r, _name(row)))
+    return None
+
+
+def _refusal(table, callers, joined):
+    row = table[callers[0]]
+    cuda = row[5]
+    who = "rank%s %s joined (kolo.torch.join)" % ("s" if len(joined) > 1 else "", ", ".join(map(str, joined)))
+    if row[0] not in _RUNS_JOINED:
+        return ("%s: %s; %s cannot run while a rank is joined: make it before join(), or after join() returned "
+                "on every rank" % (_name(row), who, _FAMILY.get(row[0], "this call")))
+    if cuda:
+        return ("%s: %s; a joined rank answers calls on host tensors only, not on CUDA tensors" % (_name(row), who))
+    if row[0] == BROADCAST and row[4] in joined:
+        return "%s: root_rank %d joined (kolo.torch.join): a broadcast needs its root" % (_name(row), row[4])
+    return None
+
+
+def _verdict(table):
+    """(callers, joined, mismatch sentence or None); the same on every rank."""
+    joined = [r for r, row in enumerate(table) if row[0] == JOINED]
+    callers = [r for r, row in enumerate(table) if row[0] != JOINED]
+    return callers, joined, _mismatch(table, callers) if callers else None
+
+
+def negotiate(kind, what, desc, process_set, root=-1, cuda=False):
+    """The control round before a collective (`desc`: ints describing it,
+    as its replay reads them).  Returns once the call may run; raises a
+    sentence when ranks call different collectives or one that cannot run
+    with a joined rank."""
+    if process_set.process_set_id != 0 or _comms.size() == 1 or getattr(_state, "replaying", False):
+        return
+    desc = [kind] + list(desc)
+    digest = hash(tuple(desc) + (int(cuda),)) & (2 ** 62 - 1)  # ints hash alike in every process of one Python
+    flat = _round([kind, digest, len(desc), _NAME_INDEX.get(what, -1), root, int(cuda)])
+    n = len(flat) // RECORD
+    if flat[0::RECORD].count(kind) == n and flat[1::RECORD].count(digest) == n:
+        return  # every rank makes this call: the common case
+    table = _rows(flat)
+    callers, joined, mismatch = _verdict(table)
+    if mismatch:
+        raise KoloError(lib.koloInvalidUsage, mismatch)
+    if joined:
+        refused = _refusal(table, callers, joined)
+        if refused:
+            raise KoloError(lib.koloInvalidUsage, refused)
+        _send_desc(desc, callers[0])
+
+
+def _send_desc(desc, root):
+    """The lowest caller's description, to every rank (joined ranks replay it)."""
+    buf = torch.tensor(desc, dtype=torch.int64)
+    comm = _comms.world()
+    check(lib.koloBroadcast(ffi.cast("void *", buf.data_ptr()), ffi.cast("void *", buf.data_ptr()), len(desc),
+                            lib.koloInt64, root, comm, ffi.NULL), comm, "kolo.torch.join (a call's description)")
+    return buf.tolist()
+
+
+# ---- the joined rank ----------------------------------------------------
+def register_optimizer(opt):
+    """A DistributedOptimizer of the global set: its index (every rank makes them in the same order)."""
+    if not _optimizers:
+        _comms.on_shutdown(_optimizers.clear)  # indices start again after a new init()
+    _optimizers.append(opt)
+    return len(_optimizers) - 1
+
+
+def join(device=-1):
+    """Says this rank has no more data: until every rank has joined, it
+    takes part in the collectives the others make (zeros in allreduces,
+    no rows in allgathers, zero gradients in DistributedOptimizer steps).
+    Returns the rank that joined last, on every rank.  Host tensors
+    only (device -1)."""
+    from kolo.torch._process_sets import member
+
+    member(None, "kolo.torch.join")
+    if device not in (-1, None, "cpu") and not (isinstance(device, torch.device) and device.type == "cpu"):
+        raise ValueError("kolo.torch.join: device=%r: a joined rank answers calls on host tensors only (device=-1)"
+                         % (device,))
+    for opt in _optimizers:
+        if opt._fusion.step_open:
+            raise RuntimeError("kolo.torch.join: a DistributedOptimizer has gradients of a step not taken: call "
+                               "step() (or synchronize()) before join()")
+    if _comms.size() == 1:
+        return 0
+    fresh = 1
+    while True:
+        table = _rows(_round([JOINED, fresh, 0, _NAME_INDEX["kolo.torch.join"], -1, 0]))
+        fresh = 0
+        callers, joined, mismatch = _verdict(table)
+        if mismatch:
+            raise KoloError(lib.koloInvalidUsage, mismatch)
+        if not callers:
+            return max(r for r in joined if table[r][1] == 1)
+        if _refusal(table, callers, joined) is None:  # else the callers raise it, and this rank waits on
+            _replay(_send_desc([0] * table[callers[0]][2], callers[0]))
+
+
+def _replay(desc):
+    """This joined rank's part in the call `desc` describes: the call
+    itself, made with neutral tensors through the same code (no round)."""
+    from kolo.torch import _copies, _ops_names, _process_sets, _reduce
+
+    ps = _process_sets.global_process_set
+    kind, what = desc[0], "kolo.torch.join"
+    _state.replaying = True
+    try:
+        if kind == ALLREDUCE:
+            async_, op, pre, post = desc[1], _ops_names.op_of(desc[2]), bits_float(desc[3]), bits_float(desc[4])
+            tensors, _ = read_tensors(desc, 5)
+            out = _reduce._issue(tensors, op, True, async_, what, comms=ps, scales=(pre, post))
+        elif kind == ALLGATHER:
+            out = _copies._allgather(read_tensors(desc, 2)[0], desc[1], what, ps)
+        elif kind == BROADCAST:
+            out = _copies._broadcast(read_tensors(desc, 3)[0][0], desc[2], True, desc[1], what, ps)
+        elif kind == BARRIER:
+            out = _process_sets.barrier()
+        else:  # STEP
+            out = _optimizers[desc[1]]._join_step()
+        if hasattr(out, "wait"):
+            out.wait()
+    finally:
+        _state.replaying = False
