@@ -1,5 +1,6 @@
 /* dtype.h - names of koloDataType_t values, for error sentences and logs:
- * one table, so that a new type cannot be missing from one of them. */
+ * one table, so that a new type cannot be missing from one of them; and
+ * their sizes (koloTypeSize, declared in kolo.h, is defined in dtype.c). */
 #ifndef KOLO_COMMON_DTYPE_H
 #define KOLO_COMMON_DTYPE_H
 

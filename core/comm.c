@@ -35,11 +35,6 @@ koloResult_t koloGetVersion(int *version) {
   return koloSuccess;
 }
 
-size_t koloTypeSize(koloDataType_t t) {
-  static const size_t sizes[koloNumTypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
-  return ((int)t >= 0 && t < koloNumTypes) ? sizes[t] : 0;
-}
-
 /* A snapshot, so that the caller reads a whole sentence even while another
  * of the communicator's threads reports a failure. */
 const char *koloGetLastError(koloComm_t comm) {

@@ -10,6 +10,7 @@
 #include "kernels/host_exec.h"
 #include "kolo.h"
 #include "ring/algo.h"
+#include "ring/algo_log.h"
 #include "ring/sched_file.h"
 #include "ring/schedule.h"
 #include "ring/tuning.h"
@@ -68,14 +69,11 @@ struct koloComm {
    * per channel the pipes of its intra-host ring [0] and inter-host ring [1]. */
   kolo_algo_topo algo;
   /* KOLO_TUNING_FILE (core/tune_env.c): the constants algo.tuned points
-   * at, and the file's hash every rank compares (0: none); all-reduce
-   * shapes whose choice was logged (core/algo_log.c: bit = log2 bytes). */
+   * at, and the file's hash every rank compares (0: none); the shapes
+   * whose choice was logged (ring/algo_log.h). */
   kolo_tuned tuned;
   uint64_t tuning_hash;
-  _Atomic uint64_t algo_logged;
-  _Atomic uint64_t bcast_logged; /* the same for the broadcast's choices */
-  _Atomic uint64_t ag_logged;    /* the same for the all-gather's choices */
-  _Atomic uint64_t reduce_logged; /* the same for the reduce's choices */
+  kolo_algo_logged algo_logged;
   int hier_ready;
   kolo_program hier_prog[KOLO_HIER_PHASES];
   kolo_connector hier_send[2][KOLO_MAX_CHANNELS], hier_recv[2][KOLO_MAX_CHANNELS];
@@ -196,15 +194,6 @@ void kolo_comm_free_schedule(struct koloComm *c);
  * c->algo.tuned there and sets c->tuning_hash (nothing when unset); a
  * failure's sentence ("FILE:LINE: what") goes to the thread's buffer. */
 koloResult_t kolo_comm_load_tuning(struct koloComm *c, const char *fn);
-/* KOLO_DEBUG=INFO: says an all-reduce's choice once per size bucket (algo_log.c). */
-void kolo_comm_log_choice(struct koloComm *c, size_t bytes, int channels, int algo);
-/* The same for a broadcast's choice of chain or tree. */
-void kolo_comm_log_bcast_choice(struct koloComm *c, size_t bytes, int channels, int algo);
-/* The same for an all-gather's choice of ring or Bruck's. */
-void kolo_comm_log_ag_choice(struct koloComm *c, size_t bytes, int channels, int algo);
-/* The same for a reduce's choice of chain or tree. */
-void kolo_comm_log_reduce_choice(struct koloComm *c, size_t bytes, int channels, int algo);
-
 /* The program of `coll` with root/peer `arg` on channel `ch`, cached. */
 koloResult_t kolo_comm_program(struct koloComm *comm, int coll, int arg, int ch,
                                const kolo_program **out);

@@ -281,28 +281,30 @@ static int all_reduce_algo(const struct koloComm *c, const kolo_op *op) {
 int kolo_comm_all_reduce_algo(struct koloComm *comm, size_t count, koloDataType_t type) {
   kolo_op op = {KOLO_COLL_ALL_REDUCE, NULL, NULL, count, type, koloSum, 0, comm, NULL, KOLO_PREMUL_NONE, 0, 0};
   int a = all_reduce_algo(comm, &op);
-  kolo_comm_log_choice(comm, count * koloTypeSize(type), channels_for(comm, &op), a); /* tuning hook: KOLO_DEBUG=INFO */
+  if (comm->rank == 0) /* tuning hook: KOLO_DEBUG=INFO; every rank chooses alike */
+    kolo_algo_log_choice(&comm->algo_logged, &comm->algo, comm->hier_ready, count * koloTypeSize(type),
+                         channels_for(comm, &op), a);
   return a;
 }
 
 int kolo_comm_bcast_algo(struct koloComm *comm, size_t count, koloDataType_t type) {
   kolo_op op = {KOLO_COLL_BROADCAST, NULL, NULL, count, type, koloSum, 0, comm, NULL, KOLO_PREMUL_NONE, 0, 0};
   int nch = channels_for(comm, &op), a = kolo_bcast_choose(&comm->algo, count * koloTypeSize(type), nch);
-  kolo_comm_log_bcast_choice(comm, count * koloTypeSize(type), nch, a); /* KOLO_DEBUG=INFO */
+  if (comm->rank == 0) kolo_algo_log_bcast_choice(&comm->algo_logged, &comm->algo, count * koloTypeSize(type), nch, a);
   return a;
 }
 
 int kolo_comm_reduce_algo(struct koloComm *comm, size_t count, koloDataType_t type) {
   kolo_op op = {KOLO_COLL_REDUCE, NULL, NULL, count, type, koloSum, 0, comm, NULL, KOLO_PREMUL_NONE, 0, 0};
   int nch = channels_for(comm, &op), a = kolo_reduce_choose(&comm->algo, count * koloTypeSize(type), nch);
-  kolo_comm_log_reduce_choice(comm, count * koloTypeSize(type), nch, a); /* KOLO_DEBUG=INFO */
+  if (comm->rank == 0) kolo_algo_log_reduce_choice(&comm->algo_logged, &comm->algo, count * koloTypeSize(type), nch, a);
   return a;
 }
 
 int kolo_comm_ag_algo(struct koloComm *comm, size_t count, koloDataType_t type) {
   kolo_op op = {KOLO_COLL_ALL_GATHER, NULL, NULL, count, type, koloSum, 0, comm, NULL, KOLO_PREMUL_NONE, 0, 0};
   int nch = channels_for(comm, &op), a = kolo_ag_choose(&comm->algo, count * koloTypeSize(type), nch);
-  kolo_comm_log_ag_choice(comm, count * koloTypeSize(type), nch, a); /* KOLO_DEBUG=INFO */
+  if (comm->rank == 0) kolo_algo_log_ag_choice(&comm->algo_logged, &comm->algo, count * koloTypeSize(type), nch, a);
   return a;
 }
 

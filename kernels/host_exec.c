@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "common/peer_fate.h"
 #include "kernels/host_checks.h"
 #include "kernels/host_reduce.h"
 #include "ring/geometry.h"
-#include "transport/bootstrap.h"
 #include "transport/transport.h"
 
 enum { TASK_PROGRESS, TASK_BLOCKED, TASK_DONE, TASK_MISMATCH };
@@ -262,7 +262,7 @@ static const char *stop_reason_text(int reason) {
   }
 }
 
-/* A peer's fate (bootstrap.h) as the stop word that carries it to the
+/* A peer's fate (common/peer_fate.h) as the stop word that carries it to the
  * other ranks, and back. */
 static int fate_stop(int fate) {
   return fate == KOLO_PEER_LEFT ? KOLO_STOP_PEER_LEFT : fate == KOLO_PEER_EXITED ? KOLO_STOP_PEER_EXITED

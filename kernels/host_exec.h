@@ -41,7 +41,7 @@ typedef struct kolo_exec_owner {
   /* 1 when `peer` is known to be dead (called every few ms).  Only the
    * peer a wait depends on is asked: a rank that finished its part and
    * left is no error for ranks still finishing theirs. */
-  /* 0 while the peer is up, else its fate (KOLO_PEER_*, bootstrap.h) */
+  /* 0 while the peer is up, else its fate (KOLO_PEER_*, common/peer_fate.h) */
   int (*peer_dead)(struct kolo_exec_owner *owner, int peer);
   /* The rank a gone peer blamed for its leaving (its goodbye), or -1;
    * may be NULL. */

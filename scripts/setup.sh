@@ -19,6 +19,7 @@ if [ "$mode" = all ]; then
   pkgs+=(libgtest-dev iproute2 openmpi-bin libopenmpi-dev ibverbs-utils perftest iperf3 python3-torch)
   pkgs+=(python3-cffi python3-venv python3-setuptools python3-wheel) # python/ (kolo.torch): tests/torch/setup_venv.sh
   pkgs+=(clang libclang-rt-14-dev) # clang and libFuzzer (libclang_rt.fuzzer): tests/fuzz/run.sh
+  pkgs+=(universal-ctags) # scripts/code_graph.py: the function definitions of the call graph
 fi
 missing=()
 for p in "${pkgs[@]}"; do

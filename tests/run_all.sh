@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every kolo test: what CI runs (.ci/run).
-#  1. packages (scripts/setup.sh)
+#  1. packages (scripts/setup.sh); scripts/code_graph.py against its baseline
+#     (docs/dev/architecture.md: circles in core/, arrows up the layers)
 #  2. release build (+ CUDA kernels when nvcc exists; fails on any register spill)
 #  3. ctest: unit tests, end-to-end tests as threads and as processes, and
 #     libkolo.so's exports; then tests/check_docs.sh (docs/dev/testing.md);
@@ -80,6 +81,12 @@ script_checked() { # where, command...
 
 step "setup"
 scripts/setup.sh || exit 1
+
+step "code graph: no new circle of core/ files, no new arrow from a lower layer to a higher one"
+mkdir -p build # the whole report is kept; the log shows its verdicts
+scripts/code_graph.py --baseline scripts/code_graph_baseline.txt > build/step-code-graph.log ||
+  { cat build/step-code-graph.log; failed; }
+grep -E "^(fixed|shrunk|summary):" build/step-code-graph.log
 
 step "build (release)"
 scripts/build.sh build -DKOLO_TESTS=ON || exit 1 # ON: perf/run_main.sh configures a new build/ without tests

@@ -35,14 +35,6 @@ static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static kolo_bootstrap *live_head;
 static pthread_once_t exit_hook_once = PTHREAD_ONCE_INIT;
 
-const char *kolo_peer_fate_text(int fate) {
-  switch (fate) {
-  case KOLO_PEER_LEFT: return "left (destroyed its communicator)";
-  case KOLO_PEER_EXITED: return "exited without destroying its communicator";
-  default: return "was lost without a word (killed or crashed; its connection closed)";
-  }
-}
-
 void kolo_bs_goodbye_new_links(kolo_bootstrap *bs) {
   uint8_t m[KOLO_WIRE_HDR_BYTES + KOLO_GOODBYE_BYTES];
   kolo_encode_header(m, KOLO_TAG_GOODBYE, KOLO_GOODBYE_BYTES);

@@ -33,6 +33,7 @@
 #include <sys/socket.h>
 
 #include "common/error.h"
+#include "common/peer_fate.h"
 #include "kolo.h"
 
 #define KOLO_SECRET_BYTES 16
@@ -144,8 +145,8 @@ koloResult_t kolo_bootstrap_barrier(kolo_bootstrap *bs, uint32_t tag);
  * to call every few milliseconds from a waiting executor. */
 int kolo_bootstrap_dead_peer(kolo_bootstrap *bs);
 /* Same check, answering for one peer: KOLO_PEER_ALIVE (0) while its
- * connection is up, else how it went (a goodbye says; no word: lost). */
-enum { KOLO_PEER_ALIVE = 0, KOLO_PEER_LOST = 1, KOLO_PEER_LEFT = 2, KOLO_PEER_EXITED = 3 };
+ * connection is up, else how it went (common/peer_fate.h: a goodbye says;
+ * no word: lost). */
 int kolo_bootstrap_peer_dead(kolo_bootstrap *bs, int rank);
 /* The rank a failure on this rank is most likely due to: the peer whose
  * connection closed first without a goodbye (a process that died), else
@@ -156,8 +157,6 @@ int kolo_bootstrap_culprit(kolo_bootstrap *bs, int *via);
 /* The rank a gone peer's goodbye blamed for its leaving (it gave up
  * because that rank failed), or -1: none, this rank, or the peer is up. */
 int kolo_bootstrap_peer_blamed(kolo_bootstrap *bs, int rank);
-/* "left (destroyed its communicator)", ... : what follows "rank 3 ". */
-const char *kolo_peer_fate_text(int fate);
 
 /* Tells every connected peer why this rank goes (once; never waits):
  * KOLO_BYE_LEFT from kolo_bootstrap_destroy, KOLO_BYE_EXITED from the exit
