@@ -207,6 +207,18 @@ static void barrier_check(sim_block *b) {
     if (LD(b->f[i].state) == F_BARRIER) ST(b->f[i].state, F_RUN);
 }
 
+/* A lost context (KOLO_SIM_FAULT) kills its kernels: the thread ends where
+ * it stands, as a GPU's do; its stack is dropped, never unwound. */
+static void die_if_lost(sim_block *b) {
+  if (sim_sticky(b->op->dev) == cudaSuccess) return;
+  fiber *f = &b->f[LD(b->cur)];
+  ST(f->state, F_DONE);
+  ST(b->live, LD(b->live) - 1);
+  barrier_check(b);
+  leave_fiber(b, 1);
+  abort(); /* a dead fiber is never resumed */
+}
+
 static const char *sync_name(int is_or) { return is_or ? "__syncthreads_or" : "__syncthreads"; }
 
 /* The first thread to arrive names the barrier; every later one must be at
@@ -227,6 +239,7 @@ static void check_site(sim_block *b, int is_or, const char *file, int line) {
 static int block_sync(int is_or, int pred, const char *file, int line) {
   sim_block *b = cur;
   if (b == NULL) return pred; /* not in a kernel */
+  die_if_lost(b);
   fiber *f = &b->f[LD(b->cur)];
 #if SIM_TSAN
   __tsan_release(&b->sync_obj);
@@ -285,6 +298,7 @@ void kolo_sim_poll(void) {
     sched_yield();
     return;
   }
+  die_if_lost(b);
   ST(b->f[LD(b->cur)].polled, 1);
   leave_fiber(b, 0);
 }

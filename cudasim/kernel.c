@@ -229,7 +229,9 @@ cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **arg
   if (s == NULL) return sim_ret(cudaErrorInvalidResourceHandle);
   sim_op *op = kernel_op(s, k, grid, block, smem, args, per_sm);
   if (op == NULL) return sim_ret(cudaErrorMemoryAllocation);
-  return sim_ret(sim_enqueue(s, op));
+  e = sim_enqueue(s, op);
+  /* a fault of this very launch, when it started at once, is its result */
+  return sim_ret(e != cudaSuccess ? e : sim_sticky(s->dev));
 }
 
 /* ---- residency --------------------------------------------------------------------- */
@@ -262,7 +264,27 @@ int sim_kernel_fits_now(const sim_op *op) {
 
 void sim_runner_give(sim_device *d, sim_op *op, unsigned block, int sm); /* block.c */
 
+/* A lost context places no more blocks: a kernel ends with those that
+ * run (lock held). */
+static void drop_unplaced(sim_device *d) {
+  sim_op *op;
+  while ((op = d->dispatch_head) != NULL) {
+    sim_kernel_op *k = &op->u.kern;
+    k->nblocks = k->dispatched;
+    d->dispatch_head = k->dispatch_next;
+    if (d->dispatch_head == NULL) d->dispatch_tail = NULL;
+    k->dispatch_next = NULL;
+    if (k->finished == k->nblocks) sim_op_done(op);
+    pthread_cond_signal(&d->queue_cv[op->stream->queue]); /* its queue may go on */
+    sim_op_unref(op); /* the dispatch list's */
+  }
+}
+
 void sim_dispatch(sim_device *d) {
+  if (sim_sticky(d) != cudaSuccess) {
+    drop_unplaced(d);
+    return;
+  }
   sim_op *op;
   while ((op = d->dispatch_head) != NULL) {
     sim_kernel_op *k = &op->u.kern;

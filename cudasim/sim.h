@@ -98,6 +98,8 @@ typedef struct {
   int host_threads;        /* threads per block run on the host */
   size_t dyn_smem;
   unsigned nblocks, dispatched, finished;
+  int fault;               /* KOLO_SIM_FAULT picked this launch: it faults when it starts */
+  uint64_t launch;         /* the device's launch number */
   sim_op *dispatch_next;   /* in the device's dispatch list */
 } sim_kernel_op;
 
@@ -186,6 +188,8 @@ struct sim_device {
   sim_runner *idle_runners;
   int peer_enabled[SIM_MAX_DEVICES];
   size_t mem_used;
+  uint64_t launches;          /* kernel launches made on the device */
+  cudaError_t fault;          /* sticky error of the context (relaxed atomic): cudaSuccess until a fault */
 };
 
 sim_device *sim_device_get(int ordinal);
@@ -195,6 +199,19 @@ cudaError_t sim_current(sim_device **out);
 cudaError_t sim_device_start(sim_device *d);
 /* Waits until every op issued on d so far is done (lock not held). */
 void sim_device_wait(sim_device *d);
+
+/* ---- faults (fault.c) ---------------------------------------------------- */
+/* The context's sticky error (cudaSuccess when none); d may be NULL. */
+cudaError_t sim_sticky(const sim_device *d);
+/* The sticky error of the calling thread's current device, if it has one. */
+cudaError_t sim_sticky_current(void);
+/* Whether KOLO_SIM_FAULT picks this launch of k on d (lock held). */
+int sim_fault_picks(const sim_kernel *k, const sim_device *d);
+/* The context of d is lost: its sticky error is set, its kernels end at
+ * their next poll or barrier, blocks not yet placed never run and queued
+ * work completes without running (lock held). */
+void sim_fault_device(sim_device *d, const sim_op *culprit);
+
 
 /* ---- kernels and blocks -------------------------------------------------- */
 struct sim_kernel {

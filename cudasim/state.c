@@ -48,6 +48,7 @@ static void child_after_fork(void) { forked_child = 1; }
 
 void sim_memory_sweep(void);      /* memory.c: segments of dead processes */
 void sim_watchdog_start(int secs); /* stream.c */
+void sim_fault_read_env(void);     /* fault.c */
 
 static void read_settings(void) {
   sim_cfg.ndevices = (int)env_long("KOLO_SIM_GPUS", 2, 0, SIM_MAX_DEVICES);
@@ -55,6 +56,7 @@ static void read_settings(void) {
   sim_cfg.queues = (int)env_long("CUDA_DEVICE_MAX_CONNECTIONS", 8, 1, SIM_MAX_QUEUES);
   sim_cfg.block_threads = (int)env_long("KOLO_SIM_BLOCK_THREADS", 8, 1, 1024);
   sim_cfg.mem_bytes = (size_t)env_long("KOLO_SIM_MEM_MIB", 16384, 1, 1 << 24) << 20;
+  sim_fault_read_env();
   const char *ub = getenv("KOLO_SIM_ON_UB");
   sim_cfg.ub_abort = !(ub != NULL && strcmp(ub, "count") == 0);
 }
@@ -99,13 +101,20 @@ void sim_undefined(const char *fmt, ...) {
 int kolo_sim_undefined_count(void) { return __atomic_load_n(&ub_count, __ATOMIC_SEQ_CST); }
 int kolo_sim_active(void) { return 1; }
 
+/* A sticky error is not cleared by reading it: the context stays lost. */
 cudaError_t cudaGetLastError(void) {
+  cudaError_t sticky = sim_sticky_current();
+  if (sticky != cudaSuccess) return sim_ret(sticky);
   cudaError_t e = thread_state.last_error;
   thread_state.last_error = cudaSuccess;
   return e;
 }
 
-cudaError_t cudaPeekAtLastError(void) { return thread_state.last_error; }
+cudaError_t cudaPeekAtLastError(void) {
+  cudaError_t sticky = sim_sticky_current();
+  return sticky != cudaSuccess ? sim_ret(sticky) : thread_state.last_error;
+}
+
 
 cudaError_t cudaRuntimeGetVersion(int *v) {
   if (v == NULL) return sim_ret(cudaErrorInvalidValue);

@@ -124,7 +124,7 @@ CUDA_BLOCK_TESTS='CudaGrid.SmallCounts/.*_[23]ranks_|CudaPeerGrid.SmallCounts/.*
 # With 33: the tails of strides and a warp of one lane, on fewer cases.
 CUDA_BLOCK33_TESTS='CudaGrid.SmallCounts/.*_[23]ranks_|AllTypesOps/CudaReduceTest.MatchesReference/(int8_max|float32_sum|bfloat16_avg|float16_avg)( |$)|CudaSimBlocks'
 SIM_TSAN_TARGETS=(test_cuda_reduce test_e2e_cuda test_e2e_cuda_algos test_cuda_mismatch test_cuda_stall)
-SIM_TARGETS=(kolo kolo-perf test_cudasim test_e2e_cuda test_e2e_cuda_algos test_e2e_schedule test_cuda_mismatch test_cuda_stall test_cuda_reduce test_cuda_plan test_fusion nccl test_nccl_layer test_nccl_dlopen kolo-fault)
+SIM_TARGETS=(kolo kolo-perf test_cudasim test_cuda_fault test_e2e_cuda test_e2e_cuda_algos test_e2e_schedule test_cuda_mismatch test_cuda_stall test_cuda_reduce test_cuda_plan test_fusion nccl test_nccl_layer test_nccl_dlopen kolo-fault)
 sim_build() { # dir, extra cmake args...
   local dir=$1 targets=("${SIM_TARGETS[@]}")
   shift

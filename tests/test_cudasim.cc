@@ -441,3 +441,89 @@ TEST(CudaSimBlocks, ThreadsAtOneBarrierPass) {
 }
 
 }  // namespace
+
+// ---- faults (KOLO_SIM_FAULT) -----------------------------------------------------------
+
+// The second iota_times launched on device 0 faults: that launch (its stream
+// was idle, so it starts during the call) and every later call on device
+// 0's context return cudaErrorIllegalAddress, reading it does not clear it,
+// the kernel spinning on another stream of the device is killed, and device
+// 1's context goes on.
+TEST(CudaSimFaults, AFaultIsStickyOnItsContextOnly) {
+  ASSERT_CUDA(cudaSetDevice(0));
+  HostFlag f;
+  cudaStream_t a = new_stream(), b = new_stream();
+  uint32_t *buf = nullptr;
+  ASSERT_CUDA(cudaMalloc(reinterpret_cast<void **>(&buf), 4096));
+  ASSERT_EQ(kolo_sim_set_fault("iota_times:2:0"), 0);
+  ASSERT_CUDA((kolo_dev::launch<iota_times>(1, 32, 0, a, buf, (size_t)1024, 3u)));
+  ASSERT_CUDA(cudaStreamSynchronize(a));
+  ASSERT_CUDA((kolo_dev::launch<spin_until>(1, 32, 0, b, f.dev, f.count_dev)));
+  ASSERT_TRUE(started_within(f, 1, 5000));
+  const auto t0 = Clock::now();
+  EXPECT_EQ((kolo_dev::launch<iota_times>(1, 32, 0, a, buf, (size_t)1024, 5u)), cudaErrorIllegalAddress);
+  EXPECT_EQ(cudaStreamSynchronize(a), cudaErrorIllegalAddress);
+  // b's kernel spins until the flag is set: only the fault ends it
+  std::atomic<int> synced{0};
+  cudaError_t b_sync = cudaSuccess;
+  std::thread t([&] {
+    cudaSetDevice(0);
+    b_sync = cudaStreamSynchronize(b);
+    synced = 1;
+  });
+  while (!synced && Clock::now() - t0 < std::chrono::seconds(5)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(synced.load(), 1) << "the kernel spinning on another stream of the device was not killed";
+  f.set();  // (ends it otherwise)
+  t.join();
+  EXPECT_EQ(b_sync, cudaErrorIllegalAddress);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorIllegalAddress);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorIllegalAddress) << "a sticky error is not cleared by reading it";
+  EXPECT_STREQ(cudaGetErrorString(cudaGetLastError()), "an illegal memory access was encountered");
+  void *more = nullptr;
+  EXPECT_EQ(cudaMalloc(&more, 256), cudaErrorIllegalAddress);
+  EXPECT_EQ(cudaMemsetAsync(buf, 0, 64, a), cudaErrorIllegalAddress);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorIllegalAddress);
+  EXPECT_EQ(cudaFree(buf), cudaErrorIllegalAddress);  // freed all the same: no leak
+  cudaStreamDestroy(a);
+  cudaStreamDestroy(b);
+  ASSERT_CUDA(cudaSetDevice(1));
+  uint32_t *other = nullptr;
+  cudaStream_t c = new_stream();
+  ASSERT_CUDA(cudaMalloc(reinterpret_cast<void **>(&other), 4096));
+  EXPECT_EQ((kolo_dev::launch<iota_times>(1, 32, 0, c, other, (size_t)1024, 3u)), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(c), cudaSuccess) << "device 1's context is another one";
+  cudaFree(other);
+  cudaStreamDestroy(c);
+  kolo_sim_clear_faults();
+  ASSERT_CUDA(cudaSetDevice(0));
+  (void)cudaGetLastError();  // the thread's last error, no longer sticky, clears as any other
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+// Run by ctest alone, with KOLO_SIM_FAULT=iota_times:2:1 in its environment
+// (tests/CMakeLists.txt): the variable arms the fault at the model's start.
+TEST(CudaSimFaultsEnv, DISABLED_TheEnvironmentArmsAFault) {
+  const char *spec = std::getenv("KOLO_SIM_FAULT");
+  ASSERT_STREQ(spec ? spec : "", "iota_times:2:1");
+  ASSERT_CUDA(cudaSetDevice(1));
+  cudaStream_t a = new_stream();
+  uint32_t *buf = nullptr;
+  ASSERT_CUDA(cudaMalloc(reinterpret_cast<void **>(&buf), 4096));
+  ASSERT_CUDA((kolo_dev::launch<iota_times>(1, 32, 0, a, buf, (size_t)1024, 3u)));
+  ASSERT_CUDA(cudaStreamSynchronize(a));
+  cudaError_t launch = kolo_dev::launch<iota_times>(1, 32, 0, a, buf, (size_t)1024, 3u);
+  EXPECT_TRUE(launch == cudaSuccess || launch == cudaErrorIllegalAddress) << cudaGetErrorName(launch);
+  EXPECT_EQ(cudaStreamSynchronize(a), cudaErrorIllegalAddress);
+  EXPECT_EQ(cudaFree(buf), cudaErrorIllegalAddress);
+  cudaStreamDestroy(a);
+  kolo_sim_clear_faults();
+}
+
+TEST(CudaSimFaults, MalformedSpecsAreRefused) {
+  EXPECT_EQ(kolo_sim_set_fault("iota_times"), -1);
+  EXPECT_EQ(kolo_sim_set_fault("iota_times:0"), -1);
+  EXPECT_EQ(kolo_sim_set_fault(":3"), -1);
+  EXPECT_EQ(kolo_sim_set_fault("iota_times:2:x"), -1);
+  EXPECT_EQ(kolo_sim_set_fault(nullptr), 0);
+}
+
