@@ -120,6 +120,10 @@ int kolo_sim_set_fault(const char *spec);
  * gone. */
 void kolo_sim_clear_faults(void);
 
+/* KOLO_SIM_MAX_PENDING from a test: cudaLaunchKernel blocks the host
+ * while n kernels of the device are not done (n >= 1). */
+void kolo_sim_set_max_pending(int n);
+
 /* 1: this process runs on the model (always, in a build linked to it). */
 int kolo_sim_active(void);
 

@@ -54,6 +54,7 @@ typedef struct {
   int block_threads;   /* KOLO_SIM_BLOCK_THREADS (8) */
   int ub_abort;        /* KOLO_SIM_ON_UB: abort (1) or count (0) */
   size_t mem_bytes;    /* KOLO_SIM_MEM_BYTES: device memory per device (16 GiB) */
+  int max_pending;     /* KOLO_SIM_MAX_PENDING (1024): kernels not done per device before a launch blocks */
 } sim_settings;
 extern sim_settings sim_cfg;
 
@@ -188,6 +189,7 @@ struct sim_device {
   sim_runner *idle_runners;
   int peer_enabled[SIM_MAX_DEVICES];
   size_t mem_used;
+  int kernels_pending;        /* kernel ops issued, not done (KOLO_SIM_MAX_PENDING) */
   uint64_t launches;          /* kernel launches made on the device */
   cudaError_t fault;          /* sticky error of the context (relaxed atomic): cudaSuccess until a fault */
 };

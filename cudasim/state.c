@@ -56,6 +56,8 @@ static void read_settings(void) {
   sim_cfg.queues = (int)env_long("CUDA_DEVICE_MAX_CONNECTIONS", 8, 1, SIM_MAX_QUEUES);
   sim_cfg.block_threads = (int)env_long("KOLO_SIM_BLOCK_THREADS", 8, 1, 1024);
   sim_cfg.mem_bytes = (size_t)env_long("KOLO_SIM_MEM_MIB", 16384, 1, 1 << 24) << 20;
+  /* A GPU's launch queue holds about a thousand kernels before the host blocks. */
+  sim_cfg.max_pending = (int)env_long("KOLO_SIM_MAX_PENDING", 1024, 1, 1 << 20);
   sim_fault_read_env();
   const char *ub = getenv("KOLO_SIM_ON_UB");
   sim_cfg.ub_abort = !(ub != NULL && strcmp(ub, "count") == 0);

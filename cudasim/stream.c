@@ -109,6 +109,7 @@ void sim_op_submit(sim_op *op) {
   legacy_deps(op);
   op->seq = d->next_seq++;
   if (op->kind == SIM_OP_KERNEL) {
+    d->kernels_pending++;
     op->u.kern.launch = ++d->launches;
     op->u.kern.fault = sim_fault_picks(op->u.kern.kernel, d);
   }
@@ -160,6 +161,7 @@ void sim_op_done(sim_op *op) {
   if (op->live_next) op->live_next->live_prev = op->live_prev;
   else d->live_tail = op->live_prev;
   op->live_prev = op->live_next = NULL;
+  if (op->kind == SIM_OP_KERNEL) d->kernels_pending--;
   ops_done++;
   if (op->stream->destroyed) free_stream_if_idle(op->stream);
   sim_wake_queues();
@@ -422,10 +424,27 @@ cudaError_t cudaStreamQuery(cudaStream_t h) {
 
 /* ---- copies and sets ---------------------------------------------------------- */
 
+/* A GPU's launch queue is finite: the host blocks in the launch while
+ * KOLO_SIM_MAX_PENDING kernels of the device are not done (lock held). */
+static void wait_launch_room(sim_device *d) {
+  while (d->kernels_pending >= __atomic_load_n(&sim_cfg.max_pending, __ATOMIC_RELAXED) &&
+         sim_sticky(d) == cudaSuccess)
+    pthread_cond_wait(&sim_changed, &sim_lock);
+}
+
+void kolo_sim_set_max_pending(int n) {
+  sim_init();
+  if (n >= 1) __atomic_store_n(&sim_cfg.max_pending, n, __ATOMIC_RELAXED);
+  pthread_mutex_lock(&sim_lock);
+  pthread_cond_broadcast(&sim_changed); /* launches waiting for a smaller bound */
+  pthread_mutex_unlock(&sim_lock);
+}
+
 /* Enqueues op on s, or adds it to s's capture; frees op on failure.  A
  * lost context takes no work. */
 cudaError_t sim_enqueue(sim_stream *s, sim_op *op) {
   pthread_mutex_lock(&sim_lock);
+  if (!s->capture && op->kind == SIM_OP_KERNEL) wait_launch_room(s->dev);
   cudaError_t e = sim_sticky(s->dev);
   if (e != cudaSuccess) {
     sim_op_unref(op);

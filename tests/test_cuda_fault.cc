@@ -16,6 +16,8 @@
 //     with 3 ranks, the peer that stopped because of it;
 //   - every communicator is destroyed in bounded time, and no device
 //     memory of the model outlives the test (its /dev/shm objects).
+// CudaPressure: a bounded launch queue (KOLO_SIM_MAX_PENDING) under a group
+// of several ranks' calls issued from one thread.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -219,5 +221,53 @@ INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaDeviceFault, ::testing::Combine(::test
                            return std::to_string(std::get<0>(p.param)) + "ranks_" +
                                   (std::get<1>(p.param) ? "at_launch" : "queued");
                          });
+
+// Launch pressure (KOLO_SIM_MAX_PENDING, kolo_sim_set_max_pending): one
+// thread issues a group of 2 all-reduces for each of 4 ranks on one device
+// while the device holds only 2 pending kernels per rank.  Each rank's
+// kernel waits for the others', so all of the group's launches must fit
+// at once: kolo's do (one kernel per rank and batch), and the group
+// completes, correct, in bounded time.  (Fewer than one launch per rank
+// would hang here as on a GPU: docs/dev/cuda-model.md.)
+TEST(CudaPressure, AOneThreadGroupFitsTheLaunchQueue) {
+  KT_REQUIRE_CUDA();
+  constexpr int n = 4;
+  std::vector<int> devs(n, 0);
+  std::vector<koloComm_t> comms(n, nullptr);
+  koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
+  cfg.memory = koloMemCuda;
+  cfg.timeoutMs = 30000;
+  ASSERT_EQ(koloCommInitAllConfig(comms.data(), n, devs.data(), &cfg), koloSuccess);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  std::vector<cudaStream_t> streams(n, nullptr);
+  std::vector<float *> bufs(n, nullptr);
+  for (int r = 0; r < n; r++) {
+    ASSERT_EQ(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&bufs[r]), 2 * kCount * 4), cudaSuccess);
+    std::vector<float> ones(2 * kCount, 1.0f);
+    ASSERT_EQ(cudaMemcpy(bufs[r], ones.data(), ones.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  kolo_sim_set_max_pending(2 * n);
+  const auto t0 = Clock::now();
+  ASSERT_EQ(koloGroupStart(), koloSuccess);
+  for (int r = 0; r < n; r++)
+    for (int k = 0; k < 2; k++)
+      EXPECT_EQ(koloAllReduce(bufs[r] + k * kCount, bufs[r] + k * kCount, kCount, koloFloat32, koloSum, comms[r],
+                              streams[r]),
+                koloSuccess);
+  EXPECT_EQ(koloGroupEnd(), koloSuccess);
+  for (int r = 0; r < n; r++) EXPECT_EQ(wait_stream(streams[r], 60000), "") << "rank " << r;
+  EXPECT_LT(ms_since(t0), 60000);
+  kolo_sim_set_max_pending(1024);
+  for (int r = 0; r < n; r++) {
+    std::vector<float> got(2 * kCount, 0.0f);
+    EXPECT_EQ(cudaMemcpy(got.data(), bufs[r], got.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(got[0], (float)n) << "rank " << r;
+    EXPECT_EQ(got[2 * kCount - 1], (float)n) << "rank " << r;
+    EXPECT_EQ(koloCommDestroy(comms[r]), koloSuccess);
+    cudaFree(bufs[r]);
+    cudaStreamDestroy(streams[r]);
+  }
+}
 
 }  // namespace

@@ -527,3 +527,36 @@ TEST(CudaSimFaults, MalformedSpecsAreRefused) {
   EXPECT_EQ(kolo_sim_set_fault(nullptr), 0);
 }
 
+// ---- pressure (KOLO_SIM_MAX_PENDING) -----------------------------------------------------
+
+// With room for 2 pending kernels, 2 spinning ones fill the device's launch
+// queue: a third launch blocks its host thread until one of them ends.
+TEST(CudaSimPressure, LaunchesBeyondTheBoundBlockUntilTheDeviceDrains) {
+  ASSERT_CUDA(cudaSetDevice(0));
+  kolo_sim_set_max_pending(2);
+  HostFlag f;
+  cudaStream_t a = new_stream(), b = new_stream(), c = new_stream();
+  uint32_t *buf = nullptr;
+  ASSERT_CUDA(cudaMalloc(reinterpret_cast<void **>(&buf), 4096));
+  ASSERT_CUDA((kolo_dev::launch<spin_until>(1, 32, 0, a, f.dev, f.count_dev)));
+  ASSERT_CUDA((kolo_dev::launch<spin_until>(1, 32, 0, b, f.dev, f.count_dev)));
+  std::atomic<int> returned{0};
+  std::thread t([&] {
+    cudaSetDevice(0);
+    EXPECT_EQ((kolo_dev::launch<iota_times>(1, 32, 0, c, buf, (size_t)1024, 3u)), cudaSuccess);
+    returned = 1;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(returned.load(), 0) << "a launch beyond KOLO_SIM_MAX_PENDING did not block";
+  f.set();
+  const auto t0 = Clock::now();
+  while (returned.load() == 0 && Clock::now() - t0 < std::chrono::seconds(10))
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(returned.load(), 1) << "the blocked launch did not return once the device drained";
+  t.join();
+  EXPECT_TRUE(done_within(c, 5000));
+  kolo_sim_set_max_pending(1024);
+  cudaFree(buf);
+  for (cudaStream_t s : {a, b, c}) cudaStreamDestroy(s);
+}
+
