@@ -124,6 +124,10 @@ void kolo_sim_clear_faults(void);
  * while n kernels of the device are not done (n >= 1). */
 void kolo_sim_set_max_pending(int n);
 
+/* KOLO_SIM_SEED from a test (0: the fixed order); launches made after the
+ * call use it. */
+void kolo_sim_set_seed(uint64_t seed);
+
 /* 1: this process runs on the model (always, in a build linked to it). */
 int kolo_sim_active(void);
 

@@ -55,6 +55,7 @@ typedef struct {
   int ub_abort;        /* KOLO_SIM_ON_UB: abort (1) or count (0) */
   size_t mem_bytes;    /* KOLO_SIM_MEM_BYTES: device memory per device (16 GiB) */
   int max_pending;     /* KOLO_SIM_MAX_PENDING (1024): kernels not done per device before a launch blocks */
+  uint64_t seed;       /* KOLO_SIM_SEED (0: the model's fixed order) */
 } sim_settings;
 extern sim_settings sim_cfg;
 
@@ -100,7 +101,9 @@ typedef struct {
   size_t dyn_smem;
   unsigned nblocks, dispatched, finished;
   int fault;               /* KOLO_SIM_FAULT picked this launch: it faults when it starts */
-  uint64_t launch;         /* the device's launch number */
+  uint64_t launch;         /* the device's launch number (seeds KOLO_SIM_SEED's choices) */
+  uint64_t order_stride, order_start; /* KOLO_SIM_SEED: block k placed is (start + k * stride) % nblocks */
+  uint64_t rng;            /* KOLO_SIM_SEED: the SM each block's search starts at */
   sim_op *dispatch_next;   /* in the device's dispatch list */
 } sim_kernel_op;
 
@@ -214,6 +217,11 @@ int sim_fault_picks(const sim_kernel *k, const sim_device *d);
  * work completes without running (lock held). */
 void sim_fault_device(sim_device *d, const sim_op *culprit);
 
+/* ---- KOLO_SIM_SEED ------------------------------------------------------------ */
+/* A step of splitmix64 (state.c): the seeded choices of block.c and kernel.c. */
+uint64_t sim_mix(uint64_t *state);
+/* The seed (0: the fixed order); tests change it between launches. */
+static inline uint64_t sim_seed(void) { return __atomic_load_n(&sim_cfg.seed, __ATOMIC_RELAXED); }
 
 /* ---- kernels and blocks -------------------------------------------------- */
 struct sim_kernel {

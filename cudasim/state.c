@@ -50,6 +50,18 @@ void sim_memory_sweep(void);      /* memory.c: segments of dead processes */
 void sim_watchdog_start(int secs); /* stream.c */
 void sim_fault_read_env(void);     /* fault.c */
 
+/* KOLO_SIM_SEED: any 64-bit value; 0 (or unset) keeps the fixed order. */
+static uint64_t env_seed(void) {
+  const char *v = getenv("KOLO_SIM_SEED");
+  if (v == NULL || *v == '\0') return 0;
+  char *end = NULL;
+  errno = 0;
+  unsigned long long x = strtoull(v, &end, 0);
+  if (errno == 0 && *end == '\0') return x;
+  fprintf(stderr, "kolo cuda model: KOLO_SIM_SEED=%s is not an integer; using the fixed order\n", v);
+  return 0;
+}
+
 static void read_settings(void) {
   sim_cfg.ndevices = (int)env_long("KOLO_SIM_GPUS", 2, 0, SIM_MAX_DEVICES);
   sim_cfg.sms = (int)env_long("KOLO_SIM_SMS", 132, 1, 1024);
@@ -58,6 +70,7 @@ static void read_settings(void) {
   sim_cfg.mem_bytes = (size_t)env_long("KOLO_SIM_MEM_MIB", 16384, 1, 1 << 24) << 20;
   /* A GPU's launch queue holds about a thousand kernels before the host blocks. */
   sim_cfg.max_pending = (int)env_long("KOLO_SIM_MAX_PENDING", 1024, 1, 1 << 20);
+  sim_cfg.seed = env_seed();
   sim_fault_read_env();
   const char *ub = getenv("KOLO_SIM_ON_UB");
   sim_cfg.ub_abort = !(ub != NULL && strcmp(ub, "count") == 0);
@@ -117,6 +130,17 @@ cudaError_t cudaPeekAtLastError(void) {
   return sticky != cudaSuccess ? sim_ret(sticky) : thread_state.last_error;
 }
 
+void kolo_sim_set_seed(uint64_t seed) {
+  sim_init();
+  __atomic_store_n(&sim_cfg.seed, seed, __ATOMIC_RELAXED);
+}
+
+uint64_t sim_mix(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
 
 cudaError_t cudaRuntimeGetVersion(int *v) {
   if (v == NULL) return sim_ret(cudaErrorInvalidValue);

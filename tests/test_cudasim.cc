@@ -84,6 +84,18 @@ __global__ void mixed_barrier_kinds(int *out) {
   out[threadIdx.x] = threadIdx.x == 0 ? kolo_dev::block_sync_or(1) : (kolo_dev::block_sync(), 0);
 }
 
+// The block's last thread sets a word of its shared storage that every
+// thread then reads, with no barrier between: a race on a GPU.  In the
+// model's fixed order the last thread to reach a barrier (the block's last)
+// goes on first, which hides it; seeded orders (KOLO_SIM_SEED) show it.
+__global__ void unsynced_broadcast(int *out) {
+  KOLO_BLOCK_SHARED int word;
+  if (threadIdx.x == 0) word = 0;
+  kolo_dev::block_sync();
+  if (threadIdx.x == blockDim.x - 1) word = 42;
+  out[blockIdx.x * blockDim.x + threadIdx.x] = word;  // the barrier that belongs before this is missing
+}
+
 // ---- helpers ---------------------------------------------------------------------
 
 #define ASSERT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
@@ -560,3 +572,40 @@ TEST(CudaSimPressure, LaunchesBeyondTheBoundBlockUntilTheDeviceDrains) {
   for (cudaStream_t s : {a, b, c}) cudaStreamDestroy(s);
 }
 
+// ---- seeded orders (KOLO_SIM_SEED) --------------------------------------------------------
+
+// The number of threads of 4 launches of unsynced_broadcast (4 blocks
+// each) that read the word before the last thread set it.
+int stale_reads(cudaStream_t s, int *dev, int threads) {
+  const size_t n = 4u * (size_t)threads;
+  int stale = 0;
+  for (int launch = 0; launch < 4; launch++) {
+    EXPECT_EQ((kolo_dev::launch<unsynced_broadcast>(4, threads, 0, s, dev)), cudaSuccess);
+    std::vector<int> out(n, -1);
+    EXPECT_EQ(cudaMemcpyAsync(out.data(), dev, n * sizeof(int), cudaMemcpyDeviceToHost, s), cudaSuccess);
+    EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    for (int v : out) stale += v != 42;
+  }
+  return stale;
+}
+
+// The fixed order hides the missing barrier; seeded orders show it.
+TEST(CudaSimSeed, SeededOrdersShowAMissingBarrier) {
+  ASSERT_CUDA(cudaSetDevice(0));
+  const int threads = kolo_sim_block_threads();
+  if (threads < 2) GTEST_SKIP() << "one thread per block: no order to vary";
+  cudaStream_t s = new_stream();
+  int *dev = nullptr;
+  ASSERT_CUDA(cudaMalloc(reinterpret_cast<void **>(&dev), 4u * (size_t)threads * sizeof(int)));
+  kolo_sim_set_seed(0);
+  EXPECT_EQ(stale_reads(s, dev, threads), 0) << "the fixed order runs the last thread first after a barrier";
+  int shown = 0;
+  for (uint64_t seed = 1; seed <= 3; seed++) {
+    kolo_sim_set_seed(seed);
+    shown += stale_reads(s, dev, threads) > 0;
+  }
+  kolo_sim_set_seed(0);
+  EXPECT_EQ(shown, 3) << "seeds under which a thread read the word before the last thread set it";
+  cudaFree(dev);
+  cudaStreamDestroy(s);
+}
