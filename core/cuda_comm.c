@@ -544,12 +544,34 @@ static koloResult_t status_result(uint32_t why, int *reason) {
 
 static void status_sentence(struct koloComm *c, koloResult_t res, uint32_t why, uint32_t task, int peer);
 
+/* A device fault (an illegal address, in any kernel of the context, the
+ * user's too) is a sticky CUDA error: the kernels died without writing a
+ * status word, so the context itself is asked, through the order event
+ * (its NotReady is no error).  Nothing can be written through a lost
+ * context: the peers learn of it from their own timeout, which names
+ * this rank. */
+static koloResult_t context_lost(struct koloComm *c) {
+  kolo_cuda_comm *cc = c->cuda;
+  if (cc->order_event == NULL || !cc->have_last) return koloSuccess;
+  cudaError_t e = cudaEventQuery((cudaEvent_t)cc->order_event);
+  if (cudaPeekAtLastError() == cudaErrorNotReady) (void)cudaGetLastError(); /* our poll's, not the user's */
+  if (e == cudaSuccess || e == cudaErrorNotReady) return koloSuccess;
+  int expected = koloSuccess;
+  if (!atomic_compare_exchange_strong(&c->failed, &expected, (int)koloUnhandledCudaError))
+    return (koloResult_t)expected;
+  return kolo_error(&c->err, koloUnhandledCudaError,
+                    "rank %d: CUDA device %d's context failed while this communicator had work on it: %s (%s), "
+                    "a fault of a kernel there (this communicator's or another's); the error is sticky: no CUDA "
+                    "work can run on the device again in this process",
+                    c->rank, cc->dev, cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
 koloResult_t kolo_cuda_comm_status(struct koloComm *c) {
   koloResult_t res = (koloResult_t)atomic_load(&c->failed);
   kolo_cuda_comm *cc = c->cuda;
   if (res != koloSuccess || cc == NULL || cc->words == NULL) return res;
   uint32_t why = __atomic_load_n(&cc->words[KOLO_CW_STATUS], __ATOMIC_ACQUIRE);
-  if (why == KOLO_DEV_OK) return koloSuccess;
+  if (why == KOLO_DEV_OK) return context_lost(c);
   kolo_cuda_stall_check(c); /* a stall the kernel noted before it stopped: its warning first */
   if (kolo_cuda_status_mismatch(c, why, &res)) return res; /* calls that do not match (cuda_mismatch.c) */
   /* task and peer are written right after `why`: a reader racing the

@@ -124,6 +124,7 @@ typedef struct {
   void *asan_main_fake;
   const void *main_bottom;
   size_t main_size;
+  uint64_t rng;     /* KOLO_SIM_SEED's choices for this block (0: fixed order) */
 } sim_block;
 
 struct sim_runner {
@@ -207,6 +208,18 @@ static void barrier_check(sim_block *b) {
     if (LD(b->f[i].state) == F_BARRIER) ST(b->f[i].state, F_RUN);
 }
 
+/* A lost context (KOLO_SIM_FAULT) kills its kernels: the thread ends where
+ * it stands, as a GPU's do; its stack is dropped, never unwound. */
+static void die_if_lost(sim_block *b) {
+  if (sim_sticky(b->op->dev) == cudaSuccess) return;
+  fiber *f = &b->f[LD(b->cur)];
+  ST(f->state, F_DONE);
+  ST(b->live, LD(b->live) - 1);
+  barrier_check(b);
+  leave_fiber(b, 1);
+  abort(); /* a dead fiber is never resumed */
+}
+
 static const char *sync_name(int is_or) { return is_or ? "__syncthreads_or" : "__syncthreads"; }
 
 /* The first thread to arrive names the barrier; every later one must be at
@@ -227,6 +240,7 @@ static void check_site(sim_block *b, int is_or, const char *file, int line) {
 static int block_sync(int is_or, int pred, const char *file, int line) {
   sim_block *b = cur;
   if (b == NULL) return pred; /* not in a kernel */
+  die_if_lost(b);
   fiber *f = &b->f[LD(b->cur)];
 #if SIM_TSAN
   __tsan_release(&b->sync_obj);
@@ -285,6 +299,7 @@ void kolo_sim_poll(void) {
     sched_yield();
     return;
   }
+  die_if_lost(b);
   ST(b->f[LD(b->cur)].polled, 1);
   leave_fiber(b, 0);
 }
@@ -348,14 +363,49 @@ static void idle(int passes) {
   nanosleep(&ts, NULL);
 }
 
+/* KOLO_SIM_SEED: now and then the runner gives its core away between two
+ * threads (a yield; rarely a sleep of up to 50 us), so that blocks and
+ * ranks interleave in other ways than the fixed order's. */
+static void seeded_pause(sim_block *b) {
+  uint64_t r = sim_mix(&b->rng);
+  if ((r & 31) != 0) return;
+  if ((r & 0x1f00) != 0) {
+    sched_yield();
+    return;
+  }
+  struct timespec ts = {0, 1000L + (long)((r >> 16) % 49000)};
+  nanosleep(&ts, NULL);
+}
+
+/* The pass's k-th thread: in order, or (KOLO_SIM_SEED) from a random start
+ * with a random stride prime to n, a new one each pass. */
+typedef struct {
+  int start, stride;
+} pass_order;
+
+static int gcd(int a, int b) { return b == 0 ? a : gcd(b, a % b); }
+
+static pass_order next_order(sim_block *b) {
+  pass_order o = {0, 1};
+  if (b->rng == 0 || b->n < 2) return o;
+  uint64_t r = sim_mix(&b->rng);
+  o.start = (int)(r % (uint64_t)b->n);
+  o.stride = 1 + (int)((r >> 32) % (uint64_t)(b->n - 1));
+  while (gcd(o.stride, b->n) != 1) o.stride--;
+  return o;
+}
+
 static void schedule(sim_block *b) {
   int idle_passes = 0;
   while (LD(b->live) > 0) {
     int moved = 0;
-    for (int i = 0; i < b->n; i++) {
+    pass_order o = next_order(b);
+    for (int k = 0; k < b->n; k++) {
+      int i = (int)(((long)o.start + (long)k * o.stride) % b->n);
       if (LD(b->f[i].state) != F_RUN) continue;
       enter_fiber(b, i);
       if (!LD(b->f[i].polled)) moved = 1;
+      if (b->rng) seeded_pause(b);
     }
     idle_passes = moved ? 0 : idle_passes + 1;
     if (idle_passes > 0) idle(idle_passes);
@@ -377,6 +427,11 @@ void sim_run_block(sim_op *op, unsigned block) {
   b.n = n;
   b.live = n;
   b.op = op;
+  uint64_t seed = sim_seed();
+  if (seed) { /* one stream of choices per block of each launch */
+    b.rng = seed ^ (k->launch * 0x100000001b3ull) ^ ((uint64_t)block << 40) ^ (uint64_t)op->dev->ordinal;
+    b.rng |= 1; /* never 0: 0 means the fixed order */
+  }
 #if SIM_TSAN
   b.tsan_main = __tsan_get_current_fiber();
 #endif

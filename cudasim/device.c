@@ -62,7 +62,7 @@ cudaError_t cudaDeviceSynchronize(void) {
   if (e != cudaSuccess) return sim_ret(e);
   if (sim_capture_forbids(NULL)) return sim_ret(cudaErrorStreamCaptureUnsupported);
   sim_device_wait(d);
-  return cudaSuccess;
+  return sim_ret(sim_sticky(d));
 }
 
 /* ---- what a device reports ---------------------------------------------- */

@@ -29,6 +29,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *out, unsigned flags) {
     return sim_ret(cudaErrorInvalidValue);
   sim_device *d;
   cudaError_t e = sim_current(&d);
+  if (e == cudaSuccess) e = sim_sticky(d);
   if (e != cudaSuccess) return sim_ret(e);
   sim_event *ev = calloc(1, sizeof *ev);
   if (ev == NULL) return sim_ret(cudaErrorMemoryAllocation);
@@ -73,6 +74,8 @@ cudaError_t cudaEventRecord(cudaEvent_t h, cudaStream_t sh) {
   cudaError_t e = cudaSuccess;
   if (ev == NULL || ev->device != s->dev->ordinal) {
     e = cudaErrorInvalidResourceHandle; /* CUDA: event and stream of one device */
+  } else if (sim_sticky(s->dev) != cudaSuccess) {
+    e = sim_sticky(s->dev);
   } else if (s->capture) {
     /* A record inside a capture marks a point of the graph, not work. */
     ev->in_capture = 1;
@@ -117,8 +120,10 @@ cudaError_t cudaEventQuery(cudaEvent_t h) {
   if (op == NULL) return sim_ret(e);
   pthread_mutex_lock(&sim_lock);
   int done = op->state == SIM_DONE;
+  cudaError_t sticky = sim_sticky(op->dev);
   sim_op_unref(op);
   pthread_mutex_unlock(&sim_lock);
+  if (sticky != cudaSuccess) return sim_ret(sticky);
   return done ? cudaSuccess : sim_ret(cudaErrorNotReady);
 }
 
@@ -128,9 +133,10 @@ cudaError_t cudaEventSynchronize(cudaEvent_t h) {
   if (op == NULL) return sim_ret(e);
   pthread_mutex_lock(&sim_lock);
   while (op->state != SIM_DONE) pthread_cond_wait(&sim_changed, &sim_lock);
+  cudaError_t sticky = sim_sticky(op->dev);
   sim_op_unref(op);
   pthread_mutex_unlock(&sim_lock);
-  return cudaSuccess;
+  return sim_ret(sticky);
 }
 
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
@@ -158,6 +164,8 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t sh, cudaEvent_t h, unsigned flags) 
   cudaError_t e = cudaSuccess;
   if (ev == NULL) {
     e = cudaErrorInvalidResourceHandle;
+  } else if (sim_sticky(s->dev) != cudaSuccess) {
+    e = sim_sticky(s->dev);
   } else if (ev->in_capture || s->capture) {
     /* Joining captures across streams is not modelled: the model captures
      * one stream at a time (docs/dev/cuda-model.md). */

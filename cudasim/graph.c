@@ -217,7 +217,7 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t h, cudaStream_t sh) {
   if (s == NULL) return sim_ret(sim_init() != cudaSuccess ? sim_init() : cudaErrorInvalidResourceHandle);
   pthread_mutex_lock(&sim_lock);
   sim_graph *x = graph_live(h, 1);
-  cudaError_t e = x == NULL ? cudaErrorInvalidResourceHandle : s->capture ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
+  cudaError_t e = x == NULL ? cudaErrorInvalidResourceHandle : s->capture ? cudaErrorStreamCaptureUnsupported : sim_sticky(s->dev);
   for (int i = 0; e == cudaSuccess && i < x->n; i++) {
     sim_op *op = node_of(x->nodes[i], s);
     if (op == NULL) {

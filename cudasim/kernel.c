@@ -229,13 +229,33 @@ cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **arg
   if (s == NULL) return sim_ret(cudaErrorInvalidResourceHandle);
   sim_op *op = kernel_op(s, k, grid, block, smem, args, per_sm);
   if (op == NULL) return sim_ret(cudaErrorMemoryAllocation);
-  return sim_ret(sim_enqueue(s, op));
+  e = sim_enqueue(s, op);
+  /* a fault of this very launch, when it started at once, is its result */
+  return sim_ret(e != cudaSuccess ? e : sim_sticky(s->dev));
 }
 
 /* ---- residency --------------------------------------------------------------------- */
 
+static uint64_t gcd64(uint64_t a, uint64_t b) { return b == 0 ? a : gcd64(b, a % b); }
+
+/* KOLO_SIM_SEED: the kernel's blocks are placed in a shuffled order (a
+ * stride prime to their count from a random start), each on a random SM
+ * with room, not the first one: CUDA promises neither. */
+static void seed_order(sim_kernel_op *k) {
+  k->order_stride = 1;
+  k->order_start = 0;
+  uint64_t seed = sim_seed();
+  if (seed == 0) return;
+  k->rng = seed ^ (k->launch * 0x9e3779b97f4a7c15ull);
+  uint64_t r = sim_mix(&k->rng);
+  k->order_start = r % k->nblocks;
+  k->order_stride = k->nblocks > 1 ? 1 + (r >> 32) % (k->nblocks - 1) : 1;
+  while (gcd64(k->order_stride, k->nblocks) != 1) k->order_stride--;
+}
+
 void sim_kernel_start(sim_op *op) {
   sim_device *d = op->dev;
+  seed_order(&op->u.kern);
   op->u.kern.dispatch_next = NULL;
   if (d->dispatch_tail) d->dispatch_tail->u.kern.dispatch_next = op;
   else d->dispatch_head = op;
@@ -243,9 +263,12 @@ void sim_kernel_start(sim_op *op) {
   sim_dispatch(d);
 }
 
-static int sm_with_room(const sim_device *d, int charge) {
-  for (int i = 0; i < sim_cfg.sms; i++)
-    if (d->sm[i].units + charge <= SIM_SM_UNITS) return i;
+static int sm_with_room(const sim_device *d, sim_kernel_op *k) {
+  int start = sim_seed() ? (int)(sim_mix(&k->rng) % (uint64_t)sim_cfg.sms) : 0;
+  for (int j = 0; j < sim_cfg.sms; j++) {
+    int i = (start + j) % sim_cfg.sms;
+    if (d->sm[i].units + k->charge <= SIM_SM_UNITS) return i;
+  }
   return -1;
 }
 
@@ -262,16 +285,37 @@ int sim_kernel_fits_now(const sim_op *op) {
 
 void sim_runner_give(sim_device *d, sim_op *op, unsigned block, int sm); /* block.c */
 
+/* A lost context places no more blocks: a kernel ends with those that
+ * run (lock held). */
+static void drop_unplaced(sim_device *d) {
+  sim_op *op;
+  while ((op = d->dispatch_head) != NULL) {
+    sim_kernel_op *k = &op->u.kern;
+    k->nblocks = k->dispatched;
+    d->dispatch_head = k->dispatch_next;
+    if (d->dispatch_head == NULL) d->dispatch_tail = NULL;
+    k->dispatch_next = NULL;
+    if (k->finished == k->nblocks) sim_op_done(op);
+    pthread_cond_signal(&d->queue_cv[op->stream->queue]); /* its queue may go on */
+    sim_op_unref(op); /* the dispatch list's */
+  }
+}
+
 void sim_dispatch(sim_device *d) {
+  if (sim_sticky(d) != cudaSuccess) {
+    drop_unplaced(d);
+    return;
+  }
   sim_op *op;
   while ((op = d->dispatch_head) != NULL) {
     sim_kernel_op *k = &op->u.kern;
     while (k->dispatched < k->nblocks) {
-      int sm = sm_with_room(d, k->charge);
+      int sm = sm_with_room(d, k);
       if (sm < 0) return; /* in order: nothing behind it goes first */
       d->sm[sm].units += k->charge;
       sim_op_ref(op); /* the block's */
-      sim_runner_give(d, op, k->dispatched++, sm);
+      unsigned block = (unsigned)((k->order_start + k->dispatched++ * k->order_stride) % k->nblocks);
+      sim_runner_give(d, op, block, sm);
     }
     d->dispatch_head = k->dispatch_next;
     if (d->dispatch_head == NULL) d->dispatch_tail = NULL;

@@ -9,9 +9,10 @@
  * measures is a GPU figure.  Where it cannot be faithful (the full list is in
  * docs/dev/cuda-model.md): memory scopes and the PTX memory model (its atomics
  * are C++'s on the host, stronger than a GPU's), L1 coherence, timing,
- * device-side faults other than writing past an allocation, host code
- * touching device memory, GPUDirect RDMA, the driver API, captures across
- * streams, and the Programming Guide's implicit synchronization of
+ * device-side faults other than writing past an allocation and those
+ * KOLO_SIM_FAULT injects (below), host code touching device memory,
+ * GPUDirect RDMA, the driver API, captures across streams, and the
+ * Programming Guide's implicit synchronization of
  * allocations and memsets (only the legacy stream's and cudaFree's).
  */
 #ifndef KOLO_CUDASIM_KOLO_SIM_H
@@ -105,6 +106,27 @@ int kolo_sim_undefined_count(void);
  * printed by the watchdog (KOLO_SIM_WATCHDOG_S=N: after N seconds without
  * any op finishing while some are pending). */
 void kolo_sim_dump(void);
+
+/* KOLO_SIM_FAULT's setting from a test: "<name>:<n>[:<device>]" arms a
+ * fault of the n-th launch (from now) of a kernel whose name contains
+ * <name> (no ':' in it), on any device or on <device> only; NULL or ""
+ * disarms it.  The launch faults when it starts: its device's context
+ * then has the sticky cudaErrorIllegalAddress.  Returns 0, or -1 for a
+ * malformed spec. */
+int kolo_sim_set_fault(const char *spec);
+/* Clears every device's sticky error and the armed fault.  Not CUDA's (a
+ * process must end after a sticky error): for tests that go on in the
+ * same process once every communicator and stream of the lost context is
+ * gone. */
+void kolo_sim_clear_faults(void);
+
+/* KOLO_SIM_MAX_PENDING from a test: cudaLaunchKernel blocks the host
+ * while n kernels of the device are not done (n >= 1). */
+void kolo_sim_set_max_pending(int n);
+
+/* KOLO_SIM_SEED from a test (0: the fixed order); launches made after the
+ * call use it. */
+void kolo_sim_set_seed(uint64_t seed);
 
 /* 1: this process runs on the model (always, in a build linked to it). */
 int kolo_sim_active(void);

@@ -167,6 +167,7 @@ cudaError_t cudaMalloc(void **p, size_t bytes) {
   *p = NULL;
   sim_device *d;
   cudaError_t e = sim_current(&d);
+  if (e == cudaSuccess) e = sim_sticky(d);
   if (e != cudaSuccess) return sim_ret(e);
   if (sim_capture_forbids(NULL)) return sim_ret(cudaErrorStreamCaptureUnsupported);
   if (bytes == 0) return cudaSuccess; /* CUDA hands out NULL for 0 bytes */
@@ -255,9 +256,12 @@ cudaError_t cudaFree(void *p) {
   }
   pthread_mutex_unlock(&sim_lock);
   if (a == NULL) return sim_ret(cudaErrorInvalidValue);
+  cudaError_t sticky = sim_sticky(sim_device_get(a->device));
   release_device_alloc(a);
   free(a);
-  return cudaSuccess;
+  /* Freed all the same: the model's memory must not outlive the process
+   * (a GPU releases a lost context's memory when the process ends). */
+  return sim_ret(sticky);
 }
 
 /* ---- pinned host memory ---------------------------------------------------- */
@@ -267,6 +271,7 @@ cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned flags) {
   *p = NULL;
   sim_device *d;
   cudaError_t e = sim_current(&d);
+  if (e == cudaSuccess) e = sim_sticky(d);
   if (e != cudaSuccess) return sim_ret(e);
   if (flags & ~(unsigned)(cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined))
     return sim_ret(cudaErrorInvalidValue);

@@ -54,6 +54,8 @@ typedef struct {
   int block_threads;   /* KOLO_SIM_BLOCK_THREADS (8) */
   int ub_abort;        /* KOLO_SIM_ON_UB: abort (1) or count (0) */
   size_t mem_bytes;    /* KOLO_SIM_MEM_BYTES: device memory per device (16 GiB) */
+  int max_pending;     /* KOLO_SIM_MAX_PENDING (1024): kernels not done per device before a launch blocks */
+  uint64_t seed;       /* KOLO_SIM_SEED (0: the model's fixed order) */
 } sim_settings;
 extern sim_settings sim_cfg;
 
@@ -98,6 +100,10 @@ typedef struct {
   int host_threads;        /* threads per block run on the host */
   size_t dyn_smem;
   unsigned nblocks, dispatched, finished;
+  int fault;               /* KOLO_SIM_FAULT picked this launch: it faults when it starts */
+  uint64_t launch;         /* the device's launch number (seeds KOLO_SIM_SEED's choices) */
+  uint64_t order_stride, order_start; /* KOLO_SIM_SEED: block k placed is (start + k * stride) % nblocks */
+  uint64_t rng;            /* KOLO_SIM_SEED: the SM each block's search starts at */
   sim_op *dispatch_next;   /* in the device's dispatch list */
 } sim_kernel_op;
 
@@ -186,6 +192,9 @@ struct sim_device {
   sim_runner *idle_runners;
   int peer_enabled[SIM_MAX_DEVICES];
   size_t mem_used;
+  int kernels_pending;        /* kernel ops issued, not done (KOLO_SIM_MAX_PENDING) */
+  uint64_t launches;          /* kernel launches made on the device */
+  cudaError_t fault;          /* sticky error of the context (relaxed atomic): cudaSuccess until a fault */
 };
 
 sim_device *sim_device_get(int ordinal);
@@ -195,6 +204,24 @@ cudaError_t sim_current(sim_device **out);
 cudaError_t sim_device_start(sim_device *d);
 /* Waits until every op issued on d so far is done (lock not held). */
 void sim_device_wait(sim_device *d);
+
+/* ---- faults (fault.c) ---------------------------------------------------- */
+/* The context's sticky error (cudaSuccess when none); d may be NULL. */
+cudaError_t sim_sticky(const sim_device *d);
+/* The sticky error of the calling thread's current device, if it has one. */
+cudaError_t sim_sticky_current(void);
+/* Whether KOLO_SIM_FAULT picks this launch of k on d (lock held). */
+int sim_fault_picks(const sim_kernel *k, const sim_device *d);
+/* The context of d is lost: its sticky error is set, its kernels end at
+ * their next poll or barrier, blocks not yet placed never run and queued
+ * work completes without running (lock held). */
+void sim_fault_device(sim_device *d, const sim_op *culprit);
+
+/* ---- KOLO_SIM_SEED ------------------------------------------------------------ */
+/* A step of splitmix64 (state.c): the seeded choices of block.c and kernel.c. */
+uint64_t sim_mix(uint64_t *state);
+/* The seed (0: the fixed order); tests change it between launches. */
+static inline uint64_t sim_seed(void) { return __atomic_load_n(&sim_cfg.seed, __ATOMIC_RELAXED); }
 
 /* ---- kernels and blocks -------------------------------------------------- */
 struct sim_kernel {

@@ -48,6 +48,19 @@ static void child_after_fork(void) { forked_child = 1; }
 
 void sim_memory_sweep(void);      /* memory.c: segments of dead processes */
 void sim_watchdog_start(int secs); /* stream.c */
+void sim_fault_read_env(void);     /* fault.c */
+
+/* KOLO_SIM_SEED: any 64-bit value; 0 (or unset) keeps the fixed order. */
+static uint64_t env_seed(void) {
+  const char *v = getenv("KOLO_SIM_SEED");
+  if (v == NULL || *v == '\0') return 0;
+  char *end = NULL;
+  errno = 0;
+  unsigned long long x = strtoull(v, &end, 0);
+  if (errno == 0 && *end == '\0') return x;
+  fprintf(stderr, "kolo cuda model: KOLO_SIM_SEED=%s is not an integer; using the fixed order\n", v);
+  return 0;
+}
 
 static void read_settings(void) {
   sim_cfg.ndevices = (int)env_long("KOLO_SIM_GPUS", 2, 0, SIM_MAX_DEVICES);
@@ -55,6 +68,10 @@ static void read_settings(void) {
   sim_cfg.queues = (int)env_long("CUDA_DEVICE_MAX_CONNECTIONS", 8, 1, SIM_MAX_QUEUES);
   sim_cfg.block_threads = (int)env_long("KOLO_SIM_BLOCK_THREADS", 8, 1, 1024);
   sim_cfg.mem_bytes = (size_t)env_long("KOLO_SIM_MEM_MIB", 16384, 1, 1 << 24) << 20;
+  /* A GPU's launch queue holds about a thousand kernels before the host blocks. */
+  sim_cfg.max_pending = (int)env_long("KOLO_SIM_MAX_PENDING", 1024, 1, 1 << 20);
+  sim_cfg.seed = env_seed();
+  sim_fault_read_env();
   const char *ub = getenv("KOLO_SIM_ON_UB");
   sim_cfg.ub_abort = !(ub != NULL && strcmp(ub, "count") == 0);
 }
@@ -99,13 +116,31 @@ void sim_undefined(const char *fmt, ...) {
 int kolo_sim_undefined_count(void) { return __atomic_load_n(&ub_count, __ATOMIC_SEQ_CST); }
 int kolo_sim_active(void) { return 1; }
 
+/* A sticky error is not cleared by reading it: the context stays lost. */
 cudaError_t cudaGetLastError(void) {
+  cudaError_t sticky = sim_sticky_current();
+  if (sticky != cudaSuccess) return sim_ret(sticky);
   cudaError_t e = thread_state.last_error;
   thread_state.last_error = cudaSuccess;
   return e;
 }
 
-cudaError_t cudaPeekAtLastError(void) { return thread_state.last_error; }
+cudaError_t cudaPeekAtLastError(void) {
+  cudaError_t sticky = sim_sticky_current();
+  return sticky != cudaSuccess ? sim_ret(sticky) : thread_state.last_error;
+}
+
+void kolo_sim_set_seed(uint64_t seed) {
+  sim_init();
+  __atomic_store_n(&sim_cfg.seed, seed, __ATOMIC_RELAXED);
+}
+
+uint64_t sim_mix(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
 
 cudaError_t cudaRuntimeGetVersion(int *v) {
   if (v == NULL) return sim_ret(cudaErrorInvalidValue);

@@ -108,6 +108,11 @@ void sim_op_submit(sim_op *op) {
   sim_op_add_dep(op, s->tail);
   legacy_deps(op);
   op->seq = d->next_seq++;
+  if (op->kind == SIM_OP_KERNEL) {
+    d->kernels_pending++;
+    op->u.kern.launch = ++d->launches;
+    op->u.kern.fault = sim_fault_picks(op->u.kern.kernel, d);
+  }
   op->live_prev = d->live_tail;
   if (d->live_tail) d->live_tail->live_next = op;
   else d->live_head = op;
@@ -156,6 +161,7 @@ void sim_op_done(sim_op *op) {
   if (op->live_next) op->live_next->live_prev = op->live_prev;
   else d->live_tail = op->live_prev;
   op->live_prev = op->live_next = NULL;
+  if (op->kind == SIM_OP_KERNEL) d->kernels_pending--;
   ops_done++;
   if (op->stream->destroyed) free_stream_if_idle(op->stream);
   sim_wake_queues();
@@ -200,10 +206,16 @@ static void set_bytes(void *dst, int value, size_t n) {
   for (size_t i = 0; i < n / 4; i++) __atomic_store_n((uint32_t *)dst + i, w, __ATOMIC_RELAXED);
 }
 
-/* Runs op (popped from its queue, deps done); returns with the lock held. */
+/* Runs op (popped from its queue, deps done); returns with the lock held.
+ * A lost context runs nothing more: its queued work completes unrun. */
 static void run_op(sim_op *op) {
   drop_deps(op);
   op->state = SIM_STARTED;
+  if (op->kind == SIM_OP_KERNEL && op->u.kern.fault) sim_fault_device(op->dev, op);
+  if (sim_sticky(op->dev) != cudaSuccess) {
+    sim_op_done(op);
+    return;
+  }
   switch (op->kind) {
   case SIM_OP_KERNEL:
     sim_op_ref(op); /* the dispatch list's */
@@ -339,6 +351,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *out, unsigned flags) {
   if (out == NULL || (flags & ~(unsigned)cudaStreamNonBlocking)) return sim_ret(cudaErrorInvalidValue);
   sim_device *d;
   cudaError_t e = sim_current(&d);
+  if (e == cudaSuccess) e = sim_sticky(d);
   if (e != cudaSuccess) return sim_ret(e);
   pthread_mutex_lock(&sim_lock);
   sim_stream *s = stream_new(d, (int)flags, 0);
@@ -373,9 +386,10 @@ cudaError_t cudaStreamDestroy(cudaStream_t h) {
       break;
     }
   s->destroyed = 1;
+  cudaError_t sticky = sim_sticky(s->dev);
   free_stream_if_idle(s);
   pthread_mutex_unlock(&sim_lock);
-  return cudaSuccess;
+  return sim_ret(sticky); /* freed all the same: a lost context's work is done */
 }
 
 void sim_stream_wait(sim_stream *s) {
@@ -394,7 +408,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t h) {
   if (s == NULL) return sim_ret(sim_init() != cudaSuccess ? sim_init() : cudaErrorInvalidResourceHandle);
   if (sim_capture_forbids(s)) return sim_ret(cudaErrorStreamCaptureUnsupported);
   sim_stream_wait(s);
-  return cudaSuccess;
+  return sim_ret(sim_sticky(s->dev));
 }
 
 cudaError_t cudaStreamQuery(cudaStream_t h) {
@@ -404,16 +418,37 @@ cudaError_t cudaStreamQuery(cudaStream_t h) {
   pthread_mutex_lock(&sim_lock);
   int busy = s->tail != NULL && s->tail->state != SIM_DONE;
   pthread_mutex_unlock(&sim_lock);
+  if (sim_sticky(s->dev) != cudaSuccess) return sim_ret(sim_sticky(s->dev));
   return busy ? sim_ret(cudaErrorNotReady) : cudaSuccess;
 }
 
 /* ---- copies and sets ---------------------------------------------------------- */
 
-/* Enqueues op on s, or adds it to s's capture; frees op on failure. */
+/* A GPU's launch queue is finite: the host blocks in the launch while
+ * KOLO_SIM_MAX_PENDING kernels of the device are not done (lock held). */
+static void wait_launch_room(sim_device *d) {
+  while (d->kernels_pending >= __atomic_load_n(&sim_cfg.max_pending, __ATOMIC_RELAXED) &&
+         sim_sticky(d) == cudaSuccess)
+    pthread_cond_wait(&sim_changed, &sim_lock);
+}
+
+void kolo_sim_set_max_pending(int n) {
+  sim_init();
+  if (n >= 1) __atomic_store_n(&sim_cfg.max_pending, n, __ATOMIC_RELAXED);
+  pthread_mutex_lock(&sim_lock);
+  pthread_cond_broadcast(&sim_changed); /* launches waiting for a smaller bound */
+  pthread_mutex_unlock(&sim_lock);
+}
+
+/* Enqueues op on s, or adds it to s's capture; frees op on failure.  A
+ * lost context takes no work. */
 cudaError_t sim_enqueue(sim_stream *s, sim_op *op) {
   pthread_mutex_lock(&sim_lock);
-  cudaError_t e = cudaSuccess;
-  if (s->capture) {
+  if (!s->capture && op->kind == SIM_OP_KERNEL) wait_launch_room(s->dev);
+  cudaError_t e = sim_sticky(s->dev);
+  if (e != cudaSuccess) {
+    sim_op_unref(op);
+  } else if (s->capture) {
     e = sim_capture_add(s, op);
     sim_op_unref(op);
   } else {
@@ -476,6 +511,7 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind
   sim_stream *s = NULL;
   e = copy_async(dst, src, n, kind, NULL, &s);
   if (e == cudaSuccess && s) sim_stream_wait(s);
+  if (e == cudaSuccess && s) e = sim_sticky(s->dev);
   return sim_ret(e);
 }
 

@@ -13,7 +13,8 @@
 #  4. the CUDA path on kolo's CPU model of the GPU (docs/dev/cuda-model.md):
 #     build-sim (-DKOLO_CUDA=SIM, kernel resources from step 2's ptxas
 #     report) and every CUDA test there, a set of them again with blocks of
-#     256 and of 33 threads, and examples/nccl.c against its
+#     256 and of 33 threads, a set under 3 seeds of the model's orders
+#     (KOLO_SIM_SEED) and with CUDA's default 8 hardware queues, and examples/nccl.c against its
 #     libnccl.so.2 (tests/check_install.sh build-sim); then build-sim-tsan: the reduce
 #     kernels and a set of the executor's end-to-end cases under TSan, with
 #     4-thread blocks
@@ -130,8 +131,18 @@ CUDA_TSAN_TESTS='CudaReduceTest.MatchesReference/(int8_max|bfloat16_avg)( |$)|Cu
 CUDA_BLOCK_TESTS='CudaGrid.SmallCounts/.*_[23]ranks_|CudaPeerGrid.SmallCounts/.*_3ranks|AllTypesOps/CudaReduceTest.MatchesReference/(int8_max|float32_sum|bfloat16_avg|float64_copy|int32_premulsum|float16_avg)( |$)|CudaAlgoBits.*/(rd|rabenseifner)_3ranks|CudaAbort|CudaTimeout|CudaThreads/CudaMismatch|CudaStallWarning|CudaSimBlocks'
 # With 33: the tails of strides and a warp of one lane, on fewer cases.
 CUDA_BLOCK33_TESTS='CudaGrid.SmallCounts/.*_[23]ranks_|AllTypesOps/CudaReduceTest.MatchesReference/(int8_max|float32_sum|bfloat16_avg|float16_avg)( |$)|CudaSimBlocks'
+# Under seeded orders (KOLO_SIM_SEED: the order of a block's threads, of
+# block placement, small pauses): every kind of collective, 2 and 3 ranks,
+# both issue modes among them, the multi-peer ones and the doubling
+# all-reduces; 20 cases, ~5 s per seed on 2 cores.  One alternative per
+# case, each ending in the space before ctest's "# GetParam()" comment
+# (CMake's regular expressions take few groups).
+CUDA_SEED_TESTS='SmallCounts/AllReduce_2ranks_threads |SmallCounts/AllReduce_3ranks_onethread |SmallCounts/AllReduce_3ranks_threads |SmallCounts/ReduceScatter_2ranks_onethread |SmallCounts/ReduceScatter_3ranks_threads |SmallCounts/AllGather_2ranks_threads |SmallCounts/AllGather_3ranks_onethread |SmallCounts/AllGather_3ranks_threads |SmallCounts/Broadcast_3ranks_threads |SmallCounts/Reduce_3ranks_onethread |SmallCounts/SendRecv_2ranks_threads |SmallCounts/SendRecv_3ranks_onethread |SmallCounts/AlltoAll_3ranks_threads |SmallCounts/Gather_3ranks_onethread |SmallCounts/Scatter_3ranks_threads |SmallCounts/Bcast_3ranks_onethread |CudaP2P.AllToAll/2ranks_threads |CudaP2P.AllToAll/3ranks_onethread |CudaAlgoBits.*/rd_3ranks |CudaAlgoBits.*/rabenseifner_3ranks '
+# With CUDA's default 8 hardware queues (the other steps give every stream
+# its own): 4 ranks' 8 streams share them with the legacy stream (~8 s).
+CUDA_QUEUE8_TESTS='SmallCounts/.*_4ranks_|SmallCounts/AllReduce_3ranks_|SmallCounts/AlltoAll_3ranks_|CudaP2P.AllToAll/4ranks_'
 SIM_TSAN_TARGETS=(test_cuda_reduce test_e2e_cuda test_e2e_cuda_algos test_cuda_mismatch test_cuda_stall)
-SIM_TARGETS=(kolo kolo-perf test_cudasim test_e2e_cuda test_e2e_cuda_algos test_e2e_schedule test_cuda_mismatch test_cuda_stall test_cuda_reduce test_cuda_plan test_fusion nccl test_nccl_layer test_nccl_dlopen kolo-fault)
+SIM_TARGETS=(kolo kolo-perf test_cudasim test_cuda_fault test_e2e_cuda test_e2e_cuda_algos test_e2e_schedule test_cuda_mismatch test_cuda_stall test_cuda_reduce test_cuda_plan test_fusion nccl test_nccl_layer test_nccl_dlopen kolo-fault)
 sim_build() { # dir, extra cmake args...
   local dir=$1 targets=("${SIM_TARGETS[@]}")
   shift
@@ -156,6 +167,15 @@ else
     step "CUDA model with 33 threads per block: collectives of 2 and 3 ranks, reduce kernels"
     KOLO_SIM_BLOCK_THREADS=33 CUDA_DEVICE_MAX_CONNECTIONS=32 KOLO_SIM_WATCHDOG_S=60 \
       ctest_checked build-sim --timeout 300 -R "$CUDA_BLOCK33_TESTS" || failed
+    step "CUDA model, seeded orders: a set of every kind of collective under KOLO_SIM_SEED=1, 2 and 3"
+    for seed in 1 2 3; do
+      echo "--- KOLO_SIM_SEED=$seed"
+      KOLO_SIM_SEED=$seed CUDA_DEVICE_MAX_CONNECTIONS=32 KOLO_SIM_WATCHDOG_S=60 \
+        ctest_checked build-sim --timeout 300 -R "$CUDA_SEED_TESTS" || { failed; break; }
+    done
+    step "CUDA model with CUDA's default 8 hardware queues: collectives of 3 and 4 ranks"
+    CUDA_DEVICE_MAX_CONNECTIONS=8 KOLO_SIM_WATCHDOG_S=60 \
+      ctest_checked build-sim --timeout 300 -R "$CUDA_QUEUE8_TESTS" || failed
     step "kolo-perf --mem cuda on the CUDA model: 4 ranks on one model GPU, checked (model figures)"
     CUDA_DEVICE_MAX_CONNECTIONS=32 build-sim/bin/kolo-perf all_reduce --mem cuda -t 4 --devices 0 \
       -b 8 -e 1M -f 8 -n 2 -w 1 -c 1 || failed
