@@ -21,6 +21,10 @@
 #  - check_join.py under mpirun with 1, 2 and 3 processes: join() with
 #    uneven steps per rank (allreduce zeros, allgather, broadcast, refusals,
 #    DistributedOptimizer against one process, a mismatch failing at once)
+#  - check_elastic.py under python -m kolo.torch.elastic.launch (KOLO_TIMEOUT_MS
+#    5 s): a worker of 3 killed mid-training, the 2 survivors go on from the
+#    last commit; a third worker added to 2 at a commit; a store nobody runs
+#    fails kt.init() within 10 s (about 20 s in all)
 #  - the "kolo" torch.distributed backend: check_backend.py (every call of a
 #    process group) under mpirun with 1..4 processes and from torchrun's
 #    variables; DDP over it, with PyTorch's allreduce and with kolo_hook
@@ -92,6 +96,13 @@ done
 for np in 1 2 3; do
   check "join with uneven steps, mpirun -np $np" 60 "${MPIRUN[@]}" -np $np "$PY" $T/check_join.py
 done
+
+ELASTIC=("$PY" -m kolo.torch.elastic.launch --timeout 50)
+check "elastic: a killed worker, the survivors go on from the last commit" 60 env KOLO_TIMEOUT_MS=5000 \
+  "${ELASTIC[@]}" -n 3 --killed 1 -- "$PY" $T/check_elastic.py --case kill
+check "elastic: a worker added at a commit" 60 env KOLO_TIMEOUT_MS=5000 "${ELASTIC[@]}" -n 2 --add-after 2 -- \
+  "$PY" $T/check_elastic.py --case add
+check "elastic: no rendezvous store, kt.init() fails within 10 s" 30 "$PY" $T/check_elastic.py --case unreachable
 
 # backend="kolo": RANK / WORLD_SIZE from Open MPI's variables, the store on MASTER_PORT
 for np in 1 2 3 4; do

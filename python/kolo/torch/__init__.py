@@ -33,6 +33,7 @@ from kolo.torch._scatter import (grouped_reducescatter, grouped_reducescatter_as
                                 reducescatter_async)
 from kolo.torch._state_sync import allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters
 from kolo.torch._sync_batch_norm import SyncBatchNorm
+from kolo.torch import elastic  # Horovod's elastic training: kt.elastic.run, kt.elastic.TorchState
 
 if _dist.is_available():
     from kolo.torch import _backend
@@ -68,4 +69,4 @@ __all__ = ["init", "shutdown", "is_initialized", "rank", "size", "local_rank", "
            "alltoall", "alltoall_async", "poll", "synchronize", "join",
            "broadcast_parameters", "broadcast_optimizer_state", "broadcast_object", "allgather_object",
            "DistributedOptimizer", "Compression", "SyncBatchNorm", "kolo_hook", "KoloHookState",
-           "Average", "Sum", "Min", "Max", "Product", "Adasum", "KoloError"]
+           "Average", "Sum", "Min", "Max", "Product", "Adasum", "KoloError", "elastic"]

@@ -8,6 +8,7 @@ Every communicator here is used from one thread at a time: the caller's
 (kolo's rule); the async ones under their Progress lock (_progress.py).
 """
 import atexit
+import os
 import threading
 import warnings
 
@@ -42,19 +43,29 @@ def init(device=None, timeout_ms=None):
     for it, collectively.  A second call does nothing."""
     with _lock:
         if "world" not in _state:
-            comm = ffi.new("koloComm_t *")
-            check(lib.koloCommInitFromEnv(comm, new_config(memory=lib.koloMemHost, timeout_ms=timeout_ms)),
-                  None, "kolo.torch.init")
-            _state["world"] = comm[0]
-            _state["timeout_ms"] = timeout_ms
-            value = ffi.new("int *")
-            check(lib.koloCommUserRank(comm[0], value), comm[0])
-            _state["rank"] = value[0]
-            check(lib.koloCommCount(comm[0], value), comm[0])
-            _state["size"] = value[0]
-            atexit.register(shutdown)
+            cfg = new_config(memory=lib.koloMemHost, timeout_ms=timeout_ms)
+            if os.environ.get("KOLO_ELASTIC_STORE"):  # a job of kolo.torch.elastic.launch
+                from kolo.torch.elastic import _rendezvous
+
+                adopt(_rendezvous.join(cfg, timeout_ms), timeout_ms)
+            else:
+                comm = ffi.new("koloComm_t *")
+                check(lib.koloCommInitFromEnv(comm, cfg), None, "kolo.torch.init")
+                adopt(comm[0], timeout_ms)
         if device is not None:
             cuda_comm(torch.device(device))
+
+
+def adopt(comm, timeout_ms):
+    """Makes `comm` the job's host communicator."""
+    _state["world"] = comm
+    _state["timeout_ms"] = timeout_ms
+    value = ffi.new("int *")
+    check(lib.koloCommUserRank(comm, value), comm)
+    _state["rank"] = value[0]
+    check(lib.koloCommCount(comm, value), comm)
+    _state["size"] = value[0]
+    atexit.register(shutdown)
 
 
 def world():
@@ -128,26 +139,33 @@ def async_comm(kind):
 
 
 _on_shutdown = []  # fusions and the like, closed before the communicators
+_aborting = [False]  # [True] while shutdown(abort=True) runs (elastic's reset)
 
 
 def on_shutdown(close):
     _on_shutdown.append(close)
 
 
-def shutdown():
-    """Destroys kolo.torch's communicators (after the fusions that use them)."""
+def shutdown(abort=False):
+    """Destroys kolo.torch's communicators (after the fusions that use them);
+    abort: with koloCommAbort (elastic's reset: peers may be gone)."""
     with _lock:
-        while _on_shutdown:
-            _on_shutdown.pop()()
-        for key in ("async_host", "cuda", "world"):
-            comm = _state.pop(key, None)
-            if comm is not None:
-                destroy(comm, key)
-        _state.clear()
+        _aborting[0] = abort
+        try:
+            while _on_shutdown:
+                _on_shutdown.pop()()
+            for key in ("async_host", "cuda", "world"):
+                comm = _state.pop(key, None)
+                if comm is not None:
+                    destroy(comm, key)
+        finally:
+            _state.clear()
+            _aborting[0] = False
 
 
 def destroy(comm, what):
-    """koloCommDestroy; a failure is said (a warning: the communicator is gone either way)."""
-    res = lib.koloCommDestroy(comm)
+    """koloCommDestroy (koloCommAbort during shutdown(abort=True)); a failure
+    is said (a warning: the communicator is gone either way)."""
+    res = (lib.koloCommAbort if _aborting[0] else lib.koloCommDestroy)(comm)
     if res != lib.koloSuccess:
         warnings.warn("kolo.torch: destroying the %s communicator: %s" % (what, last_error()))

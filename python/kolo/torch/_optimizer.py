@@ -26,6 +26,7 @@ multiplies by f.  A sparse gradient (an embedding's) is reduced as dense
 with sparse_as_dense=True, and refused with a sentence otherwise.
 """
 import contextlib
+import weakref
 
 import torch
 
@@ -42,6 +43,7 @@ from kolo.torch._process_sets import global_process_set, member
 
 _WHAT = "kolo.torch.DistributedOptimizer"
 VIEW, EXTERNAL, CAST = "view", "external", "cast"
+_made = []  # weak references to every DistributedOptimizer, in the (collective) order they were made
 
 
 def _dense(t):
@@ -81,10 +83,26 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._kind, self._device = memory_kind(self._params, _WHAT) if self._params else ("host", None)
         self._modes = {p: _mode(p, compression) for p in self._params}
         self._wire = {p: compression.wire_dtype(p.dtype) for p in self._params}
+        self._op, self._closed = op, False
         self._setup_fusion(op)
         self._delay = {p: self._passes for p in self._params}
         self._accumulators = [self._hook(p) for p in self._params]
         self._join_index = _join.register_optimizer(self) if self._process_set is global_process_set else None
+        _comms.on_shutdown(self._close)
+        _made.append(weakref.ref(self))
+
+    def _reopen(self):
+        """After kolo.torch was shut down and initialized again (elastic's
+        reset): the fusion made again on the new job's communicators, as
+        __init__ made it (collective, in the order the optimizers were made)."""
+        if self._process_set is not global_process_set:
+            raise ValueError("%s: made with process_set %r, which did not outlive kolo.torch's reset: make the "
+                             "optimizer again" % (_WHAT, self._process_set))
+        _join.negotiate(_join.SETUP, _WHAT, [], self._process_set)
+        self._setup_fusion(self._op)
+        self._closed, self._synchronized = False, False
+        self._delay = {p: self._passes for p in self._params}
+        self._join_index = _join.register_optimizer(self)
         _comms.on_shutdown(self._close)
 
     # ---- setup ----------------------------------------------------------
@@ -256,6 +274,18 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                     p.grad = p.grad.clone()
         self._fusion.destroy()
         _comms.destroy(self._comm, "DistributedOptimizer's")
+        self._closed = True
+
+
+def reopen_all():
+    """Every live DistributedOptimizer closed by a shutdown, made again on the
+    current communicators (elastic's reset), in the order they were made."""
+    for ref in list(_made):
+        opt = ref()
+        if opt is None:
+            _made.remove(ref)
+        elif opt._closed:
+            opt._reopen()
 
 
 def _check_arguments(op, passes, predivide):
