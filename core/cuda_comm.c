@@ -553,8 +553,9 @@ static void status_sentence(struct koloComm *c, koloResult_t res, uint32_t why, 
 static koloResult_t context_lost(struct koloComm *c) {
   kolo_cuda_comm *cc = c->cuda;
   if (cc->order_event == NULL || !cc->have_last) return koloSuccess;
+  cudaError_t before = cudaPeekAtLastError(); /* a NotReady of the user's own poll stays theirs */
   cudaError_t e = cudaEventQuery((cudaEvent_t)cc->order_event);
-  if (cudaPeekAtLastError() == cudaErrorNotReady) (void)cudaGetLastError(); /* our poll's, not the user's */
+  if (before != cudaErrorNotReady && cudaPeekAtLastError() == cudaErrorNotReady) (void)cudaGetLastError();
   if (e == cudaSuccess || e == cudaErrorNotReady) return koloSuccess;
   int expected = koloSuccess;
   if (!atomic_compare_exchange_strong(&c->failed, &expected, (int)koloUnhandledCudaError))
