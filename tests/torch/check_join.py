@@ -15,8 +15,8 @@ rank computes itself (reference.py):
     the last rank to join, every rank's parameters within 1e-5 of one
     process trained on the same batches;
   - two ranks calling different collectives (or allreduces of different
-    shapes): every rank fails at once with a sentence naming both calls,
-    and the job goes on.
+    shapes, or named differently: name=): every rank fails at once with a
+    sentence naming both calls (both names), and the job goes on.
 Run under mpirun with 1..4 ranks; prints "rank r: N checks, M failed"."""
 import sys
 import time
@@ -157,6 +157,17 @@ def check_mismatch(c, n, me):
     shape = (4,) if me == 0 else (5,)
     check_refused(c, lambda: kt.allreduce(torch.ones(shape), op=kt.Sum), ("kolo.torch.allreduce", "differ"),
                   "ranks allreducing different shapes")
+    # name=: the same names in the same order run; rank 0 making "b" where
+    # the others make "a" fails on every rank, naming both names
+    x = rank_input(torch.float64, (3,), ("named",), me)
+    xs = [rank_input(torch.float64, (3,), ("named",), r) for r in range(n)]
+    c.close(kt.allreduce(x, op=kt.Sum, name="grad.a"), *reduce_exact(xs, "sum", torch.float64), "named allreduce")
+    c.close(kt.allreduce(x, kt.Sum, "grad.b"), *reduce_exact(xs, "sum", torch.float64), "named allreduce, positional")
+    mine = "grad.b" if me == 0 else "grad.a"
+    check_refused(c, lambda: kt.allreduce(x, op=kt.Sum, name=mine), ("name='grad.b'", "name='grad.a'", "order"),
+                  "allreduces named differently")
+    check_refused(c, lambda: kt.allgather(x, name=mine), ("kolo.torch.allgather(name='grad.", "order"),
+                  "allgathers named differently")
     c.true(time.monotonic() - t0 < 10, "a mismatch fails at once", "%.1f s" % (time.monotonic() - t0))
     kt.barrier()  # and the job goes on
 

@@ -12,7 +12,7 @@ from kolo._lib import check, ffi, lib
 from kolo.torch import _comms
 from kolo.torch._dtypes import as_bytes
 from kolo.torch._handle import run
-from kolo.torch._join import ALLGATHER, ALLTOALL, BROADCAST, negotiate, tensors_desc
+from kolo.torch._join import ALLGATHER, ALLTOALL, BROADCAST, negotiate, takes_name, tensors_desc
 from kolo.torch._placement import memory_kind, ptr
 from kolo.torch._process_sets import global_process_set, member
 from kolo.torch._reduce import single, grouped
@@ -80,22 +80,26 @@ def _allgather(tensors, async_, what, process_set):
     return run(kind, device, call, what, lambda: [p.result() for p in parts], parts, async_, ps)
 
 
+@takes_name
 def allgather(tensor, name=None, process_set=global_process_set):
     """Every rank's tensor, concatenated along the first dimension (which may
     differ between ranks; the other dimensions may not)."""
     return single(_allgather([tensor], False, "kolo.torch.allgather", process_set), False)
 
 
+@takes_name
 def allgather_async(tensor, name=None, process_set=global_process_set):
     return single(_allgather([tensor], True, "kolo.torch.allgather_async", process_set), True)
 
 
+@takes_name
 def grouped_allgather(tensors, name=None, process_set=global_process_set):
     """allgather of each tensor (first dimensions may differ between ranks),
     issued as one kolo group; a list."""
     return _allgather(list(tensors), False, "kolo.torch.grouped_allgather", process_set)
 
 
+@takes_name
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     return _allgather(list(tensors), True, "kolo.torch.grouped_allgather_async", process_set)
 
@@ -134,20 +138,24 @@ def _broadcast(tensor, root_rank, inplace, async_, what, process_set):
     return run(kind, device, call, what, finish, (out, work), async_, ps)
 
 
+@takes_name
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
     """A new tensor holding root_rank's `tensor`."""
     return _broadcast(tensor, root_rank, False, False, "kolo.torch.broadcast", process_set)
 
 
+@takes_name
 def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
     """Overwrites `tensor` with root_rank's, in place; returns it."""
     return _broadcast(tensor, root_rank, True, False, "kolo.torch.broadcast_", process_set)
 
 
+@takes_name
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
     return _broadcast(tensor, root_rank, False, True, "kolo.torch.broadcast_async", process_set)
 
 
+@takes_name
 def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
     return _broadcast(tensor, root_rank, True, True, "kolo.torch.broadcast_async_", process_set)
 
@@ -194,6 +202,7 @@ def _alltoall(tensor, splits, async_, what, process_set):
     return run(kind, device, call, what, finish, (send, recv), async_, ps)
 
 
+@takes_name
 def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
     """Block j of the first dimension goes to rank j (splits: the rows of
     each block, else equal blocks); returns the blocks received, in rank
@@ -201,5 +210,6 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
     return _alltoall(tensor, splits, False, "kolo.torch.alltoall", process_set)
 
 
+@takes_name
 def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
     return _alltoall(tensor, splits, True, "kolo.torch.alltoall_async", process_set)

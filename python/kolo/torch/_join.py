@@ -9,12 +9,16 @@ kolo.torch on the global process set starts with a control round, one
 koloAllGather of a record of RECORD int64s per rank on the job's host
 communicator:
 
-    [kind, digest, description length, call name, root, CUDA]
+    [kind, digest, description length, call name, root, CUDA, name]
 
 kind is the call's family (allreduce, allgather, ...) or JOINED; digest
 a hash of the call's description (dtypes, shapes, op, factors, root,
 blocking or not); a joined rank sends [JOINED, fresh, 0, name, -1, 0],
-fresh being 1 in its first round.  Every rank reads the same table, so
+fresh being 1 in its first round.  name is a CRC-32 of the name= the
+caller gave (0: none); two callers whose names differ fail at once, on
+every rank, with a sentence naming both names (a second round gathers
+them): kolo runs collectives in the order each rank makes them, and
+does not reorder them by name as Horovod's negotiation does.  Every rank reads the same table, so
 every rank reaches the same verdict without another message:
   - callers of different kinds or digests: a mismatch, raised on every
     rank (joined ones too) with a sentence naming both calls;
@@ -30,8 +34,11 @@ every rank reaches the same verdict without another message:
 A job of one rank makes no round.  Calls on another process set make
 none either: join covers the global set.
 """
+import functools
+import inspect
 import struct
 import threading
+import zlib
 
 import torch
 
@@ -39,7 +46,8 @@ from kolo._lib import KoloError, check, ffi, lib
 
 from kolo.torch import _comms
 
-RECORD = 6
+RECORD = 7
+NAME_BYTES = 64  # of a call's name= in the sentence of a mismatch of names
 JOINED, ALLREDUCE, ALLGATHER, BROADCAST, REDUCESCATTER, ALLTOALL, BARRIER, STEP, SETUP = range(1, 10)
 _FAMILY = {ALLREDUCE: "an allreduce", ALLGATHER: "an allgather", BROADCAST: "a broadcast",
            REDUCESCATTER: "a reducescatter", ALLTOALL: "an alltoall", BARRIER: "a barrier",
@@ -120,6 +128,28 @@ def _rows(flat):
     return [flat[r:r + RECORD] for r in range(0, len(flat), RECORD)]
 
 
+_named = threading.local()
+
+
+def takes_name(fn):
+    """Decorates a public call with a name= argument: negotiate() reads it."""
+    params = list(inspect.signature(fn).parameters)
+    at = params.index("name")
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        _named.name = kwargs["name"] if "name" in kwargs else args[at] if len(args) > at else None
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _named.name = None
+    return call
+
+
+def _name_code(name):
+    return 0 if name is None else zlib.crc32(str(name).encode()) + 1
+
+
 def _name(row):
     return NAMES[row[3]] if 0 <= row[3] < len(NAMES) else "a kolo.torch call"
 
@@ -151,11 +181,42 @@ def _refusal(table, callers, joined):
     return None
 
 
-def _verdict(table):
+def _names_differ(table, callers):
+    """The first two callers whose name= differ (both given), or None."""
+    named = [r for r in callers if table[r][6] != 0]
+    for r in named[1:]:
+        if table[r][6] != table[named[0]][6]:
+            return named[0], r
+    return None
+
+
+def _names_sentence(table, pair, own):
+    """Every rank's name= (a second round, which every rank makes: the
+    table is the same everywhere), in the sentence of the mismatch."""
+    n = _comms.size()
+    mine, every = ffi.new("char[%d]" % NAME_BYTES), ffi.new("char[%d]" % (NAME_BYTES * n))
+    raw = ("" if own is None else str(own)).encode()[:NAME_BYTES - 1]
+    ffi.memmove(mine, raw, len(raw))
+    comm = _comms.world()
+    check(lib.koloAllGather(mine, every, NAME_BYTES, lib.koloUint8, comm, ffi.NULL), comm,
+          "kolo.torch (the names of calls that do not match)")
+    names = [ffi.string(every + r * NAME_BYTES, NAME_BYTES).decode(errors="replace") for r in range(n)]
+    a, b = pair
+    return ("kolo.torch: calls do not match: rank %d calls %s(name=%r) and rank %d calls %s(name=%r); kolo runs "
+            "collectives in the order each rank makes them and does not reorder them by name: make them in the "
+            "same order on every rank" % (a, _name(table[a]), names[a], b, _name(table[b]), names[b]))
+
+
+def _verdict(table, own_name=None):
     """(callers, joined, mismatch sentence or None); the same on every rank."""
     joined = [r for r, row in enumerate(table) if row[0] == JOINED]
     callers = [r for r, row in enumerate(table) if row[0] != JOINED]
-    return callers, joined, _mismatch(table, callers) if callers else None
+    if not callers:
+        return callers, joined, None
+    pair = _names_differ(table, callers)
+    if pair is not None:
+        return callers, joined, _names_sentence(table, pair, own_name)
+    return callers, joined, _mismatch(table, callers)
 
 
 def negotiate(kind, what, desc, process_set, root=-1, cuda=False):
@@ -167,12 +228,14 @@ def negotiate(kind, what, desc, process_set, root=-1, cuda=False):
         return
     desc = [kind] + list(desc)
     digest = hash(tuple(desc) + (int(cuda),)) & (2 ** 62 - 1)  # ints hash alike in every process of one Python
-    flat = _round([kind, digest, len(desc), _NAME_INDEX.get(what, -1), root, int(cuda)])
+    own = getattr(_named, "name", None)
+    code = _name_code(own)
+    flat = _round([kind, digest, len(desc), _NAME_INDEX.get(what, -1), root, int(cuda), code])
     n = len(flat) // RECORD
-    if flat[0::RECORD].count(kind) == n and flat[1::RECORD].count(digest) == n:
+    if flat[0::RECORD].count(kind) == n and flat[1::RECORD].count(digest) == n and len(set(flat[6::RECORD]) - {0}) <= 1:
         return  # every rank makes this call: the common case
     table = _rows(flat)
-    callers, joined, mismatch = _verdict(table)
+    callers, joined, mismatch = _verdict(table, own)
     if mismatch:
         raise KoloError(lib.koloInvalidUsage, mismatch)
     if joined:
@@ -220,7 +283,7 @@ def join(device=-1):
         return 0
     fresh = 1
     while True:
-        table = _rows(_round([JOINED, fresh, 0, _NAME_INDEX["kolo.torch.join"], -1, 0]))
+        table = _rows(_round([JOINED, fresh, 0, _NAME_INDEX["kolo.torch.join"], -1, 0, 0]))
         fresh = 0
         callers, joined, mismatch = _verdict(table)
         if mismatch:

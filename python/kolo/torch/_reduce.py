@@ -5,7 +5,7 @@ from kolo._lib import lib
 from kolo.torch._dtypes import KOLO_TYPES, reducible
 from kolo.torch._handle import run
 from kolo.torch import _adasum
-from kolo.torch._join import ALLREDUCE, float_bits, negotiate, tensors_desc
+from kolo.torch._join import ALLREDUCE, float_bits, negotiate, takes_name, tensors_desc
 from kolo.torch._ops_names import Adasum, Average, check_op, op_code
 from kolo.torch._placement import memory_kind, ptr
 from kolo.torch._process_sets import global_process_set, member
@@ -84,6 +84,7 @@ def single(result_or_handle, async_):
     return result_or_handle[0]
 
 
+@takes_name
 def allreduce(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
               process_set=global_process_set):
     """A new tensor: `tensor` reduced over every rank (op: Average, Sum,
@@ -95,6 +96,7 @@ def allreduce(tensor, op=Average, name=None, prescale_factor=1.0, postscale_fact
     return single(_public([tensor], op, False, False, "kolo.torch.allreduce", scales, process_set), False)
 
 
+@takes_name
 def allreduce_(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                process_set=global_process_set):
     """Reduces `tensor` over every rank, in place; returns it."""
@@ -102,18 +104,21 @@ def allreduce_(tensor, op=Average, name=None, prescale_factor=1.0, postscale_fac
     return single(_public([tensor], op, True, False, "kolo.torch.allreduce_", scales, process_set), False)
 
 
+@takes_name
 def allreduce_async(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                     process_set=global_process_set):
     scales = (prescale_factor, postscale_factor)
     return single(_public([tensor], op, False, True, "kolo.torch.allreduce_async", scales, process_set), True)
 
 
+@takes_name
 def allreduce_async_(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                      process_set=global_process_set):
     scales = (prescale_factor, postscale_factor)
     return single(_public([tensor], op, True, True, "kolo.torch.allreduce_async_", scales, process_set), True)
 
 
+@takes_name
 def grouped_allreduce(tensors, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                       process_set=global_process_set):
     """New tensors, each reduced over every rank, issued as one kolo group;
@@ -122,18 +127,21 @@ def grouped_allreduce(tensors, op=Average, name=None, prescale_factor=1.0, posts
     return _public(list(tensors), op, False, False, "kolo.torch.grouped_allreduce", scales, process_set)
 
 
+@takes_name
 def grouped_allreduce_(tensors, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                        process_set=global_process_set):
     scales = (prescale_factor, postscale_factor)
     return _public(list(tensors), op, True, False, "kolo.torch.grouped_allreduce_", scales, process_set)
 
 
+@takes_name
 def grouped_allreduce_async(tensors, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                             process_set=global_process_set):
     scales = (prescale_factor, postscale_factor)
     return _public(list(tensors), op, False, True, "kolo.torch.grouped_allreduce_async", scales, process_set)
 
 
+@takes_name
 def grouped_allreduce_async_(tensors, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                              process_set=global_process_set):
     scales = (prescale_factor, postscale_factor)

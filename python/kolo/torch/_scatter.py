@@ -10,7 +10,7 @@ import torch
 from kolo._lib import lib
 from kolo.torch._dtypes import KOLO_TYPES, reducible, restored
 from kolo.torch._handle import run
-from kolo.torch._join import REDUCESCATTER, float_bits, negotiate, tensors_desc
+from kolo.torch._join import REDUCESCATTER, float_bits, negotiate, takes_name, tensors_desc
 from kolo.torch._ops_names import Average, Sum, op_name
 from kolo.torch._placement import memory_kind, ptr
 from kolo.torch._process_sets import global_process_set, member
@@ -76,6 +76,7 @@ def _issue(tensors, op, scales, async_, what, process_set):
     return run(kind, device, call, what, lambda: [p.result() for p in parts], parts, async_, ps)
 
 
+@takes_name
 def reducescatter(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                   process_set=global_process_set):
     """This rank's part of `tensor` reduced over every rank (op: Average or
@@ -85,12 +86,14 @@ def reducescatter(tensor, op=Average, name=None, prescale_factor=1.0, postscale_
     return single(_issue([tensor], op, scales, False, "kolo.torch.reducescatter", process_set), False)
 
 
+@takes_name
 def reducescatter_async(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                         process_set=global_process_set):
     scales = (prescale_factor, postscale_factor)
     return single(_issue([tensor], op, scales, True, "kolo.torch.reducescatter_async", process_set), True)
 
 
+@takes_name
 def grouped_reducescatter(tensors, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                           process_set=global_process_set):
     """reducescatter of each tensor, issued as one kolo group; a list."""
@@ -98,6 +101,7 @@ def grouped_reducescatter(tensors, op=Average, name=None, prescale_factor=1.0, p
     return _issue(list(tensors), op, scales, False, "kolo.torch.grouped_reducescatter", process_set)
 
 
+@takes_name
 def grouped_reducescatter_async(tensors, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                                 process_set=global_process_set):
     scales = (prescale_factor, postscale_factor)
