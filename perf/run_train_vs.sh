@@ -3,8 +3,10 @@
 # beside DDP over kolo, DDP over Gloo and Horovod (perf/train_vs.py), on
 # this host's CPUs, alternating the methods round by round; per model and
 # process count the median step time of each method over ROUNDS launches,
-# and its communication overhead: the step time minus one process's step
-# at the same batch per rank (the compute).  The overheads of kolo.torch's
+# and its communication overhead: the step time minus the compute alone at
+# the same batch per rank, made by as many processes at once without
+# communicating (on a host with fewer cores than processes they share the
+# CPUs as the training processes do; one process's step is printed too).  The overheads of kolo.torch's
 # optimizer and of DDP over kolo are quoted beside the best of its peers'
 # (DDP over Gloo, Horovod).
 #
@@ -50,6 +52,7 @@ for model in ${MODELS:-cnn resnet}; do
   for np in ${NPS:-2 4}; do
     for _ in $(seq "${ROUNDS:-5}"); do
       launch 1 single "$model"
+      launch "$np" single "$model"
       for m in "${METHODS[@]}"; do launch "$np" "$m" "$model"; done
     done
   done
@@ -61,11 +64,12 @@ for line in open(sys.argv[1]):
     _, method, model, n, ms = line.split()
     runs.setdefault((model, int(n), method), []).append(float(ms))
 for model, n in sorted({(k[0], k[1]) for k in runs if k[1] > 1}):
-    single = statistics.median(runs[(model, 1, "single")])
-    print("%s, %d processes (one process: %.1f ms per step)" % (model, n, single))
+    one = statistics.median(runs[(model, 1, "single")])
+    single = statistics.median(runs[(model, n, "single")])
+    print("%s, %d processes (compute alone: one process %.1f ms per step, %d at once %.1f ms)" % (model, n, one, n, single))
     over = {}
     for (m2, n2, method), v in sorted(runs.items()):
-        if (m2, n2) != (model, n):
+        if (m2, n2) != (model, n) or method == "single":
             continue
         med = statistics.median(v)
         over[method] = med - single

@@ -6,7 +6,8 @@ the median is the slowest rank's.  Not a test: the results' equality with
 one process is checked by tests/torch/check_training.py.
 
 Methods:
-  single     one process, no communication (the compute a step costs)
+  single     no communication (the compute a step costs; with N processes,
+             N at once, each alone)
   kolo       kolo.torch's DistributedOptimizer (Horovod's style)
   ddp-kolo   torch DDP over init_process_group("kolo")
   ddp-gloo   torch DDP over init_process_group("gloo")

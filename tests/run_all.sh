@@ -204,7 +204,7 @@ ASAN_EXCLUDE='LargeGrid|HugeGrid|CudaReduce|ScheduleModel|Hosts\.Grid/(2x2_ring|
 # Under TSan: the threaded host tests, and only the binaries that hold them.
 TSAN_TESTS='Threads|P2PSelf|Bootstrap|NetCallers|NetPolled|NetSocket'
 TSAN_TARGETS=(test_e2e_algos test_e2e_threads test_e2e_peers test_bootstrap test_bootstrap_lazy
-              test_bootstrap_flood test_net test_fusion test_errbuf)
+              test_bootstrap_flood test_net test_fusion test_errbuf test_e2e_adasum)
 # A binary with cases TSan's pattern picks that the list leaves out would be
 # skipped without a word: the release build's cases say which binaries hold
 # them, less the suites that fork (tests/CMakeLists.txt keeps them from
