@@ -429,7 +429,7 @@ void sim_run_block(sim_op *op, unsigned block) {
   b.op = op;
   uint64_t seed = sim_seed();
   if (seed) { /* one stream of choices per block of each launch */
-    b.rng = seed ^ (k->launch * 0x100000001b3ull) ^ ((uint64_t)block << 40) ^ (uint64_t)op->dev->ordinal;
+    b.rng = seed ^ (k->launch_no * 0x100000001b3ull) ^ ((uint64_t)block << 40) ^ (uint64_t)op->dev->ordinal;
     b.rng |= 1; /* never 0: 0 means the fixed order */
   }
 #if SIM_TSAN

@@ -88,7 +88,7 @@ void sim_fault_device(sim_device *d, const sim_op *culprit) {
   __atomic_store_n(&d->fault, cudaErrorIllegalAddress, __ATOMIC_RELAXED);
   fprintf(stderr, "kolo cuda model: KOLO_SIM_FAULT: launch %llu of device %d (%s) faulted: the device's context "
                   "is lost (cudaErrorIllegalAddress, sticky)\n",
-          (unsigned long long)culprit->u.kern.launch, d->ordinal, culprit->u.kern.kernel->desc.name);
+          (unsigned long long)culprit->u.kern.launch_no, d->ordinal, culprit->u.kern.kernel->desc.name);
   sim_dispatch(d); /* drops the blocks not yet placed */
   sim_wake_queues();
   pthread_cond_broadcast(&sim_changed);

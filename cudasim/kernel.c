@@ -246,7 +246,7 @@ static void seed_order(sim_kernel_op *k) {
   k->order_start = 0;
   uint64_t seed = sim_seed();
   if (seed == 0) return;
-  k->rng = seed ^ (k->launch * 0x9e3779b97f4a7c15ull);
+  k->rng = seed ^ (k->launch_no * 0x9e3779b97f4a7c15ull);
   uint64_t r = sim_mix(&k->rng);
   k->order_start = r % k->nblocks;
   k->order_stride = k->nblocks > 1 ? 1 + (r >> 32) % (k->nblocks - 1) : 1;

@@ -101,7 +101,7 @@ typedef struct {
   size_t dyn_smem;
   unsigned nblocks, dispatched, finished;
   int fault;               /* KOLO_SIM_FAULT picked this launch: it faults when it starts */
-  uint64_t launch;         /* the device's launch number (seeds KOLO_SIM_SEED's choices) */
+  uint64_t launch_no;      /* the device's launch number (seeds KOLO_SIM_SEED's choices) */
   uint64_t order_stride, order_start; /* KOLO_SIM_SEED: block k placed is (start + k * stride) % nblocks */
   uint64_t rng;            /* KOLO_SIM_SEED: the SM each block's search starts at */
   sim_op *dispatch_next;   /* in the device's dispatch list */

@@ -110,7 +110,7 @@ void sim_op_submit(sim_op *op) {
   op->seq = d->next_seq++;
   if (op->kind == SIM_OP_KERNEL) {
     d->kernels_pending++;
-    op->u.kern.launch = ++d->launches;
+    op->u.kern.launch_no = ++d->launches;
     op->u.kern.fault = sim_fault_picks(op->u.kern.kernel, d);
   }
   op->live_prev = d->live_tail;

@@ -46,7 +46,9 @@ SOURCE_EXT = (".c", ".h", ".cu", ".cuh")
 CIRCLE_FOLDER = "core"
 
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]', re.M)
-IDENT_RE = re.compile(r"[A-Za-z_]\w*")
+# An identifier, not a member (after "." or "->"): a struct field named as
+# some function is no use of that function.
+IDENT_RE = re.compile(r"(?<![\w.>])(?<!->)[A-Za-z_]\w*")
 # Comments, then string and char literals: their words are no calls.
 STRIP_RE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 
