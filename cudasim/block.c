@@ -208,16 +208,21 @@ static void barrier_check(sim_block *b) {
     if (LD(b->f[i].state) == F_BARRIER) ST(b->f[i].state, F_RUN);
 }
 
-/* A lost context (KOLO_SIM_FAULT) kills its kernels: the thread ends where
- * it stands, as a GPU's do; its stack is dropped, never unwound. */
-static void die_if_lost(sim_block *b) {
-  if (sim_sticky(b->op->dev) == cudaSuccess) return;
+/* The current thread ends: a barrier no longer waits for it, and its fiber
+ * is left for good (never resumed; its stack is dropped, never unwound). */
+static _Noreturn void end_fiber(sim_block *b) {
   fiber *f = &b->f[LD(b->cur)];
   ST(f->state, F_DONE);
   ST(b->live, LD(b->live) - 1);
   barrier_check(b);
   leave_fiber(b, 1);
-  abort(); /* a dead fiber is never resumed */
+  abort();
+}
+
+/* A lost context (KOLO_SIM_FAULT) kills its kernels: the thread ends where
+ * it stands, as a GPU's do. */
+static void die_if_lost(sim_block *b) {
+  if (sim_sticky(b->op->dev) != cudaSuccess) end_fiber(b);
 }
 
 static const char *sync_name(int is_or) { return is_or ? "__syncthreads_or" : "__syncthreads"; }
@@ -315,12 +320,7 @@ static void fiber_main(void) {
 #endif
   const sim_kernel_op *k = &b->op->u.kern;
   k->kernel->desc.run(k->kernel->desc.func, k->args->packed);
-  fiber *f = &b->f[LD(b->cur)];
-  ST(f->state, F_DONE);
-  ST(b->live, LD(b->live) - 1);
-  barrier_check(b);
-  leave_fiber(b, 1);
-  abort(); /* a finished fiber is never resumed */
+  end_fiber(b);
 }
 
 /* This runner's fibers: at least n, stacks with a guard page below. */
