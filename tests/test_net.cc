@@ -193,6 +193,19 @@ kolo_call_sig test_sig(uint32_t k) {
   return g;
 }
 
+// Binds both ends of a socket connection to rings of nslots slots of
+// `slot` bytes, the sender's filled with s_fill, the receiver's with r_fill.
+void bind_rings(End &s, End &r, size_t slot, uint32_t nslots, unsigned char s_fill, unsigned char r_fill) {
+  kolo_errbuf eb{};
+  s.ring.assign(slot * nslots, s_fill);
+  r.ring.assign(slot * nslots, r_fill);
+  kolo_net_ring sr = {reinterpret_cast<char *>(s.ring.data()), nslots, slot, 0};
+  kolo_net_ring rr = {reinterpret_cast<char *>(r.ring.data()), nslots, slot, 0};
+  kolo_net_sink ss = sink_of(&s), rs = sink_of(&r);
+  ASSERT_EQ(kolo_net_socket.bind(s.comm, &sr, &ss, &eb), koloSuccess) << eb.msg;
+  ASSERT_EQ(kolo_net_socket.bind(r.comm, &rr, &rs, &eb), koloSuccess) << eb.msg;
+}
+
 TEST(NetSocket, SlicesCreditsStopsStrayAndClose) {
   ScopedEnv streams("KOLO_SOCKET_NSTREAMS", "3");
   int fds_before = count_fds();
@@ -224,13 +237,7 @@ TEST(NetSocket, SlicesCreditsStopsStrayAndClose) {
   // multiple of the stream count); slices of every shape, two laps.
   const size_t slot = (1u << 20) + 5;
   const uint32_t nslots = 4;
-  s.ring.resize(slot * nslots);
-  r.ring.assign(slot * nslots, 0xa5);
-  kolo_net_ring sr = {reinterpret_cast<char *>(s.ring.data()), nslots, slot, 0};
-  kolo_net_ring rr = {reinterpret_cast<char *>(r.ring.data()), nslots, slot, 0};
-  kolo_net_sink ss = sink_of(&s), rs = sink_of(&r);
-  ASSERT_EQ(net.bind(s.comm, &sr, &ss, &eb), koloSuccess) << eb.msg;
-  ASSERT_EQ(net.bind(r.comm, &rr, &rs, &eb), koloSuccess) << eb.msg;
+  ASSERT_NO_FATAL_FAILURE(bind_rings(s, r, slot, nslots, 0, 0xa5));
   const size_t lens[8] = {slot, 7, 0, 200000, 1, slot - 1, 65536 * 2 + 3, 4096};
   for (uint32_t lap = 0; lap < 2; lap++) {
     for (uint32_t k = 4 * lap; k < 4 * lap + 4; k++) {
@@ -321,13 +328,7 @@ TEST(NetSocket, SliceFromCallersBufferIsFreeOnReturn) {
   shrink_buffers(r.comm, SO_RCVBUF);
   const size_t slot = (1u << 20) + 5;
   const uint32_t nslots = 4, nslices = 12;
-  s.ring.assign(slot * nslots, 0x5a);
-  r.ring.assign(slot * nslots, 0xa5);
-  kolo_net_ring sr = {reinterpret_cast<char *>(s.ring.data()), nslots, slot, 0};
-  kolo_net_ring rr = {reinterpret_cast<char *>(r.ring.data()), nslots, slot, 0};
-  kolo_net_sink ss = sink_of(&s), rs = sink_of(&r);
-  ASSERT_EQ(net.bind(s.comm, &sr, &ss, &eb), koloSuccess) << eb.msg;
-  ASSERT_EQ(net.bind(r.comm, &rr, &rs, &eb), koloSuccess) << eb.msg;
+  ASSERT_NO_FATAL_FAILURE(bind_rings(s, r, slot, nslots, 0x5a, 0xa5));
   std::vector<unsigned char> user(slot + 1), want(slot);
   int left_queued = 0;
   for (uint32_t k = 0; k < nslices; k++) {
