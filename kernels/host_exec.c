@@ -153,8 +153,8 @@ static inline int call_check(const kolo_exec_task *t, kolo_connector *rc) {
  * buffer, and the slot copy is saved): the step's other output (the slot
  * is dropped from the reduction's outputs), or its source when the step
  * only copies it (no reduction, no division, no scaling).  NULL: the slot. */
-static const char *send_source(const kolo_connector *sc, kolo_step_operands *x, int div, int scales) {
-  if (sc == NULL || sc->transport == NULL || sc->transport->send_from == NULL) return NULL;
+static const char *send_source(const kolo_connector *sc, size_t bytes, kolo_step_operands *x, int div, int scales) {
+  if (sc->transport == NULL || sc->transport->sends_from == NULL || !sc->transport->sends_from(sc, bytes)) return NULL;
   if (x->o1 != NULL) { /* o1 is the send slot: the reduction writes o0 only */
     x->o1 = NULL;
     return x->o0;
@@ -182,7 +182,7 @@ static void do_slice(kolo_exec_task *t, const kolo_step *s, kolo_connector *sc, 
   int src_first = (s->flags & KOLO_STEP_SRC_FIRST) && !scales;
   kolo_step_operands x = kolo_step_operands_of(s->op, src_first, rslot, sslot, src, dst);
   int div = x.post && (s->flags & KOLO_STEP_FINAL) ? t->div : 1;
-  const char *from = sslot ? send_source(sc, &x, div, scales) : NULL;
+  const char *from = sslot ? send_source(sc, n * esz, &x, div, scales) : NULL;
   if (scales)
     kolo_host_reduce_premul(x.o0, x.o1, x.a, x.b, n, t->type, &t->scalar);
   else if (x.o0 != NULL)

@@ -80,15 +80,15 @@ static koloResult_t ship_slices(kolo_net_pipe *p) {
   return res;
 }
 
-/* Sender: the executor's next slice, from src when nothing is ahead of it
- * and the provider can take it from there; else into its slot, as the
- * executor would have copied it.  A failed provider call is handled by the
+/* Sender (a pipe with send_direct): the executor's next slice, from src
+ * when nothing is ahead of it; else into its slot, as the executor would
+ * have copied it.  A failed provider call is handled by the
  * turn's caller (*res). */
 static int hand_from(kolo_net_pipe *p, kolo_connector *c, const void *src, size_t len, koloResult_t *res) {
   uint32_t s = c->step;
   char *slot = kolo_conn_slot(c);
   int queued = 0;
-  if (p->send_direct && !p->failed && p->posted == s && p->net->send_slice_from != NULL) {
+  if (!p->failed && p->posted == s) {
     kolo_call_sig *sig = &p->ctrl->sig[s % KOLO_CONN_MAX_SLOTS];
     *res = p->net->send_slice_from(p->comm, s, len, sig->set ? sig : NULL, src, &queued, &p->err);
     if (queued) sig->set = 0;

@@ -47,7 +47,7 @@ typedef struct kolo_net_pipe {
   int flush_ms;         /* bound on the flush at close */
   int polled;           /* the executor is a kernel: the proxy takes every turn (kolo_proxy_post) */
   size_t caller_bytes;  /* the largest slice the executor sends itself; larger: the proxy */
-  int send_direct;      /* the executor's slices go out from its buffers (KOLO_NET_SEND_DIRECT) */
+  int send_direct;      /* send end whose provider sends from outside the slot, KOLO_NET_SEND_DIRECT on */
   int flush_dev1;       /* device + 1 whose GPUDirect writes are flushed before tail moves (0: none) */
   char who[96];         /* "rank 3 (10.0.0.2:4711)" */
   /* the turn's state, under mu */

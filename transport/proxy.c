@@ -222,13 +222,12 @@ void kolo_net_pipe_kick(kolo_net_pipe *p) {
   atomic_fetch_add_explicit(&caller_turns, 1, memory_order_relaxed);
 }
 
+int kolo_net_pipe_sends_from(kolo_net_pipe *p, size_t len) {
+  /* a bulk slice is the proxy's share, from the slot: it sends while this thread reduces */
+  return p->send_direct && !atomic_load_explicit(&p->bulk, memory_order_relaxed) && len <= p->caller_bytes;
+}
+
 void kolo_net_pipe_send(kolo_net_pipe *p, kolo_connector *c, const void *src, size_t len) {
-  if (atomic_load_explicit(&p->bulk, memory_order_relaxed) || len > p->caller_bytes) {
-    memcpy(kolo_conn_slot(c), src, len); /* the proxy's share: it sends while this thread reduces */
-    kolo_conn_sent_bytes(c, len);
-    kolo_net_pipe_kick(p);
-    return;
-  }
   pthread_mutex_lock(&p->mu); /* src must be out or copied before this returns: no trylock */
   kolo_net_pipe_turn_from(p, c, src, len);
   update_watch(p);

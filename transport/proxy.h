@@ -53,11 +53,14 @@ void kolo_proxy_remove(kolo_net_pipe *p, int64_t deadline);
  * the caller's share goes out now, from this thread; a larger one goes to
  * the proxy) or drained slots (receive end: the head goes out as a credit). */
 void kolo_net_pipe_kick(kolo_net_pipe *p);
+/* 1 when the executor's next slice of len bytes on this send pipe should
+ * go out from where it lies (kolo_net_pipe_send): a socket pipe (send_direct),
+ * within the caller's share; a bulk slice goes through the slot to the proxy. */
+int kolo_net_pipe_sends_from(kolo_net_pipe *p, size_t len);
 /* The executor's next slice on send end c of this pipe lies at src (its
- * buffer).  Within the caller's share it goes out from there, from this
- * thread, as far as the network takes it now, and only the rest is copied
- * into the slot (for the proxy, or this thread's next turn); a bulk slice
- * is copied into the slot and handed to the proxy, as a kick does. */
+ * buffer): it goes out from there, from this thread, as far as the network
+ * takes it now, and only the rest is copied into the slot (for the proxy,
+ * or this thread's next turn). */
 void kolo_net_pipe_send(kolo_net_pipe *p, kolo_connector *c, const void *src, size_t len);
 /* A blocked executor's turn on this pipe alone: what arrived comes in. */
 void kolo_net_pipe_pull(kolo_net_pipe *p);

@@ -68,11 +68,16 @@ typedef struct kolo_transport {
    * end of the executor's pass over them).  Net: a small slice goes out
    * from the calling thread, drained slots go back as one credit. */
   void (*kick)(kolo_connector *c);
-  /* Optional (NULL: the executor fills the slot and kicks).  A send end's
-   * next slice of `bytes` lies at src, outside its slot (the caller's
-   * buffer, or a reduction's other output): the transport moves it from
-   * there and publishes the tail, as a fill and a kick would.  src is free
-   * again on return.  Net: the socket copies straight from src. */
+  /* Optional (NULL: never).  1 when send end c would move its next slice
+   * of `bytes` from where it lies (send_from) rather than from its slot:
+   * the executor then leaves the slot out of the step's outputs.  Net: a
+   * socket pipe, within the calling thread's share (a bulk slice is the
+   * proxy's, from the slot), unless KOLO_NET_SEND_DIRECT=0. */
+  int (*sends_from)(const kolo_connector *c, size_t bytes);
+  /* Where sends_from said 1: the next slice of `bytes` lies at src, outside
+   * the slot (the caller's buffer, or a reduction's other output); the
+   * transport moves it from there and publishes the tail, as a fill and a
+   * kick would.  src is free again on return. */
   void (*send_from)(kolo_connector *c, const void *src, size_t bytes);
   /* Optional (NULL: nothing to do): moves, from the calling thread, what
    * has arrived for this end (net: this pipe's turn).  A blocked executor

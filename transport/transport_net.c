@@ -170,7 +170,8 @@ static koloResult_t pipe_new(const kolo_conn_setup *s, kolo_connector *c, int is
   int t = timeout_ms();
   p->flush_ms = t > 0 && t < 10000 ? t : 10000;
   p->caller_bytes = caller_bytes(s);
-  p->send_direct = kolo_param_int("KOLO_NET_SEND_DIRECT") != 0;
+  p->send_direct = is_send && !on_device(s) && p->net->send_slice_from != NULL &&
+                   kolo_param_int("KOLO_NET_SEND_DIRECT") != 0;
   char addr[80];
   kolo_addr_str(&s->peer->addr, addr, sizeof addr);
   snprintf(p->who, sizeof p->who, "rank %d (%s)", s->peer->rank, addr);
@@ -278,6 +279,7 @@ static void net_close(kolo_connector *c) {
 }
 
 static void net_kick(kolo_connector *c) { kolo_net_pipe_kick(c->mem); }
+static int net_sends_from(const kolo_connector *c, size_t bytes) { return kolo_net_pipe_sends_from(c->mem, bytes); }
 static void net_send_from(kolo_connector *c, const void *src, size_t bytes) { kolo_net_pipe_send(c->mem, c, src, bytes); }
 static void net_progress(kolo_connector *c) { kolo_net_pipe_pull(c->mem); }
 static void net_wait(kolo_connector *c, int timeout_us) { kolo_net_pipe_wait(c->mem, timeout_us); }
@@ -291,6 +293,7 @@ const kolo_transport kolo_transport_net = {
     .recv_attached = net_recv_attached,
     .close = net_close,
     .kick = net_kick,
+    .sends_from = net_sends_from,
     .send_from = net_send_from,
     .progress = net_progress,
     .wait = net_wait,
