@@ -195,4 +195,11 @@ int kolo_cuda_current_device(void);
 /* Enqueues ops of CUDA communicators on their streams (cuda_enqueue.c). */
 koloResult_t kolo_cuda_run_ops(kolo_op *ops, int nops);
 
+/* koloMemAlloc's device memory and registration's check (cuda_mem.c):
+ * the memory operations of the CUDA kind's table (core/mem_kind.h). */
+int kolo_cuda_mem_device(void);
+koloResult_t kolo_cuda_mem_alloc(int device, size_t size, void **ptr);
+koloResult_t kolo_cuda_mem_release(int device, void *ptr);
+koloResult_t kolo_cuda_mem_check(struct koloComm *c, const void *buff, const char *fn);
+
 #endif
