@@ -256,7 +256,7 @@ static koloResult_t check_adasum(const char *fn, struct koloComm *c, koloDataTyp
     return kolo_error(&c->err, koloInvalidArgument,
                       "%s: datatype %s: Adasum combines floating-point vectors: float16, bfloat16, float32 or "
                       "float64", fn, kolo_type_name(type));
-  if (c->cuda != NULL)
+  if (c->kind != NULL)
     return kolo_error(&c->err, koloInvalidUsage,
                       "%s: rank %d: the communicator moves CUDA memory, and Adasum runs on host communicators "
                       "only (it computes dot products on the host between its exchanges): copy the buffer to "

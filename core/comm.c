@@ -9,7 +9,7 @@
 #include "common/config.h"
 #include "core/comm_init.h"
 #include "core/comm_wire.h"
-#include "core/cuda_comm.h"
+#include "core/mem_kind.h"
 #include "core/proto_select.h"
 #include "core/redop.h"
 #include "core/rendezvous.h"
@@ -142,12 +142,11 @@ static koloResult_t resolve_config(struct koloComm *c, const koloConfig_t *cfg) 
   int64_t ll_slot = kolo_param_int("KOLO_LL_SLOT_BYTES");
   if (c->memory != koloMemHost && c->memory != koloMemCuda)
     return kolo_error(NULL, koloInvalidArgument, "config.memory = %d is neither koloMemHost nor koloMemCuda", c->memory);
-#ifndef KOLO_HAVE_CUDA
-  if (c->memory == koloMemCuda)
+  c->kind = kolo_mem_kind_find(c->memory); /* NULL: host memory */
+  if (c->memory == koloMemCuda && c->kind == NULL)
     return kolo_error(NULL, koloInvalidUsage,
                       "koloMemCuda communicators need CUDA, and this build of kolo has none (it was "
                       "configured with KOLO_CUDA=OFF or without nvcc)");
-#endif
   if (c->memory == koloMemCuda) {
     if (c->cuda_dev < -1)
       return kolo_error(NULL, koloInvalidArgument, "config.cudaDev = %d is negative (-1: the current device)", c->cuda_dev);
@@ -199,8 +198,8 @@ static void stop_pipe(kolo_connector *x, int reason, int rank, const kolo_call_m
 }
 
 static void comm_stop_all(struct koloComm *c, int reason, int rank, const kolo_call_mismatch *m) {
-  if (c->cuda) {
-    kolo_cuda_comm_stop_all(c, reason); /* device pipes: always "stopped by this rank" */
+  if (c->kind) {
+    c->kind->stop(c, reason); /* device pipes: always "stopped by this rank" */
     return;
   }
   for (int ch = 0; ch < c->nchannels; ch++) {
@@ -219,6 +218,8 @@ static void comm_stop_all(struct koloComm *c, int reason, int rank, const kolo_c
 }
 
 void kolo_comm_stop(struct koloComm *c, int reason) { comm_stop_all(c, reason, c->rank, NULL); }
+
+const kolo_conn_mem *kolo_comm_conn_mem(const struct koloComm *c) { return c->kind ? c->kind->conn_mem(c) : NULL; }
 
 static void owner_stop_all(kolo_exec_owner *o, int reason, int rank) {
   struct koloComm *c = (struct koloComm *)((char *)o - offsetof(struct koloComm, owner));
@@ -458,14 +459,14 @@ static size_t program_slots(const struct koloComm *c, int k) {
 
 static void free_comm(struct koloComm *c) {
   /* Kernels may still use the pipes, counters and programs: wait first. */
-  if (c->cuda) {
-    kolo_cuda_comm_quiesce(c, "koloCommDestroy");
-    kolo_cuda_comm_close_ipc(c);
+  if (c->kind) {
+    c->kind->quiesce(c, "koloCommDestroy");
+    c->kind->close_shared(c);
   }
   /* Before the pipes close: peers that see them close know why already. */
   if (c->bs) kolo_bootstrap_goodbye(c->bs, KOLO_BYE_LEFT);
   close_pipes(c);
-  kolo_cuda_comm_free(c);
+  if (c->kind) c->kind->free(c);
   for (int k = 0; k < KOLO_COLL_NUM; k++) {
     for (size_t i = 0; c->programs[k] && i < program_slots(c, k); i++)
       if (c->program_ready[k][i]) kolo_program_free(&c->programs[k][i]);
@@ -566,19 +567,19 @@ static koloResult_t init_steps(struct koloComm *c) {
   koloResult_t res = kolo_bootstrap_init_multi(j->uids, j->nids, c->rank, c->nranks, c->timeout_ms, &c->err, &c->bs);
   if (res == koloSuccess) tune_waits(c);
   if (res == koloSuccess) res = check_shapes(c);
-  int cuda = c->memory == koloMemCuda;
-  if (res == koloSuccess && cuda) res = kolo_cuda_comm_init(c);
+  const kolo_mem_kind *kind = c->kind; /* NULL: host memory */
+  if (res == koloSuccess && kind) res = kind->init(c);
   if (res == koloSuccess) res = build_topology(c);
   if (res == koloSuccess) res = alloc_tables(c);
-  if (res == koloSuccess && cuda) res = kolo_cuda_comm_programs(c);
+  if (res == koloSuccess && kind) res = kind->programs(c);
   if (res == koloSuccess) res = connect_ring(c);
-  if (res == koloSuccess && cuda) kolo_cuda_comm_ring_ready(c);
+  if (res == koloSuccess && kind) kind->ring_ready(c);
   if (res == koloSuccess) res = kolo_comm_connect_doubling(c);
   if (res == koloSuccess) res = kolo_comm_connect_tree(c);
   if (res == koloSuccess) res = kolo_comm_connect_bruck(c);
   /* CUDA calls enqueue and return whatever config.blocking says: no
    * progress thread. */
-  if (res == koloSuccess && !c->blocking && !cuda) res = kolo_nb_start(c);
+  if (res == koloSuccess && !c->blocking && !kind) res = kolo_nb_start(c);
   return res;
 }
 
@@ -728,6 +729,12 @@ koloResult_t koloCommInitRank(koloComm_t *comm, int nranks, koloUniqueId commId,
 
 /* ---- several ranks in one process --------------------------------------- */
 
+/* The calling thread's current CUDA device, or -1 (no CUDA, or none). */
+static int current_device(void) {
+  const kolo_mem_kind *k = kolo_mem_kind_find(koloMemCuda);
+  return k ? k->current_device() : -1;
+}
+
 /* The config of rank r of koloCommInitAll: the caller's, with the device
  * from devlist (a negative entry: the caller's current device), else
  * config.cudaDev when set, else device r (as NCCL: devices 0..ndev-1).
@@ -743,7 +750,7 @@ static koloConfig_t *rank_config(koloConfig_t *config, const int *devlist, int r
     if (config->size < sizeof *out) out->cudaDev = KOLO_CONFIG_UNDEF;
   }
   int asked = out->cudaDev != KOLO_CONFIG_UNDEF && out->cudaDev >= 0;
-  if (devlist != NULL) out->cudaDev = devlist[r] >= 0 ? devlist[r] : kolo_cuda_current_device();
+  if (devlist != NULL) out->cudaDev = devlist[r] >= 0 ? devlist[r] : current_device();
   else if (!asked) out->cudaDev = r;
   return out;
 }
@@ -793,13 +800,13 @@ koloResult_t koloCommCuDevice(const koloComm_t comm, int *device) {
     return kolo_error(NULL, koloInvalidArgument, "koloCommCuDevice: %s is NULL", comm ? "device" : "comm");
   koloResult_t res = kolo_comm_check_ready(comm, "koloCommCuDevice", 1);
   if (res != koloSuccess) return res;
-  if (comm->cuda == NULL) {
+  if (comm->kind == NULL) {
     *device = -1;
     return kolo_error(&comm->err, koloInvalidUsage,
                       "koloCommCuDevice: rank %d: this is a host communicator (koloMemHost), which has no CUDA device",
                       comm->rank);
   }
-  *device = comm->cuda->dev;
+  *device = comm->kind->device(comm);
   return koloSuccess;
 }
 
@@ -827,7 +834,7 @@ koloResult_t koloCommGetAsyncError(koloComm_t comm, koloResult_t *asyncError) {
    * is done). */
   *asyncError = atomic_load(&comm->init_busy) ? koloInProgress
                 : atomic_load(&comm->revoked)  ? kolo_revoke_status(comm)
-                : comm->cuda                   ? kolo_cuda_comm_status(comm)
+                : comm->kind                   ? comm->kind->status(comm)
                 : comm->nbq                    ? kolo_nb_status(comm)
                                                : (koloResult_t)comm->failed;
   return koloSuccess;
@@ -844,8 +851,9 @@ koloResult_t koloCommFinalize(koloComm_t comm) {
     return kolo_error(&comm->err, koloInvalidUsage, "koloCommFinalize: rank %d: the communicator was finalized already",
                       comm->rank);
   if (comm->nbq) kolo_nb_stop(comm); /* drains the queue */
-  kolo_cuda_comm_quiesce(comm, "koloCommFinalize");
-  return comm->cuda ? kolo_cuda_comm_status(comm) : (koloResult_t)comm->failed;
+  if (comm->kind == NULL) return (koloResult_t)comm->failed;
+  comm->kind->quiesce(comm, "koloCommFinalize");
+  return comm->kind->status(comm);
 }
 
 koloResult_t koloCommDestroy(koloComm_t comm) {
@@ -860,7 +868,7 @@ koloResult_t koloCommAbort(koloComm_t comm) {
   if (comm == NULL) return kolo_error(NULL, koloInvalidArgument, "koloCommAbort: comm is NULL");
   kolo_init_join(comm); /* an init cannot be cut short: its waits are bounded */
   atomic_store(&comm->aborted, 1);
-  kolo_cuda_comm_abort(comm); /* this comm's kernels stop at their next poll */
+  if (comm->kind) comm->kind->abort(comm); /* this comm's kernels stop at their next poll */
   comm_stop_all(comm, KOLO_STOP_ABORT, comm->rank, NULL);
   if (comm->nbq) kolo_nb_stop(comm);
   kolo_comm_free(comm);
@@ -877,5 +885,5 @@ void kolo_comm_inherit(const struct koloComm *c, koloConfig_t *out) {
   out->nChannels = c->nchannels;
   out->bufferSize = (int)(c->slot_bytes * c->nslots);
   out->memory = c->memory;
-  if (c->cuda) out->cudaDev = c->cuda->dev;
+  if (c->kind) out->cudaDev = c->kind->device(c);
 }

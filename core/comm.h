@@ -21,6 +21,8 @@
 
 struct kolo_nb_queue;  /* non-blocking progress (core/progress.c) */
 struct kolo_cuda_comm; /* device state of koloMemCuda communicators (core/cuda_comm.c) */
+struct kolo_mem_kind;  /* operations of a memory kind other than host memory (core/mem_kind.h) */
+struct kolo_conn_mem;  /* where pipes live (transport/transport.h) */
 struct kolo_redop_table; /* ops made by koloRedOpCreatePreMulSum (core/redop.c) */
 
 struct koloComm {
@@ -93,6 +95,9 @@ struct koloComm {
   _Atomic int failed;   /* koloResult_t, sticky: once a call failed the comm is unusable */
   _Atomic int finalized; /* koloCommFinalize was called: calls are refused */
   struct kolo_nb_queue *nbq;
+  /* The memory kind's operations, set when the config is read (NULL:
+   * host memory), and its state, made by its init (CUDA: cuda_comm.h). */
+  const struct kolo_mem_kind *kind;
   struct kolo_cuda_comm *cuda; /* NULL for host communicators */
   /* Init that goes on after the API call returned (inside a group, or
    * config.blocking = 0; core/init_async.c): init_busy is 1 until it has
@@ -107,6 +112,8 @@ struct koloComm {
 
 /* Stops every pipe end of c (stop words: peers waiting on it stop too). */
 void kolo_comm_stop(struct koloComm *c, int reason);
+/* Where c's pipes live, for kolo_connect: NULL for host communicators. */
+const struct kolo_conn_mem *kolo_comm_conn_mem(const struct koloComm *c);
 
 /* koloSuccess when comm's init has finished and succeeded (and, unless
  * revoked_ok, comm was not revoked); else the error of calling `fn` now,

@@ -17,10 +17,6 @@
 #include "kernels/stall_text.h"
 #include "transport/proxy.h"
 
-const kolo_conn_mem *kolo_comm_conn_mem(const struct koloComm *c) {
-  return c->cuda ? &c->cuda->conn_mem : NULL;
-}
-
 /* The kernel finds a net pipe's `filled` words from its tail word. */
 _Static_assert(offsetof(kolo_conn_ctrl, filled) - offsetof(kolo_conn_ctrl, tail) == KOLO_DEV_FILLED_FROM_TAIL,
                "kernels/cuda_exec.h's KOLO_DEV_FILLED_FROM_TAIL must match connector.h");

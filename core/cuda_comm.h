@@ -136,8 +136,6 @@ koloResult_t kolo_cuda_peers_init(struct koloComm *c);
 koloResult_t kolo_cuda_peers_publish(struct koloComm *c, size_t i);
 koloResult_t kolo_cuda_peers_sync(struct koloComm *c);
 void kolo_cuda_peers_free(struct koloComm *c);
-/* The memory description for kolo_connect: NULL for host communicators. */
-const kolo_conn_mem *kolo_comm_conn_mem(const struct koloComm *c);
 
 /* koloSuccess, or the comm's (sticky) failure: the first call that sees the
  * kernels' status word set turns it into an error sentence naming the rank

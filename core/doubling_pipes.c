@@ -16,7 +16,7 @@
  * beside the ring's 2.  Shared memory pipes take memory as slots are
  * first used, so pipes only the small calls use stay small. */
 #include "core/comm.h"
-#include "core/cuda_comm.h"
+#include "core/mem_kind.h"
 #include "ring/algo_select.h"
 
 /* Every rank of the comm decides alike: the forced algorithm, the memory
@@ -30,8 +30,8 @@ static int may_run(const struct koloComm *c, int algo) {
 koloResult_t kolo_comm_connect_at_init(struct koloComm *c, const kolo_op *ops, int n) {
   if (n == 0) return koloSuccess;
   koloResult_t res = kolo_p2p_connect(ops, n);
-  for (int i = 0; i < n && res == koloSuccess && c->cuda != NULL; i++)
-    res = kolo_op_pipes(c, &ops[i], kolo_cuda_comm_p2p_ready, NULL);
+  for (int i = 0; i < n && res == koloSuccess && c->kind != NULL; i++)
+    res = kolo_op_pipes(c, &ops[i], c->kind->p2p_ready, NULL);
   return res;
 }
 

@@ -6,8 +6,8 @@
 
 #include "core/comm.h"
 #include "core/comm_init.h"
+#include "core/mem_kind.h"
 #include "core/op_sig.h"
-#include "core/cuda_comm.h"
 #include "common/log.h"
 #include "ring/geometry.h"
 #include "transport/transport.h"
@@ -579,22 +579,25 @@ static koloResult_t run_host(kolo_op *ops, int nops) {
 }
 
 koloResult_t kolo_run_ops(kolo_op *ops, int nops) {
-  int ncuda = 0;
-  for (int i = 0; i < nops; i++) ncuda += ops[i].comm->cuda != NULL;
-  if (ncuda == 0) return run_host(ops, nops);
-  if (ncuda == nops) return kolo_cuda_run_ops(ops, nops);
-  /* A group mixing memory kinds: the CUDA ops are enqueued first, so that
-   * the devices progress while the host ops run here. */
-  kolo_op *host = malloc((size_t)nops * sizeof *host);
-  if (host == NULL) return kolo_error(&ops[0].comm->err, koloSystemError, "out of memory running a call");
-  int nc = 0, nh = 0;
+  const kolo_mem_kind *kind = NULL; /* the first op's other than host memory */
+  for (int i = 0; i < nops && kind == NULL; i++) kind = ops[i].comm->kind;
+  if (kind == NULL) return run_host(ops, nops);
+  int nk = 0;
+  for (int i = 0; i < nops; i++) nk += ops[i].comm->kind == kind;
+  if (nk == nops) return kind->run(ops, nops);
+  /* A group mixing memory kinds: the device ops are enqueued first, so
+   * that the devices progress while the host ops run here. */
+  kolo_op *rest = malloc((size_t)nops * sizeof *rest);
+  if (rest == NULL) return kolo_error(&ops[0].comm->err, koloSystemError, "out of memory running a call");
+  int nr = 0;
+  nk = 0;
   for (int i = 0; i < nops; i++) {
-    if (ops[i].comm->cuda != NULL) ops[nc++] = ops[i];
-    else host[nh++] = ops[i];
+    if (ops[i].comm->kind == kind) ops[nk++] = ops[i];
+    else rest[nr++] = ops[i];
   }
-  koloResult_t res = kolo_cuda_run_ops(ops, nc);
-  koloResult_t r = run_host(host, nh);
-  free(host);
+  koloResult_t res = kind->run(ops, nk);
+  koloResult_t r = kolo_run_ops(rest, nr);
+  free(rest);
   return res != koloSuccess ? res : r;
 }
 

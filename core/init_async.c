@@ -14,7 +14,7 @@
 
 #include "common/log.h"
 #include "core/comm_init.h"
-#include "core/cuda_comm.h"
+#include "core/mem_kind.h"
 
 static void *init_main(void *arg) {
   struct koloComm *c = arg;
@@ -27,7 +27,7 @@ static void *init_main(void *arg) {
  * NCCL's loop of cudaSetDevice + InitRank in a group), not the init
  * thread's. */
 static void pin_device(struct koloComm *c) {
-  if (c->memory == koloMemCuda && c->cuda_dev < 0) c->cuda_dev = kolo_cuda_current_device();
+  if (c->kind && c->cuda_dev < 0) c->cuda_dev = c->kind->current_device();
 }
 
 koloResult_t kolo_init_start(struct koloComm *c) {

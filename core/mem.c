@@ -18,12 +18,8 @@
 
 #include "common/log.h"
 #include "core/comm.h"
-#include "core/cuda_comm.h"
 #include "core/mem.h"
-
-#ifdef KOLO_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
+#include "core/mem_kind.h"
 
 typedef struct mem_block {
   struct mem_block *next;
@@ -52,34 +48,23 @@ int kolo_mem_block_of(const void *p, size_t size, int *device) {
   return b != NULL;
 }
 
-/* The device koloMemAlloc allocates on: the current one, or -1 (host). */
-static int alloc_device(void) {
-#ifdef KOLO_HAVE_CUDA
-  int count = 0, dev = -1;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0 || cudaGetDevice(&dev) != cudaSuccess) {
-    (void)cudaGetLastError(); /* our probe is not the caller's error */
-    return -1;
-  }
-  return dev;
-#else
-  return -1;
-#endif
+/* Device memory, where the build has CUDA and the process sees a device:
+ * the CUDA memory kind's (cuda_mem.c), or NULL (host memory). */
+static const kolo_mem_kind *device_kind(int *device) {
+  const kolo_mem_kind *k = kolo_mem_kind_find(koloMemCuda);
+  *device = k ? k->alloc_device() : -1;
+  return *device >= 0 ? k : NULL;
 }
 
-static koloResult_t alloc_on(int device, size_t size, mem_block *b) {
+static koloResult_t alloc_on(const kolo_mem_kind *k, int device, size_t size, mem_block *b) {
   b->device = device;
   b->size = size;
-#ifdef KOLO_HAVE_CUDA
-  if (device >= 0) {
+  if (k != NULL) {
     void *p = NULL;
-    cudaError_t e = cudaMalloc(&p, size);
-    if (e != cudaSuccess)
-      return kolo_error(NULL, koloUnhandledCudaError, "koloMemAlloc: cudaMalloc of %zu bytes on CUDA device %d failed: %s",
-                        size, device, cudaGetErrorString(e));
-    b->ptr = p;
-    return koloSuccess;
+    koloResult_t res = k->alloc(device, size, &p);
+    if (res == koloSuccess) b->ptr = p;
+    return res;
   }
-#endif
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   b->mapped = (size + page - 1) / page * page;
   void *p = mmap(NULL, b->mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -93,7 +78,9 @@ koloResult_t koloMemAlloc(void **ptr, size_t size) {
   if (size == 0) return kolo_error(NULL, koloInvalidArgument, "koloMemAlloc: size is 0");
   mem_block *b = calloc(1, sizeof *b);
   if (b == NULL) return kolo_error(NULL, koloSystemError, "koloMemAlloc: out of memory");
-  koloResult_t res = alloc_on(alloc_device(), size, b);
+  int device = -1;
+  const kolo_mem_kind *k = device_kind(&device);
+  koloResult_t res = alloc_on(k, device, size, b);
   if (res != koloSuccess) {
     free(b);
     return res;
@@ -118,20 +105,7 @@ static mem_block *take_block(void *p) {
 }
 
 static koloResult_t release(mem_block *b) {
-#ifdef KOLO_HAVE_CUDA
-  if (b->device >= 0) {
-    int cur = -1; /* cudaFree in the block's device, then the caller's device again */
-    cudaError_t e = cudaGetDevice(&cur);
-    if (e == cudaSuccess) e = cudaSetDevice(b->device);
-    if (e == cudaSuccess) e = cudaFree(b->ptr);
-    if (cur >= 0 && cudaSetDevice(cur) != cudaSuccess)
-      KOLO_WARN("koloMemFree: cannot make CUDA device %d current again", cur);
-    if (e != cudaSuccess)
-      return kolo_error(NULL, koloUnhandledCudaError, "koloMemFree: cudaFree of %p (CUDA device %d) failed: %s",
-                        (void *)b->ptr, b->device, cudaGetErrorString(e));
-    return koloSuccess;
-  }
-#endif
+  if (b->device >= 0) return kolo_mem_kind_find(koloMemCuda)->release(b->device, b->ptr);
   if (munmap(b->ptr, b->mapped) != 0) return kolo_syserror(NULL, errno, "koloMemFree: munmap of %p failed", (void *)b->ptr);
   return koloSuccess;
 }
@@ -157,26 +131,12 @@ koloResult_t koloMemFree(void *ptr) {
 /* What a communicator may register: memory of its own kind (and device). */
 koloResult_t kolo_mem_check_kind(struct koloComm *c, const void *buff, const char *fn) {
   int dev = -1;
-  if (c->memory == koloMemHost) {
+  if (c->kind == NULL) { /* host memory */
     if (kolo_mem_block_of(buff, 1, &dev) && dev >= 0)
       return kolo_error(&c->err, koloInvalidArgument,
                         "%s: rank %d: buff %p is device memory (koloMemAlloc on CUDA device %d), and this is a host "
                         "communicator", fn, c->rank, buff, dev);
     return koloSuccess;
   }
-#ifdef KOLO_HAVE_CUDA
-  struct cudaPointerAttributes a;
-  cudaError_t e = cudaPointerGetAttributes(&a, buff);
-  if (e != cudaSuccess) (void)cudaGetLastError();
-  int is_dev = e == cudaSuccess && (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged);
-  if (!is_dev)
-    return kolo_error(&c->err, koloInvalidArgument,
-                      "%s: rank %d: buff %p is not device memory, and this is a CUDA communicator (device %d)", fn,
-                      c->rank, buff, c->cuda ? c->cuda->dev : c->cuda_dev);
-  if (c->cuda && a.device != c->cuda->dev)
-    return kolo_error(&c->err, koloInvalidArgument,
-                      "%s: rank %d: buff %p is memory of CUDA device %d, not of the communicator's device %d", fn,
-                      c->rank, buff, a.device, c->cuda->dev);
-#endif
-  return koloSuccess;
+  return c->kind->check_buffer(c, buff, fn);
 }

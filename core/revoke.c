@@ -11,7 +11,7 @@
  * drained, then koloSuccess: the failures the stop caused are the revoke's
  * doing, not errors to report. */
 #include "core/comm_init.h"
-#include "core/cuda_comm.h"
+#include "core/mem_kind.h"
 
 koloResult_t koloCommRevoke(koloComm_t comm, int revokeFlags) {
   if (comm == NULL) return kolo_error(NULL, koloInvalidArgument, "koloCommRevoke: comm is NULL");
@@ -22,13 +22,13 @@ koloResult_t koloCommRevoke(koloComm_t comm, int revokeFlags) {
   koloResult_t res = kolo_comm_check_ready(comm, "koloCommRevoke", 1);
   if (res != koloSuccess || atomic_exchange(&comm->revoked, 1)) return res; /* twice: done already */
   atomic_store(&comm->aborted, 1);
-  kolo_cuda_comm_abort(comm);
+  if (comm->kind) comm->kind->abort(comm);
   kolo_comm_stop(comm, KOLO_STOP_ABORT);
   return koloSuccess;
 }
 
 koloResult_t kolo_revoke_status(struct koloComm *c) {
   if (c->nbq && kolo_nb_status(c) == koloInProgress) return koloInProgress;
-  if (c->cuda && kolo_cuda_comm_busy(c)) return koloInProgress;
+  if (c->kind && c->kind->busy(c)) return koloInProgress;
   return koloSuccess;
 }

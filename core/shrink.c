@@ -22,7 +22,7 @@
 
 #include "core/comm_init.h"
 #include "core/comm_wire.h"
-#include "core/cuda_comm.h"
+#include "core/mem_kind.h"
 
 /* What the lowest survivor sends each other survivor: comm_wire.h's
  * kolo_shrink_msg, encoded. */
@@ -77,7 +77,7 @@ static void sleep_ms(int ms) {
 static void settle_parent(struct koloComm *c, int abort) {
   if (abort) {
     koloCommRevoke(c, KOLO_REVOKE_DEFAULT);
-    kolo_cuda_comm_quiesce(c, "koloCommShrink");
+    if (c->kind) c->kind->quiesce(c, "koloCommShrink");
   }
   while (c->nbq && kolo_nb_status(c) == koloInProgress) sleep_ms(1);
 }
