@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda_runtime.h>
+
 #include "common/config.h"
 #include "common/log.h"
 #include "core/comm_init.h"
@@ -21,9 +23,6 @@
 _Static_assert(offsetof(kolo_conn_ctrl, filled) - offsetof(kolo_conn_ctrl, tail) == KOLO_DEV_FILLED_FROM_TAIL,
                "kernels/cuda_exec.h's KOLO_DEV_FILLED_FROM_TAIL must match connector.h");
 _Static_assert(KOLO_DEV_FILLED_WORDS == KOLO_CONN_MAX_SLOTS, "one filled word per slot");
-
-#ifdef KOLO_HAVE_CUDA
-#include <cuda_runtime.h>
 
 /* What every rank tells the others about its device: comm_wire.h's
  * kolo_device_choice, encoded. */
@@ -638,34 +637,3 @@ void kolo_cuda_comm_free(struct koloComm *c) {
   free(cc);
   c->cuda = NULL;
 }
-
-#else /* no CUDA in this build: koloMemCuda is refused before any of this */
-
-int kolo_cuda_current_device(void) { return -1; }
-
-koloResult_t kolo_cuda_comm_init(struct koloComm *c) {
-  return kolo_error(&c->err, koloInvalidUsage, "koloMemCuda communicators need CUDA, which this build of kolo does not have");
-}
-
-koloResult_t kolo_cuda_comm_programs(struct koloComm *c) { return kolo_cuda_comm_init(c); }
-void kolo_cuda_comm_ring_ready(struct koloComm *c) { (void)c; }
-koloResult_t kolo_cuda_comm_p2p_ready(struct koloComm *c, int peer, int is_send, void *arg) {
-  (void)arg;
-  (void)c;
-  (void)peer;
-  (void)is_send;
-  return koloSuccess;
-}
-koloResult_t kolo_cuda_comm_status(struct koloComm *c) { return (koloResult_t)atomic_load(&c->failed); }
-void kolo_cuda_comm_stop_all(struct koloComm *c, int reason) {
-  (void)c;
-  (void)reason;
-}
-void kolo_cuda_comm_abort(struct koloComm *c) { (void)c; }
-void kolo_cuda_comm_free(struct koloComm *c) { (void)c; }
-koloResult_t kolo_cuda_run_ops(kolo_op *ops, int nops) {
-  (void)nops;
-  return kolo_error(&ops[0].comm->err, koloInvalidUsage, "koloMemCuda communicators need CUDA, which this build of kolo does not have");
-}
-
-#endif

@@ -36,7 +36,9 @@
  * (do it once before capturing, as a warm-up; a captured first use fails
  * with koloInvalidUsage).
  *
- * Builds without CUDA have none of this: koloMemCuda is refused at init. */
+ * The core reaches all this through the CUDA memory kind's table
+ * (core/mem_kind.h, filled in cuda_kind.c).  Builds without CUDA have none
+ * of the files behind it (CMakeLists.txt): koloMemCuda is refused at init. */
 #ifndef KOLO_CORE_CUDA_COMM_H
 #define KOLO_CORE_CUDA_COMM_H
 

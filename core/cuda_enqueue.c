@@ -20,7 +20,6 @@
 #include "common/log.h"
 #include "transport/proxy.h"
 
-#ifdef KOLO_HAVE_CUDA
 #include <cuda_runtime.h>
 
 static int is_legacy(koloStream_t s) {
@@ -327,5 +326,3 @@ koloResult_t kolo_cuda_run_ops(kolo_op *ops, int nops) {
   if (saved >= 0) cudaSetDevice(saved);
   return res;
 }
-
-#endif

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <cuda_runtime.h>
+
 #include "common/log.h"
 #include "kernels/call_sig.h"
 
@@ -33,9 +35,6 @@ _Static_assert(offsetof(kolo_conn_ctrl, mismatch_state) - offsetof(kolo_conn_ctr
                "kernels/cuda_exec.h's report slot must match connector.h");
 _Static_assert(KOLO_DEV_SIG_FROM_TAIL > KOLO_DEV_CTRL_STOP && KOLO_DEV_REPORT_FROM_TAIL + 64 <= 4096,
                "device pipes (transport_p2p.c) keep signatures and reports in their control page, past the stop word");
-
-#ifdef KOLO_HAVE_CUDA
-#include <cuda_runtime.h>
 
 static void nap(void) {
   struct timespec ts = {0, 100 * 1000};
@@ -110,5 +109,3 @@ void kolo_cuda_mismatch_copy(kolo_cuda_comm *cc, const kolo_dev_conn *d, void *s
   if (e != cudaSuccess)
     KOLO_WARN("writing a mismatch report for rank %d failed: %s", d->peer, cudaGetErrorString(e));
 }
-
-#endif

@@ -14,7 +14,6 @@
 #include "core/cuda_comm.h"
 #include "common/log.h"
 
-#ifdef KOLO_HAVE_CUDA
 #include <cuda_runtime.h>
 
 static size_t np_of(const struct koloComm *c) { return (size_t)c->nranks * (size_t)c->nchannels; }
@@ -118,5 +117,3 @@ void kolo_cuda_peers_free(struct koloComm *c) {
   if (cc->dev_end_mem) cudaFree(cc->dev_end_mem);
   for (int k = 0; k < KOLO_COLL_NUM; k++) free(cc->end_tables[k]);
 }
-
-#endif

@@ -24,7 +24,6 @@
 #include "core/comm_wire.h"
 #include "core/cuda_comm.h"
 
-#ifdef KOLO_HAVE_CUDA
 #include <cuda_runtime.h>
 
 /* What each rank tells the others about its device's room: comm_wire.h's
@@ -103,9 +102,3 @@ koloResult_t kolo_cuda_comm_residency(struct koloComm *c) {
   }
   return koloSuccess;
 }
-
-#else
-
-koloResult_t kolo_cuda_comm_residency(struct koloComm *c) { return kolo_cuda_comm_init(c); }
-
-#endif

@@ -14,7 +14,6 @@
  * outlives the communicators. */
 #include "core/cuda_comm.h"
 
-#ifdef KOLO_HAVE_CUDA
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -199,5 +198,3 @@ void kolo_cuda_stall_unwatch(struct koloComm *c) {
   }
   pthread_mutex_unlock(&life_mu);
 }
-
-#endif

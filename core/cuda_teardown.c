@@ -30,7 +30,6 @@
 #include "common/log.h"
 #include "core/cuda_comm.h"
 
-#ifdef KOLO_HAVE_CUDA
 #include <cuda_runtime.h>
 
 #define TAG_IPC_CLOSED 0x40u
@@ -210,18 +209,3 @@ void kolo_cuda_comm_close_ipc(struct koloComm *c) {
   free(opened);
   free(exported);
 }
-
-#else
-
-int kolo_cuda_comm_busy(struct koloComm *c) {
-  (void)c;
-  return 0;
-}
-
-void kolo_cuda_comm_quiesce(struct koloComm *c, const char *fn) {
-  (void)c;
-  (void)fn;
-}
-void kolo_cuda_comm_close_ipc(struct koloComm *c) { (void)c; }
-
-#endif

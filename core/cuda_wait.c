@@ -8,7 +8,6 @@
 
 #include "core/cuda_comm.h"
 
-#ifdef KOLO_HAVE_CUDA
 #include <cuda_runtime.h>
 
 static int64_t mono_ms(void) {
@@ -28,13 +27,3 @@ int kolo_cuda_stream_wait(void *stream, int timeout_ms) {
   }
   return (int)e;
 }
-
-#else
-
-int kolo_cuda_stream_wait(void *stream, int timeout_ms) {
-  (void)stream;
-  (void)timeout_ms;
-  return 0;
-}
-
-#endif
