@@ -4,7 +4,7 @@
  * words), and the report that kolo_cuda_comm_stop_all leaves in every pipe
  * before its stop word.  The layouts the kernels write must be the host's
  * (transport/connector.h): checked here. */
-#include "core/cuda_comm.h"
+#include "core/cuda_mismatch.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include "common/log.h"
+#include "core/cuda_comm.h"
 #include "kernels/call_sig.h"
 
 _Static_assert(sizeof(kolo_dev_sig) == sizeof(kolo_call_sig), "kolo_dev_sig is connector.h's kolo_call_sig");

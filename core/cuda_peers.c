@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/cuda_comm.h"
+#include "core/cuda_peers.h"
 #include "common/log.h"
 
 #include <cuda_runtime.h>

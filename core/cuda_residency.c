@@ -22,7 +22,7 @@
 #include "common/log.h"
 #include "core/comm_init.h"
 #include "core/comm_wire.h"
-#include "core/cuda_comm.h"
+#include "core/cuda_residency.h"
 
 #include <cuda_runtime.h>
 

@@ -12,7 +12,7 @@
  * (kernels/stall_text.h).  It starts with the first such communicator's
  * first launch and is joined when the last one is freed: no thread
  * outlives the communicators. */
-#include "core/cuda_comm.h"
+#include "core/cuda_stall.h"
 
 #include <errno.h>
 #include <pthread.h>
