@@ -21,6 +21,11 @@
 #  - check_join.py under mpirun with 1, 2 and 3 processes: join() with
 #    uneven steps per rank (allreduce zeros, allgather, broadcast, refusals,
 #    DistributedOptimizer against one process, a mismatch failing at once)
+#  - check_names.py under mpirun with 1, 2 and 3 processes: named async
+#    calls made and synchronized in a different order on each rank, matched
+#    by name (every dtype, against float64 / int64 references), poll, a
+#    duplicate name refused, ranks blocked on unmatched names failing at
+#    once naming them, a joined rank replaying named calls
 #  - check_elastic.py under python -m kolo.torch.elastic.launch (KOLO_TIMEOUT_MS
 #    5 s): a worker of 3 killed mid-training, the 2 survivors go on from the
 #    last commit; a third worker added to 2 at a commit; a store nobody runs
@@ -95,6 +100,9 @@ for np in 1 2 3 4; do
 done
 for np in 1 2 3; do
   check "join with uneven steps, mpirun -np $np" 60 "${MPIRUN[@]}" -np $np "$PY" $T/check_join.py
+done
+for np in 1 2 3; do
+  check "name=: calls matched by name in any order, mpirun -np $np" 60 "${MPIRUN[@]}" -np $np "$PY" $T/check_names.py
 done
 
 ELASTIC=("$PY" -m kolo.torch.elastic.launch --timeout 50)
