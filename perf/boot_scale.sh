@@ -12,7 +12,7 @@
 #
 #   perf/boot_scale.sh                                   # N = 64 256 1024, 3 repeats
 #   NPROCS="64 256" REPEATS=5 perf/boot_scale.sh
-#   OUT=perf/results/2026-11-27-bootstrap-scale perf/boot_scale.sh
+#   OUT=out/bootstrap-scale perf/boot_scale.sh
 #
 # Environment: BUILD (build), NPROCS ("64 256 1024"), REPEATS (3), MPI_REPEATS_MAX
 # (REPEATS; fewer MPI runs at large N: MPI_REPEATS_1024 etc. override per N),

@@ -25,7 +25,7 @@
 #
 #   perf/net_vs_mpi.sh                                  # every part
 #   PARTS="lo hop" NPROCS=2 REPEATS=5 perf/net_vs_mpi.sh
-#   OUT=perf/results/2026-11-28-net-frames perf/net_vs_mpi.sh   # keep everything there
+#   OUT=out/net-frames perf/net_vs_mpi.sh   # keep everything there
 #
 # Environment: BUILD (build), PARTS ("lo ns hop load"), NPROCS ("2 4"),
 # REPEATS (5), ITERS (50), WARMUP (10), MAXBYTES (64M), FACTOR (8), ITERS_LO

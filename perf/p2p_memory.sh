@@ -14,7 +14,7 @@
 #
 #   perf/p2p_memory.sh                           # N = 16 64, B = 8 65536 1048576
 #   NPROCS="64" BYTES="8 4194304" perf/p2p_memory.sh
-#   OUT=perf/results/2026-11-28-p2p-memory perf/p2p_memory.sh
+#   OUT=out/p2p-memory perf/p2p_memory.sh
 #
 # Environment: BUILD (build), NPROCS, BYTES, OUT (a directory; default a
 # temporary one), TIMEOUT_S (600 per run).
