@@ -16,7 +16,7 @@ import hashlib
 import torch
 
 from kolo._lib import check, ffi, lib, macros
-from kolo.torch import _comms
+from kolo.torch import _comms, _names
 from kolo.torch._handle import host_progress
 from kolo.torch._join import BARRIER, SETUP, negotiate
 from kolo.torch._placement import comm_and_stream, cuda_stream
@@ -195,6 +195,7 @@ def add_process_set(process_set):
 def _drop(ps):
     if _registry.get(ps.process_set_id) is ps:
         del _registry[ps.process_set_id]
+        _names.forget_set(ps)
         ps._destroy()
         ps.process_set_id = None
 
