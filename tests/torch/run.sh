@@ -31,8 +31,10 @@
 #    on the set and on the global set at once (about 3 s past the import)
 #  - check_elastic.py under python -m kolo.torch.elastic.launch (KOLO_TIMEOUT_MS
 #    5 s): a worker of 3 killed mid-training, the 2 survivors go on from the
-#    last commit; a third worker added to 2 at a commit; a store nobody runs
-#    fails kt.init() within 10 s (about 20 s in all)
+#    last commit (a process set of survivors carried over with its
+#    DistributedOptimizer, one with the dead worker dropped); a third
+#    worker added to 2 at a commit (it gets the carried set); a store
+#    nobody runs fails kt.init() within 10 s (about 20 s in all)
 #  - the "kolo" torch.distributed backend: check_backend.py (every call of a
 #    process group) under mpirun with 1..4 processes and from torchrun's
 #    variables; DDP over it, with PyTorch's allreduce and with kolo_hook
