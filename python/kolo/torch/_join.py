@@ -36,7 +36,10 @@ the same verdict without another message:
     a broadcast from a joined root, CUDA tensors, making communicators):
     its callers raise a sentence naming it; joined ranks wait on.
 A job of one rank makes no round.  Calls on another process set make
-none either: join covers the global set.
+their round among the set's ranks, on the set's host communicator (its
+table's rows are the set's ranks, in order; sentences name job ranks):
+no rank of a set is ever joined (join covers the global set), so there
+the round matches calls and settles named ones only.
 """
 import functools
 import inspect
@@ -116,14 +119,29 @@ def bits_float(b):
 
 
 # ---- the control round --------------------------------------------------
-def control_round(record):
-    """Every rank's record: one koloAllGather on the job's host communicator."""
-    n = _comms.size()
+def the_set(process_set):
+    """The process set a round runs on (None: the global one)."""
+    if process_set is not None:
+        return process_set
+    from kolo.torch._process_sets import global_process_set
+    return global_process_set
+
+
+def job_rank(process_set, r):
+    """Row r of a round's table as a rank of the job (for sentences)."""
+    return r if process_set is None or process_set.process_set_id == 0 else process_set.ranks[r]
+
+
+def control_round(record, process_set=None):
+    """Every rank's record: one koloAllGather on the set's host communicator
+    (the job's for the global set)."""
+    ps = the_set(process_set)
+    n = len(ps.ranks)
     if n not in _buffers:
         _buffers[n] = (ffi.new("int64_t[%d]" % RECORD), ffi.new("int64_t[%d]" % (RECORD * n)))
     mine, every = _buffers[n]
     mine[0:RECORD] = record
-    comm = _comms.world()
+    comm = ps.host()
     check(lib.koloAllGather(mine, every, RECORD, lib.koloInt64, comm, ffi.NULL), comm, "kolo.torch (control round)")
     return ffi.unpack(every, RECORD * n)
 
@@ -158,20 +176,21 @@ def call_name(row):
     return NAMES[row[3]] if 0 <= row[3] < len(NAMES) else "a kolo.torch call"
 
 
-def mismatch(table, callers, name=None):
+def mismatch(table, callers, name=None, process_set=None):
     """The sentence when callers' rows differ (name: the name= they share), or None."""
     first, label = table[callers[0]], "" if name is None else "(name=%r)" % name
+    a = job_rank(process_set, callers[0])
     rule = ("every rank makes the same collective calls in the same order" if name is None else
             "calls of one name are the same call on every rank")
     for r in callers[1:]:
         row = table[r]
         if row[0] != first[0]:
             return ("kolo.torch: calls do not match: rank %d calls %s%s and rank %d calls %s%s; %s"
-                    % (callers[0], call_name(first), label, r, call_name(row), label, rule))
+                    % (a, call_name(first), label, job_rank(process_set, r), call_name(row), label, rule))
         if row[1] != first[1]:
             return ("kolo.torch: calls do not match: rank %d's %s%s and rank %d's %s%s differ in their tensors' "
                     "dtypes or shapes, op, factors, root or blocking"
-                    % (callers[0], call_name(first), label, r, call_name(row), label))
+                    % (a, call_name(first), label, job_rank(process_set, r), call_name(row), label))
     return None
 
 
@@ -198,24 +217,25 @@ def _names_differ(table, callers):
     return None
 
 
-def _names_sentence(table, pair, own):
+def _names_sentence(table, pair, own, ps):
     """Every rank's name= (a second round, which every rank makes: the
     table is the same everywhere), in the sentence of the mismatch."""
-    n = _comms.size()
+    n = len(ps.ranks)
     mine, every = ffi.new("char[%d]" % NAME_BYTES), ffi.new("char[%d]" % (NAME_BYTES * n))
     raw = ("" if own is None else str(own)).encode()[:NAME_BYTES - 1]
     ffi.memmove(mine, raw, len(raw))
-    comm = _comms.world()
+    comm = ps.host()
     check(lib.koloAllGather(mine, every, NAME_BYTES, lib.koloUint8, comm, ffi.NULL), comm,
           "kolo.torch (the names of calls that do not match)")
     names = [ffi.string(every + r * NAME_BYTES, NAME_BYTES).decode(errors="replace") for r in range(n)]
     a, b = pair
     return ("kolo.torch: calls do not match: rank %d calls %s(name=%r) and rank %d calls %s(name=%r); calls on "
             "CUDA tensors run in the order each rank makes them, not reordered by name: make them in the same "
-            "order on every rank" % (a, call_name(table[a]), names[a], b, call_name(table[b]), names[b]))
+            "order on every rank" % (job_rank(ps, a), call_name(table[a]), names[a], job_rank(ps, b),
+                                     call_name(table[b]), names[b]))
 
 
-def _verdict(table, own_name=None):
+def _verdict(table, own_name=None, ps=None):
     """(callers, joined, mismatch sentence or None); the same on every rank."""
     joined = [r for r, row in enumerate(table) if row[0] == JOINED]
     callers = [r for r, row in enumerate(table) if row[0] != JOINED]
@@ -223,8 +243,8 @@ def _verdict(table, own_name=None):
         return callers, joined, None
     pair = _names_differ(table, callers)
     if pair is not None:
-        return callers, joined, _names_sentence(table, pair, own_name)
-    return callers, joined, mismatch(table, callers)
+        return callers, joined, _names_sentence(table, pair, own_name, the_set(ps))
+    return callers, joined, mismatch(table, callers, process_set=ps)
 
 
 def negotiate(kind, what, desc, process_set, root=-1, cuda=False):
@@ -232,22 +252,22 @@ def negotiate(kind, what, desc, process_set, root=-1, cuda=False):
     as its replay reads them).  Returns once the call may run; raises a
     sentence when ranks call different collectives or one that cannot run
     with a joined rank."""
-    if process_set.process_set_id != 0 or _comms.size() == 1 or getattr(_state, "replaying", False):
+    if len(process_set.ranks) == 1 or getattr(_state, "replaying", False):
         return
     desc = [kind] + list(desc)
     digest = hash(tuple(desc) + (int(cuda),)) & (2 ** 62 - 1)  # ints hash alike in every process of one Python
     own = getattr(_named, "name", None)
     record = [kind, digest, len(desc), NAME_INDEX.get(what, -1), root, int(cuda), _name_code(own)]
     while True:
-        flat = control_round(record + [_names.pending_count(), 0])
+        flat = control_round(record + [_names.pending_count(process_set), 0], process_set)
         n = len(flat) // RECORD
         same = flat[0::RECORD].count(kind) == n and flat[1::RECORD].count(digest) == n
         if same and len(set(flat[6::RECORD]) - {0}) <= 1:
             return  # every rank makes this call: the common case
         table = rows(flat)
-        if not _names_round.settle_if_waiting(table):
+        if not _names_round.settle_if_waiting(table, process_set):
             break
-    callers, joined, wrong = _verdict(table, own)
+    callers, joined, wrong = _verdict(table, own, process_set)
     if wrong:
         raise KoloError(lib.koloInvalidUsage, wrong)
     if joined:
@@ -300,7 +320,7 @@ def join(device=-1):
     while True:
         table = rows(control_round([JOINED, fresh, 0, NAME_INDEX["kolo.torch.join"], -1, 0, 0, 0, 0]))
         fresh = 0
-        if _names_round.settle_if_waiting(table):
+        if _names_round.settle_if_waiting(table, None):
             continue
         callers, joined, wrong = _verdict(table)
         if wrong:

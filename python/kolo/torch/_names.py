@@ -1,4 +1,4 @@
-"""name=: Horovod's negotiation by name, for host calls on the global set.
+"""name=: Horovod's negotiation by name, for host calls on any process set.
 
 A call given name= is not run when it is made: it goes into this
 process's table of pending calls and returns a handle (a blocking call
@@ -11,8 +11,10 @@ holds: each with its same-named peers, whatever order ranks made them
 in.  A joined rank replays them.  Named calls held by some ranks only
 wait on.  A round in which every rank is blocked (none polls) and no
 name is held everywhere fails on every rank, naming the calls waited for
-and the ranks that have not made them.  Unnamed calls, calls on CUDA
-tensors or on other process sets, and a job of one rank run in the
+and the ranks that have not made them.  A process set other than the
+global one does the same among its ranks: its rounds run on its host
+communicator, over its pending calls (a name is unique within a set).
+Unnamed calls, calls on CUDA tensors, and a set of one rank run in the
 order each rank makes them, as before.  This file: the table and the
 handles; _names_round.py: the rounds.
 """
@@ -26,8 +28,8 @@ _cleared_at_shutdown = [False]
 
 
 class Entry:
-    def __init__(self, name, row, desc, issue):
-        self.name, self.row, self.desc, self.issue = name, row, desc, issue
+    def __init__(self, name, row, desc, issue, process_set):
+        self.name, self.row, self.desc, self.issue, self.ps = name, row, desc, issue, process_set
         self.handle, self.error = None, None  # the running call's Handle, or the exception that refused it
 
     @property
@@ -69,8 +71,8 @@ def name_key(name):
 
 def deferred(process_set, cuda):
     """Whether the named call being made goes into the pending table."""
-    return (getattr(_join._named, "name", None) is not None and not cuda and process_set.process_set_id == 0
-            and _comms.size() > 1 and not getattr(_join._state, "replaying", False))
+    return (getattr(_join._named, "name", None) is not None and not cuda and len(process_set.ranks) > 1
+            and not getattr(_join._state, "replaying", False))
 
 
 def collective(kind, what, desc, process_set, issue, async_, root=-1, cuda=False):
@@ -79,7 +81,7 @@ def collective(kind, what, desc, process_set, issue, async_, root=-1, cuda=False
     if not deferred(process_set, cuda):
         _join.negotiate(kind, what, desc, process_set, root=root, cuda=cuda)
         return issue(async_)
-    handle = Named(_submit(kind, what, desc, root, lambda: issue(True)))
+    handle = Named(_submit(kind, what, desc, root, lambda: issue(True), process_set))
     if async_:
         return handle
     try:
@@ -89,20 +91,26 @@ def collective(kind, what, desc, process_set, issue, async_, root=-1, cuda=False
         raise
 
 
-def _submit(kind, what, desc, root, issue):
+def _submit(kind, what, desc, root, issue, process_set):
     name = str(_join._named.name)
     key = name_key(name)
-    if any(e.key == key for e in _pending):
-        raise ValueError("%s: name=%r: a call of this name is already pending on rank %d (made, not yet run): "
-                         "names are unique among pending calls; synchronize it first" % (what, name, _comms.rank()))
+    if any(e.key == key for e in pending(process_set)):
+        raise ValueError("%s: name=%r: a call of this name is already pending on rank %d%s (made, not yet run): "
+                         "names are unique among a process set's pending calls; synchronize it first"
+                         % (what, name, _comms.rank(), _in_set(process_set)))
     if not _cleared_at_shutdown[0]:
         _comms.on_shutdown(_forget)
         _cleared_at_shutdown[0] = True
     desc = [kind, 1] + list(desc[1:])  # run async whether or not the caller blocks: blocking and async forms match
     digest = hash(tuple(desc) + (0,)) & (2 ** 62 - 1)
-    entry = Entry(name, [kind, digest, len(desc), _join.NAME_INDEX.get(what, -1), root, 0, key], desc, issue)
+    entry = Entry(name, [kind, digest, len(desc), _join.NAME_INDEX.get(what, -1), root, 0, key], desc, issue,
+                  process_set)
     _pending.append(entry)
     return entry
+
+
+def _in_set(process_set):
+    return "" if process_set.process_set_id == 0 else " in process set %d" % process_set.process_set_id
 
 
 def _forget():
@@ -110,24 +118,30 @@ def _forget():
     _cleared_at_shutdown[0] = False
 
 
+def forget_set(process_set):
+    """A removed set's pending calls: they will not run (the set is gone)."""
+    _pending[:] = [e for e in _pending if e.ps is not process_set]
+
+
 def cancel(entry):
     if entry in _pending:
         _pending.remove(entry)
 
 
-def pending_count():
-    return len(_pending)
+def pending_count(process_set=None):
+    """This rank's pending named calls: on the set, or on every set (None)."""
+    return len(_pending) if process_set is None else len(pending(process_set))
 
 
-def pending():
-    """This rank's pending named calls, in the order they were made."""
-    return _pending
+def pending(process_set):
+    """This rank's pending named calls on the set, in the order they were made."""
+    return [e for e in _pending if e.ps is process_set]
 
 
 def wait_for(entry, poll):
     """Control rounds until `entry` ran or was refused (poll: one round)."""
     while entry.handle is None and entry.error is None:
-        record = [_join.WAITING, entry.key, 0, entry.row[3], -1, 0, 0, len(_pending), int(poll)]
-        _names_round.settle(_join.rows(_join.control_round(record)))
+        record = [_join.WAITING, entry.key, 0, entry.row[3], -1, 0, 0, pending_count(entry.ps), int(poll)]
+        _names_round.settle(_join.rows(_join.control_round(record, entry.ps)), entry.ps)
         if poll:
             return
