@@ -40,7 +40,7 @@
 #ifndef KOLO_CORE_CUDA_COMM_H
 #define KOLO_CORE_CUDA_COMM_H
 
-#include "core/comm.h"
+#include "core/comm_state.h"
 #include "core/cuda_plan.h"
 #include "kernels/cuda_exec.h"
 #include "transport/transport.h"
@@ -123,7 +123,7 @@ koloResult_t kolo_cuda_comm_programs(struct koloComm *c);
 void kolo_cuda_comm_ring_ready(struct koloComm *c);
 /* After point-to-point pipes were made: the device ends of the channels of
  * (peer, direction) that exist, and their device copies (cuda_peers.c),
- * complete when this returns.  A kolo_pipe_fn (core/comm.h; arg unused),
+ * complete when this returns.  A kolo_pipe_fn (core/p2p_pipes.h; arg unused),
  * so kolo_op_pipes can call it for every pipe an op needs. */
 koloResult_t kolo_cuda_comm_p2p_ready(struct koloComm *c, int peer, int is_send, void *arg);
 

@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/comm.h"
+#include "core/comm_state.h"
 #include "kolo.h"
 #include "perf/perf_proc.h"
 
