@@ -73,7 +73,7 @@ function(kolo_install_kolo_static)
           COMPONENT kolo-dev)
 endfunction()
 
-# The tools among `ARGN` that this build has, and kolo-perf's model files.
+# The tools among `ARGN` that this build has, kolo-perf's model files and its plotter.
 function(kolo_install_tools)
   if(KOLO_CUDA_SIM)
     return()
@@ -85,6 +85,7 @@ function(kolo_install_tools)
   endforeach()
   install(DIRECTORY ${CMAKE_SOURCE_DIR}/perf/models/ DESTINATION ${CMAKE_INSTALL_DATADIR}/kolo/models
           COMPONENT kolo-tools)
+  install(PROGRAMS ${CMAKE_SOURCE_DIR}/perf/plot.py DESTINATION ${CMAKE_INSTALL_DATADIR}/kolo COMPONENT kolo-tools)
 endfunction()
 
 # koloConfig.cmake + its version file, kolo.pc and kolo_static.pc.

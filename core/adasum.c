@@ -29,8 +29,10 @@
 
 #include "common/dtype.h"
 #include "core/adasum.h"
-#include "core/comm.h"
-#include "core/comm_init.h"
+#include "core/comm_state.h"
+#include "core/group.h"
+#include "core/enqueue.h"
+#include "core/progress.h"
 #include "kernels/host_reduce.h"
 
 /* Horovod's bound: a squared norm below it is a zero vector's. */

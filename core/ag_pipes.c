@@ -17,7 +17,9 @@
  * Every rank's own program names all the pipes it uses, and both ends of
  * each: rank r asks for its send to r - 2^k, and rank r - 2^k, whose
  * program receives from (r - 2^k) + 2^k, for that pipe's other end. */
-#include "core/comm.h"
+#include "core/comm_state.h"
+#include "core/doubling_pipes.h"
+#include "core/ag_pipes.h"
 #include "ring/algo_select.h"
 
 /* Every rank decides alike: KOLO_ALGO and the rank count are checked equal

@@ -1,10 +1,11 @@
 /* coll.c - the collective and point-to-point API: argument checks, then
- * kolo_enqueue (enqueue.c). */
+ * kolo_enqueue (group.c). */
 #include <stdint.h>
 
 #include "common/dtype.h"
 #include "core/adasum.h"
-#include "core/comm.h"
+#include "core/comm_state.h"
+#include "core/group.h"
 #include "core/redop.h"
 
 /* Checks what every call shares; `blocks` = number of count-sized blocks in

@@ -1,13 +1,25 @@
 /* comm.c - communicator lifecycle: init, finalize, destroy, abort (split:
  * split.c, shrink: shrink.c). */
+#include "core/comm_state.h"
+#include "core/group.h"
 #include "core/comm.h"
+#include "core/comm_gather.h"
+#include "core/init_async.h"
+#include "core/register.h"
+#include "core/revoke.h"
+#include "core/doubling_pipes.h"
+#include "core/tree_pipes.h"
+#include "core/ag_pipes.h"
+#include "core/proto_env.h"
+#include "core/sched_env.h"
+#include "core/tune_env.h"
+#include "core/progress.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/config.h"
-#include "core/comm_init.h"
 #include "core/comm_wire.h"
 #include "core/mem_kind.h"
 #include "core/proto_select.h"
@@ -95,7 +107,7 @@ static koloResult_t tuned_channels(struct koloComm *c, const koloConfig_t *cfg) 
   return bound_channels(c, cfg);
 }
 
-/* The point-to-point pipes' slots (comm.h): KOLO_P2P_BUFFSIZE over the
+/* The point-to-point pipes' slots (comm_state.h): KOLO_P2P_BUFFSIZE over the
  * same slot count, 4 KiB multiples, capped by the collectives' slots (a
  * communicator given a small bufferSize keeps it for every pipe). */
 static koloResult_t resolve_p2p_slots(struct koloComm *c) {
@@ -178,53 +190,6 @@ static koloResult_t resolve_config(struct koloComm *c, const koloConfig_t *cfg) 
   return resolve_p2p_slots(c);
 }
 
-/* ---- executor hooks ----------------------------------------------------- */
-
-static int owner_peer_dead(kolo_exec_owner *o, int peer) {
-  struct koloComm *c = (struct koloComm *)((char *)o - offsetof(struct koloComm, owner));
-  return kolo_bootstrap_peer_dead(c->bs, peer);
-}
-
-static int owner_peer_blamed(kolo_exec_owner *o, int peer) {
-  struct koloComm *c = (struct koloComm *)((char *)o - offsetof(struct koloComm, owner));
-  return kolo_bootstrap_peer_blamed(c->bs, peer);
-}
-
-/* Stops one pipe; a mismatch's report goes first, for the other end. */
-static void stop_pipe(kolo_connector *x, int reason, int rank, const kolo_call_mismatch *m) {
-  if (x->ctrl == NULL) return;
-  if (m != NULL) kolo_conn_report_mismatch(x, m);
-  kolo_conn_stop(x, reason, rank);
-}
-
-static void comm_stop_all(struct koloComm *c, int reason, int rank, const kolo_call_mismatch *m) {
-  if (c->kind) {
-    c->kind->stop(c, reason); /* device pipes: always "stopped by this rank" */
-    return;
-  }
-  for (int ch = 0; ch < c->nchannels; ch++) {
-    stop_pipe(&c->ring_send[ch], reason, rank, m);
-    stop_pipe(&c->ring_recv[ch], reason, rank, m);
-    for (int k = 0; k < 2; k++) {
-      stop_pipe(&c->hier_send[k][ch], reason, rank, m);
-      stop_pipe(&c->hier_recv[k][ch], reason, rank, m);
-    }
-  }
-  size_t np = (size_t)c->nranks * (size_t)c->nchannels;
-  for (size_t i = 0; c->p2p_send && i < np; i++) {
-    if (c->p2p_send_ready[i]) stop_pipe(&c->p2p_send[i], reason, rank, m);
-    if (c->p2p_recv_ready[i]) stop_pipe(&c->p2p_recv[i], reason, rank, m);
-  }
-}
-
-void kolo_comm_stop(struct koloComm *c, int reason) { comm_stop_all(c, reason, c->rank, NULL); }
-
-const kolo_conn_mem *kolo_comm_conn_mem(const struct koloComm *c) { return c->kind ? c->kind->conn_mem(c) : NULL; }
-
-static void owner_stop_all(kolo_exec_owner *o, int reason, int rank) {
-  struct koloComm *c = (struct koloComm *)((char *)o - offsetof(struct koloComm, owner));
-  comm_stop_all(c, reason, rank, reason == KOLO_STOP_MISMATCH && o->has_mismatch ? &o->mismatch : NULL);
-}
 
 /* ---- init --------------------------------------------------------------- */
 
@@ -452,7 +417,7 @@ static void close_pipes(struct koloComm *c) {
 }
 
 /* Entries of collective k's program table: one per root/peer/algorithm
- * and variant (ring, or channel: comm.h). */
+ * and variant (ring, or channel: comm_state.h). */
 static size_t program_slots(const struct koloComm *c, int k) {
   return (size_t)kolo_program_slots(k, c->nranks) * (size_t)(c->nvariants > 0 ? c->nvariants : 1);
 }
@@ -495,26 +460,6 @@ void kolo_comm_free(struct koloComm *c) {
   free_comm(c);
 }
 
-koloResult_t kolo_comm_check_ready(struct koloComm *c, const char *fn, int revoked_ok) {
-  if (atomic_load(&c->init_busy))
-    return kolo_error(&c->err, koloInvalidUsage,
-                      "%s: rank %d: the communicator's init is still in progress (koloCommGetAsyncError says "
-                      "koloInProgress until it is done)", fn, c->rank);
-  if (!atomic_load(&c->ready))
-    return kolo_error(NULL, (koloResult_t)c->failed, "%s: rank %d: the communicator's init failed: %s", fn,
-                      c->rank, kolo_error_read(&c->err, (char[KOLO_ERR_LEN]){0}, KOLO_ERR_LEN));
-  if (!revoked_ok && atomic_load(&c->revoked))
-    return kolo_error(&c->err, koloInvalidUsage,
-                      "%s: rank %d: the communicator was revoked (koloCommRevoke): only koloCommDestroy, "
-                      "koloCommAbort, koloCommSplit and koloCommShrink may follow", fn, c->rank);
-  return koloSuccess;
-}
-
-koloResult_t kolo_comm_failed_earlier(struct koloComm *c, koloResult_t res, const char *fn) {
-  char why[KOLO_ERR_LEN];
-  return kolo_error(NULL, res, "%s: the communicator failed earlier: %s", fn,
-                    kolo_error_read(&c->err, why, sizeof why));
-}
 
 static koloResult_t alloc_tables(struct koloComm *c) {
   size_t np = (size_t)c->nranks * (size_t)c->nchannels;
@@ -671,10 +616,8 @@ koloResult_t kolo_comm_create(const char *fn, int nranks, int rank, const kolo_u
                                .yields = (int)kolo_param_int("KOLO_YIELDS"),
                                .abort_flag = &c->aborted,
                                .eb = &c->err,
-                               .peer_dead = owner_peer_dead,
-                               .peer_blamed = owner_peer_blamed,
-                               .stop_all = owner_stop_all,
                                .failed = koloSuccess};
+  kolo_comm_owner_hooks(&c->owner);
   *out = c;
   return koloSuccess;
 }
@@ -869,7 +812,7 @@ koloResult_t koloCommAbort(koloComm_t comm) {
   kolo_init_join(comm); /* an init cannot be cut short: its waits are bounded */
   atomic_store(&comm->aborted, 1);
   if (comm->kind) comm->kind->abort(comm); /* this comm's kernels stop at their next poll */
-  comm_stop_all(comm, KOLO_STOP_ABORT, comm->rank, NULL);
+  kolo_comm_stop_from(comm, KOLO_STOP_ABORT, comm->rank, NULL);
   if (comm->nbq) kolo_nb_stop(comm);
   kolo_comm_free(comm);
   return koloSuccess;

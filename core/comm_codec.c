@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/comm.h"
+#include "core/comm_state.h"
 #include "core/comm_wire.h"
 #include "core/proto_select.h"
 #include "ring/algo_select.h"

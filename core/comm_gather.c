@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/comm_init.h"
+#include "core/comm_state.h"
+#include "core/comm_gather.h"
 
 koloResult_t kolo_comm_gather(struct koloComm *c, uint32_t tag, const uint8_t *mine, size_t bytes, uint8_t **all) {
   *all = calloc((size_t)c->nranks, bytes);

@@ -12,7 +12,9 @@
 
 #include "common/config.h"
 #include "common/log.h"
-#include "core/comm_init.h"
+#include "core/comm_state.h"
+#include "core/plan.h"
+#include "core/comm_gather.h"
 #include "core/comm_wire.h"
 #include "core/proto_select.h"
 #include "ring/algo_select.h"
@@ -218,7 +220,7 @@ static int slots_of(int coll, int nranks) {
 }
 
 /* Calls f(c, program index, program, arg) for every program of coll: each
- * root/peer slot on each variant, ring or channel (comm.h; core/op.h's
+ * root/peer slot on each variant, ring or channel (comm_state.h; core/op.h's
  * kolo_program_index). */
 static koloResult_t each_program(struct koloComm *c, int k,
                                  void (*f)(struct koloComm *, int, int, const kolo_program *, void *),

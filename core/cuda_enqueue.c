@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/cuda_comm.h"
+#include "core/p2p_pipes.h"
 #include "common/log.h"
 #include "transport/proxy.h"
 

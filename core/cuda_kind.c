@@ -1,7 +1,7 @@
 /* cuda_kind.c - koloMemCuda's memory-kind table (core/mem_kind.h): the
  * device side of CUDA communicators (cuda_comm.h) as the core calls it.
  * Built only where kolo has CUDA (real, or on the CPU model). */
-#include "core/comm.h"
+#include "core/comm_state.h"
 #include "core/cuda_comm.h"
 #include "core/mem_kind.h"
 

@@ -5,7 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "common/log.h"
-#include "core/comm.h"
+#include "core/comm_state.h"
 #include "core/cuda_comm.h"
 
 int kolo_cuda_mem_device(void) {

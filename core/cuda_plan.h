@@ -86,7 +86,7 @@ typedef struct kolo_cuda_plan_comm {
    * host program (peers,
    * layout, step count) and the device copy of its steps.  Channel ch runs
    * program ch % nrings (0 counts as 1): its ring's, or with a schedule
-   * file its channel's (core/comm.h: nvariants). */
+   * file its channel's (core/comm_state.h: nvariants). */
   int nrings;
   const kolo_program *programs[KOLO_COLL_NUM];
   const kolo_step *const *dev_steps[KOLO_COLL_NUM];

@@ -20,7 +20,8 @@
 #include <stdlib.h>
 
 #include "common/log.h"
-#include "core/comm_init.h"
+#include "core/comm_state.h"
+#include "core/comm_gather.h"
 #include "core/comm_wire.h"
 #include "core/cuda_residency.h"
 

@@ -4,7 +4,7 @@
 #ifndef KOLO_CORE_CUDA_STATE_H
 #define KOLO_CORE_CUDA_STATE_H
 
-#include "core/comm.h"
+#include "core/comm_state.h"
 #include "core/cuda_plan.h"
 #include "kernels/cuda_exec.h"
 #include "transport/transport.h"

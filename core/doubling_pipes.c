@@ -15,7 +15,9 @@
  * most for the doubling, 2 (n - 1) for the direct one (one host only),
  * beside the ring's 2.  Shared memory pipes take memory as slots are
  * first used, so pipes only the small calls use stay small. */
-#include "core/comm.h"
+#include "core/comm_state.h"
+#include "core/p2p_pipes.h"
+#include "core/doubling_pipes.h"
 #include "core/mem_kind.h"
 #include "ring/algo_select.h"
 

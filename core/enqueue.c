@@ -1,253 +1,32 @@
-/* enqueue.c - from recorded ops to executor tasks: groups, p2p pipes made
- * on first use (for send/recv and for the peers of multi-peer collectives),
- * channels per op, and the run itself. */
+/* enqueue.c - from a batch of recorded ops to executor tasks (pipes,
+ * programs, scratch, signatures per channel), and the run itself: on this
+ * thread, on a non-blocking communicator's progress thread, or on CUDA
+ * streams. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/comm.h"
-#include "core/comm_init.h"
-#include "core/mem_kind.h"
+#include "core/comm_state.h"
+#include "core/p2p_pipes.h"
+#include "core/plan.h"
+#include "core/enqueue.h"
+#include "core/simulate.h"
+#include "core/progress.h"
 #include "core/op_sig.h"
+#include "core/mem_kind.h"
 #include "common/log.h"
 #include "ring/geometry.h"
 #include "transport/transport.h"
 
-#define TAG_P2P_PIPE 0x2000u
 
-/* ---- groups ------------------------------------------------------------- */
 
-typedef struct {
-  int depth;
-  int nops, cap;
-  kolo_op *ops;
-  koloResult_t first_error;
-} group_state;
 
-static _Thread_local group_state group;
-
-koloResult_t koloGroupStart(void) {
-  group.depth++;
-  return koloSuccess;
-}
-
-int kolo_group_depth(void) { return group.depth; }
-
-/* Ends the outermost group: runs its inits (init_async.c), its splits
- * (split_group.c) or its calls
- * (run), or only estimates the calls (simulate: koloGroupSimulateEnd). */
-static koloResult_t group_finish(int run, koloSimInfo_t *sim) {
-  koloResult_t res = group.first_error;
-  int inits = kolo_group_has_inits(), splits = kolo_group_has_splits();
-  if (inits || splits) {
-    if (inits) res = kolo_group_end_inits(group.nops + splits, run);
-    /* splits with inits, with other calls or in a simulation: refused */
-    koloResult_t r = splits ? kolo_group_end_splits(run && !inits ? group.nops : 1) : koloSuccess;
-    if (res == koloSuccess) res = r;
-  } else if (res == koloSuccess && !run) res = kolo_sim_estimate(group.ops, group.nops, sim);
-  else if (res == koloSuccess && group.nops > 0) res = kolo_run_ops(group.ops, group.nops);
-  free(group.ops);
-  group = (group_state){0, 0, 0, NULL, koloSuccess};
-  return res;
-}
-
-koloResult_t koloGroupEnd(void) {
-  if (group.depth == 0)
-    return kolo_error(NULL, koloInvalidUsage, "koloGroupEnd without a matching koloGroupStart");
-  if (--group.depth > 0) return koloSuccess;
-  return group_finish(1, NULL);
-}
-
-/* As koloGroupEnd, issuing nothing: an inner level only closes itself. */
-koloResult_t koloGroupSimulateEnd(koloSimInfo_t *simInfo) {
-  koloResult_t res = kolo_sim_check_info(simInfo);
-  if (res != koloSuccess) return res;
-  if (group.depth == 0)
-    return kolo_error(NULL, koloInvalidUsage, "koloGroupSimulateEnd without a matching koloGroupStart");
-  if (--group.depth > 0) return koloSuccess;
-  return group_finish(0, simInfo);
-}
-
-/* An all-reduce, an all-gather or a broadcast runs the algorithm chosen
- * now, when it is recorded: every later stage (pipes, programs, tasks,
- * launches) reads it from op->arg (a broadcast's with its root:
- * kolo_bcast_arg). */
-static kolo_op recorded(const kolo_op *op) {
-  kolo_op o = *op;
-  if (o.coll == KOLO_COLL_ALL_REDUCE) o.arg = kolo_comm_all_reduce_algo(o.comm, o.count, o.type);
-  if (o.coll == KOLO_COLL_ALL_GATHER) o.arg = kolo_comm_ag_algo(o.comm, o.count, o.type);
-  if (o.coll == KOLO_COLL_BROADCAST)
-    o.arg = kolo_bcast_arg(o.arg, kolo_comm_bcast_algo(o.comm, o.count, o.type), o.comm->nranks);
-  if (o.coll == KOLO_COLL_REDUCE)
-    o.arg = kolo_reduce_arg(o.arg, kolo_comm_reduce_algo(o.comm, o.count, o.type), o.comm->nranks);
-  return o;
-}
-
-koloResult_t kolo_enqueue(const kolo_op *op) {
-  if (group.depth == 0) {
-    kolo_op one = recorded(op);
-    return kolo_run_ops(&one, 1);
-  }
-  if (group.nops == group.cap) {
-    int cap = group.cap ? 2 * group.cap : 16;
-    kolo_op *ops = realloc(group.ops, (size_t)cap * sizeof *ops);
-    if (ops == NULL) {
-      group.first_error = koloSystemError;
-      return kolo_error(&op->comm->err, koloSystemError, "out of memory recording a group call");
-    }
-    group.ops = ops;
-    group.cap = cap;
-  }
-  group.ops[group.nops++] = recorded(op);
-  return koloSuccess;
-}
-
-/* ---- programs ----------------------------------------------------------- */
-
-/* The file's program where KOLO_SCHEDULE_FILE gives one (a copy), else the
- * built-in one of variant v (comm.h: v = ch % nvariants) on its ring. */
-static koloResult_t make_program(struct koloComm *c, int coll, int arg, int v, kolo_program *out) {
-  const int root = kolo_arg_root(coll, arg, c->nranks);
-  const kolo_program *loaded = kolo_sched_find(c->sched, coll, root, v, c->rank);
-  if (loaded != NULL) return kolo_program_clone(loaded, out);
-  return kolo_schedule_build_on(coll, &c->rings[v % c->nrings], c->rank, root, kolo_arg_algo(coll, arg, c->nranks),
-                                v, out);
-}
-
-koloResult_t kolo_comm_program(struct koloComm *c, int coll, int arg, int ch, const kolo_program **out) {
-  int slot = kolo_program_index(coll, arg, ch, c->nvariants);
-  if (!c->program_ready[coll][slot]) {
-    if (make_program(c, coll, arg, ch % c->nvariants, &c->programs[coll][slot]) != koloSuccess)
-      return kolo_error(&c->err, koloSystemError, "out of memory building a %s program",
-                        kolo_coll_name(coll));
-    c->program_ready[coll][slot] = 1;
-  }
-  *out = &c->programs[coll][slot];
-  return koloSuccess;
-}
-
-/* ---- point-to-point pipes ----------------------------------------------- */
-
-static int is_p2p(int coll) { return kolo_coll_is_p2p(coll); }
-
-koloResult_t kolo_op_pipes(struct koloComm *c, const kolo_op *op, kolo_pipe_fn f, void *arg) {
-  if (is_p2p(op->coll)) return f(c, op->arg, op->coll == KOLO_COLL_SEND, arg);
-  if (!kolo_op_runs_multi_peer(op)) return koloSuccess;
-  for (int v = 0; v < c->nvariants; v++) { /* one program per variant (comm.h) */
-    const kolo_program *p;
-    koloResult_t res = kolo_comm_program(c, op->coll, op->arg, v, &p);
-    for (int i = 0; res == koloSuccess && i < p->npeers; i++) {
-      if (p->peers[i].sends) res = f(c, p->peers[i].rank, 1, arg);
-      if (res == koloSuccess && p->peers[i].recvs) res = f(c, p->peers[i].rank, 0, arg);
-    }
-    if (res != koloSuccess) return res;
-  }
-  return koloSuccess;
-}
-
-typedef struct {
-  kolo_conn_set *set;
-  int cap;
-} pipe_requests;
-
-/* Requests the pipes of (peer, direction) on every channel that do not
- * exist yet (kolo_pipe_fn). */
-static koloResult_t request_pipes(struct koloComm *c, int peer, int send, void *arg) {
-  pipe_requests *pr = arg;
-  kolo_conn_set *set = pr->set;
-  for (int ch = 0; ch < c->nchannels; ch++) {
-    size_t k = (size_t)peer * (size_t)c->nchannels + (size_t)ch;
-    unsigned char *ready = send ? &c->p2p_send_ready[k] : &c->p2p_recv_ready[k];
-    if (*ready) continue;
-    if (set->n == pr->cap) {
-      pr->cap = pr->cap ? 2 * pr->cap : 16;
-      kolo_conn_request *r = realloc(set->reqs, (size_t)pr->cap * sizeof *r);
-      if (r == NULL) return kolo_error(&c->err, koloSystemError, "out of memory making point-to-point pipes");
-      set->reqs = r;
-    }
-    set->reqs[set->n++] = (kolo_conn_request){send ? &c->p2p_send[k] : &c->p2p_recv[k], peer, send, ch,
-                                              TAG_P2P_PIPE | (uint32_t)ch};
-    *ready = 2; /* requested: not to be asked twice in this group */
-  }
-  return koloSuccess;
-}
-
-/* Appends to *set the requests for the pipes of comm c that ops need and
- * that do not exist yet. */
-static koloResult_t p2p_requests(struct koloComm *c, const kolo_op *ops, int nops, kolo_conn_set *set) {
-  pipe_requests pr = {set, 0};
-  *set = (kolo_conn_set){c->bs,   c->job, c->p2p_slot_bytes, c->nslots, kolo_comm_conn_mem(c),
-                         NULL,    0,      &c->err,       NULL,      koloSuccess, 0, 0};
-  for (int i = 0; i < nops; i++) {
-    if (ops[i].comm != c) continue;
-    koloResult_t res = kolo_op_pipes(c, &ops[i], request_pipes, &pr);
-    if (res != koloSuccess) return res;
-  }
-  return koloSuccess;
-}
-
-static void p2p_mark(struct koloComm *c, const kolo_conn_set *set, koloResult_t res) {
-  for (int i = 0; i < set->n; i++) {
-    const kolo_conn_request *r = &set->reqs[i];
-    size_t k = (size_t)r->peer * (size_t)c->nchannels + (size_t)r->channel;
-    (r->is_send ? c->p2p_send_ready : c->p2p_recv_ready)[k] = res == koloSuccess;
-  }
-}
-
-/* kolo_pipe_fn: koloInProgress when a pipe of (peer, direction) is
- * missing on some channel. */
-static koloResult_t pipe_missing(struct koloComm *c, int peer, int send, void *arg) {
-  (void)arg;
-  const unsigned char *ready = send ? c->p2p_send_ready : c->p2p_recv_ready;
-  for (int ch = 0; ch < c->nchannels; ch++)
-    if (!ready[(size_t)peer * (size_t)c->nchannels + (size_t)ch]) return koloInProgress;
-  return koloSuccess;
-}
-
-/* 1 when some op needs a point-to-point pipe that does not exist yet. */
-static int pipes_missing(const kolo_op *ops, int nops) {
-  for (int i = 0; i < nops; i++) {
-    if (!is_p2p(ops[i].coll) && !kolo_op_runs_multi_peer(&ops[i])) continue;
-    if (kolo_op_pipes(ops[i].comm, &ops[i], pipe_missing, NULL) != koloSuccess) return 1;
-  }
-  return 0;
-}
-
-koloResult_t kolo_p2p_connect(const kolo_op *ops, int nops) {
-  /* The latency path: after a call's first time its pipes exist, and
-   * nothing is allocated to find that out. */
-  if (!pipes_missing(ops, nops)) return koloSuccess;
-  kolo_conn_set *sets = calloc((size_t)nops, sizeof *sets);
-  struct koloComm **comms = calloc((size_t)nops, sizeof *comms);
-  koloResult_t res = sets && comms ? koloSuccess
-                                   : kolo_error(&ops[0].comm->err, koloSystemError, "out of memory making pipes");
-  int nsets = 0;
-  for (int i = 0; i < nops && res == koloSuccess; i++) {
-    if (!kolo_op_first_of_comm(ops, i)) continue;
-    comms[nsets] = ops[i].comm;
-    res = p2p_requests(ops[i].comm, ops, nops, &sets[nsets]);
-    nsets++;
-  }
-  int tried = res == koloSuccess;
-  if (tried) res = kolo_connect_sets(sets, nsets);
-  for (int k = 0; k < nsets; k++) {
-    /* a set's pipes exist iff that set connected (failed sets are closed) */
-    p2p_mark(comms[k], &sets[k], tried ? sets[k].res : koloSystemError);
-    free(sets[k].reqs);
-  }
-  free(sets);
-  free(comms);
-  return res;
-}
 
 /* ---- tasks -------------------------------------------------------------- */
 
-static int channels_for(const struct koloComm *c, const kolo_op *op) {
-  return kolo_op_channels(op, c->nranks, c->nchannels, c->min_channel_bytes, c->algo.tuned);
-}
 
 static kolo_connector *pipe_for(struct koloComm *c, int coll, int peer, int ch, int send) {
   if (peer < 0) return NULL;
-  if (is_p2p(coll)) {
+  if (kolo_coll_is_p2p(coll)) {
     size_t k = (size_t)peer * (size_t)c->nchannels + (size_t)ch;
     return send ? &c->p2p_send[k] : &c->p2p_recv[k];
   }
@@ -270,43 +49,6 @@ static int last_user(const kolo_exec_task *tasks, int n, const kolo_connector *x
   return -1;
 }
 
-/* The algorithm of an all-reduce (ring/algo.h): the same on every rank
- * (hier only where the comm built it: a topology that allows it, not
- * forced off). */
-static int all_reduce_algo(const struct koloComm *c, const kolo_op *op) {
-  int a = kolo_algo_choose(&c->algo, op->count * koloTypeSize(op->type), channels_for(c, op));
-  return a == KOLO_ALGO_HIER && !c->hier_ready ? KOLO_ALGO_RING : a;
-}
-
-int kolo_comm_all_reduce_algo(struct koloComm *comm, size_t count, koloDataType_t type) {
-  kolo_op op = {KOLO_COLL_ALL_REDUCE, NULL, NULL, count, type, koloSum, 0, comm, NULL, KOLO_PREMUL_NONE, 0, 0};
-  int a = all_reduce_algo(comm, &op);
-  if (comm->rank == 0) /* tuning hook: KOLO_DEBUG=INFO; every rank chooses alike */
-    kolo_algo_log_choice(&comm->algo_logged, &comm->algo, comm->hier_ready, count * koloTypeSize(type),
-                         channels_for(comm, &op), a);
-  return a;
-}
-
-int kolo_comm_bcast_algo(struct koloComm *comm, size_t count, koloDataType_t type) {
-  kolo_op op = {KOLO_COLL_BROADCAST, NULL, NULL, count, type, koloSum, 0, comm, NULL, KOLO_PREMUL_NONE, 0, 0};
-  int nch = channels_for(comm, &op), a = kolo_bcast_choose(&comm->algo, count * koloTypeSize(type), nch);
-  if (comm->rank == 0) kolo_algo_log_bcast_choice(&comm->algo_logged, &comm->algo, count * koloTypeSize(type), nch, a);
-  return a;
-}
-
-int kolo_comm_reduce_algo(struct koloComm *comm, size_t count, koloDataType_t type) {
-  kolo_op op = {KOLO_COLL_REDUCE, NULL, NULL, count, type, koloSum, 0, comm, NULL, KOLO_PREMUL_NONE, 0, 0};
-  int nch = channels_for(comm, &op), a = kolo_reduce_choose(&comm->algo, count * koloTypeSize(type), nch);
-  if (comm->rank == 0) kolo_algo_log_reduce_choice(&comm->algo_logged, &comm->algo, count * koloTypeSize(type), nch, a);
-  return a;
-}
-
-int kolo_comm_ag_algo(struct koloComm *comm, size_t count, koloDataType_t type) {
-  kolo_op op = {KOLO_COLL_ALL_GATHER, NULL, NULL, count, type, koloSum, 0, comm, NULL, KOLO_PREMUL_NONE, 0, 0};
-  int nch = channels_for(comm, &op), a = kolo_ag_choose(&comm->algo, count * koloTypeSize(type), nch);
-  if (comm->rank == 0) kolo_algo_log_ag_choice(&comm->algo_logged, &comm->algo, count * koloTypeSize(type), nch, a);
-  return a;
-}
 
 /* A premul-sum's scalar, read now, when the call runs: at its address
  * (koloScalarDevice: a host pointer, for a host communicator) or as bound
@@ -354,7 +96,7 @@ static void add_task(const kolo_op *op, const kolo_program *prog, int nch, int c
  * phases share the intra pipes, so the third also waits on the first. */
 static void add_hier_tasks(const kolo_op *op, kolo_exec_task *tasks, int *ntasks) {
   struct koloComm *c = op->comm;
-  int nch = channels_for(c, op);
+  int nch = kolo_comm_op_channels(c, op);
   for (int ch = 0; ch < nch; ch++) {
     int prev = -1;
     for (int k = 0; k < KOLO_HIER_PHASES; k++) {
@@ -403,7 +145,7 @@ static void add_peer_task(const kolo_op *op, const kolo_program *prog, int nch, 
 /* Gives tasks [first, n) of op its signature and a fresh call number. */
 static void sign_tasks(const kolo_op *op, kolo_exec_task *tasks, int first, int n) {
   struct koloComm *c = op->comm;
-  if (!is_p2p(op->coll)) c->ncollectives++;
+  if (!kolo_coll_is_p2p(op->coll)) c->ncollectives++;
   if (++c->ncalls == 0) c->ncalls = 1; /* 0: no call yet (kolo_connector.sig_call) */
   kolo_call_sig sig = kolo_op_sig(op, c->ncollectives);
   for (int i = first; i < n; i++) {
@@ -418,7 +160,7 @@ static koloResult_t add_op_tasks(const kolo_op *op, kolo_exec_task *tasks, int *
     add_hier_tasks(op, tasks, ntasks);
     return koloSuccess;
   }
-  int nch = channels_for(c, op);
+  int nch = kolo_comm_op_channels(c, op);
   for (int ch = 0; ch < nch; ch++) {
     const kolo_program *prog = NULL; /* set on success: gcc -O3 cannot tell once it inlines the (hidden) callee */
     koloResult_t res = kolo_comm_program(c, op->coll, op->arg, ch, &prog);

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/comm_state.h"
 #include "core/comm.h"
-#include "core/comm_init.h"
 #include "core/rendezvous.h"
 #include "core/rendezvous_pmix.h"
 #include "common/config.h"

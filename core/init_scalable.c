@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/comm_init.h"
+#include "core/comm_state.h"
+#include "core/comm.h"
 
 /* Decodes the ids; two ids of one root would make it serve two blocks. */
 static koloResult_t decode_ids(const koloUniqueId *ids, int n, kolo_uid *out) {

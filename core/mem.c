@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "core/comm.h"
+#include "core/comm_state.h"
 #include "core/mem.h"
 #include "core/mem_kind.h"
 

@@ -1,6 +1,6 @@
 /* op.h - one recorded call, and the per-call choices both executors share.
  *
- * Kept apart from comm.h (and free of C11 atomics) so that the CUDA planner
+ * Kept apart from comm_state.h (and free of C11 atomics) so that the CUDA planner
  * and its C++ test can use it: the host executor (enqueue.c) and the CUDA
  * planner (cuda_plan.c) take channels, program slot and geometry from here,
  * so a collective has the same geometry whichever executor runs it. */
@@ -122,14 +122,14 @@ static inline int kolo_op_first_of_comm(const kolo_op *ops, int i) {
 
 /* Where the program of (coll, arg) for channel ch lies in a table of
  * programs per slot and ring: channels share a ring (and its programs) with
- * the channel nrings before them (core/comm.h). */
+ * the channel nrings before them (core/comm_state.h). */
 static inline int kolo_program_index(int coll, int arg, int ch, int nrings) {
   if (nrings < 1) nrings = 1;
   return kolo_program_slot(coll, arg) * nrings + ch % nrings;
 }
 
 /* The algorithm (ring/algo.h KOLO_ALGO_*) an all-reduce of count elements
- * of type runs on comm (core/enqueue.c): what kolo_enqueue puts in its
+ * of type runs on comm (core/plan.c): what kolo_plan_op puts in its
  * kolo_op.arg, and for logs and tests. */
 int kolo_comm_all_reduce_algo(struct koloComm *comm, size_t count, koloDataType_t type);
 /* The same for a broadcast: KOLO_ALGO_RING (the chain), KOLO_ALGO_TREE or

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/comm.h"
+#include "core/comm_state.h"
+#include "core/enqueue.h"
+#include "core/progress.h"
 
 typedef struct nb_batch {
   struct nb_batch *next;

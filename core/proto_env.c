@@ -16,7 +16,8 @@
 #include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "core/comm.h"
+#include "core/comm_state.h"
+#include "core/proto_env.h"
 #include "core/proto_select.h"
 
 koloResult_t kolo_proto_apply(struct koloComm *c) {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "common/dtype.h"
-#include "core/comm.h"
+#include "core/comm_state.h"
 #include "kernels/fp8_convert.h"
 
 #define SLOT_BITS 12

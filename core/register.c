@@ -14,7 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/comm_init.h"
+#include "core/comm_state.h"
+#include "core/register.h"
 #include "core/mem.h"
 
 /* Deregistered handles remembered per communicator, to tell a second

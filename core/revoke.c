@@ -10,7 +10,9 @@
  * koloCommGetAsyncError says koloInProgress until the stopped work has
  * drained, then koloSuccess: the failures the stop caused are the revoke's
  * doing, not errors to report. */
-#include "core/comm_init.h"
+#include "core/comm_state.h"
+#include "core/revoke.h"
+#include "core/progress.h"
 #include "core/mem_kind.h"
 
 koloResult_t koloCommRevoke(koloComm_t comm, int revokeFlags) {

@@ -14,7 +14,8 @@
 
 #include "common/config.h"
 #include "common/log.h"
-#include "core/comm.h"
+#include "core/comm_state.h"
+#include "core/sched_env.h"
 #include "core/env_file.h"
 
 /* Parses and proves text for c's rank count into *out. */

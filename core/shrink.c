@@ -20,7 +20,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/comm_init.h"
+#include "core/comm_state.h"
+#include "core/comm.h"
+#include "core/progress.h"
 #include "core/comm_wire.h"
 #include "core/mem_kind.h"
 

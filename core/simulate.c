@@ -8,7 +8,8 @@
  * max(sends, receives)). */
 #include <stdlib.h>
 
-#include "core/comm.h"
+#include "core/comm_state.h"
+#include "core/simulate.h"
 
 koloResult_t kolo_sim_check_info(const koloSimInfo_t *info) {
   if (info == NULL) return kolo_error(NULL, koloInvalidArgument, "koloGroupSimulateEnd: simInfo is NULL");

@@ -11,7 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/comm_init.h"
+#include "core/comm_state.h"
+#include "core/group.h"
+#include "core/comm.h"
+#include "core/comm_gather.h"
+#include "core/split_group.h"
 #include "core/comm_wire.h"
 #include "transport/bootstrap_wire.h"
 

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "core/comm_init.h"
+#include "core/comm_state.h"
+#include "core/group.h"
+#include "core/split_group.h"
 
 typedef struct {
   struct koloComm *parent;
@@ -21,29 +23,7 @@ typedef struct {
   int started;
 } split_call;
 
-typedef struct {
-  split_call *v;
-  int n, cap;
-} group_splits;
-
-static _Thread_local group_splits recorded;
-
-koloResult_t kolo_group_add_split(struct koloComm *parent, int color, int key, koloComm_t *newcomm,
-                                  const koloConfig_t *config) {
-  if (recorded.n == recorded.cap) {
-    int cap = recorded.cap ? 2 * recorded.cap : 8;
-    split_call *v = realloc(recorded.v, (size_t)cap * sizeof *v);
-    if (v == NULL) return kolo_error(&parent->err, koloSystemError, "koloCommSplit: out of memory recording a group call");
-    recorded.v = v, recorded.cap = cap;
-  }
-  split_call *s = &recorded.v[recorded.n++];
-  *s = (split_call){.parent = parent, .color = color, .key = key, .newcomm = newcomm, .has_config = config != NULL};
-  if (config) s->config = *config;
-  *newcomm = NULL; /* set by koloGroupEnd */
-  return koloSuccess;
-}
-
-int kolo_group_has_splits(void) { return recorded.n > 0; }
+/* ---- the group's job of one split (group.h) ---- */
 
 static void *split_main(void *arg) {
   split_call *s = arg;
@@ -52,27 +32,39 @@ static void *split_main(void *arg) {
   return NULL;
 }
 
-/* The first failure, its sentence in the thread's buffer. */
-static koloResult_t first_failure(const group_splits *g) {
-  for (int i = 0; i < g->n; i++)
-    if (g->v[i].res != koloSuccess) return kolo_error(NULL, g->v[i].res, "%s", g->v[i].why);
-  return koloSuccess;
+static koloResult_t job_start(void *arg) {
+  split_call *s = arg;
+  s->started = pthread_create(&s->thread, NULL, split_main, s) == 0;
+  if (s->started) return koloSuccess;
+  snprintf(s->why, sizeof s->why, "koloGroupEnd: pthread_create failed for a split");
+  return s->res = koloSystemError;
 }
 
-koloResult_t kolo_group_end_splits(int nops) {
-  group_splits g = recorded;
-  recorded = (group_splits){NULL, 0, 0};
-  koloResult_t res = koloSuccess;
-  if (nops > 0)
-    res = kolo_error(NULL, koloInvalidUsage,
-                     "koloGroupEnd: a group holds either communicator splits or other calls, not both (as in NCCL)");
-  for (int i = 0; i < g.n && res == koloSuccess; i++) {
-    g.v[i].started = pthread_create(&g.v[i].thread, NULL, split_main, &g.v[i]) == 0;
-    if (!g.v[i].started) g.v[i].res = koloSystemError, snprintf(g.v[i].why, sizeof g.v[i].why, "koloGroupEnd: pthread_create failed for a split");
-  }
-  for (int i = 0; i < g.n; i++)
-    if (g.v[i].started) pthread_join(g.v[i].thread, NULL);
-  if (res == koloSuccess) res = first_failure(&g);
-  free(g.v);
+static koloResult_t job_finish(void *arg, int wait) {
+  split_call *s = arg;
+  (void)wait; /* a split always has the group's end wait */
+  if (s->started) pthread_join(s->thread, NULL);
+  s->started = 0;
+  return s->res;
+}
+
+static void job_say(void *arg) {
+  split_call *s = arg;
+  kolo_error(NULL, s->res, "%s", s->why);
+}
+
+/* A split the group will not run: *newcomm stays NULL. */
+static void job_refuse(void *arg, const char *why) { (void)arg, (void)why; }
+
+koloResult_t kolo_group_add_split(struct koloComm *parent, int color, int key, koloComm_t *newcomm,
+                                  const koloConfig_t *config) {
+  split_call *s = calloc(1, sizeof *s);
+  if (s == NULL) return kolo_error(&parent->err, koloSystemError, "koloCommSplit: out of memory recording a group call");
+  *s = (split_call){.parent = parent, .color = color, .key = key, .newcomm = newcomm, .has_config = config != NULL};
+  if (config) s->config = *config;
+  kolo_group_job job = {KOLO_JOB_SPLIT, s, 1, job_start, job_finish, job_say, job_refuse, free};
+  koloResult_t res = kolo_group_add_job(&job);
+  if (res != koloSuccess) free(s);
+  else *newcomm = NULL; /* set by koloGroupEnd */
   return res;
 }

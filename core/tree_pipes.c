@@ -32,7 +32,9 @@
  * same argument; its double binary tree, every root's, as the broadcast's. */
 #include <stdlib.h>
 
-#include "core/comm.h"
+#include "core/comm_state.h"
+#include "core/doubling_pipes.h"
+#include "core/tree_pipes.h"
 #include "ring/algo_select.h"
 
 /* Every rank decides alike: KOLO_ALGO, the memory kind and the rank count

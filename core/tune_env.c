@@ -14,7 +14,8 @@
 
 #include "common/config.h"
 #include "common/log.h"
-#include "core/comm.h"
+#include "core/comm_state.h"
+#include "core/tune_env.h"
 #include "core/env_file.h"
 
 #define MAX_TUNING_BYTES (64 * 1024)

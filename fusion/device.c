@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "core/comm.h"
+#include "core/comm_state.h"
 #include "fusion/internal.h"
 
 static koloResult_t host_alloc(size_t bytes, void **p, kolo_errbuf *eb, int rank) {

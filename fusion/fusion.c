@@ -6,7 +6,7 @@
 #include <time.h>
 
 #include "common/dtype.h"
-#include "core/comm.h"
+#include "core/comm_state.h"
 #include "common/config.h"
 #include "fusion/internal.h"
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/comm.h"
+#include "core/comm_state.h"
 #include "fusion/internal.h"
 #include "fusion/negotiate_wire.h"
 

@@ -16,7 +16,8 @@
  * kolo-boot-scale N BYTES: each rank also runs one checked all-to-all of
  * BYTES per peer before it measures, and the line adds pipes_mib: the
  * slots and control blocks of the pipes the rank holds (its ring's, and the
- * point-to-point pipes the all-to-all made).  perf/p2p_memory.sh runs it. */
+ * point-to-point pipes the all-to-all made).  PARTS=memory perf/boot_scale.sh
+ * runs it. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
@@ -28,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/comm.h"
+#include "core/comm_state.h"
 #include "kolo.h"
 #include "perf/perf_proc.h"
 

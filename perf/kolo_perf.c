@@ -23,7 +23,7 @@
  * primitives; `net` (perf_net.c) the net providers point to point;
  * `overlap` (perf_overlap.c) a simulated training step over the fusion
  * API, on the ranks set up here, in place of the sweep; `plot`
- * (perf_plot.c) draws --json files; `topo` (perf_topo.c) says what kolo
+ * (perf/plot.py) draws --json files; `topo` (perf_topo.c) says what kolo
  * sees; `p2p` (perf_p2p.c) measures every pair of GPUs and of host ranks.
  */
 #include <stdio.h>

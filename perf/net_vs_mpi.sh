@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # kolo's net transport beside Open MPI's TCP transport on this machine, in
 # one run, alternating kolo / Open MPI REPEATS times; per size the median
-# time of each and their ratio (perf/vs_mpi_median.py).  Parts (PARTS):
+# time of each and their ratio (perf/compare.sh, perf/compare_median.py).
+# Parts (PARTS):
 #
 #   lo    float32 all-reduce, out of place, N in NPROCS processes, 8 B ..
 #         MAXBYTES (x FACTOR), over loopback TCP: kolo-perf -P N with
 #         KOLO_NET_FORCE=1 KOLO_SHM_DISABLE=1 KOLO_NET=socket, against
-#         kolo-mpi-ref under mpirun --mca pml ob1 --mca btl tcp,self.
+#         kolo-mpi-ref under mpirun --mca pml ob1 --mca btl tcp,self
+#         (perf/compare.sh tcp).
 #   ns    the same with every rank in a network namespace of its own (veth
 #         pairs on a bridge, 10.78.0.0/24, as tests/netns/run.sh): kolo's
 #         ranks from the launcher's variables (KOLO_ROOT ...), Open MPI's
@@ -18,11 +20,12 @@
 #         teardown cancel out); kolo and Open MPI alike.
 #   load  4 processes, 8-byte all-reduce over shared memory (kolo's default
 #         transport, Open MPI's vader), quiet and beside LOAD busy loops at
-#         nice 19 (a fixed stand-in for a low-priority compile), alternating.
+#         nice 19 (a fixed stand-in for a low-priority compile), alternating
+#         (perf/compare.sh mpi, BUSY=0 then BUSY=LOAD).
 #
 #   perf/net_vs_mpi.sh                                  # every part
 #   PARTS="lo hop" NPROCS=2 REPEATS=5 perf/net_vs_mpi.sh
-#   OUT=perf/results/2026-11-28-net-frames perf/net_vs_mpi.sh   # keep everything there
+#   OUT=out/net-frames perf/net_vs_mpi.sh   # keep everything there
 #
 # Environment: BUILD (build), PARTS ("lo ns hop load"), NPROCS ("2 4"),
 # REPEATS (5), ITERS (50), WARMUP (10), MAXBYTES (64M), FACTOR (8), ITERS_LO
@@ -43,6 +46,7 @@ FACTOR=${FACTOR:-8}
 ITERS_LO=${ITERS_LO:-2000}
 ITERS_HI=${ITERS_HI:-6000}
 LOAD=${LOAD:-2}
+export BUILD NPROCS REPEATS ITERS WARMUP MAXBYTES FACTOR # perf/compare.sh's
 for b in kolo-perf kolo-mpi-ref; do
   [ -x "$BUILD/bin/$b" ] || { echo "net_vs_mpi: $BUILD/bin/$b is missing (scripts/build.sh $BUILD)" >&2; exit 1; }
 done
@@ -60,20 +64,9 @@ sweep=(-b 8 -e "$MAXBYTES" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" -c 1 --inplace 
   echo "# kolo $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'); $(mpirun --version 2>&1 | head -1)"
 } | tee "$OUT/README.txt"
 
-# ---- lo: loopback TCP ----------------------------------------------------------------
+# ---- lo: loopback TCP (perf/compare.sh tcp) -----------------------------------------------
 part_lo() {
-  local n i dir=$OUT/lo
-  mkdir -p "$dir"
-  for n in $NPROCS; do
-    for i in $(seq 1 "$REPEATS"); do
-      "${KOLO_TCP[@]}" "$BUILD/bin/kolo-perf" all_reduce -P "$n" "${sweep[@]}" --label "kolo TCP, $n procs" \
-        --json "$dir/kolo.n$n.$i.json" > "$dir/kolo.n$n.$i.txt"
-      "${MPI[@]}" -np "$n" "${MPI_TCP[@]}" --mca btl_tcp_if_include lo "$BUILD/bin/kolo-mpi-ref" all_reduce \
-        "${sweep[@]}" --label "Open MPI TCP, $n procs" --json "$dir/mpi.n$n.$i.json" > "$dir/mpi.n$n.$i.txt"
-    done
-    echo "## lo: loopback TCP"
-    python3 perf/vs_mpi_median.py "$dir" "$n" "$REPEATS" | tee "$dir/summary.n$n.txt"
-  done
+  OUT=$OUT/lo perf/compare.sh tcp
 }
 
 # ---- ns: network namespaces --------------------------------------------------------------
@@ -162,12 +155,13 @@ part_ns() {
     ns_cleanup
     NS_LIST=()
     ns_make "$n"
+    mkdir -p "$dir/n$n"
     for i in $(seq 1 "$REPEATS"); do
-      ns_kolo "$n" "$dir/kolo.n$n.$i" "kolo TCP, $n namespaces" || { echo "ns: kolo failed: $dir/kolo.n$n.$i.r*.txt"; exit 1; }
-      ns_mpi "$n" "$dir/mpi.n$n.$i" "Open MPI TCP, $n namespaces" || { echo "ns: Open MPI failed: $dir/mpi.n$n.$i.txt"; exit 1; }
+      ns_kolo "$n" "$dir/n$n/kolo.$i" "kolo TCP, $n namespaces" || { echo "ns: kolo failed: $dir/n$n/kolo.$i.r*.txt"; exit 1; }
+      ns_mpi "$n" "$dir/n$n/mpi.$i" "Open MPI TCP, $n namespaces" || { echo "ns: Open MPI failed: $dir/n$n/mpi.$i.txt"; exit 1; }
     done
     echo "## ns: one network namespace per rank, veth + bridge"
-    python3 perf/vs_mpi_median.py "$dir" "$n" "$REPEATS" | tee "$dir/summary.n$n.txt"
+    python3 perf/compare_median.py "$dir/n$n" "$REPEATS" kolo mpi | tee "$dir/n$n/summary.txt"
   done
 }
 
@@ -208,39 +202,13 @@ part_hop() {
   } | tee "$OUT/hop/summary.txt"
 }
 
-# ---- load: shared memory beside busy loops ----------------------------------------------------
+# ---- load: shared memory beside busy loops (perf/compare.sh mpi, quiet then BUSY) -----------------
 part_load() {
-  local dir=$OUT/load i k pids=() quiet
-  mkdir -p "$dir"
-  local args=(-b 8 -e 8 -n 2000 -w 200 -c 1 --inplace 0)
-  for quiet in 1 0; do
-    local tag=$([ $quiet = 1 ] && echo quiet || echo loaded)
-    pids=()
-    if [ $quiet = 0 ]; then
-      for ((k = 0; k < LOAD; k++)); do nice -n 19 sh -c 'while :; do :; done' & pids+=($!); done
-    fi
-    for i in $(seq 1 "$REPEATS"); do
-      "$BUILD/bin/kolo-perf" all_reduce -P 4 "${args[@]}" --json "$dir/kolo.$tag.$i.json" > "$dir/kolo.$tag.$i.txt"
-      "${MPI[@]}" -np 4 "$BUILD/bin/kolo-mpi-ref" all_reduce "${args[@]}" --json "$dir/mpi.$tag.$i.json" \
-        > "$dir/mpi.$tag.$i.txt"
-    done
-    for k in "${pids[@]}"; do kill "$k" 2>/dev/null || true; done
-    wait 2>/dev/null || true
+  local busy
+  for busy in 0 "$LOAD"; do
+    echo "## load: 4 processes, 8-byte all-reduce over shared memory, $busy busy loops at nice 19"
+    OUT=$OUT/load/busy$busy NPROCS=4 MAXBYTES=8 ITERS=2000 WARMUP=200 BUSY=$busy perf/compare.sh mpi
   done
-  python3 - "$dir" "$REPEATS" "$LOAD" <<'EOF' | tee "$dir/summary.txt"
-import json, statistics, sys
-d, reps, load = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-print(f"## load: 4 processes, 8-byte all-reduce over shared memory, medians of {reps} alternating runs")
-print(f"#   loaded: {load} busy loops at nice 19 beside the 4 ranks")
-print(f"{'':8} {'kolo_us':>9} {'mpi_us':>9} {'kolo/mpi':>9}")
-for tag in ("quiet", "loaded"):
-    med = {}
-    for tool in ("kolo", "mpi"):
-        runs = [json.load(open(f"{d}/{tool}.{tag}.{i}.json")) for i in range(1, reps + 1)]
-        if any(r.get("wrong", 0) for r in runs): sys.exit(f"load: {tool} {tag}: wrong elements")
-        med[tool] = statistics.median(r["results"][0]["time_us"] for r in runs)
-    print(f"{tag:8} {med['kolo']:>9.2f} {med['mpi']:>9.2f} {med['kolo'] / med['mpi']:>9.2f}")
-EOF
 }
 
 for part in $PARTS; do "part_$part"; done

@@ -14,9 +14,7 @@
 #define KOLO_PERF_MODELS_DIR "perf/models"
 #endif
 
-/* An installed kolo-perf (PREFIX/bin) finds them in PREFIX/share/kolo/models
- * (cmake/kolo_package.cmake puts them there); 0 when it is not installed. */
-static int installed_models_dir(char *out, size_t size) {
+int perf_share_path(const char *name, char *out, size_t size) {
   char exe[4096];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) return 0;
@@ -24,16 +22,16 @@ static int installed_models_dir(char *out, size_t size) {
   char *slash = strrchr(exe, '/');
   if (slash == NULL) return 0;
   *slash = '\0'; /* PREFIX/bin */
-  int len = snprintf(out, size, "%s/../share/kolo/models", exe);
+  int len = snprintf(out, size, "%s/../share/kolo/%s", exe, name);
   struct stat st;
-  return len > 0 && (size_t)len < size && stat(out, &st) == 0 && S_ISDIR(st.st_mode);
+  return len > 0 && (size_t)len < size && stat(out, &st) == 0;
 }
 
 const char *perf_models_dir(void) {
   static char installed[4200];
   const char *env = getenv("KOLO_PERF_MODELS");
   if (env != NULL && *env != '\0') return env;
-  return installed_models_dir(installed, sizeof installed) ? installed : KOLO_PERF_MODELS_DIR;
+  return perf_share_path("models", installed, sizeof installed) ? installed : KOLO_PERF_MODELS_DIR;
 }
 
 void perf_model_free(perf_model *m) {

@@ -42,4 +42,9 @@ void perf_model_free(perf_model *m);
  * the one compiled in (perf/models of the source tree). */
 const char *perf_models_dir(void);
 
+/* PREFIX/share/kolo/NAME for a kolo-perf installed in PREFIX/bin
+ * (cmake/kolo_package.cmake puts the model files and perf/plot.py there):
+ * 1 when it exists, with its path in out; else 0. */
+int perf_share_path(const char *name, char *out, size_t size);
+
 #endif

@@ -21,8 +21,7 @@
  *   no-overlap    all compute, then every gradient marked ready at once
  *   overlap       MarkReady after each layer's compute
  * The report gives the medians over -n rounds (after -w untimed ones), the
- * bound max(compute-only, comm-only) and overlap / bound against the
- * target of 1.15; the ideal step of the fusion's layout (each all-reduce
+ * bound max(compute-only, comm-only) and overlap / bound; the ideal step of the fusion's layout (each all-reduce
  * starting when its bucket -- external: its tensor -- is complete and the
  * one before it is done, at the comm-only rate: what any scheduler could
  * reach, so overlap / ideal is the scheduler's own share of a miss); the
@@ -34,8 +33,7 @@
  *
  * --small: N tensors of B bytes (1000 x 4 KiB) reduced through the fusion
  * (allocator views, then the fusion buffer) beside one koloAllReduce per
- * tensor, in alternating rounds; medians and separate / fused against the
- * target of 10.
+ * tensor, in alternating rounds; medians and separate / fused.
  *
  * Ranks and memory as in the other subcommands (-p, -t, a launcher; -m cuda
  * with kolo_backend's stream for the small calls).  Rank 0 prints.

@@ -1,5 +1,5 @@
 /* perf_subcommands.h - kolo-perf's subcommands that do not run the sweep's
- * ranks: plot (perf_plot.c), topo (perf_topo.c), p2p (perf_p2p.c), tune
+ * ranks: plot (perf/plot.py), topo (perf_topo.c), p2p (perf_p2p.c), tune
  * (perf_tune.c: forks its own). */
 #ifndef KOLO_PERF_SUBCOMMANDS_H
 #define KOLO_PERF_SUBCOMMANDS_H

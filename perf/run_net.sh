@@ -12,15 +12,15 @@
 #     kolo-perf net -P socket --bidir -s SIZE                the same both ways at once
 #     kolo-perf net -P socket --lat -s LAT_SIZE              its half round trip
 #     kolo-perf all_reduce -b SIZE -e SIZE, 2 ranks, one in each namespace
-#   then the medians and the ratios against the targets:
-#     socket p2p bandwidth >= 0.8 x iperf3;  all-reduce busbw >= 0.8 x socket p2p bandwidth.
+#   then the medians and the ratios: socket p2p bandwidth / iperf3, all-reduce
+#   busbw / socket p2p bandwidth.
 #
 #   ib (RDMA=auto|1|0, default auto): the soft-RoCE guest of tests/rdma
 #   (rxe0 <-> rxe1 over a veth pair, software emulation) runs ib_write_bw
 #   -s 65536 and ib_write_lat (and, for reference, ib_send_lat: completions on
 #   both sides, as kolo's receiver) beside kolo-perf net -P ib at the same sizes,
-#   REPEATS times (perf/run_net_rxe_guest.sh); targets: bandwidth >= 0.9 x
-#   ib_write_bw, latency <= 1.2 x ib_write_lat.  Skipped with the reason
+#   REPEATS times (perf/run_net_rxe_guest.sh), and the ratios to
+#   ib_write_bw and ib_write_lat.  Skipped with the reason
 #   when kolo was built without libibverbs or the VM is not set up
 #   (tests/rdma/setup.sh); RDMA=1 makes a skip an error.
 #
@@ -39,8 +39,7 @@
 # RXE_BW_N (2000), RXE_LAT_N (1000),
 # RXE_TIMEOUT (600 s for the guest), OUT (raw results; default a temp dir),
 # plus KOLO_* variables for kolo (e.g. KOLO_SOCKET_NSTREAMS).
-# Exit status: 0 when everything ran and no byte was wrong (targets missed
-# are reported, not failed), 1 otherwise.
+# Exit status: 0 when everything ran and no byte was wrong, 1 otherwise.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -217,9 +216,6 @@ def load(name):
     return runs
 def med(v):
     return statistics.median(v) if v else float("nan")
-def verdict(ratio, target, higher=True):
-    if ratio != ratio: return "n/a"
-    return "meets" if (ratio >= target if higher else ratio <= target) else "MISSES"
 
 iperf = [r["end"]["sum_received"]["bits_per_second"] / 8e9 for r in load("iperf3") if "end" in r]
 # --bidir: the mean of the two directions' received rates (each direction's share)
@@ -252,8 +248,8 @@ if socket:
           f"   (in place {med(arbus_ip):.3f})")
     r1 = med(nbw) / med(iperf) if iperf and nbw else float("nan")
     r2 = med(arbus) / med(nbw) if arbus and nbw else float("nan")
-    print(f"# ratio socket p2p / iperf3          = {r1:5.2f}  (target >= 0.80: {verdict(r1, 0.8)})")
-    print(f"# ratio all-reduce busbw / socket p2p = {r2:5.2f}  (target >= 0.80: {verdict(r2, 0.8)})")
+    print(f"# ratio socket p2p / iperf3          = {r1:5.2f}")
+    print(f"# ratio all-reduce busbw / socket p2p = {r2:5.2f}")
     r3 = med(arbus) / med(bidir) if arbus and bidir else float("nan")
     r4 = med(arbus) / med(nbidir) if arbus and nbidir else float("nan")
     r5 = med(nbidir) / med(bidir) if nbidir and bidir else float("nan")
@@ -303,9 +299,9 @@ if rxe == "run":
               "   (completions on both sides, as kolo)")
     b = g('kolo_ib_bw_MBps') / g('ib_write_bw_MBps') if v('ib_write_bw_MBps') else float("nan")
     l = g('kolo_ib_lat_us') / g('ib_write_lat_us') if v('ib_write_lat_us') else float("nan")
-    print(f"# ratio ib bw / ib_write_bw   = {b:5.2f}  (target >= 0.90: {verdict(b, 0.9)});"
+    print(f"# ratio ib bw / ib_write_bw   = {b:5.2f};"
           f" within each run, median: {paired_rep('kolo_ib_bw_MBps', 'ib_write_bw_MBps'):5.2f}")
-    print(f"# ratio ib lat / ib_write_lat = {l:5.2f}  (target <= 1.20: {verdict(l, 1.2, higher=False)});"
+    print(f"# ratio ib lat / ib_write_lat = {l:5.2f};"
           f" within each run, median: {paired_rep('kolo_ib_lat_us', 'ib_write_lat_us'):5.2f}")
     if v('ib_send_lat_us'):
         print(f"#   for reference: ib_send_lat / ib_write_lat = {paired_rep('ib_send_lat_us', 'ib_write_lat_us'):5.2f},"

@@ -2,7 +2,9 @@
 and this process's rank, launched by perf/run_train_vs.sh under mpirun
 (one method per launch, so that libraries never share a process).  Prints
 one line, "train_vs <method> <model> <ranks> <median step ms>", on rank 0;
-the median is the slowest rank's.  Not a test: the results' equality with
+the median is the slowest rank's.  With --allreduce, a second line,
+"train_vs_ar <method> <model> <ranks> <ms>": the median time of one
+all-reduce of all the gradients, by the method's library.  Not a test: the results' equality with
 one process is checked by tests/torch/check_training.py.
 
 Methods:
@@ -17,7 +19,10 @@ Models (CPU, synthetic data, batch per rank fixed by --batch):
   cnn        two 3x3 convolutions and a 1.6 M-weight classifier on 32x32 RGB
              images (26 MB of float32 gradients)
   resnet     a ResNet-style net: a stem and 4 stages of 2 residual blocks,
-             32 -> 256 channels (4.9 M parameters, 20 MB of gradients)"""
+             32 -> 256 channels (4.9 M parameters, 20 MB of gradients)
+  mlp        a wide MLP, 512 -> 4096 -> 4096 -> 512 (21 M parameters, 84 MB
+             of gradients) on vectors, so that its gradients are large
+             beside its compute"""
 import argparse
 import os
 import statistics
@@ -58,7 +63,20 @@ def resnet():
     return torch.nn.Sequential(*layers)
 
 
-MODELS = {"cnn": cnn, "resnet": resnet}
+def mlp():
+    return torch.nn.Sequential(torch.nn.Linear(512, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 4096),
+                               torch.nn.ReLU(), torch.nn.Linear(4096, 512))
+
+
+MODELS = {"cnn": cnn, "resnet": resnet, "mlp": mlp}
+
+
+def data(model, batch, g):
+    """(input, target, loss) of one synthetic batch."""
+    if model == "mlp":
+        return torch.randn(batch, 512, generator=g), torch.randn(batch, 512, generator=g), torch.nn.functional.mse_loss
+    return (torch.randn(batch, 3, 32, 32, generator=g), torch.randint(0, 10, (batch,), generator=g),
+            torch.nn.functional.cross_entropy)
 
 
 def world():
@@ -80,31 +98,42 @@ def torch_group(backend):
 
 
 def setup(method, model):
-    """(model, optimizer, max over ranks of a 1-element tensor)."""
+    """(model, optimizer, max over ranks of a 1-element tensor, sum over ranks in place)."""
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     if method == "single":
-        return model, opt, lambda t: t
+        return model, opt, lambda t: t, lambda t: t
     if method in ("ddp-kolo", "ddp-gloo"):
         mx = torch_group(method[4:])
         model = torch.nn.parallel.DistributedDataParallel(model)
-        return model, torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9), mx
+        return model, torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9), mx, torch.distributed.all_reduce
     lib = __import__("horovod.torch" if method == "horovod" else "kolo.torch", fromlist=["torch"])
     lib.init()
     opt = lib.DistributedOptimizer(opt, named_parameters=model.named_parameters())
     lib.broadcast_parameters(model.state_dict(), root_rank=0)
-    return model, opt, lambda t: lib.allreduce(t, op=lib.Max)
+    return model, opt, lambda t: lib.allreduce(t, op=lib.Max), lambda t: lib.allreduce_(t, op=lib.Sum)
 
 
 def step_times(model, opt, batch, steps):
-    x, y = batch
+    x, y, loss = batch
     times = []
     for _ in range(steps):
         t0 = time.perf_counter()
         opt.zero_grad()
-        torch.nn.functional.cross_entropy(model(x), y).backward()
+        loss(model(x), y).backward()
         opt.step()
         times.append(time.perf_counter() - t0)
     return times
+
+
+def allreduce_ms(allreduce, model, reps=5):
+    """The median time of one in-place all-reduce of as many floats as the model has gradients."""
+    t = torch.randn(sum(p.numel() for p in model.parameters()))
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        allreduce(t)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
 
 
 def main():
@@ -113,18 +142,22 @@ def main():
     ap.add_argument("--model", required=True, choices=sorted(MODELS))
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--steps", type=int, default=12, help="timed steps (after 3 not timed)")
+    ap.add_argument("--allreduce", action="store_true", help="time one all-reduce of all the gradients too")
     args = ap.parse_args()
     torch.set_num_threads(1)  # one core per rank, for every method
     torch.manual_seed(0)
-    model, opt, slowest = setup(args.method, MODELS[args.model]())
+    model, opt, slowest, allreduce = setup(args.method, MODELS[args.model]())
     rank, size = world()
-    g = torch.Generator().manual_seed(1 + rank)
-    batch = (torch.randn(args.batch, 3, 32, 32, generator=g), torch.randint(0, 10, (args.batch,), generator=g))
+    batch = data(args.model, args.batch, torch.Generator().manual_seed(1 + rank))
     step_times(model, opt, batch, 3)
     median = statistics.median(step_times(model, opt, batch, args.steps))
     worst = float(slowest(torch.tensor([median], dtype=torch.float64)))
     if rank == 0:
         print("train_vs %s %s %d %.3f" % (args.method, args.model, size, worst * 1e3), flush=True)
+    if args.allreduce and args.method != "single":
+        ar = float(slowest(torch.tensor([allreduce_ms(allreduce, model)], dtype=torch.float64)))
+        if rank == 0:
+            print("train_vs_ar %s %s %d %.3f" % (args.method, args.model, size, ar), flush=True)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@
  * them) and rank count, and a file joins several rank counts. */
 #define KOLO_TUNING_MAX_OVERRIDES 128
 #define KOLO_TUNING_MAX_CHANNEL_LINES 128
-#define KOLO_TUNING_MAX_CHANNELS 16 /* core/comm.h's KOLO_MAX_CHANNELS (checked there) */
+#define KOLO_TUNING_MAX_CHANNELS 16 /* core/comm_state.h's KOLO_MAX_CHANNELS (checked there) */
 
 /* The memory kind a line holds for (its "mem" word). */
 enum { KOLO_TUNE_MEM_ANY = 0, KOLO_TUNE_MEM_HOST, KOLO_TUNE_MEM_CUDA };

@@ -4,7 +4,7 @@
 #   scripts/setup.sh          everything: build, tests, benchmarks (what tests/run_all.sh needs)
 #   scripts/setup.sh --user   what a user of the library needs: the compilers and CMake, and the
 #                             libraries kolo builds against (ibverbs, PMIx) and its tools use
-#                             (json-c and gnuplot for kolo-perf plot)
+#                             (gnuplot for kolo-perf plot)
 set -euo pipefail
 mode=${1:-all}
 case "$mode" in
@@ -14,7 +14,7 @@ case "$mode" in
 esac
 # The library and its tools.
 pkgs=(cmake make gcc g++ pkgconf libibverbs-dev rdma-core libpmix-dev)
-pkgs+=(gnuplot-nox libjson-c-dev) # kolo-perf plot: gnuplot draws, json-c reads the runs' JSON
+pkgs+=(gnuplot-nox python3) # kolo-perf plot: perf/plot.py reads the runs' JSON, gnuplot draws
 if [ "$mode" = all ]; then
   pkgs+=(libgtest-dev iproute2 openmpi-bin libopenmpi-dev ibverbs-utils perftest iperf3 python3-torch)
   pkgs+=(python3-cffi python3-venv python3-setuptools python3-wheel) # python/ (kolo.torch): tests/torch/setup_venv.sh

@@ -106,7 +106,7 @@ echo "--- 1. cmake --install into $PREFIX"
 cmake --install "$BUILD" --prefix "$PREFIX" > "$WORK/install.log" 2>&1 || { failed "cmake --install:"; tail -5 "$WORK/install.log"; exit 1; }
 for f in include/kolo.h include/kolo_fusion.h lib/libkolo.so lib/libkolo_static.a lib/pkgconfig/kolo.pc \
          lib/pkgconfig/kolo_static.pc lib/cmake/kolo/koloConfig.cmake lib/cmake/kolo/koloConfigVersion.cmake \
-         bin/kolo-perf bin/kolo-memcpy-bw share/kolo/models/resnet50.txt; do
+         bin/kolo-perf bin/kolo-memcpy-bw share/kolo/models/resnet50.txt share/kolo/plot.py; do
   [ -e "$PREFIX/$f" ] || failed "the install has no $f"
 done
 soname=$(readelf -d "$PREFIX/lib/libkolo.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')

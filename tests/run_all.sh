@@ -12,7 +12,9 @@
 #     training checked against one process, faults, the timeline
 #  4. the CUDA path on kolo's CPU model of the GPU (docs/dev/cuda-model.md):
 #     build-sim (-DKOLO_CUDA=SIM, kernel resources from step 2's ptxas
-#     report) and every CUDA test there, a set of them again with blocks of
+#     report) and every CUDA test there (the model's own, and the CUDA
+#     runtime's rules of test_cuda_runtime_rules, which perf/run_cuda.sh runs
+#     on a GPU), a set of them again with blocks of
 #     256 and of 33 threads, a set under 3 seeds of the model's orders
 #     (KOLO_SIM_SEED) and with CUDA's default 8 hardware queues, and examples/nccl.c against its
 #     libnccl.so.2 (tests/check_install.sh build-sim); then build-sim-tsan: the reduce
@@ -139,10 +141,12 @@ CUDA_BLOCK33_TESTS='CudaGrid.SmallCounts/.*_[23]ranks_|AllTypesOps/CudaReduceTes
 # (CMake's regular expressions take few groups).
 CUDA_SEED_TESTS='SmallCounts/AllReduce_2ranks_threads |SmallCounts/AllReduce_3ranks_onethread |SmallCounts/AllReduce_3ranks_threads |SmallCounts/ReduceScatter_2ranks_onethread |SmallCounts/ReduceScatter_3ranks_threads |SmallCounts/AllGather_2ranks_threads |SmallCounts/AllGather_3ranks_onethread |SmallCounts/AllGather_3ranks_threads |SmallCounts/Broadcast_3ranks_threads |SmallCounts/Reduce_3ranks_onethread |SmallCounts/SendRecv_2ranks_threads |SmallCounts/SendRecv_3ranks_onethread |SmallCounts/AlltoAll_3ranks_threads |SmallCounts/Gather_3ranks_onethread |SmallCounts/Scatter_3ranks_threads |SmallCounts/Bcast_3ranks_onethread |CudaP2P.AllToAll/2ranks_threads |CudaP2P.AllToAll/3ranks_onethread |CudaAlgoBits.*/rd_3ranks |CudaAlgoBits.*/rabenseifner_3ranks '
 # With CUDA's default 8 hardware queues (the other steps give every stream
-# its own): 4 ranks' 8 streams share them with the legacy stream (~8 s).
-CUDA_QUEUE8_TESTS='SmallCounts/.*_4ranks_|SmallCounts/AllReduce_3ranks_|SmallCounts/AlltoAll_3ranks_|CudaP2P.AllToAll/4ranks_'
+# its own): 4 ranks' 8 streams share them with the legacy stream (~8 s), and
+# the runtime's stream rules (test_cuda_runtime_rules, which perf/run_cuda.sh
+# runs on a GPU with 8 queues too).
+CUDA_QUEUE8_TESTS='SmallCounts/.*_4ranks_|SmallCounts/AllReduce_3ranks_|SmallCounts/AlltoAll_3ranks_|CudaP2P.AllToAll/4ranks_|CudaRulesStreams\.'
 SIM_TSAN_TARGETS=(test_cuda_reduce test_e2e_cuda test_e2e_cuda_algos test_cuda_mismatch test_cuda_stall)
-SIM_TARGETS=(kolo kolo-perf test_cudasim test_cuda_fault test_e2e_cuda test_e2e_cuda_algos test_e2e_schedule test_cuda_mismatch test_cuda_stall test_cuda_reduce test_cuda_plan test_fusion nccl test_nccl_layer test_nccl_dlopen kolo-fault)
+SIM_TARGETS=(kolo kolo-perf test_cudasim test_cuda_runtime_rules test_cuda_fault test_e2e_cuda test_e2e_cuda_algos test_e2e_schedule test_cuda_mismatch test_cuda_stall test_cuda_reduce test_cuda_plan test_fusion nccl test_nccl_layer test_nccl_dlopen kolo-fault)
 sim_build() { # dir, extra cmake args...
   local dir=$1 targets=("${SIM_TARGETS[@]}")
   shift

@@ -273,7 +273,7 @@ kolo_geometry host_geometry(const Shape &sh, const kolo_op &op, int layout, int 
   return g;
 }
 
-// The host executor's channel count (core/enqueue.c: channels_for), written out.
+// The host executor's channel count (core/plan.c: kolo_comm_op_channels), written out.
 int host_channels(const Shape &sh, const kolo_op &op) {
   size_t bytes = op.count * koloTypeSize(op.type);
   if (op.coll == KOLO_COLL_ALL_REDUCE) bytes /= (size_t)sh.nranks;
@@ -331,7 +331,7 @@ TEST(CudaPlan, AllReduceIsOneLaunchWithATaskPerChannel) {
   }
 }
 
-// Channels on rotated rings (core/comm.h: nrings): channel ch takes the
+// Channels on rotated rings (core/comm_state.h: nrings): channel ch takes the
 // program of ring ch % nrings (kolo_program_index) and its pipe ends.
 TEST(CudaPlan, ChannelsTakeTheProgramOfTheirRing) {
   Shape sh;

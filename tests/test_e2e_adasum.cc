@@ -1,6 +1,9 @@
 // test_e2e_adasum.cc - koloAdasum end to end, ranks as threads of this
 // process (ThreadWorld: koloCommInitAll, each rank's call from its own
-// thread; non-blocking communicators driven from one thread).
+// thread; non-blocking communicators driven from one thread), and ranks as
+// processes (AdasumProcs: forked children joining with koloCommInitRank, as
+// kolo.torch's ranks do, their outputs checked here against the same
+// reference).
 //
 // The reference is computed here in double, from the definition, over the
 // same inputs (rounded to the call's type first): the combine rule
@@ -11,6 +14,8 @@
 // the lower group always a.  Every output element is checked against it
 // (outputs poisoned first), and every rank's output must be the same bits.
 #include <gtest/gtest.h>
+
+#include <sys/mman.h>
 
 #include <chrono>
 #include <cmath>
@@ -27,6 +32,7 @@ extern "C" {
 }
 #include "util/coll_run.h"
 #include "util/expect_text.h"
+#include "util/proc_util.h"
 #include "util/thread_world.h"
 
 using namespace kt;
@@ -276,6 +282,120 @@ TEST_P(Adasum, HalfTypes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, Adasum, ::testing::Values(1, 2, 3, 4, 5, 8),
+                         [](const ::testing::TestParamInfo<int> &p) { return std::to_string(p.param) + "ranks"; });
+
+// ---- ranks as processes -------------------------------------------------------
+
+// Memory shared with forked children (MAP_SHARED): where each child leaves
+// its outputs for this process to check.
+class SharedBytes {
+ public:
+  explicit SharedBytes(size_t bytes) : size_(bytes ? bytes : 1) {
+    void *p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    data_ = p == MAP_FAILED ? nullptr : static_cast<unsigned char *>(p);
+  }
+  ~SharedBytes() {
+    if (data_) munmap(data_, size_);
+  }
+  SharedBytes(const SharedBytes &) = delete;
+  SharedBytes &operator=(const SharedBytes &) = delete;
+  unsigned char *data() const { return data_; }
+
+ private:
+  size_t size_;
+  unsigned char *data_ = nullptr;
+};
+
+// The cases of one run: float32 and float64 at uneven counts, out of place
+// and unaligned in place; float16 and bfloat16; a zero vector on the last
+// rank.  Seeds differ per case and rank count.
+std::vector<AdaCase> proc_cases(int n) {
+  std::vector<AdaCase> cases;
+  unsigned seed = 500 + 100 * (unsigned)n;
+  for (koloDataType_t t : {koloFloat32, koloFloat64})
+    for (size_t count : {1, 7, 4099, 70001})
+      for (bool in_place : {false, true}) {
+        AdaCase c;
+        c.type = t;
+        c.count = count;
+        c.in_place = c.unaligned = in_place;
+        c.seed = seed++;
+        cases.push_back(c);
+      }
+  for (koloDataType_t t : {koloFloat16, koloBfloat16}) {
+    AdaCase c;
+    c.type = t;
+    c.count = 1037;
+    c.unaligned = true;
+    c.seed = seed++;
+    cases.push_back(c);
+  }
+  AdaCase z;
+  z.count = 257;
+  z.zero_rank = n - 1;
+  z.seed = seed++;
+  cases.push_back(z);
+  return cases;
+}
+
+// Child `rank` of n: joins with koloCommInitRank, runs every case on its
+// own (forked) copy of the buffers and leaves each output in `shared` at
+// its offset; 0, or 1 and a line on stderr.
+int adasum_child(int n, int rank, const koloUniqueId &id, const std::vector<AdaCase> &cases,
+                 std::vector<std::vector<RankBuf>> &bufs, const std::vector<size_t> &offsets, unsigned char *shared) {
+  koloComm_t comm = nullptr;
+  koloResult_t res = koloCommInitRank(&comm, n, id, rank);
+  if (res != koloSuccess) {
+    std::fprintf(stderr, "rank %d: koloCommInitRank: %s: %s\n", rank, koloGetErrorString(res), koloGetLastError(nullptr));
+    return 1;
+  }
+  for (size_t k = 0; k < cases.size(); k++) {
+    RankBuf &b = bufs[k][(size_t)rank];
+    size_t bytes = cases[k].count * koloTypeSize(cases[k].type);
+    res = koloAdasum(b.sp, b.rp, cases[k].count, cases[k].type, comm, nullptr);
+    if (res != koloSuccess) {
+      std::fprintf(stderr, "rank %d: %s: %s: %s\n", rank, cases[k].str().c_str(), koloGetErrorString(res),
+                   koloGetLastError(comm));
+      return 1;
+    }
+    std::memcpy(shared + offsets[k] + (size_t)rank * bytes, b.rp, bytes);
+  }
+  return koloCommDestroy(comm) == koloSuccess ? 0 : 1;
+}
+
+class AdasumProcs : public ::testing::TestWithParam<int> {};
+
+// Every rank a forked process: inputs and poisoned outputs are made here
+// before the fork, each child runs the cases on its communicator, and this
+// process checks every rank's output against the double reference and
+// rank 0's bits, as for threads.
+TEST_P(AdasumProcs, EveryElementMatchesTheReference) {
+  const int n = GetParam();
+  const std::vector<AdaCase> cases = proc_cases(n);
+  std::vector<std::vector<Vec>> in(cases.size());
+  std::vector<std::vector<RankBuf>> bufs(cases.size(), std::vector<RankBuf>((size_t)n));
+  std::vector<size_t> offsets;
+  size_t total = 0;
+  for (size_t k = 0; k < cases.size(); k++) {
+    in[k] = make_inputs(cases[k], n);
+    for (int r = 0; r < n; r++) prepare(cases[k], r, &in[k][(size_t)r], &bufs[k][(size_t)r]);
+    offsets.push_back(total);
+    total += (size_t)n * cases[k].count * koloTypeSize(cases[k].type);
+  }
+  SharedBytes shared(total);
+  ASSERT_NE(shared.data(), nullptr) << "mmap of " << total << " shared bytes failed";
+  std::vector<ChildResult> res = run_children_with_id(
+      n, [&](int r, const koloUniqueId &id) { return adasum_child(n, r, id, cases, bufs, offsets, shared.data()); },
+      120000);
+  ASSERT_EQ(children_failures(res), "");
+  for (size_t k = 0; k < cases.size(); k++) {
+    size_t bytes = cases[k].count * koloTypeSize(cases[k].type);
+    for (int r = 0; r < n; r++) std::memcpy(bufs[k][(size_t)r].rp, shared.data() + offsets[k] + (size_t)r * bytes, bytes);
+    EXPECT_EQ(check_case(cases[k], in[k], bufs[k], adasum2), "") << cases[k].str() << ", " << n << " processes";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Procs, AdasumProcs, ::testing::Values(2, 3, 4),
                          [](const ::testing::TestParamInfo<int> &p) { return std::to_string(p.param) + "ranks"; });
 
 // One rank: the output is the input, bit for bit.

@@ -553,6 +553,35 @@ TEST(CudaMemoryEnv, KoloMemoryCudaInitRankCurrentDevice) {
   }
 }
 
+// koloAdasum on a koloMemCuda communicator is refused with its sentence,
+// on every rank, before any exchange (so this thread calls for each rank),
+// with device buffers as a user would pass them; the output is untouched
+// and the communicators still run a checked all-reduce afterwards.
+TEST(CudaAdasum, RefusedOnACudaCommunicatorWithItsSentence) {
+  KT_REQUIRE_CUDA();
+  const int n = 2;
+  const size_t count = 37;
+  CudaWorld w(n);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  float *dev = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&dev), 2 * count * sizeof(float)), cudaSuccess);
+  std::vector<float> in(count, 1.5f), out(count, 0.0f);
+  ASSERT_EQ(cudaMemcpy(dev, in.data(), count * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dev + count, 0, count * sizeof(float)), cudaSuccess);
+  for (int r = 0; r < n; r++) {
+    EXPECT_EQ(koloAdasum(dev, dev + count, count, koloFloat32, w.comms[r], w.streams[r]), koloInvalidUsage);
+    EXPECT_CONTAINS(koloGetLastError(w.comms[r]),
+                    "koloAdasum: rank " + std::to_string(r) + ": the communicator moves CUDA memory, and Adasum "
+                    "runs on host communicators only");
+    EXPECT_CONTAINS(koloGetLastError(w.comms[r]), "copy the buffer to host memory and call it on a host communicator");
+  }
+  ASSERT_EQ(cudaMemcpy(out.data(), dev + count, count * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(out, std::vector<float>(count, 0.0f)) << "a refused koloAdasum wrote its output";
+  ASSERT_EQ(cudaFree(dev), cudaSuccess);
+  GridReport rep = run_cuda_grid(w, sample_cases(n, {7, 4095}), Issue::kPerThread);
+  EXPECT_GRID_OK(rep);
+}
+
 // ===== several calls in flight =======================================================
 
 namespace {

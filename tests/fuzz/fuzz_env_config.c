@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "common/config.h"
-#include "core/comm.h"
+#include "core/comm_state.h"
 #include "core/proto_select.h"
 #include "core/rendezvous.h"
 #include "ring/algo.h"

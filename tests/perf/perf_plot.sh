@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/perf/perf_plot.sh KOLO_PERF PYTHON - kolo-perf plot draws two small runs
+# tests/perf/perf_plot.sh KOLO_PERF PYTHON - kolo-perf plot (perf/plot.py) draws two small runs
 # into a PNG (PNG signature, nonzero size), and refuses with a sentence a
 # missing file, a file that is not JSON, a JSON that is not kolo-perf's, an
 # empty run, and a machine without gnuplot.  Exit 77 (skipped, said why)
@@ -45,6 +45,7 @@ refuses "another tool's JSON" "$WORK/other.json" "not a kolo-perf --json file"
 "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); d["results"]=[]; json.dump(d, open(sys.argv[2], "w"))' \
   "$WORK/a.json" "$WORK/empty.json"
 refuses "an empty run" "$WORK/empty.json" "no results"
-mkdir -p "$WORK/nopath"
+mkdir -p "$WORK/nopath" # python3 only: no gnuplot
+ln -s "$("$PY" -c "import sys; print(sys.executable)")" "$WORK/nopath/python3"
 refuses "no gnuplot" "$WORK/a.json" "gnuplot is not installed" env PATH="$WORK/nopath"
 echo "ok: kolo-perf plot: 2 runs drawn ($(stat -c %s "$WORK/out.png") B PNG); 5 bad inputs refused with a sentence"

@@ -21,10 +21,20 @@
 #  - check_join.py under mpirun with 1, 2 and 3 processes: join() with
 #    uneven steps per rank (allreduce zeros, allgather, broadcast, refusals,
 #    DistributedOptimizer against one process, a mismatch failing at once)
+#  - check_names.py under mpirun with 1, 2 and 3 processes: named async
+#    calls made and synchronized in a different order on each rank, matched
+#    by name (every dtype, against float64 / int64 references), poll, a
+#    duplicate name refused, ranks blocked on unmatched names failing at
+#    once naming them, a joined rank replaying named calls
+#  - check_names_sets.py under mpirun with 3 processes: the same on the
+#    process set of ranks 0 and 2, matched among its ranks; a name pending
+#    on the set and on the global set at once (about 3 s past the import)
 #  - check_elastic.py under python -m kolo.torch.elastic.launch (KOLO_TIMEOUT_MS
 #    5 s): a worker of 3 killed mid-training, the 2 survivors go on from the
-#    last commit; a third worker added to 2 at a commit; a store nobody runs
-#    fails kt.init() within 10 s (about 20 s in all)
+#    last commit (a process set of survivors carried over with its
+#    DistributedOptimizer, one with the dead worker dropped); a third
+#    worker added to 2 at a commit (it gets the carried set); a store
+#    nobody runs fails kt.init() within 10 s (about 20 s in all)
 #  - the "kolo" torch.distributed backend: check_backend.py (every call of a
 #    process group) under mpirun with 1..4 processes and from torchrun's
 #    variables; DDP over it, with PyTorch's allreduce and with kolo_hook
@@ -96,6 +106,11 @@ done
 for np in 1 2 3; do
   check "join with uneven steps, mpirun -np $np" 60 "${MPIRUN[@]}" -np $np "$PY" $T/check_join.py
 done
+for np in 1 2 3; do
+  check "name=: calls matched by name in any order, mpirun -np $np" 60 "${MPIRUN[@]}" -np $np "$PY" $T/check_names.py
+done
+check "name= on a process set of ranks 0 and 2 of 3, mpirun -np 3" 60 "${MPIRUN[@]}" -np 3 "$PY" \
+  $T/check_names_sets.py
 
 ELASTIC=("$PY" -m kolo.torch.elastic.launch --timeout 50)
 check "elastic: a killed worker, the survivors go on from the last commit" 60 env KOLO_TIMEOUT_MS=5000 \

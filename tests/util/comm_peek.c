@@ -2,8 +2,9 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, nanosleep */
 #include "util/comm_peek.h"
 
-#include "core/comm.h"
-#include "core/comm_init.h"
+#include "core/comm_state.h"
+#include "core/register.h"
+#include "core/plan.h"
 #include "core/mem.h"
 #include "transport/proxy.h"
 

@@ -54,6 +54,8 @@ def init(device=None, timeout_ms=None, process_sets=None):
     "dynamic" is taken and changes nothing (sets may always be added)."""
     _comms.init(device, timeout_ms)
     _local.topology()  # may gather host identities, and gathers local ranks: every rank, now
+    if elastic._elastic():
+        elastic._sets.at_init()  # process sets the job carries over its resets
     for process_set in [] if process_sets in (None, "dynamic") else process_sets:
         add_process_set(process_set)
 

@@ -12,7 +12,8 @@ from kolo._lib import check, ffi, lib
 from kolo.torch import _comms
 from kolo.torch._dtypes import as_bytes
 from kolo.torch._handle import run
-from kolo.torch._join import ALLGATHER, ALLTOALL, BROADCAST, negotiate, takes_name, tensors_desc
+from kolo.torch._join import ALLGATHER, ALLTOALL, BROADCAST, takes_name, tensors_desc
+from kolo.torch._names import collective
 from kolo.torch._placement import memory_kind, ptr
 from kolo.torch._process_sets import global_process_set, member
 from kolo.torch._reduce import single, grouped
@@ -70,7 +71,12 @@ class _Gather:
 def _allgather(tensors, async_, what, process_set):
     ps = member(process_set, what)
     kind, device = memory_kind(tensors, what) if tensors else ("host", None)
-    negotiate(ALLGATHER, what, [int(async_)] + tensors_desc(tensors, first_dim=0), ps, cuda=kind == "cuda")
+    desc = [int(async_)] + tensors_desc(tensors, first_dim=0)
+    return collective(ALLGATHER, what, desc, ps, lambda a: _gather(tensors, a, what, ps, kind, device), async_,
+                      cuda=kind == "cuda")
+
+
+def _gather(tensors, async_, what, ps, kind, device):
     flat, rows = _gather_rows(tensors, what, ps) if tensors else ([], [])
     parts = [_Gather(t, r, ps.rank()) for t, r in zip(flat, rows)]
 
@@ -118,8 +124,12 @@ def _broadcast(tensor, root_rank, inplace, async_, what, process_set):
     ps = member(process_set, what)
     kind, device = memory_kind([tensor], what)
     root = _root(ps, root_rank, what)
-    negotiate(BROADCAST, what, [int(async_), root_rank] + tensors_desc([tensor]), ps, root=root_rank,
-              cuda=kind == "cuda")
+    desc = [int(async_), root_rank] + tensors_desc([tensor])
+    return collective(BROADCAST, what, desc, ps, lambda a: _send(tensor, root, inplace, a, what, ps, kind, device),
+                      async_, root=root_rank, cuda=kind == "cuda")
+
+
+def _send(tensor, root, inplace, async_, what, ps, kind, device):
     out = tensor if inplace else tensor.clone(memory_format=torch.contiguous_format)
     work = out if out.is_contiguous() else out.contiguous()
     nbytes = work.numel() * work.element_size()
@@ -176,9 +186,14 @@ def _split_sizes(tensor, splits, what, n):
 def _alltoall(tensor, splits, async_, what, process_set):
     ps = member(process_set, what)
     kind, device = memory_kind([tensor], what)
+    sizes = _split_sizes(tensor, splits, what, ps.size())
+    desc = [int(async_)] + tensors_desc([tensor], first_dim=0)
+    return collective(ALLTOALL, what, desc, ps, lambda a: _exchange(tensor, sizes, splits, a, what, ps, kind, device),
+                      async_, cuda=kind == "cuda")
+
+
+def _exchange(tensor, sizes, splits, async_, what, ps, kind, device):
     n, me = ps.size(), ps.rank()
-    sizes = _split_sizes(tensor, splits, what, n)
-    negotiate(ALLTOALL, what, [int(async_)] + tensors_desc([tensor], first_dim=0), ps, cuda=kind == "cuda")
     matrix = _exchange_sizes(sizes, what, ps)  # [sender, receiver]: rows sent
     received = matrix[:, me].tolist()
     most = int(matrix.max())

@@ -95,14 +95,15 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         """After kolo.torch was shut down and initialized again (elastic's
         reset): the fusion made again on the new job's communicators, as
         __init__ made it (collective, in the order the optimizers were made)."""
-        if self._process_set is not global_process_set:
-            raise ValueError("%s: made with process_set %r, which did not outlive kolo.torch's reset: make the "
-                             "optimizer again" % (_WHAT, self._process_set))
+        if self._process_set.process_set_id is None:
+            raise ValueError("%s: made with process_set %r, which kolo.torch's reset dropped (%s): make the "
+                             "optimizer again" % (_WHAT, self._process_set, self._process_set.dropped))
         _join.negotiate(_join.SETUP, _WHAT, [], self._process_set)
         self._setup_fusion(self._op)
         self._closed, self._synchronized = False, False
         self._delay = {p: self._passes for p in self._params}
-        self._join_index = _join.register_optimizer(self)
+        global_set = self._process_set is global_process_set
+        self._join_index = _join.register_optimizer(self) if global_set else None
         _comms.on_shutdown(self._close)
 
     # ---- setup ----------------------------------------------------------

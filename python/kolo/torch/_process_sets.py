@@ -16,7 +16,7 @@ import hashlib
 import torch
 
 from kolo._lib import check, ffi, lib, macros
-from kolo.torch import _comms
+from kolo.torch import _comms, _names
 from kolo.torch._handle import host_progress
 from kolo.torch._join import BARRIER, SETUP, negotiate
 from kolo.torch._placement import comm_and_stream, cuda_stream
@@ -37,7 +37,7 @@ class ProcessSet:
         if len(set(ranks)) != len(ranks):
             raise ValueError("kolo.torch.ProcessSet: ranks %s name a rank more than once" % sorted(ranks))
         self.ranks, self.process_set_id = sorted(ranks), None
-        self._comms, self._device, self._progress = {}, None, None
+        self._comms, self._device, self._progress, self.dropped = {}, None, None, None
 
     def __repr__(self):
         return "ProcessSet(process_set_id=%s, ranks=%s)" % (self.process_set_id, self.ranks)
@@ -131,6 +131,8 @@ def member(process_set, what):
         _comms.world()
         return ps
     if ps.process_set_id is None or _registry.get(ps.process_set_id) is not ps:
+        if getattr(ps, "dropped", None):
+            raise ValueError("%s: %r was dropped at kolo.torch.elastic's reset: %s" % (what, ps, ps.dropped))
         raise ValueError("%s: %r is not added: every rank adds it with kolo.torch.add_process_set first" % (what, ps))
     if not ps.included():
         raise ValueError("%s: rank %d is not in process set %d (ranks %s): only its ranks may call a collective "
@@ -183,18 +185,44 @@ def add_process_set(process_set):
     negotiate(SETUP, what, [], global_process_set)
     _same_everywhere(ps, what)  # first: ranks that differ are said so on every rank
     _check_new(ps, what)
+    _register(ps, _next_id[0])
+    _next_id[0] += 1
+    return ps
+
+
+def _register(ps, process_set_id):
+    """ps as set process_set_id: its host communicator split from the job's
+    (collective: every rank of the job, in the same order)."""
     color = 0 if ps.included() else macros["KOLO_SPLIT_NOCOLOR"]
     comm = _comms.split(_comms.world(), lib.koloMemHost, color=color)
     ps._comms = {"host": comm} if comm is not None else {}
-    ps.process_set_id, _next_id[0] = _next_id[0], _next_id[0] + 1
-    _registry[ps.process_set_id] = ps
+    ps.process_set_id, ps.dropped = process_set_id, None
+    _registry[process_set_id] = ps
     _comms.on_shutdown(lambda: _drop(ps))
-    return ps
+
+
+def added():
+    """The added sets (not the global one), by id, and the next id."""
+    return [_registry[i] for i in sorted(_registry)], _next_id[0]
+
+
+def carry(table, next_id, known):
+    """kolo.torch.elastic's reset: the sets of `table` ([(id, ranks)], in
+    id order; rank 0's, the same on every rank) added again over the new
+    job's ranks, keeping their ids: the objects in `known` (id -> set)
+    where this process had them, new ones where not (a worker that just
+    joined).  Collective, as add_process_set."""
+    for process_set_id, ranks in table:
+        ps = known.get(process_set_id) or ProcessSet(ranks)
+        ps.ranks = sorted(ranks)
+        _register(ps, process_set_id)
+    _next_id[0] = next_id
 
 
 def _drop(ps):
     if _registry.get(ps.process_set_id) is ps:
         del _registry[ps.process_set_id]
+        _names.forget_set(ps)
         ps._destroy()
         ps.process_set_id = None
 

@@ -5,7 +5,8 @@ from kolo._lib import lib
 from kolo.torch._dtypes import KOLO_TYPES, reducible
 from kolo.torch._handle import run
 from kolo.torch import _adasum
-from kolo.torch._join import ALLREDUCE, float_bits, negotiate, takes_name, tensors_desc
+from kolo.torch._join import ALLREDUCE, float_bits, takes_name, tensors_desc
+from kolo.torch._names import collective
 from kolo.torch._ops_names import Adasum, Average, check_op, op_code
 from kolo.torch._placement import memory_kind, ptr
 from kolo.torch._process_sets import global_process_set, member
@@ -72,8 +73,8 @@ def _public(tensors, op, inplace, async_, what, scales, process_set):
     check_op(op, what)
     kind, _ = memory_kind(tensors, what)
     desc = [int(async_), op_code(op), float_bits(scales[0]), float_bits(scales[1])] + tensors_desc(tensors)
-    negotiate(ALLREDUCE, what, desc, ps, cuda=kind == "cuda")
-    return _issue(tensors, op, inplace, async_, what, scales=scales, comms=ps)
+    return collective(ALLREDUCE, what, desc, ps, lambda a: _issue(tensors, op, inplace, a, what, ps, scales), async_,
+                      cuda=kind == "cuda")
 
 
 def single(result_or_handle, async_):

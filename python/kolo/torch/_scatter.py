@@ -10,7 +10,8 @@ import torch
 from kolo._lib import lib
 from kolo.torch._dtypes import KOLO_TYPES, reducible, restored
 from kolo.torch._handle import run
-from kolo.torch._join import REDUCESCATTER, float_bits, negotiate, takes_name, tensors_desc
+from kolo.torch._join import REDUCESCATTER, float_bits, takes_name, tensors_desc
+from kolo.torch._names import collective
 from kolo.torch._ops_names import Average, Sum, op_name
 from kolo.torch._placement import memory_kind, ptr
 from kolo.torch._process_sets import global_process_set, member
@@ -66,7 +67,11 @@ def _issue(tensors, op, scales, async_, what, process_set):
     ps = member(process_set, what)
     kind, device = memory_kind(tensors, what)
     desc = [int(async_), op, float_bits(scales[0]), float_bits(scales[1])] + tensors_desc(tensors)
-    negotiate(REDUCESCATTER, what, desc, ps, cuda=kind == "cuda")
+    return collective(REDUCESCATTER, what, desc, ps, lambda a: _run(tensors, op, scales, a, what, ps, kind, device),
+                      async_, cuda=kind == "cuda")
+
+
+def _run(tensors, op, scales, async_, what, ps, kind, device):
     parts = [_Part(t, op, scales, what, ps) for t in tensors]
 
     def call(comm, stream):

@@ -17,9 +17,11 @@ the job's generations (_rendezvous.py).  When a collective fails because a
 peer is gone (KoloError koloRemoteError, koloTimeout or koloSystemError),
 run() restores the last commit, and every survivor shuts kolo.torch down
 (aborting its communicators), joins the next generation (a fresh kolo
-unique id, ranks renumbered densely in the old order), makes its
-DistributedOptimizers' fusions again, calls the reset callbacks, and
-runs the function again after sync() (the state of the new rank 0).
+unique id, ranks renumbered densely in the old order), adds its process
+sets again over the new ranks (_sets.py: a set that lost a worker is
+dropped), makes its DistributedOptimizers' fusions again, calls the reset
+callbacks, and runs the function again after sync() (the state of the
+new rank 0).
 When a worker is added, commit() (check_host_updates) raises
 HostsUpdatedInterrupt on every rank at the same commit, and the same
 reset follows without a restore; the new worker joins in kt.init().
@@ -33,7 +35,7 @@ from kolo._lib import KoloError, lib
 from kolo.torch import _comms, _handle, _local, _optimizer
 from kolo.torch._copies import broadcast_
 from kolo.torch._state_sync import broadcast_object, broadcast_optimizer_state, broadcast_parameters
-from kolo.torch.elastic import _rendezvous
+from kolo.torch.elastic import _rendezvous, _sets
 
 __all__ = ["run", "State", "ObjectState", "TorchState", "HostsUpdatedInterrupt"]
 
@@ -161,12 +163,14 @@ def _elastic():
 def _reset():
     """kolo.torch again, on the next generation's ranks."""
     timeout_ms = _comms._state.get("timeout_ms")
+    sets = _sets.before_reset()
     _comms.shutdown(abort=True)  # the fusions, process sets and communicators of the old generation
     _handle._progress.clear()
     _local._cached.clear()
     cfg = _comms.new_config(memory=lib.koloMemHost, timeout_ms=timeout_ms)
     _comms.adopt(_rendezvous.join(cfg, timeout_ms, after=_rendezvous.generation()), timeout_ms)
     _local.topology()  # collective, as kt.init() on a worker that joins now
+    _sets.after_reset(sets)  # collective, as _sets.at_init() there
     _optimizer.reopen_all()
 
 

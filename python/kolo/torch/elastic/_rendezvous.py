@@ -55,6 +55,11 @@ def generation():
     return _conn["gen"]
 
 
+def members():
+    """The worker ids of the generation this worker joined last, by rank."""
+    return list(_conn.get("members", []))
+
+
 def newest():
     """The newest generation's number, as the store has it."""
     return int(store().get(PREFIX + "gen"))
@@ -100,7 +105,7 @@ def join(cfg, timeout_ms, after=None):
     deadline = time.monotonic() + wait_s + ms / 1000.0
     while True:
         gen, members = _wait_for_generation(s, me, after, max(0.0, deadline - time.monotonic()))
-        _conn["gen"] = gen
+        _conn["gen"], _conn["members"] = gen, members
         try:
             return _init_rank(s, gen, members.index(me), len(members), cfg)
         except KoloError as e:
