@@ -70,6 +70,9 @@ typedef struct {
   void (*graph_free)(void *ctx);
 } perf_backend;
 
+/* Monotonic clock in microseconds (perf_timing.c). */
+double perf_now_us(void);
+
 /* Every rank's pid, host and `where`, gathered and printed by the rank
  * whose out is not NULL under "# Using devices"; Group numbers the
  * processes in rank order.  0, or non-zero on failure (every rank). */
