@@ -37,7 +37,7 @@ static koloFusionConfig_t fusion_config(const perf_overlap_opts *o, perf_op op) 
   if (o->fusion_bytes != KOLO_FUSION_UNDEF_SIZE) c.fusionBytes = o->fusion_bytes;
   if (o->cycle_us > 0) c.cycleTimeUs = o->cycle_us;
   if (o->min_buckets > 0) c.minBuckets = o->min_buckets;
-  c.rebuildBuckets = 1; /* the buckets in backward's order; grads_refresh fetches the moved views */
+  c.rebuildBuckets = 1; /* the buckets in backward's order; ov_grads_refresh fetches the moved views */
   return c;
 }
 
@@ -143,8 +143,6 @@ int ov_grads_init(const ov_rank *ov, ov_grads *g, const size_t *count, const siz
   if (external ? grads_external(ov, g) : ov_grads_refresh(ov, g)) return -1;
   return grads_events(ov, g) == 0 ? grads_zero(ov, g) : -1;
 }
-
-
 
 /* Each gradient filled with rank-dependent small integers (perf_check.h). */
 static int grads_fill(const ov_rank *ov, ov_grads *g, const perf_gen *gen, void *host) {

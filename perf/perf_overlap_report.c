@@ -5,7 +5,6 @@
 
 #include "perf/perf_overlap_int.h"
 
-
 static void fmt_size(char *buf, size_t len, size_t v, const char *undef) {
   if (v == KOLO_FUSION_UNDEF_SIZE) snprintf(buf, len, "%s", undef);
   else snprintf(buf, len, "%zu B", v);
