@@ -73,48 +73,27 @@ static int kb_run(void *ctx, const perf_call *c) {
   return check_res(kb, res, msg);
 }
 
+/* kolo's name of each perf_coll's call, for the sentence of a failed one. */
+static const char *const call_names[PERF_NUM_COLLS] = {
+    [PERF_ALL_REDUCE] = "koloAllReduce", [PERF_REDUCE_SCATTER] = "koloReduceScatter",
+    [PERF_ALL_GATHER] = "koloAllGather", [PERF_BROADCAST] = "koloBroadcast", [PERF_REDUCE] = "koloReduce",
+    [PERF_SENDRECV] = "koloSend/koloRecv group", [PERF_ALL_TO_ALL] = "koloAlltoAll", [PERF_GATHER] = "koloGather",
+    [PERF_SCATTER] = "koloScatter"};
+
 static koloResult_t run_coll(kolo_backend *kb, const perf_call *c, koloRedOp_t op, const char **what) {
   koloDataType_t t = (koloDataType_t)c->type;
-  koloResult_t res;
+  *what = call_names[c->coll];
   switch (c->coll) {
-    case PERF_ALL_REDUCE:
-      *what = "koloAllReduce";
-      res = koloAllReduce(c->send, c->recv, c->count, t, op, kb->comm, kb->stream);
-      break;
-    case PERF_REDUCE_SCATTER:
-      *what = "koloReduceScatter";
-      res = koloReduceScatter(c->send, c->recv, c->count, t, op, kb->comm, kb->stream);
-      break;
-    case PERF_ALL_GATHER:
-      *what = "koloAllGather";
-      res = koloAllGather(c->send, c->recv, c->count, t, kb->comm, kb->stream);
-      break;
-    case PERF_BROADCAST:
-      *what = "koloBroadcast";
-      res = koloBroadcast(c->send, c->recv, c->count, t, c->root, kb->comm, kb->stream);
-      break;
-    case PERF_REDUCE:
-      *what = "koloReduce";
-      res = koloReduce(c->send, c->recv, c->count, t, op, c->root, kb->comm, kb->stream);
-      break;
-    case PERF_ALL_TO_ALL:
-      *what = "koloAlltoAll";
-      res = koloAlltoAll(c->send, c->recv, c->count, t, kb->comm, kb->stream);
-      break;
-    case PERF_GATHER:
-      *what = "koloGather";
-      res = koloGather(c->send, c->recv, c->count, t, c->root, kb->comm, kb->stream);
-      break;
-    case PERF_SCATTER:
-      *what = "koloScatter";
-      res = koloScatter(c->send, c->recv, c->count, t, c->root, kb->comm, kb->stream);
-      break;
-    default:
-      *what = "koloSend/koloRecv group";
-      res = run_sendrecv(kb, c);
-      break;
+    case PERF_ALL_REDUCE: return koloAllReduce(c->send, c->recv, c->count, t, op, kb->comm, kb->stream);
+    case PERF_REDUCE_SCATTER: return koloReduceScatter(c->send, c->recv, c->count, t, op, kb->comm, kb->stream);
+    case PERF_ALL_GATHER: return koloAllGather(c->send, c->recv, c->count, t, kb->comm, kb->stream);
+    case PERF_BROADCAST: return koloBroadcast(c->send, c->recv, c->count, t, c->root, kb->comm, kb->stream);
+    case PERF_REDUCE: return koloReduce(c->send, c->recv, c->count, t, op, c->root, kb->comm, kb->stream);
+    case PERF_ALL_TO_ALL: return koloAlltoAll(c->send, c->recv, c->count, t, kb->comm, kb->stream);
+    case PERF_GATHER: return koloGather(c->send, c->recv, c->count, t, c->root, kb->comm, kb->stream);
+    case PERF_SCATTER: return koloScatter(c->send, c->recv, c->count, t, c->root, kb->comm, kb->stream);
+    default: return run_sendrecv(kb, c);
   }
-  return res;
 }
 
 /* -m's groups, and -T's rows. */

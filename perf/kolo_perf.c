@@ -45,7 +45,8 @@ int main(int argc, char **argv) {
   perf_args a;
   /* `kolo-perf overlap` runs on the ranks set up below (perf_overlap.h). */
   int overlap = argc > 1 && strcmp(argv[1], "overlap") == 0;
-  int r = overlap ? perf_overlap_parse(&a, argc, argv) : perf_args_parse(&a, argc, argv, PERF_TOOL_KOLO);
+  int r = overlap ? perf_args_parse_sub(&a, argc, argv, &perf_overlap_flags)
+                  : perf_args_parse(&a, argc, argv, PERF_TOOL_KOLO);
   if (r != 0) return r > 0 ? 0 : 2;
   if (a.print_params) {
     kolo_param_print(stdout);

@@ -11,13 +11,11 @@
  *                     byte is read once and written once)
  * GB = 1e9.  Buffers are 4 KiB aligned and touched before timing.
  */
-#define _GNU_SOURCE /* getopt_long */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "perf/perf_args.h"
+#include "perf/perf_args_opts.h"
 #include "perf/perf_ceiling.h"
 
 static void usage(FILE *f, const char *prog) {
@@ -28,65 +26,15 @@ static void usage(FILE *f, const char *prog) {
           prog);
 }
 
-typedef struct {
-  size_t min, max, step, factor;
-  int iters, warmup;
-  const char *json;
-} options;
-
-static int parse(options *o, int argc, char **argv) {
-  static const struct option longs[] = {{"minbytes", required_argument, NULL, 'b'},
-                                        {"maxbytes", required_argument, NULL, 'e'},
-                                        {"stepbytes", required_argument, NULL, 'i'},
-                                        {"stepfactor", required_argument, NULL, 'f'},
-                                        {"iters", required_argument, NULL, 'n'},
-                                        {"warmup_iters", required_argument, NULL, 'w'},
-                                        {"json", required_argument, NULL, 'j'},
-                                        {"help", no_argument, NULL, 'h'},
-                                        {NULL, 0, NULL, 0}};
-  int c, factor_given = 0, step_given = 0;
-  size_t v;
-  *o = (options){32u << 20, 32u << 20, 1u << 20, 2, 20, 5, NULL};
-  while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:h", longs, NULL)) != -1) {
-    if (c == 'h') {
-      usage(stdout, argv[0]);
-      return 1;
-    }
-    if (c == 'j') {
-      o->json = optarg;
-      continue;
-    }
-    if (c == '?' || perf_parse_size(optarg, &v) != 0) {
-      usage(stderr, argv[0]);
-      return -1;
-    }
-    switch (c) {
-      case 'b': o->min = v; break;
-      case 'e': o->max = v; break;
-      case 'i': o->step = v; step_given = 1; break;
-      case 'f': o->factor = v; factor_given = 1; break;
-      case 'n': o->iters = (int)v; break;
-      default: o->warmup = (int)v; break;
-    }
-  }
-  if (step_given && !factor_given) o->factor = 1;
-  if (optind != argc || o->min > o->max || o->iters < 1 || o->factor < 1 || (o->factor == 1 && o->step == 0)) {
-    usage(stderr, argv[0]);
-    return -1;
-  }
-  return 0;
-}
-
-static size_t next_size(const options *o, size_t size) {
-  size_t next = o->factor > 1 ? size * o->factor : size + o->step;
-  return (size == 0 && o->factor > 1) || next <= size || next > o->max ? 0 : next;
-}
+/* kolo-perf's parser, taking its sweep flags alone. */
+static const int sweep_flags[] = {'b', 'e', 'i', 'f', 'n', 'w', 'J', OPT_JSON, 0};
+static const perf_sub_flags memcpy_flags = {NULL, sweep_flags, NULL, NULL, NULL, NULL, usage};
 
 int main(int argc, char **argv) {
-  options o;
-  int r = parse(&o, argc, argv);
+  perf_args o;
+  int r = perf_args_parse_sub(&o, argc, argv, &memcpy_flags);
   if (r != 0) return r > 0 ? 0 : 2;
-  size_t bytes = o.max < 4096 ? 4096 : (o.max + 4095) & ~(size_t)4095;
+  size_t bytes = o.max_bytes < 4096 ? 4096 : (o.max_bytes + 4095) & ~(size_t)4095;
   char *src = aligned_alloc(4096, bytes), *dst = aligned_alloc(4096, bytes);
   if (src == NULL || dst == NULL) {
     fprintf(stderr, "kolo-memcpy-bw: out of memory for two %zu-byte buffers\n", bytes);
@@ -105,7 +53,7 @@ int main(int argc, char **argv) {
   printf("# %10s  %9s  %8s  %10s\n", "size", "time", "memcpy", "read+write");
   printf("# %10s  %9s  %8s  %10s\n", "(B)", "(us)", "(GB/s)", "(GB/s)");
   int rows = 0;
-  size_t size = o.min;
+  size_t size = o.min_bytes;
   do {
     double us = perf_memcpy_time_us(dst, src, size, o.iters, o.warmup);
     double gbs = us > 0 ? (double)size / 1e3 / us : 0;
@@ -114,7 +62,7 @@ int main(int argc, char **argv) {
       fprintf(json, "%s\n    {\"size\": %zu, \"time_us\": %.4f, \"memcpy_gbs\": %.4f, \"rw_gbs\": %.4f}",
               rows ? "," : "", size, us, gbs, 2 * gbs);
     rows++;
-  } while ((size = next_size(&o, size)) != 0);
+  } while ((size = perf_next_size(&o, size)) != 0);
   fflush(stdout);
   if (json) {
     fprintf(json, "\n  ]\n}\n");

@@ -57,8 +57,18 @@ static const struct {
     {OPT_LAUNCH, "entry, grid or both"}, {OPT_BLOCKS, "0 or more"}, {OPT_BLOCK_THREADS, "a multiple of 32 in 32..512"},
     {0, "?"}};
 
+/* The long flags of this parse: a subcommand's own, then the shared ones. */
+static struct option merged[sizeof long_opts / sizeof long_opts[0] + 32];
+
+static const struct option *merge_longs(const perf_sub_flags *sub) {
+  size_t n = 0;
+  for (const struct option *o = sub ? sub->longs : NULL; o && o->name && n < 32; o++) merged[n++] = *o;
+  memcpy(&merged[n], long_opts, sizeof long_opts);
+  return merged;
+}
+
 static const char *long_name(int c) {
-  for (const struct option *o = long_opts; o->name; o++)
+  for (const struct option *o = merged[0].name ? merged : long_opts; o->name; o++)
     if (o->val == c) return o->name;
   return "?";
 }
@@ -66,7 +76,7 @@ static const char *long_name(int c) {
 static const char *expected(int c) {
   int i = 0;
   while (expects[i].c != 0 && expects[i].c != c) i++;
-  return expects[i].expects;
+  return expects[i].c ? expects[i].expects : NULL;
 }
 
 const char *perf_flag_name(int c, char *buf, size_t len) {
@@ -221,41 +231,55 @@ static const char *not_here_why(int c) {
 
 /* Flags kolo-mpi-ref does not take. */
 static int kolo_only(int c) {
-  return strchr("PtgpTG", c) != NULL || c == OPT_MEM || c == OPT_DEVICES || c == OPT_GRAPH || c == OPT_PARAMS ||
-         c == OPT_LAUNCH || c == OPT_BLOCKS || c == OPT_BLOCK_THREADS || c == OPT_SCHEDULE;
+  return (c < 128 && strchr("PtgpTG", c) != NULL) || c == OPT_MEM || c == OPT_DEVICES || c == OPT_GRAPH ||
+         c == OPT_PARAMS || c == OPT_LAUNCH || c == OPT_BLOCKS || c == OPT_BLOCK_THREADS || c == OPT_SCHEDULE;
+}
+
+static int takes(const perf_sub_flags *sub, int c) {
+  for (const int *s = sub->shared; *s; s++)
+    if (*s == c) return 1;
+  return 0;
 }
 
 /* One option; 0, -1 for a bad value, -2 for kolo-perf's options in
- * another tool, -3 for an nccl-tests flag kolo-perf does not implement. */
-static int apply_opt(perf_args *a, int c, const char *v, int tool, int *factor_given, int *incr_given) {
-  if (c < 128 && kolo_only(c) && tool != PERF_TOOL_KOLO) return -2;
-  if (c >= 128 && kolo_only(c) && tool != PERF_TOOL_KOLO) return -2;
-  int r = apply_sweep(a, c, v, factor_given, incr_given);
+ * another tool, -3 for an nccl-tests flag kolo-perf does not implement,
+ * -4 for a flag the subcommand does not take. */
+static int apply_opt(perf_args *a, int c, const char *v, int tool, const perf_sub_flags *sub, int *given) {
+  if (kolo_only(c) && tool != PERF_TOOL_KOLO) return -2;
+  if (sub && c >= PERF_SUB_OPT) return sub->apply(a, c, v) == 0 ? 0 : -1; /* only with sub->longs */
+  if (sub && !takes(sub, c)) return -4;
+  int r = apply_sweep(a, c, v, &given[0], &given[1]);
   if (r == 1) r = apply_nccl(a, c, v);
   if (r == 1) r = apply_own(a, c, v);
   if (r == 1) r = apply_not_here(c, v);
   return r == 1 ? -1 : r;
 }
 
-static void report_bad(const char *prog, int c, const char *v, int bad) {
+static void report_bad(const char *prog, int c, const char *v, int bad, const perf_sub_flags *sub) {
   char name[64];
   perf_flag_name(c, name, sizeof name);
   if (bad == -2) fprintf(stderr, "%s: %s is kolo-perf's alone\n", prog, name);
+  else if (bad == -4)
+    fprintf(stderr, "%s: %s is not a flag of %s (see --help)\n", prog, name, sub->name ? sub->name : "this tool");
   else if (bad == -3)
     fprintf(stderr, "%s: %s %s is refused: kolo-perf does not have nccl-tests' %s; only %s 0, nccl-tests' "
             "default, is taken\n", prog, name, v, not_here_why(c), name);
+  else if (expected(c) == NULL) fprintf(stderr, "%s: bad value '%s' for %s (see --help)\n", prog, v ? v : "", name);
   else fprintf(stderr, "%s: bad value '%s' for %s: expected %s\n", prog, v ? v : "", name, expected(c));
 }
 
 /* The getopt loop.  0 to go on, 1 after help, -1 on a bad flag. */
-static int parse_flags(perf_args *a, int argc, char **argv, int tool, perf_seen_opts *seen) {
+static int parse_flags(perf_args *a, int argc, char **argv, int tool, const perf_sub_flags *sub,
+                       perf_seen_opts *seen) {
   const char *prog = argc > 0 ? argv[0] : "kolo-perf";
-  int factor_given = 0, incr_given = 0, c;
+  int given[2] = {0, 0}, c; /* -f, -i */
+  const struct option *longs = merge_longs(sub);
   opterr = 0;
   optind = 0; /* glibc: start afresh, so that a second parse (a test's) sees its own argv */
-  while ((c = getopt_long(argc, argv, SHORT_OPTS, long_opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, SHORT_OPTS, longs, NULL)) != -1) {
     if (c == 'h') {
-      perf_usage(stdout, prog, tool);
+      if (sub) sub->usage(stdout, prog);
+      else perf_usage(stdout, prog, tool);
       return 1;
     }
     if (c == ':' || c == '?') {
@@ -263,14 +287,14 @@ static int parse_flags(perf_args *a, int argc, char **argv, int tool, perf_seen_
               argv[optind - 1]);
       return -1;
     }
-    *perf_seen_slot(seen, c) = 1;
-    int bad = apply_opt(a, c, optarg, tool, &factor_given, &incr_given);
+    if (c < OPT_END) *perf_seen_slot(seen, c) = 1;
+    int bad = apply_opt(a, c, optarg, tool, sub, given);
     if (bad != 0) {
-      report_bad(prog, c, optarg, bad);
+      report_bad(prog, c, optarg, bad, sub);
       return -1;
     }
   }
-  if (incr_given && !factor_given) a->step_factor = 1; /* -i alone: a fixed increment */
+  if (given[1] && !given[0]) a->step_factor = 1; /* -i alone: a fixed increment */
   return 0;
 }
 
@@ -296,9 +320,26 @@ int perf_args_parse(perf_args *a, int argc, char **argv, int tool) {
   perf_seen_opts seen;
   memset(&seen, 0, sizeof seen);
   set_defaults(a);
-  int r = parse_flags(a, argc, argv, tool, &seen);
+  int r = parse_flags(a, argc, argv, tool, NULL, &seen);
   if (r != 0) return r;
   if (a->print_params && optind == argc) return 0; /* --params needs no COLL */
   if (parse_coll(a, argc, argv, tool) != 0) return -1;
+  return perf_args_check(a, &seen, prog);
+}
+
+int perf_args_parse_sub(perf_args *a, int argc, char **argv, const perf_sub_flags *sub) {
+  const char *prog = argc > 0 ? argv[0] : "kolo-perf";
+  perf_seen_opts seen;
+  memset(&seen, 0, sizeof seen);
+  set_defaults(a);
+  if (sub->defaults) sub->defaults(a);
+  int r = parse_flags(a, argc, argv, PERF_TOOL_KOLO, sub, &seen);
+  if (r != 0) return r;
+  int words = sub->name ? 1 : 0; /* getopt has moved the words after the flags */
+  if (argc - optind != words || (words && strcmp(argv[optind], sub->name) != 0)) {
+    fprintf(stderr, "%s: unexpected argument '%s' (see --help)\n", prog, argv[argc - 1]);
+    return -1;
+  }
+  if (sub->check && sub->check(a, prog) != 0) return -1;
   return perf_args_check(a, &seen, prog);
 }

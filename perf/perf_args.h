@@ -122,6 +122,22 @@ static inline int perf_local_ranks(const perf_args *a) { return a->threads * a->
  * -1 on a bad command line (the message is printed).  kolo-perf also takes
  * "prims" in place of the collective (a->prims). */
 int perf_args_parse(perf_args *a, int argc, char **argv, int tool);
+
+/* A subcommand's flags, parsed by the same loop: the shared flags it takes
+ * (getopt values: letters, or the OPT_* of perf_args_opts.h) and its own
+ * long flags (values from PERF_SUB_OPT up).  kolo-perf's tool. */
+#define PERF_SUB_OPT 2000
+struct option;
+typedef struct {
+  const char *name;                 /* argv's one word besides the flags; NULL: none */
+  const int *shared;                /* 0-terminated */
+  const struct option *longs;       /* NULL-terminated; NULL: none */
+  void (*defaults)(perf_args *a);   /* after the shared ones; NULL: none */
+  int (*apply)(perf_args *a, int c, const char *v);   /* one own flag: 0, or -1 for a bad value */
+  int (*check)(perf_args *a, const char *prog);        /* after every flag: 0, or -1 having said why; or NULL */
+  void (*usage)(FILE *out, const char *prog);
+} perf_sub_flags;
+int perf_args_parse_sub(perf_args *a, int argc, char **argv, const perf_sub_flags *sub);
 void perf_usage(FILE *out, const char *prog, int tool);
 /* "32M" -> 33554432 (K, M, G: powers of 1024).  Returns 0 or -1. */
 int perf_parse_size(const char *s, size_t *out);

@@ -1,6 +1,7 @@
 /* perf_args_opts.h - between perf_args.c (the getopt loop) and
  * perf_args_check.c (which flags go together): the flags' getopt values
- * and which were given.  Private to those two. */
+ * and which were given; subcommands name the shared flags they take by
+ * these values (perf_sub_flags). */
 #ifndef KOLO_PERF_ARGS_OPTS_H
 #define KOLO_PERF_ARGS_OPTS_H
 

@@ -1,28 +1,22 @@
 /* perf_ceiling.c - one core's memcpy rate (see perf_ceiling.h). */
-#define _GNU_SOURCE /* clock_gettime */
 #include "perf/perf_ceiling.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "perf/perf_sweep.h"
 
 /* Called through a volatile pointer so that no copy is optimized away. */
 static void *(*volatile copy_fn)(void *, const void *, size_t) = memcpy;
-
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
 
 double perf_memcpy_time_us(char *dst, const char *src, size_t size, int iters, int warmup) {
   for (int i = 0; i < warmup; i++) copy_fn(dst, src, size);
   long n = iters;
   for (;;) {
-    double t0 = now_us();
+    double t0 = perf_now_us();
     for (long i = 0; i < n; i++) copy_fn(dst, src, size);
-    double t = now_us() - t0;
+    double t = perf_now_us() - t0;
     if (t >= 1000.0 || n >= (1L << 30)) return t / (double)n;
     n = t > 1.0 ? (long)((double)n * 1100.0 / t) + 1 : n * 1000;
   }

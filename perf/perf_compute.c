@@ -8,6 +8,8 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include "perf/perf_sweep.h"
+
 #ifdef KOLO_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -19,12 +21,6 @@
 static const char *const names[PERF_COMPUTE_KINDS] = {"spin", "sleep", "cuda"};
 
 const char *perf_compute_name(perf_compute_kind k) { return (unsigned)k < PERF_COMPUTE_KINDS ? names[k] : "?"; }
-
-double perf_now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
 
 /* A dependent chain (an LCG): each iteration waits for the last, so the
  * rate does not depend on what the compiler vectorizes. */

@@ -34,9 +34,6 @@ typedef struct {
 
 const char *perf_compute_name(perf_compute_kind k);
 
-/* Monotonic clock in microseconds. */
-double perf_now_us(void);
-
 /* Sets the kind and calibrates it (spin: ~50 ms; cuda: a few kernels on
  * `stream`, which the caller owns).  Returns 0, or -1 with a message. */
 int perf_compute_init(perf_compute *c, perf_compute_kind kind, void *stream);

@@ -28,6 +28,7 @@
 #include "kolo.h"
 #include "perf/kolo_backend.h"
 #include "perf/perf_ranks.h"
+#include "perf/perf_sweep.h"
 
 /* After one process failed, the others get KOLO_TIMEOUT_MS plus this (ms)
  * to end on their own (kolo turns a dead or stopped peer into an error
@@ -52,12 +53,6 @@ static int write_all(int fd, const void *buf, size_t n) {
 
 static volatile sig_atomic_t pending_signal;
 static void on_signal(int sig) { pending_signal = sig; }
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* A forked process, as the parent sees it. */
 typedef struct {
@@ -151,7 +146,7 @@ static int wait_children(const perf_args *a, child *ch, int n) {
     for (int i = 0; pid > 0 && i < n; i++) {
       if (ch[i].pid != pid) continue;
       int c = child_status(a, i, pid, status);
-      if (c == 2 && deadline == 0) deadline = now_s() + grace;
+      if (c == 2 && deadline == 0) deadline = perf_now_us() * 1e-6 + grace;
       code = worse(code, c);
       ch[i].pid = 0;
       ch[i].done = 1;
@@ -165,7 +160,7 @@ static int wait_children(const perf_args *a, child *ch, int n) {
       kill_all(ch, n, pending_signal);
       pending_signal = 0;
     }
-    if (deadline > 0 && now_s() > deadline) {
+    if (deadline > 0 && perf_now_us() * 1e-6 > deadline) {
       fprintf(stderr, "kolo-perf: %d process(es) still running %.1f s after a failure: killing them\n", left,
               grace);
       kill_all(ch, n, SIGKILL);

@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "perf/perf_args.h" /* perf_parse_size */
+#include "perf/perf_args.h" /* perf_parse_size, perf_parse_int */
 #include "perf/perf_net_xfer.h"
 #include "transport/socket.h"
 
@@ -84,21 +84,12 @@ static void usage(FILE *out) {
           KOLO_NET_MAX_REQS, DEFAULT_WINDOW, DEFAULT_PORT, DEFAULT_TIMEOUT_MS);
 }
 
-static int parse_int(const char *s, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 0);
-  if (end == s || *end != '\0' || errno != 0 || v < lo || v > hi) return -1;
-  *out = v;
-  return 0;
-}
-
 enum { OPT_BW = 256, OPT_LAT, OPT_BIDIR, OPT_BUSY, OPT_SERVER, OPT_TIMEOUT, OPT_JSON, OPT_LIST };
 
 static int parse_opt(net_args *a, int c, const char *v) {
   net_plan *p = &a->plan;
   size_t sz;
-  long n;
+  int n;
   switch (c) {
     case 'P':
       if (strlen(v) >= sizeof p->provider) return -1;
@@ -117,12 +108,12 @@ static int parse_opt(net_args *a, int c, const char *v) {
       p->step_bytes = sz;
       p->step_factor = 1;
       return 0;
-    case 'n': return parse_int(v, 1, 1L << 30, &n) == 0 ? (p->iters = (uint64_t)n, 0) : -1;
-    case 'w': return parse_int(v, 0, 1L << 30, &n) == 0 ? (p->warmup = (int32_t)n, 0) : -1;
-    case 'W': return parse_int(v, 1, KOLO_NET_MAX_REQS, &n) == 0 ? (p->window = (int32_t)n, 0) : -1;
-    case 'c': return parse_int(v, 0, 1, &n) == 0 ? (p->check = (int32_t)n, 0) : -1;
-    case 'p': return parse_int(v, 1, 65535, &n) == 0 ? (a->port = (int)n, 0) : -1;
-    case OPT_TIMEOUT: return parse_int(v, 1, 1L << 30, &n) == 0 ? (p->timeout_ms = (int32_t)n, 0) : -1;
+    case 'n': return perf_parse_int(v, 1, 1 << 30, &n) == 0 ? (p->iters = (uint64_t)n, 0) : -1;
+    case 'w': return perf_parse_int(v, 0, 1 << 30, &n) == 0 ? (p->warmup = (int32_t)n, 0) : -1;
+    case 'W': return perf_parse_int(v, 1, KOLO_NET_MAX_REQS, &n) == 0 ? (p->window = (int32_t)n, 0) : -1;
+    case 'c': return perf_parse_int(v, 0, 1, &n) == 0 ? (p->check = (int32_t)n, 0) : -1;
+    case 'p': return perf_parse_int(v, 1, 65535, &n) == 0 ? (a->port = n, 0) : -1;
+    case OPT_TIMEOUT: return perf_parse_int(v, 1, 1 << 30, &n) == 0 ? (p->timeout_ms = (int32_t)n, 0) : -1;
     case OPT_BW: p->tests = TEST_BW; return 0;
     case OPT_LAT: p->tests = TEST_LAT; return 0;
     case OPT_BIDIR: p->tests = TEST_BIDIR; return 0;

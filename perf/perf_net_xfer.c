@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "perf/perf_sweep.h"
 #include "transport/socket.h"
 
 #define POISON 0xa5
@@ -115,12 +116,6 @@ void net_bufs_fini(net_bufs *b) {
 }
 
 /* ---- waiting on the provider ------------------------------------------------- */
-
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
 
 static int provider_failed(const net_link *l, const char *what, const kolo_errbuf *eb) {
   fprintf(stderr, "kolo-perf net: %s (%s provider, peer %s): %s\n", what, l->net->name, l->who, eb->msg);
@@ -333,7 +328,7 @@ int net_bw_client(const net_link *l, const net_round *r, net_bufs *send, net_rou
   net_end *e = l->fwd_end;
   uint64_t wrong = 0;
   if (bind_end(l, e, send) != 0 || net_msg_recv(l, NET_MSG_READY, NULL) != 0) return -1;
-  double t0 = now_us();
+  double t0 = perf_now_us();
   pacer p;
   pacer_start(&p, l);
   while (e->head - e->base < r->iters) {
@@ -344,7 +339,7 @@ int net_bw_client(const net_link *l, const net_round *r, net_bufs *send, net_rou
     if (pacer_turn(&p, l, e->comm, moved, e->next != e->head) != 0) return -1;
   }
   if (net_msg_recv(l, NET_MSG_DONE, &wrong) != 0) return -1;
-  out->seconds = (now_us() - t0) * 1e-6;
+  out->seconds = (perf_now_us() - t0) * 1e-6;
   out->wrong = wrong;
   return 0;
 }
@@ -380,7 +375,7 @@ int net_bw_bidir(const net_link *l, const net_round *r, int server, net_bufs *se
   if (server ? net_msg_recv(l, NET_MSG_READY, NULL) || net_msg_send(l, NET_MSG_READY, 0)
              : net_msg_send(l, NET_MSG_READY, 0) || net_msg_recv(l, NET_MSG_READY, NULL))
     return -1;
-  double t0 = now_us();
+  double t0 = perf_now_us();
   pacer p;
   pacer_start(&p, l);
   while (tx->head - tx->base < r->iters || rx->next - rx->base < r->iters) {
@@ -396,7 +391,7 @@ int net_bw_bidir(const net_link *l, const net_round *r, int server, net_bufs *se
   if (settle(l, tx, rx, recv->n) != 0) return -1;
   /* Both say "got all" (with their wrong bytes), then read the other's. */
   if (net_msg_send(l, NET_MSG_DONE, wrong) != 0 || net_msg_recv(l, NET_MSG_DONE, &theirs) != 0) return -1;
-  out->seconds = (now_us() - t0) * 1e-6;
+  out->seconds = (perf_now_us() - t0) * 1e-6;
   out->wrong = server ? 0 : wrong + theirs;
   return 0;
 }
@@ -450,10 +445,10 @@ int net_lat_client(const net_link *l, const net_round *r, net_bufs *send, net_bu
    * trip i - 1 (its check and the next stamp, a few words, fall inside).
    * In the soft-RoCE guest a precise read costs microseconds (see
    * coarse_ms), so two per round trip would weigh on a ~50 us figure. */
-  double prev = now_us();
+  double prev = perf_now_us();
   for (uint64_t i = 0; i < r->iters; i++) {
     if (lat_send(l, tx, r, send, i) != 0 || lat_recv(l, tx, rx, r, recv, i, &wrong) != 0) return -1;
-    double now = now_us();
+    double now = perf_now_us();
     if (r->rtt_us) r->rtt_us[i] = now - prev;
     prev = now;
   }

@@ -56,7 +56,6 @@ typedef struct perf_overlap_opts {
   unsigned compute_mask;    /* bits of perf_compute_kind (--compute) */
   double compute_ms;        /* --compute-ms; 0: the measured comm-only time */
   int external;             /* --external: the fusion-buffer path */
-  int op;                   /* koloSum or koloAvg (--op) */
   int small;                /* --small: the small-tensor test */
   int small_count;          /* --small-count (1000) */
   size_t small_bytes;       /* --small-bytes (4K) */
@@ -67,11 +66,10 @@ typedef struct perf_overlap_opts {
   int min_buckets;          /* --min-buckets; -1: kolo's */
 } perf_overlap_opts;
 
-/* Parses `kolo-perf overlap [flags]` (argv[1] is "overlap") into *a, which
- * then carries the options (a->overlap) for the rank code.  Returns 0 to
- * run, 1 when help was printed, -1 on a bad command line (printed). */
-int perf_overlap_parse(perf_args *a, int argc, char **argv);
-void perf_overlap_usage(FILE *out, const char *prog);
+/* `kolo-perf overlap [flags]` for perf_args_parse_sub (perf_overlap_args.c):
+ * a then carries the options (a->overlap) for the rank code; a->op is
+ * PERF_SUM or PERF_AVG (koloSum, koloAvg). */
+extern const perf_sub_flags perf_overlap_flags;
 
 /* One rank's part (every rank calls it with its kolo backend; rank 0
  * prints to out).  Returns 0, 1 when some gradient was wrong or a copy

@@ -9,13 +9,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "perf/perf_args_opts.h"
 #include "perf/perf_launch.h"
 
 static perf_p2p_opts opts; /* what a->p2p points at */
 
-static void usage(FILE *f) {
+static void usage(FILE *f, const char *prog) {
   fprintf(f,
-          "usage: kolo-perf p2p [flags]\n"
+          "usage: %s p2p [flags]\n"
           "  copy bandwidth and latency between every pair, as matrices (row: source):\n"
           "  GPUs: cudaMemcpyAsync device to device for each pair with peer access (nvbandwidth's\n"
           "  copies; on kolo's CPU model, model figures); host ranks: koloSend -> koloRecv over\n"
@@ -28,66 +29,50 @@ static void usage(FILE *f) {
           "  -P, --procs N         host ranks' processes (default 2)\n"
           "  -t, --nthreads N      host ranks per process, as threads (default 1)\n"
           "      --only gpu|host   one part alone (default both)\n"
-          "  -h, --help            this text\n");
+          "  -h, --help            this text\n",
+          prog);
 }
 
-/* One option into o / a; 0, or -1 for a bad value. */
+enum { O_LAT_BYTES = PERF_SUB_OPT, O_LAT_ITERS, O_ONLY };
+
+/* p2p's own flags; -b -n -w -P -t are the shared parser's. */
 static int apply(perf_args *a, int c, const char *v) {
+  (void)a;
   int only = 0;
   switch (c) {
-    case 'b': return perf_parse_size(v, &opts.bytes) == 0 && opts.bytes > 0 ? 0 : -1;
-    case 'L': return perf_parse_size(v, &opts.lat_bytes) == 0 && opts.lat_bytes > 0 ? 0 : -1;
-    case 'n': return perf_parse_int(v, 1, 1 << 24, &opts.iters);
-    case 'l': return perf_parse_int(v, 1, 1 << 24, &opts.lat_iters);
-    case 'w': return perf_parse_int(v, 0, 1 << 24, &opts.warmup);
-    case 'P': a->procs_given = 1; return perf_parse_int(v, 1, 4096, &a->procs);
-    case 't': return perf_parse_int(v, 1, 4096, &a->threads);
-    case 'o':
+    case O_LAT_BYTES: return perf_parse_size(v, &opts.lat_bytes) == 0 && opts.lat_bytes > 0 ? 0 : -1;
+    case O_LAT_ITERS: return perf_parse_int(v, 1, 1 << 24, &opts.lat_iters);
+    default: /* O_ONLY */
       only = strcmp(v, "gpu") == 0 ? 1 : strcmp(v, "host") == 0 ? 2 : 0;
       opts.gpu = only == 1;
       opts.host = only == 2;
       return only ? 0 : -1;
-    default: return -1;
   }
 }
 
-static void set_defaults(perf_args *a) {
-  memset(a, 0, sizeof *a);
-  a->coll = PERF_NUM_COLLS;
+static void defaults(perf_args *a) {
   a->procs = 2;
   a->procs_given = 1; /* p2p runs its own processes, never a launcher's */
-  a->threads = a->gpus_per_thread = a->agg_iters = a->run_cycles = 1;
   opts = (perf_p2p_opts){32u << 20, 8, 20, 1000, 5, 1, 1};
   a->p2p = &opts;
 }
 
-static int parse(perf_args *a, int argc, char **argv) {
-  static const struct option longs[] = {
-      {"bytes", required_argument, NULL, 'b'},     {"iters", required_argument, NULL, 'n'},
-      {"warmup_iters", required_argument, NULL, 'w'}, {"lat-bytes", required_argument, NULL, 'L'},
-      {"lat-iters", required_argument, NULL, 'l'}, {"procs", required_argument, NULL, 'P'},
-      {"nthreads", required_argument, NULL, 't'},  {"only", required_argument, NULL, 'o'},
-      {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
-  int c;
-  set_defaults(a);
-  opterr = 0;
-  optind = 2; /* past "p2p" */
-  while ((c = getopt_long(argc, argv, ":b:n:w:P:t:h", longs, NULL)) != -1) {
-    if (c == 'h') return usage(stdout), 1;
-    if (c == ':' || c == '?')
-      return fprintf(stderr, "kolo-perf p2p: %s %s (see --help)\n", c == ':' ? "missing value for" : "unknown option",
-                     argv[optind - 1]), -1;
-    if (apply(a, c, optarg) == 0) continue;
-    const char *name = "?";
-    for (const struct option *o = longs; o->name; o++)
-      if (o->val == c) name = o->name;
-    return fprintf(stderr, "kolo-perf p2p: bad value '%s' for --%s (see --help)\n", optarg, name), -1;
-  }
-  if (optind != argc) return fprintf(stderr, "kolo-perf p2p: unexpected argument '%s'\n", argv[optind]), -1;
+static int check(perf_args *a, const char *prog) {
+  opts.bytes = a->max_bytes = a->min_bytes;
+  opts.iters = a->iters;
+  opts.warmup = a->warmup;
+  if (opts.bytes == 0) return fprintf(stderr, "%s p2p: -b takes 1 byte or more\n", prog), -1;
   if (a->procs * a->threads < 2 && opts.host)
-    return fprintf(stderr, "kolo-perf p2p: the host matrix needs 2 ranks or more (-P, -t)\n"), -1;
+    return fprintf(stderr, "%s p2p: the host matrix needs 2 ranks or more (-P, -t)\n", prog), -1;
   return 0;
 }
+
+static const struct option longs[] = {
+    {"bytes", required_argument, NULL, 'b'}, {"lat-bytes", required_argument, NULL, O_LAT_BYTES},
+    {"lat-iters", required_argument, NULL, O_LAT_ITERS}, {"only", required_argument, NULL, O_ONLY},
+    {NULL, 0, NULL, 0}};
+static const int shared[] = {'b', 'n', 'w', 'P', 't', 0};
+static const perf_sub_flags p2p_flags = {"p2p", shared, longs, defaults, apply, check, usage};
 
 /* The GPU part in a child: this process makes no CUDA call, since it
  * forks the host ranks after. */
@@ -110,7 +95,7 @@ static int gpu_in_child(void) {
 
 int perf_p2p_main(int argc, char **argv) {
   perf_args a;
-  int r = parse(&a, argc, argv);
+  int r = perf_args_parse_sub(&a, argc, argv, &p2p_flags);
   if (r != 0) return r > 0 ? 0 : 2;
   int code = opts.gpu ? gpu_in_child() : 0;
   if (opts.host) {

@@ -3,19 +3,12 @@
  * Bandwidth: the source koloSends -n messages of -b bytes, the destination
  * koloRecvs them, both timed from the barrier, the slower side counted.
  * Latency: -lat-iters round trips of --lat-bytes, half of one each. */
-#define _GNU_SOURCE /* clock_gettime */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "perf/perf_p2p.h"
-
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
+#include "perf/perf_sweep.h"
 
 static int sendrecv(kolo_backend *kb, void *buf, size_t bytes, int peer, int send) {
   koloResult_t r = send ? koloSend(buf, bytes, koloUint8, peer, kb->comm, NULL)
@@ -28,24 +21,24 @@ static int sendrecv(kolo_backend *kb, void *buf, size_t bytes, int peer, int sen
 /* n messages of `bytes` from src to dst; this rank's time in *us (0 when
  * it is neither). */
 static int stream(kolo_backend *kb, void *buf, size_t bytes, int n, int src, int dst, double *us) {
-  double t0 = now_us();
+  double t0 = perf_now_us();
   for (int i = 0; i < n; i++)
     if ((kb->rank == src && sendrecv(kb, buf, bytes, dst, 1) != 0) ||
         (kb->rank == dst && sendrecv(kb, buf, bytes, src, 0) != 0))
       return -1;
-  *us = kb->rank == src || kb->rank == dst ? now_us() - t0 : 0;
+  *us = kb->rank == src || kb->rank == dst ? perf_now_us() - t0 : 0;
   return 0;
 }
 
 /* n round trips src -> dst -> src; this rank's time in *us (0 when it is neither). */
 static int ping_pong(kolo_backend *kb, void *buf, size_t bytes, int n, int src, int dst, double *us) {
-  double t0 = now_us();
+  double t0 = perf_now_us();
   int me = kb->rank;
   for (int i = 0; i < n; i++) {
     if (me == src && (sendrecv(kb, buf, bytes, dst, 1) != 0 || sendrecv(kb, buf, bytes, dst, 0) != 0)) return -1;
     if (me == dst && (sendrecv(kb, buf, bytes, src, 0) != 0 || sendrecv(kb, buf, bytes, src, 1) != 0)) return -1;
   }
-  *us = me == src || me == dst ? now_us() - t0 : 0;
+  *us = me == src || me == dst ? perf_now_us() - t0 : 0;
   return 0;
 }
 

@@ -34,10 +34,6 @@ int perf_report_open(perf_report *rep, FILE *out, const perf_args *args, const p
   return 0;
 }
 
-void perf_report_rank(perf_report *rep, int rank, int group, long pid, const char *host, const char *where) {
-  fprintf(rep->out, "#  Rank %2d Group %2d Pid %6ld on %10s %s\n", rank, group, pid, host, where);
-}
-
 void perf_report_table_header(perf_report *rep) {
   FILE *o = rep->out;
   fprintf(o, "#\n");

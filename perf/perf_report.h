@@ -52,8 +52,6 @@ typedef struct {
 /* Opens the JSON file (if asked) and prints the header lines of the table.
  * Returns 0, or -1 when the JSON file cannot be opened (message printed). */
 int perf_report_open(perf_report *rep, FILE *out, const perf_args *args, const perf_config *cfg);
-/* One line per rank under "# Using devices", before the table header. */
-void perf_report_rank(perf_report *rep, int rank, int group, long pid, const char *host, const char *where);
 void perf_report_table_header(perf_report *rep);
 void perf_report_row(perf_report *rep, const perf_row *row);
 /* Closing lines and the JSON's end.  Returns the total of #wrong. */

@@ -79,38 +79,27 @@ static int alloc_buffers(sweep *s) {
 
 typedef struct {
   int64_t pid;
+  int64_t group; /* set after the gather: the processes numbered in rank order */
   char host[64];
   char where[64];
 } rank_info;
 
-static int same_process(const rank_info *x, const rank_info *y) {
-  return x->pid == y->pid && strcmp(x->host, y->host) == 0;
-}
-
-/* Every rank's pid, host and memory, printed by rank 0 under "# Using
- * devices"; Group numbers the processes in rank order. */
-static int print_ranks(sweep *s, perf_report *rep, const char *where) {
-  rank_info mine, *all = calloc((size_t)s->nranks, sizeof *all);
-  int *group = calloc((size_t)s->nranks, sizeof *group);
-  if (all == NULL || group == NULL) {
-    fprintf(stderr, "rank %d: out of memory\n", s->rank);
-    free(all);
-    free(group);
-    return -1;
-  }
+int perf_print_ranks(const perf_backend *be, FILE *out, const char *where) {
+  rank_info mine, *all = calloc((size_t)be->nranks, sizeof *all);
+  if (all == NULL) return fprintf(stderr, "rank %d: out of memory\n", be->rank), -1;
   memset(&mine, 0, sizeof mine);
   mine.pid = (int64_t)getpid();
   if (gethostname(mine.host, sizeof mine.host - 1) != 0) snprintf(mine.host, sizeof mine.host, "?");
   snprintf(mine.where, sizeof mine.where, "%s", where);
-  int res = s->be->allgather_bytes(s->be->ctx, &mine, all, sizeof mine);
-  for (int r = 0, groups = 0; res == 0 && rep && r < s->nranks; r++) {
-    int q = 0;
-    while (q < r && !same_process(&all[q], &all[r])) q++;
-    group[r] = q < r ? group[q] : groups++;
-    perf_report_rank(rep, r, group[r], (long)all[r].pid, all[r].host, all[r].where);
+  int res = be->allgather_bytes(be->ctx, &mine, all, sizeof mine);
+  for (int r = 0, groups = 0; res == 0 && out && r < be->nranks; r++) {
+    int q = 0; /* the first rank of r's process, whose group r joins */
+    while (q < r && !(all[q].pid == all[r].pid && strcmp(all[q].host, all[r].host) == 0)) q++;
+    all[r].group = q < r ? all[q].group : groups++;
+    fprintf(out, "#  Rank %2d Group %2d Pid %6ld on %10s %s\n", r, (int)all[r].group, (long)all[r].pid, all[r].host,
+            all[r].where);
   }
   free(all);
-  free(group);
   return res;
 }
 
@@ -187,7 +176,8 @@ int perf_sweep_run(const perf_args *a, const perf_backend *be, const perf_config
   if (alloc_buffers(&s) != 0) res = 2;
   /* a rank that cannot go on (JSON file, memory) must not leave the others waiting */
   double failed[1] = {res};
-  if (be->allreduce_double(be->ctx, failed, 1, 1) != 0 || failed[0] != 0 || print_ranks(&s, rep, where) != 0) {
+  if (be->allreduce_double(be->ctx, failed, 1, 1) != 0 || failed[0] != 0 ||
+      perf_print_ranks(be, rep ? rep->out : NULL, where) != 0) {
     free_buffers(&s);
     if (rep) perf_report_abandon(rep);
     return 2;

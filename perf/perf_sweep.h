@@ -70,6 +70,14 @@ typedef struct {
   void (*graph_free)(void *ctx);
 } perf_backend;
 
+/* Monotonic clock in microseconds (perf_timing.c). */
+double perf_now_us(void);
+
+/* Every rank's pid, host and `where`, gathered and printed by the rank
+ * whose out is not NULL under "# Using devices"; Group numbers the
+ * processes in rank order.  0, or non-zero on failure (every rank). */
+int perf_print_ranks(const perf_backend *be, FILE *out, const char *where);
+
 /* Runs the sweep `a` on this rank.  Rank 0 prints to `out` with `cfg` and the
  * rank lines, each rank describing itself with `where` (e.g. "memory host").
  * Returns 0 when every call succeeded and every element was right, 1 when

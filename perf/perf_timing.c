@@ -7,7 +7,7 @@
 
 #include "perf/perf_sweep_int.h"
 
-static double now_us(void) {
+double perf_now_us(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
@@ -58,11 +58,11 @@ static int iterations(sweep *s, const perf_call *c, double *coll_us) {
   *coll_us = 0;
   const int outer = s->a->blocking == PERF_BLOCKING_OUTER;
   for (int it = 0; it < s->a->iters; it++) {
-    double t0 = outer ? now_us() : 0; /* a clock read is 5% of an 8 B call's time */
+    double t0 = outer ? perf_now_us() : 0; /* a clock read is 5% of an 8 B call's time */
     if (issue_iteration(s, c) != 0 || after_iteration(s) != 0) return -1;
     if (!outer) continue;
     if (wait_calls(s) != 0) return -1;
-    *coll_us += now_us() - t0;
+    *coll_us += perf_now_us() - t0;
     if (perf_barrier(s) != 0) return -1;
   }
   return 0;
@@ -104,12 +104,12 @@ static int measure_rank(sweep *s, const perf_call *c, double t[3]) {
   double dev_us = 0, coll_us = 0;
   if (a->graph_launches > 0 && capture(s, c, a->iters) != 0) return -1;
   if (perf_barrier(s) != 0) return -1; /* the ranks start together */
-  double t0 = now_us();
+  double t0 = perf_now_us();
   int bad = be->time_start ? be->time_start(be->ctx) : 0;
   if (bad == 0) bad = a->graph_launches > 0 ? launch_graph(s) : iterations(s, c, &coll_us);
-  t[1] = a->blocking == PERF_BLOCKING_OUTER ? coll_us : now_us() - t0;
+  t[1] = a->blocking == PERF_BLOCKING_OUTER ? coll_us : perf_now_us() - t0;
   if (bad == 0) bad = be->time_stop ? be->time_stop(be->ctx, &dev_us) : wait_calls(s);
-  t[2] = now_us() - t0;
+  t[2] = perf_now_us() - t0;
   t[0] = a->blocking == PERF_BLOCKING_OUTER ? coll_us : be->time_stop ? dev_us : t[2];
   if (a->graph_launches > 0) be->graph_free(be->ctx);
   return bad;

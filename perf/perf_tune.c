@@ -22,10 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "kolo.h"
+#include "perf/perf_sweep.h"
 #include "perf/perf_tune_int.h"
 #include "ring/schedule.h"
 #ifdef KOLO_HAVE_IBVERBS
@@ -34,12 +34,6 @@
 #ifdef KOLO_HAVE_CUDA
 #include "perf/perf_cuda.h"
 #endif
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* One call of j's collective on `bytes` (an all-gather's per rank) in
  * m's buffer (in place; the broadcast's root is rank 0). */
@@ -59,11 +53,11 @@ static double time_calls(koloComm_t comm, tune_mem *m, int coll, size_t bytes, i
   for (int i = 0; i < (iters < 16 ? iters : 16); i++)
     if (call_once(comm, m, coll, bytes, rank) != koloSuccess) return -1;
   if (tune_mem_sync(m, comm) != 0) return -1;
-  double t0 = now_s();
+  double t0 = perf_now_us() * 1e-6;
   for (int i = 0; i < iters; i++)
     if (call_once(comm, m, coll, bytes, rank) != koloSuccess) return -1;
   if (tune_mem_sync(m, comm) != 0) return -1;
-  return (now_s() - t0) / iters;
+  return (perf_now_us() * 1e-6 - t0) / iters;
 }
 
 /* Small all-reduces for 50 ms of rank 0's clock, before anything is
@@ -71,9 +65,9 @@ static double time_calls(koloComm_t comm, tune_mem *m, int coll, size_t bytes, i
  * first size of a job ran up to 200x slow without).  Every rank makes
  * the same calls: each carries whether rank 0 wants another. */
 static int warm_up(koloComm_t comm, tune_mem *m, int rank) {
-  const double t0 = now_s();
+  const double t0 = perf_now_us() * 1e-6;
   for (uint8_t more = 1; more;) {
-    more = rank == 0 && now_s() - t0 < 0.05;
+    more = rank == 0 && perf_now_us() * 1e-6 - t0 < 0.05;
     if (tune_mem_flag(m, &more, comm) != 0) return -1;
   }
   return 0;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kolo's ib provider beside perftest in the soft-RoCE guest (tests/rdma), one
-# boot: perf/run_ib_frames_guest.sh says what runs.  Prints every figure per
+# boot: perf/rxe_guest.sh (MODE=frames) says what runs.  Prints every figure per
 # repeat, then the medians over repeats and the ratios: 2-rank 8 B
 # all-reduce (median call) / ib_write_lat (typical); bandwidth / ib_write_bw
 # (kolo-perf net one way at 64 KiB; kolo-perf sendrecv, both ways at once,
@@ -18,7 +18,8 @@ OUT=${1:-$(mktemp -d /tmp/kolo-ib-frames.XXXXXX)}
 mkdir -p "$OUT"
 WORK=$(mktemp -d /tmp/kolo-ibf.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-cat > "$WORK/ib.env" <<ENV
+cat > "$WORK/rxe.env" <<ENV
+MODE=frames
 BIN=$ROOT/$BUILD/bin
 REPEATS=${REPEATS:-3}
 AR_N=${AR_N:-1000}
@@ -30,8 +31,8 @@ BASE_BIN=${BASE_BIN:-}
 ENV
 chmod -R a+rX "$WORK"
 { echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD) $(uname -n), host load: $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "# BUILD=$BUILD $(tr '\n' ' ' < "$WORK/ib.env")"; } > "$OUT/run.txt"
-tests/rdma/vm.sh -t "${RXE_TIMEOUT:-1800}" -C "$WORK" -l "$OUT/console.log" perf/run_ib_frames_guest.sh; rc=$?
+  echo "# BUILD=$BUILD $(tr '\n' ' ' < "$WORK/rxe.env")"; } > "$OUT/run.txt"
+tests/rdma/vm.sh -t "${RXE_TIMEOUT:-1800}" -C "$WORK" -l "$OUT/console.log" perf/rxe_guest.sh; rc=$?
 tr -d '\r' < "$OUT/console.log" | sed -n 's/^KOLO-IBF: //p' > "$OUT/figures.txt"
 echo "# guest rc $rc" >> "$OUT/run.txt"
 # The summary: medians over repeats, and the ratios of figures taken in the

@@ -19,7 +19,7 @@
 #   (rxe0 <-> rxe1 over a veth pair, software emulation) runs ib_write_bw
 #   -s 65536 and ib_write_lat (and, for reference, ib_send_lat: completions on
 #   both sides, as kolo's receiver) beside kolo-perf net -P ib at the same sizes,
-#   REPEATS times (perf/run_net_rxe_guest.sh), and the ratios to
+#   REPEATS times (perf/rxe_guest.sh, MODE=net), and the ratios to
 #   ib_write_bw and ib_write_lat.  Skipped with the reason
 #   when kolo was built without libibverbs or the VM is not set up
 #   (tests/rdma/setup.sh); RDMA=1 makes a skip an error.
@@ -179,7 +179,8 @@ fi
 if [ $rxe = run ]; then
   echo "# ib: booting the soft-RoCE guest (rxe0 <-> rxe1; software emulation, limit ${RXE_TIMEOUT:-600}s)"
   WORK=$(mktemp -d /tmp/kolo-net-rxe.XXXXXX)
-  cat > "$WORK/net.env" <<ENV
+  cat > "$WORK/rxe.env" <<ENV
+MODE=net
 KOLO_PERF=$PERF
 KOLO_PERF_BASE=$BASE_PERF
 REPEATS=$REPEATS
@@ -188,7 +189,7 @@ LAT_N=${RXE_LAT_N:-1000}
 LAT_SIZE=$LAT_SIZE
 ENV
   chmod -R a+rX "$WORK"
-  tests/rdma/vm.sh -t "${RXE_TIMEOUT:-600}" -C "$WORK" -l "$OUT/rxe-console.log" perf/run_net_rxe_guest.sh
+  tests/rdma/vm.sh -t "${RXE_TIMEOUT:-600}" -C "$WORK" -l "$OUT/rxe-console.log" perf/rxe_guest.sh
   vrc=$?
   rm -rf "$WORK"
   tr -d '\r' < "$OUT/rxe-console.log" | sed -n 's/^KOLO-NET: //p' > "$OUT/rxe.txt"

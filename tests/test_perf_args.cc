@@ -7,8 +7,11 @@
 #include <string>
 #include <vector>
 
+#include <getopt.h>
+
 extern "C" {
 #include "perf/perf_args.h"
+#include "perf/perf_args_opts.h"
 }
 
 namespace {
@@ -24,6 +27,25 @@ int Parse(perf_args *a, const std::vector<std::string> &words_in, int tool = PER
   for (auto &w : words) argv.push_back(&w[0]);
   argv.push_back(nullptr);
   return perf_args_parse(a, (int)words.size(), argv.data(), tool);
+}
+
+// A subcommand as kolo-perf overlap or p2p declares one: two shared flags,
+// one of its own, its defaults.
+int sub_width;
+void SubDefaults(perf_args *a) { a->iters = 7, sub_width = 1; }
+int SubApply(perf_args *, int c, const char *v) { return c == PERF_SUB_OPT ? perf_parse_int(v, 1, 9, &sub_width) : -1; }
+void SubUsage(FILE *out, const char *prog) { fprintf(out, "usage: %s sub\n", prog); }
+const int kSubShared[] = {'n', OPT_MEM, 0};
+const struct option kSubLongs[] = {{"width", required_argument, nullptr, PERF_SUB_OPT}, {nullptr, 0, nullptr, 0}};
+const perf_sub_flags kSub = {"sub", kSubShared, kSubLongs, SubDefaults, SubApply, nullptr, SubUsage};
+
+int ParseSub(perf_args *a, std::vector<std::string> words) {
+  static std::deque<std::vector<std::string>> kept;
+  kept.push_back(std::move(words));
+  std::vector<char *> argv;
+  for (auto &w : kept.back()) argv.push_back(&w[0]);
+  argv.push_back(nullptr);
+  return perf_args_parse_sub(a, (int)kept.back().size(), argv.data(), &kSub);
 }
 
 TEST(PerfArgs, TypicalNcclTestsLineMeansTheSame) {
@@ -140,6 +162,21 @@ TEST(PerfArgs, MpiRefTakesNoKoloOnlyFlag) {
                      PERF_TOOL_MPI));
   for (const char *flag : {"-P", "-p", "-t", "-g", "-T", "-G"})
     EXPECT_EQ(-1, Parse(&a, {"kolo-mpi-ref", flag, "1", "all_reduce"}, PERF_TOOL_MPI)) << flag;
+}
+
+TEST(PerfArgs, SubcommandFlagsGoThroughTheSameParser) {
+  perf_args a;
+  ASSERT_EQ(0, ParseSub(&a, {"kolo-perf", "sub"}));
+  EXPECT_EQ(7, a.iters);  // its defaults over the shared ones
+  EXPECT_EQ(1, sub_width);
+  ASSERT_EQ(0, ParseSub(&a, {"kolo-perf", "sub", "-n", "3", "--width", "4", "--mem", "host"}));
+  EXPECT_EQ(3, a.iters);
+  EXPECT_EQ(4, sub_width);
+  EXPECT_EQ(-1, ParseSub(&a, {"kolo-perf", "sub", "-b", "8"}));       // a shared flag it does not take
+  EXPECT_EQ(-1, ParseSub(&a, {"kolo-perf", "sub", "--width", "10"})); // its own flag, a bad value
+  EXPECT_EQ(-1, ParseSub(&a, {"kolo-perf", "sub", "extra"}));
+  EXPECT_EQ(-1, ParseSub(&a, {"kolo-perf", "all_reduce"}));
+  EXPECT_EQ(1, ParseSub(&a, {"kolo-perf", "sub", "--help"}));
 }
 
 }  // namespace
