@@ -17,6 +17,7 @@
  * scheduling words are relaxed atomics so that the model itself is not
  * reported. */
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -311,6 +312,17 @@ void kolo_sim_poll(void) {
 
 uint64_t kolo_sim_globaltimer_ns(void) { return sim_now_ns(); }
 
+/* A GPU traps a misaligned access: the kernel's context is lost.  The model
+ * names it and aborts (nothing after it is worth running). */
+void kolo_sim_misaligned(const void *p, unsigned n, const char *what, const char *file, int line) {
+  sim_block *b = cur;
+  fprintf(stderr,
+          "kolo cuda model: MISALIGNED ADDRESS: %s of %u bytes at %p (not a multiple of %u) at %s:%d, "
+          "thread %d of block %u%s; a GPU traps (cudaErrorMisalignedAddress)\n",
+          what, n, p, n, file, line, b ? LD(b->cur) : -1, b ? blockIdx.x : 0u, b ? "" : " (outside a kernel)");
+  abort();
+}
+
 /* ---- fibers -------------------------------------------------------------------- */
 
 static void fiber_main(void) {
@@ -453,6 +465,7 @@ void sim_block_finished(sim_device *d, sim_op *op, int sm); /* kernel.c */
 
 static void *runner_main(void *arg) {
   sim_runner *r = arg;
+  (void)sim_apart_open(); /* an SM: device memory is its own */
   pthread_mutex_lock(&sim_lock);
   for (;;) {
     while (r->op == NULL) pthread_cond_wait(&r->cv, &sim_lock);

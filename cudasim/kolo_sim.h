@@ -56,6 +56,14 @@ int kolo_sim_warp_leader_at(const char *file, int line);
 /* The poll hook of spin loops: lets the other threads of the block run, and,
  * once every thread of the block is polling, the other host threads. */
 void kolo_sim_poll(void);
+/* An access of n bytes at p, not a multiple of n, made by `what` at (file,
+ * line): a GPU traps (cudaErrorMisalignedAddress).  Reported, then abort. */
+void kolo_sim_misaligned(const void *p, unsigned n, const char *what, const char *file, int line);
+/* A kernel's access to [p, p + bytes) by `what` at (file, line): unless it
+ * lies in one allocation a GPU's kernel may reach (device memory, IPC-opened
+ * or pinned host memory), reported, then abort (pageable host memory: a
+ * GPU faults). */
+void kolo_sim_global_span(const void *p, size_t bytes, const char *what, const char *file, int line);
 /* %globaltimer: nanoseconds of a monotonic clock. */
 uint64_t kolo_sim_globaltimer_ns(void);
 
@@ -127,6 +135,14 @@ void kolo_sim_set_max_pending(int n);
 /* KOLO_SIM_SEED from a test (0: the fixed order); launches made after the
  * call use it. */
 void kolo_sim_set_seed(uint64_t seed);
+
+/* Host code that stands for a DMA engine (a NIC's GPUDirect RDMA, a copy
+ * the GPU would make) may touch device memory between these two calls on
+ * its thread; any other host access to device memory aborts with a report
+ * (KOLO_SIM_APART, docs/dev/cuda-model.md).  begin returns what end puts
+ * back, so that the calls nest. */
+unsigned kolo_sim_dma_begin(void);
+void kolo_sim_dma_end(unsigned saved);
 
 /* 1: this process runs on the model (always, in a build linked to it). */
 int kolo_sim_active(void);

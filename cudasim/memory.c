@@ -104,7 +104,84 @@ int sim_mem_kind(const void *p, int *device, size_t *room) {
   return kind;
 }
 
+static const char *kind_name(int kind) {
+  return kind == SIM_MEM_DEVICE ? "cudaMalloc" : kind == SIM_MEM_IMPORTED ? "cudaIpcOpenMemHandle" : "cudaHostAlloc";
+}
+
+/* For the report of a refused access (apart.c), in a signal handler: the
+ * list is walked even when its lock is busy (the process aborts next). */
+void sim_mem_describe(const void *addr, char *out, size_t n) {
+  int locked = pthread_mutex_trylock(&sim_lock) == 0;
+  const char *c = addr;
+  snprintf(out, n, "in no allocation the model knows");
+  for (sim_alloc *a = allocs; a; a = a->next)
+    if (c >= a->map && c < a->map + a->map_bytes) {
+      snprintf(out, n, "byte %td of the %zu-byte %s allocation at %p (device %d)", c - a->ptr, a->bytes,
+               kind_name(a->kind), (void *)a->ptr, a->device);
+      break;
+    }
+  if (locked) pthread_mutex_unlock(&sim_lock);
+}
+
+/* ---- what kernels may reach ------------------------------------------------ */
+
+/* Bumped whenever an allocation goes: a runner's cached spans stay good
+ * until then. */
+static uint64_t allocs_gen = 1; /* 0: a cache entry that matches nothing */
+#define SPAN_CACHE 4
+static _Thread_local struct {
+  const char *lo, *hi;
+  uint64_t gen;
+} span_cache[SPAN_CACHE];
+static _Thread_local unsigned span_next;
+
+/* The cache is the runner's, shared by the block's threads (fibers, which
+ * ThreadSanitizer sees as threads): relaxed atomics, never torn. */
+#define SPAN_LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define SPAN_ST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+static int span_cached(const char *c, size_t bytes, uint64_t gen) {
+  for (int i = 0; i < SPAN_CACHE; i++)
+    if (SPAN_LD(span_cache[i].gen) == gen && c >= SPAN_LD(span_cache[i].lo) &&
+        c + bytes <= SPAN_LD(span_cache[i].hi))
+      return 1;
+  return 0;
+}
+
+/* 0: [c, c + bytes) lies in one allocation a kernel may touch; 1: in none
+ * (pageable host memory, or none the model made); 2: past its end. */
+static int span_verdict(const char *c, size_t bytes, uint64_t gen) {
+  pthread_mutex_lock(&sim_lock);
+  sim_alloc *a = find_inside(c);
+  int verdict = a == NULL ? 1 : c + bytes > a->ptr + a->bytes ? 2 : 0;
+  if (verdict == 0) {
+    unsigned i = __atomic_fetch_add(&span_next, 1u, __ATOMIC_RELAXED) % SPAN_CACHE;
+    SPAN_ST(span_cache[i].gen, (uint64_t)0); /* not matched while half written */
+    SPAN_ST(span_cache[i].lo, (const char *)a->ptr), SPAN_ST(span_cache[i].hi, (const char *)a->ptr + a->bytes);
+    SPAN_ST(span_cache[i].gen, gen);
+  }
+  pthread_mutex_unlock(&sim_lock);
+  return verdict;
+}
+
+void kolo_sim_global_span(const void *p, size_t bytes, const char *what, const char *file, int line) {
+  const char *c = p;
+  if (c == NULL || bytes == 0) return;
+  uint64_t gen = __atomic_load_n(&allocs_gen, __ATOMIC_ACQUIRE);
+  if (span_cached(c, bytes, gen)) return;
+  int verdict = span_verdict(c, bytes, gen);
+  if (verdict == 0) return;
+  fprintf(stderr,
+          "kolo cuda model: KERNEL ACCESS OUTSIDE DEVICE-REACHABLE MEMORY: %s, %zu bytes at %p, at %s:%d, %s; "
+          "a kernel may touch device memory (cudaMalloc, cudaIpcOpenMemHandle) and pinned host memory "
+          "(cudaHostAlloc, cudaMallocHost), not pageable host memory: a GPU faults (cudaErrorIllegalAddress)\n",
+          what, bytes, p, file, line,
+          verdict == 1 ? "in no allocation of the model (pageable host memory?)" : "running past its allocation's end");
+  abort();
+}
+
 static void unlink_alloc(sim_alloc *a) {
+  __atomic_add_fetch(&allocs_gen, 1, __ATOMIC_RELEASE);
   for (sim_alloc **pp = &allocs; *pp; pp = &(*pp)->next)
     if (*pp == a) {
       *pp = a->next;
@@ -159,6 +236,7 @@ static cudaError_t make_device_alloc(sim_device *d, size_t bytes, sim_alloc *a) 
   a->hdr->owner_pid = getpid();
   a->hdr->device = d->ordinal;
   memset(m + PAGE, POISON, data);
+  sim_apart_tag(m + PAGE, data); /* after the poison: from here on, device memory */
   return cudaSuccess;
 }
 
@@ -396,6 +474,7 @@ static cudaError_t map_import(const ipc_handle *x, sim_alloc *a) {
   a->hdr = (shm_header *)m;
   a->opens = 1;
   note_importer(a->hdr, getpid(), 1);
+  sim_apart_tag(m + PAGE, data);
   return cudaSuccess;
 }
 

@@ -254,6 +254,19 @@ enum { SIM_MEM_DEVICE = 1, SIM_MEM_HOST = 2, SIM_MEM_IMPORTED = 3 };
 /* What kind of memory p points into (0: none the model made) and, for
  * device memory, which device; *room: bytes from p to the allocation's end. */
 int sim_mem_kind(const void *p, int *device, size_t *room);
+/* The allocation whose mapping holds addr, as text, for a fault's report
+ * (from a signal handler: the lock is not waited for). */
+void sim_mem_describe(const void *addr, char *out, size_t n);
+
+/* ---- host and device apart (apart.c) ---------------------------------------- */
+/* Protection keys: device memory is tagged, and only runners, copies, sets
+ * and kolo_sim_dma_begin may touch it.  All no-ops when the check is off. */
+void sim_apart_init(void);
+void sim_apart_tag(void *p, size_t bytes);
+/* Grants the calling thread access to device memory; returns what
+ * sim_apart_restore puts back. */
+unsigned sim_apart_open(void);
+void sim_apart_restore(unsigned was);
 
 /* ---- graphs (graph.c) ----------------------------------------------------- */
 /* Adds a copy of op's work as a node of the capture of its stream (lock

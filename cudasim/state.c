@@ -78,6 +78,7 @@ static void read_settings(void) {
 
 static void init_model(void) {
   read_settings();
+  sim_apart_init();
   pthread_atfork(NULL, NULL, child_after_fork);
   sim_memory_sweep();
   sim_watchdog_start((int)env_long("KOLO_SIM_WATCHDOG_S", 0, 0, 86400));

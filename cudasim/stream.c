@@ -206,6 +206,20 @@ static void set_bytes(void *dst, int value, size_t n) {
   for (size_t i = 0; i < n / 4; i++) __atomic_store_n((uint32_t *)dst + i, w, __ATOMIC_RELAXED);
 }
 
+/* A copy engine may touch device memory (apart.c), whichever thread runs
+ * the copy: the queue's, or the caller's when it starts the op itself. */
+static void engine_copy(void *dst, const void *src, size_t n) {
+  unsigned was = sim_apart_open();
+  copy_bytes(dst, src, n);
+  sim_apart_restore(was);
+}
+
+static void engine_set(void *dst, int value, size_t n) {
+  unsigned was = sim_apart_open();
+  set_bytes(dst, value, n);
+  sim_apart_restore(was);
+}
+
 /* Runs op (popped from its queue, deps done); returns with the lock held.
  * A lost context runs nothing more: its queued work completes unrun. */
 static void run_op(sim_op *op) {
@@ -225,13 +239,13 @@ static void run_op(sim_op *op) {
     break;
   case SIM_OP_COPY:
     pthread_mutex_unlock(&sim_lock);
-    copy_bytes(op->u.copy.dst, op->u.copy.src, op->u.copy.bytes);
+    engine_copy(op->u.copy.dst, op->u.copy.src, op->u.copy.bytes);
     pthread_mutex_lock(&sim_lock);
     sim_op_done(op);
     break;
   case SIM_OP_SET:
     pthread_mutex_unlock(&sim_lock);
-    set_bytes(op->u.set.dst, op->u.set.value, op->u.set.bytes);
+    engine_set(op->u.set.dst, op->u.set.value, op->u.set.bytes);
     pthread_mutex_lock(&sim_lock);
     sim_op_done(op);
     break;

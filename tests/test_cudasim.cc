@@ -24,6 +24,10 @@
 
 #include "cudasim/kolo_sim.h"
 #include "kernels/cuda/device_prims.cuh"
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunknown-pragmas"  // nvcc's #pragma unroll
+#include "kernels/cuda/reduce_prims.cuh"
+#pragma GCC diagnostic pop
 
 namespace {
 
@@ -61,6 +65,18 @@ __global__ void all_resident(unsigned long long *w, unsigned long long n, uint64
 __global__ void iota_times(uint32_t *out, size_t n, uint32_t k) {
   for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n; i += (size_t)blockDim.x * gridDim.x)
     out[i] = (uint32_t)i * k;
+}
+
+// Reads one LL line at p (16 bytes) into out[0..1].
+__global__ void read_line(const char *p, uint64_t *out) {
+  uint64_t lo = 0, hi = 0;
+  kolo_dev::ld_line(p, lo, hi);
+  if (threadIdx.x == 0) out[0] = lo, out[1] = hi;
+}
+
+// out[i] = in[i] for i < n, through the executor's data primitive.
+__global__ void copy_floats(float *out, const float *in, size_t n) {
+  kolo_cuda::reduce_block<float, kolo_cuda::kOpCopy>(out, nullptr, in, nullptr, n, 1);
 }
 
 // Each thread notes in lead[threadIdx.x] whether it is its warp's leader
@@ -199,6 +215,102 @@ TEST(CudaSimMemory, FreshBytesArePoisonedAndTheEndIsGuarded) {
   for (unsigned char x : b) ASSERT_EQ(x, 0xa5);
   // A write past the allocation's 256-byte rounding faults, as on a GPU.
   EXPECT_DEATH({ p[256] = 1; }, "");
+  cudaFree(p);
+}
+
+// ---- host and device apart (KOLO_SIM_APART) ----------------------------------------
+
+// A host read of device memory, as the test's body runs it in a child
+// (gtest's threadsafe style: the child starts the model itself).
+int host_read(const volatile unsigned char *p) { return p[0]; }
+
+TEST(CudaSimApart, AHostThreadReadingDeviceMemoryDies) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        unsigned char *p = nullptr;
+        if (cudaMalloc(reinterpret_cast<void **>(&p), 100) == cudaSuccess) host_read(p + 3);
+      },
+      "HOST ACCESS TO DEVICE MEMORY: thread [0-9]+ .* read 0x[0-9a-f]+, byte 3 of the 100-byte "
+      "cudaMalloc allocation at 0x[0-9a-f]+ \\(device 0\\)");
+  // A thread started before the model is refused too (Linux starts every
+  // thread without the key's rights).
+  EXPECT_DEATH(
+      {
+        std::atomic<unsigned char *> shared{nullptr};
+        std::thread early([&] {
+          while (shared.load() == nullptr) std::this_thread::yield();
+          host_read(shared.load());
+        });
+        unsigned char *p = nullptr;
+        if (cudaMalloc(reinterpret_cast<void **>(&p), 64) != cudaSuccess) std::abort();
+        shared.store(p);
+        early.join();
+      },
+      "HOST ACCESS TO DEVICE MEMORY.*byte 0 of the 64-byte cudaMalloc");
+}
+
+TEST(CudaSimApart, CopiesKernelsAndModelledDmaMayTouchIt) {
+  uint32_t *p = nullptr;
+  ASSERT_CUDA(cudaMalloc(reinterpret_cast<void **>(&p), 64 * sizeof(uint32_t)));
+  ASSERT_CUDA(cudaMemset(p, 0, 64 * sizeof(uint32_t)));
+  cudaStream_t s = new_stream();
+  ASSERT_CUDA((kolo_dev::launch<iota_times>(1, 8, 0, s, p, (size_t)64, 3u)));
+  ASSERT_CUDA(cudaStreamSynchronize(s));
+  uint32_t h[64];
+  ASSERT_CUDA(cudaMemcpy(h, p, sizeof h, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(h[63], 63u * 3u);
+  unsigned saved = kolo_sim_dma_begin();  // a NIC reading the buffer
+  EXPECT_EQ(p[5], 15u);
+  kolo_sim_dma_end(saved);
+  cudaStreamDestroy(s);
+  cudaFree(p);
+}
+
+TEST(CudaSimApart, MisalignedLinesTrap) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        char *p = nullptr;
+        uint64_t *out = nullptr;
+        if (cudaMalloc(reinterpret_cast<void **>(&p), 256) != cudaSuccess ||
+            cudaMalloc(reinterpret_cast<void **>(&out), 16) != cudaSuccess)
+          std::abort();
+        (void)kolo_dev::launch<read_line>(1, 1, 0, nullptr, static_cast<const char *>(p + 8), out);
+        (void)cudaDeviceSynchronize();
+      },
+      "MISALIGNED ADDRESS: ld_line of 16 bytes at 0x[0-9a-f]+8 \\(not a multiple of 16\\).*thread 0 of block 0");
+}
+
+// Launches copy_floats(out, in, n) on the legacy stream and waits.
+cudaError_t copy_on_device(float *out, const float *in, size_t n) {
+  cudaError_t e = kolo_dev::launch<copy_floats>(1, 8, 0, nullptr, out, in, n);
+  return e != cudaSuccess ? e : cudaDeviceSynchronize();
+}
+
+TEST(CudaSimApart, KernelsReachDeviceAndPinnedMemoryOnly) {
+  float *dev = nullptr, *pinned = nullptr;
+  ASSERT_CUDA(cudaMalloc(reinterpret_cast<void **>(&dev), 64 * sizeof(float)));
+  ASSERT_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&pinned), 64 * sizeof(float), cudaHostAllocMapped));
+  for (int i = 0; i < 64; i++) pinned[i] = (float)i;
+  ASSERT_CUDA(copy_on_device(dev, pinned, 64));
+  std::vector<float> back(64);
+  ASSERT_CUDA(cudaMemcpy(back.data(), dev, 64 * sizeof(float), cudaMemcpyDeviceToHost));
+  EXPECT_EQ(back[63], 63.0f);
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(copy_on_device(dev, back.data(), 64),  // pageable: a GPU faults
+               "KERNEL ACCESS OUTSIDE DEVICE-REACHABLE MEMORY: the source a, 256 bytes at 0x[0-9a-f]+, at "
+               ".*reduce_prims.cuh:[0-9]+, in no allocation of the model");
+  EXPECT_DEATH(copy_on_device(dev, pinned, 65), "the source a, 260 bytes .* running past its allocation's end");
+  cudaFreeHost(pinned);
+  cudaFree(dev);
+}
+
+// KOLO_SIM_APART=0 (its own process: CudaSimApart.Off in CMakeLists.txt).
+TEST(CudaSimApartOff, DISABLED_TheHostReadsDeviceMemory) {
+  unsigned char *p = nullptr;
+  ASSERT_CUDA(cudaMalloc(reinterpret_cast<void **>(&p), 100));
+  EXPECT_EQ(host_read(p), 0xa5);
   cudaFree(p);
 }
 

@@ -133,24 +133,56 @@ KOLO_DEVFN int hint_get(const int *p) { return *(const volatile int *)p; }
 KOLO_DEVFN void hint_set(int *p, int v) { *(volatile int *)p = v; }
 /* The SM clock (cycles), as clock64(). */
 KOLO_DEVFN long long clock_cycles() { return clock64(); }
+/* The host build's checks (the GPU itself traps or faults). */
+KOLO_DEVFN void aligned(const void *, unsigned, const char *) {}
+KOLO_DEVFN void reachable(const void *, size_t, const char *) {}
 
 #else /* ==================== the host: kolo's CPU model ==================== */
 
 #define KOLO_BLOCK_SHARED static thread_local
 
-KOLO_DEVFN uint32_t ld_acquire(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-KOLO_DEVFN uint32_t ld_relaxed(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
-KOLO_DEVFN void st_release(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-KOLO_DEVFN void st_relaxed(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+/* A GPU traps an access of n bytes at an address that is not a multiple of
+ * n (cudaErrorMisalignedAddress); x86 does not, so the host build checks
+ * every access of the primitives and every vector of the kernels. */
+KOLO_DEVFN void aligned(const void *p, unsigned n, const char *what, const char *file = __builtin_FILE(),
+                        int line = __builtin_LINE()) {
+  if ((uintptr_t)p % n != 0) kolo_sim_misaligned(p, n, what, file, line);
+}
+
+/* Pageable host memory is out of a kernel's reach (a GPU faults): the data
+ * primitives check their buffers against the model's allocations. */
+KOLO_DEVFN void reachable(const void *p, size_t bytes, const char *what, const char *file = __builtin_FILE(),
+                          int line = __builtin_LINE()) {
+  kolo_sim_global_span(p, bytes, what, file, line);
+}
+
+KOLO_DEVFN uint32_t ld_acquire(const uint32_t *p) {
+  aligned(p, 4, "ld_acquire");
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+KOLO_DEVFN uint32_t ld_relaxed(const uint32_t *p) {
+  aligned(p, 4, "ld_relaxed");
+  return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+KOLO_DEVFN void st_release(uint32_t *p, uint32_t v) {
+  aligned(p, 4, "st_release");
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+KOLO_DEVFN void st_relaxed(uint32_t *p, uint32_t v) {
+  aligned(p, 4, "st_relaxed");
+  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
 KOLO_DEVFN uint32_t ld_acquire_u8(const uint8_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 KOLO_DEVFN uint32_t ld_relaxed_u8(const uint8_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 KOLO_DEVFN void st_release_u8(uint8_t *p, uint32_t v) { __atomic_store_n(p, (uint8_t)v, __ATOMIC_RELEASE); }
 KOLO_DEVFN void st_relaxed_u8(uint8_t *p, uint32_t v) { __atomic_store_n(p, (uint8_t)v, __ATOMIC_RELAXED); }
 KOLO_DEVFN uint32_t cas(uint32_t *p, uint32_t expected, uint32_t v) {
+  aligned(p, 4, "cas");
   __atomic_compare_exchange_n(p, &expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   return expected;
 }
 KOLO_DEVFN unsigned long long add(unsigned long long *p, unsigned long long v) {
+  aligned(p, 8, "add");
   return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
 /* Every fence of the kernels precedes a release store that already orders
@@ -163,11 +195,13 @@ KOLO_DEVFN void fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 #endif
 KOLO_DEVFN uint64_t global_ns() { return kolo_sim_globaltimer_ns(); }
 KOLO_DEVFN void ld_line(const char *p, uint64_t &lo, uint64_t &hi) {
+  aligned(p, 16, "ld_line");
   const uint64_t *q = reinterpret_cast<const uint64_t *>(p);
   lo = __atomic_load_n(q, __ATOMIC_RELAXED);
   hi = __atomic_load_n(q + 1, __ATOMIC_RELAXED);
 }
 KOLO_DEVFN void st_line(char *p, uint64_t lo, uint64_t hi) {
+  aligned(p, 16, "st_line");
   uint64_t *q = reinterpret_cast<uint64_t *>(p);
   __atomic_store_n(q, lo, __ATOMIC_RELAXED);
   __atomic_store_n(q + 1, hi, __ATOMIC_RELAXED);

@@ -614,6 +614,8 @@ __device__ __forceinline__ bool ll_lines(const LLSlice &x, const kolo_dev_batch 
   const bool has_div = x.div > 1;
   const ValOf<T> s = scalar_value<T>(scalar);
   const size_t nlines = kolo_ll_lines(x.nbytes), nt = blockDim.x;
+  kolo_dev::reachable(x.s, x.nbytes, "an LL slice's source");
+  kolo_dev::reachable(x.d, x.nbytes, "an LL slice's output");
   for (size_t i0 = threadIdx.x; i0 < nlines; i0 += U * nt) {
     uint64_t lo[U], hi[U], sv[U];
 #pragma unroll

@@ -213,6 +213,11 @@ KOLO_DEV void reduce_vectors(uint4 *o0, uint4 *o1, const uint4 *a, const uint4 *
                              bool has_div, int d, ValOf<T> s) {
   constexpr int kUnroll = 4;
   const size_t nt = blockDim.x, step = kUnroll * nt;
+  if (nvec > 0) { /* a slice shorter than its head moves no vector from where its vectors would start */
+    kolo_dev::aligned(a, 16, "a 16-byte vector load"), kolo_dev::aligned(o0, 16, "a 16-byte vector store");
+    if (reads_b(OP)) kolo_dev::aligned(b, 16, "a 16-byte vector load");
+    if (o1) kolo_dev::aligned(o1, 16, "a 16-byte vector store");
+  }
   size_t v = 0;
   for (; v + step <= nvec; v += step) {
     uint4 xa[kUnroll], xb[kUnroll];
@@ -243,6 +248,9 @@ static __device__ __forceinline__ void reduce_block(void *out0, void *out1, cons
   char *o0 = static_cast<char *>(out0), *o1 = static_cast<char *>(out1);
   const char *pa = static_cast<const char *>(a), *pb = static_cast<const char *>(b);
   const bool has_div = div > 1;
+  kolo_dev::reachable(pa, n * kS, "the source a"), kolo_dev::reachable(o0, n * kS, "the output o0");
+  if (reads_b(OP)) kolo_dev::reachable(pb, n * kS, "the source b");
+  if (o1) kolo_dev::reachable(o1, n * kS, "the output o1");
   const uintptr_t mis = (uintptr_t)pa & 15;
   /* The premul-sum moves element by element: its vector loop raised the
    * registers of the executor kernels that instantiate it (a kernel is
