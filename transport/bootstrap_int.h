@@ -3,7 +3,10 @@
  *
  *   bootstrap_link.c    one connection to a peer: messages in, its queue, how it went down
  *   bootstrap_mesh.c    the listener, connections made when first needed, the wait
- *   bootstrap.c         the handle's life, goodbyes, tagged messages, liveness
+ *   bootstrap_fate.c    liveness: which peers are down, how, and whom to blame
+ *   bootstrap_goodbye.c goodbyes to the peers, at destroy and at exit
+ *   bootstrap.c         the handle's life
+ *   bootstrap_msg.c     tagged messages, and the links to this process's ranks
  *   bootstrap_gather.c  allgather and barrier in log2(n) rounds (Bruck)
  *   bootstrap_init.c    the rendezvous at the root and the peer table
  *
@@ -125,6 +128,21 @@ koloResult_t kolo_bs_link_error(kolo_bootstrap *bs, int peer);
 /* Frees the listener, the pending connections and every link. */
 void kolo_bs_mesh_free(kolo_bootstrap *bs);
 
+/* ---- bootstrap_fate.c ----------------------------------------------------------- */
+
+/* The first peer known to have failed: lost without a word, else gone
+ * blaming another rank; -1 when none. */
+int kolo_bs_first_failed(const kolo_bootstrap *bs);
+
+/* ---- bootstrap_goodbye.c -------------------------------------------------------- */
+
+/* Adds bs to the bootstraps the exit hook says goodbye for. */
+void kolo_bs_enlist(kolo_bootstrap *bs);
+/* Takes bs off that list (at destroy). */
+void kolo_bs_unlist(kolo_bootstrap *bs);
+/* After kolo_bootstrap_goodbye: the same goodbye on links made since. */
+void kolo_bs_goodbye_new_links(kolo_bootstrap *bs);
+
 /* ---- bootstrap.c ---------------------------------------------------------------- */
 
 /* A handle for rank of nranks, its listener open at *listen_on (port 0: any;
@@ -132,12 +150,13 @@ void kolo_bs_mesh_free(kolo_bootstrap *bs);
 koloResult_t kolo_bs_alloc(const kolo_uid *uid, int rank, int nranks, int timeout_ms, kolo_errbuf *eb,
                            kolo_bootstrap **out);
 koloResult_t kolo_bs_listen(kolo_bootstrap *bs, struct sockaddr_storage *listen_on);
-/* Adds bs to the bootstraps the exit hook says goodbye for. */
-void kolo_bs_enlist(kolo_bootstrap *bs);
-/* After kolo_bootstrap_goodbye: the same goodbye on links made since. */
-void kolo_bs_goodbye_new_links(kolo_bootstrap *bs);
+
+/* ---- bootstrap_msg.c ------------------------------------------------------------ */
+
 /* How long a receiver waits for its peer to connect before it connects. */
 int kolo_bs_reach_grace_ms(const kolo_bootstrap *bs);
+/* Makes the links to the other ranks of this process. */
+koloResult_t kolo_bs_link_process_peers(kolo_bootstrap *bs);
 
 /* ---- bootstrap_gather.c ------------------------------------------------------- */
 
@@ -146,7 +165,5 @@ int kolo_bs_reach_grace_ms(const kolo_bootstrap *bs);
  * rounds, each rank learning the address of its next partner from its
  * last. */
 koloResult_t kolo_bs_gather_peers(kolo_bootstrap *bs);
-/* Makes the links to the other ranks of this process (bootstrap.c). */
-koloResult_t kolo_bs_link_process_peers(kolo_bootstrap *bs);
 
 #endif
