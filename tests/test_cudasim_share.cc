@@ -3,7 +3,8 @@
 // KOLO_SIM_SHARE=timeslice two processes' kernels never run at once and
 // both complete, and a process alone is not slowed; with KOLO_SIM_SHARE=mps
 // their blocks share the SMs, a block of one process waiting for room that
-// another's hold; cudaDevAttrMpsEnabled says which.  Model builds only.
+// another's hold; cudaDevAttrMpsEnabled says which; a process killed on the
+// device leaves neither its slice nor its SMs behind.  Model builds only.
 //
 // Each case forks two children that exec this binary running one disabled
 // helper test as "A" or "B" (the model reads its settings once per process,
@@ -13,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -77,7 +79,22 @@ struct Meeting {
   cudaIpcMemHandle_t handle;  // A's device words
   int step;                   // how far the choreography got (each child waits for the other's steps)
   int b_saw_early;            // mps: B's block had started while A's filled the SMs
+  int a_pid;
 };
+
+// Whether pid is gone (or a zombie: dead, not yet reaped).
+bool gone(int pid) {
+  if (kill(pid, 0) != 0) return true;
+  char path[64], buf[256] = {0};
+  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE *f = std::fopen(path, "r");
+  if (f == nullptr) return true;
+  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  const char *paren = std::strrchr(buf, ')');
+  return paren != nullptr && paren[1] == ' ' && paren[2] == 'Z';
+}
 
 constexpr const char *kFileVar = "KOLO_TEST_SHARE_FILE";
 constexpr const char *kRoleVar = "KOLO_TEST_SHARE_ROLE";
@@ -104,8 +121,8 @@ bool wait_step(Meeting *m, int step) {
 void set_step(Meeting *m, int step) { __atomic_store_n(&m->step, step, __ATOMIC_RELEASE); }
 
 // Runs helper test `name` as children A and B at once, with `env` added;
-// asserts both passed it.
-void run_pair(const std::string &name, const std::vector<std::string> &env) {
+// asserts both passed it (a_dies: A killed itself, B passed).
+void run_pair(const std::string &name, const std::vector<std::string> &env, bool a_dies = false) {
   char path[] = "/tmp/kolo-share-meeting-XXXXXX";
   int fd = mkstemp(path);
   ASSERT_GE(fd, 0) << std::strerror(errno);
@@ -147,6 +164,10 @@ void run_pair(const std::string &name, const std::vector<std::string> &env) {
       std::printf("%s\n", r.output.substr(at, end - at).c_str());
       at = end;
     }
+  }
+  if (a_dies) {
+    EXPECT_EQ(res[0].signal, SIGKILL) << res[0].describe();
+    res.erase(res.begin());
   }
   EXPECT_EQ(kt::children_gtest_failures(res, 1), "") << "children A and B each run " << name;
 }
@@ -297,4 +318,54 @@ TEST(CudaSimShareChild, DISABLED_Mps) {
   else set_step(m, 4);
   ASSERT_CUDA(cudaStreamDestroy(s));
   sw.close();
+}
+
+// ---- a process that dies on the device ---------------------------------------------------
+
+// A fills the device (2 spinning blocks: the slice it holds, or both SMs
+// of 2 under MPS) and is killed there; B launches once A is dead (its
+// slot still says it holds the slice, or the SMs), and its kernel must
+// run within 5 s: the dead process's slice, or its SMs, are taken back.
+TEST(CudaSimShare, ADeadProcessLeavesTheSliceBehind) {
+  run_pair("CudaSimShareChild.DISABLED_DeadHolder", {"KOLO_SIM_SHARE=timeslice"}, true);
+}
+
+TEST(CudaSimShare, ADeadProcessLeavesItsSmsBehind) {
+  run_pair("CudaSimShareChild.DISABLED_DeadHolder", {"KOLO_SIM_SHARE=mps", "KOLO_SIM_SMS=2"}, true);
+}
+
+TEST(CudaSimShareChild, DISABLED_DeadHolder) {
+  if (!is_child()) GTEST_SKIP() << "helper of CudaSimShare: run by it only";
+  Meeting *m = meeting();
+  ASSERT_NE(m, nullptr);
+  cudaStream_t s;
+  ASSERT_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  if (is_a()) {
+    unsigned long long *w = nullptr;
+    ASSERT_CUDA(cudaMalloc(&w, 16));
+    ASSERT_CUDA(cudaMemset(w, 0, 16));
+    ASSERT_CUDA((kolo_dev::launch<hold_until>(2, 32, 0, s, w, static_cast<const unsigned long long *>(w + 1))));
+    unsigned long long in = 0;
+    auto end = Clock::now() + std::chrono::seconds(10);
+    while (in < 2 && Clock::now() < end) ASSERT_CUDA(cudaMemcpy(&in, w, 8, cudaMemcpyDeviceToHost));
+    ASSERT_EQ(in, 2ull) << "A's blocks run";
+    m->a_pid = getpid();
+    set_step(m, 2);
+    raise(SIGKILL);
+  }
+  ASSERT_TRUE(wait_step(m, 2));
+  auto end = Clock::now() + std::chrono::seconds(10);
+  while (!gone(m->a_pid) && Clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(gone(m->a_pid)) << "A never died";
+  ASSERT_CUDA((kolo_dev::launch<fixed_work>(1, 32, 0, s, 10)));
+  auto t0 = Clock::now();
+  cudaError_t e = cudaErrorNotReady;
+  while ((e = cudaStreamQuery(s)) == cudaErrorNotReady && Clock::now() - t0 < std::chrono::seconds(5))
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(e, cudaSuccess) << "B's kernel did not run within 5 s of A's death";
+  double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  std::printf("[          ] B's kernel, launched after A died, done in %.0f ms\n", ms);
+  if (e == cudaSuccess) {
+    ASSERT_CUDA(cudaStreamDestroy(s));
+  }
 }
