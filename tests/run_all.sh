@@ -149,7 +149,7 @@ CUDA_QUEUE8_TESTS='SmallCounts/.*_4ranks_|SmallCounts/AllReduce_3ranks_|SmallCou
 # Ranks as processes on the model's GPUs, under each KOLO_SIM_SHARE (MPS:
 # processes share a device's SMs; time slices: a device per process, as
 # kolo refuses processes sharing one), and the model's and kolo's own
-# cases of shared devices (26 s on 2 cores for both modes).
+# cases of shared devices (both modes: 26 s on 2 quiet cores, 52 s at a load of 10).
 CUDA_SHARE_TESTS='^(CudaProcs\.Grid/[234]procs|CudaProcsTimeout|CudaMismatchProcs|CudaSimShare\.|CudaSharedGpu\.|NcclProcs\.)'
 SIM_TSAN_TARGETS=(test_cuda_reduce test_e2e_cuda test_e2e_cuda_algos test_cuda_mismatch test_cuda_stall)
 SIM_TARGETS=(kolo kolo-perf test_cudasim test_cudasim_share test_cuda_runtime_rules test_cuda_fault test_e2e_cuda test_e2e_cuda_algos test_e2e_schedule test_cuda_mismatch test_cuda_stall test_cuda_reduce test_cuda_plan test_fusion nccl test_nccl_layer test_nccl_dlopen kolo-fault)
