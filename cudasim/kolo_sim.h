@@ -112,6 +112,8 @@ int kolo_sim_undefined_count(void);
 /* KOLO_SIM_SHARE=timeslice: how often device dev's slice has passed from
  * one process of the machine (KOLO_SIM_MACHINE) to another. */
 unsigned kolo_sim_slice_switches(int dev);
+/* How often this process's block runners waited for device dev's slice. */
+unsigned kolo_sim_slice_waits(int dev);
 
 /* Prints every device's hardware queues, the op at each head and what it
  * waits for, and the kernels running: what a hang is stuck on.  Also

@@ -314,10 +314,11 @@ void sim_share_block_end(int dev) {
 }
 
 /* A runner's pass ends; the last runner of a context that lost the slice
- * lets the next one in. */
+ * lets the next one in (only then: a wake-up on every failed try of the
+ * waiters would wake each other round and round). */
 void sim_share_pass_end(int dev) {
   if (!ts_on()) return;
-  if (ADD(page->procs[me].in_pass[dev], -1) == 0 && LD(page->dev[dev].holder) != me + 1) bump(&page->dev[dev].gen);
+  if (ADD(page->procs[me].in_pass[dev], -1) == 0 && LD(page->dev[dev].prev) == me + 1) bump(&page->dev[dev].gen);
 }
 
 /* The next context after `from` with blocks on dev, -1: none (lock held). */
@@ -357,6 +358,8 @@ static int hold(int dev, share_dev *d, uint64_t now) {
   return 0; /* the caller's next try fails and waits */
 }
 
+static unsigned slice_waits[SIM_MAX_DEVICES]; /* this process's runners' waits for a slice */
+
 /* The slow path: takes, keeps, passes on or waits for the slice. */
 static void take_turn(int dev) {
   share_dev *d = &page->dev[dev];
@@ -373,7 +376,9 @@ static void take_turn(int dev) {
   }
   if (h == me + 1) wait = hold(dev, d, now);
   page_unlock();
-  if (wait) futex_wait(&d->gen, seen, WAIT_NS);
+  if (!wait) return;
+  __atomic_add_fetch(&slice_waits[dev], 1u, __ATOMIC_RELAXED);
+  futex_wait(&d->gen, seen, WAIT_NS);
 }
 
 /* A runner's pass starts only while its context holds the device's slice. */
@@ -387,6 +392,11 @@ void sim_share_pass_begin(int dev) {
     sim_share_pass_end(dev);
     take_turn(dev);
   }
+}
+
+unsigned kolo_sim_slice_waits(int dev) {
+  if (dev < 0 || dev >= SIM_MAX_DEVICES) return 0;
+  return __atomic_load_n(&slice_waits[dev], __ATOMIC_RELAXED);
 }
 
 unsigned kolo_sim_slice_switches(int dev) {
