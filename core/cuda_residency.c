@@ -69,7 +69,8 @@ static koloResult_t refuse(struct koloComm *c, const kolo_device_room *f, int r)
                     "kolo's kernels at once (%d per SM), but their kernels wait for each other and need one "
                     "block per rank resident together even with one channel: put at most %d ranks of a "
                     "communicator on that device",
-                    r, f->sharing, f->mps ? "its and other processes (MPS)" : "one process", f->dev, f->sms, f->per_sm * f->sms, f->per_sm, f->per_sm * f->sms);
+                    r, f->sharing, f->mps ? "its and other processes (MPS)" : "one process", f->dev, f->sms,
+                    f->per_sm * f->sms, f->per_sm, f->per_sm * f->sms);
 }
 
 /* Every rank's report, decoded into all (nranks). */

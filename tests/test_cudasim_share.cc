@@ -306,7 +306,8 @@ TEST(CudaSimShareChild, DISABLED_Mps) {
     ASSERT_CUDA(cudaMemcpy(sw.w + 2, &one, 8, cudaMemcpyHostToDevice));  // release A's blocks
   } else {
     ASSERT_TRUE(wait_step(m, 2));
-    ASSERT_CUDA((kolo_dev::launch<hold_until>(1, 32, 0, s, sw.w + 1, static_cast<const unsigned long long *>(sw.w + 2))));
+    const unsigned long long *release = sw.w + 2;
+    ASSERT_CUDA((kolo_dev::launch<hold_until>(1, 32, 0, s, sw.w + 1, release)));
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     m->b_saw_early = (int)sw.read(1);
     set_step(m, 3);

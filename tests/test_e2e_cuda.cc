@@ -1601,8 +1601,11 @@ int child_mismatch(int n, int rank, koloComm_t comm, cudaStream_t s, DevArena *a
 int child_refused(koloResult_t res, const char *text, int rank) {
   int failures = 0;
   if (res != koloInvalidUsage) CHILD_FAIL("init returned %s, not koloInvalidUsage: %s", koloGetErrorString(res), text);
-  for (const char *part : {"ranks 0 and 1, of processes", "share a GPU (rank 0's CUDA device 0 is rank 1's CUDA device 0) "
-                           "without MPS", "give each process its own GPU", "MPS (nvidia-cuda-mps-control -d)"})
+  static const char *const parts[] = {
+      "ranks 0 and 1, of processes",
+      "share a GPU (rank 0's CUDA device 0 is rank 1's CUDA device 0) without MPS",
+      "give each process its own GPU", "MPS (nvidia-cuda-mps-control -d)"};
+  for (const char *part : parts)
     if (std::strstr(text, part) == nullptr) CHILD_FAIL("\"%s\" does not say \"%s\"", text, part);
   return failures;
 }
@@ -1665,9 +1668,8 @@ int child_main(const std::string &mode, int n, int rank, const koloUniqueId &id)
         CHILD_FAIL("an all-reduce of %zu float32 runs %s, not hier", count,
                    kolo_algo_name(kolo_comm_all_reduce_algo(comm, count, koloFloat32)));
   if (mode == "grid" || mode == "hier" || mode == "mps_budget") {
-    std::vector<CollCase> cases = mode == "mps_budget"
-                                      ? std::vector<CollCase>{make_case(Coll::AllReduce, koloFloat32, koloSum, n, 1 << 16, false, 1)}
-                                      : cuda_proc_grid(n);
+    std::vector<CollCase> cases = cuda_proc_grid(n);
+    if (mode == "mps_budget") cases = {make_case(Coll::AllReduce, koloFloat32, koloSum, n, 1 << 16, false, 1)};
     std::string err = arena.reserve(dev_max_case_bytes(cases));
     if (!err.empty()) CHILD_FAIL("%s", err.c_str());
     for (size_t i = 0; i < cases.size() && err.empty(); i++) {
