@@ -211,6 +211,8 @@ void kolo_encode_device_room(const kolo_device_room *f, uint8_t out[KOLO_DEVICE_
   kolo_put_i32(&w, f->sms);
   kolo_put_i32(&w, f->per_sm);
   kolo_put_i32(&w, f->sharing);
+  kolo_put_i32(&w, f->mps);
+  kolo_put_u64(&w, f->gpu);
 }
 
 static const char *room_wrong(const kolo_device_room *f, int nranks, char *buf, size_t n) {
@@ -222,6 +224,8 @@ static const char *room_wrong(const kolo_device_room *f, int nranks, char *buf, 
     snprintf(buf, n, "of %d SMs holding %d blocks each (0..65535 each)", f->sms, f->per_sm);
   else if (!in_range(f->sharing, 1, nranks))
     snprintf(buf, n, "of a device shared by %d ranks of its process (1..%d)", f->sharing, nranks);
+  else if (!in_range(f->mps, 0, 1))
+    snprintf(buf, n, "saying MPS is %d (0 or 1)", f->mps);
   else
     return NULL;
   return buf;
@@ -236,6 +240,8 @@ int kolo_decode_device_room(const void *in, size_t len, int peer, int nranks, ko
   f->sms = kolo_get_i32(&r);
   f->per_sm = kolo_get_i32(&r);
   f->sharing = kolo_get_i32(&r);
+  f->mps = kolo_get_i32(&r);
+  f->gpu = kolo_get_u64(&r);
   if (whole(&r, KOLO_DEVICE_ROOM_BYTES, peer, what, why, why_len) != KOLO_COMM_WIRE_OK) return KOLO_COMM_WIRE_GARBLED;
   char buf[128];
   return verdict(room_wrong(f, nranks, buf, sizeof buf), peer, what, why, why_len);

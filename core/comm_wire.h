@@ -103,8 +103,10 @@ typedef struct {
   int32_t sms;     /* SMs of the device, 0..65535 */
   int32_t per_sm;  /* executor blocks one SM holds (worst kernel), 0..65535 */
   int32_t sharing; /* ranks of its process on the device, 1 and up */
+  int32_t mps;     /* 1: the device's contexts share its SMs (MPS), else 0 */
+  uint64_t gpu;    /* the physical GPU (a hash of its UUID; 0: unknown), alike in every process */
 } kolo_device_room;
-#define KOLO_DEVICE_ROOM_BYTES 20
+#define KOLO_DEVICE_ROOM_BYTES 32
 
 void kolo_encode_device_room(const kolo_device_room *f, uint8_t out[KOLO_DEVICE_ROOM_BYTES]);
 /* nranks: the communicator's, which bounds sharing. */

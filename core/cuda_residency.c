@@ -8,8 +8,10 @@
  * launch holds at most `nchannels` blocks of a collective, and the planner
  * cuts launches at the same budget (cuda_plan.h), so the budget of a rank
  * is the blocks its device holds (the worst executor kernel's blocks per
- * SM, from the occupancy calculator, times the SMs) over the ranks of its
- * process on that device.  The communicator's channels are capped to the
+ * SM, from the occupancy calculator, times the SMs) over the ranks on that
+ * device: those of its process, and under MPS those of other processes on
+ * the same GPU too, whose blocks share its SMs (cuda_shared_gpu.c; without
+ * MPS such a layout is refused).  The communicator's channels are capped to the
  * smallest budget of any rank (every rank computes the same one: the
  * channel count must agree), and a budget below one block is refused.
  *
@@ -24,6 +26,7 @@
 #include "core/comm_gather.h"
 #include "core/comm_wire.h"
 #include "core/cuda_residency.h"
+#include "core/cuda_shared_gpu.h"
 
 #include <cuda_runtime.h>
 
@@ -37,9 +40,10 @@ static int64_t budget_of(const kolo_device_room *f) {
 
 /* This rank's entry: its device, asked on this (init's) thread. */
 static kolo_device_room my_fit(const struct koloComm *c) {
-  kolo_device_room f = {0, c->cuda->dev, 0, 0, c->cuda->ranks_on_dev};
+  kolo_device_room f = {0, c->cuda->dev, 0, 0, c->cuda->ranks_on_dev, 0, 0};
   cudaError_t e = cudaDeviceGetAttribute(&f.sms, cudaDevAttrMultiProcessorCount, c->cuda->dev);
   if (e == cudaSuccess) e = (cudaError_t)kolo_cuda_exec_blocks_per_sm(&f.per_sm);
+  if (e == cudaSuccess) e = (cudaError_t)kolo_cuda_gpu_identity(c->cuda->dev, &f.gpu, &f.mps);
   f.err = (int32_t)e;
   return f;
 }
@@ -61,11 +65,12 @@ static koloResult_t refuse(struct koloComm *c, const kolo_device_room *f, int r)
                       "rank %d: asking CUDA device %d how many kernel blocks it holds failed: %s", r, f->dev,
                       cudaGetErrorString((cudaError_t)f->err));
   return kolo_error(&c->err, koloInvalidUsage,
-                    "rank %d: %d ranks of one process share CUDA device %d, whose %d SMs hold %d block(s) of "
+                    "rank %d: %d ranks of %s share CUDA device %d, whose %d SMs hold %d block(s) of "
                     "kolo's kernels at once (%d per SM), but their kernels wait for each other and need one "
                     "block per rank resident together even with one channel: put at most %d ranks of a "
                     "communicator on that device",
-                    r, f->sharing, f->dev, f->sms, f->per_sm * f->sms, f->per_sm, f->per_sm * f->sms);
+                    r, f->sharing, f->mps ? "its and other processes (MPS)" : "one process", f->dev, f->sms,
+                    f->per_sm * f->sms, f->per_sm, f->per_sm * f->sms);
 }
 
 /* Every rank's report, decoded into all (nranks). */
@@ -87,6 +92,7 @@ koloResult_t kolo_cuda_comm_residency(struct koloComm *c) {
   kolo_device_room *all = calloc((size_t)c->nranks, sizeof *all);
   if (all == NULL) return kolo_error(&c->err, koloSystemError, "out of memory at init");
   koloResult_t res = gather_fits(c, all);
+  if (res == koloSuccess) res = kolo_cuda_shared_gpus(c, all);
   int w = res == koloSuccess ? worst_rank(all, c->nranks) : 0;
   kolo_device_room f = all[w];
   free(all);
@@ -97,8 +103,9 @@ koloResult_t kolo_cuda_comm_residency(struct koloComm *c) {
   if (c->nchannels > budget) {
     if (c->rank == 0)
       KOLO_WARN("%d channels lowered to %d: rank %d's device (CUDA device %d, %d SMs, %d block(s) of kolo's "
-                "kernels per SM) is shared by %d ranks of its process, whose blocks must all be resident at once",
-                c->nchannels, (int)budget, w, f.dev, f.sms, f.per_sm, f.sharing);
+                "kernels per SM) is shared by %d ranks of %s, whose blocks must all be resident at once",
+                c->nchannels, (int)budget, w, f.dev, f.sms, f.per_sm, f.sharing,
+                f.mps ? "its and other processes (MPS)" : "its process");
     c->nchannels = (int)budget;
   }
   return koloSuccess;

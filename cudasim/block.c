@@ -412,6 +412,7 @@ static void schedule(sim_block *b) {
   while (LD(b->live) > 0) {
     int moved = 0;
     pass_order o = next_order(b);
+    sim_share_pass_begin(b->op->dev->ordinal); /* timeslice: only while the context holds the device */
     for (int k = 0; k < b->n; k++) {
       int i = (int)(((long)o.start + (long)k * o.stride) % b->n);
       if (LD(b->f[i].state) != F_RUN) continue;
@@ -419,6 +420,7 @@ static void schedule(sim_block *b) {
       if (!LD(b->f[i].polled)) moved = 1;
       if (b->rng) seeded_pause(b);
     }
+    sim_share_pass_end(b->op->dev->ordinal);
     idle_passes = moved ? 0 : idle_passes + 1;
     if (idle_passes > 0) idle(idle_passes);
   }
@@ -452,7 +454,9 @@ void sim_run_block(sim_op *op, unsigned block) {
   blockDim = (uint3){(unsigned)n, 1, 1};
   for (int i = 0; i < n; i++) start_fiber(&b, i);
   cur = &b;
+  sim_share_block_begin(op->dev->ordinal);
   schedule(&b);
+  sim_share_block_end(op->dev->ordinal);
   cur = NULL;
 #if SIM_TSAN
   for (int i = 0; i < n; i++) __tsan_destroy_fiber(b.f[i].tsan);

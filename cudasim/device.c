@@ -111,6 +111,10 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, const voi
   return cudaSuccess;
 }
 
+/* Each device its own bus, as GPUs of one host have (a GPU's is rarely
+ * below 0x10). */
+static int pci_bus(int dev) { return 0x10 + dev; }
+
 /* The attributes kolo and its tests ask about; others are refused as an
  * unknown attribute would be. */
 static int attribute(enum cudaDeviceAttr a, int *v) {
@@ -136,7 +140,6 @@ static int attribute(enum cudaDeviceAttr a, int *v) {
   case cudaDevAttrClockRate: *v = 1980000; return 1;
   case cudaDevAttrMemoryClockRate: *v = 2619000; return 1;
   case cudaDevAttrL2CacheSize: *v = 50 * 1024 * 1024; return 1;
-  case cudaDevAttrPciBusId: *v = 0; return 1;
   case cudaDevAttrPciDeviceId: *v = 0; return 1;
   case cudaDevAttrPciDomainId: *v = 0; return 1;
   /* The model has no NIC to write into its memory: GPUDirect RDMA is off,
@@ -146,6 +149,8 @@ static int attribute(enum cudaDeviceAttr a, int *v) {
   case cudaDevAttrGPUDirectRDMAFlushWritesOptions: *v = 0; return 1;
   case cudaDevAttrMemoryPoolsSupported: *v = 0; return 1;
   case cudaDevAttrCooperativeLaunch: *v = 0; return 1;
+  /* KOLO_SIM_SHARE: processes share the SMs (mps) or time-slice (0). */
+  case cudaDevAttrMpsEnabled: *v = sim_share_mps(); return 1;
   default: return 0;
   }
 }
@@ -155,6 +160,10 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int dev
   if (e != cudaSuccess) return sim_ret(e);
   if (value == NULL) return sim_ret(cudaErrorInvalidValue);
   if (sim_device_get(dev) == NULL) return sim_ret(cudaErrorInvalidDevice);
+  if (attr == cudaDevAttrPciBusId) {
+    *value = pci_bus(dev);
+    return cudaSuccess;
+  }
   return attribute(attr, value) ? cudaSuccess : sim_ret(cudaErrorInvalidValue);
 }
 
@@ -187,6 +196,8 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int dev) {
   p->asyncEngineCount = 2;
   p->l2CacheSize = 50 * 1024 * 1024;
   p->pciDeviceID = dev;
+  p->pciBusID = pci_bus(dev);
+  sim_share_uuid(dev, p->uuid.bytes);
   return cudaSuccess;
 }
 

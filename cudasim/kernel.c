@@ -263,11 +263,12 @@ void sim_kernel_start(sim_op *op) {
   sim_dispatch(d);
 }
 
-static int sm_with_room(const sim_device *d, sim_kernel_op *k) {
+/* An SM with room for a block of k, its charge taken (-1: none). */
+static int take_sm_with_room(sim_device *d, sim_kernel_op *k) {
   int start = sim_seed() ? (int)(sim_mix(&k->rng) % (uint64_t)sim_cfg.sms) : 0;
   for (int j = 0; j < sim_cfg.sms; j++) {
     int i = (start + j) % sim_cfg.sms;
-    if (d->sm[i].units + k->charge <= SIM_SM_UNITS) return i;
+    if (sim_sm_take(d, i, k->charge)) return i;
   }
   return -1;
 }
@@ -279,7 +280,7 @@ int sim_kernel_fits_now(const sim_op *op) {
   const sim_kernel_op *k = &op->u.kern;
   unsigned room = 0;
   for (int i = 0; i < sim_cfg.sms && room < k->nblocks; i++)
-    room += (unsigned)((SIM_SM_UNITS - d->sm[i].units) / k->charge);
+    room += (unsigned)((SIM_SM_UNITS - sim_sm_used(d, i)) / k->charge);
   return room >= k->nblocks;
 }
 
@@ -310,9 +311,11 @@ void sim_dispatch(sim_device *d) {
   while ((op = d->dispatch_head) != NULL) {
     sim_kernel_op *k = &op->u.kern;
     while (k->dispatched < k->nblocks) {
-      int sm = sm_with_room(d, k);
-      if (sm < 0) return; /* in order: nothing behind it goes first */
-      d->sm[sm].units += k->charge;
+      int sm = take_sm_with_room(d, k);
+      if (sm < 0) { /* in order: nothing behind it goes first */
+        sim_share_stuck(d);
+        return;
+      }
       sim_op_ref(op); /* the block's */
       unsigned block = (unsigned)((k->order_start + k->dispatched++ * k->order_stride) % k->nblocks);
       sim_runner_give(d, op, block, sm);
@@ -327,7 +330,7 @@ void sim_dispatch(sim_device *d) {
 
 /* A block of op ended on SM sm (lock held). */
 void sim_block_finished(sim_device *d, sim_op *op, int sm) {
-  d->sm[sm].units -= op->u.kern.charge;
+  sim_sm_give(d, sm, op->u.kern.charge);
   if (++op->u.kern.finished == op->u.kern.nblocks) sim_op_done(op);
   sim_op_unref(op);
   sim_dispatch(d);

@@ -109,6 +109,12 @@ void kolo_sim_set_block_threads(int n);
  * counted here. */
 int kolo_sim_undefined_count(void);
 
+/* KOLO_SIM_SHARE=timeslice: how often device dev's slice has passed from
+ * one process of the machine (KOLO_SIM_MACHINE) to another. */
+unsigned kolo_sim_slice_switches(int dev);
+/* How often this process's block runners waited for device dev's slice. */
+unsigned kolo_sim_slice_waits(int dev);
+
 /* Prints every device's hardware queues, the op at each head and what it
  * waits for, and the kernels running: what a hang is stuck on.  Also
  * printed by the watchdog (KOLO_SIM_WATCHDOG_S=N: after N seconds without

@@ -280,6 +280,8 @@ static int process_runs(int pid) {
   return !(paren && paren[1] == ' ' && paren[2] == 'Z');
 }
 
+int sim_process_runs(int pid) { return process_runs(pid); }
+
 /* Processes still alive that have the object open (a killed importer's
  * mapping went with it). */
 static unsigned live_importers(const shm_header *h) {

@@ -205,6 +205,31 @@ cudaError_t sim_device_start(sim_device *d);
 /* Waits until every op issued on d so far is done (lock not held). */
 void sim_device_wait(sim_device *d);
 
+/* ---- processes sharing the machine's devices (share.c) -------------------- */
+/* Maps the machine's page (KOLO_SIM_MACHINE) and joins it; reads
+ * KOLO_SIM_SHARE.  Without a page the process is a machine alone. */
+void sim_share_init(long slice_us);
+/* Whether the machine runs MPS (KOLO_SIM_SHARE=mps). */
+int sim_share_mps(void);
+/* Timeslice: a block of this process starts or ends on device dev; a
+ * runner's pass (up to every thread's next poll, barrier or end) starts,
+ * waiting for the context's slice, or ends.  Lock not held. */
+void sim_share_block_begin(int dev);
+void sim_share_block_end(int dev);
+void sim_share_pass_begin(int dev);
+void sim_share_pass_end(int dev);
+/* An SM's units in use; a block's charge taken (1) if it fits, or given
+ * back: this process's SMs, or the machine's under mps (lock held). */
+int sim_sm_used(const sim_device *d, int sm);
+int sim_sm_take(sim_device *d, int sm, int charge);
+void sim_sm_give(sim_device *d, int sm, int charge);
+/* Blocks of d wait for room that another process may free (lock held). */
+void sim_share_stuck(sim_device *d);
+/* The device's UUID, alike in every process of the machine. */
+void sim_share_uuid(int dev, char out[16]);
+/* Whether pid runs (a zombie does not): memory.c. */
+int sim_process_runs(int pid);
+
 /* ---- faults (fault.c) ---------------------------------------------------- */
 /* The context's sticky error (cudaSuccess when none); d may be NULL. */
 cudaError_t sim_sticky(const sim_device *d);

@@ -78,6 +78,10 @@ static void read_settings(void) {
 
 static void init_model(void) {
   read_settings();
+  /* 2 ms: a GPU's slice is about 1-2 ms; the longer end, as a pass of the
+   * model's runners (to every thread's next poll) and their idle sleeps
+   * (up to 200 us) are slower than a GPU's context switch. */
+  sim_share_init(env_long("KOLO_SIM_TIMESLICE_US", 2000, 100, 1000000));
   sim_apart_init();
   pthread_atfork(NULL, NULL, child_after_fork);
   sim_memory_sweep();

@@ -16,7 +16,8 @@
 #     runtime's rules of test_cuda_runtime_rules, which perf/run_cuda.sh runs
 #     on a GPU), a set of them again with blocks of
 #     256 and of 33 threads, a set under 3 seeds of the model's orders
-#     (KOLO_SIM_SEED) and with CUDA's default 8 hardware queues, and examples/nccl.c against its
+#     (KOLO_SIM_SEED) and with CUDA's default 8 hardware queues, ranks as
+#     processes under each KOLO_SIM_SHARE (MPS, time slices), and examples/nccl.c against its
 #     libnccl.so.2 (tests/check_install.sh build-sim); then build-sim-tsan: the reduce
 #     kernels and a set of the executor's end-to-end cases under TSan, with
 #     4-thread blocks
@@ -145,8 +146,13 @@ CUDA_SEED_TESTS='SmallCounts/AllReduce_2ranks_threads |SmallCounts/AllReduce_3ra
 # the runtime's stream rules (test_cuda_runtime_rules, which perf/run_cuda.sh
 # runs on a GPU with 8 queues too).
 CUDA_QUEUE8_TESTS='SmallCounts/.*_4ranks_|SmallCounts/AllReduce_3ranks_|SmallCounts/AlltoAll_3ranks_|CudaP2P.AllToAll/4ranks_|CudaRulesStreams\.'
+# Ranks as processes on the model's GPUs, under each KOLO_SIM_SHARE (MPS:
+# processes share a device's SMs; time slices: a device per process, as
+# kolo refuses processes sharing one), and the model's and kolo's own
+# cases of shared devices (both modes: 26 s on 2 quiet cores, 52 s at a load of 10).
+CUDA_SHARE_TESTS='^(CudaProcs\.Grid/[234]procs|CudaProcsTimeout|CudaMismatchProcs|CudaSimShare\.|CudaSharedGpu\.|NcclProcs\.)'
 SIM_TSAN_TARGETS=(test_cuda_reduce test_e2e_cuda test_e2e_cuda_algos test_cuda_mismatch test_cuda_stall)
-SIM_TARGETS=(kolo kolo-perf test_cudasim test_cuda_runtime_rules test_cuda_fault test_e2e_cuda test_e2e_cuda_algos test_e2e_schedule test_cuda_mismatch test_cuda_stall test_cuda_reduce test_cuda_plan test_fusion nccl test_nccl_layer test_nccl_dlopen kolo-fault)
+SIM_TARGETS=(kolo kolo-perf test_cudasim test_cudasim_share test_cuda_runtime_rules test_cuda_fault test_e2e_cuda test_e2e_cuda_algos test_e2e_schedule test_cuda_mismatch test_cuda_stall test_cuda_reduce test_cuda_plan test_fusion nccl test_nccl_layer test_nccl_dlopen kolo-fault)
 sim_build() { # dir, extra cmake args...
   local dir=$1 targets=("${SIM_TARGETS[@]}")
   shift
@@ -180,14 +186,21 @@ else
     step "CUDA model with CUDA's default 8 hardware queues: collectives of 3 and 4 ranks"
     CUDA_DEVICE_MAX_CONNECTIONS=8 KOLO_SIM_WATCHDOG_S=60 \
       ctest_checked build-sim --timeout 300 -R "$CUDA_QUEUE8_TESTS" || failed
+    step "CUDA model, processes sharing its GPUs: ranks as processes under KOLO_SIM_SHARE=mps and =timeslice"
+    for share in mps timeslice; do
+      echo "--- KOLO_SIM_SHARE=$share"
+      KOLO_SIM_SHARE=$share CUDA_DEVICE_MAX_CONNECTIONS=32 KOLO_SIM_WATCHDOG_S=60 \
+        ctest_checked build-sim --timeout 120 -R "$CUDA_SHARE_TESTS" || { failed; break; }
+    done
     step "kolo-perf --mem cuda on the CUDA model: 4 ranks on one model GPU, checked (model figures)"
     CUDA_DEVICE_MAX_CONNECTIONS=32 build-sim/bin/kolo-perf all_reduce --mem cuda -t 4 --devices 0 \
       -b 8 -e 1M -f 8 -n 2 -w 1 -c 1 || failed
     step "kolo-perf tune --mem cuda --quick on the CUDA model: a cuda-p2p line, every size covered (model figures)"
     CUDA_DEVICE_MAX_CONNECTIONS=32 KOLO_SIM_WATCHDOG_S=60 timeout -k 10 180 tests/perf/perf_tune_cuda.sh \
       build-sim/bin/kolo-perf || failed
-    step "fault matrix on CUDA communicators (the model): 12 fixed-seed trials, SIGKILL / SIGSTOP, every moment"
-    CUDA_DEVICE_MAX_CONNECTIONS=32 KOLO_SIM_WATCHDOG_S=60 timeout -k 10 120 build-sim/bin/kolo-fault --mem cuda \
+    # Its ranks are processes on device 0: MPS (kolo refuses that layout without).
+    step "fault matrix on CUDA communicators (the model, under its MPS): 12 fixed-seed trials, SIGKILL / SIGSTOP, every moment"
+    KOLO_SIM_SHARE=mps CUDA_DEVICE_MAX_CONNECTIONS=32 KOLO_SIM_WATCHDOG_S=60 timeout -k 10 120 build-sim/bin/kolo-fault --mem cuda \
       --trials 12 --seed 15 --kinds kill,stop --at init,first_call,mid,group,destroy || failed
   else failed; fi
   if [ "${KOLO_SKIP_SANITIZERS:-0}" != 1 ]; then

@@ -39,7 +39,8 @@
 //                   (multi-peer programs): the grid (dtypes in turn), 1 MiB + 3,
 //                   LL/SIMPLE, mixed batches with send/recv, graphs, a peer
 //                   that never calls
-// Ranks as processes (one GPU, kernels time-sliced): the test process makes
+// Ranks as processes (rank % devices; on the model under its MPS, or a device
+// per process with KOLO_SIM_SHARE=timeslice): the test process makes
 // the unique id, forks one child per rank and each child execs a fresh copy
 // of this binary that runs only CudaProcsChild.DISABLED_Rank (CUDA does not
 // survive fork; exec makes the child clean even when this process already
@@ -56,6 +57,8 @@
 //                   KOLO_ALGO=hier: the hierarchical all-reduce's phases as
 //                   consecutive launches, device pipes within a host, net
 //                   pipes between
+//   CudaSharedGpu   2 processes on one model GPU: under MPS the channels are
+//                   capped for the ranks of both; without MPS init is refused
 //
 // Every test is a visible skip ("no CUDA device: ...") without a usable
 // device.  Large and Huge grids are skipped in sanitizer builds
@@ -243,6 +246,33 @@ TEST(CudaProcsTimeout, PeerNeverCallsKernelGivesUp) {
   KT_REQUIRE_CUDA();
   ScopedEnv timeout("KOLO_TIMEOUT_MS", "2000");
   run_cuda_procs("timeout", 2);
+}
+
+// Ranks of 2 processes on one model device.  Under MPS (KOLO_SIM_SHARE=mps)
+// both processes' blocks share its SMs: on a device of 6 SMs holding one
+// executor block each, 4 channels asked become 3 per rank (6 over the 2
+// ranks of both processes), and a checked all-reduce of 64 Ki floats over
+// them completes.  Without MPS (the model's time slices, a GPU's default)
+// init fails on both ranks with the sentence.
+TEST(CudaSharedGpu, ProcessesUnderMpsShareTheBudget) {
+  KT_REQUIRE_CUDA();
+#ifndef KOLO_CUDA_SIM
+  GTEST_SKIP() << "needs the CUDA model (KOLO_SIM_SHARE, KOLO_SIM_SMS)";
+#endif
+  ScopedEnv mps("KOLO_SIM_SHARE", "mps");
+  ScopedEnv sms("KOLO_SIM_SMS", "6");
+  ScopedEnv timeout("KOLO_TIMEOUT_MS", "5000");
+  ScopedEnv min_ch("KOLO_MIN_CHANNEL_BYTES", "4096");
+  run_cuda_procs("mps_budget", 2);
+}
+
+TEST(CudaSharedGpu, ProcessesWithoutMpsAreRefused) {
+  KT_REQUIRE_CUDA();
+#ifndef KOLO_CUDA_SIM
+  GTEST_SKIP() << "needs the CUDA model (KOLO_SIM_SHARE)";
+#endif
+  ScopedEnv timeslice("KOLO_SIM_SHARE", "timeslice");
+  run_cuda_procs("refused", 2);
 }
 
 // Calls that do not match, processes: over device pipes (CUDA
@@ -1456,6 +1486,14 @@ void run_cuda_procs(const std::string &mode, int n, int per_host) {
     if (kv.compare(0, 6, "GTEST_") == 0 || kv.compare(0, 14, "KOLO_TEST_CUDA") == 0) continue;
     base.push_back(kv);
   }
+  // Each child takes device rank % devices.  Ranks of different processes
+  // on one GPU need MPS (kolo refuses them without): on the model the
+  // children run under its MPS unless KOLO_SIM_SHARE says otherwise, and
+  // with KOLO_SIM_SHARE=timeslice each gets a device of its own.
+  const char *share = std::getenv("KOLO_SIM_SHARE");
+  if (share == nullptr) base.push_back("KOLO_SIM_SHARE=mps");
+  else if (std::string(share) == "timeslice" && mode != "refused")
+    base.push_back("KOLO_SIM_GPUS=" + std::to_string(std::max(n, 2)));
   std::vector<std::vector<std::string>> env_str((size_t)n, base);
   std::vector<std::vector<char *>> envp((size_t)n);
   for (int i = 0; i < n; i++) {
@@ -1558,18 +1596,59 @@ int child_mismatch(int n, int rank, koloComm_t comm, cudaStream_t s, DevArena *a
   return failures;
 }
 
+// "refused": ranks of different processes on one GPU without MPS: init
+// fails on every rank, naming the ranks, the GPU and what to do.
+int child_refused(koloResult_t res, const char *text, int rank) {
+  int failures = 0;
+  if (res != koloInvalidUsage) CHILD_FAIL("init returned %s, not koloInvalidUsage: %s", koloGetErrorString(res), text);
+  static const char *const parts[] = {
+      "ranks 0 and 1, of processes",
+      "share a GPU (rank 0's CUDA device 0 is rank 1's CUDA device 0) without MPS",
+      "give each process its own GPU", "MPS (nvidia-cuda-mps-control -d)"};
+  for (const char *part : parts)
+    if (std::strstr(text, part) == nullptr) CHILD_FAIL("\"%s\" does not say \"%s\"", text, part);
+  return failures;
+}
+
+// "mps_budget": 2 processes on one device of 6 SMs holding one executor
+// block each, 4 channels asked: under MPS the blocks of both processes
+// share the SMs, so each rank gets 3 channels.
+int child_mps_budget(int rank, koloComm_t comm) {
+  int failures = 0, nch = 0;
+  uint32_t nslots = 0;
+  size_t slot = 0, min_ch = 0;
+  kt_comm_shape(comm, &nch, &nslots, &slot, &min_ch);
+  if (nch != 3) CHILD_FAIL("%d channels, not 3: 2 processes' ranks x 3 fill the 6 SMs", nch);
+  return failures;
+}
+
 int child_main(const std::string &mode, int n, int rank, const koloUniqueId &id) {
   int failures = 0;
-  cudaError_t ce = cudaSetDevice(0);
+  int ndev = 0;
+  cudaError_t ce = cudaGetDeviceCount(&ndev);
+  const int dev = ce == cudaSuccess && ndev > 0 ? rank % ndev : 0;
+  if (ce == cudaSuccess) ce = cudaSetDevice(dev);
   if (ce != cudaSuccess) {
-    CHILD_FAIL("%s", cuda_text("cudaSetDevice(0)", ce).c_str());
+    CHILD_FAIL("%s", cuda_text("cudaSetDevice", ce).c_str());
     return failures;
   }
   koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
   cfg.memory = koloMemCuda;
-  cfg.cudaDev = 0;
+  cfg.cudaDev = dev;
+  if (mode == "refused" || mode == "mps_budget") cfg.cudaDev = 0;
+  if (mode == "mps_budget") {
+#ifdef KOLO_CUDA_SIM
+    kolo_sim_set_kernel_resources("kolo_exec_kernel", 255, 0);  // 255 x 256 registers: one block per SM
+#endif
+    cfg.nChannels = 4;
+  }
   koloComm_t comm = nullptr;
   koloResult_t res = koloCommInitRankConfig(&comm, n, id, rank, &cfg);
+  if (mode == "refused") {
+    if (res == koloSuccess) koloCommDestroy(comm);
+    return child_refused(res, koloGetLastError(nullptr), rank);
+  }
+  if (res == koloSuccess && mode == "mps_budget") failures += child_mps_budget(rank, comm);
   if (res != koloSuccess) {
     CHILD_FAIL("koloCommInitRankConfig: %s: %s", koloGetErrorString(res), koloGetLastError(nullptr));
     return failures;
@@ -1588,8 +1667,9 @@ int child_main(const std::string &mode, int n, int rank, const koloUniqueId &id)
       if (kolo_comm_all_reduce_algo(comm, count, koloFloat32) != KOLO_ALGO_HIER)
         CHILD_FAIL("an all-reduce of %zu float32 runs %s, not hier", count,
                    kolo_algo_name(kolo_comm_all_reduce_algo(comm, count, koloFloat32)));
-  if (mode == "grid" || mode == "hier") {
+  if (mode == "grid" || mode == "hier" || mode == "mps_budget") {
     std::vector<CollCase> cases = cuda_proc_grid(n);
+    if (mode == "mps_budget") cases = {make_case(Coll::AllReduce, koloFloat32, koloSum, n, 1 << 16, false, 1)};
     std::string err = arena.reserve(dev_max_case_bytes(cases));
     if (!err.empty()) CHILD_FAIL("%s", err.c_str());
     for (size_t i = 0; i < cases.size() && err.empty(); i++) {

@@ -36,6 +36,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -366,10 +367,10 @@ std::string cuda_case(const CollCase &c, int rank, koloComm_t comm, cudaStream_t
 
 int cuda_child(int rank, const koloUniqueId &id, const std::vector<CollCase> &cases, FileKind kind) {
   int failures = 0, ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0 || cudaSetDevice(0) != cudaSuccess) return kSkip;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0 || cudaSetDevice(rank % ndev) != cudaSuccess) return kSkip;
   koloConfig_t cfg = KOLO_CONFIG_INITIALIZER;
   cfg.memory = koloMemCuda;
-  cfg.cudaDev = 0;
+  cfg.cudaDev = rank % ndev;
   koloComm_t comm = nullptr;
   koloResult_t res = koloCommInitRankConfig(&comm, kRanks, id, rank, &cfg);
   if (res != koloSuccess) {
@@ -408,6 +409,14 @@ TEST_P(SchedFileCuda, EveryElementOnFourProcesses) {
   const FileKind kind = builtins ? kBuiltinsFile : std::string(GetParam()).rfind("ring", 0) == 0 ? kRingFile : kRdFile;
   ScopedEnv env("KOLO_SCHEDULE_FILE", file);
   ScopedEnv queues("CUDA_DEVICE_MAX_CONNECTIONS", "32");
+  // Each process takes device rank % devices.  Ranks of different processes
+  // on one GPU need MPS (kolo refuses them without): on the model, MPS
+  // unless KOLO_SIM_SHARE says otherwise, and a device per process under
+  // its time slices.
+  const char *share = std::getenv("KOLO_SIM_SHARE");
+  const bool sliced = share != nullptr && std::string(share) == "timeslice";
+  ScopedEnv mps("KOLO_SIM_SHARE", share != nullptr ? share : "mps");
+  std::unique_ptr<ScopedEnv> gpus(sliced ? new ScopedEnv("KOLO_SIM_GPUS", std::to_string(kRanks)) : nullptr);
   const std::vector<CollCase> cases = kind == kBuiltinsFile && !oneshot ? every_collective_cases() : all_reduce_cases();
   double t0 = now_ms();
   std::vector<ChildResult> res = run_children_with_id(

@@ -631,6 +631,11 @@ void run_procs(int n, bool shrink) {
                                     "KOLO_SECRET=a1b2c3d4e5f60718293a4b5c6d7e8f90", "KOLO_TIMEOUT_MS=20000",
                                     "NCCL_TEST_RANK=" + std::to_string(r), "NCCL_TEST_NRANKS=" + std::to_string(n)};
     if (shrink) env.push_back("NCCL_TEST_SHRINK=1");
+    // A model device per process (rank % devices), as NCCL wants: a GPU
+    // shared by processes runs their kernels by time slices, and NCCL and
+    // kolo refuse it without MPS.  (Ignored on a GPU.)  Before the
+    // inherited variables: the first of a name wins.
+    env.push_back("KOLO_SIM_GPUS=" + std::to_string(std::max(n, 2)));
     for (char **e = environ; *e; e++)
       if (strncmp(*e, "NCCL_", 5) != 0) env.push_back(*e);
     std::vector<char *> envp;

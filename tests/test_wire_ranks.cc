@@ -320,7 +320,7 @@ TEST(CommWire, DeviceChoiceRoundTripCutsAndRanges) {
 }
 
 TEST(CommWire, DeviceRoomRoundTripCutsAndRanges) {
-  kolo_device_room f{0, 1, 132, 2, 3}, back{};
+  kolo_device_room f{0, 1, 132, 2, 3, 1, 0x1234567890abcdefull}, back{};
   std::vector<uint8_t> b(KOLO_DEVICE_ROOM_BYTES);
   kolo_encode_device_room(&f, b.data());
   char why[512] = "";
@@ -341,7 +341,8 @@ TEST(CommWire, DeviceRoomRoundTripCutsAndRanges) {
                       {[](F *x) { x->sms = -3; }, "of -3 SMs holding 2 blocks each"},
                       {[](F *x) { x->per_sm = 1 << 16; }, "of 132 SMs holding 65536 blocks each"},
                       {[](F *x) { x->sharing = 0; }, "of a device shared by 0 ranks of its process (1..8)"},
-                      {[](F *x) { x->sharing = 9; }, "of a device shared by 9 ranks"}},
+                      {[](F *x) { x->sharing = 9; }, "of a device shared by 9 ranks"},
+                      {[](F *x) { x->mps = 2; }, "saying MPS is 2 (0 or 1)"}},
                      enc, d, "record of its CUDA device's room");
 }
 

@@ -261,7 +261,7 @@ static void comm_records(void) {
   kolo_device_choice c = {0, 1, 2};
   kolo_encode_device_choice(&c, b);
   put_record("device_choice", 4, 0, b, KOLO_DEVICE_CHOICE_BYTES);
-  kolo_device_room r = {0, 1, 132, 2, 2};
+  kolo_device_room r = {0, 1, 132, 2, 2, 0, 0x5eedull};
   kolo_encode_device_room(&r, b);
   put_record("device_room", 5, 7, b, KOLO_DEVICE_ROOM_BYTES);
 }
