@@ -28,6 +28,7 @@
 #pragma GCC diagnostic ignored "-Wunknown-pragmas"  // nvcc's #pragma unroll
 #include "kernels/cuda/reduce_prims.cuh"
 #pragma GCC diagnostic pop
+#include "util/cuda_host_flag.h"
 
 namespace {
 
@@ -122,48 +123,9 @@ __global__ void unsynced_broadcast(int *out) {
 
 #define ASSERT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
 
-// A word of mapped pinned memory the host sets and kernels read.
-struct HostFlag {
-  uint32_t *host = nullptr, *dev = nullptr;
-  unsigned long long *count = nullptr, *count_dev = nullptr;
-  HostFlag() {
-    void *p = nullptr;
-    EXPECT_EQ(cudaHostAlloc(&p, 256, cudaHostAllocMapped), cudaSuccess);
-    std::memset(p, 0, 256);
-    host = static_cast<uint32_t *>(p);
-    count = reinterpret_cast<unsigned long long *>(static_cast<char *>(p) + 64);
-    void *d = nullptr;
-    EXPECT_EQ(cudaHostGetDevicePointer(&d, p, 0), cudaSuccess);
-    dev = static_cast<uint32_t *>(d);
-    count_dev = reinterpret_cast<unsigned long long *>(static_cast<char *>(d) + 64);
-  }
-  ~HostFlag() { cudaFreeHost(host); }
-  void set() { __atomic_store_n(host, 1u, __ATOMIC_RELEASE); }
-  unsigned long long started() const { return __atomic_load_n(count, __ATOMIC_ACQUIRE); }
-};
-
-// Polls the stream for up to ms; true when its work finished.
-bool done_within(cudaStream_t s, int ms) {
-  auto end = Clock::now() + std::chrono::milliseconds(ms);
-  for (;;) {
-    cudaError_t e = cudaStreamQuery(s);
-    if (e == cudaSuccess) return true;
-    if (e != cudaErrorNotReady || Clock::now() > end) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-}
-
-// Waits until the kernel's blocks counted themselves in (they are running).
-bool started_within(const HostFlag &f, unsigned long long n, int ms) {
-  auto end = Clock::now() + std::chrono::milliseconds(ms);
-  while (f.started() < n)
-    if (Clock::now() > end) return false;
-    else std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  return true;
-}
+using kolo_test::done_within;
+using kolo_test::HostFlag;
+using kolo_test::started_within;
 
 cudaStream_t new_stream(unsigned flags = cudaStreamNonBlocking) {
   cudaStream_t s = nullptr;
