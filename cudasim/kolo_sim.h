@@ -64,6 +64,9 @@ void kolo_sim_misaligned(const void *p, unsigned n, const char *what, const char
  * or pinned host memory), reported, then abort (pageable host memory: a
  * GPU faults). */
 void kolo_sim_global_span(const void *p, size_t bytes, const char *what, const char *file, int line);
+/* kolo_sim_global_span for a word that may also be block-shared storage
+ * (KOLO_BLOCK_SHARED: the calling runner's thread-local storage). */
+void kolo_sim_block_span(const void *p, size_t bytes, const char *what, const char *file, int line);
 /* %globaltimer: nanoseconds of a monotonic clock. */
 uint64_t kolo_sim_globaltimer_ns(void);
 

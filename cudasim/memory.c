@@ -23,6 +23,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,13 +165,13 @@ static int span_verdict(const char *c, size_t bytes, uint64_t gen) {
   return verdict;
 }
 
-void kolo_sim_global_span(const void *p, size_t bytes, const char *what, const char *file, int line) {
-  const char *c = p;
-  if (c == NULL || bytes == 0) return;
+static int span_check(const char *c, size_t bytes) {
   uint64_t gen = __atomic_load_n(&allocs_gen, __ATOMIC_ACQUIRE);
-  if (span_cached(c, bytes, gen)) return;
-  int verdict = span_verdict(c, bytes, gen);
-  if (verdict == 0) return;
+  if (span_cached(c, bytes, gen)) return 0;
+  return span_verdict(c, bytes, gen);
+}
+
+static void span_refused(int verdict, const void *p, size_t bytes, const char *what, const char *file, int line) {
   fprintf(stderr,
           "kolo cuda model: KERNEL ACCESS OUTSIDE DEVICE-REACHABLE MEMORY: %s, %zu bytes at %p, at %s:%d, %s; "
           "a kernel may touch device memory (cudaMalloc, cudaIpcOpenMemHandle) and pinned host memory "
@@ -178,6 +179,56 @@ void kolo_sim_global_span(const void *p, size_t bytes, const char *what, const c
           what, bytes, p, file, line,
           verdict == 1 ? "in no allocation of the model (pageable host memory?)" : "running past its allocation's end");
   abort();
+}
+
+void kolo_sim_global_span(const void *p, size_t bytes, const char *what, const char *file, int line) {
+  const char *c = p;
+  if (c == NULL || bytes == 0) return;
+  int verdict = span_check(c, bytes);
+  if (verdict != 0) span_refused(verdict, p, bytes, what, file, line);
+}
+
+/* Block-shared storage (KOLO_BLOCK_SHARED) is the runner's thread-local
+ * storage: the TLS block of a module in this thread.  The block last found
+ * is kept (a thread's TLS does not move while the thread lives). */
+static _Thread_local struct {
+  const char *lo, *hi;
+} tls_hit;
+
+typedef struct {
+  const char *c, *lo, *hi;
+  size_t bytes;
+} tls_query;
+
+static int tls_block_of(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  tls_query *q = arg;
+  const char *lo = info->dlpi_tls_data;
+  if (lo == NULL) return 0; /* no TLS, or none allocated in this thread yet */
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    if (info->dlpi_phdr[i].p_type != PT_TLS) continue;
+    const char *hi = lo + info->dlpi_phdr[i].p_memsz;
+    if (q->c >= lo && q->c + q->bytes <= hi) {
+      q->lo = lo, q->hi = hi;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static int in_thread_storage(const char *c, size_t bytes) {
+  if (c >= SPAN_LD(tls_hit.lo) && c + bytes <= SPAN_LD(tls_hit.hi)) return 1;
+  tls_query q = {c, NULL, NULL, bytes};
+  if (!dl_iterate_phdr(tls_block_of, &q)) return 0;
+  SPAN_ST(tls_hit.lo, q.lo), SPAN_ST(tls_hit.hi, q.hi);
+  return 1;
+}
+
+void kolo_sim_block_span(const void *p, size_t bytes, const char *what, const char *file, int line) {
+  const char *c = p;
+  if (c == NULL || bytes == 0 || in_thread_storage(c, bytes)) return;
+  int verdict = span_check(c, bytes);
+  if (verdict != 0) span_refused(verdict, p, bytes, what, file, line);
 }
 
 static void unlink_alloc(sim_alloc *a) {

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "kernels/cuda/device_prims.cuh"
+#include "util/cuda_host_flag.h"
 #include "util/device_guard.h"
 
 extern char **environ;
@@ -138,53 +139,9 @@ using CudaRulesGraphs = Rules;
 using CudaRulesMemory = Rules;
 using CudaRulesProcs = Rules;
 
-// A word of mapped pinned memory the host sets and kernels read, and a
-// counter kernels add to.
-struct HostFlag {
-  uint32_t *host = nullptr, *dev = nullptr;
-  unsigned long long *count = nullptr, *count_dev = nullptr;
-  HostFlag() {
-    void *p = nullptr;
-    EXPECT_EQ(cudaHostAlloc(&p, 256, cudaHostAllocMapped), cudaSuccess);
-    std::memset(p, 0, 256);
-    host = static_cast<uint32_t *>(p);
-    count = reinterpret_cast<unsigned long long *>(static_cast<char *>(p) + 64);
-    void *d = nullptr;
-    EXPECT_EQ(cudaHostGetDevicePointer(&d, p, 0), cudaSuccess);
-    dev = static_cast<uint32_t *>(d);
-    count_dev = reinterpret_cast<unsigned long long *>(static_cast<char *>(d) + 64);
-  }
-  ~HostFlag() {
-    set();  // a kernel still spinning on it ends before the memory goes
-    cudaDeviceSynchronize();
-    cudaFreeHost(host);
-  }
-  void set() { __atomic_store_n(host, 1u, __ATOMIC_RELEASE); }
-  unsigned long long started() const { return __atomic_load_n(count, __ATOMIC_ACQUIRE); }
-};
-
-// Polls the stream for up to ms; true when its work finished.
-bool done_within(cudaStream_t s, int ms) {
-  auto end = Clock::now() + std::chrono::milliseconds(ms);
-  for (;;) {
-    cudaError_t e = cudaStreamQuery(s);
-    if (e == cudaSuccess) return true;
-    if (e != cudaErrorNotReady || Clock::now() > end) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-}
-
-// Waits until n blocks of a spin_until kernel counted themselves in.
-bool started_within(const HostFlag &f, unsigned long long n, int ms) {
-  auto end = Clock::now() + std::chrono::milliseconds(ms);
-  while (f.started() < n)
-    if (Clock::now() > end) return false;
-    else std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  return true;
-}
+using kolo_test::done_within;
+using kolo_test::HostFlag;
+using kolo_test::started_within;
 
 cudaStream_t new_stream(unsigned flags = cudaStreamNonBlocking) {
   cudaStream_t s = nullptr;

@@ -24,10 +24,13 @@
 
 #include "cudasim/kolo_sim.h"
 #include "kernels/cuda/device_prims.cuh"
+#include "kernels/cuda_exec.h"
+#include "kolo.h"
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunknown-pragmas"  // nvcc's #pragma unroll
 #include "kernels/cuda/reduce_prims.cuh"
 #pragma GCC diagnostic pop
+#include "util/cuda_host_flag.h"
 
 namespace {
 
@@ -90,6 +93,48 @@ __global__ void note_leaders(int *lead) {
   lead[blockDim.x + threadIdx.x] = kolo_dev::warp_leader();
 }
 
+// Thread 0 makes one access through word primitive `which` (kWordPrims) at p.
+__global__ void touch_word(char *p, int which) {
+  if (threadIdx.x != 0) return;
+  uint64_t lo = 0, hi = 0;
+  uint32_t *w = reinterpret_cast<uint32_t *>(p);
+  uint8_t *b = reinterpret_cast<uint8_t *>(p);
+  switch (which) {
+  case 0: (void)kolo_dev::ld_acquire(w); break;
+  case 1: (void)kolo_dev::ld_relaxed(w); break;
+  case 2: kolo_dev::st_release(w, 1u); break;
+  case 3: kolo_dev::st_relaxed(w, 1u); break;
+  case 4: (void)kolo_dev::ld_acquire_u8(b); break;
+  case 5: (void)kolo_dev::ld_relaxed_u8(b); break;
+  case 6: kolo_dev::st_release_u8(b, 1u); break;
+  case 7: kolo_dev::st_relaxed_u8(b, 1u); break;
+  case 8: (void)kolo_dev::cas(w, 0u, 1u); break;
+  case 9: (void)kolo_dev::add(reinterpret_cast<unsigned long long *>(p), 1ull); break;
+  case 10: kolo_dev::ld_line(p, lo, hi); break;
+  case 11: kolo_dev::st_line(p, lo, hi); break;
+  case 12: (void)kolo_dev::hint_get(reinterpret_cast<const int *>(p)); break;
+  default: kolo_dev::hint_set(reinterpret_cast<int *>(p), 1); break;
+  }
+}
+constexpr const char *kWordPrims[] = {"ld_acquire",    "ld_relaxed",    "st_release", "st_relaxed", "ld_acquire_u8",
+                                      "ld_relaxed_u8", "st_release_u8", "st_relaxed_u8", "cas",      "add",
+                                      "ld_line",       "st_line",       "hint_get",   "hint_set"};
+
+// Thread 0 polls *flag (a counter a peer bumps) until it is non-zero.
+__global__ void poll_flag(const uint32_t *flag) {
+  if (threadIdx.x == 0)
+    while (kolo_dev::ld_acquire(flag) == 0) kolo_dev::poll();
+}
+
+// The block's hint (block-shared, as the executor's stop hint): thread 0
+// sets it, every thread reads it back into out[threadIdx.x].
+__global__ void shared_hint(int *out) {
+  KOLO_BLOCK_SHARED int hint;
+  if (threadIdx.x == 0) kolo_dev::hint_set(&hint, 7);
+  kolo_dev::block_sync();
+  out[threadIdx.x] = kolo_dev::hint_get(&hint);
+}
+
 // Thread 0 waits at one barrier, the others at another: undefined in CUDA.
 __global__ void split_barrier(int *out) {
   if (threadIdx.x == 0) {
@@ -122,48 +167,9 @@ __global__ void unsynced_broadcast(int *out) {
 
 #define ASSERT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
 
-// A word of mapped pinned memory the host sets and kernels read.
-struct HostFlag {
-  uint32_t *host = nullptr, *dev = nullptr;
-  unsigned long long *count = nullptr, *count_dev = nullptr;
-  HostFlag() {
-    void *p = nullptr;
-    EXPECT_EQ(cudaHostAlloc(&p, 256, cudaHostAllocMapped), cudaSuccess);
-    std::memset(p, 0, 256);
-    host = static_cast<uint32_t *>(p);
-    count = reinterpret_cast<unsigned long long *>(static_cast<char *>(p) + 64);
-    void *d = nullptr;
-    EXPECT_EQ(cudaHostGetDevicePointer(&d, p, 0), cudaSuccess);
-    dev = static_cast<uint32_t *>(d);
-    count_dev = reinterpret_cast<unsigned long long *>(static_cast<char *>(d) + 64);
-  }
-  ~HostFlag() { cudaFreeHost(host); }
-  void set() { __atomic_store_n(host, 1u, __ATOMIC_RELEASE); }
-  unsigned long long started() const { return __atomic_load_n(count, __ATOMIC_ACQUIRE); }
-};
-
-// Polls the stream for up to ms; true when its work finished.
-bool done_within(cudaStream_t s, int ms) {
-  auto end = Clock::now() + std::chrono::milliseconds(ms);
-  for (;;) {
-    cudaError_t e = cudaStreamQuery(s);
-    if (e == cudaSuccess) return true;
-    if (e != cudaErrorNotReady || Clock::now() > end) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-}
-
-// Waits until the kernel's blocks counted themselves in (they are running).
-bool started_within(const HostFlag &f, unsigned long long n, int ms) {
-  auto end = Clock::now() + std::chrono::milliseconds(ms);
-  while (f.started() < n)
-    if (Clock::now() > end) return false;
-    else std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  return true;
-}
+using kolo_test::done_within;
+using kolo_test::HostFlag;
+using kolo_test::started_within;
 
 cudaStream_t new_stream(unsigned flags = cudaStreamNonBlocking) {
   cudaStream_t s = nullptr;
@@ -306,6 +312,93 @@ TEST(CudaSimApart, KernelsReachDeviceAndPinnedMemoryOnly) {
   cudaFree(dev);
 }
 
+// Launches touch_word(p, which) on the legacy stream and waits.
+cudaError_t touch_on_device(char *p, int which) {
+  cudaError_t e = kolo_dev::launch<touch_word>(1, 8, 0, nullptr, p, which);
+  return e != cudaSuccess ? e : cudaDeviceSynchronize();
+}
+
+// The words and counters kernels read and write through the primitives
+// reach device-reachable memory only, as the data primitives' buffers do;
+// the hints, block-shared storage too.
+TEST(CudaSimApart, WordPrimitivesReachDeviceAndPinnedMemoryOnly) {
+  char *dev = nullptr, *pinned = nullptr;
+  ASSERT_CUDA(cudaMalloc(reinterpret_cast<void **>(&dev), 64));
+  ASSERT_CUDA(cudaMemset(dev, 0, 64));
+  ASSERT_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&pinned), 64, cudaHostAllocMapped));
+  std::memset(pinned, 0, 64);
+  constexpr int n = sizeof kWordPrims / sizeof kWordPrims[0];
+  for (int i = 0; i < n; i++) {
+    EXPECT_EQ(touch_on_device(dev, i), cudaSuccess) << kWordPrims[i];
+    EXPECT_EQ(touch_on_device(pinned, i), cudaSuccess) << kWordPrims[i];
+  }
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  alignas(16) static char pageable[64];  // a GPU faults on any of these
+  for (int i = 0; i < n; i++)
+    EXPECT_DEATH(touch_on_device(pageable, i), std::string("KERNEL ACCESS OUTSIDE DEVICE-REACHABLE MEMORY: ") +
+                                                   kWordPrims[i] + ", [0-9]+ bytes at 0x[0-9a-f]+, at .*device_prims.cuh")
+        << kWordPrims[i];
+  cudaFreeHost(pinned);
+  cudaFree(dev);
+}
+
+// A kernel waiting for a counter in a malloc'd buffer (set: it would end at
+// once on x86) is stopped, as a GPU faults on its first poll.
+TEST(CudaSimApart, APollOfPageableMemoryDies) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        uint32_t *flag = static_cast<uint32_t *>(std::malloc(64));
+        *flag = 1;
+        (void)kolo_dev::launch<poll_flag>(1, 8, 0, nullptr, static_cast<const uint32_t *>(flag));
+        (void)cudaDeviceSynchronize();
+      },
+      "OUTSIDE DEVICE-REACHABLE MEMORY: ld_acquire, 4 bytes at 0x[0-9a-f]+, .*in no allocation of the model");
+}
+
+// One executor task copying 64 floats IN -> OUT by a one-step program at
+// `steps` (the program must be in device memory, as the planner puts it).
+kolo_dev_batch copy_batch(const kolo_step *steps, float *in, float *out) {
+  kolo_dev_batch b;
+  std::memset(&b, 0, sizeof b);
+  b.ntasks = 1;
+  b.protocol = KOLO_PROTO_SIMPLE;
+  kolo_dev_task &t = b.tasks[0];
+  t.steps = steps;
+  t.nsteps = 1;
+  t.geo = kolo_geometry{64, sizeof(float), 1, 1, 64, KOLO_LAYOUT_RING};
+  t.in = reinterpret_cast<char *>(in), t.out = reinterpret_cast<char *>(out);
+  t.type = koloFloat32, t.op = koloSum, t.div = 1;
+  return b;
+}
+
+TEST(CudaSimApart, TheExecutorsProgramIsDeviceMemory) {
+  const kolo_step copy = {KOLO_STEP_COPY, 0, KOLO_BUF_IN, KOLO_BUF_OUT, 0, 0, 0, 0};
+  kolo_step *steps = nullptr;
+  float *buf = nullptr;
+  ASSERT_CUDA(cudaMalloc(reinterpret_cast<void **>(&steps), sizeof copy));
+  ASSERT_CUDA(cudaMemcpy(steps, &copy, sizeof copy, cudaMemcpyHostToDevice));
+  ASSERT_CUDA(cudaMalloc(reinterpret_cast<void **>(&buf), 128 * sizeof(float)));
+  std::vector<float> h(64, 3.0f);
+  ASSERT_CUDA(cudaMemcpy(buf, h.data(), 64 * sizeof(float), cudaMemcpyHostToDevice));
+  kolo_dev_batch b = copy_batch(steps, buf, buf + 64);
+  ASSERT_EQ(kolo_cuda_exec_launch(&b, nullptr), (int)cudaSuccess);
+  ASSERT_CUDA(cudaDeviceSynchronize());
+  std::vector<float> back(64);
+  ASSERT_CUDA(cudaMemcpy(back.data(), buf + 64, 64 * sizeof(float), cudaMemcpyDeviceToHost));
+  EXPECT_EQ(back, h);
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  b.tasks[0].steps = &copy;  // the host's copy: pageable, a GPU faults on the first step
+  EXPECT_DEATH(
+      {
+        (void)kolo_cuda_exec_launch(&b, nullptr);
+        (void)cudaDeviceSynchronize();
+      },
+      "OUTSIDE DEVICE-REACHABLE MEMORY: the task's step program, 16 bytes at .*in no allocation of the model");
+  cudaFree(buf);
+  cudaFree(steps);
+}
+
 // KOLO_SIM_APART=0 (its own process: CudaSimApart.Off in CMakeLists.txt).
 TEST(CudaSimApartOff, DISABLED_TheHostReadsDeviceMemory) {
   unsigned char *p = nullptr;
@@ -335,6 +428,12 @@ std::vector<int> run_block(int threads, size_t words) {
   cudaFreeHost(p);
   kolo_sim_set_block_threads(before);
   return out;
+}
+
+// A hint in block-shared storage (the runner's thread-local storage on the
+// model) is the block's, not pageable host memory.
+TEST(CudaSimApart, HintsReachBlockSharedStorage) {
+  EXPECT_EQ(run_block<shared_hint>(8, 8), std::vector<int>(8, 7));
 }
 
 TEST(CudaSimBlocks, OneLeaderPerWarpTheLowestRunningLane) {

@@ -150,38 +150,65 @@ KOLO_DEVFN void aligned(const void *p, unsigned n, const char *what, const char 
 }
 
 /* Pageable host memory is out of a kernel's reach (a GPU faults): the data
- * primitives check their buffers against the model's allocations. */
+ * primitives check their buffers, the word primitives below their words and
+ * the kernels what they read of their arguments against the model's
+ * allocations. */
 KOLO_DEVFN void reachable(const void *p, size_t bytes, const char *what, const char *file = __builtin_FILE(),
                           int line = __builtin_LINE()) {
   kolo_sim_global_span(p, bytes, what, file, line);
 }
+/* hint_get / hint_set's word: block-shared storage (KOLO_BLOCK_SHARED, here
+ * the runner's thread-local storage) or, as for the other primitives,
+ * device-reachable memory. */
+KOLO_DEVFN void shared_or_reachable(const void *p, size_t bytes, const char *what,
+                                    const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
+  kolo_sim_block_span(p, bytes, what, file, line);
+}
 
 KOLO_DEVFN uint32_t ld_acquire(const uint32_t *p) {
+  reachable(p, 4, "ld_acquire");
   aligned(p, 4, "ld_acquire");
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 KOLO_DEVFN uint32_t ld_relaxed(const uint32_t *p) {
+  reachable(p, 4, "ld_relaxed");
   aligned(p, 4, "ld_relaxed");
   return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 KOLO_DEVFN void st_release(uint32_t *p, uint32_t v) {
+  reachable(p, 4, "st_release");
   aligned(p, 4, "st_release");
   __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 KOLO_DEVFN void st_relaxed(uint32_t *p, uint32_t v) {
+  reachable(p, 4, "st_relaxed");
   aligned(p, 4, "st_relaxed");
   __atomic_store_n(p, v, __ATOMIC_RELAXED);
 }
-KOLO_DEVFN uint32_t ld_acquire_u8(const uint8_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-KOLO_DEVFN uint32_t ld_relaxed_u8(const uint8_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
-KOLO_DEVFN void st_release_u8(uint8_t *p, uint32_t v) { __atomic_store_n(p, (uint8_t)v, __ATOMIC_RELEASE); }
-KOLO_DEVFN void st_relaxed_u8(uint8_t *p, uint32_t v) { __atomic_store_n(p, (uint8_t)v, __ATOMIC_RELAXED); }
+KOLO_DEVFN uint32_t ld_acquire_u8(const uint8_t *p) {
+  reachable(p, 1, "ld_acquire_u8");
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+KOLO_DEVFN uint32_t ld_relaxed_u8(const uint8_t *p) {
+  reachable(p, 1, "ld_relaxed_u8");
+  return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+KOLO_DEVFN void st_release_u8(uint8_t *p, uint32_t v) {
+  reachable(p, 1, "st_release_u8");
+  __atomic_store_n(p, (uint8_t)v, __ATOMIC_RELEASE);
+}
+KOLO_DEVFN void st_relaxed_u8(uint8_t *p, uint32_t v) {
+  reachable(p, 1, "st_relaxed_u8");
+  __atomic_store_n(p, (uint8_t)v, __ATOMIC_RELAXED);
+}
 KOLO_DEVFN uint32_t cas(uint32_t *p, uint32_t expected, uint32_t v) {
+  reachable(p, 4, "cas");
   aligned(p, 4, "cas");
   __atomic_compare_exchange_n(p, &expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   return expected;
 }
 KOLO_DEVFN unsigned long long add(unsigned long long *p, unsigned long long v) {
+  reachable(p, 8, "add");
   aligned(p, 8, "add");
   return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
@@ -195,12 +222,14 @@ KOLO_DEVFN void fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 #endif
 KOLO_DEVFN uint64_t global_ns() { return kolo_sim_globaltimer_ns(); }
 KOLO_DEVFN void ld_line(const char *p, uint64_t &lo, uint64_t &hi) {
+  reachable(p, 16, "ld_line");
   aligned(p, 16, "ld_line");
   const uint64_t *q = reinterpret_cast<const uint64_t *>(p);
   lo = __atomic_load_n(q, __ATOMIC_RELAXED);
   hi = __atomic_load_n(q + 1, __ATOMIC_RELAXED);
 }
 KOLO_DEVFN void st_line(char *p, uint64_t lo, uint64_t hi) {
+  reachable(p, 16, "st_line");
   aligned(p, 16, "st_line");
   uint64_t *q = reinterpret_cast<uint64_t *>(p);
   __atomic_store_n(q, lo, __ATOMIC_RELAXED);
@@ -223,8 +252,14 @@ KOLO_DEVFN int popc64(uint64_t x) { return __builtin_popcountll(x); }
 /* The host build is compiled with -ffp-contract=off (CMakeLists.txt). */
 KOLO_DEVFN float mul_rn(float a, float b) { return a * b; }
 KOLO_DEVFN double mul_rn(double a, double b) { return a * b; }
-KOLO_DEVFN int hint_get(const int *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
-KOLO_DEVFN void hint_set(int *p, int v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+KOLO_DEVFN int hint_get(const int *p) {
+  shared_or_reachable(p, sizeof *p, "hint_get");
+  return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+KOLO_DEVFN void hint_set(int *p, int v) {
+  shared_or_reachable(p, sizeof *p, "hint_set");
+  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
 /* Cycles of the model's clock: cudaDevAttrClockRate (1.98 GHz) times the
  * nanoseconds of the host's. */
 KOLO_DEVFN long long clock_cycles() { return (long long)(kolo_sim_globaltimer_ns() * 198 / 100); }

@@ -9,6 +9,33 @@
 
 namespace {
 
+/* Thread 0, at the start, on the model: what the block reads and writes of
+ * its arguments with plain loads and stores, where no primitive checks it,
+ * is device-reachable memory too (a GPU faults on pageable host memory):
+ * the step program, a multi-peer task's table of ends and the ends it
+ * points to, every end's step and owner words (the count is loaded and
+ * stored plainly), and a premul-sum's scalar read at its address.  A GPU
+ * checks by faulting: nothing to do there. */
+__device__ __forceinline__ void check_reach(const kolo_dev_task &t) {
+#if KOLO_DEV_HOST_BUILD
+  kolo_dev::reachable(t.steps, (size_t)t.nsteps * sizeof(kolo_step), "the task's step program");
+  kolo_dev::aligned(t.steps, alignof(kolo_step), "the task's step program");
+  if (t.npeers > 0) kolo_dev::reachable(t.ends, 2 * (size_t)t.npeers * sizeof *t.ends, "the task's table of ends");
+  for (int i = 0; i < nends(t); i++) {
+    const kolo_dev_conn *c = end_at(t, i);
+    if (c == nullptr) continue;
+    if (t.npeers > 0) kolo_dev::reachable(c, sizeof *c, "a connector end in the task's table");
+    kolo_dev::reachable(c->step, KOLO_DEV_END_WORDS * sizeof *c->step, "a connector end's step and owner words");
+    kolo_dev::aligned(c->step, sizeof *c->step, "a connector end's step word");
+  }
+  if (t.op == KOLO_DEV_OP_PREMUL_PTR)
+    kolo_dev::reachable(reinterpret_cast<const void *>(static_cast<uintptr_t>(t.scalar)), t.geo.elem_size,
+                        "the premul-sum's scalar");
+#else
+  (void)t;
+#endif
+}
+
 /* Thread 0, at the start: claims the task's ends (each end's owner word,
  * next to its step count).  The kernels of one communicator on one end
  * follow each other (stream order, the comm's order event), so an end that

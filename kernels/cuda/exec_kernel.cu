@@ -45,6 +45,7 @@ __global__ void __launch_bounds__(KOLO_DEV_THREADS, 1) kolo_exec_kernel(const __
   KOLO_BLOCK_SHARED int s_stop; /* sticky hint: some thread of the block stopped */
   int clash = 0;
   if (threadIdx.x == 0) {
+    check_reach(t);
     kolo_dev::hint_set(&s_stop, 0);
     clash = !claim_ends(b, t);
   }

@@ -96,6 +96,7 @@ __device__ __forceinline__ unsigned nonzero_bytes(uint64_t x) {
 }
 
 __global__ void __launch_bounds__(kCheckThreads) fill_kernel(unsigned char *buf, size_t bytes, uint64_t pattern) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) kolo_dev::reachable(buf, bytes, "the buffer to fill");
   size_t words = bytes / 8, stride = (size_t)gridDim.x * blockDim.x;
   uint64_t *w = reinterpret_cast<uint64_t *>(buf);
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < words; i += stride) w[i] = pattern;
@@ -106,6 +107,7 @@ __global__ void __launch_bounds__(kCheckThreads) fill_kernel(unsigned char *buf,
 
 __global__ void __launch_bounds__(kCheckThreads)
     count_kernel(const unsigned char *buf, size_t bytes, uint64_t pattern, unsigned long long *count) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) kolo_dev::reachable(buf, bytes, "the buffer to compare");
   size_t words = bytes / 8, stride = (size_t)gridDim.x * blockDim.x;
   const uint64_t *w = reinterpret_cast<const uint64_t *>(buf);
   unsigned long long wrong = 0;
