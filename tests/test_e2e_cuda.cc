@@ -1622,6 +1622,57 @@ int child_mps_budget(int rank, koloComm_t comm) {
   return failures;
 }
 
+// Rank 0 calls alone after a warm-up; the kernel must give up at the timeout
+// and name rank 1, which is alive but never calls again.
+int child_timeout(int n, int rank, koloComm_t comm, cudaStream_t s, DevArena *arena, bool *abort_comm) {
+  int failures = 0;
+  const char *tv = std::getenv("KOLO_TIMEOUT_MS");
+  const double timeout_ms = tv ? std::atof(tv) : 0;
+  if (timeout_ms <= 0) CHILD_FAIL("KOLO_TIMEOUT_MS is not set");
+  CollCase warm = make_case(Coll::AllReduce, koloFloat32, koloSum, n, 1 << 16, false, 1);
+  CollCase lone = make_case(Coll::AllReduce, koloFloat32, koloSum, n, 1 << 16, false, 2);
+  std::string err = arena->reserve(dev_case_bytes(warm));
+  bool fatal = false;
+  if (err.empty()) err = child_case(warm, rank, comm, s, arena, &fatal);
+  if (!err.empty()) {
+    CHILD_FAIL("warm-up: %s", err.c_str());
+  } else if (rank != 0) {
+    // alive, but never calls again
+    std::this_thread::sleep_for(std::chrono::milliseconds((long)timeout_ms + 4000));
+  } else {
+    arena->reset();
+    DevRankBufs d;
+    err = dev_prepare(lone, rank, arena, s, &d);
+    if (!err.empty()) CHILD_FAIL("%s", err.c_str());
+    double t0 = now_ms();
+    koloResult_t res = err.empty() ? dev_issue(lone, rank, d, comm, s) : koloInternalError;
+    double call_ms = now_ms() - t0;
+    if (err.empty() && res != koloSuccess)
+      CHILD_FAIL("%s", result_text("koloAllReduce", res, comm).c_str());
+    if (res == koloSuccess) {
+      if (call_ms > 1000) CHILD_FAIL("the call took %.0f ms: it must enqueue and return", call_ms);
+      bool busy = false;
+      err = wait_stream(s, 60000, nullptr, &busy);
+      double ms = now_ms() - t0;
+      if (busy) {
+        arena->freeable = false;
+        *abort_comm = true;
+      }
+      if (!err.empty()) CHILD_FAIL("%s", err.c_str());
+      if (ms < 0.9 * timeout_ms) CHILD_FAIL("the kernel gave up after %.0f ms, before the timeout", ms);
+      if (ms > timeout_ms + 5000) CHILD_FAIL("the kernel gave up only after %.0f ms", ms);
+      koloResult_t async = koloSuccess;
+      koloCommGetAsyncError(comm, &async);
+      std::string text = koloGetLastError(comm);
+      if (async != koloTimeout)
+        CHILD_FAIL("koloCommGetAsyncError reports %s (want koloTimeout): %s", koloGetErrorString(async), text.c_str());
+      if (text.find("rank 1") == std::string::npos)
+        CHILD_FAIL("koloGetLastError does not name rank 1: \"%s\"", text.c_str());
+    }
+  }
+  return failures;
+}
+
 int child_main(const std::string &mode, int n, int rank, const koloUniqueId &id) {
   int failures = 0;
   int ndev = 0;
@@ -1682,50 +1733,7 @@ int child_main(const std::string &mode, int n, int rank, const koloUniqueId &id)
       }
     }
   } else if (mode == "timeout") {
-    const char *tv = std::getenv("KOLO_TIMEOUT_MS");
-    const double timeout_ms = tv ? std::atof(tv) : 0;
-    if (timeout_ms <= 0) CHILD_FAIL("KOLO_TIMEOUT_MS is not set");
-    CollCase warm = make_case(Coll::AllReduce, koloFloat32, koloSum, n, 1 << 16, false, 1);
-    CollCase lone = make_case(Coll::AllReduce, koloFloat32, koloSum, n, 1 << 16, false, 2);
-    std::string err = arena.reserve(dev_case_bytes(warm));
-    bool fatal = false;
-    if (err.empty()) err = child_case(warm, rank, comm, s, &arena, &fatal);
-    if (!err.empty()) {
-      CHILD_FAIL("warm-up: %s", err.c_str());
-    } else if (rank != 0) {
-      // alive, but never calls again
-      std::this_thread::sleep_for(std::chrono::milliseconds((long)timeout_ms + 4000));
-    } else {
-      arena.reset();
-      DevRankBufs d;
-      err = dev_prepare(lone, rank, &arena, s, &d);
-      if (!err.empty()) CHILD_FAIL("%s", err.c_str());
-      double t0 = now_ms();
-      res = err.empty() ? dev_issue(lone, rank, d, comm, s) : koloInternalError;
-      double call_ms = now_ms() - t0;
-      if (err.empty() && res != koloSuccess)
-        CHILD_FAIL("%s", result_text("koloAllReduce", res, comm).c_str());
-      if (res == koloSuccess) {
-        if (call_ms > 1000) CHILD_FAIL("the call took %.0f ms: it must enqueue and return", call_ms);
-        bool busy = false;
-        err = wait_stream(s, 60000, nullptr, &busy);
-        double ms = now_ms() - t0;
-        if (busy) {
-          arena.freeable = false;
-          abort_comm = true;
-        }
-        if (!err.empty()) CHILD_FAIL("%s", err.c_str());
-        if (ms < 0.9 * timeout_ms) CHILD_FAIL("the kernel gave up after %.0f ms, before the timeout", ms);
-        if (ms > timeout_ms + 5000) CHILD_FAIL("the kernel gave up only after %.0f ms", ms);
-        koloResult_t async = koloSuccess;
-        koloCommGetAsyncError(comm, &async);
-        std::string text = koloGetLastError(comm);
-        if (async != koloTimeout)
-          CHILD_FAIL("koloCommGetAsyncError reports %s (want koloTimeout): %s", koloGetErrorString(async), text.c_str());
-        if (text.find("rank 1") == std::string::npos)
-          CHILD_FAIL("koloGetLastError does not name rank 1: \"%s\"", text.c_str());
-      }
-    }
+    failures += child_timeout(n, rank, comm, s, &arena, &abort_comm);
   } else if (mode == "mismatch") {
     failures += child_mismatch(n, rank, comm, s, &arena, &abort_comm);
   } else {
