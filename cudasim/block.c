@@ -143,6 +143,9 @@ static _Thread_local int nfibers;
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define ST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#define WEAK() __builtin_expect(LD(kolo_sim_weak_mode), 0)
+
+int sim_block_fiber(void) { return cur ? LD(cur->cur) : -1; }
 
 /* ---- switching ------------------------------------------------------------ */
 
@@ -213,6 +216,7 @@ static void barrier_check(sim_block *b) {
  * is left for good (never resumed; its stack is dropped, never unwound). */
 static _Noreturn void end_fiber(sim_block *b) {
   fiber *f = &b->f[LD(b->cur)];
+  if (WEAK()) sim_weak_barrier(LD(b->cur)); /* its stores stay buffered, the block's */
   ST(f->state, F_DONE);
   ST(b->live, LD(b->live) - 1);
   barrier_check(b);
@@ -248,6 +252,7 @@ static int block_sync(int is_or, int pred, const char *file, int line) {
   if (b == NULL) return pred; /* not in a kernel */
   die_if_lost(b);
   fiber *f = &b->f[LD(b->cur)];
+  if (WEAK()) sim_weak_barrier(LD(b->cur));
 #if SIM_TSAN
   __tsan_release(&b->sync_obj);
 #endif
@@ -306,6 +311,7 @@ void kolo_sim_poll(void) {
     return;
   }
   die_if_lost(b);
+  if (WEAK()) sim_weak_poll(LD(b->cur));
   ST(b->f[LD(b->cur)].polled, 1);
   leave_fiber(b, 0);
 }
@@ -453,11 +459,14 @@ void sim_run_block(sim_op *op, unsigned block) {
   gridDim = k->grid;
   blockDim = (uint3){(unsigned)n, 1, 1};
   for (int i = 0; i < n; i++) start_fiber(&b, i);
+  if (WEAK()) /* its own stream of choices when the order is fixed */
+    sim_weak_block_begin(n, b.rng ? b.rng : (k->launch_no << 20) ^ ((uint64_t)block << 4) ^ 0x5eedull);
   cur = &b;
   sim_share_block_begin(op->dev->ordinal);
   schedule(&b);
   sim_share_block_end(op->dev->ordinal);
   cur = NULL;
+  sim_weak_block_end();
 #if SIM_TSAN
   for (int i = 0; i < n; i++) __tsan_destroy_fiber(b.f[i].tsan);
 #endif

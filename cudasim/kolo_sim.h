@@ -67,6 +67,16 @@ void kolo_sim_global_span(const void *p, size_t bytes, const char *what, const c
 /* kolo_sim_global_span for a word that may also be block-shared storage
  * (KOLO_BLOCK_SHARED: the calling runner's thread-local storage). */
 void kolo_sim_block_span(const void *p, size_t bytes, const char *what, const char *file, int line);
+/* KOLO_SIM_WEAK (cudasim/weak.c): non-zero while the weak-memory mode is
+ * on.  The device primitives then buffer relaxed stores (plain: 0) and the
+ * data primitives' stores (plain: 1) of n bytes (1, 4, 8 or 16) per thread,
+ * landing late and out of order; weak_touch lands the calling thread's
+ * buffered stores that overlap an access; weak_release lands the block's
+ * and the thread's, in order (a release store, a fence). */
+extern int kolo_sim_weak_mode;
+void kolo_sim_weak_store(void *p, const void *v, unsigned n, int plain);
+void kolo_sim_weak_touch(const void *p, size_t n);
+void kolo_sim_weak_release(void);
 /* %globaltimer: nanoseconds of a monotonic clock. */
 uint64_t kolo_sim_globaltimer_ns(void);
 
@@ -144,6 +154,9 @@ void kolo_sim_set_max_pending(int n);
 /* KOLO_SIM_SEED from a test (0: the fixed order); launches made after the
  * call use it. */
 void kolo_sim_set_seed(uint64_t seed);
+
+/* KOLO_SIM_WEAK from a test (0: off); blocks started after the call use it. */
+void kolo_sim_set_weak(int on);
 
 /* Host code that stands for a DMA engine (a NIC's GPUDirect RDMA, a copy
  * the GPU would make) may touch device memory between these two calls on

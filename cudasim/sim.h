@@ -265,6 +265,17 @@ void sim_dispatch(sim_device *d);
  * held). */
 void sim_run_block(sim_op *op, unsigned block);
 
+/* ---- KOLO_SIM_WEAK (weak.c) ----------------------------------------------------
+ * The store buffers of the runner's block: made at its start (rng: the
+ * block's stream of choices), handed to the block at a thread's barrier or
+ * end, partly landed at its polls, landed at the block's end. */
+void sim_weak_block_begin(int nfibers, uint64_t rng);
+void sim_weak_barrier(int fiber);
+void sim_weak_poll(int fiber);
+void sim_weak_block_end(void);
+/* The current thread of the runner's block; -1 outside a kernel (block.c). */
+int sim_block_fiber(void);
+
 /* The ptxas table made at build time (ptxas_table.c). */
 typedef struct {
   const char *name;

@@ -71,6 +71,7 @@ static void read_settings(void) {
   /* A GPU's launch queue holds about a thousand kernels before the host blocks. */
   sim_cfg.max_pending = (int)env_long("KOLO_SIM_MAX_PENDING", 1024, 1, 1 << 20);
   sim_cfg.seed = env_seed();
+  kolo_sim_weak_mode = (int)env_long("KOLO_SIM_WEAK", 0, 0, 1);
   sim_fault_read_env();
   const char *ub = getenv("KOLO_SIM_ON_UB");
   sim_cfg.ub_abort = !(ub != NULL && strcmp(ub, "count") == 0);

@@ -16,8 +16,9 @@
 #     runtime's rules of test_cuda_runtime_rules, which perf/run_cuda.sh runs
 #     on a GPU), a set of them again with blocks of
 #     256 and of 33 threads, a set under 3 seeds of the model's orders
-#     (KOLO_SIM_SEED) and with CUDA's default 8 hardware queues, ranks as
-#     processes under each KOLO_SIM_SHARE (MPS, time slices), and examples/nccl.c against its
+#     (KOLO_SIM_SEED), the same set in the weak-memory mode (KOLO_SIM_WEAK) and with
+#     CUDA's default 8 hardware queues, ranks as processes under each
+#     KOLO_SIM_SHARE (MPS, time slices), and examples/nccl.c against its
 #     libnccl.so.2 (tests/check_install.sh build-sim); then build-sim-tsan: the reduce
 #     kernels and a set of the executor's end-to-end cases under TSan, with
 #     4-thread blocks
@@ -141,6 +142,13 @@ CUDA_BLOCK33_TESTS='CudaGrid.SmallCounts/.*_[23]ranks_|AllTypesOps/CudaReduceTes
 # case, each ending in the space before ctest's "# GetParam()" comment
 # (CMake's regular expressions take few groups).
 CUDA_SEED_TESTS='SmallCounts/AllReduce_2ranks_threads |SmallCounts/AllReduce_3ranks_onethread |SmallCounts/AllReduce_3ranks_threads |SmallCounts/ReduceScatter_2ranks_onethread |SmallCounts/ReduceScatter_3ranks_threads |SmallCounts/AllGather_2ranks_threads |SmallCounts/AllGather_3ranks_onethread |SmallCounts/AllGather_3ranks_threads |SmallCounts/Broadcast_3ranks_threads |SmallCounts/Reduce_3ranks_onethread |SmallCounts/SendRecv_2ranks_threads |SmallCounts/SendRecv_3ranks_onethread |SmallCounts/AlltoAll_3ranks_threads |SmallCounts/Gather_3ranks_onethread |SmallCounts/Scatter_3ranks_threads |SmallCounts/Bcast_3ranks_onethread |CudaP2P.AllToAll/2ranks_threads |CudaP2P.AllToAll/3ranks_onethread |CudaAlgoBits.*/rd_3ranks |CudaAlgoBits.*/rabenseifner_3ranks '
+# In the weak-memory mode (KOLO_SIM_WEAK: stores land late and out of order
+# unless a fence or release orders them): the seeded set, whose calls are
+# mostly LL-sized, and SIMPLE-sized calls of 2 ranks around the switch, whose
+# slices go through peers' buffers published by the executor's release
+# (without its fence and release, these and the all-to-alls read stale
+# slices here).
+CUDA_WEAK_TESTS="${CUDA_SEED_TESTS}|ProtocolSwitch.AroundLLThreshold/AllReduce_2ranks |ProtocolSwitch.AroundLLThreshold/ReduceScatter_2ranks |ProtocolSwitch.AroundLLThreshold/AllGather_2ranks "
 # With CUDA's default 8 hardware queues (the other steps give every stream
 # its own): 4 ranks' 8 streams share them with the legacy stream (~8 s), and
 # the runtime's stream rules (test_cuda_runtime_rules, which perf/run_cuda.sh
@@ -152,7 +160,7 @@ CUDA_QUEUE8_TESTS='SmallCounts/.*_4ranks_|SmallCounts/AllReduce_3ranks_|SmallCou
 # cases of shared devices (both modes: 26 s on 2 quiet cores, 52 s at a load of 10).
 CUDA_SHARE_TESTS='^(CudaProcs\.Grid/[234]procs|CudaProcsTimeout|CudaMismatchProcs|CudaSimShare\.|CudaSharedGpu\.|NcclProcs\.)'
 SIM_TSAN_TARGETS=(test_cuda_reduce test_e2e_cuda test_e2e_cuda_algos test_cuda_mismatch test_cuda_stall)
-SIM_TARGETS=(kolo kolo-perf test_cudasim test_cudasim_share test_cuda_runtime_rules test_cuda_fault test_e2e_cuda test_e2e_cuda_algos test_e2e_schedule test_cuda_mismatch test_cuda_stall test_cuda_reduce test_cuda_plan test_fusion nccl test_nccl_layer test_nccl_dlopen kolo-fault)
+SIM_TARGETS=(kolo kolo-perf test_cudasim test_cudasim_share test_cudasim_weak test_cuda_runtime_rules test_cuda_fault test_e2e_cuda test_e2e_cuda_algos test_e2e_schedule test_cuda_mismatch test_cuda_stall test_cuda_reduce test_cuda_plan test_fusion nccl test_nccl_layer test_nccl_dlopen kolo-fault)
 sim_build() { # dir, extra cmake args...
   local dir=$1 targets=("${SIM_TARGETS[@]}")
   shift
@@ -183,6 +191,9 @@ else
       KOLO_SIM_SEED=$seed CUDA_DEVICE_MAX_CONNECTIONS=32 KOLO_SIM_WATCHDOG_S=60 \
         ctest_checked build-sim --timeout 300 -R "$CUDA_SEED_TESTS" || { failed; break; }
     done
+    step "CUDA model, weak memory: the seeded set and SIMPLE calls, stores landing late and out of order (KOLO_SIM_WEAK=1)"
+    KOLO_SIM_WEAK=1 KOLO_SIM_SEED=1 CUDA_DEVICE_MAX_CONNECTIONS=32 KOLO_SIM_WATCHDOG_S=60 \
+      ctest_checked build-sim --timeout 300 -R "$CUDA_WEAK_TESTS" || failed
     step "CUDA model with CUDA's default 8 hardware queues: collectives of 3 and 4 ranks"
     CUDA_DEVICE_MAX_CONNECTIONS=8 KOLO_SIM_WATCHDOG_S=60 \
       ctest_checked build-sim --timeout 300 -R "$CUDA_QUEUE8_TESTS" || failed

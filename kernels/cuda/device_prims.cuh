@@ -12,7 +12,11 @@
  * the host C++ atomics with the same order: relaxed, acquire, release.  The
  * host build's atomics are what ThreadSanitizer reasons with; the GPU's
  * scopes (cta / gpu / sys), L1 coherence and the PTX memory model's details
- * are not modelled (docs/dev/cuda-model.md).
+ * are not modelled (docs/dev/cuda-model.md).  x86 keeps stores in order,
+ * a GPU does not: with KOLO_SIM_WEAK=1 the host half buffers relaxed stores
+ * and the data primitives' stores (st_data) per thread, to land late and
+ * out of order unless a release store or fence orders them
+ * (cudasim/weak.c).
  *
  * Spinning.  Every spin loop calls poll() once per turn: nothing on the GPU;
  * on the host it lets the block's other threads (fibers) and other blocks
@@ -41,6 +45,7 @@
 #if defined(KOLO_CUDA_SIM)
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 #include "cudasim/kolo_sim.h"
@@ -133,6 +138,10 @@ KOLO_DEVFN int hint_get(const int *p) { return *(const volatile int *)p; }
 KOLO_DEVFN void hint_set(int *p, int v) { *(volatile int *)p = v; }
 /* The SM clock (cycles), as clock64(). */
 KOLO_DEVFN long long clock_cycles() { return clock64(); }
+/* A data primitive's plain store (a slice into a peer's buffer). */
+template <typename T>
+KOLO_DEVFN void st_data(T *p, const T &v) { *p = v; }
+KOLO_DEVFN void st_data_bytes(char *p, const void *v, unsigned n) { memcpy(p, v, n); }
 /* The host build's checks (the GPU itself traps or faults). */
 KOLO_DEVFN void aligned(const void *, unsigned, const char *) {}
 KOLO_DEVFN void reachable(const void *, size_t, const char *) {}
@@ -140,6 +149,25 @@ KOLO_DEVFN void reachable(const void *, size_t, const char *) {}
 #else /* ==================== the host: kolo's CPU model ==================== */
 
 #define KOLO_BLOCK_SHARED static thread_local
+
+/* KOLO_SIM_WEAK (cudasim/weak.c): stores wait in a store buffer of their
+ * thread; one predictable branch per primitive when the mode is off. */
+KOLO_DEVFN bool weak() { return __builtin_expect(__atomic_load_n(&kolo_sim_weak_mode, __ATOMIC_RELAXED), 0); }
+/* A relaxed store of n bytes: buffered (true) or for the caller to make. */
+KOLO_DEVFN bool weak_store(void *p, const void *v, unsigned n) {
+  if (!weak()) return false;
+  kolo_sim_weak_store(p, v, n, 0);
+  return true;
+}
+/* An access of the thread: its own buffered stores there land first. */
+KOLO_DEVFN void weak_touch(const void *p, size_t n) {
+  if (weak()) kolo_sim_weak_touch(p, n);
+}
+/* A release store or fence: the thread's (and its block's) buffered stores
+ * land, in order, first. */
+KOLO_DEVFN void weak_release() {
+  if (weak()) kolo_sim_weak_release();
+}
 
 /* A GPU traps an access of n bytes at an address that is not a multiple of
  * n (cudaErrorMisalignedAddress); x86 does not, so the host build checks
@@ -156,6 +184,20 @@ KOLO_DEVFN void aligned(const void *p, unsigned n, const char *what, const char 
 KOLO_DEVFN void reachable(const void *p, size_t bytes, const char *what, const char *file = __builtin_FILE(),
                           int line = __builtin_LINE()) {
   kolo_sim_global_span(p, bytes, what, file, line);
+  weak_touch(p, bytes);
+}
+
+/* A data primitive's plain store: buffered in KOLO_SIM_WEAK, so that a
+ * slice may land after the flag that publishes it (the data primitives
+ * declare their outputs with reachable() first). */
+template <typename T>
+KOLO_DEVFN void st_data(T *p, const T &v) {
+  if (weak()) kolo_sim_weak_store(p, &v, sizeof(T), 1);
+  else *p = v;
+}
+KOLO_DEVFN void st_data_bytes(char *p, const void *v, unsigned n) {
+  if (weak()) kolo_sim_weak_store(p, v, n, 1);
+  else memcpy(p, v, n);
 }
 /* hint_get / hint_set's word: block-shared storage (KOLO_BLOCK_SHARED, here
  * the runner's thread-local storage) or, as for the other primitives,
@@ -178,12 +220,13 @@ KOLO_DEVFN uint32_t ld_relaxed(const uint32_t *p) {
 KOLO_DEVFN void st_release(uint32_t *p, uint32_t v) {
   reachable(p, 4, "st_release");
   aligned(p, 4, "st_release");
+  weak_release();
   __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 KOLO_DEVFN void st_relaxed(uint32_t *p, uint32_t v) {
   reachable(p, 4, "st_relaxed");
   aligned(p, 4, "st_relaxed");
-  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+  if (!weak_store(p, &v, 4)) __atomic_store_n(p, v, __ATOMIC_RELAXED);
 }
 KOLO_DEVFN uint32_t ld_acquire_u8(const uint8_t *p) {
   reachable(p, 1, "ld_acquire_u8");
@@ -195,15 +238,17 @@ KOLO_DEVFN uint32_t ld_relaxed_u8(const uint8_t *p) {
 }
 KOLO_DEVFN void st_release_u8(uint8_t *p, uint32_t v) {
   reachable(p, 1, "st_release_u8");
+  weak_release();
   __atomic_store_n(p, (uint8_t)v, __ATOMIC_RELEASE);
 }
 KOLO_DEVFN void st_relaxed_u8(uint8_t *p, uint32_t v) {
   reachable(p, 1, "st_relaxed_u8");
-  __atomic_store_n(p, (uint8_t)v, __ATOMIC_RELAXED);
+  const uint8_t b = (uint8_t)v;
+  if (!weak_store(p, &b, 1)) __atomic_store_n(p, b, __ATOMIC_RELAXED);
 }
 KOLO_DEVFN uint32_t cas(uint32_t *p, uint32_t expected, uint32_t v) {
   reachable(p, 4, "cas");
-  aligned(p, 4, "cas");
+  aligned(p, 4, "cas"); /* relaxed, as atomicCAS_system: reachable() drains only stores to p */
   __atomic_compare_exchange_n(p, &expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   return expected;
 }
@@ -216,9 +261,12 @@ KOLO_DEVFN unsigned long long add(unsigned long long *p, unsigned long long v) {
  * what came before it (C++'s model), or a stop word a peer polls: TSan
  * models no standalone fences, so its build leaves them out. */
 #if defined(__SANITIZE_THREAD__)
-KOLO_DEVFN void fence() {}
+KOLO_DEVFN void fence() { weak_release(); }
 #else
-KOLO_DEVFN void fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+KOLO_DEVFN void fence() {
+  weak_release();
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
 #endif
 KOLO_DEVFN uint64_t global_ns() { return kolo_sim_globaltimer_ns(); }
 KOLO_DEVFN void ld_line(const char *p, uint64_t &lo, uint64_t &hi) {
@@ -231,6 +279,8 @@ KOLO_DEVFN void ld_line(const char *p, uint64_t &lo, uint64_t &hi) {
 KOLO_DEVFN void st_line(char *p, uint64_t lo, uint64_t hi) {
   reachable(p, 16, "st_line");
   aligned(p, 16, "st_line");
+  const uint64_t line[2] = {lo, hi};
+  if (weak_store(p, line, 16)) return;
   uint64_t *q = reinterpret_cast<uint64_t *>(p);
   __atomic_store_n(q, lo, __ATOMIC_RELAXED);
   __atomic_store_n(q + 1, hi, __ATOMIC_RELAXED);
@@ -254,11 +304,12 @@ KOLO_DEVFN float mul_rn(float a, float b) { return a * b; }
 KOLO_DEVFN double mul_rn(double a, double b) { return a * b; }
 KOLO_DEVFN int hint_get(const int *p) {
   shared_or_reachable(p, sizeof *p, "hint_get");
+  weak_touch(p, sizeof *p);
   return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 KOLO_DEVFN void hint_set(int *p, int v) {
   shared_or_reachable(p, sizeof *p, "hint_set");
-  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+  if (!weak_store(p, &v, sizeof v)) __atomic_store_n(p, v, __ATOMIC_RELAXED);
 }
 /* Cycles of the model's clock: cudaDevAttrClockRate (1.98 GHz) times the
  * nanoseconds of the host's. */

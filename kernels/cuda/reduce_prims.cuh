@@ -191,8 +191,8 @@ KOLO_DEV T load_elem(const char *p, size_t i) {
 }
 template <typename T, bool ALIGNED>
 KOLO_DEV void store_elem(char *p, size_t i, T v) {
-  if (ALIGNED) reinterpret_cast<T *>(p)[i] = v;
-  else memcpy(p + i * sizeof(T), &v, sizeof(T));
+  if (ALIGNED) kolo_dev::st_data(reinterpret_cast<T *>(p) + i, v);
+  else kolo_dev::st_data_bytes(p + i * sizeof(T), &v, sizeof(T));
 }
 
 /* Elements [lo, hi), one per thread per step. */
@@ -228,14 +228,14 @@ KOLO_DEV void reduce_vectors(uint4 *o0, uint4 *o1, const uint4 *a, const uint4 *
 #pragma unroll
     for (int u = 0; u < kUnroll; u++) {
       uint4 r = reduce_pack<T, OP>(xa[u], xb[u], has_div, d, s);
-      o0[v + u * nt + threadIdx.x] = r;
-      if (o1) o1[v + u * nt + threadIdx.x] = r;
+      kolo_dev::st_data(&o0[v + u * nt + threadIdx.x], r);
+      if (o1) kolo_dev::st_data(&o1[v + u * nt + threadIdx.x], r);
     }
   }
   for (size_t i = v + threadIdx.x; i < nvec; i += nt) {
     uint4 r = reduce_pack<T, OP>(a[i], reads_b(OP) ? b[i] : uint4(), has_div, d, s);
-    o0[i] = r;
-    if (o1) o1[i] = r;
+    kolo_dev::st_data(&o0[i], r);
+    if (o1) kolo_dev::st_data(&o1[i], r);
   }
 }
 
