@@ -437,6 +437,11 @@ TEST(CudaSimApart, HintsReachBlockSharedStorage) {
 }
 
 TEST(CudaSimBlocks, OneLeaderPerWarpTheLowestRunningLane) {
+  // Seeded orders run a higher lane before a lower one, and it leads too,
+  // as lanes that diverged do on a GPU (__activemask names only its group).
+  const char *seed = std::getenv("KOLO_SIM_SEED");
+  if (seed != nullptr && std::strtoull(seed, nullptr, 0) != 0)
+    GTEST_SKIP() << "the lowest-lane rule is the fixed order's (KOLO_SIM_SEED is set)";
   const int threads = 72;  // two whole warps and one of 8 lanes
   std::vector<int> lead = run_block<note_leaders>(threads, 2 * threads);
   for (int t = 0; t < threads; t++) {
