@@ -42,16 +42,30 @@ int kolo_cuda_gpu_identity(int dev, uint64_t *gpu, int32_t *mps) {
   return (int)e;
 }
 
-static int same_gpu(const struct koloComm *c, const kolo_device_room *all, int a, int b) {
-  return all[a].gpu != 0 && all[a].gpu == all[b].gpu &&
-         kolo_bootstrap_peer(c->bs, a)->host_hash == kolo_bootstrap_peer(c->bs, b)->host_hash;
+/* A rank's place: its GPU on its host, then its process. */
+typedef struct {
+  uint64_t host, gpu, proc_token;
+  int32_t pid, rank;
+} gpu_user;
+
+static int cmp_key(uint64_t a, uint64_t b) { return a < b ? -1 : a > b; }
+
+static int by_gpu_then_process(const void *x, const void *y) {
+  const gpu_user *a = x, *b = y;
+  int k = cmp_key(a->host, b->host);
+  if (k == 0) k = cmp_key(a->gpu, b->gpu);
+  if (k == 0) k = cmp_key(a->proc_token, b->proc_token);
+  if (k == 0) k = (a->pid > b->pid) - (a->pid < b->pid);
+  return k != 0 ? k : (a->rank > b->rank) - (a->rank < b->rank);
 }
 
-static int same_process(const struct koloComm *c, int a, int b) {
-  return kolo_same_process(kolo_bootstrap_peer(c->bs, a), kolo_bootstrap_peer(c->bs, b));
+static int same_gpu(const gpu_user *a, const gpu_user *b) { return a->gpu != 0 && a->gpu == b->gpu && a->host == b->host; }
+static int same_process(const gpu_user *a, const gpu_user *b) {
+  return a->proc_token == b->proc_token && a->pid == b->pid;
 }
 
-static koloResult_t refuse(struct koloComm *c, const kolo_device_room *all, int a, int b) {
+static koloResult_t refuse(struct koloComm *c, const kolo_device_room *all, const gpu_user *x, const gpu_user *y) {
+  int a = x->rank < y->rank ? x->rank : y->rank, b = x->rank < y->rank ? y->rank : x->rank;
   return kolo_error(&c->err, koloInvalidUsage,
                     "ranks %d and %d, of processes %d and %d of one host, share a GPU (rank %d's CUDA device %d is "
                     "rank %d's CUDA device %d) without MPS: a GPU runs one process's kernels at a time, switching "
@@ -62,20 +76,43 @@ static koloResult_t refuse(struct koloComm *c, const kolo_device_room *all, int 
                     all[a].dev, b, all[b].dev);
 }
 
-koloResult_t kolo_cuda_shared_gpus(struct koloComm *c, kolo_device_room *all) {
-  int n = c->nranks;
-  int32_t *others = calloc((size_t)n, sizeof *others); /* ranks of other processes on each rank's GPU */
-  if (others == NULL) return kolo_error(&c->err, koloSystemError, "out of memory at init");
-  for (int a = 0; a < n; a++)
-    for (int b = a + 1; b < n; b++) {
-      if (!same_gpu(c, all, a, b) || same_process(c, a, b)) continue;
-      if (!all[a].mps || !all[b].mps) {
-        free(others);
-        return refuse(c, all, a, b);
-      }
-      others[a]++, others[b]++;
+/* Every rank's place, sorted so that the ranks of one GPU, and within it
+ * those of one process, stand together: O(n log n), at every rank alike. */
+static gpu_user *sorted_users(const struct koloComm *c, const kolo_device_room *all) {
+  gpu_user *u = calloc((size_t)c->nranks, sizeof *u);
+  if (u == NULL) return NULL;
+  for (int r = 0; r < c->nranks; r++) {
+    const kolo_peer_info *p = kolo_bootstrap_peer(c->bs, r);
+    u[r] = (gpu_user){p->host_hash, all[r].gpu, p->proc_token, p->pid, r};
+  }
+  qsort(u, (size_t)c->nranks, sizeof *u, by_gpu_then_process);
+  return u;
+}
+
+/* The ranks u[lo, hi) of one GPU: refused unless all of one process or
+ * all under MPS; otherwise each counts those of the other processes. */
+static koloResult_t settle_gpu(struct koloComm *c, kolo_device_room *all, const gpu_user *u, int lo, int hi) {
+  if (same_process(&u[lo], &u[hi - 1])) return koloSuccess;
+  for (int i = lo; i < hi; i++)
+    if (!all[u[i].rank].mps) {
+      const gpu_user *other = same_process(&u[i], &u[lo]) ? &u[hi - 1] : &u[lo];
+      return refuse(c, all, &u[i], other);
     }
-  for (int r = 0; r < n; r++) all[r].sharing += others[r];
-  free(others);
+  for (int i = lo, j; i < hi; i = j) {
+    for (j = i; j < hi && same_process(&u[i], &u[j]); j++) {}
+    for (int k = i; k < j; k++) all[u[k].rank].sharing += (hi - lo) - (j - i);
+  }
   return koloSuccess;
+}
+
+koloResult_t kolo_cuda_shared_gpus(struct koloComm *c, kolo_device_room *all) {
+  gpu_user *u = sorted_users(c, all);
+  if (u == NULL) return kolo_error(&c->err, koloSystemError, "out of memory at init");
+  koloResult_t res = koloSuccess;
+  for (int lo = 0, hi; lo < c->nranks && res == koloSuccess; lo = hi) {
+    for (hi = lo + 1; hi < c->nranks && same_gpu(&u[lo], &u[hi]); hi++) {}
+    res = settle_gpu(c, all, u, lo, hi);
+  }
+  free(u);
+  return res;
 }
