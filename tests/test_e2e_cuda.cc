@@ -1486,14 +1486,10 @@ void run_cuda_procs(const std::string &mode, int n, int per_host) {
     if (kv.compare(0, 6, "GTEST_") == 0 || kv.compare(0, 14, "KOLO_TEST_CUDA") == 0) continue;
     base.push_back(kv);
   }
-  // Each child takes device rank % devices.  Ranks of different processes
-  // on one GPU need MPS (kolo refuses them without): on the model the
-  // children run under its MPS unless KOLO_SIM_SHARE says otherwise, and
-  // with KOLO_SIM_SHARE=timeslice each gets a device of its own.
-  const char *share = std::getenv("KOLO_SIM_SHARE");
-  if (share == nullptr) base.push_back("KOLO_SIM_SHARE=mps");
-  else if (std::string(share) == "timeslice" && mode != "refused")
-    base.push_back("KOLO_SIM_GPUS=" + std::to_string(std::max(n, 2)));
+  // Each child takes device rank % devices, on the model under its MPS or a
+  // device of its own; "refused" keeps its test's time slices on one device.
+  if (mode != "refused")
+    for (const auto &kv : model_gpus_for_procs(n)) base.push_back(kv.first + "=" + kv.second);
   std::vector<std::vector<std::string>> env_str((size_t)n, base);
   std::vector<std::vector<char *>> envp((size_t)n);
   for (int i = 0; i < n; i++) {

@@ -409,14 +409,11 @@ TEST_P(SchedFileCuda, EveryElementOnFourProcesses) {
   const FileKind kind = builtins ? kBuiltinsFile : std::string(GetParam()).rfind("ring", 0) == 0 ? kRingFile : kRdFile;
   ScopedEnv env("KOLO_SCHEDULE_FILE", file);
   ScopedEnv queues("CUDA_DEVICE_MAX_CONNECTIONS", "32");
-  // Each process takes device rank % devices.  Ranks of different processes
-  // on one GPU need MPS (kolo refuses them without): on the model, MPS
-  // unless KOLO_SIM_SHARE says otherwise, and a device per process under
-  // its time slices.
-  const char *share = std::getenv("KOLO_SIM_SHARE");
-  const bool sliced = share != nullptr && std::string(share) == "timeslice";
-  ScopedEnv mps("KOLO_SIM_SHARE", share != nullptr ? share : "mps");
-  std::unique_ptr<ScopedEnv> gpus(sliced ? new ScopedEnv("KOLO_SIM_GPUS", std::to_string(kRanks)) : nullptr);
+  // Each process takes device rank % devices: on the model under its MPS,
+  // or a device of its own under its time slices.
+  std::vector<std::unique_ptr<ScopedEnv>> gpus;
+  for (const auto &kv : model_gpus_for_procs(kRanks))
+    gpus.push_back(std::make_unique<ScopedEnv>(kv.first.c_str(), kv.second));
   const std::vector<CollCase> cases = kind == kBuiltinsFile && !oneshot ? every_collective_cases() : all_reduce_cases();
   double t0 = now_ms();
   std::vector<ChildResult> res = run_children_with_id(

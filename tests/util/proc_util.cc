@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -269,6 +270,13 @@ void clear_launcher_env() {
                                      "SLURM_PROCID", "SLURM_NTASKS",   "SLURM_JOB_ID", "RANK",
                                      "WORLD_SIZE",  "MASTER_ADDR",     "MASTER_PORT", "KOLO_COMM_ID"};
   for (const char *v : vars) unsetenv(v);
+}
+
+std::vector<std::pair<std::string, std::string>> model_gpus_for_procs(int n) {
+  const char *share = std::getenv("KOLO_SIM_SHARE");
+  if (share == nullptr) return {{"KOLO_SIM_SHARE", "mps"}};
+  if (std::string(share) == "timeslice") return {{"KOLO_SIM_GPUS", std::to_string(std::max(n, 2))}};
+  return {};
 }
 
 }  // namespace kt

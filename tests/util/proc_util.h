@@ -13,6 +13,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kolo.h"
@@ -95,6 +96,13 @@ class ScopedEnv {
   std::string name_, old_;
   bool had_ = false;
 };
+
+// Ranks as processes on the CUDA model's GPUs take device rank % devices,
+// and ranks of different processes on one GPU need MPS (kolo refuses them
+// without).  The variables that let n such processes run: the model's MPS
+// unless KOLO_SIM_SHARE says otherwise, and under its time slices a device
+// per process.  (The model's own variables: a GPU ignores them.)
+std::vector<std::pair<std::string, std::string>> model_gpus_for_procs(int n);
 
 // Removes the launcher variables koloCommInitFromEnv reads (KOLO_RANK, OMPI_*,
 // SLURM_*, RANK, MASTER_ADDR, ...) from this process's environment.
