@@ -41,7 +41,7 @@ static const kolo_param params[] = {
     {"KOLO_ALGO", NULL, "algorithms the cost model may choose, NCCL_ALGO's syntax: ring, hier, rd, rabenseifner, a list, ^ to exclude, coll:list;... per collective (unset: all)"},
     {"KOLO_TUNING_FILE", NULL, "the cost model's constants, measured by kolo-perf tune (docs/tuning.md); the same file on every rank"},
     {"KOLO_SCHEDULE_FILE", NULL, "run the collectives this schedule file declares with its programs (docs/schedule-format.md); proved at init, the same file on every rank"},
-    {"KOLO_NET_FORCE", "0", "1: ranks in different processes of one host use the net transport (tests)"},
+    {"KOLO_NET_FORCE", "0", "1: ranks in different processes of one host use the net transport, and the algorithm choice prices their links as a network (tests)"},
     {"KOLO_NET_GDR", "0", "1: net pipes of CUDA communicators put their slots in GPU memory registered with the NIC (GPUDirect RDMA, dma-buf) where supported; 0: staged in pinned host memory"},
     {"KOLO_BOOTSTRAP_PROCESS_LINKS", "1", "1: init links the ranks of one process to each other (a thread driving several of them needs it); 0: every link on first use"},
     {"KOLO_PROXY_IDLE_MS", "50", "longest sleep of an idle network proxy, in ms (hand-offs, stop words and sockets wake it sooner)"},

@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 
+#include "common/config.h"
 #include "common/log.h"
 #include "ring/algo_select.h"
 #include "ring/topology.h"
@@ -69,6 +70,11 @@ koloResult_t kolo_comm_build_topology(struct koloComm *c) {
   c->algo.nranks = c->nranks;
   c->algo.nhosts = h.nhosts;
   c->algo.local = kolo_hosts_uniform(&h) ? h.host_size[0] : 0;
+  /* The cost model prices links: where KOLO_NET_FORCE sends every pair
+   * over the network, each rank is a host of its own to it, or it would
+   * price TCP hops as shared memory and pick the ring where a network
+   * wants fewer steps. */
+  if (kolo_param_int("KOLO_NET_FORCE") != 0) c->algo.nhosts = c->nranks, c->algo.local = 1;
   c->algo.no_auto_peers = c->memory == koloMemCuda; /* ring/algo.h: never measured on a GPU */
   /* Rotating a ring moves its off-host hops: pointless on one host or with
    * one rank per host, where every channel keeps one ring. */

@@ -53,6 +53,7 @@
 #endif
 
 extern "C" {
+#include "ring/algo.h"
 #include "transport/conn_wire.h"
 #include "transport/net.h"
 #include "transport/socket.h"
@@ -524,6 +525,35 @@ TEST_P(NetProcs, Grid) {
 
 INSTANTIATE_TEST_SUITE_P(Net, NetProcs, ::testing::Values(2, 3),
                          [](const ::testing::TestParamInfo<int> &p) { return std::to_string(p.param) + "procs"; });
+
+// KOLO_NET_FORCE sends every hop over the network, and the algorithm
+// choice must price it so: at 32 KiB on 4 ranks a network hop's latency
+// favours recursive doubling (2 steps) over the ring (6 steps), which
+// shared-memory prices would pick.  The calls at that size run checked.
+int child_net_choice(int rank, int n, const koloUniqueId &id, const std::vector<CollCase> &cases) {
+  koloComm_t comm = nullptr;
+  if (koloCommInitRank(&comm, n, id, rank) != koloSuccess) return 2;
+  int algo = kt_comm_algo(comm, 32768, 1), failures = 0;
+  if (algo != KOLO_ALGO_RD) {
+    std::fprintf(stderr, "rank %d: a 32 KiB all-reduce over the network picks %s, not rd\n", rank,
+                 kolo_algo_name(algo));
+    failures++;
+  }
+  failures += run_cases(comm, rank, cases);
+  koloCommDestroy(comm);
+  return failures ? 1 : 0;
+}
+
+TEST(NetProcsChoice, NetworkHopsArePricedAsNetwork) {
+  SKIP_UNDER_TSAN();
+  NetEnv env;
+  const int n = 4;
+  std::vector<CollCase> cases;
+  for (int ip = 0; ip < 2; ip++) cases.push_back(make_case(Coll::AllReduce, kNetTypes[0], n, 8192, ip == 1, ip));
+  auto res = run_children_with_id(
+      n, [&](int rank, const koloUniqueId &id) { return child_net_choice(rank, n, id, cases); }, 120000);
+  EXPECT_EQ(children_checked(res, cases.size()), "");
+}
 
 TEST(NetFailingProcs, RankKilledDuringCollective) {
   SKIP_UNDER_TSAN();

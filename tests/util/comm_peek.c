@@ -6,6 +6,7 @@
 #include "core/register.h"
 #include "core/plan.h"
 #include "core/mem.h"
+#include "ring/algo_select.h"
 #include "transport/proxy.h"
 
 #include <stdatomic.h>
@@ -28,6 +29,10 @@ void kt_comm_shape(koloComm_t comm, int *nchannels, uint32_t *nslots, size_t *sl
   *nslots = comm->nslots;
   *slot_bytes = comm->slot_bytes;
   *min_channel_bytes = comm->min_channel_bytes;
+}
+
+int kt_comm_algo(koloComm_t comm, size_t bytes, int channels) {
+  return kolo_algo_choose(&comm->algo, bytes, channels);
 }
 
 size_t kt_comm_p2p_slot_bytes(koloComm_t comm) { return comm->p2p_slot_bytes; }

@@ -31,6 +31,9 @@ int kt_wait_slices_in(koloComm_t comm, uint64_t above, double bound_ms);
  * a channel must have before another is used. */
 void kt_comm_shape(koloComm_t comm, int *nchannels, uint32_t *nslots, size_t *slot_bytes,
                    size_t *min_channel_bytes);
+/* The all-reduce algorithm (ring/algo.h's KOLO_ALGO_*) the comm's cost
+ * model picks for `bytes` on `channels` channels. */
+int kt_comm_algo(koloComm_t comm, size_t bytes, int channels);
 /* Bytes per slot of the comm's point-to-point pipes (KOLO_P2P_BUFFSIZE). */
 size_t kt_comm_p2p_slot_bytes(koloComm_t comm);
 /* Bytes per slot of the pipe that exists to (send) / from peer on channel
