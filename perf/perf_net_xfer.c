@@ -385,7 +385,12 @@ int net_bw_bidir(const net_link *l, const net_round *r, int server, net_bufs *se
         end_turn(l, rx, KOLO_NET_OUT | KOLO_NET_IN) != 0)
       return -1;
     moved |= drain(rx, r, recv, &wrong) | (tx->head != head);
-    if (credit(l, rx, recv->n, 0) != 0 || pacer_turn2(&p, l, tx->comm, rx->comm, moved, tx->next != tx->head) != 0)
+    /* All of the peer's messages in: credit the last ones now, whatever
+     * their number, or a peer still waiting for them would wait forever
+     * while this side waits for its own last credits. */
+    int all_in = rx->next - rx->base >= r->iters;
+    if (credit(l, rx, recv->n, all_in) != 0 ||
+        pacer_turn2(&p, l, tx->comm, rx->comm, moved, tx->next != tx->head) != 0)
       return -1;
   }
   if (settle(l, tx, rx, recv->n) != 0) return -1;
