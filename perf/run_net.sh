@@ -4,7 +4,8 @@
 #
 #   socket: two network namespaces joined by one veth pair (10.78.0.1 <->
 #   10.78.0.2), and on them, REPEATS times each:
-#     iperf3 -c (IPERF_STREAMS streams, IPERF_TIME s)         the ceiling
+#     iperf3 -c (IPERF_STREAMS streams, IPERF_TIME s,         the ceiling
+#       IPERF_LEN bytes a write)
 #     iperf3 -c --bidir                                      both ways at once: the
 #                                                            ceiling of a 2-rank ring, whose
 #                                                            ranks each send and receive
@@ -33,11 +34,12 @@
 # Environment: BUILD (build), PERF_BIN (a kolo-perf to use instead of
 # $BUILD/bin/kolo-perf), REPEATS (3), SIZE (64M), NET_ITERS (16),
 # LAT_SIZE (8), AR_ITERS (10), AR_WARMUP (3), IPERF_TIME (5),
-# IPERF_STREAMS (1), SOCKET (1; 0 leaves out the socket half), RDMA (auto),
+# IPERF_STREAMS (1), IPERF_LEN (iperf3's own: 128K over TCP; at most 1M in
+# iperf3 3.12; set it to SIZE to compare at one message size), SOCKET (1; 0 leaves out the socket half), RDMA (auto),
 # BASE_PERF_BIN (ib: a second kolo-perf, e.g. a build of an older commit, run
 # right after $PERF_BIN in every repeat: before/after in the same boot),
 # RXE_BW_N (2000), RXE_LAT_N (1000),
-# RXE_TIMEOUT (600 s for the guest), OUT (raw results; default a temp dir),
+# RXE_TIMEOUT (600 s for the guest), OUT (raw results and summary.txt; default a temp dir),
 # plus KOLO_* variables for kolo (e.g. KOLO_SOCKET_NSTREAMS).
 # Exit status: 0 when everything ran and no byte was wrong, 1 otherwise.
 set -uo pipefail
@@ -52,6 +54,9 @@ AR_ITERS=${AR_ITERS:-10}
 AR_WARMUP=${AR_WARMUP:-3}
 IPERF_TIME=${IPERF_TIME:-5}
 IPERF_STREAMS=${IPERF_STREAMS:-1}
+IPERF_LEN=${IPERF_LEN:-}
+IPERF_L=()
+[ -z "$IPERF_LEN" ] || IPERF_L=(-l "$IPERF_LEN")
 RDMA=${RDMA:-auto}
 SOCKET=${SOCKET:-1}
 PERF=${PERF_BIN:-$ROOT/$BUILD/bin/kolo-perf}
@@ -119,12 +124,12 @@ wait_last() { local p=${PIDS[-1]}; wait "$p"; local rc=$?; unset 'PIDS[-1]'; ret
 echo "# kolo socket path vs iperf3 on one veth pair between 2 namespaces ($(nproc) cores); raw results in $OUT"
 echo "# ${HOSTS[0]%%=*} tells the namespaces apart; SIZE=$SIZE, REPEATS=$REPEATS"
 for i in $(seq 1 "$REPEATS"); do
-  echo "# run $i/$REPEATS: iperf3 ($IPERF_STREAMS stream(s), ${IPERF_TIME}s)"
+  echo "# run $i/$REPEATS: iperf3 ($IPERF_STREAMS stream(s), ${IPERF_TIME}s${IPERF_LEN:+, -l $IPERF_LEN})"
   # Servers wait for one client: bounded, in case their client never comes.
   run_bg "$NSB" "$OUT/iperf3-server.$i.log" timeout 120 iperf3 -s -1 -B $B -p 5201
   for try in 1 2 3 4 5 6 7 8 9 10; do
     sleep 0.3
-    inA iperf3 -c $B -p 5201 -t "$IPERF_TIME" -P "$IPERF_STREAMS" -J > "$OUT/iperf3.$i.json" 2>&1 && break
+    inA iperf3 -c $B -p 5201 -t "$IPERF_TIME" -P "$IPERF_STREAMS" "${IPERF_L[@]}" -J > "$OUT/iperf3.$i.json" 2>&1 && break
     grep -q "unable to connect\|Connection refused" "$OUT/iperf3.$i.json" || break
   done
   wait_last || { echo "run_net: iperf3 failed, see $OUT/iperf3.$i.json"; fail=1; }
@@ -132,7 +137,7 @@ for i in $(seq 1 "$REPEATS"); do
   run_bg "$NSB" "$OUT/iperf3-bidir-server.$i.log" timeout 120 iperf3 -s -1 -B $B -p 5202
   for try in 1 2 3 4 5 6 7 8 9 10; do
     sleep 0.3
-    inA iperf3 -c $B -p 5202 -t "$IPERF_TIME" -P "$IPERF_STREAMS" --bidir -J > "$OUT/iperf3-bidir.$i.json" 2>&1 && break
+    inA iperf3 -c $B -p 5202 -t "$IPERF_TIME" -P "$IPERF_STREAMS" "${IPERF_L[@]}" --bidir -J > "$OUT/iperf3-bidir.$i.json" 2>&1 && break
     grep -q "unable to connect\|Connection refused" "$OUT/iperf3-bidir.$i.json" || break
   done
   wait_last || { echo "run_net: iperf3 --bidir failed, see $OUT/iperf3-bidir.$i.json"; fail=1; }
@@ -203,7 +208,8 @@ else
   [ "$RDMA" = 1 ] && fail=1
 fi
 
-python3 - "$OUT" "$REPEATS" "$SIZE" "$LAT_SIZE" "$rxe" "$SOCKET" <<'PY' || fail=1
+# The summary, also kept beside the raw results.
+python3 - "$OUT" "$REPEATS" "$SIZE" "$LAT_SIZE" "$rxe" "$SOCKET" <<'PY' | tee "$OUT/summary.txt" || fail=1
 import json, math, os, statistics, sys
 out, repeats, size, lat_size, rxe = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 socket = sys.argv[6] != "0"
