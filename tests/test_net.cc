@@ -44,6 +44,7 @@
 
 #include "util/coll_ref.h"
 #include "util/coll_run.h"
+#include "util/net_bench.h"
 #include "util/comm_peek.h"
 #include "util/polled_pipe.h"
 #include "util/proc_util.h"
@@ -525,6 +526,24 @@ TEST_P(NetProcs, Grid) {
 
 INSTANTIATE_TEST_SUITE_P(Net, NetProcs, ::testing::Values(2, 3),
                          [](const ::testing::TestParamInfo<int> &p) { return std::to_string(p.param) + "procs"; });
+
+// The provider benchmark harness that perf/rxe_guest.sh runs over ib
+// (util/net_bench.h), over sockets: its two processes must meet through
+// their own listeners, since a child never takes over its parent's.
+TEST(NetBench, HarnessMeasuresOverSockets) {
+  SKIP_UNDER_TSAN();
+  for (int exchange : {0, 1}) {
+    kt_bench_lat r{};
+    char err[512] = "";
+    ASSERT_EQ(kt_net_bench_lat("socket", exchange, 200, 8, &r, err, sizeof err), 0) << err;
+    EXPECT_EQ(r.iters, 200);
+    EXPECT_GT(r.p50_us, 0);
+  }
+  double mbps = 0;
+  char err[512] = "";
+  ASSERT_EQ(kt_net_bench_bw("socket", 200, 65536, 16, &mbps, err, sizeof err), 0) << err;
+  EXPECT_GT(mbps, 0);
+}
 
 // KOLO_NET_FORCE sends every hop over the network, and the algorithm
 // choice must price it so: at 32 KiB on 4 ranks a network hop's latency

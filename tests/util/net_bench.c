@@ -3,6 +3,8 @@
 #include "util/net_bench.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,14 +42,12 @@ static double now_us(void) {
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-/* Connects this process's send end, accepts its receive end, binds both. */
-static int open_ends(bench_end *b, int me, kolo_net_handle h[2], void *lcomm[2]) {
-  char var[64];
-  snprintf(var, sizeof var, "KOLO_TEST_IB_HCA_RANK%d", me);
-  if (getenv(var)) setenv("KOLO_IB_HCA", getenv(var), 1);
+/* Connects this process's send end to the peer's listener h, accepts its
+ * receive end on its own listener, binds both. */
+static int open_ends(bench_end *b, int me, const kolo_net_handle *h, void *lcomm) {
   const char *who[2] = {"process 0", "process 1"};
-  if (b->net->connect(&h[1 - me], 0, kolo_deadline(10000), 10000, who[1 - me], &b->tx, &b->eb) != koloSuccess ||
-      b->net->accept(lcomm[me], kolo_deadline(10000), 10000, who[1 - me], &b->rx, &b->eb) != koloSuccess)
+  if (b->net->connect(h, 0, kolo_deadline(10000), 10000, who[1 - me], &b->tx, &b->eb) != koloSuccess ||
+      b->net->accept(lcomm, kolo_deadline(10000), 10000, who[1 - me], &b->rx, &b->eb) != koloSuccess)
     return -1;
   size_t bytes = b->nslots * b->slot_bytes;
   b->tx_slots = aligned_alloc(4096, bytes);
@@ -133,26 +133,46 @@ static void summarize(double *t, int n, kt_bench_lat *out) {
   out->p99_us = t[(int)(n * 0.99)];
 }
 
-/* Both processes' setup: two listeners here, then a fork; the child is
- * process 1.  *me says which this is; -1 with err filled on failure. */
-static int start(bench_end *b, const char *provider, int *me, pid_t *child, char *err, size_t errlen) {
-  b->net = kolo_net_find(provider);
+/* One process's side of the meeting: its HCA (KOLO_TEST_IB_HCA_RANKn), a
+ * listener of its own, handles traded over fd, then both ends opened. */
+static int meet(bench_end *b, int me, int fd) {
+  char var[64];
+  snprintf(var, sizeof var, "KOLO_TEST_IB_HCA_RANK%d", me);
+  if (getenv(var)) setenv("KOLO_IB_HCA", getenv(var), 1);
   struct sockaddr_storage lo = {0};
   ((struct sockaddr_in *)&lo)->sin_family = AF_INET;
   ((struct sockaddr_in *)&lo)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  kolo_net_handle h[2];
-  void *lcomm[2] = {NULL, NULL};
-  if (b->net == NULL || b->net->listen(&lo, 0, &h[0], &lcomm[0], &b->eb) != koloSuccess ||
-      b->net->listen(&lo, 0, &h[1], &lcomm[1], &b->eb) != koloSuccess) {
-    snprintf(err, errlen, "setup: %s", b->eb.msg);
-    if (lcomm[0]) b->net->close_listen(lcomm[0]);
+  kolo_net_handle mine, theirs;
+  void *lcomm = NULL;
+  const int64_t dl = kolo_deadline(10000);
+  if (b->net->listen(&lo, 0, &mine, &lcomm, &b->eb) != koloSuccess) return -1;
+  int rc = kolo_sock_send_all(fd, &mine, sizeof mine, dl, "the other process", &b->eb) == koloSuccess &&
+                   kolo_sock_recv_all(fd, &theirs, sizeof theirs, dl, "the other process", &b->eb) == koloSuccess
+               ? open_ends(b, me, &theirs, lcomm)
+               : -1;
+  b->net->close_listen(lcomm);
+  return rc;
+}
+
+/* Both processes' setup: a fork (the child is process 1), then each
+ * listens and hands its handle to the other over a socket pair.  Each
+ * listens after the fork: a process's pipes share one listener
+ * (transport/net_listen.h), which a child never takes over from its
+ * parent.  *me says which this is; -1 with err filled on failure. */
+static int start(bench_end *b, const char *provider, int *me, pid_t *child, char *err, size_t errlen) {
+  b->net = kolo_net_find(provider);
+  int sp[2];
+  if (b->net == NULL || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) != 0) {
+    snprintf(err, errlen, "setup: %s", b->net == NULL ? "no such provider" : strerror(errno));
+    *me = 0;
     return -1;
   }
   *child = fork();
   *me = *child == 0 ? 1 : 0;
-  int rc = *child < 0 ? -1 : open_ends(b, *me, h, lcomm);
-  for (int i = 0; i < 2; i++) b->net->close_listen(lcomm[i]);
-  if (rc != 0) snprintf(err, errlen, "process %d: %s", *me, b->eb.msg);
+  close(sp[1 - *me]);
+  int rc = *child < 0 ? -1 : meet(b, *me, sp[*me]);
+  close(sp[*me]);
+  if (rc != 0) snprintf(err, errlen, "process %d: %s", *me, *child < 0 ? "fork failed" : b->eb.msg);
   return rc;
 }
 
