@@ -1,9 +1,11 @@
 /* transport_shm.c - pipes between processes of one host: POSIX shm.
  *
  * The receiver creates /dev/shm/kolo-<job>-<pid>-<from>-<to>-<tag>, maps it and sends the
- * name; the sender maps it and acknowledges; the receiver then unlinks the
- * name at once, so the segment vanishes with the last mapping even if both
- * processes are killed. */
+ * name; the sender maps it, unlinks the name and acknowledges; the receiver
+ * unlinks it too (whichever comes second finds it gone), so the segment
+ * vanishes with the last mapping even if both processes are killed, and a
+ * receiver stopped or killed before the acknowledgement leaves no name
+ * behind once its sender has mapped the segment. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -68,7 +70,8 @@ static koloResult_t shm_send_attach(const kolo_conn_setup *s, kolo_connector *c,
                                    s->peer->rank);
   koloResult_t res = shm_map(s, c, fd, KOLO_CONN_CTRL_BYTES + s->slot_bytes * s->nslots);
   close(fd);
-  c->name[0] = '\0'; /* the sender never unlinks */
+  if (res == koloSuccess) shm_unlink(c->name); /* both have it mapped: the name serves no one */
+  c->name[0] = '\0';
   return res;
 }
 
