@@ -5,7 +5,6 @@
 
 #include <stdlib.h>
 
-#include "common/config.h"
 #include "common/log.h"
 #include "ring/algo_select.h"
 #include "ring/topology.h"
@@ -58,6 +57,31 @@ static int program_variants(const struct koloComm *c) {
   return c->nrings == 1 && c->nchannels > 1 && dbtree ? 2 : c->nrings;
 }
 
+/* The cost model prices each hop by the link it takes: its "hosts" are the
+ * groups of ranks that reach each other without the network
+ * (kolo_link_group), which KOLO_NET_FORCE=1 makes processes, else it
+ * would price their TCP hops as shared memory. */
+static koloResult_t price_links(struct koloComm *c, const kolo_hosts *hosts) {
+  c->algo.nhosts = hosts->nhosts;
+  c->algo.local = kolo_hosts_uniform(hosts) ? hosts->host_size[0] : 0;
+  uint64_t *ids = malloc((size_t)c->nranks * sizeof *ids);
+  if (ids == NULL) return koloSystemError;
+  int same = 1;
+  for (int r = 0; r < c->nranks; r++) {
+    const kolo_peer_info *p = kolo_bootstrap_peer(c->bs, r);
+    ids[r] = kolo_link_group(p);
+    same &= ids[r] == p->host_hash;
+  }
+  kolo_hosts g;
+  koloResult_t res = same ? koloSuccess : kolo_hosts_build(c->nranks, ids, &g);
+  free(ids);
+  if (same || res != koloSuccess) return res;
+  c->algo.nhosts = g.nhosts;
+  c->algo.local = kolo_hosts_uniform(&g) ? g.host_size[0] : 0;
+  kolo_hosts_free(&g);
+  return koloSuccess;
+}
+
 koloResult_t kolo_comm_build_topology(struct koloComm *c) {
   uint64_t *ids = malloc((size_t)c->nranks * sizeof *ids);
   if (ids == NULL) return kolo_error(&c->err, koloSystemError, "out of memory at init");
@@ -68,13 +92,11 @@ koloResult_t kolo_comm_build_topology(struct koloComm *c) {
   if (res != koloSuccess) return kolo_error(&c->err, res, "out of memory grouping ranks by host");
   c->nhosts = h.nhosts;
   c->algo.nranks = c->nranks;
-  c->algo.nhosts = h.nhosts;
-  c->algo.local = kolo_hosts_uniform(&h) ? h.host_size[0] : 0;
-  /* The cost model prices links: where KOLO_NET_FORCE sends every pair
-   * over the network, each rank is a host of its own to it, or it would
-   * price TCP hops as shared memory and pick the ring where a network
-   * wants fewer steps. */
-  if (kolo_param_int("KOLO_NET_FORCE") != 0) c->algo.nhosts = c->nranks, c->algo.local = 1;
+  res = price_links(c, &h);
+  if (res != koloSuccess) {
+    kolo_hosts_free(&h);
+    return kolo_error(&c->err, res, "out of memory grouping ranks by their links");
+  }
   c->algo.no_auto_peers = c->memory == koloMemCuda; /* ring/algo.h: never measured on a GPU */
   /* Rotating a ring moves its off-host hops: pointless on one host or with
    * one rank per host, where every channel keeps one ring. */

@@ -48,6 +48,7 @@
 #include "util/comm_peek.h"
 #include "util/polled_pipe.h"
 #include "util/proc_util.h"
+#include "util/thread_world.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
@@ -572,6 +573,15 @@ TEST(NetProcsChoice, NetworkHopsArePricedAsNetwork) {
   auto res = run_children_with_id(
       n, [&](int rank, const koloUniqueId &id) { return child_net_choice(rank, n, id, cases); }, 120000);
   EXPECT_EQ(children_checked(res, cases.size()), "");
+}
+
+// Ranks of one process talk without the network even under
+// KOLO_NET_FORCE (kolo_net_between), and are priced so: the ring at 32 KiB.
+TEST(NetProcsChoice, RanksOfOneProcessArePricedAsLocal) {
+  NetEnv env;
+  kt::ThreadWorld w(4);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  for (koloComm_t comm : w.comms) EXPECT_EQ(kt_comm_algo(comm, 32768, 1), KOLO_ALGO_RING);
 }
 
 TEST(NetFailingProcs, RankKilledDuringCollective) {

@@ -102,6 +102,10 @@ extern const kolo_transport kolo_transport_net;
  * or another process with KOLO_NET_FORCE=1 (the one rule the net and p2p
  * transports and the CUDA planner's protocol choice share). */
 int kolo_net_between(const kolo_peer_info *a, const kolo_peer_info *b);
+/* The same rule as groups, for whoever prices links (the cost model): equal
+ * on ranks that reach each other without the network, their host, or with
+ * KOLO_NET_FORCE=1 their process (a 64-bit mix: a clash is a 2^-64 chance). */
+uint64_t kolo_link_group(const kolo_peer_info *p);
 /* The proxy's record of a net pipe end (proxy.h), NULL for other transports. */
 struct kolo_net_pipe *kolo_net_pipe_of(const kolo_connector *c);
 

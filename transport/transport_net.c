@@ -46,6 +46,14 @@ int kolo_net_between(const kolo_peer_info *a, const kolo_peer_info *b) {
   return a->host_hash != b->host_hash || kolo_param_int("KOLO_NET_FORCE") != 0;
 }
 
+uint64_t kolo_link_group(const kolo_peer_info *p) {
+  if (kolo_param_int("KOLO_NET_FORCE") == 0) return p->host_hash;
+  /* kolo_same_process's fields */
+  uint64_t x = p->host_hash ^ (p->proc_token * 0x9e3779b97f4a7c15ull) ^ (uint64_t)(uint32_t)p->pid;
+  x ^= x >> 31;
+  return x * 0xbf58476d1ce4e5b9ull;
+}
+
 static int net_can_connect(const kolo_conn_setup *s) { return kolo_net_between(s->self, s->peer); }
 
 static int timeout_ms(void) {
