@@ -57,13 +57,17 @@ static int program_variants(const struct koloComm *c) {
   return c->nrings == 1 && c->nchannels > 1 && dbtree ? 2 : c->nrings;
 }
 
+/* The cost model's hosts: how many, and ranks per host where all are equal. */
+static void price_hosts(struct koloComm *c, const kolo_hosts *h) {
+  c->algo.nhosts = h->nhosts;
+  c->algo.local = kolo_hosts_uniform(h) ? h->host_size[0] : 0;
+}
+
 /* The cost model prices each hop by the link it takes: its "hosts" are the
  * groups of ranks that reach each other without the network
  * (kolo_link_group), which KOLO_NET_FORCE=1 makes processes, else it
  * would price their TCP hops as shared memory. */
 static koloResult_t price_links(struct koloComm *c, const kolo_hosts *hosts) {
-  c->algo.nhosts = hosts->nhosts;
-  c->algo.local = kolo_hosts_uniform(hosts) ? hosts->host_size[0] : 0;
   uint64_t *ids = malloc((size_t)c->nranks * sizeof *ids);
   if (ids == NULL) return koloSystemError;
   int same = 1;
@@ -75,10 +79,9 @@ static koloResult_t price_links(struct koloComm *c, const kolo_hosts *hosts) {
   kolo_hosts g;
   koloResult_t res = same ? koloSuccess : kolo_hosts_build(c->nranks, ids, &g);
   free(ids);
-  if (same || res != koloSuccess) return res;
-  c->algo.nhosts = g.nhosts;
-  c->algo.local = kolo_hosts_uniform(&g) ? g.host_size[0] : 0;
-  kolo_hosts_free(&g);
+  if (res != koloSuccess) return res;
+  price_hosts(c, same ? hosts : &g);
+  if (!same) kolo_hosts_free(&g);
   return koloSuccess;
 }
 
