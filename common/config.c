@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -25,7 +26,7 @@ static const kolo_param params[] = {
      "bytes of slots per point-to-point pipe (send/receive, all-to-all, gather, scatter and the latency "
      "algorithms' pipes), per channel and peer; at most the communicator's KOLO_BUFFSIZE"},
     {"KOLO_NSLOTS", "8", "slots per connector: a power of two in 2..64"},
-    {"KOLO_NCHANNELS", "2", "channels (rings) per communicator"},
+    {"KOLO_NCHANNELS", "2", "channels (rings) per communicator (unset: 2, or 1 over the network where a host has fewer than two CPUs per rank)"},
     {"KOLO_MIN_NCHANNELS", "1", "channels per communicator at least (config.minChannels)"},
     {"KOLO_MAX_NCHANNELS", "16", "channels per communicator at most (config.maxChannels)"},
     {"KOLO_PROTO", NULL,
@@ -34,6 +35,7 @@ static const kolo_param params[] = {
     {"KOLO_MIN_CHANNEL_BYTES", "262144", "bytes a channel must have before another one is used"},
     {"KOLO_LL_THRESHOLD", "65536", "CUDA: calls of at most this many bytes (count x type size) use the LL protocol (0: never)"},
     {"KOLO_LL_SLOT_BYTES", "16384", "CUDA: bytes of one LL slot (half of it payload), a multiple of 1 KiB"},
+    {"KOLO_HOST_CPUS", NULL, "CPUs kolo counts on this host when it sizes its waits, channels and net hand-offs (unset: the CPUs online; set it where a container's CPU quota gives less)"},
     {"KOLO_SPIN", "2000", "polls of a blocked wait before yielding the CPU"},
     {"KOLO_YIELDS", "64", "sched_yield() calls of a blocked wait before sleeping"},
     {"KOLO_SHM_DISABLE", "0", "1: ranks on one host do not use shared memory (for tests)"},
@@ -152,3 +154,10 @@ void kolo_param_print(FILE *out) {
 
 /* The parser of kolo_param_int alone, for tests/fuzz/fuzz_env_config.c. */
 int kolo_param_parse_int(const char *s, int64_t *out) { return parse_int(s, out); }
+
+long kolo_host_cpus(void) {
+  int64_t set = kolo_param_is_set("KOLO_HOST_CPUS") ? kolo_param_int("KOLO_HOST_CPUS") : 0;
+  if (set >= 1) return set < (1 << 20) ? (long)set : 1L << 20;
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  return online >= 1 ? online : 1;
+}

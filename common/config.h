@@ -25,6 +25,9 @@ const char *kolo_param_str(const char *name);
 /* 1 when the parameter has a value of its own (its variable, or the
  * fallback's), 0 when it has its default. */
 int kolo_param_is_set(const char *name);
+/* The CPUs of this host as kolo counts them: KOLO_HOST_CPUS where it is
+ * 1 or more, else the CPUs online; 1..2^20. */
+long kolo_host_cpus(void);
 /* Prints every parameter, its current value and help. */
 void kolo_param_print(FILE *out);
 /* A second source of values, asked for a parameter whose KOLO_* variable

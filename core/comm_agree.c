@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/config.h"
 #include "core/comm_gather.h"
@@ -19,7 +20,8 @@ static kolo_comm_shape my_shape(const struct koloComm *c) {
   return (kolo_comm_shape){c->nchannels, (int32_t)c->nslots, c->memory, (int32_t)c->ll_slot_bytes,
                            c->slot_bytes, c->ll_threshold, c->algo.forced, c->sched_hash, c->algo.allowed,
                            c->tuning_hash, c->algo.bcast_allowed, c->proto_off, c->algo.ag_allowed,
-                           (uint64_t)c->min_channel_bytes, c->algo.reduce_allowed};
+                           (uint64_t)c->min_channel_bytes, c->algo.reduce_allowed, (uint32_t)c->channels_fixed,
+                           (uint32_t)c->host_cpus, (uint32_t)c->host_ranks};
 }
 
 /* "none", or "a file of hash H" (with its path: this rank's) */
@@ -83,7 +85,26 @@ static koloResult_t proto_differs(struct koloComm *c, int r, uint32_t theirs) {
                     v && *v ? v : "unset");
 }
 
-/* The encoding is canonical: two shapes are equal when their bytes are. */
+/* The encoding is canonical: two shapes are equal when their bytes are,
+ * but for their hosts' CPUs and ranks, which hosts may differ in. */
+static int same_shape(kolo_comm_shape theirs, const kolo_comm_shape *mine) {
+  uint8_t a[KOLO_COMM_SHAPE_BYTES], b[KOLO_COMM_SHAPE_BYTES];
+  theirs.host_cpus = mine->host_cpus;
+  theirs.host_ranks = mine->host_ranks;
+  kolo_encode_comm_shape(&theirs, a);
+  kolo_encode_comm_shape(mine, b);
+  return memcmp(a, b, sizeof a) == 0;
+}
+
+/* Rank r let the channel count default and this rank did not, or the
+ * other way round: the default may drop (comm_topology.c), a set count not. */
+static koloResult_t fixed_differs(struct koloComm *c, int r) {
+  return kolo_error(&c->err, koloInvalidUsage,
+                    "rank %d: the channel count is %s on this rank and %s on rank %d: set config.nChannels, "
+                    "KOLO_NCHANNELS, KOLO_MIN_NCHANNELS or the tuning file alike on all ranks",
+                    c->rank, c->channels_fixed ? "set" : "left to its default", c->channels_fixed ? "left to its default" : "set", r);
+}
+
 koloResult_t kolo_comm_check_shapes(struct koloComm *c) {
   kolo_comm_shape mine = my_shape(c), theirs;
   uint8_t enc[KOLO_COMM_SHAPE_BYTES], *all = NULL;
@@ -103,8 +124,12 @@ koloResult_t kolo_comm_check_shapes(struct koloComm *c) {
       res = proto_differs(c, r, theirs.proto_off);
     else if (theirs.min_channel_bytes != mine.min_channel_bytes)
       res = min_channel_differs(c, r, theirs.min_channel_bytes);
-    else if (memcmp(rec, enc, sizeof enc) != 0)
+    else if (theirs.channels_fixed != mine.channels_fixed)
+      res = fixed_differs(c, r);
+    else if (!same_shape(theirs, &mine))
       res = shape_differs(c, r, &theirs, &mine);
+    else
+      c->cpus_short |= theirs.host_cpus < 2 * theirs.host_ranks;
   }
   free(all);
   return res;

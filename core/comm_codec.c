@@ -48,6 +48,9 @@ void kolo_encode_comm_shape(const kolo_comm_shape *s, uint8_t out[KOLO_COMM_SHAP
   kolo_put_u32(&w, s->ag_allowed);
   kolo_put_u64(&w, s->min_channel_bytes);
   kolo_put_u32(&w, s->reduce_allowed);
+  kolo_put_u32(&w, s->channels_fixed);
+  kolo_put_u32(&w, s->host_cpus);
+  kolo_put_u32(&w, s->host_ranks);
   kolo_put_u64(&w, s->tuning_hash);
   kolo_put_u64(&w, s->sched_hash);
 }
@@ -84,6 +87,10 @@ static const char *shape_wrong(const kolo_comm_shape *s, char *buf, size_t n) {
     snprintf(buf, n, "with algorithm %d that its allowed set 0x%x does not force", s->algo, s->algo_allowed);
   else if (s->min_channel_bytes > ((uint64_t)1 << 62))
     snprintf(buf, n, "with %llu bytes a channel (KOLO_MIN_CHANNEL_BYTES, 0..2^62)", (unsigned long long)s->min_channel_bytes);
+  else if (s->channels_fixed > 1)
+    snprintf(buf, n, "with channels fixed = %u (0 or 1)", s->channels_fixed);
+  else if (!in_range(s->host_cpus, 1, 1 << 20) || !in_range(s->host_ranks, 1, 1 << 20))
+    snprintf(buf, n, "with %u CPUs for %u ranks on its host (1..2^20 each)", s->host_cpus, s->host_ranks);
   else if (kolo_proto_off_wrong(s->proto_off) != NULL)
     snprintf(buf, n, "with protocols left out 0x%x that %s", s->proto_off, kolo_proto_off_wrong(s->proto_off));
   else
@@ -107,6 +114,9 @@ int kolo_decode_comm_shape(const void *in, size_t len, int peer, kolo_comm_shape
   s->ag_allowed = kolo_get_u32(&r);
   s->min_channel_bytes = kolo_get_u64(&r);
   s->reduce_allowed = kolo_get_u32(&r);
+  s->channels_fixed = kolo_get_u32(&r);
+  s->host_cpus = kolo_get_u32(&r);
+  s->host_ranks = kolo_get_u32(&r);
   s->tuning_hash = kolo_get_u64(&r);
   s->sched_hash = kolo_get_u64(&r);
   if (whole(&r, KOLO_COMM_SHAPE_BYTES, peer, what, why, why_len) != KOLO_COMM_WIRE_OK) return KOLO_COMM_WIRE_GARBLED;

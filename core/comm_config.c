@@ -28,6 +28,7 @@ static koloResult_t bound_channels(struct koloComm *c, const koloConfig_t *cfg) 
                       "KOLO_MAX_NCHANNELS) are not a range of 1 or more",
                       lo, hi);
   if (hi > KOLO_MAX_CHANNELS) hi = KOLO_MAX_CHANNELS;
+  if (lo > 1) c->channels_fixed = 1;
   if (c->nchannels < lo) c->nchannels = lo < hi ? lo : hi;
   if (c->nchannels > hi) c->nchannels = hi;
   return koloSuccess;
@@ -45,6 +46,7 @@ koloResult_t kolo_comm_tuned_channels(struct koloComm *c, const koloConfig_t *cf
     return koloSuccess;
   if (c->rank == 0) KOLO_INFO("KOLO_TUNING_FILE names %d channels: the communicator has them (was %d)", most, c->nchannels);
   c->nchannels = most;
+  c->channels_fixed = 1;
   return bound_channels(c, cfg);
 }
 
@@ -75,6 +77,7 @@ koloResult_t kolo_comm_resolve_config(struct koloComm *c, const koloConfig_t *cf
   int bufsize = pick(cfg->bufferSize, kolo_param_int("KOLO_BUFFSIZE"));
   c->nslots = (uint32_t)kolo_param_int("KOLO_NSLOTS");
   c->nchannels = pick(cfg->nChannels, kolo_param_int("KOLO_NCHANNELS"));
+  c->channels_fixed = cfg->nChannels != KOLO_CONFIG_UNDEF || kolo_param_is_set("KOLO_NCHANNELS");
   int64_t min_channel_bytes = kolo_param_int("KOLO_MIN_CHANNEL_BYTES");
   if (min_channel_bytes < 0 || min_channel_bytes > ((int64_t)1 << 62))
     return kolo_error(NULL, koloInvalidArgument, "KOLO_MIN_CHANNEL_BYTES = %lld is outside 0..2^62",
@@ -152,8 +155,10 @@ void kolo_comm_tune_waits(struct koloComm *c) {
   int local = 0;
   uint64_t me = kolo_bootstrap_peer(c->bs, c->rank)->host_hash;
   for (int r = 0; r < c->nranks; r++) local += kolo_bootstrap_peer(c->bs, r)->host_hash == me;
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  int crowded = cpus > 0 && local > cpus;
+  long cpus = kolo_host_cpus();
+  c->host_ranks = local;
+  c->host_cpus = (int)cpus;
+  int crowded = local > cpus;
   if (getenv("KOLO_SPIN") == NULL && crowded) c->owner.spin = 8;
   if (getenv("KOLO_YIELDS") == NULL && crowded) c->owner.yield_ns = CROWDED_YIELD_NS;
   if (c->owner.yield_ns > 0)

@@ -32,6 +32,12 @@ struct koloComm {
   int blocking;
   int timeout_ms;
   int nchannels;
+  /* 1 when config.nChannels, KOLO_NCHANNELS, a tuning file or a minimum
+   * above 1 fixed nchannels; 0: the default, which the topology may lower
+   * (comm_topology.c: net_channels). */
+  int channels_fixed;
+  int host_ranks, host_cpus; /* this rank's host: ranks of the comm on it, kolo_host_cpus() */
+  int cpus_short;            /* some rank's host has fewer than two CPUs per rank (comm_agree.c) */
   uint32_t nslots;
   size_t slot_bytes;
   /* Slots of the point-to-point pipes (send/recv and multi-peer programs):

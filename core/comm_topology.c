@@ -85,6 +85,21 @@ static koloResult_t price_links(struct koloComm *c, const kolo_hosts *hosts) {
   return koloSuccess;
 }
 
+/* The default channel count over the network is one where some host has
+ * fewer than two CPUs per rank: each channel is another pipe whose slices
+ * the executor (or a proxy) must move and poll, and without a spare CPU a
+ * second channel only halves every send (2 processes on 2 CPUs, loopback
+ * TCP, all-reduce of 2 MiB: 509 us on one channel, 628 us on two).  Every
+ * rank decides alike: the inputs are the agreed shapes (comm_agree.c) and
+ * the link groups.  Host memory only: a CUDA channel is a block of the GPU. */
+static void net_channels(struct koloComm *c) {
+  if (c->channels_fixed || c->kind != NULL || !c->cpus_short || c->algo.nhosts < 2 || c->nchannels == 1) return;
+  if (c->rank == 0)
+    KOLO_INFO("a host of this communicator has fewer than two CPUs per rank, and ranks meet over the network: "
+              "1 channel, not %d (KOLO_NCHANNELS sets it)", c->nchannels);
+  c->nchannels = 1;
+}
+
 koloResult_t kolo_comm_build_topology(struct koloComm *c) {
   uint64_t *ids = malloc((size_t)c->nranks * sizeof *ids);
   if (ids == NULL) return kolo_error(&c->err, koloSystemError, "out of memory at init");
@@ -101,6 +116,7 @@ koloResult_t kolo_comm_build_topology(struct koloComm *c) {
     return kolo_error(&c->err, res, "out of memory grouping ranks by their links");
   }
   c->algo.no_auto_peers = c->memory == koloMemCuda; /* ring/algo.h: never measured on a GPU */
+  net_channels(c);
   /* Rotating a ring moves its off-host hops: pointless on one host or with
    * one rank per host, where every channel keeps one ring. */
   c->nrings = h.nhosts > 1 && kolo_hosts_max_size(&h) > 1 ? c->nchannels : 1;

@@ -45,8 +45,12 @@ typedef struct {
   uint64_t min_channel_bytes; /* KOLO_MIN_CHANNEL_BYTES: 0..2^62 (a call's channels follow it) */
   /* encoded after min_channel_bytes, before tuning_hash */
   uint32_t reduce_allowed; /* KOLO_ALGO's reduce set: 0, or within KOLO_ALGO_REDUCE_SET */
+  /* encoded after reduce_allowed, before tuning_hash */
+  uint32_t channels_fixed; /* 0 or 1: nchannels was set, not defaulted (compared) */
+  uint32_t host_cpus;      /* the sender's host: kolo_host_cpus(), 1..2^20 (may differ) */
+  uint32_t host_ranks;     /* ranks of the communicator on that host, 1..2^20 (may differ) */
 } kolo_comm_shape;
-#define KOLO_COMM_SHAPE_BYTES (4 * 4 + 2 * 8 + 4 + 4 + 4 + 4 + 4 + 8 + 4 + 8 + 8)
+#define KOLO_COMM_SHAPE_BYTES (4 * 4 + 2 * 8 + 4 + 4 + 4 + 4 + 4 + 8 + 4 + 3 * 4 + 8 + 8)
 
 void kolo_encode_comm_shape(const kolo_comm_shape *s, uint8_t out[KOLO_COMM_SHAPE_BYTES]);
 int kolo_decode_comm_shape(const void *in, size_t len, int peer, kolo_comm_shape *s, char *why, size_t why_len);

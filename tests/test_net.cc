@@ -478,9 +478,13 @@ TEST(NetCallers, ExecutorStyleThreadsBesideTheProxy) {
 
 // ---- ranks as processes over the net transport -------------------------------
 
+// The channel count is pinned: its default drops to 1 over the network on a
+// host with fewer than two CPUs per rank (NetChannels below), and these
+// tests cover the pipes of two channels on any machine.
 struct NetEnv {
   ScopedEnv force{"KOLO_NET_FORCE", "1"};
   ScopedEnv noshm{"KOLO_SHM_DISABLE", "1"};
+  ScopedEnv channels{"KOLO_NCHANNELS", "2"};
 };
 
 int child_grid(int rank, int n, const koloUniqueId &id, const std::vector<CollCase> &cases) {
@@ -582,6 +586,81 @@ TEST(NetProcsChoice, RanksOfOneProcessArePricedAsLocal) {
   kt::ThreadWorld w(4);
   ASSERT_TRUE(w.ok()) << w.init_error;
   for (koloComm_t comm : w.comms) EXPECT_EQ(kt_comm_algo(comm, 32768, 1), KOLO_ALGO_RING);
+}
+
+// The default channel count over the network follows the CPUs per rank
+// (core/comm_topology.c): 2 processes on a host of `cpus` CPUs (as
+// KOLO_HOST_CPUS says) must have `want` channels, and a 2 MiB all-reduce
+// (which would use two) runs checked on them.
+void expect_net_channels(const char *cpus, const char *nchannels, int want) {
+  ScopedEnv force("KOLO_NET_FORCE", "1"), noshm("KOLO_SHM_DISABLE", "1"), host("KOLO_HOST_CPUS", cpus);
+  ScopedEnv channels("KOLO_NCHANNELS", nchannels);  // "": unset
+  const int n = 2;
+  std::vector<CollCase> cases;
+  for (int ip = 0; ip < 2; ip++)
+    cases.push_back(make_case(Coll::AllReduce, kNetTypes[0], n, (size_t)1 << 19, ip == 1, ip));
+  auto res = run_children_with_id(n, [&](int rank, const koloUniqueId &id) {
+    koloComm_t comm = nullptr;
+    if (koloCommInitRank(&comm, n, id, rank) != koloSuccess) return 2;
+    int nch = 0, failures = 0;
+    uint32_t nslots = 0;
+    size_t slot_bytes = 0, min_bytes = 0;
+    kt_comm_shape(comm, &nch, &nslots, &slot_bytes, &min_bytes);
+    if (nch != want) {
+      std::fprintf(stderr, "rank %d: %d channels with KOLO_HOST_CPUS=%s, KOLO_NCHANNELS=%s; want %d\n", rank, nch,
+                   cpus, *nchannels ? nchannels : "unset", want);
+      failures++;
+    }
+    failures += run_cases(comm, rank, cases);
+    koloCommDestroy(comm);
+    return failures ? 1 : 0;
+  }, 120000);
+  EXPECT_EQ(children_checked(res, cases.size()), "") << "KOLO_HOST_CPUS=" << cpus;
+}
+
+TEST(NetChannels, OneWhereAHostHasFewerThanTwoCpusPerRank) {
+  SKIP_UNDER_TSAN();
+  expect_net_channels("3", "", 1);  // 3 CPUs for 2 ranks
+  expect_net_channels("4", "", 2);  // 2 per rank: the default
+  expect_net_channels("1", "2", 2);  // set: kept
+  expect_net_channels("1", "3", 3);
+}
+
+// Ranks of one process meet without the network: their channels stay.
+TEST(NetChannels, RanksOfOneProcessKeepTheirs) {
+  NetEnv env;
+  ScopedEnv unpin("KOLO_NCHANNELS", ""), host("KOLO_HOST_CPUS", "1");
+  kt::ThreadWorld w(2);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  for (koloComm_t comm : w.comms) {
+    int nch = 0;
+    uint32_t nslots = 0;
+    size_t slot_bytes = 0, min_bytes = 0;
+    kt_comm_shape(comm, &nch, &nslots, &slot_bytes, &min_bytes);
+    EXPECT_EQ(nch, 2);
+  }
+}
+
+// A count set on one rank and defaulted on another would split them (the
+// default may drop): init refuses, naming both.
+TEST(NetChannels, SetOnOneRankOnlyIsRefused) {
+  SKIP_UNDER_TSAN();
+  ScopedEnv force("KOLO_NET_FORCE", "1"), noshm("KOLO_SHM_DISABLE", "1"), host("KOLO_HOST_CPUS", "1");
+  ScopedEnv unpin("KOLO_NCHANNELS", "");
+  auto res = run_children_with_id(2, [&](int rank, const koloUniqueId &id) {
+    if (rank == 1) setenv("KOLO_NCHANNELS", "2", 1);
+    koloComm_t comm = nullptr;
+    if (koloCommInitRank(&comm, 2, id, rank) == koloSuccess) return 1;
+    std::string text = koloGetLastError(nullptr);
+    std::string want = rank == 0 ? "left to its default on this rank and set on rank 1"
+                                 : "set on this rank and left to its default on rank 0";
+    if (text.find(want) == std::string::npos) {
+      std::fprintf(stderr, "rank %d: init failed with \"%s\", not \"%s\"\n", rank, text.c_str(), want.c_str());
+      return 1;
+    }
+    return 0;
+  }, 60000);
+  EXPECT_EQ(children_failures(res), "");
 }
 
 TEST(NetFailingProcs, RankKilledDuringCollective) {

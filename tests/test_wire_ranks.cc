@@ -173,7 +173,8 @@ kolo_comm_shape sample_shape() {
                              KOLO_PROTO_OFF_SIMPLE << (2 * KOLO_COLL_RECV),
                          KOLO_ALGO_AG_SET,  // KOLO_ALGO=allgather:ring,bruck
                          0x0000000012345678ull,  // KOLO_MIN_CHANNEL_BYTES
-                         1u << KOLO_ALGO_TREE};  // KOLO_ALGO=reduce:tree
+                         1u << KOLO_ALGO_TREE,   // KOLO_ALGO=reduce:tree
+                         1, 96, 12};             // channels fixed; 96 CPUs for 12 ranks on the sender's host
 }
 
 void encode_shape(const kolo_comm_shape &s, std::vector<uint8_t> *b) {
@@ -189,13 +190,16 @@ TEST(CommWire, ShapeRoundTripCutsAndRanges) {
   EXPECT_EQ(b[16 + 8 + 5], 1);  // bit 40 of the LL threshold, little-endian
   EXPECT_EQ(b[KOLO_COMM_SHAPE_BYTES - 8], 0xef);  // the schedule file's hash, little-endian, last
   EXPECT_EQ(b[KOLO_COMM_SHAPE_BYTES - 16], 0x88);  // the tuning file's, before it
-  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 20]), s.reduce_allowed);  // KOLO_ALGO's reduce set, before it
-  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 28]), 0x12345678u);  // KOLO_MIN_CHANNEL_BYTES, low half, before that
-  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 24]), 0u);           // and its high half
-  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 32]), s.ag_allowed);  // KOLO_ALGO's all-gather set, before that
-  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 36]), s.proto_off);  // KOLO_PROTO's record, before that
-  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 40]), s.bcast_allowed);  // KOLO_ALGO's broadcast set, before that
-  EXPECT_EQ(KOLO_COMM_SHAPE_BYTES, 80);
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 20]), 12u);  // the sender's host's ranks, before it
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 24]), 96u);  // its CPUs, before that
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 28]), 1u);   // whether the channel count was set, before that
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 32]), s.reduce_allowed);  // KOLO_ALGO's reduce set, before that
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 40]), 0x12345678u);  // KOLO_MIN_CHANNEL_BYTES, low half, before that
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 36]), 0u);           // and its high half
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 44]), s.ag_allowed);  // KOLO_ALGO's all-gather set, before that
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 48]), s.proto_off);  // KOLO_PROTO's record, before that
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 52]), s.bcast_allowed);  // KOLO_ALGO's broadcast set, before that
+  EXPECT_EQ(KOLO_COMM_SHAPE_BYTES, 92);
   EXPECT_EQ(s.ag_allowed, 0x41u);
   EXPECT_EQ(s.proto_off, 0x2801u);
   char why[512] = "";
@@ -230,6 +234,9 @@ TEST(CommWire, ShapeRoundTripCutsAndRanges) {
                       {[](S *x) { x->algo_allowed = 3; }, "with algorithm 1 that its allowed set 0x3 does not force"},
                       {[](S *x) { x->min_channel_bytes = (1ull << 62) + 1; },
                        "with 4611686018427387905 bytes a channel (KOLO_MIN_CHANNEL_BYTES, 0..2^62)"},
+                      {[](S *x) { x->channels_fixed = 2; }, "with channels fixed = 2 (0 or 1)"},
+                      {[](S *x) { x->host_cpus = 0; }, "with 0 CPUs for 12 ranks on its host (1..2^20 each)"},
+                      {[](S *x) { x->host_ranks = (1u << 20) + 1; }, "with 96 CPUs for 1048577 ranks on its host"},
                       {[](S *x) { x->proto_off = 1u << 20; },
                        "with protocols left out 0x100000 that has bits beyond its collectives'"},
                       {[](S *x) { x->proto_off = 3; },

@@ -74,7 +74,7 @@ static size_t caller_bytes(const kolo_conn_setup *s) {
     int64_t b = kolo_param_int("KOLO_NET_CALLER_BYTES");
     return b < 0 ? 0 : (size_t)b;
   }
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  long cpus = kolo_host_cpus();
   return cpus >= 2L * s->local_ranks ? (size_t)64 << 10 : SIZE_MAX;
 }
 
