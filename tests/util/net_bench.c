@@ -26,6 +26,7 @@ typedef struct {
   void *tx, *rx;        /* send end to the peer, receive end from it */
   char *tx_slots, *rx_slots;
   uint32_t sent, credited, landed, drained;
+  int fd; /* the socket pair to the other process: handles, then the last barrier */
   kolo_errbuf eb;
 } bench_end;
 
@@ -170,14 +171,29 @@ static int start(bench_end *b, const char *provider, int *me, pid_t *child, char
   *child = fork();
   *me = *child == 0 ? 1 : 0;
   close(sp[1 - *me]);
-  int rc = *child < 0 ? -1 : meet(b, *me, sp[*me]);
-  close(sp[*me]);
+  b->fd = sp[*me];
+  int rc = *child < 0 ? -1 : meet(b, *me, b->fd);
   if (rc != 0) snprintf(err, errlen, "process %d: %s", *me, *child < 0 ? "fork failed" : b->eb.msg);
   return rc;
 }
 
+/* Neither process closes its ends before the other is done with them: a
+ * peer still reading its last slice would take the close for a failure. */
+static int barrier(bench_end *b) {
+  const int64_t dl = kolo_deadline(10000);
+  char one = 1, got = 0;
+  int ok = kolo_sock_send_all(b->fd, &one, 1, dl, "the other process", &b->eb) == koloSuccess &&
+           kolo_sock_recv_all(b->fd, &got, 1, dl, "the other process", &b->eb) == koloSuccess;
+  return ok ? 0 : -1;
+}
+
 /* Both processes' end: the child exits with rc; the parent reaps it. */
 static int finish(bench_end *b, int me, pid_t child, int rc, char *err, size_t errlen) {
+  if (rc == 0 && barrier(b) != 0) {
+    snprintf(err, errlen, "process %d: %s", me, b->eb.msg);
+    rc = -1;
+  }
+  if (b->fd >= 0) close(b->fd);
   close_ends(b);
   if (me == 1) {
     if (rc != 0) fprintf(stderr, "%s\n", err);
@@ -193,7 +209,7 @@ static int finish(bench_end *b, int me, pid_t child, int rc, char *err, size_t e
 
 int kt_net_bench_lat(const char *provider, int exchange, int iters, size_t bytes, kt_bench_lat *out, char *err,
                      size_t errlen) {
-  bench_end b = {.nslots = NSLOTS, .slot_bytes = SLOT_BYTES};
+  bench_end b = {.nslots = NSLOTS, .slot_bytes = SLOT_BYTES, .fd = -1};
   double *t = calloc((size_t)iters, sizeof *t);
   int me = 0;
   pid_t child = -1;
@@ -226,7 +242,7 @@ static int run_bw(bench_end *b, int me, int iters, size_t bytes, double *seconds
 
 int kt_net_bench_bw(const char *provider, int iters, size_t bytes, int window, double *mbps, char *err,
                     size_t errlen) {
-  bench_end b = {.nslots = (uint32_t)window, .slot_bytes = bytes};
+  bench_end b = {.nslots = (uint32_t)window, .slot_bytes = bytes, .fd = -1};
   int me = 0;
   pid_t child = -1;
   double secs = 0;
