@@ -380,17 +380,14 @@ static int connect_link(net_link *l, int server) {
     fprintf(stderr, "kolo-perf net: %s provider: %s\n", l->net->name, eb.msg);
     return -1;
   }
-  res = server ? kolo_sock_recv_all(l->oob, &theirs, sizeof theirs, deadline, l->who, &eb)
-               : kolo_sock_send_all(l->oob, &mine, sizeof mine, deadline, l->who, &eb);
-  if (res == koloSuccess)
-    res = server ? kolo_sock_send_all(l->oob, &mine, sizeof mine, deadline, l->who, &eb)
-                 : kolo_sock_recv_all(l->oob, &theirs, sizeof theirs, deadline, l->who, &eb);
-  if (res == koloSuccess)
-    res = server ? l->net->accept(lcomm, deadline, l->timeout_ms, l->who, &l->fwd, &eb)
-                 : l->net->connect(&theirs, 0, deadline, l->timeout_ms, l->who, &l->fwd, &eb);
-  if (res == koloSuccess)
-    res = server ? l->net->connect(&theirs, 0, deadline, l->timeout_ms, l->who, &l->back, &eb)
-                 : l->net->accept(lcomm, deadline, l->timeout_ms, l->who, &l->back, &eb);
+  /* step k: the client sends (k == 0) where the server receives, then the
+   * other way round; k == server is this side's turn to speak */
+  for (int k = 0; k < 2 && res == koloSuccess; k++)
+    res = k == server ? kolo_sock_send_all(l->oob, &mine, sizeof mine, deadline, l->who, &eb)
+                      : kolo_sock_recv_all(l->oob, &theirs, sizeof theirs, deadline, l->who, &eb);
+  for (int k = 0; k < 2 && res == koloSuccess; k++) /* forward, then backward */
+    res = k == server ? l->net->connect(&theirs, 0, deadline, l->timeout_ms, l->who, k ? &l->back : &l->fwd, &eb)
+                      : l->net->accept(lcomm, deadline, l->timeout_ms, l->who, k ? &l->back : &l->fwd, &eb);
   l->net->close_listen(lcomm);
   l->fwd_end->comm = l->fwd;
   l->back_end->comm = l->back;
