@@ -37,9 +37,6 @@
 #define FAIL_GRACE_EXTRA_MS 2000
 #define FAIL_GRACE_MAX_MS 10000
 
-/* The worse of two exit codes: 2 (a call failed) > 1 (wrong results) > 0. */
-static int worse(int x, int y) { return x > y ? x : y; }
-
 static volatile sig_atomic_t pending_signal;
 static void on_signal(int sig) { pending_signal = sig; }
 
@@ -136,7 +133,7 @@ static int wait_children(const perf_args *a, child *ch, int n) {
       if (ch[i].pid != pid) continue;
       int c = child_status(a, i, pid, status);
       if (c == 2 && deadline == 0) deadline = perf_now_us() * 1e-6 + grace;
-      code = worse(code, c);
+      code = perf_worse_code(code, c);
       ch[i].pid = 0;
       ch[i].done = 1;
       close_fd(&ch[i].id_fd);
@@ -226,7 +223,7 @@ int perf_run_forked(const perf_args *a, perf_config *cfg) {
     code = 2;
     close_fd(&ch[i].id_fd); /* closed empty: the child exits quietly */
   }
-  code = worse(code, wait_children(a, ch, forked));
+  code = perf_worse_code(code, wait_children(a, ch, forked));
   free(ch);
   return code;
 }

@@ -27,8 +27,6 @@
 #include <cuda_runtime.h>
 #endif
 
-static int worse(int x, int y) { return x > y ? x : y; }
-
 /* ---- devices and config ------------------------------------------------ */
 
 /* The CUDA device of a rank, made current on this thread: --devices' list, or
@@ -166,7 +164,7 @@ static int run_jobs(rank_job *jobs, int n) {
   int code = 0;
   for (int i = 0; i < n; i++) {
     pthread_join(jobs[i].thread, NULL);
-    code = worse(code, jobs[i].code);
+    code = perf_worse_code(code, jobs[i].code);
   }
   return code;
 }
