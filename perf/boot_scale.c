@@ -19,7 +19,6 @@
  * point-to-point pipes the all-to-all made).  PARTS=memory perf/boot_scale.sh
  * runs it. */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -31,6 +30,7 @@
 
 #include "core/comm_state.h"
 #include "kolo.h"
+#include "perf/perf_pipe.h"
 #include "perf/perf_proc.h"
 
 #define WAIT_MS 600000
@@ -41,18 +41,6 @@ static int64_t now_us(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static int read_full(int fd, void *buf, size_t len) {
-  char *p = buf;
-  while (len > 0) {
-    ssize_t r = read(fd, p, len);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return -1;
-    p += r;
-    len -= (size_t)r;
-  }
-  return 0;
 }
 
 /* ---- a rank ------------------------------------------------------------------- */
@@ -114,7 +102,7 @@ static perf_rank_stat rank_run(int rank, int n, const koloUniqueId *id, koloComm
 
 static int child_main(int rank, int n, int id_fd, int res_fd, int go_fd) {
   koloUniqueId id;
-  if (read_full(id_fd, &id, sizeof id) != 0) return 3; /* the parent could not start the root */
+  if (perf_read_full(id_fd, &id, sizeof id) != 0) return 3; /* the parent could not start the root */
   koloComm_t comm = NULL;
   perf_rank_stat s = rank_run(rank, n, &id, &comm);
   if (write(res_fd, &s, sizeof s) != (ssize_t)sizeof s) return 2;

@@ -212,21 +212,21 @@ static const struct {
     {'K', "per-iteration timing's skipped samples"},
     {0, NULL}};
 
+/* Why kolo-perf refuses c, or NULL when c is not one of not_here. */
+static const char *not_here_why(int c) {
+  for (int i = 0; not_here[i].c; i++)
+    if (not_here[i].c == c) return not_here[i].why;
+  return NULL;
+}
+
 /* 0 for an unimplemented flag at its "off" value, -3 otherwise; 1 when c
  * is not one of them.  -V (the device API's CTA count) means nothing
  * without -D, which is refused: any count passes. */
 static int apply_not_here(int c, const char *v) {
   int n;
   if (c == 'V') return perf_parse_int(v, 1, 128, &n);
-  for (int i = 0; not_here[i].c; i++)
-    if (not_here[i].c == c) return perf_parse_int(v, 0, 0, &n) == 0 ? 0 : -3;
-  return 1;
-}
-
-static const char *not_here_why(int c) {
-  for (int i = 0; not_here[i].c; i++)
-    if (not_here[i].c == c) return not_here[i].why;
-  return "";
+  if (not_here_why(c) == NULL) return 1;
+  return perf_parse_int(v, 0, 0, &n) == 0 ? 0 : -3;
 }
 
 /* Flags kolo-mpi-ref does not take. */

@@ -288,21 +288,12 @@ void perf_divide(perf_type t, void *buf, size_t n, int div) {
   if (div <= 1) return;
   for (size_t i = 0; i < n; i++) {
     double x = perf_load(t, buf, i), q;
+    char *p64 = (char *)buf + i * 8; /* 64-bit integers: in their own type, past a double's 53 bits */
+    int64_t s64;
+    uint64_t u64;
     switch (t) {
-      case PERF_INT64: {
-        int64_t v;
-        memcpy(&v, (char *)buf + i * 8, 8);
-        v /= div;
-        memcpy((char *)buf + i * 8, &v, 8);
-        continue;
-      }
-      case PERF_UINT64: {
-        uint64_t v;
-        memcpy(&v, (char *)buf + i * 8, 8);
-        v /= (uint64_t)div;
-        memcpy((char *)buf + i * 8, &v, 8);
-        continue;
-      }
+      case PERF_INT64: memcpy(&s64, p64, 8); s64 /= div; memcpy(p64, &s64, 8); continue;
+      case PERF_UINT64: memcpy(&u64, p64, 8); u64 /= (uint64_t)div; memcpy(p64, &u64, 8); continue;
       case PERF_FLOAT64: q = x / div; break;
       case PERF_FLOAT16:
       case PERF_BFLOAT16:

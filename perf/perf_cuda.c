@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "perf/perf_pipe.h"
+
 /* What the probe child sends back. */
 typedef struct {
   int err; /* cudaError_t of cudaGetDeviceCount */
@@ -44,22 +46,15 @@ static int ask_forked(probe_answer *p, char *why, size_t len) {
     close(fds[0]);
     probe_answer mine;
     ask(&mine);
-    ssize_t w = write(fds[1], &mine, sizeof mine);
-    _exit(w == (ssize_t)sizeof mine ? 0 : 1);
+    _exit(perf_write_full(fds[1], &mine, sizeof mine) == 0 ? 0 : 1);
   }
   close(fds[1]);
-  size_t got = 0;
-  while (got < sizeof *p) {
-    ssize_t r = read(fds[0], (char *)p + got, sizeof *p - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    got += (size_t)r;
-  }
+  int got = perf_read_full(fds[0], p, sizeof *p) == 0;
   close(fds[0]);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (got == sizeof *p) return 0;
+  if (got) return 0;
   if (WIFSIGNALED(status))
     snprintf(why, len, "the probe process (cudaGetDeviceCount) was killed by signal %d", WTERMSIG(status));
   else

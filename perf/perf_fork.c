@@ -27,6 +27,7 @@
 #include "common/config.h" /* kolo_param_int */
 #include "kolo.h"
 #include "perf/kolo_backend.h"
+#include "perf/perf_pipe.h"
 #include "perf/perf_ranks.h"
 #include "perf/perf_sweep.h"
 
@@ -35,21 +36,6 @@
  * within the timeout), at most FAIL_GRACE_MAX_MS; then they are killed. */
 #define FAIL_GRACE_EXTRA_MS 2000
 #define FAIL_GRACE_MAX_MS 10000
-
-/* The worse of two exit codes: 2 (a call failed) > 1 (wrong results) > 0. */
-static int worse(int x, int y) { return x > y ? x : y; }
-
-static int write_all(int fd, const void *buf, size_t n) {
-  const char *p = buf;
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
-    p += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
 
 static volatile sig_atomic_t pending_signal;
 static void on_signal(int sig) { pending_signal = sig; }
@@ -147,7 +133,7 @@ static int wait_children(const perf_args *a, child *ch, int n) {
       if (ch[i].pid != pid) continue;
       int c = child_status(a, i, pid, status);
       if (c == 2 && deadline == 0) deadline = perf_now_us() * 1e-6 + grace;
-      code = worse(code, c);
+      code = perf_worse_code(code, c);
       ch[i].pid = 0;
       ch[i].done = 1;
       close_fd(&ch[i].id_fd);
@@ -173,24 +159,15 @@ static int wait_children(const perf_args *a, child *ch, int n) {
 
 /* Forks one process: its pipes, and in the child the rank group itself. */
 static int fork_child(const perf_args *a, const perf_config *cfg, child *ch, int proc, pid_t parent) {
-  int idp[2], donep[2];
-  if (pipe(idp) != 0) {
-    perror("kolo-perf: pipe");
-    return -1;
-  }
-  if (pipe(donep) != 0) {
-    perror("kolo-perf: pipe");
-    close(idp[0]);
-    close(idp[1]);
-    return -1;
-  }
-  pid_t pid = fork();
+  int idp[2] = {-1, -1}, donep[2] = {-1, -1};
+  int piped = pipe(idp) == 0 && pipe(donep) == 0;
+  pid_t pid = piped ? fork() : -1;
   if (pid < 0) {
-    perror("kolo-perf: fork");
-    close(idp[0]);
-    close(idp[1]);
-    close(donep[0]);
-    close(donep[1]);
+    perror(piped ? "kolo-perf: fork" : "kolo-perf: pipe");
+    for (int i = 0; i < 2; i++) {
+      close_fd(&idp[i]);
+      close_fd(&donep[i]);
+    }
     return -1;
   }
   if (pid == 0) {
@@ -241,12 +218,12 @@ int perf_run_forked(const perf_args *a, perf_config *cfg) {
     code = 2;
   }
   for (int i = 0; i < forked; i++) {
-    if (code == 0 && write_all(ch[i].id_fd, &id, sizeof id) == 0) continue;
+    if (code == 0 && perf_write_full(ch[i].id_fd, &id, sizeof id) == 0) continue;
     if (code == 0) perror("kolo-perf: writing the unique id to a child");
     code = 2;
     close_fd(&ch[i].id_fd); /* closed empty: the child exits quietly */
   }
-  code = worse(code, wait_children(a, ch, forked));
+  code = perf_worse_code(code, wait_children(a, ch, forked));
   free(ch);
   return code;
 }

@@ -69,18 +69,10 @@ static int parse_tensor(char *line, perf_tensor *t, const char **why) {
     char *end;
     errno = 0;
     unsigned long long d = strtoull(tok, &end, 10);
-    if (errno != 0 || *end != '\0' || tok[0] == '-' || d == 0) {
-      *why = "a dimension is not a positive integer";
-      return -1;
-    }
-    if (t->ndims == PERF_MODEL_MAX_DIMS) {
-      *why = "more than 8 dimensions";
-      return -1;
-    }
-    if (t->count > SIZE_MAX / d) {
-      *why = "too many elements";
-      return -1;
-    }
+    if (errno != 0 || *end != '\0' || tok[0] == '-' || d == 0) *why = "a dimension is not a positive integer";
+    else if (t->ndims == PERF_MODEL_MAX_DIMS) *why = "more than 8 dimensions";
+    else if (t->count > SIZE_MAX / d) *why = "too many elements";
+    if (*why) return -1;
     t->dims[t->ndims++] = (size_t)d;
     t->count *= (size_t)d;
   }

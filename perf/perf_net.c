@@ -223,38 +223,6 @@ static double percentile(const double *v, uint64_t n, double pct) {
   return v[k > 0 ? k - 1 : 0];
 }
 
-/* One round of the bandwidth test, uni- or bi-directional. */
-static int bw_round(const net_link *l, const net_plan *p, int server, const net_round *r, net_bufs *bufs,
-                    net_bufs *bufs2, net_round_result *res) {
-  if (p->tests & TEST_BIDIR) return net_bw_bidir(l, r, server, bufs, bufs2, res);
-  return server ? net_bw_server(l, r, bufs) : net_bw_client(l, r, bufs, res);
-}
-
-static int bw_size(const net_link *l, const net_plan *p, int server, net_row *row) {
-  net_bufs bufs, bufs2 = {NULL, NULL, 0, 0}; /* send pool (server: receive pool); --bidir: receive pool */
-  net_round r = {row->bytes, 0, row->window, p->check, 0, NULL};
-  if (net_bufs_init(&bufs, row->window, row->bytes) != 0) return -1;
-  if ((p->tests & TEST_BIDIR) && net_bufs_init(&bufs2, row->window, row->bytes) != 0) {
-    net_bufs_fini(&bufs);
-    return -1;
-  }
-  net_round_result res = {0, 0};
-  int rc = 0;
-  for (int timed = 0; timed <= 1 && rc == 0; timed++) {
-    r.iters = timed ? row->bw_n : warm_iters(p, TEST_BW, row->bytes);
-    r.full = timed ? 0 : p->check;
-    r.timed = timed;
-    if (r.iters == 0) continue;
-    rc = bw_round(l, p, server, &r, &bufs, &bufs2, &res);
-    row->wrong += res.wrong;
-    res.wrong = 0;
-  }
-  if (rc == 0 && !server) row->mbps = (double)row->bytes * (double)row->bw_n / res.seconds / 1e6;
-  net_bufs_fini(&bufs2);
-  net_bufs_fini(&bufs);
-  return rc;
-}
-
 /* Latency: buffers in each ring, LAT_AHEAD + 1 (credits lag by up to half,
  * perf_net_xfer.h) while they fit the pool cap, at least 2. */
 #define LAT_AHEAD 8
@@ -263,40 +231,50 @@ static int lat_bufs(uint64_t bytes) {
   return (int)clamp_u64(fit, 2, LAT_AHEAD + 1);
 }
 
-static int lat_size(const net_link *l, const net_plan *p, int server, net_row *row) {
-  net_bufs sb, rb;
-  double *rtt = server ? NULL : calloc(row->lat_n, sizeof *rtt);
-  int nrecv = lat_bufs(row->bytes);
-  if ((!server && rtt == NULL) || net_bufs_init(&sb, nrecv, row->bytes) != 0) {
-    free(rtt);
-    return -1;
-  }
-  if (net_bufs_init(&rb, nrecv, row->bytes) != 0) {
-    net_bufs_fini(&sb);
-    free(rtt);
-    return -1;
-  }
-  net_round r = {row->bytes, 0, nrecv, p->check, 0, NULL};
-  net_round_result res = {0, 0};
+/* One round of `test` on the send pool b[0] and the receive pool b[1]
+ * (one-way bandwidth: b[0] alone, the server's receive pool). */
+static int one_round(const net_link *l, const net_plan *p, int server, int test, const net_round *r, net_bufs *b,
+                     net_round_result *res) {
+  if (test == TEST_LAT) return server ? net_lat_server(l, r, &b[0], &b[1]) : net_lat_client(l, r, &b[0], &b[1], res);
+  if (p->tests & TEST_BIDIR) return net_bw_bidir(l, r, server, &b[0], &b[1], res);
+  return server ? net_bw_server(l, r, &b[0]) : net_bw_client(l, r, &b[0], res);
+}
+
+/* The client's latency figures from the round trips (sorted here). */
+static void latency_of(net_row *row, double *rtt) {
+  for (uint64_t i = 0; i < row->lat_n; i++) rtt[i] /= 2; /* half round trip */
+  qsort(rtt, row->lat_n, sizeof *rtt, cmp_double);
+  row->lat_p50 = percentile(rtt, row->lat_n, 50);
+  row->lat_p99 = percentile(rtt, row->lat_n, 99);
+}
+
+/* The warm-up round and the timed one of `test` (TEST_BW or TEST_LAT) at
+ * row's size; the client fills in the figures. */
+static int size_test(const net_link *l, const net_plan *p, int server, int test, net_row *row) {
+  int lat = test == TEST_LAT, n = lat ? lat_bufs(row->bytes) : row->window;
+  uint64_t iters = lat ? row->lat_n : row->bw_n;
+  double *rtt = lat && !server ? calloc(iters, sizeof *rtt) : NULL;
+  net_bufs b[2] = {{NULL, NULL, 0, 0}, {NULL, NULL, 0, 0}};
   int rc = 0;
+  if ((lat && !server && rtt == NULL) || net_bufs_init(&b[0], n, row->bytes) != 0 ||
+      ((lat || (p->tests & TEST_BIDIR)) && net_bufs_init(&b[1], n, row->bytes) != 0))
+    rc = -1;
+  net_round r = {row->bytes, 0, n, p->check, 0, NULL};
+  net_round_result res = {0, 0};
   for (int timed = 0; timed <= 1 && rc == 0; timed++) {
-    r.iters = timed ? row->lat_n : warm_iters(p, TEST_LAT, row->bytes);
+    r.iters = timed ? iters : warm_iters(p, test, row->bytes);
     r.full = timed ? 0 : p->check;
     r.timed = timed;
     r.rtt_us = timed ? rtt : NULL;
     if (r.iters == 0) continue;
-    rc = server ? net_lat_server(l, &r, &sb, &rb) : net_lat_client(l, &r, &sb, &rb, &res);
+    rc = one_round(l, p, server, test, &r, b, &res);
     row->wrong += res.wrong;
     res.wrong = 0;
   }
-  if (rc == 0 && !server) {
-    for (uint64_t i = 0; i < row->lat_n; i++) rtt[i] /= 2; /* half round trip */
-    qsort(rtt, row->lat_n, sizeof *rtt, cmp_double);
-    row->lat_p50 = percentile(rtt, row->lat_n, 50);
-    row->lat_p99 = percentile(rtt, row->lat_n, 99);
-  }
-  net_bufs_fini(&rb);
-  net_bufs_fini(&sb);
+  if (rc == 0 && !server && lat) latency_of(row, rtt);
+  if (rc == 0 && !server && !lat) row->mbps = (double)row->bytes * (double)row->bw_n / res.seconds / 1e6;
+  net_bufs_fini(&b[1]);
+  net_bufs_fini(&b[0]);
   free(rtt);
   return rc;
 }
@@ -353,8 +331,8 @@ static int sweep(const net_link *l, const net_plan *p, int server, FILE *json) {
   int first = 1;
   for (uint64_t s = p->min_bytes, next = 0;; s = next) {
     net_row row = {s, window_for(p, s), bw_iters(p, s), lat_iters(p, s), NAN, NAN, NAN, 0};
-    if ((p->tests & (TEST_BW | TEST_BIDIR)) && bw_size(l, p, server, &row) != 0) return 2;
-    if ((p->tests & TEST_LAT) && lat_size(l, p, server, &row) != 0) return 2;
+    if ((p->tests & (TEST_BW | TEST_BIDIR)) && size_test(l, p, server, TEST_BW, &row) != 0) return 2;
+    if ((p->tests & TEST_LAT) && size_test(l, p, server, TEST_LAT, &row) != 0) return 2;
     wrong += row.wrong;
     if (!server) {
       print_row(&row);
@@ -402,17 +380,14 @@ static int connect_link(net_link *l, int server) {
     fprintf(stderr, "kolo-perf net: %s provider: %s\n", l->net->name, eb.msg);
     return -1;
   }
-  res = server ? kolo_sock_recv_all(l->oob, &theirs, sizeof theirs, deadline, l->who, &eb)
-               : kolo_sock_send_all(l->oob, &mine, sizeof mine, deadline, l->who, &eb);
-  if (res == koloSuccess)
-    res = server ? kolo_sock_send_all(l->oob, &mine, sizeof mine, deadline, l->who, &eb)
-                 : kolo_sock_recv_all(l->oob, &theirs, sizeof theirs, deadline, l->who, &eb);
-  if (res == koloSuccess)
-    res = server ? l->net->accept(lcomm, deadline, l->timeout_ms, l->who, &l->fwd, &eb)
-                 : l->net->connect(&theirs, 0, deadline, l->timeout_ms, l->who, &l->fwd, &eb);
-  if (res == koloSuccess)
-    res = server ? l->net->connect(&theirs, 0, deadline, l->timeout_ms, l->who, &l->back, &eb)
-                 : l->net->accept(lcomm, deadline, l->timeout_ms, l->who, &l->back, &eb);
+  /* step k: the client sends (k == 0) where the server receives, then the
+   * other way round; k == server is this side's turn to speak */
+  for (int k = 0; k < 2 && res == koloSuccess; k++)
+    res = k == server ? kolo_sock_send_all(l->oob, &mine, sizeof mine, deadline, l->who, &eb)
+                      : kolo_sock_recv_all(l->oob, &theirs, sizeof theirs, deadline, l->who, &eb);
+  for (int k = 0; k < 2 && res == koloSuccess; k++) /* forward, then backward */
+    res = k == server ? l->net->connect(&theirs, 0, deadline, l->timeout_ms, l->who, k ? &l->back : &l->fwd, &eb)
+                      : l->net->accept(lcomm, deadline, l->timeout_ms, l->who, k ? &l->back : &l->fwd, &eb);
   l->net->close_listen(lcomm);
   l->fwd_end->comm = l->fwd;
   l->back_end->comm = l->back;

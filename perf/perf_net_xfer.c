@@ -143,13 +143,11 @@ typedef struct {
 static int64_t last_send_ms = INT64_MIN / 2;
 static void sent_now(void) { last_send_ms = coarse_ms(); }
 
-static void pacer_restart(pacer *p, const net_link *l) {
-  p->idle = 0;
-  p->since = coarse_ms();
-  p->deadline = l->timeout_ms > 0 ? p->since + l->timeout_ms : 0;
+/* A pacer started now: at the start of a wait, and after each turn that moved. */
+static pacer pacer_start(const net_link *l) {
+  int64_t now = coarse_ms();
+  return (pacer){0, l->timeout_ms > 0 ? now + l->timeout_ms : 0, now};
 }
-
-static void pacer_start(pacer *p, const net_link *l) { pacer_restart(p, l); }
 
 /* KOLO_NET_SPIN: keep polling while this side sends (sends in flight, or
  * one finished lately: an answer is due), up to KOLO_NET_SPIN_MS after the
@@ -162,9 +160,9 @@ static int keep_spinning(const pacer *p, const net_link *l, int64_t now, int sen
 /* After a turn of the loop: spins, then sleeps on the connections' fds
  * (comm2 may be NULL); `sending`: this side has sends in flight.  -1 (said)
  * when nothing moved for the whole timeout. */
-static int pacer_turn2(pacer *p, const net_link *l, void *comm, void *comm2, int moved, int sending) {
+static int pacer_turn(pacer *p, const net_link *l, void *comm, void *comm2, int moved, int sending) {
   if (moved) {
-    pacer_restart(p, l);
+    *p = pacer_start(l);
     return 0;
   }
   int64_t now = coarse_ms();
@@ -183,10 +181,6 @@ static int pacer_turn2(pacer *p, const net_link *l, void *comm, void *comm2, int
     sched_yield(); /* a provider without fds (polled completion queue) */
   }
   return 0;
-}
-
-static int pacer_turn(pacer *p, const net_link *l, void *comm, int moved, int sending) {
-  return pacer_turn2(p, l, comm, NULL, moved, sending);
 }
 
 /* ---- one end of a connection ------------------------------------------------------ */
@@ -249,15 +243,14 @@ static int credit(const net_link *l, net_end *e, int window, int force) {
  * written, and every message tx sent credited by the peer (either may be
  * NULL). */
 static int settle(const net_link *l, net_end *tx, net_end *rx, int window) {
-  pacer p;
-  pacer_start(&p, l);
+  pacer p = pacer_start(l);
   for (;;) {
     if (rx && (credit(l, rx, window, 1) != 0 || end_turn(l, rx, KOLO_NET_OUT) != 0)) return -1;
     if (tx && end_turn(l, tx, KOLO_NET_OUT | KOLO_NET_IN) != 0) return -1;
     int done = (!rx || (rx->credited == rx->next && !l->net->pending(rx->comm))) &&
                (!tx || (tx->head == tx->next && !l->net->pending(tx->comm)));
     if (done) return 0;
-    if (pacer_turn2(&p, l, tx ? tx->comm : rx->comm, tx && rx ? rx->comm : NULL, 0, tx != NULL) != 0) return -1;
+    if (pacer_turn(&p, l, tx ? tx->comm : rx->comm, tx && rx ? rx->comm : NULL, 0, tx != NULL) != 0) return -1;
   }
 }
 
@@ -329,14 +322,13 @@ int net_bw_client(const net_link *l, const net_round *r, net_bufs *send, net_rou
   uint64_t wrong = 0;
   if (bind_end(l, e, send) != 0 || net_msg_recv(l, NET_MSG_READY, NULL) != 0) return -1;
   double t0 = perf_now_us();
-  pacer p;
-  pacer_start(&p, l);
+  pacer p = pacer_start(l);
   while (e->head - e->base < r->iters) {
     int moved = 0;
     uint32_t head = e->head;
     if (feed(l, e, r, send, r->iters, &moved) != 0 || end_turn(l, e, KOLO_NET_OUT | KOLO_NET_IN) != 0) return -1;
     moved |= e->head != head;
-    if (pacer_turn(&p, l, e->comm, moved, e->next != e->head) != 0) return -1;
+    if (pacer_turn(&p, l, e->comm, NULL, moved, e->next != e->head) != 0) return -1;
   }
   if (net_msg_recv(l, NET_MSG_DONE, &wrong) != 0) return -1;
   out->seconds = (perf_now_us() - t0) * 1e-6;
@@ -349,12 +341,11 @@ int net_bw_server(const net_link *l, const net_round *r, net_bufs *recv) {
   uint64_t wrong = 0;
   poison_all(r, recv);
   if (bind_end(l, e, recv) != 0 || net_msg_send(l, NET_MSG_READY, 0) != 0) return -1;
-  pacer p;
-  pacer_start(&p, l);
+  pacer p = pacer_start(l);
   while (e->next - e->base < r->iters) {
     if (end_turn(l, e, KOLO_NET_OUT | KOLO_NET_IN) != 0) return -1;
     int moved = drain(e, r, recv, &wrong);
-    if (credit(l, e, recv->n, 0) != 0 || pacer_turn(&p, l, e->comm, moved, 0) != 0) return -1;
+    if (credit(l, e, recv->n, 0) != 0 || pacer_turn(&p, l, e->comm, NULL, moved, 0) != 0) return -1;
   }
   if (settle(l, NULL, e, recv->n) != 0) return -1;
   return net_msg_send(l, NET_MSG_DONE, wrong);
@@ -376,8 +367,7 @@ int net_bw_bidir(const net_link *l, const net_round *r, int server, net_bufs *se
              : net_msg_send(l, NET_MSG_READY, 0) || net_msg_recv(l, NET_MSG_READY, NULL))
     return -1;
   double t0 = perf_now_us();
-  pacer p;
-  pacer_start(&p, l);
+  pacer p = pacer_start(l);
   while (tx->head - tx->base < r->iters || rx->next - rx->base < r->iters) {
     int moved = 0;
     uint32_t head = tx->head;
@@ -390,7 +380,7 @@ int net_bw_bidir(const net_link *l, const net_round *r, int server, net_bufs *se
      * while this side waits for its own last credits. */
     int all_in = rx->next - rx->base >= r->iters;
     if (credit(l, rx, recv->n, all_in) != 0 ||
-        pacer_turn2(&p, l, tx->comm, rx->comm, moved, tx->next != tx->head) != 0)
+        pacer_turn(&p, l, tx->comm, rx->comm, moved, tx->next != tx->head) != 0)
       return -1;
   }
   if (settle(l, tx, rx, recv->n) != 0) return -1;
@@ -406,15 +396,14 @@ int net_bw_bidir(const net_link *l, const net_round *r, int server, net_bufs *se
 /* Sends message i of the round on tx once the window allows (credits come
  * back when half the peer's ring is drained: rarely waited for). */
 static int lat_send(const net_link *l, net_end *tx, const net_round *r, net_bufs *send, uint64_t i) {
-  pacer p;
-  pacer_start(&p, l);
+  pacer p = pacer_start(l);
   for (;;) {
     int moved = 0;
     uint32_t next = tx->next;
     if (feed(l, tx, r, send, i + 1, &moved) != 0 || end_turn(l, tx, moved ? KOLO_NET_OUT : KOLO_NET_OUT | KOLO_NET_IN) != 0)
       return -1;
     if (tx->next != next) return 0;
-    if (pacer_turn(&p, l, tx->comm, 0, 1) != 0) return -1;
+    if (pacer_turn(&p, l, tx->comm, NULL, 0, 1) != 0) return -1;
   }
 }
 
@@ -423,12 +412,11 @@ static int lat_send(const net_link *l, net_end *tx, const net_round *r, net_bufs
  * answer waits for it. */
 static int lat_recv(const net_link *l, net_end *tx, net_end *rx, const net_round *r, net_bufs *recv, uint64_t i,
                     uint64_t *wrong) {
-  pacer p;
-  pacer_start(&p, l);
+  pacer p = pacer_start(l);
   while (rx->landed - rx->base <= i) {
     int out = l->net->pending(tx->comm);
     if ((out && end_turn(l, tx, KOLO_NET_OUT) != 0) || end_turn(l, rx, KOLO_NET_OUT | KOLO_NET_IN) != 0) return -1;
-    if (rx->landed - rx->base <= i && pacer_turn2(&p, l, rx->comm, out ? tx->comm : NULL, 0, out) != 0) return -1;
+    if (rx->landed - rx->base <= i && pacer_turn(&p, l, rx->comm, out ? tx->comm : NULL, 0, out) != 0) return -1;
   }
   drain(rx, r, recv, wrong);
   return credit(l, rx, recv->n, 0);

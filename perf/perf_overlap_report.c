@@ -5,22 +5,21 @@
 
 #include "perf/perf_overlap_int.h"
 
-static void fmt_size(char *buf, size_t len, size_t v, const char *undef) {
-  if (v == KOLO_FUSION_UNDEF_SIZE) snprintf(buf, len, "%s", undef);
-  else snprintf(buf, len, "%zu B", v);
+/* "4096 B" (unit " B"), "250 us", or "kolo's default" when not set. */
+static void fmt_config(char *buf, size_t len, int set, unsigned long long v, const char *unit) {
+  if (set) snprintf(buf, len, "%llu%s", v, unit);
+  else snprintf(buf, len, "kolo's default");
 }
 
 void ov_print_header(const ov_rank *ov, const perf_config *cfg) {
   const perf_overlap_opts *o = ov->o;
   FILE *f = ov->out;
   char bucket[32], first[32], fusion[32], cycle[32], minb[32];
-  fmt_size(bucket, sizeof bucket, o->bucket_bytes, "kolo's default");
-  fmt_size(first, sizeof first, o->first_bucket_bytes, "kolo's default");
-  fmt_size(fusion, sizeof fusion, o->fusion_bytes, "kolo's default");
-  if (o->cycle_us > 0) snprintf(cycle, sizeof cycle, "%d us", o->cycle_us);
-  else snprintf(cycle, sizeof cycle, "kolo's default");
-  if (o->min_buckets > 0) snprintf(minb, sizeof minb, "%d", o->min_buckets);
-  else snprintf(minb, sizeof minb, "kolo's default");
+  fmt_config(bucket, sizeof bucket, o->bucket_bytes != KOLO_FUSION_UNDEF_SIZE, o->bucket_bytes, " B");
+  fmt_config(first, sizeof first, o->first_bucket_bytes != KOLO_FUSION_UNDEF_SIZE, o->first_bucket_bytes, " B");
+  fmt_config(fusion, sizeof fusion, o->fusion_bytes != KOLO_FUSION_UNDEF_SIZE, o->fusion_bytes, " B");
+  fmt_config(cycle, sizeof cycle, o->cycle_us > 0, (unsigned long long)o->cycle_us, " us");
+  fmt_config(minb, sizeof minb, o->min_buckets > 0, (unsigned long long)o->min_buckets, "");
   fprintf(f, "# %s overlap%s: %s, %d ranks (%d processes x %d threads, %s), %s memory\n", cfg->tool,
           o->small ? " --small" : "", cfg->library, cfg->nranks, cfg->procs, cfg->threads, cfg->launch, cfg->memory);
   fprintf(f, "# warmup rounds: %d rounds: %d validation: %d op: %s float32; %ld cores online\n", ov->a->warmup,

@@ -16,11 +16,16 @@
 #define GPU_NOTE "peer access enabled"
 #endif
 
+/* One device's source and destination buffers, stream and events. */
+typedef struct {
+  void *src, *dst;
+  cudaStream_t stream;
+  cudaEvent_t start, stop;
+} gpu_dev;
+
 typedef struct {
   int n;
-  void **src, **dst;        /* per device: a source and a destination buffer */
-  cudaStream_t *stream;     /* per device */
-  cudaEvent_t *start, *stop; /* per device */
+  gpu_dev *dev;
 } gpu_bench;
 
 static int ok(cudaError_t e, const char *what, int dev) {
@@ -31,11 +36,11 @@ static int ok(cudaError_t e, const char *what, int dev) {
 
 /* Device d's buffers, stream and events, and its peer access to the others. */
 static int setup_device(gpu_bench *b, int d, size_t bytes) {
-  if (ok(cudaSetDevice(d), "cudaSetDevice", d) || ok(cudaMalloc(&b->src[d], bytes), "cudaMalloc", d) ||
-      ok(cudaMalloc(&b->dst[d], bytes), "cudaMalloc", d) ||
-      ok(cudaMemset(b->src[d], 1, bytes), "cudaMemset", d) ||
-      ok(cudaStreamCreateWithFlags(&b->stream[d], cudaStreamNonBlocking), "cudaStreamCreate", d) ||
-      ok(cudaEventCreate(&b->start[d]), "cudaEventCreate", d) || ok(cudaEventCreate(&b->stop[d]), "cudaEventCreate", d))
+  gpu_dev *g = &b->dev[d];
+  if (ok(cudaSetDevice(d), "cudaSetDevice", d) || ok(cudaMalloc(&g->src, bytes), "cudaMalloc", d) ||
+      ok(cudaMalloc(&g->dst, bytes), "cudaMalloc", d) || ok(cudaMemset(g->src, 1, bytes), "cudaMemset", d) ||
+      ok(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking), "cudaStreamCreate", d) ||
+      ok(cudaEventCreate(&g->start), "cudaEventCreate", d) || ok(cudaEventCreate(&g->stop), "cudaEventCreate", d))
     return -1;
   for (int p = 0; p < b->n; p++) {
     int can = 0;
@@ -49,35 +54,33 @@ static int setup_device(gpu_bench *b, int d, size_t bytes) {
 
 /* us for n copies of `bytes` from src to dst (after w untimed ones), or -1. */
 static double time_copies(gpu_bench *b, int src, int dst, size_t bytes, int n, int w) {
-  cudaStream_t s = b->stream[src];
+  gpu_dev *g = &b->dev[src];
   float ms = 0;
   if (ok(cudaSetDevice(src), "cudaSetDevice", src)) return -1;
   for (int i = 0; i < w + n; i++) {
-    if (i == w && ok(cudaEventRecord(b->start[src], s), "cudaEventRecord", src)) return -1;
-    if (ok(cudaMemcpyAsync(b->dst[dst], b->src[src], bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync", src))
+    if (i == w && ok(cudaEventRecord(g->start, g->stream), "cudaEventRecord", src)) return -1;
+    if (ok(cudaMemcpyAsync(b->dev[dst].dst, g->src, bytes, cudaMemcpyDeviceToDevice, g->stream), "cudaMemcpyAsync",
+           src))
       return -1;
   }
-  if (ok(cudaEventRecord(b->stop[src], s), "cudaEventRecord", src) ||
-      ok(cudaEventSynchronize(b->stop[src]), "cudaEventSynchronize", src) ||
-      ok(cudaEventElapsedTime(&ms, b->start[src], b->stop[src]), "cudaEventElapsedTime", src))
+  if (ok(cudaEventRecord(g->stop, g->stream), "cudaEventRecord", src) ||
+      ok(cudaEventSynchronize(g->stop), "cudaEventSynchronize", src) ||
+      ok(cudaEventElapsedTime(&ms, g->start, g->stop), "cudaEventElapsedTime", src))
     return -1;
   return (double)ms * 1e3;
 }
 
 static void teardown(gpu_bench *b) {
   for (int d = 0; d < b->n; d++) {
+    gpu_dev *g = &b->dev[d];
     if (cudaSetDevice(d) != cudaSuccess) continue;
-    if (b->src[d]) cudaFree(b->src[d]);
-    if (b->dst[d]) cudaFree(b->dst[d]);
-    if (b->stream[d]) cudaStreamDestroy(b->stream[d]);
-    if (b->start[d]) cudaEventDestroy(b->start[d]);
-    if (b->stop[d]) cudaEventDestroy(b->stop[d]);
+    if (g->src) cudaFree(g->src);
+    if (g->dst) cudaFree(g->dst);
+    if (g->stream) cudaStreamDestroy(g->stream);
+    if (g->start) cudaEventDestroy(g->start);
+    if (g->stop) cudaEventDestroy(g->stop);
   }
-  free(b->src);
-  free(b->dst);
-  free(b->stream);
-  free(b->start);
-  free(b->stop);
+  free(b->dev);
 }
 
 /* One pair's figures into bw[i] and lat[i]; NaN without peer access. */
@@ -104,18 +107,6 @@ static void print_gpu(const perf_p2p_opts *o, const double *bw, const double *la
   perf_p2p_matrix(out, title, "GPU", lat, n, NULL);
 }
 
-static int alloc_bench(gpu_bench *b, int n) {
-  b->n = n;
-  b->src = calloc((size_t)n, sizeof *b->src);
-  b->dst = calloc((size_t)n, sizeof *b->dst);
-  b->stream = calloc((size_t)n, sizeof *b->stream);
-  b->start = calloc((size_t)n, sizeof *b->start);
-  b->stop = calloc((size_t)n, sizeof *b->stop);
-  if (b->src && b->dst && b->stream && b->start && b->stop) return 0;
-  fprintf(stderr, "kolo-perf p2p: out of memory\n");
-  return -1;
-}
-
 int perf_p2p_gpu_run(const perf_p2p_opts *o, FILE *out) {
   int n = 0, bad = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
@@ -126,7 +117,10 @@ int perf_p2p_gpu_run(const perf_p2p_opts *o, FILE *out) {
   gpu_bench b = {0};
   size_t cap = o->bytes > o->lat_bytes ? o->bytes : o->lat_bytes;
   double *bw = calloc((size_t)n * n, sizeof *bw), *lat = calloc((size_t)n * n, sizeof *lat);
-  bad = bw && lat ? alloc_bench(&b, n) : -1;
+  b.dev = calloc((size_t)n, sizeof *b.dev);
+  b.n = b.dev ? n : 0;
+  bad = bw && lat && b.dev ? 0 : -1;
+  if (bad) fprintf(stderr, "kolo-perf p2p: out of memory\n");
   for (int d = 0; d < n && bad == 0; d++) bad = setup_device(&b, d, cap);
   for (int i = 0; i < n * n && bad == 0; i++) bad = measure_pair(&b, o, i / n, i % n, &bw[i], &lat[i]);
   if (bad == 0) print_gpu(o, bw, lat, n, out);

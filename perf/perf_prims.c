@@ -14,6 +14,7 @@
 #include "kolo.h"
 #include "perf/perf_check.h"
 #include "perf/perf_cuda.h"
+#include "perf/perf_report.h"
 
 /* The summary covers sizes from here up. */
 #define SUMMARY_MIN_BYTES ((size_t)64 << 20)
@@ -276,12 +277,7 @@ static void print_header(const bench *b) {
   cudaRuntimeGetVersion(&rt);
   cudaDriverGetVersion(&drv);
   printf("# kolo-perf prims: %s, %d SMs, CUDA runtime %d, driver %d\n", dev, sms, rt, drv);
-  if (a->step_factor > 1)
-    printf("# minBytes %zu maxBytes %zu step: %zu(factor) warmup iters: %d iters: %d validation: %d\n", a->min_bytes,
-           a->max_bytes, a->step_factor, a->warmup, a->iters, a->check);
-  else
-    printf("# minBytes %zu maxBytes %zu step: %zu(bytes) warmup iters: %d iters: %d validation: %d\n", a->min_bytes,
-           a->max_bytes, a->step_bytes, a->warmup, a->iters, a->check);
+  perf_report_sweep_line(stdout, a);
   printf("# time: per call, cudaEvents around the -n calls on one non-blocking stream, after -w warm-ups\n"
          "# GB/s: (bytes read + bytes written) / time, GB = 1e9; per call, S = size: memcpy 2S, copy 2S,\n"
          "#   copy2 3S, sum 3S, sum2 4S.  memcpy = cudaMemcpyAsync device to device; copy: out = a;\n"

@@ -7,7 +7,6 @@
 #define _GNU_SOURCE /* prctl */
 #include "perf/perf_ranks.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,13 +20,12 @@
 #include "perf/perf_gate.h"
 #include "perf/perf_overlap.h"
 #include "perf/perf_p2p.h"
+#include "perf/perf_pipe.h"
 #include "perf/perf_sweep.h"
 
 #ifdef KOLO_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
-
-static int worse(int x, int y) { return x > y ? x : y; }
 
 /* ---- devices and config ------------------------------------------------ */
 
@@ -119,33 +117,33 @@ typedef struct {
   pthread_t thread;
 } rank_job;
 
-static void *rank_thread(void *p) {
-  rank_job *j = p;
-  if (j->a->mem_cuda && j->dev < 0) { /* pick_device said why */
-    j->code = 2;
-    gate_pass(j->gate, 1);
-    return NULL;
-  }
+/* The rank's device current on this thread, and its communicator; 0, or
+ * -1 having said why. */
+static int rank_setup(rank_job *j) {
+  if (j->a->mem_cuda && j->dev < 0) return -1; /* pick_device said why */
 #ifdef KOLO_HAVE_CUDA
   cudaError_t err = j->dev >= 0 ? cudaSetDevice(j->dev) : cudaSuccess;
   if (err != cudaSuccess) {
     fprintf(stderr, "rank %d: cudaSetDevice(%d) failed: %s\n", j->rank, j->dev, cudaGetErrorString(err));
-    j->code = 2;
-    gate_pass(j->gate, 1);
-    return NULL;
+    return -1;
   }
 #endif
-  if (j->comm == NULL) {
-    koloConfig_t c = comm_config(j->a, j->dev);
-    koloResult_t res = koloCommInitRankConfig(&j->comm, j->cfg->nranks, j->id, j->rank, &c);
-    if (res != koloSuccess) {
-      kolo_backend_report(j->rank, NULL, res, "koloCommInitRank");
-      j->code = 2;
-      gate_pass(j->gate, 1);
-      return NULL;
-    }
+  if (j->comm != NULL) return 0;
+  koloConfig_t c = comm_config(j->a, j->dev);
+  koloResult_t res = koloCommInitRankConfig(&j->comm, j->cfg->nranks, j->id, j->rank, &c);
+  if (res == koloSuccess) return 0;
+  kolo_backend_report(j->rank, NULL, res, "koloCommInitRank");
+  return -1;
+}
+
+static void *rank_thread(void *p) {
+  rank_job *j = p;
+  if (rank_setup(j) == 0) {
+    j->code = run_rank(j->a, j->cfg, j->comm, j->dev, j->gate);
+  } else {
+    j->code = 2;
+    gate_pass(j->gate, 1);
   }
-  j->code = run_rank(j->a, j->cfg, j->comm, j->dev, j->gate);
   return NULL;
 }
 
@@ -166,7 +164,7 @@ static int run_jobs(rank_job *jobs, int n) {
   int code = 0;
   for (int i = 0; i < n; i++) {
     pthread_join(jobs[i].thread, NULL);
-    code = worse(code, jobs[i].code);
+    code = perf_worse_code(code, jobs[i].code);
   }
   return code;
 }
@@ -274,24 +272,12 @@ int perf_run_launched(const perf_args *a, perf_config *cfg) {
 }
 /* ---- a forked process's ranks -------------------------------------------- */
 
-static int read_all(int fd, void *buf, size_t n) {
-  char *p = buf;
-  while (n > 0) {
-    ssize_t r = read(fd, p, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return -1;
-    p += r;
-    n -= (size_t)r;
-  }
-  return 0;
-}
-
 /* A forked rank group: waits for the id on fd, runs its THREADS ranks, and
  * at the exit gate writes "done" to done_fd and waits for "go" on fd. */
 int perf_run_child(const perf_args *a, const perf_config *cfg, int proc, int fd, int done_fd, pid_t parent) {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) return 2;
   koloUniqueId id;
-  if (read_all(fd, &id, sizeof id) != 0) return PERF_CHILD_NO_ID; /* the parent says why */
+  if (perf_read_full(fd, &id, sizeof id) != 0) return PERF_CHILD_NO_ID; /* the parent says why */
   exit_gate gate;
   int n = perf_local_ranks(a);
   if (gate_init(&gate, n, done_fd, fd) != 0) return 2;

@@ -9,6 +9,9 @@
 #include "perf/perf_args.h"
 #include "perf/perf_report.h"
 
+/* The worse of two exit codes: 2 (a call failed) > 1 (wrong results) > 0. */
+static inline int perf_worse_code(int x, int y) { return x > y ? x : y; }
+
 /* A forked process's exit status when the parent sent no id (and said why). */
 #define PERF_CHILD_NO_ID 3
 

@@ -8,6 +8,13 @@ const char *perf_redop_column(const perf_args *a) {
   return perf_coll_has_op(a->coll) ? perf_op_name(a->op) : "none";
 }
 
+void perf_report_sweep_line(FILE *out, const perf_args *a) {
+  int factor = a->step_factor > 1;
+  fprintf(out, "# minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d validation: %d\n", a->min_bytes,
+          a->max_bytes, factor ? a->step_factor : a->step_bytes, factor ? "factor" : "bytes", a->warmup, a->iters,
+          a->check);
+}
+
 int perf_report_open(perf_report *rep, FILE *out, const perf_args *args, const perf_config *cfg) {
   memset(rep, 0, sizeof *rep);
   rep->out = out;
@@ -23,12 +30,7 @@ int perf_report_open(perf_report *rep, FILE *out, const perf_args *args, const p
   fprintf(out, "# %s %s: %s, %d ranks (%d processes x %d threads, %s), %s memory\n", cfg->tool,
           perf_coll_name(args->coll), cfg->library, cfg->nranks, cfg->procs, cfg->threads, cfg->launch,
           cfg->memory);
-  if (args->step_factor > 1)
-    fprintf(out, "# minBytes %zu maxBytes %zu step: %zu(factor) warmup iters: %d iters: %d validation: %d\n",
-            args->min_bytes, args->max_bytes, args->step_factor, args->warmup, args->iters, args->check);
-  else
-    fprintf(out, "# minBytes %zu maxBytes %zu step: %zu(bytes) warmup iters: %d iters: %d validation: %d\n",
-            args->min_bytes, args->max_bytes, args->step_bytes, args->warmup, args->iters, args->check);
+  perf_report_sweep_line(out, args);
   if (cfg->timing) fprintf(out, "# time: %s\n", cfg->timing);
   fprintf(out, "#\n# Using devices\n");
   return 0;

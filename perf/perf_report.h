@@ -70,6 +70,9 @@ void perf_json_head(FILE *f, const perf_args *a, const perf_config *c);
 void perf_json_result(perf_report *rep, const perf_row *row, int in_place);
 void perf_json_tail(perf_report *rep, double avg_busbw);
 
+/* nccl-tests' "# minBytes ... validation: N" line of the sweep a. */
+void perf_report_sweep_line(FILE *out, const perf_args *a);
+
 /* The redop column: the op's name, or "none" for collectives without one. */
 const char *perf_redop_column(const perf_args *a);
 

@@ -15,29 +15,18 @@
 
 #define TOPO_MAX_GIDS 8
 
-/* Gb/s per lane of ibv_port_attr.active_speed. */
+/* ibv_port_attr's active_speed and active_width are one bit each: bit k
+ * stands for speeds[k] Gb/s per lane, widths[k] lanes; 0 for no such bit. */
+static int bit_of(uint8_t v) { return v != 0 && (v & (v - 1)) == 0 ? __builtin_ctz(v) : -1; }
+
 static double lane_gbps(uint8_t speed) {
-  switch (speed) {
-    case 1: return 2.5;
-    case 2: return 5.0;
-    case 4: case 8: return 10.0;
-    case 16: return 14.0;
-    case 32: return 25.0;
-    case 64: return 50.0;
-    case 128: return 100.0;
-    default: return 0;
-  }
+  static const double speeds[8] = {2.5, 5.0, 10.0, 10.0, 14.0, 25.0, 50.0, 100.0};
+  return bit_of(speed) >= 0 ? speeds[bit_of(speed)] : 0;
 }
 
 static int lanes(uint8_t width) {
-  switch (width) {
-    case 1: return 1;
-    case 2: return 4;
-    case 4: return 8;
-    case 8: return 12;
-    case 16: return 2;
-    default: return 0;
-  }
+  static const int widths[5] = {1, 4, 8, 12, 2};
+  return bit_of(width) >= 0 && bit_of(width) < 5 ? widths[bit_of(width)] : 0;
 }
 
 static void gids(FILE *out, struct ibv_context *ctx, const char *dev, int port, int tbl_len) {

@@ -32,12 +32,19 @@ static int parse_layout(const char *spec, uint64_t *host_of) {
   return n > 0 ? n : -1;
 }
 
-static void print_ring(FILE *out, const kolo_hosts *h, const kolo_ring *ring) {
+/* "#     LABEL I: 0 1 | 2 3  (then back to 0)" for a ring just built (and
+ * freed here); -1 when building it failed (out of memory). */
+static int print_ring(FILE *out, const kolo_hosts *h, koloResult_t built, kolo_ring *ring, const char *label,
+                      int index) {
+  if (built != koloSuccess) return -1;
+  fprintf(out, "#     %s %d:", label, index);
   for (int i = 0; i < ring->nranks; i++) {
     int r = ring->order[i], sep = i > 0 && h->host[r] != h->host[ring->order[i - 1]];
     fprintf(out, "%s%d", sep ? " | " : " ", r);
   }
   fprintf(out, "  (then back to %d)\n", ring->order[0]);
+  kolo_ring_free(ring);
+  return 0;
 }
 
 static void print_hosts(FILE *out, const kolo_hosts *h) {
@@ -51,36 +58,25 @@ static void print_hosts(FILE *out, const kolo_hosts *h) {
 /* Flat rings of channels 0..n-1; -1 when out of memory. */
 static int print_flat(FILE *out, const kolo_hosts *h, int channels) {
   fprintf(out, "#   flat rings, one per channel ('|' where the ring crosses to the next host):\n");
-  for (int c = 0; c < channels; c++) {
-    kolo_ring ring;
-    if (kolo_ring_build_channel(h, c, &ring) != koloSuccess) return -1;
-    fprintf(out, "#     channel %d:", c);
-    print_ring(out, h, &ring);
-    kolo_ring_free(&ring);
-  }
+  kolo_ring ring;
+  for (int c = 0; c < channels; c++)
+    if (print_ring(out, h, kolo_ring_build_channel(h, c, &ring), &ring, "channel", c) != 0) return -1;
   return 0;
 }
 
 /* The hierarchical all-reduce's rings: each host's, then each local index's. */
 static int print_hier(FILE *out, const kolo_hosts *h) {
   fprintf(out, "#   hierarchical all-reduce: intra-host rings (reduce-scatter, all-gather):\n");
-  for (int hi = 0; hi < h->nhosts; hi++) {
-    kolo_ring ring;
-    if (kolo_ring_build_intra(h, kolo_hosts_rank(h, hi, 0), &ring) != koloSuccess) return -1;
-    fprintf(out, "#     host %d:", hi);
-    print_ring(out, h, &ring);
-    kolo_ring_free(&ring);
-  }
+  kolo_ring ring;
+  for (int hi = 0; hi < h->nhosts; hi++)
+    if (print_ring(out, h, kolo_ring_build_intra(h, kolo_hosts_rank(h, hi, 0), &ring), &ring, "host", hi) != 0)
+      return -1;
   fprintf(out, "#   and inter-host rings (all-reduce of each shard), one per local index:\n");
   for (int j = 0; j < kolo_hosts_max_size(h); j++) {
-    kolo_ring ring;
     int r = -1;
     for (int hi = 0; hi < h->nhosts && r < 0; hi++)
       if (j < h->host_size[hi]) r = kolo_hosts_rank(h, hi, j);
-    if (kolo_ring_build_inter(h, r, &ring) != koloSuccess) return -1;
-    fprintf(out, "#     local %d:", j);
-    print_ring(out, h, &ring);
-    kolo_ring_free(&ring);
+    if (print_ring(out, h, kolo_ring_build_inter(h, r, &ring), &ring, "local", j) != 0) return -1;
   }
   return 0;
 }

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "kolo.h"
+#include "perf/perf_pipe.h"
 #include "perf/perf_sweep.h"
 #include "perf/perf_tune_int.h"
 #include "ring/schedule.h"
@@ -113,16 +114,6 @@ static int rank_main(const tune_args *a, const tune_job *j, koloUniqueId id, int
   return bad;
 }
 
-/* Reads exactly n bytes; -1 on EOF or error. */
-static int read_full(int fd, void *p, size_t n) {
-  for (size_t got = 0; got < n;) {
-    ssize_t r = read(fd, (char *)p + got, n - got);
-    if (r <= 0) return -1;
-    got += (size_t)r;
-  }
-  return 0;
-}
-
 /* The job's id in rank `rank`: rank 0 makes it -- its rendezvous root
  * thread starts in its own process, after every fork -- and hands it to
  * the others through idp; a rank 0 that fails closes the pipe, and they
@@ -132,7 +123,7 @@ static int read_full(int fd, void *p, size_t n) {
 static int rank_id(int rank, int nranks, const int idp[2], koloUniqueId *id) {
   if (rank != 0) {
     close(idp[1]);
-    return read_full(idp[0], id, sizeof *id);
+    return perf_read_full(idp[0], id, sizeof *id);
   }
   close(idp[0]);
   int ok = koloGetUniqueId(id) == koloSuccess;
@@ -169,7 +160,7 @@ int perf_tune_measure(const tune_args *a, const tune_job *j, double *t) {
   close(idp[0]);
   close(idp[1]);
   close(fds[1]);
-  ok &= read_full(fds[0], t, (size_t)j->nsizes * sizeof t[0]) == 0;
+  ok &= perf_read_full(fds[0], t, (size_t)j->nsizes * sizeof t[0]) == 0;
   close(fds[0]);
   for (int status, r = 0; r < a->nranks; r++) ok &= wait(&status) > 0 && WIFEXITED(status) && !WEXITSTATUS(status);
   return ok ? 0 : -1;
