@@ -26,7 +26,7 @@ static const kolo_param params[] = {
      "bytes of slots per point-to-point pipe (send/receive, all-to-all, gather, scatter and the latency "
      "algorithms' pipes), per channel and peer; at most the communicator's KOLO_BUFFSIZE"},
     {"KOLO_NSLOTS", "8", "slots per connector: a power of two in 2..64"},
-    {"KOLO_NCHANNELS", "2", "channels (rings) per communicator (unset: 2, or 1 over the network where a host has fewer than two CPUs per rank)"},
+    {"KOLO_NCHANNELS", "2", "channels (rings) per communicator (unset: 2, or 1 over the network where a host has one CPU per rank but not two)"},
     {"KOLO_MIN_NCHANNELS", "1", "channels per communicator at least (config.minChannels)"},
     {"KOLO_MAX_NCHANNELS", "16", "channels per communicator at most (config.maxChannels)"},
     {"KOLO_PROTO", NULL,

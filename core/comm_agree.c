@@ -128,8 +128,10 @@ koloResult_t kolo_comm_check_shapes(struct koloComm *c) {
       res = fixed_differs(c, r);
     else if (!same_shape(theirs, &mine))
       res = shape_differs(c, r, &theirs, &mine);
-    else
+    else {
       c->cpus_short |= theirs.host_cpus < 2 * theirs.host_ranks;
+      c->cpus_crowded |= theirs.host_cpus < theirs.host_ranks;
+    }
   }
   free(all);
   return res;

@@ -38,6 +38,7 @@ struct koloComm {
   int channels_fixed;
   int host_ranks, host_cpus; /* this rank's host: ranks of the comm on it, kolo_host_cpus() */
   int cpus_short;            /* some rank's host has fewer than two CPUs per rank (comm_agree.c) */
+  int cpus_crowded;          /* some rank's host has more ranks than CPUs (comm_agree.c) */
   uint32_t nslots;
   size_t slot_bytes;
   /* Slots of the point-to-point pipes (send/recv and multi-peer programs):

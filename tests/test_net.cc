@@ -589,7 +589,8 @@ TEST(NetProcsChoice, RanksOfOneProcessArePricedAsLocal) {
 }
 
 // The default channel count over the network follows the CPUs per rank
-// (core/comm_topology.c): 2 processes on a host of `cpus` CPUs (as
+// (core/comm_topology.c): 1 where each rank has one CPU but not two.
+// 2 processes on a host of `cpus` CPUs (as
 // KOLO_HOST_CPUS says) must have `want` channels, and a 2 MiB all-reduce
 // (which would use two) runs checked on them.
 void expect_net_channels(const char *cpus, const char *nchannels, int want) {
@@ -618,10 +619,12 @@ void expect_net_channels(const char *cpus, const char *nchannels, int want) {
   EXPECT_EQ(children_checked(res, cases.size()), "") << "KOLO_HOST_CPUS=" << cpus;
 }
 
-TEST(NetChannels, OneWhereAHostHasFewerThanTwoCpusPerRank) {
+TEST(NetChannels, OneWhereAHostHasOneCpuPerRankButNotTwo) {
   SKIP_UNDER_TSAN();
   expect_net_channels("3", "", 1);  // 3 CPUs for 2 ranks
+  expect_net_channels("2", "", 1);  // 1 per rank
   expect_net_channels("4", "", 2);  // 2 per rank: the default
+  expect_net_channels("1", "", 2);  // more ranks than CPUs: the default
   expect_net_channels("1", "2", 2);  // set: kept
   expect_net_channels("1", "3", 3);
 }
