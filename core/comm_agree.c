@@ -102,7 +102,8 @@ static koloResult_t fixed_differs(struct koloComm *c, int r) {
   return kolo_error(&c->err, koloInvalidUsage,
                     "rank %d: the channel count is %s on this rank and %s on rank %d: set config.nChannels, "
                     "KOLO_NCHANNELS, KOLO_MIN_NCHANNELS or the tuning file alike on all ranks",
-                    c->rank, c->channels_fixed ? "set" : "left to its default", c->channels_fixed ? "left to its default" : "set", r);
+                    c->rank, c->channels_fixed ? "set" : "left to its default",
+                    c->channels_fixed ? "left to its default" : "set", r);
 }
 
 koloResult_t kolo_comm_check_shapes(struct koloComm *c) {
