@@ -32,7 +32,9 @@
 #                                         # ib: an older kolo-perf too, interleaved in the same boot
 #
 # Environment: BUILD (build), PERF_BIN (a kolo-perf to use instead of
-# $BUILD/bin/kolo-perf), REPEATS (3), SIZE (64M), NET_ITERS (16),
+# $BUILD/bin/kolo-perf), REPEATS (3), SIZE (64M), NET_ITERS (messages of
+# kolo-perf net's bandwidth runs: 1 GiB worth, 8..20000, so that a run
+# lasts about as long at every SIZE, as iperf3's IPERF_TIME does),
 # LAT_SIZE (8), AR_ITERS (10), AR_WARMUP (3), IPERF_TIME (5),
 # IPERF_STREAMS (1), IPERF_LEN (iperf3's own: 128K over TCP; at most 1M in
 # iperf3 3.12; set it to SIZE to compare at one message size), SOCKET (1; 0 leaves out the socket half), RDMA (auto),
@@ -48,7 +50,8 @@ ROOT=$PWD
 BUILD=${BUILD:-build}
 REPEATS=${REPEATS:-3}
 SIZE=${SIZE:-64M}
-NET_ITERS=${NET_ITERS:-16}
+SIZE_BYTES=$(numfmt --from=iec "$SIZE" 2>/dev/null) || { echo "run_net: SIZE=$SIZE is not a size (e.g. 128K, 64M)" >&2; exit 1; }
+NET_ITERS=${NET_ITERS:-$(( (1 << 30) / SIZE_BYTES < 8 ? 8 : (1 << 30) / SIZE_BYTES > 20000 ? 20000 : (1 << 30) / SIZE_BYTES ))}
 LAT_SIZE=${LAT_SIZE:-8}
 AR_ITERS=${AR_ITERS:-10}
 AR_WARMUP=${AR_WARMUP:-3}
