@@ -86,14 +86,14 @@ static koloResult_t proto_differs(struct koloComm *c, int r, uint32_t theirs) {
 }
 
 /* The encoding is canonical: two shapes are equal when their bytes are,
- * but for their hosts' CPUs and ranks, which hosts may differ in. */
-static int same_shape(kolo_comm_shape theirs, const kolo_comm_shape *mine) {
-  uint8_t a[KOLO_COMM_SHAPE_BYTES], b[KOLO_COMM_SHAPE_BYTES];
+ * but for their hosts' CPUs and ranks, which hosts may differ in.
+ * mine_enc: this rank's shape, encoded. */
+static int same_shape(kolo_comm_shape theirs, const kolo_comm_shape *mine, const uint8_t *mine_enc) {
+  uint8_t a[KOLO_COMM_SHAPE_BYTES];
   theirs.host_cpus = mine->host_cpus;
   theirs.host_ranks = mine->host_ranks;
   kolo_encode_comm_shape(&theirs, a);
-  kolo_encode_comm_shape(mine, b);
-  return memcmp(a, b, sizeof a) == 0;
+  return memcmp(a, mine_enc, sizeof a) == 0;
 }
 
 /* Rank r let the channel count default and this rank did not, or the
@@ -127,7 +127,7 @@ koloResult_t kolo_comm_check_shapes(struct koloComm *c) {
       res = min_channel_differs(c, r, theirs.min_channel_bytes);
     else if (theirs.channels_fixed != mine.channels_fixed)
       res = fixed_differs(c, r);
-    else if (!same_shape(theirs, &mine))
+    else if (!same_shape(theirs, &mine, enc))
       res = shape_differs(c, r, &theirs, &mine);
     else {
       c->cpus_short |= theirs.host_cpus < 2 * theirs.host_ranks;
