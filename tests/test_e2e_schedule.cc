@@ -313,6 +313,21 @@ TEST(ChannelBytesRefused, RanksThatDiffer) {
       << koloGetLastError(nullptr);
 }
 
+// The rest of the shape (channels, slots, buffer...) must be alike too,
+// whatever each host's CPUs and ranks, which ranks may differ in.
+TEST(ShapeRefused, RanksThatDifferInSlotsOrChannels) {
+  if (tsan_build()) GTEST_SKIP() << "forks ranks (not under TSan)";
+  ScopedEnv slots("KOLO_NSLOTS", "8"), channels("KOLO_NCHANNELS", "2");
+  expect_every_rank_refused(kRanks, koloInvalidUsage, {"has channels=2 slots=", "set KOLO_NCHANNELS, KOLO_NSLOTS"},
+                            [&](int rank) {
+                              if (rank == 1) setenv("KOLO_NSLOTS", "16", 1);
+                            });
+  expect_every_rank_refused(kRanks, koloInvalidUsage, {"has channels=", "set KOLO_NCHANNELS, KOLO_NSLOTS"},
+                            [&](int rank) {
+                              if (rank == 2) setenv("KOLO_NCHANNELS", "3", 1);
+                            });
+}
+
 TEST(SchedFileRefused, RanksThatLoadDifferentFiles) {
   if (tsan_build()) GTEST_SKIP() << "forks ranks (not under TSan)";
   const std::string rd = schedule_path("rd_allreduce_4.sched"), ring = schedule_path("ring_allreduce_4.sched");
