@@ -14,6 +14,7 @@
 //  - NetProcs.RankKilledDuringCollective: 3 ranks, timeout 2 s; rank 2 dies
 //    (SIGKILL) 50 ms into a large all-reduce; ranks 0 and 1 must return an
 //    error naming rank 2 within the bound.
+//  - NetCredit: when a receive end sends its credit.
 //  - NetPolled.KernelStylePipesWakeOnPost: the proxy's polled pipes (the
 //    net pipes of CUDA communicators, whose kernels ring no doorbell) over
 //    the socket provider, driven by tests/util/polled_pipe.c with the
@@ -58,6 +59,7 @@ extern "C" {
 #include "ring/algo.h"
 #include "transport/conn_wire.h"
 #include "transport/net.h"
+#include "transport/net_credit.h"
 #include "transport/socket.h"
 }
 
@@ -454,9 +456,22 @@ TEST(NetPolled, KernelStylePipesWakeOnPost) {
   }
 }
 
+// When a receive end credits: a quarter of the window left (two slots at
+// least), never past half of it, at once for one or two slots.
+TEST(NetCredit, DueWhenAQuarterOfTheWindowIsLeft) {
+  const uint32_t nslots[] = {1, 2, 4, 8, 16, 32, 64};
+  const uint32_t first_due[] = {1, 1, 2, 6, 12, 24, 48};
+  for (size_t i = 0; i < sizeof nslots / sizeof nslots[0]; i++) {
+    for (uint32_t owed = 0; owed <= nslots[i]; owed++)
+      EXPECT_EQ(kolo_net_pipe_credit_due(owed, nslots[i]), owed >= first_due[i] ? 1 : 0)
+          << owed << " of " << nslots[i] << " slots owed";
+  }
+}
+
 // Executor-style threads on a pipe pair with the proxy beside them: small
 // slices from the sending thread, larger ones handed to the proxy, credits
-// paid at half the slots or lazily; the bytes checked as above.  Under TSan
+// paid when kolo_net_pipe_credit_due says or lazily; the bytes checked as
+// above.  Under TSan
 // (tests/run_all.sh runs NetCallers there) this checks the pipes' locking.
 TEST(NetCallers, ExecutorStyleThreadsBesideTheProxy) {
   for (size_t slot : {size_t(4096), size_t(65536) + 64}) {

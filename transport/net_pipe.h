@@ -29,6 +29,7 @@
 
 #include "transport/connector.h"
 #include "transport/net.h"
+#include "transport/net_credit.h"
 
 #define KOLO_NET_PIPE_MAX_FDS (KOLO_NET_MAX_STREAMS + 2)
 

@@ -206,7 +206,7 @@ void kolo_net_pipe_kick(kolo_net_pipe *p) {
   if (!p->is_send) {
     uint32_t head = atomic_load_explicit(&p->ctrl->head, memory_order_relaxed);
     uint32_t owed = head - atomic_load_explicit(&p->credit_sent, memory_order_relaxed);
-    if (2 * owed < p->nslots) { /* the sender has half its window or more: later */
+    if (!kolo_net_pipe_credit_due(owed, p->nslots)) { /* the sender has enough window left: later */
       owe_lazily(p);
       return;
     }

@@ -12,8 +12,8 @@
  * from that thread, larger ones handed to the proxy) and pulls while it
  * waits for credit; the receiving thread pulls while it waits for a slice
  * (and sleeps on the pipe's fds, kolo_net_pipe_wait, every so often) and
- * kicks after draining each one (a credit, when half the slots are
- * drained; the rest owed lazily).  The proxy thread runs beside them on the
+ * kicks after draining each one (a credit, when kolo_net_pipe_credit_due
+ * says so; the rest owed lazily).  The proxy thread runs beside them on the
  * same pipes: run under TSan, this is the test of the pipes' locking.
  *
  * Checked: every slice arrives with the bytes the sender wrote (a pattern of
