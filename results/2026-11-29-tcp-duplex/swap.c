@@ -6,7 +6,10 @@
  * non-blocking recv until the other's came, as a 2-rank 8-byte all-reduce
  * does.  Mode 1: one TCP connection carries both directions (Open MPI's TCP
  * transport); mode 2: one connection per direction (kolo's socket
- * provider), so that no frame can carry the acknowledgement of the other.
+ * provider), so that no frame can carry the acknowledgement of the other;
+ * mode 3: as 2, the receiving sockets told to delay their acknowledgements
+ * (TCP_QUICKACK off, once), the state kolo's receive connections are in
+ * since the credits they send back make the kernel see them as interactive.
  *
  *   gcc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -o swap swap.c
  *   ./swap MODE ITERS        # prints microseconds per swap
@@ -52,8 +55,10 @@ static int dial(int port) {
   return nodelay(s);
 }
 
-static void swap(int out, int in, long iters) {
+static void swap(int out, int in, long iters, int mode) {
   char b[FRAME] = {0};
+  int zero = 0;
+  if (mode == 3 && setsockopt(in, IPPROTO_TCP, TCP_QUICKACK, &zero, sizeof zero)) die("TCP_QUICKACK");
   for (long i = 0; i < iters; i++) {
     if (send(out, b, FRAME, 0) != FRAME) die("send");
     for (int got = 0; got < FRAME;) {
@@ -66,7 +71,7 @@ static void swap(int out, int in, long iters) {
 
 int main(int argc, char **argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: %s 1|2 ITERS\n", argv[0]);
+    fprintf(stderr, "usage: %s 1|2|3 ITERS\n", argv[0]);
     return 2;
   }
   int mode = atoi(argv[1]), p1, p2;
@@ -75,14 +80,14 @@ int main(int argc, char **argv) {
   pid_t pid = fork();
   if (pid < 0) die("fork");
   if (pid == 0) { /* sends on the first connection, receives on the second */
-    int a = dial(p1), b = mode == 2 ? dial(p2) : a;
-    swap(a, b, iters);
+    int a = dial(p1), b = mode >= 2 ? dial(p2) : a;
+    swap(a, b, iters, mode);
     _exit(0);
   }
-  int a = nodelay(accept(l1, NULL, NULL)), b = mode == 2 ? nodelay(accept(l2, NULL, NULL)) : a;
+  int a = nodelay(accept(l1, NULL, NULL)), b = mode >= 2 ? nodelay(accept(l2, NULL, NULL)) : a;
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  swap(b, a, iters);
+  swap(b, a, iters, mode);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   int status = 0;
   if (waitpid(pid, &status, 0) != pid || status != 0) die("the other process");
