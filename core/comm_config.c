@@ -152,9 +152,7 @@ koloResult_t kolo_comm_resolve_config(struct koloComm *c, const koloConfig_t *cf
 #define CROWDED_YIELD_NS (5 * 1000 * 1000LL)
 
 void kolo_comm_tune_waits(struct koloComm *c) {
-  int local = 0;
-  uint64_t me = kolo_bootstrap_peer(c->bs, c->rank)->host_hash;
-  for (int r = 0; r < c->nranks; r++) local += kolo_bootstrap_peer(c->bs, r)->host_hash == me;
+  int local = kolo_bootstrap_host_ranks(c->bs);
   long cpus = kolo_host_cpus();
   c->host_ranks = local;
   c->host_cpus = (int)cpus;

@@ -60,6 +60,12 @@ int kolo_bootstrap_nranks(const kolo_bootstrap *bs) { return bs->nranks; }
 const kolo_peer_info *kolo_bootstrap_peer(const kolo_bootstrap *bs, int rank) {
   return rank >= 0 && rank < bs->nranks ? &bs->peers[rank] : NULL;
 }
+int kolo_bootstrap_host_ranks(const kolo_bootstrap *bs) {
+  int local = 0;
+  uint64_t me = bs->peers[bs->rank].host_hash;
+  for (int r = 0; r < bs->nranks; r++) local += bs->peers[r].host_hash == me;
+  return local;
+}
 kolo_errbuf *kolo_bootstrap_errbuf(kolo_bootstrap *bs) { return bs->eb; }
 void kolo_bootstrap_set_errbuf(kolo_bootstrap *bs, kolo_errbuf *eb) { bs->eb = eb; }
 

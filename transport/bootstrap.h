@@ -115,6 +115,8 @@ void kolo_bootstrap_destroy(kolo_bootstrap *bs);
 int kolo_bootstrap_rank(const kolo_bootstrap *bs);
 int kolo_bootstrap_nranks(const kolo_bootstrap *bs);
 const kolo_peer_info *kolo_bootstrap_peer(const kolo_bootstrap *bs, int rank);
+/* Ranks on this rank's host (itself included: at least 1). */
+int kolo_bootstrap_host_ranks(const kolo_bootstrap *bs);
 /* The errbuf this bootstrap reports into (the one given at init). */
 kolo_errbuf *kolo_bootstrap_errbuf(kolo_bootstrap *bs);
 /* Points error reports to another buffer (e.g. the communicator's). */

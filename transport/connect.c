@@ -36,15 +36,8 @@ static int is_candidate(const kolo_conn_mem *mem, uint32_t t) {
   return 0;
 }
 
-static int count_local(kolo_bootstrap *bs) {
-  int n = kolo_bootstrap_nranks(bs), local = 0;
-  uint64_t me = kolo_bootstrap_peer(bs, kolo_bootstrap_rank(bs))->host_hash;
-  for (int r = 0; r < n; r++) local += kolo_bootstrap_peer(bs, r)->host_hash == me;
-  return local;
-}
-
 static void setup_for(kolo_conn_set *set, const kolo_conn_request *r, kolo_conn_setup *s) {
-  if (set->local_ranks == 0) set->local_ranks = count_local(set->bs);
+  if (set->local_ranks == 0) set->local_ranks = kolo_bootstrap_host_ranks(set->bs);
   s->local_ranks = set->local_ranks;
   s->job = set->job;
   s->self = kolo_bootstrap_peer(set->bs, kolo_bootstrap_rank(set->bs));
