@@ -471,8 +471,8 @@ TEST(NetCredit, DueWhenAQuarterOfTheWindowIsLeft) {
 // Executor-style threads on a pipe pair with the proxy beside them: small
 // slices from the sending thread, larger ones handed to the proxy, credits
 // paid when kolo_net_pipe_credit_due says or lazily; the bytes checked as
-// above.  Under TSan
-// (tests/run_all.sh runs NetCallers there) this checks the pipes' locking.
+// above.  Under TSan (tests/run_all.sh runs NetCallers there) this checks
+// the pipes' locking.
 TEST(NetCallers, ExecutorStyleThreadsBesideTheProxy) {
   for (size_t slot : {size_t(4096), size_t(65536) + 64}) {
     kt_polled_cfg cfg{};

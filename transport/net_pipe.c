@@ -104,7 +104,8 @@ static int hand_from(kolo_net_pipe *p, kolo_connector *c, const void *src, size_
 static koloResult_t give_credit(kolo_net_pipe *p, unsigned dir) {
   uint32_t head = atomic_load_explicit(&p->ctrl->head, memory_order_acquire);
   uint32_t owed = head - atomic_load_explicit(&p->credit_sent, memory_order_relaxed);
-  if (owed == 0 || (!(dir & KOLO_NET_PIPE_PAY) && !p->polled && !kolo_net_pipe_credit_due(owed, p->nslots))) return koloSuccess;
+  int due = (dir & KOLO_NET_PIPE_PAY) || p->polled || kolo_net_pipe_credit_due(owed, p->nslots);
+  if (owed == 0 || !due) return koloSuccess;
   int queued = 0;
   koloResult_t res = p->net->send_credit(p->comm, head, &queued, &p->err);
   if (queued) atomic_store_explicit(&p->credit_sent, head, memory_order_relaxed);
