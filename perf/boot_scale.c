@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/comm_state.h"
+#include "core/comm_usage.h"
 #include "kolo.h"
 #include "perf/perf_pipe.h"
 #include "perf/perf_proc.h"
@@ -63,20 +63,6 @@ static int alltoall_checked(koloComm_t comm, int rank, int n) {
   return ok;
 }
 
-static int64_t pipes_of(const kolo_connector *c, size_t n, const unsigned char *ready) {
-  int64_t bytes = 0;
-  for (size_t i = 0; i < n; i++)
-    if (ready == NULL || ready[i] == 1) bytes += (int64_t)c[i].mem_bytes;
-  return bytes;
-}
-
-/* Bytes of the pipes comm holds: its rings' and its point-to-point ones. */
-static int64_t pipe_kib(koloComm_t c) {
-  size_t np = (size_t)c->nranks * (size_t)c->nchannels;
-  int64_t b = pipes_of(c->ring_send, (size_t)c->nchannels, NULL) + pipes_of(c->ring_recv, (size_t)c->nchannels, NULL);
-  return (b + pipes_of(c->p2p_send, np, c->p2p_send_ready) + pipes_of(c->p2p_recv, np, c->p2p_recv_ready)) / 1024;
-}
-
 /* Init, one checked all-reduce (and all-to-all), the measurements. */
 static perf_rank_stat rank_run(int rank, int n, const koloUniqueId *id, koloComm_t *comm) {
   perf_rank_stat s = {rank, 0, -1, -1, -1, 0, -1};
@@ -93,10 +79,16 @@ static perf_rank_stat rank_run(int rank, int n, const koloUniqueId *id, koloComm
   s.ok = res == koloSuccess && v[0] == (float)n * (float)(n + 1) / 2 && v[1] == (float)n;
   if (res == koloSuccess && !s.ok) fprintf(stderr, "rank %d: wrong sum %g, %g\n", rank, v[0], v[1]);
   if (s.ok && a2a_bytes > 0) s.ok = alltoall_checked(*comm, rank, n);
-  s.pipe_kib = a2a_bytes > 0 ? pipe_kib(*comm) : -1;
+  kolo_comm_usage u;
+  if (kolo_comm_usage_of(*comm, &u) != koloSuccess) {
+    fprintf(stderr, "rank %d: kolo_comm_usage_of failed\n", rank);
+    s.ok = 0;
+    return s;
+  }
+  s.pipe_kib = a2a_bytes > 0 ? u.pipe_bytes / 1024 : -1;
   s.fds = perf_proc_fds();
   s.rss_kib = perf_proc_rss_kib();
-  s.links = kolo_bootstrap_links((*comm)->bs);
+  s.links = u.bootstrap_links;
   return s;
 }
 
