@@ -11,12 +11,12 @@
  *
  *   kolo N ranks wall_ms W fds M/X rss_mib M/X links M/X init_ms M/X root_fds P root_bytes B failed F
  *
- * (M/X: median/max over the ranks).  perf/boot_scale.sh runs it.
+ * (M/X: median/max over the ranks).  `perf/compare.sh boot` runs it.
  *
  * kolo-boot-scale N BYTES: each rank also runs one checked all-to-all of
  * BYTES per peer before it measures, and the line adds pipes_mib: the
  * slots and control blocks of the pipes the rank holds (its ring's, and the
- * point-to-point pipes the all-to-all made).  PARTS=memory perf/boot_scale.sh
+ * point-to-point pipes the all-to-all made).  PARTS=memory perf/compare.sh boot
  * runs it. */
 #define _GNU_SOURCE
 #include <poll.h>

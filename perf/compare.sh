@@ -1,83 +1,111 @@
 #!/usr/bin/env bash
-# perf/compare.sh MODE - kolo beside a peer on this machine, one engine for
-# every mode: the contenders of MODE run in turn, REPEATS rounds (so that a
-# noisy minute spreads over all of them), each run keeping its JSON and
-# table in OUT/nN/NAME.I.{json,txt}; then per size each contender's median
-# time, its ratio to the first contender's and its median busbw
-# (perf/compare_median.py, also in OUT/nN/summary.txt), and a plot of the
-# medians (OUT/nN/plot.png, perf/plot.py).  Every run checks its results
-# (CHECK=1, outside the timed loop): a wrong element fails the script.
+# perf/compare.sh MODE... - kolo beside its peers on this machine: one
+# engine for every comparison.  In each mode the contenders take turns,
+# REPEATS rounds of one run each (so that a noisy minute spreads over all
+# of them), every run keeps its raw output, and the summary gives per size
+# each contender's median and its ratio to kolo's, as the same ratio within
+# each round where the runs are paired.  Every kolo run checks its results:
+# a wrong element fails the script; timings decide nothing.
 #
 # Modes, and their contenders:
-#   mpi    kolo-perf COLL -P N; kolo-mpi-ref COLL under mpirun -np N (Open
-#          MPI); with MEMCPY=1 one core's memcpy too (kolo-memcpy-bw)
-#   algos  kolo-perf COLL -P N with KOLO_ALGO = each of ALGOS in turn ("auto":
-#          the cost model's choice); Open MPI (MPI=0: none)
-#   tcp    as mpi over loopback TCP: kolo with KOLO_NET_FORCE=1
-#          KOLO_SHM_DISABLE=1 KOLO_NET=socket, Open MPI with pml ob1 and btl
-#          tcp,self on lo
-# In any mode BASE=other/bin/kolo-perf runs an older kolo-perf beside them,
-# and BUSY=K runs K busy loops at nice 19 throughout (a fixed stand-in for a
-# low-priority compile).
+#   mpi      collectives, kolo-perf COLL -P N beside kolo-mpi-ref COLL under
+#            mpirun -np N (Open MPI); with MEMCPY=1 one core's memcpy too
+#   algos    kolo-perf COLL -P N with KOLO_ALGO = each of ALGOS in turn
+#            ("auto": the cost model's choice), and Open MPI (MPI=0: none)
+#   tcp      as mpi over loopback TCP: kolo with KOLO_NET_FORCE=1
+#            KOLO_SHM_DISABLE=1 KOLO_NET=socket, Open MPI with pml ob1 and
+#            btl tcp,self on lo
+#   ns       as tcp with every rank in a network namespace of its own (veth
+#            pairs on a bridge); Open MPI through an rsh agent that enters
+#            each rank's namespace (root)
+#   hop      one 8-byte all-reduce, 2 processes over loopback TCP: system
+#            calls (strace -f -c) and context switches (perf stat) per call
+#            and rank, kolo and Open MPI
+#   load     4 processes, 8-byte all-reduce over shared memory, quiet and
+#            beside LOAD busy loops at nice 19 (mpi mode twice)
+#   net      tcp, ns, hop and load in turn
+#   p2p      two network namespaces on one veth pair: kolo-perf net
+#            (bandwidth one way and both ways, latency) and a 2-rank
+#            all-reduce beside iperf3 and iperf3 --bidir (root)
+#   ib       the soft-RoCE guest (tests/rdma): kolo-perf net -P ib beside
+#            ib_write_bw, ib_write_lat and ib_send_lat, in one boot
+#   ibframes the soft-RoCE guest: the 2-rank all-reduce, sendrecv and the
+#            provider alone beside perftest over sizes (perf/rxe_guest.sh)
+#   train    a data-parallel training step (perf/train_vs.py): kolo.torch's
+#            DistributedOptimizer, DDP over backend "kolo", DDP over Gloo,
+#            and Horovod where HOROVOD_PY names a python that has it
+#   boot     the bootstrap at N ranks on this host: init + one checked
+#            all-reduce beside MPI_Init + MPI_Allreduce (PARTS=time), or the
+#            point-to-point pipes' memory per rank (PARTS=memory)
 #
 #   perf/compare.sh mpi                                   # N = 2 4 8, 8 B .. 64 MiB
 #   NPROCS=2 MEMCPY=1 MAXBYTES=256M perf/compare.sh mpi   # kolo, Open MPI and memcpy
 #   NPROCS=4 ALGOS="ring rd" perf/compare.sh algos
 #   COLL=broadcast ALGOS="broadcast:ring broadcast:tree" perf/compare.sh algos
 #   NPROCS="2 4" FACTOR=8 perf/compare.sh tcp
+#   REPEATS=7 perf/compare.sh net                         # the network beside Open MPI (root)
+#   SIZE=1M IPERF_LEN=1M perf/compare.sh p2p              # beside iperf3 (root)
+#   REPEATS=3 perf/compare.sh ibframes                    # beside perftest (tests/rdma/setup.sh first)
+#   HOROVOD_PY=/opt/hvd/bin/python perf/compare.sh train
+#   NPROCS="64 256" perf/compare.sh boot
 #
-# Environment (defaults mpi / algos / tcp): BUILD (build), COLL (all_reduce),
-# NPROCS (2 4 8 / NP or 4 / 2 4), REPEATS (3 / 5 / 5), ITERS (50 / 1000 / 50),
-# WARMUP (10 / 100 / 10), MINBYTES (8), MAXBYTES (64M / 4K / 64M), FACTOR
-# (2 / 2 / 8), INPLACE (0 / 1 / 0: 1 times in place too), CHECK (1), ALGOS
-# ("ring rd rabenseifner auto"), MPI (1), MEMCPY (0), BASE, BUSY (0), OUT (a
-# directory; default a temporary one).  KOLO_* settings pass through to kolo.
+# Environment, for every mode: BUILD (build), REPEATS (per mode), OUT (a
+# directory; default a temporary one; with several modes each writes to
+# OUT/MODE), BUSY (0: K busy loops at nice 19 throughout, a fixed stand-in
+# for a low-priority compile).  KOLO_* settings pass through to kolo.  Each
+# mode's own variables are at the top of its file: collectives below,
+# the others in perf/compare/MODE.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-MODE=${1:?usage: perf/compare.sh mpi|algos|tcp (see the comment at its top)}
-case "$MODE" in
-  mpi) d=("2 4 8" 3 50 10 64M 2 0) ;;
-  algos) d=("${NP:-4}" 5 1000 100 4K 2 1) ;;
-  tcp) d=("2 4" 5 50 10 64M 8 0) ;;
-  *) echo "compare: unknown mode $MODE (mpi, algos or tcp)" >&2; exit 2 ;;
-esac
-BUILD=${BUILD:-build} COLL=${COLL:-all_reduce} NPROCS=${NPROCS:-${d[0]}} REPEATS=${REPEATS:-${d[1]}}
-ITERS=${ITERS:-${d[2]}} WARMUP=${WARMUP:-${d[3]}} MINBYTES=${MINBYTES:-8} MAXBYTES=${MAXBYTES:-${d[4]}}
-FACTOR=${FACTOR:-${d[5]}} INPLACE=${INPLACE:-${d[6]}} CHECK=${CHECK:-1} MPI=${MPI:-1} MEMCPY=${MEMCPY:-0}
-ALGOS=${ALGOS:-ring rd rabenseifner auto} BASE=${BASE:-} BUSY=${BUSY:-0}
-sweep=(-b "$MINBYTES" -e "$MAXBYTES" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" -c "$CHECK")
-[ "$INPLACE" = 1 ] || sweep+=(--inplace 0)
-MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
-KOLO_ENV=()
-MPI_ARGS=()
-if [ "$MODE" = tcp ]; then
-  KOLO_ENV=(KOLO_NET_FORCE=1 KOLO_SHM_DISABLE=1 KOLO_NET=socket)
-  MPI_ARGS=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo)
-fi
+ROOT=$PWD
+BUILD=${BUILD:-build}
+BUSY=${BUSY:-0}
 
-# NAMES: the contenders, first the one the others are compared with.
-declare -A ALGO_OF=()
-NAMES=()
-if [ "$MODE" = algos ]; then
-  for a in $ALGOS; do NAMES+=("${a//[:;,^]/_}"); ALGO_OF[${a//[:;,^]/_}]=$a; done
-else
-  NAMES=(kolo)
-fi
-[ -n "$BASE" ] && NAMES+=(base)
-if [ "$MPI" = 1 ] && { [ ! -x "$BUILD/bin/kolo-mpi-ref" ] || ! command -v mpirun > /dev/null; }; then
-  [ "$MODE" = algos ] || { echo "compare: $MODE needs mpirun and $BUILD/bin/kolo-mpi-ref (scripts/setup.sh)" >&2; exit 1; }
-  echo "# no kolo-mpi-ref or mpirun: kolo only" >&2
-  MPI=0
-fi
-[ "$MPI" = 1 ] && NAMES+=(mpi)
-[ "$MEMCPY" = 1 ] && NAMES+=(memcpy)
-for b in kolo-perf $([ "$MEMCPY" = 1 ] && echo kolo-memcpy-bw); do
-  [ -x "$BUILD/bin/$b" ] || { echo "compare: $BUILD/bin/$b is missing (scripts/build.sh $BUILD)" >&2; exit 1; }
-done
+# ---- the engine ------------------------------------------------------------------------
+
+die() { echo "compare $MODE: $*" >&2; exit 1; }
+need_bins() { local b; for b; do [ -x "$BUILD/bin/$b" ] || die "$BUILD/bin/$b is missing (scripts/build.sh $BUILD)"; done; }
+need_cmds() { local c; for c; do command -v "$c" > /dev/null || die "no $c (scripts/setup.sh installs it)"; done; }
+
+# header LINE...: when, where and what, then the mode's lines, into
+# $OUT/README.txt and the terminal.
+header() {
+  mkdir -p "$OUT"
+  {
+    echo "# perf/compare.sh $MODE, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(uname -r);" \
+      "kolo $(git rev-parse --short HEAD 2> /dev/null || echo '?')$(git diff --quiet 2> /dev/null || echo +dirty)"
+    printf '%s\n' "$@"
+  } | tee "$OUT/README.txt"
+}
+
+# alternate REPEATS RUN NAME...: REPEATS rounds; round i runs `RUN NAME i`
+# for each NAME in turn.
+alternate() {
+  local repeats=$1 run=$2 i name
+  shift 2
+  for i in $(seq 1 "$repeats"); do
+    for name; do "$run" "$name" "$i"; done
+  done
+}
+
+busy=()
+stop_busy() { local p; for p in "${busy[@]}"; do kill "$p" 2> /dev/null || true; done; busy=(); }
+start_busy() { local k; for ((k = 0; k < $1; k++)); do nice -n 19 sh -c 'while :; do :; done' & busy+=($!); done; }
+
+# ---- collectives: mpi, algos, tcp, ns ------------------------------------------------------
+# Environment (defaults mpi / algos / tcp and ns): COLL (all_reduce), NPROCS
+# (2 4 8 / NP or 4 / 2 4), REPEATS (3 / 5 / 5), ITERS (50 / 1000 / 50), WARMUP
+# (10 / 100 / 10), MINBYTES (8), MAXBYTES (64M / 4K / 64M), FACTOR (2 / 2 /
+# 8), INPLACE (0 / 1 / 0: 1 times in place too), CHECK (1), ALGOS ("ring rd
+# rabenseifner auto"), MPI (1), MEMCPY (0), BASE (another kolo-perf, run
+# beside: e.g. an older build's).  Per N: OUT/nN/NAME.I.{json,txt}, the
+# medians (perf/compare_median.py) in OUT/nN/summary.txt and their plot in
+# OUT/nN/plot.png (perf/plot.py).
 
 # run_one NAME N FILE: one run of one contender, its JSON in FILE.json.
 run_one() {
   local name=$1 n=$2 f=$3 perf=("$BUILD/bin/kolo-perf" "$COLL" -P "$2" "${sweep[@]}" --json "$3.json")
+  if [ "$MODE" = ns ]; then "ns_$name" "$n" "$f"; return; fi
   case "$name" in
     kolo) env "${KOLO_ENV[@]}" "${perf[@]}" --label "kolo, $n procs" ;;
     base) env "${KOLO_ENV[@]}" "$BASE" "${perf[@]:1}" --label "base, $n procs" ;;
@@ -89,30 +117,98 @@ run_one() {
     *) KOLO_ALGO=${ALGO_OF[$name]} "${perf[@]}" --label "${ALGO_OF[$name]}, $n procs" ;;
   esac > "$f.txt"
 }
+coll_run() { run_one "$1" "$N" "$OUT/n$N/$1.$2"; }
 
-busy=()
-stop_busy() { local p; for p in "${busy[@]}"; do kill "$p" 2> /dev/null || true; done; }
-trap stop_busy EXIT
-for ((k = 0; k < BUSY; k++)); do nice -n 19 sh -c 'while :; do :; done' & busy+=($!); done
+coll_contenders() {
+  NAMES=()
+  if [ "$MODE" = algos ]; then
+    for a in $ALGOS; do NAMES+=("${a//[:;,^]/_}"); ALGO_OF[${a//[:;,^]/_}]=$a; done
+  else
+    NAMES=(kolo)
+  fi
+  [ -n "$BASE" ] && NAMES+=(base)
+  if [ "$MPI" = 1 ] && { [ ! -x "$BUILD/bin/kolo-mpi-ref" ] || ! command -v mpirun > /dev/null; }; then
+    [ "$MODE" = algos ] || die "needs mpirun and $BUILD/bin/kolo-mpi-ref (scripts/setup.sh)"
+    echo "# no kolo-mpi-ref or mpirun: kolo only" >&2
+    MPI=0
+  fi
+  [ "$MPI" = 1 ] && NAMES+=(mpi)
+  [ "$MEMCPY" = 1 ] && NAMES+=(memcpy)
+  need_bins kolo-perf $([ "$MEMCPY" = 1 ] && echo kolo-memcpy-bw)
+}
 
-OUT=${OUT:-$(mktemp -d -t "kolo-compare-$MODE.XXXXXX")}
-mkdir -p "$OUT"
-{
-  echo "# perf/compare.sh $MODE, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(uname -r);" \
-    "kolo $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
-  echo "# float32 $COLL, N = $NPROCS, $REPEATS alternating rounds of: ${NAMES[*]}; ${sweep[*]}; BUSY=$BUSY"
-  if [ "$MODE" = tcp ]; then echo "# kolo: ${KOLO_ENV[*]}; Open MPI: ${MPI_ARGS[*]}"; fi
-} | tee "$OUT/README.txt"
-for n in $NPROCS; do
-  mkdir -p "$OUT/n$n"
-  for i in $(seq 1 "$REPEATS"); do
-    for name in "${NAMES[@]}"; do run_one "$name" "$n" "$OUT/n$n/$name.$i"; done
+mode_coll() {
+  local d
+  case "$MODE" in
+    mpi) d=("2 4 8" 3 50 10 64M 2 0) ;;
+    algos) d=("${NP:-4}" 5 1000 100 4K 2 1) ;;
+    tcp | ns) d=("2 4" 5 50 10 64M 8 0) ;;
+  esac
+  COLL=${COLL:-all_reduce} NPROCS=${NPROCS:-${d[0]}} REPEATS=${REPEATS:-${d[1]}}
+  ITERS=${ITERS:-${d[2]}} WARMUP=${WARMUP:-${d[3]}} MINBYTES=${MINBYTES:-8} MAXBYTES=${MAXBYTES:-${d[4]}}
+  FACTOR=${FACTOR:-${d[5]}} INPLACE=${INPLACE:-${d[6]}} CHECK=${CHECK:-1} MPI=${MPI:-1} MEMCPY=${MEMCPY:-0}
+  ALGOS=${ALGOS:-ring rd rabenseifner auto} BASE=${BASE:-}
+  sweep=(-b "$MINBYTES" -e "$MAXBYTES" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" -c "$CHECK")
+  [ "$INPLACE" = 1 ] || sweep+=(--inplace 0)
+  MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
+  KOLO_ENV=() MPI_ARGS=()
+  if [ "$MODE" = tcp ]; then
+    KOLO_ENV=(KOLO_NET_FORCE=1 KOLO_SHM_DISABLE=1 KOLO_NET=socket)
+    MPI_ARGS=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo)
+  fi
+  declare -gA ALGO_OF=()
+  coll_contenders
+  trap stop_busy EXIT
+  [ "$MODE" = ns ] && { . perf/compare/ns.sh; ns_ready || return 0; }
+  start_busy "$BUSY"
+  local about=("# float32 $COLL, N = $NPROCS, $REPEATS alternating rounds of: ${NAMES[*]}; ${sweep[*]}; BUSY=$BUSY")
+  [ "$MODE" = tcp ] && about+=("# kolo: ${KOLO_ENV[*]}; Open MPI: ${MPI_ARGS[*]}")
+  [ "$MODE" = ns ] && about+=("# $(ns_about)")
+  header "${about[@]}"
+  for N in $NPROCS; do
+    [ "$MODE" = ns ] && ns_make "$N"
+    mkdir -p "$OUT/n$N"
+    alternate "$REPEATS" coll_run "${NAMES[@]}"
+    echo "## $N processes"
+    python3 perf/compare_median.py "$OUT/n$N" "$REPEATS" "${NAMES[@]}" | tee "$OUT/n$N/summary.txt"
+    local medians=() name
+    for name in "${NAMES[@]}"; do [ "$name" = memcpy ] || medians+=("$OUT/n$N/$name.median.json"); done
+    python3 perf/plot.py "${medians[@]}" -o "$OUT/n$N/plot.png" --title "$COLL, $N processes: ${NAMES[*]}" \
+      > /dev/null 2> "$OUT/n$N/plot.err" || echo "# no plot: $OUT/n$N/plot.err says why"
   done
-  echo "## $n processes"
-  python3 perf/compare_median.py "$OUT/n$n" "$REPEATS" "${NAMES[@]}" | tee "$OUT/n$n/summary.txt"
-  medians=()
-  for name in "${NAMES[@]}"; do [ "$name" = memcpy ] || medians+=("$OUT/n$n/$name.median.json"); done
-  python3 perf/plot.py "${medians[@]}" -o "$OUT/n$n/plot.png" --title "$COLL, $n processes: ${NAMES[*]}" \
-    > /dev/null 2> "$OUT/n$n/plot.err" || echo "# no plot: $OUT/n$n/plot.err says why"
+}
+
+# ---- the modes -----------------------------------------------------------------------------
+
+# load: mpi mode, 4 processes, 8 B over shared memory, quiet and beside LOAD (2) busy loops.
+mode_load() {
+  local out=$OUT b
+  for b in 0 "${LOAD:-2}"; do
+    echo "## load: 4 processes, 8-byte all-reduce over shared memory, $b busy loops at nice 19"
+    (OUT=$out/busy$b MODE=mpi NPROCS=4 MAXBYTES=8 ITERS=2000 WARMUP=200 BUSY=$b mode_coll)
+  done
+}
+
+run_mode() {
+  case "$MODE" in
+    mpi | algos | tcp | ns) mode_coll ;;
+    load) mode_load ;;
+    hop | p2p | ib | ibframes | train | boot) . "perf/compare/$MODE.sh" && "mode_$MODE" ;;
+    *) die "unknown mode (mpi, algos, tcp, ns, hop, load, net, p2p, ib, ibframes, train, boot)" ;;
+  esac
+}
+
+[ $# -gt 0 ] || { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+MODES=()
+for m; do if [ "$m" = net ]; then MODES+=(tcp ns hop load); else MODES+=("$m"); fi; done
+TOP=${OUT:-$(mktemp -d -t "kolo-compare.XXXXXX")}
+rc=0
+for MODE in "${MODES[@]}"; do
+  OUT=$TOP
+  [ ${#MODES[@]} -gt 1 ] && OUT=$TOP/$MODE
+  mkdir -p "$OUT"
+  OUT=$(cd "$OUT" && pwd)
+  (run_mode) || { echo "# compare: mode $MODE failed" >&2; rc=1; }
 done
-echo "# results in $OUT"
+echo "# results in $TOP"
+exit $rc

@@ -3,7 +3,7 @@
 # what runs, REPEATS times on the same devices (server / rank 0 on rxe0 /
 # veth0 / 10.77.0.1, client / rank 1 on rxe1 / veth1 / 10.77.0.2):
 #
-# MODE=net, perf/run_net.sh's ib half (rxe.env: KOLO_PERF, the host-built
+# MODE=net, `perf/compare.sh ib` (rxe.env: KOLO_PERF, the host-built
 # kolo-perf; KOLO_PERF_BASE, optionally a second one run beside it, the two
 # in turn first; REPEATS, BW_N, LAT_N, LAT_SIZE):
 #   ib_write_bw -s 65536 -n BW_N       kolo-perf net -P ib --bw -s 65536 -n BW_N
@@ -11,7 +11,7 @@
 #   ib_send_lat -s LAT_SIZE -n LAT_N   (completion-based like kolo: a reference)
 # Prints "KOLO-NET: <name> <value>" lines.
 #
-# MODE=frames, perf/run_ib_frames.sh (rxe.env: BIN, the host's build/bin;
+# MODE=frames, `perf/compare.sh ibframes` (rxe.env: BIN, the host's build/bin;
 # REPEATS; AR_N; SR_N; LAT_N; BW_N; SIZES; BASE_BIN, optionally an older
 # build's bin, whose all-reduce runs too):
 #   ib_write_lat -s 8                         the half round trip (typical: the median)
@@ -113,7 +113,7 @@ kolos() {
 }
 
 net_repeat() {
-  say "repeat $1" # the figures below belong to repeat i (run_net.sh pairs them by it)
+  say "repeat $1" # the figures below belong to repeat i (perf/compare/net_summary.py pairs them by it)
   perftest_say bw.$1 ib_write_bw_MBps 4 ib_write_bw -s 65536 -n "$BW_N"
   kolos bw $1 --bw -s 65536 -n "$BW_N"
   perftest_say lat.$1 ib_write_lat_us 5 ib_write_lat -s "$LAT_SIZE" -n "$LAT_N"

@@ -1,5 +1,5 @@
 """train_vs.py - one data-parallel training run, timed: a model, a method
-and this process's rank, launched by perf/run_train_vs.sh under mpirun
+and this process's rank, launched by `perf/compare.sh train` under mpirun
 (one method per launch, so that libraries never share a process).  Prints
 one line, "train_vs <method> <model> <ranks> <median step ms>", on rank 0;
 the median is the slowest rank's.  With --allreduce, a second line,

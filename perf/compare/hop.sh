@@ -1,0 +1,44 @@
+# perf/compare/hop.sh - perf/compare.sh hop: what one 8-byte all-reduce
+# costs each rank between 2 processes over loopback TCP, kolo and Open MPI:
+# system calls (strace -f -c) and context switches (perf stat), from two
+# runs of ITERS_LO and ITERS_HI calls, the difference divided by the extra
+# calls and the ranks (init and teardown cancel out).
+# Environment: ITERS_LO (2000), ITERS_HI (6000).
+
+# hop_count TOOL ITERS: "syscalls ctxsw" of one 2-process run of ITERS calls.
+hop_count() {
+  local tool=$1 iters=$2 f=$OUT/$1.$2 args=(-b 8 -e 8 -n "$2" -w 0 -c 0 --inplace 0) cmd
+  if [ "$tool" = kolo ]; then
+    cmd=(env KOLO_NET_FORCE=1 KOLO_SHM_DISABLE=1 KOLO_NET=socket "$BUILD/bin/kolo-perf" all_reduce -P 2 "${args[@]}")
+  else
+    cmd=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 --mca pml ob1 --mca btl tcp,self
+      --mca btl_tcp_if_include lo "$BUILD/bin/kolo-mpi-ref" all_reduce "${args[@]}")
+  fi
+  strace -f -c -o "$f.strace" "${cmd[@]}" > /dev/null 2>&1
+  perf stat -x, -e context-switches -o "$f.perf" "${cmd[@]}" > /dev/null 2>&1
+  echo "$(awk '$NF == "total" {print $4}' "$f.strace") $(awk -F, '/context-switches/ {print $1}' "$f.perf")"
+}
+
+mode_hop() {
+  local lo=${ITERS_LO:-2000} hi=${ITERS_HI:-6000} tool s0 s1
+  if ! command -v strace > /dev/null || ! command -v perf > /dev/null; then
+    header "## hop: SKIP: needs strace and perf"
+    return 0
+  fi
+  need_bins kolo-perf kolo-mpi-ref
+  header "## hop: one 8-byte all-reduce, 2 processes, loopback TCP, per call and rank" \
+    "#   (runs of $lo and $hi calls, difference / $((hi - lo)) / 2; strace -f -c, perf stat)"
+  {
+    printf '%-10s %12s %12s\n' tool syscalls ctx_switches
+    for tool in kolo mpi; do
+      read -r -a s0 <<< "$(hop_count "$tool" "$lo")"
+      read -r -a s1 <<< "$(hop_count "$tool" "$hi")"
+      awk -v t="$tool" -v a0="${s0[0]}" -v a1="${s1[0]}" -v c0="${s0[1]}" -v c1="${s1[1]}" -v d=$((hi - lo)) \
+        'BEGIN {printf "%-10s %12.2f %12.3f\n", t, (a1 - a0) / d / 2, (c1 - c0) / d / 2}'
+    done
+    echo "# kolo's system calls by name ($hi calls):"
+    sed -n '1,12p' "$OUT/kolo.$hi.strace"
+    echo "# Open MPI's:"
+    sed -n '1,12p' "$OUT/mpi.$hi.strace"
+  } | tee "$OUT/summary.txt"
+}

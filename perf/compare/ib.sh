@@ -1,0 +1,59 @@
+# perf/compare/ib.sh - perf/compare.sh ib: kolo's ib provider beside
+# perftest in the soft-RoCE guest of tests/rdma (rxe0 <-> rxe1 over a veth
+# pair, software emulation), one boot: ib_write_bw -s 65536 and
+# ib_write_lat (and, for reference, ib_send_lat: completions on both sides,
+# as kolo's receiver) beside kolo-perf net -P ib at the same sizes, REPEATS
+# times in turn (perf/rxe_guest.sh, MODE=net), then the medians and the
+# ratios to ib_write_bw and ib_write_lat (perf/compare/net_summary.py).
+# Soft-RoCE under software emulation: compare within one boot only.
+# Environment: REPEATS (3), LAT_SIZE (8), RXE_BW_N (2000), RXE_LAT_N (1000),
+# RXE_TIMEOUT (600 s for the guest), PERF_BIN (a kolo-perf to use instead
+# of $BUILD/bin/kolo-perf), BASE_PERF_BIN (a second kolo-perf, e.g. a build
+# of an older commit, run right after the first in every round).
+
+# rxe_boot MODE_FILE TAG TIMEOUT: boots the guest on the work directory
+# holding MODE_FILE's rxe.env; the guest's TAG lines into $OUT/rxe.txt.
+rxe_boot() {
+  local work=$1 tag=$2 limit=$3 rc
+  chmod -R a+rX "$work"
+  tests/rdma/vm.sh -t "$limit" -C "$work" -l "$OUT/rxe-console.log" perf/rxe_guest.sh
+  rc=$?
+  rm -rf "$work"
+  tr -d '\r' < "$OUT/rxe-console.log" | sed -n "s/^$tag: //p" > "$OUT/rxe.txt"
+  if [ $rc != 0 ]; then
+    echo "compare $MODE: the soft-RoCE guest failed (rc $rc); console: $OUT/rxe-console.log"
+    tr -d '\r' < "$OUT/rxe-console.log" | grep -v "^$tag: " | tail -n 20
+  fi
+  return $rc
+}
+
+# 0 when the guest can run kolo's ib provider here; else the reason, and 1.
+rxe_ready() {
+  local perf=$1
+  if ! "$perf" net --list | grep -x ib > /dev/null; then
+    header "## $MODE: SKIP: kolo was built without libibverbs (kolo-perf net --list has no ib)"
+  elif ! tests/rdma/setup.sh > "$OUT/rxe-setup.log" 2>&1; then
+    header "## $MODE: SKIP: the soft-RoCE VM cannot be set up here (see $OUT/rxe-setup.log)"
+  else
+    return 0
+  fi
+  return 1
+}
+
+mode_ib() {
+  set +e
+  local perf=${PERF_BIN:-$ROOT/$BUILD/bin/kolo-perf} base=${BASE_PERF_BIN:-} work fail=0
+  REPEATS=${REPEATS:-3} LAT_SIZE=${LAT_SIZE:-8}
+  [ -x "$perf" ] || die "$perf is missing (scripts/build.sh $BUILD)"
+  [ -z "$base" ] || base=$(realpath "$base")
+  [ -z "$base" ] || [ -x "$base" ] || die "BASE_PERF_BIN=$base is not an executable"
+  rxe_ready "$perf" || return 1
+  header "# ib: the soft-RoCE guest (rxe0 <-> rxe1; software emulation), REPEATS=$REPEATS LAT_SIZE=$LAT_SIZE" \
+    "# kolo-perf: $perf${base:+; beside it: $base}"
+  work=$(mktemp -d /tmp/kolo-net-rxe.XXXXXX)
+  printf '%s\n' MODE=net "KOLO_PERF=$perf" "KOLO_PERF_BASE=$base" "REPEATS=$REPEATS" "BW_N=${RXE_BW_N:-2000}" \
+    "LAT_N=${RXE_LAT_N:-1000}" "LAT_SIZE=$LAT_SIZE" > "$work/rxe.env"
+  rxe_boot "$work" KOLO-NET "${RXE_TIMEOUT:-600}" || fail=1
+  python3 perf/compare/net_summary.py "$OUT" "$REPEATS" - "$LAT_SIZE" run 0 | tee "$OUT/summary.txt" || fail=1
+  return $fail
+}

@@ -1,0 +1,60 @@
+# perf/compare/ibframes.sh - perf/compare.sh ibframes: kolo's collectives
+# over ib beside perftest in the soft-RoCE guest (tests/rdma), one boot:
+# perf/rxe_guest.sh (MODE=frames) says what runs in each round.  Prints
+# every figure per round, then the medians over rounds and the ratios:
+# 2-rank 8 B all-reduce (median call) / ib_write_lat (typical); bandwidth /
+# ib_write_bw (kolo-perf net one way at 64 KiB; kolo-perf sendrecv, both
+# ways at once, against ib_write_bw -b).  Soft-RoCE under software
+# emulation: compare within one boot only.
+# Environment: REPEATS (3), AR_N (1000), SR_N (10), LAT_N (2000), BW_N
+# (200), SIZES, RXE_TIMEOUT (1800 s), BASE_BIN (an older build's bin/: its
+# 8 B all-reduce runs beside, in every round).
+. perf/compare/ib.sh
+
+mode_ibframes() {
+  set +e
+  local work fail=0
+  rxe_ready "$ROOT/$BUILD/bin/kolo-perf" || return 1
+  work=$(mktemp -d /tmp/kolo-ibf.XXXXXX)
+  printf '%s\n' MODE=frames "BIN=$ROOT/$BUILD/bin" "REPEATS=${REPEATS:-3}" "AR_N=${AR_N:-1000}" "SR_N=${SR_N:-10}" \
+    "LAT_N=${LAT_N:-2000}" "BW_N=${BW_N:-200}" "SIZES=\"${SIZES:-8 512 32768 65536 262144 2097152}\"" \
+    "BASE_BIN=${BASE_BIN:-}" > "$work/rxe.env"
+  header "# BUILD=$BUILD $(tr '\n' ' ' < "$work/rxe.env"); host load: $(cut -d' ' -f1-3 /proc/loadavg)"
+  rxe_boot "$work" KOLO-IBF "${RXE_TIMEOUT:-1800}" || fail=1
+  ibframes_summary "$OUT/rxe.txt" | tee "$OUT/summary.txt"
+  return $fail
+}
+
+# The medians over rounds, and the ratios of figures taken in the same round.
+ibframes_summary() {
+  awk '
+    $1 == "repeat" { r = $2; next }
+    # a figure measured twice in a repeat (perftest before and after kolo): their mean
+    $3 != "" && $3 != "?" { key = $1 " " $2; sum[key, r] += $3; cnt[key, r]++; v[key, r] = sum[key, r] / cnt[key, r]
+      if ($1 == "ib_write_lat_us" && $2 == 8) { lat[r] += $3; nl[r]++ }
+      keys[key] = 1; if (r > R) R = r }
+    function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t } return n ? a[int((n + 1) / 2)] : 0 }
+    END {
+      for (k in keys) { n = 0; for (i = 1; i <= R; i++) if ((k, i) in v) x[++n] = v[k, i]; m[k] = med(x, n); delete x }
+      printf "%-34s %10s\n", "figure (median over repeats)", "value"
+      for (k in keys) printf "%-34s %10s\n", k, m[k] | "sort"
+      close("sort")
+      n = 0; for (i = 1; i <= R; i++) if (nl[i] && ("kolo_allreduce_p50_us 8", i) in v) x[++n] = v["kolo_allreduce_p50_us 8", i] / (lat[i] / nl[i])
+      printf "\nall-reduce 8 B (median call) / ib_write_lat 8 B (typical), same repeat: median %.2f\n", med(x, n); delete x
+      n = 0; for (i = 1; i <= R; i++) if (nl[i] && ("base_allreduce_p50_us 8", i) in v) x[++n] = v["base_allreduce_p50_us 8", i] / (lat[i] / nl[i])
+      if (n) printf "BASE_BIN all-reduce 8 B (median call) / ib_write_lat 8 B: median %.2f\n", med(x, n); delete x
+      n = 0; for (i = 1; i <= R; i++) if (nl[i] && ("kolo_ib_pingpong_p50_us 8", i) in v) x[++n] = v["kolo_ib_pingpong_p50_us 8", i] / (lat[i] / nl[i])
+      printf "provider ping-pong 8 B / ib_write_lat 8 B: median %.2f\n", med(x, n); delete x
+      n = 0; for (i = 1; i <= R; i++) if (("kolo_net_bw_MBps 65536", i) in v && v["ib_write_bw_MBps 65536", i]) x[++n] = v["kolo_net_bw_MBps 65536", i] / v["ib_write_bw_MBps 65536", i]
+      printf "kolo-perf net --bw 64 KiB / ib_write_bw 64 KiB: median %.2f\n", med(x, n); delete x
+      n = 0; for (i = 1; i <= R; i++) if (("kolo_ib_bw_MBps 65536", i) in v && v["ib_write_bw_MBps 65536", i]) x[++n] = v["kolo_ib_bw_MBps 65536", i] / v["ib_write_bw_MBps 65536", i]
+      printf "provider alone (IbBench) 64 KiB / ib_write_bw 64 KiB: median %.2f\n", med(x, n); delete x
+      # perftest -b reports both directions together: a direction is half
+      for (k in keys) if (k ~ /^kolo_sendrecv_MBps/) { split(k, p, " "); s = p[2]; n = 0; nu = 0
+        for (i = 1; i <= R; i++) {
+          if ((k, i) in v && v["ib_write_bw_bidir_MBps " s, i]) x[++n] = v[k, i] / (v["ib_write_bw_bidir_MBps " s, i] / 2)
+          if ((k, i) in v && v["ib_write_bw_MBps " s, i]) y[++nu] = v[k, i] / v["ib_write_bw_MBps " s, i] }
+        if (n) printf "sendrecv %s B, one direction / (ib_write_bw -b %s B / 2): median %.2f; / ib_write_bw one way: %.2f\n", s, s, med(x, n), med(y, nu)
+        delete x; delete y }
+    }' "$1"
+}
