@@ -234,7 +234,7 @@ static double percentile(const double *v, uint64_t n, double pct) {
   return v[k > 0 ? k - 1 : 0];
 }
 
-/* Latency: buffers in each ring, LAT_AHEAD + 1 (credits lag by up to half,
+/* Latency: buffers in each ring, LAT_AHEAD + 1 (credits lag by up to 7 of 9,
  * perf_net_xfer.h) while they fit the pool cap, at least 2. */
 #define LAT_AHEAD 8
 static int lat_bufs(uint64_t bytes) {

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "perf/perf_sweep.h"
+#include "transport/net_credit.h"
 #include "transport/socket.h"
 
 #define POISON 0xa5
@@ -228,10 +229,11 @@ static int send_msg(const net_link *l, net_end *e, size_t bytes, int *sent) {
   return 0;
 }
 
-/* Receiver: credits what it drained, when half the ring is, or `force`. */
+/* Receiver: credits what it drained when a net pipe would
+ * (kolo_net_pipe_credit_due), or `force`. */
 static int credit(const net_link *l, net_end *e, int window, int force) {
   uint32_t owed = e->next - e->credited;
-  if (owed == 0 || (!force && owed < (uint32_t)(window + 1) / 2)) return 0;
+  if (owed == 0 || (!force && !kolo_net_pipe_credit_due(owed, (uint32_t)window))) return 0;
   kolo_errbuf eb = {0};
   int queued = 0;
   if (l->net->send_credit(e->comm, e->next, &queued, &eb) != koloSuccess) return provider_failed(l, "credit", &eb);
@@ -394,7 +396,7 @@ int net_bw_bidir(const net_link *l, const net_round *r, int server, net_bufs *se
 /* ---- latency ------------------------------------------------------------------- */
 
 /* Sends message i of the round on tx once the window allows (credits come
- * back when half the peer's ring is drained: rarely waited for). */
+ * back as a net pipe sends them: rarely waited for). */
 static int lat_send(const net_link *l, net_end *tx, const net_round *r, net_bufs *send, uint64_t i) {
   pacer p = pacer_start(l);
   for (;;) {
@@ -407,8 +409,8 @@ static int lat_send(const net_link *l, net_end *tx, const net_round *r, net_bufs
   }
 }
 
-/* Waits for message i on rx, checks it, credits when half the ring is
- * drained.  What tx could not write at once goes on meanwhile: the peer's
+/* Waits for message i on rx, checks it, credits as a net pipe
+ * would.  What tx could not write at once goes on meanwhile: the peer's
  * answer waits for it. */
 static int lat_recv(const net_link *l, net_end *tx, net_end *rx, const net_round *r, net_bufs *recv, uint64_t i,
                     uint64_t *wrong) {

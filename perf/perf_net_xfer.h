@@ -3,7 +3,8 @@
  * calling its half, driving a net provider (transport/net.h) directly, as
  * kolo's net pipes do: each side binds a ring of buffers to its end of each
  * connection, a message is a slice (its step's buffer), and the receiver
- * credits what it drained (when half its ring is drained, and at the end).
+ * credits what it drained when a net pipe would (a quarter of the sender's
+ * window left: kolo_net_pipe_credit_due), and at the end.
  *
  * Bandwidth (ib_write_bw's shape): the client sends `iters` messages of
  * `bytes` on the forward connection, keeping up to `window` uncredited, out
@@ -20,7 +21,8 @@
  * iteration (client -> server on the forward connection, back on the other);
  * the client times each round trip (from its send to the answer's
  * arrival); half of it is the latency.  Both rings hold `window` buffers, so
- * that credits, sent when half a ring is drained, stay off the round trip.
+ * that credits, which lag by up to all but a quarter of a ring, stay off the
+ * round trip.
  *
  * A round ends settled: every message sent was credited and every credit
  * read, so that the next size may bind other buffers (net.h).

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "transport/net.h"
+#include "transport/net_credit.h"
 #include "transport/socket.h"
 
 #define NSLOTS 8
@@ -26,6 +27,7 @@ typedef struct {
   void *tx, *rx;        /* send end to the peer, receive end from it */
   char *tx_slots, *rx_slots;
   uint32_t sent, credited, landed, drained;
+  uint32_t given; /* the receive end's last credit */
   int fd; /* the socket pair to the other process: handles, then the last barrier */
   kolo_errbuf eb;
 } bench_end;
@@ -86,14 +88,21 @@ static int send_one(bench_end *b, size_t bytes) {
   }
 }
 
-/* Waits for slice `n - 1` to land, then drains it, crediting every 4. */
-static int recv_upto(bench_end *b, uint32_t n) {
+/* Waits for slice `n - 1` to land, then drains it, crediting as net pipes
+ * do (kolo_net_pipe_credit_due), and always after the `last` slice, as a
+ * pipe does at the end of a call. */
+static int recv_upto(bench_end *b, uint32_t n, int last) {
   while (b->landed < n)
     if (turn(b) != 0) return -1;
   b->drained = n;
-  int q = 1;
-  if (n % (b->nslots / 2) == 0 && b->net->send_credit(b->rx, n, &q, &b->eb) != koloSuccess) return -1;
-  return 0;
+  int q = 0;
+  if (!last && !kolo_net_pipe_credit_due(n - b->given, b->nslots)) return 0;
+  for (;;) { /* the last credit must go: the sender waits for it */
+    if (b->net->send_credit(b->rx, n, &q, &b->eb) != koloSuccess) return -1;
+    if (q) b->given = n;
+    if (q || !last) return 0;
+    if (turn(b) != 0) return -1;
+  }
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -108,7 +117,7 @@ static int run(bench_end *b, int me, int exchange, int iters, size_t bytes, doub
     double t0 = now_us();
     int rc = 0;
     if (exchange || me == 0) rc = send_one(b, bytes);
-    if (rc == 0) rc = recv_upto(b, (uint32_t)i + 1);
+    if (rc == 0) rc = recv_upto(b, (uint32_t)i + 1, i + 1 == warm + iters);
     if (rc == 0 && !exchange && me == 1) rc = send_one(b, bytes);
     if (rc != 0) return -1;
     if (i >= warm && me == 0) t[i - warm] = (now_us() - t0) / (exchange ? 1 : 2);
@@ -231,7 +240,7 @@ static int run_bw(bench_end *b, int me, int iters, size_t bytes, double *seconds
   for (int i = 0; i < warm + iters; i++) {
     if (i == warm) t0 = now_us();
     if (me == 0 && send_one(b, bytes) != 0) return -1;
-    if (me == 1 && recv_upto(b, (uint32_t)i + 1) != 0) return -1;
+    if (me == 1 && recv_upto(b, (uint32_t)i + 1, i + 1 == warm + iters) != 0) return -1;
   }
   while (me == 0 && b->credited != b->sent) /* the last one drained */
     if (turn(b) != 0) return -1;

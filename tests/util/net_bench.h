@@ -1,8 +1,8 @@
 /* net_bench.h - a provider's small-message latency between two processes,
  * without kolo's engine (transport/net.h alone), for comparing a provider
  * with perftest on the same devices: each process has a send end to the
- * other and a receive end from it, rings of 8 slots, a credit every 4
- * slices (as the engine's half-ring credits), and every slice carries a
+ * other and a receive end from it, rings of 8 slots, a credit every 6
+ * slices (kolo_net_pipe_credit_due, as net pipes), and every slice carries a
  * call signature (as each call's first slice does).
  *   ping-pong: process 0 sends slice i, process 1 sends it back once it
  *              arrived (half the round trip: ib_write_lat's figure);
