@@ -11,10 +11,16 @@
 # of $BUILD/bin/kolo-perf), BASE_PERF_BIN (a second kolo-perf, e.g. a build
 # of an older commit, run right after the first in every round).
 
-# rxe_boot MODE_FILE TAG TIMEOUT: boots the guest on the work directory
-# holding MODE_FILE's rxe.env; the guest's TAG lines into $OUT/rxe.txt.
+# rxe_boot WORK TAG TIMEOUT: boots the guest on the work directory WORK,
+# which holds rxe.env (perf/rxe_guest.sh reads it); the guest's TAG lines
+# into $OUT/rxe.txt.
 rxe_boot() {
-  local work=$1 tag=$2 limit=$3 rc
+  local work=$1 tag=$2 limit=$3 rc name v
+  # KOLO_* settings of this shell reach kolo in the guest, as in every mode.
+  for name in $(compgen -e | grep '^KOLO_'); do
+    v=${!name}
+    printf "export %s='%s'\n" "$name" "${v//\'/\'\\\'\'}" >> "$work/rxe.env"
+  done
   chmod -R a+rX "$work"
   tests/rdma/vm.sh -t "$limit" -C "$work" -l "$OUT/rxe-console.log" perf/rxe_guest.sh
   rc=$?
