@@ -74,6 +74,9 @@ header() {
   {
     echo "# perf/compare.sh $MODE, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(uname -r);" \
       "kolo $(git rev-parse --short HEAD 2> /dev/null || echo '?')$(git diff --quiet 2> /dev/null || echo +dirty)"
+    local kolo_env
+    kolo_env=$(env | grep '^KOLO_' | sort | tr '\n' ' ' || true)
+    [ -z "$kolo_env" ] || echo "# settings: $kolo_env"
     printf '%s\n' "$@"
   } | tee "$OUT/README.txt"
 }
