@@ -196,14 +196,19 @@ run_mode() {
   case "$MODE" in
     mpi | algos | tcp | ns) mode_coll ;;
     load) mode_load ;;
-    hop | p2p | ib | ibframes | train | boot) . "perf/compare/$MODE.sh" && "mode_$MODE" ;;
-    *) die "unknown mode (mpi, algos, tcp, ns, hop, load, net, p2p, ib, ibframes, train, boot)" ;;
+    *) . "perf/compare/$MODE.sh" && "mode_$MODE" ;;
   esac
 }
 
 [ $# -gt 0 ] || { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 MODES=()
-for m; do if [ "$m" = net ]; then MODES+=(tcp ns hop load); else MODES+=("$m"); fi; done
+for m; do
+  case "$m" in
+    net) MODES+=(tcp ns hop load) ;;
+    mpi | algos | tcp | ns | hop | load | p2p | ib | ibframes | train | boot) MODES+=("$m") ;;
+    *) echo "compare: unknown mode $m (mpi, algos, tcp, ns, hop, load, net, p2p, ib, ibframes, train, boot)" >&2; exit 2 ;;
+  esac
+done
 TOP=${OUT:-$(mktemp -d -t "kolo-compare.XXXXXX")}
 rc=0
 for MODE in "${MODES[@]}"; do
