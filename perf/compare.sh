@@ -91,6 +91,11 @@ alternate() {
   done
 }
 
+# How every mode starts Open MPI, and kolo's and Open MPI's TCP paths.
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
+MPI_TCP=(--mca pml ob1 --mca btl tcp,self)
+KOLO_TCP=(KOLO_NET_FORCE=1 KOLO_SHM_DISABLE=1 KOLO_NET=socket)
+
 busy=()
 stop_busy() { local p; for p in "${busy[@]}"; do kill "$p" 2> /dev/null || true; done; busy=(); }
 start_busy() { local k; for ((k = 0; k < $1; k++)); do nice -n 19 sh -c 'while :; do :; done' & busy+=($!); done; }
@@ -153,11 +158,10 @@ mode_coll() {
   ALGOS=${ALGOS:-ring rd rabenseifner auto} BASE=${BASE:-}
   sweep=(-b "$MINBYTES" -e "$MAXBYTES" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" -c "$CHECK")
   [ "$INPLACE" = 1 ] || sweep+=(--inplace 0)
-  MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
   KOLO_ENV=() MPI_ARGS=()
   if [ "$MODE" = tcp ]; then
-    KOLO_ENV=(KOLO_NET_FORCE=1 KOLO_SHM_DISABLE=1 KOLO_NET=socket)
-    MPI_ARGS=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo)
+    KOLO_ENV=("${KOLO_TCP[@]}")
+    MPI_ARGS=("${MPI_TCP[@]}" --mca btl_tcp_if_include lo)
   fi
   declare -gA ALGO_OF=()
   coll_contenders

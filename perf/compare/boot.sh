@@ -33,7 +33,6 @@
 # rank, mpirun's daemon more).
 
 BOOT_FLAGS=(all_reduce -b 8 -e 8 -n 1 -w 0 -c 1)
-BOOT_MPIRUN=(mpirun --oversubscribe --allow-run-as-root --bind-to none)
 
 # One timed run: "<ms> <status>" appended to FILE, its output kept.
 timed() {
@@ -60,7 +59,7 @@ boot_run() {
   case $1 in
     kolo) timed "$f.ms" "$f.$2.txt" "$KOLO_TIMEOUT_S" "$BUILD/bin/kolo-perf" "${BOOT_FLAGS[0]}" -P "$N" "${BOOT_FLAGS[@]:1}" ;;
     mpi) [ "$2" -le "$MPI_REPEATS" ] &&
-      timed "$f.ms" "$f.$2.txt" "$MPI_TIMEOUT_S" "${BOOT_MPIRUN[@]}" -np "$N" "$BUILD/bin/kolo-mpi-ref" "${BOOT_FLAGS[@]}" ;;
+      timed "$f.ms" "$f.$2.txt" "$MPI_TIMEOUT_S" "${MPIRUN[@]}" -np "$N" "$BUILD/bin/kolo-mpi-ref" "${BOOT_FLAGS[@]}" ;;
     base) [ "$N" -le "$BASE_MAX" ] &&
       timed "$f.ms" "$f.$2.txt" "$KOLO_TIMEOUT_S" "$BASE_PERF" "${BOOT_FLAGS[0]}" -P "$N" "${BOOT_FLAGS[@]:1}" ;;
   esac
@@ -74,7 +73,7 @@ boot_time() {
   {
     echo "# kolo bootstrap vs Open MPI: init + one checked 8-byte all-reduce, N processes on one host"
     echo "# kolo: $BUILD/bin/kolo-perf -P N ${BOOT_FLAGS[*]}"
-    echo "# mpi:  ${BOOT_MPIRUN[*]} -np N $BUILD/bin/kolo-mpi-ref ${BOOT_FLAGS[*]}"
+    echo "# mpi:  ${MPIRUN[*]} -np N $BUILD/bin/kolo-mpi-ref ${BOOT_FLAGS[*]}"
     [ -n "$BASE_PERF" ] && echo "# base: $BASE_PERF -P N ${BOOT_FLAGS[*]} (up to $BASE_MAX ranks)"
     echo "# $REPEATS rounds (MPI_REPEATS_<N> may cut MPI's), medians of the runs that succeeded"
   } | tee -a "$OUT/summary.txt"
@@ -93,7 +92,7 @@ boot_time() {
       echo "  per rank after init (median/max):"
       echo "    $(timeout -k 10 "$KOLO_TIMEOUT_S" "$BUILD/bin/kolo-boot-scale" "$N" 2> "$OUT/kolo-boot-scale.n$N.err")"
       if [ "$N" -le "$MPI_RESOURCES_MAX" ]; then
-        echo "    $(timeout -k 10 "$MPI_TIMEOUT_S" "${BOOT_MPIRUN[@]}" -np "$N" "$BUILD/bin/kolo-boot-scale-mpi" \
+        echo "    $(timeout -k 10 "$MPI_TIMEOUT_S" "${MPIRUN[@]}" -np "$N" "$BUILD/bin/kolo-boot-scale-mpi" \
           2> "$OUT/mpi-boot-scale.n$N.err" | grep '^mpi ')"
       else
         echo "    mpi: not measured above MPI_RESOURCES_MAX=$MPI_RESOURCES_MAX ranks (one more MPI job of this size)"
@@ -114,7 +113,7 @@ boot_memory() {
   local ring=${KOLO_BUFFSIZE:-4194304} n b kbs=$BUILD/bin/kolo-boot-scale
   {
     echo "# point-to-point pipe memory per rank: init + checked all-reduce + checked all-to-all of B bytes per peer"
-    echo "# kolo: [KOLO_NET_FORCE=1] [KOLO_P2P_BUFFSIZE=$ring] $kbs N B; mpi: ${BOOT_MPIRUN[*]} -np N $kbs-mpi B"
+    echo "# kolo: [KOLO_NET_FORCE=1] [KOLO_P2P_BUFFSIZE=$ring] $kbs N B; mpi: ${MPIRUN[*]} -np N $kbs-mpi B"
     echo "# fields: median/max over the ranks; pipes_mib: slots and control blocks of the rank's pipes"
   } | tee -a "$OUT/summary.txt"
   for n in $NPROCS; do
@@ -125,7 +124,7 @@ boot_memory() {
         mem_run "kolo tcp, p2p ring default       " env KOLO_NET_FORCE=1 "$kbs" "$n" "$b"
         mem_run "kolo shm, p2p ring = KOLO_BUFFSIZE" env KOLO_P2P_BUFFSIZE="$ring" "$kbs" "$n" "$b"
         mem_run "kolo shm, p2p ring default       " "$kbs" "$n" "$b"
-        mem_run "open mpi                          " "${BOOT_MPIRUN[@]}" -np "$n" "$kbs-mpi" "$b"
+        mem_run "open mpi                          " "${MPIRUN[@]}" -np "$n" "$kbs-mpi" "$b"
       } | tee -a "$OUT/summary.txt"
     done
   done

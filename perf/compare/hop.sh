@@ -9,10 +9,10 @@
 hop_count() {
   local tool=$1 iters=$2 f=$OUT/$1.$2 args=(-b 8 -e 8 -n "$2" -w 0 -c 0 --inplace 0) cmd
   if [ "$tool" = kolo ]; then
-    cmd=(env KOLO_NET_FORCE=1 KOLO_SHM_DISABLE=1 KOLO_NET=socket "$BUILD/bin/kolo-perf" all_reduce -P 2 "${args[@]}")
+    cmd=(env "${KOLO_TCP[@]}" "$BUILD/bin/kolo-perf" all_reduce -P 2 "${args[@]}")
   else
-    cmd=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 --mca pml ob1 --mca btl tcp,self
-      --mca btl_tcp_if_include lo "$BUILD/bin/kolo-mpi-ref" all_reduce "${args[@]}")
+    cmd=("${MPIRUN[@]}" -np 2 "${MPI_TCP[@]}" --mca btl_tcp_if_include lo "$BUILD/bin/kolo-mpi-ref" all_reduce
+      "${args[@]}")
   fi
   strace -f -c -o "$f.strace" "${cmd[@]}" > /dev/null 2>&1
   perf stat -x, -e context-switches -o "$f.perf" "${cmd[@]}" > /dev/null 2>&1

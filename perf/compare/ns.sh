@@ -48,8 +48,8 @@ ns_kolo() {
   local n=$1 out=$2 i pids=() rc=0
   for ((i = 0; i < n; i++)); do
     ip netns exec "${NS_TAG}r$i" env KOLO_ROOT="10.78.0.1:29511" KOLO_RANK=$i KOLO_WORLD_SIZE=$n \
-      KOLO_SECRET=00112233445566778899aabbccddeeff KOLO_SOCKET_IFNAME==eth0 KOLO_NET_FORCE=1 KOLO_NET=socket \
-      KOLO_SHM_DISABLE=1 "$BUILD/bin/kolo-perf" "$COLL" "${sweep[@]}" --label "kolo TCP, $n namespaces" \
+      KOLO_SECRET=00112233445566778899aabbccddeeff KOLO_SOCKET_IFNAME==eth0 "${KOLO_TCP[@]}" \
+      "$BUILD/bin/kolo-perf" "$COLL" "${sweep[@]}" --label "kolo TCP, $n namespaces" \
       $([ "$i" = 0 ] && echo "--json $out.json") > "$out.r$i.txt" 2>&1 &
     pids+=($!)
   done
@@ -87,7 +87,7 @@ ns_mpi_once() {
   local n=$1 out=$2 agent=$3 hosts=$4 yield=$5
   timeout "${MPI_TIMEOUT:-300}" ip netns exec "${NS_TAG}r0" "${MPIRUN[@]}" -np "$n" --hostfile "$hosts" \
     --mca plm_rsh_agent "$agent" --mca mpi_yield_when_idle "$yield" --mca plm_rsh_no_tree_spawn 1 \
-    --mca oob_tcp_if_include eth0 --mca btl_tcp_if_include eth0 --mca pml ob1 --mca btl tcp,self \
+    --mca oob_tcp_if_include eth0 --mca btl_tcp_if_include eth0 "${MPI_TCP[@]}" \
     "$BUILD/bin/kolo-mpi-ref" "$COLL" "${sweep[@]}" --label "Open MPI TCP, $n namespaces" --json "$out.json" \
     > "$out.txt" 2>&1
 }
