@@ -96,9 +96,18 @@ MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
 MPI_TCP=(--mca pml ob1 --mca btl tcp,self)
 KOLO_TCP=(KOLO_NET_FORCE=1 KOLO_SHM_DISABLE=1 KOLO_NET=socket)
 
+# at_exit FUNCTION: runs FUNCTION when the mode ends, however it ends (a
+# die included), after the functions added before it.
+EXIT_HOOKS=()
+at_exit() { EXIT_HOOKS+=("$1"); trap 'for h in "${EXIT_HOOKS[@]}"; do "$h"; done' EXIT; }
+
 busy=()
 stop_busy() { local p; for p in "${busy[@]}"; do kill "$p" 2> /dev/null || true; done; busy=(); }
-start_busy() { local k; for ((k = 0; k < $1; k++)); do nice -n 19 sh -c 'while :; do :; done' & busy+=($!); done; }
+start_busy() {
+  local k
+  at_exit stop_busy
+  for ((k = 0; k < $1; k++)); do nice -n 19 sh -c 'while :; do :; done' & busy+=($!); done
+}
 
 # ---- collectives: mpi, algos, tcp, ns ------------------------------------------------------
 # Environment (defaults mpi / algos / tcp and ns): COLL (all_reduce), NPROCS
@@ -165,7 +174,6 @@ mode_coll() {
   fi
   declare -gA ALGO_OF=()
   coll_contenders
-  trap stop_busy EXIT
   [ "$MODE" = ns ] && { . perf/compare/ns.sh; ns_ready || return 0; }
   start_busy "$BUSY"
   local about=("# float32 $COLL, N = $NPROCS, $REPEATS alternating rounds of: ${NAMES[*]}; ${sweep[*]}; BUSY=$BUSY")

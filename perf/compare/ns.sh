@@ -23,7 +23,7 @@ ns_ready() {
     return 1
   fi
   ip netns del "${NS_TAG}probe"
-  trap 'ns_cleanup; stop_busy' EXIT
+  at_exit ns_cleanup
 }
 
 # N namespaces NS_TAG r0 .. r(N-1) on a bridge in NS_TAG hub: 10.78.0.(i+1).

@@ -44,7 +44,7 @@ wait_last() { local p=${PIDS[-1]} rc; wait "$p"; rc=$?; unset 'PIDS[-1]'; return
 
 p2p_netns() {
   NSA="knp$$a" NSB="knp$$b" A=10.78.0.1 B=10.78.0.2
-  trap p2p_cleanup EXIT
+  at_exit p2p_cleanup
   ip netns add "$NSA" && ip netns add "$NSB" || die "cannot create network namespaces"
   ip -n "$NSA" link add eth0 type veth peer name eth0 netns "$NSB" || die "cannot create a veth pair"
   ip -n "$NSA" addr add $A/24 dev eth0 && ip -n "$NSB" addr add $B/24 dev eth0 || die "cannot set addresses"
