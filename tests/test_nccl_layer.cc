@@ -32,6 +32,7 @@
 
 #include "util/coll_ref.h"
 #include "util/device_guard.h"
+#include "util/free_port.h"
 
 namespace {
 
@@ -545,18 +546,7 @@ void run_rank(const Case &c, ncclComm_t comm, cudaStream_t st, int r, int n, int
   rank_check(c, rc, r, n, comm);
 }
 
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a = {};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = -1;
-  if (fd >= 0 && bind(fd, (sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (sockaddr *)&a, &len) == 0)
-    port = ntohs(a.sin_port);
-  if (fd >= 0) close(fd);
-  return port;
-}
+int free_port() { return kt_free_port_run(0); }
 
 // The child's side (run by NcclProcs only): every process computes the same
 // id from NCCL_COMM_ID; init is non-blocking; with NCCL_TEST_SHRINK the last

@@ -2,6 +2,7 @@
  * (see fault_util.h). */
 #define _GNU_SOURCE
 #include "fault_util.h"
+#include "util/free_port.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -119,14 +120,4 @@ void fu_line(int fd, const char *fmt, ...) {
   }
 }
 
-int fu_free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
-  int port = -1;
-  if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-    port = ntohs(a.sin_port);
-  close(fd);
-  return port;
-}
+int fu_free_port(void) { return kt_free_port_run(0); }

@@ -19,6 +19,7 @@
 #include <exception>
 
 #include "util/coll_run.h"
+#include "util/free_port.h"
 
 namespace kt {
 
@@ -236,21 +237,7 @@ std::vector<std::string> shm_leaks(const std::set<std::string> &before,
   return leaks;
 }
 
-int free_tcp_port() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  int port = -1;
-  if (bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  close(fd);
-  return port;
-}
+int free_tcp_port() { return kt_free_port_run(0); }
 
 ScopedEnv::ScopedEnv(const char *name, const std::string &value) : name_(name) {
   const char *old = getenv(name);

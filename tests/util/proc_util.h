@@ -80,7 +80,8 @@ std::vector<std::string> shm_leaks(const std::set<std::string> &before,
                                    const std::set<std::string> &after,
                                    const std::vector<pid_t> &pids);
 
-// A TCP port on 127.0.0.1 that was free a moment ago.
+// A TCP port on 127.0.0.1 that was free a moment ago, below the ephemeral
+// range (util/free_port.h says why).
 int free_tcp_port();
 
 // Sets an environment variable for the scope (forked children inherit it;
