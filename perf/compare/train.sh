@@ -23,7 +23,7 @@ train_run() {
   local np=$NP method=$1 py=$PY port
   [ "$method" = single1 ] && np=1 method=single
   [ "$method" = horovod ] && py=$HPY
-  port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  port=$("$PY" -c 'import sys; sys.path.insert(0, "tests/torch"); import launch; print(launch.free_port_pair())')
   timeout 600 "${MPIRUN[@]}" -np "$np" -x MASTER_ADDR=127.0.0.1 \
     -x MASTER_PORT="$port" "$py" perf/train_vs.py --method "$method" --model "$MODEL" --steps "${STEPS:-12}" \
     --batch "${BATCH:-8}" $([ "${ALLREDUCE:-0}" = 1 ] && echo --allreduce) | grep '^train_vs' >> "$OUT/launches.txt" ||

@@ -6,26 +6,11 @@ check their all-reduce, and the store must still answer afterwards.
 Exit 77 (ctest: skipped) where python3-torch is missing."""
 import datetime
 import os
-import socket
 import subprocess
 import sys
 
-
-def free_port_pair():
-    """A port p with p and p + 1 free a moment ago."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            p = s.getsockname()[1]
-        if p >= 65535:
-            continue
-        try:
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", p + 1))
-            return p
-        except OSError:
-            continue
-    sys.exit("FAIL: no free pair of ports")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "torch"))
+from launch import free_port_pair  # noqa: E402  (below the ephemeral range)
 
 
 def rank_env(rank, n, port):
