@@ -101,6 +101,11 @@ KOLO_TCP=(KOLO_NET_FORCE=1 KOLO_SHM_DISABLE=1 KOLO_NET=socket)
 EXIT_HOOKS=()
 at_exit() { EXIT_HOOKS+=("$1"); trap 'for h in "${EXIT_HOOKS[@]}"; do "$h"; done' EXIT; }
 
+# The CPUs this script may use, in order, on one line.
+cpus_allowed() { python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)))'; }
+# cpu_of I: the I-th of them, modulo their number (BIND=core's rank I).
+cpu_of() { local c=($(cpus_allowed)); echo "${c[$(($1 % ${#c[@]}))]}"; }
+
 busy=()
 stop_busy() { local p; for p in "${busy[@]}"; do kill "$p" 2> /dev/null || true; done; busy=(); }
 start_busy() {
@@ -115,19 +120,22 @@ start_busy() {
 # (10 / 100 / 10), MINBYTES (8), MAXBYTES (64M / 4K / 64M), FACTOR (2 / 2 /
 # 8), INPLACE (0 / 1 / 0: 1 times in place too), CHECK (1), ALGOS ("ring rd
 # rabenseifner auto"), MPI (1), MEMCPY (0), BASE (another kolo-perf, run
-# beside: e.g. an older build's).  Per N: OUT/nN/NAME.I.{json,txt}, the
+# beside: e.g. an older build's), BIND (none: every side's ranks left to the
+# scheduler; core: rank i of every side pinned to the i-th CPU, modulo their
+# number: kolo-perf --bind core, or taskset in ns mode; Open MPI --bind-to
+# core:overload-allowed --map-by core, or its daemon under taskset in ns mode).  Per N: OUT/nN/NAME.I.{json,txt}, the
 # medians (perf/compare_median.py) in OUT/nN/summary.txt and their plot in
 # OUT/nN/plot.png (perf/plot.py).
 
 # run_one NAME N FILE: one run of one contender, its JSON in FILE.json.
 run_one() {
-  local name=$1 n=$2 f=$3 perf=("$BUILD/bin/kolo-perf" "$COLL" -P "$2" "${sweep[@]}" --json "$3.json")
+  local name=$1 n=$2 f=$3 perf=("$BUILD/bin/kolo-perf" "$COLL" -P "$2" "${sweep[@]}" "${KOLO_BIND[@]}" --json "$3.json")
   if [ "$MODE" = ns ]; then "ns_$name" "$n" "$f"; return; fi
   case "$name" in
     kolo) env "${KOLO_ENV[@]}" "${perf[@]}" --label "kolo, $n procs" ;;
     base) env "${KOLO_ENV[@]}" "$BASE" "${perf[@]:1}" --label "base, $n procs" ;;
-    mpi) "${MPIRUN[@]}" -np "$n" "${MPI_ARGS[@]}" "$BUILD/bin/kolo-mpi-ref" "${perf[@]:1:1}" "${perf[@]:4}" \
-      --label "Open MPI, $n procs" ;;
+    mpi) "${MPIRUN[@]}" -np "$n" "${MPI_ARGS[@]}" "$BUILD/bin/kolo-mpi-ref" "${perf[@]:1:1}" "${sweep[@]}" \
+      --json "$f.json" --label "Open MPI, $n procs" ;;
     memcpy) "$BUILD/bin/kolo-memcpy-bw" -b "$MINBYTES" -e "$MAXBYTES" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" \
       --json "$f.json" ;;
     auto) env -u KOLO_ALGO "${perf[@]}" --label "auto, $n procs" ;;
@@ -167,7 +175,17 @@ mode_coll() {
   ALGOS=${ALGOS:-ring rd rabenseifner auto} BASE=${BASE:-}
   sweep=(-b "$MINBYTES" -e "$MAXBYTES" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" -c "$CHECK")
   [ "$INPLACE" = 1 ] || sweep+=(--inplace 0)
-  KOLO_ENV=() MPI_ARGS=()
+  KOLO_ENV=() MPI_ARGS=() KOLO_BIND=()
+  BIND=${BIND:-none}
+  local MPIRUN=("${MPIRUN[@]}") # BIND=core changes it for this mode alone
+  case "$BIND" in
+    none) ;;
+    core) # in ns mode taskset pins both sides (compare/ns.sh): Open MPI's own
+      # binding would put every "host"'s one rank on CPU 0
+      KOLO_BIND=(--bind core)
+      [ "$MODE" = ns ] || MPIRUN=("${MPIRUN[@]/none/core:overload-allowed}" --map-by core) ;;
+    *) die "BIND=$BIND: none or core" ;;
+  esac
   if [ "$MODE" = tcp ]; then
     KOLO_ENV=("${KOLO_TCP[@]}")
     MPI_ARGS=("${MPI_TCP[@]}" --mca btl_tcp_if_include lo)
@@ -177,6 +195,7 @@ mode_coll() {
   [ "$MODE" = ns ] && { . perf/compare/ns.sh; ns_ready || return 0; }
   start_busy "$BUSY"
   local about=("# float32 $COLL, N = $NPROCS, $REPEATS alternating rounds of: ${NAMES[*]}; ${sweep[*]}; BUSY=$BUSY")
+  [ "$BIND" = core ] && about+=("# BIND=core: rank i of each side on the i-th CPU (mod $(cpus_allowed | wc -w))")
   [ "$MODE" = tcp ] && about+=("# kolo: ${KOLO_ENV[*]}; Open MPI: ${MPI_ARGS[*]}")
   [ "$MODE" = ns ] && about+=("# $(ns_about)")
   header "${about[@]}"

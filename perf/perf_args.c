@@ -38,7 +38,7 @@ static const struct option long_opts[] = {
     {"params", no_argument, NULL, OPT_PARAMS},        {"graph", no_argument, NULL, OPT_GRAPH},
     {"launch", required_argument, NULL, OPT_LAUNCH},  {"blocks", required_argument, NULL, OPT_BLOCKS},
     {"block-threads", required_argument, NULL, OPT_BLOCK_THREADS},
-    {"schedule", required_argument, NULL, OPT_SCHEDULE},
+    {"schedule", required_argument, NULL, OPT_SCHEDULE}, {"bind", required_argument, NULL, OPT_BIND},
     {"help", no_argument, NULL, 'h'},                 {NULL, 0, NULL, 0}};
 
 /* What a flag's value must be, for the sentence that refuses a bad one. */
@@ -54,7 +54,7 @@ static const struct {
     {'g', "1 or more ranks per thread"}, {'P', "1 or more processes"}, {'d', "a type (see --help)"},
     {'o', "sum, prod, max, min, avg or mulsum"}, {OPT_MEM, "host or cuda"}, {OPT_INPLACE, "0 or 1"},
     {OPT_DEVICES, "device numbers, e.g. 0 or 0,1,2,3"}, {OPT_CEILING, "GB/s above 0, or memcpy"},
-    {OPT_LAUNCH, "entry, grid or both"}, {OPT_BLOCKS, "0 or more"}, {OPT_BLOCK_THREADS, "a multiple of 32 in 32..512"},
+    {OPT_LAUNCH, "entry, grid or both"}, {OPT_BLOCKS, "0 or more"}, {OPT_BLOCK_THREADS, "a multiple of 32 in 32..512"}, {OPT_BIND, "none or core"},
     {0, "?"}};
 
 /* The long flags of this parse: a subcommand's own, then the shared ones. */
@@ -179,6 +179,10 @@ static int apply_own(perf_args *a, int c, const char *v) {
       a->mem_cuda = strcmp(v, "cuda") == 0;
       return 0;
     case OPT_INPLACE: return perf_parse_int(v, 0, 1, &a->placement);
+    case OPT_BIND:
+      if (strcmp(v, "none") != 0 && strcmp(v, "core") != 0) return -1;
+      a->bind_core = strcmp(v, "core") == 0;
+      return 0;
     case OPT_DEVICES: return perf_parse_devices(a, v);
     case OPT_GRAPH: a->graph_launches = 1; return 0;
     case OPT_JSON: a->json = v; return 0;
@@ -232,7 +236,8 @@ static int apply_not_here(int c, const char *v) {
 /* Flags kolo-mpi-ref does not take. */
 static int kolo_only(int c) {
   return (c < 128 && strchr("PtgpTG", c) != NULL) || c == OPT_MEM || c == OPT_DEVICES || c == OPT_GRAPH ||
-         c == OPT_PARAMS || c == OPT_LAUNCH || c == OPT_BLOCKS || c == OPT_BLOCK_THREADS || c == OPT_SCHEDULE;
+         c == OPT_PARAMS || c == OPT_LAUNCH || c == OPT_BLOCKS || c == OPT_BLOCK_THREADS || c == OPT_SCHEDULE ||
+         c == OPT_BIND;
 }
 
 static int takes(const perf_sub_flags *sub, int c) {

@@ -94,6 +94,7 @@ typedef struct {
   int placement;               /* --inplace: PERF_PLACE_* */
   int procs;                   /* -P, --procs */
   int procs_given;             /* -P was on the command line */
+  int bind_core;               /* --bind core: process i of -P on allowed CPU i (mod their count) */
   int mem_cuda;                /* --mem cuda (kolo-perf) */
   int print_params;            /* --params (kolo-perf) */
   const char *json;            /* --json FILE (or nccl-tests' -J), or NULL */

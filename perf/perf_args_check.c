@@ -21,7 +21,7 @@ static int refuse(const char *prog, const char *why, int c) {
 /* prims runs on one device, without ranks. */
 static int check_prims(perf_args *a, perf_seen_opts *seen, const char *prog) {
   static const int not_prims[] = {'P', 't', 'g', 'o', 'r', 'a', 'm', 'N', 'z', 'p', 'C', 'T', 'G', 'J',
-                                  OPT_INPLACE, OPT_MEM, OPT_GRAPH, OPT_JSON, OPT_LABEL, OPT_CEILING, 0};
+                                  OPT_INPLACE, OPT_MEM, OPT_GRAPH, OPT_JSON, OPT_LABEL, OPT_CEILING, OPT_BIND, 0};
   static const int prims_only[] = {OPT_LAUNCH, OPT_BLOCKS, OPT_BLOCK_THREADS, 0};
   int c;
   if (a->prims && (c = first_seen(seen, not_prims)) != 0) return refuse(prog, "is not a flag of prims", c);
@@ -63,6 +63,14 @@ static int check_sizes(perf_args *a, const char *prog) {
   return 0;
 }
 
+/* --bind pins the processes -P forks; a launcher's ranks are its to place. */
+static int check_bind(perf_args *a, const char *prog) {
+  if (a->bind_core && !a->procs_given)
+    return refuse(prog, "core needs -P: a launcher's ranks are placed by the launcher (mpirun --bind-to, "
+                        "srun --cpu-bind, taskset)", OPT_BIND);
+  return 0;
+}
+
 static int check_ceiling(perf_args *a, const char *prog) {
   if (a->ceiling_memcpy && a->mem_cuda)
     return refuse(prog, "memcpy measures host memory: with --mem cuda give the ceiling in GB/s (kolo-perf prims "
@@ -72,7 +80,7 @@ static int check_ceiling(perf_args *a, const char *prog) {
 
 int perf_args_check(perf_args *a, perf_seen_opts *seen, const char *prog) {
   if (check_prims(a, seen, prog) != 0 || check_cuda(a, seen, prog) != 0 || check_graph(a, prog) != 0 ||
-      check_sizes(a, prog) != 0 || check_ceiling(a, prog) != 0)
+      check_sizes(a, prog) != 0 || check_ceiling(a, prog) != 0 || check_bind(a, prog) != 0)
     return -1;
   return 0;
 }

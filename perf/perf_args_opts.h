@@ -10,7 +10,7 @@
 /* getopt values of the flags that have no letter. */
 enum {
   OPT_JSON = 1000, OPT_PARAMS, OPT_GRAPH, OPT_LAUNCH, OPT_BLOCKS, OPT_BLOCK_THREADS, OPT_MEM, OPT_INPLACE,
-  OPT_DEVICES, OPT_LABEL, OPT_CEILING, OPT_SCHEDULE, OPT_END
+  OPT_DEVICES, OPT_LABEL, OPT_CEILING, OPT_SCHEDULE, OPT_BIND, OPT_END
 };
 
 /* Options seen on the command line, by getopt value. */

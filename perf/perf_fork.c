@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,6 +158,25 @@ static int wait_children(const perf_args *a, child *ch, int n) {
   return code;
 }
 
+/* --bind core, in child proc: onto the proc-th CPU it may use (modulo
+ * their number), where mpirun --bind-to core --map-by core puts rank proc.
+ * The threads kolo starts later inherit it.  0, or -1 having said why. */
+static int bind_core(int proc) {
+  cpu_set_t allowed, one;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
+    perror("kolo-perf: --bind core: sched_getaffinity");
+    return -1;
+  }
+  int want = proc % CPU_COUNT(&allowed), cpu = 0;
+  for (int seen = 0; !CPU_ISSET(cpu, &allowed) || seen++ < want; cpu++) {
+  }
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  if (sched_setaffinity(0, sizeof one, &one) == 0) return 0;
+  fprintf(stderr, "kolo-perf: --bind core: process %d onto CPU %d: %s\n", proc, cpu, strerror(errno));
+  return -1;
+}
+
 /* Forks one process: its pipes, and in the child the rank group itself. */
 static int fork_child(const perf_args *a, const perf_config *cfg, child *ch, int proc, pid_t parent) {
   int idp[2] = {-1, -1}, donep[2] = {-1, -1};
@@ -181,6 +201,7 @@ static int fork_child(const perf_args *a, const perf_config *cfg, child *ch, int
     free(ch); /* the parent's table, copied */
     close(idp[1]);
     close(donep[0]);
+    if (a->bind_core && bind_core(proc) != 0) exit(2);
     int c = perf_run_child(a, cfg, proc, idp[0], donep[1], parent);
     fflush(NULL);
     exit(c);

@@ -47,7 +47,9 @@ ns_make() {
 ns_kolo() {
   local n=$1 out=$2 i pids=() rc=0
   for ((i = 0; i < n; i++)); do
-    ip netns exec "${NS_TAG}r$i" env KOLO_ROOT="10.78.0.1:29511" KOLO_RANK=$i KOLO_WORLD_SIZE=$n \
+    local pin=()
+    [ "$BIND" = core ] && pin=(taskset -c "$(cpu_of "$i")")
+    ip netns exec "${NS_TAG}r$i" "${pin[@]}" env KOLO_ROOT="10.78.0.1:29511" KOLO_RANK=$i KOLO_WORLD_SIZE=$n \
       KOLO_SECRET=00112233445566778899aabbccddeeff KOLO_SOCKET_IFNAME==eth0 "${KOLO_TCP[@]}" \
       "$BUILD/bin/kolo-perf" "$COLL" "${sweep[@]}" --label "kolo TCP, $n namespaces" \
       $([ "$i" = 0 ] && echo "--json $out.json") > "$out.r$i.txt" 2>&1 &
@@ -62,8 +64,11 @@ ns_kolo() {
 # each host's daemon in the namespace that host names.
 ns_mpi() {
   local n=$1 out=$2 agent=$OUT/netns-agent.sh hosts=$OUT/hosts i
-  printf '#!/bin/sh\n# rsh agent: HOST CMD... -> CMD in namespace %s<HOST>\nh=$1; shift\nexec ip netns exec "%s$h" sh -c "$*"\n' \
-    "${NS_TAG}" "${NS_TAG}" > "$agent"
+  local pin=""
+  # BIND=core: host rI's daemon, and the rank it starts, on CPU I (mod).
+  [ "$BIND" = core ] && pin="taskset -c \$(echo $(cpus_allowed) | cut -d' ' -f\$((\${h#r} % $(cpus_allowed | wc -w) + 1))) "
+  printf '#!/bin/sh\n# rsh agent: HOST CMD... -> CMD in namespace %s<HOST>\nh=$1; shift\nexec ip netns exec "%s$h" %ssh -c "$*"\n' \
+    "${NS_TAG}" "${NS_TAG}" "$pin" > "$agent"
   chmod +x "$agent"
   : > "$hosts"
   for ((i = 0; i < n; i++)); do echo "r$i slots=1" >> "$hosts"; done
@@ -84,8 +89,9 @@ ns_mpi() {
 }
 
 ns_mpi_once() {
-  local n=$1 out=$2 agent=$3 hosts=$4 yield=$5
-  timeout "${MPI_TIMEOUT:-300}" ip netns exec "${NS_TAG}r0" "${MPIRUN[@]}" -np "$n" --hostfile "$hosts" \
+  local n=$1 out=$2 agent=$3 hosts=$4 yield=$5 pin=()
+  [ "$BIND" = core ] && pin=(taskset -c "$(cpu_of 0)") # mpirun starts host r0's rank itself
+  timeout "${MPI_TIMEOUT:-300}" ip netns exec "${NS_TAG}r0" "${pin[@]}" "${MPIRUN[@]}" -np "$n" --hostfile "$hosts" \
     --mca plm_rsh_agent "$agent" --mca mpi_yield_when_idle "$yield" --mca plm_rsh_no_tree_spawn 1 \
     --mca oob_tcp_if_include eth0 --mca btl_tcp_if_include eth0 "${MPI_TCP[@]}" \
     "$BUILD/bin/kolo-mpi-ref" "$COLL" "${sweep[@]}" --label "Open MPI TCP, $n namespaces" --json "$out.json" \

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tests/perf/perf_compare.sh KOLO_PERF - perf/compare.sh, the engine of every
 # comparison with a peer, end to end at tiny sizes: the mpi and tcp modes
-# (kolo beside Open MPI, 2 rounds) leave every run's JSON, the medians and
-# a summary naming both contenders; boot (4 ranks, both parts) checks its
+# (kolo beside Open MPI, 2 rounds; tcp with both sides pinned, BIND=core)
+# leave every run's JSON, the medians and a summary naming both contenders; boot (4 ranks, both parts) checks its
 # runs; a run whose JSON reports a wrong element fails the medians with a
 # sentence; an unknown mode is refused before anything runs.  Exit 77
 # (skipped, said why) without mpirun or kolo-mpi-ref.  Timings decide
@@ -19,8 +19,10 @@ command -v mpirun > /dev/null && [ -x "$BUILD/bin/kolo-mpi-ref" ] ||
 export BUILD
 compare() { "$ROOT/perf/compare.sh" "$@" > "$WORK/log.txt" 2>&1; }
 
-NPROCS=2 REPEATS=2 MAXBYTES=256 FACTOR=8 ITERS=3 WARMUP=1 OUT=$WORK/c compare mpi tcp ||
-  fail "perf/compare.sh mpi tcp"
+NPROCS=2 REPEATS=2 MAXBYTES=256 FACTOR=8 ITERS=3 WARMUP=1 OUT=$WORK/c/mpi compare mpi ||
+  fail "perf/compare.sh mpi"
+NPROCS=2 REPEATS=2 MAXBYTES=256 FACTOR=8 ITERS=3 WARMUP=1 BIND=core OUT=$WORK/c/tcp compare tcp ||
+  fail "BIND=core perf/compare.sh tcp"
 for m in mpi tcp; do
   for f in README.txt n2/summary.txt n2/kolo.1.json n2/kolo.2.json n2/mpi.2.json n2/kolo.median.json n2/mpi.median.json; do
     [ -s "$WORK/c/$m/$f" ] || fail "$m: no $f"
@@ -29,6 +31,10 @@ for m in mpi tcp; do
   [ "$(grep -cE '^ +(8|64) ' "$WORK/c/$m/n2/summary.txt")" -ge 4 ] || fail "$m: the summary lacks sizes 8 and 64"
 done
 grep -q "KOLO_NET_FORCE=1" "$WORK/c/tcp/README.txt" || fail "tcp: README.txt does not say how kolo ran"
+grep -q "^# BIND=core: rank i of each side on the i-th CPU" "$WORK/c/tcp/README.txt" ||
+  fail "tcp: README.txt does not say the ranks were pinned"
+BIND=socket OUT=$WORK/y compare tcp && fail "BIND=socket ran"
+grep -q "BIND=socket: none or core" "$WORK/log.txt" || fail "BIND=socket is not refused with a sentence"
 
 NPROCS=4 REPEATS=1 PARTS="time memory" BYTES=8 OUT=$WORK/b compare boot || fail "perf/compare.sh boot"
 grep -q "kolo checked run: ok" "$WORK/b/summary.txt" || fail "boot: no checked run"
@@ -50,4 +56,4 @@ OUT=$WORK/x "$ROOT/perf/compare.sh" mpi bogus > "$WORK/log.txt" 2>&1
 [ $? = 2 ] || fail "an unknown mode: exit status not 2"
 grep -q "unknown mode bogus" "$WORK/log.txt" || fail "an unknown mode is not named"
 [ ! -d "$WORK/x/mpi" ] || fail "a mode ran before the unknown one was refused"
-echo "ok: perf/compare.sh mpi, tcp and boot at tiny sizes; a wrong element and an unknown mode refused"
+echo "ok: perf/compare.sh mpi, tcp (pinned) and boot at tiny sizes; a wrong element and an unknown mode refused"
