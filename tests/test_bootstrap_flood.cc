@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "util/free_port.h"
 #include "util/proc_util.h"
 
 extern "C" {
@@ -247,7 +248,7 @@ std::string upper(std::string s) {
 }
 
 TEST(BootstrapLogs, TraceLogOfAJobHoldsNoSecret) {
-  int port = kt::free_tcp_port();
+  int port = kt_free_port();
   std::string dir = "/tmp/kolo-tracelog-" + std::to_string(getpid());
   ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
   auto res = kt::run_children(3, [&](int r) { return traced_rank(r, port, dir + "/rank" + std::to_string(r)); },

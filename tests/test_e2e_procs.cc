@@ -32,6 +32,7 @@
 
 #include "util/coll_ref.h"
 #include "util/coll_run.h"
+#include "util/free_port.h"
 #include "util/proc_util.h"
 
 using namespace kt;
@@ -216,7 +217,7 @@ int child_from_env(int rank, int n, const std::vector<std::pair<std::string, std
 using EnvFn = std::function<std::vector<std::pair<std::string, std::string>>(int rank, int n, int port)>;
 
 void from_env(int n, const EnvFn &env) {
-  int port = free_tcp_port();
+  int port = kt_free_port();
   ASSERT_GT(port, 0);
   std::vector<CollCase> cases;
   int v = 0;
@@ -295,7 +296,7 @@ int child_comm_id(int rank, int n, int port, const std::vector<CollCase> &cases)
 
 TEST(ProcsCommId, EveryProcessComputesTheId) {
   const int n = 3;
-  int port = free_tcp_port();
+  int port = kt_free_port();
   ASSERT_GT(port, 0);
   std::vector<CollCase> cases;
   int v = 0;

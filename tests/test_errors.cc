@@ -32,6 +32,7 @@ extern "C" {
 #include "util/comm_peek.h"
 #include "util/expect_text.h"
 #include "util/coll_run.h"
+#include "util/free_port.h"
 #include "util/proc_util.h"
 #include "util/thread_world.h"
 #include "util/time_scale.h"
@@ -869,7 +870,7 @@ TEST(FailingInit, ScalableRootOfABlockIsDown) {
   ASSERT_EQ(koloGetUniqueId(&ids[0]), koloSuccess);
   kolo_uid dead;
   ASSERT_EQ(kolo_uid_decode(&ids[0], &dead, nullptr), koloSuccess);
-  int port = free_tcp_port();
+  int port = kt_free_port();
   ASSERT_GT(port, 0);
   sockaddr_in *a = reinterpret_cast<sockaddr_in *>(&dead.root);
   std::memset(&dead.root, 0, sizeof dead.root);

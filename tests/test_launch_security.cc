@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "util/free_port.h"
 #include "util/proc_util.h"
 
 extern "C" {
@@ -165,7 +166,7 @@ TEST(Settings, TorchrunPortRuleRefusesThePortPast65535) {
 }
 
 TEST(Settings, AbsentRootIsReportedWithinSeconds) {
-  int port = kt::free_tcp_port();
+  int port = kt_free_port();
   std::string where = "127.0.0.1:" + std::to_string(port);
   std::string out = child_stderr(nullptr, [&] {
     setenv("KOLO_SECRET", kHex, 1);

@@ -9,10 +9,7 @@
 // outputs poisoned first.  On the CPU model of the GPU (build-sim) every
 // test runs; in a build for a real GPU without one, the device tests skip.
 #include <cuda_runtime.h>
-#include <arpa/inet.h>
 #include <dlfcn.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -546,8 +543,6 @@ void run_rank(const Case &c, ncclComm_t comm, cudaStream_t st, int r, int n, int
   rank_check(c, rc, r, n, comm);
 }
 
-int free_port() { return kt_free_port_run(0); }
-
 // The child's side (run by NcclProcs only): every process computes the same
 // id from NCCL_COMM_ID; init is non-blocking; with NCCL_TEST_SHRINK the last
 // rank dies after two calls and the others shrink it away.
@@ -609,7 +604,7 @@ bool ran_one_test(const std::string &out) {
 // pass, having run that test (with shrink: the last one dies by SIGKILL),
 // within 120 s.
 void run_procs(int n, bool shrink) {
-  int port = free_port();
+  int port = kt_free_port();
   ASSERT_GT(port, 0);
   std::vector<pid_t> pids;
   std::vector<std::unique_ptr<FILE, int (*)(FILE *)>> outs;

@@ -2,7 +2,6 @@
  * (see fault_util.h). */
 #define _GNU_SOURCE
 #include "fault_util.h"
-#include "util/free_port.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,8 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -119,5 +116,3 @@ void fu_line(int fd, const char *fmt, ...) {
     off += (int)w;
   }
 }
-
-int fu_free_port(void) { return kt_free_port_run(0); }

@@ -29,9 +29,6 @@ int fu_cut_sockets(void);
 /* /dev/shm/kolo-* segments whose creator pid is one of pids[0..n). */
 int fu_shm_segments_of(const pid_t *pids, int n);
 
-/* A TCP port free on loopback now (a job's rendezvous); -1 if none. */
-int fu_free_port(void);
-
 /* Writes the whole line (printf-style) to fd; retries short writes. */
 void fu_line(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -22,6 +22,7 @@
 
 #include "fault_trial.h"
 #include "fault_util.h"
+#include "util/free_port.h"
 
 typedef struct {
   int trials, tcp, ranks, timeout_ms, bound_ms, verbose, cuda;
@@ -134,7 +135,7 @@ static trial_spec random_trial(const options *o, uint64_t *st, int index) {
   s.cuda = o->cuda;
   s.ib = o->ib;
   s.netns = o->netns;
-  s.port = o->netns ? 29600 + index % 200 : fu_free_port();
+  s.port = o->netns ? 29600 + index % 200 : kt_free_port();
   s.verbose = o->verbose;
   return s;
 }

@@ -30,6 +30,7 @@
 
 #include "checked_coll.h"
 #include "fault_util.h"
+#include "util/free_port.h"
 #include "kolo.h"
 
 typedef struct {
@@ -210,7 +211,7 @@ int main(int argc, char **argv) {
                     "                 [--sample K] [--warmup W] [--rss-bound-kib KIB]\n");
     return 2;
   }
-  o.port = fu_free_port();
+  o.port = kt_free_port();
   printf("kolo-soak: %d ranks over %s, %s %ld, seed %llu, counts up to %zu bytes; sample every %d iterations, "
          "baseline of %d samples, bound rss +%ld KiB, fds +0, threads +0\n",
          o.ranks, o.tcp ? "tcp (loopback)" : "shm", o.seconds ? "seconds" : "iterations", o.seconds ? o.seconds : o.iters,

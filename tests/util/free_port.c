@@ -33,17 +33,15 @@ static int port_is_free(int port) {
   return ok;
 }
 
-int kt_free_port_run(int extra) {
-  int top = ephemeral_low() - 1 - extra;
+int kt_free_port(void) {
+  int top = ephemeral_low() - 1;
   if (top <= KT_PORT_FLOOR) top = KT_PORT_FLOOR + 1000;
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   unsigned seed = (unsigned)getpid() * 2654435761u ^ (unsigned)now.tv_nsec;
   for (int draw = 0; draw < 200; draw++) {
     int port = KT_PORT_FLOOR + (int)(rand_r(&seed) % (unsigned)(top - KT_PORT_FLOOR));
-    int ok = 1;
-    for (int i = 0; i <= extra && ok; i++) ok = port_is_free(port + i);
-    if (ok) return port;
+    if (port_is_free(port)) return port;
   }
   return -1;
 }

@@ -13,9 +13,8 @@
 extern "C" {
 #endif
 
-/* A port p, free a moment ago, with p + 1 .. p + extra free too; -1 when
- * none was found in 200 draws. */
-int kt_free_port_run(int extra);
+/* A port that was free a moment ago; -1 when none was found in 200 draws. */
+int kt_free_port(void);
 
 #ifdef __cplusplus
 }

@@ -1,13 +1,10 @@
 // proc_util.cc - see proc_util.h.
 #include "util/proc_util.h"
 
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,7 +16,6 @@
 #include <exception>
 
 #include "util/coll_run.h"
-#include "util/free_port.h"
 
 namespace kt {
 
@@ -236,8 +232,6 @@ std::vector<std::string> shm_leaks(const std::set<std::string> &before,
   }
   return leaks;
 }
-
-int free_tcp_port() { return kt_free_port_run(0); }
 
 ScopedEnv::ScopedEnv(const char *name, const std::string &value) : name_(name) {
   const char *old = getenv(name);

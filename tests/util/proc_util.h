@@ -1,5 +1,5 @@
 // proc_util.h - ranks as processes: forking children that report through
-// their exit code and stderr, /dev/shm leak checks, free TCP ports.
+// their exit code and stderr, /dev/shm leak checks (free TCP ports: util/free_port.h).
 //
 // Children are forked from the test process (after any koloGetUniqueId, whose
 // root thread stays in the parent); each runs a function and _exit()s with
@@ -79,10 +79,6 @@ std::set<std::string> shm_entries();
 std::vector<std::string> shm_leaks(const std::set<std::string> &before,
                                    const std::set<std::string> &after,
                                    const std::vector<pid_t> &pids);
-
-// A TCP port on 127.0.0.1 that was free a moment ago, below the ephemeral
-// range (util/free_port.h says why).
-int free_tcp_port();
 
 // Sets an environment variable for the scope (forked children inherit it;
 // koloGetUniqueId's root thread reads KOLO_TIMEOUT_MS when started).
