@@ -101,10 +101,10 @@ KOLO_TCP=(KOLO_NET_FORCE=1 KOLO_SHM_DISABLE=1 KOLO_NET=socket)
 EXIT_HOOKS=()
 at_exit() { EXIT_HOOKS+=("$1"); trap 'for h in "${EXIT_HOOKS[@]}"; do "$h"; done' EXIT; }
 
-# The CPUs this script may use, in order, on one line.
-cpus_allowed() { python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)))'; }
+# CPUS: the CPUs this script may use, in order (BIND=core reads them once);
 # cpu_of I: the I-th of them, modulo their number (BIND=core's rank I).
-cpu_of() { local c=($(cpus_allowed)); echo "${c[$(($1 % ${#c[@]}))]}"; }
+CPUS=()
+cpu_of() { echo "${CPUS[$(($1 % ${#CPUS[@]}))]}"; }
 
 busy=()
 stop_busy() { local p; for p in "${busy[@]}"; do kill "$p" 2> /dev/null || true; done; busy=(); }
@@ -123,8 +123,8 @@ start_busy() {
 # beside: e.g. an older build's), BIND (none: every side's ranks left to the
 # scheduler; core: rank i of every side pinned to the i-th CPU, modulo their
 # number: kolo-perf --bind core, or taskset in ns mode; Open MPI --bind-to
-# core:overload-allowed --map-by core, or its daemon under taskset in ns mode).  Per N: OUT/nN/NAME.I.{json,txt}, the
-# medians (perf/compare_median.py) in OUT/nN/summary.txt and their plot in
+# core:overload-allowed --map-by core, or its daemon under taskset in ns
+# mode).  Per N: OUT/nN/NAME.I.{json,txt}, the medians (perf/compare_median.py) in OUT/nN/summary.txt and their plot in
 # OUT/nN/plot.png (perf/plot.py).
 
 # run_one NAME N FILE: one run of one contender, its JSON in FILE.json.
@@ -183,6 +183,7 @@ mode_coll() {
     core) # in ns mode taskset pins both sides (compare/ns.sh): Open MPI's own
       # binding would put every "host"'s one rank on CPU 0
       KOLO_BIND=(--bind core)
+      CPUS=($(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)))'))
       [ "$MODE" = ns ] || MPIRUN=("${MPIRUN[@]/none/core:overload-allowed}" --map-by core) ;;
     *) die "BIND=$BIND: none or core" ;;
   esac
@@ -195,7 +196,7 @@ mode_coll() {
   [ "$MODE" = ns ] && { . perf/compare/ns.sh; ns_ready || return 0; }
   start_busy "$BUSY"
   local about=("# float32 $COLL, N = $NPROCS, $REPEATS alternating rounds of: ${NAMES[*]}; ${sweep[*]}; BUSY=$BUSY")
-  [ "$BIND" = core ] && about+=("# BIND=core: rank i of each side on the i-th CPU (mod $(cpus_allowed | wc -w))")
+  [ "$BIND" = core ] && about+=("# BIND=core: rank i of each side on the i-th CPU (mod ${#CPUS[@]})")
   [ "$MODE" = tcp ] && about+=("# kolo: ${KOLO_ENV[*]}; Open MPI: ${MPI_ARGS[*]}")
   [ "$MODE" = ns ] && about+=("# $(ns_about)")
   header "${about[@]}"

@@ -167,9 +167,9 @@ static int bind_core(int proc) {
     perror("kolo-perf: --bind core: sched_getaffinity");
     return -1;
   }
-  int want = proc % CPU_COUNT(&allowed), cpu = 0;
-  for (int seen = 0; !CPU_ISSET(cpu, &allowed) || seen++ < want; cpu++) {
-  }
+  int want = proc % CPU_COUNT(&allowed), cpu = -1;
+  while (want >= 0) /* the want-th allowed CPU, counting from 0 */
+    if (CPU_ISSET(++cpu, &allowed)) want--;
   CPU_ZERO(&one);
   CPU_SET(cpu, &one);
   if (sched_setaffinity(0, sizeof one, &one) == 0) return 0;

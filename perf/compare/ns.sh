@@ -66,7 +66,7 @@ ns_mpi() {
   local n=$1 out=$2 agent=$OUT/netns-agent.sh hosts=$OUT/hosts i
   local pin=""
   # BIND=core: host rI's daemon, and the rank it starts, on CPU I (mod).
-  [ "$BIND" = core ] && pin="taskset -c \$(echo $(cpus_allowed) | cut -d' ' -f\$((\${h#r} % $(cpus_allowed | wc -w) + 1))) "
+  [ "$BIND" = core ] && pin="taskset -c \$(echo ${CPUS[*]} | cut -d' ' -f\$((\${h#r} % ${#CPUS[@]} + 1))) "
   printf '#!/bin/sh\n# rsh agent: HOST CMD... -> CMD in namespace %s<HOST>\nh=$1; shift\nexec ip netns exec "%s$h" %ssh -c "$*"\n' \
     "${NS_TAG}" "${NS_TAG}" "$pin" > "$agent"
   chmod +x "$agent"

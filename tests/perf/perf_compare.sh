@@ -2,8 +2,8 @@
 # tests/perf/perf_compare.sh KOLO_PERF - perf/compare.sh, the engine of every
 # comparison with a peer, end to end at tiny sizes: the mpi and tcp modes
 # (kolo beside Open MPI, 2 rounds; tcp with both sides pinned, BIND=core)
-# leave every run's JSON, the medians and a summary naming both contenders; boot (4 ranks, both parts) checks its
-# runs; a run whose JSON reports a wrong element fails the medians with a
+# leave every run's JSON, the medians and a summary naming both contenders;
+# boot (4 ranks, both parts) checks its runs; a run whose JSON reports a wrong element fails the medians with a
 # sentence; an unknown mode is refused before anything runs.  Exit 77
 # (skipped, said why) without mpirun or kolo-mpi-ref.  Timings decide
 # nothing here.
