@@ -13,6 +13,10 @@
  *
  *   gcc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -o swap swap.c
  *   ./swap MODE ITERS        # prints microseconds per swap
+ *
+ * Across network namespaces (results/2026-11-30-tcp-duplex-veth/): with
+ * DIAL=ADDR set the listener takes any address and the child dials ADDR,
+ * after entering the namespace CHILD_NS (a /var/run/netns path) if set.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,6 +27,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sched.h>
 
 #define FRAME 48
 
@@ -32,7 +38,7 @@ static void die(const char *what) {
 }
 
 static int listener(int *port) {
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(getenv("DIAL") ? INADDR_ANY : INADDR_LOOPBACK)};
   socklen_t len = sizeof a;
   int s = socket(AF_INET, SOCK_STREAM, 0);
   if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) || listen(s, 4) ||
@@ -49,7 +55,7 @@ static int nodelay(int s) {
 }
 
 static int dial(int port) {
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = inet_addr(getenv("DIAL") ? getenv("DIAL") : "127.0.0.1")};
   int s = socket(AF_INET, SOCK_STREAM, 0);
   if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof a)) die("connect");
   return nodelay(s);
@@ -80,6 +86,9 @@ int main(int argc, char **argv) {
   pid_t pid = fork();
   if (pid < 0) die("fork");
   if (pid == 0) { /* sends on the first connection, receives on the second */
+    const char *ns = getenv("CHILD_NS");
+    int nsfd = ns ? open(ns, O_RDONLY) : -1;
+    if (ns && (nsfd < 0 || setns(nsfd, CLONE_NEWNET) != 0)) die("setns CHILD_NS");
     int a = dial(p1), b = mode >= 2 ? dial(p2) : a;
     swap(a, b, iters, mode);
     _exit(0);

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# swap_ns.c's modes 1 and 3 alternated ROUNDS times (default 9) between two
-# network namespaces on one veth pair (root); medians.
+# results/2026-11-29-tcp-duplex/swap.c's modes 1 and 3 alternated ROUNDS
+# times (default 9) between two network namespaces on one veth pair (root,
+# its DIAL and CHILD_NS); medians.
 set -euo pipefail
 cd "$(dirname "$0")"
-BIN=${BIN:-/tmp/kolo-swap-ns}
-gcc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -o "$BIN" swap_ns.c
+BIN=${BIN:-/tmp/kolo-swap}
+gcc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -o "$BIN" ../2026-11-29-tcp-duplex/swap.c
 A=kswa$$ B=kswb$$
 trap 'ip netns del $A 2> /dev/null; ip netns del $B 2> /dev/null' EXIT
 ip netns add $A && ip netns add $B
