@@ -148,18 +148,13 @@ static int parse_args(net_args *a, int argc, char **argv) {
       {"timeout", required_argument, 0, OPT_TIMEOUT}, {"json", required_argument, 0, OPT_JSON},
       {"list", no_argument, 0, OPT_LIST},      {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
-  memset(a, 0, sizeof *a);
+  /* Static, so that the plan's padding, which goes over the wire, is zero. */
+  static const net_args defaults = {
+      .plan = {PLAN_MAGIC, PLAN_VERSION, "", 65536, 65536, 0, 2, .warmup = -1, .check = 1,
+               .tests = TEST_BW | TEST_LAT, .timeout_ms = DEFAULT_TIMEOUT_MS},
+      .port = DEFAULT_PORT};
+  memcpy(a, &defaults, sizeof *a);
   net_plan *p = &a->plan;
-  p->magic = PLAN_MAGIC;
-  p->version = PLAN_VERSION;
-  p->min_bytes = p->max_bytes = 65536;
-  p->step_factor = 2;
-  p->warmup = -1;
-  p->window = 0;
-  p->check = 1;
-  p->tests = TEST_BW | TEST_LAT;
-  p->timeout_ms = DEFAULT_TIMEOUT_MS;
-  a->port = DEFAULT_PORT;
   optind = 1;
   int c;
   while ((c = getopt_long(argc, argv, "P:s:b:e:f:i:n:w:W:c:p:h", opts, NULL)) != -1) {
@@ -193,19 +188,22 @@ static uint64_t next_size(const net_plan *p, uint64_t s) {
 
 static uint64_t clamp_u64(uint64_t v, uint64_t lo, uint64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
+/* How many messages of `bytes` make `worth` bytes, within lo..hi. */
+static uint64_t count_of(uint64_t worth, uint64_t bytes, uint64_t lo, uint64_t hi) {
+  return clamp_u64(worth / (bytes ? bytes : 1), lo, hi);
+}
+
 static int window_for(const net_plan *p, uint64_t bytes) {
-  uint64_t want = p->window ? (uint64_t)p->window
-                            : clamp_u64(AUTO_WINDOW_BYTES / (bytes ? bytes : 1), MIN_AUTO_WINDOW, DEFAULT_WINDOW);
-  uint64_t fit = bytes ? POOL_CAP_BYTES / bytes : want;
-  return (int)clamp_u64(fit, 1, want);
+  uint64_t want = p->window ? (uint64_t)p->window : count_of(AUTO_WINDOW_BYTES, bytes, MIN_AUTO_WINDOW, DEFAULT_WINDOW);
+  return (int)count_of(POOL_CAP_BYTES, bytes, 1, want);
 }
 
 static uint64_t bw_iters(const net_plan *p, uint64_t bytes) {
-  return p->iters ? p->iters : clamp_u64(((uint64_t)512 << 20) / (bytes ? bytes : 1), 8, 20000);
+  return p->iters ? p->iters : count_of((uint64_t)512 << 20, bytes, 8, 20000);
 }
 
 static uint64_t lat_iters(const net_plan *p, uint64_t bytes) {
-  return p->iters ? p->iters : clamp_u64(((uint64_t)128 << 20) / (bytes ? bytes : 1), 10, 1000);
+  return p->iters ? p->iters : count_of((uint64_t)128 << 20, bytes, 10, 1000);
 }
 
 static uint64_t warm_iters(const net_plan *p, int test, uint64_t bytes) {
@@ -237,19 +235,6 @@ static double percentile(const double *v, uint64_t n, double pct) {
 /* Latency: buffers in each ring, LAT_AHEAD + 1 (credits lag by up to 7 of 9,
  * perf_net_xfer.h) while they fit the pool cap, at least 2. */
 #define LAT_AHEAD 8
-static int lat_bufs(uint64_t bytes) {
-  uint64_t fit = bytes ? POOL_CAP_BYTES / bytes : LAT_AHEAD + 1;
-  return (int)clamp_u64(fit, 2, LAT_AHEAD + 1);
-}
-
-/* One round of `test` on the send pool b[0] and the receive pool b[1]
- * (one-way bandwidth: b[0] alone, the server's receive pool). */
-static int one_round(const net_link *l, const net_plan *p, int server, int test, const net_round *r, net_bufs *b,
-                     net_round_result *res) {
-  if (test == TEST_LAT) return server ? net_lat_server(l, r, &b[0], &b[1]) : net_lat_client(l, r, &b[0], &b[1], res);
-  if (p->tests & TEST_BIDIR) return net_bw_bidir(l, r, server, &b[0], &b[1], res);
-  return server ? net_bw_server(l, r, &b[0]) : net_bw_client(l, r, &b[0], res);
-}
 
 /* The client's latency figures from the round trips (sorted here). */
 static void latency_of(net_row *row, double *rtt) {
@@ -262,25 +247,24 @@ static void latency_of(net_row *row, double *rtt) {
 /* The warm-up round and the timed one of `test` (TEST_BW or TEST_LAT) at
  * row's size; the client fills in the figures. */
 static int size_test(const net_link *l, const net_plan *p, int server, int test, net_row *row) {
-  int lat = test == TEST_LAT, n = lat ? lat_bufs(row->bytes) : row->window;
+  int lat = test == TEST_LAT, n = lat ? (int)count_of(POOL_CAP_BYTES, row->bytes, 2, LAT_AHEAD + 1) : row->window;
+  int both = lat || (p->tests & TEST_BIDIR), tx = both || !server, rx = both || server;
   uint64_t iters = lat ? row->lat_n : row->bw_n;
   double *rtt = lat && !server ? calloc(iters, sizeof *rtt) : NULL;
-  net_bufs b[2] = {{NULL, NULL, 0, 0}, {NULL, NULL, 0, 0}};
+  net_bufs b[2] = {{NULL, NULL, 0, 0}, {NULL, NULL, 0, 0}}; /* the send ring, the receive ring */
   int rc = 0;
-  if ((lat && !server && rtt == NULL) || net_bufs_init(&b[0], n, row->bytes) != 0 ||
-      ((lat || (p->tests & TEST_BIDIR)) && net_bufs_init(&b[1], n, row->bytes) != 0))
+  if ((lat && !server && rtt == NULL) || (tx && net_bufs_init(&b[0], n, row->bytes) != 0) ||
+      (rx && net_bufs_init(&b[1], n, row->bytes) != 0))
     rc = -1;
-  net_round r = {row->bytes, 0, n, p->check, 0, NULL};
+  net_round r = {row->bytes, 0, lat, p->check, NULL};
   net_round_result res = {0, 0};
   for (int timed = 0; timed <= 1 && rc == 0; timed++) {
     r.iters = timed ? iters : warm_iters(p, test, row->bytes);
     r.full = timed ? 0 : p->check;
-    r.timed = timed;
     r.rtt_us = timed ? rtt : NULL;
     if (r.iters == 0) continue;
-    rc = one_round(l, p, server, test, &r, b, &res);
+    rc = net_round_run(l, &r, server, tx ? &b[0] : NULL, rx ? &b[1] : NULL, &res);
     row->wrong += res.wrong;
-    res.wrong = 0;
   }
   if (rc == 0 && !server && lat) latency_of(row, rtt);
   if (rc == 0 && !server && !lat) row->mbps = (double)row->bytes * (double)row->bw_n / res.seconds / 1e6;
@@ -359,9 +343,9 @@ static int sweep(const net_link *l, const net_plan *p, int server, FILE *json) {
 /* ---- connections ----------------------------------------------------------------- */
 
 static void close_link(net_link *l) {
-  if (l->fwd) l->net->close(l->fwd);
-  if (l->back) l->net->close(l->back);
-  l->fwd = l->back = NULL;
+  if (l->fwd_end->comm) l->net->close(l->fwd_end->comm);
+  if (l->back_end->comm) l->net->close(l->back_end->comm);
+  l->fwd_end->comm = l->back_end->comm = NULL;
 }
 
 /* The provider's two connections over the setup socket.  The handles cross
@@ -396,12 +380,12 @@ static int connect_link(net_link *l, int server) {
   for (int k = 0; k < 2 && res == koloSuccess; k++)
     res = k == server ? kolo_sock_send_all(l->oob, &mine, sizeof mine, deadline, l->who, &eb)
                       : kolo_sock_recv_all(l->oob, &theirs, sizeof theirs, deadline, l->who, &eb);
-  for (int k = 0; k < 2 && res == koloSuccess; k++) /* forward, then backward */
-    res = k == server ? l->net->connect(&theirs, 0, deadline, l->timeout_ms, l->who, k ? &l->back : &l->fwd, &eb)
-                      : l->net->accept(lcomm, deadline, l->timeout_ms, l->who, k ? &l->back : &l->fwd, &eb);
+  for (int k = 0; k < 2 && res == koloSuccess; k++) { /* forward, then backward */
+    void **comm = &(k ? l->back_end : l->fwd_end)->comm;
+    res = k == server ? l->net->connect(&theirs, 0, deadline, l->timeout_ms, l->who, comm, &eb)
+                      : l->net->accept(lcomm, deadline, l->timeout_ms, l->who, comm, &eb);
+  }
   l->net->close_listen(lcomm);
-  l->fwd_end->comm = l->fwd;
-  l->back_end->comm = l->back;
   if (res == koloSuccess) return 0;
   fprintf(stderr, "kolo-perf net: connecting the %s provider to %s: %s\n", l->net->name, l->who, eb.msg);
   close_link(l); /* the forward connection, when only the backward one failed */
@@ -429,7 +413,7 @@ static const kolo_net_provider *pick_provider(net_plan *p) {
 static int run_client(const net_args *a, int oob, const char *peer) {
   net_plan p = a->plan;
   net_end fe = {0}, be = {0};
-  net_link l = {pick_provider(&p), NULL, NULL, &fe, &be, oob, p.timeout_ms, peer, p.busy};
+  net_link l = {pick_provider(&p), &fe, &be, oob, p.timeout_ms, peer, p.busy};
   if (l.net == NULL) return 2;
   kolo_errbuf eb = {0};
   if (kolo_sock_send_all(oob, &p, sizeof p, kolo_deadline(p.timeout_ms), peer, &eb) != koloSuccess) {
@@ -474,7 +458,7 @@ static int run_server(const net_args *a, int oob, const char *peer) {
     return 2;
   }
   net_end fe = {0}, be = {0};
-  net_link l = {pick_provider(&p), NULL, NULL, &fe, &be, oob, p.timeout_ms, peer, p.busy};
+  net_link l = {pick_provider(&p), &fe, &be, oob, p.timeout_ms, peer, p.busy};
   if (l.net == NULL || connect_link(&l, 1) != 0) return 2;
   int code = sweep(&l, &p, 1, NULL);
   close_link(&l);

@@ -91,15 +91,10 @@ static uint64_t check(const char *buf, size_t bytes, uint64_t seed, uint64_t ite
 }
 
 int net_bufs_init(net_bufs *b, int n, size_t bytes) {
-  b->n = n;
-  b->bytes = bytes;
-  b->pool = calloc((size_t)n, sizeof *b->pool);
+  *b = (net_bufs){NULL, calloc((size_t)n, sizeof *b->pool), n, bytes};
   /* Page aligned, as kolo's net slots are (ib registers them). */
   if (b->pool == NULL || posix_memalign((void **)&b->base, 4096, (size_t)n * bytes + 1) != 0) {
     fprintf(stderr, "kolo-perf net: cannot allocate %d buffers of %zu bytes\n", n, bytes);
-    free(b->pool);
-    b->pool = NULL;
-    b->base = NULL;
     return -1;
   }
   for (int k = 0; k < n; k++) {
@@ -112,8 +107,6 @@ int net_bufs_init(net_bufs *b, int n, size_t bytes) {
 void net_bufs_fini(net_bufs *b) {
   free(b->base);
   free(b->pool);
-  b->base = NULL;
-  b->pool = NULL;
 }
 
 /* ---- waiting on the provider ------------------------------------------------- */
@@ -142,7 +135,6 @@ typedef struct {
 
 /* When this process last posted a send or saw one finish (KOLO_NET_SPIN). */
 static int64_t last_send_ms = INT64_MIN / 2;
-static void sent_now(void) { last_send_ms = coarse_ms(); }
 
 /* A pacer started now: at the start of a wait, and after each turn that moved. */
 static pacer pacer_start(const net_link *l) {
@@ -176,11 +168,8 @@ static int pacer_turn(pacer *p, const net_link *l, void *comm, void *comm2, int 
   struct pollfd pf[2 * (KOLO_NET_MAX_STREAMS + 2)];
   int n = l->net->pollfds(comm, pf, KOLO_NET_MAX_STREAMS + 2);
   if (comm2) n += l->net->pollfds(comm2, pf + n, KOLO_NET_MAX_STREAMS + 2);
-  if (n > 0) {
-    if (poll(pf, (nfds_t)n, SLEEP_MS) < 0 && errno != EINTR) sched_yield();
-  } else {
-    sched_yield(); /* a provider without fds (polled completion queue) */
-  }
+  /* n == 0: a provider without fds (polled completion queue) */
+  if (n <= 0 || (poll(pf, (nfds_t)n, SLEEP_MS) < 0 && errno != EINTR)) sched_yield();
   return 0;
 }
 
@@ -216,17 +205,6 @@ static int end_turn(const net_link *l, net_end *e, unsigned dir) {
   if (!e->stopped) return 0;
   fprintf(stderr, "kolo-perf net: %s sent a stop word (%s provider)\n", l->who, l->net->name);
   return -1;
-}
-
-/* Sender: hands message `e->next` (its buffer is its step's slot) to the
- * provider; *sent = 0 when it has no room now. */
-static int send_msg(const net_link *l, net_end *e, size_t bytes, int *sent) {
-  kolo_errbuf eb = {0};
-  *sent = 0;
-  if (l->net->send_slice(e->comm, e->next, bytes, NULL, sent, &eb) != koloSuccess)
-    return provider_failed(l, "send", &eb);
-  if (*sent) e->next++, sent_now();
-  return 0;
 }
 
 /* Receiver: credits what it drained when a net pipe would
@@ -269,30 +247,32 @@ static int drain(net_end *e, const net_round *r, net_bufs *b, uint64_t *wrong) {
 }
 
 /* Sender: hands over the round's messages before `upto` that the window
- * allows (*moved when it did). */
+ * allows, each in its step's buffer, until the provider has no room now
+ * (*moved when it took one). */
 static int feed(const net_link *l, net_end *e, const net_round *r, net_bufs *b, uint64_t upto, int *moved) {
   for (int sent = 1; sent && e->next - e->base < upto && e->next - e->head < (uint32_t)b->n;) {
     int k = (int)(e->next % (uint32_t)b->n);
+    kolo_errbuf eb = {0};
     stamp(b->pool[k], r->bytes, (uint64_t)k + 1, e->next - e->base);
-    if (send_msg(l, e, r->bytes, &sent) != 0) return -1;
+    sent = 0;
+    if (l->net->send_slice(e->comm, e->next, r->bytes, NULL, &sent, &eb) != koloSuccess)
+      return provider_failed(l, "send", &eb);
+    if (sent) e->next++, last_send_ms = coarse_ms();
     *moved |= sent;
   }
   return 0;
 }
 
-static void poison_all(const net_round *r, net_bufs *b) {
-  if (r->full)
-    for (int k = 0; k < b->n; k++) memset(b->pool[k], POISON, r->bytes);
-}
-
 /* ---- setup socket -------------------------------------------------------------- */
 
+/* Its 16-byte messages (the plan goes first, whole: perf_net.c). */
+enum { NET_MSG_READY = 2, NET_MSG_DONE = 3 };
 typedef struct {
   uint32_t tag, pad;
   uint64_t value;
 } wire_msg;
 
-int net_msg_send(const net_link *l, uint32_t tag, uint64_t value) {
+static int net_msg_send(const net_link *l, uint32_t tag, uint64_t value) {
   wire_msg m = {tag, 0, value};
   kolo_errbuf eb = {0};
   if (kolo_sock_send_all(l->oob, &m, sizeof m, kolo_deadline(l->timeout_ms), l->who, &eb) == koloSuccess)
@@ -301,7 +281,7 @@ int net_msg_send(const net_link *l, uint32_t tag, uint64_t value) {
   return -1;
 }
 
-int net_msg_recv(const net_link *l, uint32_t tag, uint64_t *value) {
+static int net_msg_recv(const net_link *l, uint32_t tag, uint64_t *value) {
   wire_msg m;
   kolo_errbuf eb = {0};
   if (kolo_sock_recv_all(l->oob, &m, sizeof m, kolo_deadline(l->timeout_ms), l->who, &eb) != koloSuccess) {
@@ -317,83 +297,45 @@ int net_msg_recv(const net_link *l, uint32_t tag, uint64_t *value) {
   return 0;
 }
 
-/* ---- bandwidth --------------------------------------------------------------- */
+/* ---- the rounds -------------------------------------------------------------- */
 
-int net_bw_client(const net_link *l, const net_round *r, net_bufs *send, net_round_result *out) {
-  net_end *e = l->fwd_end;
-  uint64_t wrong = 0;
-  if (bind_end(l, e, send) != 0 || net_msg_recv(l, NET_MSG_READY, NULL) != 0) return -1;
-  double t0 = perf_now_us();
-  pacer p = pacer_start(l);
-  while (e->head - e->base < r->iters) {
-    int moved = 0;
-    uint32_t head = e->head;
-    if (feed(l, e, r, send, r->iters, &moved) != 0 || end_turn(l, e, KOLO_NET_OUT | KOLO_NET_IN) != 0) return -1;
-    moved |= e->head != head;
-    if (pacer_turn(&p, l, e->comm, NULL, moved, e->next != e->head) != 0) return -1;
-  }
-  if (net_msg_recv(l, NET_MSG_DONE, &wrong) != 0) return -1;
-  out->seconds = (perf_now_us() - t0) * 1e-6;
-  out->wrong = wrong;
-  return 0;
+/* "Ready": the server's to the client; both ways at once (`both`), the
+ * client's first, then the server's: each side's ring is bound before the
+ * other starts sending. */
+static int ready(const net_link *l, int server, int both) {
+  if (both && (server ? net_msg_recv(l, NET_MSG_READY, NULL) : net_msg_send(l, NET_MSG_READY, 0)) != 0) return -1;
+  return server ? net_msg_send(l, NET_MSG_READY, 0) : net_msg_recv(l, NET_MSG_READY, NULL);
 }
 
-int net_bw_server(const net_link *l, const net_round *r, net_bufs *recv) {
-  net_end *e = l->fwd_end;
-  uint64_t wrong = 0;
-  poison_all(r, recv);
-  if (bind_end(l, e, recv) != 0 || net_msg_send(l, NET_MSG_READY, 0) != 0) return -1;
-  pacer p = pacer_start(l);
-  while (e->next - e->base < r->iters) {
-    if (end_turn(l, e, KOLO_NET_OUT | KOLO_NET_IN) != 0) return -1;
-    int moved = drain(e, r, recv, &wrong);
-    if (credit(l, e, recv->n, 0) != 0 || pacer_turn(&p, l, e->comm, NULL, moved, 0) != 0) return -1;
-  }
-  if (settle(l, NULL, e, recv->n) != 0) return -1;
-  return net_msg_send(l, NET_MSG_DONE, wrong);
+/* "Got all" with this side's wrong bytes: the server's to the client; both
+ * ways at once, both say it, then read the other's. */
+static int done(const net_link *l, int server, int both, uint64_t wrong, uint64_t *theirs) {
+  if ((server || both) && net_msg_send(l, NET_MSG_DONE, wrong) != 0) return -1;
+  return !server || both ? net_msg_recv(l, NET_MSG_DONE, theirs) : 0;
 }
 
-/* Both ways at once: sends on this side's send end, receives on the other,
- * each with its window; the clock runs from both "ready"s until this side
- * has all its credits and all the peer's messages, and the peer said so
- * too. */
-int net_bw_bidir(const net_link *l, const net_round *r, int server, net_bufs *send, net_bufs *recv,
-                 net_round_result *out) {
-  net_end *tx = server ? l->back_end : l->fwd_end, *rx = server ? l->fwd_end : l->back_end;
-  uint64_t wrong = 0, theirs = 0;
-  poison_all(r, recv);
-  if (bind_end(l, tx, send) != 0 || bind_end(l, rx, recv) != 0) return -1;
-  /* The client's "ready" first, then the server's: each side's ring is
-   * bound before the other starts sending. */
-  if (server ? net_msg_recv(l, NET_MSG_READY, NULL) || net_msg_send(l, NET_MSG_READY, 0)
-             : net_msg_send(l, NET_MSG_READY, 0) || net_msg_recv(l, NET_MSG_READY, NULL))
-    return -1;
-  double t0 = perf_now_us();
+/* Bandwidth: sends on tx and receives on rx (one of them NULL: one way),
+ * each with its window, until this side has all its credits and all the
+ * peer's messages. */
+static int bw_round(const net_link *l, net_end *tx, net_end *rx, const net_round *r, net_bufs *send, net_bufs *recv,
+                    uint64_t *wrong) {
   pacer p = pacer_start(l);
-  while (tx->head - tx->base < r->iters || rx->next - rx->base < r->iters) {
+  while ((tx && tx->head - tx->base < r->iters) || (rx && rx->next - rx->base < r->iters)) {
     int moved = 0;
-    uint32_t head = tx->head;
-    if (feed(l, tx, r, send, r->iters, &moved) != 0 || end_turn(l, tx, KOLO_NET_OUT | KOLO_NET_IN) != 0 ||
-        end_turn(l, rx, KOLO_NET_OUT | KOLO_NET_IN) != 0)
+    uint32_t head = tx ? tx->head : 0;
+    if (tx && (feed(l, tx, r, send, r->iters, &moved) != 0 || end_turn(l, tx, KOLO_NET_OUT | KOLO_NET_IN) != 0))
       return -1;
-    moved |= drain(rx, r, recv, &wrong) | (tx->head != head);
-    /* All of the peer's messages in: credit the last ones now, whatever
-     * their number, or a peer still waiting for them would wait forever
-     * while this side waits for its own last credits. */
-    int all_in = rx->next - rx->base >= r->iters;
-    if (credit(l, rx, recv->n, all_in) != 0 ||
-        pacer_turn(&p, l, tx->comm, rx->comm, moved, tx->next != tx->head) != 0)
+    if (rx && end_turn(l, rx, KOLO_NET_OUT | KOLO_NET_IN) != 0) return -1;
+    moved |= (rx && drain(rx, r, recv, wrong)) | (tx && tx->head != head);
+    /* Both ways, all of the peer's messages in: credit the last ones now,
+     * whatever their number, or a peer still waiting for them would wait
+     * forever while this side waits for its own last credits. */
+    if (rx && credit(l, rx, recv->n, tx && rx->next - rx->base >= r->iters) != 0) return -1;
+    if (pacer_turn(&p, l, (tx ? tx : rx)->comm, tx && rx ? rx->comm : NULL, moved, tx && tx->next != tx->head) != 0)
       return -1;
   }
-  if (settle(l, tx, rx, recv->n) != 0) return -1;
-  /* Both say "got all" (with their wrong bytes), then read the other's. */
-  if (net_msg_send(l, NET_MSG_DONE, wrong) != 0 || net_msg_recv(l, NET_MSG_DONE, &theirs) != 0) return -1;
-  out->seconds = (perf_now_us() - t0) * 1e-6;
-  out->wrong = server ? 0 : wrong + theirs;
-  return 0;
+  return rx ? settle(l, tx, rx, recv->n) : 0;
 }
-
-/* ---- latency ------------------------------------------------------------------- */
 
 /* Sends message i of the round on tx once the window allows (credits come
  * back as a net pipe sends them: rarely waited for). */
@@ -402,8 +344,8 @@ static int lat_send(const net_link *l, net_end *tx, const net_round *r, net_bufs
   for (;;) {
     int moved = 0;
     uint32_t next = tx->next;
-    if (feed(l, tx, r, send, i + 1, &moved) != 0 || end_turn(l, tx, moved ? KOLO_NET_OUT : KOLO_NET_OUT | KOLO_NET_IN) != 0)
-      return -1;
+    if (feed(l, tx, r, send, i + 1, &moved) != 0) return -1;
+    if (end_turn(l, tx, moved ? KOLO_NET_OUT : KOLO_NET_OUT | KOLO_NET_IN) != 0) return -1;
     if (tx->next != next) return 0;
     if (pacer_turn(&p, l, tx->comm, NULL, 0, 1) != 0) return -1;
   }
@@ -424,42 +366,43 @@ static int lat_recv(const net_link *l, net_end *tx, net_end *rx, const net_round
   return credit(l, rx, recv->n, 0);
 }
 
-static int lat_begin(const net_link *l, net_end *tx, net_end *rx, const net_round *r, net_bufs *send,
-                     net_bufs *recv) {
-  poison_all(r, recv);
-  return bind_end(l, tx, send) != 0 || bind_end(l, rx, recv) != 0 ? -1 : 0;
-}
-
-int net_lat_client(const net_link *l, const net_round *r, net_bufs *send, net_bufs *recv,
-                   net_round_result *out) {
-  net_end *tx = l->fwd_end, *rx = l->back_end;
-  uint64_t wrong = 0;
-  if (lat_begin(l, tx, rx, r, send, recv) != 0 || net_msg_recv(l, NET_MSG_READY, NULL) != 0) return -1;
-  /* One clock read per round trip, as perftest takes the time between
-   * consecutive posts: round trip i runs from the read that ended round
-   * trip i - 1 (its check and the next stamp, a few words, fall inside).
-   * In the soft-RoCE guest a precise read costs microseconds (see
-   * coarse_ms), so two per round trip would weigh on a ~50 us figure. */
-  double prev = perf_now_us();
+/* Latency: ping-pong, the client's message first.  One clock read per
+ * round trip, on the client, as perftest takes the time between
+ * consecutive posts: round trip i runs from the read that ended round
+ * trip i - 1 (its check and the next stamp, a few words, fall inside).
+ * In the soft-RoCE guest a precise read costs microseconds (see
+ * coarse_ms), so two per round trip would weigh on a ~50 us figure. */
+static int lat_round(const net_link *l, net_end *tx, net_end *rx, const net_round *r, net_bufs *send, net_bufs *recv,
+                     int server, uint64_t *wrong) {
+  double prev = server ? 0 : perf_now_us();
   for (uint64_t i = 0; i < r->iters; i++) {
-    if (lat_send(l, tx, r, send, i) != 0 || lat_recv(l, tx, rx, r, recv, i, &wrong) != 0) return -1;
+    if ((!server && lat_send(l, tx, r, send, i) != 0) || lat_recv(l, tx, rx, r, recv, i, wrong) != 0 ||
+        (server && lat_send(l, tx, r, send, i) != 0))
+      return -1;
+    if (server) continue;
     double now = perf_now_us();
     if (r->rtt_us) r->rtt_us[i] = now - prev;
     prev = now;
   }
-  uint64_t theirs = 0;
-  if (settle(l, tx, rx, recv->n) != 0 || net_msg_recv(l, NET_MSG_DONE, &theirs) != 0) return -1;
-  out->seconds = 0;
-  out->wrong = wrong + theirs;
-  return 0;
+  return settle(l, tx, rx, recv->n);
 }
 
-int net_lat_server(const net_link *l, const net_round *r, net_bufs *send, net_bufs *recv) {
-  net_end *tx = l->back_end, *rx = l->fwd_end;
-  uint64_t wrong = 0;
-  if (lat_begin(l, tx, rx, r, send, recv) != 0 || net_msg_send(l, NET_MSG_READY, 0) != 0) return -1;
-  for (uint64_t i = 0; i < r->iters; i++)
-    if (lat_recv(l, tx, rx, r, recv, i, &wrong) != 0 || lat_send(l, tx, r, send, i) != 0) return -1;
-  if (settle(l, tx, rx, recv->n) != 0) return -1;
-  return net_msg_send(l, NET_MSG_DONE, wrong);
+/* The bandwidth client's clock runs from "ready" (both ways: both) until the
+ * peer said "got all". */
+int net_round_run(const net_link *l, const net_round *r, int server, net_bufs *send, net_bufs *recv,
+                  net_round_result *out) {
+  net_end *tx = send ? (server ? l->back_end : l->fwd_end) : NULL;
+  net_end *rx = recv ? (server ? l->fwd_end : l->back_end) : NULL;
+  int both = tx && rx && !r->lat;
+  uint64_t wrong = 0, theirs = 0;
+  if (rx && r->full)
+    for (int k = 0; k < recv->n; k++) memset(recv->pool[k], POISON, r->bytes);
+  if ((tx && bind_end(l, tx, send) != 0) || (rx && bind_end(l, rx, recv) != 0) || ready(l, server, both) != 0)
+    return -1;
+  double t0 = perf_now_us();
+  int rc = r->lat ? lat_round(l, tx, rx, r, send, recv, server, &wrong) : bw_round(l, tx, rx, r, send, recv, &wrong);
+  if (rc != 0 || done(l, server, both, wrong, &theirs) != 0) return -1;
+  out->seconds = (perf_now_us() - t0) * 1e-6;
+  out->wrong = server ? 0 : wrong + theirs;
+  return 0;
 }

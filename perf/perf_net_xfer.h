@@ -56,21 +56,19 @@ typedef struct {
 
 typedef struct {
   const kolo_net_provider *net;
-  void *fwd;      /* client -> server: the client's send end, the server's receive end */
-  void *back;     /* server -> client */
-  net_end *fwd_end, *back_end; /* this side's state of each */
-  int oob;        /* the setup socket: handshakes of each round */
-  int timeout_ms; /* bound on any wait for the peer */
+  net_end *fwd_end;  /* client -> server: the client's send end, the server's receive end */
+  net_end *back_end; /* server -> client */
+  int oob;           /* the setup socket: handshakes of each round */
+  int timeout_ms;    /* bound on any wait for the peer */
   const char *who;
-  int busy;       /* never sleep in poll(): spin on test() as perftest does */
+  int busy;          /* never sleep in poll(): spin on test() as perftest does */
 } net_link;
 
 typedef struct {
   size_t bytes;
   uint64_t iters;
-  int window;     /* buffers in each ring: messages in flight at most (latency: >= 2) */
+  int lat;        /* the latency test (else bandwidth) */
   int full;       /* poison and check every byte (untimed rounds) */
-  int timed;      /* the client records times */
   double *rtt_us; /* latency, client: one round trip per iteration (iters entries) */
 } net_round;
 
@@ -80,7 +78,8 @@ typedef struct {
 } net_round_result;
 
 /* A ring of n buffers of one size, one after another (the slots bound to a
- * connection): allocated by net_bufs_init, filled with the pattern. */
+ * connection): allocated by net_bufs_init, filled with the pattern;
+ * net_bufs_fini frees it, also after a failed init. */
 typedef struct {
   char *base;
   char **pool; /* pool[k] = base + k * bytes */
@@ -91,20 +90,12 @@ typedef struct {
 int net_bufs_init(net_bufs *b, int n, size_t bytes);
 void net_bufs_fini(net_bufs *b);
 
-/* 0, or -1 with a message on stderr (a failed provider call, a timeout, a
- * peer gone). */
-int net_bw_client(const net_link *l, const net_round *r, net_bufs *send, net_round_result *out);
-int net_bw_server(const net_link *l, const net_round *r, net_bufs *recv);
-/* --bidir: both sides send and receive at once (bandwidth per direction). */
-int net_bw_bidir(const net_link *l, const net_round *r, int server, net_bufs *send, net_bufs *recv,
-                 net_round_result *out);
-int net_lat_client(const net_link *l, const net_round *r, net_bufs *send, net_bufs *recv,
-                   net_round_result *out);
-int net_lat_server(const net_link *l, const net_round *r, net_bufs *send, net_bufs *recv);
-
-/* The setup socket's 16-byte messages. */
-enum { NET_MSG_PLAN = 1, NET_MSG_READY = 2, NET_MSG_DONE = 3 };
-int net_msg_send(const net_link *l, uint32_t tag, uint64_t value);
-int net_msg_recv(const net_link *l, uint32_t tag, uint64_t *value);
+/* One round at this side: its rings hold the messages in flight at most
+ * (latency: 2 buffers or more).  Bandwidth one way takes one ring (the
+ * client's send ring, the server's receive ring; the other NULL), both ways
+ * at once (--bidir) and latency both.  0, or -1 with a message on stderr (a
+ * failed provider call, a timeout, a peer gone). */
+int net_round_run(const net_link *l, const net_round *r, int server, net_bufs *send, net_bufs *recv,
+                  net_round_result *out);
 
 #endif
