@@ -105,18 +105,11 @@ static int parse_opt(net_args *a, int c, const char *v) {
       snprintf(p->provider, sizeof p->provider, "%s", v);
       a->provider_given = 1;
       return 0;
-    case 's':
-      if (perf_parse_size(v, &sz) != 0) return -1;
-      p->min_bytes = p->max_bytes = sz;
-      return 0;
+    case 's': return perf_parse_size(v, &sz) == 0 ? (p->min_bytes = p->max_bytes = sz, 0) : -1;
     case 'b': return perf_parse_size(v, &sz) == 0 ? (p->min_bytes = sz, 0) : -1;
     case 'e': return perf_parse_size(v, &sz) == 0 ? (p->max_bytes = sz, 0) : -1;
     case 'f': return perf_parse_size(v, &sz) == 0 && sz >= 1 ? (p->step_factor = sz, 0) : -1;
-    case 'i':
-      if (perf_parse_size(v, &sz) != 0 || sz < 1) return -1;
-      p->step_bytes = sz;
-      p->step_factor = 1;
-      return 0;
+    case 'i': return perf_parse_size(v, &sz) == 0 && sz >= 1 ? (p->step_bytes = sz, p->step_factor = 1, 0) : -1;
     case 'n': return perf_parse_int(v, 1, 1 << 30, &n) == 0 ? (p->iters = (uint64_t)n, 0) : -1;
     case 'w': return perf_parse_int(v, 0, 1 << 30, &n) == 0 ? (p->warmup = (int32_t)n, 0) : -1;
     case 'W': return perf_parse_int(v, 1, KOLO_NET_MAX_REQS, &n) == 0 ? (p->window = (int32_t)n, 0) : -1;
@@ -206,11 +199,6 @@ static uint64_t lat_iters(const net_plan *p, uint64_t bytes) {
   return p->iters ? p->iters : count_of((uint64_t)128 << 20, bytes, 10, 1000);
 }
 
-static uint64_t warm_iters(const net_plan *p, int test, uint64_t bytes) {
-  if (p->warmup >= 0) return (uint64_t)p->warmup;
-  return test == TEST_BW ? (uint64_t)window_for(p, bytes) : 10;
-}
-
 /* ---- the rounds of one size ---------------------------------------------------- */
 
 typedef struct {
@@ -232,10 +220,6 @@ static double percentile(const double *v, uint64_t n, double pct) {
   return v[k > 0 ? k - 1 : 0];
 }
 
-/* Latency: buffers in each ring, LAT_AHEAD + 1 (credits lag by up to 7 of 9,
- * perf_net_xfer.h) while they fit the pool cap, at least 2. */
-#define LAT_AHEAD 8
-
 /* The client's latency figures from the round trips (sorted here). */
 static void latency_of(net_row *row, double *rtt) {
   for (uint64_t i = 0; i < row->lat_n; i++) rtt[i] /= 2; /* half round trip */
@@ -243,6 +227,10 @@ static void latency_of(net_row *row, double *rtt) {
   row->lat_p50 = percentile(rtt, row->lat_n, 50);
   row->lat_p99 = percentile(rtt, row->lat_n, 99);
 }
+
+/* Latency: buffers in each ring, LAT_AHEAD + 1 (credits lag by up to 7 of 9,
+ * perf_net_xfer.h) while they fit the pool cap, at least 2. */
+#define LAT_AHEAD 8
 
 /* The warm-up round and the timed one of `test` (TEST_BW or TEST_LAT) at
  * row's size; the client fills in the figures. */
@@ -256,18 +244,17 @@ static int size_test(const net_link *l, const net_plan *p, int server, int test,
   if ((lat && !server && rtt == NULL) || (tx && net_bufs_init(&b[0], n, row->bytes) != 0) ||
       (rx && net_bufs_init(&b[1], n, row->bytes) != 0))
     rc = -1;
-  net_round r = {row->bytes, 0, lat, p->check, NULL};
-  net_round_result res = {0, 0};
+  net_round r = {row->bytes, 0, lat, p->check, NULL, 0, 0};
   for (int timed = 0; timed <= 1 && rc == 0; timed++) {
-    r.iters = timed ? iters : warm_iters(p, test, row->bytes);
+    r.iters = timed ? iters : p->warmup >= 0 ? (uint64_t)p->warmup : lat ? 10 : (uint64_t)row->window;
     r.full = timed ? 0 : p->check;
     r.rtt_us = timed ? rtt : NULL;
     if (r.iters == 0) continue;
-    rc = net_round_run(l, &r, server, tx ? &b[0] : NULL, rx ? &b[1] : NULL, &res);
-    row->wrong += res.wrong;
+    rc = net_round_run(l, &r, server, tx ? &b[0] : NULL, rx ? &b[1] : NULL);
+    row->wrong += r.wrong;
   }
   if (rc == 0 && !server && lat) latency_of(row, rtt);
-  if (rc == 0 && !server && !lat) row->mbps = (double)row->bytes * (double)row->bw_n / res.seconds / 1e6;
+  if (rc == 0 && !server && !lat) row->mbps = (double)row->bytes * (double)row->bw_n / r.seconds / 1e6;
   net_bufs_fini(&b[1]);
   net_bufs_fini(&b[0]);
   free(rtt);
@@ -312,8 +299,7 @@ static void json_row(FILE *f, const net_row *r, int first, int bidir) {
           r->window);
   if (!isnan(r->mbps))
     fprintf(f, ", \"bidir\": %s, \"bw_iters\": %llu, \"bw_MBps\": %.3f, \"bw_GBps\": %.6f",
-            bidir ? "true" : "false",
-            (unsigned long long)r->bw_n, r->mbps, r->mbps / 1e3);
+            bidir ? "true" : "false", (unsigned long long)r->bw_n, r->mbps, r->mbps / 1e3);
   if (!isnan(r->lat_p50))
     fprintf(f, ", \"lat_iters\": %llu, \"lat_p50_us\": %.3f, \"lat_p99_us\": %.3f",
             (unsigned long long)r->lat_n, r->lat_p50, r->lat_p99);
@@ -323,7 +309,6 @@ static void json_row(FILE *f, const net_row *r, int first, int bidir) {
 /* Runs every size; the client prints.  0, 1 (wrong bytes) or 2. */
 static int sweep(const net_link *l, const net_plan *p, int server, FILE *json) {
   uint64_t wrong = 0;
-  int first = 1;
   for (uint64_t s = p->min_bytes, next = 0;; s = next) {
     net_row row = {s, window_for(p, s), bw_iters(p, s), lat_iters(p, s), NAN, NAN, NAN, 0};
     if ((p->tests & (TEST_BW | TEST_BIDIR)) && size_test(l, p, server, TEST_BW, &row) != 0) return 2;
@@ -331,8 +316,7 @@ static int sweep(const net_link *l, const net_plan *p, int server, FILE *json) {
     wrong += row.wrong;
     if (!server) {
       print_row(&row);
-      if (json) json_row(json, &row, first, (p->tests & TEST_BIDIR) != 0);
-      first = 0;
+      if (json) json_row(json, &row, s == p->min_bytes, (p->tests & TEST_BIDIR) != 0);
     }
     if ((next = next_size(p, s)) == 0) break;
   }
@@ -497,9 +481,7 @@ static int resolve(const char *host, int port, struct sockaddr_storage *out) {
     port = atoi(colon + 1);
   }
   snprintf(service, sizeof service, "%d", port);
-  struct addrinfo hints, *ai = NULL;
-  memset(&hints, 0, sizeof hints);
-  hints.ai_socktype = SOCK_STREAM;
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
   int err = getaddrinfo(name, service, &hints, &ai);
   if (err != 0 || ai == NULL) {
     fprintf(stderr, "kolo-perf net: cannot resolve %s: %s\n", host, gai_strerror(err));
@@ -571,19 +553,17 @@ static int run_both(const net_args *a) {
     _exit(code);
   }
   close(lfd);
-  int code = client_to(a, &addr);
-  int status = 0;
+  int code = client_to(a, &addr), status = 0;
   if (code == 2) kill(pid, SIGTERM); /* it may wait for us still */
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (WIFSIGNALED(status) && code != 2) {
+  if (code != 2 && WIFSIGNALED(status))
     fprintf(stderr, "kolo-perf net: the server process was killed by signal %d\n", WTERMSIG(status));
-    code = 2;
-  } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0 && code != 2) {
+  else if (code != 2 && WIFEXITED(status) && WEXITSTATUS(status) != 0)
     fprintf(stderr, "kolo-perf net: the server process failed (exit status %d)\n", WEXITSTATUS(status));
-    code = 2;
-  }
-  return code;
+  else
+    return code;
+  return 2;
 }
 
 int perf_net_main(int argc, char **argv) {
@@ -597,8 +577,8 @@ int perf_net_main(int argc, char **argv) {
     return 0;
   }
   signal(SIGPIPE, SIG_IGN);
+  struct sockaddr_storage addr;
   if (a.server) {
-    struct sockaddr_storage addr;
     int lfd = listen_on(a.port, NULL, &addr);
     if (lfd < 0) return 2;
     printf("# kolo-perf net: server waiting on port %d\n", a.port);
@@ -606,7 +586,6 @@ int perf_net_main(int argc, char **argv) {
     return serve(&a, lfd);
   }
   if (a.host == NULL) return run_both(&a);
-  struct sockaddr_storage addr;
   if (resolve(a.host, a.port, &addr) != 0) return 2;
   return client_to(&a, &addr);
 }

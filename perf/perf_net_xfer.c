@@ -52,9 +52,7 @@ static uint64_t msg_word(uint64_t seed, uint64_t iter, size_t j, size_t nw) {
 /* Word j's bytes that lie inside the buffer. */
 static size_t word_len(size_t bytes, size_t j) { return bytes - j * 8 < 8 ? bytes - j * 8 : 8; }
 
-static void put_word(char *buf, size_t bytes, size_t j, uint64_t w) {
-  memcpy(buf + j * 8, &w, word_len(bytes, j));
-}
+static void put_word(char *buf, size_t bytes, size_t j, uint64_t w) { memcpy(buf + j * 8, &w, word_len(bytes, j)); }
 
 static void fill(char *buf, size_t bytes, uint64_t seed) {
   size_t nw = nwords(bytes);
@@ -71,11 +69,10 @@ static void stamp(char *buf, size_t bytes, uint64_t seed, uint64_t iter) {
 
 /* Wrong bytes of word j (only its bytes inside the buffer count). */
 static uint64_t wrong_in_word(const char *buf, size_t bytes, size_t j, uint64_t want) {
-  uint64_t got = 0;
+  uint64_t got = 0, wrong = 0;
   size_t n = word_len(bytes, j);
   memcpy(&got, buf + j * 8, n);
-  uint64_t wrong = 0;
-  for (size_t i = 0; i < n; i++) wrong += ((got >> (8 * i)) & 0xff) != ((want >> (8 * i)) & 0xff);
+  for (size_t i = 0; i < n; i++) wrong += ((got ^ want) >> (8 * i) & 0xff) != 0;
   return wrong;
 }
 
@@ -389,8 +386,7 @@ static int lat_round(const net_link *l, net_end *tx, net_end *rx, const net_roun
 
 /* The bandwidth client's clock runs from "ready" (both ways: both) until the
  * peer said "got all". */
-int net_round_run(const net_link *l, const net_round *r, int server, net_bufs *send, net_bufs *recv,
-                  net_round_result *out) {
+int net_round_run(const net_link *l, net_round *r, int server, net_bufs *send, net_bufs *recv) {
   net_end *tx = send ? (server ? l->back_end : l->fwd_end) : NULL;
   net_end *rx = recv ? (server ? l->fwd_end : l->back_end) : NULL;
   int both = tx && rx && !r->lat;
@@ -402,7 +398,7 @@ int net_round_run(const net_link *l, const net_round *r, int server, net_bufs *s
   double t0 = perf_now_us();
   int rc = r->lat ? lat_round(l, tx, rx, r, send, recv, server, &wrong) : bw_round(l, tx, rx, r, send, recv, &wrong);
   if (rc != 0 || done(l, server, both, wrong, &theirs) != 0) return -1;
-  out->seconds = (perf_now_us() - t0) * 1e-6;
-  out->wrong = server ? 0 : wrong + theirs;
+  r->seconds = (perf_now_us() - t0) * 1e-6;
+  r->wrong = server ? 0 : wrong + theirs;
   return 0;
 }

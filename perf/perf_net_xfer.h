@@ -70,12 +70,9 @@ typedef struct {
   int lat;        /* the latency test (else bandwidth) */
   int full;       /* poison and check every byte (untimed rounds) */
   double *rtt_us; /* latency, client: one round trip per iteration (iters entries) */
+  double seconds; /* out: bandwidth, client: from "ready" to "got all" */
+  uint64_t wrong; /* out: bytes found wrong, both sides (the server's come back to the client) */
 } net_round;
-
-typedef struct {
-  double seconds;  /* bandwidth, client: from "ready" to "got all" */
-  uint64_t wrong;  /* bytes found wrong, both sides (the server's come back to the client) */
-} net_round_result;
 
 /* A ring of n buffers of one size, one after another (the slots bound to a
  * connection): allocated by net_bufs_init, filled with the pattern;
@@ -95,7 +92,6 @@ void net_bufs_fini(net_bufs *b);
  * client's send ring, the server's receive ring; the other NULL), both ways
  * at once (--bidir) and latency both.  0, or -1 with a message on stderr (a
  * failed provider call, a timeout, a peer gone). */
-int net_round_run(const net_link *l, const net_round *r, int server, net_bufs *send, net_bufs *recv,
-                  net_round_result *out);
+int net_round_run(const net_link *l, net_round *r, int server, net_bufs *send, net_bufs *recv);
 
 #endif
