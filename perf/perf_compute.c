@@ -55,6 +55,12 @@ static int cuda_fail(cudaError_t err, const char *what) {
   return -1;
 }
 
+static int busy(void *stream, long long cycles) {
+  if (perf_busy_launch(stream, cycles) == 0) return 0;
+  fprintf(stderr, "kolo-perf: busy kernel launch failed: %s\n", cudaGetErrorString(cudaGetLastError()));
+  return -1;
+}
+
 /* Cycles per us of the busy kernel: a 2^24-cycle kernel timed with events,
  * the median of 5 (after one untimed launch). */
 static int calibrate_cuda(perf_compute *c) {
@@ -62,34 +68,27 @@ static int calibrate_cuda(perf_compute *c) {
   cudaStream_t s = (cudaStream_t)c->stream;
   cudaEvent_t e0 = NULL, e1 = NULL;
   float ms[5];
-  int rc = -1;
-  if (cuda_fail(cudaEventCreate(&e0), "cudaEventCreate") || cuda_fail(cudaEventCreate(&e1), "cudaEventCreate"))
-    goto out_events;
-  if (perf_busy_launch(s, cycles) != 0) goto out_launch;
-  for (int i = 0; i < 5; i++) {
-    if (cuda_fail(cudaEventRecord(e0, s), "cudaEventRecord")) goto out_events;
-    if (perf_busy_launch(s, cycles) != 0) goto out_launch;
-    if (cuda_fail(cudaEventRecord(e1, s), "cudaEventRecord") ||
+  int rc = 0;
+  if (cuda_fail(cudaEventCreate(&e0), "cudaEventCreate") || cuda_fail(cudaEventCreate(&e1), "cudaEventCreate") ||
+      busy(s, cycles))
+    rc = -1;
+  for (int i = 0; rc == 0 && i < 5; i++)
+    if (cuda_fail(cudaEventRecord(e0, s), "cudaEventRecord") || busy(s, cycles) ||
+        cuda_fail(cudaEventRecord(e1, s), "cudaEventRecord") ||
         cuda_fail(cudaEventSynchronize(e1), "cudaEventSynchronize") ||
         cuda_fail(cudaEventElapsedTime(&ms[i], e0, e1), "cudaEventElapsedTime"))
-      goto out_events;
-  }
-  for (int i = 1; i < 5; i++) /* insertion sort: the median */
+      rc = -1;
+  for (int i = 1; rc == 0 && i < 5; i++) /* insertion sort: the median */
     for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) {
       float t = ms[j];
       ms[j] = ms[j - 1];
       ms[j - 1] = t;
     }
-  if (ms[2] <= 0) {
+  if (rc == 0 && ms[2] <= 0) {
     fprintf(stderr, "kolo-perf: busy kernel calibration: zero time\n");
-    goto out_events;
+    rc = -1;
   }
-  c->per_us = (double)cycles / ((double)ms[2] * 1e3);
-  rc = 0;
-  goto out_events;
-out_launch:
-  fprintf(stderr, "kolo-perf: busy kernel launch failed: %s\n", cudaGetErrorString(cudaGetLastError()));
-out_events:
+  if (rc == 0) c->per_us = (double)cycles / ((double)ms[2] * 1e3);
   if (e1) cudaEventDestroy(e1);
   if (e0) cudaEventDestroy(e0);
   return rc;
@@ -125,13 +124,8 @@ void perf_compute_begin(perf_compute *c) {
 }
 
 static int sleep_until(double when_us) {
-  struct timespec ts;
-  ts.tv_sec = (time_t)(when_us / 1e6);
-  ts.tv_nsec = (long)((when_us - (double)ts.tv_sec * 1e6) * 1e3);
-  if (ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
+  long long ns = (long long)(when_us * 1e3);
+  struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000), .tv_nsec = (long)(ns % 1000000000)};
   int err;
   while ((err = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)) == EINTR) {
   }
@@ -148,17 +142,16 @@ int perf_compute_layer(perf_compute *c, double us) {
       return c->start_us + c->due_us > perf_now_us() ? sleep_until(c->start_us + c->due_us) : 0;
     case PERF_COMPUTE_CUDA:
 #ifdef KOLO_HAVE_CUDA
-      if (perf_busy_launch(c->stream, (long long)(us * c->per_us + 0.5)) == 0) return 0;
-      fprintf(stderr, "kolo-perf: busy kernel launch failed: %s\n", cudaGetErrorString(cudaGetLastError()));
+      return busy(c->stream, (long long)(us * c->per_us + 0.5));
 #endif
-      return -1;
     default: return -1;
   }
 }
 
 int perf_compute_sync(perf_compute *c) {
 #ifdef KOLO_HAVE_CUDA
-  if (c->kind == PERF_COMPUTE_CUDA) return cuda_fail(cudaStreamSynchronize((cudaStream_t)c->stream), "cudaStreamSynchronize");
+  if (c->kind == PERF_COMPUTE_CUDA)
+    return cuda_fail(cudaStreamSynchronize((cudaStream_t)c->stream), "cudaStreamSynchronize");
 #else
   (void)c;
 #endif

@@ -35,8 +35,8 @@ const char *perf_models_dir(void) {
 }
 
 void perf_model_free(perf_model *m) {
-  free(m->tensors);
-  m->tensors = NULL;
+  free(m->count);
+  m->count = NULL;
   m->ntensors = 0;
 }
 
@@ -55,51 +55,39 @@ static int directive(const char *line, const char *key, size_t *out) {
   return 1;
 }
 
-/* One tensor line "name d0 d1 ..." into *t; 0 or -1 (with `why`). */
-static int parse_tensor(char *line, perf_tensor *t, const char **why) {
+/* One tensor line "name d0 d1 ..." (at most 8 dims, a name under 96
+ * characters): its elements in *count; 0 or -1 (with `why`). */
+static int parse_tensor(char *line, size_t *count, const char **why) {
   char *save = NULL, *tok = strtok_r(line, " \t\r\n", &save);
-  memset(t, 0, sizeof *t);
-  if (strlen(tok) >= sizeof t->name) {
-    *why = "name too long";
-    return -1;
-  }
-  strcpy(t->name, tok);
-  t->count = 1;
-  while ((tok = strtok_r(NULL, " \t\r\n", &save)) != NULL) {
+  int ndims = 0;
+  *count = 1;
+  if (strlen(tok) >= 96) *why = "name too long";
+  while (*why == NULL && (tok = strtok_r(NULL, " \t\r\n", &save)) != NULL) {
     char *end;
     errno = 0;
     unsigned long long d = strtoull(tok, &end, 10);
     if (errno != 0 || *end != '\0' || tok[0] == '-' || d == 0) *why = "a dimension is not a positive integer";
-    else if (t->ndims == PERF_MODEL_MAX_DIMS) *why = "more than 8 dimensions";
-    else if (t->count > SIZE_MAX / d) *why = "too many elements";
-    if (*why) return -1;
-    t->dims[t->ndims++] = (size_t)d;
-    t->count *= (size_t)d;
+    else if (ndims++ == 8) *why = "more than 8 dimensions";
+    else if (*count > SIZE_MAX / d) *why = "too many elements";
+    else *count *= (size_t)d;
   }
-  if (t->ndims == 0) {
-    *why = "no dimensions";
-    return -1;
-  }
-  return 0;
+  if (*why == NULL && ndims == 0) *why = "no dimensions";
+  return *why ? -1 : 0;
 }
 
 static int grow(perf_model *m, int *cap) {
   if (m->ntensors < *cap) return 0;
   int ncap = *cap ? *cap * 2 : 256;
-  perf_tensor *n = realloc(m->tensors, (size_t)ncap * sizeof *n);
+  size_t *n = realloc(m->count, (size_t)ncap * sizeof *n);
   if (n == NULL) return -1;
-  m->tensors = n;
+  m->count = n;
   *cap = ncap;
   return 0;
 }
 
-static void set_name(perf_model *m, const char *path) {
-  const char *base = strrchr(path, '/');
-  base = base ? base + 1 : path;
-  size_t n = strlen(base);
-  if (n >= sizeof m->name) n = sizeof m->name - 1;
-  memcpy(m->name, base, n);
-  m->name[n] = '\0';
+static void set_name(perf_model *m) {
+  const char *base = strrchr(m->path, '/');
+  snprintf(m->name, sizeof m->name, "%.*s", (int)sizeof m->name - 1, base ? base + 1 : m->path);
   char *dot = strstr(m->name, ".txt");
   if (dot != NULL && dot[4] == '\0') *dot = '\0';
 }
@@ -122,8 +110,8 @@ static int read_lines(perf_model *m, FILE *f, size_t *want_total, size_t *want_t
     }
     if (why == NULL && (*p == '\n' || *p == '\r' || *p == '\0')) continue;
     if (why == NULL && grow(m, &cap) != 0) why = "out of memory";
-    if (why == NULL && parse_tensor(p, &m->tensors[m->ntensors], &why) == 0) {
-      m->total += m->tensors[m->ntensors++].count;
+    if (why == NULL && parse_tensor(p, &m->count[m->ntensors], &why) == 0) {
+      m->total += m->count[m->ntensors++];
       continue;
     }
     fprintf(stderr, "kolo-perf: %s:%d: %s\n", m->path, lineno, why);
@@ -161,7 +149,7 @@ int perf_model_load(perf_model *m, const char *spec, const char *dir) {
     fprintf(stderr, "kolo-perf: model path too long: %s\n", spec);
     return -1;
   }
-  set_name(m, m->path);
+  set_name(m);
   FILE *f = fopen(m->path, "r");
   if (f == NULL) {
     fprintf(stderr, "kolo-perf: cannot open model file %s: %s%s\n", m->path, strerror(errno),

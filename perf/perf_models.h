@@ -13,20 +13,10 @@
 
 #include <stddef.h>
 
-#define PERF_MODEL_NAME_MAX 96
-#define PERF_MODEL_MAX_DIMS 8
-
-typedef struct {
-  char name[PERF_MODEL_NAME_MAX];
-  int ndims;
-  size_t dims[PERF_MODEL_MAX_DIMS];
-  size_t count; /* elements: the product of dims */
-} perf_tensor;
-
 typedef struct {
   char name[64];  /* the file's base name without ".txt" */
   char path[512]; /* where it was read from */
-  perf_tensor *tensors; /* forward order */
+  size_t *count;  /* each tensor's elements (the product of its dims), forward order */
   int ntensors;
   size_t total; /* elements over all tensors, as checked against the file */
 } perf_model;

@@ -7,24 +7,12 @@
 #include "perf/perf_check.h"
 #include "perf/perf_overlap_int.h"
 
-static void grads_free_arrays(ov_grads *g) {
-  free(g->id);
-  free(g->count);
-  free(g->first);
-  free(g->ptr);
-  free(g->layer_us);
-  free(g->ev);
-}
-
-static int grads_arrays(ov_grads *g, int n) {
+int ov_grads_alloc(ov_grads *g, int n, int external) {
+  memset(g, 0, sizeof *g);
   g->n = n;
-  g->id = calloc((size_t)n, sizeof *g->id);
-  g->count = calloc((size_t)n, sizeof *g->count);
-  g->first = calloc((size_t)n, sizeof *g->first);
-  g->ptr = calloc((size_t)n, sizeof *g->ptr);
-  g->layer_us = calloc((size_t)n, sizeof *g->layer_us);
-  g->ev = calloc((size_t)n, sizeof *g->ev);
-  if (g->id && g->count && g->first && g->ptr && g->layer_us && g->ev) return 0;
+  g->external = external;
+  g->t = calloc((size_t)n, sizeof *g->t);
+  if (g->t) return 0;
   fprintf(stderr, "kolo-perf overlap: out of memory for %d tensors\n", n);
   return -1;
 }
@@ -41,14 +29,13 @@ static koloFusionConfig_t fusion_config(const perf_overlap_opts *o, perf_op op) 
   return c;
 }
 
-/* Allocator views: fetched again whenever the layout changed. */
 int ov_grads_refresh(const ov_rank *ov, ov_grads *g) {
   int v = 0;
   if (g->external) return 0;
   if (ov_fusion_fail(ov, g->f, koloFusionLayoutVersion(g->f, &v), "koloFusionLayoutVersion") != 0) return -1;
-  if (v == g->version && g->ptr[0] != NULL) return 0;
+  if (v == g->version && g->t[0].ptr != NULL) return 0;
   for (int b = 0; b < g->n; b++)
-    if (ov_fusion_fail(ov, g->f, koloFusionTensorPtr(g->f, g->id[b], &g->ptr[b]), "koloFusionTensorPtr") != 0)
+    if (ov_fusion_fail(ov, g->f, koloFusionTensorPtr(g->f, g->t[b].id, &g->t[b].ptr), "koloFusionTensorPtr") != 0)
       return -1;
   g->version = v;
   return 0;
@@ -57,99 +44,80 @@ int ov_grads_refresh(const ov_rank *ov, ov_grads *g) {
 /* External: every gradient carved out of one buffer, 256-byte aligned. */
 static int grads_external(const ov_rank *ov, ov_grads *g) {
   size_t bytes = 0;
-  for (int b = 0; b < g->n; b++) bytes += (g->count[b] * 4 + 255) & ~(size_t)255;
+  for (int b = 0; b < g->n; b++) bytes += (g->t[b].count * 4 + 255) & ~(size_t)255;
   g->ext = ov->be->alloc(ov->be->ctx, bytes);
   if (g->ext == NULL) return -1;
   size_t off = 0;
   for (int b = 0; b < g->n; b++) {
-    g->ptr[b] = (char *)g->ext + off;
-    off += (g->count[b] * 4 + 255) & ~(size_t)255;
+    g->t[b].ptr = (char *)g->ext + off;
+    off += (g->t[b].count * 4 + 255) & ~(size_t)255;
   }
   return 0;
 }
 
-static int grads_zero(const ov_rank *ov, ov_grads *g) {
+#ifdef KOLO_HAVE_CUDA
+/* cuda: one event per gradient, then the gradients zeroed. */
+static int grads_cuda(const ov_rank *ov, ov_grads *g) {
   for (int b = 0; b < g->n; b++) {
-#ifdef KOLO_HAVE_CUDA
-    if (ov->cuda) {
-      if (ov_cuda_fail(ov, cudaMemset(g->ptr[b], 0, g->count[b] * 4), "cudaMemset") != 0) return -1;
-      continue;
-    }
-#else
-    (void)ov;
-#endif
-    memset(g->ptr[b], 0, g->count[b] * 4);
-  }
-#ifdef KOLO_HAVE_CUDA
-  /* cudaMemset may return before it is done, and kolo's streams do not wait
-   * for the legacy default stream */
-  if (ov->cuda && ov_cuda_fail(ov, cudaDeviceSynchronize(), "cudaDeviceSynchronize") != 0) return -1;
-#endif
-  return 0;
-}
-
-static int grads_events(const ov_rank *ov, ov_grads *g) {
-#ifdef KOLO_HAVE_CUDA
-  for (int b = 0; ov->cuda && b < g->n; b++) {
     cudaEvent_t e;
     if (ov_cuda_fail(ov, cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate") != 0) return -1;
-    g->ev[b] = (koloEvent_t)e;
+    g->t[b].ev = (koloEvent_t)e;
   }
+  for (int b = 0; b < g->n; b++)
+    if (ov_cuda_fail(ov, cudaMemset(g->t[b].ptr, 0, g->t[b].count * 4), "cudaMemset") != 0) return -1;
+  /* cudaMemset may return before it is done, and kolo's streams do not wait
+   * for the legacy default stream */
+  return ov_cuda_fail(ov, cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+#endif
+
+static int grads_zero(const ov_rank *ov, ov_grads *g) {
+#ifdef KOLO_HAVE_CUDA
+  if (ov->cuda) return grads_cuda(ov, g);
 #else
   (void)ov;
-  (void)g;
 #endif
+  for (int b = 0; b < g->n; b++) memset(g->t[b].ptr, 0, g->t[b].count * 4);
   return 0;
 }
 
 void ov_grads_fini(const ov_rank *ov, ov_grads *g) {
-  if (g->f) {
-    koloResult_t res = koloFusionDestroy(g->f);
-    if (res != koloSuccess) ov_fusion_fail(ov, NULL, res, "koloFusionDestroy");
-  }
+  if (g->f) ov_fusion_fail(ov, NULL, koloFusionDestroy(g->f), "koloFusionDestroy");
 #ifdef KOLO_HAVE_CUDA
-  for (int b = 0; g->ev && b < g->n; b++)
-    if (g->ev[b]) cudaEventDestroy((cudaEvent_t)g->ev[b]);
+  for (int b = 0; g->t && b < g->n; b++)
+    if (g->t[b].ev) cudaEventDestroy((cudaEvent_t)g->t[b].ev);
 #endif
   if (g->ext) ov->be->release(ov->be->ctx, g->ext);
-  grads_free_arrays(g);
+  free(g->t);
   memset(g, 0, sizeof *g);
 }
 
-/* Declares n float32 gradients (counts in backward order) to a new fusion,
- * commits it and makes their memory ready (zeroed). */
-int ov_grads_init(const ov_rank *ov, ov_grads *g, const size_t *count, const size_t *first, int n,
-                      int external) {
-  memset(g, 0, sizeof *g);
-  g->external = external;
-  if (grads_arrays(g, n) != 0) return -1;
-  for (int b = 0; b < n; b++) {
-    g->count[b] = count[b];
-    g->first[b] = first[b];
-    g->total += count[b];
-    if (count[b] > g->max_count) g->max_count = count[b];
+int ov_grads_init(const ov_rank *ov, ov_grads *g) {
+  for (int b = 0; b < g->n; b++) {
+    g->total += g->t[b].count;
+    if (g->t[b].count > g->max_count) g->max_count = g->t[b].count;
   }
   koloFusionConfig_t c = fusion_config(ov->o, ov->a->op);
   if (ov_fusion_fail(ov, NULL, koloFusionCreate(&g->f, ov->kb->comm, &c), "koloFusionCreate") != 0) {
     g->f = NULL;
     return -1;
   }
-  koloFusionStorage_t st = external ? KOLO_FUSION_EXTERNAL : KOLO_FUSION_ALLOCATE;
-  for (int b = 0; b < n; b++)
-    if (ov_fusion_fail(ov, g->f, koloFusionAddTensor(g->f, count[b], koloFloat32, st, &g->id[b]),
-                    "koloFusionAddTensor") != 0)
+  koloFusionStorage_t st = g->external ? KOLO_FUSION_EXTERNAL : KOLO_FUSION_ALLOCATE;
+  for (int b = 0; b < g->n; b++)
+    if (ov_fusion_fail(ov, g->f, koloFusionAddTensor(g->f, g->t[b].count, koloFloat32, st, &g->t[b].id),
+                       "koloFusionAddTensor") != 0)
       return -1;
   if (ov_fusion_fail(ov, g->f, koloFusionCommit(g->f), "koloFusionCommit") != 0) return -1;
-  if (external ? grads_external(ov, g) : ov_grads_refresh(ov, g)) return -1;
-  return grads_events(ov, g) == 0 ? grads_zero(ov, g) : -1;
+  if (g->external ? grads_external(ov, g) : ov_grads_refresh(ov, g)) return -1;
+  return grads_zero(ov, g);
 }
 
 /* Each gradient filled with rank-dependent small integers (perf_check.h). */
 static int grads_fill(const ov_rank *ov, ov_grads *g, const perf_gen *gen, void *host) {
   for (int b = 0; b < g->n; b++) {
-    void *dst = ov->cuda ? host : g->ptr[b];
-    perf_fill(gen, ov->rank, dst, g->first[b], g->count[b]);
-    if (ov->cuda && ov->be->copy(ov->be->ctx, g->ptr[b], host, g->count[b] * 4, 1) != 0) return -1;
+    void *dst = ov->cuda ? host : g->t[b].ptr;
+    perf_fill(gen, ov->rank, dst, g->t[b].first, g->t[b].count);
+    if (ov->cuda && ov->be->copy(ov->be->ctx, g->t[b].ptr, host, g->t[b].count * 4, 1) != 0) return -1;
   }
   return 0;
 }
@@ -159,12 +127,12 @@ static int grads_fill(const ov_rank *ov, ov_grads *g, const perf_gen *gen, void 
 static int grads_check(const ov_rank *ov, ov_grads *g, const perf_gen *gen, void *host, uint64_t *wrong) {
   *wrong = 0;
   for (int b = 0; b < g->n; b++) {
-    const void *src = g->ptr[b];
+    const void *src = g->t[b].ptr;
     if (ov->cuda) {
-      if (ov->be->copy(ov->be->ctx, host, g->ptr[b], g->count[b] * 4, 0) != 0) return -1;
+      if (ov->be->copy(ov->be->ctx, host, g->t[b].ptr, g->t[b].count * 4, 0) != 0) return -1;
       src = host;
     }
-    *wrong += perf_check_reduced(gen, src, g->first[b], g->count[b]);
+    *wrong += perf_check_reduced(gen, src, g->t[b].first, g->t[b].count);
   }
   return 0;
 }
@@ -176,17 +144,15 @@ static void *host_staging(const ov_rank *ov, const ov_grads *g) {
   return h;
 }
 
-/* Fills, runs `step` once, checks; the total of wrong elements over ranks
- * in *wrong. */
-int ov_check_step(ov_rank *ov, ov_grads *g, uint64_t seed, int (*step)(ov_rank *, ov_grads *, void *),
-                      void *arg, uint64_t *wrong) {
+int ov_check_step(ov_rank *ov, ov_grads *g, uint64_t seed, perf_compute *c, int kind, uint64_t *wrong) {
   perf_gen gen;
   perf_gen_init(&gen, PERF_FLOAT32, ov->a->op, ov->nranks, seed);
   void *host = host_staging(ov, g);
+  double us;
   int rc = ov->cuda && host == NULL ? -1 : 0;
   if (rc == 0) rc = ov_grads_refresh(ov, g);
   if (rc == 0) rc = grads_fill(ov, g, &gen, host);
-  if (rc == 0) rc = step(ov, g, arg);
+  if (rc == 0) rc = ov_run_step(ov, g, c, kind, &us);
   if (rc == 0) rc = ov_grads_refresh(ov, g);
   if (rc == 0) rc = grads_check(ov, g, &gen, host, wrong);
   free(host);
@@ -196,4 +162,3 @@ int ov_check_step(ov_rank *ov, ov_grads *g, uint64_t seed, int (*step)(ov_rank *
   if (*wrong) ov->wrong = 1;
   return rc;
 }
-

@@ -1,9 +1,9 @@
 /* perf_overlap_int.h - the parts of `kolo-perf overlap` (perf_overlap.h),
- * private to them: perf_overlap.c (the rank, errors, medians),
- * perf_overlap_grads.c (gradients declared to a fusion, filled, checked),
- * perf_overlap_steps.c (one timed step of each kind, the copy counters),
- * perf_overlap_model.c (one model's rows), perf_overlap_small.c (--small)
- * and perf_overlap_report.c (the header lines). */
+ * private to them: perf_overlap.c (the rank, its header lines, errors,
+ * medians), perf_overlap_grads.c (gradients declared to a fusion, filled,
+ * checked), perf_overlap_steps.c (timed steps of each kind, the copy
+ * counters), perf_overlap_model.c (one model's rows) and
+ * perf_overlap_small.c (--small). */
 #ifndef KOLO_PERF_OVERLAP_INT_H
 #define KOLO_PERF_OVERLAP_INT_H
 
@@ -17,8 +17,9 @@
 #include <cuda_runtime.h>
 #endif
 
-/* The steps of a round, in the order they run. */
-enum { K_COMM, K_COMPUTE, K_SERIAL, K_OVERLAP, NKINDS };
+/* The steps of a round, in the order they run; K_SEPARATE (--small): one
+ * koloAllReduce per gradient instead of the fusion. */
+enum { K_COMM, K_COMPUTE, K_SERIAL, K_OVERLAP, NKINDS, K_SEPARATE = NKINDS };
 
 typedef struct {
   const perf_args *a;
@@ -32,19 +33,23 @@ typedef struct {
   int wrong;    /* some element was wrong or a copy rule broken (all ranks agree) */
 } ov_rank;
 
+/* One gradient. */
+typedef struct {
+  int id;          /* the fusion's tensor id */
+  size_t count;    /* elements */
+  size_t first;    /* the model's element index of element 0 (check values) */
+  void *ptr;       /* where it lies (allocator: as of the layout `version`) */
+  double layer_us; /* compute before it is ready */
+  koloEvent_t ev;  /* cuda: its event */
+} ov_grad;
+
 /* One set of gradients declared to one fusion, by backward index. */
 typedef struct {
   koloFusion_t f;
-  int n;
-  int external;
-  int *id;          /* the fusion's tensor id */
-  size_t *count;    /* elements */
-  size_t *first;    /* the model's element index of element 0 (check values) */
-  void **ptr;       /* where the gradient lies (allocator: as of `version`) */
+  int n, external;
+  ov_grad *t;
   void *ext;        /* external: one buffer holding every gradient */
-  double *layer_us; /* compute before the gradient is ready */
-  koloEvent_t *ev;  /* cuda: one event per gradient */
-  int version;      /* the layout version of ptr (allocator) */
+  int version;      /* the layout version of the views (allocator) */
   size_t total;     /* elements */
   size_t max_count;
 } ov_grads;
@@ -54,35 +59,31 @@ int ov_fusion_fail(const ov_rank *ov, koloFusion_t f, koloResult_t res, const ch
 #ifdef KOLO_HAVE_CUDA
 int ov_cuda_fail(const ov_rank *ov, cudaError_t err, const char *what);
 #endif
-/* Every rank here, then all go on (a one-element all-reduce). */
-int ov_start_together(const ov_rank *ov);
 int ov_max_over_ranks(const ov_rank *ov, double *v, int n);
 /* Median of column k of t[n][ncols]. */
 double ov_median_col(const double *t, int n, int ncols, int k);
 
-/* perf_overlap_grads.c: n float32 gradients (counts in backward order)
- * declared to a new fusion, committed, zeroed; allocator views fetched
- * again after a layout change (refresh). */
-int ov_grads_init(const ov_rank *ov, ov_grads *g, const size_t *count, const size_t *first, int n, int external);
+/* perf_overlap_grads.c: ov_grads_alloc makes n gradients for the caller to
+ * set count and first of (backward order); ov_grads_init declares them
+ * (float32) to a new fusion, commits it and zeroes them; ov_grads_refresh
+ * fetches the allocator views again after a layout change.  ov_grads_fini
+ * undoes alloc and init, or what of them was done. */
+int ov_grads_alloc(ov_grads *g, int n, int external);
+int ov_grads_init(const ov_rank *ov, ov_grads *g);
 void ov_grads_fini(const ov_rank *ov, ov_grads *g);
 int ov_grads_refresh(const ov_rank *ov, ov_grads *g);
-/* Fills, runs `step` once, checks; the total of wrong elements over ranks in *wrong. */
-int ov_check_step(ov_rank *ov, ov_grads *g, uint64_t seed, int (*step)(ov_rank *, ov_grads *, void *), void *arg,
-                  uint64_t *wrong);
+/* Fills, runs one step of `kind`, checks; the total of wrong elements over ranks in *wrong. */
+int ov_check_step(ov_rank *ov, ov_grads *g, uint64_t seed, perf_compute *c, int kind, uint64_t *wrong);
 
 /* perf_overlap_steps.c: one step of `kind` (*us: this rank's time from the
- * common start); n rounds of nk kinds into t[i * nk + k], the slowest
- * rank's; the fusion's copy counters and their rule. */
+ * common start); -w untimed rounds of warm[nw], then -n rounds of kinds[nk]
+ * into *t (t[i * nk + k], the slowest rank's; the caller frees *t), the
+ * fusion's copy counters before and after those in s[0], s[1]; and the
+ * counters' rule. */
 int ov_run_step(const ov_rank *ov, ov_grads *g, perf_compute *c, int kind, double *us);
-int ov_rounds(const ov_rank *ov, ov_grads *g, perf_compute *c, const int *kinds, int nk, int n, double *t);
-int ov_stats(const ov_rank *ov, ov_grads *g, koloFusionStats_t *s);
-int ov_copy_rule(ov_rank *ov, const ov_grads *g, const koloFusionStats_t *s0, const koloFusionStats_t *s1, int steps,
-                 const char *label);
-
-/* perf_overlap_report.c (rank 0) */
-void ov_print_header(const ov_rank *ov, const perf_config *cfg);
-void ov_print_compute_header(const ov_rank *ov, const double *rate_lo, const double *rate_hi);
-void ov_print_table_header(FILE *f);
+int ov_measure(const ov_rank *ov, ov_grads *g, perf_compute *c, const int *warm, int nw, const int *kinds, int nk,
+               double **t, koloFusionStats_t *s);
+int ov_copy_rule(ov_rank *ov, const ov_grads *g, const koloFusionStats_t *s, int steps, const char *label);
 
 /* perf_overlap_model.c, perf_overlap_small.c */
 int ov_run_model(ov_rank *ov, const char *spec, uint64_t seed);

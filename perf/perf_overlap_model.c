@@ -3,57 +3,50 @@
  * scaled to, one row per compute kind with the ideal step of the layout,
  * and the check step. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "perf/perf_models.h"
 #include "perf/perf_overlap_int.h"
 
-/* counts / first in backward order: the model's tensors reversed. */
-static int backward_order(const perf_model *m, size_t **count, size_t **first) {
-  *count = malloc((size_t)m->ntensors * sizeof **count);
-  *first = malloc((size_t)m->ntensors * sizeof **first);
-  if (*count == NULL || *first == NULL) {
-    fprintf(stderr, "kolo-perf overlap: out of memory\n");
-    return -1;
-  }
+/* The gradients of m in backward order (its tensors reversed), declared. */
+static int model_grads(const ov_rank *ov, ov_grads *g, const perf_model *m) {
+  if (ov_grads_alloc(g, m->ntensors, ov->o->external) != 0) return -1;
   size_t off = 0;
   for (int i = 0; i < m->ntensors; i++) {
-    int b = m->ntensors - 1 - i;
-    (*count)[b] = m->tensors[i].count;
-    (*first)[b] = off;
-    off += m->tensors[i].count;
+    ov_grad *t = &g->t[m->ntensors - 1 - i];
+    t->count = m->count[i];
+    t->first = off;
+    off += m->count[i];
   }
-  return 0;
-}
-
-static void set_compute(ov_grads *g, double total_us) {
-  for (int b = 0; b < g->n; b++) g->layer_us[b] = total_us * (double)g->count[b] / (double)g->total;
+  return ov_grads_init(ov, g);
 }
 
 /* The comm-only median, after -w warm-ups: what the compute is scaled to. */
 static int comm_baseline(const ov_rank *ov, ov_grads *g, double *us) {
-  int n = ov->a->iters, kind = K_COMM;
-  double *t = malloc((size_t)(n > ov->a->warmup ? n : ov->a->warmup + 1) * sizeof *t);
-  if (t == NULL) return -1;
-  int rc = ov->a->warmup > 0 ? ov_rounds(ov, g, NULL, &kind, 1, ov->a->warmup, t) : 0;
-  if (rc == 0) rc = ov_rounds(ov, g, NULL, &kind, 1, n, t);
-  if (rc == 0) *us = ov_median_col(t, n, 1, 0);
+  static const int comm[1] = {K_COMM};
+  double *t;
+  koloFusionStats_t s[2];
+  if (ov_measure(ov, g, NULL, comm, 1, comm, 1, &t, s) != 0) return -1;
+  *us = ov_median_col(t, ov->a->iters, 1, 0);
   free(t);
-  return rc;
+  return 0;
 }
 
-/* The best step time any scheduler could reach with this layout, from the
- * measured medians: each bucket (external tensors: each tensor) starts its
- * all-reduce when its last gradient is ready (compute spread by parameter
- * count) and the previous one is done, taking its share of the comm-only
- * time by bytes.  *ideal_ms, or -1 with a message. */
-static int ideal_step(const ov_rank *ov, ov_grads *g, double compute_ms, double comm_ms, double *ideal_ms) {
-  double done = 0, cum = 0, run = 0;
+/* The layout against the measured medians.  *ideal_ms: the best step time
+ * any scheduler could reach with it: each bucket (external tensors: each
+ * tensor) starts its all-reduce when its last gradient is ready (compute
+ * spread by parameter count) and the previous one is done, taking its share
+ * of the comm-only time by bytes.  *share: the largest bucket's share of the
+ * gradients (external: the largest tensor's): with compute and comm taking
+ * as long, the ideal step is about (1 + this share) x the bound, whatever
+ * the scheduler (kolo_fusion.h, "Bucket size").  0, or -1 with a message. */
+static int layout(const ov_rank *ov, ov_grads *g, double compute_ms, double comm_ms, double *ideal_ms,
+                  double *share) {
+  double done = 0, cum = 0, run = 0, best = 0;
   int prev = -1;
   for (int b = 0; b < g->n; b++) {
     int bucket = b; /* external: every tensor on its own */
     if (!g->external &&
-        ov_fusion_fail(ov, g->f, koloFusionTensorBucket(g->f, g->id[b], &bucket), "koloFusionTensorBucket") != 0)
+        ov_fusion_fail(ov, g->f, koloFusionTensorBucket(g->f, g->t[b].id, &bucket), "koloFusionTensorBucket") != 0)
       return -1;
     if (b > 0 && bucket != prev) { /* the previous bucket is complete at cum */
       double start = compute_ms * cum / (double)g->total;
@@ -61,32 +54,13 @@ static int ideal_step(const ov_rank *ov, ov_grads *g, double compute_ms, double 
       run = 0;
     }
     prev = bucket;
-    cum += (double)g->count[b];
-    run += (double)g->count[b];
-  }
-  done = (compute_ms > done ? compute_ms : done) + comm_ms * run / (double)g->total;
-  *ideal_ms = done;
-  return 0;
-}
-
-/* The largest bucket's share of the gradients (external: the largest
- * tensor's): with compute and comm taking as long, the ideal step is about
- * (1 + this share) x the bound, whatever the scheduler (kolo_fusion.h,
- * "Bucket size").  -1 with a message when a call failed. */
-static double largest_share(const ov_rank *ov, ov_grads *g) {
-  double best = 0, run = 0;
-  int prev = -2;
-  for (int b = 0; b < g->n; b++) {
-    int bucket = -1;
-    if (!g->external &&
-        ov_fusion_fail(ov, g->f, koloFusionTensorBucket(g->f, g->id[b], &bucket), "koloFusionTensorBucket") != 0)
-      return -1;
-    if (g->external || bucket != prev) run = 0; /* buckets hold runs of the backward order */
-    run += (double)g->count[b];
+    cum += (double)g->t[b].count;
+    run += (double)g->t[b].count;
     if (run > best) best = run;
-    prev = bucket;
   }
-  return best / (double)g->total;
+  *ideal_ms = (compute_ms > done ? compute_ms : done) + comm_ms * run / (double)g->total;
+  *share = best / (double)g->total;
+  return 0;
 }
 
 /* One compute kind: -w untimed rounds of (no-overlap, overlap), then -n
@@ -94,21 +68,11 @@ static double largest_share(const ov_rank *ov, ov_grads *g) {
 static int model_kind(ov_rank *ov, ov_grads *g, const perf_model *m, int k, double set_us) {
   static const int all[NKINDS] = {K_COMM, K_COMPUTE, K_SERIAL, K_OVERLAP};
   static const int warm[2] = {K_SERIAL, K_OVERLAP};
-  perf_compute *c = &ov->comp[k];
-  int n = ov->a->iters, w = ov->a->warmup;
-  double *t = malloc((size_t)(n > w ? n : w) * NKINDS * sizeof *t);
-  koloFusionStats_t s0, s1;
-  if (t == NULL) return -1;
-  set_compute(g, set_us);
-  int rc = w > 0 ? ov_rounds(ov, g, c, warm, 2, w, t) : 0;
-  if (rc == 0) rc = ov_stats(ov, g, &s0);
-  if (rc == 0) rc = ov_rounds(ov, g, c, all, NKINDS, n, t);
-  if (rc == 0) rc = ov_stats(ov, g, &s1);
-  if (rc != 0) {
-    free(t);
-    return -1;
-  }
-  double med[NKINDS];
+  int n = ov->a->iters;
+  double *t, med[NKINDS], ideal, share;
+  koloFusionStats_t s[2];
+  for (int b = 0; b < g->n; b++) g->t[b].layer_us = set_us * (double)g->t[b].count / (double)g->total;
+  if (ov_measure(ov, g, &ov->comp[k], warm, 2, all, NKINDS, &t, s) != 0) return -1;
   for (int i = 0; i < NKINDS; i++) med[i] = ov_median_col(t, n, NKINDS, i) / 1e3;
   for (int i = 0; i < n; i++) { /* column 0 becomes the round's overlap / bound */
     double *r = &t[i * NKINDS], b = r[K_COMM] > r[K_COMPUTE] ? r[K_COMM] : r[K_COMPUTE];
@@ -117,37 +81,25 @@ static int model_kind(ov_rank *ov, ov_grads *g, const perf_model *m, int k, doub
   double round_ratio = ov_median_col(t, n, NKINDS, 0);
   free(t);
   double bound = med[K_COMM] > med[K_COMPUTE] ? med[K_COMM] : med[K_COMPUTE];
-  double ratio = med[K_OVERLAP] / bound, ideal = 0;
-  if (ideal_step(ov, g, med[K_COMPUTE], med[K_COMM], &ideal) != 0) return -1;
-  if (ov->out)
-    fprintf(ov->out, "  %-10s %-5s %-7s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %7.3f %7.3f %8.2f\n", m->name,
-            g->external ? "ext" : "alloc", perf_compute_name((perf_compute_kind)k), set_us / 1e3, med[K_COMM],
-            med[K_COMPUTE], med[K_SERIAL], med[K_OVERLAP], bound, ratio, round_ratio,
-            med[K_SERIAL] / med[K_OVERLAP]);
+  if (layout(ov, g, med[K_COMPUTE], med[K_COMM], &ideal, &share) != 0) return -1;
+  const char *grads = g->external ? "ext" : "alloc", *kind = perf_compute_name((perf_compute_kind)k);
   char label[128];
-  snprintf(label, sizeof label, "(%s, %s, %s)", m->name, g->external ? "ext" : "alloc",
-           perf_compute_name((perf_compute_kind)k));
-  if (ov->out)
+  snprintf(label, sizeof label, "(%s, %s, %s)", m->name, grads, kind);
+  if (ov->out) {
+    fprintf(ov->out, "  %-10s %-5s %-7s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %7.3f %7.3f %8.2f\n", m->name, grads,
+            kind, set_us / 1e3, med[K_COMM], med[K_COMPUTE], med[K_SERIAL], med[K_OVERLAP], bound,
+            med[K_OVERLAP] / bound, round_ratio, med[K_SERIAL] / med[K_OVERLAP]);
     fprintf(ov->out, "# ideal %s: %.2f ms = %.3f x bound (all-reduces start when their %s is complete, one at a "
                      "time, at the comm-only rate); overlap / ideal %.3f\n",
             label, ideal, ideal / bound, g->external ? "tensor" : "bucket", med[K_OVERLAP] / ideal);
-  return ov_copy_rule(ov, g, &s0, &s1, 3 * n, label);
+  }
+  return ov_copy_rule(ov, g, s, 3 * n, label);
 }
 
 /* The check step of a model: one overlap step with the last compute kind. */
-typedef struct {
-  perf_compute *c;
-} overlap_arg;
-
-static int overlap_once(ov_rank *ov, ov_grads *g, void *arg) {
-  double us;
-  return ov_run_step(ov, g, ((overlap_arg *)arg)->c, K_OVERLAP, &us);
-}
-
 static int model_check(ov_rank *ov, ov_grads *g, const perf_model *m, int last_kind, uint64_t seed) {
-  overlap_arg arg = {&ov->comp[last_kind]};
   uint64_t wrong = 0;
-  if (ov_check_step(ov, g, seed, overlap_once, &arg, &wrong) != 0) return -1;
+  if (ov_check_step(ov, g, seed, &ov->comp[last_kind], K_OVERLAP, &wrong) != 0) return -1;
   if (ov->out)
     fprintf(ov->out, "# check %s: one overlap step (%s) on rank-dependent small integers, every element of %zu "
                      "x %d ranks against the %s computed here: %llu wrong\n",
@@ -156,32 +108,33 @@ static int model_check(ov_rank *ov, ov_grads *g, const perf_model *m, int last_k
   return 0;
 }
 
+static void print_model(const ov_rank *ov, const perf_model *m, const ov_grads *g, int nbuckets, double share,
+                        double comm_us, double set_us) {
+  FILE *f = ov->out;
+  fprintf(f, "#\n# model %s (%s): %d tensors, %zu parameters, %zu bytes of float32 gradients, %d buckets%s, "
+             "largest %s %.1f%% of the gradients; comm-only baseline %.2f ms -> compute %.2f ms per step\n",
+          m->name, m->path, m->ntensors, m->total, m->total * 4, nbuckets,
+          g->external ? " (external tensors: the fusion buffer)" : "", g->external ? "tensor" : "bucket",
+          share * 100, comm_us / 1e3, set_us / 1e3);
+  fprintf(f, "#\n# %-10s %-5s %-7s %9s %9s %9s %9s %9s %9s %7s %7s %8s\n", "model", "grads", "compute", "set",
+          "comm", "compute", "no-ovl", "overlap", "bound", "ovl/bnd", "ovl/bnd", "no-ovl/");
+  fprintf(f, "# %-10s %-5s %-7s %9s %9s %9s %9s %9s %9s %7s %7s %8s\n", "", "", "", "(ms)", "(ms)", "(ms)",
+          "(ms)", "(ms)", "(ms)", "", "rounds", "overlap");
+  fflush(f);
+}
+
 int ov_run_model(ov_rank *ov, const char *spec, uint64_t seed) {
   perf_model m;
-  size_t *count = NULL, *first = NULL;
   ov_grads g;
-  memset(&g, 0, sizeof g);
   const char *dir = ov->o->models_dir ? ov->o->models_dir : perf_models_dir();
   if (perf_model_load(&m, spec, dir) != 0) return -1;
-  int rc = backward_order(&m, &count, &first);
-  if (rc == 0) rc = ov_grads_init(ov, &g, count, first, m.ntensors, ov->o->external);
-  int nbuckets = 0;
+  int nbuckets = 0, last = -1, rc = model_grads(ov, &g, &m);
+  double ideal, share = 0, comm_us = 0;
   if (rc == 0) rc = ov_fusion_fail(ov, g.f, koloFusionBucketCount(g.f, &nbuckets), "koloFusionBucketCount");
-  double share = rc == 0 ? largest_share(ov, &g) : -1;
-  if (share < 0) rc = -1;
-  double comm_us = 0;
+  if (rc == 0) rc = layout(ov, &g, 0, 0, &ideal, &share);
   if (rc == 0) rc = comm_baseline(ov, &g, &comm_us);
   double set_us = ov->o->compute_ms > 0 ? ov->o->compute_ms * 1e3 : comm_us;
-  if (rc == 0 && ov->out) {
-    fprintf(ov->out, "#\n# model %s (%s): %d tensors, %zu parameters, %zu bytes of float32 gradients, %d buckets%s, "
-                     "largest %s %.1f%% of the gradients; comm-only baseline %.2f ms -> compute %.2f ms per step\n",
-            m.name, m.path, m.ntensors, m.total, m.total * 4, nbuckets,
-            g.external ? " (external tensors: the fusion buffer)" : "", g.external ? "tensor" : "bucket",
-            share * 100, comm_us / 1e3, set_us / 1e3);
-    ov_print_table_header(ov->out);
-    fflush(ov->out);
-  }
-  int last = -1;
+  if (rc == 0 && ov->out) print_model(ov, &m, &g, nbuckets, share, comm_us, set_us);
   for (int k = 0; rc == 0 && k < PERF_COMPUTE_KINDS; k++) {
     if (!(ov->o->compute_mask & 1u << k)) continue;
     rc = model_kind(ov, &g, &m, k, set_us);
@@ -190,9 +143,6 @@ int ov_run_model(ov_rank *ov, const char *spec, uint64_t seed) {
   }
   if (rc == 0 && ov->a->check && last >= 0) rc = model_check(ov, &g, &m, last, seed);
   ov_grads_fini(ov, &g);
-  free(count);
-  free(first);
   perf_model_free(&m);
   return rc;
 }
-

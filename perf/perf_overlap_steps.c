@@ -1,7 +1,9 @@
 /* perf_overlap_steps.c - kolo-perf overlap's steps (perf_overlap_int.h): the
- * backward pass with or without MarkReady after each layer, timed from a
- * common start, in rounds; and the fusion's copy counters against the copy
- * rule of its storage. */
+ * backward pass with or without MarkReady after each layer, or (--small) one
+ * koloAllReduce per gradient, timed from a common start, in rounds; and the
+ * fusion's copy counters against the copy rule of its storage. */
+#include <stdlib.h>
+
 #include "perf/perf_overlap_int.h"
 
 /* cuda: an event after the compute so far, for MarkReady; host: NULL. */
@@ -9,9 +11,9 @@ static int record(const ov_rank *ov, ov_grads *g, int b, koloEvent_t *ev) {
   *ev = NULL;
 #ifdef KOLO_HAVE_CUDA
   if (!ov->cuda) return 0;
-  if (ov_cuda_fail(ov, cudaEventRecord((cudaEvent_t)g->ev[b], (cudaStream_t)ov->stream), "cudaEventRecord") != 0)
+  if (ov_cuda_fail(ov, cudaEventRecord((cudaEvent_t)g->t[b].ev, (cudaStream_t)ov->stream), "cudaEventRecord") != 0)
     return -1;
-  *ev = g->ev[b];
+  *ev = g->t[b].ev;
 #else
   (void)ov;
   (void)g;
@@ -21,7 +23,7 @@ static int record(const ov_rank *ov, ov_grads *g, int b, koloEvent_t *ev) {
 }
 
 static int mark(const ov_rank *ov, ov_grads *g, int b, koloEvent_t ev) {
-  koloResult_t res = koloFusionMarkReady(g->f, g->id[b], g->external ? g->ptr[b] : NULL, ev);
+  koloResult_t res = koloFusionMarkReady(g->f, g->t[b].id, g->external ? g->t[b].ptr : NULL, ev);
   return ov_fusion_fail(ov, g->f, res, "koloFusionMarkReady");
 }
 
@@ -31,7 +33,7 @@ static int backward(const ov_rank *ov, ov_grads *g, perf_compute *c, int overlap
   perf_compute_begin(c);
   for (int b = 0; b < g->n; b++) {
     koloEvent_t ev;
-    if (perf_compute_layer(c, g->layer_us[b]) != 0) return -1;
+    if (perf_compute_layer(c, g->t[b].layer_us) != 0) return -1;
     if (overlap && (record(ov, g, b, &ev) != 0 || mark(ov, g, b, ev) != 0)) return -1;
   }
   return 0;
@@ -46,48 +48,74 @@ static int mark_all(const ov_rank *ov, ov_grads *g, int after_compute) {
   return 0;
 }
 
-static int step_end(const ov_rank *ov, ov_grads *g) {
+/* K_SEPARATE: one koloAllReduce per gradient, in place, complete on return. */
+static int separate(const ov_rank *ov, ov_grads *g) {
+  kolo_backend *kb = ov->kb;
+  for (int b = 0; b < g->n; b++) {
+    koloResult_t res = koloAllReduce(g->t[b].ptr, g->t[b].ptr, g->t[b].count, koloFloat32, (koloRedOp_t)ov->a->op,
+                                     kb->comm, kb->stream);
+    if (res != koloSuccess) {
+      kolo_backend_report(ov->rank, kb->comm, res, "koloAllReduce (one tensor)");
+      return -1;
+    }
+  }
+  return ov->be->wait ? ov->be->wait(ov->be->ctx) : 0;
+}
+
+/* One step of `kind`, up to koloFusionWait (compute-only: the compute's end). */
+static int step(const ov_rank *ov, ov_grads *g, perf_compute *c, int kind) {
   koloEvent_t done = NULL;
+  if (kind == K_SEPARATE) return separate(ov, g);
+  if (kind == K_COMPUTE) return backward(ov, g, c, 0) != 0 ? -1 : perf_compute_sync(c);
+  if (ov_fusion_fail(ov, g->f, koloFusionStepBegin(g->f), "koloFusionStepBegin") != 0) return -1;
+  if (kind != K_COMM && backward(ov, g, c, kind == K_OVERLAP) != 0) return -1;
+  if (kind != K_OVERLAP && mark_all(ov, g, kind == K_SERIAL) != 0) return -1;
   if (ov_fusion_fail(ov, g->f, koloFusionStepEnd(g->f, &done), "koloFusionStepEnd") != 0) return -1;
   return ov_fusion_fail(ov, g->f, koloFusionWait(g->f), "koloFusionWait");
 }
 
-/* One step of `kind`; *us: this rank's time from the common start to the
- * end of the step (koloFusionWait, or the compute's end). */
 int ov_run_step(const ov_rank *ov, ov_grads *g, perf_compute *c, int kind, double *us) {
-  if (ov_grads_refresh(ov, g) != 0 || ov_start_together(ov) != 0) return -1;
+  double x = 0; /* every rank here, then all go on (a one-element all-reduce) */
+  if (ov_grads_refresh(ov, g) != 0 || ov->be->allreduce_double(ov->be->ctx, &x, 1, 1) != 0) return -1;
   double t0 = perf_now_us();
-  int rc = 0;
-  if (kind != K_COMPUTE) rc = ov_fusion_fail(ov, g->f, koloFusionStepBegin(g->f), "koloFusionStepBegin");
-  if (rc == 0 && kind != K_COMM) rc = backward(ov, g, c, kind == K_OVERLAP);
-  if (rc == 0 && (kind == K_COMM || kind == K_SERIAL)) rc = mark_all(ov, g, kind == K_SERIAL);
-  if (rc == 0) rc = kind == K_COMPUTE ? perf_compute_sync(c) : step_end(ov, g);
+  int rc = step(ov, g, c, kind);
   *us = perf_now_us() - t0;
   return rc;
 }
 
 /* n rounds of the kinds listed; t[i * nk + k]: the slowest rank's time of
  * round i's k-th step. */
-int ov_rounds(const ov_rank *ov, ov_grads *g, perf_compute *c, const int *kinds, int nk, int n, double *t) {
+static int rounds(const ov_rank *ov, ov_grads *g, perf_compute *c, const int *kinds, int nk, int n, double *t) {
   for (int i = 0; i < n; i++)
     for (int k = 0; k < nk; k++)
       if (ov_run_step(ov, g, c, kinds[k], &t[i * nk + k]) != 0) return -1;
   return ov_max_over_ranks(ov, t, n * nk);
 }
 
-int ov_stats(const ov_rank *ov, ov_grads *g, koloFusionStats_t *s) {
-  return ov_fusion_fail(ov, g->f, koloFusionGetStats(g->f, s), "koloFusionGetStats");
+int ov_measure(const ov_rank *ov, ov_grads *g, perf_compute *c, const int *warm, int nw, const int *kinds, int nk,
+               double **t, koloFusionStats_t *s) {
+  int n = ov->a->iters, w = ov->a->warmup;
+  *t = malloc((size_t)(n > w ? n : w) * (size_t)(nk > nw ? nk : nw) * sizeof **t);
+  int rc = *t ? 0 : -1;
+  if (rc == 0 && w > 0) rc = rounds(ov, g, c, warm, nw, w, *t);
+  if (rc == 0) rc = ov_fusion_fail(ov, g->f, koloFusionGetStats(g->f, &s[0]), "koloFusionGetStats");
+  if (rc == 0) rc = rounds(ov, g, c, kinds, nk, n, *t);
+  if (rc == 0) rc = ov_fusion_fail(ov, g->f, koloFusionGetStats(g->f, &s[1]), "koloFusionGetStats");
+  if (rc != 0) {
+    free(*t);
+    *t = NULL;
+  }
+  return rc;
 }
 
-/* Prints the counters of `steps` fusion steps (between s0 and s1) per step,
- * and whether they keep the copy rule; sets ov->wrong when not (on every
- * rank: the verdicts are combined). */
-int ov_copy_rule(ov_rank *ov, const ov_grads *g, const koloFusionStats_t *s0, const koloFusionStats_t *s1,
-                     int steps, const char *label) {
-  double d[7] = {(double)(s1->allReduces - s0->allReduces),   (double)(s1->packedBytes - s0->packedBytes),
-                 (double)(s1->unpackedBytes - s0->unpackedBytes), (double)(s1->packCalls - s0->packCalls),
-                 (double)(s1->unpackCalls - s0->unpackCalls), (double)(s1->steps - s0->steps),
-                 (double)(s1->rounds - s0->rounds)};
+/* Prints the counters of `steps` fusion steps (between s[0] and s[1]) per
+ * step, and whether they keep the copy rule; sets ov->wrong when not (on
+ * every rank: the verdicts are combined). */
+int ov_copy_rule(ov_rank *ov, const ov_grads *g, const koloFusionStats_t *s, int steps, const char *label) {
+  double d[7] = {(double)(s[1].allReduces - s[0].allReduces),     (double)(s[1].packedBytes - s[0].packedBytes),
+                 (double)(s[1].unpackedBytes - s[0].unpackedBytes), (double)(s[1].packCalls - s[0].packCalls),
+                 (double)(s[1].unpackCalls - s[0].unpackCalls),   (double)(s[1].steps - s[0].steps),
+                 (double)(s[1].rounds - s[0].rounds)};
   double bytes = (double)g->total * 4 * steps;
   int ok;
   if (!g->external) ok = d[1] == 0 && d[2] == 0 && d[3] == 0 && d[4] == 0;
@@ -106,4 +134,3 @@ int ov_copy_rule(ov_rank *ov, const ov_grads *g, const koloFusionStats_t *s0, co
           ok && !bad ? "kept" : ok ? "kept here, BROKEN on another rank" : "BROKEN");
   return 0;
 }
-
