@@ -4,6 +4,7 @@
 #include "perf/perf_args.h"
 
 #include <getopt.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,21 +42,39 @@ static const struct option long_opts[] = {
     {"schedule", required_argument, NULL, OPT_SCHEDULE}, {"bind", required_argument, NULL, OPT_BIND},
     {"help", no_argument, NULL, 'h'},                 {NULL, 0, NULL, 0}};
 
-/* What a flag's value must be, for the sentence that refuses a bad one. */
+/* The flags whose value is a whole number: its field, its range, and what
+ * the sentence that refuses a bad one says it must be. */
+#define INT_FLAG(c, field, lo, hi, expects) {c, offsetof(perf_args, field), lo, hi, expects}
+static const struct {
+  int c;
+  size_t field;
+  int lo, hi;
+  const char *expects;
+} int_flags[] = {
+    INT_FLAG('n', iters, 1, 1 << 30, "1 or more"), INT_FLAG('w', warmup, 0, 1 << 30, "0 or more"),
+    INT_FLAG('m', agg_iters, 1, 1 << 20, "1 or more"),
+    INT_FLAG('N', run_cycles, 0, 1 << 30, "0 (until stopped) or more"),
+    INT_FLAG('c', check, 0, 1 << 20, "0 or more calls to check"), INT_FLAG('r', root, 0, 1 << 24, "a rank"),
+    INT_FLAG('a', average, 0, 3, "0 (rank 0), 1 (mean), 2 (min) or 3 (max)"),
+    INT_FLAG('z', blocking, 0, 3, "0, 1, 2 or 3"), INT_FLAG('p', parallel_init, 0, 1, "0 or 1"),
+    INT_FLAG('C', report_cputime, 0, 1, "0 or 1"), INT_FLAG('T', timeout_s, 0, 1 << 24, "seconds, 0 or more"),
+    INT_FLAG('G', graph_launches, 0, 1 << 20, "graph launches, 0 or more"),
+    INT_FLAG('t', threads, 1, 4096, "1 or more threads"),
+    INT_FLAG('g', gpus_per_thread, 1, 4096, "1 or more ranks per thread"),
+    INT_FLAG(OPT_INPLACE, placement, 0, 1, "0 or 1"), INT_FLAG(OPT_BLOCKS, blocks, 0, 1 << 20, "0 or more")};
+#define N_INT_FLAGS (sizeof int_flags / sizeof int_flags[0])
+
+/* What the other flags' values must be, for the same sentence. */
 static const struct {
   int c;
   const char *expects;
 } expects[] = {
     {'b', "a size such as 8, 64K, 128M"}, {'e', "a size such as 8, 64K, 128M"}, {'i', "a size"},
-    {'f', "a factor of 1 or more"}, {'n', "1 or more"}, {'w', "0 or more"}, {'m', "1 or more"},
-    {'N', "0 (until stopped) or more"}, {'c', "0 or more calls to check"}, {'r', "a rank"},
-    {'a', "0 (rank 0), 1 (mean), 2 (min) or 3 (max)"}, {'z', "0, 1, 2 or 3"}, {'p', "0 or 1"}, {'C', "0 or 1"},
-    {'T', "seconds, 0 or more"}, {'G', "graph launches, 0 or more"}, {'t', "1 or more threads"},
-    {'g', "1 or more ranks per thread"}, {'P', "1 or more processes"}, {'d', "a type (see --help)"},
-    {'o', "sum, prod, max, min, avg or mulsum"}, {OPT_MEM, "host or cuda"}, {OPT_INPLACE, "0 or 1"},
+    {'f', "a factor of 1 or more"}, {'P', "1 or more processes"}, {'d', "a type (see --help)"},
+    {'o', "sum, prod, max, min, avg or mulsum"}, {OPT_MEM, "host or cuda"},
     {OPT_DEVICES, "device numbers, e.g. 0 or 0,1,2,3"}, {OPT_CEILING, "GB/s above 0, or memcpy"},
-    {OPT_LAUNCH, "entry, grid or both"}, {OPT_BLOCKS, "0 or more"}, {OPT_BLOCK_THREADS, "a multiple of 32 in 32..512"}, {OPT_BIND, "none or core"},
-    {0, "?"}};
+    {OPT_LAUNCH, "entry, grid or both"}, {OPT_BLOCK_THREADS, "a multiple of 32 in 32..512"},
+    {OPT_BIND, "none or core"}, {0, NULL}};
 
 /* The long flags of this parse: a subcommand's own, then the shared ones. */
 static struct option merged[sizeof long_opts / sizeof long_opts[0] + 32];
@@ -74,9 +93,11 @@ static const char *long_name(int c) {
 }
 
 static const char *expected(int c) {
+  for (size_t i = 0; i < N_INT_FLAGS; i++)
+    if (int_flags[i].c == c) return int_flags[i].expects;
   int i = 0;
   while (expects[i].c != 0 && expects[i].c != c) i++;
-  return expects[i].c ? expects[i].expects : NULL;
+  return expects[i].expects;
 }
 
 const char *perf_flag_name(int c, char *buf, size_t len) {
@@ -110,44 +131,12 @@ static int set_enum(int *out, int v) {
   return v < 0 ? -1 : 0;
 }
 
-/* The sweep's sizes and counts; 1 when c is none of them. */
-static int apply_sweep(perf_args *a, int c, const char *v, int *factor_given, int *incr_given) {
-  size_t sz;
-  switch (c) {
-    case 'b': return perf_parse_size(v, &a->min_bytes);
-    case 'e': return perf_parse_size(v, &a->max_bytes);
-    case 'i': *incr_given = 1; return perf_parse_size(v, &a->step_bytes);
-    case 'f':
-      *factor_given = 1;
-      if (perf_parse_size(v, &sz) != 0 || sz < 1) return -1;
-      a->step_factor = sz;
-      return 0;
-    case 'n': return perf_parse_int(v, 1, 1 << 30, &a->iters);
-    case 'w': return perf_parse_int(v, 0, 1 << 30, &a->warmup);
-    case 'm': return perf_parse_int(v, 1, 1 << 20, &a->agg_iters);
-    case 'N': return perf_parse_int(v, 0, 1 << 30, &a->run_cycles);
-    case 'c': return perf_parse_int(v, 0, 1 << 20, &a->check);
-    default: return 1;
-  }
-}
-
-/* nccl-tests' other flags that kolo-perf implements; 1 when c is none. */
-static int apply_nccl(perf_args *a, int c, const char *v) {
-  switch (c) {
-    case 'd': a->type_given = 1; return set_enum((int *)&a->type, perf_parse_type(v));
-    case 'o': return set_enum((int *)&a->op, perf_parse_op(v));
-    case 'r': return perf_parse_int(v, 0, 1 << 24, &a->root);
-    case 'a': return perf_parse_int(v, 0, 3, &a->average);
-    case 'z': return perf_parse_int(v, 0, 3, &a->blocking);
-    case 'p': return perf_parse_int(v, 0, 1, &a->parallel_init);
-    case 'C': return perf_parse_int(v, 0, 1, &a->report_cputime);
-    case 'T': return perf_parse_int(v, 0, 1 << 24, &a->timeout_s);
-    case 'G': return perf_parse_int(v, 0, 1 << 20, &a->graph_launches);
-    case 't': return perf_parse_int(v, 1, 4096, &a->threads);
-    case 'g': return perf_parse_int(v, 1, 4096, &a->gpus_per_thread);
-    case 'J': a->json = v; return 0;
-    default: return 1;
-  }
+/* A whole number of int_flags; 1 when c is none of them. */
+static int apply_int(perf_args *a, int c, const char *v) {
+  for (size_t i = 0; i < N_INT_FLAGS; i++)
+    if (int_flags[i].c == c)
+      return perf_parse_int(v, int_flags[i].lo, int_flags[i].hi, (int *)((char *)a + int_flags[i].field));
+  return 1;
 }
 
 static int parse_ceiling(perf_args *a, const char *v) {
@@ -162,39 +151,33 @@ static int parse_ceiling(perf_args *a, const char *v) {
   return 0;
 }
 
-static int parse_launch(perf_args *a, const char *v) {
-  if (strcmp(v, "entry") == 0) a->launch = PERF_LAUNCH_ENTRY;
-  else if (strcmp(v, "grid") == 0) a->launch = PERF_LAUNCH_GRID;
-  else if (strcmp(v, "both") == 0) a->launch = PERF_LAUNCH_BOTH;
-  else return -1;
-  return 0;
-}
-
-/* kolo-perf's own flags; 1 when c is none of them. */
-static int apply_own(perf_args *a, int c, const char *v) {
+/* The other flags kolo-perf implements; 1 when c is none of them.
+ * given[0], given[1]: -f, -i were given. */
+static int apply_other(perf_args *a, int c, const char *v, int *given) {
+  int i;
   switch (c) {
+    case 'b': return perf_parse_size(v, &a->min_bytes);
+    case 'e': return perf_parse_size(v, &a->max_bytes);
+    case 'i': given[1] = 1; return perf_parse_size(v, &a->step_bytes);
+    case 'f': given[0] = 1; return perf_parse_size(v, &a->step_factor) != 0 || a->step_factor < 1 ? -1 : 0;
+    case 'd': a->type_given = 1; return set_enum((int *)&a->type, perf_parse_type(v));
+    case 'o': return set_enum((int *)&a->op, perf_parse_op(v));
     case 'P': a->procs_given = 1; return perf_parse_int(v, 1, 4096, &a->procs);
-    case OPT_MEM:
-      if (strcmp(v, "host") != 0 && strcmp(v, "cuda") != 0) return -1;
-      a->mem_cuda = strcmp(v, "cuda") == 0;
-      return 0;
-    case OPT_INPLACE: return perf_parse_int(v, 0, 1, &a->placement);
-    case OPT_BIND:
-      if (strcmp(v, "none") != 0 && strcmp(v, "core") != 0) return -1;
-      a->bind_core = strcmp(v, "core") == 0;
-      return 0;
+    case OPT_MEM: return set_enum(&a->mem_cuda, perf_parse_name(v, (const char *const[]){"host", "cuda"}, 2));
+    case OPT_BIND: return set_enum(&a->bind_core, perf_parse_name(v, (const char *const[]){"none", "core"}, 2));
+    case OPT_LAUNCH:
+      i = perf_parse_name(v, (const char *const[]){"entry", "grid", "both"}, 3); /* PERF_LAUNCH_* - 1 */
+      return set_enum(&a->launch, i < 0 ? -1 : i + 1);
+    case OPT_BLOCK_THREADS:
+      return perf_parse_int(v, 32, 512, &a->block_threads) != 0 || a->block_threads % 32 != 0 ? -1 : 0;
     case OPT_DEVICES: return perf_parse_devices(a, v);
     case OPT_GRAPH: a->graph_launches = 1; return 0;
+    case 'J':
     case OPT_JSON: a->json = v; return 0;
     case OPT_LABEL: a->label = v; return 0;
     case OPT_CEILING: return parse_ceiling(a, v);
     case OPT_PARAMS: a->print_params = 1; return 0;
     case OPT_SCHEDULE: return setenv("KOLO_SCHEDULE_FILE", v, 1); /* the ranks' init loads it */
-    case OPT_LAUNCH: return parse_launch(a, v);
-    case OPT_BLOCKS: return perf_parse_int(v, 0, 1 << 20, &a->blocks);
-    case OPT_BLOCK_THREADS:
-      if (perf_parse_int(v, 32, 512, &a->block_threads) != 0 || a->block_threads % 32 != 0) return -1;
-      return 0;
     default: return 1;
   }
 }
@@ -253,9 +236,8 @@ static int apply_opt(perf_args *a, int c, const char *v, int tool, const perf_su
   if (kolo_only(c) && tool != PERF_TOOL_KOLO) return -2;
   if (sub && c >= PERF_SUB_OPT) return sub->apply(a, c, v) == 0 ? 0 : -1; /* only with sub->longs */
   if (sub && !takes(sub, c)) return -4;
-  int r = apply_sweep(a, c, v, &given[0], &given[1]);
-  if (r == 1) r = apply_nccl(a, c, v);
-  if (r == 1) r = apply_own(a, c, v);
+  int r = apply_int(a, c, v);
+  if (r == 1) r = apply_other(a, c, v, given);
   if (r == 1) r = apply_not_here(c, v);
   return r == 1 ? -1 : r;
 }
@@ -274,10 +256,11 @@ static void report_bad(const char *prog, int c, const char *v, int bad, const pe
 }
 
 /* The getopt loop.  0 to go on, 1 after help, -1 on a bad flag. */
-static int parse_flags(perf_args *a, int argc, char **argv, int tool, const perf_sub_flags *sub,
+static int parse_flags(perf_args *a, int argc, char **argv, const char *prog, int tool, const perf_sub_flags *sub,
                        perf_seen_opts *seen) {
-  const char *prog = argc > 0 ? argv[0] : "kolo-perf";
   int given[2] = {0, 0}, c; /* -f, -i */
+  set_defaults(a);
+  if (sub && sub->defaults) sub->defaults(a); /* after the shared ones */
   const struct option *longs = merge_longs(sub);
   opterr = 0;
   optind = 0; /* glibc: start afresh, so that a second parse (a test's) sees its own argv */
@@ -304,8 +287,7 @@ static int parse_flags(perf_args *a, int argc, char **argv, int tool, const perf
 }
 
 /* The collective (or "prims") after the flags. */
-static int parse_coll(perf_args *a, int argc, char **argv, int tool) {
-  const char *prog = argc > 0 ? argv[0] : "kolo-perf";
+static int parse_coll(perf_args *a, int argc, char **argv, const char *prog, int tool) {
   if (optind != argc - 1) {
     fprintf(stderr, "%s: expected one collective name after the flags (see --help)\n", prog);
     return -1;
@@ -322,23 +304,18 @@ static int parse_coll(perf_args *a, int argc, char **argv, int tool) {
 
 int perf_args_parse(perf_args *a, int argc, char **argv, int tool) {
   const char *prog = argc > 0 ? argv[0] : "kolo-perf";
-  perf_seen_opts seen;
-  memset(&seen, 0, sizeof seen);
-  set_defaults(a);
-  int r = parse_flags(a, argc, argv, tool, NULL, &seen);
+  perf_seen_opts seen = {{0}};
+  int r = parse_flags(a, argc, argv, prog, tool, NULL, &seen);
   if (r != 0) return r;
   if (a->print_params && optind == argc) return 0; /* --params needs no COLL */
-  if (parse_coll(a, argc, argv, tool) != 0) return -1;
+  if (parse_coll(a, argc, argv, prog, tool) != 0) return -1;
   return perf_args_check(a, &seen, prog);
 }
 
 int perf_args_parse_sub(perf_args *a, int argc, char **argv, const perf_sub_flags *sub) {
   const char *prog = argc > 0 ? argv[0] : "kolo-perf";
-  perf_seen_opts seen;
-  memset(&seen, 0, sizeof seen);
-  set_defaults(a);
-  if (sub->defaults) sub->defaults(a);
-  int r = parse_flags(a, argc, argv, PERF_TOOL_KOLO, sub, &seen);
+  perf_seen_opts seen = {{0}};
+  int r = parse_flags(a, argc, argv, prog, PERF_TOOL_KOLO, sub, &seen);
   if (r != 0) return r;
   int words = sub->name ? 1 : 0; /* getopt has moved the words after the flags */
   if (argc - optind != words || (words && strcmp(argv[optind], sub->name) != 0)) {

@@ -146,6 +146,8 @@ int perf_parse_size(const char *s, size_t *out);
 int perf_parse_int(const char *s, int lo, int hi, int *out);
 /* "0,2,3" -> a->devs / a->ndevs (--devices).  Returns 0 or -1. */
 int perf_parse_devices(perf_args *a, const char *v);
+/* s's index in names[0..n), or -1. */
+int perf_parse_name(const char *s, const char *const *names, int n);
 /* A name of perf_type (nccl-tests' or an alias) or perf_op; -1 if none. */
 int perf_parse_type(const char *s);
 int perf_parse_op(const char *s);

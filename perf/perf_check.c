@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-/* ---- float16 / bfloat16 ------------------------------------------------- */
+/* ---- float16 / bfloat16 <-> float, round to nearest even ---------------- */
 
 static uint32_t f32_bits(float f) {
   uint32_t u;
@@ -18,7 +18,7 @@ static float f32_from_bits(uint32_t u) {
   return f;
 }
 
-uint16_t perf_float_to_half(float f) {
+static uint16_t perf_float_to_half(float f) {
   uint32_t x = f32_bits(f);
   uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
   uint32_t ax = x & 0x7fffffffu;
@@ -34,7 +34,7 @@ uint16_t perf_float_to_half(float f) {
   return (uint16_t)(sign | h);
 }
 
-float perf_half_to_float(uint16_t h) {
+static float perf_half_to_float(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
   uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
   if (e == 0) {
@@ -45,13 +45,13 @@ float perf_half_to_float(uint16_t h) {
   return f32_from_bits(sign | ((e - 15 + 127) << 23) | (m << 13));
 }
 
-uint16_t perf_float_to_bf16(float f) {
+static uint16_t perf_float_to_bf16(float f) {
   uint32_t u = f32_bits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* quiet NaN */
   return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-float perf_bf16_to_float(uint16_t h) { return f32_from_bits((uint32_t)h << 16); }
+static float perf_bf16_to_float(uint16_t h) { return f32_from_bits((uint32_t)h << 16); }
 
 /* ---- float8 -------------------------------------------------------------
  * e4m3: bias 7, 3 mantissa bits, no inf, largest 448 (0x7e), 0x7f NaN;
@@ -60,8 +60,9 @@ float perf_bf16_to_float(uint16_t h) { return f32_from_bits((uint32_t)h << 16); 
 static int fp8_mbits(perf_type t) { return t == PERF_FLOAT8E4M3 ? 3 : 2; }
 static int fp8_bias(perf_type t) { return t == PERF_FLOAT8E4M3 ? 7 : 15; }
 
-/* Nearest even, saturating (as kolo and the CUDA toolkit's __NV_SATFINITE). */
-uint8_t perf_float_to_fp8(perf_type t, double x) {
+/* Nearest even, saturating at the largest finite value (as kolo and the CUDA
+ * toolkit's __NV_SATFINITE), NaN to 0x7f. */
+static uint8_t perf_float_to_fp8(perf_type t, double x) {
   if (isnan(x)) return 0x7f;
   uint8_t sign = signbit(x) ? 0x80 : 0, max = t == PERF_FLOAT8E4M3 ? 0x7e : 0x7b;
   double a = fabs(x);
@@ -74,7 +75,7 @@ uint8_t perf_float_to_fp8(perf_type t, double x) {
   return sign | (uint8_t)(packed > max ? max : packed);
 }
 
-double perf_fp8_to_float(perf_type t, uint8_t b) {
+static double perf_fp8_to_float(perf_type t, uint8_t b) {
   int mb = fp8_mbits(t), bias = fp8_bias(t);
   unsigned e = (b & 0x7fu) >> mb, m = b & ((1u << mb) - 1u);
   double v;
@@ -113,7 +114,7 @@ void perf_store(perf_type t, void *buf, size_t i, double x) {
   }
 }
 
-double perf_load(perf_type t, const void *buf, size_t i) {
+static double perf_load(perf_type t, const void *buf, size_t i) {
   const char *p = (const char *)buf + i * perf_type_size(t);
   int8_t i8; uint8_t u8; int32_t i32; uint32_t u32; int64_t i64; uint64_t u64;
   uint16_t u16; float f; double d;
@@ -132,6 +133,13 @@ double perf_load(perf_type t, const void *buf, size_t i) {
     case PERF_FLOAT8E5M2: memcpy(&u8, p, 1); return perf_fp8_to_float(t, u8);
     default: return 0;
   }
+}
+
+/* x as the type holds it: integers wrapped, floats rounded. */
+static double in_type(perf_type t, double x) {
+  unsigned char w[8];
+  perf_store(t, w, 0, x);
+  return perf_load(t, w, 0);
 }
 
 /* ---- generator ---------------------------------------------------------- */
@@ -163,7 +171,8 @@ static uint64_t mix64(uint64_t z) { /* splitmix64's finalizer */
   return z ^ (z >> 31);
 }
 
-double perf_gen_value(const perf_gen *g, int rank, size_t index) {
+/* Rank `rank`'s input element `index`: a small integer. */
+static double perf_gen_value(const perf_gen *g, int rank, size_t index) {
   uint64_t r = mix64(g->seed * 0x9e3779b97f4a7c15ull + (uint64_t)rank * 0xd1b54a32d192ed03ull +
                      (uint64_t)index);
   if (g->op == PERF_PROD) {
@@ -221,9 +230,9 @@ static int same_bits(perf_type t, const void *got, size_t i, double x) {
  * exact sum of the rounded products, within the sum's rounding bound. */
 static int fp8_avg_ok(const perf_gen *g, const void *got, size_t i, size_t index) {
   perf_type t = g->type;
-  double s = perf_fp8_to_float(t, perf_float_to_fp8(t, 1.0 / g->nranks)), want = 0, mag = 0;
+  double s = in_type(t, 1.0 / g->nranks), want = 0, mag = 0;
   for (int r = 0; r < g->nranks; r++) {
-    double p = perf_fp8_to_float(t, perf_float_to_fp8(t, perf_gen_value(g, r, index) * s));
+    double p = in_type(t, perf_gen_value(g, r, index) * s);
     want += p;
     mag += fabs(p);
   }
@@ -236,19 +245,10 @@ static int fp8_avg_ok(const perf_gen *g, const void *got, size_t i, size_t index
 static int avg_ok(const perf_gen *g, const void *got, size_t i, double sum) {
   perf_type t = g->type;
   int n = g->nranks;
-  if (!is_float(t)) {
-    unsigned char w[8];
-    perf_store(t, w, 0, sum); /* the wrapped sum */
-    int64_t wrapped = (int64_t)perf_load(t, w, 0);
-    return same_bits(t, got, i, (double)(wrapped / n));
-  }
-  double want = t == PERF_FLOAT64 ? sum / n : (double)((float)sum / (float)n);
-  unsigned char w[8];
-  perf_store(t, w, 0, want); /* rounded to the type */
-  want = perf_load(t, w, 0);
+  if (!is_float(t)) return same_bits(t, got, i, (double)((int64_t)in_type(t, sum) / n)); /* the wrapped sum */
+  double want = in_type(t, t == PERF_FLOAT64 ? sum / n : (double)((float)sum / (float)n));
   static const double ulp[PERF_NUM_TYPES] = {0, 0, 0, 0, 0, 0, 0x1p-10, 0x1p-23, 0x1p-52, 0x1p-7};
-  double v = perf_load(t, got, i);
-  return fabs(v - want) <= ulp[t] * fabs(want); /* false for NaN */
+  return fabs(perf_load(t, got, i) - want) <= ulp[t] * fabs(want); /* false for NaN */
 }
 
 uint64_t perf_check_reduced(const perf_gen *g, const void *got, size_t first, size_t n) {
@@ -268,10 +268,6 @@ uint64_t perf_check_copied(const perf_gen *g, int src, const void *got, size_t f
   uint64_t wrong = 0;
   for (size_t i = 0; i < n; i++) wrong += !same_bits(g->type, got, i, perf_gen_value(g, src, first + i));
   return wrong;
-}
-
-uint64_t perf_check_gathered(const perf_gen *g, const void *got, size_t per_rank) {
-  return perf_check_transposed(g, got, 0, per_rank);
 }
 
 uint64_t perf_check_transposed(const perf_gen *g, const void *got, int rank, size_t per_rank) {

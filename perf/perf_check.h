@@ -33,26 +33,21 @@ typedef struct {
 } perf_gen;
 
 void perf_gen_init(perf_gen *g, perf_type type, perf_op op, int nranks, uint64_t seed);
-/* Rank `rank`'s input element `index`: a small integer. */
-double perf_gen_value(const perf_gen *g, int rank, size_t index);
 
 /* buf[i] = the type's value of x (integers wrap; floats round to nearest). */
 void perf_store(perf_type t, void *buf, size_t i, double x);
-double perf_load(perf_type t, const void *buf, size_t i);
 
-/* buf[i] = perf_gen_value(g, rank, first + i) for i < n. */
+/* buf[i] = rank's input element first + i (a small integer) for i < n. */
 void perf_fill(const perf_gen *g, int rank, void *buf, size_t first, size_t n);
 /* Fills n elements with a value no check expects (NaN for floats). */
 void perf_poison(perf_type t, void *buf, size_t n);
 
 /* Elements of `got` (n of them) that differ from the expected result:
- * reduced:  got[i] = OP over ranks of value(r, first + i)     (AR, RS, reduce)
- * copied:   got[i] = value(src, first + i)                     (bcast, sendrecv)
- * gathered: got[j*n/nranks + i] = value(j, i)                  (all-gather, gather) */
+ * reduced:    got[i] = OP over ranks of value(r, first + i)            (AR, RS, reduce)
+ * copied:     got[i] = value(src, first + i)                            (bcast, sendrecv)
+ * transposed: got[j*per_rank + i] = value(j, rank*per_rank + i)  (all-to-all; rank 0: all-gather, gather) */
 uint64_t perf_check_reduced(const perf_gen *g, const void *got, size_t first, size_t n);
 uint64_t perf_check_copied(const perf_gen *g, int src, const void *got, size_t first, size_t n);
-uint64_t perf_check_gathered(const perf_gen *g, const void *got, size_t per_rank);
-/* transposed: got[j*per_rank + i] = value(j, rank*per_rank + i)  (all-to-all) */
 uint64_t perf_check_transposed(const perf_gen *g, const void *got, int rank, size_t per_rank);
 
 /* The average's post-op as kolo defines it: buf[i] /= div, integers with C's
@@ -62,16 +57,5 @@ void perf_divide(perf_type t, void *buf, size_t n, int div);
 
 /* Rank `rank`'s premul-sum scalar (PERF_MULSUM): 1, -1 or 2. */
 double perf_premul_scalar(int rank);
-
-/* float8 (PERF_FLOAT8E4M3 / E5M2) <-> double: nearest even, saturating at
- * the largest finite value, NaN to 0x7f. */
-uint8_t perf_float_to_fp8(perf_type t, double x);
-double perf_fp8_to_float(perf_type t, uint8_t b);
-
-/* IEEE binary16 and bfloat16 <-> float, round to nearest even. */
-uint16_t perf_float_to_half(float f);
-float perf_half_to_float(uint16_t h);
-uint16_t perf_float_to_bf16(float f);
-float perf_bf16_to_float(uint16_t h);
 
 #endif

@@ -1,5 +1,6 @@
 /* perf_names.c - the names kolo-perf's command line takes and prints
  * (collectives, types, ops: nccl-tests' spellings) and its numbers. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,24 +27,22 @@ const char *perf_type_name(perf_type t) { return (unsigned)t < PERF_NUM_TYPES ? 
 const char *perf_op_name(perf_op o) { return (unsigned)o < PERF_NUM_OPS ? op_names[o] : "?"; }
 size_t perf_type_size(perf_type t) { return (unsigned)t < PERF_NUM_TYPES ? type_sizes[t] : 0; }
 
-int perf_coll_has_op(perf_coll c) {
-  return c == PERF_ALL_REDUCE || c == PERF_REDUCE_SCATTER || c == PERF_REDUCE;
-}
+int perf_coll_has_op(perf_coll c) { return c == PERF_ALL_REDUCE || c == PERF_REDUCE_SCATTER || c == PERF_REDUCE; }
 int perf_coll_has_root(perf_coll c) {
   return c == PERF_BROADCAST || c == PERF_REDUCE || c == PERF_GATHER || c == PERF_SCATTER;
 }
 
-static int parse_name(const char *s, const char *const *names, int n) {
+int perf_parse_name(const char *s, const char *const *names, int n) {
   for (int i = 0; i < n; i++)
     if (strcmp(s, names[i]) == 0) return i;
   return -1;
 }
 
-int perf_parse_coll(const char *s) { return parse_name(s, coll_names, PERF_NUM_COLLS); }
-int perf_parse_op(const char *s) { return parse_name(s, op_names, PERF_NUM_OPS); }
+int perf_parse_coll(const char *s) { return perf_parse_name(s, coll_names, PERF_NUM_COLLS); }
+int perf_parse_op(const char *s) { return perf_parse_name(s, op_names, PERF_NUM_OPS); }
 
 int perf_parse_type(const char *s) {
-  int t = parse_name(s, type_names, PERF_NUM_TYPES);
+  int t = perf_parse_name(s, type_names, PERF_NUM_TYPES);
   for (size_t i = 0; t < 0 && i < sizeof type_aliases / sizeof type_aliases[0]; i++)
     if (strcmp(s, type_aliases[i].name) == 0) t = (int)type_aliases[i].type;
   return t;
@@ -55,13 +54,9 @@ int perf_parse_size(const char *s, size_t *out) {
   errno = 0;
   unsigned long long v = strtoull(s, &end, 0);
   if (end == s || errno != 0 || s[0] == '-') return -1;
-  unsigned long long mult = 1;
-  switch (*end) {
-    case 'k': case 'K': mult = 1ull << 10; end++; break;
-    case 'm': case 'M': mult = 1ull << 20; end++; break;
-    case 'g': case 'G': mult = 1ull << 30; end++; break;
-    default: break;
-  }
+  const char *units = "kmg", *u = *end ? strchr(units, tolower((unsigned char)*end)) : NULL;
+  unsigned long long mult = u ? 1ull << (10 * (u - units + 1)) : 1;
+  if (u) end++;
   if (*end == 'b' || *end == 'B') end++;
   if (*end != '\0' || v > SIZE_MAX / mult) return -1;
   *out = (size_t)(v * mult);

@@ -2,13 +2,18 @@
  * collective, its bus bandwidth factor, and the steps of a sweep. */
 #include "perf/perf_args.h"
 
+/* The collectives whose size is the whole array, a block per rank. */
+static int per_rank(perf_coll c) {
+  return c == PERF_REDUCE_SCATTER || c == PERF_ALL_GATHER || c == PERF_ALL_TO_ALL || c == PERF_GATHER ||
+         c == PERF_SCATTER;
+}
+
 perf_sizes perf_sizes_for(perf_coll c, perf_type t, size_t size, int nranks) {
   perf_sizes s;
   size_t esize = perf_type_size(t), n = (size_t)nranks;
   s.elems = size / esize;
   s.count = s.send_elems = s.recv_elems = s.elems;
-  if (c == PERF_REDUCE_SCATTER || c == PERF_ALL_GATHER || c == PERF_ALL_TO_ALL || c == PERF_GATHER ||
-      c == PERF_SCATTER) {
+  if (per_rank(c)) {
     s.count = s.elems / n; /* per rank (per block), as nccl-tests rounds it */
     s.elems = s.count * n;
     int many_in = c == PERF_REDUCE_SCATTER || c == PERF_ALL_TO_ALL || c == PERF_SCATTER;
@@ -22,15 +27,8 @@ perf_sizes perf_sizes_for(perf_coll c, perf_type t, size_t size, int nranks) {
 
 double perf_bus_factor(perf_coll c, int nranks) {
   double n = nranks;
-  switch (c) {
-    case PERF_ALL_REDUCE: return 2.0 * (n - 1) / n;
-    case PERF_REDUCE_SCATTER:
-    case PERF_ALL_GATHER:
-    case PERF_ALL_TO_ALL:
-    case PERF_GATHER:
-    case PERF_SCATTER: return (n - 1) / n;
-    default: return 1.0;
-  }
+  if (c == PERF_ALL_REDUCE) return 2.0 * (n - 1) / n;
+  return per_rank(c) ? (n - 1) / n : 1.0;
 }
 
 size_t perf_next_size(const perf_args *a, size_t size) {

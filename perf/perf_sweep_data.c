@@ -71,12 +71,12 @@ static uint64_t count_wrong(sweep *s, const perf_gen *g, const perf_sizes *z, co
   switch (s->a->coll) {
     case PERF_ALL_REDUCE: return perf_check_reduced(g, out, 0, z->count);
     case PERF_REDUCE_SCATTER: return perf_check_reduced(g, out, (size_t)rank * z->count, z->count);
-    case PERF_ALL_GATHER: return perf_check_gathered(g, out, z->count);
+    case PERF_ALL_GATHER: return perf_check_transposed(g, out, 0, z->count);
     case PERF_BROADCAST: return perf_check_copied(g, s->a->root, out, 0, z->count);
     case PERF_REDUCE: return rank == s->a->root ? perf_check_reduced(g, out, 0, z->count) : 0;
     case PERF_SENDRECV: return perf_check_copied(g, (rank - 1 + n) % n, out, 0, z->count);
     case PERF_ALL_TO_ALL: return perf_check_transposed(g, out, rank, z->count);
-    case PERF_GATHER: return rank == s->a->root ? perf_check_gathered(g, out, z->count) : 0;
+    case PERF_GATHER: return rank == s->a->root ? perf_check_transposed(g, out, 0, z->count) : 0;
     case PERF_SCATTER: return perf_check_copied(g, s->a->root, out, (size_t)rank * z->count, z->count);
     default: return 0;
   }

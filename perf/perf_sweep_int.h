@@ -43,7 +43,5 @@ int perf_run_once(sweep *s, const perf_call *c);
 /* Times the -n iterations of -m calls: res->time_us, cpu_us, wall_us, per
  * call, each combined over the ranks as -a says. */
 int perf_time_calls(sweep *s, const perf_call *c, perf_result *res);
-/* All ranks pass it together (a small all-reduce). */
-int perf_barrier(sweep *s);
 
 #endif

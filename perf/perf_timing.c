@@ -15,7 +15,8 @@ double perf_now_us(void) {
 
 static int wait_calls(sweep *s) { return s->be->wait ? s->be->wait(s->be->ctx) : 0; }
 
-int perf_barrier(sweep *s) {
+/* All ranks pass it together (a small all-reduce). */
+static int perf_barrier(sweep *s) {
   double v[1] = {0};
   return s->be->allreduce_double(s->be->ctx, v, 1, 1);
 }

@@ -1,7 +1,7 @@
 /* perf_usage.c - `kolo-perf --help` (and kolo-mpi-ref's): every flag. */
 #include "perf/perf_args.h"
 
-static void usage_nccl_tests(FILE *out) {
+static void usage_nccl_tests(FILE *out, int tool) {
   fprintf(out,
           "nccl-tests' flags, with its letters, long names and meanings:\n"
           "  -b, --minbytes N         smallest size (default 32M; K, M, G suffixes)\n"
@@ -32,25 +32,20 @@ static void usage_nccl_tests(FILE *out) {
           "                           0 and 2 time the same; the barrier is a small koloAllReduce\n"
           "  -C, --report_cputime 0|1 1: the time column is the host's time to issue the calls\n"
           "                           (header 'cputime'); algbw and busbw stay those of the latency\n");
-}
-
-static void usage_kolo_nccl(FILE *out) {
-  fprintf(out,
-          "  -p, --parallel_init 0|1  1: each thread inits its own rank (koloCommInitRank) instead of\n"
-          "                           one koloCommInitAll for the process's ranks (default 0)\n"
-          "  -T, --timeout S          a size that runs for longer than S seconds revokes the\n"
-          "                           communicators (koloCommRevoke) and fails the job, exit 2\n"
-          "                           (default 0: no limit)\n"
-          "  -G, --cudagraph N        (--mem cuda) capture the -n x -m calls of a size into one CUDA\n"
-          "                           graph per rank after the warm-up and launch it N times; the\n"
-          "                           time is per call (default 0: no graph)\n"
-          "  -t, --nthreads N         threads per process (default 1)\n"
-          "  -g, --ngpus N            ranks per thread, nccl-tests' GPUs per thread (default 1): a\n"
-          "                           process runs t x g ranks, each on a thread of its own (where\n"
-          "                           nccl-tests drives a thread's g GPUs from that one thread)\n");
-}
-
-static void usage_nccl_rest(FILE *out) {
+  if (tool == PERF_TOOL_KOLO)
+    fprintf(out,
+            "  -p, --parallel_init 0|1  1: each thread inits its own rank (koloCommInitRank) instead of\n"
+            "                           one koloCommInitAll for the process's ranks (default 0)\n"
+            "  -T, --timeout S          a size that runs for longer than S seconds revokes the\n"
+            "                           communicators (koloCommRevoke) and fails the job, exit 2\n"
+            "                           (default 0: no limit)\n"
+            "  -G, --cudagraph N        (--mem cuda) capture the -n x -m calls of a size into one CUDA\n"
+            "                           graph per rank after the warm-up and launch it N times; the\n"
+            "                           time is per call (default 0: no graph)\n"
+            "  -t, --nthreads N         threads per process (default 1)\n"
+            "  -g, --ngpus N            ranks per thread, nccl-tests' GPUs per thread (default 1): a\n"
+            "                           process runs t x g ranks, each on a thread of its own (where\n"
+            "                           nccl-tests drives a thread's g GPUs from that one thread)\n");
   fprintf(out,
           "  -J, --output_file FILE   as --json FILE: kolo's schema (docs/perf-json.md), not\n"
           "                           nccl-tests'\n"
@@ -126,9 +121,7 @@ void perf_usage(FILE *out, const char *prog, int tool) {
           "  prints nccl-tests' table: size, count, type, redop, root, then time, algbw, busbw,\n"
           "  #wrong out of place and in place (GB/s = 1e9 bytes per second)\n",
           prog);
-  usage_nccl_tests(out);
-  if (tool == PERF_TOOL_KOLO) usage_kolo_nccl(out);
-  usage_nccl_rest(out);
+  usage_nccl_tests(out, tool);
   usage_own(out, tool);
   fprintf(out, "  -h, --help               this text\n");
   if (tool == PERF_TOOL_KOLO) usage_subcommands(out, prog);
