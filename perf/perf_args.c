@@ -107,23 +107,12 @@ const char *perf_flag_name(int c, char *buf, size_t len) {
 }
 
 static void set_defaults(perf_args *a) {
-  memset(a, 0, sizeof *a);
-  a->coll = PERF_NUM_COLLS;
-  a->min_bytes = a->max_bytes = 32u << 20;
-  a->step_bytes = 1u << 20;
-  a->step_factor = 2;
-  a->iters = 20;
-  a->warmup = 5;
-  a->agg_iters = 1;
-  a->run_cycles = 1;
-  a->check = 1;
-  a->type = PERF_FLOAT32;
-  a->op = PERF_SUM;
-  a->average = PERF_AVERAGE_MAX; /* kolo-perf's figures have always been the slowest rank's */
-  a->placement = PERF_PLACE_BOTH;
-  a->procs = a->threads = a->gpus_per_thread = 1;
-  a->launch = PERF_LAUNCH_BOTH;
-  a->block_threads = 512;
+  *a = (perf_args){.coll = PERF_NUM_COLLS, .min_bytes = 32u << 20, .max_bytes = 32u << 20, .step_bytes = 1u << 20,
+                   .step_factor = 2, .iters = 20, .warmup = 5, .agg_iters = 1, .run_cycles = 1, .check = 1,
+                   .type = PERF_FLOAT32, .op = PERF_SUM,
+                   .average = PERF_AVERAGE_MAX, /* kolo-perf's figures have always been the slowest rank's */
+                   .placement = PERF_PLACE_BOTH, .procs = 1, .threads = 1, .gpus_per_thread = 1,
+                   .launch = PERF_LAUNCH_BOTH, .block_threads = 512};
 }
 
 static int set_enum(int *out, int v) {

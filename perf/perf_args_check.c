@@ -64,23 +64,18 @@ static int check_sizes(perf_args *a, const char *prog) {
 }
 
 /* --bind pins the processes -P forks; a launcher's ranks are its to place. */
-static int check_bind(perf_args *a, const char *prog) {
+static int check_ceiling_bind(perf_args *a, const char *prog) {
+  if (a->ceiling_memcpy && a->mem_cuda)
+    return refuse(prog, "memcpy measures host memory: with --mem cuda give the ceiling in GB/s (kolo-perf prims "
+                        "measures the device's copy rate)", OPT_CEILING);
   if (a->bind_core && !a->procs_given)
     return refuse(prog, "core needs -P: a launcher's ranks are placed by the launcher (mpirun --bind-to, "
                         "srun --cpu-bind, taskset)", OPT_BIND);
   return 0;
 }
 
-static int check_ceiling(perf_args *a, const char *prog) {
-  if (a->ceiling_memcpy && a->mem_cuda)
-    return refuse(prog, "memcpy measures host memory: with --mem cuda give the ceiling in GB/s (kolo-perf prims "
-                        "measures the device's copy rate)", OPT_CEILING);
-  return 0;
-}
-
 int perf_args_check(perf_args *a, perf_seen_opts *seen, const char *prog) {
-  if (check_prims(a, seen, prog) != 0 || check_cuda(a, seen, prog) != 0 || check_graph(a, prog) != 0 ||
-      check_sizes(a, prog) != 0 || check_ceiling(a, prog) != 0 || check_bind(a, prog) != 0)
-    return -1;
-  return 0;
+  int bad = check_prims(a, seen, prog) != 0 || check_cuda(a, seen, prog) != 0 || check_graph(a, prog) != 0 ||
+            check_sizes(a, prog) != 0 || check_ceiling_bind(a, prog) != 0;
+  return bad ? -1 : 0;
 }

@@ -155,10 +155,7 @@ static int is_unsigned(perf_type t) { return t == PERF_UINT8 || t == PERF_UINT32
 static int is_float(perf_type t) { return t >= PERF_FLOAT16; }
 
 void perf_gen_init(perf_gen *g, perf_type type, perf_op op, int nranks, uint64_t seed) {
-  g->type = type;
-  g->op = op;
-  g->nranks = nranks;
-  g->seed = seed;
+  *g = (perf_gen){.type = type, .op = op, .nranks = nranks, .seed = seed};
   /* a premul-sum's scalars are -1, 1 or 2: its addends twice as large */
   double amp = exact_sum[type] / (nranks > 0 ? nranks : 1) / (op == PERF_MULSUM ? 2 : 1);
   g->amp = amp >= 8 ? 8 : amp >= 1 ? (int)amp : 1; /* past that, integers wrap as checked */

@@ -213,7 +213,6 @@ static int fork_child(const perf_args *a, const perf_config *cfg, child *ch, int
   return 0;
 }
 
-/* Forks the rank groups, then starts the rendezvous and hands them its id. */
 int perf_run_forked(const perf_args *a, perf_config *cfg) {
   int n = a->procs, code = 0, forked = 0;
   child *ch = calloc((size_t)n, sizeof *ch);
@@ -221,9 +220,7 @@ int perf_run_forked(const perf_args *a, perf_config *cfg) {
     fprintf(stderr, "kolo-perf: out of memory\n");
     return 2;
   }
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
+  struct sigaction sa = {.sa_handler = on_signal};
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN); /* a child gone before its "go" */

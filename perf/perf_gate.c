@@ -40,8 +40,6 @@ static void gate_process(exit_gate *g) {
   if (r > 0 && read(g->go_fd, &b, 1) < 0) b = 0; /* "go", or EOF: either way on */
 }
 
-/* Every rank of this machine has finished its sweep when this returns
- * (or, failed != 0 on any rank of this process, every rank of it). */
 void gate_pass(exit_gate *g, int failed) {
   if (g == NULL) return;
   if (failed) atomic_store(&g->failed, 1);

@@ -19,16 +19,14 @@
 #define CUDA_MEMORY_NAME "cuda"
 #endif
 
-static char library_name[32];
-
-static void set_library_name(void) {
+static const char *library_name(void) {
+  static char name[32];
   int v = 0;
   if (koloGetVersion(&v) != koloSuccess) v = KOLO_VERSION_CODE;
-  snprintf(library_name, sizeof library_name, "kolo %d.%d.%d", v / 10000, v / 100 % 100, v % 100);
+  snprintf(name, sizeof name, "kolo %d.%d.%d", v / 10000, v / 100 % 100, v % 100);
+  return name;
 }
 
-/* Is there a CUDA device (and each --devices one)?  Else says why: no
- * device, or no CUDA in this build.  fork_first: ask from a child process. */
 int perf_cuda_ready(const perf_args *a, int fork_first) {
 #ifdef KOLO_HAVE_CUDA
   char why[256];
@@ -53,15 +51,12 @@ int perf_cuda_ready(const perf_args *a, int fork_first) {
 #endif
 }
 
-static const char *average_words(int average) {
-  static const char *const words[] = {"rank 0's", "the ranks' mean", "the fastest rank's", "the slowest rank's"};
-  return words[average & 3];
-}
-
 /* The header's word on how times were taken; NULL for host memory with
  * the defaults (the wall clock around the calls, the slowest rank's). */
 static const char *timing_note(const perf_args *a) {
   static char note[400];
+  static const char *const average_words[] = {"rank 0's", "the ranks' mean", "the fastest rank's",
+                                              "the slowest rank's"};
   const char *how = "per call, the wall clock around the -n iterations (ranks start together)";
   if (a->mem_cuda && a->graph_launches > 0)
     how = "per call within a CUDA graph: the -n x -m calls of a size captured into one graph per rank after the "
@@ -74,14 +69,13 @@ static const char *timing_note(const perf_args *a) {
     return NULL;
   snprintf(note, sizeof note, "%s%s%s; %s", how, a->agg_iters > 1 ? ", -m calls per iteration as one group" : "",
            a->blocking == PERF_BLOCKING_OUTER ? ", the calls alone (-z 3: barriers left out)" : "",
-           average_words(a->average));
+           average_words[a->average & 3]);
   return note;
 }
 
 /* The ranks of the sweep (or of overlap): a launcher's, forked, or threads here. */
 int perf_run_ranks(perf_args *a) {
-  set_library_name();
-  perf_config cfg = {"kolo-perf", library_name, "threads", a->mem_cuda ? CUDA_MEMORY_NAME : "host", 0, a->procs,
+  perf_config cfg = {"kolo-perf", library_name(), "threads", a->mem_cuda ? CUDA_MEMORY_NAME : "host", 0, a->procs,
                      perf_local_ranks(a), timing_note(a)};
   int world = 0;
   const char *var = a->procs_given ? NULL : perf_launcher_size_var(&world);

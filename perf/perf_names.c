@@ -48,7 +48,6 @@ int perf_parse_type(const char *s) {
   return t;
 }
 
-/* "32M" -> 33554432: K, M, G are powers of 1024 as in nccl-tests. */
 int perf_parse_size(const char *s, size_t *out) {
   char *end;
   errno = 0;

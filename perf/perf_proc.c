@@ -4,7 +4,6 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 int perf_proc_fds(void) {
   DIR *d = opendir("/proc/self/fd");

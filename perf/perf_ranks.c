@@ -61,9 +61,8 @@ static void describe(const perf_args *a, int dev, char *where, size_t len) {
     perf_cuda_describe(dev, where, len);
     return;
   }
-#else
-  (void)dev;
 #endif
+  (void)dev;
   snprintf(where, len, "%s memory", a->mem_cuda ? "cuda" : "host");
 }
 
@@ -175,12 +174,7 @@ static rank_job *new_jobs(const perf_args *a, const perf_config *cfg, int n, exi
     fprintf(stderr, "kolo-perf: out of memory\n");
     return NULL;
   }
-  for (int i = 0; i < n; i++) {
-    jobs[i].a = a;
-    jobs[i].cfg = cfg;
-    jobs[i].dev = -1;
-    jobs[i].gate = gate;
-  }
+  for (int i = 0; i < n; i++) jobs[i] = (rank_job){.a = a, .cfg = cfg, .dev = -1, .gate = gate};
   return jobs;
 }
 
@@ -233,7 +227,6 @@ int perf_run_local(const perf_args *a, perf_config *cfg) {
 
 /* ---- a launcher's job --------------------------------------------------- */
 
-/* The launcher whose world size is above 1, or NULL. */
 const char *perf_launcher_size_var(int *size) {
   static const char *const vars[] = {"KOLO_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "WORLD_SIZE"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
@@ -272,8 +265,6 @@ int perf_run_launched(const perf_args *a, perf_config *cfg) {
 }
 /* ---- a forked process's ranks -------------------------------------------- */
 
-/* A forked rank group: waits for the id on fd, runs its THREADS ranks, and
- * at the exit gate writes "done" to done_fd and waits for "go" on fd. */
 int perf_run_child(const perf_args *a, const perf_config *cfg, int proc, int fd, int done_fd, pid_t parent) {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) return 2;
   koloUniqueId id;

@@ -2,8 +2,6 @@
  * beside it is perf_json.c's. */
 #include "perf/perf_report.h"
 
-#include <string.h>
-
 const char *perf_redop_column(const perf_args *a) {
   return perf_coll_has_op(a->coll) ? perf_op_name(a->op) : "none";
 }
@@ -16,9 +14,7 @@ void perf_report_sweep_line(FILE *out, const perf_args *a) {
 }
 
 int perf_report_open(perf_report *rep, FILE *out, const perf_args *args, const perf_config *cfg) {
-  memset(rep, 0, sizeof *rep);
-  rep->out = out;
-  rep->args = args;
+  *rep = (perf_report){.out = out, .args = args};
   if (args->json) {
     rep->json = fopen(args->json, "w");
     if (rep->json == NULL) {
@@ -58,16 +54,13 @@ void perf_result_bw(perf_result *r, const perf_args *a, size_t bytes, int nranks
 
 /* -C: the time column is the CPU time (nccl-tests' "cputime"). */
 static void print_result(FILE *o, const perf_result *r, int cputime) {
-  char t[32];
   if (!r->done) {
     fprintf(o, "  %7s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
     return;
   }
   double us = cputime ? r->cpu_us : r->time_us;
-  if (us >= 10000.0) snprintf(t, sizeof t, "%7.0f", us);
-  else if (us >= 100.0) snprintf(t, sizeof t, "%7.1f", us);
-  else snprintf(t, sizeof t, "%7.2f", us);
-  fprintf(o, "  %7s  %6.2f  %6.2f  %6llu", t, r->algbw, r->busbw, (unsigned long long)r->wrong);
+  int decimals = us >= 10000.0 ? 0 : us >= 100.0 ? 1 : 2;
+  fprintf(o, "  %7.*f  %6.2f  %6.2f  %6llu", decimals, us, r->algbw, r->busbw, (unsigned long long)r->wrong);
 }
 
 void perf_report_row(perf_report *rep, const perf_row *row) {

@@ -85,10 +85,8 @@ typedef struct {
 } rank_info;
 
 int perf_print_ranks(const perf_backend *be, FILE *out, const char *where) {
-  rank_info mine, *all = calloc((size_t)be->nranks, sizeof *all);
+  rank_info mine = {.pid = (int64_t)getpid()}, *all = calloc((size_t)be->nranks, sizeof *all);
   if (all == NULL) return fprintf(stderr, "rank %d: out of memory\n", be->rank), -1;
-  memset(&mine, 0, sizeof mine);
-  mine.pid = (int64_t)getpid();
   if (gethostname(mine.host, sizeof mine.host - 1) != 0) snprintf(mine.host, sizeof mine.host, "?");
   snprintf(mine.where, sizeof mine.where, "%s", where);
   int res = be->allgather_bytes(be->ctx, &mine, all, sizeof mine);
@@ -113,9 +111,8 @@ static void mark_row(sweep *s, size_t bytes) {
 /* One size: out of place, then in place. */
 static int sweep_row(sweep *s, perf_row *row, size_t size, uint64_t *seed) {
   const perf_args *a = s->a;
-  memset(row, 0, sizeof *row);
-  row->sizes = perf_sizes_for(a->coll, a->type, size, s->nranks);
-  row->root = perf_coll_has_root(a->coll) ? a->root : -1;
+  *row = (perf_row){.sizes = perf_sizes_for(a->coll, a->type, size, s->nranks),
+                    .root = perf_coll_has_root(a->coll) ? a->root : -1};
   for (int p = 0; p < 2; p++) {
     if (a->placement != PERF_PLACE_BOTH && a->placement != p) continue;
     /* a buffer both sent and received into; all-to-all has no in-place form */
@@ -160,12 +157,7 @@ static int sweep_sizes(sweep *s, perf_report *rep) {
 
 int perf_sweep_run(const perf_args *a, const perf_backend *be, const perf_config *cfg, const char *where,
                    FILE *out) {
-  sweep s;
-  memset(&s, 0, sizeof s);
-  s.a = a;
-  s.be = be;
-  s.rank = be->rank;
-  s.nranks = be->nranks;
+  sweep s = {.a = a, .be = be, .rank = be->rank, .nranks = be->nranks};
   if (perf_coll_has_root(a->coll) && a->root >= s.nranks) {
     if (s.rank == 0) fprintf(stderr, "-r %d: the root must be below the %d ranks\n", a->root, s.nranks);
     return 2;

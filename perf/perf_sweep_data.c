@@ -19,19 +19,14 @@ layout perf_layout_for(const sweep *s, int in_place, size_t count) {
 }
 
 perf_call perf_make_call(const sweep *s, const perf_sizes *z, const layout *l) {
-  size_t es = perf_type_size(s->a->type);
-  perf_call c;
-  c.coll = s->a->coll;
-  c.send = (char *)(l->send_in_recv ? s->recv : s->send) + l->send_off * es;
-  c.recv = (char *)s->recv + l->recv_off * es;
-  c.count = z->count;
-  c.type = s->a->type;
-  c.op = s->a->op;
-  c.root = s->a->root;
-  c.send_peer = (s->rank + 1) % s->nranks;
-  c.recv_peer = (s->rank - 1 + s->nranks) % s->nranks;
-  c.in_place = l->send_in_recv;
-  return c;
+  const perf_args *a = s->a;
+  size_t es = perf_type_size(a->type);
+  return (perf_call){.coll = a->coll, .count = z->count, .type = a->type, .op = a->op, .root = a->root,
+                     .send = (char *)(l->send_in_recv ? s->recv : s->send) + l->send_off * es,
+                     .recv = (char *)s->recv + l->recv_off * es,
+                     .send_peer = (s->rank + 1) % s->nranks,
+                     .recv_peer = (s->rank - 1 + s->nranks) % s->nranks,
+                     .in_place = l->send_in_recv};
 }
 
 /* Host views of the call's input (the send side) and of the whole receive side. */
@@ -40,15 +35,10 @@ static void fill_inputs(sweep *s, const perf_gen *g, const perf_sizes *z, const 
   size_t es = perf_type_size(t);
   perf_coll c = s->a->coll;
   char *in = (char *)(l->send_in_recv ? s->hrecv : s->hsend) + l->send_off * es;
-  if (!l->send_in_recv) perf_poison(t, s->hrecv, z->recv_elems);
-  if (l->send_in_recv && (c == PERF_ALL_GATHER || c == PERF_GATHER)) perf_poison(t, s->hrecv, z->recv_elems);
-  if (c == PERF_BROADCAST && s->rank != s->a->root) {
-    /* only the root's data is sent; in place, the others' buffers are outputs */
-    if (l->send_in_recv) perf_poison(t, in, z->send_elems);
-    else perf_fill(g, s->rank, in, 0, z->send_elems);
-    return;
-  }
-  perf_fill(g, s->rank, in, 0, z->send_elems);
+  if (!l->send_in_recv || c == PERF_ALL_GATHER || c == PERF_GATHER) perf_poison(t, s->hrecv, z->recv_elems);
+  /* broadcast sends only the root's data: in place, the others' buffers are outputs */
+  if (c == PERF_BROADCAST && s->rank != s->a->root && l->send_in_recv) perf_poison(t, in, z->send_elems);
+  else perf_fill(g, s->rank, in, 0, z->send_elems);
 }
 
 static size_t recv_bytes(const sweep *s, const perf_sizes *z) {

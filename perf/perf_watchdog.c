@@ -1,14 +1,15 @@
 /* perf_watchdog.c - kolo-perf -T (see perf_watchdog.h). */
-#define _GNU_SOURCE /* clock_gettime */
+#define _GNU_SOURCE /* nanosleep */
 #include "perf/perf_watchdog.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "perf/perf_sweep.h" /* perf_now_us */
 
 #define WATCH_SLOTS 4096
 #define WATCH_PERIOD_NS (50 * 1000 * 1000)
@@ -24,12 +25,6 @@ struct perf_watch {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct perf_watch slots[WATCH_SLOTS];
 static int timeout_ms;  /* 0 until the thread runs */
-
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Under the lock: revokes the communicator of a slot past its time. */
 static void check_slot(struct perf_watch *w, int64_t now) {
@@ -51,7 +46,7 @@ static void *watch_thread(void *arg) {
   for (;;) {
     nanosleep(&period, NULL);
     pthread_mutex_lock(&lock);
-    int64_t now = now_ms();
+    int64_t now = (int64_t)(perf_now_us() / 1000);
     for (int i = 0; i < WATCH_SLOTS; i++) check_slot(&slots[i], now);
     pthread_mutex_unlock(&lock);
   }
@@ -103,6 +98,6 @@ void perf_watch_remove(perf_watch *w) {
 
 void perf_watch_row(perf_watch *w, size_t bytes) {
   if (w == NULL) return;
-  atomic_store(&w->since_ms, now_ms());
+  atomic_store(&w->since_ms, (int64_t)(perf_now_us() / 1000));
   atomic_store(&w->bytes, bytes);
 }
