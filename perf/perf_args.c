@@ -3,6 +3,7 @@
 #define _GNU_SOURCE /* getopt_long */
 #include "perf/perf_args.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -128,6 +129,22 @@ static int apply_int(perf_args *a, int c, const char *v) {
   return 1;
 }
 
+/* "0,2,3" -> a->devs / a->ndevs (--devices). */
+static int parse_devices(perf_args *a, const char *v) {
+  a->ndevs = 0;
+  while (*v) {
+    char *end;
+    errno = 0;
+    long d = strtol(v, &end, 10);
+    if (end == v || errno != 0 || d < 0 || d > 1023 || a->ndevs == PERF_MAX_GPUS) return -1;
+    a->devs[a->ndevs++] = (int)d;
+    if (*end == '\0') return 0;
+    if (*end != ',' || end[1] == '\0') return -1;
+    v = end + 1;
+  }
+  return -1;
+}
+
 static int parse_ceiling(perf_args *a, const char *v) {
   if (strcmp(v, "memcpy") == 0) {
     a->ceiling_memcpy = 1;
@@ -159,7 +176,7 @@ static int apply_other(perf_args *a, int c, const char *v, int *given) {
       return set_enum(&a->launch, i < 0 ? -1 : i + 1);
     case OPT_BLOCK_THREADS:
       return perf_parse_int(v, 32, 512, &a->block_threads) != 0 || a->block_threads % 32 != 0 ? -1 : 0;
-    case OPT_DEVICES: return perf_parse_devices(a, v);
+    case OPT_DEVICES: return parse_devices(a, v);
     case OPT_GRAPH: a->graph_launches = 1; return 0;
     case 'J':
     case OPT_JSON: a->json = v; return 0;
@@ -180,12 +197,8 @@ static const struct {
     {'y', "calls on the NULL stream (each rank has a non-blocking stream of its own)"},
     {'R', "buffer registration (kolo does not use registrations to save a copy yet)"},
     {'x', "CTA policies (kolo sizes its grids itself: KOLO_MIN_NCHANNELS, KOLO_MAX_NCHANNELS)"},
-    {'D', "device API implementations"},
-    {'S', "timestamps on each row"},
-    {'M', "device memory report"},
-    {'u', "misaligned buffers"},
-    {'I', "per-iteration timing"},
-    {'K', "per-iteration timing's skipped samples"},
+    {'D', "device API implementations"}, {'S', "timestamps on each row"}, {'M', "device memory report"},
+    {'u', "misaligned buffers"}, {'I', "per-iteration timing"}, {'K', "per-iteration timing's skipped samples"},
     {0, NULL}};
 
 /* Why kolo-perf refuses c, or NULL when c is not one of not_here. */

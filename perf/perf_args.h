@@ -144,8 +144,6 @@ void perf_usage(FILE *out, const char *prog, int tool);
 int perf_parse_size(const char *s, size_t *out);
 /* A whole number (decimal or 0x hex) in lo..hi.  Returns 0 or -1. */
 int perf_parse_int(const char *s, int lo, int hi, int *out);
-/* "0,2,3" -> a->devs / a->ndevs (--devices).  Returns 0 or -1. */
-int perf_parse_devices(perf_args *a, const char *v);
 /* s's index in names[0..n), or -1. */
 int perf_parse_name(const char *s, const char *const *names, int n);
 /* A name of perf_type (nccl-tests' or an alias) or perf_op; -1 if none. */

@@ -10,7 +10,7 @@
  * SIGINT / SIGTERM to them, and exits non-zero if any did.  Children die
  * with the parent (PR_SET_PDEATHSIG).  The parent side of the exit gate
  * (perf_gate.h) is here too. */
-#define _GNU_SOURCE /* strsignal, kill, nanosleep */
+#define _GNU_SOURCE /* strsignal, kill */
 #include "perf/perf_fork.h"
 
 #include <errno.h>
@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/config.h" /* kolo_param_int */
@@ -100,12 +99,7 @@ static void nap(const child *ch, int n) {
   int k = 0;
   for (int i = 0; i < n && k < 64; i++)
     if (ch[i].done_fd >= 0 && !ch[i].done) fds[k++] = (struct pollfd){ch[i].done_fd, POLLIN, 0};
-  if (k > 0) {
-    poll(fds, (nfds_t)k, 20);
-  } else {
-    struct timespec ts = {0, 20 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-  }
+  poll(fds, (nfds_t)k, 20); /* with no pipe left, a plain 20 ms sleep */
 }
 
 /* Seconds the others get after the first failure (FAIL_GRACE_EXTRA_MS). */

@@ -43,10 +43,6 @@ static void gate_process(exit_gate *g) {
 void gate_pass(exit_gate *g, int failed) {
   if (g == NULL) return;
   if (failed) atomic_store(&g->failed, 1);
-  if (g->nthreads == 1) {
-    gate_process(g);
-    return;
-  }
-  if (pthread_barrier_wait(&g->barrier) == PTHREAD_BARRIER_SERIAL_THREAD) gate_process(g);
-  pthread_barrier_wait(&g->barrier);
+  if (g->nthreads == 1 || pthread_barrier_wait(&g->barrier) == PTHREAD_BARRIER_SERIAL_THREAD) gate_process(g);
+  if (g->nthreads > 1) pthread_barrier_wait(&g->barrier);
 }

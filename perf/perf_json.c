@@ -23,17 +23,6 @@ static const char *placement_name(const perf_args *a) {
   return a->placement == PERF_PLACE_BOTH ? "both" : a->placement == PERF_PLACE_IN ? "in" : "out";
 }
 
-/* What ran: the tool, the library, the ranks and the memory. */
-static void json_setup(FILE *f, const perf_config *c) {
-  fprintf(f, "  \"config\": {\"tool\": ");
-  json_str(f, c->tool);
-  json_key_str(f, "library", c->library);
-  json_key_str(f, "launch", c->launch);
-  json_key_str(f, "memory", c->memory);
-  if (c->timing) json_key_str(f, "timing", c->timing);
-  fprintf(f, ", \"nranks\": %d, \"procs\": %d, \"threads\": %d", c->nranks, c->procs, c->threads);
-}
-
 /* The command line's meaning, in nccl-tests' terms. */
 static void json_flags(FILE *f, const perf_args *a) {
   json_key_str(f, "collective", perf_coll_name(a->coll));
@@ -54,8 +43,14 @@ void perf_json_head(FILE *f, const perf_args *a, const perf_config *c) {
   fprintf(f, "{\n  \"schema\": \"kolo-perf\",\n  \"schema_version\": %d,\n  \"label\": ", PERF_JSON_SCHEMA_VERSION);
   if (a->label) json_str(f, a->label);
   else fprintf(f, "null");
-  fprintf(f, ",\n");
-  json_setup(f, c);
+  /* what ran: the tool, the library, the ranks and the memory */
+  fprintf(f, ",\n  \"config\": {\"tool\": ");
+  json_str(f, c->tool);
+  json_key_str(f, "library", c->library);
+  json_key_str(f, "launch", c->launch);
+  json_key_str(f, "memory", c->memory);
+  if (c->timing) json_key_str(f, "timing", c->timing);
+  fprintf(f, ", \"nranks\": %d, \"procs\": %d, \"threads\": %d", c->nranks, c->procs, c->threads);
   json_flags(f, a);
   fprintf(f, "},\n  \"results\": [");
 }

@@ -70,18 +70,3 @@ int perf_parse_int(const char *s, int lo, int hi, int *out) {
   *out = (int)v;
   return 0;
 }
-
-int perf_parse_devices(perf_args *a, const char *v) {
-  a->ndevs = 0;
-  while (*v) {
-    char *end;
-    errno = 0;
-    long d = strtol(v, &end, 10);
-    if (end == v || errno != 0 || d < 0 || d > 1023 || a->ndevs == PERF_MAX_GPUS) return -1;
-    a->devs[a->ndevs++] = (int)d;
-    if (*end == '\0') return 0;
-    if (*end != ',' || end[1] == '\0') return -1;
-    v = end + 1;
-  }
-  return -1;
-}

@@ -31,17 +31,15 @@ static int cmp64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* Median and maximum of field `at` (bytes into each record) over the
- * records that succeeded. */
+/* Median and maximum of a field (0 fds, 1 rss_kib, 2 links, 3 init_us,
+ * 4 pipe_kib) over the records that succeeded. */
 static void med_max(const perf_rank_stat *s, int n, int field, int64_t *med, int64_t *max) {
   int64_t *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
   int k = 0;
-  for (int i = 0; v && i < n; i++) {
-    if (!s[i].ok) continue;
-    int64_t x = field == 0 ? s[i].fds : field == 1 ? s[i].rss_kib : field == 2 ? s[i].links
-              : field == 3 ? s[i].init_us : s[i].pipe_kib;
-    v[k++] = x;
-  }
+  for (int i = 0; v && i < n; i++)
+    if (s[i].ok)
+      v[k++] = field == 0 ? s[i].fds : field == 1 ? s[i].rss_kib : field == 2 ? s[i].links
+             : field == 3 ? s[i].init_us : s[i].pipe_kib;
   *med = *max = -1;
   if (v && k > 0) {
     qsort(v, (size_t)k, sizeof *v, cmp64);

@@ -34,8 +34,7 @@ int perf_report_open(perf_report *rep, FILE *out, const perf_args *args, const p
 
 void perf_report_table_header(perf_report *rep) {
   FILE *o = rep->out;
-  fprintf(o, "#\n");
-  fprintf(o, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n",
+  fprintf(o, "#\n# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n",
           "", "", "", "", "");
   fprintf(o, "# %10s  %12s  %8s  %6s  %6s", "size", "count", "type", "redop", "root");
   const char *time = rep->args->report_cputime ? "cputime" : "time";

@@ -37,9 +37,9 @@ static int measure(sweep *s, size_t size, int in_place, uint64_t seed, perf_resu
   perf_call c = perf_make_call(s, &z, &l);
   perf_gen g;
   perf_gen_init(&g, a->type, a->op, s->nranks, seed);
-  if (perf_prepare(s, &g, &z, &l) != 0 || perf_run_n(s, &c, a->warmup) != 0) return -1;
-  if (perf_time_calls(s, &c, res) != 0) return -1;
-  if (check_calls(s, &c, &z, &l, seed, &res->wrong) != 0) return -1;
+  if (perf_prepare(s, &g, &z, &l) != 0 || perf_run_n(s, &c, a->warmup) != 0 || perf_time_calls(s, &c, res) != 0 ||
+      check_calls(s, &c, &z, &l, seed, &res->wrong) != 0)
+    return -1;
   res->done = 1;
   perf_result_bw(res, a, z.bytes, s->nranks);
   return 0;

@@ -28,10 +28,7 @@ static int issue(sweep *s, const perf_call *c, int n) {
   return 0;
 }
 
-int perf_run_n(sweep *s, const perf_call *c, int n) {
-  if (issue(s, c, n) != 0) return -1;
-  return wait_calls(s);
-}
+int perf_run_n(sweep *s, const perf_call *c, int n) { return issue(s, c, n) != 0 ? -1 : wait_calls(s); }
 
 /* One iteration: -m calls, as one group when there are several (a backend
  * without groups issues them back to back). */

@@ -87,7 +87,17 @@ static void usage_own(FILE *out, int tool) {
           "      --params             print kolo's KOLO_* parameters and exit\n");
 }
 
-static void usage_subcommands(FILE *out, const char *prog) {
+void perf_usage(FILE *out, const char *prog, int tool) {
+  fprintf(out,
+          "usage: %s COLL [flags]\n"
+          "  COLL: all_reduce reduce_scatter all_gather broadcast reduce sendrecv alltoall gather scatter\n"
+          "  prints nccl-tests' table: size, count, type, redop, root, then time, algbw, busbw,\n"
+          "  #wrong out of place and in place (GB/s = 1e9 bytes per second)\n",
+          prog);
+  usage_nccl_tests(out, tool);
+  usage_own(out, tool);
+  fprintf(out, "  -h, --help               this text\n");
+  if (tool != PERF_TOOL_KOLO) return;
   fprintf(out,
           "\n"
           "usage: %s prims [flags]\n"
@@ -112,17 +122,4 @@ static void usage_subcommands(FILE *out, const char *prog) {
           "  tune     measures alpha and beta per transport, the all-reduce's crossovers and channels, and\n"
           "           writes a KOLO_TUNING_FILE\n",
           prog, prog, prog);
-}
-
-void perf_usage(FILE *out, const char *prog, int tool) {
-  fprintf(out,
-          "usage: %s COLL [flags]\n"
-          "  COLL: all_reduce reduce_scatter all_gather broadcast reduce sendrecv alltoall gather scatter\n"
-          "  prints nccl-tests' table: size, count, type, redop, root, then time, algbw, busbw,\n"
-          "  #wrong out of place and in place (GB/s = 1e9 bytes per second)\n",
-          prog);
-  usage_nccl_tests(out, tool);
-  usage_own(out, tool);
-  fprintf(out, "  -h, --help               this text\n");
-  if (tool == PERF_TOOL_KOLO) usage_subcommands(out, prog);
 }
