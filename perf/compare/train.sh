@@ -15,7 +15,10 @@
 # without it the row says so.  Environment: REPEATS (5), NPROCS ("2 4"),
 # MODELS ("cnn resnet"; also mlp, a wide MLP of 84 MB of gradients), STEPS
 # (12), BATCH (8), ALLREDUCE (0; 1: time one all-reduce of the gradients by
-# each method's library too).
+# each method's library too), BIND (none: the ranks left to the scheduler;
+# core: mpirun --bind-to core --map-by core for every method, the
+# compute-alone runs too, so that where each rank has a CPU of its own the
+# baseline holds still).
 
 # train_run METHOD ROUND: one launch of METHOD (single1: one process
 # without communicating; single: NP of them) on MODEL.
@@ -24,13 +27,19 @@ train_run() {
   [ "$method" = single1 ] && np=1 method=single
   [ "$method" = horovod ] && py=$HPY
   port=$("$PY" -c 'import sys; sys.path.insert(0, "tests/torch"); import launch; print(launch.free_port_pair())')
-  timeout 600 "${MPIRUN[@]}" -np "$np" -x MASTER_ADDR=127.0.0.1 \
+  timeout 600 "${TRAIN_MPIRUN[@]}" -np "$np" -x MASTER_ADDR=127.0.0.1 \
     -x MASTER_PORT="$port" "$py" perf/train_vs.py --method "$method" --model "$MODEL" --steps "${STEPS:-12}" \
     --batch "${BATCH:-8}" $([ "${ALLREDUCE:-0}" = 1 ] && echo --allreduce) | grep '^train_vs' >> "$OUT/launches.txt" ||
     die "$method $MODEL on $np processes failed"
 }
 
 mode_train() {
+  TRAIN_MPIRUN=("${MPIRUN[@]}")
+  case "${BIND:-none}" in
+    none) ;;
+    core) TRAIN_MPIRUN=("${MPIRUN[@]/none/core:overload-allowed}" --map-by core) ;;
+    *) die "BIND=$BIND: none or core" ;;
+  esac
   PY=$(tests/torch/setup_venv.sh "$BUILD" | tail -1)
   HPY=${HOROVOD_PY:-}
   [ -z "$HPY" ] || "$HPY" -c 'import horovod.torch' 2> /dev/null || die "$HPY cannot import horovod.torch"
@@ -38,7 +47,7 @@ mode_train() {
   [ -n "$HPY" ] && methods+=(horovod)
   local about=("# torch $("$PY" -c 'import torch; print(torch.__version__)')")
   [ -n "$HPY" ] && about+=("$("$HPY" -c 'import horovod; print("# horovod", horovod.__version__)')")
-  header "${about[@]}" "# REPEATS=${REPEATS:-5} NPROCS='${NPROCS:-2 4}' MODELS='${MODELS:-cnn resnet}' STEPS=${STEPS:-12} BATCH=${BATCH:-8} ALLREDUCE=${ALLREDUCE:-0} BUSY=$BUSY"
+  header "${about[@]}" "# REPEATS=${REPEATS:-5} NPROCS='${NPROCS:-2 4}' MODELS='${MODELS:-cnn resnet}' STEPS=${STEPS:-12} BATCH=${BATCH:-8} ALLREDUCE=${ALLREDUCE:-0} BIND=${BIND:-none} BUSY=$BUSY"
   : > "$OUT/launches.txt"
   start_busy "$BUSY"
   for MODEL in ${MODELS:-cnn resnet}; do
