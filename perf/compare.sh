@@ -93,6 +93,8 @@ alternate() {
 
 # How every mode starts Open MPI, and kolo's and Open MPI's TCP paths.
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
+# BIND=core's: rank i on the i-th core (overloaded where ranks outnumber cores).
+MPIRUN_CORE=("${MPIRUN[@]/none/core:overload-allowed}" --map-by core)
 MPI_TCP=(--mca pml ob1 --mca btl tcp,self)
 KOLO_TCP=(KOLO_NET_FORCE=1 KOLO_SHM_DISABLE=1 KOLO_NET=socket)
 
@@ -124,7 +126,8 @@ start_busy() {
 # scheduler; core: rank i of every side pinned to the i-th CPU, modulo their
 # number: kolo-perf --bind core, or taskset in ns mode; Open MPI --bind-to
 # core:overload-allowed --map-by core, or its daemon under taskset in ns
-# mode).  Per N: OUT/nN/NAME.I.{json,txt}, the medians (perf/compare_median.py) in OUT/nN/summary.txt and their plot in
+# mode).  Per N: OUT/nN/NAME.I.{json,txt}, the medians
+# (perf/compare_median.py) in OUT/nN/summary.txt and their plot in
 # OUT/nN/plot.png (perf/plot.py).
 
 # run_one NAME N FILE: one run of one contender, its JSON in FILE.json.
@@ -184,7 +187,7 @@ mode_coll() {
       # binding would put every "host"'s one rank on CPU 0
       KOLO_BIND=(--bind core)
       CPUS=($(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)))'))
-      [ "$MODE" = ns ] || MPIRUN=("${MPIRUN[@]/none/core:overload-allowed}" --map-by core) ;;
+      [ "$MODE" = ns ] || MPIRUN=("${MPIRUN_CORE[@]}") ;;
     *) die "BIND=$BIND: none or core" ;;
   esac
   if [ "$MODE" = tcp ]; then

@@ -37,7 +37,7 @@ mode_train() {
   TRAIN_MPIRUN=("${MPIRUN[@]}")
   case "${BIND:-none}" in
     none) ;;
-    core) TRAIN_MPIRUN=("${MPIRUN[@]/none/core:overload-allowed}" --map-by core) ;;
+    core) TRAIN_MPIRUN=("${MPIRUN_CORE[@]}") ;;
     *) die "BIND=$BIND: none or core" ;;
   esac
   PY=$(tests/torch/setup_venv.sh "$BUILD" | tail -1)
