@@ -70,6 +70,51 @@ def check_all_reduce(c, n, me):
             c.close(t, expected, tol, what + " (async)")
 
 
+def check_async_order(c, n, me):
+    """Host all-reduces run while the caller goes on: the group's next calls
+    see their results.  Several 1 MiB all-reduces in flight, then a
+    broadcast of one of them, a send/recv of another and an all_gather."""
+    case = ("async order",)
+    xs = [[rank_input(torch.int64, (1 << 17,), case + (i,), r) for r in range(n)] for i in range(3)]
+    expected = [reduce_exact(x, "sum", torch.int64) for x in xs]
+    mine = [x[me].clone() for x in xs]
+    works = [dist.all_reduce(t, async_op=True) for t in mine]
+    dist.broadcast(mine[0], src=n - 1)
+    c.close(mine[0], *expected[0], "broadcast after an async all_reduce of the same tensor")
+    if n > 1:
+        peer_out = poisoned(mine[1].shape, torch.int64)
+        ops = [dist.P2POp(dist.isend, mine[1], (me + 1) % n), dist.P2POp(dist.irecv, peer_out, (me - 1) % n)]
+        for w in dist.batch_isend_irecv(ops):
+            w.wait()
+        c.close(peer_out, *expected[1], "send/recv after an async all_reduce of the sent tensor")
+    gathered = [poisoned(mine[2].shape, torch.int64) for _ in range(n)]
+    dist.all_gather(gathered, mine[2])
+    for r, g in enumerate(gathered):
+        c.close(g, *expected[2], "all_gather after an async all_reduce, block %d" % r)
+    c.true(all(w.wait() and w.is_completed() for w in works), "the async all-reduces' Works complete")
+
+
+def check_async_goes_on(c, n, me):
+    """A host all_reduce returns before it is complete: rank 1 joins it only
+    once rank 0 has seen its Work pending (told over a second group)."""
+    if n < 2:
+        return
+    side = dist.new_group([0, 1])
+    dist.all_reduce(torch.zeros(1))  # the group's twin communicator exists on every rank
+    t, token = torch.full((5,), float(me + 1)), torch.zeros(1)
+    work = None
+    if me == 0:
+        work = dist.all_reduce(t, async_op=True)
+        c.true(not work.is_completed(), "an async host all_reduce returns before rank 1 joined it")
+        dist.send(token, 1, group=side)
+    elif me == 1:
+        dist.recv(token, 0, group=side)
+    if me != 0:
+        work = dist.all_reduce(t, async_op=True)
+    c.true(work.wait() and work.is_completed(), "the pending all_reduce completes")
+    c.close(t, torch.full((5,), n * (n + 1) / 2), 0, "the pending all_reduce's result")
+
+
 def check_coalesced_and_reduce(c, n, me):
     for dtype in (torch.float32, torch.int32):  # one dtype per call (torch's rule)
         xs = [[rank_input(dtype, s, ("coalesced", str(dtype), i), r) for r in range(n)]
@@ -299,7 +344,7 @@ def main():
     n, me = dist.get_world_size(), dist.get_rank()
     c = Checks(me)
     c.true(dist.get_backend() == "kolo" and (n, me) == (size, rank), "init_process_group(backend=\"kolo\")")
-    parts = [check_all_reduce, check_coalesced_and_reduce, check_reduce_scatter, check_copies, check_send_recv,
+    parts = [check_all_reduce, check_async_order, check_async_goes_on, check_coalesced_and_reduce, check_reduce_scatter, check_copies, check_send_recv,
              check_groups_and_objects, check_refusals, check_failure]
     only = sys.argv[1:]
     for part in parts:

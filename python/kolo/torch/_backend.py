@@ -6,14 +6,18 @@ host communicator of its own, made with koloCommInitRank from a unique id
 that the group's rank 0 puts in the store torch gives the backend (every
 group, new_group's included, gets its own store prefix).  CUDA tensors go
 to a CUDA communicator split from it at the group's first CUDA call (every
-rank makes that call), on PyTorch's current stream; the DDP hook of
-kolo.torch uses a non-blocking twin split at its first use.
+rank makes that call), on PyTorch's current stream; host all-reduces
+and the DDP hook of kolo.torch use a non-blocking twin split at the first
+such call.
 
 Host calls run to completion before they return (kolo's blocking
 communicators): the Work is then complete, and its future done with the
-result tensors, as Gloo's.  Sends and receives are queued and issued
-together, as one kolo group, at the first wait() on one of them or the
-group's next other call, so that every rank may send before it receives.
+result tensors, as Gloo's.  Host all-reduces are the exception: they run
+on the non-blocking twin while the caller goes on (_backend_async.py),
+so that DDP's backward overlaps its buckets' reduction.  Sends and
+receives are queued and issued together, as one kolo group, at the first
+wait() on one of them or the group's next other call, so that every rank
+may send before it receives.
 """
 import atexit
 import collections
@@ -28,6 +32,7 @@ from kolo.torch import _comms
 from kolo.torch._dtypes import KOLO_TYPES, as_bytes
 from kolo.torch._placement import cuda_stream, memory_kind, ptr
 from kolo.torch._progress import Progress
+from kolo.torch._backend_async import Completer, named
 from kolo.torch._backend_calls import _call_all, _flat_bytes, _from_kolo, _kolo_op, _nbytes, _recv, _send, _to_kolo
 from kolo.torch._backend_work import KoloWork
 from kolo.torch._reduce import _issue as _allreduce_issue
@@ -62,6 +67,7 @@ class KoloProcessGroup(dist.ProcessGroup):
               "kolo backend: joining a group of %d ranks as rank %d" % (size, rank))
         self._host, self._cuda, self._device, self._async, self._progress = comm[0], None, None, None, None
         self._queued = []  # (call, work) of sends and receives not issued yet
+        self._completer = Completer()  # host all-reduces in flight on the twin
         self._failed = collections.deque(maxlen=64)
         _live.add(self)
 
@@ -105,6 +111,7 @@ class KoloProcessGroup(dist.ProcessGroup):
 
     def shutdown(self):
         """Destroys the group's communicators (destroy_process_group)."""
+        self._completer.stop()
         for key in ("_async", "_cuda", "_host"):
             comm = getattr(self, key)
             if comm is not None:
@@ -125,6 +132,7 @@ class KoloProcessGroup(dist.ProcessGroup):
         kind, device = memory_kind(tensors, what) if tensors else ("host", None)
         comm, stream = self.comm_and_stream(kind, device)
         self._flush()
+        self._completer.drain()
         calls = [c for c in calls if c is not None]
         error = None
         if calls:
@@ -153,6 +161,7 @@ class KoloProcessGroup(dist.ProcessGroup):
         """Issues the queued sends and receives as one kolo group."""
         if not self._queued:
             return
+        self._completer.drain()
         queued, self._queued = self._queued, []
         works = [w for _, w in queued]
         kind, device = memory_kind([t for w in works for t in w._result], "kolo backend: send/recv")
@@ -190,15 +199,17 @@ class KoloProcessGroup(dist.ProcessGroup):
 
     def _allreduce(self, tensors, opts, what):
         op = _kolo_op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, what)
-        memory_kind(tensors, what)
-        self._flush()
-        try:
-            _allreduce_issue(tensors, op, True, False, what, comms=self)
-            error = None
-        except KoloError as e:
-            error = e
         kind, device = memory_kind(tensors, what)
-        return self._work(list(tensors), error, device if kind == "cuda" else None)
+        self._flush()
+        if kind == "cuda":
+            self._completer.drain()
+        try:
+            issued = _allreduce_issue(tensors, op, True, kind == "host", what, comms=self)
+        except KoloError as e:
+            return self._work(list(tensors), named(e, what))
+        if kind == "cuda":
+            return self._work(list(tensors), None, device)
+        return _create_work_from_future(self._completer.add(issued, what))
 
     def reduce(self, tensors, opts):
         what = "kolo backend: reduce"
