@@ -1,19 +1,13 @@
-/* perf_tune.c - kolo-perf tune [-P N] [-o FILE] [--quick].
+/* perf_tune.c - kolo-perf tune [-P N] [-o FILE] [--quick] [--mem host|cuda].
  *
  * Per transport, N forked ranks (default 2) time an 8-byte all-reduce
  * (latency) and a large one (bandwidth) on the flat ring (KOLO_ALGO=ring,
  * so that the fit reads the ring's formula of ring/algo.h):
  *   T(S) = 2(n-1) a + 2(n-1)/n S / b
- * and solve it for a (from the 8-byte time) and b (from the large one).
- * shm: the ranks as one host; socket and ib: each rank its own
- * KOLO_HOSTID, so they meet over the network as tests/ do (KOLO_NET says
- * which).  ib only where kolo's ib provider has a usable port (KOLO_IB_HCA
- * applies); elsewhere the file leaves it out, and kolo keeps the compiled
- * constant.  Then, on shm (cuda-p2p with --mem cuda), the
- * crossovers: which algorithm of the all-reduce, the broadcast and the
- * all-gather on how many channels is fastest at each size, written as
- * overrides and channels lines for N ranks and the memory kind
- * (perf_tune_algos.c).  --quick: few iterations and sizes, for tests. */
+ * and solve it for a and b.  socket and ib: each rank its own KOLO_HOSTID,
+ * so they meet over the network as tests/ do.  ib only where kolo's ib
+ * provider has a usable port; elsewhere the file leaves it out, and kolo
+ * keeps the compiled constant.  Then the crossovers (perf_tune_algos.c). */
 #define _GNU_SOURCE
 #include "perf/perf_tune.h"
 
@@ -46,18 +40,21 @@ static koloResult_t call_once(koloComm_t comm, tune_mem *m, int coll, size_t byt
   return koloAllReduce(m->buf, m->buf, bytes, koloUint8, koloSum, comm, m->stream);
 }
 
+/* n calls of `bytes`, waited for: 0 or -1. */
+static int calls(koloComm_t comm, tune_mem *m, int coll, size_t bytes, int n, int rank) {
+  for (int i = 0; i < n; i++)
+    if (call_once(comm, m, coll, bytes, rank) != koloSuccess) return -1;
+  return tune_mem_sync(m, comm);
+}
+
 /* Seconds per call of `bytes`, after min(iters, 16) warm-up calls (a
  * pipe's 8 slots of shared memory fault their pages in on first use: a
  * few calls of a size touch them all); every rank makes the same number
  * of calls. */
 static double time_calls(koloComm_t comm, tune_mem *m, int coll, size_t bytes, int iters, int rank) {
-  for (int i = 0; i < (iters < 16 ? iters : 16); i++)
-    if (call_once(comm, m, coll, bytes, rank) != koloSuccess) return -1;
-  if (tune_mem_sync(m, comm) != 0) return -1;
+  if (calls(comm, m, coll, bytes, iters < 16 ? iters : 16, rank) != 0) return -1;
   double t0 = perf_now_us() * 1e-6;
-  for (int i = 0; i < iters; i++)
-    if (call_once(comm, m, coll, bytes, rank) != koloSuccess) return -1;
-  if (tune_mem_sync(m, comm) != 0) return -1;
+  if (calls(comm, m, coll, bytes, iters, rank) != 0) return -1;
   return (perf_now_us() * 1e-6 - t0) / iters;
 }
 
@@ -84,34 +81,9 @@ static void job_env(const tune_args *a, const tune_job *j, int rank) {
   setenv("KOLO_HOSTID", host, 1);
   if (!one_host) setenv("KOLO_NET", j->link == KOLO_LINK_IB ? "ib" : "socket", 1);
   setenv("KOLO_MEMORY", a->cuda ? "cuda" : "host", 1);
-  if (j->algo != NULL) setenv("KOLO_ALGO", j->algo, 1);
-  else unsetenv("KOLO_ALGO");
+  setenv("KOLO_ALGO", j->algo, 1);
   if (j->tuning != NULL) setenv("KOLO_TUNING_FILE", j->tuning, 1);
   else unsetenv("KOLO_TUNING_FILE");
-}
-
-/* One forked rank: the job's times go to fd (rank 0 only). */
-static int rank_main(const tune_args *a, const tune_job *j, koloUniqueId id, int rank, int fd) {
-  job_env(a, j, rank);
-  size_t most = 8;
-  for (int i = 0; i < j->nsizes; i++) most = j->sizes[i] > most ? j->sizes[i] : most;
-  if (j->coll == KOLO_COLL_ALL_GATHER) most *= (size_t)a->nranks; /* the whole output */
-  tune_mem m;
-  if (tune_mem_open(&m, a->cuda, rank, a->ndev, most) != 0) return 1; /* before init: the device is set */
-  koloComm_t comm;
-  if (koloCommInitRank(&comm, a->nranks, id, rank) != koloSuccess) {
-    tune_mem_close(&m);
-    return 1;
-  }
-  double t[TUNE_MAX_SIZES];
-  int bad = warm_up(comm, &m, rank) != 0;
-  for (int i = 0; i < j->nsizes && !bad; i++)
-    bad = (t[i] = time_calls(comm, &m, j->coll, j->sizes[i], j->iters[i], rank)) < 0;
-  if (!bad && rank == 0) bad = write(fd, t, (size_t)j->nsizes * sizeof t[0]) != (ssize_t)((size_t)j->nsizes * sizeof t[0]);
-  if (bad) koloCommAbort(comm); /* peers stop waiting */
-  else koloCommDestroy(comm);
-  tune_mem_close(&m);
-  return bad;
 }
 
 /* The job's id in rank `rank`: rank 0 makes it -- its rendezvous root
@@ -132,11 +104,28 @@ static int rank_id(int rank, int nranks, const int idp[2], koloUniqueId *id) {
   return ok ? 0 : -1;
 }
 
-/* A forked rank: its id, then the job's times to fd (rank 0 only). */
-static int rank_start(const tune_args *a, const tune_job *j, int rank, const int idp[2], int fd) {
+/* One forked rank: its id, then the job's times to fd (rank 0 only). */
+static int rank_main(const tune_args *a, const tune_job *j, int rank, const int idp[2], int fd) {
   koloUniqueId id;
   if (rank_id(rank, a->nranks, idp, &id) != 0) return 1;
-  return rank_main(a, j, id, rank, fd);
+  job_env(a, j, rank);
+  size_t most = 8;
+  for (int i = 0; i < j->nsizes; i++) most = j->sizes[i] > most ? j->sizes[i] : most;
+  if (j->coll == KOLO_COLL_ALL_GATHER) most *= (size_t)a->nranks; /* the whole output */
+  tune_mem m;
+  if (tune_mem_open(&m, a->cuda, rank, a->ndev, most) != 0) return 1; /* before init: the device is set */
+  koloComm_t comm;
+  if (koloCommInitRank(&comm, a->nranks, id, rank) != koloSuccess) return tune_mem_close(&m), 1;
+  double t[TUNE_MAX_SIZES];
+  const size_t tbytes = (size_t)j->nsizes * sizeof t[0];
+  int bad = warm_up(comm, &m, rank) != 0;
+  for (int i = 0; i < j->nsizes && !bad; i++)
+    bad = (t[i] = time_calls(comm, &m, j->coll, j->sizes[i], j->iters[i], rank)) < 0;
+  if (!bad && rank == 0) bad = write(fd, t, tbytes) != (ssize_t)tbytes;
+  if (bad) koloCommAbort(comm); /* peers stop waiting */
+  else koloCommDestroy(comm);
+  tune_mem_close(&m);
+  return bad;
 }
 
 /* This process only forks and waits: it never starts a thread, so every
@@ -144,16 +133,12 @@ static int rank_start(const tune_args *a, const tune_job *j, int rank, const int
 int perf_tune_measure(const tune_args *a, const tune_job *j, double *t) {
   int fds[2], idp[2], ok = 1;
   if (pipe(fds) != 0) return -1;
-  if (pipe(idp) != 0) {
-    close(fds[0]);
-    close(fds[1]);
-    return -1;
-  }
+  if (pipe(idp) != 0) return close(fds[0]), close(fds[1]), -1;
   for (int r = 0; r < a->nranks; r++) {
     pid_t pid = fork();
     if (pid == 0) {
       close(fds[0]);
-      _exit(rank_start(a, j, r, idp, fds[1]));
+      _exit(rank_main(a, j, r, idp, fds[1]));
     }
     ok &= pid > 0;
   }
@@ -203,11 +188,10 @@ static int ib_usable(char *why, size_t len) {
   why[0] = '\0';
   if (kolo_ib_ports(&port, 1, &n, why, len, NULL) == koloSuccess && n > 0) return 1;
   if (why[0] == '\0') snprintf(why, len, "no usable RDMA port");
-  return 0;
 #else
   snprintf(why, len, "this build has no ibverbs");
-  return 0;
 #endif
+  return 0;
 }
 
 /* The ring's latency and bandwidth on each transport into f: shm, socket,
@@ -254,8 +238,7 @@ int perf_tune_main(int argc, char **argv) {
   int r = parse(argc, argv, &a);
   if (r != 0) return r > 0 ? 0 : 2;
   if (a.cuda && count_devices(&a) != 0) return 1;
-  kolo_tuning f;
-  memset(&f, 0, sizeof f);
+  kolo_tuning f = {0};
   if (fit_links(&a, &f) != 0 || perf_tune_crossovers(&a, &f) != 0) return 1;
   FILE *out = fopen(a.out, "w");
   char note[200];

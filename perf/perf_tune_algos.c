@@ -1,7 +1,7 @@
 /* perf_tune_algos.c - kolo-perf tune's search: which algorithm of the
- * all-reduce, the broadcast and the all-gather on how many channels is
- * fastest at each size on this machine, for the -P rank count and the
- * memory kind, written as overrides and channels lines ("override
+ * all-reduce, the broadcast, the reduce and the all-gather on how many
+ * channels is fastest at each size on this machine, for the -P rank count
+ * and the memory kind, written as overrides and channels lines ("override
  * allreduce ALGO LO HI ranks N mem host", "channels broadcast C LO HI
  * ranks N mem host", ...).
  *
@@ -16,23 +16,16 @@
  * A measured choice per size is what NCCL's tuner plugins give its users.
  *
  * Algorithm and channels are searched together (the best count depends on
- * the algorithm): every pair runs the same sizes, REPEATS times, the pairs
- * in turn within each repeat (a noisy second spreads over all); per size,
- * of the pairs whose median is within 5% of the fastest, the one with the
- * fewest channels, then the ring on as many, then the fastest, wins (more
- * channels cost pipes and waits, another algorithm a line of the file:
- * they must win clearly).  Each job forces the algorithm
- * (KOLO_ALGO, "broadcast:tree" for the broadcast's) and loads a tuning
- * file giving every call of the collective its channel count.  A size's range runs from the geometric mean with the size below
- * to that with the size above, the first from 0 and the last to 2^62-1;
- * neighbours with the same winner merge.  Only shm (one host): the
- * algorithms that need one host (direct) would not run across hosts, and
- * the others' crossovers there come from the network.  The all-gather's
- * sizes are per rank, to 32 MiB in all. */
+ * the algorithm), the pairs in turn within each repeat, so that a noisy
+ * second spreads over all.  More channels cost pipes and waits, another
+ * algorithm a line of the file: they must win clearly (winner()).  Only
+ * shm (one host): the algorithms that need one host (direct) would not
+ * run across hosts, and the others' crossovers there come from the
+ * network. */
 #define _GNU_SOURCE
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "perf/perf_tune_int.h"
@@ -57,7 +50,6 @@ static const tune_search searches[] = {
     {KOLO_COLL_BROADCAST, "broadcast", "broadcast:", 3, {KOLO_ALGO_RING, KOLO_ALGO_TREE, KOLO_ALGO_DBTREE, 0, 0}},
     {KOLO_COLL_REDUCE, "reduce", "reduce:", 3, {KOLO_ALGO_RING, KOLO_ALGO_TREE, KOLO_ALGO_DBTREE, 0, 0}},
     {KOLO_COLL_ALL_GATHER, "all-gather", "allgather:", 2, {KOLO_ALGO_RING, KOLO_ALGO_BRUCK, 0, 0, 0}}};
-#define NSEARCHES ((int)(sizeof searches / sizeof searches[0]))
 
 /* Channel counts: 1, 2 and 4 on the host; on a GPU, where each channel is
  * a block, up to 16. */
@@ -76,36 +68,34 @@ static int mem_of(const tune_args *a) { return a->cuda ? KOLO_TUNE_MEM_CUDA : KO
 #define TIE 1.05 /* within 5% of the fastest counts as as fast */
 
 /* Sizes 8 B, 16 B, ... by 2s up to 32 MiB (an all-gather's per rank: to
- * 32 MiB in all), each called enough times to take about 32 MiB of data;
- * quick: by 4s to 32 KiB, 1 MiB of data.  (By 4s the ranges' ends fell
- * between measured sizes: at 8 ranks the direct all-reduce won at 128 B
- * and held 256 B, where it took 1.3x Open MPI's time and recursive
- * doubling would not have.) */
+ * 32 MiB in all), each called enough times to take about 32 MiB of data
+ * (4..500 calls); quick: by 4s to 32 KiB, 1 MiB of data (2..20 calls).
+ * (By 4s the ranges' ends fell between measured sizes: at 8 ranks the
+ * direct all-reduce won at 128 B and held 256 B, where it took 1.3x Open
+ * MPI's time and recursive doubling would not have.) */
 static void plan_sizes(const tune_args *a, const tune_search *s, tune_job *j) {
-  size_t top = (size_t)32 << 20;
-  if (s->coll == KOLO_COLL_ALL_GATHER) top /= (size_t)a->nranks;
-  if (a->quick) tune_plan_sizes(j, (size_t)32 << 10, 4, (size_t)1 << 20, 2, 20);
-  else tune_plan_sizes(j, top, 2, (size_t)32 << 20, 4, 500);
+  size_t top = (size_t)32 << 20, budget = a->quick ? (size_t)1 << 20 : (size_t)32 << 20;
+  if (a->quick) top = (size_t)32 << 10;
+  else if (s->coll == KOLO_COLL_ALL_GATHER) top /= (size_t)a->nranks;
+  const size_t lo = a->quick ? 2 : 4, hi = a->quick ? 20 : 500;
+  for (size_t b = 8; b <= top && j->nsizes < TUNE_MAX_SIZES; b *= a->quick ? 4 : 2) {
+    j->sizes[j->nsizes] = b;
+    j->iters[j->nsizes++] = (int)(budget / b < lo ? lo : budget / b > hi ? hi : budget / b);
+  }
 }
 
 /* A new temporary tuning file giving every call of s's collective on
  * a->nranks ranks `channels` channels; its path into path.  0 or -1. */
 static int write_job_file(const tune_args *a, const tune_search *s, int channels, char path[64]) {
-  kolo_tuning g;
-  memset(&g, 0, sizeof g);
-  g.nchannel_lines = 1;
-  g.ch[0] = (kolo_tune_channels){s->coll, channels, 0, (1ull << 62) - 1, a->nranks, KOLO_TUNE_MEM_ANY};
+  kolo_tuning g = {.nchannel_lines = 1,
+                   .ch[0] = {s->coll, channels, 0, (1ull << 62) - 1, a->nranks, KOLO_TUNE_MEM_ANY}};
   snprintf(path, 64, "/tmp/kolo-tune-job.XXXXXX");
   int fd = mkstemp(path);
   if (fd < 0) return -1;
   FILE *out = fdopen(fd, "w");
-  if (out == NULL) {
-    close(fd);
-    unlink(path);
-    return -1;
-  }
-  int bad = kolo_tuning_write(out, &g, "kolo-perf tune: one job of the search") != 0;
-  bad |= fclose(out) != 0;
+  if (out == NULL) close(fd);
+  int bad = out == NULL || kolo_tuning_write(out, &g, "kolo-perf tune: one job of the search") != 0;
+  bad |= out != NULL && fclose(out) != 0;
   if (bad) unlink(path);
   return bad ? -1 : 0;
 }
@@ -120,10 +110,7 @@ static int measure_pair(const tune_args *a, const tune_search *s, tune_job *j, i
   snprintf(algo, sizeof algo, "%s%s", s->entry, kolo_algo_name(algo_of(a, s, p)));
   j->algo = algo;
   j->tuning = path;
-  j->coll = s->coll;
   int res = perf_tune_measure(a, j, t);
-  j->tuning = NULL;
-  j->algo = NULL;
   unlink(path);
   if (res != 0)
     fprintf(stderr, "kolo-perf tune: the %s %s on %d channels: the ranks failed (KOLO_DEBUG=WARN says why)\n",
@@ -131,18 +118,15 @@ static int measure_pair(const tune_args *a, const tune_search *s, tune_job *j, i
   return res;
 }
 
-/* t[repeat][pair][size] -> med[pair][size]. */
-static void medians(int npair, int repeats, int nsizes, double t[][MAX_PAIRS][TUNE_MAX_SIZES],
-                    double med[][TUNE_MAX_SIZES]) {
-  for (int p = 0; p < npair; p++)
-    for (int i = 0; i < nsizes; i++) {
-      double v[MAX_REPEATS];
-      for (int r = 0; r < repeats; r++) v[r] = t[r][p][i];
-      med[p][i] = tune_median(v, repeats);
-    }
+static int cmp_double(const void *x, const void *y) {
+  double u = *(const double *)x, v = *(const double *)y;
+  return (u > v) - (u < v);
 }
 
-/* The winning pair at size i (see the header), and the table's row. */
+/* The winning pair at size i, and the table's row: of the pairs within
+ * TIE of the fastest, the fastest on the fewest channels, then the ring on
+ * as many where it is as fast (within the noise winners flip from size to
+ * size, and each flip is one more line). */
 static int winner(const tune_args *a, const tune_search *s, const tune_job *j, int i, double med[][TUNE_MAX_SIZES]) {
   int best = 0, pick = -1;
   printf("%9zu", j->sizes[i]);
@@ -154,61 +138,40 @@ static int winner(const tune_args *a, const tune_search *s, const tune_job *j, i
     int as_fast = med[p][i] <= med[best][i] * TIE, fewer = pick < 0 || count_of(a, p) < count_of(a, pick);
     if (as_fast && (fewer || (count_of(a, p) == count_of(a, pick) && med[p][i] < med[pick][i]))) pick = p;
   }
-  /* the ring on as many channels, where it is as fast: another algorithm
-   * must win clearly too (within the noise, winners flip from size to
-   * size, and each flip is one more line) */
   int ring = pick % ncounts(a); /* the ring is each search's first algorithm */
   if (med[ring][i] <= med[best][i] * TIE) pick = ring;
   printf("  %s/%d\n", kolo_algo_name(algo_of(a, s, pick)), count_of(a, pick));
   return pick;
 }
 
-/* Appends override [lo, hi] -> algo for s's collective on a->nranks
- * ranks, merged into the last one when that has the same collective and
- * algorithm. */
-static int add_override(const tune_args *a, const tune_search *s, kolo_tuning *f, int algo, uint64_t lo, uint64_t hi) {
-  kolo_tune_override *last = f->noverrides > 0 ? &f->ov[f->noverrides - 1] : NULL;
-  if (last != NULL && last->coll == s->coll && last->algo == algo && last->nranks == a->nranks && last->hi + 1 == lo) {
-    last->hi = hi;
-    return 0;
-  }
-  if (f->noverrides == KOLO_TUNING_MAX_OVERRIDES) return -1;
-  f->ov[f->noverrides++] = (kolo_tune_override){s->coll, algo, lo, hi, a->nranks, mem_of(a)};
-  return 0;
-}
-
-/* The same for channels lines. */
-static int add_channels(const tune_args *a, const tune_search *s, kolo_tuning *f, int channels, uint64_t lo,
-                        uint64_t hi) {
-  kolo_tune_channels *last = f->nchannel_lines > 0 ? &f->ch[f->nchannel_lines - 1] : NULL;
-  if (last != NULL && last->coll == s->coll && last->channels == channels && last->nranks == a->nranks &&
-      last->hi + 1 == lo) {
-    last->hi = hi;
-    return 0;
-  }
-  if (f->nchannel_lines == KOLO_TUNING_MAX_CHANNEL_LINES) return -1;
-  f->ch[f->nchannel_lines++] = (kolo_tune_channels){s->coll, channels, lo, hi, a->nranks, mem_of(a)};
-  return 0;
-}
-
-/* The winners' size ranges, as overrides and channels lines. */
+/* The winners' size ranges as overrides and channels lines: a size's
+ * range runs from the geometric mean with the size below (0 for the
+ * first) to that with the size above (2^62-1 for the last), and a size
+ * with the same winner as the one below extends its line. */
 static int write_ranges(const tune_args *a, const tune_search *s, const tune_job *j, double med[][TUNE_MAX_SIZES],
                         kolo_tuning *f) {
   printf("%s on %s, %d ranks, us per call (medians), algorithm/channels:\n%9s", s->what, kolo_link_name(j->link),
          a->nranks, s->coll == KOLO_COLL_ALL_GATHER ? "B/rank" : "bytes");
   for (int p = 0; p < npairs(a, s); p++) printf(" %6.6s/%d", kolo_algo_name(algo_of(a, s, p)), count_of(a, p));
   printf("  chosen\n");
-  for (int i = 0; i < j->nsizes; i++) {
-    int p = winner(a, s, j, i, med);
-    uint64_t lo, hi;
-    tune_size_range(j, i, &lo, &hi);
-    if (add_override(a, s, f, algo_of(a, s, p), lo, hi) != 0 || add_channels(a, s, f, count_of(a, p), lo, hi) != 0)
-      return -1;
+  uint64_t lo = 0;
+  for (int i = 0, prev = 0; i < j->nsizes; i++) {
+    const int p = winner(a, s, j, i, med), algo = algo_of(a, s, p), ch = count_of(a, p);
+    const uint64_t hi =
+        i + 1 < j->nsizes ? (uint64_t)sqrt((double)j->sizes[i] * (double)j->sizes[i + 1]) : (1ull << 62) - 1;
+    if (i > 0 && algo == algo_of(a, s, prev)) f->ov[f->noverrides - 1].hi = hi;
+    else if (f->noverrides == KOLO_TUNING_MAX_OVERRIDES) return -1;
+    else f->ov[f->noverrides++] = (kolo_tune_override){s->coll, algo, lo, hi, a->nranks, mem_of(a)};
+    if (i > 0 && ch == count_of(a, prev)) f->ch[f->nchannel_lines - 1].hi = hi;
+    else if (f->nchannel_lines == KOLO_TUNING_MAX_CHANNEL_LINES) return -1;
+    else f->ch[f->nchannel_lines++] = (kolo_tune_channels){s->coll, ch, lo, hi, a->nranks, mem_of(a)};
+    lo = hi + 1, prev = p;
   }
   return 0;
 }
 
-/* One collective's search into f. */
+/* One collective's search into f: every pair at the same sizes, 5 times
+ * (once quick), and each pair's median time per size. */
 static int search(const tune_args *a, const tune_search *s, kolo_tuning *f) {
   static double t[MAX_REPEATS][MAX_PAIRS][TUNE_MAX_SIZES];
   double med[MAX_PAIRS][TUNE_MAX_SIZES];
@@ -218,14 +181,20 @@ static int search(const tune_args *a, const tune_search *s, kolo_tuning *f) {
   for (int r = 0; r < repeats; r++)
     for (int p = 0; p < npairs(a, s); p++)
       if (measure_pair(a, s, &j, p, t[r][p]) != 0) return -1;
-  medians(npairs(a, s), repeats, j.nsizes, t, med);
+  for (int p = 0; p < npairs(a, s); p++)
+    for (int i = 0; i < j.nsizes; i++) {
+      double v[MAX_REPEATS];
+      for (int r = 0; r < repeats; r++) v[r] = t[r][p][i];
+      qsort(v, (size_t)repeats, sizeof v[0], cmp_double);
+      med[p][i] = v[repeats / 2];
+    }
   if (write_ranges(a, s, &j, med, f) == 0) return 0;
   fprintf(stderr, "kolo-perf tune: more than %d size ranges in all\n", KOLO_TUNING_MAX_OVERRIDES);
   return -1;
 }
 
 int perf_tune_crossovers(const tune_args *a, kolo_tuning *f) {
-  for (int k = 0; k < NSEARCHES; k++)
+  for (size_t k = 0; k < sizeof searches / sizeof searches[0]; k++)
     if (search(a, &searches[k], f) != 0) return -1;
   return 0;
 }
