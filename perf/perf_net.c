@@ -21,20 +21,16 @@
 
 #define DEFAULT_PORT 18600
 #define DEFAULT_WINDOW 16
-/* Without -W a window holds what one net pipe of kolo's own keeps in
- * flight (KOLO_BUFFSIZE's default, 4 MiB), but never fewer than
- * MIN_AUTO_WINDOW messages nor more than DEFAULT_WINDOW: a window of 16
- * MiB messages works on 16 MiB that leaves the caches, and streamed 1 MiB
- * messages over loopback 0.74 x as fast as a window of 4 (3 alternating
- * runs on the 2-core VM, 2026-11-29). */
+/* Without -W a window holds what one of kolo's net pipes keeps in flight
+ * (KOLO_BUFFSIZE's default), within MIN_AUTO_WINDOW..DEFAULT_WINDOW
+ * messages: 16 MiB messages in a window of 16 leave the caches (1 MiB ones
+ * streamed over loopback 0.74 x as fast as in a window of 4). */
 #define AUTO_WINDOW_BYTES ((uint64_t)4 << 20)
 #define MIN_AUTO_WINDOW 4
 #define DEFAULT_TIMEOUT_MS 30000
-/* Bytes each side's bandwidth pool may hold: the window shrinks for large
- * messages (one 64 MiB message in flight is plenty to stream). */
+/* Bytes a side's ring may hold: one 64 MiB message in flight streams well. */
 #define POOL_CAP_BYTES ((size_t)256 << 20)
-/* The largest message (a net slot is far smaller; the socket provider
- * takes up to 4 GiB). */
+/* The largest message (a net slot is far smaller). */
 #define MAX_BYTES ((uint64_t)1 << 30)
 #define PLAN_MAGIC 0x6b6e7066u /* "knpf" */
 #define PLAN_VERSION 2 /* 2: window 0 means chosen per size */
@@ -100,11 +96,7 @@ static int parse_opt(net_args *a, int c, const char *v) {
   size_t sz;
   int n;
   switch (c) {
-    case 'P':
-      if (strlen(v) >= sizeof p->provider) return -1;
-      snprintf(p->provider, sizeof p->provider, "%s", v);
-      a->provider_given = 1;
-      return 0;
+    case 'P': return strlen(v) < sizeof p->provider ? (strcpy(p->provider, v), a->provider_given = 1, 0) : -1;
     case 's': return perf_parse_size(v, &sz) == 0 ? (p->min_bytes = p->max_bytes = sz, 0) : -1;
     case 'b': return perf_parse_size(v, &sz) == 0 ? (p->min_bytes = sz, 0) : -1;
     case 'e': return perf_parse_size(v, &sz) == 0 ? (p->max_bytes = sz, 0) : -1;
@@ -156,19 +148,17 @@ static int parse_args(net_args *a, int argc, char **argv) {
       return 1;
     }
     if (c == '?' || parse_opt(a, c, optarg) != 0) {
-      if (c != '?') fprintf(stderr, "kolo-perf net: bad value '%s' for -%c\n", optarg, c < 256 ? c : '-');
+      if (c != '?') net_fail("bad value '%s' for -%c", optarg, c < 256 ? c : '-');
       usage(stderr);
       return -1;
     }
   }
   if (optind < argc) a->host = argv[optind++];
-  if (optind < argc || (a->server && a->host) || p->min_bytes > p->max_bytes || p->max_bytes > MAX_BYTES) {
-    fprintf(stderr, "kolo-perf net: %s\n", optind < argc              ? "one server address at most"
-                                           : a->server                 ? "--server takes no address"
-                                           : p->max_bytes > MAX_BYTES ? "messages of 1 GiB at most"
-                                                                       : "-b is above -e");
-    return -1;
-  }
+  if (optind < argc || (a->server && a->host) || p->min_bytes > p->max_bytes || p->max_bytes > MAX_BYTES)
+    return net_fail("%s", optind < argc              ? "one server address at most"
+                          : a->server                 ? "--server takes no address"
+                          : p->max_bytes > MAX_BYTES ? "messages of 1 GiB at most"
+                                                      : "-b is above -e");
   return 0;
 }
 
@@ -179,11 +169,10 @@ static uint64_t next_size(const net_plan *p, uint64_t s) {
   return n > p->max_bytes || n <= s ? 0 : n;
 }
 
-static uint64_t clamp_u64(uint64_t v, uint64_t lo, uint64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
-
 /* How many messages of `bytes` make `worth` bytes, within lo..hi. */
 static uint64_t count_of(uint64_t worth, uint64_t bytes, uint64_t lo, uint64_t hi) {
-  return clamp_u64(worth / (bytes ? bytes : 1), lo, hi);
+  uint64_t n = worth / (bytes ? bytes : 1);
+  return n < lo ? lo : n > hi ? hi : n;
 }
 
 static int window_for(const net_plan *p, uint64_t bytes) {
@@ -191,12 +180,10 @@ static int window_for(const net_plan *p, uint64_t bytes) {
   return (int)count_of(POOL_CAP_BYTES, bytes, 1, want);
 }
 
-static uint64_t bw_iters(const net_plan *p, uint64_t bytes) {
-  return p->iters ? p->iters : count_of((uint64_t)512 << 20, bytes, 8, 20000);
-}
-
-static uint64_t lat_iters(const net_plan *p, uint64_t bytes) {
-  return p->iters ? p->iters : count_of((uint64_t)128 << 20, bytes, 10, 1000);
+/* Timed messages (latency: round trips) per size, as the usage says. */
+static uint64_t iters_for(const net_plan *p, uint64_t bytes, int lat) {
+  if (p->iters) return p->iters;
+  return lat ? count_of((uint64_t)128 << 20, bytes, 10, 1000) : count_of((uint64_t)512 << 20, bytes, 8, 20000);
 }
 
 /* ---- the rounds of one size ---------------------------------------------------- */
@@ -228,18 +215,18 @@ static void latency_of(net_row *row, double *rtt) {
   row->lat_p99 = percentile(rtt, row->lat_n, 99);
 }
 
-/* Latency: buffers in each ring, LAT_AHEAD + 1 (credits lag by up to 7 of 9,
- * perf_net_xfer.h) while they fit the pool cap, at least 2. */
-#define LAT_AHEAD 8
+/* Latency: buffers in each ring while they fit the pool cap, at least 2
+ * (credits lag by up to 7 of 9, perf_net_xfer.h). */
+#define LAT_RING 9
 
 /* The warm-up round and the timed one of `test` (TEST_BW or TEST_LAT) at
  * row's size; the client fills in the figures. */
-static int size_test(const net_link *l, const net_plan *p, int server, int test, net_row *row) {
-  int lat = test == TEST_LAT, n = lat ? (int)count_of(POOL_CAP_BYTES, row->bytes, 2, LAT_AHEAD + 1) : row->window;
+static int size_test(net_link *l, const net_plan *p, int server, int test, net_row *row) {
+  int lat = test == TEST_LAT, n = lat ? (int)count_of(POOL_CAP_BYTES, row->bytes, 2, LAT_RING) : row->window;
   int both = lat || (p->tests & TEST_BIDIR), tx = both || !server, rx = both || server;
   uint64_t iters = lat ? row->lat_n : row->bw_n;
   double *rtt = lat && !server ? calloc(iters, sizeof *rtt) : NULL;
-  net_bufs b[2] = {{NULL, NULL, 0, 0}, {NULL, NULL, 0, 0}}; /* the send ring, the receive ring */
+  net_bufs b[2] = {{NULL, 0, 0}, {NULL, 0, 0}}; /* the send ring, the receive ring */
   int rc = 0;
   if ((lat && !server && rtt == NULL) || (tx && net_bufs_init(&b[0], n, row->bytes) != 0) ||
       (rx && net_bufs_init(&b[1], n, row->bytes) != 0))
@@ -295,8 +282,7 @@ static void print_row(const net_row *r) {
 }
 
 static void json_row(FILE *f, const net_row *r, int first, int bidir) {
-  fprintf(f, "%s\n    {\"bytes\": %llu, \"window\": %d", first ? "" : ",", (unsigned long long)r->bytes,
-          r->window);
+  fprintf(f, "%s\n    {\"bytes\": %llu, \"window\": %d", first ? "" : ",", (unsigned long long)r->bytes, r->window);
   if (!isnan(r->mbps))
     fprintf(f, ", \"bidir\": %s, \"bw_iters\": %llu, \"bw_MBps\": %.3f, \"bw_GBps\": %.6f",
             bidir ? "true" : "false", (unsigned long long)r->bw_n, r->mbps, r->mbps / 1e3);
@@ -307,10 +293,10 @@ static void json_row(FILE *f, const net_row *r, int first, int bidir) {
 }
 
 /* Runs every size; the client prints.  0, 1 (wrong bytes) or 2. */
-static int sweep(const net_link *l, const net_plan *p, int server, FILE *json) {
+static int sweep(net_link *l, const net_plan *p, int server, FILE *json) {
   uint64_t wrong = 0;
   for (uint64_t s = p->min_bytes, next = 0;; s = next) {
-    net_row row = {s, window_for(p, s), bw_iters(p, s), lat_iters(p, s), NAN, NAN, NAN, 0};
+    net_row row = {s, window_for(p, s), iters_for(p, s, 0), iters_for(p, s, 1), NAN, NAN, NAN, 0};
     if ((p->tests & (TEST_BW | TEST_BIDIR)) && size_test(l, p, server, TEST_BW, &row) != 0) return 2;
     if ((p->tests & TEST_LAT) && size_test(l, p, server, TEST_LAT, &row) != 0) return 2;
     wrong += row.wrong;
@@ -327,51 +313,39 @@ static int sweep(const net_link *l, const net_plan *p, int server, FILE *json) {
 /* ---- connections ----------------------------------------------------------------- */
 
 static void close_link(net_link *l) {
-  if (l->fwd_end->comm) l->net->close(l->fwd_end->comm);
-  if (l->back_end->comm) l->net->close(l->back_end->comm);
-  l->fwd_end->comm = l->back_end->comm = NULL;
+  if (l->fwd.comm) l->net->close(l->fwd.comm);
+  if (l->back.comm) l->net->close(l->back.comm);
 }
 
-/* The provider's two connections over the setup socket.  The handles cross
- * first (the client's first, so neither waits on the other), then the
- * forward connection is made (client connects, server accepts), then the
- * backward one: each blocking call has its partner running at the same time. */
+/* The provider's two connections over the setup socket: the handles cross
+ * (the client's first), then the forward connection is made, then the
+ * backward one, so that each blocking call has its partner running. */
 static int connect_link(net_link *l, int server) {
   struct sockaddr_storage local;
   socklen_t len = sizeof local;
-  if (getsockname(l->oob, (struct sockaddr *)&local, &len) != 0) {
-    perror("kolo-perf net: getsockname");
-    return -1;
-  }
+  if (getsockname(l->oob, (struct sockaddr *)&local, &len) != 0) return net_fail("getsockname: %s", strerror(errno));
   kolo_errbuf eb = {0};
   int ndev = 0;
   void *lcomm = NULL;
   kolo_net_handle mine, theirs;
   int64_t deadline = kolo_deadline(l->timeout_ms);
   koloResult_t res = l->net->devices(&ndev, &eb);
-  if (res == koloSuccess && ndev < 1) {
-    fprintf(stderr, "kolo-perf net: the %s provider finds no device%s%s\n", l->net->name,
-            eb.msg[0] ? ": " : "", eb.msg);
-    return -1;
-  }
+  if (res == koloSuccess && ndev < 1)
+    return net_fail("the %s provider finds no device%s%s", l->net->name, eb.msg[0] ? ": " : "", eb.msg);
   if (res == koloSuccess) res = l->net->listen(&local, 0, &mine, &lcomm, &eb);
-  if (res != koloSuccess) {
-    fprintf(stderr, "kolo-perf net: %s provider: %s\n", l->net->name, eb.msg);
-    return -1;
-  }
-  /* step k: the client sends (k == 0) where the server receives, then the
-   * other way round; k == server is this side's turn to speak */
+  if (res != koloSuccess) return net_fail("%s provider: %s", l->net->name, eb.msg);
+  /* step k == server: this side's turn to speak */
   for (int k = 0; k < 2 && res == koloSuccess; k++)
     res = k == server ? kolo_sock_send_all(l->oob, &mine, sizeof mine, deadline, l->who, &eb)
                       : kolo_sock_recv_all(l->oob, &theirs, sizeof theirs, deadline, l->who, &eb);
   for (int k = 0; k < 2 && res == koloSuccess; k++) { /* forward, then backward */
-    void **comm = &(k ? l->back_end : l->fwd_end)->comm;
+    void **comm = &(k ? &l->back : &l->fwd)->comm;
     res = k == server ? l->net->connect(&theirs, 0, deadline, l->timeout_ms, l->who, comm, &eb)
                       : l->net->accept(lcomm, deadline, l->timeout_ms, l->who, comm, &eb);
   }
   l->net->close_listen(lcomm);
   if (res == koloSuccess) return 0;
-  fprintf(stderr, "kolo-perf net: connecting the %s provider to %s: %s\n", l->net->name, l->who, eb.msg);
+  net_fail("connecting the %s provider to %s: %s", l->net->name, l->who, eb.msg);
   close_link(l); /* the forward connection, when only the backward one failed */
   return -1;
 }
@@ -380,7 +354,7 @@ static const kolo_net_provider *pick_provider(net_plan *p) {
   kolo_errbuf eb = {0};
   const kolo_net_provider *n = p->provider[0] ? kolo_net_find(p->provider) : kolo_net_default(&eb);
   if (n == NULL && p->provider[0])
-    fprintf(stderr, "kolo-perf net: no provider named '%s' in this build (socket%s)\n", p->provider,
+    net_fail("no provider named '%s' in this build (socket%s)", p->provider,
 #ifdef KOLO_HAVE_IBVERBS
             ", ib"
 #else
@@ -388,161 +362,131 @@ static const kolo_net_provider *pick_provider(net_plan *p) {
 #endif
     );
   else if (n == NULL)
-    fprintf(stderr, "kolo-perf net: %s\n", eb.msg);
+    net_fail("%s", eb.msg);
   if (n != NULL) snprintf(p->provider, sizeof p->provider, "%s", n->name);
   return n;
 }
 
-/* The client's side over a connected setup socket. */
-static int run_client(const net_args *a, int oob, const char *peer) {
-  net_plan p = a->plan;
-  net_end fe = {0}, be = {0};
-  net_link l = {pick_provider(&p), &fe, &be, oob, p.timeout_ms, peer, p.busy};
-  if (l.net == NULL) return 2;
-  kolo_errbuf eb = {0};
-  if (kolo_sock_send_all(oob, &p, sizeof p, kolo_deadline(p.timeout_ms), peer, &eb) != koloSuccess) {
-    fprintf(stderr, "kolo-perf net: sending the plan: %s\n", eb.msg);
-    return 2;
-  }
-  if (connect_link(&l, 0) != 0) return 2;
+/* One side, the plan agreed and the provider picked: its two connections,
+ * the sweep, and on the client the table (and the JSON). */
+static int run_plan(net_plan *p, const kolo_net_provider *net, int oob, const char *peer, int server,
+                    const char *json_path) {
+  net_link l = {net, {0}, {0}, oob, p->timeout_ms, peer, p->busy};
+  if (connect_link(&l, server) != 0) return 2;
   FILE *json = NULL;
-  if (a->json && (json = fopen(a->json, "w")) == NULL) {
-    fprintf(stderr, "kolo-perf net: cannot write %s: %s\n", a->json, strerror(errno));
+  if (json_path && (json = fopen(json_path, "w")) == NULL) {
+    net_fail("cannot write %s: %s", json_path, strerror(errno));
     close_link(&l);
     return 2;
   }
-  if (json)
-    fprintf(json, "{\n  \"tool\": \"kolo-perf net\", \"provider\": \"%s\", \"results\": [", p.provider);
-  print_header(&p, peer);
-  int code = sweep(&l, &p, 0, json);
+  if (json) fprintf(json, "{\n  \"tool\": \"kolo-perf net\", \"provider\": \"%s\", \"results\": [", p->provider);
+  if (!server) print_header(p, peer);
+  int code = sweep(&l, p, server, json);
   if (json) {
     fprintf(json, "\n  ]\n}\n");
     if (fclose(json) != 0) code = 2;
   }
   close_link(&l);
+  return server && code == 1 ? 0 : code; /* wrong bytes are the client's to report */
+}
+
+/* The client: the setup connection to addr, the plan sent, then run. */
+static int run_client(const net_args *a, const struct sockaddr_storage *addr) {
+  char peer[96];
+  kolo_addr_str(addr, peer, sizeof peer);
+  net_plan p = a->plan;
+  kolo_errbuf eb = {0};
+  int fd = -1, code = 2;
+  if (kolo_sock_connect(addr, kolo_deadline(p.timeout_ms), p.timeout_ms, peer, &eb, &fd) != koloSuccess) {
+    net_fail("%s", eb.msg);
+    return 2;
+  }
+  const kolo_net_provider *net = pick_provider(&p);
+  if (net && kolo_sock_send_all(fd, &p, sizeof p, kolo_deadline(p.timeout_ms), peer, &eb) != koloSuccess)
+    net_fail("sending the plan: %s", eb.msg);
+  else if (net)
+    code = run_plan(&p, net, fd, peer, 0, a->json);
+  close(fd);
   return code;
 }
 
-/* The server's side: the plan first, then the client's provider. */
-static int run_server(const net_args *a, int oob, const char *peer) {
-  net_plan p;
+/* The client's plan, if this server can follow it: 0, or -1 (said). */
+static int receive_plan(const net_args *a, int oob, const char *peer, net_plan *p) {
   kolo_errbuf eb = {0};
-  if (kolo_sock_recv_all(oob, &p, sizeof p, kolo_deadline(a->plan.timeout_ms), peer, &eb) != koloSuccess) {
-    fprintf(stderr, "kolo-perf net: receiving the plan from %s: %s\n", peer, eb.msg);
-    return 2;
-  }
-  if (p.magic != PLAN_MAGIC || p.version != PLAN_VERSION || p.window < 0 || p.window > KOLO_NET_MAX_REQS) {
-    fprintf(stderr, "kolo-perf net: %s sent no plan of this version\n", peer);
-    return 2;
-  }
-  p.provider[sizeof p.provider - 1] = '\0';
-  if (a->provider_given && strcmp(a->plan.provider, p.provider) != 0) {
-    fprintf(stderr, "kolo-perf net: the client runs the %s provider, this server -P %s\n", p.provider,
-            a->plan.provider);
-    return 2;
-  }
-  net_end fe = {0}, be = {0};
-  net_link l = {pick_provider(&p), &fe, &be, oob, p.timeout_ms, peer, p.busy};
-  if (l.net == NULL || connect_link(&l, 1) != 0) return 2;
-  int code = sweep(&l, &p, 1, NULL);
-  close_link(&l);
-  return code == 1 ? 0 : code; /* wrong bytes are the client's to report */
+  if (kolo_sock_recv_all(oob, p, sizeof *p, kolo_deadline(a->plan.timeout_ms), peer, &eb) != koloSuccess)
+    return net_fail("receiving the plan from %s: %s", peer, eb.msg);
+  if (p->magic != PLAN_MAGIC || p->version != PLAN_VERSION || p->window < 0 || p->window > KOLO_NET_MAX_REQS)
+    return net_fail("%s sent no plan of this version", peer);
+  p->provider[sizeof p->provider - 1] = '\0';
+  if (a->provider_given && strcmp(a->plan.provider, p->provider) != 0)
+    return net_fail("the client runs the %s provider, this server -P %s", p->provider, a->plan.provider);
+  return 0;
 }
-
-/* ---- setup socket ------------------------------------------------------------------ */
 
 /* Waits (without bound) for one client on lfd; the connection or -1. */
 static int accept_client(int lfd, char *peer, size_t len) {
-  for (;;) {
+  struct sockaddr_storage from;
+  kolo_errbuf eb = {0};
+  int fd = -1;
+  while (fd < 0) {
     struct pollfd pf = {lfd, POLLIN, 0};
-    if (kolo_poll(&pf, 1, 0) < 0) {
-      perror("kolo-perf net: poll");
-      return -1;
-    }
-    struct sockaddr_storage from;
-    kolo_errbuf eb = {0};
-    int fd = -1;
-    if (kolo_sock_accept(lfd, &from, &eb, &fd) != koloSuccess) {
-      fprintf(stderr, "kolo-perf net: %s\n", eb.msg);
-      return -1;
-    }
-    if (fd < 0) continue;
-    kolo_addr_str(&from, peer, len);
-    return fd;
+    if (kolo_poll(&pf, 1, 0) < 0) return net_fail("poll: %s", strerror(errno));
+    if (kolo_sock_accept(lfd, &from, &eb, &fd) != koloSuccess) return net_fail("%s", eb.msg);
   }
+  kolo_addr_str(&from, peer, len);
+  return fd;
+}
+
+/* The server: one client on lfd (closed), its plan, then run. */
+static int serve(const net_args *a, int lfd) {
+  char peer[96];
+  net_plan p;
+  int fd = accept_client(lfd, peer, sizeof peer), code = 2;
+  close(lfd);
+  if (fd < 0) return 2;
+  const kolo_net_provider *net = receive_plan(a, fd, peer, &p) == 0 ? pick_provider(&p) : NULL;
+  if (net) code = run_plan(&p, net, fd, peer, 1, NULL);
+  close(fd);
+  return code;
 }
 
 static int resolve(const char *host, int port, struct sockaddr_storage *out) {
   char name[256], service[16];
   snprintf(name, sizeof name, "%s", host);
   char *colon = strrchr(name, ':');
-  if (colon && strchr(name, ':') == colon) { /* HOST:PORT (one colon: no IPv6 literal) */
-    *colon = '\0';
-    port = atoi(colon + 1);
-  }
+  if (colon && strchr(name, ':') == colon) /* HOST:PORT (one colon: no IPv6 literal) */
+    *colon = '\0', port = atoi(colon + 1);
   snprintf(service, sizeof service, "%d", port);
   struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
   int err = getaddrinfo(name, service, &hints, &ai);
-  if (err != 0 || ai == NULL) {
-    fprintf(stderr, "kolo-perf net: cannot resolve %s: %s\n", host, gai_strerror(err));
-    return -1;
-  }
+  if (err != 0 || ai == NULL) return net_fail("cannot resolve %s: %s", host, gai_strerror(err));
   memset(out, 0, sizeof *out);
   memcpy(out, ai->ai_addr, ai->ai_addrlen);
   freeaddrinfo(ai);
   return 0;
 }
 
-static int client_to(const net_args *a, const struct sockaddr_storage *addr) {
-  char peer[96];
-  kolo_addr_str(addr, peer, sizeof peer);
-  kolo_errbuf eb = {0};
-  int fd = -1;
-  if (kolo_sock_connect(addr, kolo_deadline(a->plan.timeout_ms), a->plan.timeout_ms, peer, &eb, &fd) !=
-      koloSuccess) {
-    fprintf(stderr, "kolo-perf net: %s\n", eb.msg);
-    return 2;
-  }
-  int code = run_client(a, fd, peer);
-  close(fd);
-  return code;
-}
-
-static int listen_on(int port, const char *host, struct sockaddr_storage *addr) {
+/* The setup socket's listener on 127.0.0.1 (loopback) or every address. */
+static int listen_on(int port, int loopback, struct sockaddr_storage *addr) {
+  struct sockaddr_in in = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                           .sin_addr.s_addr = htonl(loopback ? INADDR_LOOPBACK : INADDR_ANY)};
   memset(addr, 0, sizeof *addr);
-  struct sockaddr_in *in = (struct sockaddr_in *)addr;
-  in->sin_family = AF_INET;
-  in->sin_port = htons((uint16_t)port);
-  in->sin_addr.s_addr = host ? htonl(INADDR_LOOPBACK) : htonl(INADDR_ANY);
+  memcpy(addr, &in, sizeof in);
   kolo_errbuf eb = {0};
   int fd = -1;
-  if (kolo_sock_listen(addr, &eb, &fd) != koloSuccess) {
-    fprintf(stderr, "kolo-perf net: %s\n", eb.msg);
-    return -1;
-  }
-  return fd;
-}
-
-static int serve(const net_args *a, int lfd) {
-  char peer[96];
-  int fd = accept_client(lfd, peer, sizeof peer);
-  close(lfd);
-  if (fd < 0) return 2;
-  int code = run_server(a, fd, peer);
-  close(fd);
-  return code;
+  return kolo_sock_listen(addr, &eb, &fd) == koloSuccess ? fd : net_fail("%s", eb.msg);
 }
 
 /* Both sides here: the server forked (before any thread exists), the
  * client in this process, over 127.0.0.1. */
 static int run_both(const net_args *a) {
   struct sockaddr_storage addr;
-  int lfd = listen_on(0, "loopback", &addr);
+  int lfd = listen_on(0, 1, &addr);
   if (lfd < 0) return 2;
   fflush(NULL);
   pid_t parent = getpid(), pid = fork();
   if (pid < 0) {
-    perror("kolo-perf net: fork");
+    net_fail("fork: %s", strerror(errno));
     close(lfd);
     return 2;
   }
@@ -553,16 +497,14 @@ static int run_both(const net_args *a) {
     _exit(code);
   }
   close(lfd);
-  int code = client_to(a, &addr), status = 0;
+  int code = run_client(a, &addr), status = 0;
   if (code == 2) kill(pid, SIGTERM); /* it may wait for us still */
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (code != 2 && WIFSIGNALED(status))
-    fprintf(stderr, "kolo-perf net: the server process was killed by signal %d\n", WTERMSIG(status));
-  else if (code != 2 && WIFEXITED(status) && WEXITSTATUS(status) != 0)
-    fprintf(stderr, "kolo-perf net: the server process failed (exit status %d)\n", WEXITSTATUS(status));
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) continue;
+  if (code == 2 || (!WIFSIGNALED(status) && WEXITSTATUS(status) == 0)) return code;
+  if (WIFSIGNALED(status))
+    net_fail("the server process was killed by signal %d", WTERMSIG(status));
   else
-    return code;
+    net_fail("the server process failed (exit status %d)", WEXITSTATUS(status));
   return 2;
 }
 
@@ -579,7 +521,7 @@ int perf_net_main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   struct sockaddr_storage addr;
   if (a.server) {
-    int lfd = listen_on(a.port, NULL, &addr);
+    int lfd = listen_on(a.port, 0, &addr);
     if (lfd < 0) return 2;
     printf("# kolo-perf net: server waiting on port %d\n", a.port);
     fflush(stdout);
@@ -587,5 +529,5 @@ int perf_net_main(int argc, char **argv) {
   }
   if (a.host == NULL) return run_both(&a);
   if (resolve(a.host, a.port, &addr) != 0) return 2;
-  return client_to(&a, &addr);
+  return run_client(&a, &addr);
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,47 +18,43 @@
 
 #define POISON 0xa5
 #define SAMPLE_STRIDE_WORDS 512 /* timed rounds: one word in every 4 KiB */
-/* Unproductive provider turns before sleeping in poll() on its fds: a
- * short spin keeps latency low, the sleep keeps a busy receiver from taking
- * the CPU its sender (or the kernel's TCP) needs on a small machine.  A
- * KOLO_NET_SPIN provider (ib) spins longer while this side sends, as the
- * proxy does (net.h). */
+/* Unproductive provider turns before sleeping in poll() on its fds: the
+ * spin keeps latency low, the sleep leaves a small machine's CPU to the
+ * sender (or the kernel's TCP).  KOLO_NET_SPIN (ib): see keep_spinning. */
 #define SPIN_TURNS 200
 #define SLEEP_MS 1
+
+int net_fail(const char *fmt, ...) {
+  char line[256]; /* the sentence's format: one write, as one fprintf makes */
+  snprintf(line, sizeof line, "kolo-perf net: %s\n", fmt);
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, line, ap);
+  va_end(ap);
+  return -1;
+}
 
 /* ---- pattern ---------------------------------------------------------------- */
 
 static uint64_t mix(uint64_t x) { /* splitmix64's finalizer */
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
 }
 
 static uint64_t pat_word(uint64_t seed, size_t j) { return mix(seed * 0x9e3779b97f4a7c15ull + j); }
-
-/* Buffer k of a ring (the slot of steps k mod n) carries seed k + 1. */
-static uint64_t stamp_of(uint64_t iter) { return mix(iter + 0x6b6f6c6full); }
-
 static size_t nwords(size_t bytes) { return (bytes + 7) / 8; }
 
 /* The expected word j of the message of iteration `iter`. */
 static uint64_t msg_word(uint64_t seed, uint64_t iter, size_t j, size_t nw) {
   uint64_t w = pat_word(seed, j);
-  if (j == 0 || j == nw - 1) w ^= stamp_of(iter);
+  if (j == 0 || j == nw - 1) w ^= mix(iter + 0x6b6f6c6full); /* the iteration's stamp */
   return w;
 }
 
 /* Word j's bytes that lie inside the buffer. */
 static size_t word_len(size_t bytes, size_t j) { return bytes - j * 8 < 8 ? bytes - j * 8 : 8; }
-
 static void put_word(char *buf, size_t bytes, size_t j, uint64_t w) { memcpy(buf + j * 8, &w, word_len(bytes, j)); }
-
-static void fill(char *buf, size_t bytes, uint64_t seed) {
-  size_t nw = nwords(bytes);
-  for (size_t j = 0; j < nw; j++) put_word(buf, bytes, j, pat_word(seed, j));
-}
 
 /* Makes a pool buffer the message of `iter`: its first and last words. */
 static void stamp(char *buf, size_t bytes, uint64_t seed, uint64_t iter) {
@@ -78,46 +75,38 @@ static uint64_t wrong_in_word(const char *buf, size_t bytes, size_t j, uint64_t 
 
 /* Wrong bytes of a received message: all of them, or a sample. */
 static uint64_t check(const char *buf, size_t bytes, uint64_t seed, uint64_t iter, int full) {
-  size_t nw = nwords(bytes);
+  size_t nw = nwords(bytes), stride = full ? 1 : SAMPLE_STRIDE_WORDS;
   uint64_t wrong = 0;
-  size_t stride = full ? 1 : SAMPLE_STRIDE_WORDS;
   for (size_t j = 0; j < nw; j += stride) wrong += wrong_in_word(buf, bytes, j, msg_word(seed, iter, j, nw));
   if (!full && nw > 1 && (nw - 1) % stride != 0)
     wrong += wrong_in_word(buf, bytes, nw - 1, msg_word(seed, iter, nw - 1, nw));
   return wrong;
 }
 
+/* Buffer k of the ring: the slot of steps k mod n, which carries seed k + 1. */
+static char *slot(const net_bufs *b, int k) { return b->base + (size_t)k * b->bytes; }
+
 int net_bufs_init(net_bufs *b, int n, size_t bytes) {
-  *b = (net_bufs){NULL, calloc((size_t)n, sizeof *b->pool), n, bytes};
+  *b = (net_bufs){NULL, n, bytes};
   /* Page aligned, as kolo's net slots are (ib registers them). */
-  if (b->pool == NULL || posix_memalign((void **)&b->base, 4096, (size_t)n * bytes + 1) != 0) {
-    fprintf(stderr, "kolo-perf net: cannot allocate %d buffers of %zu bytes\n", n, bytes);
-    return -1;
-  }
-  for (int k = 0; k < n; k++) {
-    b->pool[k] = b->base + (size_t)k * bytes;
-    fill(b->pool[k], bytes, (uint64_t)k + 1);
-  }
+  if (posix_memalign((void **)&b->base, 4096, (size_t)n * bytes + 1) != 0)
+    return net_fail("cannot allocate %d buffers of %zu bytes", n, bytes);
+  for (int k = 0; k < n; k++)
+    for (size_t j = 0; j < nwords(bytes); j++) put_word(slot(b, k), bytes, j, pat_word((uint64_t)k + 1, j));
   return 0;
 }
 
-void net_bufs_fini(net_bufs *b) {
-  free(b->base);
-  free(b->pool);
-}
+void net_bufs_fini(net_bufs *b) { free(b->base); }
 
 /* ---- waiting on the provider ------------------------------------------------- */
 
 static int provider_failed(const net_link *l, const char *what, const kolo_errbuf *eb) {
-  fprintf(stderr, "kolo-perf net: %s (%s provider, peer %s): %s\n", what, l->net->name, l->who, eb->msg);
-  return -1;
+  return net_fail("%s (%s provider, peer %s): %s", what, l->net->name, l->who, eb->msg);
 }
 
-/* The pacer's clock: CLOCK_MONOTONIC in ms as of the kernel's last tick.
- * It is read every turn, and a precise clock is not free everywhere: a VM
- * without a usable TSC (QEMU's software emulation, where the soft-RoCE
- * figures come from) reads the HPET, ~2 us and an exit to the emulator per
- * read, slowing this loop and the other vCPU alike. */
+/* The pacer's clock, read every turn: CLOCK_MONOTONIC as of the kernel's
+ * last tick, since a VM without a usable TSC (QEMU's, the soft-RoCE guest)
+ * reads the HPET, ~2 us and an exit to the emulator per precise read. */
 static int64_t coarse_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
@@ -126,41 +115,29 @@ static int64_t coarse_ms(void) {
 
 typedef struct {
   int idle;
-  int64_t deadline; /* coarse_ms; 0: none */
-  int64_t since;    /* coarse_ms: the start, or the last turn that moved */
+  int64_t since; /* coarse_ms: the start, or the last turn that moved */
 } pacer;
 
 /* When this process last posted a send or saw one finish (KOLO_NET_SPIN). */
 static int64_t last_send_ms = INT64_MIN / 2;
 
 /* A pacer started now: at the start of a wait, and after each turn that moved. */
-static pacer pacer_start(const net_link *l) {
-  int64_t now = coarse_ms();
-  return (pacer){0, l->timeout_ms > 0 ? now + l->timeout_ms : 0, now};
-}
+static pacer pacer_start(void) { return (pacer){0, coarse_ms()}; }
 
-/* KOLO_NET_SPIN: keep polling while this side sends (sends in flight, or
- * one finished lately: an answer is due), up to KOLO_NET_SPIN_MS after the
- * last progress. */
+/* KOLO_NET_SPIN: keep polling while this side sends (sends in flight, or one
+ * finished lately: an answer is due), up to KOLO_NET_SPIN_MS after progress. */
 static int keep_spinning(const pacer *p, const net_link *l, int64_t now, int sending) {
   if (!(l->net->flags & KOLO_NET_SPIN)) return 0;
   return now - p->since < KOLO_NET_SPIN_MS && (sending || now - last_send_ms < KOLO_NET_SPIN_MS);
 }
 
-/* After a turn of the loop: spins, then sleeps on the connections' fds
- * (comm2 may be NULL); `sending`: this side has sends in flight.  -1 (said)
+/* After a turn that moved nothing: spins, then sleeps on the fds of comm and
+ * comm2 (or NULL), `sending` when this side has sends in flight; -1 (said)
  * when nothing moved for the whole timeout. */
-static int pacer_turn(pacer *p, const net_link *l, void *comm, void *comm2, int moved, int sending) {
-  if (moved) {
-    *p = pacer_start(l);
-    return 0;
-  }
+static int pacer_turn(pacer *p, const net_link *l, void *comm, void *comm2, int sending) {
   int64_t now = coarse_ms();
-  if (p->deadline != 0 && now >= p->deadline) {
-    fprintf(stderr, "kolo-perf net: nothing moved for %d ms (%s provider, peer %s)\n", l->timeout_ms,
-            l->net->name, l->who);
-    return -1;
-  }
+  if (l->timeout_ms > 0 && now - p->since >= l->timeout_ms)
+    return net_fail("nothing moved for %d ms (%s provider, peer %s)", l->timeout_ms, l->net->name, l->who);
   if (++p->idle < SPIN_TURNS || l->busy || keep_spinning(p, l, now, sending)) return 0;
   struct pollfd pf[2 * (KOLO_NET_MAX_STREAMS + 2)];
   int n = l->net->pollfds(comm, pf, KOLO_NET_MAX_STREAMS + 2);
@@ -173,25 +150,23 @@ static int pacer_turn(pacer *p, const net_link *l, void *comm, void *comm2, int 
 /* ---- one end of a connection ------------------------------------------------------ */
 
 static void on_slice(void *ctx, uint32_t step, uint32_t len, const kolo_call_sig *sig) {
-  (void)len;
-  (void)sig;
+  (void)len, (void)sig;
   ((net_end *)ctx)->landed = step + 1;
 }
 static void on_credit(void *ctx, uint32_t head) { ((net_end *)ctx)->head = head; }
 static void on_stop(void *ctx, uint32_t word, const kolo_call_mismatch *report) {
-  (void)word;
-  (void)report;
+  (void)word, (void)report;
   ((net_end *)ctx)->stopped = 1;
 }
 
-/* Binds the ring to the end for a round (nothing is in flight between
- * rounds: each ends settled). */
+/* Binds the ring to the end for a round (none is in flight: rounds end settled). */
 static int bind_end(const net_link *l, net_end *e, net_bufs *b) {
   kolo_net_ring ring = {b->base, (uint32_t)b->n, b->bytes, 0};
   kolo_net_sink sink = {e, on_slice, on_credit, on_stop};
   kolo_errbuf eb = {0};
   if (l->net->bind(e->comm, &ring, &sink, &eb) != koloSuccess) return provider_failed(l, "bind", &eb);
   e->base = e->next;
+  e->ring = b;
   return 0;
 }
 
@@ -199,16 +174,13 @@ static int bind_end(const net_link *l, net_end *e, net_bufs *b) {
 static int end_turn(const net_link *l, net_end *e, unsigned dir) {
   kolo_errbuf eb = {0};
   if (l->net->progress(e->comm, dir, &eb) != koloSuccess) return provider_failed(l, "progress", &eb);
-  if (!e->stopped) return 0;
-  fprintf(stderr, "kolo-perf net: %s sent a stop word (%s provider)\n", l->who, l->net->name);
-  return -1;
+  return e->stopped ? net_fail("%s sent a stop word (%s provider)", l->who, l->net->name) : 0;
 }
 
-/* Receiver: credits what it drained when a net pipe would
- * (kolo_net_pipe_credit_due), or `force`. */
-static int credit(const net_link *l, net_end *e, int window, int force) {
+/* Receiver: credits what it drained when a net pipe would, or `force`. */
+static int credit(const net_link *l, net_end *e, int force) {
   uint32_t owed = e->next - e->credited;
-  if (owed == 0 || (!force && !kolo_net_pipe_credit_due(owed, (uint32_t)window))) return 0;
+  if (owed == 0 || (!force && !kolo_net_pipe_credit_due(owed, (uint32_t)e->ring->n))) return 0;
   kolo_errbuf eb = {0};
   int queued = 0;
   if (l->net->send_credit(e->comm, e->next, &queued, &eb) != koloSuccess) return provider_failed(l, "credit", &eb);
@@ -216,41 +188,38 @@ static int credit(const net_link *l, net_end *e, int window, int force) {
   return 0;
 }
 
-/* Ends a round settled (perf_net_xfer.h): what rx drained credited and
- * written, and every message tx sent credited by the peer (either may be
- * NULL). */
-static int settle(const net_link *l, net_end *tx, net_end *rx, int window) {
-  pacer p = pacer_start(l);
+/* Ends a round settled: what rx drained credited and written, and every
+ * message tx sent credited by the peer (either may be NULL). */
+static int settle(const net_link *l, net_end *tx, net_end *rx) {
+  pacer p = pacer_start();
   for (;;) {
-    if (rx && (credit(l, rx, window, 1) != 0 || end_turn(l, rx, KOLO_NET_OUT) != 0)) return -1;
+    if (rx && (credit(l, rx, 1) != 0 || end_turn(l, rx, KOLO_NET_OUT) != 0)) return -1;
     if (tx && end_turn(l, tx, KOLO_NET_OUT | KOLO_NET_IN) != 0) return -1;
     int done = (!rx || (rx->credited == rx->next && !l->net->pending(rx->comm))) &&
                (!tx || (tx->head == tx->next && !l->net->pending(tx->comm)));
     if (done) return 0;
-    if (pacer_turn(&p, l, tx ? tx->comm : rx->comm, tx && rx ? rx->comm : NULL, 0, tx != NULL) != 0) return -1;
+    if (pacer_turn(&p, l, tx ? tx->comm : rx->comm, tx && rx ? rx->comm : NULL, tx != NULL) != 0) return -1;
   }
 }
 
-/* Receiver: checks every message that arrived (and poisons its buffer for
- * the next lap when checking fully); 1 when one did. */
-static int drain(net_end *e, const net_round *r, net_bufs *b, uint64_t *wrong) {
+/* Receiver: checks what arrived (poisoning it for the next lap when full); 1 if any. */
+static int drain(net_end *e, const net_round *r, uint64_t *wrong) {
   int moved = 0;
   for (; e->next != e->landed; e->next++, moved = 1) {
-    int k = (int)(e->next % (uint32_t)b->n);
-    *wrong += check(b->pool[k], r->bytes, (uint64_t)k + 1, e->next - e->base, r->full);
-    if (r->full) memset(b->pool[k], POISON, r->bytes);
+    int k = (int)(e->next % (uint32_t)e->ring->n);
+    *wrong += check(slot(e->ring, k), r->bytes, (uint64_t)k + 1, e->next - e->base, r->full);
+    if (r->full) memset(slot(e->ring, k), POISON, r->bytes);
   }
   return moved;
 }
 
 /* Sender: hands over the round's messages before `upto` that the window
- * allows, each in its step's buffer, until the provider has no room now
- * (*moved when it took one). */
-static int feed(const net_link *l, net_end *e, const net_round *r, net_bufs *b, uint64_t upto, int *moved) {
-  for (int sent = 1; sent && e->next - e->base < upto && e->next - e->head < (uint32_t)b->n;) {
-    int k = (int)(e->next % (uint32_t)b->n);
+ * allows, until the provider has no room now (*moved when it took one). */
+static int feed(const net_link *l, net_end *e, const net_round *r, uint64_t upto, int *moved) {
+  for (int sent = 1; sent && e->next - e->base < upto && e->next - e->head < (uint32_t)e->ring->n;) {
+    int k = (int)(e->next % (uint32_t)e->ring->n);
     kolo_errbuf eb = {0};
-    stamp(b->pool[k], r->bytes, (uint64_t)k + 1, e->next - e->base);
+    stamp(slot(e->ring, k), r->bytes, (uint64_t)k + 1, e->next - e->base);
     sent = 0;
     if (l->net->send_slice(e->comm, e->next, r->bytes, NULL, &sent, &eb) != koloSuccess)
       return provider_failed(l, "send", &eb);
@@ -264,140 +233,105 @@ static int feed(const net_link *l, net_end *e, const net_round *r, net_bufs *b, 
 
 /* Its 16-byte messages (the plan goes first, whole: perf_net.c). */
 enum { NET_MSG_READY = 2, NET_MSG_DONE = 3 };
-typedef struct {
-  uint32_t tag, pad;
-  uint64_t value;
-} wire_msg;
+typedef struct { uint32_t tag, pad; uint64_t value; } wire_msg;
 
-static int net_msg_send(const net_link *l, uint32_t tag, uint64_t value) {
-  wire_msg m = {tag, 0, value};
+/* Says (say) or hears message `tag`, with *value when there is one: 0, or -1 (said). */
+static int net_msg(const net_link *l, int say, uint32_t tag, uint64_t *value) {
+  wire_msg m = {tag, 0, say && value ? *value : 0};
   kolo_errbuf eb = {0};
-  if (kolo_sock_send_all(l->oob, &m, sizeof m, kolo_deadline(l->timeout_ms), l->who, &eb) == koloSuccess)
-    return 0;
-  fprintf(stderr, "kolo-perf net: the setup connection: %s\n", eb.msg);
-  return -1;
-}
-
-static int net_msg_recv(const net_link *l, uint32_t tag, uint64_t *value) {
-  wire_msg m;
-  kolo_errbuf eb = {0};
-  if (kolo_sock_recv_all(l->oob, &m, sizeof m, kolo_deadline(l->timeout_ms), l->who, &eb) != koloSuccess) {
-    fprintf(stderr, "kolo-perf net: the setup connection: %s\n", eb.msg);
-    return -1;
-  }
-  if (m.tag != tag) {
-    fprintf(stderr, "kolo-perf net: %s sent message %u where %u was due (different versions?)\n", l->who,
-            m.tag, tag);
-    return -1;
-  }
-  if (value) *value = m.value;
+  int64_t deadline = kolo_deadline(l->timeout_ms);
+  if ((say ? kolo_sock_send_all(l->oob, &m, sizeof m, deadline, l->who, &eb)
+           : kolo_sock_recv_all(l->oob, &m, sizeof m, deadline, l->who, &eb)) != koloSuccess)
+    return net_fail("the setup connection: %s", eb.msg);
+  if (m.tag != tag) return net_fail("%s sent message %u where %u was due (different versions?)", l->who, m.tag, tag);
+  if (!say && value) *value = m.value;
   return 0;
 }
 
 /* ---- the rounds -------------------------------------------------------------- */
 
-/* "Ready": the server's to the client; both ways at once (`both`), the
- * client's first, then the server's: each side's ring is bound before the
- * other starts sending. */
-static int ready(const net_link *l, int server, int both) {
-  if (both && (server ? net_msg_recv(l, NET_MSG_READY, NULL) : net_msg_send(l, NET_MSG_READY, 0)) != 0) return -1;
-  return server ? net_msg_send(l, NET_MSG_READY, 0) : net_msg_recv(l, NET_MSG_READY, NULL);
-}
-
-/* "Got all" with this side's wrong bytes: the server's to the client; both
- * ways at once, both say it, then read the other's. */
-static int done(const net_link *l, int server, int both, uint64_t wrong, uint64_t *theirs) {
-  if ((server || both) && net_msg_send(l, NET_MSG_DONE, wrong) != 0) return -1;
-  return !server || both ? net_msg_recv(l, NET_MSG_DONE, theirs) : 0;
-}
-
-/* Bandwidth: sends on tx and receives on rx (one of them NULL: one way),
- * each with its window, until this side has all its credits and all the
- * peer's messages. */
-static int bw_round(const net_link *l, net_end *tx, net_end *rx, const net_round *r, net_bufs *send, net_bufs *recv,
-                    uint64_t *wrong) {
-  pacer p = pacer_start(l);
+/* Bandwidth: sends on tx and receives on rx (one of them NULL: one way)
+ * until this side has all its credits and all the peer's messages. */
+static int bw_round(const net_link *l, net_end *tx, net_end *rx, const net_round *r, uint64_t *wrong) {
+  pacer p = pacer_start();
   while ((tx && tx->head - tx->base < r->iters) || (rx && rx->next - rx->base < r->iters)) {
     int moved = 0;
     uint32_t head = tx ? tx->head : 0;
-    if (tx && (feed(l, tx, r, send, r->iters, &moved) != 0 || end_turn(l, tx, KOLO_NET_OUT | KOLO_NET_IN) != 0))
+    if (tx && (feed(l, tx, r, r->iters, &moved) != 0 || end_turn(l, tx, KOLO_NET_OUT | KOLO_NET_IN) != 0))
       return -1;
     if (rx && end_turn(l, rx, KOLO_NET_OUT | KOLO_NET_IN) != 0) return -1;
-    moved |= (rx && drain(rx, r, recv, wrong)) | (tx && tx->head != head);
+    moved |= (rx && drain(rx, r, wrong)) | (tx && tx->head != head);
     /* Both ways, all of the peer's messages in: credit the last ones now,
      * whatever their number, or a peer still waiting for them would wait
      * forever while this side waits for its own last credits. */
-    if (rx && credit(l, rx, recv->n, tx && rx->next - rx->base >= r->iters) != 0) return -1;
-    if (pacer_turn(&p, l, (tx ? tx : rx)->comm, tx && rx ? rx->comm : NULL, moved, tx && tx->next != tx->head) != 0)
+    if (rx && credit(l, rx, tx && rx->next - rx->base >= r->iters) != 0) return -1;
+    if (moved)
+      p = pacer_start();
+    else if (pacer_turn(&p, l, (tx ? tx : rx)->comm, tx && rx ? rx->comm : NULL, tx && tx->next != tx->head) != 0)
       return -1;
   }
-  return rx ? settle(l, tx, rx, recv->n) : 0;
+  return rx ? settle(l, tx, rx) : 0;
 }
 
-/* Sends message i of the round on tx once the window allows (credits come
- * back as a net pipe sends them: rarely waited for). */
-static int lat_send(const net_link *l, net_end *tx, const net_round *r, net_bufs *send, uint64_t i) {
-  pacer p = pacer_start(l);
+/* Sends message i on tx once the window allows (credits come as a net pipe's). */
+static int lat_send(const net_link *l, net_end *tx, const net_round *r, uint64_t i) {
+  pacer p = pacer_start();
   for (;;) {
     int moved = 0;
-    uint32_t next = tx->next;
-    if (feed(l, tx, r, send, i + 1, &moved) != 0) return -1;
+    if (feed(l, tx, r, i + 1, &moved) != 0) return -1;
     if (end_turn(l, tx, moved ? KOLO_NET_OUT : KOLO_NET_OUT | KOLO_NET_IN) != 0) return -1;
-    if (tx->next != next) return 0;
-    if (pacer_turn(&p, l, tx->comm, NULL, 0, 1) != 0) return -1;
+    if (moved) return 0;
+    if (pacer_turn(&p, l, tx->comm, NULL, 1) != 0) return -1;
   }
 }
 
-/* Waits for message i on rx, checks it, credits as a net pipe
- * would.  What tx could not write at once goes on meanwhile: the peer's
- * answer waits for it. */
-static int lat_recv(const net_link *l, net_end *tx, net_end *rx, const net_round *r, net_bufs *recv, uint64_t i,
-                    uint64_t *wrong) {
-  pacer p = pacer_start(l);
+/* Waits for message i on rx, checks it, credits.  What tx could not write
+ * at once goes on meanwhile: the peer's answer waits for it. */
+static int lat_recv(const net_link *l, net_end *tx, net_end *rx, const net_round *r, uint64_t i, uint64_t *wrong) {
+  pacer p = pacer_start();
   while (rx->landed - rx->base <= i) {
     int out = l->net->pending(tx->comm);
     if ((out && end_turn(l, tx, KOLO_NET_OUT) != 0) || end_turn(l, rx, KOLO_NET_OUT | KOLO_NET_IN) != 0) return -1;
-    if (rx->landed - rx->base <= i && pacer_turn(&p, l, rx->comm, out ? tx->comm : NULL, 0, out) != 0) return -1;
+    if (rx->landed - rx->base <= i && pacer_turn(&p, l, rx->comm, out ? tx->comm : NULL, out) != 0) return -1;
   }
-  drain(rx, r, recv, wrong);
-  return credit(l, rx, recv->n, 0);
+  drain(rx, r, wrong);
+  return credit(l, rx, 0);
 }
 
-/* Latency: ping-pong, the client's message first.  One clock read per
- * round trip, on the client, as perftest takes the time between
- * consecutive posts: round trip i runs from the read that ended round
- * trip i - 1 (its check and the next stamp, a few words, fall inside).
- * In the soft-RoCE guest a precise read costs microseconds (see
- * coarse_ms), so two per round trip would weigh on a ~50 us figure. */
-static int lat_round(const net_link *l, net_end *tx, net_end *rx, const net_round *r, net_bufs *send, net_bufs *recv,
-                     int server, uint64_t *wrong) {
+/* Latency: ping-pong, the client's message first.  One clock read per round
+ * trip, on the client, as perftest takes the time between consecutive posts:
+ * in the soft-RoCE guest a precise read costs microseconds (coarse_ms), so
+ * two per round trip would weigh on a ~50 us figure. */
+static int lat_round(const net_link *l, net_end *tx, net_end *rx, const net_round *r, int server, uint64_t *wrong) {
   double prev = server ? 0 : perf_now_us();
   for (uint64_t i = 0; i < r->iters; i++) {
-    if ((!server && lat_send(l, tx, r, send, i) != 0) || lat_recv(l, tx, rx, r, recv, i, wrong) != 0 ||
-        (server && lat_send(l, tx, r, send, i) != 0))
+    if ((!server && lat_send(l, tx, r, i) != 0) || lat_recv(l, tx, rx, r, i, wrong) != 0 ||
+        (server && lat_send(l, tx, r, i) != 0))
       return -1;
     if (server) continue;
     double now = perf_now_us();
     if (r->rtt_us) r->rtt_us[i] = now - prev;
     prev = now;
   }
-  return settle(l, tx, rx, recv->n);
+  return settle(l, tx, rx);
 }
 
-/* The bandwidth client's clock runs from "ready" (both ways: both) until the
- * peer said "got all". */
-int net_round_run(const net_link *l, net_round *r, int server, net_bufs *send, net_bufs *recv) {
-  net_end *tx = send ? (server ? l->back_end : l->fwd_end) : NULL;
-  net_end *rx = recv ? (server ? l->fwd_end : l->back_end) : NULL;
+int net_round_run(net_link *l, net_round *r, int server, net_bufs *send, net_bufs *recv) {
+  net_end *tx = send ? (server ? &l->back : &l->fwd) : NULL;
+  net_end *rx = recv ? (server ? &l->fwd : &l->back) : NULL;
   int both = tx && rx && !r->lat;
   uint64_t wrong = 0, theirs = 0;
-  if (rx && r->full)
-    for (int k = 0; k < recv->n; k++) memset(recv->pool[k], POISON, r->bytes);
-  if ((tx && bind_end(l, tx, send) != 0) || (rx && bind_end(l, rx, recv) != 0) || ready(l, server, both) != 0)
+  if (rx && r->full) memset(recv->base, POISON, (size_t)recv->n * r->bytes);
+  if ((tx && bind_end(l, tx, send) != 0) || (rx && bind_end(l, rx, recv) != 0)) return -1;
+  /* "Ready", the server's; both ways the client's first: the rings are bound before anyone sends. */
+  if ((both && net_msg(l, !server, NET_MSG_READY, NULL) != 0) || net_msg(l, server, NET_MSG_READY, NULL) != 0)
     return -1;
   double t0 = perf_now_us();
-  int rc = r->lat ? lat_round(l, tx, rx, r, send, recv, server, &wrong) : bw_round(l, tx, rx, r, send, recv, &wrong);
-  if (rc != 0 || done(l, server, both, wrong, &theirs) != 0) return -1;
+  int rc = r->lat ? lat_round(l, tx, rx, r, server, &wrong) : bw_round(l, tx, rx, r, &wrong);
+  /* "Got all" with this side's wrong bytes, the server's; both ways both say it, then hear it. */
+  if (rc != 0 || ((server || both) && net_msg(l, 1, NET_MSG_DONE, &wrong) != 0) ||
+      ((!server || both) && net_msg(l, 0, NET_MSG_DONE, &theirs) != 0))
+    return -1;
   r->seconds = (perf_now_us() - t0) * 1e-6;
   r->wrong = server ? 0 : wrong + theirs;
   return 0;
