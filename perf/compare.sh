@@ -84,11 +84,8 @@ header() {
 # alternate REPEATS RUN NAME...: REPEATS rounds; round i runs `RUN NAME i`
 # for each NAME in turn.
 alternate() {
-  local repeats=$1 run=$2 i name
-  shift 2
-  for i in $(seq 1 "$repeats"); do
-    for name; do "$run" "$name" "$i"; done
-  done
+  local i name
+  for i in $(seq 1 "$1"); do for name in "${@:3}"; do "$2" "$name" "$i"; done; done
 }
 
 # How every mode starts Open MPI, and kolo's and Open MPI's TCP paths.
@@ -107,6 +104,12 @@ at_exit() { EXIT_HOOKS+=("$1"); trap 'for h in "${EXIT_HOOKS[@]}"; do "$h"; done
 # cpu_of I: the I-th of them, modulo their number (BIND=core's rank I).
 CPUS=()
 cpu_of() { echo "${CPUS[$(($1 % ${#CPUS[@]}))]}"; }
+
+# bind_core: 0 where BIND=core (CPUS read), 1 where none; another BIND dies.
+bind_core() {
+  case "${BIND:=none}" in none) return 1 ;; core) ;; *) die "BIND=$BIND: none or core" ;; esac
+  read -r -a CPUS <<< "$(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)))')"
+}
 
 busy=()
 stop_busy() { local p; for p in "${busy[@]}"; do kill "$p" 2> /dev/null || true; done; busy=(); }
@@ -130,9 +133,10 @@ start_busy() {
 # (perf/compare_median.py) in OUT/nN/summary.txt and their plot in
 # OUT/nN/plot.png (perf/plot.py).
 
-# run_one NAME N FILE: one run of one contender, its JSON in FILE.json.
-run_one() {
-  local name=$1 n=$2 f=$3 perf=("$BUILD/bin/kolo-perf" "$COLL" -P "$2" "${sweep[@]}" "${KOLO_BIND[@]}" --json "$3.json")
+# coll_run NAME ROUND: one run of one contender at N processes, OUT/nN/NAME.ROUND.{json,txt}.
+coll_run() {
+  local name=$1 n=$N f=$OUT/n$N/$1.$2
+  local perf=("$BUILD/bin/kolo-perf" "$COLL" -P "$n" "${sweep[@]}" "${KOLO_BIND[@]}" --json "$f.json")
   if [ "$MODE" = ns ]; then "ns_$name" "$n" "$f"; return; fi
   case "$name" in
     kolo) env "${KOLO_ENV[@]}" "${perf[@]}" --label "kolo, $n procs" ;;
@@ -145,15 +149,10 @@ run_one() {
     *) KOLO_ALGO=${ALGO_OF[$name]} "${perf[@]}" --label "${ALGO_OF[$name]}, $n procs" ;;
   esac > "$f.txt"
 }
-coll_run() { run_one "$1" "$N" "$OUT/n$N/$1.$2"; }
 
 coll_contenders() {
-  NAMES=()
-  if [ "$MODE" = algos ]; then
-    for a in $ALGOS; do NAMES+=("${a//[:;,^]/_}"); ALGO_OF[${a//[:;,^]/_}]=$a; done
-  else
-    NAMES=(kolo)
-  fi
+  NAMES=(kolo)
+  [ "$MODE" != algos ] || { NAMES=(); for a in $ALGOS; do NAMES+=("${a//[:;,^]/_}"); ALGO_OF[${a//[:;,^]/_}]=$a; done; }
   [ -n "$BASE" ] && NAMES+=(base)
   if [ "$MPI" = 1 ] && { [ ! -x "$BUILD/bin/kolo-mpi-ref" ] || ! command -v mpirun > /dev/null; }; then
     [ "$MODE" = algos ] || die "needs mpirun and $BUILD/bin/kolo-mpi-ref (scripts/setup.sh)"
@@ -179,20 +178,13 @@ mode_coll() {
   sweep=(-b "$MINBYTES" -e "$MAXBYTES" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" -c "$CHECK")
   [ "$INPLACE" = 1 ] || sweep+=(--inplace 0)
   KOLO_ENV=() MPI_ARGS=() KOLO_BIND=()
-  BIND=${BIND:-none}
-  local MPIRUN=("${MPIRUN[@]}") # BIND=core changes it for this mode alone
-  case "$BIND" in
-    none) ;;
-    core) # in ns mode taskset pins both sides (compare/ns.sh): Open MPI's own
-      # binding would put every "host"'s one rank on CPU 0
-      KOLO_BIND=(--bind core)
-      CPUS=($(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)))'))
-      [ "$MODE" = ns ] || MPIRUN=("${MPIRUN_CORE[@]}") ;;
-    *) die "BIND=$BIND: none or core" ;;
-  esac
-  if [ "$MODE" = tcp ]; then
-    KOLO_ENV=("${KOLO_TCP[@]}")
-    MPI_ARGS=("${MPI_TCP[@]}" --mca btl_tcp_if_include lo)
+  [ "$MODE" != tcp ] || KOLO_ENV=("${KOLO_TCP[@]}") MPI_ARGS=("${MPI_TCP[@]}" --mca btl_tcp_if_include lo)
+  # In ns mode taskset pins both sides (compare/ns.sh): Open MPI's own
+  # binding would put every "host"'s one rank on CPU 0.  (Each mode runs in
+  # a subshell of its own: MPIRUN changes for this one alone.)
+  if bind_core; then
+    KOLO_BIND=(--bind core)
+    [ "$MODE" = ns ] || MPIRUN=("${MPIRUN_CORE[@]}")
   fi
   declare -gA ALGO_OF=()
   coll_contenders

@@ -34,10 +34,8 @@ def key(row):
 def medians(runs, field):
     """{(size, in_place): median of field over every run's rows}."""
     vals = {}
-    for run in runs:
-        for r in run["results"]:
-            if field in r:
-                vals.setdefault(key(r), []).append(r[field])
+    for r in (r for run in runs for r in run["results"] if field in r):
+        vals.setdefault(key(r), []).append(r[field])
     return {k: statistics.median(v) for k, v in vals.items()}
 
 
@@ -60,11 +58,9 @@ def table(names, cells, fmt, ratio, keys):
     print("# " + f"{'size (B)':>10}" + "".join(f"  {n:>18}" for n in names))
     for k in keys:
         base = cells[names[0]].get(k, float("nan"))
-        row = ""
-        for n in names:
-            v = cells[n].get(k, float("nan"))
-            row += f"  {v:>11{fmt}} ({v / base:4.2f})" if ratio and base > 0 else f"  {v:>18{fmt}}"
-        print(f"  {k[0]:>10}{row}")
+        vals = (cells[n].get(k, float("nan")) for n in names)
+        print(f"  {k[0]:>10}" + "".join(f"  {v:>11{fmt}} ({v / base:4.2f})" if ratio and base > 0 else f"  {v:>18{fmt}}"
+                                        for v in vals))
 
 
 def main():

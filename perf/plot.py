@@ -34,17 +34,6 @@ def load(path):
         fail(f"{path}: not valid JSON ({e}); a run that failed leaves its file unfinished")
 
 
-def check_schema(path, root):
-    if not isinstance(root, dict) or root.get("schema") != "kolo-perf" or \
-            not isinstance(root.get("schema_version"), int):
-        fail(f'{path}: not a kolo-perf --json file of a known schema (no "schema": "kolo-perf" with a '
-             '"schema_version"; docs/perf-json.md)')
-    if root["schema_version"] > SCHEMA_VERSION:
-        fail(f"{path}: schema_version {root['schema_version']} is newer than this plotter reads ({SCHEMA_VERSION})")
-    if not root.get("results"):
-        fail(f"{path}: no results (an empty run: nothing to draw)")
-
-
 def points(path, results, in_place):
     """(size, median busbw, median time) per size of one placement."""
     by_size = {}
@@ -60,7 +49,14 @@ def points(path, results, in_place):
 def series(path, placements):
     """The runs of one file: dicts of label, points, ceiling, collective."""
     root = load(path)
-    check_schema(path, root)
+    if not isinstance(root, dict) or root.get("schema") != "kolo-perf" or \
+            not isinstance(root.get("schema_version"), int):
+        fail(f'{path}: not a kolo-perf --json file of a known schema (no "schema": "kolo-perf" with a '
+             '"schema_version"; docs/perf-json.md)')
+    if root["schema_version"] > SCHEMA_VERSION:
+        fail(f"{path}: schema_version {root['schema_version']} is newer than this plotter reads ({SCHEMA_VERSION})")
+    if not root.get("results"):
+        fail(f"{path}: no results (an empty run: nothing to draw)")
     name = root.get("label") or os.path.basename(path)
     both = len(placements) == 2
     ceiling = (root.get("ceiling") or {}).get("busbw") or 0

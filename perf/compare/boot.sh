@@ -1,27 +1,24 @@
 # perf/compare/boot.sh - perf/compare.sh boot: the bootstrap's scale beside
-# Open MPI on this host, N ranks as processes.  Parts (PARTS, default
-# "time"):
+# Open MPI on this host, N ranks as processes.  Parts (PARTS, default "time"):
 #
-#   time    init + one checked 8-byte all-reduce, wall time of the whole job
-#           (launch to exit): kolo-perf all_reduce -P N and mpirun -np N
-#           kolo-mpi-ref all_reduce (MPI_Init + MPI_Allreduce), same flags,
-#           in turn REPEATS times, medians.  Then once per N what each rank
-#           holds after init (kolo-boot-scale N and its MPI twin:
-#           descriptors, RSS, bootstrap connections, init time; the root's
-#           peak descriptors and the bytes it sent), and kolo's checked run
-#           with its bound on connections (tests/bootstrap_scale.sh).  This
-#           is also where the 1024-rank run lives (offline: CI runs 256).
+#   time    init + one checked 8-byte all-reduce, the whole job's wall time
+#           (launch to exit): kolo-perf all_reduce -P N beside mpirun -np N
+#           kolo-mpi-ref all_reduce (MPI_Init + MPI_Allreduce), in turn
+#           REPEATS times, medians.  Then once per N what each rank holds
+#           after init (kolo-boot-scale N and its MPI twin: descriptors, RSS,
+#           bootstrap connections, init time; the root's peak descriptors and
+#           bytes sent), and kolo's checked run with its bound on connections
+#           (tests/bootstrap_scale.sh).  The 1024-rank run lives here (offline:
+#           CI runs 256).
 #   memory  what the point-to-point pipes cost each rank: init + one checked
-#           8-byte all-reduce + one checked all-to-all of B bytes per peer
-#           (B in BYTES), then each rank measures itself (kolo-boot-scale N
-#           B; Open MPI's twin under mpirun, MPI_Alltoall).  kolo runs with
-#           KOLO_P2P_BUFFSIZE equal to KOLO_BUFFSIZE (every pipe with the
-#           collectives' ring of slots) and with its default (the
-#           point-to-point pipes' own, smaller ring), over the network path
-#           (KOLO_NET_FORCE=1, TCP) and over shared memory.  pipes_mib is the
-#           memory of the pipes a rank holds: what ibverbs registers (pins)
-#           and CUDA allocates; over TCP and shared memory a page is
-#           resident only once a slice has touched it, which rss_mib shows.
+#           8-byte all-reduce + one checked all-to-all of B bytes per peer,
+#           then each rank measures itself (kolo-boot-scale N B; Open MPI's
+#           twin, MPI_Alltoall).  kolo over TCP (KOLO_NET_FORCE=1) and over
+#           shared memory, with KOLO_P2P_BUFFSIZE = KOLO_BUFFSIZE (every pipe
+#           with the collectives' ring of slots) and with its default (the
+#           pipes' own, smaller ring).  pipes_mib: what ibverbs registers (pins)
+#           and CUDA allocates; over TCP and shared memory a page is resident
+#           only once a slice has touched it (rss_mib).
 #
 # Environment: PARTS, NPROCS ("64 256 1024"), REPEATS (3), MPI_REPEATS_<N>
 # (fewer MPI runs at that N), KOLO_TIMEOUT_S (600) and MPI_TIMEOUT_S (2400):
@@ -34,23 +31,17 @@
 
 BOOT_FLAGS=(all_reduce -b 8 -e 8 -n 1 -w 0 -c 1)
 
-# One timed run: "<ms> <status>" appended to FILE, its output kept.
+# timed FILE LOG LIMIT CMD...: one timed run, "<ms> <status>" appended to FILE, its output in LOG.
 timed() {
-  local file=$1 log=$2 limit=$3 t0 rc
-  shift 3
+  local t0 rc
   t0=$(date +%s%N)
-  timeout -k 10 "$limit" "$@" > "$log" 2>&1
+  timeout -k 10 "$3" "${@:4}" > "$2" 2>&1
   rc=$?
-  echo "$((($(date +%s%N) - t0) / 1000000)) $rc" >> "$file"
+  echo "$((($(date +%s%N) - t0) / 1000000)) $rc" >> "$1"
 }
 
 # Median of the successful runs' ms in FILE, "fail" when none succeeded.
-median() {
-  local ok n
-  ok=$(awk '$2 == 0 {print $1}' "$1" | sort -n)
-  n=$(echo "$ok" | grep -c .)
-  if [ "$n" = 0 ]; then echo "fail"; else echo "$ok" | sed -n "$(((n + 1) / 2))p"; fi
-}
+median() { awk '$2 == 0 {print $1}' "$1" | sort -n | awk '{v[NR] = $1} END {print NR ? v[int((NR + 1) / 2)] : "fail"}'; }
 failed() { awk '$2 != 0' "$1" 2> /dev/null | wc -l; }
 
 # boot_run NAME ROUND: one timed job of kolo, mpi or base at N ranks.
@@ -104,10 +95,9 @@ boot_time() {
 
 # ---- memory: the point-to-point pipes of each rank ------------------------------------------
 mem_run() { # label, then the command
-  local label=$1 line
-  shift
-  line=$(timeout -k 10 "$KOLO_TIMEOUT_S" "$@" 2>>"$OUT/memory-stderr.txt" | grep -E '^(kolo|mpi) ')
-  echo "  $label: ${line:-FAILED (see $OUT/memory-stderr.txt)}"
+  local line
+  line=$(timeout -k 10 "$KOLO_TIMEOUT_S" "${@:2}" 2>>"$OUT/memory-stderr.txt" | grep -E '^(kolo|mpi) ')
+  echo "  $1: ${line:-FAILED (see $OUT/memory-stderr.txt)}"
 }
 boot_memory() {
   local ring=${KOLO_BUFFSIZE:-4194304} n b kbs=$BUILD/bin/kolo-boot-scale

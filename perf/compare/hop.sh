@@ -7,13 +7,10 @@
 
 # hop_count TOOL ITERS: "syscalls ctxsw" of one 2-process run of ITERS calls.
 hop_count() {
-  local tool=$1 iters=$2 f=$OUT/$1.$2 args=(-b 8 -e 8 -n "$2" -w 0 -c 0 --inplace 0) cmd
-  if [ "$tool" = kolo ]; then
-    cmd=(env "${KOLO_TCP[@]}" "$BUILD/bin/kolo-perf" all_reduce -P 2 "${args[@]}")
-  else
-    cmd=("${MPIRUN[@]}" -np 2 "${MPI_TCP[@]}" --mca btl_tcp_if_include lo "$BUILD/bin/kolo-mpi-ref" all_reduce
-      "${args[@]}")
-  fi
+  local f=$OUT/$1.$2 args=(-b 8 -e 8 -n "$2" -w 0 -c 0 --inplace 0)
+  local cmd=(env "${KOLO_TCP[@]}" "$BUILD/bin/kolo-perf" all_reduce -P 2 "${args[@]}")
+  [ "$1" = kolo ] ||
+    cmd=("${MPIRUN[@]}" -np 2 "${MPI_TCP[@]}" --mca btl_tcp_if_include lo "$BUILD/bin/kolo-mpi-ref" all_reduce "${args[@]}")
   strace -f -c -o "$f.strace" "${cmd[@]}" > /dev/null 2>&1
   perf stat -x, -e context-switches -o "$f.perf" "${cmd[@]}" > /dev/null 2>&1
   echo "$(awk '$NF == "total" {print $4}' "$f.strace") $(awk -F, '/context-switches/ {print $1}' "$f.perf")"

@@ -35,15 +35,10 @@ rxe_boot() {
 
 # 0 when the guest can run kolo's ib provider here; else the reason, and 1.
 rxe_ready() {
-  local perf=$1
-  if ! "$perf" net --list | grep -x ib > /dev/null; then
-    header "## $MODE: SKIP: kolo was built without libibverbs (kolo-perf net --list has no ib)"
-  elif ! tests/rdma/setup.sh > "$OUT/rxe-setup.log" 2>&1; then
-    header "## $MODE: SKIP: the soft-RoCE VM cannot be set up here (see $OUT/rxe-setup.log)"
-  else
-    return 0
-  fi
-  return 1
+  "$1" net --list | grep -x ib > /dev/null ||
+    { header "## $MODE: SKIP: kolo was built without libibverbs (kolo-perf net --list has no ib)"; return 1; }
+  tests/rdma/setup.sh > "$OUT/rxe-setup.log" 2>&1 ||
+    { header "## $MODE: SKIP: the soft-RoCE VM cannot be set up here (see $OUT/rxe-setup.log)"; return 1; }
 }
 
 mode_ib() {

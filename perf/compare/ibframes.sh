@@ -34,27 +34,23 @@ ibframes_summary() {
       if ($1 == "ib_write_lat_us" && $2 == 8) { lat[r] += $3; nl[r]++ }
       keys[key] = 1; if (r > R) R = r }
     function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t } return n ? a[int((n + 1) / 2)] : 0 }
+    # rat(a, b, h): the median over repeats of a / (b / h) in one repeat, their number in n; b "lat":
+    # the mean ib_write_lat 8 B of that repeat
+    function rat(a, b, h,   i, t) { n = 0; for (i = 1; i <= R; i++) if ((b == "lat" ? nl[i] : 1) && (a, i) in v && (b == "lat" ? 1 : v[b, i]))
+        x[++n] = v[a, i] / (b == "lat" ? lat[i] / nl[i] : v[b, i] / (h ? h : 1))
+      t = med(x, n); delete x; return t }
     END {
       for (k in keys) { n = 0; for (i = 1; i <= R; i++) if ((k, i) in v) x[++n] = v[k, i]; m[k] = med(x, n); delete x }
       printf "%-34s %10s\n", "figure (median over repeats)", "value"
       for (k in keys) printf "%-34s %10s\n", k, m[k] | "sort"
       close("sort")
-      n = 0; for (i = 1; i <= R; i++) if (nl[i] && ("kolo_allreduce_p50_us 8", i) in v) x[++n] = v["kolo_allreduce_p50_us 8", i] / (lat[i] / nl[i])
-      printf "\nall-reduce 8 B (median call) / ib_write_lat 8 B (typical), same repeat: median %.2f\n", med(x, n); delete x
-      n = 0; for (i = 1; i <= R; i++) if (nl[i] && ("base_allreduce_p50_us 8", i) in v) x[++n] = v["base_allreduce_p50_us 8", i] / (lat[i] / nl[i])
-      if (n) printf "BASE_BIN all-reduce 8 B (median call) / ib_write_lat 8 B: median %.2f\n", med(x, n); delete x
-      n = 0; for (i = 1; i <= R; i++) if (nl[i] && ("kolo_ib_pingpong_p50_us 8", i) in v) x[++n] = v["kolo_ib_pingpong_p50_us 8", i] / (lat[i] / nl[i])
-      printf "provider ping-pong 8 B / ib_write_lat 8 B: median %.2f\n", med(x, n); delete x
-      n = 0; for (i = 1; i <= R; i++) if (("kolo_net_bw_MBps 65536", i) in v && v["ib_write_bw_MBps 65536", i]) x[++n] = v["kolo_net_bw_MBps 65536", i] / v["ib_write_bw_MBps 65536", i]
-      printf "kolo-perf net --bw 64 KiB / ib_write_bw 64 KiB: median %.2f\n", med(x, n); delete x
-      n = 0; for (i = 1; i <= R; i++) if (("kolo_ib_bw_MBps 65536", i) in v && v["ib_write_bw_MBps 65536", i]) x[++n] = v["kolo_ib_bw_MBps 65536", i] / v["ib_write_bw_MBps 65536", i]
-      printf "provider alone (IbBench) 64 KiB / ib_write_bw 64 KiB: median %.2f\n", med(x, n); delete x
+      printf "\nall-reduce 8 B (median call) / ib_write_lat 8 B (typical), same repeat: median %.2f\n", rat("kolo_allreduce_p50_us 8", "lat")
+      t = rat("base_allreduce_p50_us 8", "lat"); if (n) printf "BASE_BIN all-reduce 8 B (median call) / ib_write_lat 8 B: median %.2f\n", t
+      printf "provider ping-pong 8 B / ib_write_lat 8 B: median %.2f\n", rat("kolo_ib_pingpong_p50_us 8", "lat")
+      printf "kolo-perf net --bw 64 KiB / ib_write_bw 64 KiB: median %.2f\n", rat("kolo_net_bw_MBps 65536", "ib_write_bw_MBps 65536")
+      printf "provider alone (IbBench) 64 KiB / ib_write_bw 64 KiB: median %.2f\n", rat("kolo_ib_bw_MBps 65536", "ib_write_bw_MBps 65536")
       # perftest -b reports both directions together: a direction is half
-      for (k in keys) if (k ~ /^kolo_sendrecv_MBps/) { split(k, p, " "); s = p[2]; n = 0; nu = 0
-        for (i = 1; i <= R; i++) {
-          if ((k, i) in v && v["ib_write_bw_bidir_MBps " s, i]) x[++n] = v[k, i] / (v["ib_write_bw_bidir_MBps " s, i] / 2)
-          if ((k, i) in v && v["ib_write_bw_MBps " s, i]) y[++nu] = v[k, i] / v["ib_write_bw_MBps " s, i] }
-        if (n) printf "sendrecv %s B, one direction / (ib_write_bw -b %s B / 2): median %.2f; / ib_write_bw one way: %.2f\n", s, s, med(x, n), med(y, nu)
-        delete x; delete y }
+      for (k in keys) if (k ~ /^kolo_sendrecv_MBps/) { split(k, p, " "); s = p[2]; t = rat(k, "ib_write_bw_bidir_MBps " s, 2)
+        if (n) printf "sendrecv %s B, one direction / (ib_write_bw -b %s B / 2): median %.2f; / ib_write_bw one way: %.2f\n", s, s, t, rat(k, "ib_write_bw_MBps " s) }
     }' "$1"
 }

@@ -36,6 +36,8 @@ arbus_ip = [x["busbw"] for r in ar for x in r["results"] if x.get("in_place", Fa
 wrong += sum(x["wrong"] for r in ar for x in r["results"])
 
 fmt = lambda v: ", ".join(f"{x:.3f}" for x in v)
+def ratio(num, den):  # of the medians
+    return med(num) / med(den) if num and den else float("nan")
 # The same ratios within each run (a busy machine moves every figure of a
 # run together): the median of the per-run ratios.
 def paired(num, den):
@@ -51,18 +53,13 @@ if socket:
           f"{med([l[1] for l in nlat]):.2f} us p99 (half round trip)")
     print(f"#   kolo all_reduce 2 ranks, {size:>4} busbw  {med(arbus):8.3f} GB/s   runs: {fmt(arbus)}"
           f"   (in place {med(arbus_ip):.3f})")
-    r1 = med(nbw) / med(iperf) if iperf and nbw else float("nan")
-    r2 = med(arbus) / med(nbw) if arbus and nbw else float("nan")
-    print(f"# ratio socket p2p / iperf3          = {r1:5.2f}")
-    print(f"# ratio all-reduce busbw / socket p2p = {r2:5.2f}")
-    r3 = med(arbus) / med(bidir) if arbus and bidir else float("nan")
-    r4 = med(arbus) / med(nbidir) if arbus and nbidir else float("nan")
-    r5 = med(nbidir) / med(bidir) if nbidir and bidir else float("nan")
+    print(f"# ratio socket p2p / iperf3          = {ratio(nbw, iperf):5.2f}")
+    print(f"# ratio all-reduce busbw / socket p2p = {ratio(arbus, nbw):5.2f}")
     print(f"#   the same within each run, median: {paired(nbw, iperf):5.2f} and {paired(arbus, nbw):5.2f}")
     print(f"# for reference (a 2-rank ring moves {size} each way at once, so both-ways figures are its ceiling):")
-    print(f"#   all-reduce busbw / kolo-perf net --bidir  = {r4:5.2f}   (within each run: {paired(arbus, nbidir):5.2f})")
-    print(f"#   all-reduce busbw / iperf3 --bidir         = {r3:5.2f}")
-    print(f"#   kolo-perf net --bidir / iperf3 --bidir    = {r5:5.2f}")
+    print(f"#   all-reduce busbw / kolo-perf net --bidir  = {ratio(arbus, nbidir):5.2f}   (within each run: {paired(arbus, nbidir):5.2f})")
+    print(f"#   all-reduce busbw / iperf3 --bidir         = {ratio(arbus, bidir):5.2f}")
+    print(f"#   kolo-perf net --bidir / iperf3 --bidir    = {ratio(nbidir, bidir):5.2f}")
 
 if rxe == "run":
     # name -> {repeat: value}.  A figure that is not a finite number (perftest

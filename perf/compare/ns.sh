@@ -7,11 +7,7 @@
 
 NS_TAG="knv$$"
 NS_LIST=()
-ns_cleanup() {
-  local ns
-  for ns in "${NS_LIST[@]}"; do ip netns del "$ns" 2> /dev/null || true; done
-  NS_LIST=()
-}
+ns_cleanup() { local ns; for ns in "${NS_LIST[@]}"; do ip netns del "$ns" 2> /dev/null || true; done; NS_LIST=(); }
 
 ns_about() { echo "one network namespace per rank, veth + bridge; both over TCP on eth0"; }
 
@@ -63,37 +59,32 @@ ns_kolo() {
 # ns_mpi N FILE: mpirun in the first rank's namespace; its rsh agent starts
 # each host's daemon in the namespace that host names.
 ns_mpi() {
-  local n=$1 out=$2 agent=$OUT/netns-agent.sh hosts=$OUT/hosts i
-  local pin=""
-  # BIND=core: host rI's daemon, and the rank it starts, on CPU I (mod).
-  [ "$BIND" = core ] && pin="taskset -c \$(echo ${CPUS[*]} | cut -d' ' -f\$((\${h#r} % ${#CPUS[@]} + 1))) "
+  local n=$1 out=$2 agent=$OUT/netns-agent.sh hosts=$OUT/hosts i pin="" r0=() yield=0 try
+  # BIND=core: host rI's daemon, and the rank it starts, on CPU I (mod);
+  # mpirun starts host r0's rank itself.
+  if [ "$BIND" = core ]; then
+    pin="taskset -c \$(echo ${CPUS[*]} | cut -d' ' -f\$((\${h#r} % ${#CPUS[@]} + 1))) "
+    r0=(taskset -c "$(cpu_of 0)")
+  fi
   printf '#!/bin/sh\n# rsh agent: HOST CMD... -> CMD in namespace %s<HOST>\nh=$1; shift\nexec ip netns exec "%s$h" %ssh -c "$*"\n' \
     "${NS_TAG}" "${NS_TAG}" "$pin" > "$agent"
   chmod +x "$agent"
-  : > "$hosts"
-  for ((i = 0; i < n; i++)); do echo "r$i slots=1" >> "$hosts"; done
+  for ((i = 0; i < n; i++)); do echo "r$i slots=1"; done > "$hosts"
   # The "hosts" share this machine's CPUs, which mpirun cannot see from the
   # hostfile: with more ranks than CPUs its ranks must yield as they do
   # when mpirun knows they are oversubscribed (tcp mode).
-  local yield=0 try
   [ "$n" -gt "$(nproc)" ] && yield=1
   # mpirun's launch through the agent now and then never starts one
   # daemon: bound each try and try once more.
   for try in 1 2; do
-    ns_mpi_once "$n" "$out" "$agent" "$hosts" "$yield" && return 0
+    timeout "${MPI_TIMEOUT:-300}" ip netns exec "${NS_TAG}r0" "${r0[@]}" "${MPIRUN[@]}" -np "$n" --hostfile "$hosts" \
+      --mca plm_rsh_agent "$agent" --mca mpi_yield_when_idle "$yield" --mca plm_rsh_no_tree_spawn 1 \
+      --mca oob_tcp_if_include eth0 --mca btl_tcp_if_include eth0 "${MPI_TCP[@]}" \
+      "$BUILD/bin/kolo-mpi-ref" "$COLL" "${sweep[@]}" --label "Open MPI TCP, $n namespaces" --json "$out.json" \
+      > "$out.txt" 2>&1 && return 0
     [ $? -ne 124 ] && die "Open MPI failed: $out.txt"
     pkill -f "orted.*$agent" 2> /dev/null || true
     echo "# Open MPI's launch in namespaces hung (try $try)" >&2
   done
   die "Open MPI's launch hung twice: $out.txt"
-}
-
-ns_mpi_once() {
-  local n=$1 out=$2 agent=$3 hosts=$4 yield=$5 pin=()
-  [ "$BIND" = core ] && pin=(taskset -c "$(cpu_of 0)") # mpirun starts host r0's rank itself
-  timeout "${MPI_TIMEOUT:-300}" ip netns exec "${NS_TAG}r0" "${pin[@]}" "${MPIRUN[@]}" -np "$n" --hostfile "$hosts" \
-    --mca plm_rsh_agent "$agent" --mca mpi_yield_when_idle "$yield" --mca plm_rsh_no_tree_spawn 1 \
-    --mca oob_tcp_if_include eth0 --mca btl_tcp_if_include eth0 "${MPI_TCP[@]}" \
-    "$BUILD/bin/kolo-mpi-ref" "$COLL" "${sweep[@]}" --label "Open MPI TCP, $n namespaces" --json "$out.json" \
-    > "$out.txt" 2>&1
 }

@@ -1,17 +1,14 @@
 # perf/compare/p2p.sh - perf/compare.sh p2p: kolo's socket path beside
 # iperf3 on two network namespaces joined by one veth pair (10.78.0.1 <->
-# 10.78.0.2).  Contenders, in turn each round:
-#   iperf3        iperf3 -c (IPERF_STREAMS streams, IPERF_TIME s, IPERF_LEN
-#                 bytes a write): the ceiling
-#   iperf3-bidir  iperf3 -c --bidir: both ways at once, the ceiling of a
-#                 2-rank ring, whose ranks each send and receive
-#   net-bw        kolo-perf net -P socket --bw -s SIZE: kolo's provider, point to point
-#   net-bidir     kolo-perf net -P socket --bidir -s SIZE: the same both ways at once
-#   net-lat       kolo-perf net -P socket --lat -s LAT_SIZE: its half round trip
-#   ar            kolo-perf all_reduce -b SIZE -e SIZE, 2 ranks, one in each namespace
-# then the medians and the ratios (perf/compare/net_summary.py): socket p2p
-# bandwidth / iperf3, all-reduce busbw / socket p2p bandwidth, also within
-# each round.  Needs root.
+# 10.78.0.2), in turn each round (p2p_run): iperf3 -c (IPERF_STREAMS
+# streams, IPERF_TIME s, IPERF_LEN bytes a write), the ceiling; iperf3
+# --bidir, both ways at once, the ceiling of a 2-rank ring, whose ranks each
+# send and receive; kolo-perf net -P socket (kolo's provider, point to
+# point) one way and both ways at once, and its half round trip; kolo-perf
+# all_reduce, 2 ranks, one in each namespace.  Then the medians and the
+# ratios (perf/compare/net_summary.py): socket p2p bandwidth / iperf3,
+# all-reduce busbw / socket p2p bandwidth, also within each round.  Needs
+# root.
 # Environment: REPEATS (3), SIZE (64M), NET_ITERS (messages of kolo-perf
 # net's bandwidth runs: 1 GiB worth, 8..20000, so that a run lasts about as
 # long at every SIZE, as iperf3's IPERF_TIME does), LAT_SIZE (8), AR_ITERS
@@ -20,22 +17,11 @@
 # to compare at one message size), PERF_BIN (a kolo-perf to use instead of
 # $BUILD/bin/kolo-perf).
 
-p2p_settings() {
-  REPEATS=${REPEATS:-3} SIZE=${SIZE:-64M} LAT_SIZE=${LAT_SIZE:-8}
-  SIZE_BYTES=$(numfmt --from=iec "$SIZE" 2> /dev/null) || die "SIZE=$SIZE is not a size (e.g. 128K, 64M)"
-  local per=$(((1 << 30) / SIZE_BYTES))
-  NET_ITERS=${NET_ITERS:-$((per < 8 ? 8 : per > 20000 ? 20000 : per))}
-  IPERF_L=()
-  [ -z "${IPERF_LEN:-}" ] || IPERF_L=(-l "$IPERF_LEN")
-  PERF=${PERF_BIN:-$ROOT/$BUILD/bin/kolo-perf}
-}
-
 PIDS=()
 p2p_cleanup() {
   local p
   for p in "${PIDS[@]}"; do kill "$p" 2> /dev/null; done
-  ip netns del "$NSA" 2> /dev/null
-  ip netns del "$NSB" 2> /dev/null
+  for p in "${NS[@]}"; do ip netns del "$p" 2> /dev/null; done
 }
 
 # run_bg NS LOG CMD...: a background job in namespace NS, remembered for cleanup.
@@ -43,13 +29,13 @@ run_bg() { local ns=$1 log=$2; shift 2; ip netns exec "$ns" "$@" > "$log" 2>&1 &
 wait_last() { local p=${PIDS[-1]} rc; wait "$p"; rc=$?; unset 'PIDS[-1]'; return $rc; }
 
 p2p_netns() {
-  NSA="knp$$a" NSB="knp$$b" A=10.78.0.1 B=10.78.0.2
+  NS=("knp$$a" "knp$$b") A=10.78.0.1 B=10.78.0.2
   at_exit p2p_cleanup
-  ip netns add "$NSA" && ip netns add "$NSB" || die "cannot create network namespaces"
-  ip -n "$NSA" link add eth0 type veth peer name eth0 netns "$NSB" || die "cannot create a veth pair"
-  ip -n "$NSA" addr add $A/24 dev eth0 && ip -n "$NSB" addr add $B/24 dev eth0 || die "cannot set addresses"
+  ip netns add "${NS[0]}" && ip netns add "${NS[1]}" || die "cannot create network namespaces"
+  ip -n "${NS[0]}" link add eth0 type veth peer name eth0 netns "${NS[1]}" || die "cannot create a veth pair"
+  ip -n "${NS[0]}" addr add $A/24 dev eth0 && ip -n "${NS[1]}" addr add $B/24 dev eth0 || die "cannot set addresses"
   local ns
-  for ns in "$NSA" "$NSB"; do
+  for ns in "${NS[@]}"; do
     ip -n "$ns" link set eth0 up && ip -n "$ns" link set lo up || die "cannot bring up $ns's links"
   done
   # Ranks in two namespaces of one machine share its hostname and boot id:
@@ -67,10 +53,10 @@ p2p_netns() {
 p2p_iperf() {
   local f=$1 port=$2 try
   shift 2
-  run_bg "$NSB" "$f.server.log" timeout 120 iperf3 -s -1 -B $B -p "$port"
+  run_bg "${NS[1]}" "$f.server.log" timeout 120 iperf3 -s -1 -B $B -p "$port"
   for try in 1 2 3 4 5 6 7 8 9 10; do
     sleep 0.3
-    ip netns exec "$NSA" iperf3 -c $B -p "$port" -t "${IPERF_TIME:-5}" -P "${IPERF_STREAMS:-1}" "${IPERF_L[@]}" "$@" \
+    ip netns exec "${NS[0]}" iperf3 -c $B -p "$port" -t "${IPERF_TIME:-5}" -P "${IPERF_STREAMS:-1}" "${IPERF_L[@]}" "$@" \
       -J > "$f.json" 2>&1 && break
     grep -q "unable to connect\|Connection refused" "$f.json" || break
   done
@@ -81,18 +67,17 @@ p2p_iperf() {
 p2p_net() {
   local f=$1
   shift
-  run_bg "$NSB" "$f.server.log" timeout 300 "$PERF" net --server -P socket -p 18600
-  ip netns exec "$NSA" "$PERF" net -P socket "$@" --json "$f.json" $B:18600 > "$f.txt" 2>&1 ||
+  run_bg "${NS[1]}" "$f.server.log" timeout 300 "$PERF" net --server -P socket -p 18600
+  ip netns exec "${NS[0]}" "$PERF" net -P socket "$@" --json "$f.json" $B:18600 > "$f.txt" 2>&1 ||
     { echo "compare p2p: kolo-perf net $* failed:"; cat "$f.txt"; fail=1; }
   wait_last || { echo "compare p2p: its server failed:"; cat "$f.server.log"; fail=1; }
 }
 
-# p2p_ar FILE: the 2-rank all-reduce, rank 0 in NSA, rank 1 in NSB.
+# p2p_ar FILE: the 2-rank all-reduce, rank r in namespace NS[r].
 p2p_ar() {
-  local f=$1 r ns
+  local f=$1 r
   for r in 0 1; do
-    ns=$NSA && [ $r = 1 ] && ns=$NSB
-    run_bg "$ns" "$f.r$r.txt" env KOLO_ROOT=$A:29500 KOLO_RANK=$r KOLO_WORLD_SIZE=2 \
+    run_bg "${NS[$r]}" "$f.r$r.txt" env KOLO_ROOT=$A:29500 KOLO_RANK=$r KOLO_WORLD_SIZE=2 \
       KOLO_SECRET="$SECRET" KOLO_SOCKET_IFNAME==eth0 KOLO_NET=socket "${HOSTS[$r]}" KOLO_TIMEOUT_MS=60000 \
       timeout 600 "$PERF" all_reduce -b "$SIZE" -e "$SIZE" -n "${AR_ITERS:-10}" -w "${AR_WARMUP:-3}" -c 1 \
       --json "$f.r$r.json"
@@ -117,7 +102,11 @@ p2p_run() {
 
 mode_p2p() {
   set +e
-  p2p_settings
+  REPEATS=${REPEATS:-3} SIZE=${SIZE:-64M} LAT_SIZE=${LAT_SIZE:-8} PERF=${PERF_BIN:-$ROOT/$BUILD/bin/kolo-perf}
+  SIZE_BYTES=$(numfmt --from=iec "$SIZE" 2> /dev/null) || die "SIZE=$SIZE is not a size (e.g. 128K, 64M)"
+  local per=$(((1 << 30) / SIZE_BYTES)) IPERF_L=()
+  NET_ITERS=${NET_ITERS:-$((per < 8 ? 8 : per > 20000 ? 20000 : per))}
+  [ -z "${IPERF_LEN:-}" ] || IPERF_L=(-l "$IPERF_LEN")
   [ "$(id -u)" = 0 ] || die "network namespaces need root (running as uid $(id -u))"
   need_cmds ip python3
   command -v iperf3 > /dev/null || scripts/setup.sh

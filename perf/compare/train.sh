@@ -1,24 +1,20 @@
 # perf/compare/train.sh - perf/compare.sh train: the data-parallel training
 # step of kolo.torch beside DDP over kolo, DDP over Gloo and Horovod
-# (perf/train_vs.py), on this host's CPUs, the methods in turn round by
-# round; per model and process count the median step time of each method
-# over REPEATS launches, and its communication overhead: the step time
-# minus the compute alone at the same batch per rank, made by as many
-# processes at once without communicating (on a host with fewer cores than
-# processes they share the CPUs as the training processes do; one
-# process's step is printed too).  The overheads of kolo.torch's optimizer
-# and of DDP over kolo are quoted beside the best of its peers' (DDP over
-# Gloo, Horovod).
+# (perf/train_vs.py) on this host's CPUs, the methods in turn round by
+# round.  Per model and process count: each method's median step time over
+# REPEATS launches and its communication overhead, the step time minus the
+# compute alone at the same batch per rank (as many processes at once, not
+# communicating, sharing the CPUs as training does; one process's step is
+# printed too); the overheads of kolo.torch's optimizer and of DDP over kolo
+# beside the best of its peers' (DDP over Gloo, Horovod).
 #
 # Horovod runs where HOROVOD_PY names a python that imports horovod.torch
-# (built from PyPI's source against Debian's torch, docs/benchmarking.md);
-# without it the row says so.  Environment: REPEATS (5), NPROCS ("2 4"),
-# MODELS ("cnn resnet"; also mlp, a wide MLP of 84 MB of gradients), STEPS
-# (12), BATCH (8), ALLREDUCE (0; 1: time one all-reduce of the gradients by
-# each method's library too), BIND (none: the ranks left to the scheduler;
-# core: mpirun --bind-to core --map-by core for every method, the
-# compute-alone runs too, so that where each rank has a CPU of its own the
-# baseline holds still).
+# (docs/benchmarking.md); without it the row says so.  Environment: REPEATS
+# (5), NPROCS ("2 4"), MODELS ("cnn resnet"; also mlp, a wide MLP of 84 MB
+# of gradients), STEPS (12), BATCH (8), ALLREDUCE (0; 1: time one all-reduce
+# of the gradients by each method's library too), BIND (none: the ranks
+# left to the scheduler; core: mpirun --bind-to core --map-by core for every
+# method, the compute-alone runs too, a baseline that holds still).
 
 # train_run METHOD ROUND: one launch of METHOD (single1: one process
 # without communicating; single: NP of them) on MODEL.
@@ -27,26 +23,20 @@ train_run() {
   [ "$method" = single1 ] && np=1 method=single
   [ "$method" = horovod ] && py=$HPY
   port=$("$PY" -c 'import sys; sys.path.insert(0, "tests/torch"); import launch; print(launch.free_port_pair())')
-  timeout 600 "${TRAIN_MPIRUN[@]}" -np "$np" -x MASTER_ADDR=127.0.0.1 \
+  timeout 600 "${MPIRUN[@]}" -np "$np" -x MASTER_ADDR=127.0.0.1 \
     -x MASTER_PORT="$port" "$py" perf/train_vs.py --method "$method" --model "$MODEL" --steps "${STEPS:-12}" \
     --batch "${BATCH:-8}" $([ "${ALLREDUCE:-0}" = 1 ] && echo --allreduce) | grep '^train_vs' >> "$OUT/launches.txt" ||
     die "$method $MODEL on $np processes failed"
 }
 
 mode_train() {
-  TRAIN_MPIRUN=("${MPIRUN[@]}")
-  case "${BIND:-none}" in
-    none) ;;
-    core) TRAIN_MPIRUN=("${MPIRUN_CORE[@]}") ;;
-    *) die "BIND=$BIND: none or core" ;;
-  esac
+  ! bind_core || MPIRUN=("${MPIRUN_CORE[@]}")
   PY=$(tests/torch/setup_venv.sh "$BUILD" | tail -1)
   HPY=${HOROVOD_PY:-}
   [ -z "$HPY" ] || "$HPY" -c 'import horovod.torch' 2> /dev/null || die "$HPY cannot import horovod.torch"
   local methods=(single1 single kolo ddp-kolo ddp-gloo)
-  [ -n "$HPY" ] && methods+=(horovod)
   local about=("# torch $("$PY" -c 'import torch; print(torch.__version__)')")
-  [ -n "$HPY" ] && about+=("$("$HPY" -c 'import horovod; print("# horovod", horovod.__version__)')")
+  [ -z "$HPY" ] || methods+=(horovod) about+=("$("$HPY" -c 'import horovod; print("# horovod", horovod.__version__)')")
   header "${about[@]}" "# REPEATS=${REPEATS:-5} NPROCS='${NPROCS:-2 4}' MODELS='${MODELS:-cnn resnet}' STEPS=${STEPS:-12} BATCH=${BATCH:-8} ALLREDUCE=${ALLREDUCE:-0} BIND=${BIND:-none} BUSY=$BUSY"
   : > "$OUT/launches.txt"
   start_busy "$BUSY"
@@ -55,27 +45,23 @@ mode_train() {
   done
   stop_busy
   python3 - "$OUT/launches.txt" << 'PY' | tee "$OUT/summary.txt"
-import statistics, sys
+from statistics import median
+import sys
 runs, ars = {}, {}
 for line in open(sys.argv[1]):
     tag, method, model, n, ms = line.split()
     (runs if tag == "train_vs" else ars).setdefault((model, int(n), method), []).append(float(ms))
 for model, n in sorted({(k[0], k[1]) for k in runs if k[1] > 1}):
-    one = statistics.median(runs[(model, 1, "single")])
-    single = statistics.median(runs[(model, n, "single")])
+    one, single = (median(runs[(model, k, "single")]) for k in (1, n))
     print("%s, %d processes (compute alone: one process %.1f ms per step, %d at once %.1f ms)" % (model, n, one, n, single))
     over = {}
-    for (m2, n2, method), v in sorted(runs.items()):
-        if (m2, n2) != (model, n) or method == "single":
-            continue
-        med = statistics.median(v)
-        over[method] = med - single
-        print("  %-9s step %8.1f ms  overhead %8.1f ms  (%d launches)" % (method, med, med - single, len(v)))
+    for method, v in sorted((k[2], v) for k, v in runs.items() if k[:2] == (model, n) and k[2] != "single"):
+        over[method] = median(v) - single
+        print("  %-9s step %8.1f ms  overhead %8.1f ms  (%d launches)" % (method, median(v), over[method], len(v)))
         if (model, n, method) in ars:
-            print("  %-9s one all-reduce of the gradients %8.1f ms" % (method, statistics.median(ars[(model, n, method)])))
-    peers = {k: v for k, v in over.items() if k in ("ddp-gloo", "horovod")}
-    best = min(peers, key=peers.get)
+            print("  %-9s one all-reduce of the gradients %8.1f ms" % (method, median(ars[(model, n, method)])))
+    best = min((k for k in over if k in ("ddp-gloo", "horovod")), key=over.get)
     for mine in ("kolo", "ddp-kolo"):
-        print("  %s's overhead / the best peer's (%s): %.2f" % (mine, best, over[mine] / peers[best]))
+        print("  %s's overhead / the best peer's (%s): %.2f" % (mine, best, over[mine] / over[best]))
 PY
 }
