@@ -3,7 +3,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "perf/perf_check.h"
 
@@ -11,18 +10,17 @@
 #include <cuda_runtime.h>
 #endif
 
-void kolo_backend_report(int rank, koloComm_t comm, koloResult_t res, const char *what) {
+int kolo_backend_report(int rank, koloComm_t comm, koloResult_t res, const char *what) {
   const char *detail = koloGetLastError(comm);
   char who[32] = "kolo-perf";
   if (rank >= 0) snprintf(who, sizeof who, "rank %d", rank);
   fprintf(stderr, "%s: %s failed: %s%s%s\n", who, what, koloGetErrorString(res), detail && *detail ? ": " : "",
           detail ? detail : "");
+  return -1;
 }
 
 static int check_res(kolo_backend *kb, koloResult_t res, const char *what) {
-  if (res == koloSuccess) return 0;
-  kolo_backend_report(kb->rank, kb->comm, res, what);
-  return -1;
+  return res == koloSuccess ? 0 : kolo_backend_report(kb->rank, kb->comm, res, what);
 }
 
 #ifdef KOLO_HAVE_CUDA
@@ -97,20 +95,9 @@ static koloResult_t run_coll(kolo_backend *kb, const perf_call *c, koloRedOp_t o
 }
 
 /* -m's groups, and -T's rows. */
-static int kb_group_start(void *ctx) {
-  kolo_backend *kb = ctx;
-  return check_res(kb, koloGroupStart(), "koloGroupStart");
-}
-
-static int kb_group_end(void *ctx) {
-  kolo_backend *kb = ctx;
-  return check_res(kb, koloGroupEnd(), "koloGroupEnd");
-}
-
-static void kb_row_mark(void *ctx, size_t bytes) {
-  kolo_backend *kb = ctx;
-  perf_watch_row(kb->watch, bytes);
-}
+static int kb_group_start(void *ctx) { return check_res(ctx, koloGroupStart(), "koloGroupStart"); }
+static int kb_group_end(void *ctx) { return check_res(ctx, koloGroupEnd(), "koloGroupEnd"); }
+static void kb_row_mark(void *ctx, size_t bytes) { perf_watch_row(((kolo_backend *)ctx)->watch, bytes); }
 
 /* ---- small calls: host memory passes the caller's arrays as they are ---- */
 
@@ -129,8 +116,7 @@ static int async_error(kolo_backend *kb) {
 
 static int kb_wait(void *ctx) {
   kolo_backend *kb = ctx;
-  if (check_cuda(kb, cudaStreamSynchronize(stream_of(kb)), "cudaStreamSynchronize") != 0) return -1;
-  return async_error(kb);
+  return check_cuda(kb, cudaStreamSynchronize(stream_of(kb)), "cudaStreamSynchronize") != 0 ? -1 : async_error(kb);
 }
 
 /* Host <-> device on the rank's stream, complete on return: copies on the
@@ -167,9 +153,8 @@ static int kb_allreduce_double(void *ctx, double *v, int n, int max) {
       kb_wait(kb) != 0)
     return -1;
   return copy_sync(kb, v, d, bytes, cudaMemcpyDeviceToHost);
-#else
-  return -1;
 #endif
+  return -1;
 }
 
 static int kb_allgather_bytes(void *ctx, const void *mine, void *all, size_t bytes) {
@@ -184,9 +169,8 @@ static int kb_allgather_bytes(void *ctx, const void *mine, void *all, size_t byt
       kb_wait(kb) != 0)
     return -1;
   return copy_sync(kb, all, d, total, cudaMemcpyDeviceToHost);
-#else
-  return -1;
 #endif
+  return -1;
 }
 
 /* ---- buffers ------------------------------------------------------------ */
@@ -196,10 +180,7 @@ static void *kb_alloc(void *ctx, size_t bytes) {
   size_t b = bytes < 4096 ? 4096 : (bytes + 4095) & ~(size_t)4095;
   void *p = NULL;
 #ifdef KOLO_HAVE_CUDA
-  if (kb->cuda) {
-    if (check_cuda(kb, cudaMalloc(&p, b), "cudaMalloc") != 0) return NULL;
-    return p;
-  }
+  if (kb->cuda) return check_cuda(kb, cudaMalloc(&p, b), "cudaMalloc") == 0 ? p : NULL;
 #endif
   p = aligned_alloc(4096, b);
   if (p == NULL) fprintf(stderr, "rank %d: out of memory for a %zu-byte buffer\n", kb->rank, b);
@@ -207,21 +188,19 @@ static void *kb_alloc(void *ctx, size_t bytes) {
 }
 
 static void kb_release(void *ctx, void *p) {
-  kolo_backend *kb = ctx;
-  (void)kb;
 #ifdef KOLO_HAVE_CUDA
-  if (kb->cuda) {
+  if (((kolo_backend *)ctx)->cuda) {
     cudaFree(p);
     return;
   }
 #endif
+  (void)ctx;
   free(p);
 }
 
 #ifdef KOLO_HAVE_CUDA
 static int kb_copy(void *ctx, void *dst, const void *src, size_t bytes, int to_dev) {
-  kolo_backend *kb = ctx;
-  return copy_sync(kb, dst, src, bytes, to_dev ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
+  return copy_sync(ctx, dst, src, bytes, to_dev ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
 }
 
 /* ---- timing and graphs (cuda) ------------------------------------------- */
@@ -262,13 +241,9 @@ static int kb_capture_end(void *ctx, int discard) {
   cudaGraph_t graph = NULL;
   cudaGraphExec_t exec = NULL;
   cudaError_t err = cudaStreamEndCapture(stream_of(kb), &graph);
-  if (discard) {
+  if (discard || check_cuda(kb, err, "cudaStreamEndCapture (a call on the stream could not be captured)") != 0) {
     if (graph) cudaGraphDestroy(graph);
-    return 0;
-  }
-  if (check_cuda(kb, err, "cudaStreamEndCapture (a call on the stream could not be captured)") != 0) {
-    if (graph) cudaGraphDestroy(graph);
-    return -1;
+    return discard ? 0 : -1;
   }
 #if CUDART_VERSION >= 12000
   err = cudaGraphInstantiate(&exec, graph, 0);
@@ -303,14 +278,9 @@ static int cuda_init(kolo_backend *kb, perf_backend *be) {
   kb->ev_stop = stop;
   if (check_cuda(kb, cudaMalloc(&kb->scratch, KB_SCRATCH_BYTES), "cudaMalloc") != 0) return -1;
   kb->scratch_bytes = KB_SCRATCH_BYTES;
-  be->wait = kb_wait;
-  be->copy = kb_copy;
-  be->time_start = kb_time_start;
-  be->time_stop = kb_time_stop;
-  be->capture_begin = kb_capture_begin;
-  be->capture_end = kb_capture_end;
-  be->graph_launch = kb_graph_launch;
-  be->graph_free = kb_graph_free;
+  be->wait = kb_wait, be->copy = kb_copy, be->time_start = kb_time_start, be->time_stop = kb_time_stop;
+  be->capture_begin = kb_capture_begin, be->capture_end = kb_capture_end;
+  be->graph_launch = kb_graph_launch, be->graph_free = kb_graph_free;
   return 0;
 }
 #endif
@@ -318,27 +288,14 @@ static int cuda_init(kolo_backend *kb, perf_backend *be) {
 /* ---- setup -------------------------------------------------------------- */
 
 int kolo_backend_init(kolo_backend *kb, perf_backend *be, koloComm_t comm, int cuda, int timeout_s) {
-  memset(kb, 0, sizeof *kb);
-  memset(be, 0, sizeof *be);
-  kb->comm = comm;
-  kb->cuda = cuda;
+  *kb = (kolo_backend){.comm = comm, .cuda = cuda};
   koloResult_t res = koloCommUserRank(comm, &kb->rank);
   if (res == koloSuccess) res = koloCommCount(comm, &kb->nranks);
-  if (res != koloSuccess) {
-    kolo_backend_report(-1, comm, res, "koloCommUserRank/koloCommCount");
-    return -1;
-  }
-  be->ctx = kb;
-  be->rank = kb->rank;
-  be->nranks = kb->nranks;
-  be->run = kb_run;
-  be->allreduce_double = kb_allreduce_double;
-  be->allgather_bytes = kb_allgather_bytes;
-  be->alloc = kb_alloc;
-  be->release = kb_release;
-  be->group_start = kb_group_start;
-  be->group_end = kb_group_end;
-  be->row_mark = kb_row_mark;
+  if (res != koloSuccess) return kolo_backend_report(-1, comm, res, "koloCommUserRank/koloCommCount");
+  *be = (perf_backend){.ctx = kb, .rank = kb->rank, .nranks = kb->nranks, .run = kb_run,
+                       .allreduce_double = kb_allreduce_double, .allgather_bytes = kb_allgather_bytes,
+                       .alloc = kb_alloc, .release = kb_release, .group_start = kb_group_start,
+                       .group_end = kb_group_end, .row_mark = kb_row_mark};
   kb->watch = perf_watch_add(comm, kb->rank, timeout_s);
   if (!cuda) return 0;
 #ifdef KOLO_HAVE_CUDA
@@ -361,7 +318,6 @@ void kolo_backend_fini(kolo_backend *kb) {
   if (kb->scratch) cudaFree(kb->scratch);
   if (kb->stream) cudaStreamDestroy((cudaStream_t)kb->stream);
 #endif
-  kb->ev_start = kb->ev_stop = NULL;
-  kb->scratch = NULL;
+  kb->ev_start = kb->ev_stop = kb->scratch = NULL;
   kb->stream = NULL;
 }

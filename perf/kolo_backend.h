@@ -32,7 +32,8 @@ int kolo_backend_init(kolo_backend *kb, perf_backend *be, koloComm_t comm, int c
 void kolo_backend_fini(kolo_backend *kb);
 
 /* Prints "rank R: WHAT failed: <result>: <last error of comm>" to stderr
- * ("kolo-perf:" for rank < 0, before there is a rank). */
-void kolo_backend_report(int rank, koloComm_t comm, koloResult_t res, const char *what);
+ * ("kolo-perf:" for rank < 0, before there is a rank).  Returns -1, so that
+ * a failing step can end with `return kolo_backend_report(...)`. */
+int kolo_backend_report(int rank, koloComm_t comm, koloResult_t res, const char *what);
 
 #endif

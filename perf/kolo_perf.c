@@ -31,7 +31,7 @@
 
 #include "common/config.h" /* kolo_param_print */
 #include "perf/perf_args.h"
-#include "perf/perf_launch.h"
+#include "perf/perf_ranks.h"
 #include "perf/perf_net.h"
 #include "perf/perf_overlap.h"
 #include "perf/perf_prims.h"

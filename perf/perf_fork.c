@@ -11,7 +11,7 @@
  * with the parent (PR_SET_PDEATHSIG).  The parent side of the exit gate
  * (perf_gate.h) is here too. */
 #define _GNU_SOURCE /* strsignal, kill */
-#include "perf/perf_fork.h"
+#include "perf/perf_ranks.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +28,6 @@
 #include "kolo.h"
 #include "perf/kolo_backend.h"
 #include "perf/perf_pipe.h"
-#include "perf/perf_ranks.h"
 #include "perf/perf_sweep.h"
 
 /* After one process failed, the others get KOLO_TIMEOUT_MS plus this (ms)
@@ -51,6 +50,11 @@ typedef struct {
 static void close_fd(int *fd) {
   if (*fd >= 0) close(*fd);
   *fd = -1;
+}
+
+static void close_pipes(child *c) {
+  close_fd(&c->id_fd);
+  close_fd(&c->done_fd);
 }
 
 static void kill_all(const child *ch, int n, int sig) {
@@ -88,8 +92,7 @@ static void gate_serve(child *ch, int n) {
   for (int i = 0; all && i < n; i++) {
     if (ch[i].id_fd >= 0 && write(ch[i].id_fd, "g", 1) < 0 && errno != EPIPE)
       perror("kolo-perf: exit gate");
-    close_fd(&ch[i].id_fd);
-    close_fd(&ch[i].done_fd);
+    close_pipes(&ch[i]);
   }
 }
 
@@ -131,8 +134,7 @@ static int wait_children(const perf_args *a, child *ch, int n) {
       code = perf_worse_code(code, c);
       ch[i].pid = 0;
       ch[i].done = 1;
-      close_fd(&ch[i].id_fd);
-      close_fd(&ch[i].done_fd);
+      close_pipes(&ch[i]);
       left--;
     }
     gate_serve(ch, n);
@@ -188,10 +190,7 @@ static int fork_child(const perf_args *a, const perf_config *cfg, child *ch, int
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGPIPE, SIG_DFL);
-    for (int i = 0; i < proc; i++) {
-      close_fd(&ch[i].id_fd);
-      close_fd(&ch[i].done_fd);
-    }
+    for (int i = 0; i < proc; i++) close_pipes(&ch[i]);
     free(ch); /* the parent's table, copied */
     close(idp[1]);
     close(donep[0]);

@@ -12,10 +12,7 @@
 #define GATE_WAIT_MS 60000
 
 int gate_init(exit_gate *g, int nthreads, int done_fd, int go_fd) {
-  g->nthreads = nthreads;
-  g->done_fd = done_fd;
-  g->go_fd = go_fd;
-  atomic_store(&g->failed, 0);
+  *g = (exit_gate){.nthreads = nthreads, .done_fd = done_fd, .go_fd = go_fd};
   int err = nthreads > 1 ? pthread_barrier_init(&g->barrier, NULL, (unsigned)nthreads) : 0;
   if (err != 0) fprintf(stderr, "kolo-perf: pthread_barrier_init: %s\n", strerror(err));
   return err != 0 ? -1 : 0;

@@ -1,15 +1,13 @@
-/* perf_launch.c - where kolo-perf's ranks come from (see perf_launch.h):
+/* perf_launch.c - where kolo-perf's ranks come from (see perf_ranks.h):
  * a launcher's job, forked processes or threads of this process; the
  * header's words on the library, memory and timing; and the check that
  * there is a CUDA device before any rank asks for one. */
-#include "perf/perf_launch.h"
+#include "perf/perf_ranks.h"
 
 #include <stdio.h>
 
 #include "kolo.h"
 #include "perf/perf_cuda.h"
-#include "perf/perf_fork.h"
-#include "perf/perf_ranks.h"
 
 /* The memory line of the table's header: on kolo's CPU model of the GPU
  * (-DKOLO_CUDA=SIM) the figures are the model's, never a GPU's. */

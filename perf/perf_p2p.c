@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "perf/perf_args_opts.h"
-#include "perf/perf_launch.h"
+#include "perf/perf_ranks.h"
 
 static perf_p2p_opts opts; /* what a->p2p points at */
 

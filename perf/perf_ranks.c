@@ -89,19 +89,13 @@ static int run_rank(const perf_args *a, const perf_config *cfg, koloComm_t comm,
     else code = perf_sweep_run(a, &be, cfg, where, stdout);
     kolo_backend_fini(&kb);
   }
-  if (code == 2) { /* at once: the others stop waiting for this rank */
-    koloResult_t res = koloCommAbort(comm);
-    if (res != koloSuccess) kolo_backend_report(kb.rank, comm, res, "koloCommAbort");
-    gate_pass(gate, 1);
-    return code;
-  }
-  gate_pass(gate, 0);
-  koloResult_t res = koloCommDestroy(comm);
-  if (res != koloSuccess) {
-    kolo_backend_report(kb.rank, NULL, res, "koloCommDestroy");
-    code = 2;
-  }
-  return code;
+  /* a failed rank aborts at once: the others stop waiting for it */
+  koloResult_t res = code == 2 ? koloCommAbort(comm) : koloSuccess;
+  if (res != koloSuccess) kolo_backend_report(kb.rank, comm, res, "koloCommAbort");
+  gate_pass(gate, code == 2);
+  if (code == 2 || (res = koloCommDestroy(comm)) == koloSuccess) return code;
+  kolo_backend_report(kb.rank, NULL, res, "koloCommDestroy");
+  return 2;
 }
 
 typedef struct {
@@ -130,19 +124,14 @@ static int rank_setup(rank_job *j) {
   if (j->comm != NULL) return 0;
   koloConfig_t c = comm_config(j->a, j->dev);
   koloResult_t res = koloCommInitRankConfig(&j->comm, j->cfg->nranks, j->id, j->rank, &c);
-  if (res == koloSuccess) return 0;
-  kolo_backend_report(j->rank, NULL, res, "koloCommInitRank");
-  return -1;
+  return res == koloSuccess ? 0 : kolo_backend_report(j->rank, NULL, res, "koloCommInitRank");
 }
 
 static void *rank_thread(void *p) {
   rank_job *j = p;
-  if (rank_setup(j) == 0) {
-    j->code = run_rank(j->a, j->cfg, j->comm, j->dev, j->gate);
-  } else {
-    j->code = 2;
-    gate_pass(j->gate, 1);
-  }
+  j->code = 2;
+  if (rank_setup(j) == 0) j->code = run_rank(j->a, j->cfg, j->comm, j->dev, j->gate);
+  else gate_pass(j->gate, 1);
   return NULL;
 }
 
@@ -191,18 +180,13 @@ static int init_local(const perf_args *a, rank_job *jobs, koloComm_t *comms, int
   }
   if (a->parallel_init) {
     koloUniqueId id;
-    if ((res = koloGetUniqueId(&id)) != koloSuccess) {
-      kolo_backend_report(-1, NULL, res, "koloGetUniqueId");
-      return -1;
-    }
+    if ((res = koloGetUniqueId(&id)) != koloSuccess) return kolo_backend_report(-1, NULL, res, "koloGetUniqueId");
     for (int r = 0; r < n; r++) jobs[r].id = id;
     return 0;
   }
   koloConfig_t c = comm_config(a, -1);
-  if ((res = koloCommInitAllConfig(comms, n, a->mem_cuda ? devs : NULL, &c)) != koloSuccess) {
-    kolo_backend_report(-1, NULL, res, "koloCommInitAll");
-    return -1;
-  }
+  if ((res = koloCommInitAllConfig(comms, n, a->mem_cuda ? devs : NULL, &c)) != koloSuccess)
+    return kolo_backend_report(-1, NULL, res, "koloCommInitAll");
   for (int r = 0; r < n; r++) jobs[r].comm = comms[r];
   return 0;
 }

@@ -74,16 +74,12 @@ perf_watch *perf_watch_add(koloComm_t comm, int rank, int timeout_s) {
   pthread_mutex_lock(&lock);
   for (int i = 0; i < WATCH_SLOTS && w == NULL; i++)
     if (slots[i].comm == NULL) w = &slots[i];
-  if (w != NULL && start_thread(timeout_s) == 0) {
-    w->comm = comm;
-    w->rank = rank;
-    w->fired = 0;
-    atomic_store(&w->bytes, 0);
-  } else {
-    if (w == NULL) fprintf(stderr, "rank %d: -T: more than %d ranks in one process: this one is not watched\n",
-                           rank, WATCH_SLOTS);
+  if (w == NULL)
+    fprintf(stderr, "rank %d: -T: more than %d ranks in one process: this one is not watched\n", rank, WATCH_SLOTS);
+  else if (start_thread(timeout_s) != 0)
     w = NULL;
-  }
+  else
+    *w = (struct perf_watch){.comm = comm, .rank = rank};
   pthread_mutex_unlock(&lock);
   return w;
 }
