@@ -278,9 +278,14 @@ static int cuda_init(kolo_backend *kb, perf_backend *be) {
   kb->ev_stop = stop;
   if (check_cuda(kb, cudaMalloc(&kb->scratch, KB_SCRATCH_BYTES), "cudaMalloc") != 0) return -1;
   kb->scratch_bytes = KB_SCRATCH_BYTES;
-  be->wait = kb_wait, be->copy = kb_copy, be->time_start = kb_time_start, be->time_stop = kb_time_stop;
-  be->capture_begin = kb_capture_begin, be->capture_end = kb_capture_end;
-  be->graph_launch = kb_graph_launch, be->graph_free = kb_graph_free;
+  be->wait = kb_wait;
+  be->copy = kb_copy;
+  be->time_start = kb_time_start;
+  be->time_stop = kb_time_stop;
+  be->capture_begin = kb_capture_begin;
+  be->capture_end = kb_capture_end;
+  be->graph_launch = kb_graph_launch;
+  be->graph_free = kb_graph_free;
   return 0;
 }
 #endif
