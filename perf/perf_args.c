@@ -15,43 +15,32 @@
  * so that a missing value is told apart from an unknown flag). */
 #define SHORT_OPTS ":t:g:b:e:i:f:n:m:w:N:p:I:K:c:o:d:r:z:y:T:hG:C:a:R:x:D:V:J:S:M:u:P:"
 
+#define ARG(name, c) {name, required_argument, NULL, c}
 static const struct option long_opts[] = {
-    {"nthreads", required_argument, NULL, 't'},       {"threads", required_argument, NULL, 't'},
-    {"ngpus", required_argument, NULL, 'g'},          {"minbytes", required_argument, NULL, 'b'},
-    {"maxbytes", required_argument, NULL, 'e'},       {"stepbytes", required_argument, NULL, 'i'},
-    {"stepfactor", required_argument, NULL, 'f'},     {"iters", required_argument, NULL, 'n'},
-    {"agg_iters", required_argument, NULL, 'm'},      {"warmup_iters", required_argument, NULL, 'w'},
-    {"run_cycles", required_argument, NULL, 'N'},     {"parallel_init", required_argument, NULL, 'p'},
-    {"check", required_argument, NULL, 'c'},          {"op", required_argument, NULL, 'o'},
-    {"datatype", required_argument, NULL, 'd'},       {"root", required_argument, NULL, 'r'},
-    {"blocking", required_argument, NULL, 'z'},       {"stream_null", required_argument, NULL, 'y'},
-    {"timeout", required_argument, NULL, 'T'},        {"cudagraph", required_argument, NULL, 'G'},
-    {"report_cputime", required_argument, NULL, 'C'}, {"report_timestamps", required_argument, NULL, 'S'},
-    {"output_file", required_argument, NULL, 'J'},    {"average", required_argument, NULL, 'a'},
-    {"local_register", required_argument, NULL, 'R'}, {"cta_policy", required_argument, NULL, 'x'},
-    {"device_implementation", required_argument, NULL, 'D'},
-    {"device_cta_count", required_argument, NULL, 'V'},
-    {"memory", required_argument, NULL, 'M'},         {"unalign", required_argument, NULL, 'u'},
-    {"per_iter_timing", required_argument, NULL, 'I'}, {"per_iter_skip", required_argument, NULL, 'K'},
-    {"procs", required_argument, NULL, 'P'},          {"mem", required_argument, NULL, OPT_MEM},
-    {"inplace", required_argument, NULL, OPT_INPLACE}, {"devices", required_argument, NULL, OPT_DEVICES},
-    {"gpu", required_argument, NULL, OPT_DEVICES},    {"json", required_argument, NULL, OPT_JSON},
-    {"label", required_argument, NULL, OPT_LABEL},    {"ceiling", required_argument, NULL, OPT_CEILING},
-    {"params", no_argument, NULL, OPT_PARAMS},        {"graph", no_argument, NULL, OPT_GRAPH},
-    {"launch", required_argument, NULL, OPT_LAUNCH},  {"blocks", required_argument, NULL, OPT_BLOCKS},
-    {"block-threads", required_argument, NULL, OPT_BLOCK_THREADS},
-    {"schedule", required_argument, NULL, OPT_SCHEDULE}, {"bind", required_argument, NULL, OPT_BIND},
-    {"help", no_argument, NULL, 'h'},                 {NULL, 0, NULL, 0}};
+    ARG("nthreads", 't'), ARG("threads", 't'), ARG("ngpus", 'g'), ARG("minbytes", 'b'), ARG("maxbytes", 'e'),
+    ARG("stepbytes", 'i'), ARG("stepfactor", 'f'), ARG("iters", 'n'), ARG("agg_iters", 'm'),
+    ARG("warmup_iters", 'w'), ARG("run_cycles", 'N'), ARG("parallel_init", 'p'), ARG("check", 'c'),
+    ARG("op", 'o'), ARG("datatype", 'd'), ARG("root", 'r'), ARG("blocking", 'z'), ARG("stream_null", 'y'),
+    ARG("timeout", 'T'), ARG("cudagraph", 'G'), ARG("report_cputime", 'C'), ARG("report_timestamps", 'S'),
+    ARG("output_file", 'J'), ARG("average", 'a'), ARG("local_register", 'R'), ARG("cta_policy", 'x'),
+    ARG("device_implementation", 'D'), ARG("device_cta_count", 'V'), ARG("memory", 'M'), ARG("unalign", 'u'),
+    ARG("per_iter_timing", 'I'), ARG("per_iter_skip", 'K'), ARG("procs", 'P'), ARG("mem", OPT_MEM),
+    ARG("inplace", OPT_INPLACE), ARG("devices", OPT_DEVICES), ARG("gpu", OPT_DEVICES), ARG("json", OPT_JSON),
+    ARG("label", OPT_LABEL), ARG("ceiling", OPT_CEILING), {"params", no_argument, NULL, OPT_PARAMS},
+    {"graph", no_argument, NULL, OPT_GRAPH}, ARG("launch", OPT_LAUNCH), ARG("blocks", OPT_BLOCKS),
+    ARG("block-threads", OPT_BLOCK_THREADS), ARG("schedule", OPT_SCHEDULE), ARG("bind", OPT_BIND),
+    {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
 
-/* The flags whose value is a whole number: its field, its range, and what
- * the sentence that refuses a bad one says it must be. */
-#define INT_FLAG(c, field, lo, hi, expects) {c, offsetof(perf_args, field), lo, hi, expects}
+/* What each flag's value must be, for the sentence that refuses a bad one;
+ * for a whole number (hi > 0) also its field and range. */
+#define INT_FLAG(c, field, lo, hi, expects) {c, expects, offsetof(perf_args, field), lo, hi}
+#define FLAG(c, expects) {c, expects, 0, 0, 0}
 static const struct {
   int c;
+  const char *expects;
   size_t field;
   int lo, hi;
-  const char *expects;
-} int_flags[] = {
+} flags[] = {
     INT_FLAG('n', iters, 1, 1 << 30, "1 or more"), INT_FLAG('w', warmup, 0, 1 << 30, "0 or more"),
     INT_FLAG('m', agg_iters, 1, 1 << 20, "1 or more"),
     INT_FLAG('N', run_cycles, 0, 1 << 30, "0 (until stopped) or more"),
@@ -62,20 +51,13 @@ static const struct {
     INT_FLAG('G', graph_launches, 0, 1 << 20, "graph launches, 0 or more"),
     INT_FLAG('t', threads, 1, 4096, "1 or more threads"),
     INT_FLAG('g', gpus_per_thread, 1, 4096, "1 or more ranks per thread"),
-    INT_FLAG(OPT_INPLACE, placement, 0, 1, "0 or 1"), INT_FLAG(OPT_BLOCKS, blocks, 0, 1 << 20, "0 or more")};
-#define N_INT_FLAGS (sizeof int_flags / sizeof int_flags[0])
-
-/* What the other flags' values must be, for the same sentence. */
-static const struct {
-  int c;
-  const char *expects;
-} expects[] = {
-    {'b', "a size such as 8, 64K, 128M"}, {'e', "a size such as 8, 64K, 128M"}, {'i', "a size"},
-    {'f', "a factor of 1 or more"}, {'P', "1 or more processes"}, {'d', "a type (see --help)"},
-    {'o', "sum, prod, max, min, avg or mulsum"}, {OPT_MEM, "host or cuda"},
-    {OPT_DEVICES, "device numbers, e.g. 0 or 0,1,2,3"}, {OPT_CEILING, "GB/s above 0, or memcpy"},
-    {OPT_LAUNCH, "entry, grid or both"}, {OPT_BLOCK_THREADS, "a multiple of 32 in 32..512"},
-    {OPT_BIND, "none or core"}, {0, NULL}};
+    INT_FLAG(OPT_INPLACE, placement, 0, 1, "0 or 1"), INT_FLAG(OPT_BLOCKS, blocks, 0, 1 << 20, "0 or more"),
+    FLAG('b', "a size such as 8, 64K, 128M"), FLAG('e', "a size such as 8, 64K, 128M"), FLAG('i', "a size"),
+    FLAG('f', "a factor of 1 or more"), FLAG('P', "1 or more processes"), FLAG('d', "a type (see --help)"),
+    FLAG('o', "sum, prod, max, min, avg or mulsum"), FLAG(OPT_MEM, "host or cuda"),
+    FLAG(OPT_DEVICES, "device numbers, e.g. 0 or 0,1,2,3"), FLAG(OPT_CEILING, "GB/s above 0, or memcpy"),
+    FLAG(OPT_LAUNCH, "entry, grid or both"), FLAG(OPT_BLOCK_THREADS, "a multiple of 32 in 32..512"),
+    FLAG(OPT_BIND, "none or core"), FLAG(0, NULL)};
 
 /* The long flags of this parse: a subcommand's own, then the shared ones. */
 static struct option merged[sizeof long_opts / sizeof long_opts[0] + 32];
@@ -93,12 +75,11 @@ static const char *long_name(int c) {
   return "?";
 }
 
-static const char *expected(int c) {
-  for (size_t i = 0; i < N_INT_FLAGS; i++)
-    if (int_flags[i].c == c) return int_flags[i].expects;
+/* c's row of flags (the terminator when none). */
+static int flag_row(int c) {
   int i = 0;
-  while (expects[i].c != 0 && expects[i].c != c) i++;
-  return expects[i].expects;
+  while (flags[i].c != 0 && flags[i].c != c) i++;
+  return i;
 }
 
 const char *perf_flag_name(int c, char *buf, size_t len) {
@@ -121,12 +102,10 @@ static int set_enum(int *out, int v) {
   return v < 0 ? -1 : 0;
 }
 
-/* A whole number of int_flags; 1 when c is none of them. */
+/* A whole number of flags; 1 when c is none of them. */
 static int apply_int(perf_args *a, int c, const char *v) {
-  for (size_t i = 0; i < N_INT_FLAGS; i++)
-    if (int_flags[i].c == c)
-      return perf_parse_int(v, int_flags[i].lo, int_flags[i].hi, (int *)((char *)a + int_flags[i].field));
-  return 1;
+  int i = flag_row(c);
+  return flags[i].hi > 0 ? perf_parse_int(v, flags[i].lo, flags[i].hi, (int *)((char *)a + flags[i].field)) : 1;
 }
 
 /* "0,2,3" -> a->devs / a->ndevs (--devices). */
@@ -146,10 +125,7 @@ static int parse_devices(perf_args *a, const char *v) {
 }
 
 static int parse_ceiling(perf_args *a, const char *v) {
-  if (strcmp(v, "memcpy") == 0) {
-    a->ceiling_memcpy = 1;
-    return 0;
-  }
+  if (strcmp(v, "memcpy") == 0) return a->ceiling_memcpy = 1, 0;
   char *end;
   double g = strtod(v, &end);
   if (end == v || *end != '\0' || !(g > 0) || g > 1e6) return -1;
@@ -157,15 +133,14 @@ static int parse_ceiling(perf_args *a, const char *v) {
   return 0;
 }
 
-/* The other flags kolo-perf implements; 1 when c is none of them.
- * given[0], given[1]: -f, -i were given. */
-static int apply_other(perf_args *a, int c, const char *v, int *given) {
+/* The other flags kolo-perf implements; 1 when c is none of them. */
+static int apply_other(perf_args *a, int c, const char *v) {
   int i;
   switch (c) {
     case 'b': return perf_parse_size(v, &a->min_bytes);
     case 'e': return perf_parse_size(v, &a->max_bytes);
-    case 'i': given[1] = 1; return perf_parse_size(v, &a->step_bytes);
-    case 'f': given[0] = 1; return perf_parse_size(v, &a->step_factor) != 0 || a->step_factor < 1 ? -1 : 0;
+    case 'i': return perf_parse_size(v, &a->step_bytes);
+    case 'f': return perf_parse_size(v, &a->step_factor) != 0 || a->step_factor < 1 ? -1 : 0;
     case 'd': a->type_given = 1; return set_enum((int *)&a->type, perf_parse_type(v));
     case 'o': return set_enum((int *)&a->op, perf_parse_op(v));
     case 'P': a->procs_given = 1; return perf_parse_int(v, 1, 4096, &a->procs);
@@ -190,10 +165,7 @@ static int apply_other(perf_args *a, int c, const char *v, int *given) {
 
 /* nccl-tests' flags kolo-perf does not implement: each is taken at the
  * value that means "off" in nccl-tests, and refused otherwise. */
-static const struct {
-  int c;
-  const char *why;
-} not_here[] = {
+static const struct { int c; const char *why; } not_here[] = {
     {'y', "calls on the NULL stream (each rank has a non-blocking stream of its own)"},
     {'R', "buffer registration (kolo does not use registrations to save a copy yet)"},
     {'x', "CTA policies (kolo sizes its grids itself: KOLO_MIN_NCHANNELS, KOLO_MAX_NCHANNELS)"},
@@ -220,9 +192,7 @@ static int apply_not_here(int c, const char *v) {
 
 /* Flags kolo-mpi-ref does not take. */
 static int kolo_only(int c) {
-  return (c < 128 && strchr("PtgpTG", c) != NULL) || c == OPT_MEM || c == OPT_DEVICES || c == OPT_GRAPH ||
-         c == OPT_PARAMS || c == OPT_LAUNCH || c == OPT_BLOCKS || c == OPT_BLOCK_THREADS || c == OPT_SCHEDULE ||
-         c == OPT_BIND;
+  return (c < 128 && strchr("PtgpTG", c) != NULL) || (c >= OPT_PARAMS && c < OPT_END);
 }
 
 static int takes(const perf_sub_flags *sub, int c) {
@@ -234,18 +204,19 @@ static int takes(const perf_sub_flags *sub, int c) {
 /* One option; 0, -1 for a bad value, -2 for kolo-perf's options in
  * another tool, -3 for an nccl-tests flag kolo-perf does not implement,
  * -4 for a flag the subcommand does not take. */
-static int apply_opt(perf_args *a, int c, const char *v, int tool, const perf_sub_flags *sub, int *given) {
+static int apply_opt(perf_args *a, int c, const char *v, int tool, const perf_sub_flags *sub) {
   if (kolo_only(c) && tool != PERF_TOOL_KOLO) return -2;
   if (sub && c >= PERF_SUB_OPT) return sub->apply(a, c, v) == 0 ? 0 : -1; /* only with sub->longs */
   if (sub && !takes(sub, c)) return -4;
   int r = apply_int(a, c, v);
-  if (r == 1) r = apply_other(a, c, v, given);
+  if (r == 1) r = apply_other(a, c, v);
   if (r == 1) r = apply_not_here(c, v);
   return r == 1 ? -1 : r;
 }
 
 static void report_bad(const char *prog, int c, const char *v, int bad, const perf_sub_flags *sub) {
   char name[64];
+  const char *want = flags[flag_row(c)].expects;
   perf_flag_name(c, name, sizeof name);
   if (bad == -2) fprintf(stderr, "%s: %s is kolo-perf's alone\n", prog, name);
   else if (bad == -4)
@@ -253,53 +224,40 @@ static void report_bad(const char *prog, int c, const char *v, int bad, const pe
   else if (bad == -3)
     fprintf(stderr, "%s: %s %s is refused: kolo-perf does not have nccl-tests' %s; only %s 0, nccl-tests' "
             "default, is taken\n", prog, name, v, not_here_why(c), name);
-  else if (expected(c) == NULL) fprintf(stderr, "%s: bad value '%s' for %s (see --help)\n", prog, v ? v : "", name);
-  else fprintf(stderr, "%s: bad value '%s' for %s: expected %s\n", prog, v ? v : "", name, expected(c));
+  else if (want == NULL) fprintf(stderr, "%s: bad value '%s' for %s (see --help)\n", prog, v ? v : "", name);
+  else fprintf(stderr, "%s: bad value '%s' for %s: expected %s\n", prog, v ? v : "", name, want);
 }
 
 /* The getopt loop.  0 to go on, 1 after help, -1 on a bad flag. */
 static int parse_flags(perf_args *a, int argc, char **argv, const char *prog, int tool, const perf_sub_flags *sub,
                        perf_seen_opts *seen) {
-  int given[2] = {0, 0}, c; /* -f, -i */
+  int c;
   set_defaults(a);
   if (sub && sub->defaults) sub->defaults(a); /* after the shared ones */
   const struct option *longs = merge_longs(sub);
   opterr = 0;
   optind = 0; /* glibc: start afresh, so that a second parse (a test's) sees its own argv */
   while ((c = getopt_long(argc, argv, SHORT_OPTS, longs, NULL)) != -1) {
-    if (c == 'h') {
-      if (sub) sub->usage(stdout, prog);
-      else perf_usage(stdout, prog, tool);
-      return 1;
-    }
-    if (c == ':' || c == '?') {
-      fprintf(stderr, "%s: %s option %s (see --help)\n", prog, c == ':' ? "missing value for" : "unknown",
-              argv[optind - 1]);
-      return -1;
-    }
-    if (c < OPT_END) *perf_seen_slot(seen, c) = 1;
-    int bad = apply_opt(a, c, optarg, tool, sub, given);
-    if (bad != 0) {
-      report_bad(prog, c, optarg, bad, sub);
-      return -1;
-    }
+    if (c == 'h') return (sub ? sub->usage(stdout, prog) : perf_usage(stdout, prog, tool)), 1;
+    if (c == ':' || c == '?')
+      return fprintf(stderr, "%s: %s option %s (see --help)\n", prog,
+                     c == ':' ? "missing value for" : "unknown", argv[optind - 1]), -1;
+    if (c < OPT_END) seen->opt[c] = 1;
+    int bad = apply_opt(a, c, optarg, tool, sub);
+    if (bad != 0) return report_bad(prog, c, optarg, bad, sub), -1;
   }
-  if (given[1] && !given[0]) a->step_factor = 1; /* -i alone: a fixed increment */
+  if (seen->opt['i'] && !seen->opt['f']) a->step_factor = 1; /* -i alone: a fixed increment */
   return 0;
 }
 
 /* The collective (or "prims") after the flags. */
 static int parse_coll(perf_args *a, int argc, char **argv, const char *prog, int tool) {
-  if (optind != argc - 1) {
-    fprintf(stderr, "%s: expected one collective name after the flags (see --help)\n", prog);
-    return -1;
-  }
+  if (optind != argc - 1)
+    return fprintf(stderr, "%s: expected one collective name after the flags (see --help)\n", prog), -1;
   int coll = perf_parse_coll(argv[optind]);
   a->prims = coll < 0 && tool == PERF_TOOL_KOLO && strcmp(argv[optind], "prims") == 0;
-  if (coll < 0 && !a->prims) {
-    fprintf(stderr, "%s: unknown collective '%s' (see --help)\n", prog, argv[optind]);
-    return -1;
-  }
+  if (coll < 0 && !a->prims)
+    return fprintf(stderr, "%s: unknown collective '%s' (see --help)\n", prog, argv[optind]), -1;
   if (!a->prims) a->coll = (perf_coll)coll;
   return 0;
 }
@@ -320,10 +278,8 @@ int perf_args_parse_sub(perf_args *a, int argc, char **argv, const perf_sub_flag
   int r = parse_flags(a, argc, argv, prog, PERF_TOOL_KOLO, sub, &seen);
   if (r != 0) return r;
   int words = sub->name ? 1 : 0; /* getopt has moved the words after the flags */
-  if (argc - optind != words || (words && strcmp(argv[optind], sub->name) != 0)) {
-    fprintf(stderr, "%s: unexpected argument '%s' (see --help)\n", prog, argv[argc - 1]);
-    return -1;
-  }
+  if (argc - optind != words || (words && strcmp(argv[optind], sub->name) != 0))
+    return fprintf(stderr, "%s: unexpected argument '%s' (see --help)\n", prog, argv[argc - 1]), -1;
   if (sub->check && sub->check(a, prog) != 0) return -1;
   return perf_args_check(a, &seen, prog);
 }

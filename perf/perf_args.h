@@ -13,33 +13,14 @@
 #include <stdio.h>
 
 typedef enum {
-  PERF_ALL_REDUCE,
-  PERF_REDUCE_SCATTER,
-  PERF_ALL_GATHER,
-  PERF_BROADCAST,
-  PERF_REDUCE,
-  PERF_SENDRECV,
-  PERF_ALL_TO_ALL,
-  PERF_GATHER,
-  PERF_SCATTER,
-  PERF_NUM_COLLS
+  PERF_ALL_REDUCE, PERF_REDUCE_SCATTER, PERF_ALL_GATHER, PERF_BROADCAST, PERF_REDUCE, PERF_SENDRECV,
+  PERF_ALL_TO_ALL, PERF_GATHER, PERF_SCATTER, PERF_NUM_COLLS
 } perf_coll;
 
 /* Same values as koloDataType_t. */
 typedef enum {
-  PERF_INT8 = 0,
-  PERF_UINT8 = 1,
-  PERF_INT32 = 2,
-  PERF_UINT32 = 3,
-  PERF_INT64 = 4,
-  PERF_UINT64 = 5,
-  PERF_FLOAT16 = 6,
-  PERF_FLOAT32 = 7,
-  PERF_FLOAT64 = 8,
-  PERF_BFLOAT16 = 9,
-  PERF_FLOAT8E4M3 = 10,
-  PERF_FLOAT8E5M2 = 11,
-  PERF_NUM_TYPES = 12
+  PERF_INT8, PERF_UINT8, PERF_INT32, PERF_UINT32, PERF_INT64, PERF_UINT64, PERF_FLOAT16, PERF_FLOAT32,
+  PERF_FLOAT64, PERF_BFLOAT16, PERF_FLOAT8E4M3, PERF_FLOAT8E5M2, PERF_NUM_TYPES
 } perf_type;
 
 /* Same values as koloRedOp_t; PERF_MULSUM (nccl-tests' "mulsum") stands for
@@ -81,8 +62,7 @@ typedef struct {
   int check;                   /* -c: checked calls per row (0: none; the first wrong one ends it) */
   perf_type type;              /* -d */
   perf_op op;                  /* -o */
-  int root;                    /* -r */
-  int average;                 /* -a: PERF_AVERAGE_* */
+  int root, average;           /* -r, -a: PERF_AVERAGE_* */
   int parallel_init;           /* -p: each thread inits its own rank (koloCommInitRank) */
   int blocking;                /* -z: PERF_BLOCKING_* */
   int report_cputime;          /* -C: the time column is the host's time to issue the calls */
@@ -92,11 +72,9 @@ typedef struct {
   int gpus_per_thread;         /* -g: ranks per thread (nccl-tests' GPUs per thread) */
   /* kolo-perf's own */
   int placement;               /* --inplace: PERF_PLACE_* */
-  int procs;                   /* -P, --procs */
-  int procs_given;             /* -P was on the command line */
+  int procs, procs_given;      /* -P, --procs; whether it was on the command line */
   int bind_core;               /* --bind core: process i of -P on allowed CPU i (mod their count) */
-  int mem_cuda;                /* --mem cuda (kolo-perf) */
-  int print_params;            /* --params (kolo-perf) */
+  int mem_cuda, print_params;  /* --mem cuda, --params (kolo-perf) */
   const char *json;            /* --json FILE (or nccl-tests' -J), or NULL */
   const char *label;           /* --label TEXT: the run's name in the JSON and on plots, or NULL */
   double ceiling_gbps;         /* --ceiling GBPS: the busbw ceiling to record (0: none) */
@@ -105,14 +83,11 @@ typedef struct {
   int devs[PERF_MAX_GPUS];     /* --devices LIST: rank r of this machine on devs[r % ndevs] */
   int ndevs;                   /* 0: --devices not given (all visible devices) */
   /* kolo-perf prims (the subcommand instead of a collective) */
-  int prims;                   /* "prims" was named: coll is PERF_NUM_COLLS */
-  int type_given;              /* -d was on the command line */
+  int prims, type_given;       /* "prims" was named (coll is PERF_NUM_COLLS); -d was given */
   int launch;                  /* --launch: PERF_LAUNCH_* */
-  int blocks;                  /* --blocks: blocks of the grid launch, 0 = one full wave */
-  int block_threads;           /* --block-threads: threads per block of the grid launch */
-  /* kolo-perf overlap (perf_overlap.h): its options, NULL for the other subcommands */
+  int blocks, block_threads;   /* --blocks (0: one full wave), --block-threads: the grid launch's shape */
+  /* kolo-perf overlap's and p2p's options (perf_overlap.h, perf_p2p.h); NULL for other subcommands */
   const struct perf_overlap_opts *overlap;
-  /* kolo-perf p2p (perf_p2p.h): its options, NULL for the other subcommands */
   const struct perf_p2p_opts *p2p;
 } perf_args;
 

@@ -1,14 +1,12 @@
 /* perf_args_check.c - which of kolo-perf's flags go together (after
  * perf_args.c has parsed them all): each refusal is one sentence naming
  * the flags. */
-#include <string.h>
-
 #include "perf/perf_args_opts.h"
 
 /* The first flag of `list` (getopt values, 0-terminated) that was given, or 0. */
 static int first_seen(perf_seen_opts *seen, const int *list) {
   for (; *list; list++)
-    if (*perf_seen_slot(seen, *list)) return *list;
+    if (seen->opt[*list]) return *list;
   return 0;
 }
 
@@ -35,7 +33,7 @@ static int check_cuda(perf_args *a, perf_seen_opts *seen, const char *prog) {
   if (a->graph_launches > 0)
     return refuse(prog, "needs --mem cuda: CUDA graphs hold device work, and host calls run on the host", 'G');
   if (a->ndevs > 0) return refuse(prog, "needs --mem cuda", OPT_DEVICES);
-  if (a->ceiling_memcpy == 0 && *perf_seen_slot(seen, OPT_CEILING) && a->ceiling_gbps <= 0)
+  if (a->ceiling_memcpy == 0 && seen->opt[OPT_CEILING] && a->ceiling_gbps <= 0)
     return refuse(prog, "needs a value", OPT_CEILING);
   return 0;
 }
@@ -52,14 +50,10 @@ static int check_graph(perf_args *a, const char *prog) {
 }
 
 static int check_sizes(perf_args *a, const char *prog) {
-  if (a->min_bytes > a->max_bytes) {
-    fprintf(stderr, "%s: -b %zu is larger than -e %zu\n", prog, a->min_bytes, a->max_bytes);
-    return -1;
-  }
-  if (a->step_factor == 1 && a->step_bytes == 0) {
-    fprintf(stderr, "%s: -i 0 with -f 1 never reaches -e\n", prog);
-    return -1;
-  }
+  if (a->min_bytes > a->max_bytes)
+    return fprintf(stderr, "%s: -b %zu is larger than -e %zu\n", prog, a->min_bytes, a->max_bytes), -1;
+  if (a->step_factor == 1 && a->step_bytes == 0)
+    return fprintf(stderr, "%s: -i 0 with -f 1 never reaches -e\n", prog), -1;
   return 0;
 }
 
@@ -75,7 +69,6 @@ static int check_ceiling_bind(perf_args *a, const char *prog) {
 }
 
 int perf_args_check(perf_args *a, perf_seen_opts *seen, const char *prog) {
-  int bad = check_prims(a, seen, prog) != 0 || check_cuda(a, seen, prog) != 0 || check_graph(a, prog) != 0 ||
-            check_sizes(a, prog) != 0 || check_ceiling_bind(a, prog) != 0;
-  return bad ? -1 : 0;
+  return (check_prims(a, seen, prog) || check_cuda(a, seen, prog) || check_graph(a, prog) || check_sizes(a, prog) ||
+          check_ceiling_bind(a, prog)) ? -1 : 0;
 }

@@ -7,20 +7,15 @@
 
 #include "perf/perf_args.h"
 
-/* getopt values of the flags that have no letter. */
+/* getopt values of the flags that have no letter; kolo-mpi-ref refuses
+ * those from OPT_PARAMS on. */
 enum {
-  OPT_JSON = 1000, OPT_PARAMS, OPT_GRAPH, OPT_LAUNCH, OPT_BLOCKS, OPT_BLOCK_THREADS, OPT_MEM, OPT_INPLACE,
-  OPT_DEVICES, OPT_LABEL, OPT_CEILING, OPT_SCHEDULE, OPT_BIND, OPT_END
+  OPT_JSON = 1000, OPT_LABEL, OPT_CEILING, OPT_INPLACE, OPT_PARAMS, OPT_GRAPH, OPT_LAUNCH, OPT_BLOCKS,
+  OPT_BLOCK_THREADS, OPT_MEM, OPT_DEVICES, OPT_SCHEDULE, OPT_BIND, OPT_END
 };
 
 /* Options seen on the command line, by getopt value. */
-typedef struct {
-  unsigned char opt[128 + (OPT_END - OPT_JSON)];
-} perf_seen_opts;
-
-static inline unsigned char *perf_seen_slot(perf_seen_opts *s, int c) {
-  return &s->opt[c >= OPT_JSON ? 128 + (c - OPT_JSON) : c & 127];
-}
+typedef struct { unsigned char opt[OPT_END]; } perf_seen_opts;
 
 /* "-a (--average)" or "--mem": how sentences name the flag of getopt value c. */
 const char *perf_flag_name(int c, char *buf, size_t len);
