@@ -1,6 +1,5 @@
-/* perf_overlap.c - kolo-perf overlap's rank (see perf_overlap.h): the
- * compute calibrated, the header lines (rank 0), then the models or --small;
- * and the small calls every part uses (perf_overlap_int.h). */
+/* perf_overlap.c - kolo-perf overlap's rank (see perf_overlap.h): the compute calibrated, the
+ * header lines (rank 0), the models or --small; the small calls every part uses (perf_overlap_int.h). */
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -92,8 +91,7 @@ static void print_compute_header(const ov_rank *ov, const double *rate_lo, const
              "ovl/bnd rounds = the median over rounds of each round's own ratio\n");
 }
 
-/* Calibrates the compute kinds asked for; prints nothing.  rate_lo / hi:
- * the lowest and highest rate over ranks. */
+/* Calibrates the compute kinds asked for; rate_lo / hi: the lowest and highest over ranks. */
 static int calibrate(ov_rank *ov, double *rate_lo, double *rate_hi) {
   for (int k = 0; k < PERF_COMPUTE_KINDS; k++) {
     rate_lo[k] = rate_hi[k] = 0;
@@ -108,13 +106,11 @@ static int calibrate(ov_rank *ov, double *rate_lo, double *rate_hi) {
 }
 
 static int stream_init(ov_rank *ov) {
+  if (!ov->cuda) return 0;
 #ifdef KOLO_HAVE_CUDA
   cudaStream_t s;
-  if (!ov->cuda) return 0;
   if (ov_cuda_fail(ov, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate") != 0) return -1;
   ov->stream = s;
-#else
-  (void)ov;
 #endif
   return 0;
 }
@@ -136,11 +132,10 @@ int perf_overlap_run(const perf_args *a, kolo_backend *kb, const perf_backend *b
 #ifdef KOLO_HAVE_CUDA
   if (ov.stream) cudaStreamDestroy((cudaStream_t)ov.stream);
 #endif
-  if (ov.out) {
-    if (rc == 0 && ov.wrong) fprintf(ov.out, "# FAILED: wrong elements or a broken copy rule (above)\n");
-    else if (rc == 0)
-      fprintf(ov.out, "# %s\n", a->check ? "every check passed" : "copy rules kept (-c 0: no element check)");
-    fflush(ov.out);
-  }
+  if (ov.out && rc == 0)
+    fprintf(ov.out, "# %s\n", ov.wrong   ? "FAILED: wrong elements or a broken copy rule (above)"
+                              : a->check ? "every check passed"
+                                         : "copy rules kept (-c 0: no element check)");
+  if (ov.out) fflush(ov.out);
   return rc != 0 ? 2 : ov.wrong ? 1 : 0;
 }

@@ -1,39 +1,35 @@
 /* perf_overlap.h - `kolo-perf overlap`: a simulated data-parallel training
  * step over kolo's fusion API (include/kolo_fusion.h).
  *
- * Models.  The gradients are the parameters of a real model (perf/models/
- * *.txt: ResNet-50 and BERT-base, perf_models.h), float32, declared to one
- * koloFusion_t in backward order (the model's tensors in reverse), as
- * allocator views (KOLO_FUSION_ALLOCATE, the default) or as the caller's
- * buffers packed into the fusion buffer (--external).  Backward is the
- * tensors in that order, each with its layer's compute before it: the
- * compute time of a layer is proportional to its parameter count, scaled so
- * that a step's compute adds up to --compute-ms (default: the measured
- * communication-only time, where overlap matters most).  The compute is a
- * calibrated stand-in (perf_compute.h): `spin` burns the core, `sleep`
- * models an accelerator (the CPU idles), `cuda` is a busy kernel.
+ * Models.  The gradients are a real model's parameters (the files in perf/models,
+ * perf_models.h), float32, declared to one koloFusion_t in backward order
+ * (the model's tensors reversed), as allocator views (KOLO_FUSION_ALLOCATE,
+ * the default) or the caller's buffers packed into the fusion buffer
+ * (--external).  Backward is those tensors, each after its layer's compute:
+ * proportional to its parameter count, summing to --compute-ms per step
+ * (default: the measured comm-only time, where overlap matters most).  The
+ * compute is a calibrated stand-in (perf_compute.h): `spin` burns the core,
+ * `sleep` models an accelerator (the CPU idles), `cuda` is a busy kernel.
  *
- * Each timed round runs four steps, the ranks starting each together (a
- * one-element all-reduce before it), and times it on every rank from there
- * to the end of koloFusionWait; a step's time is the slowest rank's:
+ * Each timed round runs four steps, each from a common start (a one-element
+ * all-reduce) to the end of koloFusionWait, the slowest rank's:
  *   comm-only     every gradient marked ready at once, then StepEnd + Wait
  *   compute-only  the layers' compute alone
  *   no-overlap    all compute, then every gradient marked ready at once
  *   overlap       MarkReady after each layer's compute
- * The report gives the medians over -n rounds (after -w untimed ones), the
- * bound max(compute-only, comm-only) and overlap / bound; the ideal step of the fusion's layout (each all-reduce
- * starting when its bucket -- external: its tensor -- is complete and the
- * one before it is done, at the comm-only rate: what any scheduler could
- * reach, so overlap / ideal is the scheduler's own share of a miss); the
- * fusion's copy counters per step (koloFusionGetStats:
- * the allocator path packs 0 bytes, the fusion-buffer path one pack and one
- * unpack per fused all-reduce); then one more overlap step on gradients
- * filled with rank-dependent small integers, every element checked against
- * the sum / average over ranks computed here (perf_check.h).
+ * Reported: medians over -n rounds (after -w untimed ones), the bound
+ * max(compute-only, comm-only) and overlap / bound; the ideal step of the
+ * fusion's layout (each all-reduce starting when its bucket -- external: its
+ * tensor -- is complete and the one before it is done, at the comm-only
+ * rate: what any scheduler could reach, so overlap / ideal is the
+ * scheduler's own share of a miss); the copy counters per step
+ * (koloFusionGetStats: the allocator path packs 0 bytes, the fusion-buffer
+ * path one pack and one unpack per fused all-reduce); then one overlap step
+ * on rank-dependent small integers, every element checked (perf_check.h).
  *
- * --small: N tensors of B bytes (1000 x 4 KiB) reduced through the fusion
- * (allocator views, then the fusion buffer) beside one koloAllReduce per
- * tensor, in alternating rounds; medians and separate / fused.
+ * --small: N tensors of B bytes (1000 x 4 KiB) through the fusion (allocator
+ * views, then the fusion buffer) beside one koloAllReduce per tensor, in
+ * alternating rounds; medians and separate / fused.
  *
  * Ranks and memory as in the other subcommands (-p, -t, a launcher; -m cuda
  * with kolo_backend's stream for the small calls).  Rank 0 prints.
@@ -55,20 +51,17 @@ typedef struct perf_overlap_opts {
   const char *models_dir;   /* --models DIR */
   unsigned compute_mask;    /* bits of perf_compute_kind (--compute) */
   double compute_ms;        /* --compute-ms; 0: the measured comm-only time */
-  int external;             /* --external: the fusion-buffer path */
-  int small;                /* --small: the small-tensor test */
+  int external, small;      /* --external: the fusion-buffer path; --small: the small-tensor test */
   int small_count;          /* --small-count (1000) */
   size_t small_bytes;       /* --small-bytes (4K) */
-  size_t bucket_bytes;      /* --bucket: fusion config, KOLO_FUSION_UNDEF_SIZE = kolo's */
-  size_t first_bucket_bytes; /* --first-bucket */
-  size_t fusion_bytes;      /* --fusion-bytes */
-  int cycle_us;             /* --cycle-us; -1: kolo's */
-  int min_buckets;          /* --min-buckets; -1: kolo's */
+  /* the fusion's config: --bucket, --first-bucket, --fusion-bytes (KOLO_FUSION_UNDEF_SIZE:
+   * kolo's), --cycle-us, --min-buckets (-1: kolo's) */
+  size_t bucket_bytes, first_bucket_bytes, fusion_bytes;
+  int cycle_us, min_buckets;
 } perf_overlap_opts;
 
-/* `kolo-perf overlap [flags]` for perf_args_parse_sub (perf_overlap_args.c):
- * a then carries the options (a->overlap) for the rank code; a->op is
- * PERF_SUM or PERF_AVG (koloSum, koloAvg). */
+/* `kolo-perf overlap [flags]` for perf_args_parse_sub (perf_overlap_args.c): a then
+ * carries the options (a->overlap); a->op is PERF_SUM or PERF_AVG (koloSum, koloAvg). */
 extern const perf_sub_flags perf_overlap_flags;
 
 /* One rank's part (every rank calls it with its kolo backend; rank 0

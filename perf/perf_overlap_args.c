@@ -13,7 +13,6 @@
 
 static perf_overlap_opts opts;   /* what a->overlap points at */
 static char model_list[1024];    /* --model's copy, split in place */
-static int compute_given;
 
 enum {
   O_MODEL = PERF_SUB_OPT, O_MODELS, O_COMPUTE, O_COMPUTE_MS, O_EXTERNAL, O_SMALL, O_SMALL_COUNT, O_SMALL_BYTES,
@@ -21,14 +20,13 @@ enum {
 };
 
 static const struct option long_opts[] = {
-    {"model", required_argument, NULL, O_MODEL},           {"models", required_argument, NULL, O_MODELS},
-    {"compute", required_argument, NULL, O_COMPUTE},       {"compute-ms", required_argument, NULL, O_COMPUTE_MS},
-    {"external", no_argument, NULL, O_EXTERNAL},           {"small", no_argument, NULL, O_SMALL},
-    {"small-count", required_argument, NULL, O_SMALL_COUNT},
-    {"small-bytes", required_argument, NULL, O_SMALL_BYTES}, {"bucket", required_argument, NULL, O_BUCKET},
-    {"first-bucket", required_argument, NULL, O_FIRST_BUCKET},
+    {"model", required_argument, NULL, O_MODEL},             {"models", required_argument, NULL, O_MODELS},
+    {"compute", required_argument, NULL, O_COMPUTE},         {"compute-ms", required_argument, NULL, O_COMPUTE_MS},
+    {"external", no_argument, NULL, O_EXTERNAL},             {"small", no_argument, NULL, O_SMALL},
+    {"small-count", required_argument, NULL, O_SMALL_COUNT}, {"small-bytes", required_argument, NULL, O_SMALL_BYTES},
+    {"bucket", required_argument, NULL, O_BUCKET},           {"first-bucket", required_argument, NULL, O_FIRST_BUCKET},
     {"fusion-bytes", required_argument, NULL, O_FUSION_BYTES}, {"cycle-us", required_argument, NULL, O_CYCLE_US},
-    {"min-buckets", required_argument, NULL, O_MIN_BUCKETS}, {NULL, 0, NULL, 0}};
+    {"min-buckets", required_argument, NULL, O_MIN_BUCKETS},   {NULL, 0, NULL, 0}};
 
 /* The shared flags overlap takes: -n -w -c -P -t, --op, --mem, --devices. */
 static const int shared[] = {'n', 'w', 'c', 'P', 't', 'o', OPT_MEM, OPT_DEVICES, 0};
@@ -67,8 +65,7 @@ static void usage(FILE *out, const char *prog) {
 }
 
 static int parse_models(const char *v) {
-  if (strlen(v) >= sizeof model_list) return -1;
-  strcpy(model_list, v);
+  if (snprintf(model_list, sizeof model_list, "%s", v) >= (int)sizeof model_list) return -1; /* too long */
   opts.nmodels = 0;
   char *save = NULL;
   for (char *t = strtok_r(model_list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -78,14 +75,14 @@ static int parse_models(const char *v) {
   return opts.nmodels > 0 ? 0 : -1;
 }
 
+/* The bits of opts.compute_mask; a mask of 0 means --compute was not given. */
+enum { C_SPIN = 1 << PERF_COMPUTE_SPIN, C_SLEEP = 1 << PERF_COMPUTE_SLEEP, C_CUDA = 1 << PERF_COMPUTE_CUDA };
+
 static int parse_compute(const char *v) {
-  compute_given = 1;
-  if (strcmp(v, "spin") == 0) opts.compute_mask = 1u << PERF_COMPUTE_SPIN;
-  else if (strcmp(v, "sleep") == 0) opts.compute_mask = 1u << PERF_COMPUTE_SLEEP;
-  else if (strcmp(v, "both") == 0) opts.compute_mask = 1u << PERF_COMPUTE_SPIN | 1u << PERF_COMPUTE_SLEEP;
-  else if (strcmp(v, "cuda") == 0) opts.compute_mask = 1u << PERF_COMPUTE_CUDA;
-  else return -1;
-  return 0;
+  static const unsigned masks[] = {C_SPIN, C_SLEEP, C_SPIN | C_SLEEP, C_CUDA};
+  int i = perf_parse_name(v, (const char *const[]){"spin", "sleep", "both", "cuda"}, 4);
+  if (i >= 0) opts.compute_mask = masks[i];
+  return i >= 0 ? 0 : -1;
 }
 
 static int parse_ms(const char *v, double *out) {
@@ -124,30 +121,22 @@ static int apply(perf_args *a, int c, const char *v) {
 static void defaults(perf_args *a) {
   a->warmup = 3;
   a->op = PERF_AVG;
-  memset(&opts, 0, sizeof opts);
-  opts.models[0] = "resnet50";
-  opts.models[1] = "bert-base";
-  opts.nmodels = 2;
-  opts.small_count = 1000;
-  opts.small_bytes = 4096;
-  opts.bucket_bytes = opts.first_bucket_bytes = opts.fusion_bytes = KOLO_FUSION_UNDEF_SIZE;
-  opts.cycle_us = -1;
-  opts.min_buckets = -1;
-  compute_given = 0;
+  opts = (perf_overlap_opts){.models = {"resnet50", "bert-base"}, .nmodels = 2, .small_count = 1000,
+                             .small_bytes = 4096, .bucket_bytes = KOLO_FUSION_UNDEF_SIZE,
+                             .first_bucket_bytes = KOLO_FUSION_UNDEF_SIZE, .fusion_bytes = KOLO_FUSION_UNDEF_SIZE,
+                             .cycle_us = -1, .min_buckets = -1};
   a->overlap = &opts;
 }
 
 /* -c and --op as overlap has them; the compute kinds that go with the memory kind. */
 static int check(perf_args *a, const char *prog) {
-  unsigned cuda = 1u << PERF_COMPUTE_CUDA;
   const char *why = NULL;
   if (a->check > 1) why = "-c takes 0 or 1";
   else if (a->op != PERF_SUM && a->op != PERF_AVG) why = "--op takes sum or avg";
-  else if (!compute_given)
-    opts.compute_mask = a->mem_cuda ? cuda : (1u << PERF_COMPUTE_SPIN | 1u << PERF_COMPUTE_SLEEP);
-  else if (a->mem_cuda && opts.compute_mask != cuda)
+  else if (opts.compute_mask == 0) opts.compute_mask = a->mem_cuda ? C_CUDA : C_SPIN | C_SLEEP;
+  else if (a->mem_cuda && opts.compute_mask != C_CUDA)
     why = "with --mem cuda the compute is the busy kernel (--compute cuda)";
-  else if (!a->mem_cuda && opts.compute_mask == cuda) why = "--compute cuda needs --mem cuda";
+  else if (!a->mem_cuda && opts.compute_mask == C_CUDA) why = "--compute cuda needs --mem cuda";
   if (why) fprintf(stderr, "%s overlap: %s\n", prog, why);
   return why ? -1 : 0;
 }

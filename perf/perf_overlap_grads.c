@@ -1,6 +1,5 @@
-/* perf_overlap_grads.c - kolo-perf overlap's gradients (perf_overlap_int.h):
- * declared to one fusion as allocator views or the caller's buffers, zeroed,
- * and for the check filled with rank-dependent values and checked. */
+/* perf_overlap_grads.c - kolo-perf overlap's gradients (perf_overlap_int.h): declared to one
+ * fusion as allocator views or the caller's buffers, zeroed; for the check, filled and checked. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,10 +73,8 @@ static int grads_cuda(const ov_rank *ov, ov_grads *g) {
 static int grads_zero(const ov_rank *ov, ov_grads *g) {
 #ifdef KOLO_HAVE_CUDA
   if (ov->cuda) return grads_cuda(ov, g);
-#else
-  (void)ov;
 #endif
-  for (int b = 0; b < g->n; b++) memset(g->t[b].ptr, 0, g->t[b].count * 4);
+  for (int b = 0; !ov->cuda && b < g->n; b++) memset(g->t[b].ptr, 0, g->t[b].count * 4); /* host memory */
   return 0;
 }
 
@@ -98,10 +95,8 @@ int ov_grads_init(const ov_rank *ov, ov_grads *g) {
     if (g->t[b].count > g->max_count) g->max_count = g->t[b].count;
   }
   koloFusionConfig_t c = fusion_config(ov->o, ov->a->op);
-  if (ov_fusion_fail(ov, NULL, koloFusionCreate(&g->f, ov->kb->comm, &c), "koloFusionCreate") != 0) {
-    g->f = NULL;
-    return -1;
-  }
+  /* on failure g->f stays NULL (koloFusionCreate sets it on success only) */
+  if (ov_fusion_fail(ov, NULL, koloFusionCreate(&g->f, ov->kb->comm, &c), "koloFusionCreate") != 0) return -1;
   koloFusionStorage_t st = g->external ? KOLO_FUSION_EXTERNAL : KOLO_FUSION_ALLOCATE;
   for (int b = 0; b < g->n; b++)
     if (ov_fusion_fail(ov, g->f, koloFusionAddTensor(g->f, g->t[b].count, koloFloat32, st, &g->t[b].id),
@@ -115,8 +110,7 @@ int ov_grads_init(const ov_rank *ov, ov_grads *g) {
 /* Each gradient filled with rank-dependent small integers (perf_check.h). */
 static int grads_fill(const ov_rank *ov, ov_grads *g, const perf_gen *gen, void *host) {
   for (int b = 0; b < g->n; b++) {
-    void *dst = ov->cuda ? host : g->t[b].ptr;
-    perf_fill(gen, ov->rank, dst, g->t[b].first, g->t[b].count);
+    perf_fill(gen, ov->rank, ov->cuda ? host : g->t[b].ptr, g->t[b].first, g->t[b].count);
     if (ov->cuda && ov->be->copy(ov->be->ctx, g->t[b].ptr, host, g->t[b].count * 4, 1) != 0) return -1;
   }
   return 0;
@@ -127,29 +121,19 @@ static int grads_fill(const ov_rank *ov, ov_grads *g, const perf_gen *gen, void 
 static int grads_check(const ov_rank *ov, ov_grads *g, const perf_gen *gen, void *host, uint64_t *wrong) {
   *wrong = 0;
   for (int b = 0; b < g->n; b++) {
-    const void *src = g->t[b].ptr;
-    if (ov->cuda) {
-      if (ov->be->copy(ov->be->ctx, host, g->t[b].ptr, g->t[b].count * 4, 0) != 0) return -1;
-      src = host;
-    }
-    *wrong += perf_check_reduced(gen, src, g->t[b].first, g->t[b].count);
+    if (ov->cuda && ov->be->copy(ov->be->ctx, host, g->t[b].ptr, g->t[b].count * 4, 0) != 0) return -1;
+    *wrong += perf_check_reduced(gen, ov->cuda ? host : g->t[b].ptr, g->t[b].first, g->t[b].count);
   }
   return 0;
-}
-
-static void *host_staging(const ov_rank *ov, const ov_grads *g) {
-  if (!ov->cuda) return NULL;
-  void *h = malloc(g->max_count * 4);
-  if (h == NULL) fprintf(stderr, "rank %d: out of memory for a %zu-byte staging buffer\n", ov->rank, g->max_count * 4);
-  return h;
 }
 
 int ov_check_step(ov_rank *ov, ov_grads *g, uint64_t seed, perf_compute *c, int kind, uint64_t *wrong) {
   perf_gen gen;
   perf_gen_init(&gen, PERF_FLOAT32, ov->a->op, ov->nranks, seed);
-  void *host = host_staging(ov, g);
+  void *host = ov->cuda ? malloc(g->max_count * 4) : NULL; /* cuda: the gradients' staging on the host */
   double us;
   int rc = ov->cuda && host == NULL ? -1 : 0;
+  if (rc != 0) fprintf(stderr, "rank %d: out of memory for a %zu-byte staging buffer\n", ov->rank, g->max_count * 4);
   if (rc == 0) rc = ov_grads_refresh(ov, g);
   if (rc == 0) rc = grads_fill(ov, g, &gen, host);
   if (rc == 0) rc = ov_run_step(ov, g, c, kind, &us);

@@ -1,9 +1,5 @@
-/* perf_overlap_int.h - the parts of `kolo-perf overlap` (perf_overlap.h),
- * private to them: perf_overlap.c (the rank, its header lines, errors,
- * medians), perf_overlap_grads.c (gradients declared to a fusion, filled,
- * checked), perf_overlap_steps.c (timed steps of each kind, the copy
- * counters), perf_overlap_model.c (one model's rows) and
- * perf_overlap_small.c (--small). */
+/* perf_overlap_int.h - what the perf_overlap*.c files of `kolo-perf
+ * overlap` (perf_overlap.h) share. */
 #ifndef KOLO_PERF_OVERLAP_INT_H
 #define KOLO_PERF_OVERLAP_INT_H
 
@@ -17,8 +13,7 @@
 #include <cuda_runtime.h>
 #endif
 
-/* The steps of a round, in the order they run; K_SEPARATE (--small): one
- * koloAllReduce per gradient instead of the fusion. */
+/* A round's steps, in running order; K_SEPARATE (--small): one koloAllReduce per gradient. */
 enum { K_COMM, K_COMPUTE, K_SERIAL, K_OVERLAP, NKINDS, K_SEPARATE = NKINDS };
 
 typedef struct {
@@ -33,8 +28,7 @@ typedef struct {
   int wrong;    /* some element was wrong or a copy rule broken (all ranks agree) */
 } ov_rank;
 
-/* One gradient. */
-typedef struct {
+typedef struct { /* one gradient */
   int id;          /* the fusion's tensor id */
   size_t count;    /* elements */
   size_t first;    /* the model's element index of element 0 (check values) */
@@ -43,43 +37,38 @@ typedef struct {
   koloEvent_t ev;  /* cuda: its event */
 } ov_grad;
 
-/* One set of gradients declared to one fusion, by backward index. */
-typedef struct {
+typedef struct { /* the gradients declared to one fusion, by backward index */
   koloFusion_t f;
   int n, external;
   ov_grad *t;
   void *ext;        /* external: one buffer holding every gradient */
   int version;      /* the layout version of the views (allocator) */
-  size_t total;     /* elements */
-  size_t max_count;
+  size_t total, max_count; /* elements: of all, of the largest */
 } ov_grads;
 
-/* perf_overlap.c: a failed call said (0 when res is success, else -1). */
+/* perf_overlap.c: a failed call said (0 when it succeeded, else -1); the
+ * median of column k of t[n][ncols]. */
 int ov_fusion_fail(const ov_rank *ov, koloFusion_t f, koloResult_t res, const char *what);
 #ifdef KOLO_HAVE_CUDA
 int ov_cuda_fail(const ov_rank *ov, cudaError_t err, const char *what);
 #endif
 int ov_max_over_ranks(const ov_rank *ov, double *v, int n);
-/* Median of column k of t[n][ncols]. */
 double ov_median_col(const double *t, int n, int ncols, int k);
 
-/* perf_overlap_grads.c: ov_grads_alloc makes n gradients for the caller to
- * set count and first of (backward order); ov_grads_init declares them
- * (float32) to a new fusion, commits it and zeroes them; ov_grads_refresh
- * fetches the allocator views again after a layout change.  ov_grads_fini
- * undoes alloc and init, or what of them was done. */
+/* perf_overlap_grads.c: alloc makes n gradients for the caller to set count and first
+ * of; init declares them (float32) to a new fusion, commits it and zeroes them; refresh
+ * fetches the allocator views after a layout change; fini undoes alloc and init, or what
+ * of them was done; check_step fills, runs a step of `kind`, checks (*wrong: over ranks). */
 int ov_grads_alloc(ov_grads *g, int n, int external);
 int ov_grads_init(const ov_rank *ov, ov_grads *g);
 void ov_grads_fini(const ov_rank *ov, ov_grads *g);
 int ov_grads_refresh(const ov_rank *ov, ov_grads *g);
-/* Fills, runs one step of `kind`, checks; the total of wrong elements over ranks in *wrong. */
 int ov_check_step(ov_rank *ov, ov_grads *g, uint64_t seed, perf_compute *c, int kind, uint64_t *wrong);
 
-/* perf_overlap_steps.c: one step of `kind` (*us: this rank's time from the
- * common start); -w untimed rounds of warm[nw], then -n rounds of kinds[nk]
- * into *t (t[i * nk + k], the slowest rank's; the caller frees *t), the
- * fusion's copy counters before and after those in s[0], s[1]; and the
- * counters' rule. */
+/* perf_overlap_steps.c: one step of `kind` (*us: this rank's time from the common
+ * start); -w untimed rounds of warm[nw], then -n rounds of kinds[nk] into *t (t[i * nk + k],
+ * the slowest rank's; the caller frees *t), the copy counters before and after those in
+ * s[0], s[1]; and the counters' rule. */
 int ov_run_step(const ov_rank *ov, ov_grads *g, perf_compute *c, int kind, double *us);
 int ov_measure(const ov_rank *ov, ov_grads *g, perf_compute *c, const int *warm, int nw, const int *kinds, int nk,
                double **t, koloFusionStats_t *s);

@@ -1,7 +1,6 @@
 /* perf_overlap_model.c - kolo-perf overlap on one model (perf_overlap_int.h):
- * its gradients in backward order, the comm-only baseline the compute is
- * scaled to, one row per compute kind with the ideal step of the layout,
- * and the check step. */
+ * its gradients in backward order, the comm-only baseline the compute is scaled
+ * to, one row per compute kind with the layout's ideal step, the check step. */
 #include <stdlib.h>
 
 #include "perf/perf_models.h"
@@ -31,14 +30,13 @@ static int comm_baseline(const ov_rank *ov, ov_grads *g, double *us) {
   return 0;
 }
 
-/* The layout against the measured medians.  *ideal_ms: the best step time
- * any scheduler could reach with it: each bucket (external tensors: each
- * tensor) starts its all-reduce when its last gradient is ready (compute
- * spread by parameter count) and the previous one is done, taking its share
- * of the comm-only time by bytes.  *share: the largest bucket's share of the
- * gradients (external: the largest tensor's): with compute and comm taking
- * as long, the ideal step is about (1 + this share) x the bound, whatever
- * the scheduler (kolo_fusion.h, "Bucket size").  0, or -1 with a message. */
+/* *ideal_ms: the best step any scheduler could reach with this layout: each
+ * bucket (external: each tensor) starts its all-reduce when its last gradient
+ * is ready (compute spread by parameter count) and the previous one is done,
+ * taking its share of the comm-only time by bytes.  *share: the largest
+ * bucket's (tensor's) share of the gradients: with compute and comm as long,
+ * the ideal step is about (1 + share) x the bound, whatever the scheduler
+ * (kolo_fusion.h, "Bucket size").  0, or -1 with a message. */
 static int layout(const ov_rank *ov, ov_grads *g, double compute_ms, double comm_ms, double *ideal_ms,
                   double *share) {
   double done = 0, cum = 0, run = 0, best = 0;
@@ -74,10 +72,8 @@ static int model_kind(ov_rank *ov, ov_grads *g, const perf_model *m, int k, doub
   for (int b = 0; b < g->n; b++) g->t[b].layer_us = set_us * (double)g->t[b].count / (double)g->total;
   if (ov_measure(ov, g, &ov->comp[k], warm, 2, all, NKINDS, &t, s) != 0) return -1;
   for (int i = 0; i < NKINDS; i++) med[i] = ov_median_col(t, n, NKINDS, i) / 1e3;
-  for (int i = 0; i < n; i++) { /* column 0 becomes the round's overlap / bound */
-    double *r = &t[i * NKINDS], b = r[K_COMM] > r[K_COMPUTE] ? r[K_COMM] : r[K_COMPUTE];
-    r[0] = r[K_OVERLAP] / b;
-  }
+  for (double *r = t; r < t + n * NKINDS; r += NKINDS) /* column 0 becomes the round's overlap / bound */
+    r[0] = r[K_OVERLAP] / (r[K_COMM] > r[K_COMPUTE] ? r[K_COMM] : r[K_COMPUTE]);
   double round_ratio = ov_median_col(t, n, NKINDS, 0);
   free(t);
   double bound = med[K_COMM] > med[K_COMPUTE] ? med[K_COMM] : med[K_COMPUTE];
@@ -126,8 +122,7 @@ static void print_model(const ov_rank *ov, const perf_model *m, const ov_grads *
 int ov_run_model(ov_rank *ov, const char *spec, uint64_t seed) {
   perf_model m;
   ov_grads g;
-  const char *dir = ov->o->models_dir ? ov->o->models_dir : perf_models_dir();
-  if (perf_model_load(&m, spec, dir) != 0) return -1;
+  if (perf_model_load(&m, spec, ov->o->models_dir ? ov->o->models_dir : perf_models_dir()) != 0) return -1;
   int nbuckets = 0, last = -1, rc = model_grads(ov, &g, &m);
   double ideal, share = 0, comm_us = 0;
   if (rc == 0) rc = ov_fusion_fail(ov, g.f, koloFusionBucketCount(g.f, &nbuckets), "koloFusionBucketCount");

@@ -1,6 +1,5 @@
-/* perf_overlap_small.c - kolo-perf overlap --small (perf_overlap_int.h): N
- * tensors of B bytes through the fusion (allocator views, then the fusion
- * buffer) beside one koloAllReduce per tensor, in alternating rounds. */
+/* perf_overlap_small.c - kolo-perf overlap --small (perf_overlap_int.h): N tensors
+ * of B bytes through the fusion beside one koloAllReduce per tensor. */
 #include <stdlib.h>
 
 #include "perf/perf_overlap_int.h"

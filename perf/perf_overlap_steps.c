@@ -1,23 +1,15 @@
 /* perf_overlap_steps.c - kolo-perf overlap's steps (perf_overlap_int.h): the
- * backward pass with or without MarkReady after each layer, or (--small) one
- * koloAllReduce per gradient, timed from a common start, in rounds; and the
- * fusion's copy counters against the copy rule of its storage. */
+ * backward pass with or without MarkReady after each layer, or one koloAllReduce
+ * per gradient (--small), timed in rounds; the copy counters against their rule. */
 #include <stdlib.h>
 
 #include "perf/perf_overlap_int.h"
 
 /* cuda: an event after the compute so far, for MarkReady; host: NULL. */
 static int record(const ov_rank *ov, ov_grads *g, int b, koloEvent_t *ev) {
-  *ev = NULL;
+  *ev = ov->cuda ? g->t[b].ev : NULL;
 #ifdef KOLO_HAVE_CUDA
-  if (!ov->cuda) return 0;
-  if (ov_cuda_fail(ov, cudaEventRecord((cudaEvent_t)g->t[b].ev, (cudaStream_t)ov->stream), "cudaEventRecord") != 0)
-    return -1;
-  *ev = g->t[b].ev;
-#else
-  (void)ov;
-  (void)g;
-  (void)b;
+  if (ov->cuda) return ov_cuda_fail(ov, cudaEventRecord((cudaEvent_t)*ev, (cudaStream_t)ov->stream), "cudaEventRecord");
 #endif
   return 0;
 }
@@ -27,8 +19,7 @@ static int mark(const ov_rank *ov, ov_grads *g, int b, koloEvent_t ev) {
   return ov_fusion_fail(ov, g->f, res, "koloFusionMarkReady");
 }
 
-/* The backward pass: each layer's compute, then (overlap) its gradient's
- * ready mark. */
+/* The backward pass: each layer's compute, then (overlap) its gradient's ready mark. */
 static int backward(const ov_rank *ov, ov_grads *g, perf_compute *c, int overlap) {
   perf_compute_begin(c);
   for (int b = 0; b < g->n; b++) {
@@ -54,10 +45,7 @@ static int separate(const ov_rank *ov, ov_grads *g) {
   for (int b = 0; b < g->n; b++) {
     koloResult_t res = koloAllReduce(g->t[b].ptr, g->t[b].ptr, g->t[b].count, koloFloat32, (koloRedOp_t)ov->a->op,
                                      kb->comm, kb->stream);
-    if (res != koloSuccess) {
-      kolo_backend_report(ov->rank, kb->comm, res, "koloAllReduce (one tensor)");
-      return -1;
-    }
+    if (res != koloSuccess) return kolo_backend_report(ov->rank, kb->comm, res, "koloAllReduce (one tensor)");
   }
   return ov->be->wait ? ov->be->wait(ov->be->ctx) : 0;
 }
@@ -83,8 +71,7 @@ int ov_run_step(const ov_rank *ov, ov_grads *g, perf_compute *c, int kind, doubl
   return rc;
 }
 
-/* n rounds of the kinds listed; t[i * nk + k]: the slowest rank's time of
- * round i's k-th step. */
+/* n rounds of kinds[nk]; t[i * nk + k]: the slowest rank's time of round i's k-th step. */
 static int rounds(const ov_rank *ov, ov_grads *g, perf_compute *c, const int *kinds, int nk, int n, double *t) {
   for (int i = 0; i < n; i++)
     for (int k = 0; k < nk; k++)
@@ -108,18 +95,16 @@ int ov_measure(const ov_rank *ov, ov_grads *g, perf_compute *c, const int *warm,
   return rc;
 }
 
-/* Prints the counters of `steps` fusion steps (between s[0] and s[1]) per
- * step, and whether they keep the copy rule; sets ov->wrong when not (on
- * every rank: the verdicts are combined). */
+/* Prints the counters of `steps` fusion steps (s[0] to s[1]) per step and whether they
+ * keep the copy rule; sets ov->wrong when not, on every rank (the verdicts combined). */
 int ov_copy_rule(ov_rank *ov, const ov_grads *g, const koloFusionStats_t *s, int steps, const char *label) {
   double d[7] = {(double)(s[1].allReduces - s[0].allReduces),     (double)(s[1].packedBytes - s[0].packedBytes),
                  (double)(s[1].unpackedBytes - s[0].unpackedBytes), (double)(s[1].packCalls - s[0].packCalls),
                  (double)(s[1].unpackCalls - s[0].unpackCalls),   (double)(s[1].steps - s[0].steps),
                  (double)(s[1].rounds - s[0].rounds)};
   double bytes = (double)g->total * 4 * steps;
-  int ok;
-  if (!g->external) ok = d[1] == 0 && d[2] == 0 && d[3] == 0 && d[4] == 0;
-  else ok = d[3] == d[4] && d[3] <= d[0] && d[1] == d[2] && d[1] <= bytes && d[3] > 0;
+  int ok = !g->external ? d[1] == 0 && d[2] == 0 && d[3] == 0 && d[4] == 0
+                        : d[3] == d[4] && d[3] <= d[0] && d[1] == d[2] && d[1] <= bytes && d[3] > 0;
   double bad = !ok;
   if (ov_max_over_ranks(ov, &bad, 1) != 0) return -1;
   if (bad) ov->wrong = 1;
