@@ -25,16 +25,15 @@ double perf_memcpy_time_us(char *dst, const char *src, size_t size, int iters, i
 double perf_memcpy_gbps(size_t bytes, int iters, int warmup) {
   size_t b = bytes < 4096 ? 4096 : (bytes + 4095) & ~(size_t)4095;
   char *src = aligned_alloc(4096, b), *dst = aligned_alloc(4096, b);
-  double gbps = -1;
-  if (src == NULL || dst == NULL) {
-    fprintf(stderr, "kolo-perf: --ceiling memcpy: out of memory for two %zu-byte buffers\n", b);
-  } else {
+  double us = -1; /* -1: no buffers */
+  if (src && dst) {
     memset(src, 1, b); /* page faults outside the timed copies */
     memset(dst, 0, b);
-    double us = perf_memcpy_time_us(dst, src, bytes, iters, warmup);
-    gbps = us > 0 ? (double)bytes / 1e3 / us : 0;
+    us = perf_memcpy_time_us(dst, src, bytes, iters, warmup);
+  } else {
+    fprintf(stderr, "kolo-perf: --ceiling memcpy: out of memory for two %zu-byte buffers\n", b);
   }
   free(src);
   free(dst);
-  return gbps;
+  return us < 0 ? -1 : us > 0 ? (double)bytes / 1e3 / us : 0;
 }

@@ -4,89 +4,57 @@
 #include <math.h>
 #include <string.h>
 
-/* ---- float16 / bfloat16 <-> float, round to nearest even ---------------- */
-
-static uint32_t f32_bits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-static float f32_from_bits(uint32_t u) {
+typedef union {
   float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-static uint16_t perf_float_to_half(float f) {
-  uint32_t x = f32_bits(f);
-  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-  uint32_t ax = x & 0x7fffffffu;
-  if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);  /* NaN */
-  if (ax >= 0x47800000u) return (uint16_t)(sign | 0x7c00u); /* >= 2^16: inf */
-  if (ax < 0x38800000u) {                                   /* below 2^-14: subnormal */
-    /* units of 2^-24, rounded to nearest even (exact scaling by 2^24) */
-    return (uint16_t)(sign | (uint16_t)nearbyintf(f32_from_bits(ax) * 16777216.0f));
-  }
-  uint32_t h = ((ax >> 23) - 127 + 15) << 10 | ((ax & 0x7fffffu) >> 13);
-  uint32_t rest = ax & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) h++; /* a carry may make it inf: right */
-  return (uint16_t)(sign | h);
-}
-
-static float perf_half_to_float(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-  uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  if (e == 0) {
-    float v = (float)m / 16777216.0f;
-    return sign ? -v : v;
-  }
-  if (e == 31) return f32_from_bits(sign | 0x7f800000u | (m << 13));
-  return f32_from_bits(sign | ((e - 15 + 127) << 23) | (m << 13));
-}
+  uint32_t u;
+} f32_bits;
 
 static uint16_t perf_float_to_bf16(float f) {
-  uint32_t u = f32_bits(f);
+  uint32_t u = (f32_bits){.f = f}.u;
   if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* quiet NaN */
   return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-static float perf_bf16_to_float(uint16_t h) { return f32_from_bits((uint32_t)h << 16); }
+static float perf_bf16_to_float(uint16_t h) { return (f32_bits){.u = (uint32_t)h << 16}.f; }
 
-/* ---- float8 -------------------------------------------------------------
- * e4m3: bias 7, 3 mantissa bits, no inf, largest 448 (0x7e), 0x7f NaN;
- * e5m2: bias 15, 2 mantissa bits, IEEE-like, largest 57344 (0x7b). */
+/* float16 and float8 (e4m3: bias 7, 3 mantissa bits, no inf, largest 448,
+ * 0x7f NaN; e5m2: bias 15, 2 mantissa bits, IEEE-like, largest 57344): the
+ * largest finite code, and the code of larger values (float16: inf; float8
+ * saturates, as kolo and the CUDA toolkit's __NV_SATFINITE). */
+typedef struct {
+  int mb, bias;
+  unsigned sign, max, over;
+} minifloat;
 
-static int fp8_mbits(perf_type t) { return t == PERF_FLOAT8E4M3 ? 3 : 2; }
-static int fp8_bias(perf_type t) { return t == PERF_FLOAT8E4M3 ? 7 : 15; }
+static minifloat minifloat_of(perf_type t) {
+  if (t == PERF_FLOAT16) return (minifloat){10, 15, 0x8000u, 0x7bffu, 0x7c00u};
+  if (t == PERF_FLOAT8E4M3) return (minifloat){3, 7, 0x80u, 0x7eu, 0x7eu};
+  return (minifloat){2, 15, 0x80u, 0x7bu, 0x7bu};
+}
 
-/* Nearest even, saturating at the largest finite value (as kolo and the CUDA
- * toolkit's __NV_SATFINITE), NaN to 0x7f. */
-static uint8_t perf_float_to_fp8(perf_type t, double x) {
-  if (isnan(x)) return 0x7f;
-  uint8_t sign = signbit(x) ? 0x80 : 0, max = t == PERF_FLOAT8E4M3 ? 0x7e : 0x7b;
+/* Nearest even; NaN is float16's quiet NaN, float8's 0x7f. */
+static unsigned perf_to_minifloat(perf_type t, double x) {
+  minifloat f = minifloat_of(t);
+  unsigned sign = signbit(x) ? f.sign : 0;
+  if (isnan(x)) return t == PERF_FLOAT16 ? sign | 0x7e00u : 0x7fu;
   double a = fabs(x);
   if (a == 0) return sign;
-  int mb = fp8_mbits(t), emin = 1 - fp8_bias(t), e = isinf(a) ? 1000 : ilogb(a);
-  if (e > 100) return sign | max;
+  int emin = 1 - f.bias, e = isinf(a) ? 1000 : ilogb(a);
+  if (e > 100) return sign | f.over;
   if (e < emin) e = emin;
-  unsigned long q = (unsigned long)nearbyint(ldexp(a, mb - e)); /* significand, hidden bit included */
-  unsigned long packed = (unsigned long)(e - emin) * (1ul << mb) + q;
-  return sign | (uint8_t)(packed > max ? max : packed);
+  unsigned long q = (unsigned long)nearbyint(ldexp(a, f.mb - e)); /* significand, hidden bit included */
+  unsigned long packed = (unsigned long)(e - emin) * (1ul << f.mb) + q;
+  return sign | (packed > f.max ? f.over : (unsigned)packed);
 }
 
-static double perf_fp8_to_float(perf_type t, uint8_t b) {
-  int mb = fp8_mbits(t), bias = fp8_bias(t);
-  unsigned e = (b & 0x7fu) >> mb, m = b & ((1u << mb) - 1u);
-  double v;
-  if (t == PERF_FLOAT8E4M3 ? (b & 0x7f) == 0x7f : (b & 0x7f) > 0x7c) v = NAN;
-  else if (t == PERF_FLOAT8E5M2 && (b & 0x7f) == 0x7c) v = INFINITY;
-  else if (e == 0) v = ldexp((double)m, 1 - bias - mb);
-  else v = ldexp((double)(m + (1u << mb)), (int)e - bias - mb);
-  return (b & 0x80) ? -v : v;
+static double perf_from_minifloat(perf_type t, unsigned b) {
+  minifloat f = minifloat_of(t);
+  unsigned mmask = (1u << f.mb) - 1u, e = (b & (f.sign - 1u)) >> f.mb, m = b & mmask, top = 2u * f.bias + 1u;
+  int ieee = t != PERF_FLOAT8E4M3; /* the top exponent is inf and NaN; e4m3's only NaN is all ones */
+  double v = ldexp((double)(e ? m + mmask + 1u : m), (e ? (int)e : 1) - f.bias - f.mb);
+  if (e == top && (ieee || m == mmask)) v = ieee && m == 0 ? INFINITY : NAN;
+  return (b & f.sign) ? -v : v;
 }
-
-/* ---- element access ----------------------------------------------------- */
 
 void perf_store(perf_type t, void *buf, size_t i, double x) {
   char *p = (char *)buf + i * perf_type_size(t);
@@ -99,14 +67,14 @@ void perf_store(perf_type t, void *buf, size_t i, double x) {
   float f;
   switch (t) {
     case PERF_FLOAT8E4M3:
-    case PERF_FLOAT8E5M2: u8 = perf_float_to_fp8(t, x); memcpy(p, &u8, 1); break;
+    case PERF_FLOAT8E5M2: u8 = (uint8_t)perf_to_minifloat(t, x); memcpy(p, &u8, 1); break;
     case PERF_INT8:
     case PERF_UINT8: memcpy(p, &u8, 1); break;
     case PERF_INT32:
     case PERF_UINT32: memcpy(p, &u32, 4); break;
     case PERF_INT64:
     case PERF_UINT64: memcpy(p, &u64, 8); break;
-    case PERF_FLOAT16: u16 = perf_float_to_half((float)x); memcpy(p, &u16, 2); break;
+    case PERF_FLOAT16: u16 = (uint16_t)perf_to_minifloat(t, (float)x); memcpy(p, &u16, 2); break;
     case PERF_BFLOAT16: u16 = perf_float_to_bf16((float)x); memcpy(p, &u16, 2); break;
     case PERF_FLOAT32: f = (float)x; memcpy(p, &f, 4); break;
     case PERF_FLOAT64: memcpy(p, &x, 8); break;
@@ -125,12 +93,12 @@ static double perf_load(perf_type t, const void *buf, size_t i) {
     case PERF_UINT32: memcpy(&u32, p, 4); return u32;
     case PERF_INT64: memcpy(&i64, p, 8); return (double)i64;
     case PERF_UINT64: memcpy(&u64, p, 8); return (double)u64;
-    case PERF_FLOAT16: memcpy(&u16, p, 2); return perf_half_to_float(u16);
+    case PERF_FLOAT16: memcpy(&u16, p, 2); return perf_from_minifloat(t, u16);
     case PERF_BFLOAT16: memcpy(&u16, p, 2); return perf_bf16_to_float(u16);
     case PERF_FLOAT32: memcpy(&f, p, 4); return f;
     case PERF_FLOAT64: memcpy(&d, p, 8); return d;
     case PERF_FLOAT8E4M3:
-    case PERF_FLOAT8E5M2: memcpy(&u8, p, 1); return perf_fp8_to_float(t, u8);
+    case PERF_FLOAT8E5M2: memcpy(&u8, p, 1); return perf_from_minifloat(t, u8);
     default: return 0;
   }
 }
@@ -141,8 +109,6 @@ static double in_type(perf_type t, double x) {
   perf_store(t, w, 0, x);
   return perf_load(t, w, 0);
 }
-
-/* ---- generator ---------------------------------------------------------- */
 
 /* Largest |sum| the type holds exactly, and the most factors of 2 a product
  * may have and stay exact (and within the double the reference uses). */
@@ -170,13 +136,10 @@ static uint64_t mix64(uint64_t z) { /* splitmix64's finalizer */
 
 /* Rank `rank`'s input element `index`: a small integer. */
 static double perf_gen_value(const perf_gen *g, int rank, size_t index) {
-  uint64_t r = mix64(g->seed * 0x9e3779b97f4a7c15ull + (uint64_t)rank * 0xd1b54a32d192ed03ull +
-                     (uint64_t)index);
-  if (g->op == PERF_PROD) {
-    static const double signed_set[3] = {-1, 1, 2}, unsigned_set[2] = {1, 2};
-    if (is_unsigned(g->type)) return g->prod_two ? unsigned_set[r % 2] : 1;
-    return signed_set[r % (g->prod_two ? 3u : 2u)];
-  }
+  uint64_t r = mix64(g->seed * 0x9e3779b97f4a7c15ull + (uint64_t)rank * 0xd1b54a32d192ed03ull + (uint64_t)index);
+  static const double prod_set[3] = {-1, 1, 2}; /* unsigned: {1, 2} */
+  if (g->op == PERF_PROD && is_unsigned(g->type)) return g->prod_two ? prod_set[1 + r % 2] : 1;
+  if (g->op == PERF_PROD) return prod_set[r % (g->prod_two ? 3u : 2u)];
   if (is_unsigned(g->type)) return (double)(r % (uint64_t)(g->amp + 1));
   return (double)(int64_t)(r % (uint64_t)(2 * g->amp + 1)) - g->amp;
 }
@@ -191,8 +154,6 @@ void perf_poison(perf_type t, void *buf, size_t n) {
   /* NaN for every float type; 0xa5.. for integers, far outside small sums */
   memset(buf, is_float(t) ? 0xff : 0xa5, n * perf_type_size(t));
 }
-
-/* ---- expected values ---------------------------------------------------- */
 
 /* Rank r's addend: its value, times its scalar for a premul-sum. */
 static double addend(const perf_gen *g, int r, size_t index) {
@@ -233,7 +194,8 @@ static int fp8_avg_ok(const perf_gen *g, const void *got, size_t i, size_t index
     want += p;
     mag += fabs(p);
   }
-  double u = ldexp(1.0, -(fp8_mbits(t) + 1)), tiny = g->nranks * ldexp(1.0, 1 - fp8_bias(t) - fp8_mbits(t));
+  minifloat f = minifloat_of(t);
+  double u = ldexp(1.0, -(f.mb + 1)), tiny = g->nranks * ldexp(1.0, 1 - f.bias - f.mb);
   return fabs(perf_load(t, got, i) - want) <= (g->nranks + 1) * u * mag + tiny; /* false for NaN */
 }
 
@@ -271,8 +233,6 @@ uint64_t perf_check_transposed(const perf_gen *g, const void *got, int rank, siz
     wrong += perf_check_copied(g, r, (const char *)got + (size_t)r * per_rank * es, (size_t)rank * per_rank, per_rank);
   return wrong;
 }
-
-/* ---- average post-op ---------------------------------------------------- */
 
 void perf_divide(perf_type t, void *buf, size_t n, int div) {
   if (div <= 1) return;

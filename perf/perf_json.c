@@ -19,10 +19,6 @@ static void json_key_str(FILE *f, const char *key, const char *value) {
   json_str(f, value);
 }
 
-static const char *placement_name(const perf_args *a) {
-  return a->placement == PERF_PLACE_BOTH ? "both" : a->placement == PERF_PLACE_IN ? "in" : "out";
-}
-
 /* The command line's meaning, in nccl-tests' terms. */
 static void json_flags(FILE *f, const perf_args *a) {
   json_key_str(f, "collective", perf_coll_name(a->coll));
@@ -36,7 +32,7 @@ static void json_flags(FILE *f, const perf_args *a) {
           a->root, a->min_bytes, a->max_bytes, a->step_factor, a->step_bytes, a->iters, a->warmup, a->agg_iters,
           a->run_cycles, a->check, a->average, a->blocking, a->parallel_init, a->graph_launches,
           a->report_cputime, a->timeout_s, a->threads, a->gpus_per_thread);
-  json_key_str(f, "placement", placement_name(a));
+  json_key_str(f, "placement", a->placement == PERF_PLACE_BOTH ? "both" : a->placement == PERF_PLACE_IN ? "in" : "out");
 }
 
 void perf_json_head(FILE *f, const perf_args *a, const perf_config *c) {

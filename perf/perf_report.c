@@ -15,14 +15,11 @@ void perf_report_sweep_line(FILE *out, const perf_args *a) {
 
 int perf_report_open(perf_report *rep, FILE *out, const perf_args *args, const perf_config *cfg) {
   *rep = (perf_report){.out = out, .args = args};
-  if (args->json) {
-    rep->json = fopen(args->json, "w");
-    if (rep->json == NULL) {
-      perror(args->json);
-      return -1;
-    }
-    perf_json_head(rep->json, args, cfg);
+  if (args->json && (rep->json = fopen(args->json, "w")) == NULL) {
+    perror(args->json);
+    return -1;
   }
+  if (rep->json) perf_json_head(rep->json, args, cfg);
   fprintf(out, "# %s %s: %s, %d ranks (%d processes x %d threads, %s), %s memory\n", cfg->tool,
           perf_coll_name(args->coll), cfg->library, cfg->nranks, cfg->procs, cfg->threads, cfg->launch,
           cfg->memory);
@@ -79,23 +76,21 @@ void perf_report_row(perf_report *rep, const perf_row *row) {
   fflush(rep->out);
 }
 
-uint64_t perf_report_close(perf_report *rep) {
+void perf_report_close(perf_report *rep, int failed) {
+  if (failed) {
+    if (rep->json) fclose(rep->json); /* as it stands: not valid JSON */
+    return;
+  }
   double avg = rep->bw_count ? rep->bw_sum / rep->bw_count : 0;
   fprintf(rep->out, "# Out of bounds values : %llu %s\n", (unsigned long long)rep->wrong,
           rep->wrong ? "FAILED" : "OK");
   fprintf(rep->out, "# Avg bus bandwidth    : %g \n#\n", avg);
   fflush(rep->out);
   if (rep->json) perf_json_tail(rep, avg);
-  return rep->wrong;
 }
 
 void perf_report_ceiling(perf_report *rep, double gbps, const char *source) {
   rep->ceiling_gbps = gbps;
   snprintf(rep->ceiling_source, sizeof rep->ceiling_source, "%s", source);
   fprintf(rep->out, "# busbw ceiling: %.2f GB/s (%s)\n", gbps, source);
-}
-
-void perf_report_abandon(perf_report *rep) {
-  if (rep->json) fclose(rep->json);
-  rep->json = NULL;
 }

@@ -54,14 +54,12 @@ typedef struct {
 int perf_report_open(perf_report *rep, FILE *out, const perf_args *args, const perf_config *cfg);
 void perf_report_table_header(perf_report *rep);
 void perf_report_row(perf_report *rep, const perf_row *row);
-/* Closing lines and the JSON's end.  Returns the total of #wrong. */
-uint64_t perf_report_close(perf_report *rep);
+/* Closing lines and the JSON's end; after a failure, only closes the JSON
+ * file as it stands. */
+void perf_report_close(perf_report *rep, int failed);
 
 /* The busbw ceiling the JSON records (docs/perf-json.md); before close. */
 void perf_report_ceiling(perf_report *rep, double gbps, const char *source);
-
-/* After a failure: closes the JSON file as it stands (not valid JSON). */
-void perf_report_abandon(perf_report *rep);
 
 /* The JSON twin (perf_json.c): its head, one result, its end.  The
  * schema is docs/perf-json.md; PERF_JSON_SCHEMA_VERSION changes with it. */

@@ -32,13 +32,9 @@ double perf_bus_factor(perf_coll c, int nranks) {
 }
 
 size_t perf_next_size(const perf_args *a, size_t size) {
-  size_t next;
-  if (a->step_factor > 1) {
-    if (size == 0) return 0; /* 0 * f never moves */
-    next = size > SIZE_MAX / a->step_factor ? 0 : size * a->step_factor;
-  } else {
-    next = size > SIZE_MAX - a->step_bytes ? 0 : size + a->step_bytes;
-  }
+  size_t f = a->step_factor, b = a->step_bytes;
+  /* 0 ends the sweep: past SIZE_MAX, and from size 0 with a factor (0 * f never moves) */
+  size_t next = f > 1 ? (size > SIZE_MAX / f ? 0 : size * f) : (size > SIZE_MAX - b ? 0 : size + b);
   return (next == 0 || next > a->max_bytes) ? 0 : next;
 }
 

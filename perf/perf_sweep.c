@@ -45,13 +45,9 @@ static int measure(sweep *s, size_t size, int in_place, uint64_t seed, perf_resu
   return 0;
 }
 
-/* ---- buffers and header ------------------------------------------------- */
-
 static void free_buffers(sweep *s) {
-  if (s->be->copy) {
-    free(s->hsend);
-    free(s->hrecv);
-  }
+  if (s->be->copy) free(s->hsend); /* else the host views are the buffers */
+  if (s->be->copy) free(s->hrecv);
   if (s->send) s->be->release(s->be->ctx, s->send);
   if (s->recv) s->be->release(s->be->ctx, s->recv);
 }
@@ -61,19 +57,15 @@ static int alloc_buffers(sweep *s) {
   s->send = s->be->alloc(s->be->ctx, s->buf_bytes);
   s->recv = s->send ? s->be->alloc(s->be->ctx, s->buf_bytes) : NULL;
   if (s->recv == NULL) return -1;
-  if (s->be->copy == NULL) {
-    s->hsend = s->send;
-    s->hrecv = s->recv;
-    memset(s->hsend, 0, s->buf_bytes); /* page faults outside the timed loops */
-    memset(s->hrecv, 0, s->buf_bytes);
-    return 0;
-  }
-  s->hsend = aligned_alloc(4096, s->buf_bytes);
-  s->hrecv = aligned_alloc(4096, s->buf_bytes);
+  int host = s->be->copy == NULL; /* the calls' buffers are their own host views */
+  s->hsend = host ? s->send : aligned_alloc(4096, s->buf_bytes);
+  s->hrecv = host ? s->recv : aligned_alloc(4096, s->buf_bytes);
   if (s->hsend == NULL || s->hrecv == NULL) {
     fprintf(stderr, "rank %d: out of memory for %zu-byte host buffers\n", s->rank, s->buf_bytes);
     return -1;
   }
+  if (host) memset(s->hsend, 0, s->buf_bytes); /* page faults outside the timed loops */
+  if (host) memset(s->hrecv, 0, s->buf_bytes);
   return 0;
 }
 
@@ -101,13 +93,6 @@ int perf_print_ranks(const perf_backend *be, FILE *out, const char *where) {
   return res;
 }
 
-/* ---- the sweep ---------------------------------------------------------- */
-
-/* Tells the backend which row runs (-T's watchdog); bytes 0: none. */
-static void mark_row(sweep *s, size_t bytes) {
-  if (s->be->row_mark) s->be->row_mark(s->be->ctx, bytes);
-}
-
 /* One size: out of place, then in place. */
 static int sweep_row(sweep *s, perf_row *row, size_t size, uint64_t *seed) {
   const perf_args *a = s->a;
@@ -117,9 +102,10 @@ static int sweep_row(sweep *s, perf_row *row, size_t size, uint64_t *seed) {
     if (a->placement != PERF_PLACE_BOTH && a->placement != p) continue;
     /* a buffer both sent and received into; all-to-all has no in-place form */
     if (p == 1 && (a->coll == PERF_SENDRECV || a->coll == PERF_ALL_TO_ALL)) continue;
-    mark_row(s, row->sizes.bytes);
+    const perf_backend *be = s->be; /* -T's watchdog: which row runs (0: none) */
+    if (be->row_mark) be->row_mark(be->ctx, row->sizes.bytes);
     int bad = measure(s, size, p, (*seed)++, &row->res[p]);
-    mark_row(s, 0);
+    if (be->row_mark) be->row_mark(be->ctx, 0);
     if (bad != 0) return -1;
     s->wrong += row->res[p].wrong;
   }
@@ -169,16 +155,12 @@ int perf_sweep_run(const perf_args *a, const perf_backend *be, const perf_config
   /* a rank that cannot go on (JSON file, memory) must not leave the others waiting */
   double failed[1] = {res};
   if (be->allreduce_double(be->ctx, failed, 1, 1) != 0 || failed[0] != 0 ||
-      perf_print_ranks(be, rep ? rep->out : NULL, where) != 0) {
-    free_buffers(&s);
-    if (rep) perf_report_abandon(rep);
-    return 2;
-  }
-  if (rep) report_ceiling(a, rep);
-  if (rep) perf_report_table_header(rep);
-  if (sweep_sizes(&s, rep) != 0) res = 2;
+      perf_print_ranks(be, rep ? rep->out : NULL, where) != 0)
+    res = 2;
+  if (rep && res == 0) report_ceiling(a, rep);
+  if (rep && res == 0) perf_report_table_header(rep);
+  if (res == 0 && sweep_sizes(&s, rep) != 0) res = 2;
   free_buffers(&s);
-  if (rep && res == 0) perf_report_close(rep);
-  if (rep && res != 0) perf_report_abandon(rep);
+  if (rep) perf_report_close(rep, res != 0);
   return res != 0 ? res : s.wrong != 0 ? 1 : 0;
 }

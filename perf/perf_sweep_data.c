@@ -8,11 +8,9 @@ layout perf_layout_for(const sweep *s, int in_place, size_t count) {
   size_t rank = (size_t)s->rank;
   layout l = {0, 0, in_place};
   if (!in_place) return l;
-  if (c == PERF_REDUCE_SCATTER && !s->be->rs_result_at_start)
-    l.recv_off = rank * count; /* recvbuff = sendbuff + rank*recvcount */
-  /* scatter: recvbuff = sendbuff + root*count on the root, the rule that
-   * matters; the others' sendbuff is not read */
-  if (c == PERF_SCATTER) l.recv_off = rank * count;
+  /* recvbuff = sendbuff + rank*recvcount (scatter: + root*count on the root,
+   * the rule that matters; the others' sendbuff is not read) */
+  if ((c == PERF_REDUCE_SCATTER && !s->be->rs_result_at_start) || c == PERF_SCATTER) l.recv_off = rank * count;
   /* sendbuff = recvbuff + rank*sendcount (gather: + root*count on the root) */
   if (c == PERF_ALL_GATHER || c == PERF_GATHER) l.send_off = rank * count;
   return l;

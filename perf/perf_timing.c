@@ -116,17 +116,12 @@ static int measure_rank(sweep *s, const perf_call *c, double t[3]) {
 /* v[0..n) combined over the ranks as -a says, on every rank. */
 static int combine(sweep *s, double *v, int n) {
   const perf_backend *be = s->be;
-  int mode = s->a->average, i;
-  if (mode == PERF_AVERAGE_MIN)
-    for (i = 0; i < n; i++) v[i] = -v[i];
-  if (mode == PERF_AVERAGE_RANK0 && s->rank != 0)
-    for (i = 0; i < n; i++) v[i] = 0;
+  int mode = s->a->average, zero = mode == PERF_AVERAGE_RANK0 && s->rank != 0;
+  double sign = mode == PERF_AVERAGE_MIN ? -1 : 1; /* the minimum is the maximum of the negated times */
+  for (int i = 0; i < n; i++) v[i] = zero ? 0 : sign * v[i];
   int max = mode == PERF_AVERAGE_MIN || mode == PERF_AVERAGE_MAX;
   if (be->allreduce_double(be->ctx, v, n, max) != 0) return -1;
-  for (i = 0; i < n; i++) {
-    if (mode == PERF_AVERAGE_MIN) v[i] = -v[i];
-    if (mode == PERF_AVERAGE_MEAN) v[i] /= s->nranks;
-  }
+  for (int i = 0; i < n; i++) v[i] = sign * v[i] / (mode == PERF_AVERAGE_MEAN ? s->nranks : 1);
   return 0;
 }
 
