@@ -344,8 +344,9 @@ def main():
     n, me = dist.get_world_size(), dist.get_rank()
     c = Checks(me)
     c.true(dist.get_backend() == "kolo" and (n, me) == (size, rank), "init_process_group(backend=\"kolo\")")
-    parts = [check_all_reduce, check_async_order, check_async_goes_on, check_coalesced_and_reduce, check_reduce_scatter, check_copies, check_send_recv,
-             check_groups_and_objects, check_refusals, check_failure]
+    parts = [check_all_reduce, check_async_order, check_async_goes_on, check_coalesced_and_reduce,
+             check_reduce_scatter, check_copies, check_send_recv, check_groups_and_objects, check_refusals,
+             check_failure]
     only = sys.argv[1:]
     for part in parts:
         if not only or part.__name__ in only:

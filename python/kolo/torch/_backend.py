@@ -13,7 +13,7 @@ such call.
 Host calls run to completion before they return (kolo's blocking
 communicators): the Work is then complete, and its future done with the
 result tensors, as Gloo's.  Host all-reduces are the exception: they run
-on the non-blocking twin while the caller goes on (_backend_async.py),
+on the non-blocking twin while the caller goes on (_completer.py),
 so that DDP's backward overlaps its buckets' reduction.  Sends and
 receives are queued and issued together, as one kolo group, at the first
 wait() on one of them or the group's next other call, so that every rank
@@ -32,9 +32,9 @@ from kolo.torch import _comms
 from kolo.torch._dtypes import KOLO_TYPES, as_bytes
 from kolo.torch._placement import cuda_stream, memory_kind, ptr
 from kolo.torch._progress import Progress
-from kolo.torch._backend_async import Completer, named
 from kolo.torch._backend_calls import _call_all, _flat_bytes, _from_kolo, _kolo_op, _nbytes, _recv, _send, _to_kolo
 from kolo.torch._backend_work import KoloWork
+from kolo.torch._completer import Completer, named
 from kolo.torch._reduce import _issue as _allreduce_issue
 
 NAME = "kolo"
@@ -67,7 +67,7 @@ class KoloProcessGroup(dist.ProcessGroup):
               "kolo backend: joining a group of %d ranks as rank %d" % (size, rank))
         self._host, self._cuda, self._device, self._async, self._progress = comm[0], None, None, None, None
         self._queued = []  # (call, work) of sends and receives not issued yet
-        self._completer = Completer()  # host all-reduces in flight on the twin
+        self._completer = Completer("kolo-backend")  # host all-reduces in flight on the twin
         self._failed = collections.deque(maxlen=64)
         _live.add(self)
 

@@ -7,18 +7,15 @@ completes its future when kolo has reduced it (backward goes on
 meanwhile).  A CUDA bucket is reduced on the current stream and its
 future is CUDA-aware (torch.futures.Future(devices=...)), so DDP's later
 work on the stream waits for it."""
-import queue
-import threading
-
 import torch
 
+from kolo.torch._completer import Completer
 from kolo.torch._compression import Compression
 from kolo.torch._ops_names import Average, Sum
 from kolo.torch._placement import memory_kind
 from kolo.torch._reduce import _issue, single
 
-_pending = queue.Queue()
-_completer = []
+_completer = Completer("kolo-ddp-hook")
 
 
 class KoloHookState:
@@ -32,15 +29,6 @@ class KoloHookState:
         if op not in (Average, Sum):
             raise ValueError("kolo.torch.kolo_hook: gradients are averaged (Average) or summed (Sum)")
         self.op, self.compression, self.process_group = op, compression, process_group
-
-
-def _complete():
-    while True:
-        handle, future, finish = _pending.get()
-        try:
-            future.set_result(finish(handle.wait()))
-        except Exception as e:  # noqa: BLE001 - any failure goes to DDP's backward, which raises it
-            future.set_exception(e)
 
 
 def kolo_hook(state, bucket):
@@ -63,9 +51,4 @@ def kolo_hook(state, bucket):
         future = torch.futures.Future(devices=[device])
         future.set_result(finish(handle.wait()))  # the stream waits; the host does not
         return future
-    future = torch.futures.Future()
-    if not _completer:
-        _completer.append(threading.Thread(target=_complete, name="kolo-ddp-hook", daemon=True))
-        _completer[0].start()
-    _pending.put((handle, future, finish))
-    return future
+    return _completer.add(handle, finish=finish)
