@@ -49,10 +49,14 @@ static unsigned perf_to_minifloat(perf_type t, double x) {
 
 static double perf_from_minifloat(perf_type t, unsigned b) {
   minifloat f = minifloat_of(t);
-  unsigned mmask = (1u << f.mb) - 1u, e = (b & (f.sign - 1u)) >> f.mb, m = b & mmask, top = 2u * f.bias + 1u;
-  int ieee = t != PERF_FLOAT8E4M3; /* the top exponent is inf and NaN; e4m3's only NaN is all ones */
-  double v = ldexp((double)(e ? m + mmask + 1u : m), (e ? (int)e : 1) - f.bias - f.mb);
-  if (e == top && (ieee || m == mmask)) v = ieee && m == 0 ? INFINITY : NAN;
+  unsigned mmask = (1u << f.mb) - 1u, m = b & mmask;
+  unsigned e = (b & (f.sign - 1u)) >> f.mb;
+  unsigned top = 2u * f.bias + 1u; /* the all-ones exponent */
+  double v;
+  if (e == top && t != PERF_FLOAT8E4M3) v = m == 0 ? INFINITY : NAN; /* float16, e5m2: IEEE-like */
+  else if (e == top && m == mmask) v = NAN;                          /* e4m3's only NaN */
+  else if (e == 0) v = ldexp((double)m, 1 - f.bias - f.mb);          /* subnormal */
+  else v = ldexp((double)(m + mmask + 1u), (int)e - f.bias - f.mb);
   return (b & f.sign) ? -v : v;
 }
 

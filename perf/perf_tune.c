@@ -133,7 +133,11 @@ static int rank_main(const tune_args *a, const tune_job *j, int rank, const int 
 int perf_tune_measure(const tune_args *a, const tune_job *j, double *t) {
   int fds[2], idp[2], ok = 1;
   if (pipe(fds) != 0) return -1;
-  if (pipe(idp) != 0) return close(fds[0]), close(fds[1]), -1;
+  if (pipe(idp) != 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return -1;
+  }
   for (int r = 0; r < a->nranks; r++) {
     pid_t pid = fork();
     if (pid == 0) {
