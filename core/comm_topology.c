@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "ring/algo_select.h"
 #include "ring/topology.h"
+#include "ring/tuning.h"
 #include "transport/socket.h"
 #include "transport/transport.h"
 
@@ -119,6 +120,9 @@ koloResult_t kolo_comm_build_topology(struct koloComm *c) {
     kolo_hosts_free(&h);
     return kolo_error(&c->err, res, "out of memory grouping ranks by their links");
   }
+  /* A tuning file's lines for the link this communicator does not take
+   * (the network's on one host, the host's across hosts) go now. */
+  if (c->algo.tuned != NULL) kolo_tuned_narrow(&c->tuned, c->algo.nhosts > 1);
   c->algo.no_auto_peers = c->memory == koloMemCuda; /* ring/algo.h: never measured on a GPU */
   net_channels(c);
   /* Rotating a ring moves its off-host hops: pointless on one host or with

@@ -1,4 +1,4 @@
-/* perf_tune.c - kolo-perf tune [-P N] [-o FILE] [--quick] [--mem host|cuda].
+/* perf_tune.c - kolo-perf tune [-P N] [-o FILE] [--quick] [--mem host|cuda] [--no-net].
  *
  * Per transport, N forked ranks (default 2) time an 8-byte all-reduce
  * (latency) and a large one (bandwidth) on the flat ring (KOLO_ALGO=ring,
@@ -166,15 +166,16 @@ static void fit(const tune_args *a, const double t[2], kolo_tune_link *l) {
 }
 
 static int parse(int argc, char **argv, tune_args *a) {
-  *a = (tune_args){2, 50, (size_t)64 << 20, "kolo-tuning.txt", 0, 0, 0};
+  *a = (tune_args){2, 50, (size_t)64 << 20, "kolo-tuning.txt", 0, 0, 0, 0};
   for (int i = 2; i < argc; i++) {
     if (strcmp(argv[i], "-P") == 0 && i + 1 < argc) a->nranks = atoi(argv[++i]);
     else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) a->out = argv[++i];
     else if (strcmp(argv[i], "--quick") == 0) a->iters = 3, a->big = (size_t)1 << 20, a->quick = 1;
+    else if (strcmp(argv[i], "--no-net") == 0) a->no_net = 1;
     else if (strcmp(argv[i], "--mem") == 0 && i + 1 < argc && !strcmp(argv[i + 1], "cuda")) a->cuda = 1, i++;
     else if (strcmp(argv[i], "--mem") == 0 && i + 1 < argc && !strcmp(argv[i + 1], "host")) a->cuda = 0, i++;
     else {
-      fprintf(stderr, "usage: kolo-perf tune [-P RANKS (2..64)] [-o FILE] [--quick] [--mem host|cuda]\n");
+      fprintf(stderr, "usage: kolo-perf tune [-P RANKS (2..64)] [-o FILE] [--quick] [--mem host|cuda] [--no-net]\n");
       return strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0 ? 1 : -1;
     }
   }
@@ -245,13 +246,16 @@ int perf_tune_main(int argc, char **argv) {
   kolo_tuning f = {0};
   if (fit_links(&a, &f) != 0 || perf_tune_crossovers(&a, &f) != 0) return 1;
   FILE *out = fopen(a.out, "w");
-  char note[200];
+  char note[240], across[64] = "";
+  if (!a.cuda && !a.no_net)
+    snprintf(across, sizeof across, ", their algorithms across hosts on %s",
+             f.link[KOLO_LINK_IB].set ? "ib" : "socket");
   snprintf(note, sizeof note,
            "kolo-perf tune -P %d%s: ring all-reduce fits (%s); all-reduce, broadcast, reduce and all-gather algorithms and "
-           "channels on %s",
+           "channels on %s%s",
            a.nranks, a.cuda ? " --mem cuda" : "",
            a.cuda ? "cuda-p2p" : f.link[KOLO_LINK_IB].set ? "shm, socket, ib" : "shm, socket; ib not measured",
-           a.cuda ? "cuda-p2p" : "shm");
+           a.cuda ? "cuda-p2p" : "shm", across);
   if (out == NULL || kolo_tuning_write(out, &f, note) != 0 || fclose(out) != 0) {
     perror(a.out);
     return 1;

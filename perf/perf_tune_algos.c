@@ -18,10 +18,16 @@
  * Algorithm and channels are searched together (the best count depends on
  * the algorithm), the pairs in turn within each repeat, so that a noisy
  * second spreads over all.  More channels cost pipes and waits, another
- * algorithm a line of the file: they must win clearly (winner()).  Only
- * shm (one host): the algorithms that need one host (direct) would not
- * run across hosts, and the others' crossovers there come from the
- * network. */
+ * algorithm a line of the file: they must win clearly (winner()).
+ *
+ * Then the same search across hosts, over the network link communicators
+ * will take (ib where it was measured, else socket; each rank a host of
+ * its own), with the algorithms that run there and on the channels the
+ * communicator picks itself: where each algorithm wins depends on the
+ * link (measured on this project's VM over loopback TCP, 4 ranks: the
+ * model, fitted to a 25 Gb/s-class network, picked Rabenseifner's at 64
+ * KiB where recursive doubling took 0.69x its time).  Each line then says
+ * its link ("link shm", "link socket"), so that one file steers both. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
@@ -50,6 +56,13 @@ static const tune_search searches[] = {
     {KOLO_COLL_BROADCAST, "broadcast", "broadcast:", 3, {KOLO_ALGO_RING, KOLO_ALGO_TREE, KOLO_ALGO_DBTREE, 0, 0}},
     {KOLO_COLL_REDUCE, "reduce", "reduce:", 3, {KOLO_ALGO_RING, KOLO_ALGO_TREE, KOLO_ALGO_DBTREE, 0, 0}},
     {KOLO_COLL_ALL_GATHER, "all-gather", "allgather:", 2, {KOLO_ALGO_RING, KOLO_ALGO_BRUCK, 0, 0, 0}}};
+#define NSEARCHES ((int)(sizeof searches / sizeof searches[0]))
+
+/* Across hosts the all-reduce leaves out the direct and one-shot ones
+ * (one host only) and the hierarchical one (each rank is a host here). */
+static int algos_on(const tune_search *s, int across) {
+  return across && s->coll == KOLO_COLL_ALL_REDUCE ? 3 : s->nalgos;
+}
 
 /* Channel counts: 1, 2 and 4 on the host; on a GPU, where each channel is
  * a block, up to 16. */
@@ -57,12 +70,22 @@ static const int counts[] = {1, 2, 4, 8, 16};
 #define MAX_COUNTS ((int)(sizeof counts / sizeof counts[0]))
 #define MAX_PAIRS (5 * MAX_COUNTS)
 
-/* The counts a tune tries: the first 3 on the host, all on a GPU.  Pair p
- * of search s is algorithm algo_of(a, s, p) on count_of(a, p) channels. */
-static int ncounts(const tune_args *a) { return a->cuda ? MAX_COUNTS : 3; }
-static int npairs(const tune_args *a, const tune_search *s) { return s->nalgos * ncounts(a); }
-static int algo_of(const tune_args *a, const tune_search *s, int p) { return s->algos[p / ncounts(a)]; }
-static int count_of(const tune_args *a, int p) { return counts[p % ncounts(a)]; }
+/* Where a search runs: its link, and the file its jobs load (the lines
+ * found within a host, when it runs across hosts; else NULL). */
+typedef struct {
+  const tune_args *a;
+  const tune_search *s;
+  int link, across;
+  const kolo_tuning *base;
+} tune_space;
+
+/* The counts a tune tries: the first 3 on the host, all on a GPU, across
+ * hosts none (0: the communicator's own, no channels line).  Pair p of a
+ * search is algorithm algo_of(sp, p) on count_of(sp, p) channels. */
+static int ncounts(const tune_space *sp) { return sp->across ? 1 : sp->a->cuda ? MAX_COUNTS : 3; }
+static int npairs(const tune_space *sp) { return algos_on(sp->s, sp->across) * ncounts(sp); }
+static int algo_of(const tune_space *sp, int p) { return sp->s->algos[p / ncounts(sp)]; }
+static int count_of(const tune_space *sp, int p) { return sp->across ? 0 : counts[p % ncounts(sp)]; }
 static int mem_of(const tune_args *a) { return a->cuda ? KOLO_TUNE_MEM_CUDA : KOLO_TUNE_MEM_HOST; }
 #define MAX_REPEATS 5
 #define TIE 1.05 /* within 5% of the fastest counts as as fast */
@@ -84,11 +107,17 @@ static void plan_sizes(const tune_args *a, const tune_search *s, tune_job *j) {
   }
 }
 
-/* A new temporary tuning file giving every call of s's collective on
- * a->nranks ranks `channels` channels; its path into path.  0 or -1. */
-static int write_job_file(const tune_args *a, const tune_search *s, int channels, char path[64]) {
-  kolo_tuning g = {.nchannel_lines = 1,
-                   .ch[0] = {s->coll, channels, 0, (1ull << 62) - 1, a->nranks, KOLO_TUNE_MEM_ANY}};
+/* A new temporary tuning file for pair p's job: within a host one line
+ * giving every call of the collective count_of(p) channels; across hosts
+ * the lines found within a host (so that the communicator gets the
+ * channels it will have).  Its path into path.  0 or -1. */
+static int write_job_file(const tune_space *sp, int p, char path[64]) {
+  static kolo_tuning g;
+  if (sp->across) g = *sp->base;
+  else
+    g = (kolo_tuning){.nchannel_lines = 1,
+                      .ch[0] = {sp->s->coll, count_of(sp, p), 0, (1ull << 62) - 1, sp->a->nranks, KOLO_TUNE_MEM_ANY,
+                                KOLO_TUNE_LINK_ANY}};
   snprintf(path, 64, "/tmp/kolo-tune-job.XXXXXX");
   int fd = mkstemp(path);
   if (fd < 0) return -1;
@@ -100,21 +129,21 @@ static int write_job_file(const tune_args *a, const tune_search *s, int channels
   return bad ? -1 : 0;
 }
 
-/* One job: pair p of s at j's sizes, seconds per call into t. */
-static int measure_pair(const tune_args *a, const tune_search *s, tune_job *j, int p, double *t) {
+/* One job: pair p at j's sizes, seconds per call into t. */
+static int measure_pair(const tune_space *sp, tune_job *j, int p, double *t) {
   char path[64], algo[48];
-  if (write_job_file(a, s, count_of(a, p), path) != 0) {
+  if (write_job_file(sp, p, path) != 0) {
     perror("kolo-perf tune: a temporary tuning file");
     return -1;
   }
-  snprintf(algo, sizeof algo, "%s%s", s->entry, kolo_algo_name(algo_of(a, s, p)));
+  snprintf(algo, sizeof algo, "%s%s", sp->s->entry, kolo_algo_name(algo_of(sp, p)));
   j->algo = algo;
   j->tuning = path;
-  int res = perf_tune_measure(a, j, t);
+  int res = perf_tune_measure(sp->a, j, t);
   unlink(path);
   if (res != 0)
-    fprintf(stderr, "kolo-perf tune: the %s %s on %d channels: the ranks failed (KOLO_DEBUG=WARN says why)\n",
-            kolo_algo_name(algo_of(a, s, p)), s->what, count_of(a, p));
+    fprintf(stderr, "kolo-perf tune: the %s %s over %s: the ranks failed (KOLO_DEBUG=WARN says why)\n",
+            kolo_algo_name(algo_of(sp, p)), sp->s->what, kolo_link_name(sp->link));
   return res;
 }
 
@@ -127,44 +156,54 @@ static int cmp_double(const void *x, const void *y) {
  * TIE of the fastest, the fastest on the fewest channels, then the ring on
  * as many where it is as fast (within the noise winners flip from size to
  * size, and each flip is one more line). */
-static int winner(const tune_args *a, const tune_search *s, const tune_job *j, int i, double med[][TUNE_MAX_SIZES]) {
+static int winner(const tune_space *sp, const tune_job *j, int i, double med[][TUNE_MAX_SIZES]) {
   int best = 0, pick = -1;
   printf("%9zu", j->sizes[i]);
-  for (int p = 0; p < npairs(a, s); p++) {
+  for (int p = 0; p < npairs(sp); p++) {
     printf(" %8.2f", med[p][i] * 1e6);
     if (med[p][i] < med[best][i]) best = p;
   }
-  for (int p = 0; p < npairs(a, s); p++) {
-    int as_fast = med[p][i] <= med[best][i] * TIE, fewer = pick < 0 || count_of(a, p) < count_of(a, pick);
-    if (as_fast && (fewer || (count_of(a, p) == count_of(a, pick) && med[p][i] < med[pick][i]))) pick = p;
+  for (int p = 0; p < npairs(sp); p++) {
+    int as_fast = med[p][i] <= med[best][i] * TIE, fewer = pick < 0 || count_of(sp, p) < count_of(sp, pick);
+    if (as_fast && (fewer || (count_of(sp, p) == count_of(sp, pick) && med[p][i] < med[pick][i]))) pick = p;
   }
-  int ring = pick % ncounts(a); /* the ring is each search's first algorithm */
+  int ring = pick % ncounts(sp); /* the ring is each search's first algorithm */
   if (med[ring][i] <= med[best][i] * TIE) pick = ring;
-  printf("  %s/%d\n", kolo_algo_name(algo_of(a, s, pick)), count_of(a, pick));
+  printf("  %s/%d\n", kolo_algo_name(algo_of(sp, pick)), count_of(sp, pick));
   return pick;
+}
+
+/* Size i's winner p into f: its override (and within a host its channels
+ * line) from lo to hi, or the line of size i - 1 extended when it had the
+ * same winner.  0, or -1: too many lines. */
+static int add_lines(const tune_space *sp, int i, int p, int prev, uint64_t lo, uint64_t hi, kolo_tuning *f) {
+  const int algo = algo_of(sp, p), ch = count_of(sp, p), link = sp->across ? sp->link : KOLO_TUNE_LINK_ANY;
+  const int nranks = sp->a->nranks, mem = mem_of(sp->a), coll = sp->s->coll;
+  if (i > 0 && algo == algo_of(sp, prev)) f->ov[f->noverrides - 1].hi = hi;
+  else if (f->noverrides == KOLO_TUNING_MAX_OVERRIDES) return -1;
+  else f->ov[f->noverrides++] = (kolo_tune_override){coll, algo, lo, hi, nranks, mem, link};
+  if (sp->across) return 0;
+  if (i > 0 && ch == count_of(sp, prev)) f->ch[f->nchannel_lines - 1].hi = hi;
+  else if (f->nchannel_lines == KOLO_TUNING_MAX_CHANNEL_LINES) return -1;
+  else f->ch[f->nchannel_lines++] = (kolo_tune_channels){coll, ch, lo, hi, nranks, mem, link};
+  return 0;
 }
 
 /* The winners' size ranges as overrides and channels lines: a size's
  * range runs from the geometric mean with the size below (0 for the
  * first) to that with the size above (2^62-1 for the last), and a size
  * with the same winner as the one below extends its line. */
-static int write_ranges(const tune_args *a, const tune_search *s, const tune_job *j, double med[][TUNE_MAX_SIZES],
-                        kolo_tuning *f) {
-  printf("%s on %s, %d ranks, us per call (medians), algorithm/channels:\n%9s", s->what, kolo_link_name(j->link),
-         a->nranks, s->coll == KOLO_COLL_ALL_GATHER ? "B/rank" : "bytes");
-  for (int p = 0; p < npairs(a, s); p++) printf(" %6.6s/%d", kolo_algo_name(algo_of(a, s, p)), count_of(a, p));
+static int write_ranges(const tune_space *sp, const tune_job *j, double med[][TUNE_MAX_SIZES], kolo_tuning *f) {
+  printf("%s on %s, %d ranks, us per call (medians), algorithm/channels (0: the communicator's):\n%9s", sp->s->what,
+         kolo_link_name(j->link), sp->a->nranks, sp->s->coll == KOLO_COLL_ALL_GATHER ? "B/rank" : "bytes");
+  for (int p = 0; p < npairs(sp); p++) printf(" %6.6s/%d", kolo_algo_name(algo_of(sp, p)), count_of(sp, p));
   printf("  chosen\n");
   uint64_t lo = 0;
   for (int i = 0, prev = 0; i < j->nsizes; i++) {
-    const int p = winner(a, s, j, i, med), algo = algo_of(a, s, p), ch = count_of(a, p);
+    const int p = winner(sp, j, i, med);
     const uint64_t hi =
         i + 1 < j->nsizes ? (uint64_t)sqrt((double)j->sizes[i] * (double)j->sizes[i + 1]) : (1ull << 62) - 1;
-    if (i > 0 && algo == algo_of(a, s, prev)) f->ov[f->noverrides - 1].hi = hi;
-    else if (f->noverrides == KOLO_TUNING_MAX_OVERRIDES) return -1;
-    else f->ov[f->noverrides++] = (kolo_tune_override){s->coll, algo, lo, hi, a->nranks, mem_of(a)};
-    if (i > 0 && ch == count_of(a, prev)) f->ch[f->nchannel_lines - 1].hi = hi;
-    else if (f->nchannel_lines == KOLO_TUNING_MAX_CHANNEL_LINES) return -1;
-    else f->ch[f->nchannel_lines++] = (kolo_tune_channels){s->coll, ch, lo, hi, a->nranks, mem_of(a)};
+    if (add_lines(sp, i, p, prev, lo, hi, f) != 0) return -1;
     lo = hi + 1, prev = p;
   }
   return 0;
@@ -172,29 +211,43 @@ static int write_ranges(const tune_args *a, const tune_search *s, const tune_job
 
 /* One collective's search into f: every pair at the same sizes, 5 times
  * (once quick), and each pair's median time per size. */
-static int search(const tune_args *a, const tune_search *s, kolo_tuning *f) {
+static int search(const tune_space *sp, kolo_tuning *f) {
   static double t[MAX_REPEATS][MAX_PAIRS][TUNE_MAX_SIZES];
   double med[MAX_PAIRS][TUNE_MAX_SIZES];
-  tune_job j = {a->cuda ? KOLO_LINK_CUDA_P2P : KOLO_LINK_SHM, NULL, 0, {0}, {0}, NULL, s->coll};
-  plan_sizes(a, s, &j);
-  const int repeats = a->quick ? 1 : MAX_REPEATS;
+  tune_job j = {sp->link, NULL, 0, {0}, {0}, NULL, sp->s->coll};
+  plan_sizes(sp->a, sp->s, &j);
+  const int repeats = sp->a->quick ? 1 : MAX_REPEATS;
   for (int r = 0; r < repeats; r++)
-    for (int p = 0; p < npairs(a, s); p++)
-      if (measure_pair(a, s, &j, p, t[r][p]) != 0) return -1;
-  for (int p = 0; p < npairs(a, s); p++)
+    for (int p = 0; p < npairs(sp); p++)
+      if (measure_pair(sp, &j, p, t[r][p]) != 0) return -1;
+  for (int p = 0; p < npairs(sp); p++)
     for (int i = 0; i < j.nsizes; i++) {
       double v[MAX_REPEATS];
       for (int r = 0; r < repeats; r++) v[r] = t[r][p][i];
       qsort(v, (size_t)repeats, sizeof v[0], cmp_double);
       med[p][i] = v[repeats / 2];
     }
-  if (write_ranges(a, s, &j, med, f) == 0) return 0;
+  if (write_ranges(sp, &j, med, f) == 0) return 0;
   fprintf(stderr, "kolo-perf tune: more than %d size ranges in all\n", KOLO_TUNING_MAX_OVERRIDES);
   return -1;
 }
 
+/* Every line found so far holds on `link` only. */
+static void scope_to(kolo_tuning *f, int link) {
+  for (int i = 0; i < f->noverrides; i++) f->ov[i].link = link;
+  for (int i = 0; i < f->nchannel_lines; i++) f->ch[i].link = link;
+}
+
 int perf_tune_crossovers(const tune_args *a, kolo_tuning *f) {
-  for (size_t k = 0; k < sizeof searches / sizeof searches[0]; k++)
-    if (search(a, &searches[k], f) != 0) return -1;
+  const int host = a->cuda ? KOLO_LINK_CUDA_P2P : KOLO_LINK_SHM;
+  for (int k = 0; k < NSEARCHES; k++)
+    if (search(&(tune_space){a, &searches[k], host, 0, NULL}, f) != 0) return -1;
+  if (a->cuda || a->no_net) return 0;
+  static kolo_tuning base;
+  scope_to(f, host);
+  base = *f;
+  const int net = f->link[KOLO_LINK_IB].set ? KOLO_LINK_IB : KOLO_LINK_SOCKET;
+  for (int k = 0; k < NSEARCHES; k++)
+    if (search(&(tune_space){a, &searches[k], net, 1, &base}, f) != 0) return -1;
   return 0;
 }

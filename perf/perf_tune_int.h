@@ -17,6 +17,7 @@ typedef struct {
   const char *out;
   int quick; /* --quick: few sizes and iterations, for tests */
   int cuda;  /* --mem cuda: CUDA communicators, buffers on the ranks' devices */
+  int no_net; /* --no-net: the crossovers within one host only */
   int ndev;  /* the visible devices (cuda); rank r uses r % ndev */
 } tune_args;
 
@@ -54,7 +55,9 @@ void tune_mem_close(tune_mem *m);
  * sizes[i] (rank 0's).  0, or -1 when a rank failed. */
 int perf_tune_measure(const tune_args *a, const tune_job *j, double *t);
 
-/* Appends to f the overrides and channels lines the search finds
+/* Appends to f the overrides and channels lines the search finds within
+ * a host, then (host memory, unless no_net) the overrides across hosts
+ * over the network link f measured, each line scoped to its link
  * (perf_tune_algos.c).  0, or -1 (said on stderr). */
 int perf_tune_crossovers(const tune_args *a, kolo_tuning *f);
 

@@ -119,7 +119,7 @@ void perf_usage(FILE *out, const char *prog, int tool) {
           "  plot     busbw and time against size from --json files, as a PNG (gnuplot)\n"
           "  topo     what kolo sees and would use: CPUs, NUMA, GPUs, RDMA, interfaces, rings\n"
           "  p2p      copy bandwidth and latency between every pair of GPUs and of host ranks\n"
-          "  tune     measures alpha and beta per transport, the all-reduce's crossovers and channels, and\n"
-          "           writes a KOLO_TUNING_FILE\n",
+          "  tune     measures alpha and beta per transport, the collectives' crossovers and channels within\n"
+          "           a host and across hosts, and writes a KOLO_TUNING_FILE\n",
           prog, prog, prog);
 }

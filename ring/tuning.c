@@ -10,7 +10,7 @@
 #include "ring/schedule.h"
 
 #define MAX_LINE 256
-#define MAX_WORDS 10
+#define MAX_WORDS 12
 
 static const char *const link_names[KOLO_LINK_NUM] = {"shm", "socket", "ib", "cuda-p2p"};
 
@@ -105,12 +105,19 @@ static int mem_words(const ctx *c, char *w[], int *out) {
 
 typedef struct {
   uint64_t lo, hi;
-  int nranks, mem; /* 0: any */
+  int nranks, mem, link; /* 0, 0, KOLO_TUNE_LINK_ANY: any */
 } line_scope;
 
-/* "MIN MAX [ranks N] [mem host|cuda]": the nwords words at w. */
+/* "link TRANSPORT" at w[0..1] into *out. */
+static int link_words(const ctx *c, char *w[], int *out) {
+  for (int l = 0; l < KOLO_LINK_NUM; l++)
+    if (strcmp(w[1], link_names[l]) == 0) return *out = l, 0;
+  return bad(c, "link is shm, socket, ib or cuda-p2p, not", w[1]);
+}
+
+/* "MIN MAX [ranks N] [mem host|cuda] [link TRANSPORT]": the nwords words at w. */
 static int scope_words(const ctx *c, char *w[], int nwords, line_scope *out) {
-  *out = (line_scope){0, 0, 0, KOLO_TUNE_MEM_ANY};
+  *out = (line_scope){0, 0, 0, KOLO_TUNE_MEM_ANY, KOLO_TUNE_LINK_ANY};
   if (bytes(c, w[0], &out->lo) || bytes(c, w[1], &out->hi)) return -1;
   if (out->lo > out->hi) return bad(c, "the size range is empty: min is above max", NULL);
   int i = 2;
@@ -122,7 +129,12 @@ static int scope_words(const ctx *c, char *w[], int nwords, line_scope *out) {
     if (mem_words(c, w + i, &out->mem)) return -1;
     i += 2;
   }
-  if (i < nwords) return bad(c, "after MAX_BYTES a line takes \"ranks N\", then \"mem host|cuda\", not", w[i]);
+  if (i + 1 < nwords && strcmp(w[i], "link") == 0) {
+    if (link_words(c, w + i, &out->link)) return -1;
+    i += 2;
+  }
+  if (i < nwords)
+    return bad(c, "after MAX_BYTES a line takes \"ranks N\", then \"mem host|cuda\", then \"link TRANSPORT\", not", w[i]);
   return 0;
 }
 
@@ -145,7 +157,8 @@ static unsigned override_set(int coll) {
 
 static int override_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
   if (n < 5)
-    return bad(c, "an override line is: override COLLECTIVE ALGORITHM MIN_BYTES MAX_BYTES [ranks N] [mem host|cuda]",
+    return bad(c, "an override line is: override COLLECTIVE ALGORITHM MIN_BYTES MAX_BYTES [ranks N] [mem host|cuda] "
+               "[link TRANSPORT]",
                NULL);
   if (f->noverrides == KOLO_TUNING_MAX_OVERRIDES) return bad(c, "more than 128 overrides", NULL);
   kolo_tune_override *o = &f->ov[f->noverrides];
@@ -165,14 +178,17 @@ static int override_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
   }
   line_scope sc;
   if (scope_words(c, w + 3, n - 3, &sc)) return -1;
-  o->lo = sc.lo, o->hi = sc.hi, o->nranks = sc.nranks, o->mem = sc.mem;
+  o->lo = sc.lo, o->hi = sc.hi, o->nranks = sc.nranks, o->mem = sc.mem, o->link = sc.link;
   f->noverrides++;
   return 0;
 }
 
 static int channels_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
   if (n < 5)
-    return bad(c, "a channels line is: channels COLLECTIVE CHANNELS MIN_BYTES MAX_BYTES [ranks N] [mem host|cuda]", NULL);
+    return bad(c,
+               "a channels line is: channels COLLECTIVE CHANNELS MIN_BYTES MAX_BYTES [ranks N] [mem host|cuda] "
+               "[link TRANSPORT]",
+               NULL);
   if (f->nchannel_lines == KOLO_TUNING_MAX_CHANNEL_LINES) return bad(c, "more than 128 channels lines", NULL);
   kolo_tune_channels *l = &f->ch[f->nchannel_lines];
   l->coll = coll_of(w[1]);
@@ -185,7 +201,7 @@ static int channels_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
   l->channels = (int)v;
   line_scope sc;
   if (scope_words(c, w + 3, n - 3, &sc)) return -1;
-  l->lo = sc.lo, l->hi = sc.hi, l->nranks = sc.nranks, l->mem = sc.mem;
+  l->lo = sc.lo, l->hi = sc.hi, l->nranks = sc.nranks, l->mem = sc.mem, l->link = sc.link;
   f->nchannel_lines++;
   return 0;
 }
@@ -228,19 +244,35 @@ int kolo_tuning_parse(const char *text, size_t len, const char *name, kolo_tunin
   return 0;
 }
 
-/* 1 when a line for memory kind `mem` holds on communicators of `kind`. */
-static int for_mem(int mem, int kind) { return mem == KOLO_TUNE_MEM_ANY || mem == kind; }
+/* 1 when a line for memory kind `mem` and `link` holds on communicators
+ * of memory `kind` whose links are host_link and net_link. */
+static int for_comm(int mem, int link, int kind, int host_link, int net_link) {
+  return (mem == KOLO_TUNE_MEM_ANY || mem == kind) &&
+         (link == KOLO_TUNE_LINK_ANY || link == host_link || link == net_link);
+}
 
 void kolo_tuning_resolve(const kolo_tuning *f, int host_link, int net_link, kolo_tuned *out) {
   memset(out, 0, sizeof *out);
+  out->host_link = host_link, out->net_link = net_link;
   const kolo_tune_link *h = &f->link[host_link], *n = &f->link[net_link];
   if (h->set) out->a_host = h->alpha_us * 1e-6, out->b_host = h->beta_gbs * 1e9;
   if (n->set) out->a_net = n->alpha_us * 1e-6, out->b_net = n->beta_gbs * 1e9;
   const int kind = host_link == KOLO_LINK_CUDA_P2P ? KOLO_TUNE_MEM_CUDA : KOLO_TUNE_MEM_HOST;
   for (int i = 0; i < f->noverrides; i++)
-    if (for_mem(f->ov[i].mem, kind)) out->ov[out->noverrides++] = f->ov[i];
+    if (for_comm(f->ov[i].mem, f->ov[i].link, kind, host_link, net_link)) out->ov[out->noverrides++] = f->ov[i];
   for (int i = 0; i < f->nchannel_lines; i++)
-    if (for_mem(f->ch[i].mem, kind)) out->ch[out->nchannel_lines++] = f->ch[i];
+    if (for_comm(f->ch[i].mem, f->ch[i].link, kind, host_link, net_link)) out->ch[out->nchannel_lines++] = f->ch[i];
+}
+
+void kolo_tuned_narrow(kolo_tuned *t, int spans_hosts) {
+  const int gone = spans_hosts ? t->host_link : t->net_link;
+  int n = 0;
+  for (int i = 0; i < t->noverrides; i++)
+    if (t->ov[i].link != gone) t->ov[n++] = t->ov[i];
+  t->noverrides = n, n = 0;
+  for (int i = 0; i < t->nchannel_lines; i++)
+    if (t->ch[i].link != gone) t->ch[n++] = t->ch[i];
+  t->nchannel_lines = n;
 }
 
 /* 1 when a line for `line_ranks` ranks (0: any) holds on communicators of
@@ -285,10 +317,12 @@ int kolo_tuned_max_channels(const kolo_tuned *t, int nranks) {
   return most;
 }
 
-/* " ranks N", " mem host|cuda" where the line has them, then "\n". */
-static void write_scope(FILE *out, int nranks, int mem) {
+/* " ranks N", " mem host|cuda", " link TRANSPORT" where the line has
+ * them, then "\n". */
+static void write_scope(FILE *out, int nranks, int mem, int link) {
   if (nranks > 0) fprintf(out, " ranks %d", nranks);
   if (mem != KOLO_TUNE_MEM_ANY) fprintf(out, " mem %s", mem == KOLO_TUNE_MEM_CUDA ? "cuda" : "host");
+  if (link != KOLO_TUNE_LINK_ANY) fprintf(out, " link %s", kolo_link_name(link));
   fputc('\n', out);
 }
 
@@ -301,13 +335,13 @@ int kolo_tuning_write(FILE *out, const kolo_tuning *f, const char *comment) {
     const kolo_tune_override *o = &f->ov[i];
     fprintf(out, "override %s %s %llu %llu", kolo_tuning_coll_name(o->coll), kolo_algo_name(o->algo),
             (unsigned long long)o->lo, (unsigned long long)o->hi);
-    write_scope(out, o->nranks, o->mem);
+    write_scope(out, o->nranks, o->mem, o->link);
   }
   for (int i = 0; i < f->nchannel_lines; i++) {
     const kolo_tune_channels *l = &f->ch[i];
     fprintf(out, "channels %s %d %llu %llu", kolo_tuning_coll_name(l->coll), l->channels, (unsigned long long)l->lo,
             (unsigned long long)l->hi);
-    write_scope(out, l->nranks, l->mem);
+    write_scope(out, l->nranks, l->mem, l->link);
   }
   return ferror(out) ? -1 : 0;
 }

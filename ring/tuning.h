@@ -10,12 +10,15 @@
  *   override allreduce direct 65537 1048576 ranks 8   # ... for 8 ranks only
  *   override broadcast dbtree 131072 1048576 ranks 8 mem host   # ... host memory only
  *   channels allreduce 1 0 4194304 ranks 4   # collective, channels, bytes min..max
+ *   override allreduce rd 0 98304 ranks 4 mem host link socket   # ... over TCP only
  *
  * Overrides name the all-reduce's, the broadcast's or the all-gather's
- * algorithms.  After MAX, "ranks N" and "mem host|cuda" (in that order,
- * either left out) narrow a line to communicators of N ranks and of that
- * memory kind: kolo-perf tune measures on one, and what wins in host memory
- * need not win on a GPU.
+ * algorithms.  After MAX, "ranks N", "mem host|cuda" and "link TRANSPORT"
+ * (in that order, any left out) narrow a line to communicators of N ranks,
+ * of that memory kind and whose slowest link is that transport (the
+ * network's where ranks span hosts): kolo-perf tune measures on one, and
+ * what wins in host memory, or within a host, need not win on a GPU, or
+ * over TCP.
  * Transports: shm (ranks of one host, host memory), socket and ib (the
  * network), cuda-p2p (ranks of one host, CUDA memory).  A transport the
  * file leaves out keeps the compiled constant (ring/algo.c).  The parser
@@ -41,6 +44,8 @@
 enum { KOLO_TUNE_MEM_ANY = 0, KOLO_TUNE_MEM_HOST, KOLO_TUNE_MEM_CUDA };
 
 enum { KOLO_LINK_SHM, KOLO_LINK_SOCKET, KOLO_LINK_IB, KOLO_LINK_CUDA_P2P, KOLO_LINK_NUM };
+/* A line without a "link" word holds on every link. */
+#define KOLO_TUNE_LINK_ANY (-1)
 
 typedef struct {
   int set;         /* 0: the file leaves it out */
@@ -54,6 +59,7 @@ typedef struct {
   uint64_t lo, hi;  /* calls of lo..hi bytes (a broadcast's, an all-gather's per rank) */
   int nranks;       /* on communicators of this many ranks; 0: any */
   int mem;          /* KOLO_TUNE_MEM_* */
+  int link;         /* KOLO_LINK_* the communicator's slowest link, or KOLO_TUNE_LINK_ANY */
 } kolo_tune_override;
 
 /* How many channels calls of one collective and size range use. */
@@ -63,6 +69,7 @@ typedef struct {
   uint64_t lo, hi;  /* calls of lo..hi bytes (count x type size, as the API takes it) */
   int nranks;       /* on communicators of this many ranks; 0: any */
   int mem;          /* KOLO_TUNE_MEM_* */
+  int link;         /* as kolo_tune_override's */
 } kolo_tune_channels;
 
 typedef struct {
@@ -78,6 +85,7 @@ typedef struct {
  * second; 0 where the compiled constant stays. */
 typedef struct kolo_tuned {
   double a_host, b_host, a_net, b_net;
+  int host_link, net_link; /* KOLO_LINK_* of the constants above */
   int noverrides;
   kolo_tune_override ov[KOLO_TUNING_MAX_OVERRIDES];
   int nchannel_lines;
@@ -91,6 +99,11 @@ int kolo_tuning_parse(const char *text, size_t len, const char *name, kolo_tunin
  * host, net_link (socket or ib) between hosts; and the lines that hold for
  * its memory kind (CUDA where host_link is cuda-p2p, else host). */
 void kolo_tuning_resolve(const kolo_tuning *f, int host_link, int net_link, kolo_tuned *out);
+/* Once the communicator's hosts are known: drops the lines for the link
+ * it does not take (`spans_hosts`: the network's, else the host's).  Until
+ * then the lines of both hold, so the channels a communicator is given
+ * (kolo_tuned_max_channels, before its topology) count both. */
+void kolo_tuned_narrow(kolo_tuned *t, int spans_hosts);
 /* The algorithm an override gives a call of collective coll and `bytes`
  * on nranks ranks (the first line holding it), or -1. */
 int kolo_tuned_override(const kolo_tuned *t, int coll, size_t bytes, int nranks);

@@ -231,6 +231,45 @@ TEST(Tuning, OverridesForARankCount) {
   }
 }
 
+// "link TRANSPORT" narrows a line to communicators whose slowest link is
+// that transport: resolve drops the lines of links the communicator has
+// not, and narrow, once its hosts are known, those of the link it does
+// not take; lines without the word hold everywhere.
+TEST(Tuning, OverridesForALink) {
+  kolo_tuning f;
+  std::string why;
+  ASSERT_EQ(parse("kolo-tuning 1\noverride allreduce rd 0 99 ranks 4 mem host link socket\n"
+                  "override allreduce rabenseifner 0 99 ranks 4 link shm\n"
+                  "override allreduce ring 0 99 link ib\noverride allreduce direct 0 200\n"
+                  "channels allreduce 4 0 99 link shm\nchannels allreduce 2 0 99 link socket\n",
+                  &f, &why),
+            0)
+      << why;
+  EXPECT_EQ(f.ov[0].link, KOLO_LINK_SOCKET);
+  EXPECT_EQ(f.ov[1].link, KOLO_LINK_SHM);
+  EXPECT_EQ(f.ov[3].link, KOLO_TUNE_LINK_ANY);
+  kolo_tuned t;
+  kolo_tuning_resolve(&f, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &t);
+  EXPECT_EQ(t.noverrides, 3);  // the ib line is gone
+  EXPECT_EQ(kolo_tuned_max_channels(&t, 4), 4);  // hosts unknown: both links' lines count
+  kolo_tuned one_host = t, hosts = t;
+  kolo_tuned_narrow(&one_host, 0);
+  kolo_tuned_narrow(&hosts, 1);
+  EXPECT_EQ(kolo_tuned_override(&one_host, KOLO_COLL_ALL_REDUCE, 50, 4), KOLO_ALGO_RABENSEIFNER);
+  EXPECT_EQ(kolo_tuned_override(&hosts, KOLO_COLL_ALL_REDUCE, 50, 4), KOLO_ALGO_RD);
+  EXPECT_EQ(kolo_tuned_override(&hosts, KOLO_COLL_ALL_REDUCE, 150, 4), KOLO_ALGO_DIRECT);  // any link
+  EXPECT_EQ(kolo_tuned_override(&hosts, KOLO_COLL_ALL_REDUCE, 50, 2), KOLO_ALGO_DIRECT);
+  EXPECT_EQ(kolo_tuned_channels(&one_host, KOLO_COLL_ALL_REDUCE, 50, 4), 4);
+  EXPECT_EQ(kolo_tuned_channels(&hosts, KOLO_COLL_ALL_REDUCE, 50, 4), 2);
+  kolo_tuning_resolve(&f, KOLO_LINK_SHM, KOLO_LINK_IB, &t);
+  kolo_tuned_narrow(&t, 1);
+  EXPECT_EQ(kolo_tuned_override(&t, KOLO_COLL_ALL_REDUCE, 50, 4), KOLO_ALGO_RING);
+  for (const char *bad : {"link tcp", "link", "link shm mem host", "mem host link shm ranks 4", "link shm link ib"}) {
+    EXPECT_EQ(parse(std::string("kolo-tuning 1\noverride allreduce rd 0 1 ") + bad + "\n", &f, &why), -1) << bad;
+    EXPECT_NE(why.find("t.tune:2:"), std::string::npos) << why;
+  }
+}
+
 // Overrides of the broadcast and the all-gather, and "mem host|cuda": a
 // line holds on communicators of that memory kind only (resolve keeps it
 // or drops it), and on a CUDA communicator only a line that says "mem
@@ -337,10 +376,10 @@ TEST(Tuning, ChannelsLines) {
       {"channels allreduce 2 0",
        "a channels line is: channels COLLECTIVE CHANNELS MIN_BYTES MAX_BYTES [ranks N] [mem host|cuda]"},
       {"channels allreduce 2 0 5 ranks 0", "ranks is a whole number"},
-      {"channels allreduce 2 0 5 cores 4", "after MAX_BYTES a line takes \"ranks N\", then \"mem host|cuda\", not \"cores\""},
+      {"channels allreduce 2 0 5 cores 4", "after MAX_BYTES a line takes \"ranks N\", then \"mem host|cuda\", then \"link TRANSPORT\", not \"cores\""},
       {"channels allreduce 2 0 5 mem gpu", "mem is host or cuda, not \"gpu\""},
-      {"channels allreduce 2 0 5 mem cuda ranks 4", "after MAX_BYTES a line takes \"ranks N\", then \"mem host|cuda\", not \"ranks\""},
-      {"channels allreduce 2 0 5 ranks", "after MAX_BYTES a line takes \"ranks N\", then \"mem host|cuda\", not \"ranks\""}};
+      {"channels allreduce 2 0 5 mem cuda ranks 4", "after MAX_BYTES a line takes \"ranks N\", then \"mem host|cuda\", then \"link TRANSPORT\", not \"ranks\""},
+      {"channels allreduce 2 0 5 ranks", "after MAX_BYTES a line takes \"ranks N\", then \"mem host|cuda\", then \"link TRANSPORT\", not \"ranks\""}};
   for (const auto &[line, want] : bad) {
     EXPECT_EQ(parse(std::string("kolo-tuning 1\n") + line + "\n", &f, &why), -1) << line;
     EXPECT_NE(why.find(std::string("t.tune:2: ") + want), std::string::npos) << line << ": " << why;
@@ -396,12 +435,12 @@ TEST(Tuning, WriteReadsBack) {
   f.link[KOLO_LINK_SHM] = {1, 0.75, 9.5};
   f.link[KOLO_LINK_SOCKET] = {1, 25, 1.1};
   f.noverrides = 1;
-  f.ov[0] = {KOLO_COLL_ALL_REDUCE, KOLO_ALGO_RABENSEIFNER, 1024, 65536, 0, KOLO_TUNE_MEM_ANY};
-  f.ov[1] = {KOLO_COLL_ALL_REDUCE, KOLO_ALGO_DIRECT, 65537, 1 << 20, 8, KOLO_TUNE_MEM_HOST};
-  f.ov[2] = {KOLO_COLL_BROADCAST, KOLO_ALGO_DBTREE, 9, 10, 0, KOLO_TUNE_MEM_CUDA};
+  f.ov[0] = {KOLO_COLL_ALL_REDUCE, KOLO_ALGO_RABENSEIFNER, 1024, 65536, 0, KOLO_TUNE_MEM_ANY, KOLO_TUNE_LINK_ANY};
+  f.ov[1] = {KOLO_COLL_ALL_REDUCE, KOLO_ALGO_DIRECT, 65537, 1 << 20, 8, KOLO_TUNE_MEM_HOST, KOLO_LINK_SOCKET};
+  f.ov[2] = {KOLO_COLL_BROADCAST, KOLO_ALGO_DBTREE, 9, 10, 0, KOLO_TUNE_MEM_CUDA, KOLO_TUNE_LINK_ANY};
   f.noverrides = 3;
-  f.ch[0] = {KOLO_COLL_ALL_REDUCE, 4, 0, 1 << 20, 4, KOLO_TUNE_MEM_ANY};
-  f.ch[1] = {KOLO_COLL_SCATTER, 16, 7, 7, 0, KOLO_TUNE_MEM_CUDA};
+  f.ch[0] = {KOLO_COLL_ALL_REDUCE, 4, 0, 1 << 20, 4, KOLO_TUNE_MEM_ANY, KOLO_LINK_SHM};
+  f.ch[1] = {KOLO_COLL_SCATTER, 16, 7, 7, 0, KOLO_TUNE_MEM_CUDA, KOLO_TUNE_LINK_ANY};
   f.nchannel_lines = 2;
   char *text = nullptr;
   size_t len = 0;
@@ -424,6 +463,10 @@ TEST(Tuning, WriteReadsBack) {
   EXPECT_EQ(g.ch[1].mem, KOLO_TUNE_MEM_CUDA);
   EXPECT_EQ(g.ch[0].mem, KOLO_TUNE_MEM_ANY);
   EXPECT_EQ(g.ov[1].nranks, 8);
+  EXPECT_EQ(g.ov[0].link, KOLO_TUNE_LINK_ANY);
+  EXPECT_EQ(g.ov[1].link, KOLO_LINK_SOCKET);
+  EXPECT_EQ(g.ch[0].link, KOLO_LINK_SHM);
+  EXPECT_EQ(g.ch[1].link, KOLO_TUNE_LINK_ANY);
   ASSERT_EQ(g.nchannel_lines, 2);
   EXPECT_EQ(g.ch[0].coll, KOLO_COLL_ALL_REDUCE);
   EXPECT_EQ(g.ch[0].channels, 4);

@@ -29,6 +29,7 @@ static void check_ranges(const kolo_tuning *f) {
                                                      : 0u;
     FUZZ_REQUIRE(o->algo >= 0 && o->algo < KOLO_ALGO_NUM && ((set >> o->algo) & 1u) && o->lo <= o->hi);
     FUZZ_REQUIRE(o->mem >= KOLO_TUNE_MEM_ANY && o->mem <= KOLO_TUNE_MEM_CUDA && o->nranks >= 0);
+    FUZZ_REQUIRE(o->link >= KOLO_TUNE_LINK_ANY && o->link < KOLO_LINK_NUM);
   }
   FUZZ_REQUIRE(f->nchannel_lines >= 0 && f->nchannel_lines <= KOLO_TUNING_MAX_CHANNEL_LINES);
   for (int i = 0; i < f->nchannel_lines; i++) {
@@ -36,6 +37,7 @@ static void check_ranges(const kolo_tuning *f) {
     FUZZ_REQUIRE(strcmp(kolo_tuning_coll_name(l->coll), "?") != 0 && l->lo <= l->hi);
     FUZZ_REQUIRE(l->channels >= 1 && l->channels <= KOLO_TUNING_MAX_CHANNELS && l->nranks >= 0);
     FUZZ_REQUIRE(l->mem >= KOLO_TUNE_MEM_ANY && l->mem <= KOLO_TUNE_MEM_CUDA);
+    FUZZ_REQUIRE(l->link >= KOLO_TUNE_LINK_ANY && l->link < KOLO_LINK_NUM);
   }
 }
 

@@ -2,9 +2,11 @@
 # tests/perf/perf_tune.sh KOLO_PERF - kolo-perf tune --quick writes a
 # tuning file with positive shm and socket constants, overrides and
 # channels lines of the all-reduce, the broadcast, the reduce and the all-gather
-# covering every size (for host memory), which
+# covering every size (for host memory) within a host, and overrides
+# covering every size across hosts over TCP, which
 # KOLO_TUNING_FILE loads at init (said at INFO, with each all-reduce
-# choice once per size bucket); a file with a bad line is refused at init
+# choice once per size bucket); the lines of each link steer the
+# communicators that take it; a file with a bad line is refused at init
 # with FILE:LINE.  No timing is asserted: the figures only have to exist.
 set -u
 BIN=${1:?usage: perf_tune.sh path/to/kolo-perf}
@@ -19,23 +21,26 @@ for l in shm socket; do
 done
 # the crossovers: for each of the all-reduce, the broadcast, the reduce
 # and the all-gather, overrides and channels lines for 2 ranks in host
-# memory that cover every size once, in order
-covers() {  # covers KIND: the KIND lines of the four collectives
-  awk -v k="$1" '$1 == k {
+# memory on shm, and overrides on socket, that cover every size once, in order
+covers() {  # covers KIND LINK: the KIND lines of the four collectives on LINK
+  awk -v k="$1" -v l="$2" '$1 == k && $NF == l {
        ok = $2 == "allreduce" && (k == "channels" || $3 ~ /^(ring|rd|rabenseifner|direct|oneshot)$/)
        ok = ok || ($2 == "broadcast" && (k == "channels" || $3 ~ /^(ring|tree|dbtree)$/))
        ok = ok || ($2 == "reduce" && (k == "channels" || $3 ~ /^(ring|tree|dbtree)$/))
        ok = ok || ($2 == "allgather" && (k == "channels" || $3 ~ /^(ring|bruck)$/))
        if (k == "channels" && $3 !~ /^(1|2|4)$/) ok = 0
-       if (!ok || $6 != "ranks" || $7 != 2 || $8 != "mem" || $9 != "host" || NF != 9) bad = 1
+       if (l != "shm" && $2 == "allreduce" && $3 ~ /^(direct|oneshot)$/) ok = 0
+       if (!ok || $6 != "ranks" || $7 != 2 || $8 != "mem" || $9 != "host" || $10 != "link" || NF != 11) bad = 1
        if ($4 != next_lo[$2] + 0) bad = 1
        next_lo[$2] = $5 + 1; n++ }
      END { for (c in next_lo) if (next_lo[c] != 4611686018427387904) bad = 1
            exit !(n > 0 && !bad && length(next_lo) == 4) }' "$WORK/t.tune"
 }
-covers override || fail "the overrides do not cover 0 .. 2^62-1 once per collective for 2 ranks: $(cat "$WORK/t.tune")"
-covers channels || fail "the channels lines do not cover 0 .. 2^62-1 once per collective for 2 ranks: $(cat "$WORK/t.tune")"
-want=$(awk '/^override allreduce/ && $4 == 0 { print $3 }' "$WORK/t.tune")
+for kind in "override shm" "channels shm" "override socket"; do
+  covers $kind || fail "the ${kind% *}s on ${kind#* } do not cover 0 .. 2^62-1 once per collective for 2 ranks: $(cat "$WORK/t.tune")"
+done
+grep -q "^channels .* link socket$" "$WORK/t.tune" && fail "channels lines across hosts: $(cat "$WORK/t.tune")"
+want=$(awk '/^override allreduce/ && $4 == 0 && $NF == "shm" { print $3 }' "$WORK/t.tune")
 
 KOLO_TUNING_FILE="$WORK/t.tune" KOLO_DEBUG=INFO "$BIN" -P 2 -b 8 -e 4K -f 8 -n 1 -w 0 all_reduce > "$WORK/out.txt" 2>&1 ||
   fail "kolo-perf all_reduce with the tuned file"
@@ -44,16 +49,30 @@ n=$(grep -c "all-reduce of 8 B on 2 ranks" "$WORK/out.txt")
 [ "$n" -eq 1 ] || fail "the 8 B choice was logged $n times, not once"
 grep -q "all-reduce of 8 B on 2 ranks: $want (.*a KOLO_TUNING_FILE override), " "$WORK/out.txt" ||
   fail "8 B did not run the override's $want"
-ch=$(awk '/^channels allreduce/ && $4 == 0 { print $3 }' "$WORK/t.tune")
+ch=$(awk '/^channels allreduce/ && $4 == 0 && $NF == "shm" { print $3 }' "$WORK/t.tune")
 grep -Eq "all-reduce of 8 B on 2 ranks: .*, $ch channels? \(a KOLO_TUNING_FILE channels line\)" "$WORK/out.txt" ||
   fail "8 B did not run on the channels line's $ch"
 
 # the broadcast's override at 8 B runs too (the log calls the ring "chain")
-wantb=$(awk '/^override broadcast/ && $4 == 0 { print ($3 == "ring" ? "chain" : $3) }' "$WORK/t.tune")
+wantb=$(awk '/^override broadcast/ && $4 == 0 && $NF == "shm" { print ($3 == "ring" ? "chain" : $3) }' "$WORK/t.tune")
 KOLO_TUNING_FILE="$WORK/t.tune" KOLO_DEBUG=INFO "$BIN" -P 2 -b 8 -e 8 -n 1 -w 0 broadcast > "$WORK/out.txt" 2>&1 ||
   fail "kolo-perf broadcast with the tuned file"
 grep -q "broadcast of 8 B on 2 ranks: $wantb (.*a KOLO_TUNING_FILE override)" "$WORK/out.txt" ||
   fail "the 8 B broadcast did not run the override's $wantb"
+
+# each link's lines steer the communicators that take it, and only those:
+# on one host the direct all-reduce of the shm line, across hosts (every
+# process a host of its own, over TCP) recursive doubling of the socket line
+printf 'kolo-tuning 1\noverride allreduce direct 0 100 ranks 2 link shm\noverride allreduce rd 0 100 link socket\n' \
+  > "$WORK/links.tune"
+for how in "shm direct" "socket rd"; do
+  set -- $how
+  net=""; [ "$1" = socket ] && net="KOLO_NET_FORCE=1 KOLO_NET=socket"
+  env $net KOLO_TUNING_FILE="$WORK/links.tune" KOLO_DEBUG=INFO "$BIN" -P 2 -b 8 -e 8 -n 1 -w 0 all_reduce \
+    > "$WORK/out.txt" 2>&1 || fail "kolo-perf all_reduce over $1 with a file of lines per link"
+  grep -q "all-reduce of 8 B on 2 ranks: $2 (.*a KOLO_TUNING_FILE override)" "$WORK/out.txt" ||
+    fail "over $1 the 8 B all-reduce did not run its link's $2"
+done
 
 printf 'kolo-tuning 1\nlink shm 1 2\nlink shm 1 nope\n' > "$WORK/bad.tune"
 KOLO_TUNING_FILE="$WORK/bad.tune" "$BIN" -P 2 -b 8 -e 8 -n 1 -w 0 all_reduce > "$WORK/out.txt" 2>&1 &&

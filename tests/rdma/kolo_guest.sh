@@ -127,16 +127,19 @@ fi
 
 # 3d. kolo-perf tune measures ib where a port is usable: two ranks as two
 #    "hosts" on rxe0 (the tune's jobs share one environment), --quick; the
-#    file must hold an ib line (its figures are soft-RoCE's, not judged).
+#    file must hold an ib line and the all-reduce's overrides across hosts
+#    over ib (its figures are soft-RoCE's, not judged).
 s=$(up)
 KOLO_IB_HCA==rxe0 KOLO_TIMEOUT_MS=30000 timeout -k 5 120 "$BIN/kolo-perf" tune --quick -P 2 -o /tmp/rxe.tune \
   > /tmp/tune.log 2>&1; rc=$?
 echo "----- kolo-perf tune --quick (rc $rc)"; cat /tmp/tune.log; cat /tmp/rxe.tune 2>/dev/null
 ibline=$(grep -E "^link ib [0-9.e+-]+ [0-9.e+-]+$" /tmp/rxe.tune 2>/dev/null)
-if [ $rc = 0 ] && [ -n "$ibline" ]; then
-  say "PASS kolo-perf tune measures ib on rxe0 ($(since $s)s): $ibline"
+across=$(grep -Ec "^override allreduce (ring|rd|rabenseifner) [0-9]+ [0-9]+ ranks 2 mem host link ib$" /tmp/rxe.tune 2>/dev/null)
+if [ $rc = 0 ] && [ -n "$ibline" ] && [ "${across:-0}" -gt 0 ]; then
+  say "PASS kolo-perf tune measures ib on rxe0 ($(since $s)s): $ibline, $across all-reduce override(s) over ib"
 else
-  say "FAIL kolo-perf tune on rxe0: rc $rc, ib line: ${ibline:-none}"; fail=$((fail+1))
+  say "FAIL kolo-perf tune on rxe0: rc $rc, ib line: ${ibline:-none}, all-reduce overrides over ib: ${across:-0}"
+  fail=$((fail+1))
   grep -E "ib |failed|error" /tmp/tune.log | head -n 6 | sed 's/^/KOLO-RXE:   /'
 fi
 
