@@ -4,8 +4,8 @@
  * (latency) and a large one (bandwidth) on the flat ring (KOLO_ALGO=ring,
  * so that the fit reads the ring's formula of ring/algo.h):
  *   T(S) = 2(n-1) a + 2(n-1)/n S / b
- * and solve it for a and b.  socket and ib: each rank its own KOLO_HOSTID,
- * so they meet over the network as tests/ do.  ib only where kolo's ib
+ * and solve it for a and b.  socket and ib: KOLO_NET_FORCE=1, so that the
+ * ranks meet over the network.  ib only where kolo's ib
  * provider has a usable port; elsewhere the file leaves it out, and kolo
  * keeps the compiled constant.  Then the crossovers (perf_tune_algos.c). */
 #define _GNU_SOURCE
@@ -71,15 +71,19 @@ static int warm_up(koloComm_t comm, tune_mem *m, int rank) {
   return 0;
 }
 
-/* The environment of a rank of job j: its host (one for shm and
- * cuda-p2p, one per rank across a network), net provider, memory kind,
- * KOLO_ALGO and tuning file. */
-static void job_env(const tune_args *a, const tune_job *j, int rank) {
-  char host[32];
+/* The environment of a rank of job j: across a network every rank
+ * reaches the others over it (KOLO_NET_FORCE: each process is a host to
+ * the cost model, and kolo still sees that they share this machine's CPUs,
+ * as its waits must: ranks given separate KOLO_HOSTIDs spun on CPUs that
+ * others needed, and 4 ranks on 2 CPUs took ~1 ms per step), its net
+ * provider, memory kind, KOLO_ALGO and tuning file. */
+static void job_env(const tune_args *a, const tune_job *j) {
   const int one_host = j->link == KOLO_LINK_SHM || j->link == KOLO_LINK_CUDA_P2P;
-  snprintf(host, sizeof host, "tune-%d", one_host ? 0 : rank);
-  setenv("KOLO_HOSTID", host, 1);
-  if (!one_host) setenv("KOLO_NET", j->link == KOLO_LINK_IB ? "ib" : "socket", 1);
+  setenv("KOLO_HOSTID", "tune", 1);
+  if (!one_host) {
+    setenv("KOLO_NET_FORCE", "1", 1);
+    setenv("KOLO_NET", j->link == KOLO_LINK_IB ? "ib" : "socket", 1);
+  }
   setenv("KOLO_MEMORY", a->cuda ? "cuda" : "host", 1);
   setenv("KOLO_ALGO", j->algo, 1);
   if (j->tuning != NULL) setenv("KOLO_TUNING_FILE", j->tuning, 1);
@@ -108,7 +112,7 @@ static int rank_id(int rank, int nranks, const int idp[2], koloUniqueId *id) {
 static int rank_main(const tune_args *a, const tune_job *j, int rank, const int idp[2], int fd) {
   koloUniqueId id;
   if (rank_id(rank, a->nranks, idp, &id) != 0) return 1;
-  job_env(a, j, rank);
+  job_env(a, j);
   size_t most = 8;
   for (int i = 0; i < j->nsizes; i++) most = j->sizes[i] > most ? j->sizes[i] : most;
   if (j->coll == KOLO_COLL_ALL_GATHER) most *= (size_t)a->nranks; /* the whole output */
