@@ -45,9 +45,26 @@ koloResult_t kolo_comm_tuned_channels(struct koloComm *c, const koloConfig_t *cf
   if (most <= c->nchannels || cfg->nChannels != KOLO_CONFIG_UNDEF || kolo_param_is_set("KOLO_NCHANNELS"))
     return koloSuccess;
   if (c->rank == 0) KOLO_INFO("KOLO_TUNING_FILE names %d channels: the communicator has them (was %d)", most, c->nchannels);
+  c->untuned_channels = c->nchannels, c->untuned_fixed = c->channels_fixed;
   c->nchannels = most;
   c->channels_fixed = 1;
   return bound_channels(c, cfg);
+}
+
+void kolo_comm_narrowed_channels(struct koloComm *c) {
+  if (c->untuned_channels == 0 || c->kind != NULL) return;
+  int most = kolo_tuned_max_channels(c->algo.tuned, c->nranks);
+  if (most >= c->nchannels) return;
+  if (c->rank == 0)
+    KOLO_INFO("KOLO_TUNING_FILE's lines for this communicator's link name %d channels at most (0: none): it has %d, "
+              "not %d",
+              most, most > c->untuned_channels ? most : c->untuned_channels, c->nchannels);
+  if (most > c->untuned_channels) {
+    c->nchannels = most;
+    return;
+  }
+  c->nchannels = c->untuned_channels;
+  c->channels_fixed = c->untuned_fixed;
 }
 
 /* The point-to-point pipes' slots (comm_state.h): KOLO_P2P_BUFFSIZE over the

@@ -36,6 +36,9 @@ struct koloComm {
    * above 1 fixed nchannels; 0: the default, which the topology may lower
    * (comm_topology.c: net_channels). */
   int channels_fixed;
+  /* nchannels and channels_fixed before a tuning file's channels lines
+   * raised them (kolo_comm_tuned_channels); untuned_channels 0: they did not. */
+  int untuned_channels, untuned_fixed;
   int host_ranks, host_cpus; /* this rank's host: ranks of the comm on it, kolo_host_cpus() */
   int cpus_short;            /* some rank's host has fewer than two CPUs per rank (comm_agree.c) */
   int cpus_crowded;          /* some rank's host has more ranks than CPUs (comm_agree.c) */

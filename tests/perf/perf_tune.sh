@@ -61,17 +61,20 @@ grep -q "broadcast of 8 B on 2 ranks: $wantb (.*a KOLO_TUNING_FILE override)" "$
   fail "the 8 B broadcast did not run the override's $wantb"
 
 # each link's lines steer the communicators that take it, and only those:
-# on one host the direct all-reduce of the shm line, across hosts (every
-# process a host of its own, over TCP) recursive doubling of the socket line
-printf 'kolo-tuning 1\noverride allreduce direct 0 100 ranks 2 link shm\noverride allreduce rd 0 100 link socket\n' \
-  > "$WORK/links.tune"
-for how in "shm direct" "socket rd"; do
+# on one host the direct all-reduce and the 3 channels of the shm lines,
+# across hosts (every process a host of its own, over TCP) recursive
+# doubling of the socket line, on the channels it has without the file (1:
+# 2 ranks on 2 CPUs over the network)
+printf 'kolo-tuning 1\noverride allreduce direct 0 100 ranks 2 link shm\noverride allreduce rd 0 100 link socket\n%s\n' \
+  'channels allreduce 3 0 100 ranks 2 link shm' > "$WORK/links.tune"
+for how in "shm direct 3" "socket rd 1"; do
   set -- $how
   net=""; [ "$1" = socket ] && net="KOLO_NET_FORCE=1 KOLO_NET=socket"
   env $net KOLO_TUNING_FILE="$WORK/links.tune" KOLO_DEBUG=INFO "$BIN" -P 2 -b 8 -e 8 -n 1 -w 0 all_reduce \
     > "$WORK/out.txt" 2>&1 || fail "kolo-perf all_reduce over $1 with a file of lines per link"
   grep -q "all-reduce of 8 B on 2 ranks: $2 (.*a KOLO_TUNING_FILE override)" "$WORK/out.txt" ||
     fail "over $1 the 8 B all-reduce did not run its link's $2"
+  grep -q "rank 0: $3 channel(s)" "$WORK/out.txt" || fail "over $1 the communicator does not have $3 channel(s)"
 done
 
 printf 'kolo-tuning 1\nlink shm 1 2\nlink shm 1 nope\n' > "$WORK/bad.tune"
