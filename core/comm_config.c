@@ -55,16 +55,13 @@ void kolo_comm_narrowed_channels(struct koloComm *c) {
   if (c->untuned_channels == 0 || c->kind != NULL) return;
   int most = kolo_tuned_max_channels(c->algo.tuned, c->nranks);
   if (most >= c->nchannels) return;
+  const int keep = most > c->untuned_channels ? most : c->untuned_channels;
   if (c->rank == 0)
     KOLO_INFO("KOLO_TUNING_FILE's lines for this communicator's link name %d channels at most (0: none): it has %d, "
               "not %d",
-              most, most > c->untuned_channels ? most : c->untuned_channels, c->nchannels);
-  if (most > c->untuned_channels) {
-    c->nchannels = most;
-    return;
-  }
-  c->nchannels = c->untuned_channels;
-  c->channels_fixed = c->untuned_fixed;
+              most, keep, c->nchannels);
+  if (keep == c->untuned_channels) c->channels_fixed = c->untuned_fixed;
+  c->nchannels = keep;
 }
 
 /* The point-to-point pipes' slots (comm_state.h): KOLO_P2P_BUFFSIZE over the

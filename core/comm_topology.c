@@ -123,8 +123,10 @@ koloResult_t kolo_comm_build_topology(struct koloComm *c) {
   }
   /* A tuning file's lines for the link this communicator does not take
    * (the network's on one host, the host's across hosts) go now. */
-  if (c->algo.tuned != NULL) kolo_tuned_narrow(&c->tuned, c->algo.nhosts > 1);
-  if (c->algo.tuned != NULL) kolo_comm_narrowed_channels(c);
+  if (c->algo.tuned != NULL) {
+    kolo_tuned_narrow(&c->tuned, c->algo.nhosts > 1);
+    kolo_comm_narrowed_channels(c);
+  }
   c->algo.no_auto_peers = c->memory == koloMemCuda; /* ring/algo.h: never measured on a GPU */
   net_channels(c);
   /* Rotating a ring moves its off-host hops: pointless on one host or with

@@ -21,8 +21,8 @@
  * algorithm a line of the file: they must win clearly (winner()).
  *
  * Then the same search across hosts, over the network link communicators
- * will take (ib where it was measured, else socket; each rank a host of
- * its own), with the algorithms that run there and on the channels the
+ * will take (ib where it was measured, else socket; KOLO_NET_FORCE makes
+ * each process a host to the cost model), with the algorithms that run there and on the channels the
  * communicator picks itself: where each algorithm wins depends on the
  * link (measured on this project's VM over loopback TCP, 4 ranks: the
  * model, fitted to a 25 Gb/s-class network, picked Rabenseifner's at 64

@@ -72,18 +72,23 @@ static int bytes(const ctx *c, const char *word, uint64_t *out) {
   return 0;
 }
 
+/* The transport named w, or -1. */
+static int link_of(const char *w) {
+  for (int l = 0; l < KOLO_LINK_NUM; l++)
+    if (strcmp(w, link_names[l]) == 0) return l;
+  return -1;
+}
+
 static int link_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
   if (n != 4) return bad(c, "a link line is: link TRANSPORT ALPHA_US BETA_GBS", NULL);
-  for (int l = 0; l < KOLO_LINK_NUM; l++) {
-    if (strcmp(w[1], link_names[l]) != 0) continue;
-    kolo_tune_link *k = &f->link[l];
-    if (number(c, w[2], 1e6, "alpha (us) is a number in (0, 1e6], not", &k->alpha_us) ||
-        number(c, w[3], 1e5, "beta (GB/s) is a number in (0, 1e5], not", &k->beta_gbs))
-      return -1;
-    k->set = 1;
-    return 0;
-  }
-  return bad(c, "no transport (shm, socket, ib, cuda-p2p) named", w[1]);
+  const int l = link_of(w[1]);
+  if (l < 0) return bad(c, "no transport (shm, socket, ib, cuda-p2p) named", w[1]);
+  kolo_tune_link *k = &f->link[l];
+  if (number(c, w[2], 1e6, "alpha (us) is a number in (0, 1e6], not", &k->alpha_us) ||
+      number(c, w[3], 1e5, "beta (GB/s) is a number in (0, 1e5], not", &k->beta_gbs))
+    return -1;
+  k->set = 1;
+  return 0;
 }
 
 /* "ranks N" at w[0..1]: N in 1..2^20 into *out. */
@@ -110,9 +115,8 @@ typedef struct {
 
 /* "link TRANSPORT" at w[0..1] into *out. */
 static int link_words(const ctx *c, char *w[], int *out) {
-  for (int l = 0; l < KOLO_LINK_NUM; l++)
-    if (strcmp(w[1], link_names[l]) == 0) return *out = l, 0;
-  return bad(c, "link is shm, socket, ib or cuda-p2p, not", w[1]);
+  *out = link_of(w[1]);
+  return *out < 0 ? bad(c, "link is shm, socket, ib or cuda-p2p, not", w[1]) : 0;
 }
 
 /* "MIN MAX [ranks N] [mem host|cuda] [link TRANSPORT]": the nwords words at w. */
