@@ -1,28 +1,8 @@
 #!/usr/bin/env bash
-# Packs into .gpukit/ (git-ignored, repo root) what the lent GPU machine lacks
-# to build kolo with its tests, so that perf/run_cuda.sh there is one command.
-# That machine has the CUDA toolkit, CMake and ninja but reaches no package
-# registry, and has neither GoogleTest nor libibverbs.  Run here, then:
-#
-#   perf/gpu_kit.sh                                  # here, on the dev machine
-#   run(command="perf/run_cuda.sh", carry=[".gpukit"])   # the device call
-#
-# The kit (about 2 MiB):
-#   googletest/   GoogleTest's sources (Debian's googletest package, the part
-#                 that builds libgtest; no googlemock): run_cuda.sh builds and
-#                 installs them into its build folder in seconds.  Sources, not
-#                 Debian's libgtest.a, so that the library is compiled by the
-#                 same compiler and C++ library as the tests there.
-#   ibverbs/      infiniband/verbs.h and the headers it includes from rdma-core
-#                 and the kernel's uapi, libibverbs.so.1 and the libnl libraries
-#                 it needs to link and load.  Optional for kolo (it builds
-#                 without the ib provider); run_cuda.sh uses it only where the
-#                 library loads there.
-#   MANIFEST      where each part came from, with versions.
-#
-# Environment: GTEST_SRC (/usr/src/googletest).  Needs the packages of
-# scripts/setup.sh (libgtest-dev, libibverbs-dev).  Exit status: 0 packed;
-# 1 something is missing here, or the tree would be too large to travel.
+# perf/gpu_kit.sh - packs into .gpukit/ (git-ignored) what the lent GPU
+# machine lacks to build kolo with its tests (GoogleTest's sources,
+# libibverbs), so that perf/run_cuda.sh there is one command: run it here,
+# then carry .gpukit along.  docs/dev/gpu-check.md says what the kit holds.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
@@ -37,11 +17,8 @@ die() { echo "gpu_kit: $*" >&2; exit 1; }
 owner_of() {
   local pkg
   pkg=$({ dpkg-query -S "$1" || dpkg-query -S "/usr$1"; } 2> /dev/null | head -n 1 | cut -d: -f1)
-  if [ -n "$pkg" ]; then
-    echo "$pkg $(dpkg-query -W -f='${Version}' "$pkg" 2> /dev/null)"
-  else
-    echo "?"
-  fi
+  [ -n "$pkg" ] || { echo "?"; return; }
+  echo "$pkg $(dpkg-query -W -f='${Version}' "$pkg" 2> /dev/null)"
 }
 
 # GoogleTest: the top-level CMakeLists.txt (which sets the version) and the
@@ -50,17 +27,15 @@ pack_gtest() {
   if [ ! -f "$GTEST_SRC/CMakeLists.txt" ] || [ ! -d "$GTEST_SRC/googletest/src" ]; then
     die "no GoogleTest sources in $GTEST_SRC (apt-get install googletest, or scripts/setup.sh)"
   fi
-  local dst=$KIT/googletest
+  local dst=$KIT/googletest lic version
   mkdir -p "$dst/googletest"
   cp "$GTEST_SRC/CMakeLists.txt" "$dst/"
   cp -r "$GTEST_SRC/googletest/CMakeLists.txt" "$GTEST_SRC/googletest/cmake" \
     "$GTEST_SRC/googletest/include" "$GTEST_SRC/googletest/src" "$dst/googletest/"
   # The licence travels with the sources (BSD-3-Clause: keep the notice).
-  local lic
   for lic in "$GTEST_SRC/LICENSE" /usr/share/doc/googletest/copyright; do
     [ -f "$lic" ] && { cp "$lic" "$dst/LICENSE"; break; }
   done
-  local version
   version=$(sed -n 's/^ *set(GOOGLETEST_VERSION \([0-9.]*\)).*/\1/p' "$dst/CMakeLists.txt")
   echo "googletest/  GoogleTest $version sources from $GTEST_SRC ($(owner_of "$GTEST_SRC/CMakeLists.txt"))" \
     >> "$KIT/MANIFEST"
@@ -69,13 +44,12 @@ pack_gtest() {
 # ibverbs: the headers verbs.h pulls in (as the compiler resolves them), and
 # the shared libraries with their runtime dependencies outside glibc.
 pack_ibverbs() {
-  local dst=$KIT/ibverbs lib hdr rel
+  local dst=$KIT/ibverbs lib hdr rel headers dep glibc
   lib=$(ldconfig -p | awk '$1 == "libibverbs.so.1" && /x86-64/ { print $NF; exit }')
   [ -n "$lib" ] || die "no libibverbs.so.1 here (apt-get install libibverbs-dev, or scripts/setup.sh)"
   mkdir -p "$dst/lib" "$dst/include"
   # Headers: every file under .../include/{infiniband,rdma}/ that verbs.h
   # includes, as the compiler finds them (-H lists each on stderr).
-  local headers
   headers=$(echo '#include <infiniband/verbs.h>' | cc -H -fsyntax-only -x c - 2>&1 |
     grep -oE '/[^ ]*/include/(infiniband|rdma)/[^ ]*\.h' | sort -u) ||
     die "cannot compile against infiniband/verbs.h (libibverbs-dev)"
@@ -88,30 +62,17 @@ pack_ibverbs() {
   # glibc's own (libc, the loader, linux-vdso), which the GPU machine has.
   cp -L "$lib" "$dst/lib/libibverbs.so.1"
   ln -sf libibverbs.so.1 "$dst/lib/libibverbs.so"  # the name the linker looks for
-  local dep
   for dep in $(ldd "$lib" | awk '$3 ~ /^\// { print $3 }'); do
     case $(basename "$dep") in
       libc.so.* | ld-linux* | libm.so.* | libpthread.so.* | libdl.so.*) ;;
       *) cp -L "$dep" "$dst/lib/$(basename "$dep")" ;;
     esac
   done
-  local glibc
   glibc=$(objdump -T "$dst"/lib/*.so.* 2> /dev/null | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n 1)
   echo "ibverbs/     $(cd "$dst/lib" && find . -name '*.so*' | sed 's|^\./||' | sort | tr '\n' ' ')from $(owner_of "$lib"); needs ${glibc:-?}" \
     >> "$KIT/MANIFEST"
   echo "             headers: $(cd "$dst/include" && find . -name '*.h' | sed 's|^\./||' | sort | tr '\n' ' ')" \
     >> "$KIT/MANIFEST"
-}
-
-# .gpukit/ must stay out of git (it is carried, not committed): the repo's
-# .gitignore lists it; an older checkout gets it in .git/info/exclude.
-ensure_ignored() {
-  git check-ignore -q "$KIT" && return
-  local exclude
-  exclude=$(git rev-parse --git-path info/exclude) || die "not a git checkout"
-  mkdir -p "$(dirname "$exclude")"
-  echo "/$(basename "$KIT")/" >> "$exclude"
-  echo "gpu_kit: added /$(basename "$KIT")/ to $exclude"
 }
 
 # What the device call sends: tracked and untracked-not-ignored files, plus
@@ -121,9 +82,8 @@ check_travel_size() {
   tree=$(git ls-files -z -co --exclude-standard | xargs -0 stat -c %s 2> /dev/null | awk '{ s += $1 } END { print s + 0 }')
   kit=$(du -sb "$KIT" | cut -f1)
   total=$((tree + kit))
-  printf 'gpu_kit: %s: %.1f MiB; with the working tree, %.1f MiB travel (limit %d MiB)\n' \
-    "$(basename "$KIT")" "$(awk -v b="$kit" 'BEGIN { print b / 1048576 }')" \
-    "$(awk -v b="$total" 'BEGIN { print b / 1048576 }')" "$TRAVEL_LIMIT_MIB"
+  awk -v k="$kit" -v t="$total" -v lim="$TRAVEL_LIMIT_MIB" -v name="$(basename "$KIT")" 'BEGIN {
+    printf "gpu_kit: %s: %.1f MiB; with the working tree, %.1f MiB travel (limit %d MiB)\n", name, k / 1048576, t / 1048576, lim }'
   [ "$total" -lt $((TRAVEL_LIMIT_MIB << 20)) ] || die "too large to travel: leave something out"
 }
 
@@ -133,7 +93,6 @@ echo "# made by perf/gpu_kit.sh on $(hostname), $(date -u +%Y-%m-%dT%H:%MZ), $(s
   > "$KIT/MANIFEST"
 pack_gtest
 pack_ibverbs
-ensure_ignored
 sed 's/^/gpu_kit: /' "$KIT/MANIFEST"
 check_travel_size
 echo "gpu_kit: done; device call: run(command=\"perf/run_cuda.sh\", carry=[\"$(basename "$KIT")\"])"

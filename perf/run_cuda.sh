@@ -1,127 +1,9 @@
 #!/usr/bin/env bash
-# The whole GPU check of kolo, one command on a machine with an NVIDIA GPU of
-# compute capability 9.0 (H100, H200), made to finish within 10 minutes:
-#
-#   build      kolo for sm_90 (RelWithDebInfo, ninja where there is one, -j of
-#              the cores): the library, kolo-perf and the CUDA test binaries.
-#              GoogleTest and libibverbs come from .gpukit/ where it is there
-#              (perf/gpu_kit.sh packs it on the dev machine: the GPU machine has
-#              neither and reaches no package registry).
-#   gpu        a probe (a small CUDA program) that device GPU is usable; with
-#              none, the check says so in one line and exits 2 after building.
-#   rules      test_cuda_runtime_rules: the CUDA runtime's rules that kolo's
-#              CPU model copies (docs/dev/cuda-model.md: stream order, the
-#              legacy stream, hardware queues, residency, events, errors,
-#              capture, memory, IPC, fork), the same source CI runs on the
-#              model, here on the GPU: with CUDA_DEVICE_MAX_CONNECTIONS=8
-#              (CUDA's default), then its stream cases again with this run's
-#              value (32).  A rule CUDA leaves open prints a "[ RULE ]" line:
-#              what the GPU did beside the model's reading, "agrees" or
-#              "DIFFERS" (a difference is listed in the summary, for the
-#              model or its doc to follow; it does not fail the step).
-#              Output: rules.txt.
-#   tests      ctest on the CUDA tests (TESTS_REGEX: test_e2e_cuda,
-#              test_e2e_cuda_algos (the multi-peer algorithms, scratch),
-#              test_cuda_reduce, test_cuda_plan, test_fusion's FusionCuda,
-#              test_ll_format; not the rules, run above), KOLO_TIMEOUT_MS
-#              short so that a hang fails.
-#   sanitizer  compute-sanitizer runs the probe; where it is missing or refuses
-#              the device (seen: "Device not supported", then error 999), one
-#              line says so and the three tools are SKIP, not failures.
-#   memcheck, racecheck, synccheck
-#              each on a small grid: a 2-rank all-reduce of 8 B .. 256 KiB (LL
-#              and SIMPLE), and test_e2e_cuda filtered to SAN_FILTER.
-#   prims, allreduce, latency, latency_graph: the benchmarks, below.
-#   summary    one screen: each step PASS / FAIL / SKIP with its time, the test
-#              counts, the benchmark figures, the total time.
-#
-# The benchmarks and the figures they give:
-#   1. kolo-perf prims -b 1M -e 1G: the copy and reduce primitives (float32,
-#      bfloat16; the test entry kolo_cuda_reduce and a full-GPU grid launch)
-#      beside cudaMemcpyAsync device to device, and their lowest ratio to the
-#      copy rate at sizes >= 64 MiB.
-#   2. NRANKS (8) ranks as threads on one GPU: float32 sum all-reduce,
-#      8 B .. 256 MiB by factors of 2, every element checked (-c 1).
-#   3. The 8-byte all-reduce latency on the same ranks, plain and --graph
-#      (times per call within a graph of LAT_ITERS calls).
-#   4. The ratios: primitive rate / D2D copy rate (from 1);
-#      at 256 MiB, the bytes the all-reduce's kernels read and write per
-#      second (all ranks of the GPU together) against the D2D copy rate.
-#
-# Use:
-#   perf/gpu_kit.sh                     # on the dev machine, before the call
-#   run(command="perf/run_cuda.sh", carry=[".gpukit"])     # the device call
-#   GPU=1 OUT=/tmp/kolo-cuda perf/run_cuda.sh              # on any GPU machine
-#
-# Time: every step runs under its budget (seconds; a step past it is killed
-# and FAILs), and all of them under TOTAL_BUDGET (570, inside the device
-# tool's 600 s per command, so that the summary is always printed): a step
-# that finds no time left FAILs as not run.  BUDGET_BUILD (240), BUDGET_GPU
-# (30), BUDGET_RULES (60; the rules take seconds, a hung forked child 10 s
-# more), BUDGET_TESTS (210), BUDGET_SANITIZER (30, the probe), BUDGET_MEMCHECK,
-# BUDGET_RACECHECK, BUDGET_SYNCCHECK (60 each), BUDGET_PRIMS (60),
-# BUDGET_ALLREDUCE (90), BUDGET_LATENCY (30 each, plain and graph).
-#
-# Environment, besides the budgets: BUILD (build-sm90), BUILD_TYPE
-# (RelWithDebInfo), JOBS (the cores), KIT (.gpukit), GPU (0: the probe and
-# the benchmarks; the tests use device 0, choose with CUDA_VISIBLE_DEVICES),
-# NRANKS (8), ITERS (20), WARMUP (5), LAT_ITERS (1000), LAT_WARMUP (100),
-# KOLO_TIMEOUT_MS (20000: a hung peer fails a run within 20 s),
-# CUDA_DEVICE_MAX_CONNECTIONS (32: a hardware queue per stream), TESTS_REGEX,
-# TEST_JOBS (1: tests one at a time, the GPU to each), SAN_FILTER (the gtest
-# filter under the sanitizers), OUT (a folder for the log run_cuda.log, the
-# summary summary.txt, build.log, rules.txt, tests.xml, sanitizer.log,
-# allreduce.json;
-# default a temporary one), ALLOW_NO_GPU (1: run every step even without a
-# usable GPU, where the CUDA tests skip and the benchmarks fail: to test this
-# script).  Every step runs even when an earlier one failed.
-#
-# Exit status: 0 every check passed (a sanitizer that is missing or refuses
-# the device is SKIP); 1 a check failed or ran out of time; 2 built, but there
-# is no usable GPU.
-#
-# ---------------------------------------------------------------------------
-# Bytes the kernels of a ring all-reduce read and write, per rank and call.
-#
-# Program: ring/all_reduce.c.  Executor: kernels/cuda/exec_kernel.cu, SIMPLE
-# protocol (the slices go through slots in the receiver's memory; each step
-# of a slice is one reduce_block call).  Per round and channel the buffer is
-# cut into n chunks, chunk k belonging to rank k; summed over all rounds and
-# channels, chunk k covers |c_k| elements, and sum_k |c_k| = S (the buffer).
-# For the rank at ring position p, c_j below is the chunk of the rank j
-# places before it (c_0: its own).  Per byte of the chunk a step reads and
-# writes (in, out: the user's buffers; slots: device memory of the same GPU
-# when the ranks share it):
-#
-#   step                      chunk(s)           reads            writes          r  w
-#   send                      c_1                in               send slot       1  1
-#   recvReduceSend            c_2 .. c_{n-1}     recv slot, in    send slot       2  1
-#   recvReduceCopySend        c_0 (final)        recv slot, in    out, send slot  2  2
-#   recvCopySend              c_1 .. c_{n-2}     recv slot        out, send slot  1  2
-#   recv                      c_{n-1}            recv slot        out             1  1
-#
-#   reads  = 2|c_1| + 3(|c_2| + ... + |c_{n-1}|) + 2|c_0|
-#   writes = 3(|c_1| + ... + |c_{n-2}|) + 2|c_{n-1}| + 2|c_0|
-#
-# With equal chunks, |c_k| = S/n (every round's chunks whole: true for
-# S = 256 MiB and n = 8 with any power-of-two channel count and chunk size,
-# since then every round covers a power of two that divides what is left):
-#
-#   reads = writes = (1 + 2(n-2) + 2 + (n-2) + 1) S/n = (3n-2)/n * S
-#   read + written per rank = 2(3n-2)/n * S = 2(n-1)/n * S * (3n-2)/(n-1)
-#
-# i.e. nccl-tests' bus bytes 2(n-1)/n * S times (3n-2)/(n-1) = 3 + 1/(n-1):
-# every byte sent is written once into a slot and read once out of it, and
-# the user buffers add the rest.  n = 8: 5.5 S per rank (1476395008 bytes at
-# S = 256 MiB); the n ranks of one GPU together: 2(3n-2) S = 44 S per call.
-# In place or out of place, the count is the same (in == out is still read
-# and written).  n = 1 is one copy: S read, S written.  The LL protocol
-# (small sizes) carries 8 payload bytes in each 16-byte slot line, so its
-# slot reads and writes count double; it is not the 256 MiB case.
-#
-# The figure printed: (n ranks x 2(3n-2)/n x S) / time of one all-reduce,
-# beside the D2D copy rate at S (2 S / time of one cudaMemcpyAsync, from 1).
-# ---------------------------------------------------------------------------
+# perf/run_cuda.sh - the whole GPU check of kolo in one command on an H100 or
+# H200 (sm_90), within 10 minutes: build, the GPU probe, the CUDA runtime's
+# rules, the CUDA tests, compute-sanitizer, the benchmarks and a summary.
+# docs/dev/gpu-check.md says what each step does, the budgets, the
+# environment and the exit status (0 passed, 1 failed, 2 no usable GPU).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
@@ -138,9 +20,8 @@ WARMUP=${WARMUP:-5}
 LAT_ITERS=${LAT_ITERS:-1000}
 LAT_WARMUP=${LAT_WARMUP:-100}
 export KOLO_TIMEOUT_MS=${KOLO_TIMEOUT_MS:-20000}
-# Ranks sharing the GPU each have a stream, and kolo a setup stream: with
-# more streams than hardware queues (8 by default), a stream's work can wait
-# behind a kernel that spins for a rank whose kernel is queued behind it.
+# A hardware queue per stream: with fewer, a rank's work can wait behind
+# another rank's spinning kernel (docs/dev/gpu-check.md).
 export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32}
 ALLOW_NO_GPU=${ALLOW_NO_GPU:-0}
 TOTAL_BUDGET=${TOTAL_BUDGET:-570}
@@ -155,18 +36,12 @@ BUDGET_SYNCCHECK=${BUDGET_SYNCCHECK:-60}
 BUDGET_PRIMS=${BUDGET_PRIMS:-60}
 BUDGET_ALLREDUCE=${BUDGET_ALLREDUCE:-90}
 BUDGET_LATENCY=${BUDGET_LATENCY:-30}
-# The CUDA tests by ctest name: every suite of test_e2e_cuda and
-# test_e2e_cuda_algos, test_cuda_plan (Cuda*), test_cuda_reduce (CudaReduce,
-# AllTypesOps/CudaReduceTest), the FusionCuda suite of test_fusion, and
-# test_ll_format (LLFormat).
 TESTS_REGEX=${TESTS_REGEX:-'^(Cuda|AllTypesOps/CudaReduceTest\.|FusionCuda\.|LLFormat\.)'}
 TESTS_EXCLUDE='^CudaRules'  # the rules step runs test_cuda_runtime_rules
 TEST_BINARIES=(test_e2e_cuda test_e2e_cuda_algos test_cuda_reduce test_cuda_plan test_fusion test_ll_format
   test_cuda_runtime_rules)
 TEST_JOBS=${TEST_JOBS:-1}
-# Small cases for the sanitizers: both protocols around the LL threshold
-# (reduce, chain, send/recv programs), a graph replay, and the grid of every
-# dtype and op at odd counts and unaligned buffers on 2 ranks.
+# Small cases for the sanitizers (docs/dev/gpu-check.md).
 SAN_CASES=(
   CudaThreads/CudaProtocolSwitch.AroundLLThreshold/AllReduce_2ranks
   CudaThreads/CudaProtocolSwitch.AroundLLThreshold/Broadcast_3ranks
@@ -184,7 +59,7 @@ DEADLINE=$((SECONDS + TOTAL_BUDGET))
 
 # ---- steps: budgets, bounded commands, results ---------------------------
 ROWS=()
-declare -A ROW_STATUS ROW_SECS ROW_NOTE
+declare -A ROW_STATUS ROW_SECS ROW_NOTE ROW_MORE  # ROW_MORE: lines under the row
 STEP='' STEP_T0=0 STEP_END=0
 
 # begin_step NAME BUDGET: prints the step's header and sets its end, at most
@@ -228,9 +103,6 @@ bounded() {
   return "$rc"
 }
 
-# timed_out RC: true when RC says the step's time ran out.
-timed_out() { [ "$1" -eq 124 ]; }
-
 # ---- build -----------------------------------------------------------------
 # The kit's GoogleTest, built and installed under $BUILD once (seconds);
 # prints the folder of its GTestConfig.cmake.
@@ -249,11 +121,9 @@ kit_gtest() {
   echo "$prefix/lib/cmake/GTest"
 }
 
-# The kit's libibverbs, where it loads on this machine (its glibc is new
-# enough): sets IB_ARGS to point CMake at it and puts its folder on
-# LD_LIBRARY_PATH (libibverbs needs libnl at link and run time).  Otherwise
-# CMake looks for a system one, and kolo builds without the ib provider if
-# there is none.
+# The kit's libibverbs, where it loads here: sets IB_ARGS for CMake and puts
+# it on LD_LIBRARY_PATH (it needs libnl at link and run time).  Otherwise
+# CMake looks for a system one (none: no ib provider).
 IB_ARGS=()
 kit_ibverbs() {
   local lib=$KIT/ibverbs/lib
@@ -268,8 +138,8 @@ kit_ibverbs() {
   IB_ARGS=(-DKOLO_IBVERBS_LIB="$lib/libibverbs.so" -DKOLO_IBVERBS_INCLUDE="$KIT/ibverbs/include")
 }
 
-# configure_kolo: cmake for sm_90 with the tests, GoogleTest from the kit when
-# it is there; sets BUILD_NOTE (generator, jobs, what came from where).
+# configure_kolo: cmake for sm_90 with the tests; sets BUILD_NOTE (generator,
+# jobs, what came from where).
 BUILD_NOTE=
 configure_kolo() {
   local args=(-DKOLO_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DKOLO_TESTS=ON -DCMAKE_BUILD_TYPE="$BUILD_TYPE")
@@ -316,7 +186,7 @@ step_build() {
     return
   fi
   grep -E -B2 -A8 'error|Error|not found|NOTFOUND' "$WORK/build.log" | tail -n 60
-  if timed_out "$rc"; then
+  if [ "$rc" -eq 124 ]; then
     end_step FAIL "timed out (build.log)"
   elif [ ! -d "$KIT/googletest" ] && grep -q 'Could NOT find GTest' "$WORK/build.log"; then
     end_step FAIL "no GoogleTest here: run perf/gpu_kit.sh on the dev machine and carry $(basename "$KIT")"
@@ -326,10 +196,9 @@ step_build() {
 }
 
 # ---- gpu -------------------------------------------------------------------
-# A CUDA program that says in one line whether device $1 can run kolo: a
-# kernel writes device memory and the host reads it back, and the compute
-# capability is 9.0 or later.  Exit 0 yes, 1 no.  Built for nvcc's default
-# target (PTX included), so that it runs, and reports, on any GPU.
+# A CUDA program that says in one line whether device $1 can run kolo (exit
+# 0 yes, 1 no).  Built for nvcc's default target (PTX included), so that it
+# runs, and reports, on any GPU.
 write_probe() {
   cat > "$WORK/gpu_probe.cu" << 'EOF'
 #include <cstdio>
@@ -399,11 +268,7 @@ step_gpu() {
 }
 
 # ---- rules -----------------------------------------------------------------
-# The runtime's rules (tests/test_cuda_runtime_rules.cu) on the GPU, all of
-# them with CUDA's default 8 hardware queues, then the stream cases with
-# this run's CUDA_DEVICE_MAX_CONNECTIONS; both outputs go to rules.txt.
-RULES_DIFFER_LINE=  # the summary's lines under the rules row
-run_rules() { # label, queues, gtest filter
+run_rules() { # LABEL QUEUES FILTER: test_cuda_runtime_rules, its output appended to rules.txt
   echo "######## test_cuda_runtime_rules --gtest_filter=$3, CUDA_DEVICE_MAX_CONNECTIONS=$2 ($1)" >> "$WORK/rules.txt"
   bounded env CUDA_DEVICE_MAX_CONNECTIONS="$2" "$BUILD/bin/test_cuda_runtime_rules" --gtest_filter="$3" \
     --gtest_color=no 2>&1 | tee -a "$WORK/rules.txt"
@@ -431,10 +296,8 @@ step_rules() {
   observed=$(grep -c '^\[ RULE ' "$WORK/rules.txt")
   differ=$(grep -c '^\[ RULE .*: DIFFERS$' "$WORK/rules.txt")
   note="$passed passed, $failed failed, $skipped skipped; $observed observed: $((observed - differ)) as the model, $differ differ"
-  if [ "$differ" -gt 0 ]; then
-    RULES_DIFFER_LINE=$(grep '^\[ RULE .*: DIFFERS$' "$WORK/rules.txt" | sed 's/^\[ RULE *\] /differs: /' | head -n 6)
-  fi
-  if timed_out "$rc1" || timed_out "$rc2"; then
+  ROW_MORE[rules]=$(grep '^\[ RULE .*: DIFFERS$' "$WORK/rules.txt" | sed 's/^\[ RULE *\] /differs: /' | head -n 6)
+  if [ "$rc1" -eq 124 ] || [ "$rc2" -eq 124 ]; then
     end_step FAIL "$note; timed out (rules.txt)"
   elif [ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ] && [ "$passed" -gt 0 ] && [ "$skipped" -eq 0 ]; then
     end_step PASS "$note (rules.txt)"
@@ -462,7 +325,6 @@ count_tests() {
   T_FAILED=$(grep -c . <<< "$T_FAILED_NAMES")
 }
 
-TESTS_FAILED_LINE=  # the summary's line under the tests row
 step_tests() {
   begin_step tests "$BUDGET_TESTS" || return
   local total rc note log=$WORK/ctest.txt
@@ -476,12 +338,12 @@ step_tests() {
   local finished=$((T_PASSED + T_FAILED + T_SKIPPED + T_DISABLED))
   note="${total:-?} CUDA tests: $T_PASSED passed, $T_FAILED failed, $T_SKIPPED skipped, $T_DISABLED disabled"
   [ -n "$total" ] && [ "$finished" -lt "$total" ] && note+=", $((total - finished)) not reached"
-  if timed_out "$rc"; then
+  if [ "$rc" -eq 124 ]; then
     note+="; timed out after $((SECONDS - STEP_T0)) s"
   fi
   if [ "$T_FAILED" -gt 0 ]; then
-    TESTS_FAILED_LINE="failed: $(head -n 6 <<< "$T_FAILED_NAMES" | paste -sd, - | sed 's/,/, /g')"
-    [ "$T_FAILED" -gt 6 ] && TESTS_FAILED_LINE+=", ... ($T_FAILED; see run_cuda.log, tests.xml)"
+    ROW_MORE[tests]="failed: $(head -n 6 <<< "$T_FAILED_NAMES" | paste -sd, - | sed 's/,/, /g')"
+    [ "$T_FAILED" -gt 6 ] && ROW_MORE[tests]+=", ... ($T_FAILED; see run_cuda.log, tests.xml)"
   fi
   if [ "$rc" -eq 0 ] && [ "$T_FAILED" -eq 0 ] && [ "${total:-0}" -gt 0 ]; then
     end_step PASS "$note"
@@ -522,7 +384,7 @@ step_sanitizer() {
     return 0
   fi
   why=$(grep -m 1 -iE 'not supported|error' "$WORK/san_probe.txt" | sed 's/^=* *//')
-  timed_out "$rc" && why="the probe timed out under it"
+  [ "$rc" -eq 124 ] && why="the probe timed out under it"
   echo "run_cuda: compute-sanitizer refused this GPU (${why:-exit status $rc}): memcheck, racecheck, synccheck SKIP"
   end_step SKIP "refused this GPU (${why:-exit status $rc}): memcheck, racecheck, synccheck not run"
   return 1
@@ -550,7 +412,7 @@ sanitize() {
   errors=$(sed -nE 's/.*ERROR SUMMARY: ([0-9]+) error.*/\1/p; s/.*SUMMARY: .*[(]([0-9]+) errors?,.*/\1/p' \
     "$WORK/san.txt" | tail -n 1)
   warnings=$(sed -nE 's/.*SUMMARY: .*, ([0-9]+) warnings?[)].*/\1/p' "$WORK/san.txt" | tail -n 1)
-  if timed_out "$rc"; then
+  if [ "$rc" -eq 124 ]; then
     SAN_RESULT="$label: timed out"
   elif [ "$rc" -eq "$SAN_ERROR_RC" ] || [ "${errors:-0}" -gt 0 ]; then
     SAN_RESULT="$label: ${errors:-some} errors"
@@ -566,13 +428,13 @@ sanitize() {
 
 # step_sanitize TOOL BUDGET: the small grid under one tool.
 step_sanitize() {
-  local tool=$1 ok=1 notes=()
+  local tool=$1 status=PASS note
   begin_step "$tool" "$2" || return
-  sanitize "$tool" all_reduce "$P" all_reduce --mem cuda -t 2 --devices "$GPU" -b 8 -e 256K -f 8 -n 2 -w 1 -c 1 || ok=0
-  notes+=("$SAN_RESULT")
-  sanitize "$tool" tests "$BUILD/bin/test_e2e_cuda" --gtest_filter="$SAN_FILTER" || ok=0
-  notes+=("$SAN_RESULT")
-  if [ "$ok" = 1 ]; then end_step PASS "${notes[0]}; ${notes[1]}"; else end_step FAIL "${notes[0]}; ${notes[1]}"; fi
+  sanitize "$tool" all_reduce "$P" all_reduce --mem cuda -t 2 --devices "$GPU" -b 8 -e 256K -f 8 -n 2 -w 1 -c 1 ||
+    status=FAIL
+  note=$SAN_RESULT
+  sanitize "$tool" tests "$BUILD/bin/test_e2e_cuda" --gtest_filter="$SAN_FILTER" || status=FAIL
+  end_step "$status" "$note; $SAN_RESULT"
 }
 
 # ---- benchmarks ------------------------------------------------------------
@@ -586,7 +448,7 @@ bench() {
   rc=${PIPESTATUS[0]}
   if [ "$rc" -eq 0 ]; then
     end_step PASS ""
-  elif timed_out "$rc"; then
+  elif [ "$rc" -eq 124 ]; then
     end_step FAIL "timed out"
   else
     end_step FAIL "exit status $rc"
@@ -606,57 +468,63 @@ add_note() { [ -z "$2" ] || ROW_NOTE[$1]="${ROW_NOTE[$1]:+${ROW_NOTE[$1]}; }$2";
 figures() {
   echo
   echo "# ==== figures (all measured above, in this run) ===="
-  if [ -s "$WORK/prims.txt" ]; then
-    echo "# primitives: GB/s (bytes read + written) over the D2D cudaMemcpyAsync GB/s at the same size"
-    awk '/^# summary/ { on = 1 } on && /^#/ { print } /^# wrong output bytes/ { on = 0 }' "$WORK/prims.txt"
-    echo "# per size, grid launch (vs_memcpy):"
-    awk '$1 ~ /^[0-9]+$/ && $1 >= 67108864 && $4 == "grid" { printf "#   %11s  %6s  %9s  %s\n", $1, $2, $3, $9 }' \
-      "$WORK/prims.txt"
-    # Summary rows: "# primitive type launch vs_memcpy at".
-    add_note prims "$(awk '/^# summary/ { on = 1; next } on && NF == 6 && $5 ~ /^[0-9.]+$/ {
-        n++; if (lo == "" || $5 < lo) { lo = $5; what = $2 " " $3 " " $4 }
-      } /^# wrong output bytes/ { on = 0 }
-      END { if (n) printf "lowest ratio to the D2D copy at >= 64 MiB, of %d rows: %s (%s)", n, lo, what }
-      ' "$WORK/prims.txt")"
-  fi
+  [ -s "$WORK/prims.txt" ] && prims_figures
+  allreduce_figures
+  latency_figures
+}
 
-  local n=$NRANKS mc_gbs place label col t busbw brief=()
-  mc_gbs=$(field "$WORK/prims.txt" "$S" 8 memcpy)
+prims_figures() {
+  echo "# primitives: GB/s (bytes read + written) over the D2D cudaMemcpyAsync GB/s at the same size"
+  awk '/^# summary/ { on = 1 } on && /^#/ { print } /^# wrong output bytes/ { on = 0 }' "$WORK/prims.txt"
+  echo "# per size, grid launch (vs_memcpy):"
+  awk '$1 ~ /^[0-9]+$/ && $1 >= 67108864 && $4 == "grid" { printf "#   %11s  %6s  %9s  %s\n", $1, $2, $3, $9 }' \
+    "$WORK/prims.txt"
+  # Summary rows: "# primitive type launch vs_memcpy at".
+  add_note prims "$(awk '/^# summary/ { on = 1; next } on && NF == 6 && $5 ~ /^[0-9.]+$/ {
+      n++; if (lo == "" || $5 < lo) { lo = $5; what = $2 " " $3 " " $4 }
+    } /^# wrong output bytes/ { on = 0 }
+    END { if (n) printf "lowest ratio to the D2D copy at >= 64 MiB, of %d rows: %s (%s)", n, lo, what }
+    ' "$WORK/prims.txt")"
+}
+
+# The 256 MiB all-reduce: what its kernels read and write per second beside
+# the D2D copy rate.  awk's last line is the brief one, for the summary row.
+allreduce_figures() {
+  local mc place label col t busbw lines brief=
+  mc=$(field "$WORK/prims.txt" "$S" 8 memcpy)
   for place in "out-of-place:6" "in-place:10"; do
-    label=${place%%:*}
-    col=${place##*:}
+    label=${place%%:*} col=${place##*:}
     t=$(field "$WORK/allreduce.txt" "$S" "$col")
     busbw=$(field "$WORK/allreduce.txt" "$S" $((col + 2)))
     if [ -z "$t" ]; then
       echo "# all-reduce 256 MiB ($label): no result"
       continue
     fi
-    awk -v n="$n" -v S="$S" -v t="$t" -v bb="$busbw" -v mc="${mc_gbs:-0}" -v label="$label" 'BEGIN {
-      per_rank = 2 * (3 * n - 2) / n * S          # bytes read + written per rank and call
+    lines=$(awk -v n="$NRANKS" -v S="$S" -v t="$t" -v bb="$busbw" -v mc="${mc:-0}" -v label="$label" 'BEGIN {
+      per_rank = 2 * (3 * n - 2) / n * S          # bytes read + written per rank and call: docs/dev/gpu-check.md
       rate = n * per_rank / (t * 1e-6) / 1e9      # all ranks of the GPU, GB/s
       printf "# all-reduce %d B, %d ranks on one GPU, %s: %.1f us, busbw %s GB/s\n", S, n, label, t, bb
       printf "#   kernels read+write %.0f B per rank (2(3n-2)/n S), %.0f B for the %d ranks: %.1f GB/s\n", per_rank, n * per_rank, n, rate
       if (mc > 0) printf "#   D2D copy at %d B: %.1f GB/s (read+write); kernels / copy = %.3f\n", S, mc, rate / mc
       else printf "#   D2D copy rate at %d B: not measured (prims failed)\n", S
-    }'
-    brief+=("$(awk -v n="$n" -v S="$S" -v t="$t" -v bb="$busbw" -v mc="${mc_gbs:-0}" -v label="$label" 'BEGIN {
       printf "%s busbw %s GB/s", label, bb
-      if (mc > 0) printf ", kernels/copy %.3f", n * 2 * (3 * n - 2) / n * S / (t * 1e-6) / 1e9 / mc
-    }')")
+      if (mc > 0) printf ", kernels/copy %.3f", rate / mc
+    }')
+    echo "${lines%$'\n'*}"
+    brief+="${brief:+; }${lines##*$'\n'}"
   done
-  if [ ${#brief[@]} -gt 0 ]; then
-    brief=("$(printf '%s; ' "${brief[@]}")")
-    add_note allreduce "256 MiB, $n ranks: ${brief[0]%; }"
-  fi
+  [ -z "$brief" ] || add_note allreduce "256 MiB, $NRANKS ranks: $brief"
+}
 
+latency_figures() {
   local f t_out t_in what
   for f in latency latency_graph; do
     t_out=$(field "$WORK/$f.txt" 8 6)
     t_in=$(field "$WORK/$f.txt" 8 10)
     what="plain"
     [ "$f" = latency_graph ] && what="--graph (per call within a graph of $LAT_ITERS)"
-    echo "# 8-byte all-reduce latency, $n ranks on one GPU, $what: out-of-place ${t_out:-n/a} us, in-place ${t_in:-n/a} us"
-    [ -n "$t_out$t_in" ] && add_note "$f" "8 B, $n ranks: ${t_out:-n/a} us out of place, ${t_in:-n/a} us in place"
+    echo "# 8-byte all-reduce latency, $NRANKS ranks on one GPU, $what: out-of-place ${t_out:-n/a} us, in-place ${t_in:-n/a} us"
+    [ -n "$t_out$t_in" ] && add_note "$f" "8 B, $NRANKS ranks: ${t_out:-n/a} us out of place, ${t_in:-n/a} us in place"
   done
 }
 
@@ -696,9 +564,8 @@ summary() {
     printf '%-14s %-6s %6s  %s\n' step result time notes
     for row in "${ROWS[@]}"; do
       printf '%-14s %-6s %5ss  %s\n' "$row" "${ROW_STATUS[$row]}" "${ROW_SECS[$row]}" "${ROW_NOTE[$row]}"
-      if [ "$row" = tests ] && [ -n "$TESTS_FAILED_LINE" ]; then printf '%29s%s\n' '' "$TESTS_FAILED_LINE"; fi
-      if [ "$row" = rules ] && [ -n "$RULES_DIFFER_LINE" ]; then
-        while IFS= read -r line; do printf '%29s%s\n' '' "$line"; done <<< "$RULES_DIFFER_LINE"
+      if [ -n "${ROW_MORE[$row]:-}" ]; then
+        while IFS= read -r line; do printf '%29s%s\n' '' "$line"; done <<< "${ROW_MORE[$row]}"
       fi
     done
     printf '%-14s %-6s %5ss  %s\n' total "" "$SECONDS" "of a $TOTAL_BUDGET s budget"
