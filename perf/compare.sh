@@ -1,60 +1,16 @@
 #!/usr/bin/env bash
-# perf/compare.sh MODE... - kolo beside its peers on this machine: one
-# engine for every comparison.  In each mode the contenders take turns,
-# REPEATS rounds of one run each (so that a noisy minute spreads over all
-# of them), every run keeps its raw output, and the summary gives per size
-# each contender's median and its ratio to kolo's, as the same ratio within
-# each round where the runs are paired.  Every kolo run checks its results:
-# a wrong element fails the script; timings decide nothing.
+# perf/compare.sh MODE... - kolo beside its peers on this machine, one engine
+# for every comparison: in each mode the contenders take turns, REPEATS
+# rounds of one run each, every run keeps its raw output in OUT, and the
+# summary gives per size each contender's median and its ratio to kolo's.
+# A wrong element in a kolo run fails the script; timings decide nothing.
 #
-# Modes, and their contenders:
-#   mpi      collectives, kolo-perf COLL -P N beside kolo-mpi-ref COLL under
-#            mpirun -np N (Open MPI); with MEMCPY=1 one core's memcpy too
-#   algos    kolo-perf COLL -P N with KOLO_ALGO = each of ALGOS in turn
-#            ("auto": the cost model's choice), and Open MPI (MPI=0: none)
-#   tcp      as mpi over loopback TCP: kolo with KOLO_NET_FORCE=1
-#            KOLO_SHM_DISABLE=1 KOLO_NET=socket, Open MPI with pml ob1 and
-#            btl tcp,self on lo
-#   ns       as tcp with every rank in a network namespace of its own (veth
-#            pairs on a bridge); Open MPI through an rsh agent that enters
-#            each rank's namespace (root)
-#   hop      one 8-byte all-reduce, 2 processes over loopback TCP: system
-#            calls (strace -f -c) and context switches (perf stat) per call
-#            and rank, kolo and Open MPI
-#   load     4 processes, 8-byte all-reduce over shared memory, quiet and
-#            beside LOAD busy loops at nice 19 (mpi mode twice)
-#   net      tcp, ns, hop and load in turn
-#   p2p      two network namespaces on one veth pair: kolo-perf net
-#            (bandwidth one way and both ways, latency) and a 2-rank
-#            all-reduce beside iperf3 and iperf3 --bidir (root)
-#   ib       the soft-RoCE guest (tests/rdma): kolo-perf net -P ib beside
-#            ib_write_bw, ib_write_lat and ib_send_lat, in one boot
-#   ibframes the soft-RoCE guest: the 2-rank all-reduce, sendrecv and the
-#            provider alone beside perftest over sizes (perf/rxe_guest.sh)
-#   train    a data-parallel training step (perf/train_vs.py): kolo.torch's
-#            DistributedOptimizer, DDP over backend "kolo", DDP over Gloo,
-#            and Horovod where HOROVOD_PY names a python that has it
-#   boot     the bootstrap at N ranks on this host: init + one checked
-#            all-reduce beside MPI_Init + MPI_Allreduce (PARTS=time), or the
-#            point-to-point pipes' memory per rank (PARTS=memory)
+# Modes: mpi algos tcp ns hop load net p2p ib ibframes train boot.
+# docs/benchmarking.md says what each mode runs and lists its settings.
 #
 #   perf/compare.sh mpi                                   # N = 2 4 8, 8 B .. 64 MiB
-#   NPROCS=2 MEMCPY=1 MAXBYTES=256M perf/compare.sh mpi   # kolo, Open MPI and memcpy
 #   NPROCS=4 ALGOS="ring rd" perf/compare.sh algos
-#   COLL=broadcast ALGOS="broadcast:ring broadcast:tree" perf/compare.sh algos
-#   NPROCS="2 4" FACTOR=8 perf/compare.sh tcp
 #   REPEATS=7 perf/compare.sh net                         # the network beside Open MPI (root)
-#   SIZE=1M IPERF_LEN=1M perf/compare.sh p2p              # beside iperf3 (root)
-#   REPEATS=3 perf/compare.sh ibframes                    # beside perftest (tests/rdma/setup.sh first)
-#   HOROVOD_PY=/opt/hvd/bin/python perf/compare.sh train
-#   NPROCS="64 256" perf/compare.sh boot
-#
-# Environment, for every mode: BUILD (build), REPEATS (per mode), OUT (a
-# directory; default a temporary one; with several modes each writes to
-# OUT/MODE), BUSY (0: K busy loops at nice 19 throughout, a fixed stand-in
-# for a low-priority compile).  KOLO_* settings pass through to kolo.  Each
-# mode's own variables are at the top of its file: collectives below,
-# the others in perf/compare/MODE.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -67,8 +23,7 @@ die() { echo "compare $MODE: $*" >&2; exit 1; }
 need_bins() { local b; for b; do [ -x "$BUILD/bin/$b" ] || die "$BUILD/bin/$b is missing (scripts/build.sh $BUILD)"; done; }
 need_cmds() { local c; for c; do command -v "$c" > /dev/null || die "no $c (scripts/setup.sh installs it)"; done; }
 
-# header LINE...: when, where and what, then the mode's lines, into
-# $OUT/README.txt and the terminal.
+# header LINE...: when, where and what, then LINEs, into $OUT/README.txt and the terminal.
 header() {
   mkdir -p "$OUT"
   {
@@ -81,8 +36,7 @@ header() {
   } | tee "$OUT/README.txt"
 }
 
-# alternate REPEATS RUN NAME...: REPEATS rounds; round i runs `RUN NAME i`
-# for each NAME in turn.
+# alternate REPEATS RUN NAME...: round i (1..REPEATS) runs `RUN NAME i` for each NAME in turn.
 alternate() {
   local i name
   for i in $(seq 1 "$1"); do for name in "${@:3}"; do "$2" "$name" "$i"; done; done
@@ -95,13 +49,11 @@ MPIRUN_CORE=("${MPIRUN[@]/none/core:overload-allowed}" --map-by core)
 MPI_TCP=(--mca pml ob1 --mca btl tcp,self)
 KOLO_TCP=(KOLO_NET_FORCE=1 KOLO_SHM_DISABLE=1 KOLO_NET=socket)
 
-# at_exit FUNCTION: runs FUNCTION when the mode ends, however it ends (a
-# die included), after the functions added before it.
+# at_exit FUNCTION: runs FUNCTION when the mode ends, however it ends, after those added before.
 EXIT_HOOKS=()
 at_exit() { EXIT_HOOKS+=("$1"); trap 'for h in "${EXIT_HOOKS[@]}"; do "$h"; done' EXIT; }
 
-# CPUS: the CPUs this script may use, in order (BIND=core reads them once);
-# cpu_of I: the I-th of them, modulo their number (BIND=core's rank I).
+# CPUS: the CPUs this script may use (read by bind_core); cpu_of I: BIND=core's rank I's.
 CPUS=()
 cpu_of() { echo "${CPUS[$(($1 % ${#CPUS[@]}))]}"; }
 
@@ -120,19 +72,6 @@ start_busy() {
 }
 
 # ---- collectives: mpi, algos, tcp, ns ------------------------------------------------------
-# Environment (defaults mpi / algos / tcp and ns): COLL (all_reduce), NPROCS
-# (2 4 8 / NP or 4 / 2 4), REPEATS (3 / 5 / 5), ITERS (50 / 1000 / 50), WARMUP
-# (10 / 100 / 10), MINBYTES (8), MAXBYTES (64M / 4K / 64M), FACTOR (2 / 2 /
-# 8), INPLACE (0 / 1 / 0: 1 times in place too), CHECK (1), ALGOS ("ring rd
-# rabenseifner auto"), MPI (1), MEMCPY (0), BASE (another kolo-perf, run
-# beside: e.g. an older build's), BIND (none: every side's ranks left to the
-# scheduler; core: rank i of every side pinned to the i-th CPU, modulo their
-# number: kolo-perf --bind core, or taskset in ns mode; Open MPI --bind-to
-# core:overload-allowed --map-by core, or its daemon under taskset in ns
-# mode).  Per N: OUT/nN/NAME.I.{json,txt}, the medians
-# (perf/compare_median.py) in OUT/nN/summary.txt and their plot in
-# OUT/nN/plot.png (perf/plot.py).
-
 # coll_run NAME ROUND: one run of one contender at N processes, OUT/nN/NAME.ROUND.{json,txt}.
 coll_run() {
   local name=$1 n=$N f=$OUT/n$N/$1.$2
@@ -179,9 +118,8 @@ mode_coll() {
   [ "$INPLACE" = 1 ] || sweep+=(--inplace 0)
   KOLO_ENV=() MPI_ARGS=() KOLO_BIND=()
   [ "$MODE" != tcp ] || KOLO_ENV=("${KOLO_TCP[@]}") MPI_ARGS=("${MPI_TCP[@]}" --mca btl_tcp_if_include lo)
-  # In ns mode taskset pins both sides (compare/ns.sh): Open MPI's own
-  # binding would put every "host"'s one rank on CPU 0.  (Each mode runs in
-  # a subshell of its own: MPIRUN changes for this one alone.)
+  # ns mode pins both sides with taskset (compare/ns.sh): Open MPI's own
+  # binding would put every "host"'s one rank on CPU 0.
   if bind_core; then
     KOLO_BIND=(--bind core)
     [ "$MODE" = ns ] || MPIRUN=("${MPIRUN_CORE[@]}")

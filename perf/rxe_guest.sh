@@ -1,36 +1,11 @@
 # perf/rxe_guest.sh - kolo beside perftest inside the soft-RoCE guest
-# (tests/rdma/vm.sh), in a work directory holding rxe.env, whose MODE says
-# what runs, REPEATS times on the same devices (server / rank 0 on rxe0 /
-# veth0 / 10.77.0.1, client / rank 1 on rxe1 / veth1 / 10.77.0.2):
-#
-# MODE=net, `perf/compare.sh ib` (rxe.env: KOLO_PERF, the host-built
-# kolo-perf; KOLO_PERF_BASE, optionally a second one run beside it, the two
-# in turn first; REPEATS, BW_N, LAT_N, LAT_SIZE):
-#   ib_write_bw -s 65536 -n BW_N       kolo-perf net -P ib --bw -s 65536 -n BW_N
-#   ib_write_lat -s LAT_SIZE -n LAT_N  kolo-perf net -P ib --lat -s LAT_SIZE -n LAT_N
-#   ib_send_lat -s LAT_SIZE -n LAT_N   (completion-based like kolo: a reference)
-# Prints "KOLO-NET: <name> <value>" lines.
-#
-# MODE=frames, `perf/compare.sh ibframes` (rxe.env: BIN, the host's build/bin;
-# REPEATS; AR_N; SR_N; LAT_N; BW_N; SIZES; BASE_BIN, optionally an older
-# build's bin, whose all-reduce runs too):
-#   ib_write_lat -s 8                         the half round trip (typical: the median)
-#   test_net_ib IbBench.Latency               the provider alone, no engine: 8 B
-#                                             ping-pong and exchange (medians)
-#   kolo-perf all_reduce -b 8 -e 8, 2 ranks as 2 hosts (KOLO_NET=ib): one
-#                                             call per row (the median), and the mean
-#   ib_write_lat -s 8                         again, after
-#   ib_write_bw -s S, ib_write_bw -b -s S     for S in SIZES (one way, both ways)
-#   kolo-perf sendrecv -b 8 -e 4M -f 8, 2 ranks as 2 hosts (both ways at once)
-#   kolo-perf net -P ib --bw -s 65536 and test_net_ib IbBench.Bandwidth (the
-#     provider alone, both polling), between two ib_write_bw -s 65536
-#   kolo-perf net -P ib --lat -s 8
-# Prints "KOLO-IBF: <name> <size> <value>" lines.
-#
-# MB/s are 1e6 bytes (perftest's MB/sec of 2^20 bytes is converted here);
-# every output is printed in full.  POSIX sh (the guest runs it with
-# /bin/sh).  Exit status: kolo's steps that failed; perftest's failed runs
-# are said (perftest_failed_runs) and never counted.
+# (tests/rdma/vm.sh), run by perf/compare.sh ib (MODE=net) and ibframes
+# (MODE=frames) in a work directory holding rxe.env, whose variables say what
+# runs, REPEATS times: server / rank 0 on rxe0 / veth0 / 10.77.0.1, client /
+# rank 1 on rxe1 / veth1 / 10.77.0.2 (docs/benchmarking.md lists the runs).
+# Prints "KOLO-NET: <name> <value>" or "KOLO-IBF: <name> <size> <value>"
+# lines; MB/s are 1e6 bytes.  POSIX sh (the guest's /bin/sh).  Exit status:
+# kolo's steps that failed; perftest's failed runs are said, never counted.
 [ -f ./rxe.env ] && . ./rxe.env
 fail=0     # kolo's steps that failed: the exit status
 ref_fail=0 # perftest's runs that failed: said, never the verdict

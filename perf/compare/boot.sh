@@ -1,33 +1,7 @@
 # perf/compare/boot.sh - perf/compare.sh boot: the bootstrap's scale beside
-# Open MPI on this host, N ranks as processes.  Parts (PARTS, default "time"):
-#
-#   time    init + one checked 8-byte all-reduce, the whole job's wall time
-#           (launch to exit): kolo-perf all_reduce -P N beside mpirun -np N
-#           kolo-mpi-ref all_reduce (MPI_Init + MPI_Allreduce), in turn
-#           REPEATS times, medians.  Then once per N what each rank holds
-#           after init (kolo-boot-scale N and its MPI twin: descriptors, RSS,
-#           bootstrap connections, init time; the root's peak descriptors and
-#           bytes sent), and kolo's checked run with its bound on connections
-#           (tests/bootstrap_scale.sh).  The 1024-rank run lives here (offline:
-#           CI runs 256).
-#   memory  what the point-to-point pipes cost each rank: init + one checked
-#           8-byte all-reduce + one checked all-to-all of B bytes per peer,
-#           then each rank measures itself (kolo-boot-scale N B; Open MPI's
-#           twin, MPI_Alltoall).  kolo over TCP (KOLO_NET_FORCE=1) and over
-#           shared memory, with KOLO_P2P_BUFFSIZE = KOLO_BUFFSIZE (every pipe
-#           with the collectives' ring of slots) and with its default (the
-#           pipes' own, smaller ring).  pipes_mib: what ibverbs registers (pins)
-#           and CUDA allocates; over TCP and shared memory a page is resident
-#           only once a slice has touched it (rss_mib).
-#
-# Environment: PARTS, NPROCS ("64 256 1024"), REPEATS (3), MPI_REPEATS_<N>
-# (fewer MPI runs at that N), KOLO_TIMEOUT_S (600) and MPI_TIMEOUT_S (2400):
-# a run past it counts as failed, MPI_RESOURCES_MAX (256: MPI's per-rank
-# figures up to that many ranks), BASE_PERF (another kolo-perf, e.g. one
-# built before this bootstrap: timed beside the others up to BASE_MAX=256
-# ranks), BYTES (memory: "8 65536 1048576").  The soft RLIMIT_NOFILE is
-# raised to the hard limit first (kolo-perf's parent holds two pipes per
-# rank, mpirun's daemon more).
+# Open MPI on this host, N ranks as processes: PARTS time (the whole job's
+# wall time, and what each rank holds after init) and memory (the
+# point-to-point pipes' memory per rank).  Settings: docs/benchmarking.md.
 
 BOOT_FLAGS=(all_reduce -b 8 -e 8 -n 1 -w 0 -c 1)
 

@@ -1,9 +1,7 @@
-# perf/compare/hop.sh - perf/compare.sh hop: what one 8-byte all-reduce
-# costs each rank between 2 processes over loopback TCP, kolo and Open MPI:
-# system calls (strace -f -c) and context switches (perf stat), from two
-# runs of ITERS_LO and ITERS_HI calls, the difference divided by the extra
-# calls and the ranks (init and teardown cancel out).
-# Environment: ITERS_LO (2000), ITERS_HI (6000).
+# perf/compare/hop.sh - perf/compare.sh hop: system calls and context
+# switches per 8-byte all-reduce and rank, 2 processes over loopback TCP,
+# kolo and Open MPI: the difference of two runs of ITERS_LO and ITERS_HI
+# calls, so that init and teardown cancel out.
 
 # hop_count TOOL ITERS: "syscalls ctxsw" of one 2-process run of ITERS calls.
 hop_count() {

@@ -1,15 +1,7 @@
-# perf/compare/ib.sh - perf/compare.sh ib: kolo's ib provider beside
-# perftest in the soft-RoCE guest of tests/rdma (rxe0 <-> rxe1 over a veth
-# pair, software emulation), one boot: ib_write_bw -s 65536 and
-# ib_write_lat (and, for reference, ib_send_lat: completions on both sides,
-# as kolo's receiver) beside kolo-perf net -P ib at the same sizes, REPEATS
-# times in turn (perf/rxe_guest.sh, MODE=net), then the medians and the
-# ratios to ib_write_bw and ib_write_lat (perf/compare/net_summary.py).
-# Soft-RoCE under software emulation: compare within one boot only.
-# Environment: REPEATS (3), LAT_SIZE (8), RXE_BW_N (2000), RXE_LAT_N (1000),
-# RXE_TIMEOUT (600 s for the guest), PERF_BIN (a kolo-perf to use instead
-# of $BUILD/bin/kolo-perf), BASE_PERF_BIN (a second kolo-perf, e.g. a build
-# of an older commit, run right after the first in every round).
+# perf/compare/ib.sh - perf/compare.sh ib: kolo-perf net -P ib beside
+# perftest in the soft-RoCE guest of tests/rdma, one boot (perf/rxe_guest.sh,
+# MODE=net), then the medians and the ratios (perf/compare/net_summary.py).
+# Settings: docs/benchmarking.md.
 
 # rxe_boot WORK TAG TIMEOUT: boots the guest on the work directory WORK,
 # which holds rxe.env (perf/rxe_guest.sh reads it); the guest's TAG lines

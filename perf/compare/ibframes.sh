@@ -1,14 +1,7 @@
 # perf/compare/ibframes.sh - perf/compare.sh ibframes: kolo's collectives
-# over ib beside perftest in the soft-RoCE guest (tests/rdma), one boot:
-# perf/rxe_guest.sh (MODE=frames) says what runs in each round.  Prints
-# every figure per round, then the medians over rounds and the ratios:
-# 2-rank 8 B all-reduce (median call) / ib_write_lat (typical); bandwidth /
-# ib_write_bw (kolo-perf net one way at 64 KiB; kolo-perf sendrecv, both
-# ways at once, against ib_write_bw -b).  Soft-RoCE under software
-# emulation: compare within one boot only.
-# Environment: REPEATS (3), AR_N (1000), SR_N (10), LAT_N (2000), BW_N
-# (200), SIZES, RXE_TIMEOUT (1800 s), BASE_BIN (an older build's bin/: its
-# 8 B all-reduce runs beside, in every round).
+# over ib beside perftest in the soft-RoCE guest, one boot (perf/rxe_guest.sh,
+# MODE=frames), then the medians over rounds and the ratios of figures taken
+# in the same round.  Settings: docs/benchmarking.md.
 . perf/compare/ib.sh
 
 mode_ibframes() {

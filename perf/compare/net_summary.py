@@ -65,21 +65,21 @@ if rxe == "run":
     # name -> {repeat: value}.  A figure that is not a finite number (perftest
     # prints "inf" when its clock misreads) is left out, and said.
     vals, byrep, dropped, rep = {}, {}, [], 0
-    for line in open(f"{out}/rxe.txt"):
-        parts = line.split()
-        if len(parts) >= 2 and parts[0] == "repeat":
+    for parts in (line.split() for line in open(f"{out}/rxe.txt")):
+        if len(parts) < 2:
+            continue
+        if parts[0] == "repeat":
             rep = int(parts[1]) if parts[1].isdigit() else rep + 1
             continue
-        if len(parts) >= 2:
-            try:
-                x = float(parts[1])
-            except ValueError:
-                continue
-            if math.isfinite(x):
-                byrep.setdefault(parts[0], {})[rep] = x
-                vals.setdefault(parts[0], []).append(x)
-            else:
-                dropped.append(f"{parts[0]} (repeat {rep}): {parts[1]}")
+        try:
+            x = float(parts[1])
+        except ValueError:
+            continue
+        if math.isfinite(x):
+            byrep.setdefault(parts[0], {})[rep] = x
+            vals.setdefault(parts[0], []).append(x)
+        else:
+            dropped.append(f"{parts[0]} (repeat {rep}): {parts[1]}")
     g = lambda k: med(vals.get(k, []))
     v = lambda k: vals.get(k, [])
     def paired_rep(num, den):  # per-repeat ratios, over the repeats that have both figures
@@ -99,19 +99,17 @@ if rxe == "run":
     if v('ib_send_lat_us'):
         print(f"#   ib_send_lat -s {lat_size:<5}                 {g('ib_send_lat_us'):9.2f} us typical   runs: {f2(v('ib_send_lat_us'))}"
               "   (completions on both sides, as kolo)")
-    b = g('kolo_ib_bw_MBps') / g('ib_write_bw_MBps') if v('ib_write_bw_MBps') else float("nan")
-    l = g('kolo_ib_lat_us') / g('ib_write_lat_us') if v('ib_write_lat_us') else float("nan")
-    print(f"# ratio ib bw / ib_write_bw   = {b:5.2f};"
+    print(f"# ratio ib bw / ib_write_bw   = {ratio(v('kolo_ib_bw_MBps'), v('ib_write_bw_MBps')):5.2f};"
           f" within each run, median: {paired_rep('kolo_ib_bw_MBps', 'ib_write_bw_MBps'):5.2f}")
-    print(f"# ratio ib lat / ib_write_lat = {l:5.2f};"
+    print(f"# ratio ib lat / ib_write_lat = {ratio(v('kolo_ib_lat_us'), v('ib_write_lat_us')):5.2f};"
           f" within each run, median: {paired_rep('kolo_ib_lat_us', 'ib_write_lat_us'):5.2f}")
     if v('ib_send_lat_us'):
         print(f"#   for reference: ib_send_lat / ib_write_lat = {paired_rep('ib_send_lat_us', 'ib_write_lat_us'):5.2f},"
               f" kolo lat / ib_send_lat = {paired_rep('kolo_ib_lat_us', 'ib_send_lat_us'):5.2f} (within each run, median)")
     if v('base_ib_bw_MBps') or v('base_ib_lat_us'):
-        print(f"# BASE_PERF_BIN, the same ratios: bw {med(v('base_ib_bw_MBps')) / g('ib_write_bw_MBps'):5.2f}"
+        print(f"# BASE_PERF_BIN, the same ratios: bw {g('base_ib_bw_MBps') / g('ib_write_bw_MBps'):5.2f}"
               f" (within each run {paired_rep('base_ib_bw_MBps', 'ib_write_bw_MBps'):5.2f}),"
-              f" lat {med(v('base_ib_lat_us')) / g('ib_write_lat_us'):5.2f}"
+              f" lat {g('base_ib_lat_us') / g('ib_write_lat_us'):5.2f}"
               f" (within each run {paired_rep('base_ib_lat_us', 'ib_write_lat_us'):5.2f})")
     if dropped:
         print(f"# left out (not finite): {'; '.join(dropped)}")

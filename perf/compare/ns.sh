@@ -1,9 +1,6 @@
-# perf/compare/ns.sh - perf/compare.sh ns: the collective sweep of tcp mode
-# with every rank in a network namespace of its own (veth pairs on a
-# bridge, 10.78.0.0/24, as tests/netns/run.sh): kolo's ranks join from the
-# launcher's variables (KOLO_ROOT ...), Open MPI's through an rsh agent that
-# enters each rank's namespace.  Needs root; without it the mode says SKIP.
-# Environment: MPI_TIMEOUT (300 s for one Open MPI launch, tried twice).
+# perf/compare/ns.sh - perf/compare.sh ns: tcp mode's sweep with every rank
+# in a network namespace of its own (veth pairs on a bridge, 10.78.0.0/24).
+# Needs root; without it the mode says SKIP.
 
 NS_TAG="knv$$"
 NS_LIST=()

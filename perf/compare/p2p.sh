@@ -1,21 +1,8 @@
 # perf/compare/p2p.sh - perf/compare.sh p2p: kolo's socket path beside
 # iperf3 on two network namespaces joined by one veth pair (10.78.0.1 <->
-# 10.78.0.2), in turn each round (p2p_run): iperf3 -c (IPERF_STREAMS
-# streams, IPERF_TIME s, IPERF_LEN bytes a write), the ceiling; iperf3
-# --bidir, both ways at once, the ceiling of a 2-rank ring, whose ranks each
-# send and receive; kolo-perf net -P socket (kolo's provider, point to
-# point) one way and both ways at once, and its half round trip; kolo-perf
-# all_reduce, 2 ranks, one in each namespace.  Then the medians and the
-# ratios (perf/compare/net_summary.py): socket p2p bandwidth / iperf3,
-# all-reduce busbw / socket p2p bandwidth, also within each round.  Needs
-# root.
-# Environment: REPEATS (3), SIZE (64M), NET_ITERS (messages of kolo-perf
-# net's bandwidth runs: 1 GiB worth, 8..20000, so that a run lasts about as
-# long at every SIZE, as iperf3's IPERF_TIME does), LAT_SIZE (8), AR_ITERS
-# (10), AR_WARMUP (3), IPERF_TIME (5), IPERF_STREAMS (1), IPERF_LEN
-# (iperf3's own: 128K over TCP; at most 1M in iperf3 3.12; set it to SIZE
-# to compare at one message size), PERF_BIN (a kolo-perf to use instead of
-# $BUILD/bin/kolo-perf).
+# 10.78.0.2), the contenders in turn each round, then the medians and the
+# ratios (perf/compare/net_summary.py).  Needs root.  Settings:
+# docs/benchmarking.md.
 
 PIDS=()
 p2p_cleanup() {

@@ -1,20 +1,8 @@
 # perf/compare/train.sh - perf/compare.sh train: the data-parallel training
 # step of kolo.torch beside DDP over kolo, DDP over Gloo and Horovod
-# (perf/train_vs.py) on this host's CPUs, the methods in turn round by
-# round.  Per model and process count: each method's median step time over
-# REPEATS launches and its communication overhead, the step time minus the
-# compute alone at the same batch per rank (as many processes at once, not
-# communicating, sharing the CPUs as training does; one process's step is
-# printed too); the overheads of kolo.torch's optimizer and of DDP over kolo
-# beside the best of its peers' (DDP over Gloo, Horovod).
-#
-# Horovod runs where HOROVOD_PY names a python that imports horovod.torch
-# (docs/benchmarking.md); without it the row says so.  Environment: REPEATS
-# (5), NPROCS ("2 4"), MODELS ("cnn resnet"; also mlp, a wide MLP of 84 MB
-# of gradients), STEPS (12), BATCH (8), ALLREDUCE (0; 1: time one all-reduce
-# of the gradients by each method's library too), BIND (none: the ranks
-# left to the scheduler; core: mpirun --bind-to core --map-by core for every
-# method, the compute-alone runs too, a baseline that holds still).
+# (perf/train_vs.py) on this host's CPUs, the methods in turn round by round:
+# each one's median step time and its overhead over the compute alone (as
+# many processes at once, not communicating).  Settings: docs/benchmarking.md.
 
 # train_run METHOD ROUND: one launch of METHOD (single1: one process
 # without communicating; single: NP of them) on MODEL.
