@@ -1,34 +1,11 @@
 #!/usr/bin/env bash
-# The fusion's overlap figures on this machine: `kolo-perf overlap` over 2 forked
-# processes (host memory), each run REPEATS times (3), then the medians over
-# the runs:
-#   - both models (ResNet-50, BERT-base), both compute stand-ins (spin: a loop
-#     that burns the core; sleep: an accelerator stand-in, the CPU idles),
-#     gradients as allocator views, and (EXTERNAL=1) again through the fusion
-#     buffer: step time without overlap, with overlap, comm-only, compute-only,
-#     the bound max(compute, comm) and overlap / bound;
-#   - the small-tensor test (1000 x 4 KiB, fused vs one all-reduce per tensor)
-#     over shared memory and (NET=1) with KOLO_NET_FORCE=1 (the net transport
-#     over TCP between the two processes): separate / fused.
-# Every run also checks every gradient element and the fusion's copy counters;
-# a failure is counted and shown in the summary.
+# perf/run_overlap.sh - the fusion's overlap figures on this machine:
+# `kolo-perf overlap` over 2 forked processes, the models and the
+# small-tensor test, each run REPEATS times, then the medians over the runs
+# and the failed checks.  docs/benchmarking.md lists the settings.
 #
 #   perf/run_overlap.sh                   # builds kolo-perf in build/ first if missing
 #   BUILD=build-overlap REPEATS=5 ITERS=20 perf/run_overlap.sh
-#   # before / after on a noisy machine: runs interleaved, one at a time,
-#   # into two directories; each summary covers every run in its directory
-#   for i in 1 2 3; do
-#     BUILD=build-before OUT=/tmp/before START=$i REPEATS=1 perf/run_overlap.sh
-#     BUILD=build-after OUT=/tmp/after START=$i REPEATS=1 perf/run_overlap.sh
-#   done
-#
-# Environment: BUILD (build), REPEATS (3), ITERS (10 rounds per run), WARMUP (2),
-# MODELS (resnet50,bert-base), PROCS (2), EXTERNAL (1), NET (1), SMALL_ITERS (20),
-# TIMEOUT (900 s per run: a hang counts as a failure, exit status 124),
-# OUT (a directory for the raw output of every run; default a temporary one; the
-# summary covers every run found there), START (1: the number of the first run,
-# so that several invocations add runs to one OUT), MODEL_ARGS (more flags for
-# the model runs, e.g. --min-buckets 1 for DDP's bucket layout).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -58,12 +35,11 @@ echo "# kolo-perf overlap, $PROCS processes, $(nproc) cores, $REPEATS runs; raw 
 
 # run NAME [env ...] -- ARGS: one run into $OUT/NAME.txt; its exit status in $OUT/NAME.rc
 run() {
-  local name=$1; shift
-  local envs=()
+  local name=$1 envs=() rc=0
+  shift
   while [ "$1" != "--" ]; do envs+=("$1"); shift; done
   shift
   echo "# $name: ${envs[*]} $bin overlap $*"
-  local rc=0
   timeout -k 10 "$TIMEOUT" env "${envs[@]}" "$bin" overlap "$@" > "$OUT/$name.txt" 2> "$OUT/$name.err" || rc=$?
   echo "$rc" > "$OUT/$name.rc"
   [ "$rc" = 0 ] || echo "#   exit status $rc: $(tail -n 3 "$OUT/$name.err" | tr '\n' ' ')"
@@ -125,9 +101,8 @@ print(f"# {'':<10} {'':<5} {'':<7} {'':>4} {'(ms)':>8} {'(ms)':>8} {'(ms)':>8} {
 for key in sorted(models):
     rows = models[key]
     col = lambda i: med(r[i] for r in rows)
-    ratio = med(r[6] for r in rows)
     print(f"  {key[0]:<10} {key[1]:<5} {key[2]:<7} {len(rows):>4} {col(1):>8.2f} {col(2):>8.2f} {col(3):>8.2f} "
-          f"{col(4):>8.2f} {col(5):>8.2f} {ratio:>6.3f} {col(7):>6.3f} "
+          f"{col(4):>8.2f} {col(5):>8.2f} {col(6):>6.3f} {col(7):>6.3f} "
           f"{med(r[3] / r[4] for r in rows):>7.2f} {med(x[0] for x in ideal.get(key, [(0, 0)])):>6.3f} "
           f"{med(x[1] for x in ideal.get(key, [(0, 0)])):>6.3f}")
 for key in sorted(layouts):
@@ -138,9 +113,8 @@ print(f"# {'transport':<9} {'fusion':<9} {'tensors':>7} {'bytes':>6} {'runs':>4}
       f"{'sep/fused':>9}")
 for key in sorted(small):
     rows = small[key]
-    ratio = med(r[2] for r in rows)
     print(f"  {key[0]:<9} {key[1]:<9} {key[2]:>7} {key[3]:>6} {len(rows):>4} {med(r[0] for r in rows):>10.1f} "
-          f"{med(r[1] for r in rows):>12.1f} {ratio:>9.2f}")
+          f"{med(r[1] for r in rows):>12.1f} {med(r[2] for r in rows):>9.2f}")
 print()
 print(f"# failures (exit status, wrong elements, copy rules): {len(failures)}")
 for f in failures:

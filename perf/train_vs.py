@@ -1,28 +1,14 @@
-"""train_vs.py - one data-parallel training run, timed: a model, a method
-and this process's rank, launched by `perf/compare.sh train` under mpirun
-(one method per launch, so that libraries never share a process).  Prints
-one line, "train_vs <method> <model> <ranks> <median step ms>", on rank 0;
-the median is the slowest rank's.  With --allreduce, a second line,
-"train_vs_ar <method> <model> <ranks> <ms>": the median time of one
-all-reduce of all the gradients, by the method's library.  Not a test: the results' equality with
-one process is checked by tests/torch/check_training.py.
+"""train_vs.py - one data-parallel training run, timed, launched by `perf/compare.sh train` under
+mpirun (one method per launch, so that libraries never share a process).  Rank 0 prints
+"train_vs <method> <model> <ranks> <median step ms>" (the slowest rank's median) and, with
+--allreduce, "train_vs_ar <method> <model> <ranks> <ms>": one all-reduce of all the gradients by
+the method's library.  Not a test: tests/torch/check_training.py checks the results.
 
-Methods:
-  single     no communication (the compute a step costs, gradients freed
-             between steps; with N processes, N at once, each alone)
-  kolo       kolo.torch's DistributedOptimizer (Horovod's style)
-  ddp-kolo   torch DDP over init_process_group("kolo")
-  ddp-gloo   torch DDP over init_process_group("gloo")
-  horovod    horovod.torch's DistributedOptimizer (when Horovod is installed)
-
-Models (CPU, synthetic data, batch per rank fixed by --batch):
-  cnn        two 3x3 convolutions and a 1.6 M-weight classifier on 32x32 RGB
-             images (26 MB of float32 gradients)
-  resnet     a ResNet-style net: a stem and 4 stages of 2 residual blocks,
-             32 -> 256 channels (4.9 M parameters, 20 MB of gradients)
-  mlp        a wide MLP, 512 -> 4096 -> 4096 -> 512 (21 M parameters, 84 MB
-             of gradients) on vectors, so that its gradients are large
-             beside its compute"""
+Methods: single (no communication: the compute alone; N processes at once, each alone), kolo
+(kolo.torch's DistributedOptimizer), ddp-kolo and ddp-gloo (torch DDP over that backend), horovod
+(horovod.torch's DistributedOptimizer).  Models on the CPU, synthetic data, --batch per rank: cnn
+(26 MB of float32 gradients), resnet (4 stages of 2 residual blocks, 20 MB), mlp (84 MB of
+gradients beside little compute)."""
 import argparse
 import os
 import statistics
@@ -114,10 +100,8 @@ def setup(method, model):
 
 
 def step_times(model, opt, batch, steps, baseline):
-    """Seconds per step.  The baseline frees its gradients between steps (torch 2's default):
-    with torch 1.13's zero_grad() every gradient is zeroed and then added to, and a ResNet-style
-    step took 94 ms that way against 85 ms freed (2026-11-30, one CPU), more than DDP's whole
-    step (82 ms), so an overhead measured from it came out negative."""
+    """Seconds per step.  The baseline frees its gradients between steps (torch 2's default): zeroing
+    them instead (torch 1.13's zero_grad()) costs a ResNet-style step more than DDP's whole step."""
     x, y, loss = batch
     times = []
     for _ in range(steps):
