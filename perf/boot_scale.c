@@ -1,23 +1,17 @@
-/* boot_scale.c - kolo-boot-scale N: what the bootstrap costs each rank.
+/* boot_scale.c - kolo-boot-scale N [BYTES]: what the bootstrap costs each
+ * rank (`perf/compare.sh boot`; perf/compare/boot.sh says what it measures).
  *
  * Forks N processes (first, while this process has one thread, as
  * kolo-perf does), then starts the root here (koloGetUniqueId) and hands
- * them its id.  Each rank inits a host communicator and runs one 8-byte
- * all-reduce (two floats, checked), then measures itself: descriptors open,
- * resident memory, bootstrap connections to other ranks, its init time; it
- * reports, and waits until every rank has measured before it destroys its
- * communicator.  This process samples its own descriptors meanwhile (the
- * root's peak) and reads from its log what the root sent.  Prints one line:
+ * them its id.  Each rank inits a host communicator, runs one checked 8-byte
+ * all-reduce (and with BYTES one checked all-to-all of BYTES per peer),
+ * measures itself, reports, and waits until every rank has measured before
+ * it destroys its communicator.  This process samples its own descriptors
+ * meanwhile (the root's peak) and reads from its log what the root sent.
+ * Prints one line (M/X: median/max over the ranks; pipes_mib with BYTES):
  *
- *   kolo N ranks wall_ms W fds M/X rss_mib M/X links M/X init_ms M/X root_fds P root_bytes B failed F
- *
- * (M/X: median/max over the ranks).  `perf/compare.sh boot` runs it.
- *
- * kolo-boot-scale N BYTES: each rank also runs one checked all-to-all of
- * BYTES per peer before it measures, and the line adds pipes_mib: the
- * slots and control blocks of the pipes the rank holds (its ring's, and the
- * point-to-point pipes the all-to-all made).  PARTS=memory perf/compare.sh boot
- * runs it. */
+ *   kolo N ranks wall_ms W fds M/X rss_mib M/X links M/X init_ms M/X [pipes_mib M/X] root_fds P root_bytes B failed F
+ */
 #define _GNU_SOURCE
 #include <poll.h>
 #include <signal.h>
@@ -25,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/comm_usage.h"
@@ -37,38 +30,20 @@
 
 static size_t a2a_bytes; /* per peer; 0: no all-to-all */
 
-static int64_t now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* ---- a rank ------------------------------------------------------------------- */
 
-/* One all-to-all of a2a_bytes per peer, every element checked. */
-static int alltoall_checked(koloComm_t comm, int rank, int n) {
-  size_t count = a2a_bytes / sizeof(int32_t), total = count * (size_t)n;
-  int32_t *in = malloc(total * sizeof *in + 1), *out = malloc(total * sizeof *out + 1);
-  koloResult_t res = in && out ? koloSuccess : koloSystemError;
-  if (res == koloSuccess) {
-    perf_a2a_fill(in, rank, n, count);
-    memset(out, 0xa5, total * sizeof *out);
-    res = koloAlltoAll(in, out, count, koloInt32, comm, NULL);
-  }
+static int kolo_a2a(const int32_t *in, int32_t *out, size_t count, int rank, void *comm) {
+  koloResult_t res = koloAlltoAll(in, out, count, koloInt32, comm, NULL);
   if (res != koloSuccess) fprintf(stderr, "rank %d: koloAlltoAll: %s\n", rank, koloGetLastError(comm));
-  int ok = res == koloSuccess && perf_a2a_check(out, rank, n, count);
-  if (res == koloSuccess && !ok) fprintf(stderr, "rank %d: wrong all-to-all data\n", rank);
-  free(in);
-  free(out);
-  return ok;
+  return res != koloSuccess;
 }
 
 /* Init, one checked all-reduce (and all-to-all), the measurements. */
 static perf_rank_stat rank_run(int rank, int n, const koloUniqueId *id, koloComm_t *comm) {
   perf_rank_stat s = {rank, 0, -1, -1, -1, 0, -1};
-  int64_t t0 = now_us();
+  int64_t t0 = perf_proc_now_us();
   koloResult_t res = koloCommInitRank(comm, n, *id, rank);
-  s.init_us = now_us() - t0;
+  s.init_us = perf_proc_now_us() - t0;
   if (res != koloSuccess) {
     fprintf(stderr, "rank %d: koloCommInitRank: %s\n", rank, koloGetLastError(NULL));
     return s;
@@ -78,7 +53,7 @@ static perf_rank_stat rank_run(int rank, int n, const koloUniqueId *id, koloComm
   if (res != koloSuccess) fprintf(stderr, "rank %d: koloAllReduce: %s\n", rank, koloGetLastError(*comm));
   s.ok = res == koloSuccess && v[0] == (float)n * (float)(n + 1) / 2 && v[1] == (float)n;
   if (res == koloSuccess && !s.ok) fprintf(stderr, "rank %d: wrong sum %g, %g\n", rank, v[0], v[1]);
-  if (s.ok && a2a_bytes > 0) s.ok = alltoall_checked(*comm, rank, n);
+  if (s.ok && a2a_bytes > 0) s.ok = perf_a2a_checked(rank, n, a2a_bytes, kolo_a2a, *comm);
   kolo_comm_usage u;
   if (kolo_comm_usage_of(*comm, &u) != koloSuccess) {
     fprintf(stderr, "rank %d: kolo_comm_usage_of failed\n", rank);
@@ -123,8 +98,8 @@ static pid_t fork_rank(int rank, int n, const pipes *p) {
 /* The records of n ranks, sampling this process's descriptors meanwhile. */
 static int collect(int fd, perf_rank_stat *s, int n, int *peak_fds) {
   size_t want = (size_t)n * sizeof *s, got = 0;
-  int64_t end = now_us() + (int64_t)WAIT_MS * 1000;
-  while (got < want && now_us() < end) {
+  int64_t end = perf_proc_now_us() + (int64_t)WAIT_MS * 1000;
+  while (got < want && perf_proc_now_us() < end) {
     struct pollfd p = {fd, POLLIN, 0};
     int r = poll(&p, 1, 5);
     int fds = perf_proc_fds();
@@ -154,7 +129,7 @@ static long long root_bytes(const char *log) {
 static int run(int n) {
   pipes p;
   if (pipe(p.id) != 0 || pipe(p.res) != 0 || pipe(p.go) != 0) return perror("kolo-boot-scale: pipe"), 2;
-  int64_t t0 = now_us();
+  int64_t t0 = perf_proc_now_us();
   int forked = 0;
   for (; forked < n; forked++)
     if (fork_rank(forked, n, &p) < 0) break;
@@ -171,7 +146,7 @@ static int run(int n) {
   close(p.id[1]);
   perf_rank_stat *s = calloc((size_t)n, sizeof *s);
   int peak = perf_proc_fds(), got = s && ok ? collect(p.res[0], s, n, &peak) : 0;
-  int64_t wall = now_us() - t0;
+  int64_t wall = perf_proc_now_us() - t0;
   for (int i = 0; i < n; i++)
     if (write(p.go[1], "g", 1) != 1) break;
   close(p.go[1]);

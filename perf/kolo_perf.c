@@ -1,46 +1,52 @@
-/* kolo_perf.c - kolo-perf: nccl-tests-style sweeps of kolo's collectives,
- * and its subcommands.
- *
- * Ranks come from one of three places (perf_launch.c, perf_ranks.c):
- *   -P PROCS  processes forked here (perf_fork.c), each with -t x -g ranks
- *             as threads;
- *   -t / -g   ranks as threads of this process (koloCommInitAll, or with
- *             -p 1 koloCommInitRank on each thread);
- *   a launcher's job (mpirun, srun, torchrun, or KOLO_* variables) when its
- *             world size is above 1 and -P is not given (koloCommInitFromEnv).
- * No rank tears its communicator down before every rank of this machine
- * has finished (perf_gate.h).
- *
- * CUDA (--mem cuda).  Rank r of this machine runs on device LIST[r mod n]
- * of --devices LIST (default: every visible device), with its own
- * non-blocking stream and device buffers (kolo_backend.c).  Before anything
- * else main asks CUDA whether there is a device at all -- from a
- * short-lived child when ranks are forked, so that the parent makes no
- * CUDA call before its forks -- and says "no CUDA device: <CUDA's words>"
- * when there is none.
- *
- * Subcommands: `kolo-perf prims` (perf_prims.c) times the copy and reduce
- * primitives; `net` (perf_net.c) the net providers point to point;
- * `overlap` (perf_overlap.c) a simulated training step over the fusion
- * API, on the ranks set up here, in place of the sweep; `plot`
- * (perf/plot.py) draws --json files; `topo` (perf_topo.c) says what kolo
- * sees; `p2p` (perf_p2p.c) measures every pair of GPUs and of host ranks.
- */
+/* kolo_perf.c - kolo-perf: nccl-tests-style sweeps of kolo's collectives
+ * (ranks: perf_ranks.c), and the dispatch of its subcommands.  The user
+ * guide is docs/benchmarking.md. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/config.h" /* kolo_param_print */
 #include "perf/perf_args.h"
-#include "perf/perf_ranks.h"
+#include "perf/perf_models.h" /* perf_share_path */
 #include "perf/perf_net.h"
 #include "perf/perf_overlap.h"
+#include "perf/perf_p2p.h"
 #include "perf/perf_prims.h"
-#include "perf/perf_subcommands.h"
+#include "perf/perf_ranks.h"
+#include "perf/perf_topo.h"
+#include "perf/perf_tune.h"
+
+/* `kolo-perf plot ...` is perf/plot.py (python3, gnuplot): python3 runs it
+ * (the installed copy, else the source tree's) with the arguments after "plot". */
+static int plot_main(int argc, char **argv) {
+  static char installed[4200];
+  char **args = calloc((size_t)argc + 1, sizeof *args);
+  if (args == NULL) return fprintf(stderr, "kolo-perf plot: out of memory\n"), 2;
+  args[0] = "python3";
+  args[1] = perf_share_path("plot.py", installed, sizeof installed) ? installed : KOLO_PERF_PLOT_PY;
+  for (int i = 2; i < argc; i++) args[i] = argv[i];
+  execvp(args[0], args);
+  fprintf(stderr, "kolo-perf plot: cannot run python3 %s: %s\n", args[1], strerror(errno));
+  free(args);
+  return 2;
+}
+
+/* The subcommands with a command line of their own: their exit code, or
+ * -1 when argv[1] names none of them. */
+static int subcommand_main(int argc, char **argv) {
+  if (argc < 2) return -1;
+  if (strcmp(argv[1], "net") == 0) return perf_net_main(argc - 1, argv + 1);
+  if (strcmp(argv[1], "plot") == 0) return plot_main(argc, argv);
+  if (strcmp(argv[1], "topo") == 0) return perf_topo_main(argc, argv);
+  if (strcmp(argv[1], "p2p") == 0) return perf_p2p_main(argc, argv);
+  if (strcmp(argv[1], "tune") == 0) return perf_tune_main(argc, argv);
+  return -1;
+}
 
 int main(int argc, char **argv) {
-  /* Subcommands with a command line of their own. */
-  if (argc > 1 && strcmp(argv[1], "net") == 0) return perf_net_main(argc - 1, argv + 1);
-  int sub = perf_subcommand_main(argc, argv);
+  int sub = subcommand_main(argc, argv);
   if (sub >= 0) return sub;
   perf_args a;
   /* `kolo-perf overlap` runs on the ranks set up below (perf_overlap.h). */

@@ -63,51 +63,39 @@ static int check_mpi(const mpi_ctx *m, int err, const char *what) {
   return -1;
 }
 
-/* The call, and the average's division where the result lands. */
-static int run_call(mpi_ctx *m, const perf_call *c, int count, MPI_Datatype t, MPI_Op op, void **result,
-                    const char **what) {
+/* MPI's name of each call, for the sentence of a failed one. */
+static const char *const call_names[PERF_NUM_COLLS] = {
+    [PERF_ALL_REDUCE] = "MPI_Allreduce", [PERF_REDUCE_SCATTER] = "MPI_Reduce_scatter_block",
+    [PERF_ALL_GATHER] = "MPI_Allgather", [PERF_BROADCAST] = "MPI_Bcast", [PERF_REDUCE] = "MPI_Reduce",
+    [PERF_SENDRECV] = "MPI_Sendrecv", [PERF_ALL_TO_ALL] = "MPI_Alltoall", [PERF_GATHER] = "MPI_Gather",
+    [PERF_SCATTER] = "MPI_Scatter"};
+
+static int broadcast(mpi_ctx *m, const perf_call *c, int count, MPI_Datatype t) {
+  if (!c->in_place && m->rank == c->root && count > 0) {
+    int size = 0;
+    MPI_Type_size(t, &size);
+    memcpy(c->recv, c->send, (size_t)count * (size_t)size);
+  }
+  return MPI_Bcast(c->recv, count, t, c->root, m->comm);
+}
+
+static int run_call(mpi_ctx *m, const perf_call *c, int count, MPI_Datatype t, MPI_Op op) {
   const void *send = c->in_place ? MPI_IN_PLACE : c->send;
   void *recv = c->recv;
   int root_here = m->rank == c->root;
-  *result = NULL;
   switch (c->coll) {
-    case PERF_ALL_REDUCE:
-      *what = "MPI_Allreduce";
-      *result = recv;
-      return MPI_Allreduce(send, recv, count, t, op, m->comm);
-    case PERF_REDUCE_SCATTER:
-      *what = "MPI_Reduce_scatter_block";
-      *result = recv;
-      return MPI_Reduce_scatter_block(send, recv, count, t, op, m->comm);
-    case PERF_ALL_GATHER:
-      *what = "MPI_Allgather";
-      return MPI_Allgather(send, count, t, recv, count, t, m->comm);
-    case PERF_BROADCAST:
-      *what = "MPI_Bcast";
-      if (!c->in_place && root_here && count > 0) {
-        int size = 0;
-        MPI_Type_size(t, &size);
-        memcpy(recv, c->send, (size_t)count * (size_t)size);
-      }
-      return MPI_Bcast(recv, count, t, c->root, m->comm);
-    case PERF_REDUCE:
-      *what = "MPI_Reduce";
-      *result = root_here ? recv : NULL;
-      if (!root_here) /* MPI_IN_PLACE is the root's alone; recvbuf is not the others' */
-        return MPI_Reduce(c->send, NULL, count, t, op, c->root, m->comm);
-      return MPI_Reduce(send, recv, count, t, op, c->root, m->comm);
-    case PERF_ALL_TO_ALL:
-      *what = "MPI_Alltoall";
-      return MPI_Alltoall(c->send, count, t, recv, count, t, m->comm);
-    case PERF_GATHER:
-      *what = "MPI_Gather";
-      return MPI_Gather(root_here ? send : c->send, count, t, recv, count, t, c->root, m->comm);
+    case PERF_ALL_REDUCE: return MPI_Allreduce(send, recv, count, t, op, m->comm);
+    case PERF_REDUCE_SCATTER: return MPI_Reduce_scatter_block(send, recv, count, t, op, m->comm);
+    case PERF_ALL_GATHER: return MPI_Allgather(send, count, t, recv, count, t, m->comm);
+    case PERF_BROADCAST: return broadcast(m, c, count, t);
+    case PERF_REDUCE: /* MPI_IN_PLACE is the root's alone; recvbuf is not the others' */
+      return MPI_Reduce(root_here ? send : c->send, root_here ? recv : NULL, count, t, op, c->root, m->comm);
+    case PERF_ALL_TO_ALL: return MPI_Alltoall(c->send, count, t, recv, count, t, m->comm);
+    case PERF_GATHER: return MPI_Gather(root_here ? send : c->send, count, t, recv, count, t, c->root, m->comm);
     case PERF_SCATTER:
-      *what = "MPI_Scatter";
       return MPI_Scatter(c->send, count, t, root_here && c->in_place ? MPI_IN_PLACE : recv, count, t, c->root,
                          m->comm);
     default:
-      *what = "MPI_Sendrecv";
       return MPI_Sendrecv(c->send, count, t, c->send_peer, 7, recv, count, t, c->recv_peer, 7, m->comm,
                           MPI_STATUS_IGNORE);
   }
@@ -119,11 +107,12 @@ static int mpi_run(void *ctx, const perf_call *c) {
     fprintf(stderr, "rank %d: count %zu is beyond MPI's int counts\n", m->rank, c->count);
     return -1;
   }
-  void *result;
-  const char *what;
-  int err = run_call(m, c, (int)c->count, mpi_type(c->type), mpi_op(c->op), &result, &what);
-  if (check_mpi(m, err, what) != 0) return -1;
-  if (c->op == PERF_AVG && result != NULL) perf_divide(c->type, result, c->count, m->nranks);
+  int err = run_call(m, c, (int)c->count, mpi_type(c->type), mpi_op(c->op));
+  if (check_mpi(m, err, call_names[c->coll]) != 0) return -1;
+  /* avg: the division where the result lands */
+  int reduced = c->coll == PERF_ALL_REDUCE || c->coll == PERF_REDUCE_SCATTER ||
+                (c->coll == PERF_REDUCE && m->rank == c->root);
+  if (c->op == PERF_AVG && reduced) perf_divide(c->type, c->recv, c->count, m->nranks);
   return 0;
 }
 
@@ -189,17 +178,9 @@ int main(int argc, char **argv) {
   char lib[128];
   library_name(lib, sizeof lib);
   perf_config cfg = {"kolo-mpi-ref", lib, "mpirun", "host", m.nranks, m.nranks, 1, NULL};
-  perf_backend be;
-  memset(&be, 0, sizeof be);
-  be.ctx = &m;
-  be.rank = m.rank;
-  be.nranks = m.nranks;
-  be.rs_result_at_start = 1;
-  be.run = mpi_run;
-  be.allreduce_double = mpi_allreduce_double;
-  be.allgather_bytes = mpi_allgather_bytes;
-  be.alloc = mpi_alloc;
-  be.release = mpi_release;
+  perf_backend be = {.ctx = &m, .rank = m.rank, .nranks = m.nranks, .rs_result_at_start = 1, .run = mpi_run,
+                     .allreduce_double = mpi_allreduce_double, .allgather_bytes = mpi_allgather_bytes,
+                     .alloc = mpi_alloc, .release = mpi_release};
   int code = perf_sweep_run(&a, &be, &cfg, "host memory", stdout);
   fflush(stdout);
   if (code == 2) MPI_Abort(m.comm, 2); /* the others may wait on this rank */

@@ -1,20 +1,8 @@
 /* perf_check.h - check data for the sweeps: every rank's input is a function
  * of (seed, rank, index), so any rank can work out what every other rank
- * sent and check each element of its result without a copy of them.
- *
- * Values are small integers chosen so that the result is exact in the type:
- * sums stay within the integers the type holds exactly (|v| <= 8, less when
- * nranks is large: float16 2048, bfloat16 256, float 2^24, ...), products are
- * of {-1, 1, 2} (unsigned: {1, 2}) and 2 is used only while 2^nranks stays
- * exact, max and min are exact anyway.  So the expected value is exact and
- * compared bit for bit -- except for avg on floating types, whose division
- * may round differently by one ulp (kolo divides the exact sum once, in the
- * type's precision; float16 / bfloat16 in float32 then rounded), and float8
- * avg, NCCL's premul-sum by 1/nranks, checked within its rounding bound.
- * A premul-sum (mulsum) multiplies rank r's values by perf_premul_scalar(r)
- * (values half as large, so that the sums stay exact).  Integer results
- * wrap as in kolo and NCCL, so the check holds for any nranks.
- */
+ * sent and check each element of its result without a copy of them.  The
+ * values keep every result exact in the type, so results are compared bit
+ * for bit except for avg (docs/benchmarking.md, "How #wrong is counted"). */
 #ifndef KOLO_PERF_CHECK_H
 #define KOLO_PERF_CHECK_H
 

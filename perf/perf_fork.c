@@ -9,7 +9,7 @@
  * child, says which one failed or was killed by which signal, forwards
  * SIGINT / SIGTERM to them, and exits non-zero if any did.  Children die
  * with the parent (PR_SET_PDEATHSIG).  The parent side of the exit gate
- * (perf_gate.h) is here too. */
+ * (perf_ranks.c) is here too. */
 #define _GNU_SOURCE /* strsignal, kill */
 #include "perf/perf_ranks.h"
 

@@ -1,9 +1,12 @@
 /* perf_proc.c - descriptors and memory of this process (perf_proc.h). */
+#define _GNU_SOURCE /* clock_gettime */
 #include "perf/perf_proc.h"
 
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 int perf_proc_fds(void) {
   DIR *d = opendir("/proc/self/fd");
@@ -61,18 +64,38 @@ void perf_proc_summary(const perf_rank_stat *s, int n, char *buf, int len, int *
     snprintf(buf + k, (size_t)(len - k), " pipes_mib %.1f/%.1f", (double)m[4] / 1024, (double)x[4] / 1024);
 }
 
+int64_t perf_proc_now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 static int32_t a2a_value(int from, int to, int n, size_t i) {
   return (int32_t)((((uint64_t)from * (uint64_t)n + (uint64_t)to) * 2654435761u + i) & 0x7fffffff);
 }
 
-void perf_a2a_fill(int32_t *in, int rank, int n, size_t count) {
-  for (int to = 0; to < n; to++)
-    for (size_t i = 0; i < count; i++) in[(size_t)to * count + i] = a2a_value(rank, to, n, i);
-}
-
-int perf_a2a_check(const int32_t *out, int rank, int n, size_t count) {
+static int a2a_right(const int32_t *out, int rank, int n, size_t count) {
   for (int from = 0; from < n; from++)
     for (size_t i = 0; i < count; i++)
       if (out[(size_t)from * count + i] != a2a_value(from, rank, n, i)) return 0;
   return 1;
+}
+
+int perf_a2a_checked(int rank, int n, size_t bytes_per_peer, perf_a2a_fn xchg, void *ctx) {
+  size_t count = bytes_per_peer / sizeof(int32_t), total = count * (size_t)n;
+  int32_t *in = calloc(total + 1, sizeof *in), *out = malloc(total * sizeof *out + 1);
+  int ok = in != NULL && out != NULL;
+  if (ok) {
+    for (int to = 0; to < n; to++)
+      for (size_t i = 0; i < count; i++) in[(size_t)to * count + i] = a2a_value(rank, to, n, i);
+    memset(out, 0xa5, total * sizeof *out);
+    ok = xchg(in, out, count, rank, ctx) == 0;
+  }
+  if (ok && !a2a_right(out, rank, n, count)) {
+    fprintf(stderr, "rank %d: wrong all-to-all data\n", rank);
+    ok = 0;
+  }
+  free(in);
+  free(out);
+  return ok;
 }

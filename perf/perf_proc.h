@@ -26,10 +26,14 @@ typedef struct {
  * number that failed into *failed. */
 void perf_proc_summary(const perf_rank_stat *s, int n, char *buf, int len, int *failed);
 
+/* Monotonic clock in microseconds. */
+int64_t perf_proc_now_us(void);
+
 /* The checked all-to-all of the scale runs: rank `from`'s block for rank
- * `to` holds count int32 values that name both and the index (exact). */
-void perf_a2a_fill(int32_t *in, int rank, int n, size_t count);
-/* 1 when out holds, from every rank, the block that rank made for this one. */
-int perf_a2a_check(const int32_t *out, int rank, int n, size_t count);
+ * `to` holds count int32 values that name both and the index (exact).
+ * xchg runs the all-to-all of count values per peer (0 on success, or
+ * non-zero having said why).  1 when every block came back right. */
+typedef int (*perf_a2a_fn)(const int32_t *in, int32_t *out, size_t count, int rank, void *ctx);
+int perf_a2a_checked(int rank, int n, size_t bytes_per_peer, perf_a2a_fn xchg, void *ctx);
 
 #endif

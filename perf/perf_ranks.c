@@ -1,14 +1,16 @@
-/* perf_ranks.c - kolo-perf's ranks: the device and communicator of each,
- * its sweep (or overlap, or p2p run) and its teardown, on threads of this
- * process (perf_run_local), as one rank of a launcher's job
- * (perf_run_launched) or as the rank group of a forked process
- * (perf_run_child, see perf_fork.c).  Rank r = proc * (t x g) + thread;
- * rank 0 prints. */
-#define _GNU_SOURCE /* prctl */
+/* perf_ranks.c - kolo-perf's ranks: where they come from (a launcher's
+ * job, -P forked processes (perf_fork.c) or threads of this process), the
+ * device and communicator of each, its sweep (or overlap, or p2p run), the
+ * exit gate and its teardown.  Rank r = proc * (t x g) + thread; rank 0
+ * prints. */
+#define _GNU_SOURCE /* prctl, pthread barriers */
 #include "perf/perf_ranks.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +19,6 @@
 
 #include "perf/kolo_backend.h"
 #include "perf/perf_cuda.h"
-#include "perf/perf_gate.h"
 #include "perf/perf_overlap.h"
 #include "perf/perf_p2p.h"
 #include "perf/perf_pipe.h"
@@ -26,6 +27,61 @@
 #ifdef KOLO_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
+
+/* ---- the exit gate -------------------------------------------------------
+ * No rank tears its communicator down before every rank of this machine has
+ * finished its sweep: the threads of a process meet at a barrier and, when
+ * forked, each process tells the parent "done" on a pipe and waits for its
+ * "go" on the id pipe (perf_fork.c serves it).  A rank still draining the
+ * last call thus never sees a peer's connections close under it.  A
+ * launcher's job has no such channel: there each rank destroys its
+ * communicator at once (no gate). */
+
+/* Milliseconds a process waits at the exit gate for the others. */
+#define GATE_WAIT_MS 60000
+
+typedef struct {
+  int nthreads;
+  pthread_barrier_t barrier; /* the threads of this process (nthreads > 1) */
+  int done_fd, go_fd;        /* to and from the parent when forked, else -1 */
+  _Atomic int failed;        /* a rank of this process failed: do not wait for "go" */
+} exit_gate;
+
+static int gate_init(exit_gate *g, int nthreads, int done_fd, int go_fd) {
+  *g = (exit_gate){.nthreads = nthreads, .done_fd = done_fd, .go_fd = go_fd};
+  int err = nthreads > 1 ? pthread_barrier_init(&g->barrier, NULL, (unsigned)nthreads) : 0;
+  if (err != 0) fprintf(stderr, "kolo-perf: pthread_barrier_init: %s\n", strerror(err));
+  return err != 0 ? -1 : 0;
+}
+
+static void gate_fini(exit_gate *g) {
+  if (g->nthreads > 1) pthread_barrier_destroy(&g->barrier);
+}
+
+/* One thread of the process tells the parent and waits for all processes,
+ * unless a rank here failed: it aborted its communicator, so nobody waits
+ * for it, and a peer that never finishes (stopped, say) must not hold it. */
+static void gate_process(exit_gate *g) {
+  if (g->done_fd < 0) return;
+  char b = 'd';
+  if (write(g->done_fd, &b, 1) != 1) return; /* the parent is gone: go on */
+  if (atomic_load(&g->failed)) return;
+  struct pollfd p = {g->go_fd, POLLIN, 0};
+  int r;
+  do r = poll(&p, 1, GATE_WAIT_MS);
+  while (r < 0 && errno == EINTR);
+  if (r > 0 && read(g->go_fd, &b, 1) < 0) b = 0; /* "go", or EOF: either way on */
+}
+
+/* Every rank of this machine has finished its sweep when this returns (or,
+ * failed != 0 on any rank of this process, every rank of it).  g NULL: no
+ * gate. */
+static void gate_pass(exit_gate *g, int failed) {
+  if (g == NULL) return;
+  if (failed) atomic_store(&g->failed, 1);
+  if (g->nthreads == 1 || pthread_barrier_wait(&g->barrier) == PTHREAD_BARRIER_SERIAL_THREAD) gate_process(g);
+  if (g->nthreads > 1) pthread_barrier_wait(&g->barrier);
+}
 
 /* ---- devices and config ------------------------------------------------ */
 
@@ -191,7 +247,9 @@ static int init_local(const perf_args *a, rank_job *jobs, koloComm_t *comms, int
   return 0;
 }
 
-int perf_run_local(const perf_args *a, perf_config *cfg) {
+/* The t x g ranks of this process as threads: one koloCommInitAll, or with
+ * -p 1 a koloCommInitRank on each rank's own thread. */
+static int run_local(const perf_args *a, perf_config *cfg) {
   int n = perf_local_ranks(a), code = 2;
   exit_gate gate;
   if (gate_init(&gate, n, -1, -1) != 0) return 2;
@@ -211,7 +269,8 @@ int perf_run_local(const perf_args *a, perf_config *cfg) {
 
 /* ---- a launcher's job --------------------------------------------------- */
 
-const char *perf_launcher_size_var(int *size) {
+/* The launcher whose world size is above 1 (*size set), or NULL. */
+static const char *launcher_size_var(int *size) {
   static const char *const vars[] = {"KOLO_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "WORLD_SIZE"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
     const char *v = getenv(vars[i]);
@@ -231,7 +290,8 @@ static int local_rank_from_env(void) {
   return 0;
 }
 
-int perf_run_launched(const perf_args *a, perf_config *cfg) {
+/* This process as one rank of a launcher's job (koloCommInitFromEnv). */
+static int run_launched(const perf_args *a, perf_config *cfg) {
   if (perf_local_ranks(a) != 1) {
     fprintf(stderr, "kolo-perf: -t and -g are for -P or a single process; a launcher starts one rank per process\n");
     return 2;
@@ -247,6 +307,7 @@ int perf_run_launched(const perf_args *a, perf_config *cfg) {
   }
   return run_rank(a, cfg, comm, dev, NULL);
 }
+
 /* ---- a forked process's ranks -------------------------------------------- */
 
 int perf_run_child(const perf_args *a, const perf_config *cfg, int proc, int fd, int done_fd, pid_t parent) {
@@ -267,4 +328,89 @@ int perf_run_child(const perf_args *a, const perf_config *cfg, int proc, int fd,
   free(jobs);
   gate_fini(&gate);
   return code;
+}
+
+/* ---- where the ranks come from ------------------------------------------ */
+
+/* The memory line of the table's header: on kolo's CPU model of the GPU
+ * (-DKOLO_CUDA=SIM) the figures are the model's, never a GPU's. */
+#ifdef KOLO_CUDA_SIM
+#define CUDA_MEMORY_NAME "cuda on kolo's CPU model of the GPU (MODEL FIGURES: CPU time, not a GPU's)"
+#else
+#define CUDA_MEMORY_NAME "cuda"
+#endif
+
+static const char *library_name(void) {
+  static char name[32];
+  int v = 0;
+  if (koloGetVersion(&v) != koloSuccess) v = KOLO_VERSION_CODE;
+  snprintf(name, sizeof name, "kolo %d.%d.%d", v / 10000, v / 100 % 100, v % 100);
+  return name;
+}
+
+int perf_cuda_ready(const perf_args *a, int fork_first) {
+#ifdef KOLO_HAVE_CUDA
+  char why[256];
+  int n = 0;
+  if (perf_cuda_probe(fork_first, &n, why, sizeof why) != 0) {
+    fprintf(stderr, "kolo-perf: no CUDA device: %s\n", why);
+    return -1;
+  }
+  for (int i = 0; i < a->ndevs; i++) {
+    if (a->devs[i] < n) continue;
+    fprintf(stderr, "kolo-perf: --devices: there is no device %d (%d visible)\n", a->devs[i], n);
+    return -1;
+  }
+  return 0;
+#else
+  (void)fork_first;
+  fprintf(stderr,
+          "kolo-perf: %s: this build has no CUDA (nvcc was not found when it was configured, or "
+          "KOLO_CUDA=OFF)\n",
+          a->prims ? "prims" : "--mem cuda");
+  return -1;
+#endif
+}
+
+/* The header's word on how times were taken; NULL for host memory with
+ * the defaults (the wall clock around the calls, the slowest rank's). */
+static const char *timing_note(const perf_args *a) {
+  static char note[400];
+  static const char *const average_words[] = {"rank 0's", "the ranks' mean", "the fastest rank's",
+                                              "the slowest rank's"};
+  const char *how = "per call, the wall clock around the -n iterations (ranks start together)";
+  if (a->mem_cuda && a->graph_launches > 0)
+    how = "per call within a CUDA graph: the -n x -m calls of a size captured into one graph per rank after the "
+          "warm-up, launched -G times, cudaEvents on the rank's stream around the launches";
+  else if (a->mem_cuda)
+    how = "per call, cudaEvents on each rank's stream around the -n iterations after the warm-up (ranks start "
+          "together)";
+  if (!a->mem_cuda && a->average == PERF_AVERAGE_MAX && a->agg_iters == 1 && a->blocking == 0 &&
+      !a->report_cputime)
+    return NULL;
+  snprintf(note, sizeof note, "%s%s%s; %s", how, a->agg_iters > 1 ? ", -m calls per iteration as one group" : "",
+           a->blocking == PERF_BLOCKING_OUTER ? ", the calls alone (-z 3: barriers left out)" : "",
+           average_words[a->average & 3]);
+  return note;
+}
+
+/* The ranks of the sweep (or of overlap): a launcher's, forked, or threads here. */
+int perf_run_ranks(perf_args *a) {
+  perf_config cfg = {"kolo-perf", library_name(), "threads", a->mem_cuda ? CUDA_MEMORY_NAME : "host", 0, a->procs,
+                     perf_local_ranks(a), timing_note(a)};
+  int world = 0;
+  const char *var = a->procs_given ? NULL : launcher_size_var(&world);
+  static char launch[64];
+  if (a->mem_cuda && perf_cuda_ready(a, var == NULL && a->procs > 1) != 0) return 2;
+  if (var != NULL) {
+    snprintf(launch, sizeof launch, "launcher: %s", var);
+    cfg.launch = launch;
+    cfg.nranks = cfg.procs = world;
+    cfg.threads = 1;
+    return run_launched(a, &cfg);
+  }
+  cfg.nranks = a->procs * perf_local_ranks(a);
+  if (a->procs == 1) return run_local(a, &cfg);
+  cfg.launch = "forked";
+  return perf_run_forked(a, &cfg);
 }

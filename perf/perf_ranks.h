@@ -1,6 +1,6 @@
-/* perf_ranks.h - kolo-perf's ranks: where they come from (perf_launch.c),
- * the forked processes of -P (perf_fork.c), and each rank's life from its
- * communicator's init to its teardown (perf_ranks.c).  The exit codes are
+/* perf_ranks.h - kolo-perf's ranks: where they come from and each rank's
+ * life from its communicator's init to its teardown (perf_ranks.c), and
+ * the forked processes of -P (perf_fork.c).  The exit codes are
  * kolo-perf's: 0 passed, 1 wrong results, 2 a call failed. */
 #ifndef KOLO_PERF_RANKS_H
 #define KOLO_PERF_RANKS_H
@@ -28,13 +28,6 @@ static inline int perf_worse_code(int x, int y) { return x > y ? x : y; }
 /* Forks -P processes of t x g ranks each, starts the rendezvous, hands them
  * its id, serves the exit gate and reaps them: the worst exit code. */
 int perf_run_forked(const perf_args *a, perf_config *cfg);
-/* The t x g ranks of this process as threads: one koloCommInitAll, or with
- * -p 1 a koloCommInitRank on each rank's own thread. */
-int perf_run_local(const perf_args *a, perf_config *cfg);
-/* This process as one rank of a launcher's job (koloCommInitFromEnv). */
-int perf_run_launched(const perf_args *a, perf_config *cfg);
-/* The launcher whose world size is above 1 (*size set), or NULL. */
-const char *perf_launcher_size_var(int *size);
 /* A forked process's rank group: waits for the id on fd, runs its ranks,
  * and at the exit gate writes "done" to done_fd and waits for "go" on fd. */
 int perf_run_child(const perf_args *a, const perf_config *cfg, int proc, int fd, int done_fd, pid_t parent);
