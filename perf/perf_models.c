@@ -43,16 +43,13 @@ void perf_model_free(perf_model *m) {
 /* "# key: N" -> *out; 1 when the line is that directive, -1 when it is but N is bad. */
 static int directive(const char *line, const char *key, size_t *out) {
   size_t klen = strlen(key);
-  const char *p = line + 1;
-  while (*p == ' ' || *p == '\t') p++;
+  const char *p = line + 1 + strspn(line + 1, " \t");
   if (strncmp(p, key, klen) != 0 || p[klen] != ':') return 0;
   char *end;
   errno = 0;
-  unsigned long long v = strtoull(p + klen + 1, &end, 10);
-  while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r') end++;
-  if (errno != 0 || *end != '\0' || end == p + klen + 1) return -1;
-  *out = (size_t)v;
-  return 1;
+  *out = (size_t)strtoull(p + klen + 1, &end, 10);
+  end += strspn(end, " \t\n\r");
+  return errno == 0 && *end == '\0' && end != p + klen + 1 ? 1 : -1;
 }
 
 /* One tensor line "name d0 d1 ..." (at most 8 dims, a name under 96
@@ -75,16 +72,6 @@ static int parse_tensor(char *line, size_t *count, const char **why) {
   return *why ? -1 : 0;
 }
 
-static int grow(perf_model *m, int *cap) {
-  if (m->ntensors < *cap) return 0;
-  int ncap = *cap ? *cap * 2 : 256;
-  size_t *n = realloc(m->count, (size_t)ncap * sizeof *n);
-  if (n == NULL) return -1;
-  m->count = n;
-  *cap = ncap;
-  return 0;
-}
-
 static void set_name(perf_model *m) {
   const char *base = strrchr(m->path, '/');
   snprintf(m->name, sizeof m->name, "%.*s", (int)sizeof m->name - 1, base ? base + 1 : m->path);
@@ -95,13 +82,12 @@ static void set_name(perf_model *m) {
 /* Reads every line of f; 0 or -1 (message printed). */
 static int read_lines(perf_model *m, FILE *f, size_t *want_total, size_t *want_tensors) {
   char line[1024];
-  int lineno = 0, cap = 0;
+  int lineno = 0;
   while (fgets(line, sizeof line, f) != NULL) {
     lineno++;
     const char *why = NULL;
     if (strchr(line, '\n') == NULL && !feof(f)) why = "line too long";
-    char *p = line;
-    while (why == NULL && (*p == ' ' || *p == '\t')) p++;
+    char *p = line + strspn(line, " \t");
     if (why == NULL && *p == '#') {
       int d = directive(p, "total_params", want_total);
       if (d == 0) d = directive(p, "tensors", want_tensors);
@@ -109,7 +95,9 @@ static int read_lines(perf_model *m, FILE *f, size_t *want_total, size_t *want_t
       why = "bad number in a directive";
     }
     if (why == NULL && (*p == '\n' || *p == '\r' || *p == '\0')) continue;
-    if (why == NULL && grow(m, &cap) != 0) why = "out of memory";
+    size_t *grown = why == NULL ? realloc(m->count, (size_t)(m->ntensors + 1) * sizeof *grown) : NULL;
+    if (grown != NULL) m->count = grown;
+    else if (why == NULL) why = "out of memory";
     if (why == NULL && parse_tensor(p, &m->count[m->ntensors], &why) == 0) {
       m->total += m->count[m->ntensors++];
       continue;

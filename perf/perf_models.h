@@ -1,13 +1,5 @@
 /* perf_models.h - the parameter shapes of real models (perf/models/NAME.txt),
- * for `kolo-perf overlap`.
- *
- * A model file lists one tensor a line, "name dim0 [dim1 ...]", in forward
- * order; '#' starts a comment.  Two comment lines are directives the loader
- * checks, so that a typo in a shape fails loudly instead of skewing a figure:
- *   # tensors: N          the number of tensor lines
- *   # total_params: P     the sum over tensors of the product of their dims
- * Both are required.
- */
+ * for `kolo-perf overlap`; the file format: docs/benchmarking.md. */
 #ifndef KOLO_PERF_MODELS_H
 #define KOLO_PERF_MODELS_H
 
@@ -22,14 +14,11 @@ typedef struct {
 } perf_model;
 
 /* Reads `spec`: a path (it contains '/' or ends in ".txt"), or a model name
- * looked up as DIR/NAME.txt in `dir`.  Returns 0, or -1 with a message on
- * stderr naming the file and line.  perf_model_free undoes it. */
+ * looked up as DIR/NAME.txt in `dir`.  0, or -1 said.  perf_model_free undoes it. */
 int perf_model_load(perf_model *m, const char *spec, const char *dir);
 void perf_model_free(perf_model *m);
 
-/* The directory of the model files: $KOLO_PERF_MODELS when set, else
- * PREFIX/share/kolo/models for a kolo-perf installed in PREFIX/bin, else
- * the one compiled in (perf/models of the source tree). */
+/* $KOLO_PERF_MODELS when set, else the installed share/kolo/models, else perf/models. */
 const char *perf_models_dir(void);
 
 /* PREFIX/share/kolo/NAME for a kolo-perf installed in PREFIX/bin

@@ -25,21 +25,6 @@ int ov_max_over_ranks(const ov_rank *ov, double *v, int n) {
   return ov->be->allreduce_double(ov->be->ctx, v, n, 1);
 }
 
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return a < b ? -1 : a > b;
-}
-
-double ov_median_col(const double *t, int n, int ncols, int k) {
-  double *v = malloc((size_t)n * sizeof *v);
-  if (v == NULL) return -1;
-  for (int i = 0; i < n; i++) v[i] = t[i * ncols + k];
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  double m = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  free(v);
-  return m;
-}
-
 /* "4096 B" (unit " B"), "250 us", or "kolo's default" when not set. */
 static void fmt_config(char *buf, size_t len, int set, unsigned long long v, const char *unit) {
   if (set) snprintf(buf, len, "%llu%s", v, unit);

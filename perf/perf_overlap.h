@@ -1,39 +1,6 @@
 /* perf_overlap.h - `kolo-perf overlap`: a simulated data-parallel training
- * step over kolo's fusion API (include/kolo_fusion.h).
- *
- * Models.  The gradients are a real model's parameters (the files in perf/models,
- * perf_models.h), float32, declared to one koloFusion_t in backward order
- * (the model's tensors reversed), as allocator views (KOLO_FUSION_ALLOCATE,
- * the default) or the caller's buffers packed into the fusion buffer
- * (--external).  Backward is those tensors, each after its layer's compute:
- * proportional to its parameter count, summing to --compute-ms per step
- * (default: the measured comm-only time, where overlap matters most).  The
- * compute is a calibrated stand-in (perf_compute.h): `spin` burns the core,
- * `sleep` models an accelerator (the CPU idles), `cuda` is a busy kernel.
- *
- * Each timed round runs four steps, each from a common start (a one-element
- * all-reduce) to the end of koloFusionWait, the slowest rank's:
- *   comm-only     every gradient marked ready at once, then StepEnd + Wait
- *   compute-only  the layers' compute alone
- *   no-overlap    all compute, then every gradient marked ready at once
- *   overlap       MarkReady after each layer's compute
- * Reported: medians over -n rounds (after -w untimed ones), the bound
- * max(compute-only, comm-only) and overlap / bound; the ideal step of the
- * fusion's layout (each all-reduce starting when its bucket -- external: its
- * tensor -- is complete and the one before it is done, at the comm-only
- * rate: what any scheduler could reach, so overlap / ideal is the
- * scheduler's own share of a miss); the copy counters per step
- * (koloFusionGetStats: the allocator path packs 0 bytes, the fusion-buffer
- * path one pack and one unpack per fused all-reduce); then one overlap step
- * on rank-dependent small integers, every element checked (perf_check.h).
- *
- * --small: N tensors of B bytes (1000 x 4 KiB) through the fusion (allocator
- * views, then the fusion buffer) beside one koloAllReduce per tensor, in
- * alternating rounds; medians and separate / fused.
- *
- * Ranks and memory as in the other subcommands (-p, -t, a launcher; -m cuda
- * with kolo_backend's stream for the small calls).  Rank 0 prints.
- */
+ * step over kolo's fusion API (include/kolo_fusion.h); what it runs and
+ * reports: docs/benchmarking.md. */
 #ifndef KOLO_PERF_OVERLAP_H
 #define KOLO_PERF_OVERLAP_H
 

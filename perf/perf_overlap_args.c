@@ -28,7 +28,6 @@ static const struct option long_opts[] = {
     {"fusion-bytes", required_argument, NULL, O_FUSION_BYTES}, {"cycle-us", required_argument, NULL, O_CYCLE_US},
     {"min-buckets", required_argument, NULL, O_MIN_BUCKETS},   {NULL, 0, NULL, 0}};
 
-/* The shared flags overlap takes: -n -w -c -P -t, --op, --mem, --devices. */
 static const int shared[] = {'n', 'w', 'c', 'P', 't', 'o', OPT_MEM, OPT_DEVICES, 0};
 
 static void usage(FILE *out, const char *prog) {

@@ -46,35 +46,28 @@ typedef struct { /* the gradients declared to one fusion, by backward index */
   size_t total, max_count; /* elements: of all, of the largest */
 } ov_grads;
 
-/* perf_overlap.c: a failed call said (0 when it succeeded, else -1); the
- * median of column k of t[n][ncols]. */
+/* perf_overlap.c: a failed call said (0 when it succeeded, else -1). */
 int ov_fusion_fail(const ov_rank *ov, koloFusion_t f, koloResult_t res, const char *what);
 #ifdef KOLO_HAVE_CUDA
 int ov_cuda_fail(const ov_rank *ov, cudaError_t err, const char *what);
 #endif
 int ov_max_over_ranks(const ov_rank *ov, double *v, int n);
-double ov_median_col(const double *t, int n, int ncols, int k);
 
-/* perf_overlap_grads.c: alloc makes n gradients for the caller to set count and first
- * of; init declares them (float32) to a new fusion, commits it and zeroes them; refresh
- * fetches the allocator views after a layout change; fini undoes alloc and init, or what
- * of them was done; check_step fills, runs a step of `kind`, checks (*wrong: over ranks). */
-int ov_grads_alloc(ov_grads *g, int n, int external);
-int ov_grads_init(const ov_rank *ov, ov_grads *g);
+/* perf_overlap_grads.c: init makes n gradients in backward order, the forward
+ * tensors' counts count[] reversed (NULL: each of `each` elements), declares them
+ * (float32) to a new fusion, commits it and zeroes them; fini undoes what of it
+ * was done.  check_step fills, runs a step of `kind`, checks (*wrong: over ranks).
+ * measure: -w untimed rounds of warm[nw], then -n rounds of kinds[nk] into *t
+ * (t[i * nk + k], the slowest rank's; the caller frees *t), the copy counters
+ * before and after those in s[0], s[1]; copy_rule: the counters' rule. */
+int ov_grads_init(const ov_rank *ov, ov_grads *g, int n, int external, const size_t *count, size_t each);
 void ov_grads_fini(const ov_rank *ov, ov_grads *g);
-int ov_grads_refresh(const ov_rank *ov, ov_grads *g);
 int ov_check_step(ov_rank *ov, ov_grads *g, uint64_t seed, perf_compute *c, int kind, uint64_t *wrong);
-
-/* perf_overlap_steps.c: one step of `kind` (*us: this rank's time from the common
- * start); -w untimed rounds of warm[nw], then -n rounds of kinds[nk] into *t (t[i * nk + k],
- * the slowest rank's; the caller frees *t), the copy counters before and after those in
- * s[0], s[1]; and the counters' rule. */
-int ov_run_step(const ov_rank *ov, ov_grads *g, perf_compute *c, int kind, double *us);
 int ov_measure(const ov_rank *ov, ov_grads *g, perf_compute *c, const int *warm, int nw, const int *kinds, int nk,
                double **t, koloFusionStats_t *s);
 int ov_copy_rule(ov_rank *ov, const ov_grads *g, const koloFusionStats_t *s, int steps, const char *label);
 
-/* perf_overlap_model.c, perf_overlap_small.c */
+/* perf_overlap_model.c */
 int ov_run_model(ov_rank *ov, const char *spec, uint64_t seed);
 int ov_run_small(ov_rank *ov);
 

@@ -1,22 +1,26 @@
 /* perf_overlap_model.c - kolo-perf overlap on one model (perf_overlap_int.h):
  * its gradients in backward order, the comm-only baseline the compute is scaled
- * to, one row per compute kind with the layout's ideal step, the check step. */
+ * to, one row per compute kind with the layout's ideal step, the check step;
+ * and --small: N tensors of B bytes fused beside one koloAllReduce per tensor. */
 #include <stdlib.h>
 
 #include "perf/perf_models.h"
 #include "perf/perf_overlap_int.h"
 
-/* The gradients of m in backward order (its tensors reversed), declared. */
-static int model_grads(const ov_rank *ov, ov_grads *g, const perf_model *m) {
-  if (ov_grads_alloc(g, m->ntensors, ov->o->external) != 0) return -1;
-  size_t off = 0;
-  for (int i = 0; i < m->ntensors; i++) {
-    ov_grad *t = &g->t[m->ntensors - 1 - i];
-    t->count = m->count[i];
-    t->first = off;
-    off += m->count[i];
-  }
-  return ov_grads_init(ov, g);
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* The median of column k of t[n][ncols]. */
+static double median_col(const double *t, int n, int ncols, int k) {
+  double *v = malloc((size_t)n * sizeof *v);
+  if (v == NULL) return -1;
+  for (int i = 0; i < n; i++) v[i] = t[i * ncols + k];
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  double m = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  free(v);
+  return m;
 }
 
 /* The comm-only median, after -w warm-ups: what the compute is scaled to. */
@@ -25,18 +29,14 @@ static int comm_baseline(const ov_rank *ov, ov_grads *g, double *us) {
   double *t;
   koloFusionStats_t s[2];
   if (ov_measure(ov, g, NULL, comm, 1, comm, 1, &t, s) != 0) return -1;
-  *us = ov_median_col(t, ov->a->iters, 1, 0);
+  *us = median_col(t, ov->a->iters, 1, 0);
   free(t);
   return 0;
 }
 
-/* *ideal_ms: the best step any scheduler could reach with this layout: each
- * bucket (external: each tensor) starts its all-reduce when its last gradient
- * is ready (compute spread by parameter count) and the previous one is done,
- * taking its share of the comm-only time by bytes.  *share: the largest
- * bucket's (tensor's) share of the gradients: with compute and comm as long,
- * the ideal step is about (1 + share) x the bound, whatever the scheduler
- * (kolo_fusion.h, "Bucket size").  0, or -1 with a message. */
+/* *ideal_ms: the layout's ideal step (docs/benchmarking.md), each bucket's
+ * (external: tensor's) all-reduce taking its share of comm_ms by bytes;
+ * *share: the largest one's share of the gradients.  0, or -1 said. */
 static int layout(const ov_rank *ov, ov_grads *g, double compute_ms, double comm_ms, double *ideal_ms,
                   double *share) {
   double done = 0, cum = 0, run = 0, best = 0;
@@ -71,10 +71,10 @@ static int model_kind(ov_rank *ov, ov_grads *g, const perf_model *m, int k, doub
   koloFusionStats_t s[2];
   for (int b = 0; b < g->n; b++) g->t[b].layer_us = set_us * (double)g->t[b].count / (double)g->total;
   if (ov_measure(ov, g, &ov->comp[k], warm, 2, all, NKINDS, &t, s) != 0) return -1;
-  for (int i = 0; i < NKINDS; i++) med[i] = ov_median_col(t, n, NKINDS, i) / 1e3;
+  for (int i = 0; i < NKINDS; i++) med[i] = median_col(t, n, NKINDS, i) / 1e3;
   for (double *r = t; r < t + n * NKINDS; r += NKINDS) /* column 0 becomes the round's overlap / bound */
     r[0] = r[K_OVERLAP] / (r[K_COMM] > r[K_COMPUTE] ? r[K_COMM] : r[K_COMPUTE]);
-  double round_ratio = ov_median_col(t, n, NKINDS, 0);
+  double round_ratio = median_col(t, n, NKINDS, 0);
   free(t);
   double bound = med[K_COMM] > med[K_COMPUTE] ? med[K_COMM] : med[K_COMPUTE];
   if (layout(ov, g, med[K_COMPUTE], med[K_COMM], &ideal, &share) != 0) return -1;
@@ -123,7 +123,7 @@ int ov_run_model(ov_rank *ov, const char *spec, uint64_t seed) {
   perf_model m;
   ov_grads g;
   if (perf_model_load(&m, spec, ov->o->models_dir ? ov->o->models_dir : perf_models_dir()) != 0) return -1;
-  int nbuckets = 0, last = -1, rc = model_grads(ov, &g, &m);
+  int nbuckets = 0, last = -1, rc = ov_grads_init(ov, &g, m.ntensors, ov->o->external, m.count, 0);
   double ideal, share = 0, comm_us = 0;
   if (rc == 0) rc = ov_fusion_fail(ov, g.f, koloFusionBucketCount(g.f, &nbuckets), "koloFusionBucketCount");
   if (rc == 0) rc = layout(ov, &g, 0, 0, &ideal, &share);
@@ -139,5 +139,41 @@ int ov_run_model(ov_rank *ov, const char *spec, uint64_t seed) {
   if (rc == 0 && ov->a->check && last >= 0) rc = model_check(ov, &g, &m, last, seed);
   ov_grads_fini(ov, &g);
   perf_model_free(&m);
+  return rc;
+}
+
+static int small_path(ov_rank *ov, int external, uint64_t seed) {
+  static const int kinds[2] = {K_COMM, K_SEPARATE}; /* rounds of (fused, separate) */
+  int n = ov->a->iters, ntensors = ov->o->small_count;
+  ov_grads g;
+  koloFusionStats_t s[2];
+  double *t = NULL;
+  uint64_t wf = 0, ws = 0;
+  int rc = ov_grads_init(ov, &g, ntensors, external, NULL, ov->o->small_bytes / 4);
+  if (rc == 0) rc = ov_measure(ov, &g, NULL, kinds, 2, kinds, 2, &t, s);
+  double fused = rc == 0 ? median_col(t, n, 2, 0) : 0, sep = rc == 0 ? median_col(t, n, 2, 1) : 0;
+  free(t);
+  if (rc == 0 && ov->a->check) rc = ov_check_step(ov, &g, seed, NULL, K_COMM, &wf);
+  if (rc == 0 && ov->a->check) rc = ov_check_step(ov, &g, seed + 1, NULL, K_SEPARATE, &ws);
+  if (rc == 0 && ov->out)
+    fprintf(ov->out, "  %-9s %7d %7zu %11.1f %12.1f %9.2f %7llu %8llu\n", external ? "external" : "allocate",
+            ntensors, ov->o->small_bytes, fused, sep, sep / fused, (unsigned long long)wf, (unsigned long long)ws);
+  if (rc == 0) rc = ov_copy_rule(ov, &g, s, n, external ? "(small, ext)" : "(small, alloc)");
+  ov_grads_fini(ov, &g);
+  return rc;
+}
+
+int ov_run_small(ov_rank *ov) {
+  int rc = 0;
+  if (ov->out) {
+    fprintf(ov->out, "# %d float32 tensors of %zu bytes: fused = the fusion API (every tensor marked ready, "
+                     "StepEnd, Wait); separate = one koloAllReduce per tensor, in place, blocking%s\n",
+            ov->o->small_count, ov->o->small_bytes, ov->cuda ? " (then a stream sync)" : "");
+    fprintf(ov->out, "# rounds of (fused, separate), each step from a common start, the slowest rank's; medians\n#\n");
+    fprintf(ov->out, "# %-9s %7s %7s %11s %12s %9s %7s %8s\n", "fusion", "tensors", "bytes", "fused(us)",
+            "separate(us)", "sep/fused", "#wrong", "#wrong");
+    fprintf(ov->out, "# %-9s %7s %7s %11s %12s %9s %7s %8s\n", "", "", "", "", "", "", "fused", "separate");
+  }
+  for (int e = 0; rc == 0 && e < 2; e++) rc = small_path(ov, e, 1000 + (uint64_t)e * 2);
   return rc;
 }

@@ -1,13 +1,6 @@
-/* perf_tune.c - kolo-perf tune [-P N] [-o FILE] [--quick] [--mem host|cuda] [--no-net].
- *
- * Per transport, N forked ranks (default 2) time an 8-byte all-reduce
- * (latency) and a large one (bandwidth) on the flat ring (KOLO_ALGO=ring,
- * so that the fit reads the ring's formula of ring/algo.h):
- *   T(S) = 2(n-1) a + 2(n-1)/n S / b
- * and solve it for a and b.  socket and ib: KOLO_NET_FORCE=1, so that the
- * ranks meet over the network.  ib only where kolo's ib
- * provider has a usable port; elsewhere the file leaves it out, and kolo
- * keeps the compiled constant.  Then the crossovers (perf_tune_algos.c). */
+/* perf_tune.c - kolo-perf tune: per transport, forked ranks time an 8-byte
+ * and a large ring all-reduce, fitted to the ring's formula (ring/algo.h) for
+ * alpha and beta; then the crossovers (perf_tune_algos.c).  docs/tuning.md. */
 #define _GNU_SOURCE
 #include "perf/perf_tune.h"
 
@@ -27,11 +20,88 @@
 #include "transport/ib_dev.h"
 #endif
 #ifdef KOLO_HAVE_CUDA
+#include <cuda_runtime.h>
+
 #include "perf/perf_cuda.h"
 #endif
 
-/* One call of j's collective on `bytes` (an all-gather's per rank) in
- * m's buffer (in place; the broadcast's root is rank 0). */
+/* A rank's buffer: host memory, or (--mem cuda) device memory and a stream
+ * of its own, drained after each timed batch of calls.  Without CUDA no rank
+ * gets --mem cuda: kolo-perf tune refuses it first. */
+typedef struct {
+  int cuda, rank;
+  void *buf;
+  void *stream; /* cudaStream_t; NULL on the host */
+} tune_mem;
+
+#ifdef KOLO_HAVE_CUDA
+static int cuda_ok(cudaError_t e, int rank, const char *what) {
+  if (e == cudaSuccess) return 0;
+  fprintf(stderr, "kolo-perf tune: rank %d: %s: %s\n", rank, what, cudaGetErrorString(e));
+  return -1;
+}
+#endif
+
+/* bytes of zeroes: on the host, or on device rank % devices with a
+ * non-blocking stream.  0 or -1 (said). */
+static int tune_mem_open(tune_mem *m, int cuda, int rank, int ndev, size_t bytes) {
+  *m = (tune_mem){cuda, rank, NULL, NULL};
+  if (!cuda) return (m->buf = calloc(1, bytes)) != NULL ? 0 : -1;
+#ifdef KOLO_HAVE_CUDA
+  cudaStream_t s = NULL;
+  if (cuda_ok(cudaSetDevice(ndev > 0 ? rank % ndev : 0), rank, "cudaSetDevice") != 0 ||
+      cuda_ok(cudaMalloc(&m->buf, bytes), rank, "cudaMalloc") != 0 ||
+      cuda_ok(cudaMemset(m->buf, 0, bytes), rank, "cudaMemset") != 0 ||
+      cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), rank, "cudaStreamCreate") != 0)
+    return -1;
+  m->stream = s;
+  return 0;
+#else
+  (void)ndev;
+  fprintf(stderr, "kolo-perf tune: rank %d: --mem cuda, but this build has no CUDA\n", rank);
+  return -1;
+#endif
+}
+
+/* Waits for the calls issued on m's stream; -1 when one failed. */
+static int tune_mem_sync(tune_mem *m, koloComm_t comm) {
+  if (!m->cuda) return 0;
+#ifdef KOLO_HAVE_CUDA
+  if (cuda_ok(cudaStreamSynchronize((cudaStream_t)m->stream), m->rank, "cudaStreamSynchronize") != 0) return -1;
+#endif
+  koloResult_t async = koloSuccess;
+  if (koloCommGetAsyncError(comm, &async) != koloSuccess) return -1;
+  return async == koloSuccess || async == koloInProgress ? 0 : -1;
+}
+
+/* The max over the ranks of *flag; on a device it is copied in, reduced and
+ * copied out.  0 or -1. */
+static int tune_mem_flag(tune_mem *m, uint8_t *flag, koloComm_t comm) {
+  if (!m->cuda) return koloAllReduce(flag, flag, 1, koloUint8, koloMax, comm, NULL) == koloSuccess ? 0 : -1;
+#ifdef KOLO_HAVE_CUDA
+  cudaStream_t s = (cudaStream_t)m->stream;
+  if (cuda_ok(cudaMemcpyAsync(m->buf, flag, 1, cudaMemcpyHostToDevice, s), m->rank, "cudaMemcpyAsync") != 0 ||
+      koloAllReduce(m->buf, m->buf, 1, koloUint8, koloMax, comm, m->stream) != koloSuccess ||
+      cuda_ok(cudaMemcpyAsync(flag, m->buf, 1, cudaMemcpyDeviceToHost, s), m->rank, "cudaMemcpyAsync") != 0)
+    return -1;
+  return tune_mem_sync(m, comm);
+#else
+  return -1;
+#endif
+}
+
+static void tune_mem_close(tune_mem *m) {
+  if (!m->cuda) free(m->buf);
+#ifdef KOLO_HAVE_CUDA
+  else {
+    if (m->stream != NULL) cudaStreamDestroy((cudaStream_t)m->stream);
+    if (m->buf != NULL) cudaFree(m->buf);
+  }
+#endif
+}
+
+/* One call of `coll` on `bytes` (an all-gather's per rank) in place in m's
+ * buffer; the root is rank 0. */
 static koloResult_t call_once(koloComm_t comm, tune_mem *m, int coll, size_t bytes, int rank) {
   if (coll == KOLO_COLL_BROADCAST) return koloBroadcast(m->buf, m->buf, bytes, koloUint8, 0, comm, m->stream);
   if (coll == KOLO_COLL_REDUCE) return koloReduce(m->buf, m->buf, bytes, koloUint8, koloSum, 0, comm, m->stream);
@@ -47,10 +117,8 @@ static int calls(koloComm_t comm, tune_mem *m, int coll, size_t bytes, int n, in
   return tune_mem_sync(m, comm);
 }
 
-/* Seconds per call of `bytes`, after min(iters, 16) warm-up calls (a
- * pipe's 8 slots of shared memory fault their pages in on first use: a
- * few calls of a size touch them all); every rank makes the same number
- * of calls. */
+/* Seconds per call of `bytes`, after min(iters, 16) warm-up calls (a pipe's
+ * 8 slots of shared memory fault their pages in on first use). */
 static double time_calls(koloComm_t comm, tune_mem *m, int coll, size_t bytes, int iters, int rank) {
   if (calls(comm, m, coll, bytes, iters < 16 ? iters : 16, rank) != 0) return -1;
   double t0 = perf_now_us() * 1e-6;
@@ -58,10 +126,9 @@ static double time_calls(koloComm_t comm, tune_mem *m, int coll, size_t bytes, i
   return (perf_now_us() * 1e-6 - t0) / iters;
 }
 
-/* Small all-reduces for 50 ms of rank 0's clock, before anything is
- * timed: the ranks of the job before may still be leaving (measured: the
- * first size of a job ran up to 200x slow without).  Every rank makes
- * the same calls: each carries whether rank 0 wants another. */
+/* Small all-reduces for 50 ms of rank 0's clock (each carries whether it
+ * wants another): the ranks of the job before may still be leaving (the
+ * first size of a job ran up to 200x slow without). */
 static int warm_up(koloComm_t comm, tune_mem *m, int rank) {
   const double t0 = perf_now_us() * 1e-6;
   for (uint8_t more = 1; more;) {
@@ -71,13 +138,9 @@ static int warm_up(koloComm_t comm, tune_mem *m, int rank) {
   return 0;
 }
 
-/* The environment of a rank of job j: across a network every rank
- * reaches the others over it (KOLO_NET_FORCE: each process is a host to
- * the cost model, and kolo still sees that they share this machine's CPUs,
- * as its waits must: ranks given separate KOLO_HOSTIDs spun on CPUs that
- * others needed, and 4 ranks on 2 CPUs took 2.6 ms for an 8-byte ring
- * all-reduce over TCP, not 56 us), its net
- * provider, memory kind, KOLO_ALGO and tuning file. */
+/* The environment of a rank of job j.  Across a network the ranks meet over
+ * it with KOLO_NET_FORCE, not separate KOLO_HOSTIDs: kolo must still see that
+ * they share this machine's CPUs, or its waits spin on CPUs others need. */
 static void job_env(const tune_args *a, const tune_job *j) {
   const int one_host = j->link == KOLO_LINK_SHM || j->link == KOLO_LINK_CUDA_P2P;
   setenv("KOLO_HOSTID", "tune", 1);
@@ -91,12 +154,9 @@ static void job_env(const tune_args *a, const tune_job *j) {
   else unsetenv("KOLO_TUNING_FILE");
 }
 
-/* The job's id in rank `rank`: rank 0 makes it -- its rendezvous root
- * thread starts in its own process, after every fork -- and hands it to
- * the others through idp; a rank 0 that fails closes the pipe, and they
- * read EOF.  (Forking after koloGetUniqueId forked a copy of the root
- * thread's state: under ASan the children hung in malloc on a lock that
- * thread held.) */
+/* The job's id in rank `rank`: rank 0 makes it after every fork (forking
+ * after koloGetUniqueId copies its root thread's state: under ASan children
+ * hung on a lock that thread held) and hands it on through idp. */
 static int rank_id(int rank, int nranks, const int idp[2], koloUniqueId *id) {
   if (rank != 0) {
     close(idp[1]);
@@ -133,8 +193,7 @@ static int rank_main(const tune_args *a, const tune_job *j, int rank, const int 
   return bad;
 }
 
-/* This process only forks and waits: it never starts a thread, so every
- * fork is of a single-threaded process. */
+/* This process only forks and waits: every fork is of a single thread. */
 int perf_tune_measure(const tune_args *a, const tune_job *j, double *t) {
   int fds[2], idp[2], ok = 1;
   if (pipe(fds) != 0) return -1;
@@ -189,8 +248,7 @@ static int parse(int argc, char **argv, tune_args *a) {
   return -1;
 }
 
-/* 1 when kolo's ib provider has a port to use here (KOLO_IB_HCA
- * applied), else 0 with why. */
+/* 1 when kolo's ib provider has a port here (KOLO_IB_HCA applied), else 0 with why. */
 static int ib_usable(char *why, size_t len) {
 #ifdef KOLO_HAVE_IBVERBS
   kolo_ib_port port;
@@ -205,8 +263,7 @@ static int ib_usable(char *why, size_t len) {
 }
 
 /* The ring's latency and bandwidth on each transport into f: shm, socket,
- * and ib where a port is usable; cuda-p2p alone for CUDA communicators
- * (--mem cuda: the ranks as one host, rank r on device r % devices). */
+ * and ib where a port is usable; --mem cuda: cuda-p2p alone. */
 static int fit_links(const tune_args *a, kolo_tuning *f) {
   int links[] = {KOLO_LINK_SHM, KOLO_LINK_SOCKET, KOLO_LINK_IB}, nlinks = 3;
   char why[256];

@@ -1,33 +1,8 @@
 /* perf_tune_algos.c - kolo-perf tune's search: which algorithm of the
  * all-reduce, the broadcast, the reduce and the all-gather on how many
- * channels is fastest at each size on this machine, for the -P rank count
- * and the memory kind, written as overrides and channels lines ("override
- * allreduce ALGO LO HI ranks N mem host", "channels broadcast C LO HI
- * ranks N mem host", ...).
- *
- * Why measure rather than trust the model: the model is alpha-beta with
- * memory passes (ring/algo.h), and where ranks outnumber cores the waits
- * of an algorithm cost far more than its alpha: on this project's 2-core
- * VM the ring ran 1.7x slower than the direct all-reduce at 1 MiB with 4
- * processes (waits polling 64 times) though it makes fewer passes over
- * memory.  Channels the same: on a GPU each is a block moving bytes at
- * once, on the host one thread runs all of a call's channels in turn, and
- * on that VM 2 channels ran up to 2x slower than 1 at 8 MiB on 8 ranks.
- * A measured choice per size is what NCCL's tuner plugins give its users.
- *
- * Algorithm and channels are searched together (the best count depends on
- * the algorithm), the pairs in turn within each repeat, so that a noisy
- * second spreads over all.  More channels cost pipes and waits, another
- * algorithm a line of the file: they must win clearly (winner()).
- *
- * Then the same search across hosts, over the network link communicators
- * will take (ib where it was measured, else socket; KOLO_NET_FORCE makes
- * each process a host to the cost model), with the algorithms that run there and on the channels the
- * communicator picks itself: where each algorithm wins depends on the
- * link (measured on this project's VM over loopback TCP, 4 ranks: the
- * model, fitted to a 25 Gb/s-class network, picked Rabenseifner's at 64
- * KiB where recursive doubling took 0.69x its time).  Each line then says
- * its link ("link shm", "link socket"), so that one file steers both. */
+ * channels is fastest at each size, within a host and then across hosts,
+ * written as overrides and channels lines.  Why measure rather than trust
+ * the cost model, and how the winners are picked: docs/tuning.md. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
@@ -58,14 +33,6 @@ static const tune_search searches[] = {
     {KOLO_COLL_ALL_GATHER, "all-gather", "allgather:", 2, {KOLO_ALGO_RING, KOLO_ALGO_BRUCK, 0, 0, 0}}};
 #define NSEARCHES ((int)(sizeof searches / sizeof searches[0]))
 
-/* Across hosts the all-reduce leaves out the direct and one-shot ones
- * (one host only) and the hierarchical one (each rank is a host here). */
-static int algos_on(const tune_search *s, int across) {
-  return across && s->coll == KOLO_COLL_ALL_REDUCE ? 3 : s->nalgos;
-}
-
-/* Channel counts: 1, 2 and 4 on the host; on a GPU, where each channel is
- * a block, up to 16. */
 static const int counts[] = {1, 2, 4, 8, 16};
 #define MAX_COUNTS ((int)(sizeof counts / sizeof counts[0]))
 #define MAX_PAIRS (5 * MAX_COUNTS)
@@ -83,19 +50,20 @@ typedef struct {
  * hosts none (0: the communicator's own, no channels line).  Pair p of a
  * search is algorithm algo_of(sp, p) on count_of(sp, p) channels. */
 static int ncounts(const tune_space *sp) { return sp->across ? 1 : sp->a->cuda ? MAX_COUNTS : 3; }
-static int npairs(const tune_space *sp) { return algos_on(sp->s, sp->across) * ncounts(sp); }
+/* Across hosts the all-reduce leaves out the direct and one-shot ones
+ * (one host only) and the hierarchical one (each rank is a host here). */
+static int npairs(const tune_space *sp) {
+  return (sp->across && sp->s->coll == KOLO_COLL_ALL_REDUCE ? 3 : sp->s->nalgos) * ncounts(sp);
+}
 static int algo_of(const tune_space *sp, int p) { return sp->s->algos[p / ncounts(sp)]; }
 static int count_of(const tune_space *sp, int p) { return sp->across ? 0 : counts[p % ncounts(sp)]; }
-static int mem_of(const tune_args *a) { return a->cuda ? KOLO_TUNE_MEM_CUDA : KOLO_TUNE_MEM_HOST; }
 #define MAX_REPEATS 5
 #define TIE 1.05 /* within 5% of the fastest counts as as fast */
 
-/* Sizes 8 B, 16 B, ... by 2s up to 32 MiB (an all-gather's per rank: to
- * 32 MiB in all), each called enough times to take about 32 MiB of data
- * (4..500 calls); quick: by 4s to 32 KiB, 1 MiB of data (2..20 calls).
- * (By 4s the ranges' ends fell between measured sizes: at 8 ranks the
- * direct all-reduce won at 128 B and held 256 B, where it took 1.3x Open
- * MPI's time and recursive doubling would not have.) */
+/* Sizes 8 B, 16 B, ... by 2s (by 4s the ranges' ends fell between measured
+ * sizes) up to 32 MiB (an all-gather's per rank: 32 MiB in all), each called
+ * enough times for about 32 MiB of data (4..500 calls); quick: by 4s to 32 KiB,
+ * 1 MiB of data (2..20 calls). */
 static void plan_sizes(const tune_args *a, const tune_search *s, tune_job *j) {
   size_t top = (size_t)32 << 20, budget = a->quick ? (size_t)1 << 20 : (size_t)32 << 20;
   if (a->quick) top = (size_t)32 << 10;
@@ -107,10 +75,9 @@ static void plan_sizes(const tune_args *a, const tune_search *s, tune_job *j) {
   }
 }
 
-/* A new temporary tuning file for pair p's job: within a host one line
- * giving every call of the collective count_of(p) channels; across hosts
- * the lines found within a host (so that the communicator gets the
- * channels it will have).  Its path into path.  0 or -1. */
+/* A new temporary tuning file for pair p's job, its path into path: within a
+ * host one line giving every call count_of(p) channels; across hosts the lines
+ * found within a host (the channels the communicator will have).  0 or -1. */
 static int write_job_file(const tune_space *sp, int p, char path[64]) {
   static kolo_tuning g;
   if (sp->across) g = *sp->base;
@@ -152,10 +119,9 @@ static int cmp_double(const void *x, const void *y) {
   return (u > v) - (u < v);
 }
 
-/* The winning pair at size i, and the table's row: of the pairs within
- * TIE of the fastest, the fastest on the fewest channels, then the ring on
- * as many where it is as fast (within the noise winners flip from size to
- * size, and each flip is one more line). */
+/* The winning pair at size i, and the table's row: of the pairs within TIE
+ * of the fastest, the fastest on the fewest channels, then the ring on as
+ * many where as fast (within the noise each flip of winner is one more line). */
 static int winner(const tune_space *sp, const tune_job *j, int i, double med[][TUNE_MAX_SIZES]) {
   int best = 0, pick = -1;
   printf("%9zu", j->sizes[i]);
@@ -173,12 +139,11 @@ static int winner(const tune_space *sp, const tune_job *j, int i, double med[][T
   return pick;
 }
 
-/* Size i's winner p into f: its override (and within a host its channels
- * line) from lo to hi, or the line of size i - 1 extended when it had the
- * same winner.  0, or -1: too many lines. */
+/* Size i's winner p into f: its override (within a host also its channels
+ * line) from lo to hi, or size i - 1's line extended.  0, or -1: too many. */
 static int add_lines(const tune_space *sp, int i, int p, int prev, uint64_t lo, uint64_t hi, kolo_tuning *f) {
   const int algo = algo_of(sp, p), ch = count_of(sp, p), link = sp->across ? sp->link : KOLO_TUNE_LINK_ANY;
-  const int nranks = sp->a->nranks, mem = mem_of(sp->a), coll = sp->s->coll;
+  const int nranks = sp->a->nranks, mem = sp->a->cuda ? KOLO_TUNE_MEM_CUDA : KOLO_TUNE_MEM_HOST, coll = sp->s->coll;
   if (i > 0 && algo == algo_of(sp, prev)) f->ov[f->noverrides - 1].hi = hi;
   else if (f->noverrides == KOLO_TUNING_MAX_OVERRIDES) return -1;
   else f->ov[f->noverrides++] = (kolo_tune_override){coll, algo, lo, hi, nranks, mem, link};
@@ -189,10 +154,8 @@ static int add_lines(const tune_space *sp, int i, int p, int prev, uint64_t lo, 
   return 0;
 }
 
-/* The winners' size ranges as overrides and channels lines: a size's
- * range runs from the geometric mean with the size below (0 for the
- * first) to that with the size above (2^62-1 for the last), and a size
- * with the same winner as the one below extends its line. */
+/* The winners' size ranges as lines: a size's range runs from the geometric
+ * mean with the size below (0 for the first) to that with the one above. */
 static int write_ranges(const tune_space *sp, const tune_job *j, double med[][TUNE_MAX_SIZES], kolo_tuning *f) {
   printf("%s on %s, %d ranks, us per call (medians), algorithm/channels (0: the communicator's):\n%9s", sp->s->what,
          kolo_link_name(j->link), sp->a->nranks, sp->s->coll == KOLO_COLL_ALL_GATHER ? "B/rank" : "bytes");
@@ -232,19 +195,14 @@ static int search(const tune_space *sp, kolo_tuning *f) {
   return -1;
 }
 
-/* Every line found so far holds on `link` only. */
-static void scope_to(kolo_tuning *f, int link) {
-  for (int i = 0; i < f->noverrides; i++) f->ov[i].link = link;
-  for (int i = 0; i < f->nchannel_lines; i++) f->ch[i].link = link;
-}
-
 int perf_tune_crossovers(const tune_args *a, kolo_tuning *f) {
   const int host = a->cuda ? KOLO_LINK_CUDA_P2P : KOLO_LINK_SHM;
   for (int k = 0; k < NSEARCHES; k++)
     if (search(&(tune_space){a, &searches[k], host, 0, NULL}, f) != 0) return -1;
   if (a->cuda || a->no_net) return 0;
   static kolo_tuning base;
-  scope_to(f, host);
+  for (int i = 0; i < f->noverrides; i++) f->ov[i].link = host; /* the lines so far hold on host only */
+  for (int i = 0; i < f->nchannel_lines; i++) f->ch[i].link = host;
   base = *f;
   const int net = f->link[KOLO_LINK_IB].set ? KOLO_LINK_IB : KOLO_LINK_SOCKET;
   for (int k = 0; k < NSEARCHES; k++)
