@@ -4,8 +4,8 @@
 #include "perf/perf_p2p.h"
 
 #include <errno.h>
-#include <math.h>
 #include <getopt.h>
+#include <math.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -73,6 +73,7 @@ static const struct option longs[] = {
 static const int shared[] = {'b', 'n', 'w', 'P', 't', 0};
 static const perf_sub_flags p2p_flags = {"p2p", shared, longs, defaults, apply, check, usage};
 
+/* nvbandwidth's layout: row the source, column the destination. */
 void perf_p2p_matrix(FILE *out, const char *title, const char *name, const double *v, int n, const char *diag) {
   char label[32];
   fprintf(out, "# %s\n#%9s", title, "src\\dst");
