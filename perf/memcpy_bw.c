@@ -1,16 +1,5 @@
 /* memcpy_bw.c - kolo-memcpy-bw: the ceiling of a host collective, one core's
- * memcpy rate over the sizes of a kolo-perf sweep.
- *
- *   kolo-memcpy-bw [-b MIN] [-e MAX] [-f FACTOR | -i STEP] [-n ITERS] [-w WARMUP] [--json FILE]
- *
- * For each size, memcpy(dst, src, size) runs -w times untimed and -n times
- * timed (more where -n copies take under 1 ms, so that the clock's
- * resolution does not decide small sizes); two columns are printed:
- *   memcpy GB/s     = bytes copied / time  (what `memcpy` benchmarks report)
- *   read+write GB/s = 2 x bytes copied / time  (the memory traffic: every
- *                     byte is read once and written once)
- * GB = 1e9.  Buffers are 4 KiB aligned and touched before timing.
- */
+ * memcpy rate over the sizes of a kolo-perf sweep (docs/benchmarking.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,14 +23,8 @@ int main(int argc, char **argv) {
   perf_args o;
   int r = perf_args_parse_sub(&o, argc, argv, &memcpy_flags);
   if (r != 0) return r > 0 ? 0 : 2;
-  size_t bytes = o.max_bytes < 4096 ? 4096 : (o.max_bytes + 4095) & ~(size_t)4095;
-  char *src = aligned_alloc(4096, bytes), *dst = aligned_alloc(4096, bytes);
-  if (src == NULL || dst == NULL) {
-    fprintf(stderr, "kolo-memcpy-bw: out of memory for two %zu-byte buffers\n", bytes);
-    return 2;
-  }
-  memset(src, 1, bytes);
-  memset(dst, 0, bytes);
+  char *src, *dst;
+  if (perf_memcpy_buffers(o.max_bytes, &src, &dst, "kolo-memcpy-bw") != 0) return 2;
   FILE *json = NULL;
   if (o.json && (json = fopen(o.json, "w")) == NULL) {
     perror(o.json);
@@ -52,7 +35,6 @@ int main(int argc, char **argv) {
   printf("# memcpy = bytes copied / time; read+write = 2 x bytes copied / time (GB = 1e9)\n");
   printf("# %10s  %9s  %8s  %10s\n", "size", "time", "memcpy", "read+write");
   printf("# %10s  %9s  %8s  %10s\n", "(B)", "(us)", "(GB/s)", "(GB/s)");
-  int rows = 0;
   size_t size = o.min_bytes;
   do {
     double us = perf_memcpy_time_us(dst, src, size, o.iters, o.warmup);
@@ -60,8 +42,7 @@ int main(int argc, char **argv) {
     printf("%12zu  %9.3f  %8.2f  %10.2f\n", size, us, gbs, 2 * gbs);
     if (json)
       fprintf(json, "%s\n    {\"size\": %zu, \"time_us\": %.4f, \"memcpy_gbs\": %.4f, \"rw_gbs\": %.4f}",
-              rows ? "," : "", size, us, gbs, 2 * gbs);
-    rows++;
+              size == o.min_bytes ? "" : ",", size, us, gbs, 2 * gbs);
   } while ((size = perf_next_size(&o, size)) != 0);
   fflush(stdout);
   if (json) {

@@ -22,17 +22,24 @@ double perf_memcpy_time_us(char *dst, const char *src, size_t size, int iters, i
   }
 }
 
-double perf_memcpy_gbps(size_t bytes, int iters, int warmup) {
+int perf_memcpy_buffers(size_t bytes, char **src, char **dst, const char *who) {
   size_t b = bytes < 4096 ? 4096 : (bytes + 4095) & ~(size_t)4095;
-  char *src = aligned_alloc(4096, b), *dst = aligned_alloc(4096, b);
-  double us = -1; /* -1: no buffers */
-  if (src && dst) {
-    memset(src, 1, b); /* page faults outside the timed copies */
-    memset(dst, 0, b);
-    us = perf_memcpy_time_us(dst, src, bytes, iters, warmup);
-  } else {
-    fprintf(stderr, "kolo-perf: --ceiling memcpy: out of memory for two %zu-byte buffers\n", b);
+  *src = aligned_alloc(4096, b);
+  *dst = aligned_alloc(4096, b);
+  if (*src == NULL || *dst == NULL) {
+    fprintf(stderr, "%s: out of memory for two %zu-byte buffers\n", who, b);
+    return -1;
   }
+  memset(*src, 1, b); /* page faults outside the timed copies */
+  memset(*dst, 0, b);
+  return 0;
+}
+
+double perf_memcpy_gbps(size_t bytes, int iters, int warmup) {
+  char *src, *dst;
+  double us = -1; /* -1: no buffers */
+  if (perf_memcpy_buffers(bytes, &src, &dst, "kolo-perf: --ceiling memcpy") == 0)
+    us = perf_memcpy_time_us(dst, src, bytes, iters, warmup);
   free(src);
   free(dst);
   return us < 0 ? -1 : us > 0 ? (double)bytes / 1e3 / us : 0;

@@ -1,21 +1,8 @@
 /* perf_compute.h - calibrated stand-ins for a layer's backward compute, for
- * `kolo-perf overlap`.
- *
- *   spin   a dependent integer loop on this thread, its rate (iterations per
- *          microsecond) measured once at start on an idle core: it really
- *          burns the core, so on a machine with few cores it competes with
- *          the communication threads (and takes longer when it loses).
- *   sleep  compute offloaded to an accelerator: the CPU is idle.  Layers
- *          end at absolute deadlines from the step's start (the sum of the
- *          layer times so far), so sleeps shorter than the timer's grain do
- *          not add up: the step's compute is exact, a layer is late by at
- *          most one wake-up.
- *   cuda   a busy kernel (one thread spinning on clock64) per layer on the
- *          compute stream, its rate (clock cycles per microsecond) measured
- *          with cudaEvents at start.  Built with CUDA only.
- *
- * Thread safety: one perf_compute per thread.
- */
+ * `kolo-perf overlap`: spin (burns this thread's core), sleep (an
+ * accelerator's: the CPU idles until each layer's deadline) and cuda (a busy
+ * kernel on the compute stream); docs/benchmarking.md says how each behaves.
+ * Thread safety: one perf_compute per thread. */
 #ifndef KOLO_PERF_COMPUTE_H
 #define KOLO_PERF_COMPUTE_H
 

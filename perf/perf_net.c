@@ -1,5 +1,5 @@
-/* perf_net.c - `kolo-perf net`: the command line, the setup of the two
- * provider connections, the sweep over sizes and the table (perf_net.h). */
+/* perf_net.c - `kolo-perf net` (perf_net.h): the command line, the two
+ * provider connections, the sweep over sizes and the table. */
 #define _GNU_SOURCE /* getopt_long, prctl */
 #include "perf/perf_net.h"
 
@@ -61,25 +61,19 @@ typedef struct {
 static void usage(FILE *out) {
   fprintf(out,
           "usage: kolo-perf net [flags] [--server | HOST[:PORT]]\n"
-          "  point-to-point bandwidth and latency over a kolo net provider, perftest-style;\n"
-          "  without --server or HOST both sides run here (the server forked, over 127.0.0.1)\n"
+          "  point-to-point bandwidth and latency over a kolo net provider, perftest-style\n"
+          "  (docs/benchmarking.md); without --server or HOST both sides run here, over 127.0.0.1\n"
           "  -P, --provider NAME   socket or ib (default: what kolo's net pipes use, KOLO_NET)\n"
           "  -s, --size N          one message size (default 65536; K, M, G suffixes)\n"
           "  -b, -e N              smallest, largest size of a sweep\n"
           "  -f N / -i N           multiply (default 2) / add N bytes per step\n"
-          "  -n, --iters N         timed messages per size (default: 512 MiB worth, 8..20000, for\n"
-          "                        bandwidth; 128 MiB worth, 10..1000, round trips for latency)\n"
+          "  -n, --iters N         timed messages (latency: round trips) per size (default: by size)\n"
           "  -w, --warmup N        untimed, fully checked messages first (default: one window; 10)\n"
-          "  -W, --window N        bandwidth: messages in flight (1..%d; default 4 MiB worth, %d..%d,\n"
-          "                        as a net pipe keeps; fewer when a window would pass 256 MiB)\n"
-          "  -c, --check 0|1       poison and check every byte of the warm-up (default 1); timed\n"
-          "                        messages are always sample-checked (first, last, one word in 4 KiB)\n"
+          "  -W, --window N        bandwidth: messages in flight (1..%d; default 4 MiB worth, %d..%d)\n"
+          "  -c, --check 0|1       poison and check every byte of the warm-up (default 1)\n"
           "      --bw | --lat      only the bandwidth or only the latency test (default both)\n"
-          "      --bidir           bandwidth both ways at once instead (MB/s per direction): the\n"
-          "                        ceiling of a 2-rank ring, whose ranks send and receive together\n"
-          "      --busy            both sides poll the provider without sleeping (perftest's way;\n"
-          "                        default: a short spin, then poll() on its fds, as kolo's proxy;\n"
-          "                        ib: no sleep while this side sends, which the proxy does not do)\n"
+          "      --bidir           bandwidth both ways at once instead (MB/s per direction)\n"
+          "      --busy            both sides poll the provider without sleeping (perftest's way)\n"
           "  -p, --port N          setup port (default %d)\n"
           "      --server          wait for one client, run its plan, exit\n"
           "      --timeout MS      a peer silent this long is an error (default %d)\n"
@@ -90,6 +84,8 @@ static void usage(FILE *out) {
 }
 
 enum { OPT_BW = 256, OPT_LAT, OPT_BIDIR, OPT_BUSY, OPT_SERVER, OPT_TIMEOUT, OPT_JSON, OPT_LIST };
+#define ARG(name, c) {name, required_argument, 0, c}
+#define FLAG(name, c) {name, no_argument, 0, c}
 
 static int parse_opt(net_args *a, int c, const char *v) {
   net_plan *p = &a->plan;
@@ -122,17 +118,11 @@ static int parse_opt(net_args *a, int c, const char *v) {
 /* 0 to run, 1 after --help, -1 on a bad command line (said). */
 static int parse_args(net_args *a, int argc, char **argv) {
   static const struct option opts[] = {
-      {"provider", required_argument, 0, 'P'}, {"size", required_argument, 0, 's'},
-      {"minbytes", required_argument, 0, 'b'}, {"maxbytes", required_argument, 0, 'e'},
-      {"stepfactor", required_argument, 0, 'f'}, {"stepbytes", required_argument, 0, 'i'},
-      {"iters", required_argument, 0, 'n'},    {"warmup", required_argument, 0, 'w'},
-      {"window", required_argument, 0, 'W'},   {"check", required_argument, 0, 'c'},
-      {"port", required_argument, 0, 'p'},     {"bw", no_argument, 0, OPT_BW},
-      {"lat", no_argument, 0, OPT_LAT},        {"bidir", no_argument, 0, OPT_BIDIR},
-      {"server", no_argument, 0, OPT_SERVER},  {"busy", no_argument, 0, OPT_BUSY},
-      {"timeout", required_argument, 0, OPT_TIMEOUT}, {"json", required_argument, 0, OPT_JSON},
-      {"list", no_argument, 0, OPT_LIST},      {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
+      ARG("provider", 'P'), ARG("size", 's'), ARG("minbytes", 'b'), ARG("maxbytes", 'e'), ARG("stepfactor", 'f'),
+      ARG("stepbytes", 'i'), ARG("iters", 'n'), ARG("warmup", 'w'), ARG("window", 'W'), ARG("check", 'c'),
+      ARG("port", 'p'), ARG("timeout", OPT_TIMEOUT), ARG("json", OPT_JSON), FLAG("bw", OPT_BW), FLAG("lat", OPT_LAT),
+      FLAG("bidir", OPT_BIDIR), FLAG("server", OPT_SERVER), FLAG("busy", OPT_BUSY), FLAG("list", OPT_LIST),
+      FLAG("help", 'h'), {0, 0, 0, 0}};
   /* Static, so that the plan's padding, which goes over the wire, is zero. */
   static const net_args defaults = {
       .plan = {PLAN_MAGIC, PLAN_VERSION, "", 65536, 65536, 0, 2, .warmup = -1, .check = 1,
@@ -216,7 +206,7 @@ static void latency_of(net_row *row, double *rtt) {
 }
 
 /* Latency: buffers in each ring while they fit the pool cap, at least 2
- * (credits lag by up to 7 of 9, perf_net_xfer.h). */
+ * (a receiver credits as a net pipe does, lagging by up to 7 of 9). */
 #define LAT_RING 9
 
 /* The warm-up round and the timed one of `test` (TEST_BW or TEST_LAT) at

@@ -1,23 +1,9 @@
-/* perf_net_xfer.h - the timed rounds of `kolo-perf net` (perf_net.h): one
- * round of the bandwidth or the latency test at one size, each side calling
- * its half, driving a net provider (transport/net.h) as kolo's net pipes
- * do: each side binds a ring of buffers to its end of each connection, a
- * message is a slice (its step's buffer), and the receiver credits what it
- * drained when a net pipe would (kolo_net_pipe_credit_due), and at the end.
- *
- * Bandwidth as ib_write_bw (-b: --bidir, both ways at once): the client's
- * clock runs from the server's "ready" to its "got all", so it covers
- * delivery and the check.  Latency as ib_write_lat: ping-pong, the client
- * timing each round trip; rings of several buffers keep credits, which lag
- * by up to all but a quarter of a ring, off the round trip.  A round ends
- * settled, so that the next size may bind other buffers (net.h).
- *
- * Payload check: each message carries 64-bit words that depend on its
- * buffer (seed) and, in its first and last word, on its iteration, so stale
- * or misplaced data shows.  Warm-up rounds (full = 1) poison each receive
- * buffer before it is credited and check every byte; timed rounds check the
- * first and last word and one in every 4 KiB.  Wrong bytes are counted.
- */
+/* perf_net_xfer.h - the timed rounds of `kolo-perf net` (perf_net.h),
+ * driving a net provider (transport/net.h) as kolo's net pipes do: each side
+ * binds a ring of buffers to its end of each connection, a message is a
+ * slice, and the receiver credits what it drained when a net pipe would.
+ * A round ends settled, so that the next size may bind other buffers.  How
+ * the figures are taken and checked: docs/benchmarking.md. */
 #ifndef KOLO_PERF_NET_XFER_H
 #define KOLO_PERF_NET_XFER_H
 

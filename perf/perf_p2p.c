@@ -1,10 +1,11 @@
 /* perf_p2p.c - `kolo-perf p2p` (see perf_p2p.h): its command line, the GPU
- * part in a child process, then the host ranks. */
+ * part in a child process, then the host ranks; the matrices they print. */
 #define _GNU_SOURCE /* fork */
 #include "perf/perf_p2p.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,10 +18,8 @@ static perf_p2p_opts opts; /* what a->p2p points at */
 static void usage(FILE *f, const char *prog) {
   fprintf(f,
           "usage: %s p2p [flags]\n"
-          "  copy bandwidth and latency between every pair, as matrices (row: source):\n"
-          "  GPUs: cudaMemcpyAsync device to device for each pair with peer access (nvbandwidth's\n"
-          "  copies; on kolo's CPU model, model figures); host ranks: koloSend -> koloRecv over\n"
-          "  shared memory between -P processes, each ordered pair in turn\n"
+          "  copy bandwidth and latency between every pair, as matrices (row: source): GPUs'\n"
+          "  cudaMemcpyAsync, host ranks' koloSend -> koloRecv (docs/benchmarking.md)\n"
           "  -b, --bytes N         bytes per bandwidth copy or message (default 32M; K, M, G)\n"
           "  -n, --iters N         timed copies or messages per pair (default 20)\n"
           "  -w, --warmup_iters N  untimed ones first (default 5)\n"
@@ -73,6 +72,29 @@ static const struct option longs[] = {
     {NULL, 0, NULL, 0}};
 static const int shared[] = {'b', 'n', 'w', 'P', 't', 0};
 static const perf_sub_flags p2p_flags = {"p2p", shared, longs, defaults, apply, check, usage};
+
+/* nvbandwidth's layout: row the source, column the destination. */
+void perf_p2p_matrix(FILE *out, const char *title, const char *name, const double *v, int n, const char *diag) {
+  char label[32];
+  fprintf(out, "# %s\n#%9s", title, "src\\dst");
+  for (int j = 0; j < n; j++) {
+    snprintf(label, sizeof label, "%s%d", name, j);
+    fprintf(out, " %9s", label);
+  }
+  fprintf(out, "\n");
+  for (int i = 0; i < n; i++) {
+    snprintf(label, sizeof label, "%s%d", name, i);
+    fprintf(out, " %9s", label);
+    for (int j = 0; j < n; j++) {
+      double x = v[i * n + j];
+      if (i == j && diag) fprintf(out, " %9s", diag);
+      else if (isnan(x)) fprintf(out, " %9s", "n/a");
+      else fprintf(out, " %9.2f", x);
+    }
+    fprintf(out, "\n");
+  }
+  fflush(out);
+}
 
 /* The GPU part in a child: this process makes no CUDA call, since it
  * forks the host ranks after. */

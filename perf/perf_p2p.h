@@ -1,17 +1,6 @@
 /* perf_p2p.h - `kolo-perf p2p`: copy bandwidth and latency between every
- * pair, as nvbandwidth gives them for GPUs:
- *   - GPUs: cudaMemcpyAsync device to device for every ordered pair with
- *     peer access (peer access enabled), on the source's stream, timed with
- *     its events; the diagonal is a copy within one device.  Run in a
- *     child process, so that the parent makes no CUDA call before it forks
- *     the host ranks.  On kolo's CPU model the figures say they are the
- *     model's.
- *   - host ranks: -P processes (x -t threads) on one communicator, each
- *     ordered pair in turn koloSend -> koloRecv over kolo's shared-memory
- *     pipes (in-process pipes between threads), the others waiting.
- * Each prints a matrix of GB/s (row: source, column: destination) and one
- * of microseconds (the GPUs: per small copy; host ranks: half a ping-pong's
- * round trip). */
+ * pair of GPUs and of host ranks, as nvbandwidth's matrices
+ * (docs/benchmarking.md). */
 #ifndef KOLO_PERF_P2P_H
 #define KOLO_PERF_P2P_H
 

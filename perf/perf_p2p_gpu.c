@@ -1,7 +1,5 @@
-/* perf_p2p_gpu.c - kolo-perf p2p's GPU matrix (see perf_p2p.h): for every
- * ordered pair (src, dst) with peer access, -n cudaMemcpyAsync of -b bytes
- * from src's buffer to dst's on a stream of src, between two events; the
- * latency is the time per copy of --lat-bytes in a row of --lat-iters. */
+/* perf_p2p_gpu.c - kolo-perf p2p's GPU matrices (see perf_p2p.h): copies
+ * from src's buffer to dst's on a stream of src, between two events. */
 #include <math.h>
 #include <stdlib.h>
 

@@ -1,8 +1,6 @@
 /* perf_p2p_host.c - kolo-perf p2p's host ranks (see perf_p2p.h): every
- * ordered pair in turn, the others waiting at the next pair's barrier.
- * Bandwidth: the source koloSends -n messages of -b bytes, the destination
- * koloRecvs them, both timed from the barrier, the slower side counted.
- * Latency: -lat-iters round trips of --lat-bytes, half of one each. */
+ * ordered pair in turn, the others waiting at the next pair's barrier;
+ * both sides timed from the barrier, the slower counted. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,26 +16,15 @@ static int sendrecv(kolo_backend *kb, void *buf, size_t bytes, int peer, int sen
   return -1;
 }
 
-/* n messages of `bytes` from src to dst; this rank's time in *us (0 when
- * it is neither). */
-static int stream(kolo_backend *kb, void *buf, size_t bytes, int n, int src, int dst, double *us) {
+/* n messages of `bytes` from src to dst, or with `pong` n round trips;
+ * this rank's time in *us (0 when it is neither). */
+static int exchange(kolo_backend *kb, void *buf, size_t bytes, int n, int src, int dst, int pong, double *us) {
   double t0 = perf_now_us();
+  int me = kb->rank, peer = me == src ? dst : src;
+  if (me != src && me != dst) n = 0;
   for (int i = 0; i < n; i++)
-    if ((kb->rank == src && sendrecv(kb, buf, bytes, dst, 1) != 0) ||
-        (kb->rank == dst && sendrecv(kb, buf, bytes, src, 0) != 0))
+    if (sendrecv(kb, buf, bytes, peer, me == src) != 0 || (pong && sendrecv(kb, buf, bytes, peer, me != src) != 0))
       return -1;
-  *us = kb->rank == src || kb->rank == dst ? perf_now_us() - t0 : 0;
-  return 0;
-}
-
-/* n round trips src -> dst -> src; this rank's time in *us (0 when it is neither). */
-static int ping_pong(kolo_backend *kb, void *buf, size_t bytes, int n, int src, int dst, double *us) {
-  double t0 = perf_now_us();
-  int me = kb->rank;
-  for (int i = 0; i < n; i++) {
-    if (me == src && (sendrecv(kb, buf, bytes, dst, 1) != 0 || sendrecv(kb, buf, bytes, dst, 0) != 0)) return -1;
-    if (me == dst && (sendrecv(kb, buf, bytes, src, 0) != 0 || sendrecv(kb, buf, bytes, src, 1) != 0)) return -1;
-  }
   *us = me == src || me == dst ? perf_now_us() - t0 : 0;
   return 0;
 }
@@ -47,12 +34,12 @@ static int ping_pong(kolo_backend *kb, void *buf, size_t bytes, int n, int src, 
 static int measure_pair(kolo_backend *kb, const perf_backend *be, const perf_p2p_opts *o, void *buf, int src,
                         int dst, double t[2]) {
   double warm;
-  if (stream(kb, buf, o->bytes, o->warmup, src, dst, &warm) != 0) return -1; /* connects the pipe */
+  if (exchange(kb, buf, o->bytes, o->warmup, src, dst, 0, &warm) != 0) return -1; /* connects the pipe */
   double bar[1] = {0};
-  if (be->allreduce_double(be->ctx, bar, 1, 1) != 0 || stream(kb, buf, o->bytes, o->iters, src, dst, &t[0]) != 0)
+  if (be->allreduce_double(be->ctx, bar, 1, 1) != 0 || exchange(kb, buf, o->bytes, o->iters, src, dst, 0, &t[0]) != 0)
     return -1;
   if (be->allreduce_double(be->ctx, bar, 1, 1) != 0 ||
-      ping_pong(kb, buf, o->lat_bytes, o->lat_iters, src, dst, &t[1]) != 0)
+      exchange(kb, buf, o->lat_bytes, o->lat_iters, src, dst, 1, &t[1]) != 0)
     return -1;
   return be->allreduce_double(be->ctx, t, 2, 1);
 }

@@ -57,6 +57,7 @@ typedef struct {
   int ntypes;
   uint64_t wrong;
   low_mark low[MAX_TYPES][NKINDS][2]; /* [type][kind][entry, grid] */
+  int any_low;                        /* some low mark is seen */
 } bench;
 
 /* One row: what runs, on how many elements, launched how. */
@@ -141,13 +142,12 @@ static cudaError_t enqueue(bench *b, const prim_case *c) {
 static int time_case(bench *b, const prim_case *c, double *us) {
   const perf_args *a = b->a;
   float ms = 0;
-  for (int i = 0; i < a->warmup; i++)
-    if (fail(enqueue(b, c), "a warm-up launch")) return -1;
-  if (fail(cudaStreamSynchronize(b->stream), "the warm-up (cudaStreamSynchronize)") ||
-      fail(cudaEventRecord(b->start, b->stream), "cudaEventRecord"))
-    return -1;
-  for (int i = 0; i < a->iters; i++)
-    if (fail(enqueue(b, c), "a timed launch")) return -1;
+  for (int i = 0; i < a->warmup + a->iters; i++) {
+    if (i == a->warmup && (fail(cudaStreamSynchronize(b->stream), "the warm-up (cudaStreamSynchronize)") ||
+                           fail(cudaEventRecord(b->start, b->stream), "cudaEventRecord")))
+      return -1;
+    if (fail(enqueue(b, c), i < a->warmup ? "a warm-up launch" : "a timed launch")) return -1;
+  }
   if (fail(cudaEventRecord(b->stop, b->stream), "cudaEventRecord") ||
       fail(cudaEventSynchronize(b->stop), "the timed calls (cudaEventSynchronize)") ||
       fail(cudaEventElapsedTime(&ms, b->start, b->stop), "cudaEventElapsedTime"))
@@ -156,14 +156,16 @@ static int time_case(bench *b, const prim_case *c, double *us) {
   return 0;
 }
 
+/* buf[0..bytes) filled with the 8-byte `pattern` repeated. */
+static int fill(bench *b, void *buf, size_t bytes, uint64_t pattern) {
+  return fail((cudaError_t)kolo_prims_bench_fill(buf, bytes, pattern, b->stream), "kolo_prims_bench_fill") ? -1 : 0;
+}
+
 /* Outputs filled with bytes no primitive writes here. */
 static int poison(bench *b, const prim_case *c) {
-  uint64_t p = ~(uint64_t)0;
-  if (fail((cudaError_t)kolo_prims_bench_fill(b->out0, c->bytes, p, b->stream), "kolo_prims_bench_fill")) return -1;
-  if (c->k && c->k->two &&
-      fail((cudaError_t)kolo_prims_bench_fill(b->out1, c->bytes, p, b->stream), "kolo_prims_bench_fill"))
-    return -1;
-  return 0;
+  return fill(b, b->out0, c->bytes, ~(uint64_t)0) || (c->k && c->k->two && fill(b, b->out1, c->bytes, ~(uint64_t)0))
+             ? -1
+             : 0;
 }
 
 /* Output bytes that differ from `want` repeated. */
@@ -210,6 +212,7 @@ static int run_case(bench *b, const prim_case *c, double memcpy_gbs, double *gbs
   if (c->k && c->bytes >= SUMMARY_MIN_BYTES && ratio > 0) {
     low_mark *m = &b->low[c->ti][c->k - kinds][c->launch == LAUNCH_GRID];
     if (!m->seen || ratio < m->ratio) *m = (low_mark){1, ratio, c->bytes};
+    b->any_low = 1;
   }
   return 0;
 }
@@ -217,11 +220,7 @@ static int run_case(bench *b, const prim_case *c, double memcpy_gbs, double *gbs
 /* ---- one size ----------------------------------------------------------- */
 
 static int fill_inputs(bench *b, perf_type t, size_t bytes) {
-  return fail((cudaError_t)kolo_prims_bench_fill(b->in_a, bytes, pattern_of(t, 1), b->stream), "kolo_prims_bench_fill") ||
-                 fail((cudaError_t)kolo_prims_bench_fill(b->in_b, bytes, pattern_of(t, 2), b->stream),
-                      "kolo_prims_bench_fill")
-             ? -1
-             : 0;
+  return fill(b, b->in_a, bytes, pattern_of(t, 1)) || fill(b, b->in_b, bytes, pattern_of(t, 2)) ? -1 : 0;
 }
 
 static int entry_blocks(size_t n, size_t es) {
@@ -296,12 +295,8 @@ static void print_header(const bench *b) {
 }
 
 static void print_summary(const bench *b) {
-  int any = 0;
-  for (int ti = 0; ti < b->ntypes; ti++)
-    for (int k = 0; k < NKINDS; k++)
-      for (int l = 0; l < 2; l++) any |= b->low[ti][k][l].seen;
   printf("#\n");
-  if (!any) {
+  if (!b->any_low) {
     printf("# no size >= %zu B in this sweep: no summary\n", SUMMARY_MIN_BYTES);
   } else {
     printf("# summary: lowest vs_memcpy at sizes >= %zu B\n", SUMMARY_MIN_BYTES);
@@ -330,23 +325,16 @@ int perf_prims_run(const perf_args *a) {
     return 2;
   }
   b.dev = a->ndevs == 1 ? a->devs[0] : 0;
-  if (a->type_given) {
-    b.types[b.ntypes++] = a->type;
-  } else {
-    b.types[b.ntypes++] = PERF_FLOAT32;
-    b.types[b.ntypes++] = PERF_BFLOAT16;
-  }
-  int code = 0;
-  if (setup(&b) != 0) {
-    code = 2;
-  } else {
-    print_header(&b);
-    size_t size = a->min_bytes;
-    do {
-      if (run_size(&b, size) != 0) code = 2;
-    } while (code == 0 && (size = perf_next_size(a, size)) != 0);
-    if (code == 0) print_summary(&b);
-  }
+  b.types[0] = a->type_given ? a->type : PERF_FLOAT32;
+  b.types[1] = PERF_BFLOAT16;
+  b.ntypes = a->type_given ? 1 : 2;
+  int code = setup(&b) != 0 ? 2 : 0;
+  if (code == 0) print_header(&b);
+  size_t size = a->min_bytes;
+  do {
+    if (code == 0 && run_size(&b, size) != 0) code = 2;
+  } while (code == 0 && (size = perf_next_size(a, size)) != 0);
+  if (code == 0) print_summary(&b);
   teardown(&b);
   return code != 0 ? code : b.wrong ? 1 : 0;
 }

@@ -1,8 +1,6 @@
 /* perf_topo.h - `kolo-perf topo`: what kolo sees on this machine and would
- * use: the host, CPUs and NUMA nodes (/sys), GPUs (CUDA, NVLink through
- * NVML loaded at run time), RDMA devices (ibverbs), socket interfaces, and
- * the rings kolo builds for a rank layout (ring/topology.h).  Each section
- * says "none found" (and why, where it can) when there is nothing. */
+ * use, section by section (docs/benchmarking.md); each section says "none
+ * found" (and why, where it can) when there is nothing. */
 #ifndef KOLO_PERF_TOPO_H
 #define KOLO_PERF_TOPO_H
 
@@ -13,11 +11,9 @@
 int perf_topo_main(int argc, char **argv);
 
 /* The sections (perf_topo_*.c), each printing to out. */
-void perf_topo_host(FILE *out);
 /* Returns the number of GPUs found (0 without CUDA or a device). */
 int perf_topo_gpus(FILE *out);
 void perf_topo_rdma(FILE *out);
-void perf_topo_ifaces(FILE *out);
 /* The rings of a layout: "HxR" (H hosts of R ranks) or each rank's host
  * index, "0,0,1,1"; channels 0: as many as the largest host has ranks.
  * 0, or -1 with a sentence on stderr for a bad layout. */

@@ -13,13 +13,11 @@
 
 /* "node 0", or why there is none. */
 static void numa_of(const char *bus, char *buf, size_t len) {
-  char path[128], v[32];
 #ifdef KOLO_CUDA_SIM
   (void)bus;
-  (void)path;
-  (void)v;
   snprintf(buf, len, "n/a (model device)");
 #else
+  char path[128], v[32];
   snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/numa_node", bus);
   if (perf_topo_read_line(path, v, sizeof v) != 0) snprintf(buf, len, "? (no %s)", path);
   else if (v[0] == '-') snprintf(buf, len, "none (the kernel knows no NUMA node for it)");
