@@ -8,6 +8,7 @@ line; -N's cycles are drawn as their median per size.  Drawn by gnuplot
 import argparse
 import json
 import os
+import pathlib
 import statistics
 import subprocess
 import sys
@@ -25,11 +26,9 @@ def fail(msg):
 def load(path):
     try:
         with open(path) as f:
-            text = f.read()
+            return json.load(f)
     except OSError as e:
         fail(f"{path}: {e.strerror}")
-    try:
-        return json.loads(text)
     except ValueError as e:
         fail(f"{path}: not valid JSON ({e}); a run that failed leaves its file unfinished")
 
@@ -120,12 +119,7 @@ def draw(text, png, keep):
         fail("gnuplot is not installed (Debian: apt-get install gnuplot-nox, which scripts/setup.sh does)")
     if rc != 0:
         fail(f"gnuplot failed (exit status {rc}) on {path}")
-    try:
-        with open(png, "rb") as f:
-            ok = f.read(8) == PNG_SIGNATURE
-    except OSError:
-        ok = False
-    if not ok:
+    if not os.path.isfile(png) or pathlib.Path(png).read_bytes()[:8] != PNG_SIGNATURE:
         fail(f"gnuplot wrote no PNG to {png}")
     if keep is None:
         os.unlink(path)

@@ -126,14 +126,12 @@ kit_gtest() {
 # CMake looks for a system one (none: no ib provider).
 IB_ARGS=()
 kit_ibverbs() {
-  local lib=$KIT/ibverbs/lib
+  local lib=$KIT/ibverbs/lib missing
   IB_ARGS=(-U 'KOLO_IBVERBS_*')  # forget an earlier run's choice
   [ -e "$lib/libibverbs.so.1" ] || return 0
-  if command -v ldd > /dev/null && LD_LIBRARY_PATH=$lib ldd "$lib/libibverbs.so.1" 2>&1 | grep -q 'not found'; then
-    echo "# the kit's libibverbs does not load here: $(LD_LIBRARY_PATH=$lib ldd "$lib/libibverbs.so.1" 2>&1 |
-      grep -m 1 'not found' | sed 's/^[[:space:]]*//')"
-    return 0
-  fi
+  missing=$(command -v ldd > /dev/null && LD_LIBRARY_PATH=$lib ldd "$lib/libibverbs.so.1" 2>&1 |
+    grep -m 1 'not found' | sed 's/^[[:space:]]*//')
+  [ -z "$missing" ] || { echo "# the kit's libibverbs does not load here: $missing"; return 0; }
   export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   IB_ARGS=(-DKOLO_IBVERBS_LIB="$lib/libibverbs.so" -DKOLO_IBVERBS_INCLUDE="$KIT/ibverbs/include")
 }
@@ -143,15 +141,11 @@ kit_ibverbs() {
 BUILD_NOTE=
 configure_kolo() {
   local args=(-DKOLO_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DKOLO_TESTS=ON -DCMAKE_BUILD_TYPE="$BUILD_TYPE")
-  local gtest_from="system GoogleTest" gtest_dir
+  local gtest_from="system GoogleTest" gtest_dir rc
   # The generator of an existing build folder cannot change.
   if [ ! -f "$BUILD/CMakeCache.txt" ] && command -v ninja > /dev/null; then args+=(-G Ninja); fi
   if [ -d "$KIT/googletest" ]; then
-    gtest_dir=$(kit_gtest) || {
-      local rc=$?
-      echo "# the kit's GoogleTest did not build"
-      return "$rc"
-    }
+    gtest_dir=$(kit_gtest) || { rc=$?; echo "# the kit's GoogleTest did not build"; return "$rc"; }
     args+=(-DGTest_DIR="$gtest_dir")
     gtest_from="GoogleTest from $(basename "$KIT")"
   fi
@@ -275,12 +269,6 @@ run_rules() { # LABEL QUEUES FILTER: test_cuda_runtime_rules, its output appende
   return "${PIPESTATUS[0]}"
 }
 
-# gtest_count LABEL FILE: the sum of N over GoogleTest's "[  LABEL  ] N tests"
-# lines in FILE (one per run).
-gtest_count() {
-  sed -nE "s/^\[ +$1 +\] ([0-9]+) tests?[,.].*/\1/p" "$2" | awk '{ n += $1 } END { print n + 0 }'
-}
-
 step_rules() {
   begin_step rules "$BUDGET_RULES" || return
   local rc1 rc2 passed failed skipped observed differ note
@@ -290,9 +278,9 @@ step_rules() {
   run_rules "this run's" "$CUDA_DEVICE_MAX_CONNECTIONS" 'CudaRulesStreams.*'
   rc2=$?
   cp "$WORK/rules.txt" "$OUT/rules.txt"
-  passed=$(gtest_count PASSED "$WORK/rules.txt")
-  failed=$(gtest_count FAILED "$WORK/rules.txt")
-  skipped=$(gtest_count SKIPPED "$WORK/rules.txt")
+  # GoogleTest's "[  PASSED  ] N tests." lines, one per run, summed
+  read -r passed failed skipped <<< "$(awk '/^\[ +(PASSED|FAILED|SKIPPED) +\] [0-9]+ tests?[,.]/ { n[$2] += $4 }
+    END { print n["PASSED"] + 0, n["FAILED"] + 0, n["SKIPPED"] + 0 }' "$WORK/rules.txt")"
   observed=$(grep -c '^\[ RULE ' "$WORK/rules.txt")
   differ=$(grep -c '^\[ RULE .*: DIFFERS$' "$WORK/rules.txt")
   note="$passed passed, $failed failed, $skipped skipped; $observed observed: $((observed - differ)) as the model, $differ differ"
@@ -338,9 +326,7 @@ step_tests() {
   local finished=$((T_PASSED + T_FAILED + T_SKIPPED + T_DISABLED))
   note="${total:-?} CUDA tests: $T_PASSED passed, $T_FAILED failed, $T_SKIPPED skipped, $T_DISABLED disabled"
   [ -n "$total" ] && [ "$finished" -lt "$total" ] && note+=", $((total - finished)) not reached"
-  if [ "$rc" -eq 124 ]; then
-    note+="; timed out after $((SECONDS - STEP_T0)) s"
-  fi
+  [ "$rc" -ne 124 ] || note+="; timed out after $((SECONDS - STEP_T0)) s"
   if [ "$T_FAILED" -gt 0 ]; then
     ROW_MORE[tests]="failed: $(head -n 6 <<< "$T_FAILED_NAMES" | paste -sd, - | sed 's/,/, /g')"
     [ "$T_FAILED" -gt 6 ] && ROW_MORE[tests]+=", ... ($T_FAILED; see run_cuda.log, tests.xml)"
@@ -354,18 +340,14 @@ step_tests() {
 
 # ---- sanitizers ------------------------------------------------------------
 SANITIZER=
-find_sanitizer() {
+# The probe under memcheck: does compute-sanitizer run on this device at all?
+step_sanitizer() {
   local c
   for c in "$(command -v compute-sanitizer)" /usr/local/cuda/bin/compute-sanitizer \
     /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
-    [ -n "$c" ] && [ -x "$c" ] && { SANITIZER=$c; return 0; }
+    [ -x "$c" ] && SANITIZER=$c && break
   done
-  return 1
-}
-
-# The probe under memcheck: does compute-sanitizer run on this device at all?
-step_sanitizer() {
-  if ! find_sanitizer; then
+  if [ -z "$SANITIZER" ]; then
     echo "run_cuda: compute-sanitizer not found: memcheck, racecheck, synccheck SKIP"
     record sanitizer SKIP 0 "compute-sanitizer not found: memcheck, racecheck, synccheck not run"
     return 1
@@ -446,13 +428,11 @@ bench() {
   echo "# kolo-perf $*"
   bounded "$P" "$@" 2>&1 | tee "$WORK/$name.txt"
   rc=${PIPESTATUS[0]}
-  if [ "$rc" -eq 0 ]; then
-    end_step PASS ""
-  elif [ "$rc" -eq 124 ]; then
-    end_step FAIL "timed out"
-  else
-    end_step FAIL "exit status $rc"
-  fi
+  case $rc in
+    0) end_step PASS "" ;;
+    124) end_step FAIL "timed out" ;;
+    *) end_step FAIL "exit status $rc" ;;
+  esac
 }
 
 # Table rows: prims "size primitive type launch blocks threads time GB/s vs_memcpy #wrong";
@@ -575,21 +555,15 @@ summary() {
 }
 
 # ---- main ------------------------------------------------------------------
-# nvcc and compute-sanitizer live in /usr/local/cuda/bin, which a bare shell
-# on the GPU machine may not have on its PATH.
-cuda_on_path() {
-  if ! command -v nvcc > /dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
-    export PATH=/usr/local/cuda/bin:$PATH
-  fi
-}
-
 main() {
   echo "# kolo GPU check on $HOSTNAME, $(nproc) cores; output in $OUT; budget $TOTAL_BUDGET s"
   if command -v nvidia-smi > /dev/null; then
     nvidia-smi --query-gpu=index,name,memory.total,clocks.max.sm,clocks.max.mem,driver_version --format=csv |
       sed 's/^/# /'
   fi
-  cuda_on_path
+  # nvcc and compute-sanitizer live in /usr/local/cuda/bin, which a bare
+  # shell on the GPU machine may not have on its PATH.
+  if ! command -v nvcc > /dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
   step_build
   if [ "${ROW_STATUS[build]}" = PASS ]; then
     step_gpu

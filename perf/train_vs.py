@@ -1,14 +1,9 @@
 """train_vs.py - one data-parallel training run, timed, launched by `perf/compare.sh train` under
-mpirun (one method per launch, so that libraries never share a process).  Rank 0 prints
-"train_vs <method> <model> <ranks> <median step ms>" (the slowest rank's median) and, with
---allreduce, "train_vs_ar <method> <model> <ranks> <ms>": one all-reduce of all the gradients by
-the method's library.  Not a test: tests/torch/check_training.py checks the results.
-
-Methods: single (no communication: the compute alone; N processes at once, each alone), kolo
-(kolo.torch's DistributedOptimizer), ddp-kolo and ddp-gloo (torch DDP over that backend), horovod
-(horovod.torch's DistributedOptimizer).  Models on the CPU, synthetic data, --batch per rank: cnn
-(26 MB of float32 gradients), resnet (4 stages of 2 residual blocks, 20 MB), mlp (84 MB of
-gradients beside little compute)."""
+mpirun (one method per launch, so that libraries never share a process; docs/benchmarking.md says
+what the methods and models are).  Rank 0 prints "train_vs <method> <model> <ranks> <median step
+ms>" (the slowest rank's median) and, with --allreduce, "train_vs_ar <method> <model> <ranks> <ms>":
+one all-reduce of all the gradients by the method's library.  Not a test:
+tests/torch/check_training.py checks the results."""
 import argparse
 import os
 import statistics
