@@ -6,7 +6,6 @@
 
 #include "kolo.h"
 #include "perf/perf_sweep.h"
-#include "perf/perf_watchdog.h"
 
 typedef struct {
   koloComm_t comm;
@@ -17,7 +16,7 @@ typedef struct {
   size_t scratch_bytes;
   void *ev_start, *ev_stop; /* cudaEvent_t: the marks around timed calls (cuda) */
   void *graph;              /* cudaGraphExec_t of -G, or NULL */
-  perf_watch *watch;        /* -T's slot, or NULL */
+  struct perf_watch *watch; /* -T's slot, or NULL */
 } kolo_backend;
 
 /* Fills `be` for an initialized communicator.  With cuda, the calling thread
@@ -25,7 +24,7 @@ typedef struct {
  * there (ranks sharing a device never share a stream), every call and copy
  * goes on it, times are taken with cudaEvents on it, and --graph captures on
  * it (thread-local capture mode: each rank is captured by its own thread).
- * timeout_s > 0: the rows are watched (-T, perf_watchdog.h).
+ * timeout_s > 0: the rows are watched (-T, kolo_backend.c).
  * Returns 0, or -1 with a message printed. */
 int kolo_backend_init(kolo_backend *kb, perf_backend *be, koloComm_t comm, int cuda, int timeout_s);
 /* Frees what init made; the communicator stays. */

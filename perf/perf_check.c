@@ -132,7 +132,7 @@ void perf_gen_init(perf_gen *g, perf_type type, perf_op op, int nranks, uint64_t
   g->prod_two = nranks <= prod_bits[type];
 }
 
-static uint64_t mix64(uint64_t z) { /* splitmix64's finalizer */
+uint64_t perf_mix64(uint64_t z) { /* splitmix64's finalizer */
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
@@ -140,7 +140,7 @@ static uint64_t mix64(uint64_t z) { /* splitmix64's finalizer */
 
 /* Rank `rank`'s input element `index`: a small integer. */
 static double perf_gen_value(const perf_gen *g, int rank, size_t index) {
-  uint64_t r = mix64(g->seed * 0x9e3779b97f4a7c15ull + (uint64_t)rank * 0xd1b54a32d192ed03ull + (uint64_t)index);
+  uint64_t r = perf_mix64(g->seed * 0x9e3779b97f4a7c15ull + (uint64_t)rank * 0xd1b54a32d192ed03ull + (uint64_t)index);
   static const double prod_set[3] = {-1, 1, 2}; /* unsigned: {1, 2} */
   if (g->op == PERF_PROD && is_unsigned(g->type)) return g->prod_two ? prod_set[1 + r % 2] : 1;
   if (g->op == PERF_PROD) return prod_set[r % (g->prod_two ? 3u : 2u)];

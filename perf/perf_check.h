@@ -46,4 +46,7 @@ void perf_divide(perf_type t, void *buf, size_t n, int div);
 /* Rank `rank`'s premul-sum scalar (PERF_MULSUM): 1, -1 or 2. */
 double perf_premul_scalar(int rank);
 
+/* splitmix64's finalizer: the check data's (and kolo-perf net's) hash. */
+uint64_t perf_mix64(uint64_t z);
+
 #endif

@@ -207,7 +207,7 @@ static int fork_child(const perf_args *a, const perf_config *cfg, child *ch, int
 }
 
 int perf_run_forked(const perf_args *a, perf_config *cfg) {
-  int n = a->procs, code = 0, forked = 0;
+  int n = a->procs, forked = 0;
   child *ch = calloc((size_t)n, sizeof *ch);
   if (ch == NULL) {
     fprintf(stderr, "kolo-perf: out of memory\n");
@@ -219,9 +219,8 @@ int perf_run_forked(const perf_args *a, perf_config *cfg) {
   signal(SIGPIPE, SIG_IGN); /* a child gone before its "go" */
   fflush(NULL);
   pid_t parent = getpid();
-  for (; forked < n && code == 0; forked++)
-    if (fork_child(a, cfg, ch, forked, parent) != 0) code = 2;
-  if (code != 0) forked--;
+  while (forked < n && fork_child(a, cfg, ch, forked, parent) == 0) forked++;
+  int code = forked < n ? 2 : 0;
   koloUniqueId id;
   koloResult_t res = code == 0 ? koloGetUniqueId(&id) : koloSuccess;
   if (res != koloSuccess) {

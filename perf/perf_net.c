@@ -254,20 +254,20 @@ static void print_header(const net_plan *p, const char *peer) {
          "lat_iters", "t_p50(us)", "t_p99(us)", "#wrong");
 }
 
+/* A figure of the table, or "-" for a test that did not run. */
+static const char *cell(char *buf, const char *fmt, double v, int run) {
+  if (!run) return "-";
+  snprintf(buf, 24, fmt, v);
+  return buf;
+}
+
 static void print_row(const net_row *r) {
-  char bw[2][16] = {"-", "-"}, lat[2][16] = {"-", "-"}, n[2][24] = {"-", "-"};
-  if (!isnan(r->mbps)) {
-    snprintf(bw[0], sizeof bw[0], "%.2f", r->mbps);
-    snprintf(bw[1], sizeof bw[1], "%.3f", r->mbps / 1e3);
-    snprintf(n[0], sizeof n[0], "%llu", (unsigned long long)r->bw_n);
-  }
-  if (!isnan(r->lat_p50)) {
-    snprintf(lat[0], sizeof lat[0], "%.2f", r->lat_p50);
-    snprintf(lat[1], sizeof lat[1], "%.2f", r->lat_p99);
-    snprintf(n[1], sizeof n[1], "%llu", (unsigned long long)r->lat_n);
-  }
-  printf(" %11llu %8s %6d %11s %8s %8s %11s %11s %8llu\n", (unsigned long long)r->bytes, n[0], r->window,
-         bw[0], bw[1], n[1], lat[0], lat[1], (unsigned long long)r->wrong);
+  char c[6][24];
+  int bw = !isnan(r->mbps), lat = !isnan(r->lat_p50);
+  printf(" %11llu %8s %6d %11s %8s %8s %11s %11s %8llu\n", (unsigned long long)r->bytes,
+         cell(c[0], "%.0f", (double)r->bw_n, bw), r->window, cell(c[1], "%.2f", r->mbps, bw),
+         cell(c[2], "%.3f", r->mbps / 1e3, bw), cell(c[3], "%.0f", (double)r->lat_n, lat),
+         cell(c[4], "%.2f", r->lat_p50, lat), cell(c[5], "%.2f", r->lat_p99, lat), (unsigned long long)r->wrong);
   fflush(stdout);
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "perf/perf_check.h"
 #include "perf/perf_sweep.h"
 #include "transport/net_credit.h"
 #include "transport/socket.h"
@@ -36,19 +37,13 @@ int net_fail(const char *fmt, ...) {
 
 /* ---- pattern ---------------------------------------------------------------- */
 
-static uint64_t mix(uint64_t x) { /* splitmix64's finalizer */
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-static uint64_t pat_word(uint64_t seed, size_t j) { return mix(seed * 0x9e3779b97f4a7c15ull + j); }
+static uint64_t pat_word(uint64_t seed, size_t j) { return perf_mix64(seed * 0x9e3779b97f4a7c15ull + j); }
 static size_t nwords(size_t bytes) { return (bytes + 7) / 8; }
 
 /* The expected word j of the message of iteration `iter`. */
 static uint64_t msg_word(uint64_t seed, uint64_t iter, size_t j, size_t nw) {
   uint64_t w = pat_word(seed, j);
-  if (j == 0 || j == nw - 1) w ^= mix(iter + 0x6b6f6c6full); /* the iteration's stamp */
+  if (j == 0 || j == nw - 1) w ^= perf_mix64(iter + 0x6b6f6c6full); /* the iteration's stamp */
   return w;
 }
 

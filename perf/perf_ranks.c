@@ -7,6 +7,7 @@
 #include "perf/perf_ranks.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -169,7 +170,6 @@ typedef struct {
 /* The rank's device current on this thread, and its communicator; 0, or
  * -1 having said why. */
 static int rank_setup(rank_job *j) {
-  if (j->a->mem_cuda && j->dev < 0) return -1; /* pick_device said why */
 #ifdef KOLO_HAVE_CUDA
   cudaError_t err = j->dev >= 0 ? cudaSetDevice(j->dev) : cudaSuccess;
   if (err != cudaSuccess) {
@@ -213,82 +213,70 @@ static int run_jobs(rank_job *jobs, int n) {
   return code;
 }
 
-static rank_job *new_jobs(const perf_args *a, const perf_config *cfg, int n, exit_gate *gate) {
-  rank_job *jobs = calloc((size_t)n, sizeof *jobs);
-  if (jobs == NULL) {
-    fprintf(stderr, "kolo-perf: out of memory\n");
-    return NULL;
-  }
-  for (int i = 0; i < n; i++) jobs[i] = (rank_job){.a = a, .cfg = cfg, .dev = -1, .gate = gate};
-  return jobs;
-}
-
-/* ---- ranks as threads of this process ----------------------------------- */
-
-/* The communicators of the process's n ranks: one koloCommInitAll, or
- * with -p 1 none here (each rank's thread inits its own, jobs[r].id). */
-static int init_local(const perf_args *a, rank_job *jobs, koloComm_t *comms, int *devs, int n) {
-  koloResult_t res;
-  for (int r = 0; r < n; r++) {
-    jobs[r].rank = r;
-    jobs[r].dev = devs[r] = pick_device(a, r);
-    if (a->mem_cuda && devs[r] < 0) return -1; /* pick_device said why */
-  }
-  if (a->parallel_init) {
-    koloUniqueId id;
-    if ((res = koloGetUniqueId(&id)) != koloSuccess) return kolo_backend_report(-1, NULL, res, "koloGetUniqueId");
-    for (int r = 0; r < n; r++) jobs[r].id = id;
-    return 0;
-  }
+/* One koloCommInitAll for the n jobs, on devs (their devices). */
+static int init_all(const perf_args *a, rank_job *jobs, koloComm_t *comms, int *devs, int n) {
   koloConfig_t c = comm_config(a, -1);
-  if ((res = koloCommInitAllConfig(comms, n, a->mem_cuda ? devs : NULL, &c)) != koloSuccess)
-    return kolo_backend_report(-1, NULL, res, "koloCommInitAll");
+  koloResult_t res = koloCommInitAllConfig(comms, n, a->mem_cuda ? devs : NULL, &c);
+  if (res != koloSuccess) return kolo_backend_report(-1, NULL, res, "koloCommInitAll");
   for (int r = 0; r < n; r++) jobs[r].comm = comms[r];
   return 0;
 }
 
-/* The t x g ranks of this process as threads: one koloCommInitAll, or with
- * -p 1 a koloCommInitRank on each rank's own thread. */
-static int run_local(const perf_args *a, perf_config *cfg) {
-  int n = perf_local_ranks(a), code = 2;
+/* The t x g ranks of this process, `first` and on, as threads: with an id
+ * (forked, or -p 1) a koloCommInitRank on each rank's own thread, else one
+ * koloCommInitAll here.  Forked, the exit gate speaks on done_fd and go_fd. */
+static int run_group(const perf_args *a, const perf_config *cfg, int first, const koloUniqueId *id, int done_fd,
+                     int go_fd) {
+  int n = perf_local_ranks(a), code = 2, bad = 0;
   exit_gate gate;
-  if (gate_init(&gate, n, -1, -1) != 0) return 2;
+  if (gate_init(&gate, n, done_fd, go_fd) != 0) return 2;
+  rank_job *jobs = calloc((size_t)n, sizeof *jobs);
   koloComm_t *comms = calloc((size_t)n, sizeof *comms);
   int *devs = calloc((size_t)n, sizeof *devs);
-  rank_job *jobs = new_jobs(a, cfg, n, &gate);
-  if (comms != NULL && devs != NULL && jobs != NULL && init_local(a, jobs, comms, devs, n) == 0)
-    code = run_jobs(jobs, n);
-  else if (comms == NULL || devs == NULL)
+  if (jobs == NULL || comms == NULL || devs == NULL) {
     fprintf(stderr, "kolo-perf: out of memory\n");
-  free(jobs);
+    bad = 1;
+  }
+  for (int i = 0; !bad && i < n; i++) {
+    devs[i] = pick_device(a, first + i);
+    jobs[i] = (rank_job){.a = a, .cfg = cfg, .rank = first + i, .dev = devs[i], .gate = &gate};
+    if (id != NULL) jobs[i].id = *id;
+    bad = a->mem_cuda && devs[i] < 0; /* pick_device said why */
+  }
+  if (!bad && (id != NULL || init_all(a, jobs, comms, devs, n) == 0)) code = run_jobs(jobs, n);
   free(devs);
   free(comms);
+  free(jobs);
   gate_fini(&gate);
   return code;
 }
 
+static int run_local(const perf_args *a, perf_config *cfg) {
+  koloUniqueId id;
+  koloResult_t res = a->parallel_init ? koloGetUniqueId(&id) : koloSuccess;
+  if (res == koloSuccess) return run_group(a, cfg, 0, a->parallel_init ? &id : NULL, -1, -1);
+  kolo_backend_report(-1, NULL, res, "koloGetUniqueId");
+  return 2;
+}
+
 /* ---- a launcher's job --------------------------------------------------- */
 
-/* The launcher whose world size is above 1 (*size set), or NULL. */
-static const char *launcher_size_var(int *size) {
-  static const char *const vars[] = {"KOLO_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "WORLD_SIZE"};
-  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+/* The first of four launchers' variables whose value is above `above`
+ * (*value set), or NULL. */
+static const char *launcher_var(const char *const vars[4], int above, int *value) {
+  for (int i = 0; i < 4; i++) {
     const char *v = getenv(vars[i]);
-    if (v != NULL && atoi(v) > 1) {
-      *size = atoi(v);
+    if (v != NULL && atoi(v) > above) {
+      *value = atoi(v);
       return vars[i];
     }
   }
   return NULL;
 }
 
-static int local_rank_from_env(void) {
-  static const char *const vars[] = {"KOLO_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
-                                     "LOCAL_RANK"};
-  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-    if (getenv(vars[i])) return atoi(getenv(vars[i]));
-  return 0;
-}
+static const char *const size_vars[4] = {"KOLO_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "WORLD_SIZE"};
+static const char *const local_rank_vars[4] = {"KOLO_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
+                                               "LOCAL_RANK"};
 
 /* This process as one rank of a launcher's job (koloCommInitFromEnv). */
 static int run_launched(const perf_args *a, perf_config *cfg) {
@@ -296,7 +284,9 @@ static int run_launched(const perf_args *a, perf_config *cfg) {
     fprintf(stderr, "kolo-perf: -t and -g are for -P or a single process; a launcher starts one rank per process\n");
     return 2;
   }
-  int dev = pick_device(a, local_rank_from_env());
+  int local = 0;
+  launcher_var(local_rank_vars, INT_MIN, &local);
+  int dev = pick_device(a, local);
   if (a->mem_cuda && dev < 0) return 2; /* pick_device said why */
   koloConfig_t c = comm_config(a, dev);
   koloComm_t comm;
@@ -314,20 +304,7 @@ int perf_run_child(const perf_args *a, const perf_config *cfg, int proc, int fd,
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) return 2;
   koloUniqueId id;
   if (perf_read_full(fd, &id, sizeof id) != 0) return PERF_CHILD_NO_ID; /* the parent says why */
-  exit_gate gate;
-  int n = perf_local_ranks(a);
-  if (gate_init(&gate, n, done_fd, fd) != 0) return 2;
-  rank_job *jobs = new_jobs(a, cfg, n, &gate);
-  if (jobs == NULL) return 2;
-  for (int t = 0; t < n; t++) {
-    jobs[t].id = id;
-    jobs[t].rank = proc * n + t;
-    jobs[t].dev = pick_device(a, jobs[t].rank);
-  }
-  int code = run_jobs(jobs, n);
-  free(jobs);
-  gate_fini(&gate);
-  return code;
+  return run_group(a, cfg, proc * perf_local_ranks(a), &id, done_fd, fd);
 }
 
 /* ---- where the ranks come from ------------------------------------------ */
@@ -399,7 +376,7 @@ int perf_run_ranks(perf_args *a) {
   perf_config cfg = {"kolo-perf", library_name(), "threads", a->mem_cuda ? CUDA_MEMORY_NAME : "host", 0, a->procs,
                      perf_local_ranks(a), timing_note(a)};
   int world = 0;
-  const char *var = a->procs_given ? NULL : launcher_size_var(&world);
+  const char *var = a->procs_given ? NULL : launcher_var(size_vars, 1, &world);
   static char launch[64];
   if (a->mem_cuda && perf_cuda_ready(a, var == NULL && a->procs > 1) != 0) return 2;
   if (var != NULL) {

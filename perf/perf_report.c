@@ -1,8 +1,10 @@
-/* perf_report.c - nccl-tests' table (same columns and widths); the JSON
- * beside it is perf_json.c's. */
+/* perf_report.c - nccl-tests' table (same columns and widths) and its JSON
+ * twin, schema PERF_JSON_SCHEMA_VERSION: every field is in docs/perf-json.md,
+ * and a change to a field's name, type or meaning comes with a new version. */
 #include "perf/perf_report.h"
 
-const char *perf_redop_column(const perf_args *a) {
+/* The redop column: the op's name, or "none" for collectives without one. */
+static const char *redop_column(const perf_args *a) {
   return perf_coll_has_op(a->coll) ? perf_op_name(a->op) : "none";
 }
 
@@ -13,13 +15,89 @@ void perf_report_sweep_line(FILE *out, const perf_args *a) {
           a->check);
 }
 
+/* JSON string: the few characters our names can hold are escaped. */
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; s && *s; s++) {
+    if (*s == '"' || *s == '\\') fputc('\\', f);
+    if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", (unsigned char)*s);
+    else fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
+static void json_key_str(FILE *f, const char *key, const char *value) {
+  fprintf(f, ", \"%s\": ", key);
+  json_str(f, value);
+}
+
+/* The command line's meaning, in nccl-tests' terms. */
+static void json_flags(FILE *f, const perf_args *a) {
+  json_key_str(f, "collective", perf_coll_name(a->coll));
+  json_key_str(f, "type", perf_type_name(a->type));
+  json_key_str(f, "redop", redop_column(a));
+  fprintf(f,
+          ", \"root\": %d, \"minbytes\": %zu, \"maxbytes\": %zu, \"stepfactor\": %zu, \"stepbytes\": %zu, "
+          "\"iters\": %d, \"warmup_iters\": %d, \"agg_iters\": %d, \"run_cycles\": %d, \"check\": %d, "
+          "\"average\": %d, \"blocking\": %d, \"parallel_init\": %d, \"cudagraph\": %d, \"report_cputime\": %d, "
+          "\"timeout_s\": %d, \"nthreads\": %d, \"ngpus\": %d",
+          a->root, a->min_bytes, a->max_bytes, a->step_factor, a->step_bytes, a->iters, a->warmup, a->agg_iters,
+          a->run_cycles, a->check, a->average, a->blocking, a->parallel_init, a->graph_launches,
+          a->report_cputime, a->timeout_s, a->threads, a->gpus_per_thread);
+  json_key_str(f, "placement", a->placement == PERF_PLACE_BOTH ? "both" : a->placement == PERF_PLACE_IN ? "in" : "out");
+}
+
+static void json_head(FILE *f, const perf_args *a, const perf_config *c) {
+  fprintf(f, "{\n  \"schema\": \"kolo-perf\",\n  \"schema_version\": %d,\n  \"label\": ", PERF_JSON_SCHEMA_VERSION);
+  if (a->label) json_str(f, a->label);
+  else fprintf(f, "null");
+  /* what ran: the tool, the library, the ranks and the memory */
+  fprintf(f, ",\n  \"config\": {\"tool\": ");
+  json_str(f, c->tool);
+  json_key_str(f, "library", c->library);
+  json_key_str(f, "launch", c->launch);
+  json_key_str(f, "memory", c->memory);
+  if (c->timing) json_key_str(f, "timing", c->timing);
+  fprintf(f, ", \"nranks\": %d, \"procs\": %d, \"threads\": %d", c->nranks, c->procs, c->threads);
+  json_flags(f, a);
+  fprintf(f, "},\n  \"results\": [");
+}
+
+static void json_result(perf_report *rep, const perf_row *row, int in_place) {
+  const perf_result *r = &row->res[in_place];
+  const perf_args *a = rep->args;
+  fprintf(rep->json,
+          "%s\n    {\"cycle\": %d, \"size\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", \"root\": %d, "
+          "\"in_place\": %s, \"time_us\": %.3f, \"cputime_us\": %.3f, \"algbw\": %.4f, \"busbw\": %.4f, "
+          "\"wrong\": %llu",
+          rep->rows++ ? "," : "", row->cycle, row->sizes.bytes, row->sizes.elems, perf_type_name(a->type),
+          redop_column(a), row->root, in_place ? "true" : "false", r->time_us, r->cpu_us, r->algbw, r->busbw,
+          (unsigned long long)r->wrong);
+  if (r->has_wall) fprintf(rep->json, ", \"wall_us\": %.3f", r->wall_us);
+  fprintf(rep->json, "}");
+}
+
+static void json_tail(perf_report *rep, double avg_busbw) {
+  FILE *f = rep->json;
+  fprintf(f, "\n  ],\n  \"wrong\": %llu,\n  \"avg_busbw\": %.4f", (unsigned long long)rep->wrong, avg_busbw);
+  if (rep->ceiling_gbps > 0) {
+    fprintf(f, ",\n  \"ceiling\": {\"busbw\": %.4f, \"source\": ", rep->ceiling_gbps);
+    json_str(f, rep->ceiling_source);
+    fprintf(f, "}");
+  }
+  fprintf(f, "\n}\n");
+  int bad = ferror(f);
+  if (fclose(f) != 0 || bad) perror(rep->args->json);
+  rep->json = NULL;
+}
+
 int perf_report_open(perf_report *rep, FILE *out, const perf_args *args, const perf_config *cfg) {
   *rep = (perf_report){.out = out, .args = args};
   if (args->json && (rep->json = fopen(args->json, "w")) == NULL) {
     perror(args->json);
     return -1;
   }
-  if (rep->json) perf_json_head(rep->json, args, cfg);
+  if (rep->json) json_head(rep->json, args, cfg);
   fprintf(out, "# %s %s: %s, %d ranks (%d processes x %d threads, %s), %s memory\n", cfg->tool,
           perf_coll_name(args->coll), cfg->library, cfg->nranks, cfg->procs, cfg->threads, cfg->launch,
           cfg->memory);
@@ -62,7 +140,7 @@ static void print_result(FILE *o, const perf_result *r, int cputime) {
 void perf_report_row(perf_report *rep, const perf_row *row) {
   const perf_args *a = rep->args;
   fprintf(rep->out, "%12zu  %12zu  %8s  %6s  %6d", row->sizes.bytes, row->sizes.elems, perf_type_name(a->type),
-          perf_redop_column(a), row->root);
+          redop_column(a), row->root);
   for (int p = 0; p < 2; p++) {
     const perf_result *r = &row->res[p];
     print_result(rep->out, r, a->report_cputime);
@@ -70,7 +148,7 @@ void perf_report_row(perf_report *rep, const perf_row *row) {
     rep->bw_sum += r->busbw;
     rep->bw_count++;
     rep->wrong += r->wrong;
-    if (rep->json) perf_json_result(rep, row, p);
+    if (rep->json) json_result(rep, row, p);
   }
   fprintf(rep->out, "\n");
   fflush(rep->out);
@@ -86,7 +164,7 @@ void perf_report_close(perf_report *rep, int failed) {
           rep->wrong ? "FAILED" : "OK");
   fprintf(rep->out, "# Avg bus bandwidth    : %g \n#\n", avg);
   fflush(rep->out);
-  if (rep->json) perf_json_tail(rep, avg);
+  if (rep->json) json_tail(rep, avg);
 }
 
 void perf_report_ceiling(perf_report *rep, double gbps, const char *source) {

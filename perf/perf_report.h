@@ -61,18 +61,11 @@ void perf_report_close(perf_report *rep, int failed);
 /* The busbw ceiling the JSON records (docs/perf-json.md); before close. */
 void perf_report_ceiling(perf_report *rep, double gbps, const char *source);
 
-/* The JSON twin (perf_json.c): its head, one result, its end.  The
- * schema is docs/perf-json.md; PERF_JSON_SCHEMA_VERSION changes with it. */
+/* The JSON twin's schema (docs/perf-json.md) changes with this version. */
 #define PERF_JSON_SCHEMA_VERSION 1
-void perf_json_head(FILE *f, const perf_args *a, const perf_config *c);
-void perf_json_result(perf_report *rep, const perf_row *row, int in_place);
-void perf_json_tail(perf_report *rep, double avg_busbw);
 
 /* nccl-tests' "# minBytes ... validation: N" line of the sweep a. */
 void perf_report_sweep_line(FILE *out, const perf_args *a);
-
-/* The redop column: the op's name, or "none" for collectives without one. */
-const char *perf_redop_column(const perf_args *a);
 
 /* algbw and busbw of a result, in GB/s (1e9). */
 void perf_result_bw(perf_result *r, const perf_args *a, size_t bytes, int nranks);
