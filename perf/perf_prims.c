@@ -57,7 +57,6 @@ typedef struct {
   int ntypes;
   uint64_t wrong;
   low_mark low[MAX_TYPES][NKINDS][2]; /* [type][kind][entry, grid] */
-  int any_low;                        /* some low mark is seen */
 } bench;
 
 /* One row: what runs, on how many elements, launched how. */
@@ -142,12 +141,13 @@ static cudaError_t enqueue(bench *b, const prim_case *c) {
 static int time_case(bench *b, const prim_case *c, double *us) {
   const perf_args *a = b->a;
   float ms = 0;
-  for (int i = 0; i < a->warmup + a->iters; i++) {
-    if (i == a->warmup && (fail(cudaStreamSynchronize(b->stream), "the warm-up (cudaStreamSynchronize)") ||
-                           fail(cudaEventRecord(b->start, b->stream), "cudaEventRecord")))
-      return -1;
-    if (fail(enqueue(b, c), i < a->warmup ? "a warm-up launch" : "a timed launch")) return -1;
-  }
+  for (int i = 0; i < a->warmup; i++)
+    if (fail(enqueue(b, c), "a warm-up launch")) return -1;
+  if (fail(cudaStreamSynchronize(b->stream), "the warm-up (cudaStreamSynchronize)") ||
+      fail(cudaEventRecord(b->start, b->stream), "cudaEventRecord"))
+    return -1;
+  for (int i = 0; i < a->iters; i++)
+    if (fail(enqueue(b, c), "a timed launch")) return -1;
   if (fail(cudaEventRecord(b->stop, b->stream), "cudaEventRecord") ||
       fail(cudaEventSynchronize(b->stop), "the timed calls (cudaEventSynchronize)") ||
       fail(cudaEventElapsedTime(&ms, b->start, b->stop), "cudaEventElapsedTime"))
@@ -212,7 +212,6 @@ static int run_case(bench *b, const prim_case *c, double memcpy_gbs, double *gbs
   if (c->k && c->bytes >= SUMMARY_MIN_BYTES && ratio > 0) {
     low_mark *m = &b->low[c->ti][c->k - kinds][c->launch == LAUNCH_GRID];
     if (!m->seen || ratio < m->ratio) *m = (low_mark){1, ratio, c->bytes};
-    b->any_low = 1;
   }
   return 0;
 }
@@ -295,8 +294,12 @@ static void print_header(const bench *b) {
 }
 
 static void print_summary(const bench *b) {
+  int any = 0;
+  for (int ti = 0; ti < b->ntypes; ti++)
+    for (int k = 0; k < NKINDS; k++)
+      for (int l = 0; l < 2; l++) any |= b->low[ti][k][l].seen;
   printf("#\n");
-  if (!b->any_low) {
+  if (!any) {
     printf("# no size >= %zu B in this sweep: no summary\n", SUMMARY_MIN_BYTES);
   } else {
     printf("# summary: lowest vs_memcpy at sizes >= %zu B\n", SUMMARY_MIN_BYTES);
@@ -328,13 +331,17 @@ int perf_prims_run(const perf_args *a) {
   b.types[0] = a->type_given ? a->type : PERF_FLOAT32;
   b.types[1] = PERF_BFLOAT16;
   b.ntypes = a->type_given ? 1 : 2;
-  int code = setup(&b) != 0 ? 2 : 0;
-  if (code == 0) print_header(&b);
-  size_t size = a->min_bytes;
-  do {
-    if (code == 0 && run_size(&b, size) != 0) code = 2;
-  } while (code == 0 && (size = perf_next_size(a, size)) != 0);
-  if (code == 0) print_summary(&b);
+  int code = 0;
+  if (setup(&b) != 0) {
+    code = 2;
+  } else {
+    print_header(&b);
+    size_t size = a->min_bytes;
+    do {
+      if (run_size(&b, size) != 0) code = 2;
+    } while (code == 0 && (size = perf_next_size(a, size)) != 0);
+    if (code == 0) print_summary(&b);
+  }
   teardown(&b);
   return code != 0 ? code : b.wrong ? 1 : 0;
 }
