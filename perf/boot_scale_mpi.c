@@ -13,10 +13,11 @@
 #include "perf/perf_proc.h"
 
 static int mpi_a2a(const int32_t *in, int32_t *out, size_t count, int rank, void *ctx) {
-  (void)rank;
   (void)ctx;
-  if (count > INT_MAX) return -1;
-  return MPI_Alltoall(in, (int)count, MPI_INT32_T, out, (int)count, MPI_INT32_T, MPI_COMM_WORLD) != MPI_SUCCESS;
+  if (count <= INT_MAX)
+    return MPI_Alltoall(in, (int)count, MPI_INT32_T, out, (int)count, MPI_INT32_T, MPI_COMM_WORLD) != MPI_SUCCESS;
+  fprintf(stderr, "rank %d: %zu elements per peer: MPI_Alltoall takes at most INT_MAX\n", rank, count);
+  return -1;
 }
 
 int main(int argc, char **argv) {

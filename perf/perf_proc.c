@@ -85,6 +85,7 @@ int perf_a2a_checked(int rank, int n, size_t bytes_per_peer, perf_a2a_fn xchg, v
   size_t count = bytes_per_peer / sizeof(int32_t), total = count * (size_t)n;
   int32_t *in = calloc(total + 1, sizeof *in), *out = malloc(total * sizeof *out + 1);
   int ok = in != NULL && out != NULL;
+  if (!ok) fprintf(stderr, "rank %d: out of memory for the all-to-all's two %zu-byte buffers\n", rank, total * sizeof *in);
   if (ok) {
     for (int to = 0; to < n; to++)
       for (size_t i = 0; i < count; i++) in[(size_t)to * count + i] = a2a_value(rank, to, n, i);
