@@ -13,6 +13,7 @@
  *   kolo N ranks wall_ms W fds M/X rss_mib M/X links M/X init_ms M/X [pipes_mib M/X] root_fds P root_bytes B failed F
  */
 #define _GNU_SOURCE
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 
 #include "core/comm_usage.h"
 #include "kolo.h"
+#include "perf/perf_args.h"
 #include "perf/perf_pipe.h"
 #include "perf/perf_proc.h"
 
@@ -164,14 +166,22 @@ static int run(int n) {
   return failed || failed_exit ? 2 : 0;
 }
 
+/* What is wrong with the command line, or NULL (n and a2a_bytes set). */
+static const char *parse_args(int argc, char **argv, int *n) {
+  if (argc < 2 || argc > 3) return "one or two arguments";
+  if (perf_parse_int(argv[1], 1, INT_MAX, n) != 0) return "NRANKS is a whole number from 1";
+  if (argc == 3 && (perf_parse_size(argv[2], &a2a_bytes) != 0 || a2a_bytes % 4 != 0 || a2a_bytes > (1u << 30)))
+    return "ALLTOALL_BYTES_PER_PEER is a multiple of 4 up to 1 GiB (K, M, G: powers of 1024)";
+  return NULL;
+}
+
 int main(int argc, char **argv) {
-  int n = argc == 2 || argc == 3 ? atoi(argv[1]) : 0;
-  long long bytes = argc == 3 ? atoll(argv[2]) : 0;
-  if (n < 1 || bytes < 0 || bytes % 4 != 0 || bytes > (1ll << 30)) {
-    fprintf(stderr, "usage: kolo-boot-scale NRANKS [ALLTOALL_BYTES_PER_PEER (a multiple of 4, at most 1 GiB)]\n");
+  int n = 0;
+  const char *wrong = parse_args(argc, argv, &n);
+  if (wrong != NULL) {
+    fprintf(stderr, "kolo-boot-scale: %s\nusage: kolo-boot-scale NRANKS [ALLTOALL_BYTES_PER_PEER]\n", wrong);
     return 2;
   }
-  a2a_bytes = (size_t)bytes;
   signal(SIGPIPE, SIG_IGN);
   fflush(NULL);
   return run(n);

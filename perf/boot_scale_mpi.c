@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "perf/perf_args.h"
 #include "perf/perf_proc.h"
 
 static int mpi_a2a(const int32_t *in, int32_t *out, size_t count, int rank, void *ctx) {
@@ -30,7 +31,15 @@ int main(int argc, char **argv) {
   float v[2] = {(float)(rank + 1), 1.0f}, sum[2];
   int err = MPI_Allreduce(v, sum, 2, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
   int ok = err == MPI_SUCCESS && sum[0] == (float)n * (float)(n + 1) / 2 && sum[1] == (float)n;
-  if (ok && argc == 2) ok = perf_a2a_checked(rank, n, (size_t)atoll(argv[1]), mpi_a2a, NULL);
+  size_t bytes = 0;
+  if (argc > 2 || (argc == 2 && (perf_parse_size(argv[1], &bytes) != 0 || bytes % 4 != 0))) {
+    if (rank == 0)
+      fprintf(stderr, "kolo-boot-scale-mpi: BYTES is a multiple of 4 (K, M, G: powers of 1024)\n"
+                      "usage: mpirun -np N kolo-boot-scale-mpi [BYTES]\n");
+    MPI_Finalize();
+    return 2;
+  }
+  if (ok && bytes > 0) ok = perf_a2a_checked(rank, n, bytes, mpi_a2a, NULL);
   perf_rank_stat s = {rank, ok, perf_proc_fds(), -1, perf_proc_rss_kib(), init_us, -1};
   perf_rank_stat *all = rank == 0 ? calloc((size_t)n, sizeof *all) : NULL;
   MPI_Gather(&s, (int)sizeof s, MPI_BYTE, all, (int)sizeof s, MPI_BYTE, 0, MPI_COMM_WORLD);

@@ -15,6 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=${BUILD:-build}
+[[ $BUILD == /* ]] || BUILD=$ROOT/$BUILD  # the modes that change directory find it too
 BUSY=${BUSY:-0}
 
 # ---- the engine ------------------------------------------------------------------------

@@ -17,6 +17,7 @@
 
 #include "perf/perf_args.h" /* perf_parse_size, perf_parse_int */
 #include "perf/perf_net_xfer.h"
+#include "perf/perf_sweep.h"
 #include "transport/socket.h"
 
 #define DEFAULT_PORT 18600
@@ -186,11 +187,6 @@ typedef struct {
   uint64_t wrong;
 } net_row;
 
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return a < b ? -1 : a > b;
-}
-
 /* Nearest-rank percentile of sorted v. */
 static double percentile(const double *v, uint64_t n, double pct) {
   uint64_t k = (uint64_t)ceil(pct / 100.0 * (double)n);
@@ -200,7 +196,7 @@ static double percentile(const double *v, uint64_t n, double pct) {
 /* The client's latency figures from the round trips (sorted here). */
 static void latency_of(net_row *row, double *rtt) {
   for (uint64_t i = 0; i < row->lat_n; i++) rtt[i] /= 2; /* half round trip */
-  qsort(rtt, row->lat_n, sizeof *rtt, cmp_double);
+  perf_sort_doubles(rtt, (size_t)row->lat_n);
   row->lat_p50 = percentile(rtt, row->lat_n, 50);
   row->lat_p99 = percentile(rtt, row->lat_n, 99);
 }
@@ -444,8 +440,11 @@ static int resolve(const char *host, int port, struct sockaddr_storage *out) {
   char name[256], service[16];
   snprintf(name, sizeof name, "%s", host);
   char *colon = strrchr(name, ':');
-  if (colon && strchr(name, ':') == colon) /* HOST:PORT (one colon: no IPv6 literal) */
-    *colon = '\0', port = atoi(colon + 1);
+  if (colon && strchr(name, ':') == colon) { /* HOST:PORT (one colon: no IPv6 literal) */
+    *colon = '\0';
+    if (perf_parse_int(colon + 1, 1, 65535, &port) != 0)
+      return net_fail("%s: the port '%s' is not a whole number from 1 to 65535", host, colon + 1);
+  }
   snprintf(service, sizeof service, "%d", port);
   struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
   int err = getaddrinfo(name, service, &hints, &ai);

@@ -6,18 +6,14 @@
 
 #include "perf/perf_models.h"
 #include "perf/perf_overlap_int.h"
-
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return a < b ? -1 : a > b;
-}
+#include "perf/perf_sweep.h"
 
 /* The median of column k of t[n][ncols]. */
 static double median_col(const double *t, int n, int ncols, int k) {
   double *v = malloc((size_t)n * sizeof *v);
   if (v == NULL) return -1;
   for (int i = 0; i < n; i++) v[i] = t[i * ncols + k];
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  perf_sort_doubles(v, (size_t)n);
   double m = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
   free(v);
   return m;

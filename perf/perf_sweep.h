@@ -72,6 +72,8 @@ typedef struct {
 
 /* Monotonic clock in microseconds (perf_timing.c). */
 double perf_now_us(void);
+/* Sorts v[0..n) ascending, for medians and percentiles (perf_timing.c). */
+void perf_sort_doubles(double *v, size_t n);
 
 /* Every rank's pid, host and `where`, gathered and printed by the rank
  * whose out is not NULL under "# Using devices"; Group numbers the

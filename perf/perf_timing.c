@@ -3,6 +3,7 @@
  * group, -z's waits and barriers, -G's graph launches, -C's CPU time and
  * -a's combination over ranks. */
 #define _GNU_SOURCE /* clock_gettime */
+#include <stdlib.h>
 #include <time.h>
 
 #include "perf/perf_sweep_int.h"
@@ -12,6 +13,13 @@ double perf_now_us(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
+
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+void perf_sort_doubles(double *v, size_t n) { qsort(v, n, sizeof *v, cmp_double); }
 
 static int wait_calls(sweep *s) { return s->be->wait ? s->be->wait(s->be->ctx) : 0; }
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "perf/perf_args.h"
 #include "transport/bootstrap.h"
 #include "transport/iface_select.h"
 
@@ -158,7 +159,7 @@ int perf_topo_main(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, ":h", longs, NULL)) != -1) {
     if (c == 'h') return usage(stdout), 0;
     if (c == 'l') layout = optarg;
-    else if (c == 'c' && (channels = atoi(optarg)) >= 1 && channels <= 64) continue;
+    else if (c == 'c' && perf_parse_int(optarg, 1, 64, &channels) == 0) continue;
     else if (c == 'c') return fprintf(stderr, "kolo-perf topo: --channels %s: expected 1..64\n", optarg), 2;
     else return fprintf(stderr, "kolo-perf topo: %s %s (see --help)\n", c == ':' ? "missing value for" : "unknown option", argv[optind - 1]), 2;
   }

@@ -232,8 +232,11 @@ static void fit(const tune_args *a, const double t[2], kolo_tune_link *l) {
 static int parse(int argc, char **argv, tune_args *a) {
   *a = (tune_args){2, 50, (size_t)64 << 20, "kolo-tuning.txt", 0, 0, 0, 0};
   for (int i = 2; i < argc; i++) {
-    if (strcmp(argv[i], "-P") == 0 && i + 1 < argc) a->nranks = atoi(argv[++i]);
-    else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) a->out = argv[++i];
+    if (strcmp(argv[i], "-P") == 0 && i + 1 < argc) {
+      if (perf_parse_int(argv[++i], 2, 64, &a->nranks) == 0) continue;
+      fprintf(stderr, "kolo-perf tune: -P %s: ranks are a whole number from 2 to 64\n", argv[i]);
+      return -1;
+    }    else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) a->out = argv[++i];
     else if (strcmp(argv[i], "--quick") == 0) a->iters = 3, a->big = (size_t)1 << 20, a->quick = 1;
     else if (strcmp(argv[i], "--no-net") == 0) a->no_net = 1;
     else if (strcmp(argv[i], "--mem") == 0 && i + 1 < argc && !strcmp(argv[i + 1], "cuda")) a->cuda = 1, i++;
@@ -243,9 +246,7 @@ static int parse(int argc, char **argv, tune_args *a) {
       return strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0 ? 1 : -1;
     }
   }
-  if (a->nranks >= 2 && a->nranks <= 64) return 0;
-  fprintf(stderr, "kolo-perf tune: -P %d: ranks are 2..64\n", a->nranks);
-  return -1;
+  return 0;
 }
 
 /* 1 when kolo's ib provider has a port here (KOLO_IB_HCA applied), else 0 with why. */

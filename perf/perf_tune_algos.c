@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "perf/perf_sweep.h"
 #include "perf/perf_tune_int.h"
 #include "ring/algo.h"
 #include "ring/schedule.h"
@@ -114,11 +115,6 @@ static int measure_pair(const tune_space *sp, tune_job *j, int p, double *t) {
   return res;
 }
 
-static int cmp_double(const void *x, const void *y) {
-  double u = *(const double *)x, v = *(const double *)y;
-  return (u > v) - (u < v);
-}
-
 /* The winning pair at size i, and the table's row: of the pairs within TIE
  * of the fastest, the fastest on the fewest channels, then the ring on as
  * many where as fast (within the noise each flip of winner is one more line). */
@@ -187,7 +183,7 @@ static int search(const tune_space *sp, kolo_tuning *f) {
     for (int i = 0; i < j.nsizes; i++) {
       double v[MAX_REPEATS];
       for (int r = 0; r < repeats; r++) v[r] = t[r][p][i];
-      qsort(v, (size_t)repeats, sizeof v[0], cmp_double);
+      perf_sort_doubles(v, (size_t)repeats);
       med[p][i] = v[repeats / 2];
     }
   if (write_ranges(sp, &j, med, f) == 0) return 0;

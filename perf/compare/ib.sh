@@ -35,7 +35,7 @@ rxe_ready() {
 
 mode_ib() {
   set +e
-  local perf=${PERF_BIN:-$ROOT/$BUILD/bin/kolo-perf} base=${BASE_PERF_BIN:-} work fail=0
+  local perf=${PERF_BIN:-$BUILD/bin/kolo-perf} base=${BASE_PERF_BIN:-} work fail=0
   REPEATS=${REPEATS:-3} LAT_SIZE=${LAT_SIZE:-8}
   [ -x "$perf" ] || die "$perf is missing (scripts/build.sh $BUILD)"
   [ -z "$base" ] || base=$(realpath "$base")

@@ -7,9 +7,9 @@
 mode_ibframes() {
   set +e
   local work fail=0
-  rxe_ready "$ROOT/$BUILD/bin/kolo-perf" || return 1
+  rxe_ready "$BUILD/bin/kolo-perf" || return 1
   work=$(mktemp -d /tmp/kolo-ibf.XXXXXX)
-  printf '%s\n' MODE=frames "BIN=$ROOT/$BUILD/bin" "REPEATS=${REPEATS:-3}" "AR_N=${AR_N:-1000}" "SR_N=${SR_N:-10}" \
+  printf '%s\n' MODE=frames "BIN=$BUILD/bin" "REPEATS=${REPEATS:-3}" "AR_N=${AR_N:-1000}" "SR_N=${SR_N:-10}" \
     "LAT_N=${LAT_N:-2000}" "BW_N=${BW_N:-200}" "SIZES=\"${SIZES:-8 512 32768 65536 262144 2097152}\"" \
     "BASE_BIN=${BASE_BIN:-}" > "$work/rxe.env"
   header "# BUILD=$BUILD $(tr '\n' ' ' < "$work/rxe.env"); host load: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -89,7 +89,7 @@ p2p_run() {
 
 mode_p2p() {
   set +e
-  REPEATS=${REPEATS:-3} SIZE=${SIZE:-64M} LAT_SIZE=${LAT_SIZE:-8} PERF=${PERF_BIN:-$ROOT/$BUILD/bin/kolo-perf}
+  REPEATS=${REPEATS:-3} SIZE=${SIZE:-64M} LAT_SIZE=${LAT_SIZE:-8} PERF=${PERF_BIN:-$BUILD/bin/kolo-perf}
   SIZE_BYTES=$(numfmt --from=iec "$SIZE" 2> /dev/null) || die "SIZE=$SIZE is not a size (e.g. 128K, 64M)"
   local per=$(((1 << 30) / SIZE_BYTES)) IPERF_L=()
   NET_ITERS=${NET_ITERS:-$((per < 8 ? 8 : per > 20000 ? 20000 : per))}

@@ -3,7 +3,7 @@
 # section; where this machine has no GPU or RDMA device it says "none
 # found" for them (on kolo's CUDA model, "model": the model's GPUs and
 # their peer matrix); the rings of a 2x2 layout are kolo's; a bad layout
-# is refused with a sentence.
+# or channel count is refused with a sentence.
 set -u
 BIN=${1:?usage: perf_topo.sh path/to/kolo-perf [model]}
 MODE=${2:-host}
@@ -34,4 +34,6 @@ if [ "$MODE" != model ] && [ -z "$(ls /sys/class/infiniband 2>/dev/null)" ]; the
 fi
 "$BIN" topo --layout 2x > "$WORK/out.txt" 2>&1 && fail "--layout 2x was taken"
 has "expected HxR"
+"$BIN" topo --channels 3x > "$WORK/out.txt" 2>&1 && fail "--channels 3x was taken"
+has "channels 3x: expected 1..64"
 echo "ok: kolo-perf topo: every section; 'none found' where there is nothing; kolo's 2x2 rings"

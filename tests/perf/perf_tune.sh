@@ -7,13 +7,17 @@
 # KOLO_TUNING_FILE loads at init (said at INFO, with each all-reduce
 # choice once per size bucket); the lines of each link steer the
 # communicators that take it; a file with a bad line is refused at init
-# with FILE:LINE.  No timing is asserted: the figures only have to exist.
+# with FILE:LINE; -P that is not a whole number from 2 to 64 is refused.  No timing is asserted: the figures only have to exist.
 set -u
 BIN=${1:?usage: perf_tune.sh path/to/kolo-perf}
 WORK=$(mktemp -d /tmp/kolo-perf-tune.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 fail() { echo "FAIL: $*"; sed 's/^/    /' "$WORK/out.txt" | tail -30; exit 1; }
 
+for bad in 3x 1 65; do
+  "$BIN" tune --quick -P "$bad" -o "$WORK/t.tune" > "$WORK/out.txt" 2>&1 && fail "tune -P $bad was taken"
+  grep -q -- "-P $bad: ranks are a whole number from 2 to 64" "$WORK/out.txt" || fail "tune -P $bad: no sentence"
+done
 "$BIN" tune --quick -P 2 -o "$WORK/t.tune" > "$WORK/out.txt" 2>&1 || fail "kolo-perf tune --quick"
 head -1 "$WORK/t.tune" | grep -qx "kolo-tuning 1" || fail "no header line in $(cat "$WORK/t.tune")"
 for l in shm socket; do
