@@ -168,10 +168,14 @@ static int run(int n) {
 
 /* What is wrong with the command line, or NULL (n and a2a_bytes set). */
 static const char *parse_args(int argc, char **argv, int *n) {
+  static char why[256];
   if (argc < 2 || argc > 3) return "one or two arguments";
-  if (perf_parse_int(argv[1], 1, INT_MAX, n) != 0) return "NRANKS is a whole number from 1";
+  if (perf_parse_int(argv[1], 1, INT_MAX, n) != 0)
+    return snprintf(why, sizeof why, "NRANKS '%.64s' is not a whole number from 1", argv[1]), why;
   if (argc == 3 && (perf_parse_size(argv[2], &a2a_bytes) != 0 || a2a_bytes % 4 != 0 || a2a_bytes > (1u << 30)))
-    return "ALLTOALL_BYTES_PER_PEER is a multiple of 4 up to 1 GiB (K, M, G: powers of 1024)";
+    return snprintf(why, sizeof why,
+                    "ALLTOALL_BYTES_PER_PEER '%.64s' is not a multiple of 4 up to 1 GiB (K, M, G: powers of 1024)",
+                    argv[2]), why;
   return NULL;
 }
 

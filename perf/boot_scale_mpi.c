@@ -34,8 +34,9 @@ int main(int argc, char **argv) {
   size_t bytes = 0;
   if (argc > 2 || (argc == 2 && (perf_parse_size(argv[1], &bytes) != 0 || bytes % 4 != 0))) {
     if (rank == 0)
-      fprintf(stderr, "kolo-boot-scale-mpi: BYTES is a multiple of 4 (K, M, G: powers of 1024)\n"
-                      "usage: mpirun -np N kolo-boot-scale-mpi [BYTES]\n");
+      fprintf(stderr, "kolo-boot-scale-mpi: %s%s%s\nusage: mpirun -np N kolo-boot-scale-mpi [BYTES]\n",
+              argc == 2 ? "BYTES '" : "one argument at most", argc == 2 ? argv[1] : "",
+              argc == 2 ? "' is not a multiple of 4 (K, M, G: powers of 1024)" : "");
     MPI_Finalize();
     return 2;
   }
