@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "kolo.h"
+#include "common/config.h"
 #include "perf/perf_pipe.h"
 #include "perf/perf_sweep.h"
 #include "perf/perf_tune_int.h"
@@ -301,24 +302,41 @@ static int count_devices(tune_args *a) {
   return -1;
 }
 
+/* The host's load average over the last minute before the tune ran (its
+ * own ranks raise it after), said and kept in the file's first comment:
+ * other work on the CPUs skews every figure the fits and crossovers take.
+ * -1 when /proc cannot tell. */
+static double load_before(void) {
+  double load = -1;
+  FILE *f = fopen("/proc/loadavg", "re");
+  if (f == NULL || fscanf(f, "%lf", &load) != 1) load = -1;
+  if (f != NULL) fclose(f);
+  long cpus = kolo_host_cpus();
+  if (load > 0.25 * (double)cpus)
+    fprintf(stderr, "kolo-perf tune: warning: the host is busy (load average %.2f over the last minute, %ld CPUs): "
+                    "other work skews the figures; tune on a quiet host\n", load, cpus);
+  return load;
+}
+
 int perf_tune_main(int argc, char **argv) {
   tune_args a;
   int r = parse(argc, argv, &a);
   if (r != 0) return r > 0 ? 0 : 2;
   if (a.cuda && count_devices(&a) != 0) return 1;
+  double load = load_before();
   kolo_tuning f = {0};
   if (fit_links(&a, &f) != 0 || perf_tune_crossovers(&a, &f) != 0) return 1;
   FILE *out = fopen(a.out, "w");
-  char note[240], across[64] = "";
+  char note[320], across[64] = "";
   if (!a.cuda && !a.no_net)
     snprintf(across, sizeof across, ", their algorithms across hosts on %s",
              f.link[KOLO_LINK_IB].set ? "ib" : "socket");
   snprintf(note, sizeof note,
            "kolo-perf tune -P %d%s: ring all-reduce fits (%s); all-reduce, broadcast, reduce and all-gather algorithms and "
-           "channels on %s%s",
+           "channels on %s%s; load average %.2f, %ld CPUs",
            a.nranks, a.cuda ? " --mem cuda" : "",
            a.cuda ? "cuda-p2p" : f.link[KOLO_LINK_IB].set ? "shm, socket, ib" : "shm, socket; ib not measured",
-           a.cuda ? "cuda-p2p" : "shm", across);
+           a.cuda ? "cuda-p2p" : "shm", across, load, kolo_host_cpus());
   if (out == NULL || kolo_tuning_write(out, &f, note) != 0 || fclose(out) != 0) {
     perror(a.out);
     return 1;

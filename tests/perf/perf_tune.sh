@@ -20,6 +20,8 @@ for bad in 3x 1 65; do
 done
 "$BIN" tune --quick -P 2 -o "$WORK/t.tune" > "$WORK/out.txt" 2>&1 || fail "kolo-perf tune --quick"
 head -1 "$WORK/t.tune" | grep -qx "kolo-tuning 1" || fail "no header line in $(cat "$WORK/t.tune")"
+sed -n 2p "$WORK/t.tune" | grep -Eq "; load average [0-9]+[.][0-9]{2}, [0-9]+ CPUs$" ||
+  fail "the comment does not keep the load average: $(sed -n 2p "$WORK/t.tune")"
 for l in shm socket; do
   grep -Eq "^link $l [0-9.e+-]+ [0-9.e+-]+$" "$WORK/t.tune" || fail "no $l line in $(cat "$WORK/t.tune")"
 done
