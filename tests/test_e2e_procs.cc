@@ -20,7 +20,11 @@
 // call.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -29,6 +33,10 @@
 #include <tuple>
 #include <string>
 #include <vector>
+
+extern "C" {
+#include "transport/shm_sweep.h"
+}
 
 #include "util/coll_ref.h"
 #include "util/coll_run.h"
@@ -437,3 +445,44 @@ INSTANTIATE_TEST_SUITE_P(Procs, ProcsShrink, ::testing::Values(KOLO_SHRINK_DEFAU
                          [](const ::testing::TestParamInfo<int> &p) { return p.param ? "Abort" : "Default"; });
 
 }  // namespace
+
+// A receiver killed between creating its segment and its sender mapping it
+// leaves a name that only a sweep can find.  kolo_shm_sweep_stale removes
+// such a name once its creator is gone and it is older than the bound, and
+// keeps a young one (it may be another pid namespace's, still connecting),
+// one whose creator lives, and names that are not a segment's.
+TEST(ShmSweep, RemovesOnlyOldNamesOfDeadCreators) {
+  pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  ASSERT_GT(dead, 0);
+  ASSERT_EQ(waitpid(dead, nullptr, 0), dead);
+  struct Name {
+    std::string name;
+    bool old, swept;
+  };
+  unsigned long long job = 0x5eed00000000ull | (unsigned)getpid();
+  auto segment = [&](pid_t creator, int tag) {
+    char n[80];
+    snprintf(n, sizeof n, "kolo-%016llx-%d-1-0-%x", job, (int)creator, tag);
+    return std::string(n);
+  };
+  const std::vector<Name> names = {{segment(dead, 1), true, true},
+                                   {segment(dead, 2), false, false},
+                                   {segment(getppid(), 3), true, false},
+                                   {segment(dead, 4) + "-x", true, false}};
+  for (const Name &n : names) {
+    int fd = shm_open(("/" + n.name).c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0) << n.name << ": " << strerror(errno);
+    struct timespec when[2] = {{time(nullptr) - 3600, 0}, {time(nullptr) - 3600, 0}};
+    if (n.old) {
+      EXPECT_EQ(futimens(fd, when), 0) << strerror(errno);
+    }
+    close(fd);
+  }
+  EXPECT_GE(kolo_shm_sweep_stale("/dev/shm", 600), 1);
+  for (const Name &n : names) {
+    bool there = access(("/dev/shm/" + n.name).c_str(), F_OK) == 0;
+    EXPECT_EQ(there, !n.swept) << n.name;
+    if (there) shm_unlink(("/" + n.name).c_str());
+  }
+}

@@ -5,17 +5,61 @@
  * unlinks it too (whichever comes second finds it gone), so the segment
  * vanishes with the last mapping even if both processes are killed, and a
  * receiver stopped or killed before the acknowledgement leaves no name
- * behind once its sender has mapped the segment. */
+ * behind once its sender has mapped the segment.  One killed before its
+ * sender mapped it leaves a name nobody else knows: each process sweeps
+ * those once, before its first segment (kolo_shm_sweep_stale). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/log.h"
+#include "transport/shm_sweep.h"
 #include "transport/transport.h"
+
+/* A name in /dev/shm is stale when it is one of kolo's segment names, its
+ * creator (the pid in it) is no process here, it is this user's, and it
+ * was last written more than older_than_s ago: a younger one may be the
+ * segment of a process in another pid namespace, still being connected. */
+static int stale_name(int dir, const char *name, time_t now, int64_t older_than_s) {
+  unsigned long long job;
+  unsigned tag;
+  int pid, from, to, end = 0;
+  if (sscanf(name, "kolo-%16llx-%d-%d-%d-%x%n", &job, &pid, &from, &to, &tag, &end) != 5 || name[end] != '\0')
+    return 0;
+  if (pid <= 0 || pid == (int)getpid() || kill(pid, 0) == 0 || errno != ESRCH) return 0;
+  struct stat st;
+  if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) return 0;
+  return (int64_t)(now - st.st_mtime) > older_than_s;
+}
+
+int kolo_shm_sweep_stale(const char *dir, int64_t older_than_s) {
+  DIR *d = opendir(dir);
+  if (d == NULL) return 0;
+  int removed = 0;
+  time_t now = time(NULL);
+  for (struct dirent *e = readdir(d); e != NULL; e = readdir(d))
+    if (stale_name(dirfd(d), e->d_name, now, older_than_s) && unlinkat(dirfd(d), e->d_name, 0) == 0) removed++;
+  closedir(d);
+  return removed;
+}
+
+/* Longer than any connection's setup takes (the segment's name lives from
+ * the receiver's shm_open until its sender maps it). */
+#define SHM_STALE_S 600
+
+static void sweep_once(void) {
+  int n = kolo_shm_sweep_stale("/dev/shm", SHM_STALE_S);
+  if (n > 0) KOLO_INFO("removed %d /dev/shm/kolo-* name(s) left by processes that died while connecting", n);
+}
 
 _Static_assert(sizeof(((kolo_connector *)0)->name) == KOLO_SHM_NAME_BYTES, "shm names fit the wire");
 
@@ -37,6 +81,8 @@ static koloResult_t shm_map(const kolo_conn_setup *s, kolo_connector *c, int fd,
 }
 
 static koloResult_t shm_recv_create(const kolo_conn_setup *s, kolo_connector *c, char *desc) {
+  static pthread_once_t swept = PTHREAD_ONCE_INIT;
+  pthread_once(&swept, sweep_once);
   size_t bytes = KOLO_CONN_CTRL_BYTES + s->slot_bytes * s->nslots;
   snprintf(c->name, sizeof c->name, "/kolo-%016llx-%d-%d-%d-%x", (unsigned long long)s->job,
            (int)getpid(), s->peer->rank, s->self->rank, s->tag);
