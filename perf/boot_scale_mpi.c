@@ -33,10 +33,10 @@ int main(int argc, char **argv) {
   int ok = err == MPI_SUCCESS && sum[0] == (float)n * (float)(n + 1) / 2 && sum[1] == (float)n;
   size_t bytes = 0;
   if (argc > 2 || (argc == 2 && (perf_parse_size(argv[1], &bytes) != 0 || bytes % 4 != 0))) {
-    if (rank == 0)
-      fprintf(stderr, "kolo-boot-scale-mpi: %s%s%s\nusage: mpirun -np N kolo-boot-scale-mpi [BYTES]\n",
-              argc == 2 ? "BYTES '" : "one argument at most", argc == 2 ? argv[1] : "",
-              argc == 2 ? "' is not a multiple of 4 (K, M, G: powers of 1024)" : "");
+    if (rank == 0 && argc > 2) fprintf(stderr, "kolo-boot-scale-mpi: one argument at most\n");
+    else if (rank == 0)
+      fprintf(stderr, "kolo-boot-scale-mpi: BYTES '%s' is not a multiple of 4 (K, M, G: powers of 1024)\n", argv[1]);
+    if (rank == 0) fprintf(stderr, "usage: mpirun -np N kolo-boot-scale-mpi [BYTES]\n");
     MPI_Finalize();
     return 2;
   }

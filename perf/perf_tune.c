@@ -237,7 +237,7 @@ static int parse(int argc, char **argv, tune_args *a) {
       if (perf_parse_int(argv[++i], 2, 64, &a->nranks) == 0) continue;
       fprintf(stderr, "kolo-perf tune: -P %s: ranks are a whole number from 2 to 64\n", argv[i]);
       return -1;
-    }    else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) a->out = argv[++i];
+    } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) a->out = argv[++i];
     else if (strcmp(argv[i], "--quick") == 0) a->iters = 3, a->big = (size_t)1 << 20, a->quick = 1;
     else if (strcmp(argv[i], "--no-net") == 0) a->no_net = 1;
     else if (strcmp(argv[i], "--mem") == 0 && i + 1 < argc && !strcmp(argv[i + 1], "cuda")) a->cuda = 1, i++;
@@ -306,12 +306,11 @@ static int count_devices(tune_args *a) {
  * own ranks raise it after), said and kept in the file's first comment:
  * other work on the CPUs skews every figure the fits and crossovers take.
  * -1 when /proc cannot tell. */
-static double load_before(void) {
+static double load_before(long cpus) {
   double load = -1;
   FILE *f = fopen("/proc/loadavg", "re");
   if (f == NULL || fscanf(f, "%lf", &load) != 1) load = -1;
   if (f != NULL) fclose(f);
-  long cpus = kolo_host_cpus();
   if (load > 0.25 * (double)cpus)
     fprintf(stderr, "kolo-perf tune: warning: the host is busy (load average %.2f over the last minute, %ld CPUs): "
                     "other work skews the figures; tune on a quiet host\n", load, cpus);
@@ -323,7 +322,8 @@ int perf_tune_main(int argc, char **argv) {
   int r = parse(argc, argv, &a);
   if (r != 0) return r > 0 ? 0 : 2;
   if (a.cuda && count_devices(&a) != 0) return 1;
-  double load = load_before();
+  long cpus = kolo_host_cpus();
+  double load = load_before(cpus);
   kolo_tuning f = {0};
   if (fit_links(&a, &f) != 0 || perf_tune_crossovers(&a, &f) != 0) return 1;
   FILE *out = fopen(a.out, "w");
@@ -336,7 +336,7 @@ int perf_tune_main(int argc, char **argv) {
            "channels on %s%s; load average %.2f, %ld CPUs",
            a.nranks, a.cuda ? " --mem cuda" : "",
            a.cuda ? "cuda-p2p" : f.link[KOLO_LINK_IB].set ? "shm, socket, ib" : "shm, socket; ib not measured",
-           a.cuda ? "cuda-p2p" : "shm", across, load, kolo_host_cpus());
+           a.cuda ? "cuda-p2p" : "shm", across, load, cpus);
   if (out == NULL || kolo_tuning_write(out, &f, note) != 0 || fclose(out) != 0) {
     perror(a.out);
     return 1;

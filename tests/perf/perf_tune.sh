@@ -7,7 +7,9 @@
 # KOLO_TUNING_FILE loads at init (said at INFO, with each all-reduce
 # choice once per size bucket); the lines of each link steer the
 # communicators that take it; a file with a bad line is refused at init
-# with FILE:LINE; -P that is not a whole number from 2 to 64 is refused.  No timing is asserted: the figures only have to exist.
+# with FILE:LINE; -P that is not a whole number from 2 to 64 is refused;
+# the file's comment keeps the load average.  No timing is asserted: the
+# figures only have to exist.
 set -u
 BIN=${1:?usage: perf_tune.sh path/to/kolo-perf}
 WORK=$(mktemp -d /tmp/kolo-perf-tune.XXXXXX)
