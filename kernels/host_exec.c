@@ -412,13 +412,17 @@ static int run_pass(kolo_exec_task *tasks, int n, int *remaining, kolo_exec_task
 /* Pipes whose bytes move by system calls (net): nothing moves their
  * counters but a turn, so every poll takes one of each pipe a task waits
  * on, from this thread (not only the last one's: two ranks whose sends wait
- * for credits would wait for ever if neither read the other's slices). */
-static void pull_blockers(kolo_exec_task *tasks, int ntasks) {
+ * for credits would wait for ever if neither read the other's slices).
+ * 1 when a turn moved something: what the tasks wait for may be here, and
+ * a sleep now would wait for a wake-up that already came. */
+static int pull_blockers(kolo_exec_task *tasks, int ntasks) {
+  int moved = 0;
   for (int i = 0; i < ntasks; i++) {
     kolo_connector *c = tasks[i].blocker;
     if (tasks[i].done || c == NULL || c->transport == NULL || c->transport->progress == NULL) continue;
-    c->transport->progress(c);
+    moved |= c->transport->progress(c);
   }
+  return moved;
 }
 
 /* Whether a wait that has polled `idle` times should yield again rather
@@ -451,7 +455,7 @@ koloResult_t kolo_host_exec_run(kolo_exec_task *tasks, int ntasks) {
       yielding = 1;
       continue;
     }
-    pull_blockers(tasks, ntasks);
+    if (pull_blockers(tasks, ntasks)) continue; /* look again before spinning on */
     const kolo_transport *tr = bc->transport;
     if (++idle < spin_limit) {
       cpu_relax();

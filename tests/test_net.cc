@@ -47,6 +47,7 @@
 #include "util/coll_run.h"
 #include "util/net_bench.h"
 #include "util/comm_peek.h"
+#include "util/exec_turns.h"
 #include "util/polled_pipe.h"
 #include "util/proc_util.h"
 #include "util/thread_world.h"
@@ -488,6 +489,31 @@ TEST(NetCallers, ExecutorStyleThreadsBesideTheProxy) {
     cfg.caller_bytes = slot / 2;  // some slices from the thread, some through the proxy
     char err[512] = "";
     EXPECT_EQ(kt_polled_pipe_run(&cfg, err, sizeof err), 0) << "slot " << slot << ": " << err;
+  }
+}
+
+// A turn of a net pipe that brings a slice ends the wait's idle polls: the
+// executor takes the slice then, rather than sleep on a wake-up that came
+// and went (a sleep of up to a millisecond per call where waits sleep
+// soon: KOLO_SPIN=0, or CPUs shared by more ranks than they hold).  Each
+// case lands its slice after `turns` empty turns; where turns >= spin the
+// wait reaches its sleeps, and none may start with the slice unread.
+TEST(NetCallers, ExecutorTakesWhatATurnBroughtBeforeSleeping) {
+  struct Case {
+    int count, turns, spin;
+  };
+  for (Case k : {Case{1, 0, 0}, Case{5, 3, 0}, Case{16, 20, 8}, Case{7, 8, 8}, Case{3, 0, 2000}}) {
+    kt_exec_turns r{};
+    char err[256] = "";
+    ASSERT_EQ(kt_exec_turns_run(k.count, k.turns, k.spin, &r, err, sizeof err), 0) << err;
+    SCOPED_TRACE(std::to_string(k.count) + " int32 after " + std::to_string(k.turns) + " empty turns, spin " +
+                 std::to_string(k.spin));
+    EXPECT_EQ(r.result, 0);
+    EXPECT_EQ(r.bytes_wrong, 0);
+    EXPECT_EQ(r.sleeps_with_slice, 0);
+    if (k.turns > k.spin) {
+      EXPECT_GT(r.sleeps, 0);  // the case reached the sleeps it tests
+    }
   }
 }
 

@@ -242,10 +242,12 @@ void kolo_net_pipe_send(kolo_net_pipe *p, kolo_connector *c, const void *src, si
 #define PULLS_BEFORE_PAYING 64
 static _Thread_local unsigned idle_pulls;
 
-void kolo_net_pipe_pull(kolo_net_pipe *p) {
-  if (drive(p, KOLO_NET_OUT | KOLO_NET_IN)) idle_pulls = 0;
+int kolo_net_pipe_pull(kolo_net_pipe *p) {
+  int moved = drive(p, KOLO_NET_OUT | KOLO_NET_IN);
+  if (moved) idle_pulls = 0;
   else if (++idle_pulls == PULLS_BEFORE_PAYING) pay_lazy();
   atomic_fetch_add_explicit(&caller_turns, 1, memory_order_relaxed);
+  return moved;
 }
 
 void kolo_net_pipe_wait(kolo_net_pipe *p, int timeout_us) {

@@ -62,8 +62,9 @@ int kolo_net_pipe_sends_from(kolo_net_pipe *p, size_t len);
  * takes it now, and only the rest is copied into the slot (for the proxy,
  * or this thread's next turn). */
 void kolo_net_pipe_send(kolo_net_pipe *p, kolo_connector *c, const void *src, size_t len);
-/* A blocked executor's turn on this pipe alone: what arrived comes in. */
-void kolo_net_pipe_pull(kolo_net_pipe *p);
+/* A blocked executor's turn on this pipe alone: what arrived comes in.
+ * 1 when the turn moved something. */
+int kolo_net_pipe_pull(kolo_net_pipe *p);
 /* Sleeps until one of the pipe's fds is ready or timeout_us passed, then
  * takes a turn. */
 void kolo_net_pipe_wait(kolo_net_pipe *p, int timeout_us);

@@ -82,8 +82,10 @@ typedef struct kolo_transport {
   /* Optional (NULL: nothing to do): moves, from the calling thread, what
    * has arrived for this end (net: this pipe's turn).  A blocked executor
    * calls it on every poll while it spins, so a small message costs no
-   * thread hand-off on the critical path (as MPI progresses in the caller). */
-  void (*progress)(kolo_connector *c);
+   * thread hand-off on the critical path (as MPI progresses in the caller).
+   * 1 when it moved something (a slice landed, a credit came in): the
+   * executor then looks again before it sleeps. */
+  int (*progress)(kolo_connector *c);
   /* Optional (NULL: kolo_conn_sleep, a futex on the counter): a blocked
    * executor's sleep of at most timeout_us (net: on the pipe's own fds). */
   void (*wait)(kolo_connector *c, int timeout_us);

@@ -1,0 +1,32 @@
+/* exec_turns.h - the host executor (kernels/host_exec.c) on one receive end
+ * of a stand-in transport whose slices arrive only in a turn of its own
+ * (progress), as a net pipe's do: what the executor does with what a turn
+ * brought before it sleeps (wait). */
+#ifndef KOLO_TESTS_UTIL_EXEC_TURNS_H
+#define KOLO_TESTS_UTIL_EXEC_TURNS_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+  int result;            /* the executor's koloResult_t */
+  int sleeps;            /* calls of the transport's wait */
+  int sleeps_with_slice; /* of them, calls while a slice had landed unread */
+  int bytes_wrong;       /* received bytes that differ from those sent */
+} kt_exec_turns;
+
+/* Receives `count` int32 (at most 16) in one slice that lands in the first
+ * turn taken after `turns_before_landing` turns brought nothing, with the
+ * executor's waits set to `spin` polls and no yields.  Returns 0, or -1
+ * with err filled where the set-up failed. */
+int kt_exec_turns_run(int count, int turns_before_landing, int spin, kt_exec_turns *out, char *err,
+                      size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
