@@ -428,9 +428,11 @@ static int pull_blockers(kolo_exec_task *tasks, int ntasks) {
 /* Whether a wait that has polled `idle` times should yield again rather
  * than sleep: up to the owner's count of yields, or, with a yield time,
  * for that long since the yields began (*since: when, 0 until then; the
- * clock is read once every 32 yields). */
-static int keep_yielding(const kolo_exec_owner *o, int64_t idle, int64_t *since) {
+ * clock is read once every 32 yields), unless the transport has a wait of
+ * its own (own_wait): then up to the owner's wake_yields. */
+static int keep_yielding(const kolo_exec_owner *o, int64_t idle, int64_t *since, int own_wait) {
   if (o->yield_ns <= 0) return idle < (int64_t)o->spin + o->yields;
+  if (own_wait) return idle < (int64_t)o->spin + o->wake_yields;
   if ((idle - o->spin) % 32 != 0) return 1;
   int64_t now = now_ns();
   if (*since == 0) *since = now;
@@ -461,7 +463,8 @@ koloResult_t kolo_host_exec_run(kolo_exec_task *tasks, int ntasks) {
       cpu_relax();
       continue;
     }
-    if (yielding && (yielding = keep_yielding(first, idle, &yields_since))) {
+    int own_wait = tr != NULL && tr->wait != NULL;
+    if (yielding && (yielding = keep_yielding(first, idle, &yields_since, own_wait))) {
       sched_yield();
       continue;
     }
@@ -477,7 +480,7 @@ koloResult_t kolo_host_exec_run(kolo_exec_task *tasks, int ntasks) {
       check_stalled(t, t->blocker, now - stall_start, liveness);
     }
     if (bt->owner->failed != koloSuccess) continue;
-    if (tr != NULL && tr->wait != NULL) tr->wait(bc, KOLO_SLEEP_US);
+    if (own_wait) tr->wait(bc, KOLO_SLEEP_US);
     else kolo_conn_sleep(bc, KOLO_SLEEP_US);
   }
   koloResult_t res = koloSuccess;

@@ -36,6 +36,10 @@ typedef struct kolo_exec_owner {
   int timeout_ms;          /* 0: no bound */
   int spin, yields;        /* polls, then sched_yield()s, before sleeping */
   int64_t yield_ns;        /* > 0: yield for this long instead, whatever `yields` says */
+  /* With yield_ns: a wait on a transport that sleeps in a wait of its own
+   * (transport.h: one that returns when data arrives) yields this many
+   * times instead before it sleeps */
+  int wake_yields;
   _Atomic int *abort_flag; /* set by koloCommAbort */
   kolo_errbuf *eb;
   /* 1 when `peer` is known to be dead (called every few ms).  Only the

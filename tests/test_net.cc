@@ -492,29 +492,47 @@ TEST(NetCallers, ExecutorStyleThreadsBesideTheProxy) {
   }
 }
 
+// The host executor on a stand-in for a net pipe (util/exec_turns.h): its
+// slice lands in a turn, after `turns_before_landing` empty ones.
+static kt_exec_turns run_turns(const kt_exec_turns_cfg &cfg) {
+  kt_exec_turns r{};
+  char err[256] = "";
+  EXPECT_EQ(kt_exec_turns_run(&cfg, &r, err, sizeof err), 0) << err;
+  EXPECT_EQ(r.result, 0);
+  EXPECT_EQ(r.bytes_wrong, 0);
+  return r;
+}
+
 // A turn of a net pipe that brings a slice ends the wait's idle polls: the
 // executor takes the slice then, rather than sleep on a wake-up that came
 // and went (a sleep of up to a millisecond per call where waits sleep
-// soon: KOLO_SPIN=0, or CPUs shared by more ranks than they hold).  Each
-// case lands its slice after `turns` empty turns; where turns >= spin the
-// wait reaches its sleeps, and none may start with the slice unread.
+// soon: KOLO_SPIN=0, or CPUs shared by more ranks than they hold).  Where
+// turns > spin the wait reaches its sleeps, and none may start with the
+// slice unread.
 TEST(NetCallers, ExecutorTakesWhatATurnBroughtBeforeSleeping) {
-  struct Case {
-    int count, turns, spin;
-  };
-  for (Case k : {Case{1, 0, 0}, Case{5, 3, 0}, Case{16, 20, 8}, Case{7, 8, 8}, Case{3, 0, 2000}}) {
-    kt_exec_turns r{};
-    char err[256] = "";
-    ASSERT_EQ(kt_exec_turns_run(k.count, k.turns, k.spin, &r, err, sizeof err), 0) << err;
-    SCOPED_TRACE(std::to_string(k.count) + " int32 after " + std::to_string(k.turns) + " empty turns, spin " +
-                 std::to_string(k.spin));
-    EXPECT_EQ(r.result, 0);
-    EXPECT_EQ(r.bytes_wrong, 0);
+  for (kt_exec_turns_cfg cfg : {kt_exec_turns_cfg{1, 0, 0, 0, 0, 0}, kt_exec_turns_cfg{5, 3, 0, 0, 0, 0},
+                                kt_exec_turns_cfg{16, 20, 8, 4, 0, 0}, kt_exec_turns_cfg{7, 8, 8, 0, 0, 0},
+                                kt_exec_turns_cfg{3, 0, 2000, 64, 0, 0}}) {
+    SCOPED_TRACE(std::to_string(cfg.count) + " int32 after " + std::to_string(cfg.turns_before_landing) +
+                 " empty turns, spin " + std::to_string(cfg.spin) + ", yields " + std::to_string(cfg.yields));
+    kt_exec_turns r = run_turns(cfg);
     EXPECT_EQ(r.sleeps_with_slice, 0);
-    if (k.turns > k.spin) {
+    if (cfg.turns_before_landing > cfg.spin + cfg.yields) {
       EXPECT_GT(r.sleeps, 0);  // the case reached the sleeps it tests
     }
   }
+}
+
+// Where ranks outnumber CPUs, waits yield for a time (yield_ns) before they
+// sleep, except on a transport that sleeps in a wait of its own (a net
+// pipe's, which its data ends): there after wake_yields yields.  A yield
+// time of a minute stands for "for ever" here: the case would time out.
+TEST(NetCallers, CrowdedWaitsOnNetPipesSleepAfterTheirYields) {
+  kt_exec_turns_cfg cfg{4, 8 + 16 + 10, 8, 64, 60LL * 1000 * 1000 * 1000, 16};
+  kt_exec_turns r = run_turns(cfg);
+  EXPECT_GT(r.sleeps, 0);
+  EXPECT_LE(r.sleeps, 10 + 1);  // one turn each: the slice lands in the 11th at most
+  EXPECT_EQ(r.sleeps_with_slice, 0);
 }
 
 // ---- ranks as processes over the net transport -------------------------------

@@ -175,17 +175,20 @@ static void owe_lazily(kolo_net_pipe *p) {
 }
 
 /* Credits every lazily owed head of this process (under lazy_mu, so that no
- * pipe leaves meanwhile; drive never blocks). */
-static void pay_lazy(void) {
-  if (atomic_load_explicit(&nlazy, memory_order_relaxed) == 0) return;
+ * pipe leaves meanwhile; drive never blocks).  1 when a turn it took moved
+ * something (a provider may take in what arrived while it pays). */
+static int pay_lazy(void) {
+  if (atomic_load_explicit(&nlazy, memory_order_relaxed) == 0) return 0;
+  int moved = 0;
   pthread_mutex_lock(&lazy_mu);
   for (kolo_net_pipe *p = lazy_head; p; p = p->lazy_next) {
     atomic_store_explicit(&p->lazy, 0, memory_order_seq_cst);
-    drive(p, KOLO_NET_OUT | KOLO_NET_PIPE_PAY);
+    moved |= drive(p, KOLO_NET_OUT | KOLO_NET_PIPE_PAY);
   }
   lazy_head = NULL;
   atomic_store_explicit(&nlazy, 0, memory_order_relaxed);
   pthread_mutex_unlock(&lazy_mu);
+  return moved;
 }
 
 static void unlist_lazy(kolo_net_pipe *p) {
@@ -250,17 +253,30 @@ int kolo_net_pipe_pull(kolo_net_pipe *p) {
   return moved;
 }
 
-void kolo_net_pipe_wait(kolo_net_pipe *p, int timeout_us) {
+void kolo_net_pipe_wait(kolo_net_pipe *p, kolo_connector *c, int timeout_us) {
   struct pollfd pf[KOLO_NET_PIPE_MAX_FDS];
-  int n = 0;
+  int n = 0, held = 1;
   if (pthread_mutex_trylock(&p->mu) == 0) {
+    held = 0;
     if (!p->failed) n = p->net->pollfds(p->comm, pf, KOLO_NET_PIPE_MAX_FDS);
     pthread_mutex_unlock(&p->mu);
+    /* a turn of another thread that ended before this lock may have
+     * published what c waits for, and left the socket with nothing to say */
+    if (c != NULL && (c->is_send ? kolo_conn_can_send(c) : kolo_conn_can_recv(c))) return;
   }
   if (!(p->net->flags & KOLO_NET_EXACT_POLL) && timeout_us > PROXY_SLEEP_MS * 1000) timeout_us = PROXY_SLEEP_MS * 1000;
   struct timespec ts = {timeout_us / 1000000, (long)(timeout_us % 1000000) * 1000L};
-  pay_lazy(); /* before sleeping: a peer may wait for them */
-  if (n > 0) ppoll(pf, (nfds_t)n, &ts, NULL);
+  /* before sleeping: a peer may wait for them; when the payments moved
+   * something, what this wait is for may have come in with it: no sleep */
+  if (pay_lazy()) {
+    kolo_net_pipe_pull(p);
+    return;
+  }
+  /* Another thread in a turn of this pipe (the proxy) may take in what
+   * this wait is for, leaving the socket with nothing to say: it
+   * publishes what it moved on the end's counter, so sleep on that. */
+  if (held && c != NULL) kolo_conn_sleep(c, timeout_us);
+  else if (n > 0) ppoll(pf, (nfds_t)n, &ts, NULL);
   else nanosleep(&ts, NULL);
   kolo_net_pipe_pull(p);
 }

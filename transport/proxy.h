@@ -66,8 +66,9 @@ void kolo_net_pipe_send(kolo_net_pipe *p, kolo_connector *c, const void *src, si
  * 1 when the turn moved something. */
 int kolo_net_pipe_pull(kolo_net_pipe *p);
 /* Sleeps until one of the pipe's fds is ready or timeout_us passed, then
- * takes a turn. */
-void kolo_net_pipe_wait(kolo_net_pipe *p, int timeout_us);
+ * takes a turn.  While another thread holds the pipe, sleeps on the
+ * counter of end c instead (NULL: for the time out). */
+void kolo_net_pipe_wait(kolo_net_pipe *p, kolo_connector *c, int timeout_us);
 /* Turns callers took in this process so far (tests). */
 uint64_t kolo_proxy_caller_turns(void);
 

@@ -290,7 +290,7 @@ static void net_kick(kolo_connector *c) { kolo_net_pipe_kick(c->mem); }
 static int net_sends_from(const kolo_connector *c, size_t bytes) { return kolo_net_pipe_sends_from(c->mem, bytes); }
 static void net_send_from(kolo_connector *c, const void *src, size_t bytes) { kolo_net_pipe_send(c->mem, c, src, bytes); }
 static int net_progress(kolo_connector *c) { return kolo_net_pipe_pull(c->mem); }
-static void net_wait(kolo_connector *c, int timeout_us) { kolo_net_pipe_wait(c->mem, timeout_us); }
+static void net_wait(kolo_connector *c, int timeout_us) { kolo_net_pipe_wait(c->mem, c, timeout_us); }
 
 const kolo_transport kolo_transport_net = {
     .name = "net",

@@ -64,8 +64,8 @@ static void fill_task(kolo_exec_task *t, const kolo_program *prog, kolo_connecto
   kolo_exec_task_init(t);
 }
 
-int kt_exec_turns_run(int count, int turns_before_landing, int spin, kt_exec_turns *out, char *err,
-                      size_t errlen) {
+int kt_exec_turns_run(const kt_exec_turns_cfg *cfg, kt_exec_turns *out, char *err, size_t errlen) {
+  int count = cfg->count;
   if (count < 1 || count > MAX_COUNT) {
     snprintf(err, errlen, "count %d is outside 1 .. %d", count, MAX_COUNT);
     return -1;
@@ -73,7 +73,7 @@ int kt_exec_turns_run(int count, int turns_before_landing, int spin, kt_exec_tur
   memset(out, 0, sizeof *out);
   memset(&fake, 0, sizeof fake);
   fake.count = count;
-  fake.turns_left = turns_before_landing;
+  fake.turns_left = cfg->turns_before_landing;
   fake.out = out;
   for (int i = 0; i < count; i++) fake.sent[i] = (int32_t)(rand() ^ (i << 20));
   kolo_program prog;
@@ -98,7 +98,10 @@ int kt_exec_turns_run(int count, int turns_before_landing, int spin, kt_exec_tur
   kolo_exec_owner owner;
   memset(&owner, 0, sizeof owner);
   owner.rank = 0;
-  owner.spin = spin;
+  owner.spin = cfg->spin;
+  owner.yields = cfg->yields;
+  owner.yield_ns = cfg->yield_ns;
+  owner.wake_yields = cfg->wake_yields;
   kolo_exec_task task;
   fill_task(&task, &prog, &rc, &owner, in, got);
   if (ctrl != NULL && slots != NULL) out->result = (int)kolo_host_exec_run(&task, 1);

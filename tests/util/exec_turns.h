@@ -18,12 +18,20 @@ typedef struct {
   int bytes_wrong;       /* received bytes that differ from those sent */
 } kt_exec_turns;
 
-/* Receives `count` int32 (at most 16) in one slice that lands in the first
- * turn taken after `turns_before_landing` turns brought nothing, with the
- * executor's waits set to `spin` polls and no yields.  Returns 0, or -1
- * with err filled where the set-up failed. */
-int kt_exec_turns_run(int count, int turns_before_landing, int spin, kt_exec_turns *out, char *err,
-                      size_t errlen);
+typedef struct {
+  int count;                /* int32 in the slice, 1 .. 16 */
+  int turns_before_landing; /* empty turns before the one that lands it */
+  /* the executor's waits (kolo_exec_owner): polls, yields, a yield time
+   * and the yields of a wait on a transport with a wait of its own */
+  int spin, yields;
+  long long yield_ns;
+  int wake_yields;
+} kt_exec_turns_cfg;
+
+/* Receives cfg->count int32 in one slice that lands in the first turn
+ * taken after cfg->turns_before_landing turns brought nothing.  Returns 0,
+ * or -1 with err filled where the set-up failed. */
+int kt_exec_turns_run(const kt_exec_turns_cfg *cfg, kt_exec_turns *out, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

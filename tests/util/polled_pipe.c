@@ -55,7 +55,7 @@ static void idle(const run_state *st, kolo_net_pipe *p, unsigned *polls) {
     sched_yield();
     return;
   }
-  if (++*polls % 64 == 0) kolo_net_pipe_wait(p, 200);
+  if (++*polls % 64 == 0) kolo_net_pipe_wait(p, NULL, 200);
   else kolo_net_pipe_pull(p);
 }
 
