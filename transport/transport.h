@@ -87,7 +87,10 @@ typedef struct kolo_transport {
    * executor then looks again before it sleeps. */
   int (*progress)(kolo_connector *c);
   /* Optional (NULL: kolo_conn_sleep, a futex on the counter): a blocked
-   * executor's sleep of at most timeout_us (net: on the pipe's own fds). */
+   * executor's sleep of at most timeout_us (net: on the pipe's own fds).
+   * It must return when what the end waits for arrives: where ranks
+   * outnumber CPUs, waits on such a transport yield only wake_yields times
+   * before it (kernels/host_exec.h). */
   void (*wait)(kolo_connector *c, int timeout_us);
 } kolo_transport;
 
