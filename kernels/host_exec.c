@@ -346,7 +346,7 @@ static void check_stalled(kolo_exec_task *t, kolo_connector *c, int64_t stall_ns
    * delivering every slice sent before the close: the sender may have
    * finished and left) is no failure yet: the next pass moves the slice,
    * and a later wait that cannot move fails then. */
-  if (word != 0 && (c->is_send ? kolo_conn_can_send(c) : kolo_conn_can_recv(c))) return;
+  if (word != 0 && kolo_conn_ready(c)) return;
   if (o->abort_flag && atomic_load(o->abort_flag)) {
     kolo_error(o->eb, koloRemoteError, "rank %d: communicator aborted (koloCommAbort or koloCommRevoke)", o->rank);
     fail_owner(o, koloRemoteError, KOLO_STOP_ABORT, o->rank);

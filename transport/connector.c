@@ -36,8 +36,7 @@ void kolo_conn_sleep(kolo_connector *c, int timeout_us) {
   uint32_t seen = atomic_load_explicit(counter, memory_order_seq_cst);
   /* Re-check after registering: the writer checks waiters after its store,
    * so one of us sees the other (both sides use seq_cst). */
-  int ready = c->is_send ? kolo_conn_can_send(c) : kolo_conn_can_recv(c);
-  if (!ready && kolo_conn_stopped(c) == 0) kolo_futex_wait(counter, seen, timeout_us);
+  if (!kolo_conn_ready(c) && kolo_conn_stopped(c) == 0) kolo_futex_wait(counter, seen, timeout_us);
   atomic_fetch_sub_explicit(waiters, 1, memory_order_seq_cst);
 }
 

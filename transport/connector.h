@@ -191,6 +191,11 @@ static inline int kolo_conn_can_recv(const kolo_connector *c) {
   uint32_t tail = atomic_load_explicit(&c->ctrl->tail, memory_order_acquire);
   return (int32_t)(tail - c->step) > 0;
 }
+/* Whether end c can move its next slice: send (a free slot) or receive
+ * (a full one), as it is. */
+static inline int kolo_conn_ready(kolo_connector *c) {
+  return c->is_send ? kolo_conn_can_send(c) : kolo_conn_can_recv(c);
+}
 /* Where this end's next call signature goes (send) or comes from (recv):
  * a box on tail's line, or the entry of the current slot. */
 static inline kolo_call_sig *kolo_conn_sig_place(const kolo_connector *c) {

@@ -176,7 +176,7 @@ static void owe_lazily(kolo_net_pipe *p) {
 
 /* Credits every lazily owed head of this process (under lazy_mu, so that no
  * pipe leaves meanwhile; drive never blocks).  1 when a turn it took moved
- * something (a provider may take in what arrived while it pays). */
+ * something: a payment itself counts. */
 static int pay_lazy(void) {
   if (atomic_load_explicit(&nlazy, memory_order_relaxed) == 0) return 0;
   int moved = 0;
@@ -262,12 +262,13 @@ void kolo_net_pipe_wait(kolo_net_pipe *p, kolo_connector *c, int timeout_us) {
     pthread_mutex_unlock(&p->mu);
     /* a turn of another thread that ended before this lock may have
      * published what c waits for, and left the socket with nothing to say */
-    if (c != NULL && (c->is_send ? kolo_conn_can_send(c) : kolo_conn_can_recv(c))) return;
+    if (c != NULL && kolo_conn_ready(c)) return;
   }
   if (!(p->net->flags & KOLO_NET_EXACT_POLL) && timeout_us > PROXY_SLEEP_MS * 1000) timeout_us = PROXY_SLEEP_MS * 1000;
   struct timespec ts = {timeout_us / 1000000, (long)(timeout_us % 1000000) * 1000L};
-  /* before sleeping: a peer may wait for them; when the payments moved
-   * something, what this wait is for may have come in with it: no sleep */
+  /* before sleeping: a peer may wait for them.  A wait that paid looks
+   * again instead (the peer it paid may answer at once, and a provider may
+   * have taken in what arrived); the next wait owes nothing and sleeps. */
   if (pay_lazy()) {
     kolo_net_pipe_pull(p);
     return;
