@@ -85,6 +85,31 @@ std::vector<Offsets> offsets_for(size_t n) {
   return v;
 }
 
+// Random operands of n elements, a scalar, and the host reference on them:
+// drawn once for every case of a size (the reference is most of the time).
+struct Operands {
+  std::vector<unsigned char> a_in, b_in, want;
+  uint64_t scalar = 0;
+};
+
+Operands make_operands(koloDataType_t type, koloRedOp_t op, size_t n, bool with_b, int div,
+                       bool premul, std::mt19937_64 &rng) {
+  size_t bytes = n * type_size(type);
+  Operands o;
+  o.a_in.resize(bytes + 1);
+  o.b_in.resize(bytes + 1);
+  o.want.resize(bytes + 1);
+  fill_random(o.a_in.data(), n, type, rng);
+  fill_random(o.b_in.data(), n, type, rng);
+  fill_random(&o.scalar, 1, type, rng);
+  const void *b = with_b ? o.b_in.data() : nullptr;
+  if (premul)
+    reference_premul(o.want.data(), o.a_in.data(), b, n, type, o.scalar);
+  else
+    reference(o.want.data(), o.a_in.data(), b, n, type, op, div);
+  return o;
+}
+
 class CudaReduceTest : public ::testing::TestWithParam<std::tuple<int, int>> {
  protected:
   void SetUp() override {
@@ -102,30 +127,26 @@ class CudaReduceTest : public ::testing::TestWithParam<std::tuple<int, int>> {
 
   unsigned char *region(int r) { return static_cast<unsigned char *>(arena_) + r * kRegionStride; }
 
-  // One case; "" when it passed, else what went wrong.
-  // premul: the premul-sum with a random scalar instead of op (div 1).
+  // One case on ops' operands; "" when it passed, else what went wrong.
+  // premul: the premul-sum with ops' scalar instead of op (div 1).
   std::string run_case(koloDataType_t type, koloRedOp_t op, size_t n, Offsets off, Alias alias,
-                       bool with_b, bool with_out1, int div, std::mt19937_64 &rng, bool premul = false);
+                       bool with_b, bool with_out1, int div, const Operands &ops, bool premul);
 
   void *arena_ = nullptr;
 };
 
 std::string CudaReduceTest::run_case(koloDataType_t type, koloRedOp_t op, size_t n, Offsets off,
                                      Alias alias, bool with_b, bool with_out1, int div,
-                                     std::mt19937_64 &rng, bool premul) {
+                                     const Operands &ops, bool premul) {
   size_t bytes = n * type_size(type);
   size_t offs[kNumRegions] = {off.a, off.b, off.out, off.b};
-  std::vector<unsigned char> a_in(bytes + 1), b_in(bytes + 1), want(bytes + 1);
-  uint64_t scalar = 0;
-  fill_random(a_in.data(), n, type, rng);
-  fill_random(b_in.data(), n, type, rng);
-  fill_random(&scalar, 1, type, rng);
-  if (premul)
-    reference_premul(want.data(), a_in.data(), with_b ? b_in.data() : nullptr, n, type, scalar);
-  else
-    reference(want.data(), a_in.data(), with_b ? b_in.data() : nullptr, n, type, op, div);
-
-  if (cudaMemset(arena_, kPoison, kNumRegions * kRegionStride) != cudaSuccess) return "memset";
+  const std::vector<unsigned char> &a_in = ops.a_in, &b_in = ops.b_in, &want = ops.want;
+  const uint64_t scalar = ops.scalar;
+  // Poison what is checked below (offset, operand, guard) in each region:
+  // the whole arena would be 2 MiB per case, most of a test's time.
+  size_t used = 16 + bytes + kGuard;
+  for (int r = 0; r < kNumRegions; r++)
+    if (cudaMemset(region(r), kPoison, used) != cudaSuccess) return "memset";
   if (cudaMemcpy(region(kA) + off.a, a_in.data(), bytes, cudaMemcpyHostToDevice) != cudaSuccess ||
       cudaMemcpy(region(kB) + off.b, b_in.data(), bytes, cudaMemcpyHostToDevice) != cudaSuccess)
     return "upload";
@@ -139,7 +160,6 @@ std::string CudaReduceTest::run_case(koloDataType_t type, koloRedOp_t op, size_t
   if (e != cudaSuccess) return std::string("kernel: ") + cudaGetErrorString(e);
 
   // Every region back, guards included.
-  size_t used = 16 + bytes + kGuard;
   std::vector<unsigned char> got[kNumRegions];
   for (int r = 0; r < kNumRegions; r++) {
     got[r].resize(used);
@@ -189,14 +209,14 @@ TEST_P(CudaReduceTest, MatchesReference) {
   std::mt19937_64 rng(1000003u * (unsigned)type + 7919u * (unsigned)op_param);
   int failures = 0;
   for (size_t n : kSizes)
-    for (Offsets off : offsets_for(n))
-      for (int alias = kSeparate; alias <= kOut0IsB; alias++) {
-        if (!with_b && alias == kOut0IsB) continue;
-        for (bool with_out1 : {false, true})
-          for (int div : {1, 3}) {
-            if (premul && div != 1) continue;
-            std::string err =
-                run_case(type, op, n, off, (Alias)alias, with_b, with_out1, div, rng, premul);
+    for (int div : {1, 3}) {
+      if (premul && div != 1) continue;
+      const Operands ops = make_operands(type, op, n, with_b, div, premul, rng);
+      for (Offsets off : offsets_for(n))
+        for (int alias = kSeparate; alias <= kOut0IsB; alias++) {
+          if (!with_b && alias == kOut0IsB) continue;
+          for (bool with_out1 : {false, true}) {
+            std::string err = run_case(type, op, n, off, (Alias)alias, with_b, with_out1, div, ops, premul);
             if (err.empty()) continue;
             ADD_FAILURE() << type_name(type) << " " << op_param_name(op_param)
                           << " n=" << n << " offsets a/b/out=" << off.a << "/" << off.b << "/"
@@ -204,7 +224,8 @@ TEST_P(CudaReduceTest, MatchesReference) {
                           << " div=" << div << ": " << err;
             if (++failures >= 5) return;
           }
-      }
+        }
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypesOps, CudaReduceTest,
