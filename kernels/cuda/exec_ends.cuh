@@ -84,13 +84,13 @@ __device__ bool wait_ready(const kolo_dev_batch &b, const kolo_dev_task &t, cons
                            const kolo_dev_conn *R, bool need_recv, bool need_send, uint32_t rstep, uint32_t sstep,
                            int *s_stop) {
   bool rok = !need_recv, sok = !need_send;
-  uint64_t since = 0;
+  wait_state w;
   for (unsigned spins = 1;; spins++) {
     if (!rok) rok = (int32_t)(ld_relaxed(R->tail) - rstep) > 0;
     if (!sok) sok = (uint32_t)(sstep - ld_relaxed(S->head)) < S->nslots;
     if (rok && sok) break;
     if (spins % kPollSpins == 0) {
-      if (must_leave(b, t, rok ? *S : *R, since, s_stop, rok ? KOLO_DEV_STALL_SEND : KOLO_DEV_STALL_RECV))
+      if (must_leave(b, t, rok ? *S : *R, w, s_stop, rok ? KOLO_DEV_STALL_SEND : KOLO_DEV_STALL_RECV))
         return false;
       kolo_dev::pause();
     } else {

@@ -81,9 +81,9 @@ __device__ __forceinline__ void store_payload(char *p, uint64_t v, unsigned nb) 
 __device__ __forceinline__ bool ll_wait(const char *p, uint32_t flag, uint64_t &lo, uint64_t &hi,
                                         const kolo_dev_batch &b, const kolo_dev_task &t, const kolo_dev_conn *R,
                                         int *s_stop) {
-  uint64_t since = 0;
+  wait_state w;
   for (unsigned spins = 1; !kolo_ll_ready(lo, hi, flag); spins++) {
-    if (spins % kPollSpins == 0 && must_leave(b, t, *R, since, s_stop)) return false;
+    if (spins % kPollSpins == 0 && must_leave(b, t, *R, w, s_stop)) return false;
     kolo_dev::poll();
     ld_line(p, lo, hi);
   }

@@ -135,10 +135,10 @@ __device__ KOLO_OUT_OF_LINE void found_mismatch(const kolo_dev_batch &b, const k
 __device__ KOLO_OUT_OF_LINE bool check_sig(const kolo_dev_batch &b, const kolo_dev_task &t, const kolo_dev_conn *R,
                                            uint32_t rstep, int *s_stop) {
   kolo_dev_sig *p = sig_at(R, rstep);
-  uint64_t since = 0;
+  wait_state w;
   for (unsigned spins = 1; kolo_dev::ld_relaxed_u8(&p->set) == 0; spins++) {
     if (spins % kPollSpins == 0) {
-      if (must_leave(b, t, *R, since, s_stop, KOLO_DEV_STALL_FIRST)) return false;
+      if (must_leave(b, t, *R, w, s_stop, KOLO_DEV_STALL_FIRST)) return false;
       kolo_dev::pause();
     } else {
       kolo_dev::poll();

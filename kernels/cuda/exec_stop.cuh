@@ -114,6 +114,13 @@ __device__ KOLO_OUT_OF_LINE uint32_t status_word(const kolo_dev_batch &b) {
 __device__ KOLO_OUT_OF_LINE void note_stall(const kolo_dev_batch &b, const kolo_dev_task &t, const kolo_dev_conn &c,
                                             uint32_t what);
 
+/* One wait's state for must_leave: when it was first polled (0: not yet),
+ * and the stop word it saw set once already (nullptr: none). */
+struct wait_state {
+  uint64_t since = 0;
+  const uint32_t *stop_seen = nullptr;
+};
+
 /* Called by a waiting thread every kPollSpins spins on connector c of task
  * t: true when it must give up.  The first thread of the block to give up
  * records why in status, tells the peers (stop words: KOLO_DEV_STOP_WORD
@@ -122,12 +129,18 @@ __device__ KOLO_OUT_OF_LINE void note_stall(const kolo_dev_batch &b, const kolo_
  * mismatch report) and sets the block's hint.  A block also leaves when
  * another block of the launch stopped (status set): its peer may have no
  * task in this launch to stop it (a count that differs: fewer channels).
- * since: when this wait was first polled (0: not yet).  A wait past
- * stall_ms (and not yet past the timeout) is noted for the host's warning
- * (note_stall; what: KOLO_DEV_STALL_*, what the wait is for) by warp
- * leaders, and goes on. */
+ * w: the wait's state (wait_state).  A wait past stall_ms (and not yet
+ * past the timeout) is noted for the host's warning (note_stall; what:
+ * KOLO_DEV_STALL_*, what the wait is for) by warp leaders, and goes on.
+ *
+ * A peer's stop word is a reason to leave the second time this wait sees
+ * it, not the first: a net pipe's proxy stops a receive end when its
+ * sender's connection closes, after publishing every slice sent before the
+ * close (the sender may have finished its call and left), so the caller
+ * looks at its end once more, after the stop word's acquire load, and
+ * finds the slice it waited for if it came. */
 __device__ __forceinline__ bool must_leave(const kolo_dev_batch &b, const kolo_dev_task &t,
-                                           const kolo_dev_conn &c, uint64_t &since, int *s_stop,
+                                           const kolo_dev_conn &c, wait_state &w, int *s_stop,
                                            uint32_t what = KOLO_DEV_STALL_RECV) {
   if (kolo_dev::hint_get(s_stop)) return true; /* another thread of the block already stopped */
   uint32_t why = KOLO_DEV_OK, word = 0;
@@ -138,6 +151,11 @@ __device__ __forceinline__ bool must_leave(const kolo_dev_batch &b, const kolo_d
     why = KOLO_DEV_ABORTED;
     word = KOLO_DEV_STOP_WORD(2 /* KOLO_STOP_ABORT */, b.rank);
   } else if (c.stop && (word = ld_relaxed(c.stop)) != 0) {
+    if (w.stop_seen != c.stop) { /* the first sight: look at the end once more (above) */
+      (void)ld_acquire(c.stop);
+      w.stop_seen = c.stop;
+      return false;
+    }
     why = KOLO_DEV_PEER_STOPPED;
     slot = c.tail != nullptr ? report_slot(&c) : nullptr;
   } else if (b.status && leader && (why = ld_relaxed(b.status)) != KOLO_DEV_OK) {
@@ -147,11 +165,11 @@ __device__ __forceinline__ bool must_leave(const kolo_dev_batch &b, const kolo_d
     /* waited >= limit, where a limit of 0 (none) wraps to never: fewer
      * registers in the LL kernels than testing each limit for 0 */
     const uint64_t now = kolo_dev::global_ns();
-    if (since == 0) since = now;
-    else if (now - since > b.timeout_ns - 1) {
+    if (w.since == 0) w.since = now;
+    else if (now - w.since > b.timeout_ns - 1) {
       why = KOLO_DEV_TIMEOUT;
       word = KOLO_DEV_STOP_WORD(4 /* KOLO_STOP_TIMEOUT */, b.rank);
-    } else if (now - since > b.stall_ms * 1000000ull - 1 && leader) {
+    } else if (now - w.since > b.stall_ms * 1000000ull - 1 && leader) {
       note_stall(b, t, c, what);
     }
   }
