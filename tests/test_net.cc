@@ -5,7 +5,9 @@
 //    every byte and signature checked; credits (a newer one replacing one
 //    not sent); stop words both ways, with a mismatch report; a stray
 //    connection (no token) refused while the real sender gets through; the
-//    peer's close reported as an error naming it; no fd left.
+//    peer's close reported as an error naming it; no fd left.  unacked():
+//    a sender's bytes in its kernel until the receiver's host has them, and a
+//    close after it loses none.
 //  - NetProcs.Grid: ranks as processes of this host forced onto the net
 //    transport (KOLO_NET_FORCE=1, KOLO_SHM_DISABLE=1, so nothing else could
 //    connect them), every collective for float32 sum, int32 max and
@@ -310,6 +312,56 @@ void shrink_buffers(void *comm, int opt) {
   int n = kolo_net_socket.pollfds(comm, pf, KOLO_NET_MAX_STREAMS + 2);
   int bytes = 64 << 10;
   for (int i = 0; i < n; i++) ASSERT_EQ(setsockopt(pf[i].fd, SOL_SOCKET, opt, &bytes, sizeof bytes), 0);
+}
+
+// A sender whose receiver reads slowly: its last bytes wait in its kernel's
+// send queue after its own queue emptied (pending 0), and a credit it never
+// read sits in its input.  Closing then would reset the connection and drop
+// those bytes: unacked() says so until the receiver's host has them all,
+// and a close after that loses nothing (the slice arrives whole, then the
+// close is reported).
+TEST(NetSocket, UnackedUntilThePeersHostHasEveryByte) {
+  ScopedEnv streams("KOLO_SOCKET_NSTREAMS", "1");
+  const kolo_net_provider &net = kolo_net_socket;
+  ASSERT_NE(net.unacked, nullptr);
+  kolo_errbuf eb{};
+  Loopback lo;
+  kolo_net_handle h;
+  void *lcomm = nullptr;
+  End s, r;
+  ASSERT_EQ(net.listen(&lo.local, 0, &h, &lcomm, &eb), koloSuccess) << eb.msg;
+  ASSERT_EQ(net.connect(&h, 0, kolo_deadline(5000), 5000, "rank 1 (test)", &s.comm, &eb), koloSuccess) << eb.msg;
+  ASSERT_EQ(net.accept(lcomm, kolo_deadline(5000), 5000, "rank 0 (test)", &r.comm, &eb), koloSuccess) << eb.msg;
+  net.close_listen(lcomm);
+  // 512 KiB against a 64 KiB receive buffer: the receiver's host takes
+  // part, the sender's kernel holds the rest.
+  const size_t slot = 512u << 10;
+  ASSERT_NO_FATAL_FAILURE(bind_rings(s, r, slot, 2, 0, 0xa5));
+  ASSERT_NO_FATAL_FAILURE(shrink_buffers(r.comm, SO_RCVBUF));
+  for (size_t i = 0; i < slot; i++) s.ring[i] = (unsigned char)(i * 131 + 7);
+  int q = 0;
+  ASSERT_EQ(net.send_credit(r.comm, 1, &q, &eb), koloSuccess) << eb.msg; /* s never reads it */
+  ASSERT_EQ(net.progress(r.comm, KOLO_NET_OUT, &eb), koloSuccess) << eb.msg;
+  ASSERT_EQ(net.send_slice(s.comm, 0, slot, nullptr, &q, &eb), koloSuccess) << eb.msg;
+  ASSERT_EQ(q, 1);
+  for (double t0 = now_ms(); net.pending(s.comm) && now_ms() - t0 < 5000; usleep(200))
+    ASSERT_EQ(net.progress(s.comm, KOLO_NET_OUT, &eb), koloSuccess) << eb.msg;
+  ASSERT_EQ(net.pending(s.comm), 0) << "the sender's kernel did not take the slice";
+  EXPECT_NE(net.unacked(s.comm), 0) << "512 KiB into a 64 KiB receive buffer: some waits in the sender's kernel";
+  // Once the receiver has read enough, the sender's kernel holds nothing.
+  for (double t0 = now_ms(); net.unacked(s.comm) && now_ms() - t0 < 10000; usleep(100))
+    ASSERT_EQ(net.progress(r.comm, KOLO_NET_IN, &eb), koloSuccess) << eb.msg;
+  ASSERT_EQ(net.unacked(s.comm), 0) << "the receiver read, yet the sender's kernel still holds bytes";
+  net.close(s.comm);
+  koloResult_t res = koloSuccess;
+  for (double t0 = now_ms(); res == koloSuccess && now_ms() - t0 < 5000; usleep(100))
+    res = net.progress(r.comm, KOLO_NET_OUT | KOLO_NET_IN, &eb);
+  EXPECT_EQ(res, koloRemoteError);
+  EXPECT_EQ(std::string(eb.msg).find("middle of a slice"), std::string::npos) << eb.msg;
+  ASSERT_EQ(r.slices.size(), 1u);
+  EXPECT_EQ(r.slices[0].second, slot);
+  EXPECT_EQ(memcmp(r.ring.data(), s.ring.data(), slot), 0) << "the slice differs";
+  net.close(r.comm);
 }
 
 // Slices sent from the caller's buffer (send_slice_from): the buffer is

@@ -150,6 +150,13 @@ typedef struct kolo_net_provider {
   koloResult_t (*progress)(void *comm, unsigned dir, kolo_errbuf *eb);
   /* 1 while output is queued in user space or not yet acknowledged. */
   int (*pending)(void *comm);
+  /* Optional (NULL: nothing to wait for): 1 while bytes this end wrote
+   * are still in its kernel's send queue, unacknowledged by the peer's
+   * host.  Closing a TCP socket that has unread input resets it and drops
+   * what its kernel still held (a sender whose receiver was slow to read,
+   * and whose last credits came after its last read): a flush waits for
+   * this before close.  A system call: for the flush only. */
+  int (*unacked)(void *comm);
   /* The fds and events worth waking for now (at most max); the count. */
   int (*pollfds)(void *comm, struct pollfd *pf, int max);
   void (*close)(void *comm);

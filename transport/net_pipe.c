@@ -198,5 +198,7 @@ int kolo_net_pipe_flushed(kolo_net_pipe *p) {
   if (word != 0 && !p->stop_sent && !p->stop_remote) return 0;
   if (word == 0 && p->is_send && p->posted != atomic_load_explicit(&p->ctrl->tail, memory_order_acquire))
     return 0;
-  return !p->net->pending(p->comm);
+  if (p->net->pending(p->comm)) return 0;
+  /* a stopped pipe owes its peer nothing more than its stop word */
+  return word != 0 || p->stop_remote || p->net->unacked == NULL || !p->net->unacked(p->comm);
 }

@@ -208,6 +208,7 @@ const kolo_net_provider kolo_net_socket = {
     .send_stop = kolo_sock_send_stop,
     .progress = kolo_sock_progress,
     .pending = kolo_sock_pending,
+    .unacked = kolo_sock_unacked,
     .pollfds = kolo_sock_pollfds,
     .close = sock_close,
 };

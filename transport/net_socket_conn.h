@@ -99,6 +99,7 @@ koloResult_t kolo_sock_send_stop(void *comm, uint32_t word, const kolo_call_mism
                                  kolo_errbuf *eb);
 koloResult_t kolo_sock_progress(void *comm, unsigned dir, kolo_errbuf *eb);
 int kolo_sock_pending(void *comm);
+int kolo_sock_unacked(void *comm);
 int kolo_sock_pollfds(void *comm, struct pollfd *pf, int max);
 
 #endif

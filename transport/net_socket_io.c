@@ -22,6 +22,8 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -522,6 +524,18 @@ int kolo_sock_pending(void *comm) {
   if (c->out_head != c->out_tail) return 1;
   for (int s = 1; s < c->nstreams && c->is_send; s++)
     if (parts_queued(c, s)) return 1;
+  return 0;
+}
+
+/* SIOCOUTQ: bytes written and not yet acknowledged (tcp(7)).  A stream
+ * that cannot say counts as drained: the flush must not wait on it. */
+int kolo_sock_unacked(void *comm) {
+  sock_comm *c = comm;
+  if (c->failed || !c->bound) return 0;
+  for (int s = 0; s < c->nstreams; s++) {
+    int n = 0;
+    if (!c->eof[s] && ioctl(c->fds[s], SIOCOUTQ, &n) == 0 && n > 0) return 1;
+  }
   return 0;
 }
 
