@@ -214,6 +214,27 @@ void bind_rings(End &s, End &r, size_t slot, uint32_t nslots, unsigned char s_fi
   ASSERT_EQ(kolo_net_socket.bind(r.comm, &rr, &rs, &eb), koloSuccess) << eb.msg;
 }
 
+// A socket connection over loopback: s.comm connects, r.comm accepts.
+void connect_ends(End &s, End &r) {
+  const kolo_net_provider &net = kolo_net_socket;
+  kolo_errbuf eb{};
+  Loopback lo;
+  kolo_net_handle h;
+  void *lcomm = nullptr;
+  ASSERT_EQ(net.listen(&lo.local, 0, &h, &lcomm, &eb), koloSuccess) << eb.msg;
+  ASSERT_EQ(net.connect(&h, 0, kolo_deadline(5000), 5000, "rank 1 (test)", &s.comm, &eb), koloSuccess) << eb.msg;
+  ASSERT_EQ(net.accept(lcomm, kolo_deadline(5000), 5000, "rank 0 (test)", &r.comm, &eb), koloSuccess) << eb.msg;
+  net.close_listen(lcomm);
+}
+
+// Progress on comm until it fails (its peer closed) or 5 s pass: the result.
+koloResult_t progress_until_failure(void *comm, kolo_errbuf *eb) {
+  koloResult_t res = koloSuccess;
+  for (double t0 = now_ms(); res == koloSuccess && now_ms() - t0 < 5000; usleep(100))
+    res = kolo_net_socket.progress(comm, KOLO_NET_OUT | KOLO_NET_IN, eb);
+  return res;
+}
+
 TEST(NetSocket, SlicesCreditsStopsStrayAndClose) {
   ScopedEnv streams("KOLO_SOCKET_NSTREAMS", "3");
   int fds_before = count_fds();
@@ -296,9 +317,7 @@ TEST(NetSocket, SlicesCreditsStopsStrayAndClose) {
 
   // The sender goes away: the receiver's progress fails naming it.
   net.close(s.comm);
-  koloResult_t res = koloSuccess;
-  for (double t0 = now_ms(); res == koloSuccess && now_ms() - t0 < 5000; usleep(100))
-    res = net.progress(r.comm, KOLO_NET_OUT | KOLO_NET_IN, &eb);
+  koloResult_t res = progress_until_failure(r.comm, &eb);
   EXPECT_EQ(res, koloRemoteError);
   EXPECT_NE(std::string(eb.msg).find("rank 0 (test)"), std::string::npos) << eb.msg;
   net.close(r.comm);
@@ -325,14 +344,8 @@ TEST(NetSocket, UnackedUntilThePeersHostHasEveryByte) {
   const kolo_net_provider &net = kolo_net_socket;
   ASSERT_NE(net.unacked, nullptr);
   kolo_errbuf eb{};
-  Loopback lo;
-  kolo_net_handle h;
-  void *lcomm = nullptr;
   End s, r;
-  ASSERT_EQ(net.listen(&lo.local, 0, &h, &lcomm, &eb), koloSuccess) << eb.msg;
-  ASSERT_EQ(net.connect(&h, 0, kolo_deadline(5000), 5000, "rank 1 (test)", &s.comm, &eb), koloSuccess) << eb.msg;
-  ASSERT_EQ(net.accept(lcomm, kolo_deadline(5000), 5000, "rank 0 (test)", &r.comm, &eb), koloSuccess) << eb.msg;
-  net.close_listen(lcomm);
+  ASSERT_NO_FATAL_FAILURE(connect_ends(s, r));
   // 512 KiB against a 64 KiB receive buffer: the receiver's host takes
   // part, the sender's kernel holds the rest.
   const size_t slot = 512u << 10;
@@ -353,9 +366,7 @@ TEST(NetSocket, UnackedUntilThePeersHostHasEveryByte) {
     ASSERT_EQ(net.progress(r.comm, KOLO_NET_IN, &eb), koloSuccess) << eb.msg;
   ASSERT_EQ(net.unacked(s.comm), 0) << "the receiver read, yet the sender's kernel still holds bytes";
   net.close(s.comm);
-  koloResult_t res = koloSuccess;
-  for (double t0 = now_ms(); res == koloSuccess && now_ms() - t0 < 5000; usleep(100))
-    res = net.progress(r.comm, KOLO_NET_OUT | KOLO_NET_IN, &eb);
+  koloResult_t res = progress_until_failure(r.comm, &eb);
   EXPECT_EQ(res, koloRemoteError);
   EXPECT_EQ(std::string(eb.msg).find("middle of a slice"), std::string::npos) << eb.msg;
   ASSERT_EQ(r.slices.size(), 1u);
@@ -374,14 +385,8 @@ TEST(NetSocket, SliceFromCallersBufferIsFreeOnReturn) {
   ScopedEnv streams("KOLO_SOCKET_NSTREAMS", "2");
   const kolo_net_provider &net = kolo_net_socket;
   kolo_errbuf eb{};
-  Loopback lo;
-  kolo_net_handle h;
-  void *lcomm = nullptr;
   End s, r;
-  ASSERT_EQ(net.listen(&lo.local, 0, &h, &lcomm, &eb), koloSuccess) << eb.msg;
-  ASSERT_EQ(net.connect(&h, 0, kolo_deadline(5000), 5000, "rank 1 (test)", &s.comm, &eb), koloSuccess) << eb.msg;
-  ASSERT_EQ(net.accept(lcomm, kolo_deadline(5000), 5000, "rank 0 (test)", &r.comm, &eb), koloSuccess) << eb.msg;
-  net.close_listen(lcomm);
+  ASSERT_NO_FATAL_FAILURE(connect_ends(s, r));
   shrink_buffers(s.comm, SO_SNDBUF);
   shrink_buffers(r.comm, SO_RCVBUF);
   const size_t slot = (1u << 20) + 5;
