@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 
 #include "common/error.h"
+#include "core/algo_memo.h"
 #include "core/op.h"
 #include "kernels/host_exec.h"
 #include "kolo.h"
@@ -87,6 +88,7 @@ struct koloComm {
   kolo_tuned tuned;
   uint64_t tuning_hash;
   kolo_algo_logged algo_logged;
+  kolo_algo_memo algo_memo; /* the choices made so far, by size (core/algo_memo.h) */
   int hier_ready;
   kolo_program hier_prog[KOLO_HIER_PHASES];
   kolo_connector hier_send[2][KOLO_MAX_CHANNELS], hier_recv[2][KOLO_MAX_CHANNELS];

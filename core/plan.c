@@ -4,6 +4,7 @@
 #include "core/plan.h"
 
 #include "common/dtype.h"
+#include "core/algo_memo.h"
 #include "ring/algo_log.h"
 #include "ring/algo_select.h"
 
@@ -11,42 +12,68 @@ int kolo_comm_op_channels(const struct koloComm *c, const kolo_op *op) {
   return kolo_op_channels(op, c->nranks, c->nchannels, c->min_channel_bytes, c->algo.tuned);
 }
 
-/* The algorithm of an all-reduce (ring/algo.h): the same on every rank
- * (hier only where the comm built it: a topology that allows it, not
- * forced off). */
-static int all_reduce_algo(const struct koloComm *c, const kolo_op *op) {
-  int a = kolo_algo_choose(&c->algo, op->count * koloTypeSize(op->type), kolo_comm_op_channels(c, op));
+/* An all-reduce's choice a, or the ring where a is hier and this comm did
+ * not build it (a topology that does not allow it, or forced off). */
+static int hier_or_ring(const struct koloComm *c, int a) {
   return a == KOLO_ALGO_HIER && !c->hier_ready ? KOLO_ALGO_RING : a;
 }
 
-int kolo_comm_all_reduce_algo(struct koloComm *comm, size_t count, koloDataType_t type) {
-  kolo_op op = {KOLO_COLL_ALL_REDUCE, NULL, NULL, count, type, koloSum, 0, comm, NULL, KOLO_PREMUL_NONE, 0, 0};
-  int a = all_reduce_algo(comm, &op);
-  if (comm->rank == 0) /* tuning hook: KOLO_DEBUG=INFO; every rank chooses alike */
-    kolo_algo_log_choice(&comm->algo_logged, &comm->algo, comm->hier_ready, count * koloTypeSize(type),
-                         kolo_comm_op_channels(comm, &op), a);
+/* kind's algorithm (core/algo_memo.h) for `bytes` on `channels`, chosen by
+ * the cost model and said once per shape (KOLO_DEBUG=INFO) on rank 0:
+ * every rank chooses alike.  An all-reduce's may be hier, whether or not
+ * this comm built it (hier_or_ring). */
+static int choose(struct koloComm *c, int kind, size_t bytes, int nch) {
+  const kolo_algo_topo *t = &c->algo;
+  kolo_algo_logged *l = c->rank == 0 ? &c->algo_logged : NULL;
+  int a;
+  switch (kind) {
+  case KOLO_MEMO_ALL_REDUCE:
+    a = kolo_algo_choose(t, bytes, nch);
+    if (l) kolo_algo_log_choice(l, t, c->hier_ready, bytes, nch, hier_or_ring(c, a));
+    return a;
+  case KOLO_MEMO_BCAST:
+    a = kolo_bcast_choose(t, bytes, nch);
+    if (l) kolo_algo_log_bcast_choice(l, t, bytes, nch, a);
+    return a;
+  case KOLO_MEMO_AG:
+    a = kolo_ag_choose(t, bytes, nch);
+    if (l) kolo_algo_log_ag_choice(l, t, bytes, nch, a);
+    return a;
+  default:
+    a = kolo_reduce_choose(t, bytes, nch);
+    if (l) kolo_algo_log_reduce_choice(l, t, bytes, nch, a);
+    return a;
+  }
+}
+
+/* The algorithm of collective coll (of memo kind `kind`) of count
+ * elements of type on comm c: remembered, or chosen on the channels such
+ * a call runs on. */
+static int chosen(struct koloComm *c, int kind, int coll, size_t count, koloDataType_t type) {
+  size_t bytes = count * koloTypeSize(type);
+  int a = kolo_memo_get(&c->algo_memo, kind, bytes);
+  if (a >= 0) return a;
+  kolo_op op = {coll, NULL, NULL, count, type, koloSum, 0, c, NULL, KOLO_PREMUL_NONE, 0, 0};
+  a = choose(c, kind, bytes, kolo_comm_op_channels(c, &op));
+  kolo_memo_put(&c->algo_memo, kind, bytes, a);
   return a;
+}
+
+/* The algorithm of an all-reduce (ring/algo.h). */
+int kolo_comm_all_reduce_algo(struct koloComm *comm, size_t count, koloDataType_t type) {
+  return hier_or_ring(comm, chosen(comm, KOLO_MEMO_ALL_REDUCE, KOLO_COLL_ALL_REDUCE, count, type));
 }
 
 int kolo_comm_bcast_algo(struct koloComm *comm, size_t count, koloDataType_t type) {
-  kolo_op op = {KOLO_COLL_BROADCAST, NULL, NULL, count, type, koloSum, 0, comm, NULL, KOLO_PREMUL_NONE, 0, 0};
-  int nch = kolo_comm_op_channels(comm, &op), a = kolo_bcast_choose(&comm->algo, count * koloTypeSize(type), nch);
-  if (comm->rank == 0) kolo_algo_log_bcast_choice(&comm->algo_logged, &comm->algo, count * koloTypeSize(type), nch, a);
-  return a;
+  return chosen(comm, KOLO_MEMO_BCAST, KOLO_COLL_BROADCAST, count, type);
 }
 
 int kolo_comm_reduce_algo(struct koloComm *comm, size_t count, koloDataType_t type) {
-  kolo_op op = {KOLO_COLL_REDUCE, NULL, NULL, count, type, koloSum, 0, comm, NULL, KOLO_PREMUL_NONE, 0, 0};
-  int nch = kolo_comm_op_channels(comm, &op), a = kolo_reduce_choose(&comm->algo, count * koloTypeSize(type), nch);
-  if (comm->rank == 0) kolo_algo_log_reduce_choice(&comm->algo_logged, &comm->algo, count * koloTypeSize(type), nch, a);
-  return a;
+  return chosen(comm, KOLO_MEMO_REDUCE, KOLO_COLL_REDUCE, count, type);
 }
 
 int kolo_comm_ag_algo(struct koloComm *comm, size_t count, koloDataType_t type) {
-  kolo_op op = {KOLO_COLL_ALL_GATHER, NULL, NULL, count, type, koloSum, 0, comm, NULL, KOLO_PREMUL_NONE, 0, 0};
-  int nch = kolo_comm_op_channels(comm, &op), a = kolo_ag_choose(&comm->algo, count * koloTypeSize(type), nch);
-  if (comm->rank == 0) kolo_algo_log_ag_choice(&comm->algo_logged, &comm->algo, count * koloTypeSize(type), nch, a);
-  return a;
+  return chosen(comm, KOLO_MEMO_AG, KOLO_COLL_ALL_GATHER, count, type);
 }
 
 /* An all-reduce, an all-gather or a broadcast runs the algorithm chosen

@@ -10,6 +10,7 @@
 #include "transport/proxy.h"
 
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <time.h>
 
 void kt_ring_steps(koloComm_t comm, int ch, uint32_t *send, uint32_t *recv) {
@@ -34,6 +35,35 @@ void kt_comm_shape(koloComm_t comm, int *nchannels, uint32_t *nslots, size_t *sl
 int kt_comm_algo(koloComm_t comm, size_t bytes, int channels) {
   return kolo_algo_choose(&comm->algo, bytes, channels);
 }
+
+int kt_fresh_algo(koloComm_t comm, int coll, size_t count, koloDataType_t type) {
+  kolo_op op = {coll, NULL, NULL, count, type, koloSum, 0, comm, NULL, KOLO_PREMUL_NONE, 0, 0};
+  const size_t bytes = count * koloTypeSize(type);
+  const int nch = kolo_comm_op_channels(comm, &op);
+  const kolo_algo_topo *t = &comm->algo;
+  switch (coll) {
+  case KOLO_COLL_BROADCAST: return kolo_bcast_choose(t, bytes, nch);
+  case KOLO_COLL_ALL_GATHER: return kolo_ag_choose(t, bytes, nch);
+  case KOLO_COLL_REDUCE: return kolo_reduce_choose(t, bytes, nch);
+  default: {
+    int a = kolo_algo_choose(t, bytes, nch);
+    return a == KOLO_ALGO_HIER && !comm->hier_ready ? KOLO_ALGO_RING : a;
+  }
+  }
+}
+
+struct kt_memo {
+  kolo_algo_memo m;
+};
+
+kt_memo *kt_memo_new(void) { return calloc(1, sizeof(kt_memo)); }
+void kt_memo_free(kt_memo *m) { free(m); }
+int kt_memo_kinds(void) { return KOLO_MEMO_KINDS; }
+int kt_memo_ways(void) { return KOLO_MEMO_WAYS; }
+size_t kt_memo_max_bytes(void) { return KOLO_MEMO_MAX_BYTES; }
+unsigned kt_memo_way(size_t bytes) { return kolo_memo_way(bytes); }
+int kt_memo_get(kt_memo *m, int kind, size_t bytes) { return kolo_memo_get(&m->m, kind, bytes); }
+void kt_memo_put(kt_memo *m, int kind, size_t bytes, int algo) { kolo_memo_put(&m->m, kind, bytes, algo); }
 
 size_t kt_comm_p2p_slot_bytes(koloComm_t comm) { return comm->p2p_slot_bytes; }
 

@@ -34,6 +34,24 @@ void kt_comm_shape(koloComm_t comm, int *nchannels, uint32_t *nslots, size_t *sl
 /* The all-reduce algorithm (ring/algo.h's KOLO_ALGO_*) the comm's cost
  * model picks for `bytes` on `channels` channels. */
 int kt_comm_algo(koloComm_t comm, size_t bytes, int channels);
+/* The algorithm the cost model picks afresh, never remembered, for a call
+ * of `coll` (KOLO_COLL_ALL_REDUCE, _BROADCAST, _ALL_GATHER or _REDUCE) of
+ * count elements of type on the channels such a call runs on: what
+ * kolo_comm_*_algo must answer (an all-reduce's hier where the comm has no
+ * hier programs: the ring). */
+int kt_fresh_algo(koloComm_t comm, int coll, size_t count, koloDataType_t type);
+/* A memo of chosen algorithms (core/algo_memo.h) of the test's own, empty
+ * at first, behind C calls (its words are C11 atomics): kinds are
+ * KOLO_MEMO_ALL_REDUCE .. _REDUCE, as kt_memo_kinds() counts them. */
+typedef struct kt_memo kt_memo;
+kt_memo *kt_memo_new(void);
+void kt_memo_free(kt_memo *m);
+int kt_memo_kinds(void);
+int kt_memo_ways(void);
+size_t kt_memo_max_bytes(void);
+unsigned kt_memo_way(size_t bytes);
+int kt_memo_get(kt_memo *m, int kind, size_t bytes);
+void kt_memo_put(kt_memo *m, int kind, size_t bytes, int algo);
 /* Bytes per slot of the comm's point-to-point pipes (KOLO_P2P_BUFFSIZE). */
 size_t kt_comm_p2p_slot_bytes(koloComm_t comm);
 /* Bytes per slot of the pipe that exists to (send) / from peer on channel
