@@ -94,17 +94,19 @@ def setup(method, model):
     return model, opt, lambda t: lib.allreduce(t, op=lib.Max), lambda t: lib.allreduce_(t, op=lib.Sum)
 
 
-def step_times(model, opt, batch, steps, baseline):
-    """Seconds per step.  The baseline frees its gradients between steps (torch 2's default): zeroing
-    them instead (torch 1.13's zero_grad()) costs a ResNet-style step more than DDP's whole step."""
+def step_times(model, opt, batch, steps, frees):
+    """Seconds per step.  frees: the gradients are freed between steps (torch 2's default), not
+    zeroed (torch 1.13's zero_grad()), which costs a ResNet-style step more than DDP's whole step:
+    every method but Horovod, whose zero_grad() takes no argument.  kolo's DistributedOptimizer
+    zeroes the gradients that are its buckets' views in place whatever it is told."""
     x, y, loss = batch
     times = []
     for _ in range(steps):
         t0 = time.perf_counter()
-        if baseline:
+        if frees:
             opt.zero_grad(set_to_none=True)
         else:
-            opt.zero_grad()  # Horovod's takes no argument
+            opt.zero_grad()
         loss(model(x), y).backward()
         opt.step()
         times.append(time.perf_counter() - t0)
@@ -135,9 +137,9 @@ def main():
     model, opt, slowest, allreduce = setup(args.method, MODELS[args.model]())
     rank, size = world()
     batch = data(args.model, args.batch, torch.Generator().manual_seed(1 + rank))
-    baseline = args.method == "single"
-    step_times(model, opt, batch, 3, baseline)
-    median = statistics.median(step_times(model, opt, batch, args.steps, baseline))
+    frees = args.method != "horovod"
+    step_times(model, opt, batch, 3, frees)
+    median = statistics.median(step_times(model, opt, batch, args.steps, frees))
     worst = float(slowest(torch.tensor([median], dtype=torch.float64)))
     if rank == 0:
         print("train_vs %s %s %d %.3f" % (args.method, args.model, size, worst * 1e3), flush=True)
