@@ -1,14 +1,10 @@
 """train_vs.py - one data-parallel training run, timed, launched by `perf/compare.sh train` under
 mpirun (one method per launch, so that libraries never share a process; docs/benchmarking.md says
 what the methods and models are).  Rank 0 prints "train_vs <method> <model> <ranks> <median step
-ms>" (the slowest rank's median); for a method that communicates, "train_vs_alone <method> <model>
-<ranks> <ms>" too: the compute alone in the same launch (a copy of the model with a plain
-optimizer, its steps taking turns with the method's in blocks, on every rank at once), so that an
-overhead can be read launch by launch; and with --allreduce, "train_vs_ar <method> <model> <ranks>
-<ms>": one all-reduce of all the gradients by the method's library.  Not a test:
+ms>" (the slowest rank's median) and, with --allreduce, "train_vs_ar <method> <model> <ranks> <ms>":
+one all-reduce of all the gradients by the method's library.  Not a test:
 tests/torch/check_training.py checks the results."""
 import argparse
-import copy
 import os
 import statistics
 import time
@@ -117,15 +113,6 @@ def step_times(model, opt, batch, steps, frees):
     return times
 
 
-def paired_times(method, plain, batch, steps, frees, block=3):
-    """(the method's, the compute alone's) seconds per step, their steps taking turns in blocks."""
-    mine, alone = [], []
-    for _ in range(max(1, steps // block)):
-        alone += step_times(*plain, batch, block, True)
-        mine += step_times(*method, batch, block, frees)
-    return mine, alone
-
-
 def allreduce_ms(allreduce, model, reps=5):
     """The median time of one in-place all-reduce of as many floats as the model has gradients."""
     t = torch.randn(sum(p.numel() for p in model.parameters()))
@@ -147,24 +134,15 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(1)  # one core per rank, for every method
     torch.manual_seed(0)
-    net = MODELS[args.model]()
-    alone = copy.deepcopy(net)
-    plain = (alone, torch.optim.SGD(alone.parameters(), lr=0.01, momentum=0.9))
-    model, opt, slowest, allreduce = setup(args.method, net)
+    model, opt, slowest, allreduce = setup(args.method, MODELS[args.model]())
     rank, size = world()
     batch = data(args.model, args.batch, torch.Generator().manual_seed(1 + rank))
     frees = args.method != "horovod"
     step_times(model, opt, batch, 3, frees)
-    if args.method == "single":
-        medians = [("train_vs", statistics.median(step_times(model, opt, batch, args.steps, frees)))]
-    else:
-        step_times(*plain, batch, 3, True)
-        mine, beside = paired_times((model, opt), plain, batch, args.steps, frees)
-        medians = [("train_vs", statistics.median(mine)), ("train_vs_alone", statistics.median(beside))]
-    for tag, median in medians:
-        worst = float(slowest(torch.tensor([median], dtype=torch.float64)))
-        if rank == 0:
-            print("%s %s %s %d %.3f" % (tag, args.method, args.model, size, worst * 1e3), flush=True)
+    median = statistics.median(step_times(model, opt, batch, args.steps, frees))
+    worst = float(slowest(torch.tensor([median], dtype=torch.float64)))
+    if rank == 0:
+        print("train_vs %s %s %d %.3f" % (args.method, args.model, size, worst * 1e3), flush=True)
     if args.allreduce and args.method != "single":
         ar = float(slowest(torch.tensor([allreduce_ms(allreduce, model)], dtype=torch.float64)))
         if rank == 0:

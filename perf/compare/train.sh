@@ -2,9 +2,7 @@
 # step of kolo.torch beside DDP over kolo, DDP over Gloo and Horovod
 # (perf/train_vs.py) on this host's CPUs, the methods in turn round by round:
 # each one's median step time and its overhead over the compute alone (as
-# many processes at once, not communicating), and launch by launch over the
-# compute alone timed in the same processes, steps taking turns with the
-# method's (its median over launches).  Settings: docs/benchmarking.md.
+# many processes at once, not communicating).  Settings: docs/benchmarking.md.
 
 # train_run METHOD ROUND: one launch of METHOD (single1: one process
 # without communicating; single: NP of them) on MODEL.
@@ -37,30 +35,21 @@ mode_train() {
   python3 - "$OUT/launches.txt" << 'PY' | tee "$OUT/summary.txt"
 from statistics import median
 import sys
-runs, ars, alone = {}, {}, {}
+runs, ars = {}, {}
 for line in open(sys.argv[1]):
     tag, method, model, n, ms = line.split()
-    {"train_vs": runs, "train_vs_ar": ars, "train_vs_alone": alone}[tag].setdefault((model, int(n), method), []).append(float(ms))
+    (runs if tag == "train_vs" else ars).setdefault((model, int(n), method), []).append(float(ms))
 for model, n in sorted({(k[0], k[1]) for k in runs if k[1] > 1}):
     one, single = (median(runs[(model, k, "single")]) for k in (1, n))
     print("%s, %d processes (compute alone: one process %.1f ms per step, %d at once %.1f ms)" % (model, n, one, n, single))
-    over, paired = {}, {}
+    over = {}
     for method, v in sorted((k[2], v) for k, v in runs.items() if k[:2] == (model, n) and k[2] != "single"):
         over[method] = median(v) - single
         print("  %-9s step %8.1f ms  overhead %8.1f ms  (%d launches)" % (method, median(v), over[method], len(v)))
-        beside = alone.get((model, n, method), [])
-        if len(beside) == len(v):  # one train_vs_alone line per launch, in the same order
-            paired[method] = median([s - a for s, a in zip(v, beside)])
-            print("  %-9s beside the compute alone in the same launches: %8.1f ms, overhead %8.1f ms" %
-                  (method, median(beside), paired[method]))
         if (model, n, method) in ars:
             print("  %-9s one all-reduce of the gradients %8.1f ms" % (method, median(ars[(model, n, method)])))
-    for name, o in (("", over), ("launch by launch: ", paired)):
-        peers = [k for k in o if k in ("ddp-gloo", "horovod")]
-        if not peers:
-            continue
-        best = min(peers, key=o.get)
-        for mine in (k for k in ("kolo", "ddp-kolo") if k in o):
-            print("  %s%s's overhead / the best peer's (%s): %.2f" % (name, mine, best, o[mine] / o[best]))
+    best = min((k for k in over if k in ("ddp-gloo", "horovod")), key=over.get)
+    for mine in ("kolo", "ddp-kolo"):
+        print("  %s's overhead / the best peer's (%s): %.2f" % (mine, best, over[mine] / over[best]))
 PY
 }
