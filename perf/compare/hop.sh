@@ -1,39 +1,68 @@
 # perf/compare/hop.sh - perf/compare.sh hop: system calls and context
 # switches per 8-byte all-reduce and rank, 2 processes over loopback TCP,
 # kolo and Open MPI: the difference of two runs of ITERS_LO and ITERS_HI
-# calls, so that init and teardown cancel out.
+# calls, so that init and teardown cancel out, in REPEATS alternating
+# rounds (medians).  The counts come from perf's syscall tracepoint, which
+# leaves the calls' timing alone; strace -c, which slows every call it
+# counts (a wait then polls more often than it would), only names them.
 
-# hop_count TOOL ITERS: "syscalls ctxsw" of one 2-process run of ITERS calls.
-hop_count() {
-  local f=$OUT/$1.$2 args=(-b 8 -e 8 -n "$2" -w 0 -c 0 --inplace 0)
-  local cmd=(env "${KOLO_TCP[@]}" "$BUILD/bin/kolo-perf" all_reduce -P 2 "${args[@]}")
+# hop_cmd TOOL ITERS: the command line of one 2-process run, into CMD.
+hop_cmd() {
+  local args=(-b 8 -e 8 -n "$2" -w 0 -c 0 --inplace 0)
+  CMD=(env "${KOLO_TCP[@]}" "$BUILD/bin/kolo-perf" all_reduce -P 2 "${args[@]}")
   [ "$1" = kolo ] ||
-    cmd=("${MPIRUN[@]}" -np 2 "${MPI_TCP[@]}" --mca btl_tcp_if_include lo "$BUILD/bin/kolo-mpi-ref" all_reduce "${args[@]}")
-  strace -f -c -o "$f.strace" "${cmd[@]}" > /dev/null 2>&1
-  perf stat -x, -e context-switches -o "$f.perf" "${cmd[@]}" > /dev/null 2>&1
-  echo "$(awk '$NF == "total" {print $4}' "$f.strace") $(awk -F, '/context-switches/ {print $1}' "$f.perf")"
+    CMD=("${MPIRUN[@]}" -np 2 "${MPI_TCP[@]}" --mca btl_tcp_if_include lo "$BUILD/bin/kolo-mpi-ref" all_reduce "${args[@]}")
+}
+
+# hop_count TOOL ITERS ROUND: "syscalls ctxsw" of one run of ITERS calls.
+hop_count() {
+  local f=$OUT/$1.$2.$3
+  hop_cmd "$1" "$2"
+  perf stat -x, -e raw_syscalls:sys_enter,context-switches -o "$f.perf" "${CMD[@]}" > /dev/null 2>&1 ||
+    die "$1, $2 calls, failed under perf stat: $f.perf"
+  awk -F, '/raw_syscalls/ {s = $1} /context-switches/ {c = $1} END {print s, c}' "$f.perf"
+}
+
+# hop_round TOOL ROUND: one line "TOOL syscalls ctxsw" per call and rank into $OUT/rounds.txt.
+hop_round() {
+  local s0 s1
+  read -r -a s0 <<< "$(hop_count "$1" "$LO" "$2")"
+  read -r -a s1 <<< "$(hop_count "$1" "$HI" "$2")"
+  awk -v t="$1" -v a0="${s0[0]}" -v a1="${s1[0]}" -v c0="${s0[1]}" -v c1="${s1[1]}" -v d=$((HI - LO)) \
+    'BEGIN {printf "%s %.3f %.4f\n", t, (a1 - a0) / d / 2, (c1 - c0) / d / 2}' >> "$OUT/rounds.txt"
 }
 
 mode_hop() {
-  local lo=${ITERS_LO:-2000} hi=${ITERS_HI:-6000} tool s0 s1
+  LO=${ITERS_LO:-2000} HI=${ITERS_HI:-6000}
+  local tool
   if ! command -v strace > /dev/null || ! command -v perf > /dev/null; then
     header "## hop: SKIP: needs strace and perf"
     return 0
   fi
+  if ! perf stat -x, -e raw_syscalls:sys_enter true > /dev/null 2>&1; then
+    header "## hop: SKIP: perf cannot count system calls here (raw_syscalls:sys_enter; root, or perf_event_paranoid -1)"
+    return 0
+  fi
   need_bins kolo-perf kolo-mpi-ref
   header "## hop: one 8-byte all-reduce, 2 processes, loopback TCP, per call and rank" \
-    "#   (runs of $lo and $hi calls, difference / $((hi - lo)) / 2; strace -f -c, perf stat)"
+    "#   (runs of $LO and $HI calls, difference / $((HI - LO)) / 2; perf stat -e raw_syscalls:sys_enter,context-switches;" \
+    "#   ${REPEATS:-5} alternating rounds, medians)"
+  : > "$OUT/rounds.txt"
+  alternate "${REPEATS:-5}" hop_round kolo mpi
   {
-    printf '%-10s %12s %12s\n' tool syscalls ctx_switches
+    printf '%-10s %12s %12s   %s\n' tool syscalls ctx_switches "(each round's syscalls)"
     for tool in kolo mpi; do
-      read -r -a s0 <<< "$(hop_count "$tool" "$lo")"
-      read -r -a s1 <<< "$(hop_count "$tool" "$hi")"
-      awk -v t="$tool" -v a0="${s0[0]}" -v a1="${s1[0]}" -v c0="${s0[1]}" -v c1="${s1[1]}" -v d=$((hi - lo)) \
-        'BEGIN {printf "%-10s %12.2f %12.3f\n", t, (a1 - a0) / d / 2, (c1 - c0) / d / 2}'
+      awk -v t="$tool" 'BEGIN {n = 0} $1 == t {s[n] = $2; c[n] = $3; n++}
+        function med(a, n,   i, j, x) { for (i = 1; i < n; i++) for (j = i; j > 0 && a[j - 1] > a[j]; j--) { x = a[j]; a[j] = a[j - 1]; a[j - 1] = x }
+                                          return n % 2 ? a[int(n / 2)] : (a[n / 2 - 1] + a[n / 2]) / 2 }
+        END { all = ""; for (i = 0; i < n; i++) all = all " " s[i]
+              printf "%-10s %12.2f %12.3f  %s\n", t, med(s, n), med(c, n), all }' "$OUT/rounds.txt"
     done
-    echo "# kolo's system calls by name ($hi calls):"
-    sed -n '1,12p' "$OUT/kolo.$hi.strace"
-    echo "# Open MPI's:"
-    sed -n '1,12p' "$OUT/mpi.$hi.strace"
+    for tool in kolo mpi; do
+      hop_cmd "$tool" "$HI"
+      strace -f -c -o "$OUT/$tool.$HI.strace" "${CMD[@]}" > /dev/null 2>&1 || true
+      echo "# $tool's system calls by name under strace -f -c ($HI calls; the tracer's delays add polls):"
+      sed -n '1,12p' "$OUT/$tool.$HI.strace"
+    done
   } | tee "$OUT/summary.txt"
 }
