@@ -6,7 +6,8 @@
 #    once from torchrun's variables with a real TCPStore on MASTER_PORT
 #  - check_training.py: MLP and CNN with DistributedOptimizer and with DDP +
 #    kolo_hook (2 ranks; MLP on 4 ranks too; fp16 compression; 2 backward
-#    passes per step; DDP from torchrun's variables)
+#    passes per step, also with zero_grad(set_to_none=True); DDP from
+#    torchrun's variables)
 #  - check_faults.py: a mismatched gradient set, a killed rank (launch.py)
 #  - check_timeline.py: KOLO_TIMELINE shows buckets reduced during backward
 #  - examples/torch_train.py, as README shows it; examples/horovod_train.py,
@@ -78,7 +79,8 @@ export MASTER_ADDR=127.0.0.1  # gloo's store, for DDP under mpirun
 for args in "--model mlp --mode opt" "--model cnn --mode opt --steps 100" "--model mlp --mode ddp" \
             "--model cnn --mode ddp --steps 100" "--model mlp --mode opt --compression fp16 --tol 1e-3" \
             "--model mlp --mode ddp --compression fp16 --tol 1e-3 --steps 100" \
-            "--model mlp --mode opt --passes 2 --steps 100"; do
+            "--model mlp --mode opt --passes 2 --steps 100" "--model mlp --mode opt --passes 2 --steps 100 --set-to-none" \
+            "--model cnn --mode opt --steps 30 --set-to-none"; do
   # shellcheck disable=SC2086
   check "training $args, 2 ranks" 120 "${MPIRUN[@]}" -x MASTER_ADDR -x "MASTER_PORT=$(free_port)" -np 2 "$PY" \
     $T/check_training.py $args

@@ -247,21 +247,23 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return super(self.__class__, self).step(closure)
 
     def zero_grad(self, set_to_none=False):
-        """Zeroes the gradients; those that are bucket views stay views
-        (zeroed in place, whatever set_to_none says)."""
+        """Zeroes the gradients in place, bucket views included, or with
+        set_to_none drops them as PyTorch does: backward then makes a new
+        gradient where it would have added into the zeroed view, and the
+        hook copies it into the view (one pass over the gradient, where
+        zeroing and adding took two)."""
         if self._fusion.step_open:
             raise RuntimeError("%s: zero_grad() while gradients are being reduced: call step() or "
                                "synchronize() first" % _WHAT)
         with torch.no_grad():
             for group in self.param_groups:
                 for p in group["params"]:
-                    if self._modes.get(p) == VIEW:
+                    if p.grad is None:
+                        continue
+                    if set_to_none:
+                        p.grad = None
+                    else:
                         p.grad.zero_()
-                    elif p.grad is not None:
-                        if set_to_none:
-                            p.grad = None
-                        else:
-                            p.grad.zero_()
 
     def kolo_stats(self):
         """The fusion's counters (koloFusionGetStats): steps, allReduces, rebuilds, ..."""
