@@ -147,6 +147,10 @@ def main():
         ar = float(slowest(torch.tensor([allreduce_ms(allreduce, model)], dtype=torch.float64)))
         if rank == 0:
             print("train_vs_ar %s %s %d %.3f" % (args.method, args.model, size, ar), flush=True)
+    if args.method.startswith("ddp"):
+        # Gloo's worker threads, left running at exit, now and then abort the
+        # interpreter ("terminate called without an active exception")
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":
