@@ -50,14 +50,16 @@ mode_hop() {
   : > "$OUT/rounds.txt"
   alternate "${REPEATS:-5}" hop_round kolo mpi
   {
-    printf '%-10s %12s %12s   %s\n' tool syscalls ctx_switches "(each round's syscalls)"
-    for tool in kolo mpi; do
-      awk -v t="$tool" 'BEGIN {n = 0} $1 == t {s[n] = $2; c[n] = $3; n++}
-        function med(a, n,   i, j, x) { for (i = 1; i < n; i++) for (j = i; j > 0 && a[j - 1] > a[j]; j--) { x = a[j]; a[j] = a[j - 1]; a[j - 1] = x }
-                                          return n % 2 ? a[int(n / 2)] : (a[n / 2 - 1] + a[n / 2]) / 2 }
-        END { all = ""; for (i = 0; i < n; i++) all = all " " s[i]
-              printf "%-10s %12.2f %12.3f  %s\n", t, med(s, n), med(c, n), all }' "$OUT/rounds.txt"
-    done
+    python3 - "$OUT/rounds.txt" << 'PY'
+from statistics import median
+import sys
+rounds = [line.split() for line in open(sys.argv[1])]
+print("%-10s %12s %12s   %s" % ("tool", "syscalls", "ctx_switches", "(each round's syscalls)"))
+for tool in ("kolo", "mpi"):
+    mine = [(float(s), float(c)) for t, s, c in rounds if t == tool]
+    print("%-10s %12.2f %12.3f   %s" % (tool, median(s for s, _ in mine), median(c for _, c in mine),
+                                        " ".join("%.3f" % s for s, _ in mine)))
+PY
     for tool in kolo mpi; do
       hop_cmd "$tool" "$HI"
       strace -f -c -o "$OUT/$tool.$HI.strace" "${CMD[@]}" > /dev/null 2>&1 || true
