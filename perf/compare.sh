@@ -2,7 +2,8 @@
 # perf/compare.sh MODE... - kolo beside its peers on this machine, one engine
 # for every comparison: in each mode the contenders take turns, REPEATS
 # rounds of one run each, every run keeps its raw output in OUT, and the
-# summary gives per size each contender's median and its ratio to kolo's.
+# summary gives per size each contender's median, its ratio to kolo's, and
+# its ratio within each round (median, lowest, highest).
 # A wrong element in a kolo run fails the script; timings decide nothing.
 #
 # Modes: mpi algos tcp ns hop load net p2p ib ibframes train boot.

@@ -7,7 +7,11 @@ Reads DIR/NAME.{1..REPEATS}.json, writes DIR/NAME.median.json (the first
 run's file with each row's time the median over every run and cycle of its
 size and placement, algbw and busbw scaled with it), and prints per
 placement and size each NAME's median time with its ratio to the first
-NAME's, then each one's median busbw (kolo-memcpy-bw: its memcpy GB/s).
+NAME's, then each one's median busbw (kolo-memcpy-bw: its memcpy GB/s),
+then each other NAME's time over the first NAME's within each round (the
+two ran minutes apart at most): the median of those ratios and the lowest
+and highest.  On a noisy machine the ratio of medians can say one thing
+while the rounds split both ways; the per-round range shows it.
 Exits 1 when a run is missing, unfinished, or reports a wrong element.
 """
 import json
@@ -39,6 +43,31 @@ def medians(runs, field):
     return {k: statistics.median(v) for k, v in vals.items()}
 
 
+def round_times(runs):
+    """[{(size, in_place): median time over the run's cycles}] per run."""
+    return [medians([run], "time_us") for run in runs]
+
+
+def paired_ratios(rounds, names, keys):
+    """{name: {key: (median, lowest, highest) of name's time / names[0]'s per round}}."""
+    out = {}
+    for n in names[1:]:
+        out[n] = {}
+        for k in keys:
+            rs = [a[k] / b[k] for a, b in zip(rounds[n], rounds[names[0]]) if k in a and b.get(k, 0) > 0]
+            if rs:
+                out[n][k] = (statistics.median(rs), min(rs), max(rs))
+    return out
+
+
+def ratio_table(names, pairs, keys):
+    print("# " + f"{'size (B)':>10}" + "".join(f"  {n:>18}" for n in names[1:]))
+    for k in keys:
+        cells = (pairs[n].get(k) for n in names[1:])
+        print(f"  {k[0]:>10}" + "".join(f"  {c[0]:4.2f} [{c[1]:4.2f}, {c[2]:4.2f}]".rjust(20) if c else f"  {'-':>18}"
+                                        for c in cells))
+
+
 def median_run(runs, times):
     med = json.loads(json.dumps(runs[0]))
     med["results"] = [r for r in med["results"] if r.get("cycle", 0) == 0]
@@ -65,10 +94,11 @@ def table(names, cells, fmt, ratio, keys):
 
 def main():
     d, repeats, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-    times, bws = {}, {}
+    times, bws, rounds = {}, {}, {}
     for n in names:
         runs = [load(f"{d}/{n}.{i}.json") for i in range(1, repeats + 1)]
         times[n] = medians(runs, "time_us")
+        rounds[n] = round_times(runs)
         bws[n] = medians(runs, "busbw") or medians(runs, "memcpy_gbs")
         with open(f"{d}/{n}.median.json", "w") as f:
             json.dump(median_run(runs, times[n]), f, indent=1)
@@ -80,6 +110,9 @@ def main():
         table(names, times, ".2f", True, ks)
         print(f"# median busbw (GB/s), {place}")
         table(names, bws, ".3f", False, ks)
+        if len(names) > 1:
+            print(f"# time / {names[0]}'s within each round, {place}: median [lowest, highest] of {repeats}")
+            ratio_table(names, paired_ratios(rounds, names, ks), ks)
 
 
 if __name__ == "__main__":
