@@ -9,6 +9,8 @@ P=$1 R=$2; shift 2
 BUILD=${BUILD:-build}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+names=()
+for cfg in "$@"; do names+=("${cfg%%=*}"); done
 for _ in $(seq "$R"); do
   for cfg in "$@"; do
     name=${cfg%%=*} envs=${cfg#*=}
@@ -18,15 +20,4 @@ for _ in $(seq "$R"); do
       | awk -v n="$name" '$1 ~ /^[0-9]+$/ { if ($9 != 0) exit 1; print n, $1, $6 }' >> "$out/all"
   done
 done
-python3 - "$out/all" "$@" <<'PY'
-import collections, statistics, sys
-times = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    name, size, t = line.split()
-    times[(name, int(size))].append(float(t))
-names = [c.split("=", 1)[0] for c in sys.argv[2:]]
-print("size", *names, *[f"{n}/{names[0]}" for n in names[1:]], sep="\t")
-for size in sorted({s for _, s in times}):
-    m = [statistics.median(times[(n, size)]) for n in names]
-    print(size, *[f"{x:.0f}" for x in m], *[f"{x / m[0]:.2f}" for x in m[1:]], sep="\t")
-PY
+python3 "$(dirname "$0")/medians.py" --ratios "$out/all" "${names[@]}"

@@ -8,6 +8,7 @@ R=$1; shift
 BUILD=${BUILD:-build}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+names=("$@")
 for _ in $(seq "$R"); do
   for alg in "$@"; do
     mpirun --allow-run-as-root --oversubscribe --bind-to core:overload-allowed --map-by core -np 4 \
@@ -17,14 +18,4 @@ for _ in $(seq "$R"); do
       | awk -v a="$alg" '$1 ~ /^[0-9]+$/ { if ($9 != 0) exit 1; print "alg" a, $1, $6 }' >> "$out/all"
   done
 done
-python3 - "$out/all" "$@" <<'PY'
-import collections, statistics, sys
-times = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    name, size, t = line.split()
-    times[(name, int(size))].append(float(t))
-names = ["alg" + a for a in sys.argv[2:]]
-print("size", *names, sep="\t")
-for size in sorted({s for _, s in times}):
-    print(size, *[f"{statistics.median(times[(n, size)]):.0f}" for n in names], sep="\t")
-PY
+python3 "$(dirname "$0")/medians.py" "$out/all" "${names[@]/#/alg}"
