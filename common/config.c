@@ -35,7 +35,7 @@ static const kolo_param params[] = {
     {"KOLO_MIN_CHANNEL_BYTES", "262144", "bytes a channel must have before another one is used"},
     {"KOLO_LL_THRESHOLD", "65536", "CUDA: calls of at most this many bytes (count x type size) use the LL protocol (0: never)"},
     {"KOLO_LL_SLOT_BYTES", "16384", "CUDA: bytes of one LL slot (half of it payload), a multiple of 1 KiB"},
-    {"KOLO_HOST_CPUS", NULL, "CPUs kolo counts on this host when it sizes its waits, channels and net hand-offs (unset: the CPUs online; set it where a container's CPU quota gives less)"},
+    {"KOLO_HOST_CPUS", NULL, "CPUs kolo counts on this host when it sizes its waits, channels, net hand-offs and chunks over the network (unset: the CPUs online; set it where a container's CPU quota gives less)"},
     {"KOLO_SPIN", "2000", "polls of a blocked wait before yielding the CPU"},
     {"KOLO_YIELDS", "64", "sched_yield() calls of a blocked wait before sleeping"},
     {"KOLO_SHM_DISABLE", "0", "1: ranks on one host do not use shared memory (for tests)"},

@@ -132,6 +132,8 @@ koloResult_t kolo_comm_check_shapes(struct koloComm *c) {
     else {
       c->cpus_short |= theirs.host_cpus < 2 * theirs.host_ranks;
       c->cpus_crowded |= theirs.host_cpus < theirs.host_ranks;
+      int per_cpu = (int)((theirs.host_ranks + theirs.host_cpus - 1) / theirs.host_cpus);
+      if (per_cpu > c->ranks_per_cpu) c->ranks_per_cpu = per_cpu;
     }
   }
   free(all);

@@ -43,12 +43,17 @@ struct koloComm {
   int host_ranks, host_cpus; /* this rank's host: ranks of the comm on it, kolo_host_cpus() */
   int cpus_short;            /* some rank's host has fewer than two CPUs per rank (comm_agree.c) */
   int cpus_crowded;          /* some rank's host has more ranks than CPUs (comm_agree.c) */
+  int ranks_per_cpu;         /* the most ranks per CPU on any rank's host, rounded up (comm_agree.c) */
   uint32_t nslots;
   size_t slot_bytes;
   /* Slots of the point-to-point pipes (send/recv and multi-peer programs):
    * there are up to 2 (n - 1) of them per channel, so they get a ring of
    * their own, KOLO_P2P_BUFFSIZE / nslots, never above slot_bytes. */
   size_t p2p_slot_bytes;
+  /* The largest chunk of a round on the ring pipes, in bytes, where it is
+   * below half their slots: host memory over the network (comm_topology.c);
+   * 0 where half the slots is the chunk. */
+  size_t chunk_cap;
   size_t min_channel_bytes;
   int cuda_dev;          /* koloMemCuda: the device asked for (-1: current) */
   size_t ll_threshold;   /* koloMemCuda: KOLO_LL_THRESHOLD: calls of at most this many bytes use LL (0: never) */

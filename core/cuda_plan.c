@@ -207,7 +207,7 @@ static int fill_task(const kolo_op *op, const kolo_cuda_plan_item *it, const kol
   t->in_blocked = prog->in_blocked;
   t->out_blocked = prog->out_blocked;
   size_t slot_bytes = kolo_on_p2p_pipes(op->coll, prog) ? pc->p2p_slot_bytes : pc->slot_bytes;
-  t->geo = kolo_op_geometry(op, prog, pc->nranks, it->nch, slot_bytes, pc->nslots);
+  t->geo = kolo_op_geometry(op, prog, pc->nranks, it->nch, slot_bytes, pc->nslots, 0);
   t->in = (char *)(uintptr_t)op->sendbuff;
   t->out = (char *)op->recvbuff;
   t->type = (int16_t)op->type;
@@ -236,7 +236,8 @@ static int fill_task(const kolo_op *op, const kolo_cuda_plan_item *it, const kol
    * model: reduce-scatter of 3 ranks, 64 KiB per rank). */
   const kolo_dev_conn *e = s ? s : r ? r : first;
   if (e && kolo_cuda_plan_protocol(op, pc) == KOLO_PROTO_LL)
-    t->geo = kolo_op_geometry(op, prog, pc->nranks, it->nch, kolo_ll_slice_bytes(e->ll_slot_bytes), pc->nslots);
+    t->geo = kolo_op_geometry(op, prog, pc->nranks, it->nch, kolo_ll_slice_bytes(e->ll_slot_bytes), pc->nslots,
+                              0);
   return 0;
 }
 

@@ -71,8 +71,9 @@ static void add_task(const kolo_op *op, const kolo_program *prog, int nch, int c
   kolo_exec_task *t = &tasks[*ntasks];
   memset(t, 0, sizeof *t);
   t->prog = prog;
-  size_t slot_bytes = kolo_on_p2p_pipes(op->coll, prog) ? c->p2p_slot_bytes : c->slot_bytes;
-  t->geo = kolo_op_geometry(op, prog, c->nranks, nch, slot_bytes, c->nslots);
+  int p2p = kolo_on_p2p_pipes(op->coll, prog);
+  t->geo = kolo_op_geometry(op, prog, c->nranks, nch, p2p ? c->p2p_slot_bytes : c->slot_bytes, c->nslots,
+                            p2p ? 0 : c->chunk_cap);
   t->in = (char *)(uintptr_t)op->sendbuff;
   t->out = op->recvbuff;
   t->type = op->type;

@@ -166,17 +166,20 @@ static inline int kolo_on_p2p_pipes(int coll, const kolo_program *prog) {
 }
 
 /* The round geometry of a call on nch channels: the largest chunk is half
- * a connector's slots, so a pipe holds two chunks in flight. */
+ * a connector's slots, so a pipe holds two chunks in flight, or chunk_cap
+ * bytes where that is less (0: no cap; comm_state.h). */
 static inline kolo_geometry kolo_op_geometry(const kolo_op *op, const kolo_program *prog,
                                              int nranks, int nch, size_t slot_bytes,
-                                             uint32_t nslots) {
+                                             uint32_t nslots, size_t chunk_cap) {
   kolo_geometry g;
   size_t esz = koloTypeSize(op->type);
   g.count = op->count;
   g.elem_size = esz;
   g.nranks = nranks;
   g.nchannels = nch;
-  g.chunk_elems = slot_bytes * (nslots / 2) / esz;
+  size_t chunk = slot_bytes * (nslots / 2);
+  if (chunk_cap != 0 && chunk_cap < chunk) chunk = chunk_cap;
+  g.chunk_elems = chunk / esz;
   g.layout = prog->layout;
   return g;
 }

@@ -782,6 +782,52 @@ TEST(NetChannels, SetOnOneRankOnlyIsRefused) {
   EXPECT_EQ(children_failures(res), "");
 }
 
+// A round's chunk over the network in host memory follows the ranks per
+// CPU (core/comm_topology.c): 512 KiB over their most on a host, at least
+// 64 KiB.  n processes on a host of `cpus` CPUs (KOLO_HOST_CPUS) must cap
+// it at `want` bytes, and calls of many such rounds -- all-reduce,
+// reduce-scatter, all-gather, an odd count, in place and out, unaligned --
+// run checked on them.
+void expect_net_chunk(int n, const char *cpus, size_t want) {
+  ScopedEnv force("KOLO_NET_FORCE", "1"), noshm("KOLO_SHM_DISABLE", "1"), host("KOLO_HOST_CPUS", cpus);
+  std::vector<CollCase> cases;
+  const size_t count = (size_t)3 << 18 | 5;  // 3 MiB + 20 B of float32: rounds of every size here
+  int v = 0;
+  for (Coll coll : {Coll::AllReduce, Coll::ReduceScatter, Coll::AllGather})
+    for (int ip = 0; ip < 2; ip++) cases.push_back(make_case(coll, kNetTypes[0], n, count / (size_t)n, ip == 1, v++));
+  cases.push_back(make_case(Coll::AllReduce, kNetTypes[0], n, count, false, 2));  // misaligned by the variant
+  auto res = run_children_with_id(n, [&](int rank, const koloUniqueId &id) {
+    koloComm_t comm = nullptr;
+    if (koloCommInitRank(&comm, n, id, rank) != koloSuccess) return 2;
+    int failures = 0;
+    if (kt_comm_chunk_cap(comm) != want) {
+      std::fprintf(stderr, "rank %d of %d: chunk cap %zu with KOLO_HOST_CPUS=%s; want %zu\n", rank, n,
+                   kt_comm_chunk_cap(comm), cpus, want);
+      failures++;
+    }
+    failures += run_cases(comm, rank, cases);
+    koloCommDestroy(comm);
+    return failures ? 1 : 0;
+  }, 120000);
+  EXPECT_EQ(children_checked(res, cases.size()), "") << n << " ranks, KOLO_HOST_CPUS=" << cpus;
+}
+
+TEST(NetChunk, FollowsTheRanksPerCpu) {
+  SKIP_UNDER_TSAN();
+  expect_net_chunk(2, "4", (size_t)512 << 10);  // 1 rank per CPU
+  expect_net_chunk(2, "1", (size_t)256 << 10);  // 2 per CPU
+  expect_net_chunk(3, "1", 172032);             // 3 per CPU: 512 KiB / 3, in whole pages
+  expect_net_chunk(3, "48", (size_t)512 << 10);  // CPUs to spare: the same as one per CPU
+}
+
+// Ranks of one process meet without the network: no cap.
+TEST(NetChunk, RanksOfOneProcessKeepHalfTheSlots) {
+  NetEnv env;
+  kt::ThreadWorld w(2);
+  ASSERT_TRUE(w.ok()) << w.init_error;
+  for (koloComm_t comm : w.comms) EXPECT_EQ(kt_comm_chunk_cap(comm), 0u);
+}
+
 TEST(NetFailingProcs, RankKilledDuringCollective) {
   SKIP_UNDER_TSAN();
   NetEnv env;

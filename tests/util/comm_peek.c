@@ -32,6 +32,8 @@ void kt_comm_shape(koloComm_t comm, int *nchannels, uint32_t *nslots, size_t *sl
   *min_channel_bytes = comm->min_channel_bytes;
 }
 
+size_t kt_comm_chunk_cap(koloComm_t comm) { return comm->chunk_cap; }
+
 int kt_comm_algo(koloComm_t comm, size_t bytes, int channels) {
   return kolo_algo_choose(&comm->algo, bytes, channels);
 }

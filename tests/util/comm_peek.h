@@ -31,6 +31,9 @@ int kt_wait_slices_in(koloComm_t comm, uint64_t above, double bound_ms);
  * a channel must have before another is used. */
 void kt_comm_shape(koloComm_t comm, int *nchannels, uint32_t *nslots, size_t *slot_bytes,
                    size_t *min_channel_bytes);
+/* The largest chunk of a round on the comm's ring pipes where it is capped
+ * below half their slots (core/comm_topology.c), in bytes; 0: not capped. */
+size_t kt_comm_chunk_cap(koloComm_t comm);
 /* The all-reduce algorithm (ring/algo.h's KOLO_ALGO_*) the comm's cost
  * model picks for `bytes` on `channels` channels. */
 int kt_comm_algo(koloComm_t comm, size_t bytes, int channels);
