@@ -166,7 +166,7 @@ static inline int kolo_on_p2p_pipes(int coll, const kolo_program *prog) {
 }
 
 /* The round geometry of a call on nch channels: the largest chunk is half
- * a connector's slots, so a pipe holds two chunks in flight, or chunk_cap
+ * a connector's slots (a pipe holds two chunks in flight), or chunk_cap
  * bytes where that is less (0: no cap; comm_state.h). */
 static inline kolo_geometry kolo_op_geometry(const kolo_op *op, const kolo_program *prog,
                                              int nranks, int nch, size_t slot_bytes,
