@@ -121,14 +121,14 @@ static void net_channels(struct koloComm *c) {
 #define NET_CHUNK_MIN (64u << 10)
 static void net_chunk(struct koloComm *c) {
   if (c->kind != NULL || c->algo.nhosts < 2) return;
-  size_t cap = NET_CHUNK_PER_CPU / (size_t)(c->ranks_per_cpu > 1 ? c->ranks_per_cpu : 1);
+  int per_cpu = c->ranks_per_cpu > 1 ? c->ranks_per_cpu : 1;
+  size_t half_slots = c->slot_bytes * (c->nslots / 2), cap = NET_CHUNK_PER_CPU / (size_t)per_cpu;
   cap = cap < NET_CHUNK_MIN ? NET_CHUNK_MIN : cap & ~(size_t)4095; /* whole pages (a chunk: whole 64-byte lines) */
-  if (cap >= c->slot_bytes * (c->nslots / 2)) return;
+  if (cap >= half_slots) return;
   c->chunk_cap = cap;
   if (c->rank == 0)
     KOLO_INFO("ranks meet over the network in host memory, at most %d per CPU on a host: rounds of %zu-byte "
-              "chunks, not %zu (half the slots)", c->ranks_per_cpu > 1 ? c->ranks_per_cpu : 1, cap,
-              c->slot_bytes * (c->nslots / 2));
+              "chunks, not %zu (half the slots)", per_cpu, cap, half_slots);
 }
 
 koloResult_t kolo_comm_build_topology(struct koloComm *c) {
