@@ -34,6 +34,8 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/wait.h>
 #include <signal.h>
 #include <unistd.h>
@@ -373,6 +375,76 @@ TEST(NetSocket, UnackedUntilThePeersHostHasEveryByte) {
   EXPECT_EQ(r.slices[0].second, slot);
   EXPECT_EQ(memcmp(r.ring.data(), s.ring.data(), slot), 0) << "the slice differs";
   net.close(r.comm);
+}
+
+// 1 once every stream of comm's connection is closed on this host's side
+// (a reset came), within 5 s.
+bool wait_reset(void *comm) {
+  struct pollfd pf[KOLO_NET_MAX_STREAMS + 2];
+  int n = kolo_net_socket.pollfds(comm, pf, KOLO_NET_MAX_STREAMS + 2);
+  for (double t0 = now_ms(); now_ms() - t0 < 5000; usleep(200)) {
+    int closed = 0;
+    for (int i = 0; i < n; i++) {
+      tcp_info ti{};
+      socklen_t len = sizeof ti;
+      closed += getsockopt(pf[i].fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 && ti.tcpi_state == TCP_CLOSE;
+    }
+    if (n > 0 && closed == n) return true;
+  }
+  return false;
+}
+
+// A peer that stops, says so and leaves without reading what it was sent:
+// its close resets the connection, and the sender's next write fails.  Its
+// stop word (with its mismatch report) came before the reset and waits in
+// the sender's input: the failed write still delivers it, before the
+// failure, whatever the caller asked progress to do.  (Without it the
+// sender's side reports a peer that left, not why it stopped.)
+TEST(NetSocket, AWriteThatMeetsAResetDeliversThePeersStopFirst) {
+  for (const char *streams : {"1", "3"}) {
+    SCOPED_TRACE(std::string("KOLO_SOCKET_NSTREAMS=") + streams);
+    ScopedEnv env("KOLO_SOCKET_NSTREAMS", streams);
+    const int fds_before = count_fds();
+    const kolo_net_provider &net = kolo_net_socket;
+    kolo_errbuf eb{};
+    End s, r;
+    ASSERT_NO_FATAL_FAILURE(connect_ends(s, r));
+    const size_t slot = 16u << 10; /* within any receive buffer */
+    ASSERT_NO_FATAL_FAILURE(bind_rings(s, r, slot, 4, 0x5a, 0xa5));
+    int q = 0;
+    // A slice the receiver's host takes and the receiver never reads.
+    ASSERT_EQ(net.send_slice(s.comm, 0, slot, nullptr, &q, &eb), koloSuccess) << eb.msg;
+    for (double t0 = now_ms(); (net.pending(s.comm) || net.unacked(s.comm)) && now_ms() - t0 < 5000; usleep(200))
+      ASSERT_EQ(net.progress(s.comm, KOLO_NET_OUT, &eb), koloSuccess) << eb.msg;
+    ASSERT_EQ(net.unacked(s.comm), 0) << "the receiver's host did not take the slice";
+    // The receiver stops with a report, its stop reaches the sender's host,
+    // and it closes: a reset, for what it left unread.
+    kolo_call_mismatch m{{1, 2}, {test_sig(5), test_sig(6)}};
+    ASSERT_EQ(net.send_stop(r.comm, (7u << 24) | 3, &m, &q, &eb), koloSuccess) << eb.msg;
+    for (double t0 = now_ms(); (net.pending(r.comm) || net.unacked(r.comm)) && now_ms() - t0 < 5000; usleep(200))
+      ASSERT_EQ(net.progress(r.comm, KOLO_NET_OUT, &eb), koloSuccess) << eb.msg;
+    ASSERT_EQ(net.unacked(r.comm), 0) << "the sender's host did not take the stop word";
+    net.close(r.comm);
+    ASSERT_TRUE(wait_reset(s.comm)) << "closing with unread bytes did not reset the connection";
+    ASSERT_EQ(s.stops, 0) << "the sender read its input before the write";
+    // The sender writes again, asking progress only to write.
+    koloResult_t res = net.send_slice(s.comm, 1, slot, nullptr, &q, &eb);
+    for (double t0 = now_ms(); res == koloSuccess && now_ms() - t0 < 5000; usleep(200))
+      res = net.progress(s.comm, KOLO_NET_OUT, &eb);
+    EXPECT_EQ(res, koloRemoteError) << "a write to a reset connection did not fail";
+    EXPECT_NE(std::string(eb.msg).find("rank 1 (test)"), std::string::npos) << eb.msg;
+    ASSERT_EQ(s.stops, 1) << "the stop word that came before the reset was lost: " << eb.msg;
+    EXPECT_EQ(s.stop_word, (7u << 24) | 3);
+    ASSERT_TRUE(s.has_report);
+    EXPECT_EQ(s.report.rank[0], 1);
+    EXPECT_EQ(s.report.rank[1], 2);
+    EXPECT_EQ(s.report.sig[0].count, m.sig[0].count);
+    EXPECT_EQ(s.report.sig[1].seq, m.sig[1].seq);
+    EXPECT_EQ(net.progress(s.comm, KOLO_NET_OUT | KOLO_NET_IN, &eb), koloRemoteError);
+    EXPECT_EQ(s.stops, 1);
+    net.close(s.comm);
+    EXPECT_EQ(count_fds(), fds_before) << "file descriptors leaked";
+  }
 }
 
 // Slices sent from the caller's buffer (send_slice_from): the buffer is

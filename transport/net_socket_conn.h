@@ -58,6 +58,7 @@ typedef struct {
   int is_send, nstreams;
   int fds[KOLO_NET_MAX_STREAMS];
   int failed;      /* an error was reported: every call fails */
+  int reset;       /* a write found the peer gone (EPIPE, ECONNRESET) */
   int eof[KOLO_NET_MAX_STREAMS];
   char who[96];
   int bound;

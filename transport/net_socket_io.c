@@ -183,6 +183,7 @@ static ssize_t write_some(sock_comm *c, int s, struct iovec *iov, int n, koloRes
     if (k >= 0) return k;
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    c->reset = errno == EPIPE || errno == ECONNRESET;
     *res = fail(c, eb, errno, 0);
     return -1;
   }
@@ -241,9 +242,25 @@ static koloResult_t flush_parts(sock_comm *c, int s, kolo_errbuf *eb) {
   return res;
 }
 
+static koloResult_t read_in(sock_comm *c, kolo_errbuf *eb);
+
+/* A write found the peer gone, and what it sent before it went may still
+ * wait in this end's input: its stop word above all, which says why (a
+ * peer that stops and closes with bytes unread resets the connection, and
+ * a reset fails the next write at once).  It is delivered before the
+ * failure is reported, as a read that meets the end delivers what came
+ * before it; whatever else that read finds changes nothing. */
+static void read_last_words(sock_comm *c) {
+  kolo_errbuf ignored = {0};
+  c->idle_in = 0;
+  c->drained0 = 0;
+  (void)read_in(c, &ignored);
+}
+
 static koloResult_t flush_out(sock_comm *c, kolo_errbuf *eb) {
   koloResult_t res = flush_frames(c, eb);
   for (int s = 1; s < c->nstreams && res == koloSuccess && c->is_send; s++) res = flush_parts(c, s, eb);
+  if (res != koloSuccess && c->reset) read_last_words(c);
   return res;
 }
 
