@@ -74,8 +74,22 @@ start_busy() {
 }
 
 # ---- collectives: mpi, algos, tcp, ns ------------------------------------------------------
-# coll_run NAME ROUND: one run of one contender at N processes, OUT/nN/NAME.ROUND.{json,txt}.
+# machine_cpu: the whole machine's CPU time so far, in USER_HZ ticks, and its context switches:
+# "user nice system idle iowait irq softirq ctxt" (proc(5)).
+machine_cpu() { awk '$1 == "cpu" {t = $2 " " $3 " " $4 " " $5 " " $6 " " $7 " " $8} $1 == "ctxt" {c = $2} END {print t, c}' /proc/stat; }
+
+# coll_run NAME ROUND: one run of one contender at N processes, OUT/nN/NAME.ROUND.{json,txt}
+# (and .stat with STAT=1: what machine_cpu counted during the run).
 coll_run() {
+  local before
+  [ "$STAT" = 1 ] && before=$(machine_cpu)
+  coll_run_one "$@"
+  [ "$STAT" = 1 ] && paste -d' ' <(echo "$before") <(machine_cpu) |
+    awk '{for (i = 1; i <= 8; i++) printf "%d%s", $(i + 8) - $i, i < 8 ? " " : "\n"}' > "$OUT/n$N/$1.$2.stat"
+  return 0
+}
+
+coll_run_one() {
   local name=$1 n=$N f=$OUT/n$N/$1.$2
   local perf=("$BUILD/bin/kolo-perf" "$COLL" -P "$n" "${sweep[@]}" "${KOLO_BIND[@]}" --json "$f.json")
   if [ "$MODE" = ns ]; then "ns_$name" "$n" "$f"; return; fi
@@ -115,7 +129,7 @@ mode_coll() {
   COLL=${COLL:-all_reduce} NPROCS=${NPROCS:-${d[0]}} REPEATS=${REPEATS:-${d[1]}}
   ITERS=${ITERS:-${d[2]}} WARMUP=${WARMUP:-${d[3]}} MINBYTES=${MINBYTES:-8} MAXBYTES=${MAXBYTES:-${d[4]}}
   FACTOR=${FACTOR:-${d[5]}} INPLACE=${INPLACE:-${d[6]}} CHECK=${CHECK:-1} MPI=${MPI:-1} MEMCPY=${MEMCPY:-0}
-  ALGOS=${ALGOS:-ring rd rabenseifner auto} BASE=${BASE:-}
+  ALGOS=${ALGOS:-ring rd rabenseifner auto} BASE=${BASE:-} STAT=${STAT:-0}
   sweep=(-b "$MINBYTES" -e "$MAXBYTES" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" -c "$CHECK")
   [ "$INPLACE" = 1 ] || sweep+=(--inplace 0)
   KOLO_ENV=() MPI_ARGS=() KOLO_BIND=()
@@ -141,6 +155,7 @@ mode_coll() {
     alternate "$REPEATS" coll_run "${NAMES[@]}"
     echo "## $N processes"
     python3 perf/compare_median.py "$OUT/n$N" "$REPEATS" "${NAMES[@]}" | tee "$OUT/n$N/summary.txt"
+    [ "$STAT" = 1 ] && python3 perf/compare_stat.py "$OUT/n$N" "${NAMES[@]}" | tee -a "$OUT/n$N/summary.txt"
     local medians=() name
     for name in "${NAMES[@]}"; do [ "$name" = memcpy ] || medians+=("$OUT/n$N/$name.median.json"); done
     python3 perf/plot.py "${medians[@]}" -o "$OUT/n$N/plot.png" --title "$COLL, $N processes: ${NAMES[*]}" \
