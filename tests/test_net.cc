@@ -203,6 +203,19 @@ kolo_call_sig test_sig(uint32_t k) {
   return g;
 }
 
+// What end e was told by a stop word: `word`, with report m (its ranks, and
+// the count and sequence number of both calls).
+void expect_stop(const End &e, uint32_t word, const kolo_call_mismatch &m) {
+  EXPECT_EQ(e.stop_word, word);
+  ASSERT_TRUE(e.has_report);
+  EXPECT_EQ(e.report.rank[0], m.rank[0]);
+  EXPECT_EQ(e.report.rank[1], m.rank[1]);
+  for (int i = 0; i < 2; i++) {
+    EXPECT_EQ(e.report.sig[i].count, m.sig[i].count) << "call " << i;
+    EXPECT_EQ(e.report.sig[i].seq, m.sig[i].seq) << "call " << i;
+  }
+}
+
 // Binds both ends of a socket connection to rings of nslots slots of
 // `slot` bytes, the sender's filled with s_fill, the receiver's with r_fill.
 void bind_rings(End &s, End &r, size_t slot, uint32_t nslots, unsigned char s_fill, unsigned char r_fill) {
@@ -308,12 +321,7 @@ TEST(NetSocket, SlicesCreditsStopsStrayAndClose) {
   ASSERT_EQ(net.send_stop(s.comm, (7u << 24) | 1, &m, &q, &eb), koloSuccess);
   ASSERT_EQ(net.send_stop(r.comm, (1u << 24) | 2, nullptr, &q, &eb), koloSuccess);
   ASSERT_EQ(pump(s, r, [&] { return s.stops == 1 && r.stops == 1; }, &eb), koloSuccess) << eb.msg;
-  EXPECT_EQ(r.stop_word, (7u << 24) | 1);
-  ASSERT_TRUE(r.has_report);
-  EXPECT_EQ(r.report.rank[0], 0);
-  EXPECT_EQ(r.report.rank[1], 2);
-  EXPECT_EQ(r.report.sig[0].count, m.sig[0].count);
-  EXPECT_EQ(r.report.sig[1].count, m.sig[1].count);
+  ASSERT_NO_FATAL_FAILURE(expect_stop(r, (7u << 24) | 1, m));
   EXPECT_EQ(s.stop_word, (1u << 24) | 2);
   EXPECT_FALSE(s.has_report);
 
@@ -377,6 +385,15 @@ TEST(NetSocket, UnackedUntilThePeersHostHasEveryByte) {
   net.close(r.comm);
 }
 
+// Progress on comm, writing only, until its peer's host has every byte it
+// queued (within 5 s); whether it did.
+bool written_to_peer_host(void *comm, kolo_errbuf *eb) {
+  const kolo_net_provider &net = kolo_net_socket;
+  for (double t0 = now_ms(); (net.pending(comm) || net.unacked(comm)) && now_ms() - t0 < 5000; usleep(200))
+    if (net.progress(comm, KOLO_NET_OUT, eb) != koloSuccess) return false;
+  return !net.pending(comm) && !net.unacked(comm);
+}
+
 // 1 once every stream of comm's connection is closed on this host's side
 // (a reset came), within 5 s.
 bool wait_reset(void *comm) {
@@ -414,16 +431,12 @@ TEST(NetSocket, AWriteThatMeetsAResetDeliversThePeersStopFirst) {
     int q = 0;
     // A slice the receiver's host takes and the receiver never reads.
     ASSERT_EQ(net.send_slice(s.comm, 0, slot, nullptr, &q, &eb), koloSuccess) << eb.msg;
-    for (double t0 = now_ms(); (net.pending(s.comm) || net.unacked(s.comm)) && now_ms() - t0 < 5000; usleep(200))
-      ASSERT_EQ(net.progress(s.comm, KOLO_NET_OUT, &eb), koloSuccess) << eb.msg;
-    ASSERT_EQ(net.unacked(s.comm), 0) << "the receiver's host did not take the slice";
+    ASSERT_TRUE(written_to_peer_host(s.comm, &eb)) << "the receiver's host did not take the slice: " << eb.msg;
     // The receiver stops with a report, its stop reaches the sender's host,
     // and it closes: a reset, for what it left unread.
     kolo_call_mismatch m{{1, 2}, {test_sig(5), test_sig(6)}};
     ASSERT_EQ(net.send_stop(r.comm, (7u << 24) | 3, &m, &q, &eb), koloSuccess) << eb.msg;
-    for (double t0 = now_ms(); (net.pending(r.comm) || net.unacked(r.comm)) && now_ms() - t0 < 5000; usleep(200))
-      ASSERT_EQ(net.progress(r.comm, KOLO_NET_OUT, &eb), koloSuccess) << eb.msg;
-    ASSERT_EQ(net.unacked(r.comm), 0) << "the sender's host did not take the stop word";
+    ASSERT_TRUE(written_to_peer_host(r.comm, &eb)) << "the sender's host did not take the stop word: " << eb.msg;
     net.close(r.comm);
     ASSERT_TRUE(wait_reset(s.comm)) << "closing with unread bytes did not reset the connection";
     ASSERT_EQ(s.stops, 0) << "the sender read its input before the write";
@@ -434,12 +447,7 @@ TEST(NetSocket, AWriteThatMeetsAResetDeliversThePeersStopFirst) {
     EXPECT_EQ(res, koloRemoteError) << "a write to a reset connection did not fail";
     EXPECT_NE(std::string(eb.msg).find("rank 1 (test)"), std::string::npos) << eb.msg;
     ASSERT_EQ(s.stops, 1) << "the stop word that came before the reset was lost: " << eb.msg;
-    EXPECT_EQ(s.stop_word, (7u << 24) | 3);
-    ASSERT_TRUE(s.has_report);
-    EXPECT_EQ(s.report.rank[0], 1);
-    EXPECT_EQ(s.report.rank[1], 2);
-    EXPECT_EQ(s.report.sig[0].count, m.sig[0].count);
-    EXPECT_EQ(s.report.sig[1].seq, m.sig[1].seq);
+    ASSERT_NO_FATAL_FAILURE(expect_stop(s, (7u << 24) | 3, m));
     EXPECT_EQ(net.progress(s.comm, KOLO_NET_OUT | KOLO_NET_IN, &eb), koloRemoteError);
     EXPECT_EQ(s.stops, 1);
     net.close(s.comm);
