@@ -33,6 +33,10 @@ static const kolo_param params[] = {
      "CUDA protocols allowed, NCCL_PROTO's syntax: LL, Simple, a list, ^ to exclude, coll:list entries per "
      "collective separated by ; (unset: LL up to KOLO_LL_THRESHOLD)"},
     {"KOLO_MIN_CHANNEL_BYTES", "262144", "bytes a channel must have before another one is used"},
+    {"KOLO_NET_CHUNK_BYTES", "0",
+     "host memory over the network: bytes of a round's chunk, a multiple of 4 KiB, at most half the slots (0: a "
+     "tuning file's chunk line, else 512 KiB over the most ranks per CPU on a host, at least 64 KiB); the same on all "
+     "ranks"},
     {"KOLO_LL_THRESHOLD", "65536", "CUDA: calls of at most this many bytes (count x type size) use the LL protocol (0: never)"},
     {"KOLO_LL_SLOT_BYTES", "16384", "CUDA: bytes of one LL slot (half of it payload), a multiple of 1 KiB"},
     {"KOLO_HOST_CPUS", NULL, "CPUs kolo counts on this host when it sizes its waits, channels, net hand-offs and chunks over the network (unset: the CPUs online; set it where a container's CPU quota gives less)"},

@@ -21,7 +21,7 @@ static kolo_comm_shape my_shape(const struct koloComm *c) {
                            c->slot_bytes, c->ll_threshold, c->algo.forced, c->sched_hash, c->algo.allowed,
                            c->tuning_hash, c->algo.bcast_allowed, c->proto_off, c->algo.ag_allowed,
                            (uint64_t)c->min_channel_bytes, c->algo.reduce_allowed, (uint32_t)c->channels_fixed,
-                           (uint32_t)c->host_cpus, (uint32_t)c->host_ranks};
+                           (uint32_t)c->host_cpus, (uint32_t)c->host_ranks, (uint64_t)c->net_chunk_bytes};
 }
 
 /* "none", or "a file of hash H" (with its path: this rank's) */
@@ -71,6 +71,15 @@ static koloResult_t min_channel_differs(struct koloComm *c, int r, uint64_t thei
                     "rank %d: KOLO_MIN_CHANNEL_BYTES differs between ranks, and must be alike on all (it sets how "
                     "many channels each call uses): rank %d has %llu, this rank %llu",
                     c->rank, r, (unsigned long long)theirs, (unsigned long long)c->min_channel_bytes);
+}
+
+/* Over the network a round's chunk follows KOLO_NET_CHUNK_BYTES: ranks that
+ * differ in it would split a call into rounds their peers do not expect. */
+static koloResult_t net_chunk_differs(struct koloComm *c, int r, uint64_t theirs) {
+  return kolo_error(&c->err, koloInvalidUsage,
+                    "rank %d: KOLO_NET_CHUNK_BYTES differs between ranks, and must be alike on all (it sets the "
+                    "rounds each call moves in over the network): rank %d has %llu, this rank %llu (0: the default)",
+                    c->rank, r, (unsigned long long)theirs, (unsigned long long)c->net_chunk_bytes);
 }
 
 /* Rank r gave another KOLO_PROTO than this rank: a transfer between them
@@ -125,6 +134,8 @@ koloResult_t kolo_comm_check_shapes(struct koloComm *c) {
       res = proto_differs(c, r, theirs.proto_off);
     else if (theirs.min_channel_bytes != mine.min_channel_bytes)
       res = min_channel_differs(c, r, theirs.min_channel_bytes);
+    else if (theirs.net_chunk_bytes != mine.net_chunk_bytes)
+      res = net_chunk_differs(c, r, theirs.net_chunk_bytes);
     else if (theirs.channels_fixed != mine.channels_fixed)
       res = fixed_differs(c, r);
     else if (!same_shape(theirs, &mine, enc))

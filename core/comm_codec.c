@@ -51,6 +51,7 @@ void kolo_encode_comm_shape(const kolo_comm_shape *s, uint8_t out[KOLO_COMM_SHAP
   kolo_put_u32(&w, s->channels_fixed);
   kolo_put_u32(&w, s->host_cpus);
   kolo_put_u32(&w, s->host_ranks);
+  kolo_put_u64(&w, s->net_chunk_bytes);
   kolo_put_u64(&w, s->tuning_hash);
   kolo_put_u64(&w, s->sched_hash);
 }
@@ -91,6 +92,9 @@ static const char *shape_wrong(const kolo_comm_shape *s, char *buf, size_t n) {
     snprintf(buf, n, "with channels fixed = %u (0 or 1)", s->channels_fixed);
   else if (!in_range(s->host_cpus, 1, 1 << 20) || !in_range(s->host_ranks, 1, 1 << 20))
     snprintf(buf, n, "with %u CPUs for %u ranks on its host (1..2^20 each)", s->host_cpus, s->host_ranks);
+  else if (s->net_chunk_bytes > ((uint64_t)1 << 30) || s->net_chunk_bytes % 4096 != 0)
+    snprintf(buf, n, "with chunks of %llu bytes over the network (KOLO_NET_CHUNK_BYTES: 0, or a multiple of 4 KiB "
+             "in 4 KiB..1 GiB)", (unsigned long long)s->net_chunk_bytes);
   else if (kolo_proto_off_wrong(s->proto_off) != NULL)
     snprintf(buf, n, "with protocols left out 0x%x that %s", s->proto_off, kolo_proto_off_wrong(s->proto_off));
   else
@@ -117,6 +121,7 @@ int kolo_decode_comm_shape(const void *in, size_t len, int peer, kolo_comm_shape
   s->channels_fixed = kolo_get_u32(&r);
   s->host_cpus = kolo_get_u32(&r);
   s->host_ranks = kolo_get_u32(&r);
+  s->net_chunk_bytes = kolo_get_u64(&r);
   s->tuning_hash = kolo_get_u64(&r);
   s->sched_hash = kolo_get_u64(&r);
   if (whole(&r, KOLO_COMM_SHAPE_BYTES, peer, what, why, why_len) != KOLO_COMM_WIRE_OK) return KOLO_COMM_WIRE_GARBLED;

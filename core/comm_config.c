@@ -77,6 +77,19 @@ static koloResult_t resolve_p2p_slots(struct koloComm *c) {
   return koloSuccess;
 }
 
+/* KOLO_NET_CHUNK_BYTES: 0 leaves a round's chunk over the network to
+ * comm_topology.c's rule; whole pages keep chunks 64-byte aligned for
+ * every type, as the slots are. */
+static koloResult_t resolve_net_chunk(struct koloComm *c) {
+  int64_t bytes = kolo_param_int("KOLO_NET_CHUNK_BYTES");
+  if (bytes < 0 || bytes > ((int64_t)1 << 30) || bytes % 4096 != 0)
+    return kolo_error(NULL, koloInvalidArgument,
+                      "KOLO_NET_CHUNK_BYTES = %lld is neither 0 nor a multiple of 4 KiB in 4 KiB..1 GiB",
+                      (long long)bytes);
+  c->net_chunk_bytes = (size_t)bytes;
+  return koloSuccess;
+}
+
 koloResult_t kolo_comm_resolve_config(struct koloComm *c, const koloConfig_t *cfg) {
   koloConfig_t def = KOLO_CONFIG_INITIALIZER;
   if (cfg == NULL) cfg = &def;
@@ -145,7 +158,8 @@ koloResult_t kolo_comm_resolve_config(struct koloComm *c, const koloConfig_t *cf
     return kolo_error(NULL, koloInvalidArgument, "bufferSize = %d is below %u (nslots x 4 KiB)", bufsize, c->nslots * 4096u);
   /* Slots are a multiple of 4 KiB: chunks stay 64-byte aligned for every type. */
   c->slot_bytes = ((size_t)bufsize / c->nslots) & ~(size_t)4095;
-  return resolve_p2p_slots(c);
+  koloResult_t res = resolve_net_chunk(c);
+  return res != koloSuccess ? res : resolve_p2p_slots(c);
 }
 
 

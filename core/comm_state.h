@@ -54,6 +54,7 @@ struct koloComm {
    * below half their slots: host memory over the network (comm_topology.c);
    * 0 where half the slots is the chunk. */
   size_t chunk_cap;
+  size_t net_chunk_bytes; /* KOLO_NET_CHUNK_BYTES: that chunk, set by the user (0: not set) */
   size_t min_channel_bytes;
   int cuda_dev;          /* koloMemCuda: the device asked for (-1: current) */
   size_t ll_threshold;   /* koloMemCuda: KOLO_LL_THRESHOLD: calls of at most this many bytes use LL (0: never) */

@@ -111,24 +111,57 @@ static void net_channels(struct koloComm *c) {
  * default).  A ring step cannot start before the step it reduces has
  * arrived, so the chunk is what each rank has in flight and touches per
  * step: its input and output, its slot, and over TCP the kernel's socket
- * buffers on both ends; at 2 MiB that leaves the caches (2-core VM, 2 MiB
- * of L2 per core, loopback TCP, 4-16 MiB all-reduce: 512 KiB chunks took
- * 0.60-0.67 x the time of 2 MiB ones with 2 processes, 256 KiB chunks
- * 0.56-0.72 x with 4; below 4 MiB, within the noise).  Measured over TCP;
- * ib pipes get the same rule for the same reason, unmeasured.  Every rank
- * decides alike: the inputs are the agreed shapes and the link groups. */
+ * buffers on both ends; the smaller it is, the more of that stays in the
+ * caches, and the more rounds pay their fixed cost.  Which wins moves with
+ * the machine: on the 2-core VM, loopback TCP, 4-16 MiB all-reduce, 512 KiB
+ * chunks took 0.60-0.67 x the time of 2 MiB ones with 2 processes, 256 KiB
+ * ones 0.56-0.72 x with 4 (2026-12-02); a day later, with each round's
+ * fixed cost grown (8-byte all-reduce 9.1 -> 15.7 us), 2 MiB took
+ * 0.61-0.71 x the time of 512 KiB with 2 processes, and with 4 no chunk
+ * beat 256 KiB.  KOLO_NET_CHUNK_BYTES (agreed, as the shapes are) or a
+ * tuning file's chunk line (kolo-perf tune measures it) sets it where the
+ * rule loses.  Measured over TCP; ib pipes get the same rule,
+ * unmeasured.  Every rank decides alike: the inputs are the agreed shapes
+ * and the link groups. */
 #define NET_CHUNK_PER_CPU (512u << 10)
 #define NET_CHUNK_MIN (64u << 10)
-static void net_chunk(struct koloComm *c) {
-  if (c->kind != NULL || c->algo.nhosts < 2) return;
+static size_t net_chunk_rule(const struct koloComm *c) {
   int per_cpu = c->ranks_per_cpu > 1 ? c->ranks_per_cpu : 1;
-  size_t half_slots = c->slot_bytes * (c->nslots / 2), cap = NET_CHUNK_PER_CPU / (size_t)per_cpu;
-  cap = cap < NET_CHUNK_MIN ? NET_CHUNK_MIN : cap & ~(size_t)4095; /* whole pages (a chunk: whole 64-byte lines) */
+  size_t cap = NET_CHUNK_PER_CPU / (size_t)per_cpu;
+  return cap < NET_CHUNK_MIN ? NET_CHUNK_MIN : cap & ~(size_t)4095; /* whole pages (a chunk: whole 64-byte lines) */
+}
+
+/* Where the chunk comes from: KOLO_NET_CHUNK_BYTES where set, else a
+ * tuning file's chunk line for this link and rank count, else the rule. */
+static size_t chunk_wanted(const struct koloComm *c, const char **from) {
+  size_t tuned = c->algo.tuned != NULL ? kolo_tuned_chunk(&c->tuned, c->nranks) : 0;
+  *from = c->net_chunk_bytes != 0 ? "KOLO_NET_CHUNK_BYTES" : tuned != 0 ? "a KOLO_TUNING_FILE chunk line" : NULL;
+  return c->net_chunk_bytes != 0 ? c->net_chunk_bytes : tuned != 0 ? tuned : net_chunk_rule(c);
+}
+
+/* A chunk set by the user is said at INFO where it does not apply, as the
+ * rule would not, and where half the slots bound it. */
+static void net_chunk(struct koloComm *c) {
+  size_t half_slots = c->slot_bytes * (c->nslots / 2);
+  if (c->kind != NULL || c->algo.nhosts < 2) {
+    if (c->net_chunk_bytes != 0 && c->rank == 0)
+      KOLO_INFO("KOLO_NET_CHUNK_BYTES=%zu does not apply: the ranks %s; rounds of %zu-byte chunks (half the slots)",
+                c->net_chunk_bytes, c->kind != NULL ? "hold CUDA memory" : "meet without the network", half_slots);
+    return;
+  }
+  const char *from;
+  size_t cap = chunk_wanted(c, &from);
+  if (cap > half_slots && from != NULL && c->rank == 0)
+    KOLO_INFO("%s asks for %zu-byte chunks, more than half the slots: rounds of %zu-byte chunks (KOLO_BUFFSIZE "
+              "sets the slots)", from, cap, half_slots);
   if (cap >= half_slots) return;
   c->chunk_cap = cap;
-  if (c->rank == 0)
+  if (c->rank == 0 && from != NULL)
+    KOLO_INFO("ranks meet over the network in host memory: rounds of %zu-byte chunks (%s), not %zu (half the slots)",
+              cap, from, half_slots);
+  else if (c->rank == 0)
     KOLO_INFO("ranks meet over the network in host memory, at most %d per CPU on a host: rounds of %zu-byte "
-              "chunks, not %zu (half the slots)", per_cpu, cap, half_slots);
+              "chunks, not %zu (half the slots)", c->ranks_per_cpu > 1 ? c->ranks_per_cpu : 1, cap, half_slots);
 }
 
 koloResult_t kolo_comm_build_topology(struct koloComm *c) {

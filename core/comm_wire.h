@@ -49,8 +49,10 @@ typedef struct {
   uint32_t channels_fixed; /* 0 or 1: nchannels was set, not defaulted (compared) */
   uint32_t host_cpus;      /* the sender's host: kolo_host_cpus(), 1..2^20 (may differ) */
   uint32_t host_ranks;     /* ranks of the communicator on that host, 1..2^20 (may differ) */
+  /* encoded after host_ranks, before tuning_hash */
+  uint64_t net_chunk_bytes; /* KOLO_NET_CHUNK_BYTES: 0 (the default rule), or a multiple of 4 KiB in 4 KiB..1 GiB */
 } kolo_comm_shape;
-#define KOLO_COMM_SHAPE_BYTES (4 * 4 + 2 * 8 + 4 + 4 + 4 + 4 + 4 + 8 + 4 + 3 * 4 + 8 + 8)
+#define KOLO_COMM_SHAPE_BYTES (4 * 4 + 2 * 8 + 4 + 4 + 4 + 4 + 4 + 8 + 4 + 3 * 4 + 8 + 8 + 8)
 
 void kolo_encode_comm_shape(const kolo_comm_shape *s, uint8_t out[KOLO_COMM_SHAPE_BYTES]);
 int kolo_decode_comm_shape(const void *in, size_t len, int peer, kolo_comm_shape *s, char *why, size_t why_len);

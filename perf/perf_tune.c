@@ -153,6 +153,9 @@ static void job_env(const tune_args *a, const tune_job *j) {
   setenv("KOLO_ALGO", j->algo, 1);
   if (j->tuning != NULL) setenv("KOLO_TUNING_FILE", j->tuning, 1);
   else unsetenv("KOLO_TUNING_FILE");
+  char chunk[32];
+  snprintf(chunk, sizeof chunk, "%zu", j->chunk);
+  if (j->chunk != 0) setenv("KOLO_NET_CHUNK_BYTES", chunk, 1);
 }
 
 /* The job's id in rank `rank`: rank 0 makes it after every fork (forking
@@ -275,7 +278,7 @@ static int fit_links(const tune_args *a, kolo_tuning *f) {
     nlinks = 2;
   }
   for (int i = 0; i < nlinks; i++) {
-    tune_job j = {links[i], "ring", 2, {8, a->big}, {a->iters * 10, a->iters}, NULL, KOLO_COLL_ALL_REDUCE};
+    tune_job j = {links[i], "ring", 2, {8, a->big}, {a->iters * 10, a->iters}, NULL, KOLO_COLL_ALL_REDUCE, 0};
     double t[2];
     if (perf_tune_measure(a, &j, t) != 0) {
       fprintf(stderr, "kolo-perf tune: %s: the ranks failed (KOLO_DEBUG=WARN says why)\n", kolo_link_name(links[i]));
@@ -325,11 +328,11 @@ int perf_tune_main(int argc, char **argv) {
   long cpus = kolo_host_cpus();
   double load = load_before(cpus);
   kolo_tuning f = {0};
-  if (fit_links(&a, &f) != 0 || perf_tune_crossovers(&a, &f) != 0) return 1;
+  if (fit_links(&a, &f) != 0 || perf_tune_chunk(&a, &f) != 0 || perf_tune_crossovers(&a, &f) != 0) return 1;
   FILE *out = fopen(a.out, "w");
   char note[320], across[64] = "";
   if (!a.cuda && !a.no_net)
-    snprintf(across, sizeof across, ", their algorithms across hosts on %s",
+    snprintf(across, sizeof across, ", their algorithms and chunk across hosts on %s",
              f.link[KOLO_LINK_IB].set ? "ib" : "socket");
   snprintf(note, sizeof note,
            "kolo-perf tune -P %d%s: ring all-reduce fits (%s); all-reduce, broadcast, reduce and all-gather algorithms and "

@@ -173,7 +173,7 @@ static int write_ranges(const tune_space *sp, const tune_job *j, double med[][TU
 static int search(const tune_space *sp, kolo_tuning *f) {
   static double t[MAX_REPEATS][MAX_PAIRS][TUNE_MAX_SIZES];
   double med[MAX_PAIRS][TUNE_MAX_SIZES];
-  tune_job j = {sp->link, NULL, 0, {0}, {0}, NULL, sp->s->coll};
+  tune_job j = {sp->link, NULL, 0, {0}, {0}, NULL, sp->s->coll, 0};
   plan_sizes(sp->a, sp->s, &j);
   const int repeats = sp->a->quick ? 1 : MAX_REPEATS;
   for (int r = 0; r < repeats; r++)

@@ -22,7 +22,8 @@ typedef struct {
 } tune_args;
 
 /* What the ranks of one measurement do: KOLO_ALGO=algo on link, with
- * KOLO_TUNING_FILE=tuning (NULL: none), calls of collective coll (KOLO_COLL_*)
+ * KOLO_TUNING_FILE=tuning (NULL: none) and KOLO_NET_CHUNK_BYTES=chunk (0:
+ * as the caller's environment says), calls of collective coll (KOLO_COLL_*)
  * of sizes[i] bytes (an all-gather's per rank) iters[i] times each. */
 typedef struct {
   int link;
@@ -32,6 +33,7 @@ typedef struct {
   int iters[TUNE_MAX_SIZES];
   const char *tuning;
   int coll;
+  size_t chunk;
 } tune_job;
 
 /* Forks a->nranks ranks that run job j; t[i]: seconds per call of
@@ -41,5 +43,9 @@ int perf_tune_measure(const tune_args *a, const tune_job *j, double *t);
 /* Appends to f the lines the search finds (perf_tune_algos.c): within a
  * host, then (host memory, unless no_net) across hosts.  0, or -1 said. */
 int perf_tune_crossovers(const tune_args *a, kolo_tuning *f);
+
+/* Appends to f the chunk line of the network's transport (perf_tune_chunk.c):
+ * host memory, unless no_net.  0, or -1 said. */
+int perf_tune_chunk(const tune_args *a, kolo_tuning *f);
 
 #endif

@@ -210,6 +210,24 @@ static int channels_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
   return 0;
 }
 
+/* "chunk TRANSPORT BYTES [ranks N]": TRANSPORT the network's. */
+static int chunk_line(const ctx *c, char *w[], int n, kolo_tuning *f) {
+  if (n != 3 && n != 5) return bad(c, "a chunk line is: chunk TRANSPORT BYTES [ranks N]", NULL);
+  if (f->nchunk_lines == KOLO_TUNING_MAX_CHUNK_LINES) return bad(c, "more than 32 chunk lines", NULL);
+  kolo_tune_chunk *k = &f->chunk[f->nchunk_lines];
+  k->link = link_of(w[1]);
+  k->nranks = 0;
+  if (k->link != KOLO_LINK_SOCKET && k->link != KOLO_LINK_IB)
+    return bad(c, "a chunk line names the network's transport (socket or ib), not", w[1]);
+  if (bytes(c, w[2], &k->bytes)) return -1;
+  if (k->bytes < 4096 || k->bytes > (1ull << 30) || k->bytes % 4096 != 0)
+    return bad(c, "a chunk is a multiple of 4096 bytes in 4096..2^30, not", w[2]);
+  if (n == 5 && strcmp(w[3], "ranks") != 0) return bad(c, "after BYTES a chunk line takes \"ranks N\", not", w[3]);
+  if (n == 5 && ranks_words(c, w + 3, &k->nranks)) return -1;
+  f->nchunk_lines++;
+  return 0;
+}
+
 static int one_line(const ctx *c, char *line, kolo_tuning *f, int *seen_header) {
   char *w[MAX_WORDS];
   int n = split(line, w);
@@ -223,7 +241,8 @@ static int one_line(const ctx *c, char *line, kolo_tuning *f, int *seen_header) 
   if (strcmp(w[0], "link") == 0) return link_line(c, w, n, f);
   if (strcmp(w[0], "override") == 0) return override_line(c, w, n, f);
   if (strcmp(w[0], "channels") == 0) return channels_line(c, w, n, f);
-  return bad(c, "a line is \"link ...\", \"override ...\" or \"channels ...\", not", w[0]);
+  if (strcmp(w[0], "chunk") == 0) return chunk_line(c, w, n, f);
+  return bad(c, "a line is \"link ...\", \"override ...\", \"channels ...\" or \"chunk ...\", not", w[0]);
 }
 
 int kolo_tuning_parse(const char *text, size_t len, const char *name, kolo_tuning *out, char *why, size_t why_len) {
@@ -266,6 +285,8 @@ void kolo_tuning_resolve(const kolo_tuning *f, int host_link, int net_link, kolo
     if (for_comm(f->ov[i].mem, f->ov[i].link, kind, host_link, net_link)) out->ov[out->noverrides++] = f->ov[i];
   for (int i = 0; i < f->nchannel_lines; i++)
     if (for_comm(f->ch[i].mem, f->ch[i].link, kind, host_link, net_link)) out->ch[out->nchannel_lines++] = f->ch[i];
+  for (int i = 0; i < f->nchunk_lines && kind == KOLO_TUNE_MEM_HOST; i++)
+    if (f->chunk[i].link == net_link) out->chunk[out->nchunk_lines++] = f->chunk[i];
 }
 
 void kolo_tuned_narrow(kolo_tuned *t, int spans_hosts) {
@@ -314,6 +335,12 @@ int kolo_tuned_channels(const kolo_tuned *t, int coll, size_t bytes, int nranks)
   return 0;
 }
 
+size_t kolo_tuned_chunk(const kolo_tuned *t, int nranks) {
+  for (int i = 0; t != NULL && i < t->nchunk_lines; i++)
+    if (for_ranks(t->chunk[i].nranks, nranks)) return (size_t)t->chunk[i].bytes;
+  return 0;
+}
+
 int kolo_tuned_max_channels(const kolo_tuned *t, int nranks) {
   int most = 0;
   for (int i = 0; i < t->nchannel_lines; i++)
@@ -346,6 +373,11 @@ int kolo_tuning_write(FILE *out, const kolo_tuning *f, const char *comment) {
     fprintf(out, "channels %s %d %llu %llu", kolo_tuning_coll_name(l->coll), l->channels, (unsigned long long)l->lo,
             (unsigned long long)l->hi);
     write_scope(out, l->nranks, l->mem, l->link);
+  }
+  for (int i = 0; i < f->nchunk_lines; i++) {
+    const kolo_tune_chunk *k = &f->chunk[i];
+    fprintf(out, "chunk %s %llu", kolo_link_name(k->link), (unsigned long long)k->bytes);
+    write_scope(out, k->nranks, KOLO_TUNE_MEM_ANY, KOLO_TUNE_LINK_ANY);
   }
   return ferror(out) ? -1 : 0;
 }

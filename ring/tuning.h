@@ -11,6 +11,7 @@
  *   override broadcast dbtree 131072 1048576 ranks 8 mem host   # ... host memory only
  *   channels allreduce 1 0 4194304 ranks 4   # collective, channels, bytes min..max
  *   override allreduce rd 0 98304 ranks 4 mem host link socket   # ... over TCP only
+ *   chunk socket 2097152 ranks 2  # a round's chunk over TCP, host memory
  *
  * Overrides name the all-reduce's, the broadcast's or the all-gather's
  * algorithms.  After MAX, "ranks N", "mem host|cuda" and "link TRANSPORT"
@@ -39,6 +40,7 @@
 #define KOLO_TUNING_MAX_OVERRIDES 128
 #define KOLO_TUNING_MAX_CHANNEL_LINES 128
 #define KOLO_TUNING_MAX_CHANNELS 16 /* core/comm_state.h's KOLO_MAX_CHANNELS (checked there) */
+#define KOLO_TUNING_MAX_CHUNK_LINES 32
 
 /* The memory kind a line holds for (its "mem" word). */
 enum { KOLO_TUNE_MEM_ANY = 0, KOLO_TUNE_MEM_HOST, KOLO_TUNE_MEM_CUDA };
@@ -72,12 +74,22 @@ typedef struct {
   int link;         /* as kolo_tune_override's */
 } kolo_tune_channels;
 
+/* A round's chunk where host memory crosses the network
+ * (core/comm_topology.c): "chunk TRANSPORT BYTES [ranks N]". */
+typedef struct {
+  int link;       /* KOLO_LINK_SOCKET or KOLO_LINK_IB */
+  uint64_t bytes; /* a multiple of 4 KiB in 4 KiB..1 GiB */
+  int nranks;     /* on communicators of this many ranks; 0: any */
+} kolo_tune_chunk;
+
 typedef struct {
   kolo_tune_link link[KOLO_LINK_NUM];
   int noverrides;
   kolo_tune_override ov[KOLO_TUNING_MAX_OVERRIDES];
   int nchannel_lines;
   kolo_tune_channels ch[KOLO_TUNING_MAX_CHANNEL_LINES];
+  int nchunk_lines;
+  kolo_tune_chunk chunk[KOLO_TUNING_MAX_CHUNK_LINES];
   uint64_t hash; /* of the text, compared across ranks at init */
 } kolo_tuning;
 
@@ -90,6 +102,8 @@ typedef struct kolo_tuned {
   kolo_tune_override ov[KOLO_TUNING_MAX_OVERRIDES];
   int nchannel_lines;
   kolo_tune_channels ch[KOLO_TUNING_MAX_CHANNEL_LINES];
+  int nchunk_lines; /* the chunk lines of net_link, host memory only */
+  kolo_tune_chunk chunk[KOLO_TUNING_MAX_CHUNK_LINES];
 } kolo_tuned;
 
 /* Parses text[0..len) (name: for messages).  0, or -1 with "name:line: what"
@@ -115,6 +129,9 @@ int kolo_tuned_names(const kolo_tuned *t, int coll, int algo, int nranks, int me
 /* The channels a `channels` line gives a call of collective coll and
  * `bytes` on nranks ranks (the first line holding it), or 0: none does. */
 int kolo_tuned_channels(const kolo_tuned *t, int coll, size_t bytes, int nranks);
+/* The chunk a `chunk` line gives a communicator of nranks ranks (the first
+ * line holding it), or 0: none does. */
+size_t kolo_tuned_chunk(const kolo_tuned *t, int nranks);
 /* The most channels any line for nranks ranks names, 0: none. */
 int kolo_tuned_max_channels(const kolo_tuned *t, int nranks);
 /* "allreduce", "allgather", ... (the names `channels` lines take), "?". */

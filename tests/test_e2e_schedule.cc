@@ -313,6 +313,27 @@ TEST(ChannelBytesRefused, RanksThatDiffer) {
       << koloGetLastError(nullptr);
 }
 
+// KOLO_NET_CHUNK_BYTES sets the rounds a call moves in over the network:
+// ranks that differ in it fail init with a sentence naming it, and a value
+// that is not whole pages fails it on its own.
+TEST(NetChunkRefused, RanksThatDifferAndValuesOutOfRange) {
+  if (tsan_build()) GTEST_SKIP() << "forks ranks (not under TSan)";
+  ScopedEnv env("KOLO_NET_CHUNK_BYTES", "65536");
+  expect_every_rank_refused(kRanks, koloInvalidUsage,
+                            {"KOLO_NET_CHUNK_BYTES differs between ranks, and must be alike on all", "65536"},
+                            [&](int rank) {
+                              if (rank == 2) setenv("KOLO_NET_CHUNK_BYTES", "0", 1);
+                            });
+  for (const char *bad : {"5000", "-4096", "2G"}) {
+    ScopedEnv wrong("KOLO_NET_CHUNK_BYTES", bad);
+    koloComm_t comms[2] = {nullptr, nullptr};
+    EXPECT_EQ(koloCommInitAll(comms, 2, nullptr), koloInvalidArgument) << bad;
+    EXPECT_NE(std::string(koloGetLastError(nullptr)).find("is neither 0 nor a multiple of 4 KiB in 4 KiB..1 GiB"),
+              std::string::npos)
+        << koloGetLastError(nullptr);
+  }
+}
+
 // The rest of the shape (channels, slots, buffer...) must be alike too,
 // whatever each host's CPUs and ranks, which ranks may differ in.
 TEST(ShapeRefused, RanksThatDifferInSlotsOrChannels) {

@@ -864,12 +864,14 @@ TEST(NetChannels, SetOnOneRankOnlyIsRefused) {
 
 // A round's chunk over the network in host memory follows the ranks per
 // CPU (core/comm_topology.c): 512 KiB over their most on a host, at least
-// 64 KiB.  n processes on a host of `cpus` CPUs (KOLO_HOST_CPUS) must cap
-// it at `want` bytes, and calls of many such rounds -- all-reduce,
+// 64 KiB, unless KOLO_NET_CHUNK_BYTES (`chunk`, where not null) sets it.
+// n processes on a host of `cpus` CPUs (KOLO_HOST_CPUS) must cap it at
+// `want` bytes, and calls of many such rounds -- all-reduce,
 // reduce-scatter, all-gather, an odd count, in place and out, unaligned --
 // run checked on them.
-void expect_net_chunk(int n, const char *cpus, size_t want) {
-  ScopedEnv force("KOLO_NET_FORCE", "1"), noshm("KOLO_SHM_DISABLE", "1"), host("KOLO_HOST_CPUS", cpus);
+void expect_net_chunk(int n, const char *cpus, size_t want, const char *chunk = nullptr) {
+  ScopedEnv force("KOLO_NET_FORCE", "1"), noshm("KOLO_SHM_DISABLE", "1"), host("KOLO_HOST_CPUS", cpus),
+      set("KOLO_NET_CHUNK_BYTES", chunk ? chunk : "0");
   std::vector<CollCase> cases;
   const size_t count = (size_t)3 << 18 | 5;  // 3 MiB + 20 B of float32: rounds of every size here
   int v = 0;
@@ -881,15 +883,16 @@ void expect_net_chunk(int n, const char *cpus, size_t want) {
     if (koloCommInitRank(&comm, n, id, rank) != koloSuccess) return 2;
     int failures = 0;
     if (kt_comm_chunk_cap(comm) != want) {
-      std::fprintf(stderr, "rank %d of %d: chunk cap %zu with KOLO_HOST_CPUS=%s; want %zu\n", rank, n,
-                   kt_comm_chunk_cap(comm), cpus, want);
+      std::fprintf(stderr, "rank %d of %d: chunk cap %zu with KOLO_HOST_CPUS=%s, KOLO_NET_CHUNK_BYTES=%s; want %zu\n",
+                   rank, n, kt_comm_chunk_cap(comm), cpus, chunk ? chunk : "0", want);
       failures++;
     }
     failures += run_cases(comm, rank, cases);
     koloCommDestroy(comm);
     return failures ? 1 : 0;
   }, 120000);
-  EXPECT_EQ(children_checked(res, cases.size()), "") << n << " ranks, KOLO_HOST_CPUS=" << cpus;
+  EXPECT_EQ(children_checked(res, cases.size()), "")
+      << n << " ranks, KOLO_HOST_CPUS=" << cpus << ", KOLO_NET_CHUNK_BYTES=" << (chunk ? chunk : "0");
 }
 
 TEST(NetChunk, FollowsTheRanksPerCpu) {
@@ -898,6 +901,16 @@ TEST(NetChunk, FollowsTheRanksPerCpu) {
   expect_net_chunk(2, "1", (size_t)256 << 10);  // 2 per CPU
   expect_net_chunk(3, "1", 172032);             // 3 per CPU: 512 KiB / 3, in whole pages
   expect_net_chunk(3, "48", (size_t)512 << 10);  // CPUs to spare: the same as one per CPU
+}
+
+// KOLO_NET_CHUNK_BYTES takes the rule's place, below it and above it (3
+// pages: rounds whose chunks split unevenly among 3 ranks), and half the
+// slots (2 MiB) bounds it: no cap at or above that.
+TEST(NetChunk, FollowsTheUsersSetting) {
+  SKIP_UNDER_TSAN();
+  expect_net_chunk(3, "1", 12288, "12K");
+  expect_net_chunk(2, "4", (size_t)1 << 20, "1M");
+  expect_net_chunk(2, "4", 0, "4M");
 }
 
 // Ranks of one process meet without the network: no cap.

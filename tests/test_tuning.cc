@@ -394,6 +394,60 @@ TEST(Tuning, ChannelsLines) {
   EXPECT_NE(why.find("t.tune:130: more than 128 overrides"), std::string::npos) << why;
 }
 
+// "chunk TRANSPORT BYTES [ranks N]": a round's chunk where host memory
+// crosses the network, on the communicators whose network is TRANSPORT;
+// the first line holding the rank count wins; CUDA communicators and other
+// links get none.
+TEST(Tuning, ChunkLines) {
+  kolo_tuning f;
+  std::string why;
+  ASSERT_EQ(parse("kolo-tuning 1\nchunk socket 12288 ranks 3\nchunk ib 65536\nchunk socket 2097152\n"
+                  "chunk socket 4096 ranks 3\n",
+                  &f, &why),
+            0)
+      << why;
+  ASSERT_EQ(f.nchunk_lines, 4);
+  EXPECT_EQ(f.chunk[0].link, KOLO_LINK_SOCKET);
+  EXPECT_EQ(f.chunk[0].bytes, 12288u);
+  EXPECT_EQ(f.chunk[0].nranks, 3);
+  EXPECT_EQ(f.chunk[1].link, KOLO_LINK_IB);
+  EXPECT_EQ(f.chunk[1].nranks, 0);
+  kolo_tuned t;
+  kolo_tuning_resolve(&f, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &t);
+  EXPECT_EQ(kolo_tuned_chunk(&t, 3), 12288u);    // the first line for 3 ranks, not the later one
+  EXPECT_EQ(kolo_tuned_chunk(&t, 4), 2097152u);  // the line for any count
+  kolo_tuning_resolve(&f, KOLO_LINK_SHM, KOLO_LINK_IB, &t);
+  EXPECT_EQ(kolo_tuned_chunk(&t, 3), 65536u);  // over ib, the ib line
+  kolo_tuning_resolve(&f, KOLO_LINK_CUDA_P2P, KOLO_LINK_SOCKET, &t);
+  EXPECT_EQ(kolo_tuned_chunk(&t, 3), 0u);  // CUDA memory keeps half its slots
+  EXPECT_EQ(kolo_tuned_chunk(nullptr, 3), 0u);
+  ASSERT_EQ(parse("kolo-tuning 1\nchunk ib 8192\n", &f), 0);
+  kolo_tuning_resolve(&f, KOLO_LINK_SHM, KOLO_LINK_SOCKET, &t);
+  EXPECT_EQ(kolo_tuned_chunk(&t, 2), 0u);  // no line for TCP
+  const std::pair<const char *, const char *> bad[] = {
+      {"chunk shm 4096", "a chunk line names the network's transport (socket or ib), not \"shm\""},
+      {"chunk cuda-p2p 4096", "a chunk line names the network's transport (socket or ib), not \"cuda-p2p\""},
+      {"chunk nvlink 4096", "a chunk line names the network's transport (socket or ib), not \"nvlink\""},
+      {"chunk socket 5000", "a chunk is a multiple of 4096 bytes in 4096..2^30, not \"5000\""},
+      {"chunk socket 0", "a chunk is a multiple of 4096 bytes in 4096..2^30, not \"0\""},
+      {"chunk socket 1073745920", "a chunk is a multiple of 4096 bytes in 4096..2^30"},
+      {"chunk socket -4096", "a size in bytes is a decimal number, not \"-4096\""},
+      {"chunk socket 1M", "a size in bytes is a decimal number below 2^62, not \"1M\""},
+      {"chunk socket", "a chunk line is: chunk TRANSPORT BYTES [ranks N]"},
+      {"chunk socket 4096 ranks", "a chunk line is: chunk TRANSPORT BYTES [ranks N]"},
+      {"chunk socket 4096 cores 4", "after BYTES a chunk line takes \"ranks N\", not \"cores\""},
+      {"chunk socket 4096 ranks 0", "ranks is a whole number in 1..2^20, not \"0\""},
+      {"chunks socket 4096", "a line is \"link ...\", \"override ...\", \"channels ...\" or \"chunk ...\", not \"chunks\""}};
+  for (const auto &[line, want] : bad) {
+    EXPECT_EQ(parse(std::string("kolo-tuning 1\n") + line + "\n", &f, &why), -1) << line;
+    EXPECT_NE(why.find(std::string("t.tune:2: ") + want), std::string::npos) << line << ": " << why;
+  }
+  std::string many = "kolo-tuning 1\n";
+  for (int i = 0; i < 33; i++) many += "chunk socket 4096\n";
+  EXPECT_EQ(parse(many, &f, &why), -1);
+  EXPECT_NE(why.find("t.tune:34: more than 32 chunk lines"), std::string::npos) << why;
+}
+
 TEST(Tuning, RefusesWithFileAndLine) {
   kolo_tuning f;
   std::string why;
@@ -442,6 +496,9 @@ TEST(Tuning, WriteReadsBack) {
   f.ch[0] = {KOLO_COLL_ALL_REDUCE, 4, 0, 1 << 20, 4, KOLO_TUNE_MEM_ANY, KOLO_LINK_SHM};
   f.ch[1] = {KOLO_COLL_SCATTER, 16, 7, 7, 0, KOLO_TUNE_MEM_CUDA, KOLO_TUNE_LINK_ANY};
   f.nchannel_lines = 2;
+  f.chunk[0] = {KOLO_LINK_SOCKET, 1 << 21, 2};
+  f.chunk[1] = {KOLO_LINK_IB, 65536, 0};
+  f.nchunk_lines = 2;
   char *text = nullptr;
   size_t len = 0;
   FILE *m = open_memstream(&text, &len);
@@ -476,6 +533,13 @@ TEST(Tuning, WriteReadsBack) {
   EXPECT_EQ(g.ch[1].channels, 16);
   EXPECT_EQ(g.ch[1].lo, 7u);
   EXPECT_EQ(g.ch[1].nranks, 0);
+  ASSERT_EQ(g.nchunk_lines, 2);
+  EXPECT_EQ(g.chunk[0].link, KOLO_LINK_SOCKET);
+  EXPECT_EQ(g.chunk[0].bytes, 1u << 21);
+  EXPECT_EQ(g.chunk[0].nranks, 2);
+  EXPECT_EQ(g.chunk[1].link, KOLO_LINK_IB);
+  EXPECT_EQ(g.chunk[1].bytes, 65536u);
+  EXPECT_EQ(g.chunk[1].nranks, 0);
 }
 
 // Two files that differ as the model says: a fast-latency host link makes

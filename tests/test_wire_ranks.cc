@@ -174,7 +174,8 @@ kolo_comm_shape sample_shape() {
                          KOLO_ALGO_AG_SET,  // KOLO_ALGO=allgather:ring,bruck
                          0x0000000012345678ull,  // KOLO_MIN_CHANNEL_BYTES
                          1u << KOLO_ALGO_TREE,   // KOLO_ALGO=reduce:tree
-                         1, 96, 12};             // channels fixed; 96 CPUs for 12 ranks on the sender's host
+                         1, 96, 12,              // channels fixed; 96 CPUs for 12 ranks on the sender's host
+                         0x0000000000123000ull}; // KOLO_NET_CHUNK_BYTES
 }
 
 void encode_shape(const kolo_comm_shape &s, std::vector<uint8_t> *b) {
@@ -190,16 +191,18 @@ TEST(CommWire, ShapeRoundTripCutsAndRanges) {
   EXPECT_EQ(b[16 + 8 + 5], 1);  // bit 40 of the LL threshold, little-endian
   EXPECT_EQ(b[KOLO_COMM_SHAPE_BYTES - 8], 0xef);  // the schedule file's hash, little-endian, last
   EXPECT_EQ(b[KOLO_COMM_SHAPE_BYTES - 16], 0x88);  // the tuning file's, before it
-  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 20]), 12u);  // the sender's host's ranks, before it
-  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 24]), 96u);  // its CPUs, before that
-  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 28]), 1u);   // whether the channel count was set, before that
-  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 32]), s.reduce_allowed);  // KOLO_ALGO's reduce set, before that
-  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 40]), 0x12345678u);  // KOLO_MIN_CHANNEL_BYTES, low half, before that
-  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 36]), 0u);           // and its high half
-  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 44]), s.ag_allowed);  // KOLO_ALGO's all-gather set, before that
-  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 48]), s.proto_off);  // KOLO_PROTO's record, before that
-  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 52]), s.bcast_allowed);  // KOLO_ALGO's broadcast set, before that
-  EXPECT_EQ(KOLO_COMM_SHAPE_BYTES, 92);
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 24]), 0x123000u);  // KOLO_NET_CHUNK_BYTES, low half, before it
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 20]), 0u);         // and its high half
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 28]), 12u);  // the sender's host's ranks, before that
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 32]), 96u);  // its CPUs, before that
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 36]), 1u);   // whether the channel count was set, before that
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 40]), s.reduce_allowed);  // KOLO_ALGO's reduce set, before that
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 48]), 0x12345678u);  // KOLO_MIN_CHANNEL_BYTES, low half, before that
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 44]), 0u);           // and its high half
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 52]), s.ag_allowed);  // KOLO_ALGO's all-gather set, before that
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 56]), s.proto_off);  // KOLO_PROTO's record, before that
+  EXPECT_EQ(le32(&b[KOLO_COMM_SHAPE_BYTES - 60]), s.bcast_allowed);  // KOLO_ALGO's broadcast set, before that
+  EXPECT_EQ(KOLO_COMM_SHAPE_BYTES, 100);
   EXPECT_EQ(s.ag_allowed, 0x41u);
   EXPECT_EQ(s.proto_off, 0x2801u);
   char why[512] = "";
@@ -237,6 +240,9 @@ TEST(CommWire, ShapeRoundTripCutsAndRanges) {
                       {[](S *x) { x->channels_fixed = 2; }, "with channels fixed = 2 (0 or 1)"},
                       {[](S *x) { x->host_cpus = 0; }, "with 0 CPUs for 12 ranks on its host (1..2^20 each)"},
                       {[](S *x) { x->host_ranks = (1u << 20) + 1; }, "with 96 CPUs for 1048577 ranks on its host"},
+                      {[](S *x) { x->net_chunk_bytes = 4097; },
+                       "with chunks of 4097 bytes over the network (KOLO_NET_CHUNK_BYTES: 0, or a multiple of 4 KiB"},
+                      {[](S *x) { x->net_chunk_bytes = (1ull << 30) + 4096; }, "with chunks of 1073745920 bytes"},
                       {[](S *x) { x->proto_off = 1u << 20; },
                        "with protocols left out 0x100000 that has bits beyond its collectives'"},
                       {[](S *x) { x->proto_off = 3; },

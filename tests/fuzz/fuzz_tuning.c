@@ -2,7 +2,7 @@
  * first byte picks the reader, the rest is its input.
  *   even: a tuning file (ring/tuning.c) -- refused with "name:LINE: ...",
  *     or parsed into values in their ranges that, written back, parse to
- *     the same links, overrides and channels lines;
+ *     the same links, overrides, channels and chunk lines;
  *   odd: KOLO_ALGO in NCCL's syntax (ring/algo_select.c) -- refused with a
  *     sentence naming KOLO_ALGO, or sets each within its collective's
  *     algorithms (all-reduce, broadcast, all-gather). */
@@ -39,6 +39,12 @@ static void check_ranges(const kolo_tuning *f) {
     FUZZ_REQUIRE(l->mem >= KOLO_TUNE_MEM_ANY && l->mem <= KOLO_TUNE_MEM_CUDA);
     FUZZ_REQUIRE(l->link >= KOLO_TUNE_LINK_ANY && l->link < KOLO_LINK_NUM);
   }
+  FUZZ_REQUIRE(f->nchunk_lines >= 0 && f->nchunk_lines <= KOLO_TUNING_MAX_CHUNK_LINES);
+  for (int i = 0; i < f->nchunk_lines; i++) {
+    const kolo_tune_chunk *k = &f->chunk[i];
+    FUZZ_REQUIRE(k->link == KOLO_LINK_SOCKET || k->link == KOLO_LINK_IB);
+    FUZZ_REQUIRE(k->bytes >= 4096 && k->bytes <= (1ull << 30) && k->bytes % 4096 == 0 && k->nranks >= 0);
+  }
 }
 
 static void check_file(const uint8_t *data, size_t size) {
@@ -57,6 +63,7 @@ static void check_file(const uint8_t *data, size_t size) {
   FUZZ_REQUIRE(kolo_tuning_parse(text, len, "again", &g, why, sizeof why) == 0);
   FUZZ_REQUIRE(g.noverrides == f.noverrides && memcmp(g.ov, f.ov, sizeof f.ov) == 0);
   FUZZ_REQUIRE(g.nchannel_lines == f.nchannel_lines && memcmp(g.ch, f.ch, sizeof f.ch) == 0);
+  FUZZ_REQUIRE(g.nchunk_lines == f.nchunk_lines && memcmp(g.chunk, f.chunk, sizeof f.chunk) == 0);
   for (int l = 0; l < KOLO_LINK_NUM; l++) FUZZ_REQUIRE(g.link[l].set == f.link[l].set);
   free(text);
 }

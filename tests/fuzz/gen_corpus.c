@@ -253,7 +253,8 @@ static void comm_records(void) {
                        .ag_allowed = 1u << KOLO_ALGO_BRUCK, /* KOLO_ALGO=allgather:bruck */
                        .min_channel_bytes = 1 << 18,        /* KOLO_MIN_CHANNEL_BYTES */
                        .reduce_allowed = 1u << KOLO_ALGO_TREE, /* KOLO_ALGO=reduce:tree */
-                       .host_cpus = 2, .host_ranks = 4};      /* 4 ranks on a host of 2 CPUs */
+                       .host_cpus = 2, .host_ranks = 4,       /* 4 ranks on a host of 2 CPUs */
+                       .net_chunk_bytes = 1 << 18};           /* KOLO_NET_CHUNK_BYTES */
   kolo_encode_comm_shape(&s, b);
   put_record("shape", 1, 0, b, KOLO_COMM_SHAPE_BYTES);
   kolo_split_entry e = {1, -2, 3};

@@ -8,6 +8,8 @@
 # choice once per size bucket); the lines of each link steer the
 # communicators that take it; a file with a bad line is refused at init
 # with FILE:LINE; -P that is not a whole number from 2 to 64 is refused;
+# the tune writes a chunk line for TCP, and a chunk line sets the rounds of
+# communicators across hosts in host memory (KOLO_NET_CHUNK_BYTES before it);
 # the file's comment keeps the load average.  No timing is asserted: the
 # figures only have to exist.
 set -u
@@ -83,6 +85,24 @@ for how in "shm direct 3" "socket rd 1"; do
   grep -q "all-reduce of 8 B on 2 ranks: $2 (.*a KOLO_TUNING_FILE override)" "$WORK/out.txt" ||
     fail "over $1 the 8 B all-reduce did not run its link's $2"
   grep -q "rank 0: $3 channel(s)" "$WORK/out.txt" || fail "over $1 the communicator does not have $3 channel(s)"
+done
+
+# the chunk: one of the two --quick tries for 2 ranks over TCP; a file's
+# line for this rank count sets a communicator's rounds over the network,
+# KOLO_NET_CHUNK_BYTES wins over it, and a line for another count or link
+# leaves kolo's rule
+grep -Eqx "chunk socket (262144|2097152) ranks 2" "$WORK/t.tune" || fail "no chunk line for TCP: $(cat "$WORK/t.tune")"
+printf 'kolo-tuning 1\nchunk socket 12288 ranks 2\n' > "$WORK/chunk.tune"
+printf 'kolo-tuning 1\nchunk socket 12288 ranks 3\nchunk ib 8192\n' > "$WORK/other.tune"
+for how in "chunk.tune 0 rounds of 12288-byte chunks (a KOLO_TUNING_FILE chunk line)" \
+           "chunk.tune 8192 rounds of 8192-byte chunks (KOLO_NET_CHUNK_BYTES)" \
+           "other.tune 0 at most 1 per CPU on a host: rounds of 524288-byte chunks"; do
+  set -- $how
+  file=$1 env=$2; shift 2
+  KOLO_NET_FORCE=1 KOLO_NET=socket KOLO_HOST_CPUS=2 KOLO_NET_CHUNK_BYTES=$env KOLO_TUNING_FILE="$WORK/$file" \
+    KOLO_DEBUG=INFO "$BIN" -P 2 -b 64K -e 64K -n 2 -w 1 all_reduce > "$WORK/out.txt" 2>&1 ||
+    fail "kolo-perf all_reduce over TCP with $file, KOLO_NET_CHUNK_BYTES=$env"
+  grep -qF "$*" "$WORK/out.txt" || fail "with $file and KOLO_NET_CHUNK_BYTES=$env: no \"$*\""
 done
 
 printf 'kolo-tuning 1\nlink shm 1 2\nlink shm 1 nope\n' > "$WORK/bad.tune"
