@@ -117,8 +117,9 @@ static void net_channels(struct koloComm *c) {
  * chunks took 0.60-0.67 x the time of 2 MiB ones with 2 processes, 256 KiB
  * ones 0.56-0.72 x with 4 (2026-12-02); a day later, with each round's
  * fixed cost grown (8-byte all-reduce 9.1 -> 15.7 us), 2 MiB took
- * 0.61-0.71 x the time of 512 KiB with 2 processes, and with 4 no chunk
- * beat 256 KiB.  KOLO_NET_CHUNK_BYTES (agreed, as the shapes are) or a
+ * 0.61-0.71 x the time of 512 KiB with 2 processes and buffers on a page
+ * boundary (16 bytes past one, both the same), and with 4 no chunk beat
+ * 256 KiB.  KOLO_NET_CHUNK_BYTES (agreed, as the shapes are) or a
  * tuning file's chunk line (kolo-perf tune measures it) sets it where the
  * rule loses.  Measured over TCP; ib pipes get the same rule,
  * unmeasured.  Every rank decides alike: the inputs are the agreed shapes

@@ -129,9 +129,10 @@ mode_coll() {
   COLL=${COLL:-all_reduce} NPROCS=${NPROCS:-${d[0]}} REPEATS=${REPEATS:-${d[1]}}
   ITERS=${ITERS:-${d[2]}} WARMUP=${WARMUP:-${d[3]}} MINBYTES=${MINBYTES:-8} MAXBYTES=${MAXBYTES:-${d[4]}}
   FACTOR=${FACTOR:-${d[5]}} INPLACE=${INPLACE:-${d[6]}} CHECK=${CHECK:-1} MPI=${MPI:-1} MEMCPY=${MEMCPY:-0}
-  ALGOS=${ALGOS:-ring rd rabenseifner auto} BASE=${BASE:-} STAT=${STAT:-0}
+  ALGOS=${ALGOS:-ring rd rabenseifner auto} BASE=${BASE:-} STAT=${STAT:-0} OFFSET=${OFFSET:-0}
   sweep=(-b "$MINBYTES" -e "$MAXBYTES" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" -c "$CHECK")
   [ "$INPLACE" = 1 ] || sweep+=(--inplace 0)
+  [ "$OFFSET" = 0 ] || sweep+=(--offset "$OFFSET")
   KOLO_ENV=() MPI_ARGS=() KOLO_BIND=()
   [ "$MODE" != tcp ] || KOLO_ENV=("${KOLO_TCP[@]}") MPI_ARGS=("${MPI_TCP[@]}" --mca btl_tcp_if_include lo)
   # ns mode pins both sides with taskset (compare/ns.sh): Open MPI's own

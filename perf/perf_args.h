@@ -72,6 +72,7 @@ typedef struct {
   int gpus_per_thread;         /* -g: ranks per thread (nccl-tests' GPUs per thread) */
   /* kolo-perf's own */
   int placement;               /* --inplace: PERF_PLACE_* */
+  int offset;                  /* --offset: the buffers start this many bytes past a 4 KiB boundary */
   int procs, procs_given;      /* -P, --procs; whether it was on the command line */
   int bind_core;               /* --bind core: process i of -P on allowed CPU i (mod their count) */
   int mem_cuda, print_params;  /* --mem cuda, --params (kolo-perf) */

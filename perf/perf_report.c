@@ -13,6 +13,7 @@ void perf_report_sweep_line(FILE *out, const perf_args *a) {
   fprintf(out, "# minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d validation: %d\n", a->min_bytes,
           a->max_bytes, factor ? a->step_factor : a->step_bytes, factor ? "factor" : "bytes", a->warmup, a->iters,
           a->check);
+  if (a->offset != 0) fprintf(out, "# buffers %d bytes past a 4 KiB boundary (--offset)\n", a->offset);
 }
 
 /* JSON string: the few characters our names can hold are escaped. */

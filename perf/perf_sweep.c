@@ -133,15 +133,20 @@ static int measure(sweep *s, size_t size, int in_place, uint64_t seed, perf_resu
 static void free_buffers(sweep *s) {
   if (s->be->copy) free(s->hsend); /* else the host views are the buffers */
   if (s->be->copy) free(s->hrecv);
-  if (s->send) s->be->release(s->be->ctx, s->send);
-  if (s->recv) s->be->release(s->be->ctx, s->recv);
+  if (s->send_raw) s->be->release(s->be->ctx, s->send_raw);
+  if (s->recv_raw) s->be->release(s->be->ctx, s->recv_raw);
 }
 
 static int alloc_buffers(sweep *s) {
   s->buf_bytes = perf_buffer_bytes(s->a, s->nranks);
-  s->send = s->be->alloc(s->be->ctx, s->buf_bytes);
-  s->recv = s->send ? s->be->alloc(s->be->ctx, s->buf_bytes) : NULL;
-  if (s->recv == NULL) return -1;
+  const size_t off = (size_t)s->a->offset; /* the backends' blocks start on a page */
+  s->send_raw = s->be->alloc(s->be->ctx, s->buf_bytes + off);
+  s->recv_raw = s->send_raw ? s->be->alloc(s->be->ctx, s->buf_bytes + off) : NULL;
+  if (s->recv_raw == NULL) return -1;
+  if (!s->a->mem_cuda && ((uintptr_t)s->send_raw | (uintptr_t)s->recv_raw) % 4096 != 0) /* --offset's promise */
+    return fprintf(stderr, "rank %d: the backend's buffers do not start on a 4 KiB boundary\n", s->rank), -1;
+  s->send = (char *)s->send_raw + off;
+  s->recv = (char *)s->recv_raw + off;
   int host = s->be->copy == NULL; /* the calls' buffers are their own host views */
   s->hsend = host ? s->send : aligned_alloc(4096, s->buf_bytes);
   s->hrecv = host ? s->recv : aligned_alloc(4096, s->buf_bytes);

@@ -15,7 +15,8 @@ typedef struct {
   int rank, nranks;
   size_t buf_bytes;
   uint64_t wrong;      /* #wrong so far, over all ranks (so the same on each) */
-  void *send, *recv;   /* buffers the calls see (device memory with --mem cuda) */
+  void *send, *recv;   /* buffers the calls see (device memory with --mem cuda), --offset past raw's */
+  void *send_raw, *recv_raw; /* as the backend allocated them */
   void *hsend, *hrecv; /* their host views: the same pointers for host memory */
 } sweep;
 

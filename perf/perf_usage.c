@@ -45,6 +45,8 @@ static void usage_own(FILE *out, int tool) {
   fprintf(out,
           "%s's own:\n"
           "      --inplace 0|1        out-of-place only (0) or in-place only (1); default both\n"
+          "      --offset BYTES       the buffers start BYTES (0..4095) past a 4 KiB boundary (default 0:\n"
+          "                           on one; malloc's large blocks start 16 past one)\n"
           "      --json FILE          also write the results as JSON (docs/perf-json.md)\n"
           "      --label TEXT         the run's name in the JSON (plots use it; default: none)\n"
           "      --ceiling GBPS|memcpy  a busbw ceiling for the JSON: GB/s, or memcpy: half of one\n"

@@ -141,7 +141,8 @@ TEST(PerfArgs, BadValuesAndCombinationsAreRefused) {
   const std::vector<std::vector<std::string>> bad = {
       {"-a", "4"}, {"-z", "4"}, {"-p", "2"}, {"-C", "2"}, {"-g", "0"}, {"-t", "0"}, {"-m", "0"}, {"-n", "0"},
       {"-N", "-1"}, {"-c", "-1"}, {"-b", "1x"}, {"-d", "float7"}, {"-o", "xor"}, {"--mem", "disk"},
-      {"--inplace", "2"}, {"--ceiling", "-3"}, {"-G", "1"},              // -G needs --mem cuda
+      {"--inplace", "2"}, {"--offset", "4096"}, {"--offset", "-1"}, {"--offset", "16x"},
+      {"--ceiling", "-3"}, {"-G", "1"},                                   // -G needs --mem cuda
       {"--devices", "0"},                                                // so does --devices
       {"--mem", "cuda", "-G", "1", "-z", "1"},                           // a graph cannot wait per call
       {"--mem", "cuda", "-G", "1", "-w", "0"},                           // capture needs a warm-up
@@ -162,6 +163,14 @@ TEST(PerfArgs, MpiRefTakesNoKoloOnlyFlag) {
                      PERF_TOOL_MPI));
   for (const char *flag : {"-P", "-p", "-t", "-g", "-T", "-G"})
     EXPECT_EQ(-1, Parse(&a, {"kolo-mpi-ref", flag, "1", "all_reduce"}, PERF_TOOL_MPI)) << flag;
+  // the buffers' place within a page: both tools, for a comparison with one placement
+  ASSERT_EQ(0, Parse(&a, {"kolo-mpi-ref", "--offset", "16", "all_reduce"}, PERF_TOOL_MPI));
+  EXPECT_EQ(16, a.offset);
+  ASSERT_EQ(0, Parse(&a, {"kolo-perf", "--offset", "4095", "all_reduce"}));
+  EXPECT_EQ(4095, a.offset);
+  ASSERT_EQ(0, Parse(&a, {"kolo-perf", "all_reduce"}));
+  EXPECT_EQ(0, a.offset);  // on a page, as before
+  EXPECT_EQ(-1, Parse(&a, {"kolo-perf", "--offset", "16", "prims"}));
 }
 
 TEST(PerfArgs, SubcommandFlagsGoThroughTheSameParser) {
