@@ -11,7 +11,6 @@
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -49,14 +48,7 @@ int64_t ms_since(Clock::time_point t0) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
 }
 
-int count_fds() {
-  DIR *d = opendir("/proc/self/fd");
-  if (d == nullptr) return -1;
-  int n = 0;
-  while (readdir(d) != nullptr) n++;
-  closedir(d);
-  return n;
-}
+using kt::count_fds;
 
 bool contains(const std::string &s, const std::string &part) {
   return s.find(part) != std::string::npos;
@@ -874,14 +866,7 @@ TEST_F(Bootstrap, DeadPeerAndRecvFromClosedPeer) {
   EXPECT_EQ(seen_dead.load(), 1);
 }
 
-int count_threads() {
-  DIR *d = opendir("/proc/self/task");
-  if (d == nullptr) return -1;
-  int n = 0;
-  while (readdir(d) != nullptr) n++;
-  closedir(d);
-  return n;
-}
+using kt::count_threads;
 
 // A joined thread stays listed in /proc/self/task until the kernel reaps it
 // (pthread_join returns once its tid is cleared), so the count after a

@@ -9,7 +9,6 @@
 // its RLIMIT_NOFILE.  Every test ends with a leak check.
 #include <gtest/gtest.h>
 
-#include <dirent.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/resource.h>
@@ -47,14 +46,7 @@ int64_t ms_since(Clock::time_point t0) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
 }
 
-int count_fds() {
-  DIR *d = opendir("/proc/self/fd");
-  if (d == nullptr) return -1;
-  int n = 0;
-  while (readdir(d) != nullptr) n++;
-  closedir(d);
-  return n;
-}
+using kt::count_fds;
 
 bool contains(const std::string &s, const std::string &part) { return s.find(part) != std::string::npos; }
 

@@ -18,7 +18,6 @@
 // them).  KOLO_TEST_SEED changes the inputs.
 #include <gtest/gtest.h>
 
-#include <dirent.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,6 +34,7 @@
 #include "util/coll_ref.h"
 #include "util/coll_run.h"
 #include "util/comm_peek.h"
+#include "util/proc_util.h"
 #include "util/thread_world.h"
 #include "util/time_scale.h"
 
@@ -372,16 +372,6 @@ INSTANTIATE_TEST_SUITE_P(Threads, SeveralInOneGroup, ::testing::Values(1, 3, 4),
 // 7 ranks: even ranks one color, odd ranks another, rank 6 KOLO_SPLIT_NOCOLOR
 // (gets NULL); key = -rank reverses the order within each color.  Then a
 // second split with one color and equal keys keeps the parent's order.
-// Entries of /proc/self/<what> (task: threads, fd: descriptors).
-int count_proc_entries(const char *what) {
-  DIR *d = opendir((std::string("/proc/self/") + what).c_str());
-  if (d == nullptr) return -1;
-  int n = 0;
-  while (readdir(d) != nullptr) n++;
-  closedir(d);
-  return n;
-}
-
 // The same once it stops changing (equal for 100 ms, at most 3 s): the
 // bootstrap root that koloGetUniqueId starts is a detached thread, as
 // NCCL's is, which closes its socket and ends on its own after init, so a

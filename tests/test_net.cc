@@ -33,7 +33,6 @@
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/wait.h>
@@ -124,13 +123,6 @@ int leak_check() {
 #else
   return 0;
 #endif
-}
-
-// Open file descriptors of this process.
-int count_fds() {
-  int n = 0;
-  for (int fd = 0; fd < 4096; fd++) n += fcntl(fd, F_GETFD) != -1;
-  return n;
 }
 
 // ---- the provider alone ----------------------------------------------------

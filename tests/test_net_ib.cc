@@ -31,7 +31,6 @@
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
@@ -282,13 +281,6 @@ TEST(IbWire, SignatureHeaders) {
 }
 
 // ---- the provider alone ---------------------------------------------------------------
-
-// Open file descriptors of this process.
-int count_fds() {
-  int n = 0;
-  for (int fd = 0; fd < 4096; fd++) n += fcntl(fd, F_GETFD) != -1;
-  return n;
-}
 
 // The ib provider, or nullptr with the reason it cannot run here.
 const kolo_net_provider *usable_ib(std::string *why) {

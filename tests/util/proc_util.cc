@@ -200,6 +200,15 @@ std::string children_failures(const std::vector<ChildResult> &res) {
   return s;
 }
 
+int count_proc_entries(const char *what) {
+  DIR *d = opendir((std::string("/proc/self/") + what).c_str());
+  if (d == nullptr) return -1;
+  int n = 0;
+  while (readdir(d) != nullptr) n++;
+  closedir(d);
+  return n;
+}
+
 std::set<std::string> shm_entries() {
   std::set<std::string> out;
   DIR *d = opendir("/dev/shm");

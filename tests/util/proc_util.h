@@ -72,6 +72,14 @@ std::string children_gtest_failures(const std::vector<ChildResult> &res, int tes
 // `cases` cases passed their check, else one line per child that did not.
 std::string children_checked(const std::vector<ChildResult> &res, size_t cases);
 
+// Entries of /proc/self/<what>: "task" counts this process's threads, "fd"
+// its open descriptors, each with "." and ".." (and, for fd, the one that
+// reads it): compare two counts, never take one for a number of threads or
+// descriptors.  -1 when the directory cannot be read.
+int count_proc_entries(const char *what);
+inline int count_fds() { return count_proc_entries("fd"); }
+inline int count_threads() { return count_proc_entries("task"); }
+
 // Names of /dev/shm entries that start with "kolo-".
 std::set<std::string> shm_entries();
 // Entries of `after` not in `before` that belong to one of `pids` (kolo names
