@@ -126,9 +126,10 @@ static void net_channels(struct koloComm *c) {
  * and the link groups. */
 #define NET_CHUNK_PER_CPU (512u << 10)
 #define NET_CHUNK_MIN (64u << 10)
+static int ranks_per_cpu(const struct koloComm *c) { return c->ranks_per_cpu > 1 ? c->ranks_per_cpu : 1; }
+
 static size_t net_chunk_rule(const struct koloComm *c) {
-  int per_cpu = c->ranks_per_cpu > 1 ? c->ranks_per_cpu : 1;
-  size_t cap = NET_CHUNK_PER_CPU / (size_t)per_cpu;
+  size_t cap = NET_CHUNK_PER_CPU / (size_t)ranks_per_cpu(c);
   return cap < NET_CHUNK_MIN ? NET_CHUNK_MIN : cap & ~(size_t)4095; /* whole pages (a chunk: whole 64-byte lines) */
 }
 
@@ -162,7 +163,7 @@ static void net_chunk(struct koloComm *c) {
               cap, from, half_slots);
   else if (c->rank == 0)
     KOLO_INFO("ranks meet over the network in host memory, at most %d per CPU on a host: rounds of %zu-byte "
-              "chunks, not %zu (half the slots)", c->ranks_per_cpu > 1 ? c->ranks_per_cpu : 1, cap, half_slots);
+              "chunks, not %zu (half the slots)", ranks_per_cpu(c), cap, half_slots);
 }
 
 koloResult_t kolo_comm_build_topology(struct koloComm *c) {

@@ -31,7 +31,8 @@ static const struct option long_opts[] = {
     ARG("output_file", 'J'), ARG("average", 'a'), ARG("local_register", 'R'), ARG("cta_policy", 'x'),
     ARG("device_implementation", 'D'), ARG("device_cta_count", 'V'), ARG("memory", 'M'), ARG("unalign", 'u'),
     ARG("per_iter_timing", 'I'), ARG("per_iter_skip", 'K'), ARG("procs", 'P'), ARG("mem", OPT_MEM),
-    ARG("inplace", OPT_INPLACE), ARG("offset", OPT_OFFSET), ARG("devices", OPT_DEVICES), ARG("gpu", OPT_DEVICES), ARG("json", OPT_JSON),
+    ARG("inplace", OPT_INPLACE), ARG("offset", OPT_OFFSET), ARG("devices", OPT_DEVICES), ARG("gpu", OPT_DEVICES),
+    ARG("json", OPT_JSON),
     ARG("label", OPT_LABEL), ARG("ceiling", OPT_CEILING), {"params", no_argument, NULL, OPT_PARAMS},
     {"graph", no_argument, NULL, OPT_GRAPH}, ARG("launch", OPT_LAUNCH), ARG("blocks", OPT_BLOCKS),
     ARG("block-threads", OPT_BLOCK_THREADS), ARG("schedule", OPT_SCHEDULE), ARG("bind", OPT_BIND),
@@ -58,7 +59,8 @@ static const struct {
     INT_FLAG('t', threads, 1, 4096, "1 or more threads"),
     INT_FLAG('g', gpus_per_thread, 1, 4096, "1 or more ranks per thread"),
     INT_FLAG(OPT_INPLACE, placement, 0, 1, "0 or 1"),
-    INT_FLAG(OPT_OFFSET, offset, 0, 4095, "bytes past a 4 KiB boundary, 0..4095"), INT_FLAG(OPT_BLOCKS, blocks, 0, 1 << 20, "0 or more"),
+    INT_FLAG(OPT_OFFSET, offset, 0, 4095, "bytes past a 4 KiB boundary, 0..4095"),
+    INT_FLAG(OPT_BLOCKS, blocks, 0, 1 << 20, "0 or more"),
     FLAG('b', "a size such as 8, 64K, 128M"), FLAG('e', "a size such as 8, 64K, 128M"), FLAG('i', "a size"),
     FLAG('f', "a factor of 1 or more"), FLAG('P', "1 or more processes"), FLAG('d', "a type (see --help)"),
     FLAG('o', "sum, prod, max, min, avg or mulsum"), FLAG(OPT_MEM, "host or cuda"),
@@ -277,7 +279,8 @@ static int refuse(const char *prog, const char *why, int c) {
 /* prims runs on one device, without ranks. */
 static int check_prims(perf_args *a, perf_seen_opts *seen, const char *prog) {
   static const int not_prims[] = {'P', 't', 'g', 'o', 'r', 'a', 'm', 'N', 'z', 'p', 'C', 'T', 'G', 'J',
-                                  OPT_INPLACE, OPT_OFFSET, OPT_MEM, OPT_GRAPH, OPT_JSON, OPT_LABEL, OPT_CEILING, OPT_BIND, 0};
+                                  OPT_INPLACE, OPT_OFFSET, OPT_MEM, OPT_GRAPH, OPT_JSON, OPT_LABEL, OPT_CEILING,
+                                  OPT_BIND, 0};
   static const int prims_only[] = {OPT_LAUNCH, OPT_BLOCKS, OPT_BLOCK_THREADS, 0};
   int c;
   if (a->prims && (c = first_seen(seen, not_prims)) != 0) return refuse(prog, "is not a flag of prims", c);

@@ -74,6 +74,9 @@ typedef struct {
 double perf_now_us(void);
 /* Sorts v[0..n) ascending, for medians and percentiles (perf_timing.c). */
 void perf_sort_doubles(double *v, size_t n);
+/* The median of v[0..n) as the tune takes it, v[n / 2] once sorted (v is
+ * sorted in place); n > 0. */
+double perf_median_in_place(double *v, size_t n);
 
 /* Every rank's pid, host and `where`, gathered and printed by the rank
  * whose out is not NULL under "# Using devices"; Group numbers the

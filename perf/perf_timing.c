@@ -21,6 +21,11 @@ static int cmp_double(const void *x, const void *y) {
 
 void perf_sort_doubles(double *v, size_t n) { qsort(v, n, sizeof *v, cmp_double); }
 
+double perf_median_in_place(double *v, size_t n) {
+  perf_sort_doubles(v, n);
+  return v[n / 2];
+}
+
 static int wait_calls(sweep *s) { return s->be->wait ? s->be->wait(s->be->ctx) : 0; }
 
 /* All ranks pass it together (a small all-reduce). */

@@ -153,9 +153,11 @@ static void job_env(const tune_args *a, const tune_job *j) {
   setenv("KOLO_ALGO", j->algo, 1);
   if (j->tuning != NULL) setenv("KOLO_TUNING_FILE", j->tuning, 1);
   else unsetenv("KOLO_TUNING_FILE");
-  char chunk[32];
-  snprintf(chunk, sizeof chunk, "%zu", j->chunk);
-  if (j->chunk != 0) setenv("KOLO_NET_CHUNK_BYTES", chunk, 1);
+  if (j->chunk != 0) {
+    char chunk[32];
+    snprintf(chunk, sizeof chunk, "%zu", j->chunk);
+    setenv("KOLO_NET_CHUNK_BYTES", chunk, 1);
+  }
 }
 
 /* The job's id in rank `rank`: rank 0 makes it after every fork (forking

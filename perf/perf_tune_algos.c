@@ -183,8 +183,7 @@ static int search(const tune_space *sp, kolo_tuning *f) {
     for (int i = 0; i < j.nsizes; i++) {
       double v[MAX_REPEATS];
       for (int r = 0; r < repeats; r++) v[r] = t[r][p][i];
-      perf_sort_doubles(v, (size_t)repeats);
-      med[p][i] = v[repeats / 2];
+      med[p][i] = perf_median_in_place(v, (size_t)repeats);
     }
   if (write_ranges(sp, &j, med, f) == 0) return 0;
   fprintf(stderr, "kolo-perf tune: more than %d size ranges in all\n", KOLO_TUNING_MAX_OVERRIDES);

@@ -43,8 +43,7 @@ static int fastest(double t[][NCANDIDATES], int rounds, int n, double med[NCANDI
   for (int k = 0; k < n; k++) {
     double v[ROUNDS];
     for (int r = 0; r < rounds; r++) v[r] = t[r][k];
-    perf_sort_doubles(v, (size_t)rounds);
-    med[k] = v[rounds / 2];
+    med[k] = perf_median_in_place(v, (size_t)rounds);
     if (med[k] < med[win]) win = k;
   }
   return win;
