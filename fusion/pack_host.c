@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/copy.h"
 #include "fusion/pack.h"
 #include "kernels/host_reduce.h"
 #include "kolo.h"
@@ -34,6 +35,6 @@ static void scale_copy(char *d, const char *s, size_t bytes, int dtype, double s
 void kf_pack_host(const kf_copy *d, int n, int dtype, double scale) {
   for (int i = 0; i < n; i++) {
     if (scale != 1.0) scale_copy(d[i].dst, d[i].src, d[i].bytes, dtype, scale);
-    else if (d[i].dst != d[i].src) memcpy(d[i].dst, d[i].src, d[i].bytes);
+    else if (d[i].dst != d[i].src) kolo_copy(d[i].dst, d[i].src, d[i].bytes);
   }
 }

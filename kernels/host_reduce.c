@@ -54,6 +54,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "common/copy.h"
 #include "kernels/fp8_convert.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && __GNUC__ >= 12 && !defined(__clang__) && \
@@ -430,7 +431,7 @@ static kolo_copy_fn pick_copy_div(koloDataType_t type) {
 
 /* out = a, skipped where out is a itself. */
 static void copy_bytes(void *out, const void *a, size_t bytes) {
-  if (out && out != a) memcpy(out, a, bytes);
+  if (out && out != a) kolo_copy(out, a, bytes);
 }
 
 void kolo_host_reduce(void *out0, void *out1, const void *a, const void *b, size_t n,

@@ -11,11 +11,16 @@
 static void *(*volatile copy_fn)(void *, const void *, size_t) = memcpy;
 
 double perf_memcpy_time_us(char *dst, const char *src, size_t size, int iters, int warmup) {
-  for (int i = 0; i < warmup; i++) copy_fn(dst, src, size);
+  return perf_copy_time_us(copy_fn, dst, src, size, iters, warmup);
+}
+
+double perf_copy_time_us(perf_copy_fn fn, char *dst, const char *src, size_t size, int iters, int warmup) {
+  void *(*volatile copy)(void *, const void *, size_t) = fn;
+  for (int i = 0; i < warmup; i++) copy(dst, src, size);
   long n = iters;
   for (;;) {
     double t0 = perf_now_us();
-    for (long i = 0; i < n; i++) copy_fn(dst, src, size);
+    for (long i = 0; i < n; i++) copy(dst, src, size);
     double t = perf_now_us() - t0;
     if (t >= 1000.0 || n >= (1L << 30)) return t / (double)n;
     n = t > 1.0 ? (long)((double)n * 1100.0 / t) + 1 : n * 1000;

@@ -10,6 +10,10 @@
  * are too quick for the clock. */
 double perf_memcpy_time_us(char *dst, const char *src, size_t size, int iters, int warmup);
 
+/* The same for another copy with memcpy's signature. */
+typedef void *(*perf_copy_fn)(void *, const void *, size_t);
+double perf_copy_time_us(perf_copy_fn fn, char *dst, const char *src, size_t size, int iters, int warmup);
+
 /* Two 4 KiB-aligned buffers of `bytes` (4 KiB at least, rounded up), touched;
  * 0, or -1 with "WHO: out of memory ..." said.  The caller frees both. */
 int perf_memcpy_buffers(size_t bytes, char **src, char **dst, const char *who);

@@ -115,7 +115,7 @@ TEST(NetWire, SocketHelloFramesAndRecords) {
 
   // Frames: each kind where it belongs, refused where it does not.
   uint8_t f[KOLO_SOCK_HDR_BYTES];
-  kolo_sock_frame fr = {KOLO_SOCK_DATA, KOLO_SOCK_FLAG_SIG, 7, 1000}, back_f;
+  kolo_sock_frame fr = {KOLO_SOCK_DATA, KOLO_SOCK_FLAG_SIG, 7, 1000, 0}, back_f;
   kolo_encode_sock_frame(f, &fr);
   ASSERT_EQ(kolo_decode_sock_frame(f, 0, 7, 1000, &back_f, why, sizeof why), KOLO_NET_WIRE_OK) << why;
   EXPECT_EQ(back_f.kind, KOLO_SOCK_DATA);
@@ -135,19 +135,37 @@ TEST(NetWire, SocketHelloFramesAndRecords) {
     g[i] ^= 0x10;
     EXPECT_NE(kolo_decode_sock_frame(g, 0, 7, 1000, &back_f, why, sizeof why), KOLO_NET_WIRE_OK) << i;
   }
-  kolo_sock_frame cr = {KOLO_SOCK_CREDIT, 0, 0x01020304u, 0};
+  kolo_sock_frame cr = {KOLO_SOCK_CREDIT, 0, 0x01020304u, 0, 0};
   kolo_encode_sock_frame(f, &cr);
   EXPECT_EQ(f[4], 0x04);  // the value, little-endian
   ASSERT_EQ(kolo_decode_sock_frame(f, 1, 0, 0, &back_f, why, sizeof why), KOLO_NET_WIRE_OK) << why;
   EXPECT_EQ(back_f.value, 0x01020304u);
   EXPECT_EQ(kolo_decode_sock_frame(f, 0, 0, 0, &back_f, why, sizeof why), KOLO_NET_WIRE_GARBLED);
   EXPECT_TRUE(contains(why, "sent a credit to its receiver")) << why;
-  kolo_sock_frame st = {KOLO_SOCK_STOP, KOLO_SOCK_FLAG_REPORT, 0x07000003u, 0};
+  kolo_sock_frame st = {KOLO_SOCK_STOP, KOLO_SOCK_FLAG_REPORT, 0x07000003u, 0, 0};
   kolo_encode_sock_frame(f, &st);
   for (int to_sender = 0; to_sender < 2; to_sender++) {
     ASSERT_EQ(kolo_decode_sock_frame(f, to_sender, 0, 0, &back_f, why, sizeof why), KOLO_NET_WIRE_OK) << why;
     EXPECT_EQ(kolo_sock_frame_extra(&back_f), (size_t)KOLO_NET_REPORT_BYTES);
   }
+
+  // Padding: a slice's, after its signature, up to 64 bytes; no other kind's.
+  for (unsigned pad = 0; pad <= KOLO_SOCK_PAD_MAX; pad += 8) {
+    kolo_sock_frame pd = {KOLO_SOCK_DATA, (uint8_t)(pad % 16 ? KOLO_SOCK_FLAG_SIG : 0), 3, 4096, (uint8_t)pad};
+    kolo_encode_sock_frame(f, &pd);
+    ASSERT_EQ(kolo_decode_sock_frame(f, 0, 3, 4096, &back_f, why, sizeof why), KOLO_NET_WIRE_OK) << why;
+    EXPECT_EQ(back_f.pad, pad);
+    EXPECT_EQ(back_f.flags, pd.flags);
+    EXPECT_EQ(kolo_sock_frame_extra(&back_f), pad + (pd.flags ? (size_t)KOLO_NET_SIG_BYTES : 0));
+  }
+  kolo_sock_frame over = {KOLO_SOCK_DATA, 0, 3, 4096, KOLO_SOCK_PAD_MAX + 8};
+  kolo_encode_sock_frame(f, &over);
+  EXPECT_EQ(kolo_decode_sock_frame(f, 0, 3, 4096, &back_f, why, sizeof why), KOLO_NET_WIRE_GARBLED);
+  EXPECT_TRUE(contains(why, "padded with 72 bytes (at most 64)")) << why;
+  kolo_sock_frame padded_credit = {KOLO_SOCK_CREDIT, 0, 5, 0, 8};
+  kolo_encode_sock_frame(f, &padded_credit);
+  EXPECT_EQ(kolo_decode_sock_frame(f, 1, 0, 0, &back_f, why, sizeof why), KOLO_NET_WIRE_GARBLED);
+  EXPECT_TRUE(contains(why, "sent a credit with padding")) << why;
 
   // Signatures and reports: explicit bytes, and garbage refused.
   kolo_call_sig sig = {1ull << 40 | 5, 9, -1, 2, 7, 0xff, 1}, sback;

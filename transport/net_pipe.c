@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "common/copy.h"
 #include "common/log.h"
 #include "transport/net_devmem.h"
 
@@ -93,7 +94,7 @@ static int hand_from(kolo_net_pipe *p, kolo_connector *c, const void *src, size_
     *res = p->net->send_slice_from(p->comm, s, len, sig->set ? sig : NULL, src, &queued, &p->err);
     if (queued) sig->set = 0;
   }
-  if (!queued) memcpy(slot, src, len);
+  if (!queued) kolo_copy(slot, src, len);
   kolo_conn_sent_bytes(c, len); /* no turn ships it meanwhile: mu is held */
   if (queued) p->posted++;
   return queued;

@@ -29,10 +29,16 @@
 /* Slices below nstreams x this travel on fewer streams. */
 #define SOCK_MIN_PART_BYTES ((size_t)64 << 10)
 
+/* DATA payloads from this size on are placed in the kernel's buffer with
+ * padding (net_socket_io.c); below it a slow copy costs less. */
+#define SOCK_PAD_MIN_PAYLOAD 1024
+
 /* One frame queued on stream 0. */
 typedef struct {
-  uint8_t hdr[KOLO_SOCK_HDR_BYTES + KOLO_NET_REPORT_BYTES]; /* header, then a signature or report */
+  uint8_t hdr[KOLO_SOCK_HDR_BYTES + KOLO_SOCK_EXTRA_MAX]; /* header, then a signature or report, padding */
   uint32_t hlen;
+  kolo_sock_frame frame; /* as encoded in hdr */
+  uint32_t bare_hlen;    /* hlen without padding */
   const char *payload; /* DATA: its first part, in the sender's slot */
   size_t plen;
   size_t off;          /* bytes of hdr + payload written so far */
@@ -78,7 +84,7 @@ typedef struct {
   int drained0;    /* a read of stream 0 came back short in this progress call */
   int idle_in;     /* the last reads found nothing: poll() before reading again */
   int in_state;    /* IN_HEADER, IN_EXTRA, IN_PAYLOAD (net_socket_io.c) */
-  uint8_t in_hdr[KOLO_SOCK_HDR_BYTES + KOLO_NET_REPORT_BYTES];
+  uint8_t in_hdr[KOLO_SOCK_HDR_BYTES + KOLO_SOCK_EXTRA_MAX];
   size_t in_got, in_need;
   kolo_sock_frame cur;
   char *pay;       /* the current DATA frame's first part: where it lands */

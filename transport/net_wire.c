@@ -64,13 +64,16 @@ int kolo_decode_sock_hello(const uint8_t *in, size_t len, kolo_sock_hello *h, ui
 #define FRAME_MAGIC 0x6b46u          /* "kF" */
 #define FRAME_CHECK 0x6b6f6c6fu      /* mixed into the check word */
 
+/* The flags byte: the flags, and the padding in 8-byte units above them. */
+static uint32_t flags_byte(const kolo_sock_frame *f) { return (uint32_t)(f->flags & 0x0Fu) | (uint32_t)f->pad / 8u << 4; }
+
 static uint32_t frame_check(const kolo_sock_frame *f) {
-  return f->value ^ (f->len * 0x9e3779b1u) ^ FRAME_CHECK ^ ((uint32_t)f->kind << 8 | f->flags);
+  return f->value ^ (f->len * 0x9e3779b1u) ^ FRAME_CHECK ^ ((uint32_t)f->kind << 8 | flags_byte(f));
 }
 
 void kolo_encode_sock_frame(uint8_t out[KOLO_SOCK_HDR_BYTES], const kolo_sock_frame *f) {
   kolo_wire_out w = kolo_wire_writer(out, KOLO_SOCK_HDR_BYTES);
-  kolo_put_u32(&w, FRAME_MAGIC << 16 | (uint32_t)f->kind << 8 | f->flags);
+  kolo_put_u32(&w, FRAME_MAGIC << 16 | (uint32_t)f->kind << 8 | flags_byte(f));
   kolo_put_u32(&w, f->value);
   kolo_put_u32(&w, f->len);
   kolo_put_u32(&w, frame_check(f));
@@ -88,6 +91,9 @@ static const char *frame_fault(const kolo_sock_frame *f, int to_sender, uint32_t
   else if (f->flags & ~1u) snprintf(why, why_len, "sent a frame with unknown flags 0x%x", f->flags);
   else if (f->kind == KOLO_SOCK_CREDIT && f->flags) snprintf(why, why_len, "sent a credit with flags");
   else if (f->kind != KOLO_SOCK_DATA && f->len != 0) snprintf(why, why_len, "sent %s with a length", kind_name(f->kind));
+  else if (f->kind != KOLO_SOCK_DATA && f->pad != 0) snprintf(why, why_len, "sent %s with padding", kind_name(f->kind));
+  else if (f->pad > KOLO_SOCK_PAD_MAX)
+    snprintf(why, why_len, "sent a slice padded with %u bytes (at most %d)", f->pad, KOLO_SOCK_PAD_MAX);
   else if (f->kind == KOLO_SOCK_DATA && f->value != expect)
     snprintf(why, why_len, "is out of step on its network connection (slice %u came where %u was due)", f->value,
              expect);
@@ -102,7 +108,8 @@ int kolo_decode_sock_frame(const uint8_t in[KOLO_SOCK_HDR_BYTES], int to_sender,
   kolo_wire_in r = kolo_wire_reader(in, KOLO_SOCK_HDR_BYTES);
   uint32_t head = kolo_get_u32(&r);
   f->kind = (uint8_t)(head >> 8);
-  f->flags = (uint8_t)head;
+  f->flags = (uint8_t)(head & 0x0Fu);
+  f->pad = (uint8_t)((head >> 4 & 0x0Fu) * 8u);
   f->value = kolo_get_u32(&r);
   f->len = kolo_get_u32(&r);
   uint32_t check = kolo_get_u32(&r);
@@ -116,8 +123,10 @@ int kolo_decode_sock_frame(const uint8_t in[KOLO_SOCK_HDR_BYTES], int to_sender,
 }
 
 size_t kolo_sock_frame_extra(const kolo_sock_frame *f) {
-  if (!(f->flags & 1u)) return 0;
-  return f->kind == KOLO_SOCK_DATA ? KOLO_NET_SIG_BYTES : f->kind == KOLO_SOCK_STOP ? KOLO_NET_REPORT_BYTES : 0;
+  if (!(f->flags & 1u)) return f->pad;
+  return f->pad + (f->kind == KOLO_SOCK_DATA   ? KOLO_NET_SIG_BYTES
+                   : f->kind == KOLO_SOCK_STOP ? KOLO_NET_REPORT_BYTES
+                                               : 0);
 }
 
 /* ---- call signatures and mismatch reports -------------------------------------- */

@@ -47,15 +47,21 @@ int kolo_decode_sock_hello(const uint8_t *in, size_t len, kolo_sock_hello *h, ui
  * further parts of large slices).  A 16-byte header: a magic with the kind
  * and its flags, a value, a length and a check word; then, by flag, a call
  * signature (DATA) or a mismatch report (STOP); then a DATA frame's first
- * part.  sender -> receiver: DATA, STOP; receiver -> sender: CREDIT, STOP. */
+ * part.  sender -> receiver: DATA, STOP; receiver -> sender: CREDIT, STOP.
+ * A DATA frame may carry up to KOLO_SOCK_PAD_MAX zero bytes between its
+ * signature and its payload (the flags byte's high nibble, in 8-byte
+ * units): the sender places the payload in the kernel's socket buffer
+ * with them (net_socket_io.c). */
 enum { KOLO_SOCK_DATA = 1, KOLO_SOCK_CREDIT = 2, KOLO_SOCK_STOP = 3 };
 #define KOLO_SOCK_FLAG_SIG 1u    /* DATA: a call signature follows the header */
 #define KOLO_SOCK_FLAG_REPORT 1u /* STOP: a mismatch report follows the header */
 #define KOLO_SOCK_HDR_BYTES 16
+#define KOLO_SOCK_PAD_MAX 64
 typedef struct {
   uint8_t kind, flags;
   uint32_t value; /* DATA: the step; CREDIT: the receiver's head; STOP: the word */
   uint32_t len;   /* DATA: the slice's bytes (every part); else 0 */
+  uint8_t pad;    /* DATA: zero bytes before the payload (a multiple of 8); else 0 */
 } kolo_sock_frame;
 void kolo_encode_sock_frame(uint8_t out[KOLO_SOCK_HDR_BYTES], const kolo_sock_frame *f);
 /* A header arriving at a sender end (to_sender: CREDIT or STOP) or at a
@@ -64,7 +70,8 @@ void kolo_encode_sock_frame(uint8_t out[KOLO_SOCK_HDR_BYTES], const kolo_sock_fr
  * the peer's name) otherwise. */
 int kolo_decode_sock_frame(const uint8_t in[KOLO_SOCK_HDR_BYTES], int to_sender, uint32_t expect, size_t cap,
                            kolo_sock_frame *f, char *why, size_t why_len);
-/* Bytes that follow a decoded header before a DATA frame's payload. */
+/* Bytes that follow a decoded header before a DATA frame's payload: its
+ * signature or report, then its padding. */
 size_t kolo_sock_frame_extra(const kolo_sock_frame *f);
 
 /* ---- records both providers carry (explicit bytes, never the structs) ---------- */
@@ -75,6 +82,10 @@ void kolo_encode_call_sig(const kolo_call_sig *s, uint8_t out[KOLO_NET_SIG_BYTES
 int kolo_decode_call_sig(const uint8_t in[KOLO_NET_SIG_BYTES], kolo_call_sig *s, char *why, size_t why_len);
 
 #define KOLO_NET_REPORT_BYTES (8 + 2 * KOLO_NET_SIG_BYTES)
+/* The most a socket frame's header is followed by before its payload. */
+#define KOLO_SOCK_EXTRA_MAX \
+  (KOLO_NET_REPORT_BYTES > KOLO_NET_SIG_BYTES + KOLO_SOCK_PAD_MAX ? KOLO_NET_REPORT_BYTES \
+                                                                  : KOLO_NET_SIG_BYTES + KOLO_SOCK_PAD_MAX)
 void kolo_encode_mismatch(const kolo_call_mismatch *m, uint8_t out[KOLO_NET_REPORT_BYTES]);
 /* Checks both signatures and that the ranks are >= 0. */
 int kolo_decode_mismatch(const uint8_t in[KOLO_NET_REPORT_BYTES], kolo_call_mismatch *m, char *why,

@@ -41,9 +41,10 @@ static void mismatch(const uint8_t *at) {
 
 static void records(const kolo_sock_frame *f, const uint8_t *at, size_t left) {
   size_t extra = kolo_sock_frame_extra(f);
-  if (extra > left) return;
-  if (extra == KOLO_NET_SIG_BYTES) call_sig(at);
-  else if (extra == KOLO_NET_REPORT_BYTES) mismatch(at);
+  FUZZ_REQUIRE(extra <= KOLO_SOCK_EXTRA_MAX);
+  if (extra > left || !(f->flags & 1u)) return;
+  if (f->kind == KOLO_SOCK_DATA) call_sig(at);
+  else if (f->kind == KOLO_SOCK_STOP) mismatch(at);
 }
 
 static void hello(const uint8_t *data, size_t n) {
@@ -74,6 +75,7 @@ static void frame(const uint8_t *at, size_t left, int to_sender, uint32_t step, 
   FUZZ_REQUIRE(f.kind != KOLO_SOCK_CREDIT || (to_sender && f.flags == 0));
   FUZZ_REQUIRE(f.kind == KOLO_SOCK_DATA || f.len == 0);
   FUZZ_REQUIRE((f.flags & ~KOLO_SOCK_FLAG_SIG) == 0);
+  FUZZ_REQUIRE(f.pad % 8 == 0 && f.pad <= KOLO_SOCK_PAD_MAX && (f.kind == KOLO_SOCK_DATA || f.pad == 0));
   uint8_t again[KOLO_SOCK_HDR_BYTES];
   kolo_encode_sock_frame(again, &f);
   FUZZ_REQUIRE(memcmp(again, at, sizeof again) == 0);

@@ -143,10 +143,10 @@ static void net_corpus(void) {
   memset(sh.token, 0x77, sizeof sh.token);
   uint8_t m[KOLO_SOCK_HELLO_BYTES + 4 * KOLO_SOCK_HDR_BYTES + KOLO_NET_REPORT_BYTES];
   kolo_encode_sock_hello(&sh, m);
-  const kolo_sock_frame fr[4] = {{KOLO_SOCK_DATA, KOLO_SOCK_FLAG_SIG, 0, 1},
-                                 {KOLO_SOCK_DATA, 0, 1, 2},
-                                 {KOLO_SOCK_CREDIT, 0, 5, 0},
-                                 {KOLO_SOCK_STOP, KOLO_SOCK_FLAG_REPORT, 0x07000002u, 0}};
+  const kolo_sock_frame fr[4] = {{KOLO_SOCK_DATA, KOLO_SOCK_FLAG_SIG, 0, 1, 0},
+                                 {KOLO_SOCK_DATA, 0, 1, 4096, 48},
+                                 {KOLO_SOCK_CREDIT, 0, 5, 0, 0},
+                                 {KOLO_SOCK_STOP, KOLO_SOCK_FLAG_REPORT, 0x07000002u, 0, 0}};
   for (int i = 0; i < 4; i++) kolo_encode_sock_frame(m + KOLO_SOCK_HELLO_BYTES + i * KOLO_SOCK_HDR_BYTES, &fr[i]);
   kolo_call_mismatch mm = {{0, 1}, {{16, 3, 0, 1, 7, 0, 1}, {17, 3, 0, 1, 7, 0, 1}}};
   kolo_encode_mismatch(&mm, m + KOLO_SOCK_HELLO_BYTES + 4 * KOLO_SOCK_HDR_BYTES);

@@ -1,0 +1,16 @@
+/* copy.h - kolo's copy of host bytes, for the data path: memcpy, except
+ * where the destination sits 1 to 63 bytes past the source within a 4 KiB
+ * page (copy.c says why). */
+#ifndef KOLO_COMMON_COPY_H
+#define KOLO_COMMON_COPY_H
+
+#include <stddef.h>
+
+/* Copies n bytes from src to dst (they must not overlap). */
+void kolo_copy(void *dst, const void *src, size_t n);
+
+/* 1 when dst - src, modulo 4 KiB, is 1..63: where a REP MOVSB copy can
+ * run an order of magnitude slower (copy.c). */
+int kolo_copy_aliases(const void *dst, const void *src);
+
+#endif
