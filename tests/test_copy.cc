@@ -18,9 +18,10 @@ namespace {
 constexpr size_t kGuard = 64;
 constexpr uint8_t kPoison = 0xA5;
 
-// A buffer whose `at` byte is `place` bytes past a 4 KiB boundary.
+// Pages of at least `bytes` (aligned_alloc wants a multiple of the alignment).
 struct PageBuffer {
-  explicit PageBuffer(size_t bytes) : raw(static_cast<uint8_t *>(std::aligned_alloc(4096, bytes))) {}
+  explicit PageBuffer(size_t bytes)
+      : raw(static_cast<uint8_t *>(std::aligned_alloc(4096, (bytes + 4095) & ~static_cast<size_t>(4095)))) {}
   ~PageBuffer() { std::free(raw); }
   uint8_t *raw;
 };
