@@ -194,8 +194,9 @@ static ssize_t write_some(sock_comm *c, int s, struct iovec *iov, int n, koloRes
 
 /* The kernel copies a payload into its socket buffer with REP MOVSB on
  * CPUs that have FSRM, which on some (common/copy.c) runs an order of
- * magnitude slower where the destination sits 1..63 bytes past the source
- * within a 4 KiB page.  A write that finds the socket's buffer page free
+ * magnitude slower where the destination sits a few bytes past the source
+ * within a 4 KiB page (1..31 where measured; kolo keeps clear of 1..63).
+ * A write that finds the socket's buffer page free
  * starts at its beginning, so the payload lands hlen bytes past a page
  * boundary (plus what the same sendmsg wrote before it, `at`), and from a
  * slot on a page boundary that is the slow case: 2-process 4 MiB
