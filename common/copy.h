@@ -9,8 +9,12 @@
 /* Copies n bytes from src to dst (they must not overlap). */
 void kolo_copy(void *dst, const void *src, size_t n);
 
-/* 1 when dst - src, modulo 4 KiB, is 1..63: where a REP MOVSB copy can
- * run an order of magnitude slower (copy.c). */
+/* The distances kolo keeps clear of: dst - src, modulo 4 KiB, from 1 to
+ * this (copy.c says why). */
+#define KOLO_COPY_ALIAS_MAX 63
+
+/* 1 when dst - src, modulo 4 KiB, is 1..KOLO_COPY_ALIAS_MAX: where a REP
+ * MOVSB copy can run an order of magnitude slower (copy.c). */
 int kolo_copy_aliases(const void *dst, const void *src);
 
 #endif

@@ -7,15 +7,12 @@
 
 #include "perf/perf_sweep.h"
 
-/* Called through a volatile pointer so that no copy is optimized away. */
-static void *(*volatile copy_fn)(void *, const void *, size_t) = memcpy;
-
 double perf_memcpy_time_us(char *dst, const char *src, size_t size, int iters, int warmup) {
-  return perf_copy_time_us(copy_fn, dst, src, size, iters, warmup);
+  return perf_copy_time_us(memcpy, dst, src, size, iters, warmup);
 }
 
 double perf_copy_time_us(perf_copy_fn fn, char *dst, const char *src, size_t size, int iters, int warmup) {
-  void *(*volatile copy)(void *, const void *, size_t) = fn;
+  void *(*volatile copy)(void *, const void *, size_t) = fn; /* so that no copy is optimized away */
   for (int i = 0; i < warmup; i++) copy(dst, src, size);
   long n = iters;
   for (;;) {

@@ -37,8 +37,7 @@
 typedef struct {
   uint8_t hdr[KOLO_SOCK_HDR_BYTES + KOLO_SOCK_EXTRA_MAX]; /* header, then a signature or report, padding */
   uint32_t hlen;
-  kolo_sock_frame frame; /* as encoded in hdr */
-  uint32_t bare_hlen;    /* hlen without padding */
+  kolo_sock_frame frame; /* as encoded in hdr; hlen counts its padding */
   const char *payload; /* DATA: its first part, in the sender's slot */
   size_t plen;
   size_t off;          /* bytes of hdr + payload written so far */

@@ -100,7 +100,7 @@ static int out_room(const sock_comm *c) { return c->out_tail - c->out_head < SOC
 static sock_out *out_push(sock_comm *c) {
   sock_out *o = &c->out[c->out_tail++ % SOCK_OUT_FRAMES];
   memset(o, 0, offsetof(sock_out, hlen));
-  o->hlen = o->bare_hlen = KOLO_SOCK_HDR_BYTES;
+  o->hlen = KOLO_SOCK_HDR_BYTES;
   o->frame = (kolo_sock_frame){0};
   o->payload = NULL;
   o->plen = o->off = 0;
@@ -131,7 +131,6 @@ koloResult_t kolo_sock_send_slice(void *comm, uint32_t step, size_t len, const k
   o->frame = (kolo_sock_frame){KOLO_SOCK_DATA, sig ? KOLO_SOCK_FLAG_SIG : 0, step, (uint32_t)len, 0};
   kolo_encode_sock_frame(o->hdr, &o->frame);
   if (sig) kolo_encode_call_sig(sig, o->hdr + KOLO_SOCK_HDR_BYTES), o->hlen += KOLO_NET_SIG_BYTES;
-  o->bare_hlen = o->hlen;
   o->payload = buf;
   o->plen = part_hi(len, 0, k);
   for (int s = 1; s < k; s++) push_part(c, s, buf + part_lo(len, s, k), part_hi(len, s, k) - part_lo(len, s, k), step);
@@ -192,6 +191,8 @@ static ssize_t write_some(sock_comm *c, int s, struct iovec *iov, int n, koloRes
   }
 }
 
+_Static_assert(((KOLO_COPY_ALIAS_MAX + 7) & ~7) <= KOLO_SOCK_PAD_MAX, "padding past kolo_copy's window fits a frame");
+
 /* The kernel copies a payload into its socket buffer with REP MOVSB on
  * CPUs that have FSRM, which on some (common/copy.c) runs an order of
  * magnitude slower where the destination sits a few bytes past the source
@@ -204,13 +205,14 @@ static ssize_t write_some(sock_comm *c, int s, struct iovec *iov, int n, koloRes
  * takes the padding that moves its payload out of it. */
 static void place_payload(sock_out *o, size_t at) {
   if (o->off != 0 || o->frame.kind != KOLO_SOCK_DATA || o->plen < SOCK_PAD_MIN_PAYLOAD) return;
-  uintptr_t past = ((uintptr_t)at + o->bare_hlen - (uintptr_t)o->payload) & 4095u;
-  unsigned pad = past >= 1 && past <= 63 ? (unsigned)(64 - past + 7) & ~7u : 0;
+  uint32_t bare = o->hlen - o->frame.pad; /* the header without padding */
+  unsigned past = (unsigned)(((uintptr_t)at + bare - (uintptr_t)o->payload) & 4095u);
+  unsigned pad = past >= 1 && past <= KOLO_COPY_ALIAS_MAX ? (KOLO_COPY_ALIAS_MAX + 1 - past + 7) & ~7u : 0;
   if (pad == o->frame.pad) return;
   o->frame.pad = (uint8_t)pad;
   kolo_encode_sock_frame(o->hdr, &o->frame);
-  memset(o->hdr + o->bare_hlen, 0, pad);
-  o->hlen = o->bare_hlen + pad;
+  memset(o->hdr + bare, 0, pad);
+  o->hlen = bare + pad;
 }
 
 /* The unwritten bytes of frame o as at most two iovecs; their count. */
