@@ -16,6 +16,7 @@
 #include "core/plan.h"
 #include "core/comm_gather.h"
 #include "core/comm_wire.h"
+#include "core/cuda_status.h"
 #include "core/proto_select.h"
 #include "ring/algo_select.h"
 #include "kernels/stall_text.h"
@@ -568,14 +569,12 @@ koloResult_t kolo_cuda_comm_status(struct koloComm *c) {
   koloResult_t res = (koloResult_t)atomic_load(&c->failed);
   kolo_cuda_comm *cc = c->cuda;
   if (res != koloSuccess || cc == NULL || cc->words == NULL) return res;
-  uint32_t why = __atomic_load_n(&cc->words[KOLO_CW_STATUS], __ATOMIC_ACQUIRE);
-  if (why == KOLO_DEV_OK) return context_lost(c);
+  const kolo_cuda_stop st = kolo_cuda_status_read(&cc->words[KOLO_CW_STATUS]); /* as the stopping block wrote it */
+  if (st.why == KOLO_DEV_OK) return context_lost(c);
   kolo_cuda_stall_check(c); /* a stall the kernel noted before it stopped: its warning first */
-  if (kolo_cuda_status_mismatch(c, why, &res)) return res; /* calls that do not match (cuda_mismatch.c) */
-  /* task and peer are written right after `why`: a reader racing the
-   * kernel may see them a moment late (0); the sentence stays true. */
-  uint32_t task = __atomic_load_n(&cc->words[KOLO_CW_STATUS + 1], __ATOMIC_ACQUIRE);
-  int peer = (int)__atomic_load_n(&cc->words[KOLO_CW_STATUS + 2], __ATOMIC_ACQUIRE);
+  if (kolo_cuda_status_mismatch(c, &st, &res)) return res; /* calls that do not match (cuda_mismatch.c) */
+  const uint32_t why = st.why, task = st.task;
+  const int peer = st.peer;
   int reason, fate = KOLO_PEER_ALIVE;
   res = status_result(why, &reason);
   int waited = why == KOLO_DEV_TIMEOUT || why == KOLO_DEV_PEER_STOPPED;

@@ -42,18 +42,9 @@ static void nap(void) {
   nanosleep(&ts, NULL);
 }
 
-/* The status words' stop word and report: the kernel that stopped first
- * writes them right after the status word, so a reader that came between
- * waits a little (0 / no report after that: none). */
-static uint32_t kolo_cuda_status_word(kolo_cuda_comm *cc) {
-  uint32_t word = 0;
-  for (int i = 0; i < 1000 && (word = __atomic_load_n(&cc->words[KOLO_CW_STATUS + KOLO_DEV_STATUS_WORD],
-                                                      __ATOMIC_ACQUIRE)) == 0;
-       i++)
-    nap();
-  return word;
-}
-
+/* The status words' report: the kernel that stopped first writes it right
+ * after the status word, so a reader that came between waits a little (no
+ * report after that: none). */
 static int status_report(kolo_cuda_comm *cc, kolo_call_mismatch *m) {
   const uint32_t *slot = &cc->words[KOLO_CW_STATUS + KOLO_DEV_STATUS_REPORT_STATE];
   int i = 0;
@@ -76,10 +67,10 @@ static koloResult_t kolo_cuda_mismatch_error(struct koloComm *c, int found_here,
                     who);
 }
 
-int kolo_cuda_status_mismatch(struct koloComm *c, uint32_t why, koloResult_t *res) {
-  if (why != KOLO_DEV_MISMATCH && why != KOLO_DEV_PEER_STOPPED) return 0;
-  const uint32_t word = kolo_cuda_status_word(c->cuda);
-  if (why == KOLO_DEV_PEER_STOPPED && (word >> 24) != KOLO_STOP_MISMATCH) return 0;
+int kolo_cuda_status_mismatch(struct koloComm *c, const kolo_cuda_stop *st, koloResult_t *res) {
+  if (st->why != KOLO_DEV_MISMATCH && st->why != KOLO_DEV_PEER_STOPPED) return 0;
+  const uint32_t word = st->word;
+  if (st->why == KOLO_DEV_PEER_STOPPED && (word >> 24) != KOLO_STOP_MISMATCH) return 0;
   int expected = koloSuccess;
   if (!atomic_compare_exchange_strong(&c->failed, &expected, (int)koloInvalidUsage)) {
     *res = (koloResult_t)expected;

@@ -68,6 +68,8 @@ ctest_checked() { # dir, ctest args...
   rm -f "$junit"
   (cd "$dir" && ctest --no-tests=error --output-on-failure -j1 --output-junit "$junit" "$@")
   rc=$?
+  # why each case failed, for the summary at the end (CI keeps the log's end)
+  [ "$rc" = 0 ] || tests/ctest_failures.py "$junit" "$dir" >> "$ROOT/build/failures.txt"
   tests/check_skips.py ctest "$dir" "$junit" | tee "$ROOT/build/skips-$dir.txt"
   [ "${PIPESTATUS[0]}" = 0 ] || rc=1
   return "$rc"
@@ -95,7 +97,7 @@ grep -E "^(fixed|shrunk|summary):" build/step-code-graph.log
 
 step "build (release)"
 scripts/build.sh build -DKOLO_TESTS=ON || exit 1 # ON: perf/run_main.sh configures a new build/ without tests
-rm -f build/skips-*.txt build/step-*.log # this run's verdicts only (the summary at the end reads them)
+rm -f build/skips-*.txt build/step-*.log build/failures.txt # this run's verdicts only (the summary at the end reads them)
 if grep -q "ptxas info" build/build.log; then
   step "CUDA register/spill report"
   tests/check_spills.sh build/build.log || failed
@@ -118,7 +120,7 @@ timeout -k 10 360 tests/torch/run.sh build || failed
 # The sets of CUDA tests of each of the model's modes.
 . tests/cuda_sets.sh
 SIM_TSAN_TARGETS=(test_cuda_reduce test_e2e_cuda test_e2e_cuda_algos test_cuda_mismatch test_cuda_stall)
-SIM_TARGETS=(kolo kolo-perf test_cudasim test_cudasim_share test_cudasim_weak test_cuda_runtime_rules test_cuda_fault test_e2e_cuda test_e2e_cuda_algos test_e2e_schedule test_cuda_mismatch test_cuda_stall test_cuda_reduce test_cuda_plan test_fusion nccl test_nccl_layer test_nccl_dlopen kolo-fault)
+SIM_TARGETS=(kolo kolo-perf test_cudasim test_cudasim_share test_cudasim_weak test_cuda_runtime_rules test_cuda_fault test_e2e_cuda test_e2e_cuda_algos test_e2e_schedule test_cuda_mismatch test_cuda_stall test_cuda_status test_cuda_reduce test_cuda_plan test_fusion nccl test_nccl_layer test_nccl_dlopen kolo-fault)
 sim_build() { # dir, extra cmake args...
   local dir=$1 targets=("${SIM_TARGETS[@]}")
   shift
@@ -293,6 +295,7 @@ for d in build build-sim build-sim-tsan build-asan build-tsan; do
   f=$d/Testing/Temporary/LastTestsFailed.log
   [ -s "$f" ] && sed "s|^|run_all: failed ctest case in $d: |" "$f"
 done
+sed "s|^|run_all: |" build/failures.txt 2>/dev/null
 cat build/skips-*.txt 2>/dev/null | grep -E "UNEXPECTED SKIP|matched no skip" | sed "s|^check_skips: |run_all: |"
 echo "run_all: FAILED"
 exit 1

@@ -26,13 +26,15 @@ namespace {
 constexpr uint32_t kStopMismatch = 7;
 
 /* Records why the kernel stops: the first stopping thread of the launch
- * wins, and true is returned to it.  word: the stop word it sends its peers,
- * which the launch's other blocks pass on when they leave for this one. */
+ * wins, and true is returned to it.  word: the stop word it sends its peers
+ * (never 0), which the launch's other blocks pass on when they leave for
+ * this one; it goes last, with release, so that a reader who sees it sees
+ * block and peer too (the host, core/cuda_status.c). */
 __device__ __forceinline__ bool record_stop(const kolo_dev_batch &b, uint32_t why, int32_t peer, uint32_t word) {
   if (kolo_dev::cas(b.status, 0u, why) != 0u) return false;
   st_relaxed(b.status + 1, blockIdx.x);
   st_relaxed(b.status + 2, (uint32_t)peer);
-  st_relaxed(b.status + KOLO_DEV_STATUS_WORD, word);
+  st_release(b.status + KOLO_DEV_STATUS_WORD, word);
   kolo_dev::fence();
   return true;
 }

@@ -1,0 +1,24 @@
+/* cuda_status.h - the kernels' status words (kernels/cuda_exec.h) as the
+ * host reads them (cuda_status.c). */
+#ifndef KOLO_CORE_CUDA_STATUS_H
+#define KOLO_CORE_CUDA_STATUS_H
+
+#include <stdint.h>
+
+/* Why the kernels stopped (KOLO_DEV_*), and what the first block to stop
+ * wrote beside it: its block, the peer it names, the stop word it sent its
+ * peers (0 when none came: below). */
+typedef struct {
+  uint32_t why, task, word;
+  int peer;
+} kolo_cuda_stop;
+
+/* The status words at `status` (a comm's mapped words from KOLO_CW_STATUS).
+ * The block that stops first claims the status word, then writes block,
+ * peer and, last, with release, its stop word: a reader that came in
+ * between waits for the stop word (about 1 s at most; a context that died
+ * between leaves it 0, and block and peer as read).  KOLO_DEV_OK: no kernel
+ * stopped, and nothing else is read. */
+kolo_cuda_stop kolo_cuda_status_read(const uint32_t *status);
+
+#endif
