@@ -7,10 +7,11 @@
 #include "core/cuda_status.h"
 
 /* Calls that do not match (cuda_mismatch.c): when the kernels' status
- * (st, kolo_cuda_status_read) is a mismatch found here or a peer's stop word for one, fails the
- * comm (koloInvalidUsage; *res: the comm's failure) with the sentence
- * naming both calls (the status words' report), passes the report and the
- * stop word on to every pipe, and returns 1; else 0. */
+ * (st, from kolo_cuda_status_read) is a mismatch found here or a peer's
+ * stop word for one, fails the comm (koloInvalidUsage; *res: the comm's
+ * failure) with the sentence naming both calls (the status words'
+ * report), passes the report and the stop word on to every pipe, and
+ * returns 1; else 0. */
 int kolo_cuda_status_mismatch(struct koloComm *c, const kolo_cuda_stop *st, koloResult_t *res);
 /* Stop_all's report: copies the status words' report to the copies'
  * source (1), or finds none (0); then kolo_cuda_mismatch_copy leaves it in
