@@ -10,9 +10,10 @@
 CUDA_TESTS='^(Cuda|AllTypesOps/CudaReduceTest|FusionCuda|NcclLayer|NcclEnv|NcclProcs|NcclDlopen|Examples/SchedFileCuda)'
 # Under TSan: the reduce kernels on one type and op (a bfloat16 average, a
 # conversion each way: ~30 s under TSan; an integer max added nothing TSan
-# could see that this does not), and the executor's small grids of 2 and 3
-# ranks with each rank on its own thread (every collective, SIMPLE and LL),
-# the all-reduce of one thread driving all its ranks, all-to-all and gather
+# could see that this does not), and the executor's small grids of 3 ranks
+# with each rank on its own thread (every collective, SIMPLE and LL), the
+# all-reduce of 2 (a block's send and receive ends on one peer), the
+# all-reduce of one thread driving all its ranks, all-to-all and gather
 # of 3 ranks (a block moving between its peers' pipes), the doubling
 # all-reduces of 3 ranks (a fold, SRC_FIRST reductions, LL and SIMPLE), abort,
 # a timeout from each source and protocol once, a mismatch of each kind
@@ -21,7 +22,7 @@ CUDA_TESTS='^(Cuda|AllTypesOps/CudaReduceTest|FusionCuda|NcclLayer|NcclEnv|NcclP
 # combination; these are the ones whose threads differ.  ctest's names of
 # parameterized cases end in a comment ("  # GetParam() = ..."): an anchor
 # at a case's end is "( |$)", not "$".
-CUDA_TSAN_TESTS='CudaReduceTest.MatchesReference/bfloat16_avg( |$)|CudaGrid.SmallCounts/.*_[23]ranks_threads|CudaGrid.SmallCounts/AllReduce_[23]ranks_onethread|CudaPeerGrid.SmallCounts/(AlltoAll|Gather)_3ranks|CudaAlgoBits.*/(rd|rabenseifner)_3ranks|CudaAbort|CudaTimeout.*/(ConfigTimeoutMs_LL|KoloTimeoutMsEnv_Simple)( |$)|CudaThreads/CudaMismatch.*/(CountSimple3|DtypeLL2|CountAcrossProtocols2|AllToAllDtypeLL3)( |$)|CudaStallWarning'
+CUDA_TSAN_TESTS='CudaReduceTest.MatchesReference/bfloat16_avg( |$)|CudaGrid.SmallCounts/.*_3ranks_threads|CudaGrid.SmallCounts/AllReduce_2ranks_threads|CudaGrid.SmallCounts/AllReduce_3ranks_onethread|CudaPeerGrid.SmallCounts/(AlltoAll|Gather)_3ranks|CudaAlgoBits.*/(rd|rabenseifner)_3ranks|CudaAbort|CudaTimeout.*/(ConfigTimeoutMs_LL|KoloTimeoutMsEnv_Simple)( |$)|CudaThreads/CudaMismatch.*/(CountSimple3|DtypeLL2|CountAcrossProtocols2|AllToAllDtypeLL3)( |$)|CudaStallWarning'
 # With the GPU's block of 256 threads and with 33 (a warp and one lane):
 # every collective of 2 and 3 ranks, the multi-peer ones, the doubling
 # all-reduces, reduce kernels, abort, timeout, mismatch and the stall
