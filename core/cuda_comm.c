@@ -573,17 +573,15 @@ koloResult_t kolo_cuda_comm_status(struct koloComm *c) {
   if (st.why == KOLO_DEV_OK) return context_lost(c);
   kolo_cuda_stall_check(c); /* a stall the kernel noted before it stopped: its warning first */
   if (kolo_cuda_status_mismatch(c, &st, &res)) return res; /* calls that do not match (cuda_mismatch.c) */
-  const uint32_t why = st.why, task = st.task;
-  const int peer = st.peer;
   int reason, fate = KOLO_PEER_ALIVE;
-  res = status_result(why, &reason);
-  int waited = why == KOLO_DEV_TIMEOUT || why == KOLO_DEV_PEER_STOPPED;
-  int dead = waited ? dead_peer(c, peer, &fate) : -1;
+  res = status_result(st.why, &reason);
+  int waited = st.why == KOLO_DEV_TIMEOUT || st.why == KOLO_DEV_PEER_STOPPED;
+  int dead = waited ? dead_peer(c, st.peer, &fate) : -1;
   if (dead >= 0) res = koloRemoteError;
   int expected = koloSuccess;
   if (!atomic_compare_exchange_strong(&c->failed, &expected, (int)res)) return (koloResult_t)expected;
-  if (dead >= 0) status_dead_peer(c, task, peer, dead, fate);
-  else status_sentence(c, res, why, task, peer);
+  if (dead >= 0) status_dead_peer(c, st.task, st.peer, dead, fate);
+  else status_sentence(c, res, st.why, st.task, st.peer);
   kolo_cuda_comm_stop_all(c, reason); /* so that the peers stop too */
   return res;
 }

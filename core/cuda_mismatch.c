@@ -8,7 +8,6 @@
 
 #include <stddef.h>
 #include <string.h>
-#include <time.h>
 
 #include <cuda_runtime.h>
 
@@ -37,28 +36,11 @@ _Static_assert(offsetof(kolo_conn_ctrl, mismatch_state) - offsetof(kolo_conn_ctr
 _Static_assert(KOLO_DEV_SIG_FROM_TAIL > KOLO_DEV_CTRL_STOP && KOLO_DEV_REPORT_FROM_TAIL + 64 <= 4096,
                "device pipes (transport_p2p.c) keep signatures and reports in their control page, past the stop word");
 
-static void nap(void) {
-  struct timespec ts = {0, 100 * 1000};
-  nanosleep(&ts, NULL);
-}
-
-/* The status words' report: the kernel that stopped first writes it right
- * after the status word, so a reader that came between waits a little (no
- * report after that: none). */
-static int status_report(kolo_cuda_comm *cc, kolo_call_mismatch *m) {
-  const uint32_t *slot = &cc->words[KOLO_CW_STATUS + KOLO_DEV_STATUS_REPORT_STATE];
-  int i = 0;
-  for (; i < 1000 && __atomic_load_n(slot, __ATOMIC_ACQUIRE) != 2u; i++) nap();
-  if (i == 1000) return 0;
-  memcpy(m, slot + 2, sizeof *m);
-  return 1;
-}
-
 static koloResult_t kolo_cuda_mismatch_error(struct koloComm *c, int found_here, uint32_t word) {
   kolo_call_mismatch m;
   char text[KOLO_MISMATCH_TEXT];
   const int who = (int)(word & 0xffffffu) - 1;
-  if (!status_report(c->cuda, &m))
+  if (!kolo_cuda_status_report(&c->cuda->words[KOLO_CW_STATUS], &m))
     return kolo_error(&c->err, koloInvalidUsage,
                       "rank %d: calls do not match: rank %d found that two ranks' calls differ", c->rank, who);
   kolo_call_mismatch_describe(&m, text, sizeof text);
@@ -84,7 +66,7 @@ int kolo_cuda_status_mismatch(struct koloComm *c, const kolo_cuda_stop *st, kolo
 
 int kolo_cuda_mismatch_stage(kolo_cuda_comm *cc) {
   kolo_call_mismatch m;
-  if (!status_report(cc, &m)) return 0;
+  if (!kolo_cuda_status_report(&cc->words[KOLO_CW_STATUS], &m)) return 0;
   memcpy(&cc->words[KOLO_CW_REPORT_SRC + 2], &m, sizeof m);
   cc->words[KOLO_CW_REPORT_SRC] = 2u;
   return 1;

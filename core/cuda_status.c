@@ -2,6 +2,7 @@
  * cuda_status.h). */
 #include "core/cuda_status.h"
 
+#include <string.h>
 #include <time.h>
 
 #include "kernels/cuda_exec.h"
@@ -10,19 +11,33 @@
  * nanoseconds on a GPU, but on the CPU model its thread can be off its core
  * for a scheduler's time slice or more on a loaded host. */
 #define STATUS_WORD_NAPS 10000
+/* The report comes right after the status word: 0.1 s. */
+#define STATUS_REPORT_NAPS 1000
 
-static void nap(void) {
-  struct timespec ts = {0, 100 * 1000};
-  nanosleep(&ts, NULL);
+/* Reads *w until it is `want` (0: anything but 0), napping 0.1 ms between
+ * reads, `naps` times at most; the last value read. */
+static uint32_t wait_word(const uint32_t *w, uint32_t want, int naps) {
+  uint32_t v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+  for (int i = 0; i < naps && (want == 0 ? v == 0 : v != want); i++) {
+    struct timespec ts = {0, 100 * 1000};
+    nanosleep(&ts, NULL);
+    v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+  }
+  return v;
 }
 
 kolo_cuda_stop kolo_cuda_status_read(const uint32_t *s) {
   kolo_cuda_stop st = {__atomic_load_n(s, __ATOMIC_ACQUIRE), 0, 0, 0};
   if (st.why == KOLO_DEV_OK) return st;
-  for (int i = 0; i < STATUS_WORD_NAPS && (st.word = __atomic_load_n(s + KOLO_DEV_STATUS_WORD, __ATOMIC_ACQUIRE)) == 0;
-       i++)
-    nap();
+  st.word = wait_word(s + KOLO_DEV_STATUS_WORD, 0, STATUS_WORD_NAPS);
   st.task = __atomic_load_n(s + 1, __ATOMIC_ACQUIRE);
   st.peer = (int)__atomic_load_n(s + 2, __ATOMIC_ACQUIRE);
   return st;
+}
+
+int kolo_cuda_status_report(const uint32_t *s, kolo_call_mismatch *m) {
+  const uint32_t *slot = s + KOLO_DEV_STATUS_REPORT_STATE;
+  if (wait_word(slot, 2u, STATUS_REPORT_NAPS) != 2u) return 0;
+  memcpy(m, s + KOLO_DEV_STATUS_REPORT, sizeof *m);
+  return 1;
 }

@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include "transport/call_sig_types.h"
+
 /* Why the kernels stopped (KOLO_DEV_*), and what the first block to stop
  * wrote beside it: its block, the peer it names, the stop word it sent its
  * peers (0 when none came: below). */
@@ -20,5 +22,10 @@ typedef struct {
  * between leaves it 0, and block and peer as read).  KOLO_DEV_OK: no kernel
  * stopped, and nothing else is read. */
 kolo_cuda_stop kolo_cuda_status_read(const uint32_t *status);
+
+/* The mismatch report beside the status words, into *m: the kernel that
+ * stopped first writes it right after the status word, so a reader that
+ * came between waits a little (0.1 s at most).  0: no report came. */
+int kolo_cuda_status_report(const uint32_t *status, kolo_call_mismatch *m);
 
 #endif

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <thread>
 
 #include "kernels/cuda_exec.h"
@@ -85,6 +86,45 @@ TEST(CudaStatusWords, AStopNeverFinishedIsReadAsItIs) {
   EXPECT_EQ(st.why, (uint32_t)KOLO_DEV_PEER_STOPPED);
   EXPECT_EQ(st.peer, 4);
   EXPECT_EQ(st.word, 0u);
+}
+
+// The mismatch report beside the words: its state word turns 2 once the
+// report is whole; a read that came first waits for it.
+TEST(CudaStatusWords, AReportWrittenLateIsRead) {
+  StatusWords s;
+  kolo_call_mismatch want = {};
+  want.rank[0] = 2;
+  want.rank[1] = 5;
+  want.sig[1].count = 12345;
+  std::atomic<bool> reading{false};
+  std::thread block([&] {
+    while (!reading.load()) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::memcpy(&s.w[KOLO_DEV_STATUS_REPORT], &want, sizeof want);
+    __atomic_store_n(&s.w[KOLO_DEV_STATUS_REPORT_STATE], 2u, __ATOMIC_RELEASE);
+  });
+  reading.store(true);
+  kolo_call_mismatch got;
+  std::memset(&got, 0xa5, sizeof got);
+  const int ok = kolo_cuda_status_report(s.w, &got);
+  block.join();
+  ASSERT_EQ(ok, 1);
+  EXPECT_EQ(got.rank[0], 2);
+  EXPECT_EQ(got.rank[1], 5);
+  EXPECT_EQ(got.sig[1].count, 12345u);
+}
+
+// No report (its state word stays short of 2): the read says so in about
+// 0.1 s, and leaves *m alone.
+TEST(CudaStatusWords, NoReportIsReadAsNone) {
+  StatusWords s;
+  s.w[KOLO_DEV_STATUS_REPORT_STATE] = 1;  // a writer that never finished
+  kolo_call_mismatch got;
+  std::memset(&got, 0xa5, sizeof got);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(kolo_cuda_status_report(s.w, &got), 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_EQ(got.rank[0], (int32_t)0xa5a5a5a5);
 }
 
 }  // namespace
