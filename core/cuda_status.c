@@ -11,7 +11,7 @@
  * nanoseconds on a GPU, but on the CPU model its thread can be off its core
  * for a scheduler's time slice or more on a loaded host. */
 #define STATUS_WORD_NAPS 10000
-/* The report comes right after the status word: 0.1 s. */
+/* The report comes right after the stop word: about 0.16 s (1000 naps). */
 #define STATUS_REPORT_NAPS 1000
 
 /* Reads *w until it is `want` (0: anything but 0), napping 0.1 ms between

@@ -24,8 +24,8 @@ typedef struct {
 kolo_cuda_stop kolo_cuda_status_read(const uint32_t *status);
 
 /* The mismatch report beside the status words, into *m: the kernel that
- * stopped first writes it right after the status word, so a reader that
- * came between waits a little (0.1 s at most).  0: no report came. */
+ * stopped first writes it right after its stop word, so a reader that
+ * came between waits a little (about 0.16 s).  0: no report came. */
 int kolo_cuda_status_report(const uint32_t *status, kolo_call_mismatch *m);
 
 #endif

@@ -115,7 +115,7 @@ TEST(CudaStatusWords, AReportWrittenLateIsRead) {
 }
 
 // No report (its state word stays short of 2): the read says so in about
-// 0.1 s, and leaves *m alone.
+// 0.16 s, and leaves *m alone.
 TEST(CudaStatusWords, NoReportIsReadAsNone) {
   StatusWords s;
   s.w[KOLO_DEV_STATUS_REPORT_STATE] = 1;  // a writer that never finished
