@@ -200,7 +200,7 @@ ASAN_EXCLUDE='LargeGrid|HugeGrid|CudaReduce|ScheduleModel|PerfTools\.(Compare|Nc
 # cost: 8 ranks (the grids and the point-to-point groups run at 2 to 4),
 # Adasum but at 3 ranks (its fold and its halving, with threads), one
 # thread's group and nonblocking calls but at 2 ranks (the others, at 1, 3
-# and 4: 41 s under TSan on 2 cores).  75 s of 236 on 2 cores.
+# and 4: 33 s under TSan on 2 cores).  75 s of the 236 s run left out.
 TSAN_TESTS='Threads|P2PSelf|Bootstrap|NetCallers|NetPolled|NetSocket'
 TSAN_EXCLUDE='LargeGrid|HugeGrid|[_/]8ranks|Adasum\.EveryElementMatchesTheReference/[1245]ranks|OneThreadGroup\.(Collectives|SendRecv)/[134]ranks|/NonBlocking\.CallsReturnInProgressThenComplete/[14]ranks'
 TSAN_TARGETS=(test_e2e_algos test_e2e_threads test_e2e_peers test_bootstrap test_bootstrap_lazy
