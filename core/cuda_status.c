@@ -3,15 +3,15 @@
 #include "core/cuda_status.h"
 
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "kernels/cuda_exec.h"
 
 /* 10000 naps of 0.1 ms: the stopping block's stores come within
  * nanoseconds on a GPU, but on the CPU model its thread can be off its core
  * for a scheduler's time slice or more on a loaded host. */
 #define STATUS_WORD_NAPS 10000
-/* The report comes right after the stop word: about 0.16 s (1000 naps). */
+/* A report that may not come (below): about 0.16 s (1000 naps). */
 #define STATUS_REPORT_NAPS 1000
 
 /* Reads *w until it is `want` (0: anything but 0), napping 0.1 ms between
@@ -19,8 +19,7 @@
 static uint32_t wait_word(const uint32_t *w, uint32_t want, int naps) {
   uint32_t v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
   for (int i = 0; i < naps && (want == 0 ? v == 0 : v != want); i++) {
-    struct timespec ts = {0, 100 * 1000};
-    nanosleep(&ts, NULL);
+    kolo_nap_us(100);
     v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
   }
   return v;
@@ -35,9 +34,16 @@ kolo_cuda_stop kolo_cuda_status_read(const uint32_t *s) {
   return st;
 }
 
+/* The block that stops first writes the report after its stop word.  One
+ * that found the mismatch itself (KOLO_DEV_MISMATCH) always writes one, so
+ * the read waits as long as for the stop word: its thread can be off its
+ * core as long.  One that passes on a peer's stop word writes one only if
+ * the peer left it in the pipe, and a stop without one must not be held
+ * up: a short wait. */
 int kolo_cuda_status_report(const uint32_t *s, kolo_call_mismatch *m) {
   const uint32_t *slot = s + KOLO_DEV_STATUS_REPORT_STATE;
-  if (wait_word(slot, 2u, STATUS_REPORT_NAPS) != 2u) return 0;
+  const int certain = __atomic_load_n(s, __ATOMIC_ACQUIRE) == KOLO_DEV_MISMATCH;
+  if (wait_word(slot, 2u, certain ? STATUS_WORD_NAPS : STATUS_REPORT_NAPS) != 2u) return 0;
   memcpy(m, s + KOLO_DEV_STATUS_REPORT, sizeof *m);
   return 1;
 }

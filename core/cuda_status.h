@@ -25,7 +25,10 @@ kolo_cuda_stop kolo_cuda_status_read(const uint32_t *status);
 
 /* The mismatch report beside the status words, into *m: the kernel that
  * stopped first writes it right after its stop word, so a reader that
- * came between waits a little (about 0.16 s).  0: no report came. */
+ * came between waits for it: as long as for the stop word where that
+ * kernel found the mismatch (KOLO_DEV_MISMATCH: a report always follows),
+ * about 0.16 s otherwise (one comes only if a peer left one).  0: no
+ * report came. */
 int kolo_cuda_status_report(const uint32_t *status, kolo_call_mismatch *m);
 
 #endif

@@ -88,10 +88,13 @@ TEST(CudaStatusWords, AStopNeverFinishedIsReadAsItIs) {
   EXPECT_EQ(st.word, 0u);
 }
 
-// The mismatch report beside the words: its state word turns 2 once the
-// report is whole; a read that came first waits for it.
-TEST(CudaStatusWords, AReportWrittenLateIsRead) {
+// Reads the report while a thread writes it `late_ms` after the read began
+// (its state word turns 2 once the report is whole), the status word
+// claimed for `why`: 1 with the report in *got, or 0.
+int ReadReportWrittenLate(uint32_t why, int late_ms, kolo_call_mismatch *got) {
   StatusWords s;
+  s.claim(why);
+  s.finish(0, 3);
   kolo_call_mismatch want = {};
   want.rank[0] = 2;
   want.rank[1] = 5;
@@ -99,16 +102,32 @@ TEST(CudaStatusWords, AReportWrittenLateIsRead) {
   std::atomic<bool> reading{false};
   std::thread block([&] {
     while (!reading.load()) std::this_thread::yield();
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(std::chrono::milliseconds(late_ms));
     std::memcpy(&s.w[KOLO_DEV_STATUS_REPORT], &want, sizeof want);
     __atomic_store_n(&s.w[KOLO_DEV_STATUS_REPORT_STATE], 2u, __ATOMIC_RELEASE);
   });
   reading.store(true);
-  kolo_call_mismatch got;
-  std::memset(&got, 0xa5, sizeof got);
-  const int ok = kolo_cuda_status_report(s.w, &got);
+  std::memset(got, 0xa5, sizeof *got);
+  const int ok = kolo_cuda_status_report(s.w, got);
   block.join();
-  ASSERT_EQ(ok, 1);
+  return ok;
+}
+
+// The mismatch report beside the words: a read that came first waits for it.
+TEST(CudaStatusWords, AReportWrittenLateIsRead) {
+  kolo_call_mismatch got;
+  ASSERT_EQ(ReadReportWrittenLate(KOLO_DEV_PEER_STOPPED, 20, &got), 1);
+  EXPECT_EQ(got.rank[0], 2);
+  EXPECT_EQ(got.rank[1], 5);
+  EXPECT_EQ(got.sig[1].count, 12345u);
+}
+
+// Where this rank's kernel found the mismatch, a report always follows:
+// the read waits for it as for the stop word, past the short wait (a
+// block's thread off its core for half a second on the CPU model).
+TEST(CudaStatusWords, AMismatchFoundHereWaitsForItsReport) {
+  kolo_call_mismatch got;
+  ASSERT_EQ(ReadReportWrittenLate(KOLO_DEV_MISMATCH, 500, &got), 1);
   EXPECT_EQ(got.rank[0], 2);
   EXPECT_EQ(got.rank[1], 5);
   EXPECT_EQ(got.sig[1].count, 12345u);
