@@ -25,8 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "core/cuda_comm.h"
 
@@ -37,12 +37,6 @@
 /* ---- the communicator's own work ---------------------------------------- */
 
 static int busy(cudaError_t e) { return e == cudaErrorNotReady; }
-
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Whether the comm's work is still running; 0 once done or failed. */
 static int work_pending(kolo_cuda_comm *cc) {
@@ -78,15 +72,14 @@ void kolo_cuda_comm_quiesce(struct koloComm *c, const char *fn) {
   kolo_cuda_comm *cc = c->cuda;
   if (cc == NULL || cc->dev < 0) return;
   if (cudaSetDevice(cc->dev) != cudaSuccess) return; /* no context: nothing of ours runs */
-  int64_t deadline = c->timeout_ms > 0 ? now_ms() + c->timeout_ms : -1;
+  int64_t deadline = c->timeout_ms > 0 ? kolo_now_ms() + c->timeout_ms : -1;
   int aborted = 0;
   while (work_pending(cc)) {
-    if (!aborted && deadline >= 0 && now_ms() > deadline) {
+    if (!aborted && deadline >= 0 && kolo_now_ms() > deadline) {
       give_up(c, fn);
       aborted = 1;
     }
-    struct timespec ts = {0, 200000};
-    nanosleep(&ts, NULL);
+    kolo_nap_us(200);
   }
 }
 
@@ -158,9 +151,8 @@ static int peer_process_ended(struct koloComm *c, int peer, int64_t deadline) {
   const kolo_peer_info *info = kolo_bootstrap_peer(c->bs, peer);
   if (info == NULL || info->pid <= 0) return 0;
   while (!process_ended(info->pid)) {
-    if (now_ms() > deadline) return 0;
-    struct timespec ts = {0, 1000000};
-    nanosleep(&ts, NULL);
+    if (kolo_now_ms() > deadline) return 0;
+    kolo_nap_us(1000);
   }
   return 1;
 }
@@ -200,7 +192,7 @@ void kolo_cuda_comm_close_ipc(struct koloComm *c) {
   each_end(c, mark_exporting, exported);
   /* one deadline for every peer whose connection failed: teardown stays
    * within one timeout however many there are */
-  int64_t deadline = now_ms() + (c->timeout_ms > 0 ? c->timeout_ms : 0);
+  int64_t deadline = kolo_now_ms() + (c->timeout_ms > 0 ? c->timeout_ms : 0);
   for (int r = 0; r < c->nranks; r++) {
     if (!exported[r]) continue;
     peer_verdict v = {r, peer_closed(c, r, deadline)};

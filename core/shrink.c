@@ -18,8 +18,8 @@
  * which end (or fail, naming the dead rank) on their own. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "core/comm_state.h"
 #include "core/comm.h"
 #include "core/progress.h"
@@ -70,18 +70,13 @@ static uint64_t digest(const unsigned char *excluded, int n) {
   return h;
 }
 
-static void sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
 /* The parent's in-flight work: stopped first (abort), then drained. */
 static void settle_parent(struct koloComm *c, int abort) {
   if (abort) {
     koloCommRevoke(c, KOLO_REVOKE_DEFAULT);
     if (c->kind) c->kind->quiesce(c, "koloCommShrink");
   }
-  while (c->nbq && kolo_nb_status(c) == koloInProgress) sleep_ms(1);
+  while (c->nbq && kolo_nb_status(c) == koloInProgress) kolo_nap_us(1000);
 }
 
 /* The lowest survivor: a new root, its id to every other survivor. */

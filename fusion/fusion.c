@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/dtype.h"
 #include "core/comm_state.h"
 #include "common/config.h"
@@ -22,8 +23,7 @@ int kf_is_float(int t) { return t == koloFloat16 || t == koloFloat32 || t == kol
 
 koloResult_t kf_comm_wait(koloComm_t comm, koloResult_t res) {
   while (res == koloInProgress) {
-    struct timespec ts = {0, 20000};
-    nanosleep(&ts, NULL);
+    kolo_nap_us(20);
     if (koloCommGetAsyncError(comm, &res) != koloSuccess) return koloInternalError;
   }
   return res;

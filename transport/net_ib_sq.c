@@ -13,8 +13,8 @@
  * receive of every QP. */
 #include <errno.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "transport/net_ib_conn.h"
 #include "transport/socket.h"
@@ -119,8 +119,7 @@ void kolo_ib_drain(ib_comm *c, int ms) {
   int64_t deadline = kolo_now_ms() + ms;
   while (res == koloSuccess && kolo_ib_sq_busy(c) && kolo_now_ms() < deadline && !peer_left(c)) {
     res = kolo_ib_poll(c, &eb);
-    struct timespec ts = {0, 50000};
-    if (res == koloSuccess && kolo_ib_sq_busy(c)) nanosleep(&ts, NULL);
+    if (res == koloSuccess && kolo_ib_sq_busy(c)) kolo_nap_us(50);
   }
   if (res == koloSuccess && kolo_ib_sq_busy(c))
     KOLO_INFO("ib connection with %s (%s port %d): closing with work requests not acknowledged after %d ms",

@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "transport/socket.h"
 
@@ -20,7 +20,7 @@
 /* How long the accepting thread polls before it lets another pipe's
  * thread see what it filed; how long a waiting thread sleeps between looks. */
 #define ACCEPT_TURN_MS 20
-#define WAIT_TURN_NS 1000000L
+#define WAIT_TURN_US 1000L
 
 typedef struct filed {
   int fd;
@@ -266,8 +266,7 @@ koloResult_t kolo_net_listener_take(kolo_net_listener *l, const uint8_t *token, 
     if (mine) {
       res = accept_turn(l, deadline, eb);
     } else {
-      struct timespec ts = {0, WAIT_TURN_NS};
-      nanosleep(&ts, NULL);
+      kolo_nap_us(WAIT_TURN_US);
     }
     pthread_mutex_lock(&lock);
     if (mine) l->accepting = 0;

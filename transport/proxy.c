@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "transport/socket.h"
@@ -380,8 +381,7 @@ static void *proxy_main(void *arg) {
     int n = epoll_wait(ep, ev, PROXY_EVENTS, timeout);
     if (n < 0 && errno != EINTR) {
       KOLO_WARN("the network proxy's epoll_wait failed: %s", strerror(errno));
-      struct timespec ts = {0, PROXY_SLEEP_MS * 1000000L};
-      nanosleep(&ts, NULL);
+      kolo_nap_us(PROXY_SLEEP_MS * 1000L);
     }
     int swept = 0, moved = 0;
     pthread_mutex_lock(&table_mu);

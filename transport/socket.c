@@ -10,18 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 /* ---- time ---------------------------------------------------------------- */
-
-int64_t kolo_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t kolo_deadline(int timeout_ms) { return timeout_ms > 0 ? kolo_now_ms() + timeout_ms : 0; }
 
 int kolo_poll_ms(int64_t deadline) {
   if (deadline == 0) return -1;
@@ -231,7 +222,7 @@ int kolo_sock_connect_done(int fd) {
 /* One attempt: 0 and *fd on success, else an errno (ETIMEDOUT at the
  * deadline). */
 static int try_connect(const struct sockaddr_storage *addr, int64_t deadline, int *fd) {
-  int s;
+  int s = -1;
   int err = kolo_sock_connect_start(addr, &s);
   if (err != 0) return err;
   struct pollfd p = {s, POLLOUT, 0};
@@ -292,8 +283,7 @@ koloResult_t kolo_sock_connect(const struct sockaddr_storage *addr, int64_t dead
     if (left <= 0)
       return kolo_error(eb, koloTimeout, "%s did not answer within %d ms (last attempt: %s)", who, timeout_ms,
                         kolo_connect_errtext(err, why, sizeof why));
-    struct timespec ts = {0, (left < delay_ms ? left : delay_ms) * 1000000L};
-    nanosleep(&ts, NULL);
+    kolo_nap_us((long)(left < delay_ms ? left : delay_ms) * 1000L);
   }
 }
 

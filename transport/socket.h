@@ -15,12 +15,9 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "common/clock.h" /* deadlines are kolo_now_ms milliseconds */
 #include "common/error.h"
 
-/* Monotonic milliseconds. */
-int64_t kolo_now_ms(void);
-/* Deadline timeout_ms from now; 0 when timeout_ms <= 0 (no bound). */
-int64_t kolo_deadline(int timeout_ms);
 /* poll()'s timeout for a deadline: -1 without one, 0 once it has passed. */
 int kolo_poll_ms(int64_t deadline);
 /* poll() that retries EINTR: the number of ready fds, 0 at the deadline,
