@@ -40,11 +40,9 @@ static int busy(cudaError_t e) { return e == cudaErrorNotReady; }
 
 /* Whether the comm's work is still running; 0 once done or failed. */
 static int work_pending(kolo_cuda_comm *cc) {
-  int pending = (cc->order_event && busy(cudaEventQuery((cudaEvent_t)cc->order_event))) ||
-                (cc->setup_stream && busy(cudaStreamQuery((cudaStream_t)cc->setup_stream)));
-  /* Our NotReady polls must not be what the user's cudaGetLastError sees. */
-  if (cudaPeekAtLastError() == cudaErrorNotReady) (void)cudaGetLastError();
-  return pending;
+  /* A NotReady is no error: CUDA leaves the thread's last error as it was. */
+  return (cc->order_event && busy(cudaEventQuery((cudaEvent_t)cc->order_event))) ||
+         (cc->setup_stream && busy(cudaStreamQuery((cudaStream_t)cc->setup_stream)));
 }
 
 /* The comm's work outlived the timeout of `fn`: the comm fails with that

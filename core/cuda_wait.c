@@ -13,7 +13,6 @@ int kolo_cuda_stream_wait(void *stream, int timeout_ms) {
   int64_t deadline = timeout_ms > 0 ? kolo_now_ms() + timeout_ms : -1;
   cudaError_t e;
   while ((e = cudaStreamQuery((cudaStream_t)stream)) == cudaErrorNotReady) {
-    if (cudaPeekAtLastError() == cudaErrorNotReady) (void)cudaGetLastError(); /* our poll's, not the user's */
     if (deadline >= 0 && kolo_now_ms() > deadline) return (int)cudaErrorNotReady;
     kolo_nap_us(100);
   }

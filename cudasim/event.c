@@ -114,8 +114,12 @@ static sim_op *record_of(cudaEvent_t h, cudaError_t *err) {
   return op;
 }
 
+/* A query or synchronization of an event is a "potentially unsafe" call in
+ * a capture (a GPU refused cudaEventQuery in a thread-local capture: H200,
+ * CUDA 13.0). */
 cudaError_t cudaEventQuery(cudaEvent_t h) {
   cudaError_t e;
+  if (sim_init() == cudaSuccess && sim_capture_forbids(NULL)) return sim_ret(cudaErrorStreamCaptureUnsupported);
   sim_op *op = record_of(h, &e);
   if (op == NULL) return sim_ret(e);
   pthread_mutex_lock(&sim_lock);
@@ -129,6 +133,7 @@ cudaError_t cudaEventQuery(cudaEvent_t h) {
 
 cudaError_t cudaEventSynchronize(cudaEvent_t h) {
   cudaError_t e;
+  if (sim_init() == cudaSuccess && sim_capture_forbids(NULL)) return sim_ret(cudaErrorStreamCaptureUnsupported);
   sim_op *op = record_of(h, &e);
   if (op == NULL) return sim_ret(e);
   pthread_mutex_lock(&sim_lock);

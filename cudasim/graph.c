@@ -7,10 +7,11 @@
  * launch of the same executable graph (CUDA: launches of one graph exec are
  * ordered).  Capture rules: in the thread-local and global modes, a
  * "potentially unsafe" call (allocation, free, synchronous copy or set,
- * device synchronization) from the capturing thread (thread-local) or from
- * any thread (global) fails with cudaErrorStreamCaptureUnsupported and
- * invalidates the capture, as does synchronizing or querying the capturing
- * stream; cudaStreamEndCapture then fails with
+ * device synchronization, an event's query or synchronization) from the
+ * capturing thread (thread-local) or from any thread (global) fails with
+ * cudaErrorStreamCaptureUnsupported and invalidates the capture, as does
+ * synchronizing or querying the capturing stream, unless the calling thread
+ * made its own mode relaxed (cudaThreadExchangeStreamCaptureMode); cudaStreamEndCapture then fails with
  * cudaErrorStreamCaptureInvalidated.  Not modelled: captures that fork into
  * other streams through events (refused), graphs built node by node. */
 #include <stdlib.h>
@@ -97,10 +98,27 @@ cudaError_t sim_capture_add(sim_stream *s, sim_op *op) {
   return bad ? cudaErrorMemoryAllocation : cudaSuccess;
 }
 
-/* Does a potentially unsafe call of this thread hit capture s? */
+/* The calling thread's mode (cudaThreadExchangeStreamCaptureMode). */
+static _Thread_local enum cudaStreamCaptureMode thread_mode = cudaStreamCaptureModeGlobal;
+
+cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode) {
+  if (mode == NULL || (*mode != cudaStreamCaptureModeGlobal && *mode != cudaStreamCaptureModeThreadLocal &&
+                       *mode != cudaStreamCaptureModeRelaxed))
+    return sim_ret(cudaErrorInvalidValue);
+  enum cudaStreamCaptureMode was = thread_mode;
+  thread_mode = *mode;
+  *mode = was;
+  return cudaSuccess;
+}
+
+/* Does a potentially unsafe call of this thread hit capture s?  A thread
+ * in the relaxed mode may make any call; otherwise its own capture forbids
+ * them, and in the global mode so does another thread's global capture. */
 static int forbids(const sim_stream *s) {
   if (s->capture == NULL || s->capture_mode == cudaStreamCaptureModeRelaxed) return 0;
-  return s->capture_mode == cudaStreamCaptureModeGlobal || pthread_equal(s->capture_thread, pthread_self());
+  if (thread_mode == cudaStreamCaptureModeRelaxed) return 0;
+  if (pthread_equal(s->capture_thread, pthread_self())) return 1;
+  return thread_mode == cudaStreamCaptureModeGlobal && s->capture_mode == cudaStreamCaptureModeGlobal;
 }
 
 int sim_capture_forbids(sim_stream *target) {

@@ -103,8 +103,10 @@ void sim_name_thread(pthread_t th, const char *what) {
   pthread_setname_np(th, name); /* a name is a help only: its failure is not an error */
 }
 
+/* A NotReady is an answer, not an error: a GPU leaves the last error as it
+ * was (seen on an H200, CUDA 13.0). */
 cudaError_t sim_ret(cudaError_t e) {
-  if (e != cudaSuccess) thread_state.last_error = e;
+  if (e != cudaSuccess && e != cudaErrorNotReady) thread_state.last_error = e;
   return e;
 }
 

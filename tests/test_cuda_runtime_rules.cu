@@ -14,7 +14,7 @@
 //    EXPECT in both builds;
 //  - a rule the documentation leaves open, or that kolo depends on without
 //    a promise (the stream-to-queue mapping, residency of blocks that fit,
-//    cudaFree waiting for the device, a NotReady kept as the last error,
+//    cudaFree waiting for the device, whether a NotReady is the last error,
 //    the error codes of a few misuses, CUDA after fork): observe() prints
 //    what this runtime did beside the model's reading, "[ RULE     ] ...",
 //    and fails only on the model (which is held to its reading); on a GPU
@@ -278,8 +278,9 @@ TEST_F(CudaRulesResidency, BlocksThatFitAreResidentAndOneMoreWaitsForRoom) {
 // ---- events and errors -------------------------------------------------------------
 
 // A query of unfinished work returns cudaErrorNotReady (documented).
-// Whether that NotReady then is the thread's last error is not: the model
-// records it like any other error (observed).
+// Whether that NotReady then is the thread's last error is not: an H200
+// with CUDA 13.0 left the last error as it was (observed, 2026-12-04), and
+// the model does the same.
 TEST_F(CudaRulesErrors, QueriesOfUnfinishedWorkAreNotReady) {
   HostFlag f;
   cudaStream_t s = new_stream();
@@ -292,7 +293,7 @@ TEST_F(CudaRulesErrors, QueriesOfUnfinishedWorkAreNotReady) {
   EXPECT_EQ(cudaStreamQuery(s), cudaErrorNotReady);
   const cudaError_t peek = cudaPeekAtLastError(), last = cudaGetLastError();
   observe("a NotReady from a stream query is the last error (peek, get)", name_of(peek) + ", " + name_of(last),
-          "cudaErrorNotReady, cudaErrorNotReady");
+          "cudaSuccess, cudaSuccess");
   EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "cudaGetLastError clears the last error";
   f.set();
   ASSERT_CUDA(cudaStreamSynchronize(s));
@@ -428,6 +429,44 @@ TEST_F(CudaRulesGraphs, AnUnsafeCallInvalidatesAThreadLocalCapture) {
   ASSERT_CUDA(cudaStreamEndCapture(s, &g));
   cudaGraphDestroy(g);
   cudaFree(p);
+  cudaStreamDestroy(s);
+}
+
+// An event's query is a "potentially unsafe" call too: in the capturing
+// thread it fails and invalidates the capture (observed: an H200 with CUDA
+// 13.0 refused kolo's query with cudaErrorStreamCaptureUnsupported); after
+// cudaThreadExchangeStreamCaptureMode makes the thread's mode relaxed, the
+// same query is allowed and the capture goes on (documented).
+TEST_F(CudaRulesGraphs, AnEventQueryNeedsTheRelaxedModeInACapture) {
+  cudaStream_t s = new_stream(), other = new_stream();
+  cudaEvent_t e;
+  ASSERT_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  ASSERT_CUDA(cudaEventRecord(e, other));
+  ASSERT_CUDA(cudaStreamSynchronize(other));
+  ASSERT_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  const cudaError_t strict = cudaEventQuery(e);
+  cudaStreamCaptureStatus st;
+  ASSERT_CUDA(cudaStreamIsCapturing(s, &st));
+  observe("cudaEventQuery in a thread-local capture, and the capture after it",
+          name_of(strict) + ", " + (st == cudaStreamCaptureStatusInvalidated ? "invalidated" : "active"),
+          "cudaErrorStreamCaptureUnsupported, invalidated");
+  cudaGraph_t g = nullptr;
+  (void)cudaStreamEndCapture(s, &g);
+  if (g) cudaGraphDestroy(g);
+  (void)cudaGetLastError();
+  ASSERT_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  ASSERT_CUDA(cudaThreadExchangeStreamCaptureMode(&mode));
+  EXPECT_EQ(mode, cudaStreamCaptureModeGlobal) << "a thread's mode starts global";
+  EXPECT_EQ(cudaEventQuery(e), cudaSuccess);
+  ASSERT_CUDA(cudaThreadExchangeStreamCaptureMode(&mode));
+  EXPECT_EQ(mode, cudaStreamCaptureModeRelaxed);
+  ASSERT_CUDA(cudaStreamIsCapturing(s, &st));
+  EXPECT_EQ(st, cudaStreamCaptureStatusActive);
+  ASSERT_CUDA(cudaStreamEndCapture(s, &g));
+  cudaGraphDestroy(g);
+  cudaEventDestroy(e);
+  cudaStreamDestroy(other);
   cudaStreamDestroy(s);
 }
 

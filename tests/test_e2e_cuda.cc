@@ -472,10 +472,11 @@ INSTANTIATE_TEST_SUITE_P(CudaThreads, CudaInitRankThreads, ::testing::Values(2, 
 // A launch's result is the launch's own, not an earlier
 // error of the calling thread that cudaGetLastError would also return.
 // Rank 0 makes a call its peer has not made yet, queries its stream (busy:
-// the query leaves cudaErrorNotReady as the thread's last error, as CUDA
-// does), and makes a second call: it must launch (kolo once read the launch
-// result with cudaGetLastError and failed the communicator here), and the
-// user's NotReady stays the user's to read.
+// NotReady, which CUDA does not keep as the last error), makes an error of
+// its own (cudaFree of a pointer no allocation gave: cudaErrorInvalidValue,
+// not sticky), and makes a second call: it must launch (kolo once read the
+// launch result with cudaGetLastError and failed the communicator here),
+// and the user's error stays the user's to read.
 TEST(CudaLaunch, AnEarlierErrorOfTheThreadIsNotTheLaunchsOwn) {
   KT_REQUIRE_CUDA();
   const int n = 2;
@@ -489,7 +490,7 @@ TEST(CudaLaunch, AnEarlierErrorOfTheThreadIsNotTheLaunchsOwn) {
     ASSERT_EQ(cudaMemcpy(buf[(size_t)r], v.data(), count * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
   }
   std::vector<koloResult_t> second((size_t)n, koloInternalError);
-  cudaError_t query = cudaSuccess, left = cudaSuccess;
+  cudaError_t query = cudaSuccess, own = cudaSuccess, left = cudaSuccess;
   auto call = [&](int r) {
     return koloAllReduce(buf[(size_t)r], buf[(size_t)r], count, koloFloat32, koloSum, w.comms[(size_t)r],
                          w.streams[(size_t)r]);
@@ -500,6 +501,7 @@ TEST(CudaLaunch, AnEarlierErrorOfTheThreadIsNotTheLaunchsOwn) {
     (void)cudaGetLastError();
     if (call(0) != koloSuccess) return;
     query = cudaStreamQuery(w.streams[0]);  // rank 1 has not called: busy
+    own = cudaFree(reinterpret_cast<void *>(0x1));
     second[0] = call(0);
     left = cudaGetLastError();
   });
@@ -511,7 +513,8 @@ TEST(CudaLaunch, AnEarlierErrorOfTheThreadIsNotTheLaunchsOwn) {
   EXPECT_EQ(query, cudaErrorNotReady);
   EXPECT_EQ(second[0], koloSuccess) << koloGetLastError(w.comms[0]);
   EXPECT_EQ(second[1], koloSuccess) << koloGetLastError(w.comms[1]);
-  EXPECT_EQ(left, cudaErrorNotReady) << "kolo consumed the thread's own error";
+  EXPECT_EQ(own, cudaErrorInvalidValue);
+  EXPECT_EQ(left, cudaErrorInvalidValue) << "kolo consumed the thread's own error";
   for (int r = 0; r < n; r++) {
     EXPECT_EQ(wait_stream(w.streams[(size_t)r], kStreamWaitMs), "");
     EXPECT_EQ(async_error_text(w.comms[(size_t)r]), "");
