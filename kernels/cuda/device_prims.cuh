@@ -142,6 +142,12 @@ KOLO_DEVFN long long clock_cycles() { return clock64(); }
 template <typename T>
 KOLO_DEVFN void st_data(T *p, const T &v) { *p = v; }
 KOLO_DEVFN void st_data_bytes(char *p, const void *v, unsigned n) { memcpy(p, v, n); }
+/* Hides where a word's bits came from.  ptxas 13.0 compiled the byte stores
+ * of a float16 / bfloat16 result (cvt.rn.f16.f32, then st.u8 of its bytes)
+ * into a conversion of the value to an integer (F2I.U8.F16.TRUNC): the low
+ * byte stored was the value truncated, 0 for most, not its bits (seen on an
+ * H200; the SASS shows it). */
+KOLO_DEVFN void opaque_word(uint32_t &w) { asm("" : "+r"(w)); }
 /* The host build's checks (the GPU itself traps or faults). */
 KOLO_DEVFN void aligned(const void *, unsigned, const char *) {}
 KOLO_DEVFN void reachable(const void *, size_t, const char *) {}
@@ -199,6 +205,7 @@ KOLO_DEVFN void st_data_bytes(char *p, const void *v, unsigned n) {
   if (weak()) kolo_sim_weak_store(p, v, n, 1);
   else memcpy(p, v, n);
 }
+KOLO_DEVFN void opaque_word(uint32_t &) {}
 /* hint_get / hint_set's word: block-shared storage (KOLO_BLOCK_SHARED, here
  * the runner's thread-local storage) or, as for the other primitives,
  * device-reachable memory. */

@@ -189,10 +189,19 @@ KOLO_DEV T load_elem(const char *p, size_t i) {
   memcpy(static_cast<void *>(&x), p + i * sizeof(T), sizeof(T));
   return x;
 }
+/* Unaligned: the value's bits as opaque words, stored byte by byte
+ * (kolo_dev::opaque_word says why). */
 template <typename T, bool ALIGNED>
 KOLO_DEV void store_elem(char *p, size_t i, T v) {
-  if (ALIGNED) kolo_dev::st_data(reinterpret_cast<T *>(p) + i, v);
-  else kolo_dev::st_data_bytes(p + i * sizeof(T), &v, sizeof(T));
+  if (ALIGNED) {
+    kolo_dev::st_data(reinterpret_cast<T *>(p) + i, v);
+    return;
+  }
+  uint32_t w[(sizeof(T) + 3) / 4] = {};
+  memcpy(w, static_cast<const void *>(&v), sizeof(T));
+#pragma unroll
+  for (size_t k = 0; k < sizeof w / sizeof w[0]; k++) kolo_dev::opaque_word(w[k]);
+  kolo_dev::st_data_bytes(p + i * sizeof(T), w, sizeof(T));
 }
 
 /* Elements [lo, hi), one per thread per step. */
