@@ -28,7 +28,7 @@
  * memory, set by koloCommAbort), the stop words of its connector ends, and
  * how long this one wait has stalled (batch.timeout_ns: a stall, not the
  * kernel's total time).  Any of them ends the block; the first records why in
- * `status` (mapped host memory, system-scope CAS) and the block writes a stop
+ * `status` (mapped host memory, device-scope CAS) and the block writes a stop
  * word into its connector ends (a peer's stop word is passed on unchanged,
  * naming the rank where the failure started) so that the ranks waiting on it
  * stop too.  A block also leaves when another block of its launch stopped

@@ -101,7 +101,11 @@ KOLO_DEVFN void st_release_u8(uint8_t *p, uint32_t v) {
 KOLO_DEVFN void st_relaxed_u8(uint8_t *p, uint32_t v) {
   asm volatile("st.relaxed.sys.global.u8 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
-KOLO_DEVFN uint32_t cas(uint32_t *p, uint32_t expected, uint32_t v) { return atomicCAS_system(p, expected, v); }
+/* Device scope: every contender for a word (the status and stall claims,
+ * a connector end's owner) is a block of this GPU.  A system-scope atomic
+ * on mapped host memory needs hostNativeAtomicSupported, which a GPU on
+ * PCIe lacks: compute-sanitizer's memcheck refused kolo's on an H200. */
+KOLO_DEVFN uint32_t cas(uint32_t *p, uint32_t expected, uint32_t v) { return atomicCAS(p, expected, v); }
 KOLO_DEVFN unsigned long long add(unsigned long long *p, unsigned long long v) { return atomicAdd(p, v); }
 /* Orders this thread's earlier writes before its later ones for every
  * observer (peers, the host). */
@@ -255,7 +259,7 @@ KOLO_DEVFN void st_relaxed_u8(uint8_t *p, uint32_t v) {
 }
 KOLO_DEVFN uint32_t cas(uint32_t *p, uint32_t expected, uint32_t v) {
   reachable(p, 4, "cas");
-  aligned(p, 4, "cas"); /* relaxed, as atomicCAS_system: reachable() drains only stores to p */
+  aligned(p, 4, "cas"); /* relaxed, as atomicCAS: reachable() drains only stores to p */
   __atomic_compare_exchange_n(p, &expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   return expected;
 }

@@ -5,7 +5,7 @@
  * word, the peer's stop word and its own stall time against timeout_ns (the
  * deadline counts from the start of that wait, like the host executor's
  * stall time: a long collective that keeps moving never times out).  The
- * first to stop records why in status (system-scope CAS) and writes a stop
+ * first to stop records why in status (device-scope CAS) and writes a stop
  * word into the connector ends of its task, so that the peers stop too
  * (KOLO_DEV_STOP_WORD(abort 2 / timeout 4, batch.rank), or the stopped
  * peer's word passed on); the block leaves at the next barrier
