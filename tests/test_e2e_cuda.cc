@@ -1478,6 +1478,16 @@ constexpr const char *kIdVar = "KOLO_TEST_CUDA_ID";        // the unique id in h
 // kolo-* segment in /dev/shm.  Each must have run and passed that test:
 // an exit status of 0 alone would also pass a child that skipped it.
 void run_cuda_procs(const std::string &mode, int n, int per_host) {
+#ifndef KOLO_CUDA_SIM
+  // On GPUs, n processes take device rank % devices: with fewer devices than
+  // processes some share one, which kolo refuses without MPS (checked on
+  // the model by CudaSharedGpu).
+  int devices = 0, mps = 0;
+  if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0 && devices < n &&
+      (cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, 0) != cudaSuccess || mps == 0))
+    GTEST_SKIP() << n << " processes, " << devices << " GPU(s), MPS off: needs a GPU per process or MPS "
+                 << "(nvidia-cuda-mps-control -d)";
+#endif
   koloUniqueId id;
   ASSERT_EQ(koloGetUniqueId(&id), koloSuccess) << koloGetLastError(nullptr);
   const std::string hex = to_hex(&id, sizeof id);
