@@ -460,9 +460,10 @@ prims_figures() {
   awk '$1 ~ /^[0-9]+$/ && $1 >= 67108864 && $4 == "grid" { printf "#   %11s  %6s  %9s  %s\n", $1, $2, $3, $9 }' \
     "$WORK/prims.txt"
   # Summary rows: "# primitive type launch vs_memcpy at".
-  add_note prims "$(awk '/^# summary/ { on = 1; next } on && NF == 6 && $5 ~ /^[0-9.]+$/ {
+  add_note prims "$(awk '/^# summary/ { on = 1; next } /^# wrong output bytes/ { on = 0 }
+    on && NF == 6 && $5 ~ /^[0-9.]+$/ {
       n++; if (lo == "" || $5 < lo) { lo = $5; what = $2 " " $3 " " $4 }
-    } /^# wrong output bytes/ { on = 0 }
+    }
     END { if (n) printf "lowest ratio to the D2D copy at >= 64 MiB, of %d rows: %s (%s)", n, lo, what }
     ' "$WORK/prims.txt")"
 }
