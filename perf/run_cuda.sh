@@ -36,6 +36,8 @@ BUDGET_SYNCCHECK=${BUDGET_SYNCCHECK:-60}
 BUDGET_PRIMS=${BUDGET_PRIMS:-60}
 BUDGET_ALLREDUCE=${BUDGET_ALLREDUCE:-90}
 BUDGET_LATENCY=${BUDGET_LATENCY:-30}
+BUDGET_CHANNELS=${BUDGET_CHANNELS:-40}
+CHANNELS=${CHANNELS:-'2 4 8 16'}  # KOLO_NCHANNELS of the channels step
 # The tests: each binary once, its cases in one process (TESTS_VIA=binary:
 # a CUDA context per binary, not per case, as ctest's 1.3 s per case spent
 # the budget at 166 of 466 on an H200), or one ctest entry per case.
@@ -517,6 +519,7 @@ figures() {
   [ -s "$WORK/prims.txt" ] && prims_figures
   allreduce_figures
   latency_figures
+  channels_figures
 }
 
 prims_figures() {
@@ -575,6 +578,34 @@ latency_figures() {
   done
 }
 
+# The channels step: 2 ranks, 256 MiB, at each KOLO_NCHANNELS of CHANNELS.
+# Each channel is one block per rank, so this says how the bandwidth of a
+# rank grows with its blocks (the 8-rank run above holds 2 each).
+step_channels() {
+  begin_step channels "$BUDGET_CHANNELS" || return
+  local ch rc status=PASS
+  : > "$WORK/channels.txt"
+  for ch in $CHANNELS; do
+    echo "# KOLO_NCHANNELS=$ch kolo-perf all_reduce --mem cuda -t 2 -b 256M -e 256M" | tee -a "$WORK/channels.txt"
+    KOLO_NCHANNELS=$ch bounded "$P" all_reduce --mem cuda --devices "$GPU" -t 2 -d float -o sum -b 256M -e 256M \
+      -n 10 -w 3 -c 1 2>&1 | grep -vE '^#  Rank' | tee -a "$WORK/channels.txt"
+    rc=${PIPESTATUS[0]}
+    [ "$rc" -eq 0 ] || status=FAIL
+  done
+  end_step "$status" ""
+}
+
+channels_figures() {
+  local ch busbw line=
+  for ch in $CHANNELS; do
+    busbw=$(awk -v c="KOLO_NCHANNELS=$ch" -v s="$S" '$2 == c { on = 1; next } /^# KOLO_NCHANNELS/ { on = 0 }
+      on && $1 == s { print $8; exit }' "$WORK/channels.txt" 2> /dev/null)
+    line+="${line:+, }$ch: ${busbw:-n/a}"
+  done
+  echo "# all-reduce 256 MiB, 2 ranks on one GPU, busbw (GB/s) by KOLO_NCHANNELS: $line"
+  add_note channels "busbw GB/s by channels: $line"
+}
+
 step_benchmarks() {
   bench prims "$BUDGET_PRIMS" prims --devices "$GPU" -b 1M -e 1G -f 2 -n "$ITERS" -w "$WARMUP" -c 1
   bench allreduce "$BUDGET_ALLREDUCE" all_reduce --mem cuda --devices "$GPU" -t "$NRANKS" -d float -o sum -b 8 -e 256M \
@@ -583,6 +614,7 @@ step_benchmarks() {
     -n "$LAT_ITERS" -w "$LAT_WARMUP" -c 1
   bench latency_graph "$BUDGET_LATENCY" all_reduce --mem cuda --devices "$GPU" -t "$NRANKS" -d float -b 8 -e 8 \
     -n "$LAT_ITERS" -w "$LAT_WARMUP" -c 1 --graph
+  step_channels
   figures
 }
 
