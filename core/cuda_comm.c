@@ -542,18 +542,6 @@ static koloResult_t status_result(uint32_t why, int *reason) {
 
 static void status_sentence(struct koloComm *c, koloResult_t res, uint32_t why, uint32_t task, int peer);
 
-/* The order event's state.  An event query is a "potentially unsafe" call
- * while the calling thread captures a stream (or another thread captures in
- * the global mode): CUDA would fail it and invalidate the user's capture.
- * The thread's relaxed mode allows it, as for an allocation during capture. */
-static cudaError_t query_order_event(kolo_cuda_comm *cc) {
-  enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  cudaError_t set = cudaThreadExchangeStreamCaptureMode(&mode);
-  cudaError_t e = cudaEventQuery((cudaEvent_t)cc->order_event);
-  if (set == cudaSuccess) (void)cudaThreadExchangeStreamCaptureMode(&mode);
-  return e;
-}
-
 /* Answers of a query that say nothing of the context: it is busy, or the
  * query was refused because of a capture. */
 static int context_answer_is_benign(cudaError_t e) {
@@ -569,7 +557,7 @@ static int context_answer_is_benign(cudaError_t e) {
 static koloResult_t context_lost(struct koloComm *c) {
   kolo_cuda_comm *cc = c->cuda;
   if (cc->order_event == NULL || !cc->have_last) return koloSuccess;
-  cudaError_t e = query_order_event(cc);
+  cudaError_t e = (cudaError_t)kolo_cuda_event_query(cc->order_event);
   if (context_answer_is_benign(e)) {
     if (e != cudaSuccess && e != cudaErrorNotReady && cudaPeekAtLastError() == e) (void)cudaGetLastError();
     return koloSuccess;

@@ -90,6 +90,10 @@ void kolo_cuda_comm_free(struct koloComm *c);
  * cudaError_t: cudaSuccess, the stream's error, or cudaErrorNotReady when
  * the time ran out first. */
 int kolo_cuda_stream_wait(void *stream, int timeout_ms);
+/* cudaEventQuery / cudaStreamQuery of kolo's own event or stream (a
+ * cudaError_t), safe while a stream is being captured (cuda_wait.c). */
+int kolo_cuda_event_query(void *event);
+int kolo_cuda_stream_query(void *stream);
 
 /* The calling thread's current device, or -1. */
 int kolo_cuda_current_device(void);

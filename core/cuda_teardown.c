@@ -41,8 +41,8 @@ static int busy(cudaError_t e) { return e == cudaErrorNotReady; }
 /* Whether the comm's work is still running; 0 once done or failed. */
 static int work_pending(kolo_cuda_comm *cc) {
   /* A NotReady is no error: CUDA leaves the thread's last error as it was. */
-  return (cc->order_event && busy(cudaEventQuery((cudaEvent_t)cc->order_event))) ||
-         (cc->setup_stream && busy(cudaStreamQuery((cudaStream_t)cc->setup_stream)));
+  return (cc->order_event && busy((cudaError_t)kolo_cuda_event_query(cc->order_event))) ||
+         (cc->setup_stream && busy((cudaError_t)kolo_cuda_stream_query(cc->setup_stream)));
 }
 
 /* The comm's work outlived the timeout of `fn`: the comm fails with that
