@@ -11,8 +11,8 @@
  * capturing thread (thread-local) or from any thread (global) fails with
  * cudaErrorStreamCaptureUnsupported and invalidates the capture, as does
  * synchronizing or querying the capturing stream, unless the calling thread
- * made its own mode relaxed (cudaThreadExchangeStreamCaptureMode); cudaStreamEndCapture then fails with
- * cudaErrorStreamCaptureInvalidated.  Not modelled: captures that fork into
+ * made its own mode relaxed (cudaThreadExchangeStreamCaptureMode);
+ * cudaStreamEndCapture then fails with cudaErrorStreamCaptureInvalidated.  Not modelled: captures that fork into
  * other streams through events (refused), graphs built node by node. */
 #include <stdlib.h>
 #include <string.h>
