@@ -320,6 +320,14 @@ count_tests() {
   T_FAILED=$(grep -c . <<< "$T_FAILED_NAMES")
 }
 
+# The tests row's line under it: the first failed names (T_FAILED_NAMES),
+# and where the rest are (WHERE).
+failed_names_row() {
+  [ "$T_FAILED" -gt 0 ] || return 0
+  ROW_MORE[tests]="failed: $(head -n 6 <<< "$T_FAILED_NAMES" | paste -sd, - | sed 's/,/, /g')"
+  [ "$T_FAILED" -le 6 ] || ROW_MORE[tests]+=", ... ($T_FAILED; see $1)"
+}
+
 # Counts in the GoogleTest output FILE of binaries run whole ("[       OK ]
 # NAME (12 ms)", FAILED and SKIPPED alike: the lines with a time, not the
 # final lists): sets the T_* of count_tests.
@@ -369,10 +377,7 @@ step_tests_binary() {
   note="$total CUDA tests: $T_PASSED passed, $T_FAILED failed, $T_SKIPPED skipped"
   [ "$finished" -lt "$total" ] && note+=", $((total - finished)) not reached"
   [ ${#ends[@]} -eq 0 ] || note+="; $(IFS=';'; echo "${ends[*]}" | sed 's/;/; /g')"
-  if [ "$T_FAILED" -gt 0 ]; then
-    ROW_MORE[tests]="failed: $(head -n 6 <<< "$T_FAILED_NAMES" | paste -sd, - | sed 's/,/, /g')"
-    [ "$T_FAILED" -gt 6 ] && ROW_MORE[tests]+=", ... ($T_FAILED; see tests.txt)"
-  fi
+  failed_names_row tests.txt
   if [ ${#ends[@]} -eq 0 ] && [ "$T_FAILED" -eq 0 ] && [ "$finished" -eq "$total" ] && [ "$total" -gt 0 ]; then
     end_step PASS "$note"
   else
@@ -395,10 +400,7 @@ step_tests() {
   note="${total:-?} CUDA tests: $T_PASSED passed, $T_FAILED failed, $T_SKIPPED skipped, $T_DISABLED disabled"
   [ -n "$total" ] && [ "$finished" -lt "$total" ] && note+=", $((total - finished)) not reached"
   [ "$rc" -ne 124 ] || note+="; timed out after $((SECONDS - STEP_T0)) s"
-  if [ "$T_FAILED" -gt 0 ]; then
-    ROW_MORE[tests]="failed: $(head -n 6 <<< "$T_FAILED_NAMES" | paste -sd, - | sed 's/,/, /g')"
-    [ "$T_FAILED" -gt 6 ] && ROW_MORE[tests]+=", ... ($T_FAILED; see run_cuda.log, tests.xml)"
-  fi
+  failed_names_row "run_cuda.log, tests.xml"
   if [ "$rc" -eq 0 ] && [ "$T_FAILED" -eq 0 ] && [ "${total:-0}" -gt 0 ]; then
     end_step PASS "$note"
   else
