@@ -17,6 +17,7 @@
 #include "core/comm_gather.h"
 #include "core/comm_wire.h"
 #include "core/cuda_status.h"
+#include "core/cuda_wait.h"
 #include "core/proto_select.h"
 #include "ring/algo_select.h"
 #include "kernels/stall_text.h"

@@ -85,15 +85,6 @@ void kolo_cuda_comm_close_ipc(struct koloComm *c);
 /* Frees the device state (after the pipes were closed). */
 void kolo_cuda_comm_free(struct koloComm *c);
 
-/* Waits for the work queued so far on `stream` (a cudaStream_t of kolo's),
- * polling, for at most timeout_ms (0: no bound; cuda_wait.c).  Returns a
- * cudaError_t: cudaSuccess, the stream's error, or cudaErrorNotReady when
- * the time ran out first. */
-int kolo_cuda_stream_wait(void *stream, int timeout_ms);
-/* cudaEventQuery / cudaStreamQuery of kolo's own event or stream (a
- * cudaError_t), safe while a stream is being captured (cuda_wait.c). */
-int kolo_cuda_event_query(void *event);
-int kolo_cuda_stream_query(void *stream);
 
 /* The calling thread's current device, or -1. */
 int kolo_cuda_current_device(void);

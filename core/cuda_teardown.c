@@ -29,6 +29,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "core/cuda_comm.h"
+#include "core/cuda_wait.h"
 
 #include <cuda_runtime.h>
 

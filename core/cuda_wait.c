@@ -1,11 +1,11 @@
-/* cuda_wait.c - bounded waits on kolo's own streams.
+/* cuda_wait.c - polls and bounded waits on kolo's own events and streams.
  *
  * cudaStreamSynchronize waits for as long as the stream takes, and a stream
  * of kolo's that shares a hardware queue (CUDA_DEVICE_MAX_CONNECTIONS) with
  * a kernel waiting for a peer takes until that peer calls: polling with a
  * deadline turns such a wait into an error the caller can report. */
 #include "common/clock.h"
-#include "core/cuda_comm.h"
+#include "core/cuda_wait.h"
 
 #include <cuda_runtime.h>
 

@@ -32,6 +32,7 @@ static koloResult_t host_alloc(size_t bytes, void **p, kolo_errbuf *eb, int rank
 #include <cuda_runtime.h>
 
 #include "core/cuda_comm.h"
+#include "core/cuda_wait.h"
 
 struct kf_device {
   int dev;
