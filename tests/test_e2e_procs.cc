@@ -41,6 +41,7 @@ extern "C" {
 #include "util/coll_ref.h"
 #include "util/coll_run.h"
 #include "util/free_port.h"
+#include "util/shm_ends.h"
 #include "util/proc_util.h"
 
 using namespace kt;
@@ -485,4 +486,29 @@ TEST(ShmSweep, RemovesOnlyOldNamesOfDeadCreators) {
     EXPECT_EQ(there, !n.swept) << n.name;
     if (there) shm_unlink(("/" + n.name).c_str());
   }
+}
+
+// A receiver killed or stopped after making its segment, before its sender
+// mapped it, would leave the name for good; the sender, giving up on that
+// pipe, removes it.  Both ends must spell the name alike: the sender's
+// abandon removes its own pipe's name and no other's.
+TEST(ShmAbandon, ASenderThatGivesUpRemovesOnlyItsPipesName) {
+  uint64_t job = 0xab0d00000000ull | (unsigned)getpid();
+  kt_shm_receiver *mine = kt_shm_receiver_make(job, 0, 1, 0x2001);
+  kt_shm_receiver *other = kt_shm_receiver_make(job, 2, 1, 0x2001);
+  ASSERT_NE(mine, nullptr);
+  ASSERT_NE(other, nullptr);
+  std::string mine_path = std::string("/dev/shm") + kt_shm_receiver_name(mine);
+  std::string other_path = std::string("/dev/shm") + kt_shm_receiver_name(other);
+  ASSERT_EQ(access(mine_path.c_str(), F_OK), 0) << mine_path;
+  kt_shm_sender_abandon(job, 0, 1, getpid(), 0x2002); /* another tag: not this pipe */
+  kt_shm_sender_abandon(job, 0, 1, getpid() + 1, 0x2001); /* another creator */
+  EXPECT_EQ(access(mine_path.c_str(), F_OK), 0) << mine_path;
+  kt_shm_sender_abandon(job, 0, 1, getpid(), 0x2001);
+  EXPECT_NE(access(mine_path.c_str(), F_OK), 0) << mine_path << " outlived its sender's abandon";
+  EXPECT_EQ(access(other_path.c_str(), F_OK), 0) << other_path << " is another sender's";
+  kt_shm_sender_abandon(job, 0, 1, getpid(), 0x2001); /* gone already: no harm */
+  kt_shm_receiver_close(mine);
+  kt_shm_receiver_close(other);
+  EXPECT_NE(access(other_path.c_str(), F_OK), 0) << other_path;
 }

@@ -162,6 +162,29 @@ static void run_phase(kolo_conn_set *set, int phase, kolo_conn_setup *s) {
   }
 }
 
+/* A send end that never attached: every transport that could have carried
+ * it removes what its receiver may have left for this sender alone. */
+static void abandon_send(kolo_conn_set *set, kolo_conn_request *r, kolo_conn_setup *s) {
+  setup_for(set, r, s);
+  int ncand;
+  const int *cand = candidates(s->mem, &ncand);
+  for (int i = 0; i < ncand; i++) {
+    const kolo_transport *t = transports[cand[i]];
+    if (t->send_abandon != NULL && t->can_connect(s)) t->send_abandon(s);
+  }
+}
+
+/* A failed set: what it made is closed, what its senders never attached to
+ * is abandoned. */
+static void undo_failed_set(kolo_conn_set *set, kolo_conn_setup *s) {
+  for (int i = 0; i < set->n; i++) {
+    kolo_conn_request *r = &set->reqs[i];
+    if (!set->made[i] && r->is_send) abandon_send(set, r, s);
+    else if (set->made[i] && !(set->keep_exported && kolo_connector_ipc_exported(r->conn)))
+      kolo_connector_close(r->conn);
+  }
+}
+
 koloResult_t kolo_connect_sets(kolo_conn_set *sets, int nsets) {
   koloResult_t res = koloSuccess;
   for (int k = 0; k < nsets; k++) {
@@ -176,9 +199,7 @@ koloResult_t kolo_connect_sets(kolo_conn_set *sets, int nsets) {
     for (int k = 0; k < nsets; k++) run_phase(&sets[k], phase, &s);
   for (int k = 0; k < nsets; k++) {
     kolo_conn_set *set = &sets[k];
-    for (int i = 0; set->res != koloSuccess && set->made && i < set->n; i++)
-      if (set->made[i] && !(set->keep_exported && kolo_connector_ipc_exported(set->reqs[i].conn)))
-        kolo_connector_close(set->reqs[i].conn);
+    if (set->res != koloSuccess && set->made) undo_failed_set(set, &s);
     if (res == koloSuccess) res = set->res;
     free(set->made);
     set->made = NULL;

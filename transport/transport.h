@@ -62,6 +62,11 @@ typedef struct kolo_transport {
   void (*recv_attached)(kolo_connector *c);
   /* either end: release this end's share */
   void (*close)(kolo_connector *c);
+  /* Optional, sender whose setup failed before it attached: remove what the
+   * receiver may have made that only this sender would have removed (shm:
+   * the segment's name, left for good if the receiver was killed or stopped
+   * after making it). */
+  void (*send_abandon)(const kolo_conn_setup *s);
   /* Optional (NULL: the counters say it all, as in shared memory).  The
    * executor moved this end's counter: a send end filled a slice (called
    * right after each one), a receive end drained slots (called once at the

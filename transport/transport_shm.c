@@ -5,9 +5,11 @@
  * unlinks it too (whichever comes second finds it gone), so the segment
  * vanishes with the last mapping even if both processes are killed, and a
  * receiver stopped or killed before the acknowledgement leaves no name
- * behind once its sender has mapped the segment.  One killed before its
- * sender mapped it leaves a name nobody else knows: each process sweeps
- * those once, before its first segment (kolo_shm_sweep_stale). */
+ * behind once its sender has mapped the segment.  One killed or stopped
+ * before its sender mapped it leaves a name only that sender can spell:
+ * the sender removes it when its setup fails (send_abandon).  Should the
+ * sender be gone too, each process sweeps such names once, before its
+ * first segment (kolo_shm_sweep_stale). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -80,12 +82,18 @@ static koloResult_t shm_map(const kolo_conn_setup *s, kolo_connector *c, int fd,
   return koloSuccess;
 }
 
+/* /kolo-<job>-<creator pid>-<from>-<to>-<tag>: the receiver creates it;
+ * both ends can spell it. */
+static void segment_name(char *out, size_t len, uint64_t job, int creator, int from, int to,
+                         uint32_t tag) {
+  snprintf(out, len, "/kolo-%016llx-%d-%d-%d-%x", (unsigned long long)job, creator, from, to, tag);
+}
+
 static koloResult_t shm_recv_create(const kolo_conn_setup *s, kolo_connector *c, char *desc) {
   static pthread_once_t swept = PTHREAD_ONCE_INIT;
   pthread_once(&swept, sweep_once);
   size_t bytes = KOLO_CONN_CTRL_BYTES + s->slot_bytes * s->nslots;
-  snprintf(c->name, sizeof c->name, "/kolo-%016llx-%d-%d-%d-%x", (unsigned long long)s->job,
-           (int)getpid(), s->peer->rank, s->self->rank, s->tag);
+  segment_name(c->name, sizeof c->name, s->job, (int)getpid(), s->peer->rank, s->self->rank, s->tag);
   int fd = shm_open(c->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return kolo_syserror(s->eb, errno, "shm_open(%s) failed", c->name);
   koloResult_t res = koloSuccess;
@@ -126,6 +134,14 @@ static void shm_recv_attached(kolo_connector *c) {
   c->name[0] = '\0';
 }
 
+/* The receiver made the name (or never will, or has unlinked it: ENOENT);
+ * nobody but this sender would map it, and this sender has given up. */
+static void shm_send_abandon(const kolo_conn_setup *s) {
+  char name[sizeof ((kolo_connector *)0)->name];
+  segment_name(name, sizeof name, s->job, s->peer->pid, s->self->rank, s->peer->rank, s->tag);
+  if (shm_unlink(name) != 0 && errno != ENOENT) KOLO_WARN("shm_unlink(%s): %s", name, strerror(errno));
+}
+
 static void shm_close(kolo_connector *c) {
   shm_recv_attached(c);
   if (c->mem != NULL) munmap(c->mem, c->mem_bytes);
@@ -140,4 +156,5 @@ const kolo_transport kolo_transport_shm = {
     .send_attach = shm_send_attach,
     .recv_attached = shm_recv_attached,
     .close = shm_close,
+    .send_abandon = shm_send_abandon,
 };

@@ -350,9 +350,11 @@ static void reap(trial *t) {
 static void check_leftovers(trial *t) {
   pid_t pids[MAX_RANKS];
   for (int i = 0; i < t->s->nranks; i++) pids[i] = t->r[i].pid;
-  int segs = fu_shm_segments_of(pids, t->s->nranks);
+  int per_rank[MAX_RANKS];
+  int segs = fu_shm_segments_of(pids, t->s->nranks, per_rank);
   if (segs != 0) {
-    violation(t, "%d /dev/shm/kolo-* segment(s) of the ranks left", segs);
+    violation(t, "%d /dev/shm/kolo-* segment(s) of the ranks left, %d of them the victim's", segs,
+              per_rank[t->s->victim]);
     t->res.leak_shm += segs;
   }
   /* the CUDA model's device memory: a rank that never reported was

@@ -86,15 +86,19 @@ static long shm_creator(const char *name) {
   return dash == NULL ? -1 : strtol(dash + 1, NULL, 10);
 }
 
-int fu_shm_segments_of(const pid_t *pids, int n) {
+int fu_shm_segments_of(const pid_t *pids, int n, int *per_rank) {
   DIR *d = opendir("/dev/shm");
   if (d == NULL) return -1;
   int count = 0;
   struct dirent *e;
+  for (int i = 0; per_rank != NULL && i < n; i++) per_rank[i] = 0;
   while ((e = readdir(d)) != NULL) {
     long pid = shm_creator(e->d_name);
-    for (int i = 0; pid > 0 && i < n; i++)
-      if (pids[i] == pid) count++;
+    for (int i = 0; pid > 0 && i < n; i++) {
+      if (pids[i] != pid) continue;
+      count++;
+      if (per_rank != NULL) per_rank[i]++;
+    }
   }
   closedir(d);
   return count;

@@ -26,8 +26,9 @@ long fu_rss_kib(void);
 /* shutdown(SHUT_RDWR) of every socket of this process; returns how many. */
 int fu_cut_sockets(void);
 
-/* /dev/shm/kolo-* segments whose creator pid is one of pids[0..n). */
-int fu_shm_segments_of(const pid_t *pids, int n);
+/* /dev/shm/kolo-* segments whose creator pid is one of pids[0..n);
+ * per_rank[i] (when not NULL) gets those of pids[i]. */
+int fu_shm_segments_of(const pid_t *pids, int n, int *per_rank);
 
 /* Writes the whole line (printf-style) to fd; retries short writes. */
 void fu_line(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
