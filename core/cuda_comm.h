@@ -85,7 +85,6 @@ void kolo_cuda_comm_close_ipc(struct koloComm *c);
 /* Frees the device state (after the pipes were closed). */
 void kolo_cuda_comm_free(struct koloComm *c);
 
-
 /* The calling thread's current device, or -1. */
 int kolo_cuda_current_device(void);
 
